@@ -1,0 +1,84 @@
+//===- tesselc.cpp - The Tessel compiler driver ---------------------------===//
+//
+// `tesselc --emit=<phase>` stops after one phase of compilation. Each phase is
+// one entry of kPhases below; phases not written yet say so and exit 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitSchedule.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace {
+
+enum class EmitPhase { Artifact, Mlir, Schedule };
+
+cl::OptionCategory generalCategory("General options");
+
+cl::opt<EmitPhase>
+    emit("emit", cl::desc("What to produce:"), cl::init(EmitPhase::Artifact),
+         cl::values(
+             clEnumValN(EmitPhase::Artifact, "tsl",
+                        "compile the model to a .tsl artifact (default; not "
+                        "implemented yet)"),
+             clEnumValN(EmitPhase::Mlir, "mlir",
+                        "stop after import and print the Tessel IR (not "
+                        "implemented yet)"),
+             clEnumValN(EmitPhase::Schedule, "schedule",
+                        "print per-rank pipeline schedules and their simulated "
+                        "bubble")),
+         cl::cat(generalCategory));
+
+cl::opt<std::string> inputFile(cl::Positional, cl::value_desc("model.onnx"),
+                               cl::desc("<model.onnx>"), cl::init(""),
+                               cl::cat(generalCategory));
+
+cl::opt<std::string> outputFile("o", cl::value_desc("file"),
+                                cl::desc("Output file; default stdout"),
+                                cl::init("-"), cl::cat(generalCategory));
+
+int notImplemented(StringRef what) {
+  WithColor::error(errs(), "tesselc")
+      << what
+      << " is not implemented yet; only --emit=schedule works for now\n";
+  return 1;
+}
+
+int run() {
+  switch (emit) {
+  case EmitPhase::Schedule:
+    if (!inputFile.empty())
+      return notImplemented("compiling an input file ('" + inputFile + "')");
+    return tessel::emitSchedule(outputFile);
+  case EmitPhase::Mlir:
+    return notImplemented("--emit=mlir");
+  case EmitPhase::Artifact:
+    if (inputFile.empty()) {
+      WithColor::error(errs(), "tesselc")
+          << "no input file; give a model, or --emit=schedule (see --help)\n";
+      return 1;
+    }
+    return notImplemented("compiling '" + inputFile + "' to an artifact");
+  }
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions({&generalCategory, &tessel::getScheduleCategory()});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tesselc: the Tessel tensor-sharding compiler\n\n"
+      "  tesselc --emit=schedule --schedule=1f1b --stages 4 --microbatches 8\n"
+      "  tesselc --emit=schedule --schedule=interleaved-1f1b --stages 4 \\\n"
+      "          --microbatches 8 --chunks 2 --timeline steps.svg\n"
+      "  tesselc --emit=schedule --schedule-file=my.sched --costs 1,2,1\n");
+  return run();
+}
