@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 using namespace llvm;
 
@@ -19,6 +20,12 @@ namespace tessel::pipeline {
 using detail::ActionIndex;
 using detail::FlatLayout;
 using detail::kNone;
+
+static std::string formatNumber(double v) {
+  char buffer[32];
+  snprintf(buffer, sizeof(buffer), "%g", v);
+  return buffer;
+}
 
 double ScheduleCosts::getCost(ActionKind k) const {
   switch (k) {
@@ -57,7 +64,7 @@ Error ScheduleCosts::validate() const {
     if (!std::isfinite(value) || value < 0)
       return makeScheduleError(Twine(name) +
                                " must be a non-negative number, got " +
-                               std::to_string(value));
+                               formatNumber(value));
   return Error::success();
 }
 

@@ -1,0 +1,56 @@
+//===- TesselDialect.td - the tessel dialect ---------------*- tablegen -*-===//
+//
+// The `tessel` dialect: tensor programs whose values carry sharding specs over
+// a named device mesh, and the collectives that partitioned programs use.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_DIALECT_TD
+#define TESSEL_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Tessel_Dialect : Dialect {
+  let name = "tessel";
+  let cppNamespace = "::mlir::tessel";
+  let summary = "Tensor programs with sharding specs over a device mesh";
+  let description = [{
+    The `tessel` dialect describes tensor programs (as imported from ONNX) in
+    which every value may carry a sharding spec: for each tensor dimension, the
+    ordered list of mesh axes that split it, the axes over which the value is a
+    pending partial reduction, and an explicit pad where a dimension does not
+    divide evenly. Meshes are symbols (`tessel.mesh`) that specs refer to.
+
+    Specs are attached as the discardable attribute `tessel.sharding`:
+
+    * on an op: a `#tessel.sharding` for a single-result op, or an array of
+      them (one per result) for a multi-result op;
+    * on a `func.func` argument or result: a `#tessel.sharding`.
+
+    Every compute op declares a factor-based sharding rule
+    (`#tessel.rule`) through `ShardingRuleOpInterface`; propagation and
+    partitioning read only these rules.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+    /// The discardable attribute that carries a value's sharding spec.
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "tessel.sharding";
+    /// The discardable attribute `-tessel-print-sharding-rules` attaches.
+    static constexpr ::llvm::StringLiteral kRuleAttrName = "tessel.rule";
+  }];
+}
+
+class Tessel_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tessel_Dialect, mnemonic, traits>;
+
+class Tessel_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Tessel_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+#endif // TESSEL_DIALECT_TD

@@ -1,0 +1,661 @@
+//===- TesselOps.cpp - tessel ops: formats, type inference, folders -------===//
+//
+// Result-type inference of every compute op (the shape rules of ONNX and
+// numpy), custom assembly pieces, and folders. Verifiers of the remaining
+// constraints are in Verifiers.cpp; sharding rules in ShardingRules.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/TesselOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<int64_t>>
+mlir::tessel::broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes) {
+  size_t rank = 0;
+  for (ArrayRef<int64_t> s : shapes)
+    rank = std::max(rank, s.size());
+  SmallVector<int64_t> out(rank, 1);
+  for (ArrayRef<int64_t> s : shapes) {
+    size_t offset = rank - s.size();
+    for (auto [i, d] : llvm::enumerate(s)) {
+      int64_t &o = out[offset + i];
+      if (d == o || d == 1)
+        continue;
+      if (o != 1)
+        return failure();
+      o = d;
+    }
+  }
+  return out;
+}
+
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return s;
+}
+
+static RankedTensorType tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+// Emits an error at `loc` (when given) and returns failure.
+static LogicalResult fail(std::optional<Location> loc, const Twine &msg) {
+  return emitOptionalError(loc, msg);
+}
+
+static bool inRange(int64_t v, int64_t rank) { return v >= 0 && v < rank; }
+
+//===----------------------------------------------------------------------===//
+// Custom assembly
+//===----------------------------------------------------------------------===//
+
+// `["dp"=2, "tp"=4]`
+static ParseResult parseMeshAxes(OpAsmParser &parser, ArrayAttr &names,
+                                 DenseI64ArrayAttr &sizes) {
+  SmallVector<Attribute> nameAttrs;
+  SmallVector<int64_t> sizeVals;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        std::string name;
+        int64_t size;
+        if (parser.parseString(&name) || parser.parseEqual() ||
+            parser.parseInteger(size))
+          return failure();
+        nameAttrs.push_back(parser.getBuilder().getStringAttr(name));
+        sizeVals.push_back(size);
+        return success();
+      }))
+    return failure();
+  names = parser.getBuilder().getArrayAttr(nameAttrs);
+  sizes = parser.getBuilder().getDenseI64ArrayAttr(sizeVals);
+  return success();
+}
+
+static void printMeshAxes(OpAsmPrinter &printer, Operation *, ArrayAttr names,
+                          DenseI64ArrayAttr sizes) {
+  printer << "[";
+  llvm::interleaveComma(llvm::zip(names, sizes.asArrayRef()), printer,
+                        [&](auto it) {
+                          printer << std::get<0>(it) << "=" << std::get<1>(it);
+                        });
+  printer << "]";
+}
+
+// `[0:2:1, 0:64:2]`: start:limit:stride per dim.
+static ParseResult parseSliceRanges(OpAsmParser &parser,
+                                    DenseI64ArrayAttr &starts,
+                                    DenseI64ArrayAttr &limits,
+                                    DenseI64ArrayAttr &strides) {
+  SmallVector<int64_t> s, l, t;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        int64_t a, b, c;
+        if (parser.parseInteger(a) || parser.parseColon() ||
+            parser.parseInteger(b) || parser.parseColon() ||
+            parser.parseInteger(c))
+          return failure();
+        s.push_back(a);
+        l.push_back(b);
+        t.push_back(c);
+        return success();
+      }))
+    return failure();
+  Builder b = parser.getBuilder();
+  starts = b.getDenseI64ArrayAttr(s);
+  limits = b.getDenseI64ArrayAttr(l);
+  strides = b.getDenseI64ArrayAttr(t);
+  return success();
+}
+
+static void printSliceRanges(OpAsmPrinter &printer, Operation *,
+                             DenseI64ArrayAttr starts, DenseI64ArrayAttr limits,
+                             DenseI64ArrayAttr strides) {
+  printer << "[";
+  for (int64_t i = 0; i < starts.size(); ++i) {
+    if (i)
+      printer << ", ";
+    printer << starts[i] << ":" << (i < limits.size() ? limits[i] : 0) << ":"
+            << (i < strides.size() ? strides[i] : 1);
+  }
+  printer << "]";
+}
+
+#include "dialects/tessel/TesselInterfaces.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/tessel/TesselOps.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/tessel/CollectiveOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// MeshOp
+//===----------------------------------------------------------------------===//
+
+std::optional<int64_t> MeshOp::getAxisSize(StringRef axis) {
+  for (auto [name, size] : llvm::zip(getAxisNames(), getAxisSizes()))
+    if (cast<StringAttr>(name).getValue() == axis)
+      return size;
+  return std::nullopt;
+}
+
+int64_t MeshOp::getNumDevices() {
+  int64_t n = 1;
+  for (int64_t s : getAxisSizes())
+    n *= s;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Type inference
+//===----------------------------------------------------------------------===//
+
+#define TESSEL_SAME_TYPE_INFERENCE(OP)                                         \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
+                                     OP::Adaptor adaptor,                      \
+                                     SmallVectorImpl<Type> &types) {           \
+    types.push_back(adaptor.getInput().getType());                             \
+    return success();                                                          \
+  }
+TESSEL_SAME_TYPE_INFERENCE(LayerNormOp)
+TESSEL_SAME_TYPE_INFERENCE(RmsNormOp)
+TESSEL_SAME_TYPE_INFERENCE(BatchNormOp)
+#undef TESSEL_SAME_TYPE_INFERENCE
+
+// Broadcasts `values` (C2 of the elementwise ops); the element type of the
+// result is `elementType`, or that of values[0] when null.
+static LogicalResult inferBroadcast(std::optional<Location> loc,
+                                    ValueRange values, Type elementType,
+                                    SmallVectorImpl<Type> &types) {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : values)
+    shapes.push_back(tensorOf(v).getShape());
+  FailureOr<SmallVector<int64_t>> shape = broadcastShapes(shapes);
+  if (failed(shape)) {
+    std::string all;
+    for (auto [i, s] : llvm::enumerate(shapes))
+      all += (i ? " and " : "") + shapeStr(s);
+    return fail(loc, "operand shapes " + all + " do not broadcast");
+  }
+  types.push_back(RankedTensorType::get(
+      *shape, elementType ? elementType : tensorOf(values[0]).getElementType()));
+  return success();
+}
+
+static LogicalResult sameElementType(std::optional<Location> loc, Value a,
+                                     Value b, StringRef what) {
+  Type ea = tensorOf(a).getElementType(), eb = tensorOf(b).getElementType();
+  if (ea == eb)
+    return success();
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  os << what << " have different element types: " << ea << " and " << eb;
+  return fail(loc, msg);
+}
+
+#define TESSEL_BINARY_INFERENCE(OP)                                            \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     OP::Adaptor adaptor,                      \
+                                     SmallVectorImpl<Type> &types) {           \
+    if (failed(sameElementType(loc, adaptor.getLhs(), adaptor.getRhs(),        \
+                               "operands")))                                   \
+      return failure();                                                        \
+    return inferBroadcast(loc, {adaptor.getLhs(), adaptor.getRhs()}, {},       \
+                          types);                                              \
+  }
+TESSEL_BINARY_INFERENCE(AddOp)
+TESSEL_BINARY_INFERENCE(SubOp)
+TESSEL_BINARY_INFERENCE(MulOp)
+TESSEL_BINARY_INFERENCE(DivOp)
+TESSEL_BINARY_INFERENCE(PowOp)
+TESSEL_BINARY_INFERENCE(MaxOp)
+TESSEL_BINARY_INFERENCE(MinOp)
+#undef TESSEL_BINARY_INFERENCE
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  if (failed(sameElementType(loc, adaptor.getLhs(), adaptor.getRhs(),
+                             "operands")))
+    return failure();
+  return inferBroadcast(loc, {adaptor.getLhs(), adaptor.getRhs()},
+                        IntegerType::get(ctx, 1), types);
+}
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  if (failed(sameElementType(loc, adaptor.getOnTrue(), adaptor.getOnFalse(),
+                             "on_true and on_false")))
+    return failure();
+  return inferBroadcast(loc,
+                        {adaptor.getCondition(), adaptor.getOnTrue(),
+                         adaptor.getOnFalse()},
+                        tensorOf(adaptor.getOnTrue()).getElementType(), types);
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  RankedTensorType lhs = tensorOf(adaptor.getLhs());
+  RankedTensorType rhs = tensorOf(adaptor.getRhs());
+  // C1
+  if (lhs.getRank() < 1 || rhs.getRank() < 1)
+    return fail(loc, "matmul operands must have rank at least 1");
+  if (failed(sameElementType(loc, adaptor.getLhs(), adaptor.getRhs(),
+                             "operands")))
+    return failure();
+  SmallVector<int64_t> a(lhs.getShape()), b(rhs.getShape());
+  bool lhsVector = a.size() == 1, rhsVector = b.size() == 1;
+  if (lhsVector)
+    a.insert(a.begin(), 1);
+  if (rhsVector)
+    b.push_back(1);
+  int64_t m = a[a.size() - 2], k = a.back(), k2 = b[b.size() - 2],
+          n = b.back();
+  // C2
+  if (k != k2)
+    return fail(loc, "contracting dims differ: lhs " + shapeStr(lhs.getShape()) +
+                         " has " + Twine(k) + ", rhs " +
+                         shapeStr(rhs.getShape()) + " has " + Twine(k2));
+  // C3
+  FailureOr<SmallVector<int64_t>> batch = broadcastShapes(
+      {ArrayRef(a).drop_back(2), ArrayRef(b).drop_back(2)});
+  if (failed(batch))
+    return fail(loc, "batch dims of " + shapeStr(lhs.getShape()) + " and " +
+                         shapeStr(rhs.getShape()) + " do not broadcast");
+  SmallVector<int64_t> shape(*batch);
+  if (!lhsVector)
+    shape.push_back(m);
+  if (!rhsVector)
+    shape.push_back(n);
+  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  RankedTensorType a = tensorOf(adaptor.getA()), b = tensorOf(adaptor.getB());
+  // C1
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return fail(loc, "gemm operands a and b must have rank 2, got " +
+                         Twine(a.getRank()) + " and " + Twine(b.getRank()));
+  bool ta = adaptor.getTransA(), tb = adaptor.getTransB();
+  int64_t m = a.getDimSize(ta ? 1 : 0), k = a.getDimSize(ta ? 0 : 1);
+  int64_t k2 = b.getDimSize(tb ? 1 : 0), n = b.getDimSize(tb ? 0 : 1);
+  // C2
+  if (k != k2)
+    return fail(loc, "contracting dims differ: a gives " + Twine(k) +
+                         ", b gives " + Twine(k2));
+  // C3
+  if (Value c = adaptor.getC()) {
+    ArrayRef<int64_t> cs = tensorOf(c).getShape();
+    FailureOr<SmallVector<int64_t>> bc = broadcastShapes({cs, {m, n}});
+    if (cs.size() > 2 || failed(bc) || (*bc)[0] != m || (*bc)[1] != n)
+      return fail(loc, "c of shape " + shapeStr(cs) +
+                           " does not broadcast to [" + Twine(m) + ", " +
+                           Twine(n) + "]");
+  }
+  types.push_back(RankedTensorType::get({m, n}, a.getElementType()));
+  return success();
+}
+
+// C1 of the reductions, then the reduced shape.
+template <typename Adaptor>
+static LogicalResult inferReduce(std::optional<Location> loc, Adaptor adaptor,
+                                 SmallVectorImpl<Type> &types) {
+  RankedTensorType in = tensorOf(adaptor.getInput());
+  llvm::SmallSet<int64_t, 4> dims;
+  for (int64_t d : adaptor.getDims()) {
+    if (!inRange(d, in.getRank()))
+      return fail(loc, "reduced dim " + Twine(d) + " is out of range [0, " +
+                           Twine(in.getRank()) + ")");
+    if (!dims.insert(d).second)
+      return fail(loc, "reduced dim " + Twine(d) + " appears twice");
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    if (!dims.contains(i))
+      shape.push_back(in.getDimSize(i));
+    else if (adaptor.getKeepDims())
+      shape.push_back(1);
+  }
+  types.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+#define TESSEL_REDUCE_INFERENCE(OP)                                            \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     OP::Adaptor adaptor,                      \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferReduce(loc, adaptor, types);                                   \
+  }
+TESSEL_REDUCE_INFERENCE(ReduceSumOp)
+TESSEL_REDUCE_INFERENCE(ReduceMeanOp)
+TESSEL_REDUCE_INFERENCE(ReduceMaxOp)
+#undef TESSEL_REDUCE_INFERENCE
+
+ReductionKind ReduceSumOp::getPartialKind() { return ReductionKind::Sum; }
+ReductionKind ReduceMeanOp::getPartialKind() { return ReductionKind::Mean; }
+ReductionKind ReduceMaxOp::getPartialKind() { return ReductionKind::Max; }
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  RankedTensorType data = tensorOf(adaptor.getData());
+  ArrayRef<int64_t> idx = tensorOf(adaptor.getIndices()).getShape();
+  int64_t axis = adaptor.getAxis();
+  // C1
+  if (!inRange(axis, data.getRank()))
+    return fail(loc, "gather axis " + Twine(axis) + " is out of range [0, " +
+                         Twine(data.getRank()) + ")");
+  SmallVector<int64_t> shape(data.getShape().take_front(axis));
+  llvm::append_range(shape, idx);
+  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
+  types.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType in = tensorOf(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  // C1
+  SmallVector<bool> seen(in.getRank(), false);
+  bool ok = static_cast<int64_t>(perm.size()) == in.getRank();
+  for (int64_t p : perm) {
+    if (!ok || !inRange(p, in.getRank()) || seen[p]) {
+      ok = false;
+      break;
+    }
+    seen[p] = true;
+  }
+  if (!ok)
+    return fail(loc, "perm " + shapeStr(perm) + " is not a permutation of [0, " +
+                         Twine(in.getRank()) + ")");
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(in.getDimSize(p));
+  types.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  RankedTensorType in = tensorOf(adaptor.getInput());
+  ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits(),
+                    strides = adaptor.getStrides();
+  int64_t rank = in.getRank();
+  // C1
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(limits.size()) != rank ||
+      static_cast<int64_t>(strides.size()) != rank)
+    return fail(loc, "slice needs one start:limit:stride per dim (rank " +
+                         Twine(rank) + ")");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t s = starts[i], l = limits[i], t = strides[i],
+            size = in.getDimSize(i);
+    // C2
+    if (s < 0 || s > l || l > size || t < 1)
+      return fail(loc, "slice of dim " + Twine(i) + " (size " + Twine(size) +
+                           ") needs 0 <= start <= limit <= size and stride >= "
+                           "1, got " + Twine(s) + ":" + Twine(l) + ":" +
+                           Twine(t));
+    shape.push_back((l - s + t - 1) / t);
+  }
+  types.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  ValueRange inputs = adaptor.getInputs();
+  // C1
+  if (inputs.empty())
+    return fail(loc, "concat needs at least one operand");
+  RankedTensorType first = tensorOf(inputs[0]);
+  int64_t rank = first.getRank(), dim = adaptor.getDim();
+  // C2
+  if (!inRange(dim, rank))
+    return fail(loc, "concat dim " + Twine(dim) + " is out of range [0, " +
+                         Twine(rank) + ")");
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
+    RankedTensorType t = tensorOf(v);
+    if (t.getRank() != rank || t.getElementType() != first.getElementType())
+      return fail(loc, "concat operand " + Twine(i + 1) +
+                           " differs in rank or element type from operand 0");
+    // C3
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim && t.getDimSize(d) != shape[d])
+        return fail(loc, "concat operand " + Twine(i + 1) + " has size " +
+                             Twine(t.getDimSize(d)) + " in dim " + Twine(d) +
+                             ", operand 0 has " + Twine(shape[d]));
+    shape[dim] += t.getDimSize(dim);
+  }
+  types.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  RankedTensorType in = tensorOf(adaptor.getInput());
+  int64_t dim = adaptor.getDim();
+  // C1
+  if (!inRange(dim, in.getRank()))
+    return fail(loc, "split dim " + Twine(dim) + " is out of range [0, " +
+                         Twine(in.getRank()) + ")");
+  // C2
+  int64_t total = 0;
+  for (int64_t s : adaptor.getSizes()) {
+    if (s <= 0)
+      return fail(loc, "split sizes must be positive, got " +
+                           shapeStr(adaptor.getSizes()));
+    total += s;
+  }
+  if (total != in.getDimSize(dim))
+    return fail(loc, "split sizes " + shapeStr(adaptor.getSizes()) +
+                         " sum to " + Twine(total) + ", dim " + Twine(dim) +
+                         " has size " + Twine(in.getDimSize(dim)));
+  for (int64_t s : adaptor.getSizes()) {
+    SmallVector<int64_t> shape(in.getShape());
+    shape[dim] = s;
+    types.push_back(RankedTensorType::get(shape, in.getElementType()));
+  }
+  return success();
+}
+
+// Output size of a window of `k` (dilated) over `size` padded by `lo`+`hi`.
+static int64_t windowOutput(int64_t size, int64_t lo, int64_t hi, int64_t k,
+                            int64_t stride, int64_t dilation, bool ceil) {
+  int64_t span = (k - 1) * dilation + 1;
+  int64_t num = size + lo + hi - span;
+  if (num < 0)
+    return 0;
+  int64_t out = (ceil ? (num + stride - 1) / stride : num / stride) + 1;
+  // A last window that would start in the right padding is dropped (ONNX).
+  if (ceil && (out - 1) * stride >= size + lo)
+    --out;
+  return out;
+}
+
+static LogicalResult checkWindowAttrs(std::optional<Location> loc,
+                                      ArrayRef<int64_t> pairA, StringRef nameA,
+                                      ArrayRef<int64_t> pairB, StringRef nameB,
+                                      ArrayRef<int64_t> pads) {
+  for (auto [vals, name] : {std::pair{pairA, nameA}, std::pair{pairB, nameB}})
+    if (vals.size() != 2 || llvm::any_of(vals, [](int64_t v) { return v < 1; }))
+      return fail(loc, name + " must have 2 positive entries, got " +
+                           shapeStr(vals));
+  if (pads.size() != 4 || llvm::any_of(pads, [](int64_t v) { return v < 0; }))
+    return fail(loc, "pads must have 4 non-negative entries [top, left, "
+                     "bottom, right], got " + shapeStr(pads));
+  return success();
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorOf(adaptor.getInput());
+  RankedTensorType w = tensorOf(adaptor.getWeight());
+  // C1
+  if (x.getRank() != 4 || w.getRank() != 4)
+    return fail(loc, "conv2d input and weight must have rank 4, got " +
+                         Twine(x.getRank()) + " and " + Twine(w.getRank()));
+  int64_t o = w.getDimSize(0);
+  if (Value b = adaptor.getBias())
+    if (tensorOf(b).getShape() != ArrayRef<int64_t>{o})
+      return fail(loc, "conv2d bias must be [" + Twine(o) + "], got " +
+                           shapeStr(tensorOf(b).getShape()));
+  ArrayRef<int64_t> st = adaptor.getStrides(), pd = adaptor.getPads(),
+                    dl = adaptor.getDilations();
+  // C2
+  if (failed(checkWindowAttrs(loc, st, "strides", dl, "dilations", pd)))
+    return failure();
+  // C3
+  int64_t g = adaptor.getGroup(), c = x.getDimSize(1);
+  if (g < 1 || c % g || o % g || w.getDimSize(1) != c / g)
+    return fail(loc, "conv2d with group " + Twine(g) + " over " + Twine(c) +
+                         " input channels needs weight dim 1 = " +
+                         Twine(g >= 1 ? c / g : 0) + " and " + Twine(o) +
+                         " output channels divisible by the group, got weight " +
+                         shapeStr(w.getShape()));
+  int64_t h = windowOutput(x.getDimSize(2), pd[0], pd[2], w.getDimSize(2),
+                           st[0], dl[0], false);
+  int64_t wd = windowOutput(x.getDimSize(3), pd[1], pd[3], w.getDimSize(3),
+                            st[1], dl[1], false);
+  // C4
+  if (h < 1 || wd < 1)
+    return fail(loc, "conv2d output spatial size would be " + Twine(h) + "x" +
+                         Twine(wd));
+  types.push_back(RankedTensorType::get({x.getDimSize(0), o, h, wd},
+                                        x.getElementType()));
+  return success();
+}
+
+template <typename Adaptor>
+static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
+                               SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorOf(adaptor.getInput());
+  // C1
+  if (x.getRank() != 4)
+    return fail(loc, "pooling input must have rank 4, got " +
+                         Twine(x.getRank()));
+  ArrayRef<int64_t> k = adaptor.getKernel(), st = adaptor.getStrides(),
+                    pd = adaptor.getPads();
+  // C2
+  if (failed(checkWindowAttrs(loc, k, "kernel", st, "strides", pd)))
+    return failure();
+  bool ceil = adaptor.getCeilMode();
+  int64_t h = windowOutput(x.getDimSize(2), pd[0], pd[2], k[0], st[0], 1, ceil);
+  int64_t w = windowOutput(x.getDimSize(3), pd[1], pd[3], k[1], st[1], 1, ceil);
+  // C3
+  if (h < 1 || w < 1)
+    return fail(loc, "pooling output spatial size would be " + Twine(h) + "x" +
+                         Twine(w));
+  types.push_back(RankedTensorType::get(
+      {x.getDimSize(0), x.getDimSize(1), h, w}, x.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return inferPool(loc, adaptor, types);
+}
+
+LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return inferPool(loc, adaptor, types);
+}
+
+LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorOf(adaptor.getInput());
+  // C1
+  if (x.getRank() < 3)
+    return fail(loc, "global_avg_pool input must have rank at least 3, got " +
+                         Twine(x.getRank()));
+  SmallVector<int64_t> shape(x.getShape().take_front(2));
+  shape.append(x.getRank() - 2, 1);
+  types.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Folders
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(getType());
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+// The group size of a verified collective: the product of its axis sizes.
+template <typename OpT> static int64_t groupSizeOf(OpT op) {
+  auto mesh =
+      SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, op.getMeshAttr());
+  if (!mesh)
+    return 1;
+  int64_t n = 1;
+  for (Attribute a : op.getAxes())
+    n *= mesh.getAxisSize(cast<StringAttr>(a).getValue()).value_or(1);
+  return n;
+}
+
+#define TESSEL_GROUP_SIZE(OP)                                                  \
+  int64_t OP::getGroupSize() { return groupSizeOf(*this); }
+TESSEL_GROUP_SIZE(AllReduceOp)
+TESSEL_GROUP_SIZE(AllGatherOp)
+TESSEL_GROUP_SIZE(ReduceScatterOp)
+TESSEL_GROUP_SIZE(AllToAllOp)
+TESSEL_GROUP_SIZE(CollectivePermuteOp)
+TESSEL_GROUP_SIZE(BroadcastOp)
+TESSEL_GROUP_SIZE(SendOp)
+TESSEL_GROUP_SIZE(RecvOp)
+#undef TESSEL_GROUP_SIZE

@@ -1,0 +1,713 @@
+//===- TesselOps.td - tessel ops ---------------------------*- tablegen -*-===//
+//
+// Mesh, parameters, compute ops (each with a sharding rule), the sharding
+// constraint, and the collectives of partitioned programs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_OPS_TD
+#define TESSEL_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "dialects/tessel/TesselDialect.td"
+include "dialects/tessel/TesselEnums.td"
+include "dialects/tessel/TesselAttrs.td"
+include "dialects/tessel/TesselInterfaces.td"
+
+def Tessel_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Tessel_BoolTensor : RankedTensorOf<[I1]>;
+def Tessel_IndexTensor : RankedTensorOf<[I32, I64]>;
+def Tessel_AnyTensor : RankedTensorOf<[AnyType]>;
+
+// An op whose sharding rule is computed by the C++ function `builder`
+// (ShardingRules.cpp) from the op's operand and result types.
+class Tessel_RuleFrom<string builder> {
+  code ruleDefinition = [{
+    ::mlir::tessel::OpShardingRuleAttr $cppClass::getShardingRule() {
+      return ::mlir::tessel::}] # builder # [{(*this);
+    }
+  }];
+}
+
+class Tessel_ComputeOp<string mnemonic, string ruleBuilder,
+                       list<Trait> traits = []>
+    : Tessel_Op<mnemonic, traits # [Pure,
+          DeclareOpInterfaceMethods<Tessel_ShardingRuleOpInterface>]> {
+  let extraClassDefinition = Tessel_RuleFrom<ruleBuilder>.ruleDefinition;
+}
+
+//===----------------------------------------------------------------------===//
+// Mesh
+//===----------------------------------------------------------------------===//
+
+def Tessel_MeshOp : Tessel_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "A named device mesh";
+  let description = [{
+    A logical device mesh with named axes; sharding specs refer to it by
+    symbol. The parallel modes of Colossal-AI (data, tensor, pipeline, a
+    user's own) are axes. The number of devices is the product of the sizes.
+
+    ```mlir
+    tessel.mesh @mesh ["dp"=2, "tp"=4, "pp"=2]
+    ```
+
+    **Constraints**
+
+    * (C1) every axis size is positive.
+    * (C2) axis names are unique and non-empty.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axis_names,
+                       DenseI64ArrayAttr:$axis_sizes);
+  let assemblyFormat = [{
+    $sym_name custom<MeshAxes>($axis_names, $axis_sizes) attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumAxes() { return getAxisNames().size(); }
+    /// The size of `axis`, or std::nullopt when the mesh lacks it.
+    std::optional<int64_t> getAxisSize(::llvm::StringRef axis);
+    /// The number of devices: the product of the axis sizes.
+    int64_t getNumDevices();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+def Tessel_WeightOp : Tessel_ComputeOp<"weight", "buildSourceRule"> {
+  let summary = "A named parameter whose data lives outside the IR";
+  let description = [{
+    A model parameter referenced by name; its data is kept beside the
+    program (safetensors), so textual IR stays small for any model size.
+
+    ```mlir
+    %w = tessel.weight "transformer.h.0.attn.c_attn.weight" : tensor<768x2304xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) the name is non-empty.
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tessel_ConstantOp : Tessel_ComputeOp<"constant", "buildSourceRule",
+                                         [ConstantLike,
+                                          AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor";
+  let description = [{
+    ```mlir
+    %c = tessel.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) the value's type is the result type.
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding constraint
+//===----------------------------------------------------------------------===//
+
+def Tessel_ShardConstraintOp
+    : Tessel_ComputeOp<"shard_constraint", "buildElementwiseRule",
+                       [SameOperandsAndResultType]> {
+  let summary = "Pins the sharding spec of a value";
+  let description = [{
+    The value's spec at this point is `sharding`; propagation never changes
+    it and partitioning reshards to it.
+
+    ```mlir
+    %1 = tessel.shard_constraint %0 <@mesh, [{"dp"}, {}, {"tp"}] # "}]" # [{> : tensor<8x128x768xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) the spec is valid for the value (mesh, axes, rank, divisibility).
+  }];
+  let arguments = (ins Tessel_AnyTensor:$input,
+                       Tessel_TensorShardingAttr:$sharding);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "$input $sharding attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Tessel_UnaryOp<string mnemonic, Type elemTy, string what>
+    : Tessel_ComputeOp<mnemonic, "buildElementwiseRule",
+                       [SameOperandsAndResultType]> {
+  let summary = "Elementwise " # what;
+  let description = [{
+    Elementwise }] # what # [{; the result has the operand's type.
+
+    ```mlir
+    %1 = tessel.}] # mnemonic # [{ %0 : tensor<4x8xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) operand and result have the same type.
+  }];
+  let arguments = (ins RankedTensorOf<[elemTy]>:$input);
+  let results = (outs RankedTensorOf<[elemTy]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Tessel_NegOp : Tessel_UnaryOp<"neg", AnyFloat, "negation">;
+def Tessel_ExpOp : Tessel_UnaryOp<"exp", AnyFloat, "exponential">;
+def Tessel_LogOp : Tessel_UnaryOp<"log", AnyFloat, "natural logarithm">;
+def Tessel_SqrtOp : Tessel_UnaryOp<"sqrt", AnyFloat, "square root">;
+def Tessel_RsqrtOp : Tessel_UnaryOp<"rsqrt", AnyFloat, "reciprocal square root">;
+def Tessel_ReciprocalOp : Tessel_UnaryOp<"reciprocal", AnyFloat, "reciprocal">;
+def Tessel_AbsOp : Tessel_UnaryOp<"abs", AnyFloat, "absolute value">;
+def Tessel_TanhOp : Tessel_UnaryOp<"tanh", AnyFloat, "hyperbolic tangent">;
+def Tessel_ErfOp : Tessel_UnaryOp<"erf", AnyFloat, "error function">;
+def Tessel_SigmoidOp : Tessel_UnaryOp<"sigmoid", AnyFloat, "logistic sigmoid">;
+def Tessel_ReluOp : Tessel_UnaryOp<"relu", AnyFloat, "max(x, 0)">;
+def Tessel_NotOp : Tessel_UnaryOp<"not", I1, "logical not">;
+
+def Tessel_GeluOp : Tessel_ComputeOp<"gelu", "buildElementwiseRule",
+                                     [SameOperandsAndResultType]> {
+  let summary = "Elementwise GELU";
+  let description = [{
+    `x * Phi(x)`; with `tanh_approximation`, the tanh form.
+
+    ```mlir
+    %1 = tessel.gelu %0 : tensor<4x8xf32>
+    %2 = tessel.gelu %0 {tanh_approximation} : tensor<4x8xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) operand and result have the same type.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, UnitAttr:$tanh_approximation);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Tessel_CastOp : Tessel_ComputeOp<"cast", "buildElementwiseRule"> {
+  let summary = "Elementwise conversion to another element type";
+  let description = [{
+    ```mlir
+    %1 = tessel.cast %0 : tensor<4xi64> -> tensor<4xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) operand and result have the same shape.
+  }];
+  let arguments = (ins Tessel_AnyTensor:$input);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+class Tessel_BinaryOp<string mnemonic, string what>
+    : Tessel_ComputeOp<mnemonic, "buildElementwiseRule", [InferTypeOpAdaptor]> {
+  let summary = "Elementwise " # what # " with numpy broadcasting";
+  let description = [{
+    Elementwise }] # what # [{; operand shapes broadcast as in numpy.
+
+    ```mlir
+    %2 = tessel.}] # mnemonic # [{ %0, %1 : (tensor<4x1xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) operands have the same element type.
+    * (C2) operand shapes broadcast; the result has the broadcast shape.
+  }];
+  let arguments = (ins Tessel_AnyTensor:$lhs, Tessel_AnyTensor:$rhs);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Tessel_AddOp : Tessel_BinaryOp<"add", "addition">;
+def Tessel_SubOp : Tessel_BinaryOp<"sub", "subtraction">;
+def Tessel_MulOp : Tessel_BinaryOp<"mul", "multiplication">;
+def Tessel_DivOp : Tessel_BinaryOp<"div", "division">;
+def Tessel_PowOp : Tessel_BinaryOp<"pow", "power">;
+def Tessel_MaxOp : Tessel_BinaryOp<"max", "maximum">;
+def Tessel_MinOp : Tessel_BinaryOp<"min", "minimum">;
+
+def Tessel_CompareOp : Tessel_ComputeOp<"compare", "buildElementwiseRule",
+                                        [InferTypeOpAdaptor]> {
+  let summary = "Elementwise comparison with numpy broadcasting";
+  let description = [{
+    ```mlir
+    %2 = tessel.compare lt, %0, %1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+    ```
+
+    **Constraints**
+
+    * (C1) operands have the same element type.
+    * (C2) operand shapes broadcast; the result is i1 of the broadcast shape.
+  }];
+  let arguments = (ins Tessel_ComparePredicate:$predicate,
+                       Tessel_AnyTensor:$lhs, Tessel_AnyTensor:$rhs);
+  let results = (outs Tessel_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_WhereOp : Tessel_ComputeOp<"where", "buildElementwiseRule",
+                                      [InferTypeOpAdaptor]> {
+  let summary = "Elementwise select with numpy broadcasting";
+  let description = [{
+    `condition ? on_true : on_false`, all three broadcast.
+
+    ```mlir
+    %3 = tessel.where %c, %a, %b : (tensor<1x1x4x4xi1>, tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) both values have the same element type.
+    * (C2) the three shapes broadcast; the result has the broadcast shape.
+  }];
+  let arguments = (ins Tessel_BoolTensor:$condition, Tessel_AnyTensor:$on_true,
+                       Tessel_AnyTensor:$on_false);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Tessel_MatmulOp : Tessel_ComputeOp<"matmul", "buildMatmulRule",
+                                       [InferTypeOpAdaptor]> {
+  let summary = "Batched matrix product with numpy broadcasting";
+  let description = [{
+    `numpy.matmul`: the last two dims multiply, leading (batch) dims
+    broadcast; a rank-1 operand is a vector.
+
+    ```mlir
+    %2 = tessel.matmul %0, %1 : (tensor<2x12x32x64xf32>, tensor<2x12x64x32xf32>) -> tensor<2x12x32x32xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) both operands have rank at least 1 and the same element type.
+    * (C2) the contracting dims have the same size.
+    * (C3) the batch dims broadcast.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$lhs, Tessel_FloatTensor:$rhs);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Tessel_GemmOp : Tessel_ComputeOp<"gemm", "buildGemmRule",
+                                     [InferTypeOpAdaptor]> {
+  let summary = "General matrix product: alpha * op(a) * op(b) + beta * c";
+  let description = [{
+    ONNX Gemm and `nn.Linear`: `a` is [M, K] (or [K, M] with `trans_a`), `b`
+    is [K, N] (or [N, K] with `trans_b`), the optional `c` broadcasts to
+    [M, N].
+
+    ```mlir
+    %y = tessel.gemm %x, %w, %b {trans_b} : (tensor<8x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<8x128xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `a` and `b` have rank 2.
+    * (C2) the contracting dims have the same size.
+    * (C3) `c` broadcasts to [M, N].
+  }];
+  let arguments = (ins Tessel_FloatTensor:$a, Tessel_FloatTensor:$b,
+                       Optional<Tessel_FloatTensor>:$c,
+                       UnitAttr:$trans_a, UnitAttr:$trans_b,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$beta);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisations
+//===----------------------------------------------------------------------===//
+
+class Tessel_ReduceOp<string mnemonic, string what>
+    : Tessel_ComputeOp<mnemonic, "buildReduceRule", [InferTypeOpAdaptor]> {
+  let summary = "Reduction by " # what # " over some dims";
+  let description = [{
+    Reduces `dims` by }] # what # [{; with `keep_dims` they stay as size 1.
+    Sharding a reduced dim makes the result partial.
+
+    ```mlir
+    %1 = tessel.}] # mnemonic # [{ %0 dims = [1] keep_dims : (tensor<4x8xf32>) -> tensor<4x1xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) each dim is in [0, rank) and appears once.
+  }];
+  let arguments = (ins Tessel_AnyTensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keep_dims);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `dims` `=` $dims (`keep_dims` $keep_dims^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The pending reduction a sharded reduced dim leaves behind.
+    ::mlir::tessel::ReductionKind getPartialKind();
+  }];
+}
+
+def Tessel_ReduceSumOp : Tessel_ReduceOp<"reduce_sum", "sum">;
+def Tessel_ReduceMeanOp : Tessel_ReduceOp<"reduce_mean", "mean">;
+def Tessel_ReduceMaxOp : Tessel_ReduceOp<"reduce_max", "maximum">;
+
+class Tessel_SoftmaxLikeOp<string mnemonic, string what>
+    : Tessel_ComputeOp<mnemonic, "buildAxisReplicatedRule",
+                       [SameOperandsAndResultType]> {
+  let summary = what # " along one axis";
+  let description = [{
+    ```mlir
+    %1 = tessel.}] # mnemonic # [{ %0 axis = 3 : tensor<2x12x32x32xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `axis` is in [0, rank).
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tessel_SoftmaxOp : Tessel_SoftmaxLikeOp<"softmax", "Softmax">;
+def Tessel_LogSoftmaxOp : Tessel_SoftmaxLikeOp<"log_softmax", "Log-softmax">;
+
+def Tessel_LayerNormOp : Tessel_ComputeOp<"layer_norm", "buildNormRule",
+                                          [InferTypeOpAdaptor]> {
+  let summary = "Layer normalisation over the dims from `axis` to the last";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * scale + bias` over dims
+    [axis, rank); `scale` and `bias` have the normalised dims' shape.
+
+    ```mlir
+    %1 = tessel.layer_norm %x, %g, %b axis = 2 {epsilon = 1.0e-05 : f32} : (tensor<2x32x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x32x64xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `axis` is in [0, rank).
+    * (C2) `scale` and `bias` have the shape of dims [axis, rank).
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$scale,
+                       Optional<Tessel_FloatTensor>:$bias, I64Attr:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_RmsNormOp : Tessel_ComputeOp<"rms_norm", "buildNormRule",
+                                        [InferTypeOpAdaptor]> {
+  let summary = "RMS normalisation over the dims from `axis` to the last";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * scale` over dims [axis, rank).
+
+    ```mlir
+    %1 = tessel.rms_norm %x, %g axis = 2 {epsilon = 1.0e-06 : f32} : (tensor<2x32x64xf32>, tensor<64xf32>) -> tensor<2x32x64xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `axis` is in [0, rank).
+    * (C2) `scale` has the shape of dims [axis, rank).
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$scale,
+                       I64Attr:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-6f">:$epsilon);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_BatchNormOp : Tessel_ComputeOp<"batch_norm", "buildBatchNormRule",
+                                          [InferTypeOpAdaptor]> {
+  let summary = "Inference-mode batch normalisation over dim 1";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * scale + bias` with per-channel
+    statistics; `x` is [N, C, ...].
+
+    ```mlir
+    %y = tessel.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32} : (tensor<4x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x16x8x8xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `x` has rank at least 2.
+    * (C2) scale, bias, mean and var are [C].
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$scale,
+                       Tessel_FloatTensor:$bias, Tessel_FloatTensor:$mean,
+                       Tessel_FloatTensor:$variance,
+                       DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Tessel_GatherOp : Tessel_ComputeOp<"gather", "buildGatherRule",
+                                       [InferTypeOpAdaptor]> {
+  let summary = "Gathers slices along one axis (embedding lookup)";
+  let description = [{
+    ONNX Gather: the result shape is `data[:axis] ++ indices ++ data[axis+1:]`.
+    An embedding is a gather on axis 0 of the table.
+
+    ```mlir
+    %e = tessel.gather %wte[%ids] axis = 0 : (tensor<50257x768xf32>, tensor<2x128xi64>) -> tensor<2x128x768xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `axis` is in [0, rank(data)).
+  }];
+  let arguments = (ins Tessel_AnyTensor:$data, Tessel_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = [{
+    $data `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_ReshapeOp : Tessel_ComputeOp<"reshape", "buildReshapeRule"> {
+  let summary = "Reinterprets a tensor with another static shape";
+  let description = [{
+    Row-major reshape. Its sharding rule uses compound factors: splitting
+    [b, t, 768] into [b, t, 12, 64] makes the last operand dim the product
+    of the head and head-dim factors, so sharding d means sharding heads.
+
+    ```mlir
+    %1 = tessel.reshape %0 : (tensor<2x32x64xf32>) -> tensor<2x32x4x16xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) operand and result have the same element type and element count.
+  }];
+  let arguments = (ins Tessel_AnyTensor:$input);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tessel_TransposeOp : Tessel_ComputeOp<"transpose", "buildTransposeRule",
+                                          [InferTypeOpAdaptor]> {
+  let summary = "Permutes dims";
+  let description = [{
+    `result.shape[i] = input.shape[perm[i]]`.
+
+    ```mlir
+    %1 = tessel.transpose %0 perm = [0, 2, 1, 3] : (tensor<2x32x4x16xf32>) -> tensor<2x4x32x16xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `perm` is a permutation of [0, rank).
+  }];
+  let arguments = (ins Tessel_AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "$input `perm` `=` $perm attr-dict `:` functional-type(operands, results)";
+}
+
+def Tessel_SliceOp : Tessel_ComputeOp<"slice", "buildSliceRule",
+                                      [InferTypeOpAdaptor]> {
+  let summary = "Static strided slice";
+  let description = [{
+    One `start`, `limit` and positive `stride` per dim, already normalised
+    (0 <= start <= limit <= size).
+
+    ```mlir
+    %1 = tessel.slice %0 [0:2:1, 0:64:2] : (tensor<4x64xf32>) -> tensor<2x32xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) there is one start, limit and stride per dim.
+    * (C2) 0 <= start <= limit <= size and stride >= 1.
+  }];
+  let arguments = (ins Tessel_AnyTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$strides);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input custom<SliceRanges>($starts, $limits, $strides) attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_ConcatOp : Tessel_ComputeOp<"concat", "buildConcatRule",
+                                       [InferTypeOpAdaptor]> {
+  let summary = "Concatenates tensors along one dim";
+  let description = [{
+    ```mlir
+    %2 = tessel.concat %0, %1 dim = 1 : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) at least one operand; all have the same rank and element type.
+    * (C2) `dim` is in [0, rank).
+    * (C3) every other dim has the same size in all operands.
+  }];
+  let arguments = (ins Variadic<Tessel_AnyTensor>:$inputs, I64Attr:$dim);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "$inputs `dim` `=` $dim attr-dict `:` functional-type(operands, results)";
+}
+
+def Tessel_SplitOp : Tessel_ComputeOp<"split", "buildSplitRule",
+                                      [InferTypeOpAdaptor]> {
+  let summary = "Splits a tensor into consecutive pieces along one dim";
+  let description = [{
+    ```mlir
+    %q, %k, %v = tessel.split %0 dim = 2 sizes = [64, 64, 64] : (tensor<2x32x192xf32>) -> (tensor<2x32x64xf32>, tensor<2x32x64xf32>, tensor<2x32x64xf32>)
+    ```
+
+    **Constraints**
+
+    * (C1) `dim` is in [0, rank).
+    * (C2) one positive size per result, summing to the dim's size.
+  }];
+  let arguments = (ins Tessel_AnyTensor:$input, I64Attr:$dim,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Tessel_AnyTensor>:$results);
+  let assemblyFormat = [{
+    $input `dim` `=` $dim `sizes` `=` $sizes attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_ExpandOp : Tessel_ComputeOp<"expand", "buildElementwiseRule"> {
+  let summary = "Broadcasts a tensor to a larger shape";
+  let description = [{
+    numpy broadcasting of the operand to the result shape.
+
+    ```mlir
+    %1 = tessel.expand %0 : (tensor<1x32xf32>) -> tensor<4x32xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) the operand broadcasts to the result shape; same element type.
+  }];
+  let arguments = (ins Tessel_AnyTensor:$input);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW)
+//===----------------------------------------------------------------------===//
+
+def Tessel_Conv2DOp : Tessel_ComputeOp<"conv2d", "buildConvRule",
+                                       [InferTypeOpAdaptor]> {
+  let summary = "2-D convolution, NCHW, weights OIHW";
+  let description = [{
+    `input` [N, C, H, W], `weight` [O, C/group, KH, KW], optional `bias` [O].
+    `pads` are [top, left, bottom, right].
+
+    ```mlir
+    %y = tessel.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>} : (tensor<4x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<4x16x32x32xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `input` and `weight` have rank 4; `bias` is [O].
+    * (C2) strides and dilations have 2 positive entries, pads 4 non-negative.
+    * (C3) `group` divides C and O, and weight dim 1 is C / group.
+    * (C4) the output spatial size is positive.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$weight,
+                       Optional<Tessel_FloatTensor>:$bias,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+class Tessel_PoolOp<string mnemonic, string what>
+    : Tessel_ComputeOp<mnemonic, "buildPoolRule", [InferTypeOpAdaptor]> {
+  let summary = what # " pooling, NCHW";
+  let description = [{
+    ```mlir
+    %y = tessel.}] # mnemonic # [{ %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<4x16x32x32xf32>) -> tensor<4x16x16x16xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) the input has rank 4.
+    * (C2) kernel and strides have 2 positive entries, pads 4 non-negative.
+    * (C3) the output spatial size is positive.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+                       UnitAttr:$count_include_pad, UnitAttr:$ceil_mode);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Tessel_MaxPoolOp : Tessel_PoolOp<"max_pool", "Max">;
+def Tessel_AvgPoolOp : Tessel_PoolOp<"avg_pool", "Average">;
+
+def Tessel_GlobalAvgPoolOp : Tessel_ComputeOp<"global_avg_pool",
+                                              "buildGlobalPoolRule",
+                                              [InferTypeOpAdaptor]> {
+  let summary = "Mean over the spatial dims, NCHW";
+  let description = [{
+    [N, C, H, W] -> [N, C, 1, 1].
+
+    ```mlir
+    %y = tessel.global_avg_pool %x : (tensor<4x64x8x8xf32>) -> tensor<4x64x1x1xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) the input has rank at least 3.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+#endif // TESSEL_OPS_TD

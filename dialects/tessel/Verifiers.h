@@ -1,0 +1,27 @@
+//===- Verifiers.h - verification of sharding specs -------------*- C++ -*-===//
+
+#ifndef TESSEL_DIALECT_VERIFIERS_H
+#define TESSEL_DIALECT_VERIFIERS_H
+
+#include "dialects/tessel/TesselOps.h"
+
+namespace mlir::tessel {
+
+/// Verifies `sharding` as the spec of a value of type `type` (C2-C4 of
+/// #tessel.sharding): the mesh exists (looked up from `anchor`), every axis is
+/// in it, there is one dim spec per dim, and every split dim divides evenly
+/// or has a pad. Errors are emitted on `anchor` and name `valueDesc`.
+LogicalResult verifyShardingForType(TensorShardingAttr sharding, Type type,
+                                    Operation *anchor, StringRef valueDesc);
+
+/// Verifies the `tessel.sharding` attribute `value` of `op`: one spec for a
+/// single-result op, an array of one spec per result otherwise.
+LogicalResult verifyResultShardings(Operation *op, Attribute value);
+
+/// Looks up the mesh `name` from `from`; emits an error on `from` and returns
+/// null when there is none.
+MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name);
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_DIALECT_VERIFIERS_H

@@ -1,0 +1,89 @@
+//===- Broadcast.h - Strided iteration for broadcasting kernels -*- C++ -*-===//
+//
+// Elementwise kernels iterate over the result in row-major order. Operands
+// are described by element strides per result dim (0 where broadcast);
+// adjacent dims that are contiguous in every operand are merged, so that the
+// innermost loop runs over a long row whose operand strides are 0 or 1.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_CPU_BROADCAST_H
+#define TESSEL_RUNTIME_CPU_BROADCAST_H
+
+#include "tessel/runtime/DType.h"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace tessel::runtime::cpu {
+
+constexpr int kMaxOperands = 4;
+
+struct StridedPlan {
+  std::vector<int64_t> dims; // merged result dims (at least one)
+  int numOperands = 0;
+  std::vector<std::array<int64_t, kMaxOperands>> strides; // per merged dim
+  int64_t total = 0;
+};
+
+/// Strides of a row-major tensor of `shape`, aligned to the right of a result
+/// of rank `rank`, with 0 for dims of size 1 (broadcast).
+std::vector<int64_t> broadcastStrides(const Shape &shape, size_t rank,
+                                      const Shape &result);
+
+/// Builds a plan over `result` for operands with the given per-dim strides
+/// (each of size result.size()).
+StridedPlan makeStridedPlan(const Shape &result,
+                            const std::vector<std::vector<int64_t>> &strides);
+
+/// Plan for operands broadcast to `result` (numpy rules).
+StridedPlan makeBroadcastPlan(const Shape &result,
+                              const std::vector<const Shape *> &operands);
+
+/// Calls fn(offsets, count) for consecutive rows covering the flat result
+/// range [begin, end): `offsets[k]` is operand k's element offset at the
+/// row's first element (offsets[numOperands] the result's), the row runs
+/// `count` elements along the innermost dim with strides plan.strides.back().
+template <typename Fn>
+void forEachRow(const StridedPlan &plan, int64_t begin, int64_t end, Fn &&fn) {
+  if (begin >= end)
+    return;
+  const int rank = static_cast<int>(plan.dims.size());
+  const int nops = plan.numOperands;
+  const int64_t inner = plan.dims[rank - 1];
+  std::array<int64_t, 16> idx{};
+  std::array<int64_t, kMaxOperands + 1> off{};
+  // Decompose `begin` into a multi-index.
+  int64_t rem = begin;
+  for (int d = rank - 1; d >= 0; --d) {
+    idx[d] = rem % plan.dims[d];
+    rem /= plan.dims[d];
+  }
+  for (int k = 0; k < nops; ++k)
+    for (int d = 0; d < rank; ++d)
+      off[k] += idx[d] * plan.strides[d][k];
+  off[nops] = begin;
+  int64_t pos = begin;
+  while (pos < end) {
+    int64_t count = inner - idx[rank - 1];
+    if (count > end - pos)
+      count = end - pos;
+    fn(off.data(), count);
+    pos += count;
+    // Advance the multi-index by `count` along the innermost dim.
+    idx[rank - 1] += count;
+    for (int k = 0; k < nops; ++k)
+      off[k] += count * plan.strides[rank - 1][k];
+    off[nops] += count;
+    for (int d = rank - 1; d > 0 && idx[d] == plan.dims[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
+      for (int k = 0; k < nops; ++k)
+        off[k] += plan.strides[d - 1][k] - plan.dims[d] * plan.strides[d][k];
+    }
+  }
+}
+
+} // namespace tessel::runtime::cpu
+
+#endif // TESSEL_RUNTIME_CPU_BROADCAST_H

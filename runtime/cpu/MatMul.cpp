@@ -1,0 +1,86 @@
+//===- MatMul.cpp - matmul and gemm over OpenBLAS -------------------------===//
+#include "Broadcast.h"
+#include "Kernels.h"
+
+#include <cblas.h>
+#include <cstring>
+
+namespace tessel::runtime::cpu {
+
+namespace {
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+           float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    // BLAS leaves C untouched for k = 0 only when beta = 1; be explicit.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
+              static_cast<blasint>(ldc));
+}
+} // namespace
+
+void matmulKernel(const float *a, const Shape &aShape, const float *b,
+                  const Shape &bShape, float *out, const Shape &outShape) {
+  Shape as = aShape, bs = bShape;
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  int64_t aCount = numElements(aBatch), bCount = numElements(bBatch);
+  // Output batch dims: everything of outShape but its matrix dims.
+  Shape outBatch = outShape;
+  outBatch.resize(outShape.size() - (aShape.size() == 1 ? 0 : 1) -
+                  (bShape.size() == 1 ? 0 : 1));
+  int64_t batches = numElements(outBatch);
+  if (batches == 0 || m == 0 || n == 0)
+    return;
+
+  // B shared by every batch: fold A's batch into M, one GEMM.
+  if (bCount == 1 && aCount == batches) {
+    sgemm(false, false, m * batches, n, k, 1.0f, a, k, b, n, 0.0f, out, n);
+    return;
+  }
+  std::vector<int64_t> aStr = broadcastStrides(aBatch, outBatch.size(), outBatch);
+  std::vector<int64_t> bStr = broadcastStrides(bBatch, outBatch.size(), outBatch);
+  StridedPlan plan = makeStridedPlan(outBatch, {aStr, bStr});
+  forEachRow(plan, 0, batches, [&](const int64_t *off, int64_t count) {
+    const int64_t sa = plan.strides.back()[0], sb = plan.strides.back()[1];
+    for (int64_t i = 0; i < count; ++i)
+      sgemm(false, false, m, n, k, 1.0f, a + (off[0] + i * sa) * m * k, k,
+            b + (off[1] + i * sb) * k * n, n, 0.0f,
+            out + (off[2] + i) * m * n, n);
+  });
+}
+
+void gemmKernel(const float *a, const Shape &aShape, const float *b,
+                const Shape &bShape, const float *c, const Shape *cShape,
+                float *out, bool transA, bool transB, float alpha, float beta) {
+  const int64_t m = transA ? aShape[1] : aShape[0];
+  const int64_t k = transA ? aShape[0] : aShape[1];
+  const int64_t n = transB ? bShape[0] : bShape[1];
+  float effBeta = 0.0f;
+  if (c && beta != 0.0f) {
+    // out = C broadcast to [m, n], then out = alpha*A*B + beta*out.
+    Shape outShape = {m, n};
+    std::vector<int64_t> st = broadcastStrides(*cShape, 2, outShape);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        out[i * n + j] = c[i * st[0] + j * st[1]];
+    effBeta = beta;
+  }
+  sgemm(transA, transB, m, n, k, alpha, a, aShape[1], b, bShape[1], effBeta,
+        out, n);
+}
+
+} // namespace tessel::runtime::cpu

@@ -1,0 +1,145 @@
+//===- Reduce.cpp - reduce_sum, reduce_mean, reduce_max -------------------===//
+#include "Broadcast.h"
+#include "Kernels.h"
+#include "ThreadPool.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tessel::runtime::cpu {
+
+namespace {
+
+template <typename T> struct SumOp {
+  static T init() { return T(0); }
+  static T combine(T a, T b) { return a + b; }
+  static T row(const T *x, int64_t n) {
+    T s = T(0);
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < n; ++i)
+      s += x[i];
+    return s;
+  }
+};
+
+template <typename T> struct MaxOp {
+  static T init() { return std::numeric_limits<T>::lowest(); }
+  static T combine(T a, T b) { return b > a ? b : a; }
+  static T row(const T *x, int64_t n) {
+    T m = init();
+#pragma omp simd reduction(max : m)
+    for (int64_t i = 0; i < n; ++i)
+      m = x[i] > m ? x[i] : m;
+    return m;
+  }
+};
+
+/// Reduces x (shape `dims`, row-major) into out; `reduced[d]` marks reduced
+/// dims. Serial; out must hold Op::init().
+template <typename T, typename Op>
+void reduceSerial(const T *x, const Shape &dims, const std::vector<bool> &reduced,
+                  T *out) {
+  // Output strides per input dim (0 on reduced dims).
+  std::vector<int64_t> outStr(dims.size(), 0);
+  int64_t s = 1;
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (!reduced[d]) {
+      outStr[d] = s;
+      s *= dims[d];
+    }
+  }
+  StridedPlan plan = makeStridedPlan(dims, {outStr});
+  const int64_t so = plan.strides.back()[0];
+  forEachRow(plan, 0, plan.total, [&](const int64_t *off, int64_t n) {
+    const T *px = x + off[1];
+    T *po = out + off[0];
+    if (so == 0) {
+      *po = Op::combine(*po, Op::row(px, n));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        po[i] = Op::combine(po[i], px[i]);
+    }
+  });
+}
+
+template <typename T, typename Op>
+void reduceTyped(const T *x, const Shape &shape, const std::vector<int64_t> &dims,
+                 T *out, int64_t outCount, ThreadPool &pool) {
+  std::vector<bool> reduced(shape.size(), false);
+  for (int64_t d : dims)
+    reduced[d] = true;
+  std::fill(out, out + outCount, Op::init());
+  if (numElements(shape) == 0)
+    return;
+  // Parallelise over the outermost kept dim when there is one.
+  size_t lead = 0;
+  while (lead < shape.size() && shape[lead] == 1)
+    ++lead;
+  if (lead < shape.size() && !reduced[lead] && pool.size() > 1) {
+    int64_t inner = 1, outInner = 1;
+    for (size_t d = lead + 1; d < shape.size(); ++d) {
+      inner *= shape[d];
+      if (!reduced[d])
+        outInner *= shape[d];
+    }
+    pool.parallelFor(shape[lead], std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)),
+                     [&](int64_t b, int64_t e) {
+                       Shape sub(shape.begin() + lead, shape.end());
+                       sub[0] = e - b;
+                       std::vector<bool> r(reduced.begin() + lead, reduced.end());
+                       reduceSerial<T, Op>(x + b * inner, sub, r, out + b * outInner);
+                     });
+    return;
+  }
+  reduceSerial<T, Op>(x, shape, reduced, out);
+}
+
+template <typename T>
+void reduceDispatch(OpKind kind, const T *x, const Shape &shape,
+                    const std::vector<int64_t> &dims, T *out, ThreadPool &pool) {
+  int64_t total = numElements(shape), reducedCount = 1;
+  for (int64_t d : dims)
+    reducedCount *= shape[d];
+  int64_t outCount = reducedCount ? total / reducedCount : 0;
+  if (reducedCount == 0) { // empty reduction
+    outCount = 1;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (std::find(dims.begin(), dims.end(), int64_t(d)) == dims.end())
+        outCount *= shape[d];
+  }
+  if (kind == OpKind::ReduceMax) {
+    reduceTyped<T, MaxOp<T>>(x, shape, dims, out, outCount, pool);
+    return;
+  }
+  reduceTyped<T, SumOp<T>>(x, shape, dims, out, outCount, pool);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (kind == OpKind::ReduceMean) {
+      T scale = reducedCount ? T(1) / static_cast<T>(reducedCount)
+                             : std::numeric_limits<T>::quiet_NaN();
+      for (int64_t i = 0; i < outCount; ++i)
+        out[i] *= scale;
+    }
+  }
+}
+
+} // namespace
+
+void reduceKernel(OpKind kind, DType dtype, const void *x, const Shape &shape,
+                  const std::vector<int64_t> &dims, void *out,
+                  ThreadPool &pool) {
+  switch (dtype) {
+  case DType::F32:
+    return reduceDispatch(kind, static_cast<const float *>(x), shape, dims,
+                          static_cast<float *>(out), pool);
+  case DType::I64:
+    return reduceDispatch(kind, static_cast<const int64_t *>(x), shape, dims,
+                          static_cast<int64_t *>(out), pool);
+  case DType::I32:
+    return reduceDispatch(kind, static_cast<const int32_t *>(x), shape, dims,
+                          static_cast<int32_t *>(out), pool);
+  default:
+    return;
+  }
+}
+
+} // namespace tessel::runtime::cpu

@@ -1,0 +1,60 @@
+//===- Artifact.h - Loading a compiled artifact -----------------*- C++ -*-===//
+//
+// An artifact is a directory NAME.tsl/ holding manifest.pb, one program file
+// per rank and safetensors weight files (runtime/schema/README.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_ARTIFACT_H
+#define TESSEL_RUNTIME_ARTIFACT_H
+
+#include "tessel/runtime/Program.h"
+#include "tessel/runtime/Status.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessel::artifact {
+class Manifest;
+} // namespace tessel::artifact
+
+namespace tessel::runtime {
+
+/// The format version this runtime reads and ArtifactBuilder writes.
+constexpr uint32_t kFormatVersion = 1;
+
+struct LoadOptions {
+  /// Check the CRC-32C of every file listed in the manifest.
+  bool verifyChecksums = true;
+};
+
+class Artifact {
+public:
+  ~Artifact();
+  /// Reads and checks `path`/manifest.pb.
+  static Status open(const std::string &path, std::unique_ptr<Artifact> &out,
+                     const LoadOptions &options = {});
+
+  const std::string &path() const { return dir; }
+  const artifact::Manifest &manifest() const { return *man; }
+  int numRanks() const;
+  std::vector<std::pair<std::string, int64_t>> mesh() const;
+  std::string producer() const;
+
+  /// Reads rank `rank`'s program, maps its weights and validates them.
+  Status loadProgram(int rank, std::shared_ptr<const Program> &out) const;
+
+private:
+  Artifact();
+  std::string dir;
+  LoadOptions opts;
+  std::unique_ptr<artifact::Manifest> man;
+};
+
+/// CRC-32C (Castagnoli) of `size` bytes, continuing from `crc` (0 to start).
+uint32_t crc32c(const void *data, size_t size, uint32_t crc = 0);
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_ARTIFACT_H

@@ -1,0 +1,131 @@
+//===- ArtifactBuilder.h - Writing artifacts programmatically ---*- C++ -*-===//
+//
+// Builds an artifact in memory and writes it as a NAME.tsl/ directory, or
+// turns one rank's program straight into a Program for an Executor. The
+// compiler's exporter and the runtime tests both use it.
+//
+//   ArtifactBuilder b("tesselc");
+//   ProgramBuilder &p = b.rank(0);
+//   int x = p.addInput("x", DType::F32, {4, 8});
+//   int w = p.addWeight("w", DType::F32, {8, 2}, wData);
+//   int y = p.addBuffer(DType::F32, {4, 2});
+//   p.addOp("matmul", {x, w}, {y});
+//   p.addOutput("y", y);
+//   Status s = b.write("model.tsl");
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_ARTIFACTBUILDER_H
+#define TESSEL_RUNTIME_ARTIFACTBUILDER_H
+
+#include "tessel/runtime/DType.h"
+#include "tessel/runtime/Program.h"
+#include "tessel/runtime/Status.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace tessel::artifact {
+class Program;
+} // namespace tessel::artifact
+
+namespace tessel::runtime {
+
+/// Attributes of one instruction: name -> int list | float list | string.
+class Attrs {
+public:
+  using Value =
+      std::variant<std::vector<int64_t>, std::vector<float>, std::string>;
+  Attrs &i(const std::string &name, int64_t v) { return is(name, {v}); }
+  Attrs &is(const std::string &name, std::vector<int64_t> v) {
+    values[name] = std::move(v);
+    return *this;
+  }
+  Attrs &f(const std::string &name, float v) { return fs(name, {v}); }
+  Attrs &fs(const std::string &name, std::vector<float> v) {
+    values[name] = std::move(v);
+    return *this;
+  }
+  Attrs &s(const std::string &name, std::string v) {
+    values[name] = std::move(v);
+    return *this;
+  }
+  std::map<std::string, Value> values;
+};
+
+class ProgramBuilder {
+public:
+  ProgramBuilder();
+  ~ProgramBuilder();
+  ProgramBuilder(ProgramBuilder &&) noexcept;
+
+  /// An arena buffer; `offset` < 0 lets build()/write() plan it by liveness.
+  int addBuffer(DType dtype, Shape shape, std::string name = "",
+                int64_t offset = -1);
+  /// An arena buffer bound to graph input `name`.
+  int addInput(const std::string &name, DType dtype, Shape shape);
+  /// Binds graph output `name` to buffer `buffer`.
+  void addOutput(const std::string &name, int buffer);
+  /// A weight stored in this rank's safetensors file (bytes are copied).
+  int addWeight(const std::string &name, DType dtype, Shape shape,
+                const void *data);
+  /// A small constant held inline in the program (bytes are copied).
+  int addConstant(DType dtype, Shape shape, const void *data,
+                  std::string name = "");
+  /// Appends an instruction; `op` is an OpKind name ("matmul").
+  /// Unknown names are reported by build()/write().
+  void addOp(const std::string &op, std::vector<int> operands,
+             std::vector<int> results, Attrs attrs = {},
+             std::string name = "");
+
+  /// Runs planBuffers() over the arena buffers without an offset.
+  void planMemory();
+  /// The protobuf message as it stands (after planMemory()).
+  const artifact::Program &proto() const { return *prog; }
+  artifact::Program &proto() { return *prog; }
+  /// The safetensors image of this rank's weights.
+  std::string weightsImage() const;
+
+  /// Plans memory, then validates the program into an executable Program
+  /// that holds the weights in memory (no files involved).
+  Status build(std::shared_ptr<const Program> &out);
+
+private:
+  friend class ArtifactBuilder;
+  struct WeightBytes {
+    std::string name;
+    DType dtype;
+    Shape shape;
+    std::string bytes;
+  };
+  std::unique_ptr<artifact::Program> prog;
+  std::vector<WeightBytes> weightBytes;
+  std::vector<std::string> badOps;
+};
+
+class ArtifactBuilder {
+public:
+  explicit ArtifactBuilder(std::string producer = "tessel");
+  ~ArtifactBuilder();
+
+  /// Mesh axes (name, size); defaults to a single rank, no axes.
+  void setMesh(std::vector<std::pair<std::string, int64_t>> axes);
+  /// The program of rank `r` (created on first use).
+  ProgramBuilder &rank(int r);
+
+  /// Writes `dir` (created if missing; existing artifact files replaced):
+  /// manifest.pb, rank<N>.program.pb, rank<N>.weights.safetensors.
+  Status write(const std::string &dir);
+
+private:
+  std::string producer;
+  std::vector<std::pair<std::string, int64_t>> meshAxes;
+  std::map<int, ProgramBuilder> ranks;
+};
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_ARTIFACTBUILDER_H

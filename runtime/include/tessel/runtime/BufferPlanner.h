@@ -1,0 +1,41 @@
+//===- BufferPlanner.h - Liveness-based arena planning ----------*- C++ -*-===//
+//
+// Assigns arena offsets to buffers so that buffers whose live ranges overlap
+// never share bytes. Pure C++; the compiler's exporter calls it too.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_BUFFERPLANNER_H
+#define TESSEL_RUNTIME_BUFFERPLANNER_H
+
+#include <cstdint>
+#include <vector>
+
+namespace tessel::runtime {
+
+/// One buffer to place: its size in bytes and the inclusive range of
+/// instruction indices during which it holds a live value (first definition
+/// or program start, to last use or program end).
+struct BufferLifetime {
+  uint64_t size = 0;
+  int64_t firstUse = 0;
+  int64_t lastUse = 0;
+};
+
+struct BufferPlan {
+  std::vector<uint64_t> offsets; // one per BufferLifetime, aligned
+  uint64_t arenaSize = 0;        // bytes, a multiple of the alignment
+};
+
+/// Greedy-by-size placement (as TFLite's arena planner): the largest buffers
+/// first, each at the lowest aligned offset that does not overlap a placed
+/// buffer with an intersecting live range. `alignment` must be a power of 2.
+BufferPlan planBuffers(const std::vector<BufferLifetime> &buffers,
+                       uint64_t alignment = 64);
+
+/// True when no two buffers with intersecting live ranges overlap in memory.
+bool isValidPlan(const std::vector<BufferLifetime> &buffers,
+                 const BufferPlan &plan);
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_BUFFERPLANNER_H

@@ -1,0 +1,36 @@
+//===- DType.h - Element types and shapes -----------------------*- C++ -*-===//
+#ifndef TESSEL_RUNTIME_DTYPE_H
+#define TESSEL_RUNTIME_DTYPE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessel::runtime {
+
+/// Element types; the values equal tessel.artifact.DType.
+enum class DType : uint8_t { F32 = 1, I64 = 2, I32 = 3, Bool = 4 };
+
+using Shape = std::vector<int64_t>;
+
+/// Bytes per element.
+size_t dtypeSize(DType t);
+/// "f32", "i64", "i32", "bool".
+const char *dtypeName(DType t);
+/// Parses the names dtypeName() prints; nullopt otherwise.
+std::optional<DType> parseDType(std::string_view name);
+/// True for the values of tessel.artifact.DType the runtime knows.
+bool isValidDType(int value);
+
+/// Number of elements, or -1 when a dim is negative or the product overflows
+/// 2^62.
+int64_t numElements(const Shape &shape);
+/// "[2, 3, 4]".
+std::string shapeToString(const Shape &shape);
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_DTYPE_H

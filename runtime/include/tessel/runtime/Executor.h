@@ -1,0 +1,56 @@
+//===- Executor.h - Running a program on a backend --------------*- C++ -*-===//
+#ifndef TESSEL_RUNTIME_EXECUTOR_H
+#define TESSEL_RUNTIME_EXECUTOR_H
+
+#include "tessel/runtime/Program.h"
+#include "tessel/runtime/Status.h"
+#include "tessel/runtime/Tensor.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessel::runtime {
+
+struct ExecutorOptions {
+  /// Threads for kernels (BLAS and the runtime's own); >= 1.
+  int threads = 1;
+};
+
+/// Executes one rank's Program: owns its arena; bind inputs, run, fetch
+/// outputs. Backends (cpu, cuda) implement it.
+class Executor {
+public:
+  explicit Executor(std::shared_ptr<const Program> program);
+  virtual ~Executor();
+
+  virtual const char *backend() const = 0;
+  const Program &program() const { return *prog; }
+
+  /// Copies `t` into input `name`; checks its dtype and shape.
+  Status setInput(const std::string &name, const Tensor &t);
+  /// Executes every instruction once.
+  virtual Status run() = 0;
+  /// Copies output `name` into a fresh tensor.
+  Status getOutput(const std::string &name, Tensor &out);
+
+protected:
+  /// Backend copies of host bytes to and from buffer `id`.
+  virtual Status writeBuffer(int id, const void *src) = 0;
+  virtual Status readBuffer(int id, void *dst) = 0;
+
+  std::shared_ptr<const Program> prog;
+};
+
+/// Backends built into this library ("cpu", and "cuda" when built with CUDA).
+std::vector<std::string> availableBackends();
+
+/// Creates an executor of `backend` for `program`.
+Status createExecutor(const std::string &backend,
+                      std::shared_ptr<const Program> program,
+                      const ExecutorOptions &options,
+                      std::unique_ptr<Executor> &out);
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_EXECUTOR_H

@@ -1,0 +1,102 @@
+//===- Program.h - A validated per-rank program -----------------*- C++ -*-===//
+//
+// The backend-neutral form of one rank's artifact::Program: buffers with
+// their storage resolved, and instructions whose operands, shapes and
+// attributes have all been checked, so that backends only execute.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_PROGRAM_H
+#define TESSEL_RUNTIME_PROGRAM_H
+
+#include "tessel/runtime/DType.h"
+#include "tessel/runtime/OpKind.h"
+#include "tessel/runtime/Status.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessel::artifact {
+class Program;
+} // namespace tessel::artifact
+
+namespace tessel::runtime {
+
+struct BufferInfo {
+  enum class Kind { Arena, Weight, Constant };
+  int id = 0;
+  DType dtype = DType::F32;
+  Shape shape;
+  int64_t numel = 0;
+  uint64_t bytes = 0;
+  Kind kind = Kind::Arena;
+  uint64_t offset = 0;          // Arena only
+  const void *data = nullptr;   // Weight and Constant: read-only bytes
+  std::string name;
+};
+
+enum class ComparePredicate { Eq, Ne, Lt, Le, Gt, Ge };
+
+/// A checked instruction. Only the fields of its kind are meaningful.
+struct Op {
+  OpKind kind = OpKind::Copy;
+  std::vector<int> operands;
+  std::vector<int> results;
+  std::string name;
+
+  // Attributes, parsed and normalised (negative axes made positive).
+  bool tanhApproximation = false;      // gelu
+  DType to = DType::F32;               // cast
+  ComparePredicate predicate = ComparePredicate::Eq;
+  bool transA = false, transB = false; // gemm
+  float alpha = 1.0f, beta = 1.0f;     // gemm
+  std::vector<int64_t> dims;           // reductions, sorted, unique
+  bool keepDims = true;                // reductions
+  int64_t axis = 0;                    // softmax, norms, gather, concat, split
+  float epsilon = 1e-5f;               // norms
+  std::vector<int64_t> perm;           // transpose
+  std::vector<int64_t> starts, ends, steps; // slice
+  std::vector<int64_t> sizes;          // split
+  std::vector<int64_t> kernel;         // pools: kh, kw
+  std::vector<int64_t> strides;        // conv, pools: sh, sw
+  std::vector<int64_t> pads;           // conv, pools: top, left, bottom, right
+  std::vector<int64_t> dilations;      // conv: dh, dw
+  int64_t group = 1;                   // conv
+  bool countIncludePad = false;        // avg_pool
+};
+
+/// A file mapped (or bytes held) for as long as a Program uses it.
+struct Storage {
+  virtual ~Storage() = default;
+};
+
+class Program {
+public:
+  /// Validates `proto` and resolves its buffers. `weightData[i]` and
+  /// `weightSize[i]` give the bytes of weight entry i (already located in
+  /// its safetensors file); `keepAlive` owns them. `what` names the source in
+  /// messages (e.g. the program file's path).
+  static Status create(const artifact::Program &proto,
+                       const std::vector<const void *> &weightData,
+                       std::vector<std::shared_ptr<Storage>> keepAlive,
+                       const std::string &what,
+                       std::shared_ptr<const Program> &out);
+
+  int rank = 0;
+  uint64_t arenaSize = 0;
+  std::vector<BufferInfo> buffers;
+  std::vector<std::pair<std::string, int>> inputs;
+  std::vector<std::pair<std::string, int>> outputs;
+  std::vector<Op> ops;
+
+  /// Buffer id bound to input/output `name`, or -1.
+  int findInput(const std::string &name) const;
+  int findOutput(const std::string &name) const;
+
+private:
+  std::vector<std::shared_ptr<Storage>> storage;
+};
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_PROGRAM_H

@@ -1,0 +1,201 @@
+//===- Artifact.cpp - Loading a compiled artifact -------------------------===//
+#include "tessel/runtime/Artifact.h"
+
+#include "MappedFile.h"
+#include "Safetensors.h"
+#include "artifact.pb.h"
+
+#include <climits>
+#include <cstring>
+
+namespace tessel::runtime {
+
+namespace {
+
+bool isSafeName(const std::string &p) {
+  return !p.empty() && p.find('/') == std::string::npos && p != "." &&
+         p != ".." && p.find('\0') == std::string::npos;
+}
+
+/// Maps `entry` from the artifact directory and checks size and checksum.
+Status mapChecked(const std::string &dir, const artifact::FileEntry &entry,
+                  bool verify, std::shared_ptr<MappedFile> &out) {
+  if (!isSafeName(entry.path()))
+    return Status::error(dir + "/manifest.pb: invalid file name '" +
+                         entry.path() + "'");
+  std::string path = dir + "/" + entry.path();
+  TSL_RETURN_IF_ERROR(MappedFile::open(path, out));
+  if (out->size() != entry.size())
+    return Status::error(path + ": truncated or corrupted: " +
+                         std::to_string(out->size()) +
+                         " bytes, the manifest says " +
+                         std::to_string(entry.size()));
+  if (verify) {
+    uint32_t crc = crc32c(out->data(), out->size());
+    if (crc != entry.crc32c()) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%08x, the manifest says %08x", crc,
+                    entry.crc32c());
+      return Status::error(path + ": corrupted: CRC-32C is " +
+                           std::string(buf));
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Artifact::Artifact() : man(std::make_unique<artifact::Manifest>()) {}
+Artifact::~Artifact() = default;
+
+Status Artifact::open(const std::string &path, std::unique_ptr<Artifact> &out,
+                      const LoadOptions &options) {
+  std::string dir = path;
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
+  std::string mpath = dir + "/manifest.pb";
+  std::shared_ptr<MappedFile> file;
+  Status s = MappedFile::open(mpath, file);
+  if (!s)
+    return Status::error(dir + ": not a Tessel artifact directory (" +
+                         s.message() + ")");
+  std::unique_ptr<Artifact> a(new Artifact());
+  a->dir = dir;
+  a->opts = options;
+  if (file->size() > INT_MAX ||
+      !a->man->ParseFromArray(file->data(), static_cast<int>(file->size())))
+    return Status::error(mpath + ": corrupted or truncated (not a valid "
+                                 "Manifest protobuf)");
+  const artifact::Manifest &m = *a->man;
+  if (m.format_version() != kFormatVersion)
+    return Status::error(mpath + ": unsupported format_version " +
+                         std::to_string(m.format_version()) +
+                         " (this runtime reads " +
+                         std::to_string(kFormatVersion) + ")");
+  if (m.num_ranks() < 1 || m.ranks_size() != m.num_ranks())
+    return Status::error(mpath + ": num_ranks is " +
+                         std::to_string(m.num_ranks()) + " but " +
+                         std::to_string(m.ranks_size()) +
+                         " rank entries are listed");
+  int64_t meshSize = 1;
+  for (const auto &axis : m.mesh()) {
+    if (axis.size() < 1 || axis.size() > (1 << 20))
+      return Status::error(mpath + ": mesh axis '" + axis.name() +
+                           "' has invalid size " + std::to_string(axis.size()));
+    meshSize *= axis.size();
+    if (meshSize > (1 << 24))
+      return Status::error(mpath + ": mesh is too large");
+  }
+  if (meshSize != m.num_ranks())
+    return Status::error(mpath + ": the mesh has " + std::to_string(meshSize) +
+                         " devices but num_ranks is " +
+                         std::to_string(m.num_ranks()));
+  for (int i = 0; i < m.ranks_size(); ++i) {
+    const auto &r = m.ranks(i);
+    if (r.rank() != i)
+      return Status::error(mpath + ": rank entry " + std::to_string(i) +
+                           " says rank " + std::to_string(r.rank()));
+    if (!isSafeName(r.program().path()))
+      return Status::error(mpath + ": rank " + std::to_string(i) +
+                           ": invalid program file name '" +
+                           r.program().path() + "'");
+    for (const auto &w : r.weights())
+      if (!isSafeName(w.path()))
+        return Status::error(mpath + ": rank " + std::to_string(i) +
+                             ": invalid weights file name '" + w.path() + "'");
+  }
+  out = std::move(a);
+  return Status::ok();
+}
+
+int Artifact::numRanks() const { return man->num_ranks(); }
+
+std::string Artifact::producer() const { return man->producer(); }
+
+std::vector<std::pair<std::string, int64_t>> Artifact::mesh() const {
+  std::vector<std::pair<std::string, int64_t>> r;
+  for (const auto &a : man->mesh())
+    r.emplace_back(a.name(), a.size());
+  return r;
+}
+
+Status Artifact::loadProgram(int rank,
+                             std::shared_ptr<const Program> &out) const {
+  if (rank < 0 || rank >= numRanks())
+    return Status::error(dir + ": rank " + std::to_string(rank) +
+                         " does not exist (the artifact has " +
+                         std::to_string(numRanks()) + " ranks)");
+  const artifact::RankEntry &entry = man->ranks(rank);
+  std::shared_ptr<MappedFile> progFile;
+  TSL_RETURN_IF_ERROR(
+      mapChecked(dir, entry.program(), opts.verifyChecksums, progFile));
+  std::string ppath = progFile->path();
+  artifact::Program proto;
+  if (progFile->size() > INT_MAX ||
+      !proto.ParseFromArray(progFile->data(),
+                            static_cast<int>(progFile->size())))
+    return Status::error(ppath + ": corrupted or truncated (not a valid "
+                                 "Program protobuf)");
+  if (proto.rank() != rank)
+    return Status::error(ppath + ": holds the program of rank " +
+                         std::to_string(proto.rank()) + ", expected " +
+                         std::to_string(rank));
+
+  std::vector<std::shared_ptr<Storage>> keep;
+  std::vector<std::shared_ptr<MappedFile>> files;
+  std::vector<SafetensorsIndex> indices;
+  for (const auto &w : entry.weights()) {
+    std::shared_ptr<MappedFile> f;
+    TSL_RETURN_IF_ERROR(mapChecked(dir, w, opts.verifyChecksums, f));
+    SafetensorsIndex idx;
+    TSL_RETURN_IF_ERROR(parseSafetensors(f->data(), f->size(), f->path(), idx));
+    files.push_back(f);
+    keep.push_back(f);
+    indices.push_back(std::move(idx));
+  }
+
+  std::vector<const void *> data;
+  for (int i = 0; i < proto.weights_size(); ++i) {
+    const artifact::Weight &w = proto.weights(i);
+    std::string ww = ppath + ": weight '" + w.name() + "'";
+    if (w.file() < 0 || w.file() >= static_cast<int>(files.size()))
+      return Status::error(ww + ": weights file index " +
+                           std::to_string(w.file()) + " does not exist");
+    const SafetensorsIndex &idx = indices[w.file()];
+    const std::string &fpath = files[w.file()]->path();
+    auto it = idx.tensors.find(w.name());
+    if (it == idx.tensors.end())
+      return Status::error(ww + ": not found in " + fpath);
+    const SafetensorsEntry &e = it->second;
+    if (e.begin != w.begin() || e.end != w.end())
+      return Status::error(ww + ": the program says bytes [" +
+                           std::to_string(w.begin()) + ", " +
+                           std::to_string(w.end()) + "), " + fpath + " says [" +
+                           std::to_string(e.begin) + ", " +
+                           std::to_string(e.end) + ")");
+    if (w.buffer() < 0 || w.buffer() >= proto.buffers_size())
+      return Status::error(ww + ": buffer " + std::to_string(w.buffer()) +
+                           " does not exist");
+    const artifact::Buffer &b = proto.buffers(w.buffer());
+    Shape bshape(b.shape().begin(), b.shape().end());
+    if (static_cast<int>(e.dtype) != b.dtype() || e.shape != bshape)
+      return Status::error(
+          ww + ": " + fpath + " holds " + dtypeName(e.dtype) + " " +
+          shapeToString(e.shape) + ", the buffer is " +
+          (isValidDType(b.dtype()) ? dtypeName(static_cast<DType>(b.dtype()))
+                                   : "?") +
+          " " + shapeToString(bshape));
+    const unsigned char *ptr = files[w.file()]->data() + idx.dataStart + e.begin;
+    size_t bytes = e.end - e.begin;
+    if (reinterpret_cast<uintptr_t>(ptr) % dtypeSize(e.dtype)) {
+      auto copy = std::make_shared<OwnedBytes>(bytes);
+      std::memcpy(copy->data(), ptr, bytes);
+      ptr = copy->data();
+      keep.push_back(copy);
+    }
+    data.push_back(ptr);
+  }
+  return Program::create(proto, data, std::move(keep), ppath, out);
+}
+
+} // namespace tessel::runtime

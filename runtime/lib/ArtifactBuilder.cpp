@@ -1,0 +1,287 @@
+//===- ArtifactBuilder.cpp - Writing artifacts programmatically -----------===//
+#include "tessel/runtime/ArtifactBuilder.h"
+
+#include "MappedFile.h"
+#include "Safetensors.h"
+#include "artifact.pb.h"
+#include "tessel/runtime/Artifact.h"
+#include "tessel/runtime/BufferPlanner.h"
+#include "tessel/runtime/OpKind.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sys/stat.h>
+
+namespace tessel::runtime {
+
+namespace {
+
+/// Marks a buffer whose offset planMemory() must choose.
+constexpr uint64_t kUnplanned = ~uint64_t(0);
+
+uint64_t bufferBytes(const artifact::Buffer &b) {
+  Shape s(b.shape().begin(), b.shape().end());
+  int64_t n = numElements(s);
+  return n < 0 ? 0 : static_cast<uint64_t>(n) * dtypeSize(static_cast<DType>(b.dtype()));
+}
+
+Status writeFile(const std::string &path, const std::string &bytes) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return Status::error(tmp + ": cannot open for writing");
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out)
+      return Status::error(tmp + ": write failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return Status::error(path + ": rename failed: " + std::strerror(errno));
+  return Status::ok();
+}
+
+} // namespace
+
+ProgramBuilder::ProgramBuilder()
+    : prog(std::make_unique<artifact::Program>()) {
+  prog->set_format_version(kFormatVersion);
+}
+ProgramBuilder::~ProgramBuilder() = default;
+ProgramBuilder::ProgramBuilder(ProgramBuilder &&) noexcept = default;
+
+int ProgramBuilder::addBuffer(DType dtype, Shape shape, std::string name,
+                              int64_t offset) {
+  artifact::Buffer *b = prog->add_buffers();
+  b->set_id(prog->buffers_size() - 1);
+  b->set_dtype(static_cast<artifact::DType>(dtype));
+  for (int64_t d : shape)
+    b->add_shape(d);
+  b->set_kind(artifact::Buffer::ARENA);
+  b->set_offset(offset < 0 ? kUnplanned : static_cast<uint64_t>(offset));
+  b->set_name(std::move(name));
+  return b->id();
+}
+
+int ProgramBuilder::addInput(const std::string &name, DType dtype,
+                             Shape shape) {
+  int id = addBuffer(dtype, std::move(shape), name);
+  artifact::Binding *bind = prog->add_inputs();
+  bind->set_name(name);
+  bind->set_buffer(id);
+  return id;
+}
+
+void ProgramBuilder::addOutput(const std::string &name, int buffer) {
+  artifact::Binding *bind = prog->add_outputs();
+  bind->set_name(name);
+  bind->set_buffer(buffer);
+}
+
+int ProgramBuilder::addWeight(const std::string &name, DType dtype,
+                              Shape shape, const void *data) {
+  int id = addBuffer(dtype, shape, name);
+  artifact::Buffer *b = prog->mutable_buffers(id);
+  b->set_kind(artifact::Buffer::WEIGHT);
+  b->set_offset(0);
+  artifact::Weight *w = prog->add_weights();
+  w->set_name(name);
+  w->set_buffer(id);
+  w->set_file(0);
+  WeightBytes wb{name, dtype, shape,
+                 std::string(static_cast<const char *>(data), bufferBytes(*b))};
+  weightBytes.push_back(std::move(wb));
+  return id;
+}
+
+int ProgramBuilder::addConstant(DType dtype, Shape shape, const void *data,
+                                std::string name) {
+  int id = addBuffer(dtype, std::move(shape), std::move(name));
+  artifact::Buffer *b = prog->mutable_buffers(id);
+  b->set_kind(artifact::Buffer::CONSTANT);
+  b->set_offset(0);
+  b->set_data(std::string(static_cast<const char *>(data), bufferBytes(*b)));
+  return id;
+}
+
+void ProgramBuilder::addOp(const std::string &op, std::vector<int> operands,
+                           std::vector<int> results, Attrs attrs,
+                           std::string name) {
+  artifact::Instruction *inst = prog->add_instructions();
+  auto kind = parseOpKind(op);
+  if (!kind)
+    badOps.push_back(op);
+  inst->set_op(kind ? static_cast<artifact::OpKind>(*kind)
+                    : artifact::OP_UNSPECIFIED);
+  for (int o : operands)
+    inst->add_operands(o);
+  for (int r : results)
+    inst->add_results(r);
+  for (auto &[k, v] : attrs.values) {
+    artifact::Attribute &a = (*inst->mutable_attrs())[k];
+    if (auto *iv = std::get_if<std::vector<int64_t>>(&v))
+      for (int64_t x : *iv)
+        a.mutable_ints()->add_values(x);
+    else if (auto *fv = std::get_if<std::vector<float>>(&v))
+      for (float x : *fv)
+        a.mutable_floats()->add_values(x);
+    else
+      a.set_str(std::get<std::string>(v));
+  }
+  inst->set_name(std::move(name));
+}
+
+void ProgramBuilder::planMemory() {
+  int nb = prog->buffers_size();
+  int64_t n = prog->instructions_size();
+  // Fixed buffers keep their offsets; planned ones go above them.
+  uint64_t base = 0;
+  std::vector<int> todo;
+  for (int i = 0; i < nb; ++i) {
+    const artifact::Buffer &b = prog->buffers(i);
+    if (b.kind() != artifact::Buffer::ARENA)
+      continue;
+    if (b.offset() == kUnplanned)
+      todo.push_back(i);
+    else
+      base = std::max(base, b.offset() + bufferBytes(b));
+  }
+  base = (base + 63) / 64 * 64;
+  std::vector<int64_t> first(nb, INT64_MAX), last(nb, INT64_MIN);
+  for (const auto &in : prog->inputs())
+    if (in.buffer() >= 0 && in.buffer() < nb)
+      first[in.buffer()] = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    const artifact::Instruction &inst = prog->instructions(i);
+    for (int id : inst.operands())
+      if (id >= 0 && id < nb) {
+        first[id] = std::min(first[id], i);
+        last[id] = std::max(last[id], i);
+      }
+    for (int id : inst.results())
+      if (id >= 0 && id < nb) {
+        first[id] = std::min(first[id], i);
+        last[id] = std::max(last[id], i);
+      }
+  }
+  for (const auto &o : prog->outputs())
+    if (o.buffer() >= 0 && o.buffer() < nb)
+      last[o.buffer()] = n;
+  std::vector<BufferLifetime> lifetimes;
+  for (int id : todo) {
+    BufferLifetime l;
+    l.size = bufferBytes(prog->buffers(id));
+    l.firstUse = first[id] == INT64_MAX ? -1 : first[id];
+    l.lastUse = last[id] == INT64_MIN ? l.firstUse : std::max(last[id], l.firstUse);
+    lifetimes.push_back(l);
+  }
+  BufferPlan plan = planBuffers(lifetimes, 64);
+  for (size_t i = 0; i < todo.size(); ++i)
+    prog->mutable_buffers(todo[i])->set_offset(base + plan.offsets[i]);
+  prog->set_arena_size(std::max<uint64_t>(
+      base + plan.arenaSize, std::max<uint64_t>(prog->arena_size(), base)));
+}
+
+std::string ProgramBuilder::weightsImage() const {
+  std::vector<SafetensorsTensor> tensors;
+  for (const WeightBytes &w : weightBytes)
+    tensors.push_back({w.name, w.dtype, w.shape, w.bytes.data()});
+  return encodeSafetensors(tensors);
+}
+
+Status ProgramBuilder::build(std::shared_ptr<const Program> &out) {
+  if (!badOps.empty())
+    return Status::error("unknown op '" + badOps.front() + "'");
+  planMemory();
+  std::vector<const void *> data;
+  std::vector<std::shared_ptr<Storage>> keep;
+  for (const WeightBytes &w : weightBytes) {
+    auto bytes = std::make_shared<OwnedBytes>(w.bytes.size());
+    std::memcpy(bytes->data(), w.bytes.data(), w.bytes.size());
+    data.push_back(bytes->data());
+    keep.push_back(bytes);
+  }
+  return Program::create(*prog, data, std::move(keep), "program", out);
+}
+
+ArtifactBuilder::ArtifactBuilder(std::string producer)
+    : producer(std::move(producer)) {}
+ArtifactBuilder::~ArtifactBuilder() = default;
+
+void ArtifactBuilder::setMesh(
+    std::vector<std::pair<std::string, int64_t>> axes) {
+  meshAxes = std::move(axes);
+}
+
+ProgramBuilder &ArtifactBuilder::rank(int r) {
+  auto it = ranks.find(r);
+  if (it == ranks.end()) {
+    it = ranks.emplace(r, ProgramBuilder()).first;
+    it->second.prog->set_rank(r);
+  }
+  return it->second;
+}
+
+Status ArtifactBuilder::write(const std::string &dir) {
+  int64_t numRanks = 1;
+  for (auto &[n, s] : meshAxes)
+    numRanks *= s;
+  if (static_cast<int64_t>(ranks.size()) != numRanks ||
+      (numRanks && ranks.rbegin()->first != numRanks - 1))
+    return Status::error(dir + ": the mesh has " + std::to_string(numRanks) +
+                         " ranks but programs were built for " +
+                         std::to_string(ranks.size()));
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return Status::error(dir + ": cannot create directory: " +
+                         std::strerror(errno));
+  artifact::Manifest m;
+  m.set_format_version(kFormatVersion);
+  m.set_producer(producer);
+  for (auto &[n, s] : meshAxes) {
+    artifact::MeshAxis *a = m.add_mesh();
+    a->set_name(n);
+    a->set_size(s);
+  }
+  m.set_num_ranks(static_cast<int32_t>(numRanks));
+  for (auto &[r, pb] : ranks) {
+    if (!pb.badOps.empty())
+      return Status::error(dir + ": rank " + std::to_string(r) +
+                           ": unknown op '" + pb.badOps.front() + "'");
+    pb.planMemory();
+    std::string weights = pb.weightsImage();
+    SafetensorsIndex idx;
+    TSL_RETURN_IF_ERROR(parseSafetensors(
+        reinterpret_cast<const unsigned char *>(weights.data()), weights.size(),
+        "weights", idx));
+    for (auto &w : *pb.prog->mutable_weights()) {
+      const SafetensorsEntry &e = idx.tensors.at(w.name());
+      w.set_begin(e.begin);
+      w.set_end(e.end);
+    }
+    std::string progBytes;
+    if (!pb.prog->SerializeToString(&progBytes))
+      return Status::error(dir + ": rank " + std::to_string(r) +
+                           ": program serialisation failed (over 2 GB?)");
+    artifact::RankEntry *re = m.add_ranks();
+    re->set_rank(r);
+    std::string progName = "rank" + std::to_string(r) + ".program.pb";
+    std::string wName = "rank" + std::to_string(r) + ".weights.safetensors";
+    TSL_RETURN_IF_ERROR(writeFile(dir + "/" + progName, progBytes));
+    TSL_RETURN_IF_ERROR(writeFile(dir + "/" + wName, weights));
+    artifact::FileEntry *pe = re->mutable_program();
+    pe->set_path(progName);
+    pe->set_size(progBytes.size());
+    pe->set_crc32c(crc32c(progBytes.data(), progBytes.size()));
+    artifact::FileEntry *we = re->add_weights();
+    we->set_path(wName);
+    we->set_size(weights.size());
+    we->set_crc32c(crc32c(weights.data(), weights.size()));
+  }
+  std::string mBytes;
+  m.SerializeToString(&mBytes);
+  return writeFile(dir + "/manifest.pb", mBytes);
+}
+
+} // namespace tessel::runtime

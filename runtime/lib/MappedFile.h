@@ -1,0 +1,43 @@
+//===- MappedFile.h - Read-only memory-mapped files -------------*- C++ -*-===//
+#ifndef TESSEL_RUNTIME_LIB_MAPPEDFILE_H
+#define TESSEL_RUNTIME_LIB_MAPPEDFILE_H
+
+#include "tessel/runtime/Program.h"
+#include "tessel/runtime/Status.h"
+
+#include <memory>
+#include <string>
+
+namespace tessel::runtime {
+
+/// A whole file mapped read-only (PROT_READ, MAP_PRIVATE).
+class MappedFile : public Storage {
+public:
+  ~MappedFile() override;
+  static Status open(const std::string &path,
+                     std::shared_ptr<MappedFile> &out);
+  const unsigned char *data() const { return base; }
+  size_t size() const { return length; }
+  const std::string &path() const { return filePath; }
+
+private:
+  MappedFile() = default;
+  unsigned char *base = nullptr;
+  size_t length = 0;
+  std::string filePath;
+};
+
+/// Bytes held in memory (weights of a program built without files).
+class OwnedBytes : public Storage {
+public:
+  explicit OwnedBytes(size_t size);
+  ~OwnedBytes() override;
+  unsigned char *data() { return base; }
+
+private:
+  unsigned char *base = nullptr;
+};
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_LIB_MAPPEDFILE_H

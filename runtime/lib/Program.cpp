@@ -1,0 +1,1007 @@
+//===- Program.cpp - Validating a per-rank program ------------------------===//
+//
+// Everything an artifact says is checked here, once, at load time: buffer
+// ids, dtypes, shapes, arena bounds, and for every instruction its operand
+// and result counts, dtypes, shapes and attributes. Backends may then execute
+// without checks; a corrupted artifact gives an error, never a crash.
+//
+//===----------------------------------------------------------------------===//
+#include "tessel/runtime/Program.h"
+
+#include "MappedFile.h"
+#include "artifact.pb.h"
+#include "tessel/runtime/Artifact.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace tessel::runtime {
+
+namespace {
+
+constexpr size_t kMaxRank = 16;
+
+std::string shapeStr(const Shape &s) { return shapeToString(s); }
+
+bool broadcastShapes(const Shape &a, const Shape &b, Shape &out) {
+  size_t n = std::max(a.size(), b.size());
+  out.assign(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return false;
+    out[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+/// Checks one instruction and fills the parsed attributes of `op`.
+class OpChecker {
+public:
+  OpChecker(const artifact::Instruction &inst, Program &p, Op &op,
+            std::string where)
+      : inst(inst), p(p), op(op), where(std::move(where)) {}
+
+  Status check();
+
+private:
+  const artifact::Instruction &inst;
+  Program &p;
+  Op &op;
+  std::string where;
+
+  Status fail(const std::string &m) const {
+    return Status::error(where + ": " + m);
+  }
+  const BufferInfo &in(size_t i) const { return p.buffers[op.operands[i]]; }
+  const BufferInfo &out(size_t i) const { return p.buffers[op.results[i]]; }
+
+  Status counts(size_t minOps, size_t maxOps, size_t results) const {
+    if (op.operands.size() < minOps || op.operands.size() > maxOps) {
+      std::string want = minOps == maxOps ? std::to_string(minOps)
+                                          : std::to_string(minOps) + " to " +
+                                                std::to_string(maxOps);
+      return fail("expects " + want + " operands, got " +
+                  std::to_string(op.operands.size()));
+    }
+    if (results && op.results.size() != results)
+      return fail("expects " + std::to_string(results) + " results, got " +
+                  std::to_string(op.results.size()));
+    return Status::ok();
+  }
+  Status dtypeIs(const BufferInfo &b, const char *role,
+                 std::initializer_list<DType> allowed) const {
+    for (DType d : allowed)
+      if (b.dtype == d)
+        return Status::ok();
+    std::string list;
+    for (DType d : allowed)
+      list += std::string(list.empty() ? "" : "|") + dtypeName(d);
+    return fail(std::string(role) + " has dtype " + dtypeName(b.dtype) +
+                ", expected " + list);
+  }
+  Status sameDType(const BufferInfo &a, const BufferInfo &b,
+                   const char *role) const {
+    if (a.dtype != b.dtype)
+      return fail(std::string(role) + " has dtype " + dtypeName(b.dtype) +
+                  ", expected " + dtypeName(a.dtype));
+    return Status::ok();
+  }
+  Status shapeIs(const BufferInfo &b, const Shape &want,
+                 const char *role) const {
+    if (b.shape != want)
+      return fail(std::string(role) + " has shape " + shapeStr(b.shape) +
+                  ", expected " + shapeStr(want));
+    return Status::ok();
+  }
+
+  // Attributes.
+  const artifact::Attribute *attr(const char *name) const {
+    auto it = inst.attrs().find(name);
+    return it == inst.attrs().end() ? nullptr : &it->second;
+  }
+  Status ints(const char *name, std::vector<int64_t> &v, bool required,
+              std::vector<int64_t> dflt = {}) const {
+    const artifact::Attribute *a = attr(name);
+    if (!a) {
+      if (required)
+        return fail("missing attribute '" + std::string(name) + "'");
+      v = std::move(dflt);
+      return Status::ok();
+    }
+    if (a->value_case() != artifact::Attribute::kInts)
+      return fail("attribute '" + std::string(name) + "' must be an int list");
+    v.assign(a->ints().values().begin(), a->ints().values().end());
+    return Status::ok();
+  }
+  Status intAttr(const char *name, int64_t &v, int64_t dflt) const {
+    std::vector<int64_t> l;
+    TSL_RETURN_IF_ERROR(ints(name, l, false, {dflt}));
+    if (l.size() != 1)
+      return fail("attribute '" + std::string(name) +
+                  "' must hold one integer");
+    v = l[0];
+    return Status::ok();
+  }
+  Status floatAttr(const char *name, float &v, float dflt) const {
+    const artifact::Attribute *a = attr(name);
+    if (!a) {
+      v = dflt;
+      return Status::ok();
+    }
+    if (a->value_case() == artifact::Attribute::kFloats &&
+        a->floats().values_size() == 1) {
+      v = a->floats().values(0);
+      return Status::ok();
+    }
+    if (a->value_case() == artifact::Attribute::kInts &&
+        a->ints().values_size() == 1) {
+      v = static_cast<float>(a->ints().values(0));
+      return Status::ok();
+    }
+    return fail("attribute '" + std::string(name) + "' must hold one float");
+  }
+  Status strAttr(const char *name, std::string &v, bool required) const {
+    const artifact::Attribute *a = attr(name);
+    if (!a) {
+      if (required)
+        return fail("missing attribute '" + std::string(name) + "'");
+      return Status::ok();
+    }
+    if (a->value_case() != artifact::Attribute::kStr)
+      return fail("attribute '" + std::string(name) + "' must be a string");
+    v = a->str();
+    return Status::ok();
+  }
+  Status axisAttr(const char *name, int64_t rank, int64_t dflt,
+                  int64_t &axis) const {
+    TSL_RETURN_IF_ERROR(intAttr(name, axis, dflt));
+    if (axis < -rank || axis >= rank)
+      return fail("attribute '" + std::string(name) + "' = " +
+                  std::to_string(axis) + " is out of range for rank " +
+                  std::to_string(rank));
+    if (axis < 0)
+      axis += rank;
+    return Status::ok();
+  }
+  Status pairAttr(const char *name, std::vector<int64_t> &v, int64_t dflt,
+                  size_t n, bool required, int64_t minValue) const {
+    TSL_RETURN_IF_ERROR(ints(name, v, required, std::vector<int64_t>(n, dflt)));
+    if (v.size() != n)
+      return fail("attribute '" + std::string(name) + "' must hold " +
+                  std::to_string(n) + " integers, got " +
+                  std::to_string(v.size()));
+    for (int64_t x : v)
+      if (x < minValue || x > (int64_t(1) << 32))
+        return fail("attribute '" + std::string(name) + "' holds " +
+                    std::to_string(x) + ", below " + std::to_string(minValue));
+    return Status::ok();
+  }
+
+  Status checkUnary();
+  Status checkBinary();
+  Status checkCompare();
+  Status checkWhere();
+  Status checkMatMul();
+  Status checkGemm();
+  Status checkReduce();
+  Status checkSoftmax();
+  Status checkNorm();
+  Status checkBatchNorm();
+  Status checkGather();
+  Status checkTranspose();
+  Status checkSlice();
+  Status checkConcat();
+  Status checkSplit();
+  Status checkExpand();
+  Status checkConv();
+  Status checkPool();
+  Status checkGlobalPool();
+  Status checkCollective();
+};
+
+Status OpChecker::check() {
+  switch (op.kind) {
+  case OpKind::Neg:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Tanh:
+  case OpKind::Erf:
+  case OpKind::Sigmoid:
+  case OpKind::Relu:
+  case OpKind::Gelu:
+  case OpKind::Reciprocal:
+  case OpKind::Abs:
+  case OpKind::Not:
+  case OpKind::Cast:
+    return checkUnary();
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Pow:
+  case OpKind::Max:
+  case OpKind::Min:
+    return checkBinary();
+  case OpKind::Compare:
+    return checkCompare();
+  case OpKind::Where:
+    return checkWhere();
+  case OpKind::MatMul:
+    return checkMatMul();
+  case OpKind::Gemm:
+    return checkGemm();
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+  case OpKind::ReduceMax:
+    return checkReduce();
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax:
+    return checkSoftmax();
+  case OpKind::LayerNorm:
+  case OpKind::RmsNorm:
+    return checkNorm();
+  case OpKind::BatchNorm:
+    return checkBatchNorm();
+  case OpKind::Gather:
+    return checkGather();
+  case OpKind::Reshape:
+  case OpKind::Copy:
+    TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+    TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+    if (in(0).numel != out(0).numel)
+      return fail("result has " + std::to_string(out(0).numel) +
+                  " elements, operand has " + std::to_string(in(0).numel));
+    return Status::ok();
+  case OpKind::Transpose:
+    return checkTranspose();
+  case OpKind::Slice:
+    return checkSlice();
+  case OpKind::Concat:
+    return checkConcat();
+  case OpKind::Split:
+    return checkSplit();
+  case OpKind::Expand:
+    return checkExpand();
+  case OpKind::Conv2D:
+    return checkConv();
+  case OpKind::MaxPool:
+  case OpKind::AvgPool:
+    return checkPool();
+  case OpKind::GlobalAvgPool:
+    return checkGlobalPool();
+  case OpKind::AllReduce:
+  case OpKind::AllGather:
+  case OpKind::ReduceScatter:
+  case OpKind::AllToAll:
+  case OpKind::CollectivePermute:
+  case OpKind::Broadcast:
+  case OpKind::Send:
+  case OpKind::Recv:
+    return checkCollective();
+  }
+  return fail("unknown op");
+}
+
+Status OpChecker::checkUnary() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
+  switch (op.kind) {
+  case OpKind::Cast: {
+    std::string to;
+    TSL_RETURN_IF_ERROR(strAttr("to", to, true));
+    auto t = parseDType(to);
+    if (!t)
+      return fail("attribute 'to' = '" + to +
+                  "' is not one of f32, i64, i32, bool");
+    op.to = *t;
+    if (out(0).dtype != op.to)
+      return fail("result has dtype " + std::string(dtypeName(out(0).dtype)) +
+                  " but 'to' is " + to);
+    return Status::ok();
+  }
+  case OpKind::Not:
+    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::Bool}));
+    return dtypeIs(out(0), "result", {DType::Bool});
+  case OpKind::Neg:
+  case OpKind::Abs:
+  case OpKind::Relu:
+    TSL_RETURN_IF_ERROR(
+        dtypeIs(in(0), "operand", {DType::F32, DType::I64, DType::I32}));
+    return sameDType(in(0), out(0), "result");
+  case OpKind::Gelu: {
+    int64_t approx;
+    TSL_RETURN_IF_ERROR(intAttr("tanh_approximation", approx, 0));
+    if (approx != 0 && approx != 1)
+      return fail("attribute 'tanh_approximation' must be 0 or 1");
+    op.tanhApproximation = approx == 1;
+    [[fallthrough]];
+  }
+  default:
+    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+    return sameDType(in(0), out(0), "result");
+  }
+}
+
+Status OpChecker::checkBinary() {
+  TSL_RETURN_IF_ERROR(counts(2, 2, 1));
+  if (op.kind == OpKind::Pow)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::F32}));
+  else
+    TSL_RETURN_IF_ERROR(
+        dtypeIs(in(0), "operand 0", {DType::F32, DType::I64, DType::I32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  Shape b;
+  if (!broadcastShapes(in(0).shape, in(1).shape, b))
+    return fail("operand shapes " + shapeStr(in(0).shape) + " and " +
+                shapeStr(in(1).shape) + " do not broadcast");
+  return shapeIs(out(0), b, "result");
+}
+
+Status OpChecker::checkCompare() {
+  TSL_RETURN_IF_ERROR(counts(2, 2, 1));
+  std::string pred;
+  TSL_RETURN_IF_ERROR(strAttr("predicate", pred, true));
+  static const std::pair<const char *, ComparePredicate> preds[] = {
+      {"eq", ComparePredicate::Eq}, {"ne", ComparePredicate::Ne},
+      {"lt", ComparePredicate::Lt}, {"le", ComparePredicate::Le},
+      {"gt", ComparePredicate::Gt}, {"ge", ComparePredicate::Ge}};
+  bool found = false;
+  for (auto &[n, v] : preds)
+    if (pred == n) {
+      op.predicate = v;
+      found = true;
+    }
+  if (!found)
+    return fail("attribute 'predicate' = '" + pred +
+                "' is not one of eq, ne, lt, le, gt, ge");
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0",
+                              {DType::F32, DType::I64, DType::I32, DType::Bool}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
+  TSL_RETURN_IF_ERROR(dtypeIs(out(0), "result", {DType::Bool}));
+  Shape b;
+  if (!broadcastShapes(in(0).shape, in(1).shape, b))
+    return fail("operand shapes " + shapeStr(in(0).shape) + " and " +
+                shapeStr(in(1).shape) + " do not broadcast");
+  return shapeIs(out(0), b, "result");
+}
+
+Status OpChecker::checkWhere() {
+  TSL_RETURN_IF_ERROR(counts(3, 3, 1));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "condition", {DType::Bool}));
+  TSL_RETURN_IF_ERROR(sameDType(in(1), in(2), "operand 2"));
+  TSL_RETURN_IF_ERROR(sameDType(in(1), out(0), "result"));
+  Shape b1, b2;
+  if (!broadcastShapes(in(0).shape, in(1).shape, b1) ||
+      !broadcastShapes(b1, in(2).shape, b2))
+    return fail("operand shapes " + shapeStr(in(0).shape) + ", " +
+                shapeStr(in(1).shape) + " and " + shapeStr(in(2).shape) +
+                " do not broadcast");
+  return shapeIs(out(0), b2, "result");
+}
+
+Status OpChecker::checkMatMul() {
+  TSL_RETURN_IF_ERROR(counts(2, 2, 1));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  Shape a = in(0).shape, b = in(1).shape;
+  if (a.empty() || b.empty())
+    return fail("operands must have rank >= 1");
+  bool vecA = a.size() == 1, vecB = b.size() == 1;
+  if (vecA)
+    a.insert(a.begin(), 1);
+  if (vecB)
+    b.push_back(1);
+  int64_t k = a.back(), k2 = b[b.size() - 2];
+  if (k != k2)
+    return fail("contraction dims differ: operand 0 " + shapeStr(in(0).shape) +
+                ", operand 1 " + shapeStr(in(1).shape));
+  Shape batch;
+  if (!broadcastShapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2),
+                       batch))
+    return fail("batch dims of " + shapeStr(in(0).shape) + " and " +
+                shapeStr(in(1).shape) + " do not broadcast");
+  Shape r = batch;
+  if (!vecA)
+    r.push_back(a[a.size() - 2]);
+  if (!vecB)
+    r.push_back(b.back());
+  return shapeIs(out(0), r, "result");
+}
+
+Status OpChecker::checkGemm() {
+  TSL_RETURN_IF_ERROR(counts(2, 3, 1));
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(dtypeIs(out(0), "result", {DType::F32}));
+  int64_t ta, tb;
+  TSL_RETURN_IF_ERROR(intAttr("trans_a", ta, 0));
+  TSL_RETURN_IF_ERROR(intAttr("trans_b", tb, 0));
+  op.transA = ta != 0;
+  op.transB = tb != 0;
+  TSL_RETURN_IF_ERROR(floatAttr("alpha", op.alpha, 1.0f));
+  TSL_RETURN_IF_ERROR(floatAttr("beta", op.beta, 1.0f));
+  if (in(0).shape.size() != 2 || in(1).shape.size() != 2)
+    return fail("A and B must have rank 2, got " + shapeStr(in(0).shape) +
+                " and " + shapeStr(in(1).shape));
+  int64_t m = op.transA ? in(0).shape[1] : in(0).shape[0];
+  int64_t k = op.transA ? in(0).shape[0] : in(0).shape[1];
+  int64_t k2 = op.transB ? in(1).shape[1] : in(1).shape[0];
+  int64_t n = op.transB ? in(1).shape[0] : in(1).shape[1];
+  if (k != k2)
+    return fail("contraction dims differ: A " + shapeStr(in(0).shape) +
+                ", B " + shapeStr(in(1).shape));
+  Shape r = {m, n};
+  if (op.operands.size() == 3) {
+    Shape b;
+    if (in(2).shape.size() > 2 || !broadcastShapes(in(2).shape, r, b) || b != r)
+      return fail("C " + shapeStr(in(2).shape) + " does not broadcast to " +
+                  shapeStr(r));
+  }
+  return shapeIs(out(0), r, "result");
+}
+
+Status OpChecker::checkReduce() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  if (op.kind == OpKind::ReduceMean)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+  else
+    TSL_RETURN_IF_ERROR(
+        dtypeIs(in(0), "operand", {DType::F32, DType::I64, DType::I32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  int64_t rank = static_cast<int64_t>(in(0).shape.size());
+  std::vector<int64_t> dims;
+  TSL_RETURN_IF_ERROR(ints("dims", dims, false));
+  if (dims.empty())
+    for (int64_t i = 0; i < rank; ++i)
+      dims.push_back(i);
+  for (int64_t &d : dims) {
+    if (d < -rank || d >= rank)
+      return fail("dim " + std::to_string(d) + " is out of range for rank " +
+                  std::to_string(rank));
+    if (d < 0)
+      d += rank;
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  op.dims = dims;
+  int64_t keep;
+  TSL_RETURN_IF_ERROR(intAttr("keep_dims", keep, 1));
+  op.keepDims = keep != 0;
+  Shape r;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool reduced = std::binary_search(dims.begin(), dims.end(), i);
+    if (reduced && in(0).shape[i] == 0 && op.kind == OpKind::ReduceMax)
+      return fail("reduce_max over an empty dim");
+    if (!reduced)
+      r.push_back(in(0).shape[i]);
+    else if (op.keepDims)
+      r.push_back(1);
+  }
+  return shapeIs(out(0), r, "result");
+}
+
+Status OpChecker::checkSoftmax() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
+  int64_t rank = static_cast<int64_t>(in(0).shape.size());
+  if (rank == 0)
+    return fail("operand must have rank >= 1");
+  return axisAttr("axis", rank, -1, op.axis);
+}
+
+Status OpChecker::checkNorm() {
+  bool layer = op.kind == OpKind::LayerNorm;
+  TSL_RETURN_IF_ERROR(counts(2, layer ? 3 : 2, 1));
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
+  int64_t rank = static_cast<int64_t>(in(0).shape.size());
+  if (rank == 0)
+    return fail("operand must have rank >= 1");
+  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, -1, op.axis));
+  TSL_RETURN_IF_ERROR(floatAttr("epsilon", op.epsilon, 1e-5f));
+  Shape norm(in(0).shape.begin() + op.axis, in(0).shape.end());
+  for (size_t i = 1; i < op.operands.size(); ++i) {
+    Shape b;
+    if (!broadcastShapes(in(i).shape, norm, b) || b != norm)
+      return fail(std::string(i == 1 ? "scale " : "bias ") +
+                  shapeStr(in(i).shape) + " does not broadcast to " +
+                  shapeStr(norm));
+  }
+  return Status::ok();
+}
+
+Status OpChecker::checkBatchNorm() {
+  TSL_RETURN_IF_ERROR(counts(5, 5, 1));
+  for (size_t i = 0; i < 5; ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
+  if (in(0).shape.size() < 2)
+    return fail("operand must have rank >= 2 ([N, C, ...])");
+  TSL_RETURN_IF_ERROR(floatAttr("epsilon", op.epsilon, 1e-5f));
+  static const char *roles[] = {"", "scale", "bias", "mean", "var"};
+  for (size_t i = 1; i < 5; ++i)
+    TSL_RETURN_IF_ERROR(shapeIs(in(i), {in(0).shape[1]}, roles[i]));
+  return Status::ok();
+}
+
+Status OpChecker::checkGather() {
+  TSL_RETURN_IF_ERROR(counts(2, 2, 1));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(1), "indices", {DType::I64, DType::I32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  int64_t rank = static_cast<int64_t>(in(0).shape.size());
+  if (rank == 0)
+    return fail("data must have rank >= 1");
+  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, 0, op.axis));
+  if (in(0).shape[op.axis] == 0 && in(1).numel > 0)
+    return fail("gather from an empty axis");
+  Shape r(in(0).shape.begin(), in(0).shape.begin() + op.axis);
+  r.insert(r.end(), in(1).shape.begin(), in(1).shape.end());
+  r.insert(r.end(), in(0).shape.begin() + op.axis + 1, in(0).shape.end());
+  return shapeIs(out(0), r, "result");
+}
+
+Status OpChecker::checkTranspose() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  size_t rank = in(0).shape.size();
+  std::vector<int64_t> dflt;
+  for (size_t i = 0; i < rank; ++i)
+    dflt.push_back(static_cast<int64_t>(rank - 1 - i));
+  TSL_RETURN_IF_ERROR(ints("perm", op.perm, false, dflt));
+  if (op.perm.size() != rank)
+    return fail("perm has " + std::to_string(op.perm.size()) +
+                " entries for rank " + std::to_string(rank));
+  std::vector<bool> seen(rank, false);
+  Shape r;
+  for (int64_t p : op.perm) {
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[p])
+      return fail("perm is not a permutation of 0.." +
+                  std::to_string(rank - 1));
+    seen[p] = true;
+    r.push_back(in(0).shape[p]);
+  }
+  return shapeIs(out(0), r, "result");
+}
+
+Status OpChecker::checkSlice() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  size_t rank = in(0).shape.size();
+  TSL_RETURN_IF_ERROR(ints("starts", op.starts, true));
+  TSL_RETURN_IF_ERROR(ints("ends", op.ends, true));
+  TSL_RETURN_IF_ERROR(ints("steps", op.steps, false,
+                           std::vector<int64_t>(rank, 1)));
+  if (op.starts.size() != rank || op.ends.size() != rank ||
+      op.steps.size() != rank)
+    return fail("starts, ends and steps need one entry per dim (rank " +
+                std::to_string(rank) + ")");
+  Shape r;
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t dim = in(0).shape[i], s = op.starts[i], e = op.ends[i],
+            st = op.steps[i];
+    int64_t count = 0;
+    std::string d = "dim " + std::to_string(i) + ": ";
+    if (st == 0)
+      return fail(d + "step is 0");
+    if (st > 0) {
+      if (s < 0 || s > dim || e < 0 || e > dim)
+        return fail(d + "start " + std::to_string(s) + " / end " +
+                    std::to_string(e) + " outside [0, " + std::to_string(dim) +
+                    "] (slices must be normalized)");
+      count = e > s ? (e - s + st - 1) / st : 0;
+    } else {
+      if (s < -1 || s >= dim || e < -1 || e >= dim)
+        if (!(dim == 0 && s == -1 && e == -1))
+          return fail(d + "start " + std::to_string(s) + " / end " +
+                      std::to_string(e) + " outside [-1, " +
+                      std::to_string(dim - 1) + "] (slices must be normalized)");
+      count = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+    }
+    r.push_back(count);
+  }
+  return shapeIs(out(0), r, "result");
+}
+
+Status OpChecker::checkConcat() {
+  TSL_RETURN_IF_ERROR(counts(1, 1u << 20, 1));
+  int64_t rank = static_cast<int64_t>(in(0).shape.size());
+  if (rank == 0)
+    return fail("operands must have rank >= 1");
+  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, 0, op.axis));
+  Shape r = in(0).shape;
+  r[op.axis] = 0;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    TSL_RETURN_IF_ERROR(sameDType(in(0), in(i), "operand"));
+    const Shape &s = in(i).shape;
+    bool ok = static_cast<int64_t>(s.size()) == rank;
+    for (int64_t d = 0; ok && d < rank; ++d)
+      ok = d == op.axis || s[d] == in(0).shape[d];
+    if (!ok)
+      return fail("operand " + std::to_string(i) + " has shape " +
+                  shapeStr(s) + ", incompatible with " +
+                  shapeStr(in(0).shape) + " on axis " +
+                  std::to_string(op.axis));
+    r[op.axis] += s[op.axis];
+  }
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  return shapeIs(out(0), r, "result");
+}
+
+Status OpChecker::checkSplit() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 0));
+  if (op.results.empty())
+    return fail("expects at least one result");
+  int64_t rank = static_cast<int64_t>(in(0).shape.size());
+  if (rank == 0)
+    return fail("operand must have rank >= 1");
+  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, 0, op.axis));
+  int64_t dim = in(0).shape[op.axis];
+  int64_t n = static_cast<int64_t>(op.results.size());
+  std::vector<int64_t> dflt;
+  if (dim % n == 0)
+    dflt.assign(n, dim / n);
+  TSL_RETURN_IF_ERROR(ints("sizes", op.sizes, false, dflt));
+  if (static_cast<int64_t>(op.sizes.size()) != n)
+    return fail("'sizes' needs one entry per result (" + std::to_string(n) +
+                ")");
+  int64_t total = 0;
+  for (size_t i = 0; i < op.sizes.size(); ++i) {
+    if (op.sizes[i] < 0)
+      return fail("negative split size");
+    total += op.sizes[i];
+    Shape r = in(0).shape;
+    r[op.axis] = op.sizes[i];
+    TSL_RETURN_IF_ERROR(sameDType(in(0), out(i), "result"));
+    TSL_RETURN_IF_ERROR(shapeIs(out(i), r, "result"));
+  }
+  if (total != dim)
+    return fail("split sizes sum to " + std::to_string(total) +
+                ", axis has " + std::to_string(dim));
+  return Status::ok();
+}
+
+Status OpChecker::checkExpand() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  Shape b;
+  if (!broadcastShapes(in(0).shape, out(0).shape, b) || b != out(0).shape)
+    return fail("operand " + shapeStr(in(0).shape) +
+                " does not broadcast to the result " + shapeStr(out(0).shape));
+  return Status::ok();
+}
+
+Status OpChecker::checkConv() {
+  TSL_RETURN_IF_ERROR(counts(2, 3, 1));
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  const Shape &x = in(0).shape, &w = in(1).shape;
+  if (x.size() != 4 || w.size() != 4)
+    return fail("input and weight must have rank 4 (NCHW, OIHW), got " +
+                shapeStr(x) + " and " + shapeStr(w));
+  TSL_RETURN_IF_ERROR(pairAttr("strides", op.strides, 1, 2, false, 1));
+  TSL_RETURN_IF_ERROR(pairAttr("pads", op.pads, 0, 4, false, 0));
+  TSL_RETURN_IF_ERROR(pairAttr("dilations", op.dilations, 1, 2, false, 1));
+  TSL_RETURN_IF_ERROR(intAttr("group", op.group, 1));
+  if (op.group < 1 || x[1] % op.group || w[0] % op.group)
+    return fail("group " + std::to_string(op.group) +
+                " does not divide the channels " + std::to_string(x[1]) +
+                " and filters " + std::to_string(w[0]));
+  if (w[1] != x[1] / op.group)
+    return fail("weight " + shapeStr(w) + " expects " + std::to_string(w[1]) +
+                " channels per group, input gives " +
+                std::to_string(x[1] / op.group));
+  if (op.operands.size() == 3)
+    TSL_RETURN_IF_ERROR(shapeIs(in(2), {w[0]}, "bias"));
+  Shape r = {x[0], w[0], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    int64_t span = op.dilations[i] * (w[2 + i] - 1) + 1;
+    int64_t padded = x[2 + i] + op.pads[i] + op.pads[i + 2];
+    if (padded < span)
+      return fail("kernel is larger than the padded input");
+    r[2 + i] = (padded - span) / op.strides[i] + 1;
+  }
+  return shapeIs(out(0), r, "result");
+}
+
+Status OpChecker::checkPool() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  const Shape &x = in(0).shape;
+  if (x.size() != 4)
+    return fail("input must have rank 4 (NCHW), got " + shapeStr(x));
+  TSL_RETURN_IF_ERROR(pairAttr("kernel", op.kernel, 1, 2, true, 1));
+  TSL_RETURN_IF_ERROR(pairAttr("strides", op.strides, 1, 2, false, 1));
+  TSL_RETURN_IF_ERROR(pairAttr("pads", op.pads, 0, 4, false, 0));
+  int64_t cip;
+  TSL_RETURN_IF_ERROR(intAttr("count_include_pad", cip, 0));
+  op.countIncludePad = cip != 0;
+  const Shape &r = out(0).shape;
+  if (r.size() != 4 || r[0] != x[0] || r[1] != x[1])
+    return fail("result has shape " + shapeStr(r) + ", expected [" +
+                std::to_string(x[0]) + ", " + std::to_string(x[1]) +
+                ", OH, OW]");
+  for (int i = 0; i < 2; ++i) {
+    int64_t padded = x[2 + i] + op.pads[i] + op.pads[i + 2];
+    if (padded < op.kernel[i])
+      return fail("kernel is larger than the padded input");
+    int64_t floorO = (padded - op.kernel[i]) / op.strides[i] + 1;
+    int64_t ceilO =
+        (padded - op.kernel[i] + op.strides[i] - 1) / op.strides[i] + 1;
+    // ceil mode: the last window must start inside the input or left pad.
+    if (ceilO > floorO && (ceilO - 1) * op.strides[i] >= x[2 + i] + op.pads[i])
+      ceilO = floorO;
+    if (r[2 + i] != floorO && r[2 + i] != ceilO)
+      return fail("result has shape " + shapeStr(r) + ", expected spatial dim " +
+                  std::to_string(i) + " to be " + std::to_string(floorO) +
+                  (ceilO != floorO ? " (or " + std::to_string(ceilO) +
+                                         " in ceil mode)"
+                                   : std::string()));
+  }
+  return Status::ok();
+}
+
+Status OpChecker::checkGlobalPool() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  const Shape &x = in(0).shape;
+  if (x.size() < 3)
+    return fail("input must have rank >= 3 ([N, C, spatial...])");
+  Shape r(x.begin(), x.begin() + 2);
+  r.resize(x.size(), 1);
+  return shapeIs(out(0), r, "result");
+}
+
+Status OpChecker::checkCollective() {
+  // A single-device mesh turns every collective into an identity; real
+  // multi-rank execution comes with the communicator backends.
+  if (op.kind == OpKind::Send || op.kind == OpKind::Recv)
+    return fail("point-to-point ops need a multi-rank runtime, which this "
+                "build does not have yet");
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  if (in(0).shape != out(0).shape)
+    return fail("changes the shape " + shapeStr(in(0).shape) + " -> " +
+                shapeStr(out(0).shape) +
+                ": collectives across ranks are not implemented yet (only "
+                "1-device meshes)");
+  return Status::ok();
+}
+
+bool mayAliasInPlace(OpKind k) {
+  int v = static_cast<int>(k);
+  return (v >= 1 && v <= 28) || k == OpKind::Reshape || k == OpKind::Copy ||
+         v >= 100;
+}
+
+} // namespace
+
+int Program::findInput(const std::string &name) const {
+  for (auto &[n, id] : inputs)
+    if (n == name)
+      return id;
+  return -1;
+}
+
+int Program::findOutput(const std::string &name) const {
+  for (auto &[n, id] : outputs)
+    if (n == name)
+      return id;
+  return -1;
+}
+
+Status Program::create(const artifact::Program &proto,
+                       const std::vector<const void *> &weightData,
+                       std::vector<std::shared_ptr<Storage>> keepAlive,
+                       const std::string &what,
+                       std::shared_ptr<const Program> &out) {
+  auto fail = [&](const std::string &m) {
+    return Status::error(what + ": " + m);
+  };
+  if (proto.format_version() != kFormatVersion)
+    return fail("unsupported program format_version " +
+                std::to_string(proto.format_version()) + " (this runtime reads " +
+                std::to_string(kFormatVersion) + ")");
+  auto p = std::make_shared<Program>();
+  p->rank = proto.rank();
+  p->arenaSize = proto.arena_size();
+  p->storage = std::move(keepAlive);
+  if (p->arenaSize > (uint64_t(1) << 46))
+    return fail("arena_size " + std::to_string(p->arenaSize) +
+                " is implausibly large");
+
+  // Buffers.
+  int nb = proto.buffers_size();
+  p->buffers.resize(nb);
+  size_t constBytes = 0;
+  for (int i = 0; i < nb; ++i) {
+    const artifact::Buffer &b = proto.buffers(i);
+    BufferInfo &info = p->buffers[i];
+    std::string bw = "buffer " + std::to_string(i) +
+                     (b.name().empty() ? "" : " '" + b.name() + "'");
+    if (b.id() != i)
+      return fail(bw + ": id is " + std::to_string(b.id()) +
+                  ", must equal its index");
+    if (!isValidDType(b.dtype()))
+      return fail(bw + ": invalid dtype " + std::to_string(b.dtype()));
+    if (static_cast<size_t>(b.shape_size()) > kMaxRank)
+      return fail(bw + ": rank " + std::to_string(b.shape_size()) +
+                  " exceeds " + std::to_string(kMaxRank));
+    info.id = i;
+    info.dtype = static_cast<DType>(b.dtype());
+    info.shape.assign(b.shape().begin(), b.shape().end());
+    info.numel = numElements(info.shape);
+    info.name = b.name();
+    if (info.numel < 0)
+      return fail(bw + ": invalid shape " + shapeToString(info.shape));
+    info.bytes = static_cast<uint64_t>(info.numel) * dtypeSize(info.dtype);
+    switch (b.kind()) {
+    case artifact::Buffer::ARENA:
+      info.kind = BufferInfo::Kind::Arena;
+      info.offset = b.offset();
+      if (info.offset % dtypeSize(info.dtype))
+        return fail(bw + ": offset " + std::to_string(info.offset) +
+                    " is not aligned to its element size");
+      if (info.offset > p->arenaSize || info.bytes > p->arenaSize - info.offset)
+        return fail(bw + ": bytes [" + std::to_string(info.offset) + ", " +
+                    std::to_string(info.offset + info.bytes) +
+                    ") exceed the arena of " + std::to_string(p->arenaSize) +
+                    " bytes");
+      break;
+    case artifact::Buffer::WEIGHT:
+      info.kind = BufferInfo::Kind::Weight;
+      break;
+    case artifact::Buffer::CONSTANT:
+      info.kind = BufferInfo::Kind::Constant;
+      if (b.data().size() != info.bytes)
+        return fail(bw + ": constant holds " + std::to_string(b.data().size()) +
+                    " bytes, " + dtypeName(info.dtype) + " " +
+                    shapeToString(info.shape) + " needs " +
+                    std::to_string(info.bytes));
+      constBytes += (info.bytes + 63) / 64 * 64;
+      break;
+    default:
+      return fail(bw + ": invalid kind " + std::to_string(b.kind()));
+    }
+  }
+  // Constants: copied into one aligned block.
+  if (constBytes) {
+    auto block = std::make_shared<OwnedBytes>(constBytes);
+    size_t off = 0;
+    for (int i = 0; i < nb; ++i) {
+      BufferInfo &info = p->buffers[i];
+      if (info.kind != BufferInfo::Kind::Constant)
+        continue;
+      std::memcpy(block->data() + off, proto.buffers(i).data().data(),
+                  info.bytes);
+      info.data = block->data() + off;
+      off += (info.bytes + 63) / 64 * 64;
+    }
+    p->storage.push_back(block);
+  }
+
+  // Weights.
+  if (static_cast<size_t>(proto.weights_size()) != weightData.size())
+    return fail("internal: weight data count mismatch");
+  for (int i = 0; i < proto.weights_size(); ++i) {
+    const artifact::Weight &w = proto.weights(i);
+    if (w.buffer() < 0 || w.buffer() >= nb)
+      return fail("weight '" + w.name() + "': buffer " +
+                  std::to_string(w.buffer()) + " does not exist");
+    BufferInfo &info = p->buffers[w.buffer()];
+    if (info.kind != BufferInfo::Kind::Weight)
+      return fail("weight '" + w.name() + "': buffer " +
+                  std::to_string(w.buffer()) + " is not of kind WEIGHT");
+    if (info.data)
+      return fail("weight '" + w.name() + "': buffer " +
+                  std::to_string(w.buffer()) + " is bound twice");
+    info.data = weightData[i];
+  }
+  for (const BufferInfo &info : p->buffers)
+    if (info.kind == BufferInfo::Kind::Weight && !info.data && info.bytes)
+      return fail("buffer " + std::to_string(info.id) + " '" + info.name +
+                  "' is a WEIGHT that no weight entry binds");
+
+  // Inputs and outputs.
+  std::set<std::string> names;
+  for (int i = 0; i < proto.inputs_size(); ++i) {
+    const artifact::Binding &b = proto.inputs(i);
+    if (b.buffer() < 0 || b.buffer() >= nb)
+      return fail("input '" + b.name() + "': buffer " +
+                  std::to_string(b.buffer()) + " does not exist");
+    if (p->buffers[b.buffer()].kind != BufferInfo::Kind::Arena)
+      return fail("input '" + b.name() + "' is not an ARENA buffer");
+    if (!names.insert(b.name()).second)
+      return fail("input '" + b.name() + "' is declared twice");
+    p->inputs.emplace_back(b.name(), b.buffer());
+  }
+  names.clear();
+  for (int i = 0; i < proto.outputs_size(); ++i) {
+    const artifact::Binding &b = proto.outputs(i);
+    if (b.buffer() < 0 || b.buffer() >= nb)
+      return fail("output '" + b.name() + "': buffer " +
+                  std::to_string(b.buffer()) + " does not exist");
+    if (!names.insert(b.name()).second)
+      return fail("output '" + b.name() + "' is declared twice");
+    p->outputs.emplace_back(b.name(), b.buffer());
+  }
+
+  // Instructions.
+  p->ops.resize(proto.instructions_size());
+  for (int i = 0; i < proto.instructions_size(); ++i) {
+    const artifact::Instruction &inst = proto.instructions(i);
+    Op &op = p->ops[i];
+    auto kind = opKindFromInt(inst.op());
+    std::string where = "instruction " + std::to_string(i);
+    if (!kind)
+      return fail(where + ": unknown op kind " + std::to_string(inst.op()));
+    op.kind = *kind;
+    op.name = inst.name();
+    where += " (" + std::string(opKindName(op.kind)) +
+             (op.name.empty() ? "" : " '" + op.name + "'") + ")";
+    for (int id : inst.operands()) {
+      if (id < 0 || id >= nb)
+        return fail(where + ": operand buffer " + std::to_string(id) +
+                    " does not exist");
+      op.operands.push_back(id);
+    }
+    for (int id : inst.results()) {
+      if (id < 0 || id >= nb)
+        return fail(where + ": result buffer " + std::to_string(id) +
+                    " does not exist");
+      if (p->buffers[id].kind != BufferInfo::Kind::Arena)
+        return fail(where + ": result buffer " + std::to_string(id) +
+                    " is read-only (not an ARENA buffer)");
+      op.results.push_back(id);
+    }
+    if (op.operands.size() > (1u << 20) || op.results.size() > (1u << 20))
+      return fail(where + ": too many operands or results");
+    if (op.results.empty() && op.kind != OpKind::Send)
+      return fail(where + ": has no result");
+    OpChecker checker(inst, *p, op, where);
+    TSL_RETURN_IF_ERROR(checker.check().withContext(what));
+    // Results may alias an operand only exactly, and only for elementwise
+    // ops; they must never overlap one another.
+    for (size_t r = 0; r < op.results.size(); ++r) {
+      const BufferInfo &rb = p->buffers[op.results[r]];
+      if (!rb.bytes)
+        continue;
+      auto overlaps = [&](const BufferInfo &o) {
+        return o.kind == BufferInfo::Kind::Arena && o.bytes &&
+               o.offset < rb.offset + rb.bytes && rb.offset < o.offset + o.bytes;
+      };
+      for (int id : op.operands) {
+        const BufferInfo &ob = p->buffers[id];
+        if (!overlaps(ob))
+          continue;
+        bool exact = ob.offset == rb.offset && ob.bytes == rb.bytes;
+        if (!exact || !mayAliasInPlace(op.kind))
+          return fail(where + ": result buffer " + std::to_string(rb.id) +
+                      " overlaps operand buffer " + std::to_string(id) +
+                      " in the arena");
+      }
+      for (size_t r2 = r + 1; r2 < op.results.size(); ++r2)
+        if (overlaps(p->buffers[op.results[r2]]))
+          return fail(where + ": result buffers " + std::to_string(rb.id) +
+                      " and " + std::to_string(op.results[r2]) + " overlap");
+    }
+  }
+  out = std::move(p);
+  return Status::ok();
+}
+
+} // namespace tessel::runtime

@@ -1,0 +1,364 @@
+//===- Safetensors.cpp - The safetensors weight file format ---------------===//
+#include "Safetensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace tessel::runtime {
+
+namespace {
+
+/// Just enough JSON for safetensors headers: objects, arrays, strings,
+/// integers (other numbers and literals are parsed and ignored).
+struct Json {
+  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
+  bool isInteger = false;
+  uint64_t integer = 0;
+  std::string str;
+  std::vector<Json> items;
+  std::vector<std::pair<std::string, Json>> members;
+};
+
+class JsonParser {
+public:
+  explicit JsonParser(std::string_view s) : s(s) {}
+  bool parse(Json &out) {
+    if (!value(out, 0))
+      return false;
+    space();
+    return pos == s.size();
+  }
+  std::string error;
+
+private:
+  std::string_view s;
+  size_t pos = 0;
+
+  bool fail(const std::string &m) {
+    if (error.empty())
+      error = m + " at byte " + std::to_string(pos);
+    return false;
+  }
+  void space() {
+    while (pos < s.size() &&
+           (s[pos] == ' ' || s[pos] == '\n' || s[pos] == '\r' || s[pos] == '\t'))
+      ++pos;
+  }
+  bool value(Json &out, int depth) {
+    if (depth > 32)
+      return fail("JSON nested too deeply");
+    space();
+    if (pos >= s.size())
+      return fail("unexpected end of JSON");
+    char c = s[pos];
+    if (c == '{') {
+      out.kind = Json::Object;
+      ++pos;
+      space();
+      if (pos < s.size() && s[pos] == '}') {
+        ++pos;
+        return true;
+      }
+      while (true) {
+        std::string key;
+        space();
+        if (!string(key))
+          return false;
+        space();
+        if (pos >= s.size() || s[pos] != ':')
+          return fail("expected ':'");
+        ++pos;
+        out.members.emplace_back(std::move(key), Json());
+        if (!value(out.members.back().second, depth + 1))
+          return false;
+        space();
+        if (pos < s.size() && s[pos] == ',') {
+          ++pos;
+          continue;
+        }
+        if (pos < s.size() && s[pos] == '}') {
+          ++pos;
+          return true;
+        }
+        return fail("expected ',' or '}'");
+      }
+    }
+    if (c == '[') {
+      out.kind = Json::Array;
+      ++pos;
+      space();
+      if (pos < s.size() && s[pos] == ']') {
+        ++pos;
+        return true;
+      }
+      while (true) {
+        out.items.emplace_back();
+        if (!value(out.items.back(), depth + 1))
+          return false;
+        space();
+        if (pos < s.size() && s[pos] == ',') {
+          ++pos;
+          continue;
+        }
+        if (pos < s.size() && s[pos] == ']') {
+          ++pos;
+          return true;
+        }
+        return fail("expected ',' or ']'");
+      }
+    }
+    if (c == '"') {
+      out.kind = Json::String;
+      return string(out.str);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      out.kind = Json::Number;
+      size_t b = pos;
+      bool digitsOnly = c != '-';
+      uint64_t v = 0;
+      bool overflow = false;
+      while (pos < s.size() &&
+             (isdigit(static_cast<unsigned char>(s[pos])) || s[pos] == '-' ||
+              s[pos] == '+' || s[pos] == '.' || s[pos] == 'e' ||
+              s[pos] == 'E')) {
+        if (!isdigit(static_cast<unsigned char>(s[pos])))
+          digitsOnly = false;
+        else if (v > (UINT64_MAX - 9) / 10)
+          overflow = true;
+        else
+          v = v * 10 + (s[pos] - '0');
+        ++pos;
+      }
+      if (pos == b)
+        return fail("bad number");
+      out.isInteger = digitsOnly && !overflow;
+      out.integer = v;
+      return true;
+    }
+    for (const char *lit : {"true", "false", "null"}) {
+      size_t n = std::strlen(lit);
+      if (s.substr(pos, n) == lit) {
+        pos += n;
+        out.kind = lit[0] == 'n' ? Json::Null : Json::Bool;
+        return true;
+      }
+    }
+    return fail("unexpected character");
+  }
+  bool string(std::string &out) {
+    if (pos >= s.size() || s[pos] != '"')
+      return fail("expected a string");
+    ++pos;
+    while (pos < s.size() && s[pos] != '"') {
+      char c = s[pos++];
+      if (c == '\\') {
+        if (pos >= s.size())
+          return fail("bad escape");
+        char e = s[pos++];
+        switch (e) {
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'u': {
+          if (pos + 4 > s.size())
+            return fail("bad \\u escape");
+          unsigned v = 0;
+          for (int i = 0; i < 4; ++i) {
+            char h = s[pos++];
+            v <<= 4;
+            if (h >= '0' && h <= '9')
+              v |= h - '0';
+            else if (h >= 'a' && h <= 'f')
+              v |= h - 'a' + 10;
+            else if (h >= 'A' && h <= 'F')
+              v |= h - 'A' + 10;
+            else
+              return fail("bad \\u escape");
+          }
+          // Names are ASCII in practice; encode BMP code points as UTF-8.
+          if (v < 0x80) {
+            out += static_cast<char>(v);
+          } else if (v < 0x800) {
+            out += static_cast<char>(0xC0 | (v >> 6));
+            out += static_cast<char>(0x80 | (v & 0x3F));
+          } else {
+            out += static_cast<char>(0xE0 | (v >> 12));
+            out += static_cast<char>(0x80 | ((v >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (v & 0x3F));
+          }
+          break;
+        }
+        default:
+          out += e;
+        }
+      } else {
+        out += c;
+      }
+    }
+    if (pos >= s.size())
+      return fail("unterminated string");
+    ++pos;
+    return true;
+  }
+};
+
+const char *stDTypeName(DType t) {
+  switch (t) {
+  case DType::F32:
+    return "F32";
+  case DType::I64:
+    return "I64";
+  case DType::I32:
+    return "I32";
+  case DType::Bool:
+    return "BOOL";
+  }
+  return "";
+}
+
+std::string jsonEscape(const std::string &s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      o += buf;
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+} // namespace
+
+Status parseSafetensors(const unsigned char *data, size_t size,
+                        const std::string &what, SafetensorsIndex &out) {
+  auto fail = [&](const std::string &m) {
+    return Status::error(what + ": invalid safetensors file: " + m);
+  };
+  if (size < 8)
+    return fail("truncated: " + std::to_string(size) +
+                " bytes, shorter than the 8-byte header length");
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<uint64_t>(data[i]) << (8 * i);
+  if (n > size - 8)
+    return fail("truncated: header length " + std::to_string(n) +
+                " exceeds the file size " + std::to_string(size));
+  JsonParser parser(std::string_view(reinterpret_cast<const char *>(data + 8),
+                                     static_cast<size_t>(n)));
+  Json root;
+  if (!parser.parse(root))
+    return fail("bad JSON header: " + parser.error);
+  if (root.kind != Json::Object)
+    return fail("the JSON header is not an object");
+  out.tensors.clear();
+  out.dataStart = 8 + n;
+  uint64_t dataSize = size - out.dataStart;
+  for (auto &[name, v] : root.members) {
+    if (name == "__metadata__")
+      continue;
+    auto bad = [&](const std::string &m) { return fail("tensor '" + name + "': " + m); };
+    if (v.kind != Json::Object)
+      return bad("entry is not an object");
+    const Json *dt = nullptr, *sh = nullptr, *off = nullptr;
+    for (auto &[k, m] : v.members) {
+      if (k == "dtype")
+        dt = &m;
+      else if (k == "shape")
+        sh = &m;
+      else if (k == "data_offsets")
+        off = &m;
+    }
+    if (!dt || dt->kind != Json::String || !sh || sh->kind != Json::Array ||
+        !off || off->kind != Json::Array || off->items.size() != 2)
+      return bad("needs \"dtype\", \"shape\" and \"data_offsets\": [begin, end]");
+    SafetensorsEntry e;
+    if (dt->str == "F32")
+      e.dtype = DType::F32;
+    else if (dt->str == "I64")
+      e.dtype = DType::I64;
+    else if (dt->str == "I32")
+      e.dtype = DType::I32;
+    else if (dt->str == "BOOL")
+      e.dtype = DType::Bool;
+    else
+      return bad("unsupported dtype " + dt->str);
+    for (const Json &d : sh->items) {
+      if (!d.isInteger || d.integer > (uint64_t(1) << 62))
+        return bad("shape entries must be non-negative integers");
+      e.shape.push_back(static_cast<int64_t>(d.integer));
+    }
+    if (!off->items[0].isInteger || !off->items[1].isInteger)
+      return bad("data_offsets must be integers");
+    e.begin = off->items[0].integer;
+    e.end = off->items[1].integer;
+    int64_t numel = numElements(e.shape);
+    if (numel < 0)
+      return bad("shape is too large");
+    if (e.begin > e.end || e.end > dataSize)
+      return bad("data_offsets [" + std::to_string(e.begin) + ", " +
+                 std::to_string(e.end) + "] outside the data section of " +
+                 std::to_string(dataSize) + " bytes (truncated file?)");
+    if (e.end - e.begin != static_cast<uint64_t>(numel) * dtypeSize(e.dtype))
+      return bad("data_offsets span " + std::to_string(e.end - e.begin) +
+                 " bytes but " + dt->str + " " + shapeToString(e.shape) +
+                 " needs " +
+                 std::to_string(static_cast<uint64_t>(numel) * dtypeSize(e.dtype)));
+    if (!out.tensors.emplace(name, std::move(e)).second)
+      return bad("duplicate tensor name");
+  }
+  return Status::ok();
+}
+
+std::string encodeSafetensors(const std::vector<SafetensorsTensor> &tensors) {
+  std::vector<const SafetensorsTensor *> order;
+  for (const auto &t : tensors)
+    order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(), [](auto *a, auto *b) {
+    return dtypeSize(a->dtype) > dtypeSize(b->dtype);
+  });
+  std::string header = "{\"__metadata__\":{\"format\":\"tessel\"}";
+  uint64_t offset = 0;
+  for (const auto *t : order) {
+    uint64_t bytes = static_cast<uint64_t>(numElements(t->shape)) * dtypeSize(t->dtype);
+    header += ",\"" + jsonEscape(t->name) + "\":{\"dtype\":\"" +
+              stDTypeName(t->dtype) + "\",\"shape\":[";
+    for (size_t i = 0; i < t->shape.size(); ++i)
+      header += (i ? "," : "") + std::to_string(t->shape[i]);
+    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + bytes) + "]}";
+    offset += bytes;
+  }
+  header += "}";
+  header.append((64 - (8 + header.size()) % 64) % 64, ' ');
+  std::string out(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i)
+    out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  out += header;
+  out.reserve(out.size() + offset);
+  for (const auto *t : order)
+    out.append(static_cast<const char *>(t->data),
+               static_cast<size_t>(numElements(t->shape)) * dtypeSize(t->dtype));
+  return out;
+}
+
+} // namespace tessel::runtime

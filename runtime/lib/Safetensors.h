@@ -1,0 +1,49 @@
+//===- Safetensors.h - The safetensors weight file format -------*- C++ -*-===//
+//
+// 8-byte little-endian header length N, N bytes of JSON
+// {"name": {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}, ...,
+//  "__metadata__": {..}}, then the data section the offsets index.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_LIB_SAFETENSORS_H
+#define TESSEL_RUNTIME_LIB_SAFETENSORS_H
+
+#include "tessel/runtime/DType.h"
+#include "tessel/runtime/Status.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tessel::runtime {
+
+struct SafetensorsEntry {
+  DType dtype = DType::F32;
+  Shape shape;
+  uint64_t begin = 0, end = 0; // relative to the data section
+};
+
+struct SafetensorsIndex {
+  std::map<std::string, SafetensorsEntry> tensors;
+  uint64_t dataStart = 0; // absolute offset of the data section
+};
+
+/// Parses and checks the header of an in-memory safetensors image; `what`
+/// names the file in messages.
+Status parseSafetensors(const unsigned char *data, size_t size,
+                        const std::string &what, SafetensorsIndex &out);
+
+struct SafetensorsTensor {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  const void *data; // numElements(shape) * dtypeSize(dtype) bytes
+};
+
+/// Serialises tensors; the data section starts 64-byte aligned and tensors
+/// are ordered by decreasing element size so each is naturally aligned.
+std::string encodeSafetensors(const std::vector<SafetensorsTensor> &tensors);
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_LIB_SAFETENSORS_H
