@@ -79,8 +79,7 @@ Expected<Schedule> ScheduleRegistry::build(StringRef name,
   Expected<Schedule> s = e->generator(opts);
   if (!s)
     return s.takeError();
-  if (s->getName().empty())
-    s->setName(e->name);
+  s->setName(e->name);
   return finalizeSchedule(std::move(*s));
 }
 

@@ -88,8 +88,8 @@ TEST(GeneratorsTest, EveryBuiltinVerifiesOverASweep) {
     for (int32_t m = 1; m <= 12; ++m) {
       for (const char *name : {"gpipe", "1f1b", "zb-h1"}) {
         Schedule s = build(name, p, m);
-        EXPECT_TRUE(verifySchedule(s).empty()) << name << " p=" << p
-                                               << " m=" << m;
+        EXPECT_TRUE(verifySchedule(s).empty())
+            << name << " p=" << p << " m=" << m;
       }
       if (m % p != 0)
         continue;

@@ -106,11 +106,9 @@ TEST(TextFormatTest, ErrorsNameLineAndColumn) {
   EXPECT_EQ(err("rank 1: 1F0\n"), "my.sched: rank 0 has no line");
   EXPECT_EQ(err("rank 0: 0F0 2F0\n"),
             "my.sched: stage 1 appears in no rank's list");
-  EXPECT_EQ(err("rank 0: 0F0\nrank 1:\n"),
-            "my.sched:2: rank 1 has no actions");
+  EXPECT_EQ(err("rank 0: 0F0\nrank 1:\n"), "my.sched:2: rank 1 has no actions");
   EXPECT_EQ(err("# nothing\n"), "my.sched: no rank lists in the schedule");
-  EXPECT_EQ(err("rank 0: 0STEP\n"),
-            "my.sched: no action names a microbatch");
+  EXPECT_EQ(err("rank 0: 0STEP\n"), "my.sched: no action names a microbatch");
   EXPECT_EQ(err("rank 0: 70000F0\n"),
             "my.sched:1:9: action '70000F0' exceeds the limits of 65536 "
             "stages and 1048576 microbatches");
@@ -118,9 +116,9 @@ TEST(TextFormatTest, ErrorsNameLineAndColumn) {
 
 TEST(TextFormatTest, MissingFileIsAnError) {
   std::string msg = errorOf(readScheduleFile("/nonexistent/dir/x.sched"));
-  EXPECT_EQ(msg.rfind("cannot read schedule file '/nonexistent/dir/x.sched': ",
-                      0),
-            0u)
+  EXPECT_EQ(
+      msg.rfind("cannot read schedule file '/nonexistent/dir/x.sched': ", 0),
+      0u)
       << msg;
 }
 

@@ -54,7 +54,8 @@ TEST(VerifierTest, V1StageOnAnotherRank) {
   ASSERT_FALSE(d.empty());
   EXPECT_EQ(d[0].rank, 0);
   EXPECT_EQ(d[0].position, 0);
-  EXPECT_EQ(d[0].message, "rank 0, position 0 (1F0): stage 1 belongs to rank 1");
+  EXPECT_EQ(d[0].message,
+            "rank 0, position 0 (1F0): stage 1 belongs to rank 1");
 }
 
 TEST(VerifierTest, V1MicrobatchOutOfRange) {
@@ -189,14 +190,13 @@ TEST(VerifierTest, V5ReceiveWithoutSend) {
 }
 
 TEST(VerifierTest, V5SendBeforeItsProducer) {
-  EXPECT_EQ(
-      firstMessage(
-          "rank 0: 0SEND_F0 0F0 0F1 0SEND_F1 0RECV_B0 0BW0 0RECV_B1 0BW1 "
-          "0STEP\n"
-          "rank 1: 1RECV_F0 1F0 1RECV_F1 1BW0 1SEND_B0 1F1 1BW1 1SEND_B1 "
-          "1STEP\n"),
-      "rank 0, position 0 (0SEND_F0): runs before 0F0 at position 1 "
-      "produces what it sends");
+  EXPECT_EQ(firstMessage(
+                "rank 0: 0SEND_F0 0F0 0F1 0SEND_F1 0RECV_B0 0BW0 0RECV_B1 0BW1 "
+                "0STEP\n"
+                "rank 1: 1RECV_F0 1F0 1RECV_F1 1BW0 1SEND_B0 1F1 1BW1 1SEND_B1 "
+                "1STEP\n"),
+            "rank 0, position 0 (0SEND_F0): runs before 0F0 at position 1 "
+            "produces what it sends");
 }
 
 // V6.
@@ -224,8 +224,7 @@ TEST(VerifierTest, V6DeadlockWithoutSendsAndReceives) {
 }
 
 TEST(VerifierTest, ErrorListsDiagnosticsUnderTheScheduleName) {
-  std::string msg =
-      errorOf(verify(parse("rank 0: 0F0 0F0 0BW0 0BW0 0STEP\n")));
+  std::string msg = errorOf(verify(parse("rank 0: 0F0 0F0 0BW0 0BW0 0STEP\n")));
   EXPECT_EQ(msg, "schedule 'test' is invalid:\n"
                  "  rank 0, position 1 (0F0): appears twice (first at "
                  "position 0)\n"
