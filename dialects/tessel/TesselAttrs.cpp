@@ -50,8 +50,11 @@ static FailureOr<DimShardingAttr> parseDimSharding(AsmParser &parser) {
         return success();
       }))
     return failure();
-  return DimShardingAttr::getChecked(
+  DimShardingAttr dim = DimShardingAttr::getChecked(
       [&] { return parser.emitError(loc); }, ctx, axes, pad);
+  if (!dim)
+    return failure();
+  return dim;
 }
 
 static void printDimSharding(AsmPrinter &printer, DimShardingAttr dim) {
