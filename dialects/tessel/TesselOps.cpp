@@ -202,7 +202,8 @@ static LogicalResult sameElementType(std::optional<Location> loc, Value a,
     return success();
   std::string msg;
   llvm::raw_string_ostream os(msg);
-  os << what << " have different element types: " << ea << " and " << eb;
+  os << what << " have different element types: '" << ea << "' and '" << eb
+     << "'";
   return fail(loc, msg);
 }
 
