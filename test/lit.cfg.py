@@ -18,6 +18,8 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixe
 config.substitutions.append(("%tessel_src", config.tessel_src_root))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+# `not`, `count` and FileCheck also where a RUN line starts with them.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.tessel_tools_dir, config.llvm_tools_dir]
 tools = ["tessel-opt", ToolSubst("tesselc", unresolved="ignore"),
