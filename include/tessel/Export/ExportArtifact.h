@@ -1,0 +1,47 @@
+//===- ExportArtifact.h - tessel IR -> runtime artifact ---------*- C++ -*-===//
+//
+// Lowers a (partitioned, or single-device) tessel module into the artifact
+// that tessel-run executes: one program per rank, an instruction per compute
+// or communication op, buffers planned by liveness, weights in a safetensors
+// file beside the program. The runtime's ArtifactBuilder is the only contract.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_EXPORT_EXPORTARTIFACT_H
+#define TESSEL_EXPORT_EXPORTARTIFACT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <functional>
+#include <string>
+
+namespace mlir::tessel {
+
+/// The data of a named weight, laid out row-major in the weight's element
+/// type (bools as one byte each).
+struct WeightData {
+  const void *data = nullptr;
+  size_t size = 0;
+};
+
+/// Finds the bytes of weight `name`; fails with a message naming it.
+using WeightLookup =
+    std::function<FailureOr<WeightData>(StringRef name, std::string &error)>;
+
+struct ExportOptions {
+  /// The entry function; the module's only public function when empty.
+  std::string entry;
+  /// Written into the manifest as its producer.
+  std::string producer = "tesselc";
+};
+
+/// Writes the artifact for `module` into the directory `path`. Emits an error
+/// on the offending op (an op the runtime has no instruction for, an element
+/// type it does not hold, a missing weight) and fails.
+LogicalResult exportArtifact(ModuleOp module, const WeightLookup &weights,
+                             StringRef path, const ExportOptions &options = {});
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_EXPORT_EXPORTARTIFACT_H
