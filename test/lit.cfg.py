@@ -25,3 +25,13 @@ tool_dirs = [config.tessel_tools_dir, config.llvm_tools_dir]
 tools = ["tessel-opt", ToolSubst("tesselc", unresolved="ignore"),
          ToolSubst("tessel-run", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Importer tests write ONNX models from text with Debian's python3-onnx, which
+# only /usr/bin/python3 sees; without it they are reported UNSUPPORTED.
+import subprocess
+config.tessel_python = "/usr/bin/python3"
+if os.path.exists(config.tessel_python) and subprocess.call(
+        [config.tessel_python, "-c", "import onnx.parser"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("onnx-python")
+config.substitutions.append(("%python", config.tessel_python))

@@ -5,8 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EmitMlir.h"
 #include "EmitSchedule.h"
 
+#include "mlir/IR/AsmState.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
@@ -27,8 +29,7 @@ cl::opt<EmitPhase>
                         "compile the model to a .tsl artifact (default; not "
                         "implemented yet)"),
              clEnumValN(EmitPhase::Mlir, "mlir",
-                        "stop after import and print the Tessel IR (not "
-                        "implemented yet)"),
+                        "stop after the ONNX import and print the Tessel IR"),
              clEnumValN(EmitPhase::Schedule, "schedule",
                         "print per-rank pipeline schedules and their simulated "
                         "bubble")),
@@ -56,7 +57,12 @@ int run() {
       return notImplemented("compiling an input file ('" + inputFile + "')");
     return tessel::emitSchedule(outputFile);
   case EmitPhase::Mlir:
-    return notImplemented("--emit=mlir");
+    if (inputFile.empty()) {
+      WithColor::error(errs(), "tesselc")
+          << "--emit=mlir needs an input model (tesselc model.onnx --emit=mlir)\n";
+      return 1;
+    }
+    return tessel::emitMlir(inputFile, outputFile);
   case EmitPhase::Artifact:
     if (inputFile.empty()) {
       WithColor::error(errs(), "tesselc")
@@ -72,10 +78,13 @@ int run() {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions({&generalCategory, &tessel::getScheduleCategory()});
+  mlir::registerAsmPrinterCLOptions();
+  cl::HideUnrelatedOptions({&generalCategory, &tessel::getImportCategory(),
+                            &tessel::getScheduleCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tesselc: the Tessel tensor-sharding compiler\n\n"
+      "  tesselc model.onnx --emit=mlir [--shape input_ids=2x32] -o model.mlir\n"
       "  tesselc --emit=schedule --schedule=1f1b --stages 4 --microbatches 8\n"
       "  tesselc --emit=schedule --schedule=interleaved-1f1b --stages 4 \\\n"
       "          --microbatches 8 --chunks 2 --timeline steps.svg\n"

@@ -1,0 +1,921 @@
+//===- OnnxImporter.cpp - ONNX protobuf to the tessel dialect -------------===//
+//
+// Parses the model, checks what can be checked up front (opset, operators,
+// input shapes), then walks the nodes in order. Values known at import
+// (constants, shapes, integer initializers) are folded by the op importers;
+// everything else becomes tessel ops in `func.func @main`. Initializers become
+// `tessel.weight` ops whose data stays in the WeightTable.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Import/OnnxImporter.h"
+
+#include "ImporterImpl.h"
+#include "OnnxChecker.h"
+
+#include "dialects/tessel/TesselOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Errc.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <climits>
+
+using namespace mlir;
+using namespace mlir::tessel;
+using namespace mlir::tessel::detail;
+
+static llvm::Error makeError(const Twine &message) {
+  return llvm::createStringError(llvm::errc::invalid_argument, message);
+}
+
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t k = 0; k < shape.size(); ++k)
+    s += (k ? ", " : "") +
+         (ShapedType::isDynamic(shape[k]) ? std::string("?")
+                                          : std::to_string(shape[k]));
+  return s + "]";
+}
+
+Type mlir::tessel::detail::getElementType(MLIRContext *ctx, int32_t dtype) {
+  switch (dtype) {
+  case kFloat: return Float32Type::get(ctx);
+  case kDouble: return Float64Type::get(ctx);
+  case kFloat16: return Float16Type::get(ctx);
+  case kBFloat16: return BFloat16Type::get(ctx);
+  case kBool: return IntegerType::get(ctx, 1);
+  case kInt8: return IntegerType::get(ctx, 8);
+  case kInt16: return IntegerType::get(ctx, 16);
+  case kInt32: return IntegerType::get(ctx, 32);
+  case kInt64: return IntegerType::get(ctx, 64);
+  case kUInt8: return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  default: return {};
+  }
+}
+
+static std::optional<WeightDType> getWeightDType(int32_t dtype) {
+  switch (dtype) {
+  case kFloat: return WeightDType::F32;
+  case kDouble: return WeightDType::F64;
+  case kFloat16: return WeightDType::F16;
+  case kBFloat16: return WeightDType::BF16;
+  case kBool: return WeightDType::Bool;
+  case kInt8: return WeightDType::I8;
+  case kInt16: return WeightDType::I16;
+  case kInt32: return WeightDType::I32;
+  case kInt64: return WeightDType::I64;
+  case kUInt8: return WeightDType::U8;
+  default: return std::nullopt;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImporter
+//===----------------------------------------------------------------------===//
+
+namespace mlir::tessel::detail {
+
+/// The bytes of a tensor: in memory, or a slice of an external file.
+struct TensorData {
+  ArrayRef<char> bytes;
+  std::string path;
+  uint64_t offset = 0;
+};
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext *ctx, WeightTable &weights, StringRef modelDir,
+                StringRef modelName)
+      : ctx(ctx), builder(ctx), weights(weights), modelDir(modelDir.str()),
+        modelName(modelName.str()) {}
+
+  LogicalResult run(const onnx::ModelProto &model,
+                    const OnnxImportOptions &options, ModuleOp module);
+  const std::string &getError() const { return errorMessage; }
+
+  LogicalResult fail(const Twine &message) {
+    if (errorMessage.empty())
+      errorMessage = message.str();
+    return failure();
+  }
+
+  MLIRContext *ctx;
+  OpBuilder builder;
+  WeightTable &weights;
+  std::string modelDir;
+  std::string modelName;
+  int64_t opset = 0;
+  llvm::StringMap<std::shared_ptr<ValueInfo>> values;
+  llvm::StringMap<unsigned> useCounts;
+  /// Diagnostics emitted while creating or verifying ops.
+  std::vector<std::string> diagnostics;
+
+  ValueInfo *lookup(StringRef name) {
+    auto it = values.find(name);
+    return it == values.end() ? nullptr : it->second.get();
+  }
+  const ConstTensor *getConst(ValueInfo &info);
+  FailureOr<Value> materialize(ValueInfo &info, Location loc);
+  FailureOr<TensorData> getTensorData(const onnx::TensorProto &tensor);
+  LogicalResult defineTensor(const onnx::TensorProto &tensor, StringRef name,
+                             bool isInitializer);
+  DenseElementsAttr toAttr(const ConstTensor &c, RankedTensorType type);
+
+private:
+  LogicalResult checkOperators(const onnx::GraphProto &graph);
+  FailureOr<RankedTensorType> getInputType(const onnx::ValueInfoProto &input,
+                                           const OnnxImportOptions &options,
+                                           int32_t &dtype);
+  LogicalResult importNode(const onnx::NodeProto &node, unsigned index);
+
+  std::string errorMessage;
+  llvm::StringMap<Value> weightOps;
+};
+
+} // namespace mlir::tessel::detail
+
+FailureOr<TensorData>
+GraphImporter::getTensorData(const onnx::TensorProto &t) {
+  int32_t dtype = t.data_type();
+  SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
+  int64_t n = getNumElements(shape);
+  auto wdt = getWeightDType(dtype);
+  if (!wdt)
+    return fail("tensor '" + t.name() + "' has element type " +
+                getDTypeName(dtype) + ", which Tessel does not support");
+  uint64_t width = getByteWidth(*wdt);
+  uint64_t expected = uint64_t(n) * width;
+  TensorData data;
+
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    uint64_t offset = 0;
+    std::optional<uint64_t> length;
+    for (const auto &kv : t.external_data()) {
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        llvm::to_integer(kv.value(), offset, 10);
+      else if (kv.key() == "length") {
+        uint64_t l;
+        if (llvm::to_integer(kv.value(), l, 10))
+          length = l;
+      }
+    }
+    if (location.empty())
+      return fail("tensor '" + t.name() +
+                  "' has external data without a location");
+    SmallString<256> path(location);
+    if (!llvm::sys::path::is_absolute(path)) {
+      path = modelDir;
+      llvm::sys::path::append(path, location);
+    }
+    uint64_t fileSize;
+    if (llvm::sys::fs::file_size(path, fileSize))
+      return fail("tensor '" + t.name() + "': external data file '" +
+                  location + "' not found (looked for '" + path + "')");
+    if (length && *length != expected)
+      return fail("tensor '" + t.name() + "': external data length " +
+                  Twine(*length) + " does not match " + getDTypeName(dtype) +
+                  formatShape(shape) + " (" + Twine(expected) + " bytes)");
+    if (offset + expected > fileSize)
+      return fail("tensor '" + t.name() + "': external data file '" +
+                  location + "' is too short (" + Twine(fileSize) +
+                  " bytes; the tensor needs bytes " + Twine(offset) + " to " +
+                  Twine(offset + expected) + ")");
+    data.path = std::string(path);
+    data.offset = offset;
+    return data;
+  }
+
+  if (t.has_raw_data()) {
+    const std::string &raw = t.raw_data();
+    if (raw.size() != expected)
+      return fail("tensor '" + t.name() + "' holds " + Twine(raw.size()) +
+                  " bytes of data; " + getDTypeName(dtype) + formatShape(shape) +
+                  " needs " + Twine(expected));
+    data.bytes = ArrayRef<char>(raw.data(), raw.size());
+    return data;
+  }
+
+  // Typed fields: re-encode as little-endian bytes.
+  ConstTensor c = ConstTensor::zeros(dtype, shape);
+  int64_t count = -1;
+  switch (dtype) {
+  case kFloat:
+    count = t.float_data_size();
+    for (int64_t k = 0; k < std::min(count, n); ++k)
+      c.f[k] = t.float_data(k);
+    break;
+  case kDouble:
+    count = t.double_data_size();
+    for (int64_t k = 0; k < std::min(count, n); ++k)
+      c.f[k] = t.double_data(k);
+    break;
+  case kInt64:
+    count = t.int64_data_size();
+    for (int64_t k = 0; k < std::min(count, n); ++k)
+      c.i[k] = t.int64_data(k);
+    break;
+  case kFloat16:
+  case kBFloat16: {
+    count = t.int32_data_size();
+    std::vector<char> bits(2 * n);
+    for (int64_t k = 0; k < std::min(count, n); ++k) {
+      uint16_t v = uint16_t(t.int32_data(k));
+      std::memcpy(bits.data() + 2 * k, &v, 2);
+    }
+    if (count == n)
+      return TensorData{weights.own(std::move(bits)), "", 0};
+    break;
+  }
+  default:
+    count = t.int32_data_size();
+    for (int64_t k = 0; k < std::min(count, n); ++k)
+      c.setInt(k, t.int32_data(k));
+    break;
+  }
+  if (count != n)
+    return fail("tensor '" + t.name() + "' holds " + Twine(count) +
+                " elements; " + getDTypeName(dtype) + formatShape(shape) +
+                " needs " + Twine(n));
+  data.bytes = weights.own(c.toBytes());
+  return data;
+}
+
+LogicalResult GraphImporter::defineTensor(const onnx::TensorProto &tensor,
+                                          StringRef name, bool isInitializer) {
+  auto info = std::make_shared<ValueInfo>();
+  info->name = name.str();
+  info->dtype = tensor.data_type();
+  Type elemType = getElementType(ctx, info->dtype);
+  if (!elemType)
+    return fail("tensor '" + name + "' has element type " +
+                getDTypeName(info->dtype) + ", which Tessel does not support");
+  SmallVector<int64_t> shape;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0)
+      return fail("tensor '" + name + "' has a negative dim");
+    shape.push_back(d);
+  }
+  info->type = RankedTensorType::get(shape, elemType);
+  info->tensor = &tensor;
+  info->isInitializer = isInitializer;
+  values[name] = std::move(info);
+  return success();
+}
+
+const ConstTensor *GraphImporter::getConst(ValueInfo &info) {
+  if (info.cst)
+    return info.cst.get();
+  if (!info.tensor)
+    return nullptr;
+  // Parameters stay parameters: only integer (shape) initializers fold;
+  // Constant nodes fold whatever their type.
+  if (info.isInitializer && isFloatDType(info.dtype))
+    return nullptr;
+  if (info.type.getNumElements() > kMaxFoldElements)
+    return nullptr;
+  auto data = getTensorData(*info.tensor);
+  if (failed(data))
+    return nullptr;
+  ArrayRef<char> bytes = data->bytes;
+  std::unique_ptr<llvm::MemoryBuffer> file;
+  if (!data->path.empty()) {
+    auto buffer = llvm::MemoryBuffer::getFileSlice(
+        data->path, info.type.getNumElements() * getByteWidth(*getWeightDType(info.dtype)),
+        data->offset);
+    if (!buffer) {
+      (void)fail("tensor '" + info.name + "': cannot read '" + data->path +
+           "': " + buffer.getError().message());
+      return nullptr;
+    }
+    file = std::move(*buffer);
+    bytes = ArrayRef<char>(file->getBufferStart(), file->getBufferSize());
+  }
+  auto c = ConstTensor::fromBytes(info.dtype, info.type.getShape(), bytes);
+  if (!c)
+    return nullptr;
+  info.cst = std::make_shared<ConstTensor>(std::move(*c));
+  return info.cst.get();
+}
+
+DenseElementsAttr GraphImporter::toAttr(const ConstTensor &c,
+                                        RankedTensorType type) {
+  Type et = type.getElementType();
+  int64_t n = c.isSplat() ? std::min<int64_t>(1, c.size()) : c.size();
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    SmallVector<APFloat> v;
+    for (int64_t k = 0; k < n; ++k) {
+      APFloat a(c.f[k]);
+      bool lost;
+      a.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      v.push_back(a);
+    }
+    return DenseElementsAttr::get(type, v);
+  }
+  if (et.isInteger(1)) {
+    SmallVector<bool> v;
+    for (int64_t k = 0; k < n; ++k)
+      v.push_back(c.i[k] != 0);
+    return DenseElementsAttr::get(type, v);
+  }
+  SmallVector<APInt> v;
+  unsigned width = et.getIntOrFloatBitWidth();
+  for (int64_t k = 0; k < n; ++k)
+    v.push_back(APInt(width, uint64_t(c.i[k]), /*isSigned=*/true,
+                      /*implicitTrunc=*/true));
+  return DenseElementsAttr::get(type, v);
+}
+
+FailureOr<Value> GraphImporter::materialize(ValueInfo &info, Location loc) {
+  if (info.value)
+    return info.value;
+  // Small and splat constants go into the IR; everything else is a weight.
+  const ConstTensor *c = info.isInitializer ? nullptr : getConst(info);
+  if (c && (c->size() < 64 || c->isSplat())) {
+    info.value = ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(info.name)),
+                                    info.type, toAttr(*c, info.type));
+    return info.value;
+  }
+  std::string name = info.isInitializer ? info.tensor->name() : info.name;
+  if (Value w = weightOps.lookup(name)) {
+    info.value = w;
+    return w;
+  }
+  WeightInfo entry;
+  entry.name = name;
+  entry.dtype = *getWeightDType(info.dtype);
+  entry.shape.assign(info.type.getShape().begin(), info.type.getShape().end());
+  entry.origin = info.isInitializer ? WeightInfo::Origin::Initializer
+                                    : WeightInfo::Origin::Constant;
+  if (c) {
+    entry.bytes = weights.own(c->toBytes());
+  } else if (info.tensor) {
+    auto data = getTensorData(*info.tensor);
+    if (failed(data))
+      return failure();
+    entry.bytes = data->bytes;
+    entry.externalPath = data->path;
+    entry.offset = data->offset;
+  } else {
+    return fail("internal error: value '" + info.name + "' has no definition");
+  }
+  weights.add(std::move(entry));
+  Value w = WeightOp::create(builder, NameLoc::get(builder.getStringAttr(name)),
+                             info.type, builder.getStringAttr(name));
+  weightOps[name] = w;
+  info.value = w;
+  return w;
+}
+
+LogicalResult GraphImporter::checkOperators(const onnx::GraphProto &graph) {
+  // Every unsupported operator at once: "Foo in node 'a', Bar in nodes ...".
+  std::vector<std::pair<std::string, std::vector<std::string>>> unsupported;
+  for (int k = 0; k < graph.node_size(); ++k) {
+    const onnx::NodeProto &node = graph.node(k);
+    std::string nodeName =
+        node.name().empty() ? "#" + std::to_string(k) : node.name();
+    std::string key = node.op_type();
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      key = node.domain() + "." + node.op_type();
+    } else {
+      int oldest = 0;
+      if (lookupOpImporter(node.op_type(), opset, &oldest))
+        continue;
+      if (oldest)
+        key += " (needs opset " + std::to_string(oldest) + ")";
+    }
+    auto it = llvm::find_if(unsupported,
+                            [&](const auto &entry) { return entry.first == key; });
+    if (it == unsupported.end())
+      unsupported.push_back({key, {nodeName}});
+    else
+      it->second.push_back(nodeName);
+  }
+  if (unsupported.empty())
+    return success();
+  std::string message = "unsupported ONNX operator" +
+                        std::string(unsupported.size() > 1 ? "s" : "") +
+                        " (opset " + std::to_string(opset) + "): ";
+  bool first = true;
+  for (auto &[op, nodes] : unsupported) {
+    message += (first ? "" : "; ") + op + " in node" +
+               (nodes.size() > 1 ? "s " : " ");
+    first = false;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      if (k == 8) {
+        message += " and " + std::to_string(nodes.size() - 8) + " more";
+        break;
+      }
+      message += (k ? ", '" : "'") + nodes[k] + "'";
+    }
+  }
+  return fail(message);
+}
+
+FailureOr<RankedTensorType>
+GraphImporter::getInputType(const onnx::ValueInfoProto &input,
+                            const OnnxImportOptions &options, int32_t &dtype) {
+  const std::string &name = input.name();
+  if (!input.type().has_tensor_type())
+    return fail("graph input '" + name + "' is not a tensor");
+  const auto &tt = input.type().tensor_type();
+  dtype = tt.elem_type();
+  Type elemType = getElementType(ctx, dtype);
+  if (!elemType)
+    return fail("graph input '" + name + "' has element type " +
+                getDTypeName(dtype) + ", which Tessel does not support");
+  auto given = options.inputShapes.find(name);
+  const SmallVector<int64_t> *fixed =
+      given == options.inputShapes.end() ? nullptr : &given->second;
+  std::string flag = "--shape " + name + "=";
+  if (!tt.has_shape()) {
+    if (!fixed)
+      return fail("graph input '" + name +
+                  "' has no shape; give it with --shape " + name +
+                  "=D0xD1x...");
+    return RankedTensorType::get(*fixed, elemType);
+  }
+  const auto &dims = tt.shape().dim();
+  if (fixed && int64_t(fixed->size()) != dims.size())
+    return fail(flag + llvm::join(llvm::map_range(*fixed, [](int64_t d) {
+                                    return std::to_string(d);
+                                  }),
+                                  "x") +
+                " has rank " + Twine(fixed->size()) + " but graph input '" +
+                name + "' has rank " + Twine(dims.size()));
+  SmallVector<int64_t> shape;
+  for (int k = 0; k < dims.size(); ++k) {
+    const auto &dim = dims.Get(k);
+    bool isStatic = dim.has_dim_value() && dim.dim_value() > 0;
+    if (fixed) {
+      if (isStatic && dim.dim_value() != (*fixed)[k])
+        return fail("--shape for '" + name + "' sets dim " + Twine(k) +
+                    " to " + Twine((*fixed)[k]) + " but the model fixes it to " +
+                    Twine(dim.dim_value()));
+      shape.push_back((*fixed)[k]);
+      continue;
+    }
+    if (!isStatic) {
+      std::string what = dim.has_dim_param() && !dim.dim_param().empty()
+                             ? " ('" + dim.dim_param() + "')"
+                             : "";
+      return fail("graph input '" + name + "' has a dynamic dim " + Twine(k) +
+                  what + "; fix its shape with --shape " + name +
+                  "=D0xD1x... (" + Twine(dims.size()) + " dims)");
+    }
+    shape.push_back(dim.dim_value());
+  }
+  return RankedTensorType::get(shape, elemType);
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
+                                        unsigned index) {
+  std::string nodeName =
+      node.name().empty() ? "#" + std::to_string(index) : node.name();
+  for (const std::string &in : node.input())
+    if (!in.empty() && !lookup(in))
+      return fail("node '" + nodeName + "' (" + node.op_type() + "): input '" +
+                  in +
+                  "' is not defined by a graph input, an initializer or an "
+                  "earlier node");
+  const OpImporter *imp = lookupOpImporter(node.op_type(), opset);
+  if (!imp)
+    return fail("node '" + nodeName + "': unsupported operator " +
+                node.op_type());
+  Location loc = NameLoc::get(builder.getStringAttr(nodeName));
+  NodeContext c(*this, node, opset, loc);
+  if (failed(imp->fn(c)))
+    return failure();
+  for (int k = 0; k < node.output_size(); ++k)
+    if (c.isOutputUsed(k) && !lookup(node.output(k)))
+      return c.error("output " + Twine(k) + " ('" + node.output(k) +
+                     "') is used but Tessel does not produce it");
+  return success();
+}
+
+LogicalResult GraphImporter::run(const onnx::ModelProto &model,
+                                 const OnnxImportOptions &options,
+                                 ModuleOp module) {
+  // The ai.onnx opset.
+  bool found = false;
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      opset = o.version();
+      found = true;
+    }
+  if (!found)
+    return fail("the model imports no ai.onnx opset");
+  if (opset < kMinOnnxOpset || opset > kMaxOnnxOpset)
+    return fail("opset " + Twine(opset) + " is not supported; Tessel imports "
+                "ai.onnx opsets " + Twine(kMinOnnxOpset) + " to " +
+                Twine(kMaxOnnxOpset));
+  if (!model.has_graph())
+    return fail("the model has no graph");
+  const onnx::GraphProto &graph = model.graph();
+
+  // libonnx's checker knows opsets up to its own release; newer models are
+  // checked by the importer alone. External data is checked below, relative
+  // to the model's directory, so skip the checker for such models.
+  bool hasExternal = llvm::any_of(graph.initializer(), [](const auto &t) {
+    return t.data_location() == onnx::TensorProto::EXTERNAL;
+  });
+  if (opset <= getCheckerMaxOpset() && !hasExternal)
+    if (auto message = checkOnnxModel(model))
+      return fail("invalid ONNX model: " + *message);
+
+  if (failed(checkOperators(graph)))
+    return failure();
+
+  // Names given to --shape must be graph inputs.
+  for (const auto &entry : options.inputShapes) {
+    bool isInput = llvm::any_of(graph.input(), [&](const auto &in) {
+      return in.name() == entry.getKey();
+    });
+    if (!isInput) {
+      std::vector<std::string> names;
+      for (const auto &in : graph.input())
+        names.push_back("'" + in.name() + "'");
+      return fail("--shape names '" + entry.getKey() +
+                  "', which is not a graph input (inputs: " +
+                  llvm::join(names, ", ") + ")");
+    }
+  }
+
+  for (const auto &node : graph.node())
+    for (const std::string &in : node.input())
+      if (!in.empty())
+        ++useCounts[in];
+  for (const auto &out : graph.output())
+    ++useCounts[out.name()];
+
+  for (const auto &init : graph.initializer())
+    if (failed(defineTensor(init, init.name(), /*isInitializer=*/true)))
+      return failure();
+
+  // Inputs that are not initializers (old exporters list both).
+  SmallVector<Type> argTypes;
+  SmallVector<const onnx::ValueInfoProto *> args;
+  SmallVector<int32_t> argDTypes;
+  for (const auto &input : graph.input()) {
+    if (values.count(input.name()))
+      continue;
+    int32_t dtype;
+    auto type = getInputType(input, options, dtype);
+    if (failed(type))
+      return failure();
+    argTypes.push_back(*type);
+    args.push_back(&input);
+    argDTypes.push_back(dtype);
+  }
+
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(
+      builder, NameLoc::get(builder.getStringAttr(graph.name())), "main",
+      builder.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  SmallVector<Attribute> inputNames;
+  for (size_t k = 0; k < args.size(); ++k) {
+    auto info = std::make_shared<ValueInfo>();
+    info->name = args[k]->name();
+    info->dtype = argDTypes[k];
+    info->type = cast<RankedTensorType>(argTypes[k]);
+    info->value = entry->getArgument(k);
+    values[info->name] = std::move(info);
+    inputNames.push_back(builder.getStringAttr(args[k]->name()));
+  }
+
+  for (int k = 0; k < graph.node_size(); ++k)
+    if (failed(importNode(graph.node(k), k)))
+      return failure();
+
+  SmallVector<Value> results;
+  SmallVector<Attribute> outputNames;
+  for (const auto &out : graph.output()) {
+    ValueInfo *info = lookup(out.name());
+    if (!info)
+      return fail("graph output '" + out.name() + "' is not defined");
+    auto value = materialize(*info, func.getLoc());
+    if (failed(value))
+      return failure();
+    // The model's declared type, where static, must agree with ours.
+    if (out.type().has_tensor_type()) {
+      const auto &tt = out.type().tensor_type();
+      if (tt.elem_type() != 0 && tt.elem_type() != info->dtype)
+        return fail("graph output '" + out.name() + "' is declared " +
+                    getDTypeName(tt.elem_type()) + " but computes " +
+                    getDTypeName(info->dtype));
+      if (tt.has_shape()) {
+        ArrayRef<int64_t> shape = info->type.getShape();
+        bool mismatch = tt.shape().dim_size() != int(shape.size());
+        for (int d = 0; !mismatch && d < tt.shape().dim_size(); ++d) {
+          const auto &dim = tt.shape().dim(d);
+          if (dim.has_dim_value() && dim.dim_value() > 0 &&
+              dim.dim_value() != shape[d])
+            mismatch = true;
+        }
+        if (mismatch) {
+          SmallVector<int64_t> declared;
+          for (const auto &dim : tt.shape().dim())
+            declared.push_back(dim.has_dim_value() && dim.dim_value() > 0
+                                   ? dim.dim_value()
+                                   : ShapedType::kDynamic);
+          return fail("graph output '" + out.name() + "' is declared " +
+                      formatShape(declared) + " but computes " +
+                      formatShape(shape));
+        }
+      }
+    }
+    results.push_back(*value);
+    outputNames.push_back(builder.getStringAttr(out.name()));
+  }
+  func::ReturnOp::create(builder, func.getLoc(), results);
+  func.setFunctionType(builder.getFunctionType(argTypes, TypeRange(results)));
+  func->setAttr("onnx.input_names", builder.getArrayAttr(inputNames));
+  func->setAttr("onnx.output_names", builder.getArrayAttr(outputNames));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+NodeContext::NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
+                         int64_t opset, Location loc)
+    : importer(importer), node(node), opset(opset), loc(loc) {}
+
+OpBuilder &NodeContext::getBuilder() { return importer.builder; }
+MLIRContext *NodeContext::getContext() { return importer.ctx; }
+
+ValueInfo &NodeContext::getInput(unsigned i) {
+  return *importer.lookup(node.input(i));
+}
+
+const ConstTensor *NodeContext::getConst(unsigned i) {
+  return importer.getConst(getInput(i));
+}
+
+bool NodeContext::allInputsConst() {
+  for (unsigned i = 0; i < getNumInputs(); ++i)
+    if (hasInput(i) && !getConst(i))
+      return false;
+  return true;
+}
+
+FailureOr<Value> NodeContext::getValue(unsigned i) {
+  return importer.materialize(getInput(i), loc);
+}
+
+FailureOr<SmallVector<int64_t>> NodeContext::getConstInts(unsigned i,
+                                                          StringRef what) {
+  const ConstTensor *c = getConst(i);
+  if (!c) {
+    if (!importer.getError().empty())
+      return failure();
+    return error(what + " ('" + node.input(i) +
+                 "') must be known at import time; it depends on values "
+                 "computed at run time (fix dynamic input dims with --shape)");
+  }
+  if (c->isFloat())
+    return error(what + " ('" + node.input(i) + "') must be an integer tensor");
+  return c->toInts();
+}
+
+const onnx::AttributeProto *NodeContext::getAttr(StringRef name) const {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::getInt(StringRef name, int64_t dflt) const {
+  const auto *a = getAttr(name);
+  return a ? a->i() : dflt;
+}
+
+float NodeContext::getFloat(StringRef name, float dflt) const {
+  const auto *a = getAttr(name);
+  return a ? a->f() : dflt;
+}
+
+std::string NodeContext::getString(StringRef name, StringRef dflt) const {
+  const auto *a = getAttr(name);
+  return a ? a->s() : dflt.str();
+}
+
+std::optional<SmallVector<int64_t>> NodeContext::getInts(StringRef name) const {
+  const auto *a = getAttr(name);
+  if (!a)
+    return std::nullopt;
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+bool NodeContext::isOutputUsed(unsigned i) const {
+  return int(i) < node.output_size() && !node.output(i).empty() &&
+         importer.useCounts.lookup(node.output(i)) > 0;
+}
+
+void NodeContext::setOutput(unsigned i, Value value, int32_t dtype) {
+  if (int(i) >= node.output_size() || node.output(i).empty())
+    return;
+  auto info = std::make_shared<ValueInfo>();
+  info->name = node.output(i);
+  info->dtype = dtype;
+  info->type = cast<RankedTensorType>(value.getType());
+  info->value = value;
+  importer.values[info->name] = std::move(info);
+}
+
+void NodeContext::setConst(unsigned i, ConstTensor value) {
+  if (int(i) >= node.output_size() || node.output(i).empty())
+    return;
+  auto info = std::make_shared<ValueInfo>();
+  info->name = node.output(i);
+  info->dtype = value.dtype;
+  info->type = RankedTensorType::get(value.shape,
+                                     getElementType(getContext(), value.dtype));
+  info->cst = std::make_shared<ConstTensor>(std::move(value));
+  importer.values[info->name] = std::move(info);
+}
+
+void NodeContext::forward(unsigned i, unsigned j) {
+  if (int(i) >= node.output_size() || node.output(i).empty())
+    return;
+  importer.values[node.output(i)] = importer.values[node.input(j)];
+}
+
+LogicalResult NodeContext::setTensor(unsigned i,
+                                     const onnx::TensorProto &tensor) {
+  if (int(i) >= node.output_size() || node.output(i).empty())
+    return success();
+  return importer.defineTensor(tensor, node.output(i), /*isInitializer=*/false);
+}
+
+FailureOr<Value> NodeContext::materialize(const ConstTensor &value,
+                                          StringRef name) {
+  ValueInfo info;
+  info.name = name.str();
+  info.dtype = value.dtype;
+  info.type = RankedTensorType::get(value.shape,
+                                    getElementType(getContext(), value.dtype));
+  info.cst = std::make_shared<ConstTensor>(value);
+  return importer.materialize(info, loc);
+}
+
+LogicalResult NodeContext::error(const Twine &message) {
+  std::string name = cast<NameLoc>(loc).getName().str();
+  return importer.fail("node '" + name + "' (" + node.op_type() +
+                       "): " + message);
+}
+
+FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
+                                              StringRef what) {
+  if (axis < -rank || axis >= rank || (rank == 0 && axis != 0))
+    return error(what + " " + Twine(axis) + " is out of range for rank " +
+                 Twine(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+FailureOr<Operation *> NodeContext::createOp(StringRef name,
+                                             ValueRange operands,
+                                             ArrayRef<NamedAttribute> attrs,
+                                             TypeRange resultTypes,
+                                             unsigned numResults) {
+  OpBuilder &b = getBuilder();
+  bool infer = resultTypes.empty();
+  SmallVector<Type> types(resultTypes.begin(), resultTypes.end());
+  if (infer)
+    types.assign(numResults, b.getNoneType());
+  OperationState state(loc, name);
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  state.addTypes(types);
+  Operation *op = b.create(state);
+  importer.diagnostics.clear();
+  auto fail = [&](StringRef what) -> FailureOr<Operation *> {
+    op->erase();
+    std::string detail = llvm::join(importer.diagnostics, "; ");
+    return error(what + (detail.empty() ? "" : ": " + detail));
+  };
+  if (infer) {
+    SmallVector<Type> inferred;
+    auto iface = dyn_cast<InferTypeOpInterface>(op);
+    if (!iface ||
+        failed(iface.inferReturnTypes(getContext(), loc, op->getOperands(),
+                                      op->getRawDictionaryAttrs(),
+                                      op->getPropertiesStorage(),
+                                      op->getRegions(), inferred)) ||
+        inferred.size() != op->getNumResults())
+      return fail("cannot infer the type of " + name.str());
+    for (auto [result, type] : llvm::zip(op->getResults(), inferred))
+      result.setType(type);
+  }
+  if (failed(mlir::verify(op)))
+    return fail("invalid " + name.str());
+  return op;
+}
+
+Value NodeContext::scalarConstant(double value, Type elemType) {
+  auto type = RankedTensorType::get({}, elemType);
+  Attribute attr;
+  if (auto ft = dyn_cast<FloatType>(elemType)) {
+    attr = FloatAttr::get(ft, value);
+  } else {
+    attr = IntegerAttr::get(elemType, int64_t(value));
+  }
+  return ConstantOp::create(getBuilder(), loc, type,
+                            DenseElementsAttr::get(type, attr));
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+llvm::Error mlir::tessel::parseInputShape(StringRef spec,
+                                          OnnxImportOptions &options) {
+  auto bad = [&] {
+    return makeError("--shape '" + spec +
+                     "': expected NAME=D0xD1x... with positive dims, e.g. "
+                     "input_ids=2x32");
+  };
+  size_t eq = spec.rfind('=');
+  if (eq == StringRef::npos || eq == 0)
+    return bad();
+  StringRef name = spec.take_front(eq), dims = spec.drop_front(eq + 1);
+  SmallVector<int64_t> shape;
+  if (!dims.empty()) {
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef p : parts) {
+      int64_t d;
+      if (p.getAsInteger(10, d) || d <= 0)
+        return bad();
+      shape.push_back(d);
+    }
+  }
+  options.inputShapes[name] = std::move(shape);
+  return llvm::Error::success();
+}
+
+llvm::Expected<ImportedModel>
+mlir::tessel::importOnnxBuffer(MLIRContext &context, StringRef bytes,
+                               StringRef modelDir, StringRef bufferName,
+                               const OnnxImportOptions &options) {
+  if (bytes.size() > size_t(INT_MAX))
+    return makeError("'" + bufferName +
+                     "' is larger than 2 GB; ONNX models that large keep "
+                     "their weights in external data files");
+  auto model = std::make_shared<onnx::ModelProto>();
+  if (!model->ParseFromArray(bytes.data(), int(bytes.size())))
+    return makeError("cannot parse '" + bufferName +
+                     "' as an ONNX model (malformed or truncated protobuf)");
+  if (!model->has_graph() || model->opset_import_size() == 0)
+    return makeError("'" + bufferName +
+                     "' is not an ONNX model (no graph or no opset; "
+                     "truncated?)");
+
+  context.loadDialect<TesselDialect, func::FuncDialect>();
+  ImportedModel result;
+  result.weights = std::make_unique<WeightTable>();
+  result.weights->keepAlive(model);
+  OpBuilder b(&context);
+  result.module = ModuleOp::create(
+      FileLineColLoc::get(b.getStringAttr(bufferName), 0, 0));
+
+  GraphImporter importer(&context, *result.weights, modelDir, bufferName);
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    importer.diagnostics.push_back(diag.str());
+    return success();
+  });
+  if (failed(importer.run(*model, options, *result.module)) ||
+      !importer.getError().empty())
+    return makeError(importer.getError());
+  importer.diagnostics.clear();
+  if (failed(mlir::verify(*result.module)))
+    return makeError("the imported module does not verify: " +
+                     llvm::join(importer.diagnostics, "; "));
+  return result;
+}
+
+llvm::Expected<ImportedModel>
+mlir::tessel::importOnnxFile(MLIRContext &context, StringRef path,
+                             const OnnxImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return makeError("cannot open '" + path +
+                     "': " + buffer.getError().message());
+  SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  return importOnnxBuffer(context, (*buffer)->getBuffer(), dir, path, options);
+}

@@ -1,0 +1,1332 @@
+//===- OpImporters.cpp - one import function per ONNX operator ------------===//
+//
+// The op table at the end maps (op type, since-version) to an import
+// function; the importer picks the newest row not newer than the model's
+// opset (onnx-mlir's GetImportVersionOfNode). Each function folds the node
+// when its inputs are known at import (shape subgraphs), and otherwise builds
+// tessel ops. Families of regular ops share templates; irregular ops have
+// their own function.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterImpl.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::tessel;
+using namespace mlir::tessel::detail;
+
+namespace {
+
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t k = 0; k < shape.size(); ++k)
+    s += (k ? ", " : "") + std::to_string(shape[k]);
+  return s + "]";
+}
+
+NamedAttribute named(NodeContext &c, StringRef name, Attribute value) {
+  return c.getBuilder().getNamedAttr(name, value);
+}
+
+Attribute i64Attr(NodeContext &c, int64_t v) {
+  return c.getBuilder().getI64IntegerAttr(v);
+}
+
+Attribute arrayAttr(NodeContext &c, ArrayRef<int64_t> v) {
+  return c.getBuilder().getDenseI64ArrayAttr(v);
+}
+
+/// Defines output 0 from a created single-result op.
+LogicalResult defineFrom(NodeContext &c, FailureOr<Operation *> op,
+                         int32_t dtype) {
+  if (failed(op))
+    return failure();
+  c.setOutput(0, (*op)->getResult(0), dtype);
+  return success();
+}
+
+LogicalResult requireFloat(NodeContext &c, unsigned i) {
+  if (!isFloatDType(c.getDType(i)))
+    return c.error("input " + Twine(i) + " must be a float tensor, not " +
+                   getDTypeName(c.getDType(i)));
+  return success();
+}
+
+/// Output 0 has shape `shape` and the contents of input 0: fold, forward or
+/// tessel.reshape.
+LogicalResult reshapeTo(NodeContext &c, ArrayRef<int64_t> shape) {
+  if (getNumElements(shape) != c.getType(0).getNumElements())
+    return c.error("cannot reshape " + shapeStr(c.getShape(0)) + " to " +
+                   shapeStr(shape));
+  if (const ConstTensor *x = c.getConst(0)) {
+    c.setConst(0, foldReshape(*x, shape));
+    return success();
+  }
+  if (c.getShape(0) == shape) {
+    c.forward(0, 0);
+    return success();
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  auto type = RankedTensorType::get(shape, c.getType(0).getElementType());
+  return defineFrom(c, c.create<ReshapeOp>({*x}, {}, {type}), c.getDType(0));
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+/// A binary op with numpy broadcasting; `resultDType` < 0 means "lhs's".
+template <typename OpTy>
+LogicalResult binary(NodeContext &c, const BinaryFn &fn,
+                     const BinaryIntFn &intFn, int32_t resultDType = -1,
+                     std::optional<ComparePredicate> pred = std::nullopt) {
+  int32_t dtype = resultDType < 0 ? c.getDType(0) : resultDType;
+  if (c.getNumInputs() != 2)
+    return c.error("expects 2 inputs, got " + Twine(c.getNumInputs()));
+  const ConstTensor *a = c.getConst(0), *b = c.getConst(1);
+  if (a && b) {
+    if (auto r = foldBinary(*a, *b, fn, intFn, dtype)) {
+      c.setConst(0, std::move(*r));
+      return success();
+    }
+  }
+  auto lhs = c.getValue(0), rhs = c.getValue(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  Value l = *lhs, r = *rhs;
+  if (c.getDType(0) != c.getDType(1)) {
+    // Pow's exponent may have another type: convert it to the base's.
+    if (c.getNode().op_type() != "Pow")
+      return c.error("operands have different element types (" +
+                     getDTypeName(c.getDType(0)) + ", " +
+                     getDTypeName(c.getDType(1)) + ")");
+    if (b) {
+      auto folded = c.materialize(foldCast(*b, c.getDType(0)),
+                                  c.getNode().input(1));
+      if (failed(folded))
+        return failure();
+      r = *folded;
+    } else {
+      auto type = RankedTensorType::get(c.getShape(1),
+                                        c.getType(0).getElementType());
+      auto cast = c.create<CastOp>({r}, {}, {type});
+      if (failed(cast))
+        return failure();
+      r = (*cast)->getResult(0);
+    }
+  }
+  SmallVector<NamedAttribute> attrs;
+  if (pred)
+    attrs.push_back(named(c, "predicate",
+                          ComparePredicateAttr::get(c.getContext(), *pred)));
+  return defineFrom(c, c.create<OpTy>({l, r}, attrs), dtype);
+}
+
+template <typename OpTy>
+LogicalResult arith(NodeContext &c, BinaryFn fn, BinaryIntFn intFn) {
+  return binary<OpTy>(c, fn, intFn);
+}
+
+LogicalResult importAdd(NodeContext &c) {
+  return arith<AddOp>(c, std::plus<double>(), std::plus<int64_t>());
+}
+LogicalResult importSub(NodeContext &c) {
+  return arith<SubOp>(c, std::minus<double>(), std::minus<int64_t>());
+}
+LogicalResult importMul(NodeContext &c) {
+  return arith<MulOp>(c, std::multiplies<double>(), std::multiplies<int64_t>());
+}
+LogicalResult importDiv(NodeContext &c) {
+  return arith<DivOp>(c, std::divides<double>(), [](int64_t a, int64_t b) {
+    return b == 0 ? 0 : a / b;
+  });
+}
+LogicalResult importPow(NodeContext &c) {
+  return arith<PowOp>(
+      c, [](double a, double b) { return std::pow(a, b); },
+      [](int64_t a, int64_t b) { return int64_t(std::pow(double(a), double(b))); });
+}
+
+/// Max and Min take one or more inputs.
+template <typename OpTy>
+LogicalResult variadicMinMax(NodeContext &c, bool isMax) {
+  auto pick = [isMax](double a, double b) {
+    return isMax ? std::max(a, b) : std::min(a, b);
+  };
+  auto pickInt = [isMax](int64_t a, int64_t b) {
+    return isMax ? std::max(a, b) : std::min(a, b);
+  };
+  if (c.getNumInputs() == 1) {
+    c.forward(0, 0);
+    return success();
+  }
+  if (c.getNumInputs() == 2)
+    return binary<OpTy>(c, pick, pickInt);
+  if (c.allInputsConst()) {
+    ConstTensor acc = *c.getConst(0);
+    for (unsigned i = 1; i < c.getNumInputs(); ++i) {
+      auto r = foldBinary(acc, *c.getConst(i), pick, pickInt, acc.dtype);
+      if (!r)
+        return c.error("inputs do not broadcast");
+      acc = std::move(*r);
+    }
+    c.setConst(0, std::move(acc));
+    return success();
+  }
+  auto acc = c.getValue(0);
+  if (failed(acc))
+    return failure();
+  Value v = *acc;
+  for (unsigned i = 1; i < c.getNumInputs(); ++i) {
+    auto next = c.getValue(i);
+    if (failed(next))
+      return failure();
+    auto op = c.create<OpTy>({v, *next});
+    if (failed(op))
+      return failure();
+    v = (*op)->getResult(0);
+  }
+  c.setOutput(0, v, c.getDType(0));
+  return success();
+}
+LogicalResult importMax(NodeContext &c) { return variadicMinMax<MaxOp>(c, true); }
+LogicalResult importMin(NodeContext &c) { return variadicMinMax<MinOp>(c, false); }
+
+template <ComparePredicate Pred>
+LogicalResult compare(NodeContext &c) {
+  auto fn = [](double a, double b) -> double {
+    switch (Pred) {
+    case ComparePredicate::EQ: return a == b;
+    case ComparePredicate::NE: return a != b;
+    case ComparePredicate::LT: return a < b;
+    case ComparePredicate::LE: return a <= b;
+    case ComparePredicate::GT: return a > b;
+    case ComparePredicate::GE: return a >= b;
+    }
+    return 0;
+  };
+  auto intFn = [](int64_t a, int64_t b) -> int64_t {
+    switch (Pred) {
+    case ComparePredicate::EQ: return a == b;
+    case ComparePredicate::NE: return a != b;
+    case ComparePredicate::LT: return a < b;
+    case ComparePredicate::LE: return a <= b;
+    case ComparePredicate::GT: return a > b;
+    case ComparePredicate::GE: return a >= b;
+    }
+    return 0;
+  };
+  return binary<CompareOp>(c, fn, intFn, kBool, Pred);
+}
+
+/// And / Or: folded only (Tessel has no logical binary ops yet).
+template <bool IsAnd>
+LogicalResult logical(NodeContext &c) {
+  const ConstTensor *a = c.getConst(0), *b = c.getConst(1);
+  if (a && b) {
+    auto fn = [](double x, double y) -> double {
+      return IsAnd ? (x != 0 && y != 0) : (x != 0 || y != 0);
+    };
+    auto intFn = [](int64_t x, int64_t y) -> int64_t {
+      return IsAnd ? (x && y) : (x || y);
+    };
+    if (auto r = foldBinary(*a, *b, fn, intFn, kBool)) {
+      c.setConst(0, std::move(*r));
+      return success();
+    }
+  }
+  return c.error("is supported only on inputs known at import time");
+}
+
+/// A float unary op; `fn` folds it.
+template <typename OpTy>
+LogicalResult unary(NodeContext &c, double (*fn)(double)) {
+  if (const ConstTensor *x = c.getConst(0)) {
+    if (auto r = foldUnary(*x, fn)) {
+      c.setConst(0, std::move(*r));
+      return success();
+    }
+  }
+  if (failed(requireFloat(c, 0)))
+    return failure();
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  return defineFrom(c, c.create<OpTy>({*x}, {}, {x->getType()}), c.getDType(0));
+}
+
+double negF(double x) { return -x; }
+double sqrtF(double x) { return std::sqrt(x); }
+double reciprocalF(double x) { return 1.0 / x; }
+double expF(double x) { return std::exp(x); }
+double logF(double x) { return std::log(x); }
+double tanhF(double x) { return std::tanh(x); }
+double erfF(double x) { return std::erf(x); }
+double sigmoidF(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double reluF(double x) { return x > 0 ? x : 0; }
+double absF(double x) { return std::fabs(x); }
+double sinF(double x) { return std::sin(x); }
+double cosF(double x) { return std::cos(x); }
+double notF(double x) { return x == 0; }
+
+LogicalResult importNeg(NodeContext &c) { return unary<NegOp>(c, negF); }
+LogicalResult importSqrt(NodeContext &c) { return unary<SqrtOp>(c, sqrtF); }
+LogicalResult importReciprocal(NodeContext &c) {
+  return unary<ReciprocalOp>(c, reciprocalF);
+}
+LogicalResult importExp(NodeContext &c) { return unary<ExpOp>(c, expF); }
+LogicalResult importLog(NodeContext &c) { return unary<LogOp>(c, logF); }
+LogicalResult importTanh(NodeContext &c) { return unary<TanhOp>(c, tanhF); }
+LogicalResult importErf(NodeContext &c) { return unary<ErfOp>(c, erfF); }
+LogicalResult importSigmoid(NodeContext &c) { return unary<SigmoidOp>(c, sigmoidF); }
+LogicalResult importRelu(NodeContext &c) { return unary<ReluOp>(c, reluF); }
+LogicalResult importAbs(NodeContext &c) { return unary<AbsOp>(c, absF); }
+
+/// Sin and Cos: folded only (rotary tables computed from constants).
+template <double (*Fn)(double)>
+LogicalResult foldOnlyUnary(NodeContext &c) {
+  if (const ConstTensor *x = c.getConst(0)) {
+    if (auto r = foldUnary(*x, Fn)) {
+      c.setConst(0, std::move(*r));
+      return success();
+    }
+  }
+  return c.error("is supported only on inputs known at import time");
+}
+
+LogicalResult importNot(NodeContext &c) {
+  if (const ConstTensor *x = c.getConst(0)) {
+    if (auto r = foldUnary(*x, notF)) {
+      c.setConst(0, std::move(*r));
+      return success();
+    }
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  return defineFrom(c, c.create<NotOp>({*x}, {}, {x->getType()}), kBool);
+}
+
+LogicalResult importGelu(NodeContext &c) {
+  if (failed(requireFloat(c, 0)))
+    return failure();
+  std::string approx = c.getString("approximate", "none");
+  if (approx != "none" && approx != "tanh")
+    return c.error("unknown approximate '" + approx + "'");
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  SmallVector<NamedAttribute> attrs;
+  if (approx == "tanh")
+    attrs.push_back(named(c, "tanh_approximation", c.getBuilder().getUnitAttr()));
+  return defineFrom(c, c.create<GeluOp>({*x}, attrs, {x->getType()}),
+                    c.getDType(0));
+}
+
+LogicalResult importWhere(NodeContext &c) {
+  const ConstTensor *cond = c.getConst(0), *x = c.getConst(1),
+                    *y = c.getConst(2);
+  if (c.getDType(1) != c.getDType(2))
+    return c.error("X and Y have different element types (" +
+                   getDTypeName(c.getDType(1)) + ", " +
+                   getDTypeName(c.getDType(2)) + ")");
+  if (cond && x && y) {
+    if (auto r = foldWhere(*cond, *x, *y)) {
+      c.setConst(0, std::move(*r));
+      return success();
+    }
+  }
+  auto vc = c.getValue(0), vx = c.getValue(1), vy = c.getValue(2);
+  if (failed(vc) || failed(vx) || failed(vy))
+    return failure();
+  return defineFrom(c, c.create<WhereOp>({*vc, *vx, *vy}), c.getDType(1));
+}
+
+LogicalResult importClip(NodeContext &c) {
+  // min and max are optional scalar inputs known at import.
+  std::optional<double> bounds[2];
+  for (unsigned i = 1; i <= 2; ++i) {
+    if (!c.hasInput(i))
+      continue;
+    const ConstTensor *b = c.getConst(i);
+    if (!b || b->size() != 1)
+      return c.error(Twine(i == 1 ? "min" : "max") +
+                     " must be a scalar known at import time");
+    bounds[i - 1] = b->getDouble(0);
+  }
+  if (const ConstTensor *x = c.getConst(0)) {
+    double lo = bounds[0].value_or(-INFINITY), hi = bounds[1].value_or(INFINITY);
+    ConstTensor r = ConstTensor::zeros(x->dtype, x->shape);
+    for (int64_t k = 0; k < x->size(); ++k)
+      r.set(k, std::min(std::max(x->getDouble(k), lo), hi));
+    c.setConst(0, std::move(r));
+    return success();
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  Value v = *x;
+  Type et = c.getType(0).getElementType();
+  if (bounds[0]) {
+    auto op = c.create<MaxOp>({v, c.scalarConstant(*bounds[0], et)});
+    if (failed(op))
+      return failure();
+    v = (*op)->getResult(0);
+  }
+  if (bounds[1]) {
+    auto op = c.create<MinOp>({v, c.scalarConstant(*bounds[1], et)});
+    if (failed(op))
+      return failure();
+    v = (*op)->getResult(0);
+  }
+  c.setOutput(0, v, c.getDType(0));
+  return success();
+}
+
+LogicalResult importCast(NodeContext &c) {
+  int32_t to = int32_t(c.getInt("to", 0));
+  Type et = getElementType(c.getContext(), to);
+  if (!et)
+    return c.error("cannot cast to " + getDTypeName(to) +
+                   ", which Tessel does not support");
+  if (const ConstTensor *x = c.getConst(0)) {
+    c.setConst(0, foldCast(*x, to));
+    return success();
+  }
+  if (c.getDType(0) == to) {
+    c.forward(0, 0);
+    return success();
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  auto type = RankedTensorType::get(c.getShape(0), et);
+  return defineFrom(c, c.create<CastOp>({*x}, {}, {type}), to);
+}
+
+LogicalResult importIdentity(NodeContext &c) {
+  c.forward(0, 0);
+  return success();
+}
+
+LogicalResult importDropout(NodeContext &c) {
+  if (c.isOutputUsed(1))
+    return c.error("the mask output is not supported (inference only)");
+  if (c.hasInput(2)) {
+    const ConstTensor *training = c.getConst(2);
+    if (!training || training->getInt(0) != 0)
+      return c.error("training_mode must be false at import");
+  }
+  c.forward(0, 0);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and shapes
+//===----------------------------------------------------------------------===//
+
+LogicalResult importConstant(NodeContext &c) {
+  if (const auto *a = c.getAttr("value"))
+    return c.setTensor(0, a->t());
+  if (const auto *a = c.getAttr("value_float")) {
+    ConstTensor t = ConstTensor::zeros(kFloat, {});
+    t.set(0, a->f());
+    c.setConst(0, std::move(t));
+    return success();
+  }
+  if (const auto *a = c.getAttr("value_floats")) {
+    ConstTensor t = ConstTensor::zeros(kFloat, {int64_t(a->floats_size())});
+    for (int k = 0; k < a->floats_size(); ++k)
+      t.set(k, a->floats(k));
+    c.setConst(0, std::move(t));
+    return success();
+  }
+  if (const auto *a = c.getAttr("value_int")) {
+    c.setConst(0, ConstTensor::fromInts({a->i()}, {}));
+    return success();
+  }
+  if (const auto *a = c.getAttr("value_ints")) {
+    SmallVector<int64_t> v(a->ints().begin(), a->ints().end());
+    c.setConst(0, ConstTensor::fromInts(v, {int64_t(v.size())}));
+    return success();
+  }
+  if (c.getAttr("sparse_value"))
+    return c.error("sparse constants are not supported");
+  return c.error("string constants are not supported");
+}
+
+LogicalResult importConstantOfShape(NodeContext &c) {
+  auto shape = c.getConstInts(0, "the shape");
+  if (failed(shape))
+    return failure();
+  for (int64_t d : *shape)
+    if (d < 0)
+      return c.error("negative dim in shape " + shapeStr(*shape));
+  int32_t dtype = kFloat;
+  double value = 0;
+  if (const auto *a = c.getAttr("value")) {
+    dtype = a->t().data_type();
+    // The one-element tensor's value.
+    ConstTensor one = ConstTensor::zeros(dtype, {1});
+    const auto &t = a->t();
+    if (t.has_raw_data()) {
+      auto parsed = ConstTensor::fromBytes(
+          dtype, {1}, ArrayRef<char>(t.raw_data().data(), t.raw_data().size()));
+      if (!parsed)
+        return c.error("the value attribute must hold one element");
+      one = *parsed;
+    } else if (t.float_data_size()) {
+      one.set(0, t.float_data(0));
+    } else if (t.int64_data_size()) {
+      one.setInt(0, t.int64_data(0));
+    } else if (t.int32_data_size()) {
+      one.setInt(0, t.int32_data(0));
+    } else if (t.double_data_size()) {
+      one.set(0, t.double_data(0));
+    }
+    value = one.getDouble(0);
+  }
+  Type et = getElementType(c.getContext(), dtype);
+  if (!et)
+    return c.error("value has element type " + getDTypeName(dtype) +
+                   ", which Tessel does not support");
+  if (getNumElements(*shape) <= kMaxFoldElements) {
+    ConstTensor t = ConstTensor::zeros(dtype, *shape);
+    for (int64_t k = 0; k < t.size(); ++k)
+      t.set(k, value);
+    c.setConst(0, std::move(t));
+    return success();
+  }
+  // Too large to fold: a splat constant.
+  auto type = RankedTensorType::get(*shape, et);
+  Attribute scalar = isa<FloatType>(et)
+                         ? Attribute(FloatAttr::get(et, value))
+                         : Attribute(IntegerAttr::get(et, int64_t(value)));
+  Value v = ConstantOp::create(c.getBuilder(), c.getLoc(), type,
+                               DenseElementsAttr::get(type, scalar));
+  c.setOutput(0, v, dtype);
+  return success();
+}
+
+LogicalResult importShape(NodeContext &c) {
+  ArrayRef<int64_t> shape = c.getShape(0);
+  int64_t rank = shape.size();
+  int64_t start = c.getInt("start", 0), end = c.getInt("end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  SmallVector<int64_t> dims(shape.begin() + start, shape.begin() + end);
+  c.setConst(0, ConstTensor::fromInts(dims, {int64_t(dims.size())}));
+  return success();
+}
+
+LogicalResult importSize(NodeContext &c) {
+  c.setConst(0, ConstTensor::fromInts({c.getType(0).getNumElements()}, {}));
+  return success();
+}
+
+LogicalResult importRange(NodeContext &c) {
+  const ConstTensor *start = c.getConst(0), *limit = c.getConst(1),
+                    *delta = c.getConst(2);
+  if (!start || !limit || !delta)
+    return c.error("start, limit and delta must be known at import time");
+  double s = start->getDouble(0), l = limit->getDouble(0),
+         d = delta->getDouble(0);
+  if (d == 0)
+    return c.error("delta is 0");
+  int64_t n = std::max<int64_t>(int64_t(std::ceil((l - s) / d)), 0);
+  if (n > kMaxFoldElements)
+    return c.error("the range has " + Twine(n) + " elements, too many to fold");
+  ConstTensor r = ConstTensor::zeros(start->dtype, {n});
+  for (int64_t k = 0; k < n; ++k) {
+    if (r.isFloat())
+      r.set(k, s + k * d);
+    else
+      r.setInt(k, start->getInt(0) + k * delta->getInt(0));
+  }
+  c.setConst(0, std::move(r));
+  return success();
+}
+
+/// Trilu: folded only (causal masks built from constants).
+LogicalResult importTrilu(NodeContext &c) {
+  const ConstTensor *x = c.getConst(0);
+  int64_t k = 0;
+  if (c.hasInput(1)) {
+    const ConstTensor *kt = c.getConst(1);
+    if (!kt)
+      return c.error("k must be known at import time");
+    k = kt->getInt(0);
+  }
+  if (!x || x->shape.size() < 2)
+    return c.error("is supported only on inputs known at import time");
+  bool upper = c.getInt("upper", 1) != 0;
+  ConstTensor r = *x;
+  int64_t rows = x->shape[x->shape.size() - 2], cols = x->shape.back();
+  for (int64_t e = 0; e < r.size(); ++e) {
+    int64_t col = e % cols, row = (e / cols) % rows;
+    bool keep = upper ? col - row >= k : col - row <= k;
+    if (!keep)
+      r.set(e, 0);
+  }
+  c.setConst(0, std::move(r));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+LogicalResult importReshape(NodeContext &c) {
+  auto target = c.getConstInts(1, "the shape");
+  if (failed(target))
+    return failure();
+  bool allowZero = c.getInt("allowzero", 0) != 0;
+  ArrayRef<int64_t> in = c.getShape(0);
+  SmallVector<int64_t> shape;
+  int inferred = -1;
+  for (size_t k = 0; k < target->size(); ++k) {
+    int64_t d = (*target)[k];
+    if (d == 0 && !allowZero) {
+      if (k >= in.size())
+        return c.error("shape " + shapeStr(*target) + " copies dim " +
+                       Twine(k) + " of a rank-" + Twine(in.size()) + " input");
+      d = in[k];
+    } else if (d == -1) {
+      if (inferred >= 0)
+        return c.error("shape " + shapeStr(*target) + " has more than one -1");
+      inferred = k;
+      d = 1;
+    } else if (d < 0) {
+      return c.error("shape " + shapeStr(*target) + " has a negative dim");
+    }
+    shape.push_back(d);
+  }
+  int64_t total = c.getType(0).getNumElements();
+  if (inferred >= 0) {
+    int64_t known = getNumElements(shape);
+    if (known == 0 || total % known)
+      return c.error("cannot reshape " + shapeStr(in) + " to " +
+                     shapeStr(*target));
+    shape[inferred] = total / known;
+  }
+  return reshapeTo(c, shape);
+}
+
+LogicalResult importFlatten(NodeContext &c) {
+  int64_t rank = c.getRank(0);
+  int64_t axis = c.getInt("axis", 1);
+  if (axis < -rank || axis > rank)
+    return c.error("axis " + Twine(axis) + " is out of range for rank " +
+                   Twine(rank));
+  if (axis < 0)
+    axis += rank;
+  ArrayRef<int64_t> in = c.getShape(0);
+  SmallVector<int64_t> shape = {getNumElements(in.take_front(axis)),
+                                getNumElements(in.drop_front(axis))};
+  return reshapeTo(c, shape);
+}
+
+/// The axes of Squeeze/Unsqueeze: input 1 (opset 13+).
+FailureOr<SmallVector<int64_t>> getAxes(NodeContext &c, int64_t rank,
+                                        bool required) {
+  SmallVector<int64_t> axes;
+  if (c.hasInput(1)) {
+    auto v = c.getConstInts(1, "axes");
+    if (failed(v))
+      return failure();
+    axes = *v;
+  } else if (auto attr = c.getInts("axes")) {
+    axes = *attr;
+  } else if (required) {
+    return c.error("axes are required");
+  }
+  for (int64_t &a : axes) {
+    auto n = c.normalizeAxis(a, rank, "axis");
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  llvm::sort(axes);
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return c.error("axes repeat");
+  return axes;
+}
+
+LogicalResult importSqueeze(NodeContext &c) {
+  ArrayRef<int64_t> in = c.getShape(0);
+  auto axes = getAxes(c, in.size(), /*required=*/false);
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (size_t k = 0; k < in.size(); ++k) {
+    bool listed = llvm::is_contained(*axes, int64_t(k));
+    if (listed && in[k] != 1)
+      return c.error("cannot squeeze dim " + Twine(k) + " of size " +
+                     Twine(in[k]));
+    if (listed || (axes->empty() && in[k] == 1))
+      continue;
+    shape.push_back(in[k]);
+  }
+  return reshapeTo(c, shape);
+}
+
+LogicalResult importUnsqueeze(NodeContext &c) {
+  ArrayRef<int64_t> in = c.getShape(0);
+  // Axes refer to the output's rank.
+  int64_t outRank = in.size();
+  if (c.hasInput(1)) {
+    const ConstTensor *a = c.getConst(1);
+    if (a)
+      outRank += a->size();
+  } else if (auto attr = c.getInts("axes")) {
+    outRank += attr->size();
+  }
+  auto axes = getAxes(c, outRank, /*required=*/true);
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  size_t next = 0;
+  for (int64_t k = 0; k < outRank; ++k)
+    shape.push_back(llvm::is_contained(*axes, k) ? 1 : in[next++]);
+  return reshapeTo(c, shape);
+}
+
+LogicalResult importTranspose(NodeContext &c) {
+  int64_t rank = c.getRank(0);
+  SmallVector<int64_t> perm;
+  if (auto p = c.getInts("perm"))
+    perm = *p;
+  else
+    for (int64_t k = rank - 1; k >= 0; --k)
+      perm.push_back(k);
+  SmallVector<int64_t> sorted = perm;
+  llvm::sort(sorted);
+  for (int64_t k = 0; k < int64_t(sorted.size()); ++k)
+    if (sorted[k] != k || int64_t(perm.size()) != rank)
+      return c.error("perm " + shapeStr(perm) +
+                     " is not a permutation of the " + Twine(rank) + " dims");
+  if (const ConstTensor *x = c.getConst(0)) {
+    if (auto r = foldTranspose(*x, perm)) {
+      c.setConst(0, std::move(*r));
+      return success();
+    }
+  }
+  bool identity = llvm::all_of(llvm::enumerate(perm), [](auto it) {
+    return int64_t(it.index()) == it.value();
+  });
+  if (identity) {
+    c.forward(0, 0);
+    return success();
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  return defineFrom(c,
+                    c.create<TransposeOp>({*x}, {named(c, "perm", arrayAttr(c, perm))}),
+                    c.getDType(0));
+}
+
+LogicalResult importSlice(NodeContext &c) {
+  ArrayRef<int64_t> in = c.getShape(0);
+  int64_t rank = in.size();
+  auto starts = c.getConstInts(1, "starts");
+  if (failed(starts))
+    return failure();
+  auto ends = c.getConstInts(2, "ends");
+  if (failed(ends))
+    return failure();
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  if (c.hasInput(3)) {
+    auto a = c.getConstInts(3, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else {
+    for (size_t k = 0; k < starts->size(); ++k)
+      axes.push_back(k);
+  }
+  if (c.hasInput(4)) {
+    auto s = c.getConstInts(4, "steps");
+    if (failed(s))
+      return failure();
+    steps = *s;
+  }
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size())
+    return c.error("starts, ends, axes and steps have different lengths");
+  SmallVector<int64_t> lo(rank, 0), hi(in.begin(), in.end()), st(rank, 1);
+  SmallVector<bool> seen(rank, false);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    auto axis = c.normalizeAxis(axes[k], rank, "axis");
+    if (failed(axis))
+      return failure();
+    if (seen[*axis])
+      return c.error("axis " + Twine(*axis) + " is sliced twice");
+    seen[*axis] = true;
+    int64_t dim = in[*axis], step = steps[k];
+    if (step == 0)
+      return c.error("step 0 on axis " + Twine(*axis));
+    if (step < 0)
+      return c.error("negative step " + Twine(step) + " on axis " +
+                     Twine(*axis) + " is not supported yet");
+    int64_t s = (*starts)[k], e = (*ends)[k];
+    if (s < 0)
+      s += dim;
+    if (e < 0)
+      e += dim;
+    s = std::clamp<int64_t>(s, 0, dim);
+    e = std::clamp<int64_t>(e, 0, dim);
+    lo[*axis] = s;
+    hi[*axis] = std::max(s, e);
+    st[*axis] = step;
+  }
+  if (const ConstTensor *x = c.getConst(0)) {
+    if (auto r = foldSlice(*x, lo, hi, st)) {
+      c.setConst(0, std::move(*r));
+      return success();
+    }
+  }
+  bool full = true;
+  for (int64_t d = 0; d < rank; ++d)
+    full &= lo[d] == 0 && hi[d] == in[d] && (st[d] == 1 || in[d] <= 1);
+  if (full) {
+    c.forward(0, 0);
+    return success();
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  return defineFrom(c,
+                    c.create<SliceOp>({*x}, {named(c, "starts", arrayAttr(c, lo)),
+                                             named(c, "limits", arrayAttr(c, hi)),
+                                             named(c, "strides", arrayAttr(c, st))}),
+                    c.getDType(0));
+}
+
+LogicalResult importConcat(NodeContext &c) {
+  if (c.getNumInputs() == 0)
+    return c.error("has no inputs");
+  auto axis = c.normalizeAxis(c.getInt("axis", 0), c.getRank(0), "axis");
+  if (failed(axis))
+    return failure();
+  for (unsigned i = 1; i < c.getNumInputs(); ++i)
+    if (c.getRank(i) != c.getRank(0) || c.getDType(i) != c.getDType(0))
+      return c.error("input " + Twine(i) + " has another rank or element type");
+  if (c.allInputsConst()) {
+    SmallVector<const ConstTensor *> xs;
+    for (unsigned i = 0; i < c.getNumInputs(); ++i)
+      xs.push_back(c.getConst(i));
+    if (auto r = foldConcat(xs, *axis)) {
+      c.setConst(0, std::move(*r));
+      return success();
+    }
+  }
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < c.getNumInputs(); ++i) {
+    if (c.getShape(i)[*axis] == 0)
+      continue; // Empty pieces (e.g. of shape tensors) add nothing.
+    auto v = c.getValue(i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  if (operands.size() == 1) {
+    c.setOutput(0, operands[0], c.getDType(0));
+    return success();
+  }
+  return defineFrom(c,
+                    c.create<ConcatOp>(operands, {named(c, "dim", i64Attr(c, *axis))}),
+                    c.getDType(0));
+}
+
+LogicalResult importSplit(NodeContext &c) {
+  ArrayRef<int64_t> in = c.getShape(0);
+  auto axis = c.normalizeAxis(c.getInt("axis", 0), in.size(), "axis");
+  if (failed(axis))
+    return failure();
+  int64_t dim = in[*axis];
+  unsigned n = c.getNumOutputs();
+  SmallVector<int64_t> sizes;
+  if (c.hasInput(1)) {
+    auto s = c.getConstInts(1, "split");
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  } else if (auto s = c.getInts("split")) {
+    sizes = *s;
+  } else {
+    int64_t parts = c.getInt("num_outputs", n);
+    if (parts <= 0)
+      return c.error("num_outputs must be positive");
+    int64_t piece = (dim + parts - 1) / parts;
+    if (!c.getAttr("num_outputs") && dim % parts)
+      return c.error("dim " + Twine(*axis) + " (" + Twine(dim) +
+                     ") does not split evenly into " + Twine(parts));
+    for (int64_t k = 0; k < parts; ++k)
+      sizes.push_back(std::min(piece, dim - k * piece));
+  }
+  if (sizes.size() != n)
+    return c.error(Twine(sizes.size()) + " split sizes for " + Twine(n) +
+                   " outputs");
+  if (std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim)
+    return c.error("split sizes " + shapeStr(sizes) + " do not add up to dim " +
+                   Twine(*axis) + " (" + Twine(dim) + ")");
+  if (const ConstTensor *x = c.getConst(0)) {
+    int64_t offset = 0;
+    for (unsigned k = 0; k < n; ++k) {
+      SmallVector<int64_t> lo(in.size(), 0), hi(in.begin(), in.end()),
+          st(in.size(), 1);
+      lo[*axis] = offset;
+      hi[*axis] = offset + sizes[k];
+      offset += sizes[k];
+      auto r = foldSlice(*x, lo, hi, st);
+      if (!r)
+        return c.error("cannot fold");
+      c.setConst(k, std::move(*r));
+    }
+    return success();
+  }
+  for (int64_t s : sizes)
+    if (s <= 0)
+      return c.error("empty split pieces " + shapeStr(sizes) +
+                     " are not supported");
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  if (n == 1) {
+    c.setOutput(0, *x, c.getDType(0));
+    return success();
+  }
+  auto op = c.create<SplitOp>({*x},
+                              {named(c, "dim", i64Attr(c, *axis)),
+                               named(c, "sizes", arrayAttr(c, sizes))},
+                              {}, n);
+  if (failed(op))
+    return failure();
+  for (unsigned k = 0; k < n; ++k)
+    c.setOutput(k, (*op)->getResult(k), c.getDType(0));
+  return success();
+}
+
+LogicalResult importExpand(NodeContext &c) {
+  auto target = c.getConstInts(1, "the shape");
+  if (failed(target))
+    return failure();
+  auto shape = broadcastShape(c.getShape(0), *target);
+  if (!shape)
+    return c.error("cannot expand " + shapeStr(c.getShape(0)) + " to " +
+                   shapeStr(*target));
+  if (const ConstTensor *x = c.getConst(0)) {
+    if (auto r = foldExpand(*x, *shape)) {
+      c.setConst(0, std::move(*r));
+      return success();
+    }
+  }
+  if (ArrayRef<int64_t>(*shape) == c.getShape(0)) {
+    c.forward(0, 0);
+    return success();
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  auto type = RankedTensorType::get(*shape, c.getType(0).getElementType());
+  return defineFrom(c, c.create<ExpandOp>({*x}, {}, {type}), c.getDType(0));
+}
+
+LogicalResult importGather(NodeContext &c) {
+  ArrayRef<int64_t> in = c.getShape(0);
+  auto axis = c.normalizeAxis(c.getInt("axis", 0), in.size(), "axis");
+  if (failed(axis))
+    return failure();
+  int64_t dim = in[*axis];
+  const ConstTensor *indices = c.getConst(1);
+  std::optional<ConstTensor> normalized;
+  if (indices) {
+    normalized = *indices;
+    for (int64_t k = 0; k < normalized->size(); ++k) {
+      int64_t i = normalized->getInt(k);
+      if (i < -dim || i >= dim)
+        return c.error("index " + Twine(i) + " is out of range for dim " +
+                       Twine(*axis) + " of size " + Twine(dim));
+      normalized->setInt(k, i < 0 ? i + dim : i);
+    }
+    if (const ConstTensor *data = c.getConst(0)) {
+      if (auto r = foldGather(*data, *normalized, *axis)) {
+        c.setConst(0, std::move(*r));
+        return success();
+      }
+    }
+  }
+  auto data = c.getValue(0);
+  if (failed(data))
+    return failure();
+  FailureOr<Value> idx =
+      normalized ? c.materialize(*normalized, c.getNode().input(1))
+                 : c.getValue(1);
+  if (failed(idx))
+    return failure();
+  return defineFrom(c,
+                    c.create<GatherOp>({*data, *idx}, {named(c, "axis", i64Attr(c, *axis))}),
+                    c.getDType(0));
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions, reductions, normalisations
+//===----------------------------------------------------------------------===//
+
+LogicalResult importMatMul(NodeContext &c) {
+  if (failed(requireFloat(c, 0)) || failed(requireFloat(c, 1)))
+    return failure();
+  auto a = c.getValue(0), b = c.getValue(1);
+  if (failed(a) || failed(b))
+    return failure();
+  return defineFrom(c, c.create<MatmulOp>({*a, *b}), c.getDType(0));
+}
+
+LogicalResult importGemm(NodeContext &c) {
+  if (failed(requireFloat(c, 0)) || failed(requireFloat(c, 1)))
+    return failure();
+  float alpha = c.getFloat("alpha", 1.0f), beta = c.getFloat("beta", 1.0f);
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < 3; ++i) {
+    if (!c.hasInput(i) || (i == 2 && beta == 0.0f))
+      continue;
+    auto v = c.getValue(i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  OpBuilder &b = c.getBuilder();
+  SmallVector<NamedAttribute> attrs;
+  if (c.getInt("transA", 0))
+    attrs.push_back(named(c, "trans_a", b.getUnitAttr()));
+  if (c.getInt("transB", 0))
+    attrs.push_back(named(c, "trans_b", b.getUnitAttr()));
+  if (alpha != 1.0f)
+    attrs.push_back(named(c, "alpha", b.getF32FloatAttr(alpha)));
+  if (beta != 1.0f && operands.size() == 3)
+    attrs.push_back(named(c, "beta", b.getF32FloatAttr(beta)));
+  return defineFrom(c, c.create<GemmOp>(operands, attrs), c.getDType(0));
+}
+
+/// ReduceSum/Mean/Max. `axesFromInput`: opset 13 ReduceSum and opset 18
+/// others take axes as input 1; older ones as an attribute.
+template <typename OpTy, bool AxesFromInput>
+LogicalResult reduce(NodeContext &c) {
+  int64_t rank = c.getRank(0);
+  SmallVector<int64_t> axes;
+  if (AxesFromInput && c.hasInput(1)) {
+    auto a = c.getConstInts(1, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else if (!AxesFromInput) {
+    if (auto a = c.getInts("axes"))
+      axes = *a;
+  }
+  if (axes.empty()) {
+    if (AxesFromInput && c.getInt("noop_with_empty_axes", 0)) {
+      c.forward(0, 0);
+      return success();
+    }
+    for (int64_t k = 0; k < rank; ++k)
+      axes.push_back(k);
+  }
+  for (int64_t &a : axes) {
+    auto n = c.normalizeAxis(a, rank, "axis");
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  llvm::sort(axes);
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  SmallVector<NamedAttribute> attrs = {named(c, "dims", arrayAttr(c, axes))};
+  if (c.getInt("keepdims", 1))
+    attrs.push_back(named(c, "keep_dims", c.getBuilder().getUnitAttr()));
+  return defineFrom(c, c.create<OpTy>({*x}, attrs), c.getDType(0));
+}
+
+template <typename OpTy>
+LogicalResult softmaxLike(NodeContext &c) {
+  if (failed(requireFloat(c, 0)))
+    return failure();
+  auto axis = c.normalizeAxis(c.getInt("axis", -1), c.getRank(0), "axis");
+  if (failed(axis))
+    return failure();
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  return defineFrom(c,
+                    c.create<OpTy>({*x}, {named(c, "axis", i64Attr(c, *axis))},
+                                   {x->getType()}),
+                    c.getDType(0));
+}
+
+LogicalResult importLayerNormalization(NodeContext &c) {
+  if (c.isOutputUsed(1) || c.isOutputUsed(2))
+    return c.error("the Mean and InvStdDev outputs are not supported");
+  if (failed(requireFloat(c, 0)))
+    return failure();
+  auto axis = c.normalizeAxis(c.getInt("axis", -1), c.getRank(0), "axis");
+  if (failed(axis))
+    return failure();
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < 3; ++i) {
+    if (!c.hasInput(i))
+      continue;
+    auto v = c.getValue(i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  return defineFrom(
+      c,
+      c.create<LayerNormOp>(
+          operands,
+          {named(c, "axis", i64Attr(c, *axis)),
+           named(c, "epsilon",
+                 c.getBuilder().getF32FloatAttr(c.getFloat("epsilon", 1e-5f)))}),
+      c.getDType(0));
+}
+
+LogicalResult importBatchNormalization(NodeContext &c) {
+  if (c.getInt("training_mode", 0))
+    return c.error("training mode is not supported");
+  for (unsigned k = 1; k < c.getNumOutputs(); ++k)
+    if (c.isOutputUsed(k))
+      return c.error("the running statistics outputs are not supported");
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < 5; ++i) {
+    auto v = c.getValue(i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  return defineFrom(
+      c,
+      c.create<BatchNormOp>(
+          operands, {named(c, "epsilon", c.getBuilder().getF32FloatAttr(
+                                             c.getFloat("epsilon", 1e-5f)))}),
+      c.getDType(0));
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// Pads from auto_pad / pads, as [top, left, bottom, right].
+FailureOr<SmallVector<int64_t>> getPads(NodeContext &c, ArrayRef<int64_t> kernel,
+                                        ArrayRef<int64_t> strides,
+                                        ArrayRef<int64_t> dilations) {
+  std::string autoPad = c.getString("auto_pad", "NOTSET");
+  ArrayRef<int64_t> in = c.getShape(0);
+  if (autoPad == "NOTSET") {
+    SmallVector<int64_t> pads = c.getInts("pads").value_or(SmallVector<int64_t>{0, 0, 0, 0});
+    if (pads.size() != 4)
+      return c.error("pads must have 4 entries, has " + Twine(pads.size()));
+    return pads;
+  }
+  if (autoPad == "VALID")
+    return SmallVector<int64_t>{0, 0, 0, 0};
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    return c.error("unknown auto_pad '" + autoPad + "'");
+  SmallVector<int64_t> pads(4);
+  for (int d = 0; d < 2; ++d) {
+    int64_t size = in[2 + d];
+    int64_t out = (size + strides[d] - 1) / strides[d];
+    int64_t total = std::max<int64_t>(
+        (out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - size, 0);
+    int64_t small = total / 2, large = total - small;
+    pads[d] = autoPad == "SAME_UPPER" ? small : large;
+    pads[d + 2] = autoPad == "SAME_UPPER" ? large : small;
+  }
+  return pads;
+}
+
+LogicalResult importConv(NodeContext &c) {
+  if (c.getRank(0) != 4 || c.getRank(1) != 4)
+    return c.error("only 2-D convolutions are supported (input rank " +
+                   Twine(c.getRank(0)) + ")");
+  ArrayRef<int64_t> w = c.getShape(1);
+  SmallVector<int64_t> kernel = {w[2], w[3]};
+  if (auto ks = c.getInts("kernel_shape"); ks && ArrayRef<int64_t>(*ks) != ArrayRef<int64_t>(kernel))
+    return c.error("kernel_shape " + shapeStr(*ks) + " does not match the weight " +
+                   shapeStr(w));
+  SmallVector<int64_t> strides = c.getInts("strides").value_or(SmallVector<int64_t>{1, 1});
+  SmallVector<int64_t> dilations =
+      c.getInts("dilations").value_or(SmallVector<int64_t>{1, 1});
+  if (strides.size() != 2 || dilations.size() != 2)
+    return c.error("strides and dilations must have 2 entries");
+  auto pads = getPads(c, kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < 3; ++i) {
+    if (!c.hasInput(i))
+      continue;
+    auto v = c.getValue(i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  return defineFrom(c,
+                    c.create<Conv2DOp>(operands,
+                                       {named(c, "strides", arrayAttr(c, strides)),
+                                        named(c, "pads", arrayAttr(c, *pads)),
+                                        named(c, "dilations", arrayAttr(c, dilations)),
+                                        named(c, "group", i64Attr(c, c.getInt("group", 1)))}),
+                    c.getDType(0));
+}
+
+template <typename OpTy, bool IsMax>
+LogicalResult pool(NodeContext &c) {
+  if (c.getRank(0) != 4)
+    return c.error("only 2-D pooling is supported (input rank " +
+                   Twine(c.getRank(0)) + ")");
+  if (IsMax && c.isOutputUsed(1))
+    return c.error("the Indices output is not supported");
+  auto kernel = c.getInts("kernel_shape");
+  if (!kernel || kernel->size() != 2)
+    return c.error("kernel_shape must have 2 entries");
+  SmallVector<int64_t> strides = c.getInts("strides").value_or(SmallVector<int64_t>{1, 1});
+  SmallVector<int64_t> dilations =
+      c.getInts("dilations").value_or(SmallVector<int64_t>{1, 1});
+  if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
+    return c.error("dilated pooling is not supported");
+  auto pads = getPads(c, *kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = c.getBuilder();
+  SmallVector<NamedAttribute> attrs = {named(c, "kernel", arrayAttr(c, *kernel)),
+                                       named(c, "strides", arrayAttr(c, strides)),
+                                       named(c, "pads", arrayAttr(c, *pads))};
+  if (c.getInt("ceil_mode", 0))
+    attrs.push_back(named(c, "ceil_mode", b.getUnitAttr()));
+  if (!IsMax && c.getInt("count_include_pad", 0))
+    attrs.push_back(named(c, "count_include_pad", b.getUnitAttr()));
+  return defineFrom(c, c.create<OpTy>({*x}, attrs), c.getDType(0));
+}
+
+LogicalResult importGlobalAveragePool(NodeContext &c) {
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  return defineFrom(c, c.create<GlobalAvgPoolOp>({*x}), c.getDType(0));
+}
+
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
+// (op type, since-version, importer), sorted by op type then version. A row
+// covers its op from its since-version until the next row's.
+const OpImporter kOpImporters[] = {
+    {"Abs", 13, importAbs},
+    {"Add", 13, importAdd},
+    {"And", 7, logical<true>},
+    {"AveragePool", 11, pool<AvgPoolOp, false>},
+    {"BatchNormalization", 9, importBatchNormalization},
+    {"BatchNormalization", 14, importBatchNormalization}, // training_mode,
+    {"Cast", 13, importCast},
+    {"Clip", 13, importClip},
+    {"Concat", 13, importConcat},
+    {"Constant", 13, importConstant},
+    {"ConstantOfShape", 9, importConstantOfShape},
+    {"Conv", 11, importConv},
+    {"Cos", 7, foldOnlyUnary<cosF>},
+    {"Div", 13, importDiv},
+    {"Dropout", 13, importDropout},
+    {"Equal", 13, compare<ComparePredicate::EQ>},
+    {"Erf", 13, importErf},
+    {"Exp", 13, importExp},
+    {"Expand", 13, importExpand},
+    {"Flatten", 13, importFlatten},
+    {"Gather", 13, importGather},
+    {"Gelu", 20, importGelu},
+    {"Gemm", 13, importGemm},
+    {"GlobalAveragePool", 1, importGlobalAveragePool},
+    {"Greater", 13, compare<ComparePredicate::GT>},
+    {"GreaterOrEqual", 12, compare<ComparePredicate::GE>},
+    {"Identity", 13, importIdentity},
+    {"LayerNormalization", 17, importLayerNormalization},
+    {"Less", 13, compare<ComparePredicate::LT>},
+    {"LessOrEqual", 12, compare<ComparePredicate::LE>},
+    {"Log", 13, importLog},
+    {"LogSoftmax", 13, softmaxLike<LogSoftmaxOp>},
+    {"MatMul", 13, importMatMul},
+    {"Max", 13, importMax},
+    {"MaxPool", 12, pool<MaxPoolOp, true>},
+    {"Min", 13, importMin},
+    {"Mul", 13, importMul},
+    {"Neg", 13, importNeg},
+    {"Not", 1, importNot},
+    {"Or", 7, logical<false>},
+    {"Pow", 13, importPow},
+    {"Range", 11, importRange},
+    {"Reciprocal", 13, importReciprocal},
+    {"ReduceMax", 13, reduce<ReduceMaxOp, false>},
+    {"ReduceMax", 18, reduce<ReduceMaxOp, true>},
+    {"ReduceMean", 13, reduce<ReduceMeanOp, false>},
+    {"ReduceMean", 18, reduce<ReduceMeanOp, true>},
+    {"ReduceSum", 13, reduce<ReduceSumOp, true>},
+    {"Relu", 13, importRelu},
+    {"Reshape", 13, importReshape},
+    {"Reshape", 14, importReshape}, // allowzero,
+    {"Shape", 13, importShape},
+    {"Shape", 15, importShape}, // start, end,
+    {"Sigmoid", 13, importSigmoid},
+    {"Sin", 7, foldOnlyUnary<sinF>},
+    {"Size", 13, importSize},
+    {"Slice", 13, importSlice},
+    {"Softmax", 13, softmaxLike<SoftmaxOp>},
+    {"Split", 13, importSplit},
+    {"Split", 18, importSplit}, // num_outputs,
+    {"Sqrt", 13, importSqrt},
+    {"Squeeze", 13, importSqueeze},
+    {"Sub", 13, importSub},
+    {"Tanh", 13, importTanh},
+    {"Transpose", 13, importTranspose},
+    {"Trilu", 14, importTrilu},
+    {"Unsqueeze", 13, importUnsqueeze},
+    {"Where", 9, importWhere},
+};
+
+} // namespace
+
+const OpImporter *mlir::tessel::detail::lookupOpImporter(StringRef opType,
+                                                         int64_t opset,
+                                                         int *oldest) {
+  const OpImporter *best = nullptr;
+  int first = 0;
+  for (const OpImporter &row : kOpImporters) {
+    if (opType != row.opType)
+      continue;
+    if (!first || row.sinceVersion < first)
+      first = row.sinceVersion;
+    // Rows whose since-version precedes opset 13 still serve opsets >= 13:
+    // the importer accepts nothing older.
+    if (row.sinceVersion <= opset &&
+        (!best || row.sinceVersion > best->sinceVersion))
+      best = &row;
+  }
+  if (oldest)
+    *oldest = first;
+  return best;
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""Writes an ONNX model (binary protobuf) from ONNX's textual syntax.
+
+Importer tests keep their models readable as .onnxtext (onnx.parser syntax,
+'#' comments allowed) and convert them in their RUN lines:
+
+  %python %S/Inputs/onnxtext2pb.py %s %t.onnx
+  %python %S/Inputs/onnxtext2pb.py %s %t/m.onnx --external-data weights.bin
+  %python %S/Inputs/onnxtext2pb.py %s %t.onnx --truncate 40
+
+Needs Debian's python3-onnx (run it with /usr/bin/python3).
+"""
+import argparse
+import os
+import sys
+
+import onnx
+import onnx.parser
+from onnx import numpy_helper
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("input", help=".onnxtext file")
+    p.add_argument("output", help=".onnx file to write")
+    p.add_argument("--external-data", metavar="LOCATION",
+                   help="move every initializer of 64 elements or more into "
+                        "LOCATION, a file beside the output")
+    p.add_argument("--missing-external-data", action="store_true",
+                   help="with --external-data: do not write the data file")
+    p.add_argument("--truncate", type=int, metavar="BYTES",
+                   help="keep only the first BYTES bytes of the model")
+    args = p.parse_args()
+
+    with open(args.input) as f:
+        model = onnx.parser.parse_model(f.read())
+
+    if args.external_data:
+        out_dir = os.path.dirname(os.path.abspath(args.output))
+        blob = bytearray()
+        for init in model.graph.initializer:
+            array = numpy_helper.to_array(init)
+            if array.size < 64:
+                continue
+            raw = array.tobytes()
+            offset = len(blob)
+            blob += raw
+            name, dtype, dims = init.name, init.data_type, list(init.dims)
+            init.Clear()
+            init.name = name
+            init.data_type = dtype
+            init.dims.extend(dims)
+            init.data_location = onnx.TensorProto.EXTERNAL
+            for key, value in (("location", args.external_data),
+                               ("offset", str(offset)), ("length", str(len(raw)))):
+                entry = init.external_data.add()
+                entry.key = key
+                entry.value = value
+        if not args.missing_external_data:
+            with open(os.path.join(out_dir, args.external_data), "wb") as f:
+                f.write(blob)
+
+    data = model.SerializeToString()
+    if args.truncate is not None:
+        data = data[:args.truncate]
+    with open(args.output, "wb") as f:
+        f.write(data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+//===- EmitMlir.cpp - tesselc --emit=mlir ---------------------------------===//
+//
+// Stops after the ONNX import: prints the tessel module, and with
+// --print-weights the weight table as comments after it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitMlir.h"
+
+#include "tessel/Import/OnnxImporter.h"
+#include "tessel/InitAll.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+cl::OptionCategory &tessel::getImportCategory() {
+  static cl::OptionCategory category("ONNX import options");
+  return category;
+}
+
+namespace {
+
+cl::list<std::string> inputShapes(
+    "shape", cl::value_desc("NAME=D0xD1x..."),
+    cl::desc("Static shape of a graph input; fixes its dynamic dims "
+             "(repeatable), e.g. --shape input_ids=2x32"),
+    cl::cat(tessel::getImportCategory()));
+
+cl::opt<bool> printWeights(
+    "print-weights",
+    cl::desc("After the module, list each weight's dtype, shape, size and "
+             "origin as comments"),
+    cl::init(false), cl::cat(tessel::getImportCategory()));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "tesselc") << message << "\n";
+  return 1;
+}
+
+void printWeightTable(const mlir::tessel::WeightTable &weights,
+                      raw_ostream &os) {
+  os << "// weights: " << weights.size() << "\n";
+  for (const auto &w : weights.getWeights()) {
+    os << "// weight \"" << w.name << "\" "
+       << mlir::tessel::getSafetensorsDType(w.dtype) << " [";
+    llvm::interleaveComma(w.shape, os);
+    os << "] " << w.getNumBytes() << " bytes "
+       << (w.origin == mlir::tessel::WeightInfo::Origin::Initializer
+               ? "initializer"
+               : "constant");
+    if (w.isExternal())
+      os << " external " << w.externalPath << "@" << w.offset;
+    os << "\n";
+  }
+}
+
+} // namespace
+
+int tessel::emitMlir(StringRef inputPath, StringRef outputPath) {
+  mlir::tessel::OnnxImportOptions options;
+  for (const std::string &spec : inputShapes)
+    if (Error err = mlir::tessel::parseInputShape(spec, options))
+      return fail(toString(std::move(err)));
+
+  mlir::DialectRegistry registry;
+  mlir::tessel::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  auto imported = mlir::tessel::importOnnxFile(context, inputPath, options);
+  if (!imported)
+    return fail(toString(imported.takeError()));
+
+  std::string message;
+  auto output = mlir::openOutputFile(outputPath, &message);
+  if (!output)
+    return fail(message);
+  imported->module->print(output->os());
+  output->os() << "\n";
+  if (printWeights)
+    printWeightTable(*imported->weights, output->os());
+  output->keep();
+  return 0;
+}
