@@ -521,6 +521,10 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
     return fail("the model has no graph");
   const onnx::GraphProto &graph = model.graph();
 
+  // Every unsupported operator at once, before anything else complains.
+  if (failed(checkOperators(graph)))
+    return failure();
+
   // libonnx's checker knows opsets up to its own release; newer models are
   // checked by the importer alone. External data is checked below, relative
   // to the model's directory, so skip the checker for such models.
@@ -530,9 +534,6 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
   if (opset <= getCheckerMaxOpset() && !hasExternal)
     if (auto message = checkOnnxModel(model))
       return fail("invalid ONNX model: " + *message);
-
-  if (failed(checkOperators(graph)))
-    return failure();
 
   // Names given to --shape must be graph inputs.
   for (const auto &entry : options.inputShapes) {

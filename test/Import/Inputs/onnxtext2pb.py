@@ -29,12 +29,27 @@ def main():
                         "LOCATION, a file beside the output")
     p.add_argument("--missing-external-data", action="store_true",
                    help="with --external-data: do not write the data file")
+    p.add_argument("--short-external-data", type=int, metavar="BYTES",
+                   help="with --external-data: write only BYTES bytes of it")
+    p.add_argument("--drop-input-shape", metavar="NAME",
+                   help="remove the shape of graph input NAME (unknown rank)")
+    p.add_argument("--name-nodes", action="store_true",
+                   help="name node k '/OpType_k', as exporters name nodes")
     p.add_argument("--truncate", type=int, metavar="BYTES",
                    help="keep only the first BYTES bytes of the model")
     args = p.parse_args()
 
     with open(args.input) as f:
         model = onnx.parser.parse_model(f.read())
+
+    if args.name_nodes:
+        for k, node in enumerate(model.graph.node):
+            node.name = "/%s_%d" % (node.op_type, k)
+
+    if args.drop_input_shape:
+        for value in model.graph.input:
+            if value.name == args.drop_input_shape:
+                value.type.tensor_type.ClearField("shape")
 
     if args.external_data:
         out_dir = os.path.dirname(os.path.abspath(args.output))
@@ -58,6 +73,8 @@ def main():
                 entry.key = key
                 entry.value = value
         if not args.missing_external_data:
+            if args.short_external_data is not None:
+                blob = blob[:args.short_external_data]
             with open(os.path.join(out_dir, args.external_data), "wb") as f:
                 f.write(blob)
 
