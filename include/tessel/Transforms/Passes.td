@@ -38,4 +38,92 @@ def PrintShardingRulesPass : Pass<"tessel-print-sharding-rules"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def PropagatePass : Pass<"tessel-propagate", "::mlir::ModuleOp"> {
+  let summary = "Propagates sharding specs to every value through op rules";
+  let description = [{
+    From the specs a user gave — function arguments and results, the
+    `tessel.sharding` of ops such as `tessel.weight`, and
+    `tessel.shard_constraint` — to every value, forward and backward through
+    every op by its `#tessel.rule`, to a fixed point. Known dim shardings are
+    projected onto the rule's factors (a compound dim gives its axes to its
+    major factors first), each factor picks its axes, and the factors are
+    projected back onto every open dim. `need_replication` factors never
+    carry axes; a sharded `reduction` factor makes the results `partial`.
+    User specs are never changed; where candidates conflict, the one that
+    reshards fewer bytes wins and a remark says so. An op without a rule is a
+    barrier (warning). A value whose dim another user needs replicated does
+    not pass that dim's split on: the gathered copy serves every user.
+    Afterwards every op result and function argument and result carries
+    `tessel.sharding`; dims nobody split are replicated. The module's specs
+    must name one mesh.
+
+    Before (mesh `["tp"=4]`):
+
+    ```mlir
+    %w = tessel.weight "w" {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}] # "}]" # [{>} : tensor<64x256xf32>
+    %y = tessel.matmul %x, %w : (tensor<8x64xf32>, tensor<64x256xf32>) -> tensor<8x256xf32>
+    %z = tessel.gelu %y : tensor<8x256xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %y = tessel.matmul %x, %w {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}] # "}]" # [{>} : ...
+    %z = tessel.gelu %y {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}] # "}]" # [{>} : tensor<8x256xf32>
+    ```
+
+    **Options**
+
+    * `split-fused`: first move every `tessel.split` of a dim the plan
+      splits up to the weights it comes from (GPT-2's fused q, k, v
+      projection becomes three column-parallel projections over weight
+      slices marked `source_slice`), so that each rank keeps its heads of q,
+      k and v together as Megatron does.
+  }];
+  let options = [
+    Option<"splitFused", "split-fused", "bool", /*default=*/"true",
+           "Split fused projections whose output a split divides">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def PartitionPass : Pass<"tessel-partition", "::mlir::ModuleOp"> {
+  let summary = "Rewrites a fully annotated program into its per-rank program";
+  let description = [{
+    SPMD partitioning of the output of `-tessel-propagate`: global shapes
+    become local shapes (a split dim is divided by its shard count, a padded
+    dim is (size + pad) / shards) and communication is inserted where a value
+    is used in a sharding other than its own: a pending partial becomes
+    `tessel.all_reduce`, or `tessel.reduce_scatter` when the use wants a dim
+    split over the partial axis; a split that must go becomes
+    `tessel.all_gather`, a split that moves between dims
+    `tessel.all_to_all`, and a split that must appear a `tessel.local_slice`.
+    Each resharding of a value is made once, right after its definition, and
+    shared by its uses. Each op computes in the sharding its rule gives from
+    its results' specs (a sharded reduction factor leaves its result partial).
+    A reduction over a padded dim is refused with an error naming the value,
+    dim, size and axes. `tessel.sharding` annotations are removed; weights and
+    function arguments and results keep their global spec as the discardable
+    attribute `global_sharding` for the exporter.
+
+    Before (mesh `["tp"=4]`):
+
+    ```mlir
+    %w = tessel.weight "w" {tessel.sharding = #tessel.sharding<@mesh, [{"tp"}, {}] # "}]" # [{>} : tensor<64x32xf32>
+    %y = tessel.matmul %x, %w {tessel.sharding = #tessel.sharding<@mesh, [{}, {}] # "}]" # [{, partial = [sum("tp")]>} : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+    return %y : tensor<8x32xf32>   // the result is replicated
+    ```
+
+    After:
+
+    ```mlir
+    %w = tessel.weight "w" {global_sharding = #tessel.sharding<@mesh, [{"tp"}, {}] # "}]" # [{>} : tensor<16x32xf32>
+    %y = tessel.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+    %r = tessel.all_reduce sum %y on @mesh axes = ["tp"] : tensor<8x32xf32>
+    return %r : tensor<8x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 #endif // TESSEL_TRANSFORMS_PASSES_TD

@@ -1,0 +1,577 @@
+//===- Partition.cpp - SPMD partitioning of an annotated program ----------===//
+//
+// Rewrites the output of -tessel-propagate into the program every rank runs:
+// global shapes become local shapes, each op computes in the sharding its
+// #tessel.rule derives from its results' specs, and each use of a value in
+// another sharding than the one it has gets the collectives that reshard it
+// (all_reduce / reduce_scatter for partials, all_to_all, all_gather,
+// local_slice). See docs/propagation.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/PartitionOps.h"
+#include "tessel/Transforms/FactorSharding.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "tessel/Transforms/Passes.h.inc"
+
+namespace {
+
+/// The discardable attribute that keeps a weight's or a function value's
+/// global spec in the partitioned program, for the exporter.
+constexpr StringLiteral kGlobalShardingAttrName = "global_sharding";
+/// The same for the arguments and results of a function, on the function
+/// (argument attributes must belong to a dialect); `unit` for a non-tensor.
+constexpr StringLiteral kGlobalArgShardingsAttrName = "global_arg_shardings";
+constexpr StringLiteral kGlobalResultShardingsAttrName =
+    "global_result_shardings";
+
+/// A mutable sharding.
+struct Layout {
+  SmallVector<AxisList> dims;
+  SmallVector<int64_t> pads;
+  SmallVector<PartialAxisAttr> partials;
+
+  static Layout of(TensorShardingAttr s) {
+    Layout l;
+    for (DimShardingAttr d : s.getDims()) {
+      l.dims.emplace_back(d.getAxes().begin(), d.getAxes().end());
+      l.pads.push_back(d.getPad());
+    }
+    l.partials.assign(s.getPartials().begin(), s.getPartials().end());
+    return l;
+  }
+  static Layout replicated(int64_t rank) {
+    Layout l;
+    l.dims.resize(rank);
+    l.pads.assign(rank, 0);
+    return l;
+  }
+};
+
+std::string describeValue(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return ("argument " + Twine(arg.getArgNumber())).str();
+  Operation *def = v.getDefiningOp();
+  if (auto w = dyn_cast<WeightOp>(def))
+    return ("weight \"" + w.getName() + "\"").str();
+  return ("result " + Twine(cast<OpResult>(v).getResultNumber()) + " of '" +
+          def->getName().getStringRef() + "'")
+      .str();
+}
+
+bool isPrefix(ArrayRef<StringAttr> a, ArrayRef<StringAttr> b) {
+  return a.size() <= b.size() && a == b.take_front(a.size());
+}
+
+class Partitioner {
+public:
+  Partitioner(MeshOp mesh) : mesh(mesh) {
+    meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  }
+  LogicalResult run(func::FuncOp fn);
+
+private:
+  int64_t axisSize(StringAttr a) {
+    return mesh.getAxisSize(a.getValue()).value_or(1);
+  }
+  int64_t shards(ArrayRef<StringAttr> axes) {
+    return getNumShards(axes, [&](StringAttr a) { return axisSize(a); });
+  }
+  RankedTensorType localType(Value v, const Layout &l);
+  TensorShardingAttr toAttr(const Layout &l);
+  ArrayAttr axesAttr(ArrayRef<StringAttr> axes);
+  FailureOr<Value> reshard(Value v, const Layout &target, Operation *user);
+  LogicalResult partitionOp(Operation *op);
+
+  MeshOp mesh;
+  FlatSymbolRefAttr meshRef;
+  /// Global types and the layout each (local) value currently has.
+  DenseMap<Value, RankedTensorType> globalTypes;
+  DenseMap<Value, Layout> layouts;
+  DenseMap<std::pair<Value, Attribute>, Value> reshards;
+  /// Rules are read from the global types, before any op changes.
+  DenseMap<Operation *, OpShardingRuleAttr> rules;
+};
+
+RankedTensorType Partitioner::localType(Value v, const Layout &l) {
+  RankedTensorType g = globalTypes.lookup(v);
+  SmallVector<int64_t> shape(g.getShape());
+  for (auto [d, axes] : llvm::enumerate(l.dims))
+    shape[d] = (shape[d] + l.pads[d]) / shards(axes);
+  return g.clone(shape);
+}
+
+TensorShardingAttr Partitioner::toAttr(const Layout &l) {
+  MLIRContext *ctx = mesh.getContext();
+  SmallVector<DimShardingAttr> dims;
+  for (auto [axes, pad] : llvm::zip(l.dims, l.pads))
+    dims.push_back(DimShardingAttr::get(ctx, axes, axes.empty() ? 0 : pad));
+  return TensorShardingAttr::get(ctx, meshRef, dims, l.partials);
+}
+
+ArrayAttr Partitioner::axesAttr(ArrayRef<StringAttr> axes) {
+  return ArrayAttr::get(mesh.getContext(),
+                        SmallVector<Attribute>(axes.begin(), axes.end()));
+}
+
+// Reshards the local value `v` from its layout to `target`, once per target;
+// the collectives go right after `v`'s definition so that every use shares
+// them.
+FailureOr<Value> Partitioner::reshard(Value v, const Layout &target,
+                                      Operation *user) {
+  TensorShardingAttr key = toAttr(target);
+  Layout cur = layouts.lookup(v);
+  if (toAttr(cur) == key)
+    return v;
+  auto it = reshards.find({v, key});
+  if (it != reshards.end())
+    return it->second;
+
+  OpBuilder b(v.getContext());
+  b.setInsertionPointAfterValue(v);
+  Location loc = v.getLoc();
+  RankedTensorType global = globalTypes.lookup(v);
+  Value x = v;
+  auto type = [&]() { return cast<RankedTensorType>(x.getType()); };
+  auto i64 = [&](int64_t n) { return b.getI64IntegerAttr(n); };
+  auto kindAttr = [&](ReductionKind k) {
+    return ReductionKindAttr::get(b.getContext(), k);
+  };
+  auto withDim = [&](int64_t d, int64_t size) {
+    SmallVector<int64_t> shape(type().getShape());
+    shape[d] = size;
+    return type().clone(shape);
+  };
+  auto refuse = [&](int64_t d, ArrayRef<StringAttr> axes, StringRef why) {
+    return user->emitOpError()
+           << "cannot reshard " << describeValue(v) << " dim " << d
+           << " of size " << global.getDimSize(d) << " with pad "
+           << cur.pads[d] << " over axes " << formatAxes(axes) << ": " << why;
+  };
+
+  // 1. Pending partials: reduce_scatter into a dim the target splits next
+  // over the same axis, all_reduce otherwise.
+  SmallVector<PartialAxisAttr> toReduce;
+  for (PartialAxisAttr p : cur.partials) {
+    if (llvm::is_contained(target.partials, p))
+      continue;
+    bool scattered = false;
+    for (auto [d, axes] : llvm::enumerate(cur.dims)) {
+      const AxisList &want = target.dims[d];
+      if (cur.pads[d] || target.pads[d] || !isPrefix(axes, want) ||
+          want.size() == axes.size() || want[axes.size()] != p.getAxis())
+        continue;
+      int64_t n = axisSize(p.getAxis());
+      x = ReduceScatterOp::create(b, loc, withDim(d, type().getDimSize(d) / n),
+                                  kindAttr(p.getKind()), x, meshRef,
+                                  axesAttr({p.getAxis()}), i64(d));
+      axes.push_back(p.getAxis());
+      scattered = true;
+      break;
+    }
+    if (!scattered)
+      toReduce.push_back(p);
+  }
+  for (ReductionKind kind : {ReductionKind::Sum, ReductionKind::Max,
+                             ReductionKind::Min, ReductionKind::Mean}) {
+    AxisList axes;
+    for (PartialAxisAttr p : toReduce)
+      if (p.getKind() == kind)
+        axes.push_back(p.getAxis());
+    if (!axes.empty())
+      x = AllReduceOp::create(b, loc, type(), kindAttr(kind), x, meshRef,
+                              axesAttr(axes));
+  }
+  for (PartialAxisAttr p : target.partials)
+    if (!llvm::is_contained(cur.partials, p))
+      return user->emitOpError()
+             << "cannot make " << describeValue(v) << " partial over axis \""
+             << p.getAxis().getValue() << "\"";
+  cur.partials = target.partials;
+
+  // 2. A minor axis that moves to another dim: all_to_all.
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int64_t d1 = 0; d1 < static_cast<int64_t>(cur.dims.size()); ++d1) {
+      if (cur.dims[d1].empty() || isPrefix(cur.dims[d1], target.dims[d1]) ||
+          cur.pads[d1])
+        continue;
+      StringAttr a = cur.dims[d1].back();
+      for (int64_t d2 = 0; d2 < static_cast<int64_t>(cur.dims.size()); ++d2) {
+        const AxisList &want = target.dims[d2];
+        AxisList &have = cur.dims[d2];
+        if (d2 == d1 || cur.pads[d2] || target.pads[d2] ||
+            !isPrefix(have, want) || want.size() == have.size() ||
+            want[have.size()] != a)
+          continue;
+        int64_t n = axisSize(a);
+        SmallVector<int64_t> shape(type().getShape());
+        if (shape[d2] % n)
+          continue;
+        shape[d2] /= n;
+        shape[d1] *= n;
+        x = AllToAllOp::create(b, loc, type().clone(shape), x, meshRef,
+                               axesAttr({a}), i64(d2), i64(d1));
+        cur.dims[d1].pop_back();
+        have.push_back(a);
+        moved = true;
+        break;
+      }
+    }
+  }
+
+  // 3. Axes the target does not have at that place: all_gather.
+  for (auto [d, axes] : llvm::enumerate(cur.dims)) {
+    const AxisList &want = target.dims[d];
+    size_t k = 0;
+    while (k < axes.size() && k < want.size() && axes[k] == want[k])
+      ++k;
+    if (k == axes.size())
+      continue;
+    ArrayRef<StringAttr> gathered = ArrayRef<StringAttr>(axes).drop_front(k);
+    if (cur.pads[d] && k != 0)
+      return refuse(d, gathered, "a padded dim is gathered only whole");
+    int64_t n = shards(gathered);
+    x = AllGatherOp::create(b, loc, withDim(d, type().getDimSize(d) * n), x,
+                            meshRef, axesAttr(gathered), i64(d));
+    axes.resize(k);
+    if (cur.pads[d] && !target.pads[d]) {
+      // Drop the pad.
+      RankedTensorType t = type();
+      SmallVector<int64_t> starts(t.getRank(), 0), limits(t.getShape()),
+          strides(t.getRank(), 1);
+      limits[d] = global.getDimSize(d);
+      x = SliceOp::create(b, loc, withDim(d, limits[d]), x,
+                          b.getDenseI64ArrayAttr(starts),
+                          b.getDenseI64ArrayAttr(limits),
+                          b.getDenseI64ArrayAttr(strides));
+      cur.pads[d] = 0;
+    }
+  }
+
+  // 4. Axes the target adds: keep this rank's block, no communication.
+  for (auto [d, axes] : llvm::enumerate(cur.dims)) {
+    const AxisList &want = target.dims[d];
+    if (want.size() == axes.size())
+      continue;
+    ArrayRef<StringAttr> added = ArrayRef<StringAttr>(want).drop_front(axes.size());
+    if (target.pads[d] != cur.pads[d])
+      return refuse(d, added, "splitting a dim locally with a pad is not "
+                              "supported yet");
+    int64_t n = shards(added);
+    x = LocalSliceOp::create(b, loc, withDim(d, type().getDimSize(d) / n), x,
+                             meshRef, axesAttr(added), i64(d));
+    axes.assign(want.begin(), want.end());
+  }
+
+  globalTypes[x] = global;
+  layouts[x] = target;
+  reshards[{v, key}] = x;
+  return x;
+}
+
+LogicalResult Partitioner::partitionOp(Operation *op) {
+  StringRef attrName = TesselDialect::kShardingAttrName;
+  auto isTensor = [](Type t) { return isa<RankedTensorType>(t); };
+  auto resultSpec = [&](unsigned i) -> TensorShardingAttr {
+    Attribute a = op->getAttr(attrName);
+    if (auto s = dyn_cast_if_present<TensorShardingAttr>(a))
+      return s;
+    if (auto arr = dyn_cast_if_present<ArrayAttr>(a))
+      return cast<TensorShardingAttr>(arr[i]);
+    return {};
+  };
+
+  // A constraint has done its work once its operand is resharded.
+  if (auto c = dyn_cast<ShardConstraintOp>(op)) {
+    FailureOr<Value> v = reshard(c.getInput(), Layout::of(c.getSharding()), op);
+    if (failed(v))
+      return failure();
+    c.getResult().replaceAllUsesWith(*v);
+    c.erase();
+    return success();
+  }
+
+  auto iface = dyn_cast<ShardingRuleOpInterface>(op);
+  if (!iface) {
+    // A barrier runs on replicated values.
+    for (OpOperand &o : op->getOpOperands()) {
+      if (!isTensor(o.get().getType()))
+        continue;
+      FailureOr<Value> v = reshard(
+          o.get(), Layout::replicated(globalTypes[o.get()].getRank()), op);
+      if (failed(v))
+        return failure();
+      o.set(*v);
+    }
+    for (Value r : op->getResults())
+      if (isTensor(r.getType()))
+        layouts[r] = Layout::replicated(globalTypes[r].getRank());
+    op->removeAttr(attrName);
+    return success();
+  }
+
+  OpShardingRuleAttr rule = rules.lookup(op);
+  ArrayRef<int64_t> sizes = rule.getFactorSizes();
+  int64_t numFactors = rule.getNumFactors();
+  SmallVector<AxisList> chosen(numFactors);
+  SmallVector<int64_t> pads(numFactors, 0);
+  llvm::SmallDenseSet<StringAttr> used;
+  auto sizeFn = [&](StringAttr a) { return axisSize(a); };
+  auto take = [&](ArrayRef<int64_t> fs, ArrayRef<StringAttr> axes,
+                  int64_t pad, bool reductionOnly) {
+    if (pad && fs.size() == 1) {
+      if (chosen[fs[0]].empty() && !rule.isNeedReplicationFactor(fs[0]) &&
+          llvm::none_of(axes, [&](StringAttr a) { return used.contains(a); })) {
+        chosen[fs[0]].assign(axes.begin(), axes.end());
+        pads[fs[0]] = pad;
+        used.insert(axes.begin(), axes.end());
+      }
+      return;
+    }
+    if (pad)
+      return;
+    SmallVector<int64_t> fsizes;
+    for (int64_t f : fs)
+      fsizes.push_back(sizes[f]);
+    SmallVector<AxisList> proj = projectDimToFactors(fsizes, axes, sizeFn);
+    for (auto [k, f] : llvm::enumerate(fs)) {
+      if (!chosen[f].empty() || proj[k].empty() ||
+          rule.isNeedReplicationFactor(f) ||
+          reductionOnly != rule.isReductionFactor(f) ||
+          llvm::any_of(proj[k], [&](StringAttr a) { return used.contains(a); }))
+        continue;
+      chosen[f] = proj[k];
+      used.insert(proj[k].begin(), proj[k].end());
+    }
+  };
+
+  // Pass factors follow the results' specs; reduction factors follow the
+  // operands (the result then holds a pending reduction).
+  bool isConstant = false;
+  if (auto c = dyn_cast<ConstantOp>(op)) {
+    auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+    isConstant = !dense || !dense.isSplat();
+  }
+  for (auto [i, m] : llvm::enumerate(rule.getResultMappings())) {
+    TensorShardingAttr spec = resultSpec(i);
+    if (!spec || isConstant)
+      continue;
+    for (auto [d, dm] : llvm::enumerate(m.getDims()))
+      take(dm.getFactors(), spec.getDims()[d].getAxes(),
+           spec.getDims()[d].getPad(), false);
+  }
+  for (auto [i, m] : llvm::enumerate(rule.getOperandMappings())) {
+    const Layout &l = layouts[op->getOperand(i)];
+    for (auto [d, dm] : llvm::enumerate(m.getDims()))
+      take(dm.getFactors(), l.dims[d], l.pads[d], true);
+  }
+
+  // The layout a tensor has under the chosen factor shardings.
+  auto layoutOf = [&](TensorMappingAttr m) {
+    Layout l = Layout::replicated(m.getDims().size());
+    for (auto [d, dm] : llvm::enumerate(m.getDims())) {
+      ArrayRef<int64_t> fs = dm.getFactors();
+      SmallVector<int64_t> fsizes;
+      SmallVector<AxisList> faxes;
+      for (int64_t f : fs) {
+        fsizes.push_back(sizes[f]);
+        faxes.push_back(chosen[f]);
+      }
+      l.dims[d] = projectFactorsToDim(fsizes, faxes, sizeFn);
+      if (fs.size() == 1 && !l.dims[d].empty())
+        l.pads[d] = pads[fs[0]];
+    }
+    return l;
+  };
+
+  for (auto [i, m] : llvm::enumerate(rule.getOperandMappings())) {
+    OpOperand &o = op->getOpOperand(i);
+    Layout want = layoutOf(m);
+    // A reduction over a padded dim would sum the pad in.
+    for (auto [d, dm] : llvm::enumerate(m.getDims()))
+      for (int64_t f : dm.getFactors())
+        if (rule.isReductionFactor(f) && want.pads[d])
+          return op->emitOpError()
+                 << "reduces over dim " << d << " of "
+                 << describeValue(o.get()) << " (size "
+                 << globalTypes[o.get()].getDimSize(d) << ", pad "
+                 << want.pads[d] << ") split over axes "
+                 << formatAxes(want.dims[d])
+                 << "; the pad would enter the reduction (masking is not "
+                    "implemented): choose an axis that divides the dim";
+    FailureOr<Value> v = reshard(o.get(), want, op);
+    if (failed(v))
+      return failure();
+    o.set(*v);
+  }
+
+  ReductionKind kind = getReductionKind(op);
+  for (auto [i, m] : llvm::enumerate(rule.getResultMappings())) {
+    Value r = op->getResult(i);
+    Layout l = layoutOf(m);
+    for (int64_t f : rule.getReductionFactors())
+      for (StringAttr a : chosen[f])
+        l.partials.push_back(PartialAxisAttr::get(op->getContext(), a, kind));
+    RankedTensorType local = localType(r, l);
+    r.setType(local);
+    layouts[r] = l;
+  }
+
+  // Attributes that spell out shapes follow the local shapes.
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    SmallVector<int64_t> limits(slice.getLimits());
+    ArrayRef<int64_t> out = slice.getType().getShape();
+    for (auto [d, lim] : llvm::enumerate(limits))
+      if (slice.getStarts()[d] == 0 && slice.getStrides()[d] == 1)
+        lim = out[d];
+    slice.setLimits(limits);
+  }
+  if (auto c = dyn_cast<ConstantOp>(op))
+    if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+        dense && dense.isSplat())
+      c.setValueAttr(DenseElementsAttr::get(
+          cast<ShapedType>(c.getType()), dense.getSplatValue<Attribute>()));
+  if (auto w = dyn_cast<WeightOp>(op))
+    if (TensorShardingAttr spec = resultSpec(0))
+      w->setAttr(kGlobalShardingAttrName, spec);
+  op->removeAttr(attrName);
+  return success();
+}
+
+LogicalResult Partitioner::run(func::FuncOp fn) {
+  StringRef attrName = TesselDialect::kShardingAttrName;
+  auto isTensor = [](Type t) { return isa<RankedTensorType>(t); };
+  auto needSpec = [&](Operation *where, StringRef what) {
+    return where->emitOpError()
+           << what << " has no 'tessel.sharding'; run -tessel-propagate first";
+  };
+
+  // Every value must be annotated.
+  for (BlockArgument arg : fn.getArguments()) {
+    if (!isTensor(arg.getType()))
+      continue;
+    auto spec = fn.getArgAttrOfType<TensorShardingAttr>(arg.getArgNumber(),
+                                                        attrName);
+    if (!spec)
+      return needSpec(fn, ("argument " + Twine(arg.getArgNumber())).str());
+    globalTypes[arg] = cast<RankedTensorType>(arg.getType());
+    layouts[arg] = Layout::of(spec);
+  }
+  SmallVector<Operation *> ops;
+  WalkResult walk = fn.walk([&](Operation *op) {
+    if (op == fn)
+      return WalkResult::advance();
+    ops.push_back(op);
+    if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
+      rules[op] = iface.getShardingRule();
+    for (Value r : op->getResults())
+      if (isTensor(r.getType()))
+        globalTypes[r] = cast<RankedTensorType>(r.getType());
+    if (isa<func::ReturnOp>(op) || op->getNumResults() == 0 ||
+        !llvm::any_of(op->getResultTypes(), isTensor))
+      return WalkResult::advance();
+    if (!op->getAttr(attrName)) {
+      (void)needSpec(op, "result");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    if (isTensor(fn.getResultTypes()[i]) &&
+        !fn.getResultAttrOfType<TensorShardingAttr>(i, attrName))
+      return needSpec(fn, ("function result " + Twine(i)).str());
+
+  // Arguments take their local types; the function keeps the global specs
+  // of its arguments and results for the exporter.
+  SmallVector<Attribute> argSpecs, resultSpecs;
+  for (BlockArgument arg : fn.getArguments()) {
+    if (!isTensor(arg.getType())) {
+      argSpecs.push_back(UnitAttr::get(fn.getContext()));
+      continue;
+    }
+    arg.setType(localType(arg, layouts[arg]));
+    argSpecs.push_back(fn.getArgAttr(arg.getArgNumber(), attrName));
+    fn.removeArgAttr(arg.getArgNumber(), attrName);
+  }
+  if (llvm::any_of(argSpecs, [](Attribute a) { return !isa<UnitAttr>(a); }))
+    fn->setAttr(kGlobalArgShardingsAttrName,
+                ArrayAttr::get(fn.getContext(), argSpecs));
+
+  for (Operation *op : ops) {
+    auto ret = dyn_cast<func::ReturnOp>(op);
+    if (!ret) {
+      if (failed(partitionOp(op)))
+        return failure();
+      continue;
+    }
+    for (OpOperand &o : ret->getOpOperands()) {
+      if (!isTensor(o.get().getType())) {
+        resultSpecs.push_back(UnitAttr::get(fn.getContext()));
+        continue;
+      }
+      unsigned i = o.getOperandNumber();
+      auto spec = fn.getResultAttrOfType<TensorShardingAttr>(i, attrName);
+      Layout want = Layout::of(spec);
+      want.partials.clear();
+      FailureOr<Value> v = reshard(o.get(), want, ret);
+      if (failed(v))
+        return failure();
+      o.set(*v);
+      resultSpecs.push_back(spec);
+      fn.removeResultAttr(i, StringAttr::get(fn.getContext(), attrName));
+    }
+    if (llvm::any_of(resultSpecs,
+                     [](Attribute a) { return !isa<UnitAttr>(a); }))
+      fn->setAttr(kGlobalResultShardingsAttrName,
+                  ArrayAttr::get(fn.getContext(), resultSpecs));
+    fn.setType(FunctionType::get(fn.getContext(),
+                                 fn.getBody().front().getArgumentTypes(),
+                                 ret.getOperandTypes()));
+  }
+  return success();
+}
+
+struct PartitionPass : public impl::PartitionPassBase<PartitionPass> {
+  using Base::Base;
+
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      // The mesh of the first spec in the function.
+      MeshOp mesh;
+      fn.walk([&](Operation *op) {
+        for (NamedAttribute a : op->getAttrs())
+          a.getValue().walk([&](TensorShardingAttr s) {
+            if (!mesh)
+              mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+                  module, s.getMesh());
+          });
+      });
+      if (!mesh && meshes.size() == 1)
+        mesh = meshes.front();
+      if (!mesh) {
+        fn.emitOpError() << "has no sharding specs over a known mesh; run "
+                            "-tessel-propagate first";
+        return signalPassFailure();
+      }
+      if (failed(Partitioner(mesh).run(fn)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+} // namespace mlir::tessel
