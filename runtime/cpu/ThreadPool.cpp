@@ -54,7 +54,9 @@ void ThreadPool::runChunks(uint32_t jobId) {
 }
 
 void ThreadPool::workerLoop() {
-  uint64_t seen = generation.load();
+  // Generation 0 is the one at construction: a worker that starts late
+  // must still see every later loop (and the shutdown).
+  uint64_t seen = 0;
   while (true) {
     // Spin for a while, then sleep until the next loop.
     int spins = 0;
@@ -65,7 +67,7 @@ void ThreadPool::workerLoop() {
     }
     if (generation.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return generation.load() != seen; });
+      cv.wait(lock, [&] { return generation.load() != seen || stopping; });
     }
     seen = generation.load(std::memory_order_acquire);
     if (stopping)

@@ -121,13 +121,16 @@ void ProgramBuilder::addOp(const std::string &op, std::vector<int> operands,
     inst->add_results(r);
   for (auto &[k, v] : attrs.values) {
     artifact::Attribute &a = (*inst->mutable_attrs())[k];
-    if (auto *iv = std::get_if<std::vector<int64_t>>(&v))
+    // mutable_*() first, so that an empty list still sets the oneof.
+    if (auto *iv = std::get_if<std::vector<int64_t>>(&v)) {
+      artifact::IntList *l = a.mutable_ints();
       for (int64_t x : *iv)
-        a.mutable_ints()->add_values(x);
-    else if (auto *fv = std::get_if<std::vector<float>>(&v))
+        l->add_values(x);
+    } else if (auto *fv = std::get_if<std::vector<float>>(&v)) {
+      artifact::FloatList *l = a.mutable_floats();
       for (float x : *fv)
-        a.mutable_floats()->add_values(x);
-    else
+        l->add_values(x);
+    } else
       a.set_str(std::get<std::string>(v));
   }
   inst->set_name(std::move(name));
@@ -150,9 +153,14 @@ void ProgramBuilder::planMemory() {
   }
   base = (base + 63) / 64 * 64;
   std::vector<int64_t> first(nb, INT64_MAX), last(nb, INT64_MIN);
+  // Inputs are bound once and must survive every run of the program (a
+  // --repeat reruns it on the same bindings): live from before the first
+  // instruction to after the last.
   for (const auto &in : prog->inputs())
-    if (in.buffer() >= 0 && in.buffer() < nb)
+    if (in.buffer() >= 0 && in.buffer() < nb) {
       first[in.buffer()] = -1;
+      last[in.buffer()] = n;
+    }
   for (int64_t i = 0; i < n; ++i) {
     const artifact::Instruction &inst = prog->instructions(i);
     for (int id : inst.operands())

@@ -272,7 +272,10 @@ Status parseSafetensors(const unsigned char *data, size_t size,
   out.tensors.clear();
   out.dataStart = 8 + n;
   uint64_t dataSize = size - out.dataStart;
-  for (auto &[name, v] : root.members) {
+  for (auto &member : root.members) {
+    // Not a structured binding: the lambda below captures `name`.
+    const std::string &name = member.first;
+    const Json &v = member.second;
     if (name == "__metadata__")
       continue;
     auto bad = [&](const std::string &m) { return fail("tensor '" + name + "': " + m); };

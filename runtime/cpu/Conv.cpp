@@ -1,0 +1,107 @@
+//===- Conv.cpp - conv2d NCHW via im2col + OpenBLAS sgemm -----------------===//
+#include "Kernels.h"
+#include "ThreadPool.h"
+
+#include <cblas.h>
+#include <cstring>
+
+namespace tessel::runtime::cpu {
+
+namespace {
+bool isPointwise(const Shape &w, const std::vector<int64_t> &strides,
+                 const std::vector<int64_t> &pads) {
+  return w[2] == 1 && w[3] == 1 && strides[0] == 1 && strides[1] == 1 &&
+         pads[0] == 0 && pads[1] == 0 && pads[2] == 0 && pads[3] == 0;
+}
+} // namespace
+
+int64_t conv2dScratchSize(const Shape &x, const Shape &w, const Shape &y,
+                          const std::vector<int64_t> &strides,
+                          const std::vector<int64_t> &pads,
+                          const std::vector<int64_t> &, int64_t group) {
+  if (isPointwise(w, strides, pads))
+    return 0;
+  return (x[1] / group) * w[2] * w[3] * y[2] * y[3];
+}
+
+void conv2dKernel(const float *x, const Shape &xShape, const float *w,
+                  const Shape &wShape, const float *bias, float *y,
+                  const Shape &yShape, const std::vector<int64_t> &strides,
+                  const std::vector<int64_t> &pads,
+                  const std::vector<int64_t> &dilations, int64_t group,
+                  float *scratch, ThreadPool &pool) {
+  const int64_t n = xShape[0], c = xShape[1], h = xShape[2], wd = xShape[3];
+  const int64_t o = wShape[0], kh = wShape[2], kw = wShape[3];
+  const int64_t oh = yShape[2], ow = yShape[3];
+  const int64_t cg = c / group, og = o / group;
+  const int64_t kdim = cg * kh * kw, spatial = oh * ow;
+  const bool pointwise = isPointwise(wShape, strides, pads);
+  if (n * o * spatial == 0)
+    return;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t g = 0; g < group; ++g) {
+      const float *xg = x + (b * c + g * cg) * h * wd;
+      const float *col = xg;
+      if (!pointwise) {
+        // col[(ci, i, j), (r, s)] = x[ci, r*sh - pt + i*dh, s*sw - pl + j*dw]
+        pool.parallelFor(kdim, 4, [&](int64_t rb, int64_t re) {
+          for (int64_t row = rb; row < re; ++row) {
+            const int64_t ci = row / (kh * kw), i = (row / kw) % kh,
+                          j = row % kw;
+            float *dst = scratch + row * spatial;
+            const float *src = xg + ci * h * wd;
+            for (int64_t r = 0; r < oh; ++r) {
+              const int64_t ih = r * strides[0] - pads[0] + i * dilations[0];
+              float *d = dst + r * ow;
+              if (ih < 0 || ih >= h) {
+                std::memset(d, 0, ow * sizeof(float));
+                continue;
+              }
+              const float *srow = src + ih * wd;
+              const int64_t off = j * dilations[1] - pads[1];
+              if (strides[1] == 1) {
+                // Contiguous middle, zero edges.
+                int64_t s0 = std::max<int64_t>(0, -off);
+                int64_t s1 = std::min<int64_t>(ow, wd - off);
+                if (s1 < s0)
+                  s1 = s0;
+                for (int64_t s = 0; s < s0; ++s)
+                  d[s] = 0.0f;
+                std::memcpy(d + s0, srow + s0 + off, (s1 - s0) * sizeof(float));
+                for (int64_t s = s1; s < ow; ++s)
+                  d[s] = 0.0f;
+              } else {
+                for (int64_t s = 0; s < ow; ++s) {
+                  const int64_t iw = s * strides[1] + off;
+                  d[s] = (iw >= 0 && iw < wd) ? srow[iw] : 0.0f;
+                }
+              }
+            }
+          }
+        });
+        col = scratch;
+      }
+      float *yg = y + (b * o + g * og) * spatial;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+                  static_cast<blasint>(og), static_cast<blasint>(spatial),
+                  static_cast<blasint>(kdim), 1.0f, w + g * og * kdim,
+                  static_cast<blasint>(kdim), col,
+                  static_cast<blasint>(spatial), 0.0f, yg,
+                  static_cast<blasint>(spatial));
+    }
+    if (bias) {
+      float *yb = y + b * o * spatial;
+      pool.parallelFor(o, std::max<int64_t>(1, 16384 / spatial),
+                       [&](int64_t ob, int64_t oe) {
+                         for (int64_t oc = ob; oc < oe; ++oc) {
+                           const float v = bias[oc];
+                           float *p = yb + oc * spatial;
+                           for (int64_t s = 0; s < spatial; ++s)
+                             p[s] += v;
+                         }
+                       });
+    }
+  }
+}
+
+} // namespace tessel::runtime::cpu

@@ -1,0 +1,394 @@
+//===- CpuExecutor.cpp - The CPU backend ----------------------------------===//
+//
+// At creation every instruction is turned into a closure over resolved
+// pointers and precomputed shapes, so run() is a tight loop of kernel calls.
+//
+//===----------------------------------------------------------------------===//
+#include "Kernels.h"
+#include "ThreadPool.h"
+#include "tessel/runtime/Executor.h"
+
+#include <algorithm>
+#include <cblas.h>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <sys/mman.h>
+
+namespace tessel::runtime::cpu {
+
+namespace {
+
+class CpuExecutor : public Executor {
+public:
+  CpuExecutor(std::shared_ptr<const Program> program, int threads)
+      : Executor(std::move(program)), threads(threads), pool(threads) {}
+  ~CpuExecutor() override {
+    if (arena && arenaBytes)
+      munmap(arena, arenaBytes);
+  }
+
+  const char *backend() const override { return "cpu"; }
+  Status init();
+  Status run() override;
+
+protected:
+  Status writeBuffer(int id, const void *src) override {
+    std::memcpy(ptrs[id], src, prog->buffers[id].bytes);
+    return Status::ok();
+  }
+  Status readBuffer(int id, void *dst) override {
+    std::memcpy(dst, ptrs[id], prog->buffers[id].bytes);
+    return Status::ok();
+  }
+
+private:
+  using Step = std::function<Status()>;
+  Step makeStep(const Op &op);
+
+  int threads;
+  ThreadPool pool;
+  unsigned char *arena = nullptr;
+  size_t arenaBytes = 0;
+  std::vector<void *> ptrs;
+  std::vector<Step> steps;
+  std::vector<float> scratch;
+  // Expanded copies of norm scale/bias operands that broadcast.
+  std::vector<std::vector<float>> expanded;
+};
+
+Status CpuExecutor::init() {
+  // Anonymous memory: page aligned, zeroed lazily, untouched until used.
+  arenaBytes = std::max<size_t>((prog->arenaSize + 4095) / 4096 * 4096, 4096);
+  void *mem = mmap(nullptr, arenaBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    arenaBytes = 0;
+    return Status::error("cannot allocate the arena of " +
+                         std::to_string(prog->arenaSize) + " bytes");
+  }
+  arena = static_cast<unsigned char *>(mem);
+  for (const BufferInfo &b : prog->buffers)
+    ptrs.push_back(b.kind == BufferInfo::Kind::Arena
+                       ? arena + b.offset
+                       : const_cast<void *>(b.data));
+  int64_t scratchSize = 0;
+  for (const Op &op : prog->ops)
+    if (op.kind == OpKind::Conv2D) {
+      const auto &B = prog->buffers;
+      scratchSize = std::max(
+          scratchSize,
+          conv2dScratchSize(B[op.operands[0]].shape, B[op.operands[1]].shape,
+                            B[op.results[0]].shape, op.strides, op.pads,
+                            op.dilations, op.group));
+    }
+  scratch.resize(scratchSize);
+  for (const Op &op : prog->ops)
+    steps.push_back(makeStep(op));
+  return Status::ok();
+}
+
+Status CpuExecutor::run() {
+  openblas_set_num_threads(threads);
+  // TESSEL_PROFILE=1: time per op kind, printed to stderr after each run.
+  static const bool profile = std::getenv("TESSEL_PROFILE") != nullptr;
+  std::vector<double> byKind(profile ? 128 : 0, 0.0);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    auto t0 = profile ? std::chrono::steady_clock::now()
+                      : std::chrono::steady_clock::time_point();
+    Status s = steps[i]();
+    if (profile)
+      byKind[static_cast<int>(prog->ops[i].kind) & 127] +=
+          std::chrono::duration<double, std::milli>(
+              std::chrono::steady_clock::now() - t0)
+              .count();
+    if (!s) {
+      const Op &op = prog->ops[i];
+      return Status::error("instruction " + std::to_string(i) + " (" +
+                           opKindName(op.kind) +
+                           (op.name.empty() ? "" : " '" + op.name + "'") +
+                           "): " + s.message());
+    }
+  }
+  if (profile) {
+    std::fprintf(stderr, "tessel profile (ms):");
+    for (int k = 0; k < 128; ++k)
+      if (byKind[k] > 0)
+        if (auto kind = opKindFromInt(k))
+          std::fprintf(stderr, " %s=%.2f", opKindName(*kind), byKind[k]);
+    std::fprintf(stderr, "\n");
+  }
+  return Status::ok();
+}
+
+CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
+  const Program &p = *prog;
+  auto in = [&](size_t i) -> const BufferInfo & {
+    return p.buffers[op.operands[i]];
+  };
+  auto out = [&](size_t i) -> const BufferInfo & {
+    return p.buffers[op.results[i]];
+  };
+  void *x0 = op.operands.empty() ? nullptr : ptrs[op.operands[0]];
+  void *y0 = ptrs[op.results.empty() ? 0 : op.results[0]];
+  ThreadPool *tp = &pool;
+  const Op *o = &op;
+  const BufferInfo *a = op.operands.empty() ? nullptr : &in(0);
+  const BufferInfo *r = op.results.empty() ? nullptr : &out(0);
+  auto ok = [] { return Status::ok(); };
+  (void)ok;
+
+  switch (op.kind) {
+  case OpKind::Neg:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Tanh:
+  case OpKind::Erf:
+  case OpKind::Sigmoid:
+  case OpKind::Relu:
+  case OpKind::Gelu:
+  case OpKind::Reciprocal:
+  case OpKind::Abs:
+  case OpKind::Not:
+    return [=] {
+      unaryKernel(o->kind, o->tanhApproximation, a->dtype, x0, y0, a->numel, *tp);
+      return Status::ok();
+    };
+  case OpKind::Cast:
+    return [=] {
+      castKernel(a->dtype, x0, o->to, y0, a->numel, *tp);
+      return Status::ok();
+    };
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Pow:
+  case OpKind::Max:
+  case OpKind::Min: {
+    const BufferInfo *b = &in(1);
+    void *x1 = ptrs[op.operands[1]];
+    return [=] {
+      binaryKernel(o->kind, a->dtype, x0, a->shape, x1, b->shape, y0, r->shape,
+                   *tp);
+      return Status::ok();
+    };
+  }
+  case OpKind::Compare: {
+    const BufferInfo *b = &in(1);
+    void *x1 = ptrs[op.operands[1]];
+    return [=] {
+      compareKernel(o->predicate, a->dtype, x0, a->shape, x1, b->shape,
+                    static_cast<uint8_t *>(y0), r->shape, *tp);
+      return Status::ok();
+    };
+  }
+  case OpKind::Where: {
+    const BufferInfo *bx = &in(1), *by = &in(2);
+    void *x1 = ptrs[op.operands[1]], *x2 = ptrs[op.operands[2]];
+    return [=] {
+      whereKernel(dtypeSize(r->dtype), static_cast<const uint8_t *>(x0),
+                  a->shape, x1, bx->shape, x2, by->shape, y0, r->shape, *tp);
+      return Status::ok();
+    };
+  }
+  case OpKind::MatMul: {
+    const BufferInfo *b = &in(1);
+    void *x1 = ptrs[op.operands[1]];
+    return [=] {
+      matmulKernel(static_cast<const float *>(x0), a->shape,
+                   static_cast<const float *>(x1), b->shape,
+                   static_cast<float *>(y0), r->shape);
+      return Status::ok();
+    };
+  }
+  case OpKind::Gemm: {
+    const BufferInfo *b = &in(1);
+    const BufferInfo *c = op.operands.size() > 2 ? &in(2) : nullptr;
+    void *x1 = ptrs[op.operands[1]];
+    void *x2 = c ? ptrs[op.operands[2]] : nullptr;
+    return [=] {
+      gemmKernel(static_cast<const float *>(x0), a->shape,
+                 static_cast<const float *>(x1), b->shape,
+                 static_cast<const float *>(x2), c ? &c->shape : nullptr,
+                 static_cast<float *>(y0), o->transA, o->transB, o->alpha,
+                 o->beta);
+      return Status::ok();
+    };
+  }
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+  case OpKind::ReduceMax:
+    return [=] {
+      reduceKernel(o->kind, a->dtype, x0, a->shape, o->dims, y0, *tp);
+      return Status::ok();
+    };
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax:
+    return [=] {
+      softmaxKernel(o->kind == OpKind::LogSoftmax,
+                    static_cast<const float *>(x0), a->shape, o->axis,
+                    static_cast<float *>(y0), *tp);
+      return Status::ok();
+    };
+  case OpKind::LayerNorm:
+  case OpKind::RmsNorm: {
+    // Scale and bias that broadcast are expanded to the normalized shape on
+    // every run (their contents may change between runs).
+    Shape norm(a->shape.begin() + op.axis, a->shape.end());
+    int64_t d = numElements(norm);
+    std::vector<std::pair<const BufferInfo *, void *>> params;
+    std::vector<size_t> slots;
+    for (size_t i = 1; i < op.operands.size(); ++i) {
+      params.emplace_back(&in(i), ptrs[op.operands[i]]);
+      if (in(i).numel != d) {
+        expanded.emplace_back(d);
+        slots.push_back(expanded.size() - 1);
+      } else {
+        slots.push_back(SIZE_MAX);
+      }
+    }
+    auto *ex = &expanded;
+    return [=] {
+      const float *sp[2] = {nullptr, nullptr};
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (slots[i] == SIZE_MAX) {
+          sp[i] = static_cast<const float *>(params[i].second);
+          continue;
+        }
+        float *dst = (*ex)[slots[i]].data();
+        expandKernel(4, params[i].second, params[i].first->shape, dst, norm, *tp);
+        sp[i] = dst;
+      }
+      layerNormKernel(o->kind == OpKind::RmsNorm,
+                      static_cast<const float *>(x0), a->shape, o->axis,
+                      o->epsilon, sp[0], sp[1], static_cast<float *>(y0), *tp);
+      return Status::ok();
+    };
+  }
+  case OpKind::BatchNorm: {
+    const float *sc = static_cast<const float *>(ptrs[op.operands[1]]);
+    const float *bi = static_cast<const float *>(ptrs[op.operands[2]]);
+    const float *me = static_cast<const float *>(ptrs[op.operands[3]]);
+    const float *va = static_cast<const float *>(ptrs[op.operands[4]]);
+    return [=] {
+      batchNormKernel(static_cast<const float *>(x0), a->shape, sc, bi, me, va,
+                      o->epsilon, static_cast<float *>(y0), *tp);
+      return Status::ok();
+    };
+  }
+  case OpKind::Gather: {
+    const BufferInfo *idx = &in(1);
+    void *x1 = ptrs[op.operands[1]];
+    return [=] {
+      return gatherKernel(dtypeSize(a->dtype), x0, a->shape, idx->dtype, x1,
+                          idx->numel, o->axis, y0);
+    };
+  }
+  case OpKind::Reshape:
+  case OpKind::Copy:
+  // Collectives on a 1-device mesh are identities (Program checks shapes).
+  case OpKind::AllReduce:
+  case OpKind::AllGather:
+  case OpKind::ReduceScatter:
+  case OpKind::AllToAll:
+  case OpKind::CollectivePermute:
+  case OpKind::Broadcast:
+  case OpKind::Send:
+  case OpKind::Recv:
+    return [=] {
+      if (x0 != y0)
+        std::memcpy(y0, x0, a->bytes);
+      return Status::ok();
+    };
+  case OpKind::Transpose:
+    return [=] {
+      transposeKernel(dtypeSize(a->dtype), x0, a->shape, o->perm, y0, *tp);
+      return Status::ok();
+    };
+  case OpKind::Slice:
+    return [=] {
+      sliceKernel(dtypeSize(a->dtype), x0, a->shape, o->starts, o->steps, y0,
+                  r->shape, *tp);
+      return Status::ok();
+    };
+  case OpKind::Concat: {
+    std::vector<const void *> inputs;
+    std::vector<const Shape *> shapes;
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      inputs.push_back(ptrs[op.operands[i]]);
+      shapes.push_back(&in(i).shape);
+    }
+    return [=] {
+      concatKernel(dtypeSize(a->dtype), inputs, shapes, o->axis, y0, r->shape);
+      return Status::ok();
+    };
+  }
+  case OpKind::Split: {
+    std::vector<void *> outs;
+    for (int id : op.results)
+      outs.push_back(ptrs[id]);
+    return [=] {
+      splitKernel(dtypeSize(a->dtype), x0, a->shape, o->axis, o->sizes, outs);
+      return Status::ok();
+    };
+  }
+  case OpKind::Expand:
+    return [=] {
+      expandKernel(dtypeSize(a->dtype), x0, a->shape, y0, r->shape, *tp);
+      return Status::ok();
+    };
+  case OpKind::Conv2D: {
+    const BufferInfo *w = &in(1);
+    void *x1 = ptrs[op.operands[1]];
+    void *x2 = op.operands.size() > 2 ? ptrs[op.operands[2]] : nullptr;
+    float *sc = scratch.data();
+    return [=] {
+      conv2dKernel(static_cast<const float *>(x0), a->shape,
+                   static_cast<const float *>(x1), w->shape,
+                   static_cast<const float *>(x2), static_cast<float *>(y0),
+                   r->shape, o->strides, o->pads, o->dilations, o->group, sc,
+                   *tp);
+      return Status::ok();
+    };
+  }
+  case OpKind::MaxPool:
+    return [=] {
+      maxPoolKernel(static_cast<const float *>(x0), a->shape,
+                    static_cast<float *>(y0), r->shape, o->kernel, o->strides,
+                    o->pads, *tp);
+      return Status::ok();
+    };
+  case OpKind::AvgPool:
+    return [=] {
+      avgPoolKernel(static_cast<const float *>(x0), a->shape,
+                    static_cast<float *>(y0), r->shape, o->kernel, o->strides,
+                    o->pads, o->countIncludePad, *tp);
+      return Status::ok();
+    };
+  case OpKind::GlobalAvgPool:
+    return [=] {
+      globalAvgPoolKernel(static_cast<const float *>(x0), a->shape,
+                          static_cast<float *>(y0), *tp);
+      return Status::ok();
+    };
+  }
+  return [] { return Status::error("op not implemented by the cpu backend"); };
+}
+
+} // namespace
+
+Status createCpuExecutor(std::shared_ptr<const Program> program,
+                         const ExecutorOptions &options,
+                         std::unique_ptr<Executor> &out) {
+  auto e = std::make_unique<CpuExecutor>(std::move(program), options.threads);
+  TSL_RETURN_IF_ERROR(e->init());
+  out = std::move(e);
+  return Status::ok();
+}
+
+} // namespace tessel::runtime::cpu

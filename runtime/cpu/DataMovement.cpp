@@ -1,0 +1,219 @@
+//===- DataMovement.cpp - gather, transpose, slice, concat, split, expand -===//
+#include "Broadcast.h"
+#include "Kernels.h"
+#include "ThreadPool.h"
+
+#include <cstring>
+
+namespace tessel::runtime::cpu {
+
+namespace {
+
+constexpr int64_t kGrain = 32768;
+
+template <typename T>
+void stridedCopyTyped(const T *src, const StridedPlan &plan, T *dst,
+                      ThreadPool &pool) {
+  const int64_t inner = plan.strides.back()[0];
+  pool.parallelFor(plan.total, kGrain, [&](int64_t b, int64_t e) {
+    forEachRow(plan, b, e, [&](const int64_t *off, int64_t n) {
+      const T *ps = src + off[0];
+      T *pd = dst + off[1];
+      if (inner == 1) {
+        std::memcpy(pd, ps, n * sizeof(T));
+      } else if (inner == 0) {
+        const T v = *ps;
+        for (int64_t i = 0; i < n; ++i)
+          pd[i] = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          pd[i] = ps[i * inner];
+      }
+    });
+  });
+}
+
+/// 2-D tiled transpose of a [rows, cols] matrix with a source row stride,
+/// for copies whose innermost source stride is not 1.
+template <typename T>
+bool tryTiledTranspose(const T *src, const StridedPlan &plan, T *dst,
+                       ThreadPool &pool) {
+  // Pattern: merged dims [..., A, B] with source strides [..., 1, sB]:
+  // dst[a][b] = src[a + b * sB] within each outer block.
+  size_t r = plan.dims.size();
+  if (r < 2 || plan.strides[r - 2][0] != 1 || plan.strides[r - 1][0] == 1)
+    return false;
+  const int64_t rowsA = plan.dims[r - 2], colsB = plan.dims[r - 1];
+  const int64_t sB = plan.strides[r - 1][0];
+  int64_t outer = 1;
+  for (size_t d = 0; d + 2 < r; ++d)
+    outer *= plan.dims[d];
+  // Source offset of each outer block.
+  std::vector<int64_t> outerOff(outer, 0);
+  {
+    std::vector<int64_t> idx(r, 0);
+    for (int64_t o = 0; o < outer; ++o) {
+      int64_t rem = o, off = 0;
+      for (size_t d = r - 2; d-- > 0;) {
+        off += (rem % plan.dims[d]) * plan.strides[d][0];
+        rem /= plan.dims[d];
+      }
+      outerOff[o] = off;
+    }
+  }
+  constexpr int64_t kTile = 32;
+  const int64_t tilesA = (rowsA + kTile - 1) / kTile;
+  pool.parallelFor(outer * tilesA, 4, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / tilesA, a0 = (t % tilesA) * kTile;
+      const int64_t a1 = std::min(rowsA, a0 + kTile);
+      const T *s = src + outerOff[o];
+      T *d = dst + o * rowsA * colsB;
+      for (int64_t b0 = 0; b0 < colsB; b0 += kTile) {
+        const int64_t b1 = std::min(colsB, b0 + kTile);
+        for (int64_t a = a0; a < a1; ++a)
+          for (int64_t bb = b0; bb < b1; ++bb)
+            d[a * colsB + bb] = s[a + bb * sB];
+      }
+    }
+  });
+  return true;
+}
+
+} // namespace
+
+void stridedCopy(size_t elemSize, const void *src, const Shape &dims,
+                 const std::vector<int64_t> &srcStrides, void *dst,
+                 ThreadPool &pool) {
+  StridedPlan plan = makeStridedPlan(dims, {srcStrides});
+  if (plan.total == 0)
+    return;
+  switch (elemSize) {
+  case 1:
+    return stridedCopyTyped(static_cast<const uint8_t *>(src), plan,
+                            static_cast<uint8_t *>(dst), pool);
+  case 4:
+    if (tryTiledTranspose(static_cast<const uint32_t *>(src), plan,
+                          static_cast<uint32_t *>(dst), pool))
+      return;
+    return stridedCopyTyped(static_cast<const uint32_t *>(src), plan,
+                            static_cast<uint32_t *>(dst), pool);
+  default:
+    if (tryTiledTranspose(static_cast<const uint64_t *>(src), plan,
+                          static_cast<uint64_t *>(dst), pool))
+      return;
+    return stridedCopyTyped(static_cast<const uint64_t *>(src), plan,
+                            static_cast<uint64_t *>(dst), pool);
+  }
+}
+
+Status gatherKernel(size_t elemSize, const void *data, const Shape &dataShape,
+                    DType indexType, const void *indices, int64_t numIndices,
+                    int64_t axis, void *out) {
+  int64_t outer = 1, inner = 1;
+  const int64_t dim = dataShape[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= dataShape[d];
+  for (size_t d = axis + 1; d < dataShape.size(); ++d)
+    inner *= dataShape[d];
+  auto index = [&](int64_t j) -> int64_t {
+    return indexType == DType::I64 ? static_cast<const int64_t *>(indices)[j]
+                                   : static_cast<const int32_t *>(indices)[j];
+  };
+  for (int64_t j = 0; j < numIndices; ++j) {
+    int64_t i = index(j);
+    if (i < -dim || i >= dim)
+      return Status::error("gather: index " + std::to_string(i) +
+                           " at position " + std::to_string(j) +
+                           " is out of range for an axis of size " +
+                           std::to_string(dim));
+  }
+  const size_t row = inner * elemSize;
+  const char *src = static_cast<const char *>(data);
+  char *dst = static_cast<char *>(out);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < numIndices; ++j) {
+      int64_t i = index(j);
+      if (i < 0)
+        i += dim;
+      std::memcpy(dst + (o * numIndices + j) * row,
+                  src + (o * dim + i) * row, row);
+    }
+  return Status::ok();
+}
+
+void transposeKernel(size_t elemSize, const void *x, const Shape &shape,
+                     const std::vector<int64_t> &perm, void *y,
+                     ThreadPool &pool) {
+  std::vector<int64_t> inStr(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    inStr[d - 1] = inStr[d] * shape[d];
+  Shape outShape;
+  std::vector<int64_t> srcStr;
+  for (int64_t p : perm) {
+    outShape.push_back(shape[p]);
+    srcStr.push_back(inStr[p]);
+  }
+  stridedCopy(elemSize, x, outShape, srcStr, y, pool);
+}
+
+void sliceKernel(size_t elemSize, const void *x, const Shape &shape,
+                 const std::vector<int64_t> &starts,
+                 const std::vector<int64_t> &steps, void *y,
+                 const Shape &outShape, ThreadPool &pool) {
+  if (numElements(outShape) == 0)
+    return;
+  std::vector<int64_t> inStr(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    inStr[d - 1] = inStr[d] * shape[d];
+  int64_t offset = 0;
+  std::vector<int64_t> srcStr(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    offset += starts[d] * inStr[d];
+    srcStr[d] = steps[d] * inStr[d];
+  }
+  stridedCopy(elemSize, static_cast<const char *>(x) + offset * elemSize,
+              outShape, srcStr, y, pool);
+}
+
+void concatKernel(size_t elemSize, const std::vector<const void *> &inputs,
+                  const std::vector<const Shape *> &shapes, int64_t axis,
+                  void *out, const Shape &outShape) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= outShape[d];
+  for (size_t d = axis + 1; d < outShape.size(); ++d)
+    inner *= outShape[d];
+  char *dst = static_cast<char *>(out);
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      size_t chunk = (*shapes[k])[axis] * inner * elemSize;
+      std::memcpy(dst, static_cast<const char *>(inputs[k]) + o * chunk, chunk);
+      dst += chunk;
+    }
+}
+
+void splitKernel(size_t elemSize, const void *x, const Shape &shape,
+                 int64_t axis, const std::vector<int64_t> &sizes,
+                 const std::vector<void *> &outs) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  const char *src = static_cast<const char *>(x);
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t k = 0; k < outs.size(); ++k) {
+      size_t chunk = sizes[k] * inner * elemSize;
+      std::memcpy(static_cast<char *>(outs[k]) + o * chunk, src, chunk);
+      src += chunk;
+    }
+}
+
+void expandKernel(size_t elemSize, const void *x, const Shape &shape, void *y,
+                  const Shape &outShape, ThreadPool &pool) {
+  stridedCopy(elemSize, x, outShape,
+              broadcastStrides(shape, outShape.size(), outShape), y, pool);
+}
+
+} // namespace tessel::runtime::cpu

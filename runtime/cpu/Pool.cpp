@@ -1,0 +1,99 @@
+//===- Pool.cpp - max_pool, avg_pool, global_avg_pool (NCHW) --------------===//
+#include "Kernels.h"
+#include "ThreadPool.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tessel::runtime::cpu {
+
+namespace {
+
+/// Runs fn(window) for every output position of every (n, c) plane; the
+/// window is clipped to the input, `poolSize` counts the padded window
+/// (clipped to input + pads, as PyTorch and ONNX Runtime do).
+template <typename F>
+void forEachWindow(const Shape &xShape, const Shape &yShape,
+                   const std::vector<int64_t> &kernel,
+                   const std::vector<int64_t> &strides,
+                   const std::vector<int64_t> &pads, ThreadPool &pool, F fn) {
+  const int64_t planes = xShape[0] * xShape[1];
+  const int64_t h = xShape[2], w = xShape[3], oh = yShape[2], ow = yShape[3];
+  pool.parallelFor(planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(oh * ow, 1)),
+                   [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p)
+      for (int64_t r = 0; r < oh; ++r) {
+        int64_t h0 = r * strides[0] - pads[0];
+        int64_t h1 = std::min(h0 + kernel[0], h + pads[2]);
+        int64_t ph = h1 - h0;
+        h0 = std::max<int64_t>(h0, 0);
+        h1 = std::min(h1, h);
+        for (int64_t s = 0; s < ow; ++s) {
+          int64_t w0 = s * strides[1] - pads[1];
+          int64_t w1 = std::min(w0 + kernel[1], w + pads[3]);
+          int64_t pw = w1 - w0;
+          w0 = std::max<int64_t>(w0, 0);
+          w1 = std::min(w1, w);
+          fn(p, p * h * w, (p * oh + r) * ow + s, h0, h1, w0, w1, ph * pw);
+        }
+      }
+  });
+}
+
+} // namespace
+
+void maxPoolKernel(const float *x, const Shape &xShape, float *y,
+                   const Shape &yShape, const std::vector<int64_t> &kernel,
+                   const std::vector<int64_t> &strides,
+                   const std::vector<int64_t> &pads, ThreadPool &pool) {
+  const int64_t w = xShape[3];
+  forEachWindow(xShape, yShape, kernel, strides, pads, pool,
+                [&](int64_t, int64_t in, int64_t out, int64_t h0, int64_t h1,
+                    int64_t w0, int64_t w1, int64_t) {
+                  float m = -std::numeric_limits<float>::infinity();
+                  for (int64_t i = h0; i < h1; ++i)
+                    for (int64_t j = w0; j < w1; ++j)
+                      m = std::max(m, x[in + i * w + j]);
+                  y[out] = m;
+                });
+}
+
+void avgPoolKernel(const float *x, const Shape &xShape, float *y,
+                   const Shape &yShape, const std::vector<int64_t> &kernel,
+                   const std::vector<int64_t> &strides,
+                   const std::vector<int64_t> &pads, bool countIncludePad,
+                   ThreadPool &pool) {
+  const int64_t w = xShape[3];
+  forEachWindow(xShape, yShape, kernel, strides, pads, pool,
+                [&](int64_t, int64_t in, int64_t out, int64_t h0, int64_t h1,
+                    int64_t w0, int64_t w1, int64_t padded) {
+                  float s = 0.0f;
+                  for (int64_t i = h0; i < h1; ++i)
+                    for (int64_t j = w0; j < w1; ++j)
+                      s += x[in + i * w + j];
+                  int64_t count =
+                      countIncludePad ? padded : (h1 - h0) * (w1 - w0);
+                  y[out] = count > 0 ? s / static_cast<float>(count) : 0.0f;
+                });
+}
+
+void globalAvgPoolKernel(const float *x, const Shape &xShape, float *y,
+                         ThreadPool &pool) {
+  const int64_t planes = xShape[0] * xShape[1];
+  int64_t spatial = 1;
+  for (size_t d = 2; d < xShape.size(); ++d)
+    spatial *= xShape[d];
+  pool.parallelFor(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(spatial, 1)),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t p = b; p < e; ++p) {
+                       const float *px = x + p * spatial;
+                       float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+                       for (int64_t i = 0; i < spatial; ++i)
+                         s += px[i];
+                       y[p] = spatial ? s / static_cast<float>(spatial) : 0.0f;
+                     }
+                   });
+}
+
+} // namespace tessel::runtime::cpu

@@ -1,0 +1,289 @@
+//===- ArtifactTest.cpp - Writing, loading and rejecting artifacts --------===//
+#include "MlpFixture.h"
+
+#include "artifact.pb.h"
+
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+using namespace tessel::runtime;
+using namespace tessel::runtime::test;
+
+namespace {
+
+std::string readFile(const std::string &p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void writeFileBytes(const std::string &p, const std::string &bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), bytes.size());
+}
+
+class ArtifactTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = ::testing::TempDir() + "/artifact_test_" +
+          ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".tsl";
+    ArtifactBuilder b("artifact-test");
+    mlp.build(b.rank(0));
+    Status s = b.write(dir);
+    ASSERT_TRUE(s.isOk()) << s.message();
+  }
+
+  /// Opens and loads rank 0; returns the first error.
+  Status load(bool verify = true) {
+    std::unique_ptr<Artifact> a;
+    LoadOptions o;
+    o.verifyChecksums = verify;
+    TSL_RETURN_IF_ERROR(Artifact::open(dir, a, o));
+    std::shared_ptr<const Program> p;
+    return a->loadProgram(0, p);
+  }
+
+  void expectLoadError(const std::string &file, const std::string &needle,
+                       bool verify = true) {
+    Status s = load(verify);
+    ASSERT_FALSE(s.isOk()) << "expected an error mentioning " << needle;
+    EXPECT_NE(s.message().find(file), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  }
+
+  std::string dir;
+  Mlp mlp{71};
+};
+
+TEST_F(ArtifactTest, LayoutAndRoundTrip) {
+  struct stat st;
+  for (const char *f : {"manifest.pb", "rank0.program.pb", "rank0.weights.safetensors"})
+    EXPECT_EQ(stat((dir + "/" + f).c_str(), &st), 0) << f;
+  std::unique_ptr<Artifact> a;
+  ASSERT_TRUE(Artifact::open(dir, a).isOk());
+  EXPECT_EQ(a->numRanks(), 1);
+  EXPECT_EQ(a->producer(), "artifact-test");
+  std::shared_ptr<const Program> p;
+  Status s = a->loadProgram(0, p);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(p->ops.size(), 5u);
+  // Weights are mapped from the file, not copied, and naturally aligned.
+  for (const BufferInfo &b : p->buffers)
+    if (b.kind == BufferInfo::Kind::Weight)
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data) % 4, 0u);
+
+  std::unique_ptr<Executor> exec;
+  ASSERT_TRUE(createExecutor("cpu", p, {}, exec).isOk());
+  std::mt19937 rng(1);
+  Tensor x = randomF32({Mlp::kBatch, Mlp::kIn}, rng);
+  ASSERT_TRUE(exec->setInput("x", x).isOk());
+  ASSERT_TRUE(exec->run().isOk());
+  Tensor y;
+  ASSERT_TRUE(exec->getOutput("y", y).isOk());
+  expectNear(y, mlp.reference(x), 1e-6, 1e-5);
+  // Liveness planning reuses memory: 5 [4,32]-ish buffers need less than all.
+  EXPECT_LT(p->arenaSize, 4u * 64 * 8 * 5);
+}
+
+TEST_F(ArtifactTest, SafetensorsFileIsStandard) {
+  std::string w = readFile(dir + "/rank0.weights.safetensors");
+  ASSERT_GE(w.size(), 8u);
+  uint64_t n = 0;
+  std::memcpy(&n, w.data(), 8);
+  EXPECT_EQ((8 + n) % 64, 0u);
+  std::string header = w.substr(8, n);
+  EXPECT_NE(header.find("\"fc1.weight\":{\"dtype\":\"F32\",\"shape\":[8,32]"),
+            std::string::npos)
+      << header;
+  EXPECT_EQ(w.size(), 8 + n + 4 * (8 * 32 + 32 + 32 * 5 + 5));
+}
+
+TEST_F(ArtifactTest, MissingDirectory) {
+  dir += ".nope";
+  expectLoadError(dir, "not a Tessel artifact directory");
+}
+
+TEST_F(ArtifactTest, GarbageManifest) {
+  writeFileBytes(dir + "/manifest.pb", "\xff\xff\xff garbage");
+  expectLoadError("manifest.pb", "corrupted or truncated");
+}
+
+TEST_F(ArtifactTest, TruncatedManifest) {
+  std::string m = readFile(dir + "/manifest.pb");
+  writeFileBytes(dir + "/manifest.pb", m.substr(0, m.size() - 3));
+  expectLoadError("manifest.pb", "corrupted or truncated");
+}
+
+TEST_F(ArtifactTest, WrongFormatVersion) {
+  tessel::artifact::Manifest m;
+  ASSERT_TRUE(m.ParseFromString(readFile(dir + "/manifest.pb")));
+  m.set_format_version(99);
+  writeFileBytes(dir + "/manifest.pb", m.SerializeAsString());
+  expectLoadError("manifest.pb", "unsupported format_version 99 (this runtime reads 1)");
+}
+
+TEST_F(ArtifactTest, WrongProgramFormatVersion) {
+  tessel::artifact::Program p;
+  ASSERT_TRUE(p.ParseFromString(readFile(dir + "/rank0.program.pb")));
+  p.set_format_version(2);
+  writeFileBytes(dir + "/rank0.program.pb", p.SerializeAsString());
+  expectLoadError("rank0.program.pb", "unsupported program format_version 2",
+                  /*verify=*/false);
+}
+
+TEST_F(ArtifactTest, TruncatedProgram) {
+  std::string p = readFile(dir + "/rank0.program.pb");
+  writeFileBytes(dir + "/rank0.program.pb", p.substr(0, p.size() / 2));
+  expectLoadError("rank0.program.pb", "truncated or corrupted");
+  expectLoadError("rank0.program.pb", "truncated or corrupted", false);
+}
+
+TEST_F(ArtifactTest, CorruptedProgramByte) {
+  std::string p = readFile(dir + "/rank0.program.pb");
+  p[p.size() / 2] ^= 0x5a;
+  writeFileBytes(dir + "/rank0.program.pb", p);
+  expectLoadError("rank0.program.pb", "CRC-32C");
+}
+
+TEST_F(ArtifactTest, TruncatedWeights) {
+  std::string w = readFile(dir + "/rank0.weights.safetensors");
+  writeFileBytes(dir + "/rank0.weights.safetensors", w.substr(0, w.size() - 10));
+  expectLoadError("rank0.weights.safetensors", "truncated or corrupted");
+  // Without checksums the safetensors index itself notices.
+  tessel::artifact::Manifest m;
+  ASSERT_TRUE(m.ParseFromString(readFile(dir + "/manifest.pb")));
+  m.mutable_ranks(0)->mutable_weights(0)->set_size(w.size() - 10);
+  writeFileBytes(dir + "/manifest.pb", m.SerializeAsString());
+  expectLoadError("rank0.weights.safetensors", "outside the data section", false);
+}
+
+TEST_F(ArtifactTest, BadSafetensorsHeader) {
+  std::string w = readFile(dir + "/rank0.weights.safetensors");
+  w[8] = '[';
+  writeFileBytes(dir + "/rank0.weights.safetensors", w);
+  expectLoadError("rank0.weights.safetensors", "safetensors", false);
+}
+
+TEST_F(ArtifactTest, RandomCorruptionNeverCrashes) {
+  // Flip bytes of the program and weights with checksums off: every load
+  // either succeeds or reports an error naming a file.
+  std::string prog = readFile(dir + "/rank0.program.pb");
+  std::string weights = readFile(dir + "/rank0.weights.safetensors");
+  std::mt19937 rng(72);
+  int errors = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string p = prog, w = weights;
+    std::string &target = trial % 3 == 0 ? w : p;
+    size_t limit = &target == &w ? std::min<size_t>(w.size(), 600) : target.size();
+    for (int k = 0; k < 1 + trial % 4; ++k)
+      target[rng() % limit] = static_cast<char>(rng());
+    writeFileBytes(dir + "/rank0.program.pb", p);
+    writeFileBytes(dir + "/rank0.weights.safetensors", w);
+    std::unique_ptr<Artifact> a;
+    LoadOptions o;
+    o.verifyChecksums = false;
+    ASSERT_TRUE(Artifact::open(dir, a, o).isOk());
+    std::shared_ptr<const Program> pr;
+    Status s = a->loadProgram(0, pr);
+    if (!s) {
+      ++errors;
+      EXPECT_NE(s.message().find(".tsl/rank0."), std::string::npos) << s.message();
+      continue;
+    }
+    // A program that still validates must run without crashing.
+    std::unique_ptr<Executor> exec;
+    if (createExecutor("cpu", pr, {}, exec).isOk())
+      (void)exec->run();
+  }
+  EXPECT_GT(errors, 0);
+}
+
+TEST(ProgramValidation, RejectsBadPrograms) {
+  auto expectBuildError = [](std::function<void(ProgramBuilder &)> f,
+                             const std::string &needle) {
+    ProgramBuilder pb;
+    f(pb);
+    std::shared_ptr<const Program> p;
+    Status s = pb.build(p);
+    ASSERT_FALSE(s.isOk()) << needle;
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  expectBuildError(
+      [](ProgramBuilder &p) {
+        int a = p.addInput("a", DType::F32, {2, 3});
+        int b = p.addInput("b", DType::F32, {4});
+        int c = p.addBuffer(DType::F32, {2, 3});
+        p.addOp("add", {a, b}, {c}, {}, "bad_add");
+      },
+      "instruction 0 (add 'bad_add'): operand shapes [2, 3] and [4] do not broadcast");
+  expectBuildError(
+      [](ProgramBuilder &p) {
+        int a = p.addInput("a", DType::F32, {2, 3});
+        int b = p.addInput("b", DType::F32, {4, 5});
+        int c = p.addBuffer(DType::F32, {2, 5});
+        p.addOp("matmul", {a, b}, {c});
+      },
+      "contraction dims differ");
+  expectBuildError(
+      [](ProgramBuilder &p) {
+        int a = p.addInput("a", DType::F32, {2, 3});
+        int c = p.addBuffer(DType::F32, {2, 3});
+        p.addOp("frobnicate", {a}, {c});
+      },
+      "unknown op 'frobnicate'");
+  expectBuildError(
+      [](ProgramBuilder &p) {
+        int a = p.addInput("a", DType::F32, {2, 3});
+        int c = p.addBuffer(DType::F32, {3, 2});
+        p.addOp("transpose", {a}, {c}, Attrs().is("perm", {0, 0}));
+      },
+      "perm is not a permutation");
+  expectBuildError(
+      [](ProgramBuilder &p) {
+        int a = p.addInput("a", DType::F32, {2, 3});
+        p.addOp("relu", {a}, {7});
+      },
+      "result buffer 7 does not exist");
+  {
+    // An offset past the arena (as a corrupted artifact could hold).
+    ProgramBuilder pb;
+    int a = pb.addInput("a", DType::F32, {2, 3});
+    int c = pb.addBuffer(DType::F32, {2, 3});
+    pb.addOp("relu", {a}, {c});
+    pb.planMemory();
+    pb.proto().mutable_buffers(c)->set_offset(1 << 20);
+    std::shared_ptr<const Program> p;
+    Status s = Program::create(pb.proto(), {}, {}, "prog.pb", p);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("prog.pb: buffer 1: bytes [1048576, 1048600) exceed "
+                               "the arena of"),
+              std::string::npos)
+        << s.message();
+  }
+  expectBuildError(
+      [](ProgramBuilder &p) {
+        int a = p.addBuffer(DType::F32, {4, 4}, "a", 0);
+        int c = p.addBuffer(DType::F32, {4, 4}, "c", 32);
+        p.addOp("softmax", {a}, {c});
+      },
+      "overlaps operand buffer");
+  expectBuildError(
+      [](ProgramBuilder &p) {
+        float w = 1;
+        int a = p.addInput("a", DType::F32, {1});
+        int k = p.addConstant(DType::F32, {1}, &w);
+        p.addOp("neg", {a}, {k});
+      },
+      "is read-only");
+  expectBuildError(
+      [](ProgramBuilder &p) {
+        int a = p.addInput("a", DType::F32, {2});
+        int c = p.addBuffer(DType::I64, {2});
+        p.addOp("cast", {a}, {c}, Attrs().s("to", "f64"));
+      },
+      "attribute 'to' = 'f64'");
+}
+
+} // namespace

@@ -1,0 +1,294 @@
+//===- ElementwiseTest.cpp - Unary, binary, compare, where, cast ----------===//
+#include "TestUtil.h"
+
+#include <functional>
+
+using namespace tessel::runtime;
+using namespace tessel::runtime::test;
+
+namespace {
+
+struct UnaryCase {
+  const char *op;
+  std::function<double(double)> ref;
+  float lo, hi;
+  double atol, rtol;
+};
+
+class UnaryTest : public ::testing::TestWithParam<std::tuple<UnaryCase, int>> {};
+
+TEST_P(UnaryTest, MatchesReference) {
+  const UnaryCase &c = std::get<0>(GetParam());
+  int threads = std::get<1>(GetParam());
+  std::mt19937 rng(7);
+  // Large enough to split across threads, odd to leave vector tails.
+  for (Shape shape : {Shape{}, Shape{7}, Shape{3, 1, 5}, Shape{257, 131}}) {
+    Tensor x = randomF32(shape, rng, c.lo, c.hi);
+    auto out = runOp(c.op, {x}, {{DType::F32, shape}}, {}, threads);
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<double> want;
+    for (int64_t i = 0; i < x.numElements(); ++i)
+      want.push_back(c.ref(x.data<float>()[i]));
+    expectNear(out[0], want, c.atol, c.rtol);
+  }
+}
+
+const double kPi = 3.14159265358979323846;
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops, UnaryTest,
+    ::testing::Combine(
+        ::testing::Values(
+            UnaryCase{"neg", [](double x) { return -x; }, -5, 5, 0, 0},
+            UnaryCase{"exp", [](double x) { return std::exp(x); }, -80, 80, 1e-30, 3e-7},
+            UnaryCase{"log", [](double x) { return std::log(x); }, 1e-6f, 1e6f, 1e-6, 3e-7},
+            UnaryCase{"sqrt", [](double x) { return std::sqrt(x); }, 0, 100, 0, 1e-7},
+            UnaryCase{"rsqrt", [](double x) { return 1 / std::sqrt(x); }, 1e-3f, 100, 0, 3e-7},
+            UnaryCase{"tanh", [](double x) { return std::tanh(x); }, -12, 12, 1e-7, 3e-7},
+            UnaryCase{"erf", [](double x) { return std::erf(x); }, -4, 4, 3e-7, 3e-7},
+            UnaryCase{"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, -30, 30, 1e-7, 3e-7},
+            UnaryCase{"relu", [](double x) { return x < 0 ? 0 : x; }, -5, 5, 0, 0},
+            UnaryCase{"gelu",
+                      [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
+                      -6, 6, 3e-7, 3e-7},
+            UnaryCase{"reciprocal", [](double x) { return 1 / x; }, 0.01f, 100, 0, 1e-7},
+            UnaryCase{"abs", [](double x) { return std::fabs(x); }, -5, 5, 0, 0}),
+        ::testing::Values(1, 2)),
+    [](const auto &info) {
+      return std::string(std::get<0>(info.param).op) + "_threads" +
+             std::to_string(std::get<1>(info.param));
+    });
+
+TEST(Unary, GeluTanhApproximation) {
+  std::mt19937 rng(1);
+  Tensor x = randomF32({1000}, rng, -6, 6);
+  auto out = runOp("gelu", {x}, {{DType::F32, {1000}}},
+                   Attrs().i("tanh_approximation", 1));
+  std::vector<double> want;
+  for (int i = 0; i < 1000; ++i) {
+    double v = x.data<float>()[i];
+    want.push_back(0.5 * v *
+                   (1 + std::tanh(std::sqrt(2 / kPi) * (v + 0.044715 * v * v * v))));
+  }
+  expectNear(out[0], want, 3e-7, 3e-7);
+}
+
+TEST(Unary, SpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = Tensor::fromVector<float>(DType::F32, {6},
+                                       {0.0f, -0.0f, inf, -inf, nan, -1.0f});
+  auto e = runOp("exp", {x}, {{DType::F32, {6}}});
+  expectNear(e[0], {1, 1, INFINITY, 0, NAN, std::exp(-1.0)}, 0, 1e-7);
+  auto l = runOp("log", {x}, {{DType::F32, {6}}});
+  expectNear(l[0], {-INFINITY, -INFINITY, INFINITY, NAN, NAN, NAN});
+  auto t = runOp("tanh", {x}, {{DType::F32, {6}}});
+  expectNear(t[0], {0, 0, 1, -1, NAN, std::tanh(-1.0)}, 1e-7, 3e-7);
+  auto s = runOp("sigmoid", {x}, {{DType::F32, {6}}});
+  expectNear(s[0], {0.5, 0.5, 1, 0, NAN, 1 / (1 + std::exp(1.0))}, 1e-7, 3e-7);
+}
+
+TEST(Unary, IntegerNegAbsRelu) {
+  Tensor x = Tensor::fromVector<int64_t>(DType::I64, {4}, {-3, 0, 5, -9});
+  expectEqual<int64_t>(runOp("neg", {x}, {{DType::I64, {4}}})[0], {3, 0, -5, 9});
+  expectEqual<int64_t>(runOp("abs", {x}, {{DType::I64, {4}}})[0], {3, 0, 5, 9});
+  expectEqual<int64_t>(runOp("relu", {x}, {{DType::I64, {4}}})[0], {0, 0, 5, 0});
+}
+
+TEST(Unary, Not) {
+  Tensor x = Tensor::fromVector<uint8_t>(DType::Bool, {3}, {1, 0, 1});
+  expectEqual<uint8_t>(runOp("not", {x}, {{DType::Bool, {3}}})[0], {0, 1, 0});
+}
+
+TEST(Cast, AllPairs) {
+  Tensor f = Tensor::fromVector<float>(DType::F32, {4}, {-2.7f, 0.0f, 3.9f, 1.0f});
+  expectEqual<int64_t>(runOp("cast", {f}, {{DType::I64, {4}}}, Attrs().s("to", "i64"))[0],
+                       {-2, 0, 3, 1});
+  expectEqual<int32_t>(runOp("cast", {f}, {{DType::I32, {4}}}, Attrs().s("to", "i32"))[0],
+                       {-2, 0, 3, 1});
+  expectEqual<uint8_t>(runOp("cast", {f}, {{DType::Bool, {4}}}, Attrs().s("to", "bool"))[0],
+                       {1, 0, 1, 1});
+  Tensor i = Tensor::fromVector<int64_t>(DType::I64, {3}, {-5, 0, 7});
+  expectNear(runOp("cast", {i}, {{DType::F32, {3}}}, Attrs().s("to", "f32"))[0],
+             {-5, 0, 7});
+  expectEqual<int32_t>(runOp("cast", {i}, {{DType::I32, {3}}}, Attrs().s("to", "i32"))[0],
+                       {-5, 0, 7});
+  Tensor b = Tensor::fromVector<uint8_t>(DType::Bool, {2}, {1, 0});
+  expectNear(runOp("cast", {b}, {{DType::F32, {2}}}, Attrs().s("to", "f32"))[0], {1, 0});
+  expectEqual<int64_t>(runOp("cast", {b}, {{DType::I64, {2}}}, Attrs().s("to", "i64"))[0],
+                       {1, 0});
+}
+
+// Binary ops over a set of broadcasting shape pairs.
+struct BinaryCase {
+  const char *op;
+  std::function<double(double, double)> ref;
+};
+
+const std::vector<std::pair<Shape, Shape>> kBroadcastPairs = {
+    {{}, {}},
+    {{5}, {}},
+    {{}, {5}},
+    {{4, 7}, {4, 7}},
+    {{4, 7}, {7}},
+    {{4, 7}, {4, 1}},
+    {{1, 7}, {4, 1}},
+    {{2, 3, 4, 5}, {1, 3, 1, 5}},
+    {{2, 1, 4}, {3, 1}},
+    {{2, 12, 16, 16}, {2, 1, 1, 16}}, // attention-mask shape
+    {{64, 768}, {768}},               // bias add
+    {{300, 257}, {300, 257}},         // large enough to use threads
+    {{0, 3}, {3}},                    // empty
+};
+
+class BinaryTest : public ::testing::TestWithParam<std::tuple<BinaryCase, int>> {};
+
+TEST_P(BinaryTest, BroadcastsLikeNumpy) {
+  const BinaryCase &c = std::get<0>(GetParam());
+  int threads = std::get<1>(GetParam());
+  std::mt19937 rng(11);
+  for (const auto &[as, bs] : kBroadcastPairs) {
+    bool pow = std::string(c.op) == "pow";
+    Tensor a = randomF32(as, rng, pow ? 0.1f : -3, 3);
+    Tensor b = randomF32(bs, rng, pow ? -2 : -3, pow ? 2 : 3);
+    if (std::string(c.op) == "div")
+      for (int64_t i = 0; i < b.numElements(); ++i)
+        if (std::fabs(b.data<float>()[i]) < 0.1f)
+          b.data<float>()[i] = 0.5f;
+    Shape rs = broadcastShape(as, bs);
+    auto out = runOp(c.op, {a, b}, {{DType::F32, rs}}, {}, threads);
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<double> want;
+    for (int64_t i = 0; i < numElements(rs); ++i) {
+      auto idx = unravel(i, rs);
+      want.push_back(c.ref(a.data<float>()[broadcastIndex(idx, as)],
+                           b.data<float>()[broadcastIndex(idx, bs)]));
+    }
+    SCOPED_TRACE(shapeToString(as) + " op " + shapeToString(bs));
+    expectNear(out[0], want, 1e-6, 1e-6);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops, BinaryTest,
+    ::testing::Combine(
+        ::testing::Values(BinaryCase{"add", [](double a, double b) { return a + b; }},
+                          BinaryCase{"sub", [](double a, double b) { return a - b; }},
+                          BinaryCase{"mul", [](double a, double b) { return a * b; }},
+                          BinaryCase{"div", [](double a, double b) { return a / b; }},
+                          BinaryCase{"pow", [](double a, double b) { return std::pow(a, b); }},
+                          BinaryCase{"max", [](double a, double b) { return std::max(a, b); }},
+                          BinaryCase{"min", [](double a, double b) { return std::min(a, b); }}),
+        ::testing::Values(1, 2)),
+    [](const auto &info) {
+      return std::string(std::get<0>(info.param).op) + "_threads" +
+             std::to_string(std::get<1>(info.param));
+    });
+
+TEST(Binary, PowScalarExponents) {
+  std::mt19937 rng(3);
+  Tensor a = randomF32({100}, rng, -3, 3);
+  for (float e : {2.0f, 3.0f, 1.0f, -1.0f}) {
+    Tensor b = Tensor::fromVector<float>(DType::F32, {}, {e});
+    auto out = runOp("pow", {a, b}, {{DType::F32, {100}}});
+    std::vector<double> want;
+    for (int i = 0; i < 100; ++i)
+      want.push_back(std::pow(static_cast<double>(a.data<float>()[i]), e));
+    expectNear(out[0], want, 1e-6, 1e-6);
+  }
+  Tensor pos = randomF32({100}, rng, 0, 3);
+  Tensor half = Tensor::fromVector<float>(DType::F32, {1}, {0.5f});
+  auto out = runOp("pow", {pos, half}, {{DType::F32, {100}}});
+  std::vector<double> want;
+  for (int i = 0; i < 100; ++i)
+    want.push_back(std::sqrt(static_cast<double>(pos.data<float>()[i])));
+  expectNear(out[0], want, 1e-6, 1e-6);
+}
+
+TEST(Binary, MaxMinPropagateNaN) {
+  Tensor a = Tensor::fromVector<float>(DType::F32, {2}, {NAN, 1.0f});
+  Tensor b = Tensor::fromVector<float>(DType::F32, {2}, {1.0f, NAN});
+  expectNear(runOp("max", {a, b}, {{DType::F32, {2}}})[0], {NAN, NAN});
+  expectNear(runOp("min", {a, b}, {{DType::F32, {2}}})[0], {NAN, NAN});
+}
+
+TEST(Binary, Integers) {
+  Tensor a = Tensor::fromVector<int64_t>(DType::I64, {2, 3}, {7, -7, 9, 0, 5, -1});
+  Tensor b = Tensor::fromVector<int64_t>(DType::I64, {3}, {2, 2, -4});
+  expectEqual<int64_t>(runOp("add", {a, b}, {{DType::I64, {2, 3}}})[0],
+                       {9, -5, 5, 2, 7, -5});
+  expectEqual<int64_t>(runOp("sub", {a, b}, {{DType::I64, {2, 3}}})[0],
+                       {5, -9, 13, -2, 3, 3});
+  expectEqual<int64_t>(runOp("mul", {a, b}, {{DType::I64, {2, 3}}})[0],
+                       {14, -14, -36, 0, 10, 4});
+  // Truncating division, as C and ONNX.
+  expectEqual<int64_t>(runOp("div", {a, b}, {{DType::I64, {2, 3}}})[0],
+                       {3, -3, -2, 0, 2, 0});
+  Tensor zero = Tensor::fromVector<int64_t>(DType::I64, {}, {0});
+  expectEqual<int64_t>(runOp("div", {b, zero}, {{DType::I64, {3}}})[0], {0, 0, 0});
+  Tensor i32a = Tensor::fromVector<int32_t>(DType::I32, {2}, {4, -6});
+  Tensor i32b = Tensor::fromVector<int32_t>(DType::I32, {2}, {3, 3});
+  expectEqual<int32_t>(runOp("max", {i32a, i32b}, {{DType::I32, {2}}})[0], {4, 3});
+}
+
+TEST(Compare, AllPredicatesBroadcast) {
+  std::mt19937 rng(5);
+  Tensor a = randomI64({3, 4}, rng, -2, 2);
+  Tensor b = randomI64({4}, rng, -2, 2);
+  Tensor af(DType::F32, {3, 4}), bf(DType::F32, {4});
+  for (int i = 0; i < 12; ++i)
+    af.data<float>()[i] = static_cast<float>(a.data<int64_t>()[i]);
+  for (int i = 0; i < 4; ++i)
+    bf.data<float>()[i] = static_cast<float>(b.data<int64_t>()[i]);
+  const std::pair<const char *, std::function<bool(double, double)>> preds[] = {
+      {"eq", [](double x, double y) { return x == y; }},
+      {"ne", [](double x, double y) { return x != y; }},
+      {"lt", [](double x, double y) { return x < y; }},
+      {"le", [](double x, double y) { return x <= y; }},
+      {"gt", [](double x, double y) { return x > y; }},
+      {"ge", [](double x, double y) { return x >= y; }}};
+  for (const auto &[name, fn] : preds) {
+    std::vector<uint8_t> want;
+    for (int i = 0; i < 12; ++i)
+      want.push_back(fn(static_cast<double>(a.data<int64_t>()[i]),
+                        static_cast<double>(b.data<int64_t>()[i % 4])));
+    SCOPED_TRACE(name);
+    expectEqual<uint8_t>(
+        runOp("compare", {a, b}, {{DType::Bool, {3, 4}}}, Attrs().s("predicate", name))[0],
+        want);
+    expectEqual<uint8_t>(
+        runOp("compare", {af, bf}, {{DType::Bool, {3, 4}}}, Attrs().s("predicate", name))[0],
+        want);
+  }
+}
+
+TEST(Where, ThreeWayBroadcast) {
+  std::mt19937 rng(9);
+  for (int threads : {1, 2}) {
+    for (auto [cs, xs, ys] : std::vector<std::tuple<Shape, Shape, Shape>>{
+             {{4, 5}, {4, 5}, {4, 5}},
+             {{1, 1, 8, 8}, {2, 3, 8, 8}, {}}, // causal mask
+             {{3, 1}, {1, 6}, {3, 6}},
+             {{200, 300}, {300}, {200, 1}}}) {
+      Tensor c = randomBool(cs, rng);
+      Tensor x = randomF32(xs, rng), y = randomF32(ys, rng);
+      Shape rs = broadcastShape(broadcastShape(cs, xs), ys);
+      auto out = runOp("where", {c, x, y}, {{DType::F32, rs}}, {}, threads);
+      std::vector<double> want;
+      for (int64_t i = 0; i < numElements(rs); ++i) {
+        auto idx = unravel(i, rs);
+        want.push_back(c.data<uint8_t>()[broadcastIndex(idx, cs)]
+                           ? x.data<float>()[broadcastIndex(idx, xs)]
+                           : y.data<float>()[broadcastIndex(idx, ys)]);
+      }
+      expectNear(out[0], want, 0, 0);
+    }
+  }
+  // i64 payload.
+  Tensor c = Tensor::fromVector<uint8_t>(DType::Bool, {3}, {1, 0, 1});
+  Tensor x = Tensor::fromVector<int64_t>(DType::I64, {3}, {1, 2, 3});
+  Tensor y = Tensor::fromVector<int64_t>(DType::I64, {}, {-1});
+  expectEqual<int64_t>(runOp("where", {c, x, y}, {{DType::I64, {3}}})[0], {1, -1, 3});
+}
+
+} // namespace

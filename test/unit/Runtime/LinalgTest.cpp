@@ -1,0 +1,226 @@
+//===- LinalgTest.cpp - matmul, gemm, conv2d, pooling ---------------------===//
+#include "TestUtil.h"
+
+using namespace tessel::runtime;
+using namespace tessel::runtime::test;
+
+namespace {
+
+/// numpy.matmul, double accumulation.
+std::vector<double> refMatMul(const Tensor &a, const Tensor &b, Shape &outShape) {
+  Shape as = a.shape(), bs = b.shape();
+  bool va = as.size() == 1, vb = bs.size() == 1;
+  if (va)
+    as.insert(as.begin(), 1);
+  if (vb)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  Shape batch = broadcastShape(ab, bb);
+  outShape = batch;
+  if (!va)
+    outShape.push_back(m);
+  if (!vb)
+    outShape.push_back(n);
+  std::vector<double> out;
+  for (int64_t t = 0; t < numElements(batch); ++t) {
+    auto idx = unravel(t, batch);
+    int64_t ao = broadcastIndex(idx, ab) * m * k, bo = broadcastIndex(idx, bb) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p)
+          s += double(a.data<float>()[ao + i * k + p]) * b.data<float>()[bo + p * n + j];
+        out.push_back(s);
+      }
+  }
+  return out;
+}
+
+TEST(MatMul, NumpyShapes) {
+  std::mt19937 rng(21);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{3, 4}, {4, 5}},        {{4}, {4, 5}},          {{3, 4}, {4}},
+      {{4}, {4}},              {{2, 3, 4}, {4, 5}},    {{2, 3, 4}, {2, 4, 5}},
+      {{2, 1, 3, 4}, {5, 4, 6}}, {{3, 4}, {2, 4, 5}},  {{2, 3, 4}, {4}},
+      {{5}, {2, 5, 3}},        {{1, 3, 4}, {2, 4, 5}}, {{2, 12, 16, 8}, {2, 12, 8, 16}},
+      {{3, 0}, {0, 4}},        {{64, 128}, {128, 96}}, {{2, 33, 65}, {65, 17}}};
+  for (int threads : {1, 2})
+    for (const auto &[as, bs] : cases) {
+      Tensor a = randomF32(as, rng), b = randomF32(bs, rng);
+      Shape rs;
+      std::vector<double> want = refMatMul(a, b, rs);
+      SCOPED_TRACE(shapeToString(as) + " @ " + shapeToString(bs));
+      auto out = runOp("matmul", {a, b}, {{DType::F32, rs}}, {}, threads);
+      ASSERT_EQ(out.size(), 1u);
+      expectNear(out[0], want, 1e-4, 1e-5);
+    }
+}
+
+TEST(Gemm, TransposesAlphaBetaAndC) {
+  std::mt19937 rng(22);
+  const int64_t m = 5, k = 7, n = 3;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (Shape cs : {Shape{}, Shape{n}, Shape{m, 1}, Shape{1, n}, Shape{m, n}, Shape{0}}) {
+        bool hasC = !(cs.size() == 1 && cs[0] == 0);
+        Tensor a = randomF32(ta ? Shape{k, m} : Shape{m, k}, rng);
+        Tensor b = randomF32(tb ? Shape{n, k} : Shape{k, n}, rng);
+        Tensor c = randomF32(hasC ? cs : Shape{1}, rng);
+        float alpha = 0.5f, beta = hasC ? 2.0f : 1.0f;
+        std::vector<Tensor> ins = {a, b};
+        if (hasC)
+          ins.push_back(c);
+        auto out = runOp("gemm", ins, {{DType::F32, {m, n}}},
+                         Attrs()
+                             .i("trans_a", ta)
+                             .i("trans_b", tb)
+                             .f("alpha", alpha)
+                             .f("beta", beta));
+        std::vector<double> want;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double s = 0;
+            for (int64_t p = 0; p < k; ++p)
+              s += double(a.data<float>()[ta ? p * m + i : i * k + p]) *
+                   b.data<float>()[tb ? j * k + p : p * n + j];
+            s *= alpha;
+            if (hasC)
+              s += beta * c.data<float>()[broadcastIndex({i, j}, cs)];
+            want.push_back(s);
+          }
+        SCOPED_TRACE("ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
+                     " C=" + (hasC ? shapeToString(cs) : "none"));
+        expectNear(out[0], want, 1e-5, 1e-5);
+      }
+}
+
+struct ConvCase {
+  Shape x, w;
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t group;
+  bool bias;
+};
+
+TEST(Conv2D, MatchesDirectLoops) {
+  std::mt19937 rng(23);
+  const std::vector<ConvCase> cases = {
+      {{1, 3, 8, 8}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {{2, 4, 9, 7}, {6, 4, 3, 2}, {2, 1}, {0, 1, 2, 0}, {1, 1}, 1, false},
+      {{1, 4, 10, 10}, {4, 2, 3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 1}, 2, true},
+      {{1, 6, 5, 5}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, true}, // depthwise
+      {{2, 8, 6, 6}, {16, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true}, // pointwise
+      {{1, 3, 32, 32}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, true},
+  };
+  for (int threads : {1, 2})
+    for (const ConvCase &c : cases) {
+      Tensor x = randomF32(c.x, rng), w = randomF32(c.w, rng),
+             b = randomF32({c.w[0]}, rng);
+      int64_t oh = (c.x[2] + c.pads[0] + c.pads[2] - c.dilations[0] * (c.w[2] - 1) - 1) /
+                       c.strides[0] + 1;
+      int64_t ow = (c.x[3] + c.pads[1] + c.pads[3] - c.dilations[1] * (c.w[3] - 1) - 1) /
+                       c.strides[1] + 1;
+      Shape ys = {c.x[0], c.w[0], oh, ow};
+      std::vector<Tensor> ins = {x, w};
+      if (c.bias)
+        ins.push_back(b);
+      auto out = runOp("conv2d", ins, {{DType::F32, ys}},
+                       Attrs()
+                           .is("strides", c.strides)
+                           .is("pads", c.pads)
+                           .is("dilations", c.dilations)
+                           .i("group", c.group),
+                       threads);
+      int64_t cg = c.x[1] / c.group, og = c.w[0] / c.group;
+      std::vector<double> want;
+      for (int64_t n = 0; n < ys[0]; ++n)
+        for (int64_t o = 0; o < ys[1]; ++o)
+          for (int64_t r = 0; r < oh; ++r)
+            for (int64_t s = 0; s < ow; ++s) {
+              double acc = c.bias ? b.data<float>()[o] : 0.0;
+              int64_t g = o / og;
+              for (int64_t ci = 0; ci < cg; ++ci)
+                for (int64_t i = 0; i < c.w[2]; ++i)
+                  for (int64_t j = 0; j < c.w[3]; ++j) {
+                    int64_t ih = r * c.strides[0] - c.pads[0] + i * c.dilations[0];
+                    int64_t iw = s * c.strides[1] - c.pads[1] + j * c.dilations[1];
+                    if (ih < 0 || ih >= c.x[2] || iw < 0 || iw >= c.x[3])
+                      continue;
+                    acc += double(x.data<float>()[((n * c.x[1] + g * cg + ci) * c.x[2] + ih) *
+                                                      c.x[3] + iw]) *
+                           w.data<float>()[((o * cg + ci) * c.w[2] + i) * c.w[3] + j];
+                  }
+              want.push_back(acc);
+            }
+      SCOPED_TRACE("x " + shapeToString(c.x) + " w " + shapeToString(c.w));
+      expectNear(out[0], want, 1e-4, 1e-5);
+    }
+}
+
+TEST(Pool, MaxAndAvg) {
+  std::mt19937 rng(24);
+  struct Case {
+    Shape x;
+    std::vector<int64_t> k, s, p;
+    bool ceil;
+  };
+  const std::vector<Case> cases = {{{1, 2, 6, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false},
+                                   {{2, 3, 7, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false},
+                                   {{1, 1, 5, 5}, {2, 2}, {2, 2}, {0, 0, 0, 0}, true},
+                                   {{1, 2, 8, 7}, {3, 2}, {1, 2}, {1, 0, 1, 1}, false}};
+  for (const Case &c : cases)
+    for (const char *op : {"max_pool", "avg_pool"})
+      for (int cip : {0, 1}) {
+        Tensor x = randomF32(c.x, rng);
+        int64_t oh[2];
+        for (int d = 0; d < 2; ++d) {
+          int64_t padded = c.x[2 + d] + c.p[d] + c.p[d + 2];
+          oh[d] = c.ceil ? (padded - c.k[d] + c.s[d] - 1) / c.s[d] + 1
+                         : (padded - c.k[d]) / c.s[d] + 1;
+        }
+        Shape ys = {c.x[0], c.x[1], oh[0], oh[1]};
+        auto out = runOp(op, {x}, {{DType::F32, ys}},
+                         Attrs().is("kernel", c.k).is("strides", c.s).is("pads", c.p).i(
+                             "count_include_pad", cip));
+        bool isMax = std::string(op) == "max_pool";
+        std::vector<double> want;
+        for (int64_t pl = 0; pl < c.x[0] * c.x[1]; ++pl)
+          for (int64_t r = 0; r < oh[0]; ++r)
+            for (int64_t s = 0; s < oh[1]; ++s) {
+              double m = -INFINITY, sum = 0;
+              int64_t cnt = 0, padded = 0;
+              for (int64_t i = 0; i < c.k[0]; ++i)
+                for (int64_t j = 0; j < c.k[1]; ++j) {
+                  int64_t ih = r * c.s[0] - c.p[0] + i, iw = s * c.s[1] - c.p[1] + j;
+                  if (ih < c.x[2] + c.p[2] && iw < c.x[3] + c.p[3])
+                    ++padded; // inside input + pads
+                  if (ih < 0 || iw < 0 || ih >= c.x[2] || iw >= c.x[3])
+                    continue;
+                  double v = x.data<float>()[(pl * c.x[2] + ih) * c.x[3] + iw];
+                  m = std::max(m, v);
+                  sum += v;
+                  ++cnt;
+                }
+              want.push_back(isMax ? m : sum / (cip ? padded : cnt));
+            }
+        SCOPED_TRACE(std::string(op) + " " + shapeToString(c.x) + " cip=" +
+                     std::to_string(cip));
+        expectNear(out[0], want, 1e-6, 1e-6);
+      }
+}
+
+TEST(Pool, GlobalAvg) {
+  std::mt19937 rng(25);
+  Tensor x = randomF32({2, 3, 5, 7}, rng);
+  auto out = runOp("global_avg_pool", {x}, {{DType::F32, {2, 3, 1, 1}}});
+  std::vector<double> want;
+  for (int p = 0; p < 6; ++p) {
+    double s = 0;
+    for (int i = 0; i < 35; ++i)
+      s += x.data<float>()[p * 35 + i];
+    want.push_back(s / 35);
+  }
+  expectNear(out[0], want, 1e-6, 1e-6);
+}
+
+} // namespace

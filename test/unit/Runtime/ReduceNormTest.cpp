@@ -1,0 +1,189 @@
+//===- ReduceNormTest.cpp - Reductions, softmax and normalisations --------===//
+#include "TestUtil.h"
+
+#include <algorithm>
+
+using namespace tessel::runtime;
+using namespace tessel::runtime::test;
+
+namespace {
+
+TEST(Reduce, SumMeanMaxOverDims) {
+  std::mt19937 rng(31);
+  struct Case {
+    Shape x;
+    std::vector<int64_t> dims;
+  };
+  const std::vector<Case> cases = {
+      {{5}, {0}},          {{4, 6}, {1}},        {{4, 6}, {0}},
+      {{4, 6}, {}},        {{2, 3, 4}, {0, 2}},  {{2, 3, 4}, {1}},
+      {{2, 3, 4, 5}, {-1, 1}}, {{3, 1, 4}, {1}}, {{128, 300}, {1}},
+      {{300, 128}, {0}},   {{64, 32, 16}, {2, 0}}};
+  for (int threads : {1, 2})
+    for (const Case &c : cases)
+      for (const char *op : {"reduce_sum", "reduce_mean", "reduce_max"})
+        for (int keep : {0, 1}) {
+          Tensor x = randomF32(c.x, rng);
+          std::vector<bool> red(c.x.size(), c.dims.empty());
+          for (int64_t d : c.dims)
+            red[d < 0 ? d + c.x.size() : d] = true;
+          Shape rs, keepShape;
+          for (size_t d = 0; d < c.x.size(); ++d) {
+            keepShape.push_back(red[d] ? 1 : c.x[d]);
+            if (!red[d] || keep)
+              rs.push_back(red[d] ? 1 : c.x[d]);
+          }
+          int64_t n = numElements(keepShape);
+          std::vector<double> sum(n, 0), mx(n, -INFINITY);
+          std::vector<int64_t> cnt(n, 0);
+          for (int64_t i = 0; i < x.numElements(); ++i) {
+            auto idx = unravel(i, c.x);
+            for (size_t d = 0; d < idx.size(); ++d)
+              if (red[d])
+                idx[d] = 0;
+            int64_t o = 0;
+            for (size_t d = 0; d < idx.size(); ++d)
+              o = o * keepShape[d] + idx[d];
+            double v = x.data<float>()[i];
+            sum[o] += v;
+            mx[o] = std::max(mx[o], v);
+            ++cnt[o];
+          }
+          std::vector<double> want(n);
+          for (int64_t o = 0; o < n; ++o)
+            want[o] = std::string(op) == "reduce_sum"    ? sum[o]
+                      : std::string(op) == "reduce_mean" ? sum[o] / cnt[o]
+                                                         : mx[o];
+          auto out = runOp(op, {x}, {{DType::F32, rs}},
+                           Attrs().is("dims", c.dims).i("keep_dims", keep), threads);
+          SCOPED_TRACE(std::string(op) + " " + shapeToString(c.x) + " keep=" +
+                       std::to_string(keep));
+          expectNear(out[0], want, 1e-4, 1e-5);
+        }
+}
+
+TEST(Reduce, IntegerSumAndMax) {
+  Tensor x = Tensor::fromVector<int64_t>(DType::I64, {2, 3}, {1, -2, 3, 4, 5, -6});
+  expectEqual<int64_t>(
+      runOp("reduce_sum", {x}, {{DType::I64, {2}}}, Attrs().is("dims", {1}).i("keep_dims", 0))[0],
+      {2, 3});
+  expectEqual<int64_t>(
+      runOp("reduce_max", {x}, {{DType::I64, {1, 3}}}, Attrs().is("dims", {0}))[0], {4, 5, 3});
+}
+
+std::vector<double> refSoftmax(const Tensor &x, int64_t axis, bool log) {
+  const Shape &s = x.shape();
+  if (axis < 0)
+    axis += s.size();
+  int64_t outer = 1, inner = 1, len = s[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= s[d];
+  for (size_t d = axis + 1; d < s.size(); ++d)
+    inner *= s[d];
+  std::vector<double> y(x.numElements());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double m = -INFINITY, sum = 0;
+      for (int64_t l = 0; l < len; ++l)
+        m = std::max(m, double(x.data<float>()[(o * len + l) * inner + i]));
+      for (int64_t l = 0; l < len; ++l)
+        sum += std::exp(x.data<float>()[(o * len + l) * inner + i] - m);
+      for (int64_t l = 0; l < len; ++l) {
+        int64_t k = (o * len + l) * inner + i;
+        y[k] = log ? x.data<float>()[k] - m - std::log(sum)
+                   : std::exp(x.data<float>()[k] - m) / sum;
+      }
+    }
+  return y;
+}
+
+TEST(Softmax, AnyAxis) {
+  std::mt19937 rng(32);
+  for (int threads : {1, 2})
+    for (auto [shape, axis] : std::vector<std::pair<Shape, int64_t>>{
+             {{7}, 0}, {{3, 5}, -1}, {{3, 5}, 0}, {{2, 3, 4}, 1},
+             {{2, 12, 64, 64}, -1}, {{1, 1000}, 1}})
+      for (const char *op : {"softmax", "log_softmax"}) {
+        Tensor x = randomF32(shape, rng, -10, 10);
+        auto out = runOp(op, {x}, {{DType::F32, shape}}, Attrs().i("axis", axis), threads);
+        SCOPED_TRACE(std::string(op) + " " + shapeToString(shape) + " axis " +
+                     std::to_string(axis));
+        expectNear(out[0], refSoftmax(x, axis, std::string(op) == "log_softmax"), 1e-6,
+                   1e-5);
+      }
+}
+
+TEST(Softmax, MaskedRow) {
+  // -inf entries (causal masks) give exact zeros.
+  Tensor x = Tensor::fromVector<float>(DType::F32, {1, 4}, {1.0f, -INFINITY, 2.0f, -INFINITY});
+  auto out = runOp("softmax", {x}, {{DType::F32, {1, 4}}});
+  double e = std::exp(-1.0);
+  expectNear(out[0], {e / (1 + e), 0, 1 / (1 + e), 0}, 1e-7, 1e-6);
+}
+
+TEST(LayerNorm, WithAndWithoutBiasAndBroadcastScale) {
+  std::mt19937 rng(33);
+  for (int threads : {1, 2})
+    for (auto [shape, axis] : std::vector<std::pair<Shape, int64_t>>{
+             {{4, 16}, -1}, {{2, 3, 8}, 1}, {{128, 768}, -1}, {{3, 1}, 1}})
+      for (bool rms : {false, true})
+        for (int biasMode : {0, 1}) {
+          if (rms && biasMode)
+            continue;
+          int64_t ax = axis < 0 ? axis + shape.size() : axis;
+          Shape norm(shape.begin() + ax, shape.end());
+          // Scale broadcast along its first dim where possible ([1, ...]).
+          Shape scaleShape = norm;
+          if (norm.size() > 1)
+            scaleShape[0] = 1;
+          Tensor x = randomF32(shape, rng, -3, 3), sc = randomF32(scaleShape, rng),
+                 bi = randomF32(norm, rng);
+          std::vector<Tensor> ins = {x, sc};
+          if (biasMode)
+            ins.push_back(bi);
+          auto out = runOp(rms ? "rms_norm" : "layer_norm", ins, {{DType::F32, shape}},
+                           Attrs().i("axis", axis).f("epsilon", 1e-5f), threads);
+          int64_t d = numElements(norm), rows = x.numElements() / d;
+          std::vector<double> want;
+          for (int64_t r = 0; r < rows; ++r) {
+            double mean = 0, var = 0;
+            for (int64_t i = 0; i < d; ++i)
+              mean += x.data<float>()[r * d + i];
+            mean /= d;
+            for (int64_t i = 0; i < d; ++i) {
+              double v = x.data<float>()[r * d + i];
+              var += rms ? v * v : (v - mean) * (v - mean);
+            }
+            var /= d;
+            for (int64_t i = 0; i < d; ++i) {
+              double v = x.data<float>()[r * d + i];
+              double s = sc.data<float>()[broadcastIndex(unravel(i, norm), scaleShape)];
+              double y = (rms ? v : v - mean) / std::sqrt(var + 1e-5) * s;
+              if (biasMode)
+                y += bi.data<float>()[i];
+              want.push_back(y);
+            }
+          }
+          SCOPED_TRACE(std::string(rms ? "rms" : "layer") + " " + shapeToString(shape));
+          expectNear(out[0], want, 1e-5, 1e-5);
+        }
+}
+
+TEST(BatchNorm, Inference) {
+  std::mt19937 rng(34);
+  Tensor x = randomF32({2, 3, 4, 5}, rng);
+  Tensor sc = randomF32({3}, rng), bi = randomF32({3}, rng), mean = randomF32({3}, rng),
+         var = randomF32({3}, rng, 0.1f, 2.0f);
+  auto out = runOp("batch_norm", {x, sc, bi, mean, var}, {{DType::F32, {2, 3, 4, 5}}},
+                   Attrs().f("epsilon", 1e-3f));
+  std::vector<double> want;
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    int64_t c = (i / 20) % 3;
+    want.push_back((x.data<float>()[i] - mean.data<float>()[c]) /
+                       std::sqrt(var.data<float>()[c] + 1e-3) * sc.data<float>()[c] +
+                   bi.data<float>()[c]);
+  }
+  expectNear(out[0], want, 1e-5, 1e-5);
+}
+
+} // namespace

@@ -1,0 +1,119 @@
+//===- TesselRunTest.cpp - tessel-run end to end --------------------------===//
+#include "MlpFixture.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+using namespace tessel::runtime;
+using namespace tessel::runtime::test;
+
+namespace {
+
+struct RunResult {
+  int exitCode;
+  std::string output; // stdout and stderr
+};
+
+RunResult runTool(const std::string &args) {
+  std::string cmd = std::string(TESSEL_RUN_PATH) + " " + args + " 2>&1";
+  FILE *p = popen(cmd.c_str(), "r");
+  RunResult r{-1, ""};
+  if (!p)
+    return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+    r.output.append(buf, n);
+  int status = pclose(p);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class TesselRunTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    base = ::testing::TempDir() + "/tessel_run_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    art = base + ".tsl";
+    ArtifactBuilder b("tessel-run-test");
+    mlp.build(b.rank(0));
+    ASSERT_TRUE(b.write(art).isOk());
+    std::mt19937 rng(81);
+    x = randomF32({Mlp::kBatch, Mlp::kIn}, rng);
+    xPath = base + ".x.npy";
+    ASSERT_TRUE(writeNpy(xPath, x).isOk());
+  }
+  std::string base, art, xPath;
+  Tensor x;
+  Mlp mlp{80};
+};
+
+TEST_F(TesselRunTest, RunsTheMlpAndWritesOutputs) {
+  std::string y = base + ".y.npy", logits = base + ".logits.npy";
+  RunResult r = runTool(art + " --input x=" + xPath + " --output " + y +
+                        " --output logits=" + logits + " --threads 2 --repeat 5");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("ms per run (median of 5)"), std::string::npos) << r.output;
+  Tensor out;
+  ASSERT_TRUE(readNpy(y, out).isOk());
+  EXPECT_EQ(out.shape(), (Shape{Mlp::kBatch, Mlp::kOut}));
+  expectNear(out, mlp.reference(x), 1e-6, 1e-5);
+  Tensor lg;
+  ASSERT_TRUE(readNpy(logits, lg).isOk());
+  EXPECT_EQ(lg.shape(), (Shape{Mlp::kBatch, Mlp::kOut}));
+}
+
+TEST_F(TesselRunTest, BareInputFileForSingleInputPrograms) {
+  std::string y = base + ".y.npy";
+  RunResult r = runTool(art + " --input " + xPath + " --output=" + y);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+}
+
+TEST_F(TesselRunTest, WrongDTypeNamesInputAndBothTypes) {
+  std::string bad = base + ".bad.npy";
+  ASSERT_TRUE(writeNpy(bad, Tensor(DType::I64, {Mlp::kBatch, Mlp::kIn})).isOk());
+  RunResult r = runTool(art + " --input x=" + bad);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("input 'x': expected f32 [4, 8], got i64 [4, 8]"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(TesselRunTest, WrongShape) {
+  std::string bad = base + ".bad.npy";
+  ASSERT_TRUE(writeNpy(bad, Tensor(DType::F32, {2, 8})).isOk());
+  RunResult r = runTool(art + " --input x=" + bad);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("input 'x': expected f32 [4, 8], got f32 [2, 8]"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(TesselRunTest, UnknownAndMissingInputs) {
+  RunResult r = runTool(art + " --input nope=" + xPath);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("unknown input 'nope' (the program's inputs: x)"), std::string::npos)
+      << r.output;
+  r = runTool(art);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("missing input 'x' (f32 [4, 8])"), std::string::npos) << r.output;
+}
+
+TEST_F(TesselRunTest, UsageErrors) {
+  EXPECT_EQ(runTool("").exitCode, 2);
+  EXPECT_EQ(runTool(art + " --threads 0").exitCode, 2);
+  EXPECT_EQ(runTool(art + " --bogus").exitCode, 2);
+  RunResult r = runTool(art + " --input x=" + xPath + " --output nope=o.npy");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("unknown output 'nope'"), std::string::npos) << r.output;
+}
+
+TEST_F(TesselRunTest, CorruptArtifactIsAnErrorNotACrash) {
+  std::ofstream(art + "/rank0.program.pb", std::ios::trunc) << "junk";
+  RunResult r = runTool(art + " --input x=" + xPath);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("rank0.program.pb: truncated or corrupted"), std::string::npos)
+      << r.output;
+}
+
+} // namespace

@@ -1,0 +1,250 @@
+//===- tessel-run.cpp - Run a compiled Tessel artifact --------------------===//
+//
+//   tessel-run ART.tsl --input NAME=FILE.npy ... [--output FILE.npy]
+//              [--output NAME=FILE.npy ...] [--threads N] [--repeat K]
+//              [--rank R] [--backend cpu|cuda] [--no-verify]
+//
+// Reads inputs from .npy files, runs the program (K times; the median time
+// is printed) and writes the requested outputs as .npy. A bare
+// `--output FILE` names the program's first output. Exit status: 0 on
+// success, 1 on a runtime error, 2 on a usage error.
+//
+//===----------------------------------------------------------------------===//
+#include "tessel/runtime/Runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace tessel::runtime;
+
+namespace {
+
+const char kUsage[] =
+    "usage: tessel-run ART.tsl [--input NAME=FILE.npy]... "
+    "[--output [NAME=]FILE.npy]...\n"
+    "                  [--threads N] [--repeat K] [--rank R] "
+    "[--backend cpu|cuda] [--no-verify]\n"
+    "\n"
+    "  --input NAME=FILE   bind graph input NAME to a .npy file (FILE alone\n"
+    "                      when the program has exactly one input)\n"
+    "  --output NAME=FILE  write graph output NAME to a .npy file; FILE alone\n"
+    "                      names the first output\n"
+    "  --threads N         kernel threads (default 1)\n"
+    "  --repeat K          run K times, print the median time (default 1)\n"
+    "  --rank R            which rank's program to run (default 0)\n"
+    "  --backend B         execution backend (default cpu)\n"
+    "  --no-verify         skip the CRC-32C checks of the artifact files\n";
+
+struct Options {
+  std::string artifact;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name, file
+  std::vector<std::pair<std::string, std::string>> outputs; // name, file
+  int threads = 1;
+  int repeat = 1;
+  int rank = 0;
+  std::string backend = "cpu";
+  bool verify = true;
+};
+
+int usageError(const std::string &msg) {
+  std::fprintf(stderr, "tessel-run: %s\n\n%s", msg.c_str(), kUsage);
+  return 2;
+}
+
+bool parseInt(const std::string &s, int minValue, int &out) {
+  if (s.empty() || s.size() > 9)
+    return false;
+  for (char c : s)
+    if (c < '0' || c > '9')
+      return false;
+  out = std::atoi(s.c_str());
+  return out >= minValue;
+}
+
+/// Splits "NAME=FILE" (NAME may be empty: "FILE").
+std::pair<std::string, std::string> splitBinding(const std::string &s) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos)
+    return {"", s};
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+/// Returns -1 to continue, or an exit code.
+int parseArgs(int argc, char **argv, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string value;
+    auto takeValue = [&](const std::string &flag) -> bool {
+      if (a.compare(0, flag.size() + 1, flag + "=") == 0) {
+        value = a.substr(flag.size() + 1);
+        return true;
+      }
+      if (a == flag) {
+        if (i + 1 >= argc)
+          return false;
+        value = argv[++i];
+        return true;
+      }
+      return false;
+    };
+    auto is = [&](const std::string &flag) {
+      return a == flag || a.compare(0, flag.size() + 1, flag + "=") == 0;
+    };
+    if (a == "-h" || a == "--help") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    if (is("--input")) {
+      if (!takeValue("--input"))
+        return usageError("--input needs NAME=FILE.npy");
+      o.inputs.push_back(splitBinding(value));
+    } else if (is("--output")) {
+      if (!takeValue("--output"))
+        return usageError("--output needs [NAME=]FILE.npy");
+      o.outputs.push_back(splitBinding(value));
+    } else if (is("--threads")) {
+      if (!takeValue("--threads") || !parseInt(value, 1, o.threads))
+        return usageError("--threads needs an integer >= 1");
+    } else if (is("--repeat")) {
+      if (!takeValue("--repeat") || !parseInt(value, 1, o.repeat))
+        return usageError("--repeat needs an integer >= 1");
+    } else if (is("--rank")) {
+      if (!takeValue("--rank") || !parseInt(value, 0, o.rank))
+        return usageError("--rank needs an integer >= 0");
+    } else if (is("--backend")) {
+      if (!takeValue("--backend"))
+        return usageError("--backend needs a name");
+      o.backend = value;
+    } else if (a == "--no-verify") {
+      o.verify = false;
+    } else if (!a.empty() && a[0] == '-') {
+      return usageError("unknown option '" + a + "'");
+    } else if (o.artifact.empty()) {
+      o.artifact = a;
+    } else {
+      return usageError("unexpected argument '" + a + "'");
+    }
+  }
+  if (o.artifact.empty())
+    return usageError("no artifact given");
+  return -1;
+}
+
+int fail(const std::string &msg) {
+  std::fprintf(stderr, "tessel-run: error: %s\n", msg.c_str());
+  return 1;
+}
+
+int runMain(const Options &o) {
+  std::unique_ptr<Artifact> artifact;
+  LoadOptions lo;
+  lo.verifyChecksums = o.verify;
+  if (Status s = Artifact::open(o.artifact, artifact, lo); !s)
+    return fail(s.message());
+  std::shared_ptr<const Program> program;
+  if (Status s = artifact->loadProgram(o.rank, program); !s)
+    return fail(s.message());
+  std::unique_ptr<Executor> exec;
+  ExecutorOptions eo;
+  eo.threads = o.threads;
+  if (Status s = createExecutor(o.backend, program, eo, exec); !s)
+    return fail(s.message());
+
+  // Inputs: every one bound exactly once, with the right dtype and shape.
+  std::vector<bool> bound(program->inputs.size(), false);
+  for (const auto &[nameArg, file] : o.inputs) {
+    std::string name = nameArg;
+    if (name.empty()) {
+      if (program->inputs.size() != 1)
+        return fail("--input " + file + " has no NAME=; the program has " +
+                    std::to_string(program->inputs.size()) +
+                    " inputs, so each needs its name");
+      name = program->inputs[0].first;
+    }
+    int idx = -1;
+    for (size_t i = 0; i < program->inputs.size(); ++i)
+      if (program->inputs[i].first == name)
+        idx = static_cast<int>(i);
+    if (idx >= 0 && bound[idx])
+      return fail("input '" + name + "' is given twice");
+    Tensor t;
+    if (Status s = readNpy(file, t); !s)
+      return fail("input '" + name + "': " + s.message());
+    if (Status s = exec->setInput(name, t); !s)
+      return fail(s.message() + " (from " + file + ")");
+    bound[idx] = true;
+  }
+  for (size_t i = 0; i < bound.size(); ++i)
+    if (!bound[i]) {
+      const BufferInfo &b = program->buffers[program->inputs[i].second];
+      return fail("missing input '" + program->inputs[i].first + "' (" +
+                  dtypeName(b.dtype) + " " + shapeToString(b.shape) +
+                  "); pass --input " + program->inputs[i].first + "=FILE.npy");
+    }
+
+  // Outputs.
+  std::vector<std::pair<std::string, std::string>> outputs;
+  for (const auto &[nameArg, file] : o.outputs) {
+    std::string name = nameArg;
+    if (name.empty()) {
+      if (program->outputs.empty())
+        return fail("the program has no outputs");
+      name = program->outputs[0].first;
+    }
+    if (program->findOutput(name) < 0) {
+      std::string known;
+      for (auto &[n, b] : program->outputs)
+        known += (known.empty() ? "" : ", ") + n;
+      return fail("unknown output '" + name + "' (the program's outputs: " +
+                  (known.empty() ? "none" : known) + ")");
+    }
+    outputs.emplace_back(name, file);
+  }
+
+  // Run: a warm-up when repeating, then K timed runs.
+  std::vector<double> times;
+  int runs = o.repeat > 1 ? o.repeat + 1 : 1;
+  for (int r = 0; r < runs; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (Status s = exec->run(); !s)
+      return fail(s.message());
+    auto t1 = std::chrono::steady_clock::now();
+    if (o.repeat == 1 || r > 0)
+      times.push_back(
+          std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  double median = times.size() % 2 ? times[times.size() / 2]
+                                   : 0.5 * (times[times.size() / 2 - 1] +
+                                            times[times.size() / 2]);
+  std::printf("tessel-run: %s rank %d on %s, %d thread%s: %.3f ms per run "
+              "(median of %zu)\n",
+              o.artifact.c_str(), o.rank, exec->backend(), o.threads,
+              o.threads == 1 ? "" : "s", median, times.size());
+
+  for (const auto &[name, file] : outputs) {
+    Tensor t;
+    if (Status s = exec->getOutput(name, t); !s)
+      return fail(s.message());
+    if (Status s = writeNpy(file, t); !s)
+      return fail("output '" + name + "': " + s.message());
+    std::printf("tessel-run: output '%s' %s %s -> %s\n", name.c_str(),
+                dtypeName(t.dtype()), shapeToString(t.shape()).c_str(),
+                file.c_str());
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  int rc = parseArgs(argc, argv, o);
+  if (rc >= 0)
+    return rc;
+  return runMain(o);
+}
