@@ -1,14 +1,19 @@
 //===- ExportArtifact.cpp - tessel IR -> runtime artifact -----------------===//
 //
-// One instruction per op, in program order. Op names are the dialect's
-// mnemonics, which are also the runtime's instruction names; attributes are
-// converted op by op so that every default the runtime relies on is explicit.
+// One program per rank of the mesh, one instruction per op in program order.
+// Op names are the dialect's mnemonics, which are also the runtime's
+// instruction names; attributes are converted op by op so that every default
+// the runtime relies on is explicit. What depends on the rank (the group of a
+// collective, the block of a weight or input a rank holds) is resolved here
+// from the rank's mesh coordinates: the artifact is MPMD, the IR is SPMD.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Export/ExportArtifact.h"
 
+#include "dialects/tessel/PartitionOps.h"
 #include "dialects/tessel/TesselOps.h"
+#include "tessel/Transforms/SplitFusedProjections.h"
 #include "tessel/runtime/ArtifactBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,6 +21,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -65,34 +72,178 @@ FailureOr<std::string> constantBytes(DenseElementsAttr attr) {
   return out;
 }
 
-std::string joinAxes(ArrayAttr axes) {
-  std::string s;
-  for (auto [i, a] : llvm::enumerate(axes))
-    s += (i ? "," : "") + cast<StringAttr>(a).getValue().str();
-  return s;
+/// The mesh a program runs on and the coordinates of its ranks; a module
+/// without a mesh runs on one rank.
+class MeshLayout {
+public:
+  MeshLayout() = default;
+  explicit MeshLayout(MeshOp mesh) {
+    for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes())) {
+      names.push_back(cast<StringAttr>(name).getValue().str());
+      sizes.push_back(size);
+    }
+  }
+  int64_t numRanks() const {
+    int64_t n = 1;
+    for (int64_t s : sizes)
+      n *= s;
+    return n;
+  }
+  int64_t axisIndex(StringRef axis) const {
+    return llvm::find(names, axis) - names.begin();
+  }
+  /// The coordinates of `rank`, the first axis major.
+  SmallVector<int64_t> coords(int64_t rank) const {
+    SmallVector<int64_t> c(sizes.size());
+    for (int64_t i = sizes.size() - 1; i >= 0; --i) {
+      c[i] = rank % sizes[i];
+      rank /= sizes[i];
+    }
+    return c;
+  }
+  int64_t rankOf(ArrayRef<int64_t> c) const {
+    int64_t r = 0;
+    for (auto [ci, size] : llvm::zip(c, sizes))
+      r = r * size + ci;
+    return r;
+  }
+  /// The index of `rank` along `axes` (the first axis major), and the size of
+  /// the group those axes span.
+  std::pair<int64_t, int64_t> indexAlong(ArrayRef<StringRef> axes,
+                                         int64_t rank) const {
+    SmallVector<int64_t> c = coords(rank);
+    int64_t index = 0, count = 1;
+    for (StringRef a : axes) {
+      int64_t i = axisIndex(a);
+      index = index * sizes[i] + c[i];
+      count *= sizes[i];
+    }
+    return {index, count};
+  }
+  /// The global ranks of `rank`'s group along `axes`, in group order.
+  std::vector<int64_t> group(ArrayRef<StringRef> axes, int64_t rank) const {
+    SmallVector<int64_t> c = coords(rank);
+    int64_t count = indexAlong(axes, rank).second;
+    std::vector<int64_t> ranks;
+    for (int64_t g = 0; g < count; ++g) {
+      int64_t rest = g;
+      for (int64_t k = axes.size() - 1; k >= 0; --k) {
+        int64_t i = axisIndex(axes[k]);
+        c[i] = rest % sizes[i];
+        rest /= sizes[i];
+      }
+      ranks.push_back(rankOf(c));
+    }
+    return ranks;
+  }
+  std::vector<std::pair<std::string, int64_t>> axes() const {
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (auto [n, s] : llvm::zip(names, sizes))
+      out.emplace_back(n, s);
+    return out;
+  }
+
+private:
+  SmallVector<std::string> names;
+  SmallVector<int64_t> sizes;
+};
+
+SmallVector<StringRef> axisNames(ArrayRef<StringAttr> axes) {
+  SmallVector<StringRef> out;
+  for (StringAttr a : axes)
+    out.push_back(a.getValue());
+  return out;
+}
+
+SmallVector<StringRef> axisNames(ArrayAttr axes) {
+  SmallVector<StringRef> out;
+  for (Attribute a : axes)
+    out.push_back(cast<StringAttr>(a).getValue());
+  return out;
+}
+
+/// Copies the block [starts, starts + sizes) of a row-major tensor; elements
+/// past the tensor's end (the pad of a padded shard) are zero.
+std::string extractBlock(const char *src, ArrayRef<int64_t> shape,
+                         size_t elemSize, ArrayRef<int64_t> starts,
+                         ArrayRef<int64_t> sizes) {
+  int64_t rank = shape.size();
+  int64_t count = 1;
+  for (int64_t s : sizes)
+    count *= s;
+  std::string out(count * elemSize, '\0');
+  if (count == 0)
+    return out;
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  SmallVector<int64_t> idx(rank, 0);
+  for (int64_t n = 0; n < count; ++n) {
+    bool inside = true;
+    int64_t off = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t g = starts[d] + idx[d];
+      inside &= g < shape[d];
+      off += g * strides[d];
+    }
+    if (inside)
+      std::memcpy(&out[n * elemSize], src + off * elemSize, elemSize);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < sizes[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+/// The block of a tensor of `globalShape` that `rank` holds under `spec`.
+void shardBlock(const MeshLayout &mesh, TensorShardingAttr spec, int64_t rank,
+                ArrayRef<int64_t> globalShape, SmallVectorImpl<int64_t> &starts,
+                SmallVectorImpl<int64_t> &sizes) {
+  for (auto [d, size] : llvm::enumerate(globalShape)) {
+    starts.push_back(0);
+    sizes.push_back(size);
+    if (!spec || spec.getDims()[d].getAxes().empty())
+      continue;
+    DimShardingAttr dim = spec.getDims()[d];
+    auto [index, count] = mesh.indexAlong(axisNames(dim.getAxes()), rank);
+    int64_t local = (size + dim.getPad()) / count;
+    starts.back() = index * local;
+    sizes.back() = local;
+  }
 }
 
 class Exporter {
 public:
-  Exporter(rt::ProgramBuilder &program, const WeightLookup &weights)
-      : program(program), weights(weights) {}
+  Exporter(rt::ProgramBuilder &program, const WeightLookup &weights,
+           const MeshLayout &mesh, int64_t rank)
+      : program(program), weights(weights), mesh(mesh), rank(rank) {}
 
   LogicalResult run(func::FuncOp fn);
 
 private:
   FailureOr<int> newBuffer(Operation *op, Value v);
+  FailureOr<int> newBuffer(Operation *op, RankedTensorType t);
   LogicalResult emitOp(Operation *op);
+  LogicalResult emitWeight(WeightOp w);
+  LogicalResult emitInput(func::FuncOp fn, BlockArgument arg);
+  FailureOr<int> emitOutput(func::ReturnOp ret, unsigned i, int id);
   FailureOr<rt::Attrs> attrsOf(Operation *op);
+  std::vector<int64_t> groupOf(ArrayAttr axes) const {
+    return mesh.group(axisNames(axes), rank);
+  }
 
   rt::ProgramBuilder &program;
   const WeightLookup &weights;
+  const MeshLayout &mesh;
+  int64_t rank;
   llvm::DenseMap<Value, int> buffers;
   // Buffers the program computes (not inputs, weights or constants).
   llvm::DenseSet<int> computed;
 };
 
-FailureOr<int> Exporter::newBuffer(Operation *op, Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
+FailureOr<int> Exporter::newBuffer(Operation *op, RankedTensorType t) {
   std::optional<rt::DType> dt = toDType(t.getElementType());
   if (!dt)
     return op->emitOpError() << "has a result of element type "
@@ -100,8 +251,14 @@ FailureOr<int> Exporter::newBuffer(Operation *op, Value v) {
                              << ", which the runtime does not hold (f32, i64, "
                                 "i32, i1)";
   int id = program.addBuffer(*dt, toShape(t));
-  buffers[v] = id;
   computed.insert(id);
+  return id;
+}
+
+FailureOr<int> Exporter::newBuffer(Operation *op, Value v) {
+  FailureOr<int> id = newBuffer(op, cast<RankedTensorType>(v.getType()));
+  if (succeeded(id))
+    buffers[v] = *id;
   return id;
 }
 
@@ -114,17 +271,119 @@ static std::string nameAt(Operation *fn, StringRef key, unsigned i,
   return (fallback + Twine(i)).str();
 }
 
-LogicalResult Exporter::run(func::FuncOp fn) {
-  for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
-    auto t = dyn_cast<RankedTensorType>(arg.getType());
-    std::optional<rt::DType> dt = t ? toDType(t.getElementType()) : std::nullopt;
-    if (!dt)
-      return fn.emitOpError() << "argument " << i << " has type "
-                              << arg.getType()
-                              << ", which the runtime cannot take as an input";
-    buffers[arg] = program.addInput(nameAt(fn, "onnx.input_names", i, "input"),
-                                    *dt, toShape(t));
+// The global spec of argument/result `i` as the partitioner recorded it.
+static TensorShardingAttr globalSpec(func::FuncOp fn, StringRef key,
+                                     unsigned i) {
+  auto specs = fn->getAttrOfType<ArrayAttr>(key);
+  if (!specs || i >= specs.size())
+    return {};
+  return dyn_cast<TensorShardingAttr>(specs[i]);
+}
+
+// The global shape of a value of local type `local` sharded by `spec`.
+static SmallVector<int64_t> globalShapeOf(const MeshLayout &mesh,
+                                          TensorShardingAttr spec,
+                                          RankedTensorType local) {
+  SmallVector<int64_t> shape(local.getShape());
+  if (!spec)
+    return shape;
+  for (auto [d, dim] : llvm::enumerate(spec.getDims()))
+    if (!dim.getAxes().empty())
+      shape[d] = shape[d] * mesh.indexAlong(axisNames(dim.getAxes()), 0).second -
+                 dim.getPad();
+  return shape;
+}
+
+// Inputs arrive whole on every rank; a sharded one is sliced to the rank's
+// block by a first instruction.
+LogicalResult Exporter::emitInput(func::FuncOp fn, BlockArgument arg) {
+  unsigned i = arg.getArgNumber();
+  auto local = dyn_cast<RankedTensorType>(arg.getType());
+  std::optional<rt::DType> dt =
+      local ? toDType(local.getElementType()) : std::nullopt;
+  if (!dt)
+    return fn.emitOpError() << "argument " << i << " has type "
+                            << arg.getType()
+                            << ", which the runtime cannot take as an input";
+  TensorShardingAttr spec = globalSpec(fn, "global_arg_shardings", i);
+  SmallVector<int64_t> global = globalShapeOf(mesh, spec, local);
+  std::string name = nameAt(fn, "onnx.input_names", i, "input");
+  int whole = program.addInput(name, *dt, rt::Shape(global.begin(), global.end()));
+  if (ArrayRef<int64_t>(global) == local.getShape()) {
+    buffers[arg] = whole;
+    return success();
   }
+  for (DimShardingAttr d : spec.getDims())
+    if (d.getPad())
+      return fn.emitOpError() << "input '" << name
+                              << "' has a padded sharded dim; pass it "
+                                 "replicated or unpadded";
+  SmallVector<int64_t> starts, sizes;
+  shardBlock(mesh, spec, rank, global, starts, sizes);
+  FailureOr<int> id = newBuffer(fn, arg);
+  if (failed(id))
+    return failure();
+  SmallVector<int64_t> ends, steps(starts.size(), 1);
+  for (auto [s, n] : llvm::zip(starts, sizes))
+    ends.push_back(s + n);
+  program.addOp("slice", {whole}, {*id},
+                rt::Attrs().is("starts", ints(starts)).is("ends", ints(ends)).is(
+                    "steps", ints(steps)));
+  return success();
+}
+
+// Outputs leave whole: a sharded result is all-gathered (and its pad sliced
+// off), a partial one all-reduced, so that rank 0 can write it.
+FailureOr<int> Exporter::emitOutput(func::ReturnOp ret, unsigned i, int id) {
+  auto fn = ret->getParentOfType<func::FuncOp>();
+  auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
+  TensorShardingAttr spec = globalSpec(fn, "global_result_shardings", i);
+  if (!spec)
+    return id;
+  SmallVector<int64_t> shape(type.getShape());
+  for (PartialAxisAttr p : spec.getPartials()) {
+    FailureOr<int> out = newBuffer(ret, RankedTensorType::get(shape, type.getElementType()));
+    if (failed(out))
+      return failure();
+    std::vector<int64_t> group = mesh.group({p.getAxis().getValue()}, rank);
+    program.addOp("all_reduce", {id}, {*out},
+                  rt::Attrs()
+                      .s("kind", stringifyReductionKind(p.getKind()).str())
+                      .is("group", group));
+    id = *out;
+  }
+  for (auto [d, dim] : llvm::enumerate(spec.getDims())) {
+    if (dim.getAxes().empty())
+      continue;
+    SmallVector<StringRef> axes = axisNames(dim.getAxes());
+    shape[d] *= mesh.indexAlong(axes, rank).second;
+    FailureOr<int> out = newBuffer(ret, RankedTensorType::get(shape, type.getElementType()));
+    if (failed(out))
+      return failure();
+    program.addOp("all_gather", {id}, {*out},
+                  rt::Attrs().i("dim", d).is("group", mesh.group(axes, rank)));
+    id = *out;
+    if (int64_t pad = dim.getPad()) {
+      SmallVector<int64_t> starts(shape.size(), 0), ends(shape), steps(shape.size(), 1);
+      shape[d] -= pad;
+      ends[d] = shape[d];
+      FailureOr<int> cut = newBuffer(ret, RankedTensorType::get(shape, type.getElementType()));
+      if (failed(cut))
+        return failure();
+      program.addOp("slice", {id}, {*cut},
+                    rt::Attrs().is("starts", ints(starts)).is("ends", ints(ends)).is(
+                        "steps", ints(steps)));
+      id = *cut;
+    }
+  }
+  return id;
+}
+
+
+LogicalResult Exporter::run(func::FuncOp fn) {
+  for (BlockArgument arg : fn.getArguments())
+    if (failed(emitInput(fn, arg)))
+      return failure();
   for (Operation &op : fn.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
@@ -137,7 +396,10 @@ LogicalResult Exporter::run(func::FuncOp fn) {
           program.addOp("copy", {id}, {*copy});
           id = *copy;
         }
-        program.addOutput(nameAt(fn, "onnx.output_names", i, "output"), id);
+        FailureOr<int> whole = emitOutput(ret, i, id);
+        if (failed(whole))
+          return failure();
+        program.addOutput(nameAt(fn, "onnx.output_names", i, "output"), *whole);
       }
       continue;
     }
@@ -147,27 +409,59 @@ LogicalResult Exporter::run(func::FuncOp fn) {
   return success();
 }
 
-LogicalResult Exporter::emitOp(Operation *op) {
-  if (auto w = dyn_cast<WeightOp>(op)) {
-    RankedTensorType t = w.getType();
-    std::optional<rt::DType> dt = toDType(t.getElementType());
-    if (!dt)
-      return w.emitOpError() << "weight \"" << w.getName()
-                             << "\" has element type " << t.getElementType()
-                             << ", which the runtime does not hold";
-    std::string error;
-    FailureOr<WeightData> data = weights(w.getName(), error);
-    if (failed(data))
-      return w.emitOpError() << "weight \"" << w.getName() << "\": " << error;
-    size_t want = t.getNumElements() * rt::dtypeSize(*dt);
-    if (data->size != want)
-      return w.emitOpError() << "weight \"" << w.getName() << "\" has "
-                             << data->size << " bytes, its type " << t
-                             << " needs " << want;
-    buffers[w] = program.addWeight(w.getName().str(), *dt, toShape(t),
-                                   data->data);
-    return success();
+// A weight's block for this rank: its global data, cut by `source_slice`
+// (a piece of a fused projection), then by its global spec.
+LogicalResult Exporter::emitWeight(WeightOp w) {
+  RankedTensorType t = w.getType();
+  std::optional<rt::DType> dt = toDType(t.getElementType());
+  if (!dt)
+    return w.emitOpError() << "weight \"" << w.getName()
+                           << "\" has element type " << t.getElementType()
+                           << ", which the runtime does not hold";
+  std::string error;
+  FailureOr<WeightData> data = weights(w.getName(), error);
+  if (failed(data))
+    return w.emitOpError() << "weight \"" << w.getName() << "\": " << error;
+  size_t elem = rt::dtypeSize(*dt);
+  int64_t count = 1;
+  for (int64_t s : data->shape)
+    count *= s;
+  if (data->size != count * elem)
+    return w.emitOpError() << "weight \"" << w.getName() << "\" has "
+                           << data->size << " bytes, its shape needs "
+                           << count * elem;
+  SmallVector<int64_t> shape(data->shape);
+  std::string sliced;
+  const char *bytes = static_cast<const char *>(data->data);
+  std::string name = w.getName().str();
+  if (auto src = w->getAttrOfType<DenseI64ArrayAttr>(kSourceSliceAttrName)) {
+    // A piece of a fused parameter; its name says which.
+    name += "[dim " + std::to_string(src[0]) + ": " + std::to_string(src[1]) +
+            ".." + std::to_string(src[2]) + "]";
+    int64_t d = src[0];
+    SmallVector<int64_t> starts(shape.size(), 0), sizes(shape);
+    starts[d] = src[1];
+    sizes[d] = src[2] - src[1];
+    sliced = extractBlock(bytes, shape, elem, starts, sizes);
+    bytes = sliced.data();
+    shape = sizes;
   }
+  auto spec = w->getAttrOfType<TensorShardingAttr>("global_sharding");
+  SmallVector<int64_t> starts, sizes;
+  shardBlock(mesh, spec, rank, shape, starts, sizes);
+  if (ArrayRef<int64_t>(sizes) != t.getShape())
+    return w.emitOpError() << "weight \"" << w.getName()
+                           << "\": this rank's block of its data does not have "
+                              "the weight's type "
+                           << t;
+  std::string block = extractBlock(bytes, shape, elem, starts, sizes);
+  buffers[w] = program.addWeight(name, *dt, toShape(t), block.data());
+  return success();
+}
+
+LogicalResult Exporter::emitOp(Operation *op) {
+  if (auto w = dyn_cast<WeightOp>(op))
+    return emitWeight(w);
   if (auto c = dyn_cast<ConstantOp>(op)) {
     auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
     FailureOr<std::string> bytes =
@@ -177,6 +471,27 @@ LogicalResult Exporter::emitOp(Operation *op) {
       return c.emitOpError() << "has a constant of type " << c.getType()
                              << " that the runtime cannot hold";
     buffers[c] = program.addConstant(*dt, toShape(c.getType()), bytes->data());
+    return success();
+  }
+  // This rank's block of one dim: a static slice in its own program.
+  if (auto ls = dyn_cast<LocalSliceOp>(op)) {
+    RankedTensorType in = ls.getInput().getType(), out = ls.getType();
+    int64_t d = ls.getDim();
+    int64_t index = mesh.indexAlong(axisNames(ls.getAxes()), rank).first;
+    SmallVector<int64_t> starts(in.getRank(), 0), ends(in.getShape()),
+        steps(in.getRank(), 1);
+    starts[d] = index * out.getDimSize(d);
+    ends[d] = starts[d] + out.getDimSize(d);
+    if (ends[d] > in.getDimSize(d))
+      return ls.emitOpError() << "rank " << rank << "'s block [" << starts[d]
+                              << ", " << ends[d] << ") of dim " << d
+                              << " runs past its size " << in.getDimSize(d);
+    FailureOr<int> id = newBuffer(op, ls.getResult());
+    if (failed(id))
+      return failure();
+    program.addOp("slice", {buffers.lookup(ls.getInput())}, {*id},
+                  rt::Attrs().is("starts", ints(starts)).is("ends", ints(ends)).is(
+                      "steps", ints(steps)));
     return success();
   }
   // A pinned spec changes nothing on one device.
@@ -261,37 +576,33 @@ FailureOr<rt::Attrs> Exporter::attrsOf(Operation *op) {
             .i("ceil_mode", o.getCeilMode());
       })
       .Case<AllReduceOp>([&](AllReduceOp o) {
-        a.s("axes", joinAxes(o.getAxes()))
+        a.is("group", groupOf(o.getAxes()))
             .s("kind", stringifyReductionKind(o.getKind()).str());
       })
       .Case<AllGatherOp>([&](AllGatherOp o) {
-        a.s("axes", joinAxes(o.getAxes())).i("dim", o.getDim());
+        a.is("group", groupOf(o.getAxes())).i("dim", o.getDim());
       })
       .Case<ReduceScatterOp>([&](ReduceScatterOp o) {
-        a.s("axes", joinAxes(o.getAxes()))
+        a.is("group", groupOf(o.getAxes()))
             .s("kind", stringifyReductionKind(o.getKind()).str())
             .i("dim", o.getDim());
       })
       .Case<AllToAllOp>([&](AllToAllOp o) {
-        a.s("axes", joinAxes(o.getAxes()))
+        a.is("group", groupOf(o.getAxes()))
             .i("split_dim", o.getSplitDim())
             .i("concat_dim", o.getConcatDim());
       })
       .Case<CollectivePermuteOp>([&](CollectivePermuteOp o) {
-        a.s("axes", joinAxes(o.getAxes())).is("pairs", ints(o.getPairs()));
+        a.is("group", groupOf(o.getAxes())).is("pairs", ints(o.getPairs()));
       })
       .Case<BroadcastOp>([&](BroadcastOp o) {
-        a.s("axes", joinAxes(o.getAxes())).i("root", o.getRoot());
+        a.is("group", groupOf(o.getAxes())).i("root", o.getRoot());
       })
       .Case<SendOp>([&](SendOp o) {
-        a.s("axes", joinAxes(o.getAxes()))
-            .i("peer", o.getTarget())
-            .i("tag", o.getTag());
+        a.i("peer", groupOf(o.getAxes())[o.getTarget()]).i("tag", o.getTag());
       })
       .Case<RecvOp>([&](RecvOp o) {
-        a.s("axes", joinAxes(o.getAxes()))
-            .i("peer", o.getSource())
-            .i("tag", o.getTag());
+        a.i("peer", groupOf(o.getAxes())[o.getSource()]).i("tag", o.getTag());
       })
       .Default([&](Operation *) { known = false; });
   if (!known)
@@ -327,9 +638,16 @@ LogicalResult mlir::tessel::exportArtifact(ModuleOp module,
   if (!llvm::hasSingleElement(entry.getBody()))
     return entry.emitOpError() << "must have a single block to be exported";
 
+  auto meshes = llvm::to_vector(module.getOps<MeshOp>());
+  if (meshes.size() > 1)
+    return meshes[1].emitOpError()
+           << "is a second mesh; an artifact runs on one mesh";
+  MeshLayout mesh = meshes.empty() ? MeshLayout() : MeshLayout(meshes[0]);
   rt::ArtifactBuilder builder(options.producer);
-  if (failed(Exporter(builder.rank(0), weights).run(entry)))
-    return failure();
+  builder.setMesh(mesh.axes());
+  for (int64_t r = 0; r < mesh.numRanks(); ++r)
+    if (failed(Exporter(builder.rank(r), weights, mesh, r).run(entry)))
+      return failure();
   rt::Status status = builder.write(path.str());
   if (!status)
     return module.emitError() << "cannot write the artifact " << path << ": "

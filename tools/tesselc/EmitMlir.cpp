@@ -1,7 +1,7 @@
 //===- EmitMlir.cpp - tesselc --emit=mlir ---------------------------------===//
 //
-// Stops after the ONNX import: prints the tessel module, and with
-// --print-weights the weight table as comments after it.
+// The ONNX import phase of tesselc: its options (--shape, --print-weights)
+// and the import itself; Compile.cpp drives the phases.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,27 +62,17 @@ void printWeightTable(const mlir::tessel::WeightTable &weights,
 
 } // namespace
 
-int tessel::emitMlir(StringRef inputPath, StringRef outputPath) {
+Expected<mlir::tessel::ImportedModel>
+tessel::importModel(mlir::MLIRContext &context, StringRef inputPath) {
   mlir::tessel::OnnxImportOptions options;
   for (const std::string &spec : inputShapes)
     if (Error err = mlir::tessel::parseInputShape(spec, options))
-      return fail(toString(std::move(err)));
+      return std::move(err);
+  return mlir::tessel::importOnnxFile(context, inputPath, options);
+}
 
-  mlir::DialectRegistry registry;
-  mlir::tessel::registerAllDialects(registry);
-  mlir::MLIRContext context(registry);
-  auto imported = mlir::tessel::importOnnxFile(context, inputPath, options);
-  if (!imported)
-    return fail(toString(imported.takeError()));
-
-  std::string message;
-  auto output = mlir::openOutputFile(outputPath, &message);
-  if (!output)
-    return fail(message);
-  imported->module->print(output->os());
-  output->os() << "\n";
+void tessel::printWeightsIfAsked(const mlir::tessel::WeightTable &weights,
+                                 raw_ostream &os) {
   if (printWeights)
-    printWeightTable(*imported->weights, output->os());
-  output->keep();
-  return 0;
+    printWeightTable(weights, os);
 }

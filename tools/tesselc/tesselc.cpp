@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Compile.h"
 #include "EmitMlir.h"
 #include "EmitSchedule.h"
 
@@ -18,7 +19,7 @@ using namespace llvm;
 
 namespace {
 
-enum class EmitPhase { Artifact, Mlir, Schedule };
+enum class EmitPhase { Artifact, Mlir, Propagated, Partitioned, Schedule };
 
 cl::OptionCategory generalCategory("General options");
 
@@ -26,10 +27,14 @@ cl::opt<EmitPhase>
     emit("emit", cl::desc("What to produce:"), cl::init(EmitPhase::Artifact),
          cl::values(
              clEnumValN(EmitPhase::Artifact, "tsl",
-                        "compile the model to a .tsl artifact (default; not "
-                        "implemented yet)"),
+                        "compile the model to a .tsl artifact (default)"),
              clEnumValN(EmitPhase::Mlir, "mlir",
-                        "stop after the ONNX import and print the Tessel IR"),
+                        "stop after the ONNX import (and the plan's specs) "
+                        "and print the Tessel IR"),
+             clEnumValN(EmitPhase::Propagated, "propagated",
+                        "stop after sharding propagation"),
+             clEnumValN(EmitPhase::Partitioned, "partitioned",
+                        "stop after partitioning: the per-rank program"),
              clEnumValN(EmitPhase::Schedule, "schedule",
                         "print per-rank pipeline schedules and their simulated "
                         "bubble")),
@@ -43,18 +48,17 @@ cl::opt<std::string> outputFile("o", cl::value_desc("file"),
                                 cl::desc("Output file; default stdout"),
                                 cl::init("-"), cl::cat(generalCategory));
 
-int notImplemented(StringRef what) {
-  WithColor::error(errs(), "tesselc")
-      << what
-      << " is not implemented yet; only --emit=schedule works for now\n";
-  return 1;
-}
 
 int run() {
   switch (emit) {
   case EmitPhase::Schedule:
-    if (!inputFile.empty())
-      return notImplemented("compiling an input file ('" + inputFile + "')");
+    if (!inputFile.empty()) {
+      WithColor::error(errs(), "tesselc")
+          << "--emit=schedule takes no input model (got '" << inputFile
+          << "'); it builds a schedule from --schedule, --stages, "
+             "--microbatches\n";
+      return 1;
+    }
     return tessel::emitSchedule(outputFile);
   case EmitPhase::Mlir:
     if (inputFile.empty()) {
@@ -62,14 +66,24 @@ int run() {
           << "--emit=mlir needs an input model (tesselc model.onnx --emit=mlir)\n";
       return 1;
     }
-    return tessel::emitMlir(inputFile, outputFile);
+    return tessel::compile(inputFile, outputFile, tessel::StopAfter::Import);
+  case EmitPhase::Propagated:
+  case EmitPhase::Partitioned:
+    if (inputFile.empty()) {
+      WithColor::error(errs(), "tesselc") << "no input file (see --help)\n";
+      return 1;
+    }
+    return tessel::compile(inputFile, outputFile,
+                           emit == EmitPhase::Propagated
+                               ? tessel::StopAfter::Propagate
+                               : tessel::StopAfter::Partition);
   case EmitPhase::Artifact:
     if (inputFile.empty()) {
       WithColor::error(errs(), "tesselc")
           << "no input file; give a model, or --emit=schedule (see --help)\n";
       return 1;
     }
-    return notImplemented("compiling '" + inputFile + "' to an artifact");
+    return tessel::compile(inputFile, outputFile, tessel::StopAfter::Artifact);
   }
   return 1;
 }
@@ -80,10 +94,14 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions({&generalCategory, &tessel::getImportCategory(),
+                            &tessel::getShardingCategory(),
                             &tessel::getScheduleCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tesselc: the Tessel tensor-sharding compiler\n\n"
+      "  tesselc model.onnx -o model.tsl && tessel-run model.tsl ...\n"
+      "  tesselc model.onnx --mesh dp=2,tp=2 --plan plan.yaml --report -o m.tsl\n"
+      "  tesselc model.onnx --mesh dp=2 --plan=dp --emit=partitioned\n"
       "  tesselc model.onnx --emit=mlir [--shape input_ids=2x32] -o model.mlir\n"
       "  tesselc --emit=schedule --schedule=1f1b --stages 4 --microbatches 8\n"
       "  tesselc --emit=schedule --schedule=interleaved-1f1b --stages 4 \\\n"

@@ -18,11 +18,13 @@
 
 namespace mlir::tessel {
 
-/// The data of a named weight, laid out row-major in the weight's element
-/// type (bools as one byte each).
+/// The data of a named weight as the model holds it (its global shape, before
+/// any slicing or sharding), row-major in the weight's element type (bools as
+/// one byte each).
 struct WeightData {
   const void *data = nullptr;
   size_t size = 0;
+  SmallVector<int64_t> shape;
 };
 
 /// Finds the bytes of weight `name`; fails with a message naming it.
@@ -36,9 +38,14 @@ struct ExportOptions {
   std::string producer = "tesselc";
 };
 
-/// Writes the artifact for `module` into the directory `path`. Emits an error
-/// on the offending op (an op the runtime has no instruction for, an element
-/// type it does not hold, a missing weight) and fails.
+/// Writes the artifact for `module` into the directory `path`: one program
+/// per rank of the module's mesh (one rank when it has none). A partitioned
+/// module's weights are cut per rank from their global data by their
+/// `global_sharding` (and `source_slice`); inputs arrive whole and each rank
+/// slices its shard; outputs are gathered so that every rank, and rank 0
+/// which writes them, holds them whole. Emits an error on the offending op
+/// (an op the runtime has no instruction for, an element type it does not
+/// hold, a missing weight, a padded input) and fails.
 LogicalResult exportArtifact(ModuleOp module, const WeightLookup &weights,
                              StringRef path, const ExportOptions &options = {});
 

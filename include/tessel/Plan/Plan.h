@@ -1,0 +1,72 @@
+//===- Plan.h - sharding plans: name patterns -> specs ----------*- C++ -*-===//
+//
+// A plan is the seed's loop over `named_modules`, as data: rules that map
+// weight names, ONNX node names and graph input names to specs. Plans are
+// YAML or JSON files (JSON is YAML), or built in (`dp`).
+//
+//   mesh: {dp: 2, tp: 2}                   # optional; --mesh overrides it
+//   rules:
+//     - weight: "transformer.h.*.mlp.c_fc.*"
+//       split: {dim: -1, axes: [tp]}        # ShardSpec([-1], [tp])
+//     - node: "/h.*/attn/c_proj/MatMul"     # the weight input of that node
+//       split: {dim: 0, axes: [tp]}
+//     - input: "input_ids"
+//       split: {dim: 0, axes: [dp]}
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_PLAN_PLAN_H
+#define TESSEL_PLAN_PLAN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::tessel {
+
+struct PlanRule {
+  enum class Target { Weight, Node, Input };
+  Target target = Target::Weight;
+  /// A glob over the weight, node or input name.
+  std::string pattern;
+  /// For node rules: which operand; -1 means its first weight operand.
+  int64_t operand = -1;
+  /// (dim, axes) splits; a negative dim counts from the last. Empty: the
+  /// tensor is pinned replicated.
+  std::vector<std::pair<int64_t, std::vector<std::string>>> splits;
+  /// Where the rule was written, for messages ("plan.yaml:7").
+  std::string where;
+};
+
+struct Plan {
+  std::vector<std::pair<std::string, int64_t>> mesh;
+  std::vector<PlanRule> rules;
+};
+
+/// Parses a plan from YAML or JSON text; `name` names it in messages.
+llvm::Expected<Plan> parsePlan(llvm::StringRef text, llvm::StringRef name);
+
+/// Reads `spec`: a built-in plan name (`dp`: every graph input split on dim 0
+/// over the "dp" axis) or a plan file.
+llvm::Expected<Plan> loadPlan(llvm::StringRef spec);
+
+/// Parses "dp=2,tp=2" into mesh axes.
+llvm::Expected<std::vector<std::pair<std::string, int64_t>>>
+parseMeshSpec(llvm::StringRef spec);
+
+/// Adds `tessel.mesh @mesh` to `module` and attaches the specs `plan` gives
+/// (first matching rule wins per tensor). Fails with one message naming the
+/// rule and the tensor when a rule cannot apply (an axis the mesh lacks, a
+/// dim out of range, a node without a weight operand). Rules that match
+/// nothing are reported in `unmatched`.
+llvm::Error applyPlan(ModuleOp module,
+                      const std::vector<std::pair<std::string, int64_t>> &mesh,
+                      const Plan &plan, std::vector<std::string> *unmatched);
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_PLAN_PLAN_H

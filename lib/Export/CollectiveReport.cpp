@@ -1,0 +1,80 @@
+//===- CollectiveReport.cpp - what a partitioned program sends ------------===//
+
+#include "tessel/Export/CollectiveReport.h"
+
+#include "dialects/tessel/TesselOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+struct Entry {
+  std::string what;
+  std::string axes;
+  int64_t bytes;
+};
+
+int64_t bytesOf(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  if (!tensor)
+    return 0;
+  int64_t bits = tensor.getElementTypeBitWidth();
+  return tensor.getNumElements() * std::max<int64_t>(bits / 8, 1);
+}
+
+std::string axesOf(ArrayAttr axes) {
+  SmallVector<StringRef> names;
+  for (Attribute a : axes)
+    names.push_back(cast<StringAttr>(a).getValue());
+  return "[" + llvm::join(names, ", ") + "]";
+}
+} // namespace
+
+void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
+  int64_t ranks = 1;
+  std::string meshDesc = "one device";
+  for (MeshOp mesh : module.getOps<MeshOp>()) {
+    ranks = mesh.getNumDevices();
+    meshDesc.clear();
+    llvm::raw_string_ostream ms(meshDesc);
+    for (auto [i, n, s] :
+         llvm::enumerate(mesh.getAxisNames(), mesh.getAxisSizes()))
+      ms << (i ? "," : "") << cast<StringAttr>(n).getValue() << "=" << s;
+  }
+  std::vector<Entry> entries;
+  module.walk([&](Operation *op) {
+    auto axes = op->getAttrOfType<ArrayAttr>("axes");
+    if (!axes || !isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+                      CollectivePermuteOp, BroadcastOp, SendOp, RecvOp>(op))
+      return;
+    Type t = op->getNumOperands() ? op->getOperand(0).getType()
+                                  : op->getResult(0).getType();
+    std::string what = op->getName().stripDialect().str();
+    if (auto ar = dyn_cast<AllReduceOp>(op))
+      what += " " + stringifyReductionKind(ar.getKind()).str();
+    if (auto rs = dyn_cast<ReduceScatterOp>(op))
+      what += " " + stringifyReductionKind(rs.getKind()).str();
+    if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+      what += " (" + loc.getName().str() + ")";
+    entries.push_back({what, axesOf(axes), bytesOf(t)});
+  });
+  int64_t perRank = 0;
+  for (const Entry &e : entries)
+    perRank += e.bytes;
+  os << "collective report: mesh " << meshDesc << ", " << ranks << " rank"
+     << (ranks == 1 ? "" : "s") << ", " << entries.size()
+     << " collectives per rank\n";
+  for (int64_t r = 0; r < ranks; ++r) {
+    os << "rank " << r << ":\n";
+    for (const Entry &e : entries)
+      os << "  " << e.what << " over " << e.axes << ": " << e.bytes
+         << " bytes\n";
+    os << "  total: " << perRank << " bytes\n";
+  }
+  os << "all ranks: " << perRank * ranks << " bytes in "
+     << entries.size() * ranks << " collective calls\n";
+}

@@ -1,0 +1,398 @@
+//===- Plan.cpp - sharding plans: name patterns -> specs ------------------===//
+
+#include "tessel/Plan/Plan.h"
+
+#include "dialects/tessel/TesselDialect.h"
+#include "dialects/tessel/TesselOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLParser.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+using llvm::createStringError;
+using llvm::Error;
+using llvm::Expected;
+
+namespace {
+
+/// Reads YAML nodes into a Plan, keeping the first error with its line.
+class PlanReader {
+public:
+  PlanReader(llvm::SourceMgr &sm, StringRef name) : sm(sm), name(name) {}
+
+  Expected<Plan> read(llvm::yaml::Document &doc) {
+    auto *root = dyn_cast_or_null<llvm::yaml::MappingNode>(doc.getRoot());
+    if (!root)
+      return fail(doc.getRoot(), "a plan is a mapping with 'rules' (and "
+                                 "optionally 'mesh')");
+    Plan plan;
+    for (auto &kv : *root) {
+      std::string key = scalar(kv.getKey());
+      if (key == "mesh") {
+        auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(kv.getValue());
+        if (!m)
+          return fail(kv.getValue(), "'mesh' must map axis names to sizes");
+        for (auto &axis : *m) {
+          int64_t size;
+          if (StringRef(scalar(axis.getValue())).getAsInteger(10, size) ||
+              size < 1)
+            return fail(axis.getValue(), "mesh axis '" + scalar(axis.getKey()) +
+                                             "' needs a positive size");
+          plan.mesh.emplace_back(scalar(axis.getKey()), size);
+        }
+      } else if (key == "rules") {
+        auto *seq = dyn_cast_or_null<llvm::yaml::SequenceNode>(kv.getValue());
+        if (!seq)
+          return fail(kv.getValue(), "'rules' must be a list");
+        for (auto &r : *seq) {
+          Expected<PlanRule> rule = readRule(&r);
+          if (!rule)
+            return rule.takeError();
+          plan.rules.push_back(std::move(*rule));
+        }
+      } else {
+        return fail(kv.getKey(), "unknown key '" + key +
+                                     "' (expected 'mesh' or 'rules')");
+      }
+    }
+    return plan;
+  }
+
+private:
+  std::string where(llvm::yaml::Node *n) {
+    if (!n)
+      return name.str();
+    unsigned line = sm.getLineAndColumn(n->getSourceRange().Start).first;
+    return (name + ":" + Twine(line)).str();
+  }
+  Error fail(llvm::yaml::Node *n, const Twine &msg) {
+    return createStringError(llvm::inconvertibleErrorCode(),
+                             where(n) + ": " + msg);
+  }
+  static std::string scalar(llvm::yaml::Node *n) {
+    auto *s = dyn_cast_or_null<llvm::yaml::ScalarNode>(n);
+    if (!s)
+      return "";
+    SmallString<32> storage;
+    return s->getValue(storage).str();
+  }
+
+  Expected<std::pair<int64_t, std::vector<std::string>>>
+  readSplit(llvm::yaml::Node *n) {
+    auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(n);
+    if (!m)
+      return fail(n, "a split is {dim: D, axes: [AXIS, ...]}");
+    std::optional<int64_t> dim;
+    std::vector<std::string> axes;
+    for (auto &kv : *m) {
+      std::string key = scalar(kv.getKey());
+      if (key == "dim") {
+        int64_t d;
+        if (StringRef(scalar(kv.getValue())).getAsInteger(10, d))
+          return fail(kv.getValue(), "'dim' must be an integer");
+        dim = d;
+      } else if (key == "axes") {
+        if (auto *seq = dyn_cast<llvm::yaml::SequenceNode>(kv.getValue())) {
+          for (auto &a : *seq)
+            axes.push_back(scalar(&a));
+        } else {
+          axes.push_back(scalar(kv.getValue()));
+        }
+      } else {
+        return fail(kv.getKey(), "unknown key '" + key +
+                                     "' in a split (expected 'dim', 'axes')");
+      }
+    }
+    if (!dim || axes.empty())
+      return fail(n, "a split needs 'dim' and 'axes'");
+    return std::make_pair(*dim, axes);
+  }
+
+  Expected<PlanRule> readRule(llvm::yaml::Node *n) {
+    auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(n);
+    if (!m)
+      return fail(n, "a rule is a mapping: {weight|node|input: PATTERN, "
+                     "split: ...}");
+    PlanRule rule;
+    rule.where = where(n);
+    bool hasTarget = false, hasSpec = false;
+    for (auto &kv : *m) {
+      std::string key = scalar(kv.getKey());
+      if (key == "weight" || key == "node" || key == "input") {
+        if (hasTarget)
+          return fail(kv.getKey(), "a rule names one of weight, node, input");
+        hasTarget = true;
+        rule.target = key == "weight" ? PlanRule::Target::Weight
+                      : key == "node" ? PlanRule::Target::Node
+                                      : PlanRule::Target::Input;
+        rule.pattern = scalar(kv.getValue());
+      } else if (key == "operand") {
+        if (StringRef(scalar(kv.getValue())).getAsInteger(10, rule.operand) ||
+            rule.operand < 0)
+          return fail(kv.getValue(), "'operand' must be a non-negative integer");
+      } else if (key == "split") {
+        hasSpec = true;
+        if (auto *seq = dyn_cast<llvm::yaml::SequenceNode>(kv.getValue())) {
+          for (auto &s : *seq) {
+            auto split = readSplit(&s);
+            if (!split)
+              return split.takeError();
+            rule.splits.push_back(std::move(*split));
+          }
+        } else {
+          auto split = readSplit(kv.getValue());
+          if (!split)
+            return split.takeError();
+          rule.splits.push_back(std::move(*split));
+        }
+      } else if (key == "replicate") {
+        hasSpec = true;
+      } else {
+        return fail(kv.getKey(), "unknown key '" + key +
+                                     "' in a rule (expected weight, node, "
+                                     "input, operand, split, replicate)");
+      }
+    }
+    if (!hasTarget || rule.pattern.empty())
+      return fail(n, "a rule needs a 'weight', 'node' or 'input' pattern");
+    if (!hasSpec)
+      return fail(n, "a rule needs 'split' or 'replicate: true'");
+    return rule;
+  }
+
+  llvm::SourceMgr &sm;
+  StringRef name;
+};
+
+} // namespace
+
+Expected<Plan> mlir::tessel::parsePlan(StringRef text, StringRef name) {
+  llvm::SourceMgr sm;
+  std::string diag;
+  sm.setDiagHandler(
+      [](const llvm::SMDiagnostic &d, void *ctx) {
+        auto *out = static_cast<std::string *>(ctx);
+        if (out->empty())
+          *out = (Twine(d.getLineNo()) + ": " + d.getMessage()).str();
+      },
+      &diag);
+  llvm::yaml::Stream stream(text, sm);
+  auto doc = stream.begin();
+  if (doc == stream.end())
+    return createStringError(llvm::inconvertibleErrorCode(),
+                             name + ": the plan is empty");
+  PlanReader reader(sm, name);
+  Expected<Plan> plan = reader.read(*doc);
+  if (!diag.empty()) {
+    llvm::consumeError(plan.takeError());
+    return createStringError(llvm::inconvertibleErrorCode(),
+                             name + ":" + diag);
+  }
+  return plan;
+}
+
+Expected<Plan> mlir::tessel::loadPlan(StringRef spec) {
+  if (spec == "dp") {
+    Plan plan;
+    PlanRule rule;
+    rule.target = PlanRule::Target::Input;
+    rule.pattern = "*";
+    rule.splits.push_back({0, {"dp"}});
+    rule.where = "built-in plan 'dp'";
+    plan.rules.push_back(rule);
+    return plan;
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(spec);
+  if (!buffer)
+    return createStringError(buffer.getError(), "cannot read plan '" + spec +
+                                                    "': " +
+                                                    buffer.getError().message());
+  return parsePlan((*buffer)->getBuffer(), spec);
+}
+
+Expected<std::vector<std::pair<std::string, int64_t>>>
+mlir::tessel::parseMeshSpec(StringRef spec) {
+  std::vector<std::pair<std::string, int64_t>> axes;
+  SmallVector<StringRef> parts;
+  spec.split(parts, ',');
+  for (StringRef part : parts) {
+    auto [name, size] = part.trim().split('=');
+    int64_t n;
+    if (name.empty() || size.getAsInteger(10, n) || n < 1)
+      return createStringError(llvm::inconvertibleErrorCode(),
+                               "bad mesh axis '" + part +
+                                   "' in --mesh: expected NAME=SIZE with "
+                                   "SIZE >= 1, e.g. --mesh dp=2,tp=2");
+    axes.emplace_back(name.str(), n);
+  }
+  return axes;
+}
+
+// The spec `rule` gives a tensor of `type`.
+static Expected<TensorShardingAttr>
+specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
+        const std::vector<std::pair<std::string, int64_t>> &mesh,
+        MLIRContext *ctx) {
+  int64_t rank = type.getRank();
+  SmallVector<SmallVector<StringAttr>> dims(rank);
+  for (const auto &[d, axes] : rule.splits) {
+    int64_t dim = d < 0 ? d + rank : d;
+    if (dim < 0 || dim >= rank)
+      return createStringError(llvm::inconvertibleErrorCode(),
+                               rule.where + ": dim " + Twine(d) +
+                                   " is out of range for " + tensor +
+                                   " of rank " + Twine(rank));
+    for (const std::string &axis : axes) {
+      if (llvm::none_of(mesh, [&](auto &a) { return a.first == axis; }))
+        return createStringError(llvm::inconvertibleErrorCode(),
+                                 rule.where + ": axis \"" + axis +
+                                     "\" (for " + tensor +
+                                     ") is not in the mesh");
+      dims[dim].push_back(StringAttr::get(ctx, axis));
+    }
+  }
+  SmallVector<DimShardingAttr> dimAttrs;
+  for (auto &axes : dims)
+    dimAttrs.push_back(DimShardingAttr::get(ctx, axes, 0));
+  return TensorShardingAttr::get(ctx, FlatSymbolRefAttr::get(ctx, "mesh"),
+                                 dimAttrs, {});
+}
+
+static std::string nodeName(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(l))
+        return name.getName().str();
+  return "";
+}
+
+Error mlir::tessel::applyPlan(
+    ModuleOp module, const std::vector<std::pair<std::string, int64_t>> &mesh,
+    const Plan &plan, std::vector<std::string> *unmatched) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(module.getBody());
+  SmallVector<StringRef> names;
+  SmallVector<int64_t> sizes;
+  for (const auto &[n, s] : mesh) {
+    names.push_back(n);
+    sizes.push_back(s);
+  }
+  b.create<MeshOp>(module.getLoc(), b.getStringAttr("mesh"),
+                   b.getStrArrayAttr(names), b.getDenseI64ArrayAttr(sizes));
+
+  std::vector<llvm::GlobPattern> globs;
+  for (const PlanRule &rule : plan.rules) {
+    auto glob = llvm::GlobPattern::create(rule.pattern);
+    if (!glob)
+      return createStringError(llvm::inconvertibleErrorCode(),
+                               rule.where + ": bad pattern '" + rule.pattern +
+                                   "': " + llvm::toString(glob.takeError()));
+    globs.push_back(std::move(*glob));
+  }
+  std::vector<bool> used(plan.rules.size(), false);
+  llvm::DenseSet<Operation *> assigned;
+  StringRef attr = TesselDialect::kShardingAttrName;
+
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    auto inputNames = fn->getAttrOfType<ArrayAttr>("onnx.input_names");
+    for (BlockArgument arg : fn.getArguments()) {
+      std::string name =
+          inputNames && arg.getArgNumber() < inputNames.size()
+              ? cast<StringAttr>(inputNames[arg.getArgNumber()]).str()
+              : ("input" + Twine(arg.getArgNumber())).str();
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      for (auto [i, rule] : llvm::enumerate(plan.rules)) {
+        if (rule.target != PlanRule::Target::Input || !type ||
+            !globs[i].match(name))
+          continue;
+        auto spec = specFor(rule, type, "input '" + name + "'", mesh, ctx);
+        if (!spec)
+          return spec.takeError();
+        fn.setArgAttr(arg.getArgNumber(), attr, *spec);
+        used[i] = true;
+        break;
+      }
+    }
+    // Weights by name, then the weight inputs of nodes by node name; the
+    // first rule that matches a tensor wins.
+    Error err = Error::success();
+    fn.walk([&](WeightOp w) {
+      for (auto [i, rule] : llvm::enumerate(plan.rules)) {
+        if (rule.target != PlanRule::Target::Weight ||
+            !globs[i].match(w.getName()))
+          continue;
+        used[i] = true;
+        auto spec = specFor(rule, w.getType(),
+                            "weight '" + w.getName().str() + "'", mesh, ctx);
+        if (!spec) {
+          err = spec.takeError();
+          return WalkResult::interrupt();
+        }
+        w->setAttr(attr, *spec);
+        assigned.insert(w);
+        break;
+      }
+      return WalkResult::advance();
+    });
+    if (err)
+      return err;
+    fn.walk([&](Operation *op) {
+      if (err)
+        return WalkResult::interrupt();
+      std::string node = nodeName(op);
+      if (node.empty())
+        return WalkResult::advance();
+      for (auto [i, rule] : llvm::enumerate(plan.rules)) {
+        if (rule.target != PlanRule::Target::Node || !globs[i].match(node))
+          continue;
+        WeightOp weight;
+        if (rule.operand >= 0) {
+          if (rule.operand < op->getNumOperands())
+            weight = op->getOperand(rule.operand).getDefiningOp<WeightOp>();
+        } else {
+          for (Value v : op->getOperands())
+            if ((weight = v.getDefiningOp<WeightOp>()))
+              break;
+        }
+        if (!weight) {
+          err = createStringError(
+              llvm::inconvertibleErrorCode(),
+              rule.where + ": node '" + node + "' has no weight operand" +
+                  (rule.operand >= 0 ? " " + std::to_string(rule.operand) : ""));
+          return WalkResult::interrupt();
+        }
+        used[i] = true;
+        if (assigned.contains(weight))
+          break;
+        auto spec = specFor(rule, weight.getType(),
+                            "the weight of node '" + node + "'", mesh, ctx);
+        if (!spec) {
+          err = spec.takeError();
+          return WalkResult::interrupt();
+        }
+        weight->setAttr(attr, *spec);
+        assigned.insert(weight);
+        break;
+      }
+      return WalkResult::advance();
+    });
+    if (err)
+      return err;
+  }
+  if (unmatched)
+    for (auto [i, rule] : llvm::enumerate(plan.rules))
+      if (!used[i])
+        unmatched->push_back(rule.where + ": '" + rule.pattern +
+                             "' matches nothing");
+  return Error::success();
+}

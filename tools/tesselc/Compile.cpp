@@ -1,0 +1,198 @@
+//===- Compile.cpp - tesselc: model -> IR -> artifact ---------------------===//
+//
+// import (ONNX) or parse (.mlir) -> plan (--mesh, --plan) -> propagate ->
+// partition -> export. One device is a mesh of size 1: without --mesh the
+// same path runs with no mesh and every tensor whole.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Compile.h"
+#include "EmitMlir.h"
+
+#include "tessel/Export/CollectiveReport.h"
+#include "tessel/Export/ExportArtifact.h"
+#include "tessel/InitAll.h"
+#include "tessel/Plan/Plan.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "dialects/tessel/TesselOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+cl::OptionCategory &tessel::getShardingCategory() {
+  static cl::OptionCategory category("Sharding options");
+  return category;
+}
+
+namespace {
+
+cl::opt<std::string> meshSpec(
+    "mesh", cl::value_desc("AXIS=N,..."),
+    cl::desc("Device mesh, e.g. --mesh dp=2,tp=2 (overrides the plan's)"),
+    cl::cat(tessel::getShardingCategory()));
+
+cl::opt<std::string> planSpec(
+    "plan", cl::value_desc("FILE|dp"),
+    cl::desc("Sharding plan: a YAML/JSON file of name patterns -> specs, or "
+             "the built-in 'dp' (batch over the dp axis)"),
+    cl::cat(tessel::getShardingCategory()));
+
+cl::opt<bool> report(
+    "report",
+    cl::desc("Print, per rank, each collective with its axes and bytes, and "
+             "the totals"),
+    cl::init(false), cl::cat(tessel::getShardingCategory()));
+
+cl::opt<std::string> weightsModel(
+    "weights", cl::value_desc("model.onnx"),
+    cl::desc("For a .mlir input: the ONNX model whose weights it names "
+             "(default: the model it was imported from)"),
+    cl::cat(tessel::getShardingCategory()));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "tesselc") << message << "\n";
+  return 1;
+}
+
+// The key on an imported module that records where its weights are.
+constexpr StringLiteral kModelAttr = "onnx.model";
+
+} // namespace
+
+int tessel::compile(StringRef inputPath, StringRef outputPath,
+                    StopAfter stop) {
+  mlir::DialectRegistry registry;
+  mlir::tessel::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::unique_ptr<mlir::tessel::WeightTable> weights;
+  std::string weightsFrom;
+  if (inputPath.ends_with(".mlir")) {
+    llvm::SourceMgr sm;
+    mlir::SourceMgrDiagnosticHandler handler(sm, &context);
+    module = mlir::parseSourceFile<mlir::ModuleOp>(inputPath, sm, &context);
+    if (!module)
+      return 1;
+    if (auto from = (*module)->getAttrOfType<mlir::StringAttr>(kModelAttr))
+      weightsFrom = from.str();
+    if (!weightsModel.empty())
+      weightsFrom = weightsModel;
+  } else {
+    auto imported = importModel(context, inputPath);
+    if (!imported)
+      return fail(toString(imported.takeError()));
+    module = std::move(imported->module);
+    weights = std::move(imported->weights);
+    SmallString<256> abs(inputPath);
+    sys::fs::make_absolute(abs);
+    (*module)->setAttr(kModelAttr, mlir::StringAttr::get(&context, abs));
+  }
+
+  // Annotate from a plan: the mesh, then the specs its rules give.
+  if (!meshSpec.empty() || !planSpec.empty()) {
+    if (!(*module).getOps<mlir::tessel::MeshOp>().empty())
+      return fail("'" + inputPath +
+                  "' already has a mesh; --mesh and --plan apply to "
+                  "unannotated models");
+    mlir::tessel::Plan plan;
+    if (!planSpec.empty()) {
+      auto loaded = mlir::tessel::loadPlan(planSpec);
+      if (!loaded)
+        return fail(toString(loaded.takeError()));
+      plan = std::move(*loaded);
+    }
+    std::vector<std::pair<std::string, int64_t>> mesh = plan.mesh;
+    if (!meshSpec.empty()) {
+      auto parsed = mlir::tessel::parseMeshSpec(meshSpec);
+      if (!parsed)
+        return fail(toString(parsed.takeError()));
+      mesh = std::move(*parsed);
+    }
+    if (mesh.empty())
+      return fail("no mesh: give --mesh (e.g. --mesh dp=2,tp=2) or a plan "
+                  "with 'mesh'");
+    std::vector<std::string> unmatched;
+    if (Error err = mlir::tessel::applyPlan(*module, mesh, plan, &unmatched))
+      return fail(toString(std::move(err)));
+    for (const std::string &u : unmatched)
+      WithColor::warning(errs(), "tesselc") << "plan rule " << u << "\n";
+  }
+  if (failed(mlir::verify(*module)))
+    return 1;
+
+  bool sharded = !(*module).getOps<mlir::tessel::MeshOp>().empty();
+  if (stop != StopAfter::Import && sharded) {
+    mlir::PassManager pm(&context);
+    pm.addPass(mlir::tessel::createPropagatePass());
+    if (stop != StopAfter::Propagate)
+      pm.addPass(mlir::tessel::createPartitionPass());
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+  if (report)
+    mlir::tessel::printCollectiveReport(*module, outs());
+
+  if (stop != StopAfter::Artifact) {
+    std::string message;
+    auto output = mlir::openOutputFile(outputPath, &message);
+    if (!output)
+      return fail(message);
+    module->print(output->os());
+    output->os() << "\n";
+    if (weights)
+      printWeightsIfAsked(*weights, output->os());
+    output->keep();
+    return 0;
+  }
+
+  if (!weights) {
+    if (weightsFrom.empty())
+      return fail("'" + inputPath +
+                  "' does not say where its weights are: give --weights "
+                  "model.onnx");
+    auto imported = importModel(context, weightsFrom);
+    if (!imported)
+      return fail("reading the weights of '" + weightsFrom +
+                  "': " + toString(imported.takeError()));
+    weights = std::move(imported->weights);
+  }
+  std::string out = outputPath.str();
+  if (out.empty() || out == "-") {
+    SmallString<128> path(inputPath);
+    sys::path::replace_extension(path, "tsl");
+    out = sys::path::filename(path).str();
+  }
+  mlir::tessel::WeightTable &table = *weights;
+  auto lookup = [&](StringRef name, std::string &error)
+      -> mlir::FailureOr<mlir::tessel::WeightData> {
+    const mlir::tessel::WeightInfo *info = table.lookup(name);
+    if (!info) {
+      error = "no data for this weight in the model";
+      return mlir::failure();
+    }
+    auto bytes = table.getData(*info);
+    if (!bytes) {
+      error = toString(bytes.takeError());
+      return mlir::failure();
+    }
+    return mlir::tessel::WeightData{bytes->data(), bytes->size(),
+                                    SmallVector<int64_t>(info->shape)};
+  };
+  if (failed(mlir::tessel::exportArtifact(*module, lookup, out)))
+    return 1;
+  return 0;
+}
