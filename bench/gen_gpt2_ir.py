@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Writes a GPT-2-shaped tessel module with the Megatron plan as specs.
+
+    gen_gpt2_ir.py --layers 48 --d 1600 --heads 25 --seq 1024 --vocab 50257 > gpt2_xl.mlir
+
+Weights are `tessel.weight` ops (names only; no data), so any size is cheap to
+write. Used by bench/run-partition-bench to time propagation + partitioning.
+"""
+import argparse
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", type=int, default=48)
+    ap.add_argument("--d", type=int, default=1600)
+    ap.add_argument("--heads", type=int, default=25)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--vocab", type=int, default=50257)
+    ap.add_argument("--mesh", default='"dp"=2, "tp"=4')
+    a = ap.parse_args()
+    b, t, d, h, v = a.batch, a.seq, a.d, a.heads, a.vocab
+    hd = d // h
+    col = '{tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>}'
+    colb = '{tessel.sharding = #tessel.sharding<@mesh, [{"tp"}]>}'
+    row = '{tessel.sharding = #tessel.sharding<@mesh, [{"tp"}, {}]>}'
+    X = "tensor<%dx%dx%dxf32>" % (b, t, d)
+    out = []
+    w = out.append
+    w("tessel.mesh @mesh [%s]" % a.mesh)
+    w('func.func @gpt2(%%ids: tensor<%dx%dxi64> {tessel.sharding = #tessel.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<%dx%dx%dxf32> {' % (b, t, b, t, v))
+    w('  %%wte = tessel.weight "transformer.wte.weight" %s : tensor<%dx%dxf32>' % (col, v, d))
+    w('  %%wpe = tessel.weight "transformer.wpe.weight" %s : tensor<%dx%dxf32>' % (col, t, d))
+    w("  %%tok = tessel.gather %%wte[%%ids] axis = 0 : (tensor<%dx%dxf32>, tensor<%dx%dxi64>) -> %s" % (v, d, b, t, X))
+    w("  %%h0 = tessel.add %%tok, %%wpe : (%s, tensor<%dx%dxf32>) -> %s" % (X, t, d, X))
+    w("  %scale = tessel.constant dense<8.0> : tensor<f32>")
+    w("  %neg = tessel.constant dense<-3.0e+38> : tensor<f32>")
+    S = "tensor<%dx%dx%dx%dxf32>" % (b, h, t, t)
+    Q = "tensor<%dx%dx%dx%dxf32>" % (b, h, t, hd)
+    K = "tensor<%dx%dx%dx%dxf32>" % (b, h, hd, t)
+    R = "tensor<%dx%dx%dx%dxf32>" % (b, t, h, hd)
+    for i in range(a.layers):
+        p = "transformer.h.%d." % i
+        x = "%%h%d" % i
+        n = "l%d_" % i
+
+        def W(name, spec, shape, dtype="f32"):
+            w('  %%%s%s = tessel.weight "%s%s" %s : tensor<%sx%s>' % (n, name.replace(".", "_"), p, name, spec, "x".join(map(str, shape)), dtype))
+            return "%%%s%s" % (n, name.replace(".", "_"))
+
+        def op(name, text):
+            w("  %%%s%s = %s" % (n, name, text))
+            return "%%%s%s" % (n, name)
+
+        g1, b1 = W("ln_1.weight", "", [d]), W("ln_1.bias", "", [d])
+        x1 = op("x1", "tessel.layer_norm %s, %s, %s axis = 2 : (%s, tensor<%dxf32>, tensor<%dxf32>) -> %s" % (x, g1, b1, X, d, d, X))
+        wa, ba = W("attn.c_attn.weight", col, [d, 3 * d]), W("attn.c_attn.bias", colb, [3 * d])
+        X3 = "tensor<%dx%dx%dxf32>" % (b, t, 3 * d)
+        qkv0 = op("qkv0", "tessel.matmul %s, %s : (%s, tensor<%dx%dxf32>) -> %s" % (x1, wa, X, d, 3 * d, X3))
+        qkv = op("qkv", "tessel.add %s, %s : (%s, tensor<%dxf32>) -> %s" % (qkv0, ba, X3, 3 * d, X3))
+        w("  %%%sq0, %%%sk0, %%%sv0 = tessel.split %s dim = 2 sizes = [%d, %d, %d] : (%s) -> (%s, %s, %s)" % (n, n, n, qkv, d, d, d, X3, X, X, X))
+        q1 = op("q1", "tessel.reshape %%%sq0 : (%s) -> %s" % (n, X, R))
+        k1 = op("k1", "tessel.reshape %%%sk0 : (%s) -> %s" % (n, X, R))
+        v1 = op("v1", "tessel.reshape %%%sv0 : (%s) -> %s" % (n, X, R))
+        q = op("q", "tessel.transpose %s perm = [0, 2, 1, 3] : (%s) -> %s" % (q1, R, Q))
+        kt = op("kt", "tessel.transpose %s perm = [0, 2, 3, 1] : (%s) -> %s" % (k1, R, K))
+        vv = op("v", "tessel.transpose %s perm = [0, 2, 1, 3] : (%s) -> %s" % (v1, R, Q))
+        s0 = op("s0", "tessel.matmul %s, %s : (%s, %s) -> %s" % (q, kt, Q, K, S))
+        s1 = op("s1", "tessel.div %s, %%scale : (%s, tensor<f32>) -> %s" % (s0, S, S))
+        mask = W("attn.bias", "", [1, 1, t, t], "i1")
+        s2 = op("s2", "tessel.where %s, %s, %%neg : (tensor<1x1x%dx%dxi1>, %s, tensor<f32>) -> %s" % (mask, s1, t, t, S, S))
+        pr = op("p", "tessel.softmax %s axis = 3 : %s" % (s2, S))
+        o0 = op("o0", "tessel.matmul %s, %s : (%s, %s) -> %s" % (pr, vv, S, Q, Q))
+        o1 = op("o1", "tessel.transpose %s perm = [0, 2, 1, 3] : (%s) -> %s" % (o0, Q, R))
+        o = op("o", "tessel.reshape %s : (%s) -> %s" % (o1, R, X))
+        wp, bp = W("attn.c_proj.weight", row, [d, d]), W("attn.c_proj.bias", "", [d])
+        a0 = op("a0", "tessel.matmul %s, %s : (%s, tensor<%dx%dxf32>) -> %s" % (o, wp, X, d, d, X))
+        a1 = op("a1", "tessel.add %s, %s : (%s, tensor<%dxf32>) -> %s" % (a0, bp, X, d, X))
+        hh = op("h1", "tessel.add %s, %s : (%s, %s) -> %s" % (x, a1, X, X, X))
+        g2, b2 = W("ln_2.weight", "", [d]), W("ln_2.bias", "", [d])
+        x2 = op("x2", "tessel.layer_norm %s, %s, %s axis = 2 : (%s, tensor<%dxf32>, tensor<%dxf32>) -> %s" % (hh, g2, b2, X, d, d, X))
+        wf, bf = W("mlp.c_fc.weight", col, [d, 4 * d]), W("mlp.c_fc.bias", colb, [4 * d])
+        X4 = "tensor<%dx%dx%dxf32>" % (b, t, 4 * d)
+        f0 = op("f0", "tessel.matmul %s, %s : (%s, tensor<%dx%dxf32>) -> %s" % (x2, wf, X, d, 4 * d, X4))
+        f1 = op("f1", "tessel.add %s, %s : (%s, tensor<%dxf32>) -> %s" % (f0, bf, X4, 4 * d, X4))
+        f2 = op("f2", "tessel.gelu %s {tanh_approximation} : %s" % (f1, X4))
+        wm, bm = W("mlp.c_proj.weight", row, [4 * d, d]), W("mlp.c_proj.bias", "", [d])
+        m0 = op("m0", "tessel.matmul %s, %s : (%s, tensor<%dx%dxf32>) -> %s" % (f2, wm, X4, 4 * d, d, X))
+        m1 = op("m1", "tessel.add %s, %s : (%s, tensor<%dxf32>) -> %s" % (m0, bm, X, d, X))
+        w("  %%h%d = tessel.add %s, %s : (%s, %s) -> %s" % (i + 1, hh, m1, X, X, X))
+    L = a.layers
+    w('  %%lnf_w = tessel.weight "transformer.ln_f.weight" : tensor<%dxf32>' % d)
+    w('  %%lnf_b = tessel.weight "transformer.ln_f.bias" : tensor<%dxf32>' % d)
+    w("  %%hf = tessel.layer_norm %%h%d, %%lnf_w, %%lnf_b axis = 2 : (%s, tensor<%dxf32>, tensor<%dxf32>) -> %s" % (L, X, d, d, X))
+    w("  %%wte_t = tessel.transpose %%wte perm = [1, 0] : (tensor<%dx%dxf32>) -> tensor<%dx%dxf32>" % (v, d, d, v))
+    w("  %%logits = tessel.matmul %%hf, %%wte_t : (%s, tensor<%dx%dxf32>) -> tensor<%dx%dx%dxf32>" % (X, d, v, b, t, v))
+    w("  return %%logits : tensor<%dx%dx%dxf32>" % (b, t, v))
+    w("}")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
