@@ -1,0 +1,134 @@
+//===- CudaKernels.h - CUDA kernels of the instruction set ------*- C++ -*-===//
+//
+// Host-side launchers of the kernels in Kernels.cu. Every pointer is device
+// memory; every launcher enqueues on `stream` and returns the launch status
+// (cudaGetLastError()). Shapes and attributes were checked by
+// Program::create, so launchers trust them, exactly as the CPU kernels do.
+//
+// Kernels index tensors with the strided index math of an Indexer: the
+// result's flat index is decomposed over `dims` (row-major) and each operand's
+// element offset is the dot product of that multi-index with its strides
+// (0 where the operand broadcasts). Indexers are built from the CPU
+// backend's StridedPlan (cpu/Broadcast.h), which drops dims of size 1 and
+// merges contiguous neighbours, so the rank seen by kernels is small.
+//
+// Semantics mirror the CPU kernels operation by operation (same formulas,
+// same NaN handling, same integer wrap-around); only the order of
+// floating-point sums differs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_CUDA_CUDAKERNELS_H
+#define TESSEL_RUNTIME_CUDA_CUDAKERNELS_H
+
+#include "tessel/runtime/DType.h"
+#include "tessel/runtime/OpKind.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+
+namespace tessel::runtime::cuda {
+
+/// Predicates of `compare` (the values of ComparePredicate, which this header
+/// does not include so that nvcc never parses Program.h).
+enum class CmpPred : int { Eq, Ne, Lt, Le, Gt, Ge };
+
+constexpr int kMaxDims = 8;
+constexpr int kMaxOperands = 4;
+
+/// Strided index math over the (merged) dims of a result; passed to kernels
+/// by value.
+struct Indexer {
+  int rank = 1;
+  int numOperands = 0;
+  int64_t total = 0;
+  int64_t dims[kMaxDims] = {1};
+  int64_t strides[kMaxDims][kMaxOperands] = {};
+};
+
+// Elementwise ------------------------------------------------------------
+cudaError_t launchUnary(OpKind kind, bool tanhApproximation, DType dtype,
+                        const void *x, void *y, int64_t n, cudaStream_t s);
+cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
+                       cudaStream_t s);
+/// y = a op b; `ix` has operands (a, b); `bScalar` enables pow's fast paths
+/// for a single-element exponent (as the CPU backend does).
+cudaError_t launchBinary(OpKind kind, DType dtype, const void *a,
+                         const void *b, void *y, const Indexer &ix,
+                         bool bScalar, cudaStream_t s);
+cudaError_t launchCompare(CmpPred pred, DType dtype, const void *a,
+                          const void *b, uint8_t *y, const Indexer &ix,
+                          cudaStream_t s);
+/// `ix` has operands (cond, x, y).
+cudaError_t launchWhere(size_t elemSize, const uint8_t *cond, const void *x,
+                        const void *y, void *out, const Indexer &ix,
+                        cudaStream_t s);
+
+// Data movement ----------------------------------------------------------
+/// Copies ix.total elements: source offset from operand 0; destination
+/// offset from operand 1 when ix.numOperands == 2, else the flat index.
+cudaError_t launchStridedCopy(size_t elemSize, const void *src, void *dst,
+                              const Indexer &ix, cudaStream_t s);
+/// Sets slot[0] to the first position j whose index is outside
+/// [-dim, dim) (atomicMin; slot[0] must start at ~0ull), then slot[1] to that
+/// index's value.
+cudaError_t launchGatherCheck(DType indexType, const void *indices,
+                              int64_t numIndices, int64_t dim,
+                              unsigned long long *slot, cudaStream_t s);
+/// out[o, j, k] = data[o, idx[j] (wrapped), k]; out-of-range indices give 0.
+cudaError_t launchGather(size_t elemSize, const void *data, DType indexType,
+                         const void *indices, int64_t numIndices,
+                         int64_t outer, int64_t dim, int64_t inner, void *out,
+                         cudaStream_t s);
+
+// Reductions and normalisation -------------------------------------------
+/// `kept` iterates the outputs (operand 0: input strides of the kept dims),
+/// `reduced` the reduced elements of one output (operand 0: input strides of
+/// the reduced dims; total 0 for an empty reduction). reduce_mean multiplies
+/// by `meanScale`.
+cudaError_t launchReduce(OpKind kind, DType dtype, const void *x, void *y,
+                         const Indexer &kept, const Indexer &reduced,
+                         float meanScale, cudaStream_t s);
+cudaError_t launchSoftmax(bool logSoftmax, const float *x, float *y,
+                          int64_t outer, int64_t len, int64_t inner,
+                          cudaStream_t s);
+/// One block per row of d elements; bias may be null; scale/bias hold d.
+cudaError_t launchLayerNorm(bool rms, const float *x, int64_t rows, int64_t d,
+                            float epsilon, const float *scale,
+                            const float *bias, float *y, cudaStream_t s);
+cudaError_t launchBatchNorm(const float *x, int64_t n, int64_t c,
+                            int64_t spatial, const float *scale,
+                            const float *bias, const float *mean,
+                            const float *var, float epsilon, float *y,
+                            cudaStream_t s);
+
+// Convolution and pooling (NCHW) -----------------------------------------
+struct Conv2DGeom {
+  int64_t channels = 0; // input channels of one group
+  int64_t h = 0, w = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  int64_t sh = 1, sw = 1, pt = 0, pl = 0, dh = 1, dw = 1;
+};
+/// col[(ci, i, j), (r, s)] = x[ci, r*sh - pt + i*dh, s*sw - pl + j*dw] (0
+/// outside), for one image and group starting at `x`.
+cudaError_t launchIm2Col(const float *x, const Conv2DGeom &g, float *col,
+                         cudaStream_t s);
+/// y[b, oc, :] += bias[oc].
+cudaError_t launchAddBias(float *y, const float *bias, int64_t n, int64_t o,
+                          int64_t spatial, cudaStream_t s);
+
+struct PoolGeom {
+  int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+  bool countIncludePad = false;
+};
+cudaError_t launchMaxPool(const float *x, float *y, const PoolGeom &g,
+                          cudaStream_t s);
+cudaError_t launchAvgPool(const float *x, float *y, const PoolGeom &g,
+                          cudaStream_t s);
+cudaError_t launchGlobalAvgPool(const float *x, float *y, int64_t planes,
+                                int64_t spatial, cudaStream_t s);
+
+} // namespace tessel::runtime::cuda
+
+#endif // TESSEL_RUNTIME_CUDA_CUDAKERNELS_H

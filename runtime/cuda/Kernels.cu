@@ -1,0 +1,993 @@
+//===- Kernels.cu - CUDA kernels of the instruction set -------------------===//
+//
+// Deliberately plain kernels: grid-stride loops over the result with 64-bit
+// strided index math, one block per row where a row is reduced (block
+// reductions through warp shuffles). Each formula is the CPU kernel's
+// (runtime/cpu), so both backends agree up to the order of float sums.
+// The GEMMs (matmul, gemm, conv2d) are cuBLAS calls made by CudaExecutor.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaKernels.h"
+
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace tessel::runtime::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+/// Blocks for a grid-stride loop over n items (capped; the loop covers the
+/// rest).
+unsigned gridFor(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  if (b > 65535 * 4)
+    b = 65535 * 4;
+  return b < 1 ? 1u : static_cast<unsigned>(b);
+}
+
+/// Blocks for one-block-per-row kernels (the kernels loop over the rest).
+unsigned gridRows(int64_t rows) {
+  int64_t b = rows > 65535 * 4 ? 65535 * 4 : rows;
+  return b < 1 ? 1u : static_cast<unsigned>(b);
+}
+
+#define TSL_GRID_LOOP(i, n)                                                    \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; \
+       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
+/// Element offsets of every operand at flat result index i.
+__device__ __forceinline__ void offsetsAt(const Indexer &ix, int64_t i,
+                                          int64_t off[kMaxOperands]) {
+#pragma unroll
+  for (int k = 0; k < kMaxOperands; ++k)
+    off[k] = 0;
+  for (int d = ix.rank - 1; d >= 0; --d) {
+    const int64_t n = ix.dims[d];
+    const int64_t q = i / n;
+    const int64_t r = i - q * n;
+    i = q;
+#pragma unroll
+    for (int k = 0; k < kMaxOperands; ++k)
+      off[k] += r * ix.strides[d][k];
+  }
+}
+
+/// Offset of operand 0 only.
+__device__ __forceinline__ int64_t offset0(const Indexer &ix, int64_t i) {
+  int64_t off = 0;
+  for (int d = ix.rank - 1; d >= 0; --d) {
+    const int64_t n = ix.dims[d];
+    const int64_t q = i / n;
+    off += (i - q * n) * ix.strides[d][0];
+    i = q;
+  }
+  return off;
+}
+
+/// Reduces v over the block (blockDim.x a multiple of 32, at most 1024);
+/// every thread gets the result. `shm` holds 32 entries.
+template <typename T, typename F>
+__device__ T blockReduce(T v, T identity, F f, T *shm) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    v = f(v, __shfl_down_sync(0xffffffffu, v, o));
+  __syncthreads(); // shm may still be read from a previous call
+  if (lane == 0)
+    shm[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    const unsigned warps = (blockDim.x + 31) >> 5;
+    v = lane < warps ? shm[lane] : identity;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+      v = f(v, __shfl_down_sync(0xffffffffu, v, o));
+    if (lane == 0)
+      shm[0] = v;
+  }
+  __syncthreads();
+  return shm[0];
+}
+
+struct SumF {
+  template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
+};
+/// max that ignores NaN candidates, as the CPU's `b > a ? b : a`.
+struct MaxF {
+  template <typename T> __device__ T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Unary and cast
+//===----------------------------------------------------------------------===//
+
+__device__ __forceinline__ float unaryF32(OpKind kind, bool tanhApprox,
+                                          float v) {
+  switch (kind) {
+  case OpKind::Neg:
+    return -v;
+  case OpKind::Exp:
+    return expf(v);
+  case OpKind::Log:
+    return logf(v);
+  case OpKind::Sqrt:
+    return sqrtf(v);
+  case OpKind::Rsqrt:
+    return 1.0f / sqrtf(v);
+  case OpKind::Tanh:
+    return tanhf(v);
+  case OpKind::Erf:
+    return erff(v);
+  case OpKind::Sigmoid:
+    return 1.0f / (1.0f + expf(-v));
+  case OpKind::Relu:
+    return v < 0.0f ? 0.0f : v;
+  case OpKind::Gelu:
+    if (tanhApprox)
+      return 0.5f * v *
+             (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+  case OpKind::Reciprocal:
+    return 1.0f / v;
+  case OpKind::Abs:
+    return fabsf(v);
+  default:
+    return v;
+  }
+}
+
+__global__ void unaryF32Kernel(OpKind kind, bool tanhApprox,
+                               const float *x, float *y, int64_t n) {
+  TSL_GRID_LOOP(i, n) { y[i] = unaryF32(kind, tanhApprox, x[i]); }
+}
+
+template <typename T>
+__global__ void unaryIntKernel(OpKind kind, const T *x, T *y, int64_t n) {
+  using U = typename std::make_unsigned<T>::type;
+  TSL_GRID_LOOP(i, n) {
+    const T v = x[i];
+    switch (kind) {
+    case OpKind::Neg:
+      y[i] = static_cast<T>(U(0) - U(v));
+      break;
+    case OpKind::Abs:
+      y[i] = v < 0 ? static_cast<T>(U(0) - U(v)) : v;
+      break;
+    case OpKind::Relu:
+      y[i] = v < 0 ? T(0) : v;
+      break;
+    default:
+      y[i] = v;
+      break;
+    }
+  }
+}
+
+__global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t n) {
+  TSL_GRID_LOOP(i, n) { y[i] = static_cast<uint8_t>(x[i] == 0); }
+}
+
+template <typename From, typename To>
+__global__ void castKernel(const From *x, To *y, int64_t n) {
+  TSL_GRID_LOOP(i, n) { y[i] = static_cast<To>(x[i]); }
+}
+
+template <typename From>
+__global__ void castToBoolKernel(const From *x, uint8_t *y, int64_t n) {
+  TSL_GRID_LOOP(i, n) { y[i] = static_cast<uint8_t>(x[i] != From(0)); }
+}
+
+template <typename From>
+cudaError_t castFrom(const From *x, DType to, void *y, int64_t n,
+                     cudaStream_t s) {
+  const unsigned g = gridFor(n);
+  switch (to) {
+  case DType::F32:
+    castKernel<<<g, kThreads, 0, s>>>(x, static_cast<float *>(y), n);
+    break;
+  case DType::I64:
+    castKernel<<<g, kThreads, 0, s>>>(x, static_cast<int64_t *>(y), n);
+    break;
+  case DType::I32:
+    castKernel<<<g, kThreads, 0, s>>>(x, static_cast<int32_t *>(y), n);
+    break;
+  case DType::Bool:
+    castToBoolKernel<<<g, kThreads, 0, s>>>(x, static_cast<uint8_t *>(y), n);
+    break;
+  }
+  return cudaGetLastError();
+}
+
+//===----------------------------------------------------------------------===//
+// Binary, compare, where
+//===----------------------------------------------------------------------===//
+
+__device__ __forceinline__ float binaryF32(OpKind kind, float x, float y,
+                                           bool bScalar) {
+  switch (kind) {
+  case OpKind::Add:
+    return x + y;
+  case OpKind::Sub:
+    return x - y;
+  case OpKind::Mul:
+    return x * y;
+  case OpKind::Div:
+    return x / y;
+  case OpKind::Pow:
+    if (bScalar) { // the CPU backend's fast paths, for identical results
+      if (y == 2.0f)
+        return x * x;
+      if (y == 3.0f)
+        return x * x * x;
+      if (y == 1.0f)
+        return x;
+      if (y == 0.5f)
+        return sqrtf(x);
+      if (y == -1.0f)
+        return 1.0f / x;
+    }
+    return powf(x, y);
+  case OpKind::Max: // NaN propagates, as numpy.maximum
+    return (x > y || x != x) ? x : y;
+  case OpKind::Min:
+    return (x < y || x != x) ? x : y;
+  default:
+    return 0.0f;
+  }
+}
+
+__global__ void binaryF32Kernel(OpKind kind, const float *a, const float *b,
+                                float *y, Indexer ix, bool bScalar) {
+  TSL_GRID_LOOP(i, ix.total) {
+    int64_t off[kMaxOperands];
+    offsetsAt(ix, i, off);
+    y[i] = binaryF32(kind, a[off[0]], b[off[1]], bScalar);
+  }
+}
+
+template <typename T>
+__global__ void binaryIntKernel(OpKind kind, const T *a, const T *b, T *y,
+                                Indexer ix) {
+  using U = typename std::make_unsigned<T>::type;
+  TSL_GRID_LOOP(i, ix.total) {
+    int64_t off[kMaxOperands];
+    offsetsAt(ix, i, off);
+    const T x = a[off[0]], z = b[off[1]];
+    T r = 0;
+    switch (kind) {
+    case OpKind::Add:
+      r = static_cast<T>(U(x) + U(z));
+      break;
+    case OpKind::Sub:
+      r = static_cast<T>(U(x) - U(z));
+      break;
+    case OpKind::Mul:
+      r = static_cast<T>(U(x) * U(z));
+      break;
+    case OpKind::Div: // truncating; x / 0 = 0; no trap on MIN / -1
+      r = z == 0 ? T(0) : z == -1 ? static_cast<T>(U(0) - U(x)) : x / z;
+      break;
+    case OpKind::Max:
+      r = x > z ? x : z;
+      break;
+    case OpKind::Min:
+      r = x < z ? x : z;
+      break;
+    default:
+      break;
+    }
+    y[i] = r;
+  }
+}
+
+template <typename T>
+__global__ void compareKernel(CmpPred pred, const T *a, const T *b, uint8_t *y,
+                              Indexer ix) {
+  TSL_GRID_LOOP(i, ix.total) {
+    int64_t off[kMaxOperands];
+    offsetsAt(ix, i, off);
+    const T x = a[off[0]], z = b[off[1]];
+    bool r = false;
+    switch (pred) {
+    case CmpPred::Eq:
+      r = x == z;
+      break;
+    case CmpPred::Ne:
+      r = x != z;
+      break;
+    case CmpPred::Lt:
+      r = x < z;
+      break;
+    case CmpPred::Le:
+      r = x <= z;
+      break;
+    case CmpPred::Gt:
+      r = x > z;
+      break;
+    case CmpPred::Ge:
+      r = x >= z;
+      break;
+    }
+    y[i] = static_cast<uint8_t>(r);
+  }
+}
+
+template <typename T>
+__global__ void whereKernel(const uint8_t *c, const T *x, const T *y, T *out,
+                            Indexer ix) {
+  TSL_GRID_LOOP(i, ix.total) {
+    int64_t off[kMaxOperands];
+    offsetsAt(ix, i, off);
+    out[i] = c[off[0]] ? x[off[1]] : y[off[2]];
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void stridedCopyKernel(const T *src, T *dst, Indexer ix) {
+  if (ix.numOperands == 2) {
+    TSL_GRID_LOOP(i, ix.total) {
+      int64_t off[kMaxOperands];
+      offsetsAt(ix, i, off);
+      dst[off[1]] = src[off[0]];
+    }
+  } else {
+    TSL_GRID_LOOP(i, ix.total) { dst[i] = src[offset0(ix, i)]; }
+  }
+}
+
+template <typename I>
+__global__ void gatherCheckKernel(const I *idx, int64_t n, int64_t dim,
+                                  unsigned long long *slot) {
+  TSL_GRID_LOOP(j, n) {
+    const int64_t v = static_cast<int64_t>(idx[j]);
+    if (v < -dim || v >= dim)
+      atomicMin(slot, static_cast<unsigned long long>(j));
+  }
+}
+
+template <typename I>
+__global__ void gatherRecordKernel(const I *idx, unsigned long long *slot) {
+  if (slot[0] != ~0ull)
+    slot[1] = static_cast<unsigned long long>(
+        static_cast<int64_t>(idx[slot[0]]));
+}
+
+template <typename T, typename I>
+__global__ void gatherKernel(const T *data, const I *idx, int64_t numIdx,
+                             int64_t outer, int64_t dim, int64_t inner,
+                             T *out) {
+  const int64_t total = outer * numIdx * inner;
+  TSL_GRID_LOOP(e, total) {
+    const int64_t k = e % inner;
+    const int64_t j = (e / inner) % numIdx;
+    const int64_t o = e / (inner * numIdx);
+    int64_t v = static_cast<int64_t>(idx[j]);
+    if (v < 0)
+      v += dim;
+    out[e] = (v >= 0 && v < dim) ? data[(o * dim + v) * inner + k] : T(0);
+  }
+}
+
+template <typename T>
+cudaError_t gatherTyped(const T *data, DType indexType, const void *indices,
+                        int64_t numIdx, int64_t outer, int64_t dim,
+                        int64_t inner, T *out, cudaStream_t s) {
+  const unsigned g = gridFor(outer * numIdx * inner);
+  if (indexType == DType::I64)
+    gatherKernel<<<g, kThreads, 0, s>>>(data,
+                                        static_cast<const int64_t *>(indices),
+                                        numIdx, outer, dim, inner, out);
+  else
+    gatherKernel<<<g, kThreads, 0, s>>>(data,
+                                        static_cast<const int32_t *>(indices),
+                                        numIdx, outer, dim, inner, out);
+  return cudaGetLastError();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+template <typename T> __device__ __forceinline__ T lowestOf();
+template <> __device__ __forceinline__ float lowestOf<float>() {
+  return -FLT_MAX;
+}
+template <> __device__ __forceinline__ int64_t lowestOf<int64_t>() {
+  return INT64_MIN;
+}
+template <> __device__ __forceinline__ int32_t lowestOf<int32_t>() {
+  return INT32_MIN;
+}
+
+/// One thread per output: for short reductions.
+template <typename T, bool IsMax>
+__global__ void reduceThreadKernel(const T *x, T *y, Indexer kept,
+                                   Indexer reduced, bool mean, float scale) {
+  TSL_GRID_LOOP(o, kept.total) {
+    const T *base = x + offset0(kept, o);
+    T acc = IsMax ? lowestOf<T>() : T(0);
+    for (int64_t r = 0; r < reduced.total; ++r) {
+      const T v = base[offset0(reduced, r)];
+      acc = IsMax ? (v > acc ? v : acc) : acc + v;
+    }
+    if (mean)
+      acc = static_cast<T>(acc * scale);
+    y[o] = acc;
+  }
+}
+
+/// One block per output: for long reductions.
+template <typename T, bool IsMax>
+__global__ void reduceBlockKernel(const T *x, T *y, Indexer kept,
+                                  Indexer reduced, bool mean, float scale) {
+  __shared__ T shm[32];
+  const T identity = IsMax ? lowestOf<T>() : T(0);
+  for (int64_t o = blockIdx.x; o < kept.total; o += gridDim.x) {
+    const T *base = x + offset0(kept, o);
+    T acc = identity;
+    for (int64_t r = threadIdx.x; r < reduced.total; r += blockDim.x) {
+      const T v = base[offset0(reduced, r)];
+      acc = IsMax ? (v > acc ? v : acc) : acc + v;
+    }
+    if (IsMax)
+      acc = blockReduce(acc, identity, MaxF(), shm);
+    else
+      acc = blockReduce(acc, identity, SumF(), shm);
+    if (threadIdx.x == 0)
+      y[o] = mean ? static_cast<T>(acc * scale) : acc;
+  }
+}
+
+template <typename T>
+cudaError_t reduceTyped(bool isMax, bool mean, const T *x, T *y,
+                        const Indexer &kept, const Indexer &reduced,
+                        float scale, cudaStream_t s) {
+  if (kept.total == 0)
+    return cudaGetLastError();
+  const bool perBlock = reduced.total >= 512;
+  if (perBlock) {
+    const unsigned g = gridRows(kept.total);
+    if (isMax)
+      reduceBlockKernel<T, true><<<g, kThreads, 0, s>>>(x, y, kept, reduced,
+                                                         false, scale);
+    else
+      reduceBlockKernel<T, false><<<g, kThreads, 0, s>>>(x, y, kept, reduced,
+                                                          mean, scale);
+  } else {
+    const unsigned g = gridFor(kept.total);
+    if (isMax)
+      reduceThreadKernel<T, true><<<g, kThreads, 0, s>>>(x, y, kept, reduced,
+                                                          false, scale);
+    else
+      reduceThreadKernel<T, false><<<g, kThreads, 0, s>>>(x, y, kept, reduced,
+                                                           mean, scale);
+  }
+  return cudaGetLastError();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and normalisation
+//===----------------------------------------------------------------------===//
+
+/// Softmax over contiguous rows, one block per row. y may be x: every read
+/// of a row's reductions happens before the barrier of blockReduce, and the
+/// final pass reads and writes the same element in the same thread.
+__global__ void softmaxRowsKernel(bool logSoftmax, const float *x, float *y,
+                                  int64_t rows, int64_t len) {
+  __shared__ float shm[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *px = x + row * len;
+    float *py = y + row * len;
+    float m = -INFINITY;
+    for (int64_t i = threadIdx.x; i < len; i += blockDim.x)
+      m = px[i] > m ? px[i] : m;
+    m = blockReduce(m, -INFINITY, MaxF(), shm);
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < len; i += blockDim.x)
+      sum += expf(px[i] - m);
+    sum = blockReduce(sum, 0.0f, SumF(), shm);
+    if (logSoftmax) {
+      const float shift = m + logf(sum);
+      for (int64_t i = threadIdx.x; i < len; i += blockDim.x)
+        py[i] = px[i] - shift;
+    } else {
+      const float inv = 1.0f / sum;
+      for (int64_t i = threadIdx.x; i < len; i += blockDim.x)
+        py[i] = expf(px[i] - m) * inv;
+    }
+  }
+}
+
+/// Softmax along the middle dim of [outer, len, inner], one thread per
+/// (outer, inner) column.
+__global__ void softmaxColumnsKernel(bool logSoftmax, const float *x, float *y,
+                                     int64_t outer, int64_t len,
+                                     int64_t inner) {
+  TSL_GRID_LOOP(col, outer * inner) {
+    const int64_t o = col / inner, i = col - o * inner;
+    const float *px = x + o * len * inner + i;
+    float *py = y + o * len * inner + i;
+    float m = -INFINITY;
+    for (int64_t l = 0; l < len; ++l)
+      m = px[l * inner] > m ? px[l * inner] : m;
+    float sum = 0.0f;
+    for (int64_t l = 0; l < len; ++l)
+      sum += expf(px[l * inner] - m);
+    if (logSoftmax) {
+      const float shift = m + logf(sum);
+      for (int64_t l = 0; l < len; ++l)
+        py[l * inner] = px[l * inner] - shift;
+    } else {
+      const float inv = 1.0f / sum;
+      for (int64_t l = 0; l < len; ++l)
+        py[l * inner] = expf(px[l * inner] - m) * inv;
+    }
+  }
+}
+
+/// layer_norm / rms_norm over rows of d elements, one block per row (two
+/// passes: mean, then variance, as the CPU kernel).
+__global__ void layerNormKernel(bool rms, const float *x, int64_t rows,
+                                int64_t d, float epsilon, const float *scale,
+                                const float *bias, float *y) {
+  __shared__ float shm[32];
+  const float invD = 1.0f / static_cast<float>(d);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *px = x + row * d;
+    float *py = y + row * d;
+    if (rms) {
+      float ss = 0.0f;
+      for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+        ss += px[i] * px[i];
+      ss = blockReduce(ss, 0.0f, SumF(), shm);
+      const float inv = 1.0f / sqrtf(ss * invD + epsilon);
+      for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+        py[i] = px[i] * inv * scale[i];
+      continue;
+    }
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+      sum += px[i];
+    const float mean = blockReduce(sum, 0.0f, SumF(), shm) * invD;
+    float var = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+      const float c = px[i] - mean;
+      var += c * c;
+    }
+    var = blockReduce(var, 0.0f, SumF(), shm);
+    const float inv = 1.0f / sqrtf(var * invD + epsilon);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+      const float v = (px[i] - mean) * inv * scale[i];
+      py[i] = bias ? v + bias[i] : v;
+    }
+  }
+}
+
+__global__ void batchNormKernel(const float *x, int64_t c, int64_t spatial,
+                                int64_t total, const float *scale,
+                                const float *bias, const float *mean,
+                                const float *var, float epsilon, float *y) {
+  TSL_GRID_LOOP(e, total) {
+    const int64_t ch = (e / spatial) % c;
+    const float a = scale[ch] / sqrtf(var[ch] + epsilon);
+    const float sh = bias[ch] - mean[ch] * a;
+    y[e] = x[e] * a + sh;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution helpers and pooling
+//===----------------------------------------------------------------------===//
+
+__global__ void im2colKernel(const float *x, Conv2DGeom g, float *col) {
+  const int64_t spatial = g.oh * g.ow;
+  const int64_t total = g.channels * g.kh * g.kw * spatial;
+  TSL_GRID_LOOP(e, total) {
+    const int64_t row = e / spatial, pos = e - row * spatial;
+    const int64_t ci = row / (g.kh * g.kw), i = (row / g.kw) % g.kh,
+                  j = row % g.kw;
+    const int64_t r = pos / g.ow, s = pos - r * g.ow;
+    const int64_t ih = r * g.sh - g.pt + i * g.dh;
+    const int64_t iw = s * g.sw - g.pl + j * g.dw;
+    col[e] = (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w)
+                 ? x[(ci * g.h + ih) * g.w + iw]
+                 : 0.0f;
+  }
+}
+
+__global__ void addBiasKernel(float *y, const float *bias, int64_t o,
+                              int64_t spatial, int64_t total) {
+  TSL_GRID_LOOP(e, total) { y[e] += bias[(e / spatial) % o]; }
+}
+
+/// The window of output (r, s), clipped to the input; `padded` counts the
+/// window clipped to input + pads (as the CPU kernel and ONNX Runtime).
+struct Window {
+  int64_t h0, h1, w0, w1, padded;
+};
+__device__ __forceinline__ Window windowAt(const PoolGeom &g, int64_t r,
+                                           int64_t s) {
+  Window win;
+  int64_t h0 = r * g.sh - g.pt;
+  int64_t h1 = h0 + g.kh < g.h + g.pb ? h0 + g.kh : g.h + g.pb;
+  const int64_t ph = h1 - h0;
+  int64_t w0 = s * g.sw - g.pl;
+  int64_t w1 = w0 + g.kw < g.w + g.pr ? w0 + g.kw : g.w + g.pr;
+  const int64_t pw = w1 - w0;
+  win.h0 = h0 < 0 ? 0 : h0;
+  win.h1 = h1 < g.h ? h1 : g.h;
+  win.w0 = w0 < 0 ? 0 : w0;
+  win.w1 = w1 < g.w ? w1 : g.w;
+  win.padded = ph * pw;
+  return win;
+}
+
+__global__ void maxPoolKernel(const float *x, float *y, PoolGeom g) {
+  const int64_t total = g.planes * g.oh * g.ow;
+  TSL_GRID_LOOP(e, total) {
+    const int64_t s = e % g.ow, r = (e / g.ow) % g.oh, p = e / (g.ow * g.oh);
+    const Window win = windowAt(g, r, s);
+    const float *px = x + p * g.h * g.w;
+    float m = -INFINITY;
+    for (int64_t i = win.h0; i < win.h1; ++i)
+      for (int64_t j = win.w0; j < win.w1; ++j) {
+        const float v = px[i * g.w + j];
+        m = m < v ? v : m; // std::max(m, v)
+      }
+    y[e] = m;
+  }
+}
+
+__global__ void avgPoolKernel(const float *x, float *y, PoolGeom g) {
+  const int64_t total = g.planes * g.oh * g.ow;
+  TSL_GRID_LOOP(e, total) {
+    const int64_t s = e % g.ow, r = (e / g.ow) % g.oh, p = e / (g.ow * g.oh);
+    const Window win = windowAt(g, r, s);
+    const float *px = x + p * g.h * g.w;
+    float sum = 0.0f;
+    for (int64_t i = win.h0; i < win.h1; ++i)
+      for (int64_t j = win.w0; j < win.w1; ++j)
+        sum += px[i * g.w + j];
+    const int64_t count = g.countIncludePad
+                              ? win.padded
+                              : (win.h1 - win.h0) * (win.w1 - win.w0);
+    y[e] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+  }
+}
+
+__global__ void globalAvgPoolKernel(const float *x, float *y, int64_t planes,
+                                    int64_t spatial) {
+  __shared__ float shm[32];
+  for (int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
+    const float *px = x + p * spatial;
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x)
+      sum += px[i];
+    sum = blockReduce(sum, 0.0f, SumF(), shm);
+    if (threadIdx.x == 0)
+      y[p] = spatial ? sum / static_cast<float>(spatial) : 0.0f;
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Launchers
+//===----------------------------------------------------------------------===//
+
+cudaError_t launchUnary(OpKind kind, bool tanhApproximation, DType dtype,
+                        const void *x, void *y, int64_t n, cudaStream_t s) {
+  if (n == 0)
+    return cudaGetLastError();
+  const unsigned g = gridFor(n);
+  switch (dtype) {
+  case DType::F32:
+    unaryF32Kernel<<<g, kThreads, 0, s>>>(kind, tanhApproximation,
+                                          static_cast<const float *>(x),
+                                          static_cast<float *>(y), n);
+    break;
+  case DType::I64:
+    unaryIntKernel<<<g, kThreads, 0, s>>>(kind, static_cast<const int64_t *>(x),
+                                          static_cast<int64_t *>(y), n);
+    break;
+  case DType::I32:
+    unaryIntKernel<<<g, kThreads, 0, s>>>(kind, static_cast<const int32_t *>(x),
+                                          static_cast<int32_t *>(y), n);
+    break;
+  case DType::Bool: // not
+    notKernel<<<g, kThreads, 0, s>>>(static_cast<const uint8_t *>(x),
+                                     static_cast<uint8_t *>(y), n);
+    break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
+                       cudaStream_t s) {
+  if (n == 0)
+    return cudaGetLastError();
+  if (from == to) {
+    if (x == y)
+      return cudaGetLastError();
+    return cudaMemcpyAsync(y, x, n * dtypeSize(from), cudaMemcpyDeviceToDevice,
+                           s);
+  }
+  switch (from) {
+  case DType::F32:
+    return castFrom(static_cast<const float *>(x), to, y, n, s);
+  case DType::I64:
+    return castFrom(static_cast<const int64_t *>(x), to, y, n, s);
+  case DType::I32:
+    return castFrom(static_cast<const int32_t *>(x), to, y, n, s);
+  case DType::Bool:
+    return castFrom(static_cast<const uint8_t *>(x), to, y, n, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launchBinary(OpKind kind, DType dtype, const void *a,
+                         const void *b, void *y, const Indexer &ix,
+                         bool bScalar, cudaStream_t s) {
+  if (ix.total == 0)
+    return cudaGetLastError();
+  const unsigned g = gridFor(ix.total);
+  switch (dtype) {
+  case DType::F32:
+    binaryF32Kernel<<<g, kThreads, 0, s>>>(kind, static_cast<const float *>(a),
+                                           static_cast<const float *>(b),
+                                           static_cast<float *>(y), ix, bScalar);
+    break;
+  case DType::I64:
+    binaryIntKernel<<<g, kThreads, 0, s>>>(kind, static_cast<const int64_t *>(a),
+                                           static_cast<const int64_t *>(b),
+                                           static_cast<int64_t *>(y), ix);
+    break;
+  case DType::I32:
+    binaryIntKernel<<<g, kThreads, 0, s>>>(kind, static_cast<const int32_t *>(a),
+                                           static_cast<const int32_t *>(b),
+                                           static_cast<int32_t *>(y), ix);
+    break;
+  case DType::Bool:
+    return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchCompare(CmpPred pred, DType dtype, const void *a,
+                          const void *b, uint8_t *y, const Indexer &ix,
+                          cudaStream_t s) {
+  if (ix.total == 0)
+    return cudaGetLastError();
+  const unsigned g = gridFor(ix.total);
+  switch (dtype) {
+  case DType::F32:
+    compareKernel<<<g, kThreads, 0, s>>>(pred, static_cast<const float *>(a),
+                                         static_cast<const float *>(b), y, ix);
+    break;
+  case DType::I64:
+    compareKernel<<<g, kThreads, 0, s>>>(pred, static_cast<const int64_t *>(a),
+                                         static_cast<const int64_t *>(b), y, ix);
+    break;
+  case DType::I32:
+    compareKernel<<<g, kThreads, 0, s>>>(pred, static_cast<const int32_t *>(a),
+                                         static_cast<const int32_t *>(b), y, ix);
+    break;
+  case DType::Bool:
+    compareKernel<<<g, kThreads, 0, s>>>(pred, static_cast<const uint8_t *>(a),
+                                         static_cast<const uint8_t *>(b), y, ix);
+    break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchWhere(size_t elemSize, const uint8_t *cond, const void *x,
+                        const void *y, void *out, const Indexer &ix,
+                        cudaStream_t s) {
+  if (ix.total == 0)
+    return cudaGetLastError();
+  const unsigned g = gridFor(ix.total);
+  switch (elemSize) {
+  case 1:
+    whereKernel<<<g, kThreads, 0, s>>>(cond, static_cast<const uint8_t *>(x),
+                                       static_cast<const uint8_t *>(y),
+                                       static_cast<uint8_t *>(out), ix);
+    break;
+  case 4:
+    whereKernel<<<g, kThreads, 0, s>>>(cond, static_cast<const uint32_t *>(x),
+                                       static_cast<const uint32_t *>(y),
+                                       static_cast<uint32_t *>(out), ix);
+    break;
+  case 8:
+    whereKernel<<<g, kThreads, 0, s>>>(cond,
+                                       static_cast<const unsigned long long *>(x),
+                                       static_cast<const unsigned long long *>(y),
+                                       static_cast<unsigned long long *>(out), ix);
+    break;
+  default:
+    return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchStridedCopy(size_t elemSize, const void *src, void *dst,
+                              const Indexer &ix, cudaStream_t s) {
+  if (ix.total == 0)
+    return cudaGetLastError();
+  const unsigned g = gridFor(ix.total);
+  switch (elemSize) {
+  case 1:
+    stridedCopyKernel<<<g, kThreads, 0, s>>>(static_cast<const uint8_t *>(src),
+                                             static_cast<uint8_t *>(dst), ix);
+    break;
+  case 4:
+    stridedCopyKernel<<<g, kThreads, 0, s>>>(static_cast<const uint32_t *>(src),
+                                             static_cast<uint32_t *>(dst), ix);
+    break;
+  case 8:
+    stridedCopyKernel<<<g, kThreads, 0, s>>>(
+        static_cast<const unsigned long long *>(src),
+        static_cast<unsigned long long *>(dst), ix);
+    break;
+  default:
+    return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchGatherCheck(DType indexType, const void *indices,
+                              int64_t numIndices, int64_t dim,
+                              unsigned long long *slot, cudaStream_t s) {
+  if (numIndices == 0)
+    return cudaGetLastError();
+  const unsigned g = gridFor(numIndices);
+  if (indexType == DType::I64) {
+    const auto *idx = static_cast<const int64_t *>(indices);
+    gatherCheckKernel<<<g, kThreads, 0, s>>>(idx, numIndices, dim, slot);
+    gatherRecordKernel<<<1, 1, 0, s>>>(idx, slot);
+  } else {
+    const auto *idx = static_cast<const int32_t *>(indices);
+    gatherCheckKernel<<<g, kThreads, 0, s>>>(idx, numIndices, dim, slot);
+    gatherRecordKernel<<<1, 1, 0, s>>>(idx, slot);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchGather(size_t elemSize, const void *data, DType indexType,
+                         const void *indices, int64_t numIndices,
+                         int64_t outer, int64_t dim, int64_t inner, void *out,
+                         cudaStream_t s) {
+  if (outer * numIndices * inner == 0)
+    return cudaGetLastError();
+  switch (elemSize) {
+  case 1:
+    return gatherTyped(static_cast<const uint8_t *>(data), indexType, indices,
+                       numIndices, outer, dim, inner,
+                       static_cast<uint8_t *>(out), s);
+  case 4:
+    return gatherTyped(static_cast<const uint32_t *>(data), indexType, indices,
+                       numIndices, outer, dim, inner,
+                       static_cast<uint32_t *>(out), s);
+  case 8:
+    return gatherTyped(static_cast<const unsigned long long *>(data), indexType,
+                       indices, numIndices, outer, dim, inner,
+                       static_cast<unsigned long long *>(out), s);
+  default:
+    return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t launchReduce(OpKind kind, DType dtype, const void *x, void *y,
+                         const Indexer &kept, const Indexer &reduced,
+                         float meanScale, cudaStream_t s) {
+  const bool isMax = kind == OpKind::ReduceMax;
+  const bool mean = kind == OpKind::ReduceMean;
+  switch (dtype) {
+  case DType::F32:
+    return reduceTyped(isMax, mean, static_cast<const float *>(x),
+                       static_cast<float *>(y), kept, reduced, meanScale, s);
+  case DType::I64:
+    return reduceTyped(isMax, false, static_cast<const int64_t *>(x),
+                       static_cast<int64_t *>(y), kept, reduced, meanScale, s);
+  case DType::I32:
+    return reduceTyped(isMax, false, static_cast<const int32_t *>(x),
+                       static_cast<int32_t *>(y), kept, reduced, meanScale, s);
+  case DType::Bool:
+    break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launchSoftmax(bool logSoftmax, const float *x, float *y,
+                          int64_t outer, int64_t len, int64_t inner,
+                          cudaStream_t s) {
+  if (outer * len * inner == 0)
+    return cudaGetLastError();
+  if (inner == 1)
+    softmaxRowsKernel<<<gridRows(outer), kThreads, 0, s>>>(logSoftmax, x, y,
+                                                           outer, len);
+  else
+    softmaxColumnsKernel<<<gridFor(outer * inner), kThreads, 0, s>>>(
+        logSoftmax, x, y, outer, len, inner);
+  return cudaGetLastError();
+}
+
+cudaError_t launchLayerNorm(bool rms, const float *x, int64_t rows, int64_t d,
+                            float epsilon, const float *scale,
+                            const float *bias, float *y, cudaStream_t s) {
+  if (rows * d == 0)
+    return cudaGetLastError();
+  layerNormKernel<<<gridRows(rows), kThreads, 0, s>>>(rms, x, rows, d, epsilon,
+                                                      scale, bias, y);
+  return cudaGetLastError();
+}
+
+cudaError_t launchBatchNorm(const float *x, int64_t n, int64_t c,
+                            int64_t spatial, const float *scale,
+                            const float *bias, const float *mean,
+                            const float *var, float epsilon, float *y,
+                            cudaStream_t s) {
+  const int64_t total = n * c * spatial;
+  if (total == 0)
+    return cudaGetLastError();
+  batchNormKernel<<<gridFor(total), kThreads, 0, s>>>(
+      x, c, spatial, total, scale, bias, mean, var, epsilon, y);
+  return cudaGetLastError();
+}
+
+cudaError_t launchIm2Col(const float *x, const Conv2DGeom &g, float *col,
+                         cudaStream_t s) {
+  const int64_t total = g.channels * g.kh * g.kw * g.oh * g.ow;
+  if (total == 0)
+    return cudaGetLastError();
+  im2colKernel<<<gridFor(total), kThreads, 0, s>>>(x, g, col);
+  return cudaGetLastError();
+}
+
+cudaError_t launchAddBias(float *y, const float *bias, int64_t n, int64_t o,
+                          int64_t spatial, cudaStream_t s) {
+  const int64_t total = n * o * spatial;
+  if (total == 0)
+    return cudaGetLastError();
+  addBiasKernel<<<gridFor(total), kThreads, 0, s>>>(y, bias, o, spatial, total);
+  return cudaGetLastError();
+}
+
+cudaError_t launchMaxPool(const float *x, float *y, const PoolGeom &g,
+                          cudaStream_t s) {
+  const int64_t total = g.planes * g.oh * g.ow;
+  if (total == 0)
+    return cudaGetLastError();
+  maxPoolKernel<<<gridFor(total), kThreads, 0, s>>>(x, y, g);
+  return cudaGetLastError();
+}
+
+cudaError_t launchAvgPool(const float *x, float *y, const PoolGeom &g,
+                          cudaStream_t s) {
+  const int64_t total = g.planes * g.oh * g.ow;
+  if (total == 0)
+    return cudaGetLastError();
+  avgPoolKernel<<<gridFor(total), kThreads, 0, s>>>(x, y, g);
+  return cudaGetLastError();
+}
+
+cudaError_t launchGlobalAvgPool(const float *x, float *y, int64_t planes,
+                                int64_t spatial, cudaStream_t s) {
+  if (planes == 0)
+    return cudaGetLastError();
+  globalAvgPoolKernel<<<gridRows(planes), kThreads, 0, s>>>(x, y, planes,
+                                                            spatial);
+  return cudaGetLastError();
+}
+
+} // namespace tessel::runtime::cuda

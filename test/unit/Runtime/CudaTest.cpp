@@ -1,0 +1,706 @@
+//===- CudaTest.cpp - The cuda backend against the cpu backend ------------===//
+//
+// A conformance suite: every program is built once with ProgramBuilder, run
+// on "cpu" and on "cuda", and the outputs compared (floats within a small
+// tolerance, since sums run in another order; integers and bools exactly).
+// Without a CUDA device (no driver, or none visible) every test that needs
+// one is skipped with "no CUDA device (...)"; ctest lists them as skipped.
+//
+//===----------------------------------------------------------------------===//
+#include "MlpFixture.h"
+#include "TestUtil.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tessel::runtime::test {
+namespace {
+
+/// True when at least one CUDA device is usable; `why` says why not.
+bool cudaAvailable(std::string &why) {
+  static std::string reason;
+  static const bool ok = [] {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+      reason = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+      return false;
+    }
+    if (n == 0) {
+      reason = "cudaGetDeviceCount found 0 devices";
+      return false;
+    }
+    return true;
+  }();
+  why = reason;
+  return ok;
+}
+
+#define TSL_REQUIRE_CUDA()                                                     \
+  do {                                                                         \
+    std::string why_;                                                          \
+    if (!cudaAvailable(why_))                                                  \
+      GTEST_SKIP() << "no CUDA device (" << why_ << ")";                       \
+  } while (false)
+
+Tensor randomI32(const Shape &shape, std::mt19937 &rng, int32_t lo,
+                 int32_t hi) {
+  Tensor t(DType::I32, shape);
+  std::uniform_int_distribution<int32_t> d(lo, hi);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.data<int32_t>()[i] = d(rng);
+  return t;
+}
+
+/// Runs a built program on `backend` with the given inputs; fills `outs`
+/// with every output, by the program's output order.
+Status runProgram(const std::string &backend,
+                  const std::shared_ptr<const Program> &prog,
+                  const std::vector<std::pair<std::string, Tensor>> &inputs,
+                  std::vector<Tensor> &outs, int repeats = 1) {
+  std::unique_ptr<Executor> exec;
+  TSL_RETURN_IF_ERROR(createExecutor(backend, prog, {}, exec));
+  if (std::string(exec->backend()) != backend)
+    return Status::error("executor reports backend " +
+                         std::string(exec->backend()));
+  for (int r = 0; r < repeats; ++r) {
+    for (const auto &[name, t] : inputs)
+      TSL_RETURN_IF_ERROR(exec->setInput(name, t));
+    TSL_RETURN_IF_ERROR(exec->run());
+  }
+  outs.clear();
+  for (const auto &[name, id] : prog->outputs) {
+    (void)id;
+    Tensor t;
+    TSL_RETURN_IF_ERROR(exec->getOutput(name, t));
+    outs.push_back(std::move(t));
+  }
+  return Status::ok();
+}
+
+/// Expects equal dtype and shape, and equal values: floats within
+/// atol + rtol·|cpu| (NaN matches NaN, infinities match exactly).
+void expectSame(const Tensor &cpu, const Tensor &gpu, double atol,
+                double rtol, const std::string &what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(cpu.dtype(), gpu.dtype());
+  ASSERT_EQ(cpu.shape(), gpu.shape());
+  int bad = 0;
+  for (int64_t i = 0; i < cpu.numElements(); ++i) {
+    bool ok = true;
+    std::string c, g;
+    switch (cpu.dtype()) {
+    case DType::F32: {
+      double cv = cpu.data<float>()[i], gv = gpu.data<float>()[i];
+      ok = (std::isnan(cv) && std::isnan(gv)) ||
+           (std::isinf(cv) && cv == gv) ||
+           std::fabs(cv - gv) <= atol + rtol * std::fabs(cv);
+      c = std::to_string(cv);
+      g = std::to_string(gv);
+      break;
+    }
+    case DType::I64:
+      ok = cpu.data<int64_t>()[i] == gpu.data<int64_t>()[i];
+      c = std::to_string(cpu.data<int64_t>()[i]);
+      g = std::to_string(gpu.data<int64_t>()[i]);
+      break;
+    case DType::I32:
+      ok = cpu.data<int32_t>()[i] == gpu.data<int32_t>()[i];
+      c = std::to_string(cpu.data<int32_t>()[i]);
+      g = std::to_string(gpu.data<int32_t>()[i]);
+      break;
+    case DType::Bool:
+      ok = cpu.data<uint8_t>()[i] == gpu.data<uint8_t>()[i];
+      c = std::to_string(cpu.data<uint8_t>()[i]);
+      g = std::to_string(gpu.data<uint8_t>()[i]);
+      break;
+    }
+    if (!ok && ++bad <= 5)
+      ADD_FAILURE() << "element " << i << ": cpu " << c << ", cuda " << g;
+  }
+  EXPECT_EQ(bad, 0) << bad << " of " << cpu.numElements()
+                    << " elements differ";
+}
+
+struct Tol {
+  double atol = 1e-5, rtol = 1e-5;
+};
+
+/// Runs one instruction on both backends and compares every result.
+void conformOp(const std::string &op, const std::vector<Tensor> &inputs,
+               const std::vector<std::pair<DType, Shape>> &results,
+               Attrs attrs = {}, Tol tol = {}) {
+  SCOPED_TRACE(op);
+  ProgramBuilder pb;
+  std::vector<int> ins, outs;
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string name = "in" + std::to_string(i);
+    ins.push_back(pb.addInput(name, inputs[i].dtype(), inputs[i].shape()));
+    feeds.emplace_back(name, inputs[i]);
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    outs.push_back(pb.addBuffer(results[i].first, results[i].second));
+    pb.addOutput("out" + std::to_string(i), outs.back());
+  }
+  pb.addOp(op, ins, outs, std::move(attrs));
+  std::shared_ptr<const Program> prog;
+  Status s = pb.build(prog);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  std::vector<Tensor> want, got;
+  s = runProgram("cpu", prog, feeds, want);
+  ASSERT_TRUE(s.isOk()) << "cpu: " << s.message();
+  s = runProgram("cuda", prog, feeds, got);
+  ASSERT_TRUE(s.isOk()) << "cuda: " << s.message();
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    expectSame(want[i], got[i], tol.atol, tol.rtol,
+               op + " result " + std::to_string(i));
+}
+
+/// A one-input, one-output op whose result has the input's dtype and shape.
+void conformSame(const std::string &op, const Tensor &x, Attrs attrs = {},
+                 Tol tol = {}) {
+  conformOp(op, {x}, {{x.dtype(), x.shape()}}, std::move(attrs), tol);
+}
+
+//===----------------------------------------------------------------------===//
+// Without a device: the backend is registered and says why it cannot run.
+//===----------------------------------------------------------------------===//
+
+TEST(CudaBackend, RegisteredAndReportsMissingDevice) {
+  std::vector<std::string> b = availableBackends();
+  EXPECT_NE(std::find(b.begin(), b.end(), "cuda"), b.end());
+  Mlp mlp(1);
+  ProgramBuilder pb;
+  mlp.build(pb);
+  std::shared_ptr<const Program> prog;
+  ASSERT_TRUE(pb.build(prog).isOk());
+  std::unique_ptr<Executor> exec;
+  Status s = createExecutor("cuda", prog, {}, exec);
+  std::string why;
+  if (cudaAvailable(why)) {
+    ASSERT_TRUE(s.isOk()) << s.message();
+    EXPECT_STREQ(exec->backend(), "cuda");
+  } else {
+    ASSERT_FALSE(s.isOk());
+    EXPECT_EQ(s.message().rfind("no CUDA device", 0), 0u) << s.message();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+TEST(CudaConformance, UnaryF32) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(1);
+  Tensor x = randomF32({3, 257}, rng, -6.0f, 6.0f);
+  Tensor pos = randomF32({3, 257}, rng, 0.01f, 50.0f);
+  x.data<float>()[0] = 0.0f;
+  x.data<float>()[1] = -0.0f;
+  x.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+  x.data<float>()[3] = std::numeric_limits<float>::infinity();
+  x.data<float>()[4] = -std::numeric_limits<float>::infinity();
+  for (const char *op : {"neg", "abs", "relu", "exp", "tanh", "erf", "sigmoid",
+                         "gelu", "reciprocal"})
+    conformSame(op, x);
+  conformSame("gelu", x, Attrs().i("tanh_approximation", 1));
+  for (const char *op : {"log", "sqrt", "rsqrt"})
+    conformSame(op, pos);
+}
+
+TEST(CudaConformance, UnaryIntAndNot) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(2);
+  Tensor i64 = randomI64({5, 33}, rng, -1000, 1000);
+  i64.data<int64_t>()[0] = std::numeric_limits<int64_t>::min();
+  Tensor i32 = randomI32({5, 33}, rng, -1000, 1000);
+  for (const char *op : {"neg", "abs", "relu"}) {
+    conformSame(op, i64);
+    conformSame(op, i32);
+  }
+  conformSame("not", randomBool({7, 9}, rng));
+}
+
+TEST(CudaConformance, Cast) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(3);
+  Tensor f = randomF32({4, 50}, rng, -100.0f, 100.0f);
+  f.data<float>()[0] = 0.0f;
+  const std::vector<Tensor> srcs = {f, randomI64({4, 50}, rng, -99, 99),
+                                    randomI32({4, 50}, rng, -99, 99),
+                                    randomBool({4, 50}, rng)};
+  const std::vector<std::pair<const char *, DType>> tos = {
+      {"f32", DType::F32}, {"i64", DType::I64}, {"i32", DType::I32},
+      {"bool", DType::Bool}};
+  for (const Tensor &x : srcs)
+    for (const auto &[name, dt] : tos)
+      conformOp("cast", {x}, {{dt, x.shape()}}, Attrs().s("to", name));
+}
+
+TEST(CudaConformance, BinaryBroadcastF32) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(4);
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}},       {{2, 3, 4}, {3, 1}},
+      {{2, 1, 4}, {1, 3, 1}}, {{5, 1}, {1, 6}},       {{2, 3, 4}, {}},
+      {{}, {3, 2}},           {{1, 300}, {257, 1}},   {{2, 3, 1, 5, 1}, {3, 4, 1, 6}}};
+  for (const auto &[as, bs] : shapes) {
+    SCOPED_TRACE(shapeToString(as) + " op " + shapeToString(bs));
+    Tensor a = randomF32(as, rng), b = randomF32(bs, rng, 0.5f, 2.0f);
+    Shape rs = broadcastShape(as, bs);
+    for (const char *op : {"add", "sub", "mul", "div", "max", "min", "pow"})
+      conformOp(op, {a, b}, {{DType::F32, rs}}, {}, {1e-5, 1e-5});
+  }
+  // NaN propagation of max/min; pow's scalar fast paths.
+  Tensor a = randomF32({64}, rng, 0.1f, 3.0f), b = randomF32({64}, rng);
+  a.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  b.data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+  conformOp("max", {a, b}, {{DType::F32, {64}}});
+  conformOp("min", {a, b}, {{DType::F32, {64}}});
+  for (float e : {2.0f, 3.0f, 1.0f, 0.5f, -1.0f, 1.7f}) {
+    Tensor ex = Tensor::fromVector(DType::F32, {}, std::vector<float>{e});
+    conformOp("pow", {a, ex}, {{DType::F32, {64}}});
+  }
+}
+
+TEST(CudaConformance, BinaryInt) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(5);
+  Tensor a64 = randomI64({6, 7}, rng, -50, 50),
+         b64 = randomI64({7}, rng, -5, 5); // includes 0 and -1
+  Tensor a32 = randomI32({6, 7}, rng, -50, 50),
+         b32 = randomI32({6, 1}, rng, -5, 5);
+  a64.data<int64_t>()[0] = std::numeric_limits<int64_t>::min();
+  b64.data<int64_t>()[0] = -1;
+  for (const char *op : {"add", "sub", "mul", "div", "max", "min"}) {
+    conformOp(op, {a64, b64}, {{DType::I64, {6, 7}}});
+    conformOp(op, {a32, b32}, {{DType::I32, {6, 7}}});
+  }
+}
+
+TEST(CudaConformance, CompareAndWhere) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(6);
+  Tensor af = randomF32({4, 5}, rng), bf = randomF32({5}, rng);
+  af.data<float>()[3] = bf.data<float>()[3];
+  Tensor ai = randomI64({4, 5}, rng, -2, 2), bi = randomI64({4, 1}, rng, -2, 2);
+  Tensor ab = randomBool({4, 5}, rng), bb = randomBool({1, 5}, rng);
+  for (const char *p : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+    conformOp("compare", {af, bf}, {{DType::Bool, {4, 5}}},
+              Attrs().s("predicate", p));
+    conformOp("compare", {ai, bi}, {{DType::Bool, {4, 5}}},
+              Attrs().s("predicate", p));
+    conformOp("compare", {ab, bb}, {{DType::Bool, {4, 5}}},
+              Attrs().s("predicate", p));
+  }
+  Tensor c = randomBool({3, 1, 5}, rng);
+  conformOp("where", {c, randomF32({4, 5}, rng), randomF32({3, 4, 1}, rng)},
+            {{DType::F32, {3, 4, 5}}});
+  conformOp("where", {c, randomI64({1}, rng, -9, 9), randomI64({4, 5}, rng, -9, 9)},
+            {{DType::I64, {3, 4, 5}}});
+  conformOp("where", {c, randomBool({4, 5}, rng), randomBool({3, 4, 5}, rng)},
+            {{DType::Bool, {3, 4, 5}}});
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+TEST(CudaConformance, MatMul) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(7);
+  struct Case {
+    Shape a, b, y;
+  };
+  const std::vector<Case> cases = {
+      {{3, 4}, {4, 5}, {3, 5}},
+      {{2, 3, 4}, {4, 5}, {2, 3, 5}},             // b shared: one folded GEMM
+      {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}},          // strided batched
+      {{4}, {2, 4, 5}, {2, 5}},                   // a shared (stride 0)
+      {{2, 1, 3, 4}, {1, 3, 4, 5}, {2, 3, 3, 5}}, // batch broadcast both ways
+      {{4}, {4, 5}, {5}},
+      {{3, 4}, {4}, {3}},
+      {{4}, {4}, {}},
+      {{2, 1, 3, 64}, {3, 64, 33}, {2, 3, 3, 33}},
+      {{1, 128, 96}, {96, 80}, {1, 128, 80}},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(shapeToString(c.a) + " @ " + shapeToString(c.b));
+    conformOp("matmul", {randomF32(c.a, rng), randomF32(c.b, rng)},
+              {{DType::F32, c.y}}, {}, {1e-4, 1e-4});
+  }
+}
+
+TEST(CudaConformance, Gemm) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(8);
+  const int64_t m = 5, n = 7, k = 9;
+  for (int ta : {0, 1})
+    for (int tb : {0, 1})
+      for (const Shape &cs : std::vector<Shape>{{}, {n}, {m, 1}, {m, n}, {1}}) {
+        Tensor a = randomF32(ta ? Shape{k, m} : Shape{m, k}, rng);
+        Tensor b = randomF32(tb ? Shape{n, k} : Shape{k, n}, rng);
+        std::vector<Tensor> ins = {a, b};
+        bool hasC = !(cs.size() == 1 && cs[0] == 1);
+        if (hasC)
+          ins.push_back(randomF32(cs, rng));
+        SCOPED_TRACE("trans " + std::to_string(ta) + std::to_string(tb) +
+                     " C " + (hasC ? shapeToString(cs) : "none"));
+        conformOp("gemm", ins, {{DType::F32, {m, n}}},
+                  Attrs()
+                      .i("trans_a", ta)
+                      .i("trans_b", tb)
+                      .f("alpha", 0.75f)
+                      .f("beta", hasC ? 1.5f : 1.0f),
+                  {1e-4, 1e-4});
+      }
+}
+
+TEST(CudaConformance, Conv2D) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(9);
+  struct Case {
+    Shape x, w;
+    std::vector<int64_t> strides, pads, dilations;
+    int64_t group;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 8, 8}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {{2, 4, 9, 7}, {6, 4, 3, 2}, {2, 1}, {0, 1, 2, 0}, {1, 1}, 1, false},
+      {{1, 4, 10, 10}, {4, 2, 3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 1}, 2, true},
+      {{1, 6, 5, 5}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, true},
+      {{2, 8, 6, 6}, {16, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {{1, 3, 32, 32}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, true},
+  };
+  for (const Case &c : cases) {
+    int64_t oh = (c.x[2] + c.pads[0] + c.pads[2] -
+                  c.dilations[0] * (c.w[2] - 1) - 1) / c.strides[0] + 1;
+    int64_t ow = (c.x[3] + c.pads[1] + c.pads[3] -
+                  c.dilations[1] * (c.w[3] - 1) - 1) / c.strides[1] + 1;
+    std::vector<Tensor> ins = {randomF32(c.x, rng), randomF32(c.w, rng)};
+    if (c.bias)
+      ins.push_back(randomF32({c.w[0]}, rng));
+    SCOPED_TRACE(shapeToString(c.x) + " * " + shapeToString(c.w));
+    conformOp("conv2d", ins, {{DType::F32, {c.x[0], c.w[0], oh, ow}}},
+              Attrs()
+                  .is("strides", c.strides)
+                  .is("pads", c.pads)
+                  .is("dilations", c.dilations)
+                  .i("group", c.group),
+              {1e-4, 1e-4});
+  }
+}
+
+TEST(CudaConformance, Pools) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(10);
+  struct Case {
+    Shape x;
+    std::vector<int64_t> k, s, p;
+    bool ceil;
+  };
+  const std::vector<Case> cases = {
+      {{1, 2, 6, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false},
+      {{2, 3, 7, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false},
+      {{1, 1, 5, 5}, {2, 2}, {2, 2}, {0, 0, 0, 0}, true},
+      {{1, 2, 8, 7}, {3, 2}, {1, 2}, {1, 0, 1, 1}, false}};
+  for (const Case &c : cases)
+    for (const char *op : {"max_pool", "avg_pool"})
+      for (int cip : {0, 1}) {
+        int64_t o[2];
+        for (int d = 0; d < 2; ++d) {
+          int64_t padded = c.x[2 + d] + c.p[d] + c.p[d + 2];
+          o[d] = c.ceil ? (padded - c.k[d] + c.s[d] - 1) / c.s[d] + 1
+                        : (padded - c.k[d]) / c.s[d] + 1;
+        }
+        conformOp(op, {randomF32(c.x, rng)},
+                  {{DType::F32, {c.x[0], c.x[1], o[0], o[1]}}},
+                  Attrs()
+                      .is("kernel", c.k)
+                      .is("strides", c.s)
+                      .is("pads", c.p)
+                      .i("count_include_pad", cip));
+      }
+  conformOp("global_avg_pool", {randomF32({2, 3, 7, 7}, rng)},
+            {{DType::F32, {2, 3, 1, 1}}});
+  conformOp("global_avg_pool", {randomF32({1, 2, 40, 40}, rng)},
+            {{DType::F32, {1, 2, 1, 1}}});
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation
+//===----------------------------------------------------------------------===//
+
+TEST(CudaConformance, Reduce) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(11);
+  const Shape shape = {3, 4, 5, 6};
+  Tensor f = randomF32(shape, rng);
+  Tensor i64 = randomI64(shape, rng, -100, 100);
+  Tensor i32 = randomI32(shape, rng, -100, 100);
+  const std::vector<std::vector<int64_t>> dimSets = {
+      {}, {0}, {3}, {1, 2}, {0, 3}, {0, 1, 2, 3}, {-1}, {0, 2}};
+  for (const auto &dims : dimSets)
+    for (int keep : {0, 1}) {
+      std::vector<bool> red(shape.size(), dims.empty());
+      for (int64_t d : dims)
+        red[d < 0 ? d + 4 : d] = true;
+      Shape rs;
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (!red[d])
+          rs.push_back(shape[d]);
+        else if (keep)
+          rs.push_back(1);
+      Attrs at;
+      at.is("dims", dims).i("keep_dims", keep);
+      SCOPED_TRACE("dims " + shapeToString(dims) + " keep " +
+                   std::to_string(keep));
+      for (const char *op : {"reduce_sum", "reduce_mean", "reduce_max"})
+        conformOp(op, {f}, {{DType::F32, rs}}, at, {1e-5, 1e-4});
+      for (const char *op : {"reduce_sum", "reduce_max"}) {
+        conformOp(op, {i64}, {{DType::I64, rs}}, at);
+        conformOp(op, {i32}, {{DType::I32, rs}}, at);
+      }
+    }
+  // Long reductions take the one-block-per-output kernel.
+  Tensor big = randomF32({3, 5000}, rng);
+  for (const char *op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
+    conformOp(op, {big}, {{DType::F32, {3, 1}}},
+              Attrs().is("dims", {1}), {1e-4, 1e-4});
+    conformOp(op, {big}, {{DType::F32, {1, 5000}}},
+              Attrs().is("dims", {0}), {1e-4, 1e-4});
+  }
+}
+
+TEST(CudaConformance, Softmax) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(12);
+  for (const Shape &s : std::vector<Shape>{{4, 10}, {2, 3, 7}, {3, 3000}, {5}})
+    for (int64_t axis = -1; axis >= -static_cast<int64_t>(s.size()); --axis)
+      for (const char *op : {"softmax", "log_softmax"}) {
+        SCOPED_TRACE(shapeToString(s) + " axis " + std::to_string(axis));
+        conformSame(op, randomF32(s, rng, -8.0f, 8.0f), Attrs().i("axis", axis),
+                    {1e-6, 1e-4});
+      }
+}
+
+TEST(CudaConformance, Norms) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(13);
+  for (const Shape &s :
+       std::vector<Shape>{{4, 16}, {2, 3, 8}, {2, 1000}, {3, 2, 5}}) {
+    Tensor x = randomF32(s, rng, -3.0f, 3.0f);
+    for (int64_t axis : {int64_t(-1), int64_t(1)}) {
+      int64_t ax = axis < 0 ? axis + static_cast<int64_t>(s.size()) : axis;
+      Shape norm(s.begin() + ax, s.end());
+      Tensor scale = randomF32(norm, rng), bias = randomF32(norm, rng);
+      SCOPED_TRACE(shapeToString(s) + " axis " + std::to_string(axis));
+      Attrs at;
+      at.i("axis", axis).f("epsilon", 1e-5f);
+      conformOp("layer_norm", {x, scale, bias}, {{DType::F32, s}}, at,
+                {1e-5, 1e-4});
+      conformOp("layer_norm", {x, scale}, {{DType::F32, s}}, at, {1e-5, 1e-4});
+      conformOp("rms_norm", {x, scale}, {{DType::F32, s}}, at, {1e-5, 1e-4});
+      // Scale and bias that broadcast over the normalized dims.
+      if (norm.size() >= 2) {
+        Shape last = {norm.back()};
+        conformOp("layer_norm",
+                  {x, randomF32(last, rng), randomF32({1}, rng)},
+                  {{DType::F32, s}}, at, {1e-5, 1e-4});
+      }
+    }
+  }
+  Tensor x = randomF32({2, 3, 4, 5}, rng);
+  conformOp("batch_norm",
+            {x, randomF32({3}, rng), randomF32({3}, rng), randomF32({3}, rng),
+             randomF32({3}, rng, 0.1f, 2.0f)},
+            {{DType::F32, x.shape()}}, Attrs().f("epsilon", 1e-3f));
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+TEST(CudaConformance, Gather) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(14);
+  Tensor data = randomF32({6, 4, 3}, rng);
+  Tensor idx64 = randomI64({2, 5}, rng, -6, 5);
+  conformOp("gather", {data, idx64}, {{DType::F32, {2, 5, 4, 3}}},
+            Attrs().i("axis", 0));
+  Tensor idx32 = randomI32({7}, rng, -4, 3);
+  conformOp("gather", {data, idx32}, {{DType::F32, {6, 7, 3}}},
+            Attrs().i("axis", 1));
+  conformOp("gather", {randomI64({5, 3}, rng, -9, 9), randomI32({7}, rng, -3, 2)},
+            {{DType::I64, {5, 7}}}, Attrs().i("axis", -1));
+  conformOp("gather", {randomBool({4, 2}, rng), randomI64({3}, rng, 0, 3)},
+            {{DType::Bool, {3, 2}}}, Attrs().i("axis", 0));
+}
+
+TEST(CudaConformance, GatherOutOfRangeFailsLikeCpu) {
+  TSL_REQUIRE_CUDA();
+  ProgramBuilder pb;
+  int d = pb.addInput("d", DType::F32, {4, 2});
+  int i = pb.addInput("i", DType::I64, {3});
+  int y = pb.addBuffer(DType::F32, {3, 2});
+  pb.addOp("gather", {d, i}, {y}, Attrs().i("axis", 0), "emb");
+  pb.addOutput("y", y);
+  std::shared_ptr<const Program> prog;
+  ASSERT_TRUE(pb.build(prog).isOk());
+  std::mt19937 rng(15);
+  Tensor data = randomF32({4, 2}, rng);
+  Tensor bad = Tensor::fromVector(DType::I64, {3}, std::vector<int64_t>{1, 7, -9});
+  std::vector<Tensor> o1, o2;
+  Status sc = runProgram("cpu", prog, {{"d", data}, {"i", bad}}, o1);
+  Status sg = runProgram("cuda", prog, {{"d", data}, {"i", bad}}, o2);
+  ASSERT_FALSE(sc.isOk());
+  ASSERT_FALSE(sg.isOk());
+  EXPECT_EQ(sc.message(), sg.message());
+  // The executor recovers: a later run with good indices succeeds.
+  Tensor good = Tensor::fromVector(DType::I64, {3}, std::vector<int64_t>{1, -1, 0});
+  Status s1 = runProgram("cpu", prog, {{"d", data}, {"i", good}}, o1);
+  Status s2 = runProgram("cuda", prog, {{"d", data}, {"i", good}}, o2);
+  ASSERT_TRUE(s1.isOk() && s2.isOk()) << s1.message() << s2.message();
+  expectSame(o1[0], o2[0], 0, 0, "gather");
+}
+
+TEST(CudaConformance, TransposeSliceExpand) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(16);
+  Tensor x = randomF32({2, 3, 4, 5}, rng);
+  for (const std::vector<int64_t> &perm :
+       std::vector<std::vector<int64_t>>{{0, 1, 2, 3}, {3, 2, 1, 0}, {0, 2, 1, 3},
+                                         {1, 0, 3, 2}, {0, 1, 3, 2}}) {
+    Shape rs;
+    for (int64_t p : perm)
+      rs.push_back(x.shape()[p]);
+    conformOp("transpose", {x}, {{DType::F32, rs}}, Attrs().is("perm", perm));
+  }
+  conformOp("transpose", {randomI64({3, 7}, rng, 0, 9)}, {{DType::I64, {7, 3}}},
+            Attrs().is("perm", {1, 0}));
+  conformOp("transpose", {randomBool({3, 7}, rng)}, {{DType::Bool, {7, 3}}},
+            Attrs().is("perm", {1, 0}));
+
+  Shape shape = {6, 7, 5};
+  Tensor s = randomF32(shape, rng);
+  struct Case {
+    std::vector<int64_t> starts, ends, steps;
+  };
+  for (const Case &c : std::vector<Case>{{{0, 0, 0}, {6, 7, 5}, {1, 1, 1}},
+                                         {{1, 2, 0}, {4, 7, 5}, {1, 2, 1}},
+                                         {{5, 6, 4}, {-1, -1, -1}, {-1, -1, -1}},
+                                         {{2, 0, 4}, {0, 7, 1}, {-1, 3, -3}}}) {
+    Shape rs;
+    for (size_t d = 0; d < 3; ++d) {
+      int64_t st = c.starts[d], e = c.ends[d], sp = c.steps[d];
+      rs.push_back(sp > 0 ? std::max<int64_t>(0, (e - st + sp - 1) / sp)
+                          : std::max<int64_t>(0, (st - e - sp - 1) / -sp));
+    }
+    conformOp("slice", {s}, {{DType::F32, rs}},
+              Attrs().is("starts", c.starts).is("ends", c.ends).is("steps", c.steps));
+  }
+
+  conformOp("expand", {randomF32({3, 1}, rng)}, {{DType::F32, {2, 3, 4}}});
+  conformOp("expand", {randomI64({1, 4}, rng, 0, 9)}, {{DType::I64, {3, 4}}});
+  conformOp("expand", {randomF32({}, rng)}, {{DType::F32, {5, 2}}});
+}
+
+TEST(CudaConformance, ConcatSplitReshapeCopy) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(17);
+  Tensor a = randomF32({2, 3, 4}, rng), b = randomF32({2, 1, 4}, rng),
+         c = randomF32({2, 5, 4}, rng);
+  conformOp("concat", {a, b, c}, {{DType::F32, {2, 9, 4}}}, Attrs().i("axis", 1));
+  conformOp("concat", {a, a}, {{DType::F32, {4, 3, 4}}}, Attrs().i("axis", 0));
+  conformOp("concat", {a, randomF32({2, 3, 2}, rng)}, {{DType::F32, {2, 3, 6}}},
+            Attrs().i("axis", -1));
+  conformOp("concat", {randomI64({2, 2}, rng, 0, 9), randomI64({2, 3}, rng, 0, 9)},
+            {{DType::I64, {2, 5}}}, Attrs().i("axis", 1));
+
+  Tensor x = randomF32({2, 6, 3}, rng);
+  conformOp("split", {x},
+            {{DType::F32, {2, 1, 3}}, {DType::F32, {2, 2, 3}}, {DType::F32, {2, 3, 3}}},
+            Attrs().i("axis", 1).is("sizes", {1, 2, 3}));
+  conformOp("split", {x}, {{DType::F32, {1, 6, 3}}, {DType::F32, {1, 6, 3}}},
+            Attrs().i("axis", 0));
+  conformOp("split", {randomBool({4, 6}, rng)},
+            {{DType::Bool, {4, 3}}, {DType::Bool, {4, 3}}}, Attrs().i("axis", 1));
+
+  conformOp("reshape", {x}, {{DType::F32, {6, 6}}});
+  conformOp("copy", {x}, {{DType::F32, {2, 6, 3}}});
+  conformOp("copy", {randomI64({5}, rng, 0, 9)}, {{DType::I64, {5}}});
+}
+
+//===----------------------------------------------------------------------===//
+// Whole programs
+//===----------------------------------------------------------------------===//
+
+TEST(CudaConformance, MlpMatchesReferenceAndCpu) {
+  TSL_REQUIRE_CUDA();
+  Mlp mlp(21);
+  ProgramBuilder pb;
+  mlp.build(pb);
+  std::shared_ptr<const Program> prog;
+  ASSERT_TRUE(pb.build(prog).isOk());
+  std::mt19937 rng(22);
+  for (int round = 0; round < 3; ++round) {
+    Tensor x = randomF32({Mlp::kBatch, Mlp::kIn}, rng);
+    std::vector<Tensor> want, got;
+    ASSERT_TRUE(runProgram("cpu", prog, {{"x", x}}, want).isOk());
+    Status s = runProgram("cuda", prog, {{"x", x}}, got, /*repeats=*/2);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    expectNear(got[0], mlp.reference(x), 1e-5, 1e-4);
+    for (size_t i = 0; i < want.size(); ++i)
+      expectSame(want[i], got[i], 1e-5, 1e-4, "output " + std::to_string(i));
+  }
+}
+
+TEST(CudaConformance, ChainWithPlannedArenaAndConstants) {
+  TSL_REQUIRE_CUDA();
+  // A chain whose buffers the planner overlaps, with a constant and a
+  // single-rank collective: x -> matmul(w) -> add(c) -> relu -> transpose ->
+  // all_reduce -> layer_norm -> reduce_mean.
+  std::mt19937 rng(23);
+  Tensor w = randomF32({16, 24}, rng), c = randomF32({24}, rng),
+         g = randomF32({8}, rng);
+  ProgramBuilder pb;
+  int x = pb.addInput("x", DType::F32, {8, 16});
+  int wb = pb.addWeight("w", DType::F32, {16, 24}, w.data());
+  int cb = pb.addConstant(DType::F32, {24}, c.data(), "c");
+  int gb = pb.addWeight("g", DType::F32, {8}, g.data());
+  int h0 = pb.addBuffer(DType::F32, {8, 24});
+  int h1 = pb.addBuffer(DType::F32, {8, 24});
+  int h2 = pb.addBuffer(DType::F32, {8, 24});
+  int h3 = pb.addBuffer(DType::F32, {24, 8});
+  int h4 = pb.addBuffer(DType::F32, {24, 8});
+  int h5 = pb.addBuffer(DType::F32, {24, 8});
+  int y = pb.addBuffer(DType::F32, {24, 1});
+  pb.addOp("matmul", {x, wb}, {h0});
+  pb.addOp("add", {h0, cb}, {h1});
+  pb.addOp("relu", {h1}, {h2});
+  pb.addOp("transpose", {h2}, {h3}, Attrs().is("perm", {1, 0}));
+  pb.addOp("all_reduce", {h3}, {h4}, Attrs().s("kind", "sum"));
+  pb.addOp("layer_norm", {h4, gb}, {h5}, Attrs().i("axis", -1));
+  pb.addOp("reduce_mean", {h5}, {y}, Attrs().is("dims", {1}));
+  pb.addOutput("y", y);
+  pb.addOutput("t", h3);
+  std::shared_ptr<const Program> prog;
+  Status s = pb.build(prog);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  Tensor in = randomF32({8, 16}, rng);
+  std::vector<Tensor> want, got;
+  ASSERT_TRUE(runProgram("cpu", prog, {{"x", in}}, want).isOk());
+  s = runProgram("cuda", prog, {{"x", in}}, got, /*repeats=*/3);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  for (size_t i = 0; i < want.size(); ++i)
+    expectSame(want[i], got[i], 1e-5, 1e-4, "output " + std::to_string(i));
+}
+
+} // namespace
+} // namespace tessel::runtime::test
