@@ -371,9 +371,11 @@ Error mlir::tessel::applyPlan(
                   (rule.operand >= 0 ? " " + std::to_string(rule.operand) : ""));
           return WalkResult::interrupt();
         }
+        // Several rules may name one node (its weight and its bias); per
+        // tensor the first one wins.
         used[i] = true;
         if (assigned.contains(weight))
-          break;
+          continue;
         auto spec = specFor(rule, weight.getType(),
                             "the weight of node '" + node + "'", mesh, ctx);
         if (!spec) {
@@ -382,7 +384,6 @@ Error mlir::tessel::applyPlan(
         }
         weight->setAttr(attr, *spec);
         assigned.insert(weight);
-        break;
       }
       return WalkResult::advance();
     });

@@ -138,8 +138,10 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   if (stop != StopAfter::Import && sharded) {
     mlir::PassManager pm(&context);
     pm.addPass(mlir::tessel::createPropagatePass());
-    if (stop != StopAfter::Propagate)
+    if (stop != StopAfter::Propagate) {
       pm.addPass(mlir::tessel::createPartitionPass());
+      pm.addPass(mlir::tessel::createSimplifyCollectivesPass());
+    }
     if (failed(pm.run(*module)))
       return 1;
   }

@@ -126,4 +126,36 @@ def PartitionPass : Pass<"tessel-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def SimplifyCollectivesPass : Pass<"tessel-simplify-collectives"> {
+  let summary = "Folds and fuses the collectives of a partitioned program";
+  let description = [{
+    Peephole rewrites over the communication partitioning inserted, each a
+    strict saving in bytes moved:
+
+    1. `all_reduce` whose only use is a `local_slice` of a dim over the same
+       axes becomes one `reduce_scatter` of that dim (a reduce-scatter moves
+       1/n of an all-reduce's data per rank).
+    2. `local_slice` of an `all_gather` of the same dim over the same axes is
+       the gathered value itself: both go (a no-op reshard).
+    3. `all_gather` of a `local_slice` of the same dim over the same axes is
+       the sliced (replicated) value itself: both go.
+    4. `all_reduce` of an `all_reduce` of the same kind, the inner one used
+       only there, becomes one `all_reduce` over both axis sets.
+
+    Before (mesh `["tp"=4]`):
+
+    ```mlir
+    %r = tessel.all_reduce sum %y on @mesh axes = ["tp"] : tensor<8x32xf32>
+    %s = tessel.local_slice %r on @mesh axes = ["tp"] dim = 0 : (tensor<8x32xf32>) -> tensor<2x32xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %s = tessel.reduce_scatter sum %y on @mesh axes = ["tp"] dim = 0 : (tensor<8x32xf32>) -> tensor<2x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 #endif // TESSEL_TRANSFORMS_PASSES_TD

@@ -1,0 +1,116 @@
+//===- SimplifyCollectives.cpp - fold and fuse collectives ----------------===//
+//
+// Peephole rewrites over a partitioned program; each moves fewer bytes than
+// what it replaces. See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/PartitionOps.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_SIMPLIFYCOLLECTIVESPASS
+#include "tessel/Transforms/Passes.h.inc"
+
+namespace {
+
+bool sameGroup(FlatSymbolRefAttr meshA, ArrayAttr axesA, FlatSymbolRefAttr meshB,
+               ArrayAttr axesB) {
+  return meshA == meshB && axesA == axesB;
+}
+
+/// all_reduce + local_slice of a dim over the same axes -> reduce_scatter.
+struct AllReduceThenSlice : OpRewritePattern<LocalSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LocalSliceOp slice,
+                                PatternRewriter &rewriter) const override {
+    auto ar = slice.getInput().getDefiningOp<AllReduceOp>();
+    if (!ar || !ar->hasOneUse() ||
+        !sameGroup(ar.getMeshAttr(), ar.getAxes(), slice.getMeshAttr(),
+                   slice.getAxes()))
+      return failure();
+    rewriter.replaceOpWithNewOp<ReduceScatterOp>(
+        slice, slice.getType(), ar.getKindAttr(), ar.getInput(),
+        ar.getMeshAttr(), ar.getAxes(), slice.getDimAttr());
+    rewriter.eraseOp(ar);
+    return success();
+  }
+};
+
+/// local_slice(all_gather(x)) over the same dim and axes -> x.
+struct SliceOfGather : OpRewritePattern<LocalSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LocalSliceOp slice,
+                                PatternRewriter &rewriter) const override {
+    auto gather = slice.getInput().getDefiningOp<AllGatherOp>();
+    if (!gather || gather.getDim() != slice.getDim() ||
+        !sameGroup(gather.getMeshAttr(), gather.getAxes(), slice.getMeshAttr(),
+                   slice.getAxes()) ||
+        gather.getInput().getType() != slice.getType())
+      return failure();
+    rewriter.replaceOp(slice, gather.getInput());
+    if (gather->use_empty())
+      rewriter.eraseOp(gather);
+    return success();
+  }
+};
+
+/// all_gather(local_slice(x)) over the same dim and axes -> x.
+struct GatherOfSlice : OpRewritePattern<AllGatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AllGatherOp gather,
+                                PatternRewriter &rewriter) const override {
+    auto slice = gather.getInput().getDefiningOp<LocalSliceOp>();
+    if (!slice || gather.getDim() != slice.getDim() ||
+        !sameGroup(gather.getMeshAttr(), gather.getAxes(), slice.getMeshAttr(),
+                   slice.getAxes()) ||
+        slice.getInput().getType() != gather.getType())
+      return failure();
+    rewriter.replaceOp(gather, slice.getInput());
+    if (slice->use_empty())
+      rewriter.eraseOp(slice);
+    return success();
+  }
+};
+
+/// all_reduce(all_reduce(x, A), B) of one kind -> all_reduce(x, A + B).
+struct NestedAllReduce : OpRewritePattern<AllReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AllReduceOp outer,
+                                PatternRewriter &rewriter) const override {
+    auto inner = outer.getInput().getDefiningOp<AllReduceOp>();
+    if (!inner || !inner->hasOneUse() || inner.getKind() != outer.getKind() ||
+        inner.getMeshAttr() != outer.getMeshAttr())
+      return failure();
+    SmallVector<Attribute> axes(inner.getAxes().begin(), inner.getAxes().end());
+    for (Attribute a : outer.getAxes()) {
+      if (llvm::is_contained(axes, a))
+        return failure(); // reducing twice over an axis is not a no-op
+      axes.push_back(a);
+    }
+    rewriter.replaceOpWithNewOp<AllReduceOp>(
+        outer, outer.getType(), outer.getKindAttr(), inner.getInput(),
+        outer.getMeshAttr(), rewriter.getArrayAttr(axes));
+    rewriter.eraseOp(inner);
+    return success();
+  }
+};
+
+struct SimplifyCollectivesPass
+    : public impl::SimplifyCollectivesPassBase<SimplifyCollectivesPass> {
+  using Base::Base;
+
+  void runOnOperation() final {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<AllReduceThenSlice, SliceOfGather, GatherOfSlice,
+                 NestedAllReduce>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace mlir::tessel
