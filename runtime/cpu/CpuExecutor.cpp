@@ -4,6 +4,7 @@
 // pointers and precomputed shapes, so run() is a tight loop of kernel calls.
 //
 //===----------------------------------------------------------------------===//
+#include "Collectives.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 #include "tessel/runtime/Executor.h"
@@ -23,8 +24,10 @@ namespace {
 
 class CpuExecutor : public Executor {
 public:
-  CpuExecutor(std::shared_ptr<const Program> program, int threads)
-      : Executor(std::move(program)), threads(threads), pool(threads) {}
+  CpuExecutor(std::shared_ptr<const Program> program, int threads,
+              Communicator *comm)
+      : Executor(std::move(program)), threads(threads), pool(threads),
+        comm(comm) {}
   ~CpuExecutor() override {
     if (arena && arenaBytes)
       munmap(arena, arenaBytes);
@@ -57,6 +60,8 @@ private:
   std::vector<float> scratch;
   // Expanded copies of norm scale/bias operands that broadcast.
   std::vector<std::vector<float>> expanded;
+  Communicator *comm;
+  Collectives collectives;
 };
 
 Status CpuExecutor::init() {
@@ -85,6 +90,7 @@ Status CpuExecutor::init() {
                             op.dilations, op.group));
     }
   scratch.resize(scratchSize);
+  TSL_RETURN_IF_ERROR(collectives.init(*prog, comm));
   for (const Op &op : prog->ops)
     steps.push_back(makeStep(op));
   return Status::ok();
@@ -289,9 +295,6 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
                           idx->numel, o->axis, y0);
     };
   }
-  case OpKind::Reshape:
-  case OpKind::Copy:
-  // Collectives on a 1-device mesh are identities (Program checks shapes).
   case OpKind::AllReduce:
   case OpKind::AllGather:
   case OpKind::ReduceScatter:
@@ -300,6 +303,9 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
   case OpKind::Broadcast:
   case OpKind::Send:
   case OpKind::Recv:
+    return collectives.step(p, op, ptrs);
+  case OpKind::Reshape:
+  case OpKind::Copy:
     return [=] {
       if (x0 != y0)
         std::memcpy(y0, x0, a->bytes);
@@ -385,7 +391,8 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
 Status createCpuExecutor(std::shared_ptr<const Program> program,
                          const ExecutorOptions &options,
                          std::unique_ptr<Executor> &out) {
-  auto e = std::make_unique<CpuExecutor>(std::move(program), options.threads);
+  auto e = std::make_unique<CpuExecutor>(std::move(program), options.threads,
+                                         options.comm);
   TSL_RETURN_IF_ERROR(e->init());
   out = std::move(e);
   return Status::ok();

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "tessel/runtime/Program.h"
 
+#include "CollectiveAttrs.h"
 #include "MappedFile.h"
 #include "artifact.pb.h"
 #include "tessel/runtime/Artifact.h"
@@ -767,18 +768,8 @@ Status OpChecker::checkGlobalPool() {
 }
 
 Status OpChecker::checkCollective() {
-  // A single-device mesh turns every collective into an identity; real
-  // multi-rank execution comes with the communicator backends.
-  if (op.kind == OpKind::Send || op.kind == OpKind::Recv)
-    return fail("point-to-point ops need a multi-rank runtime, which this "
-                "build does not have yet");
-  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
-  if (in(0).shape != out(0).shape)
-    return fail("changes the shape " + shapeStr(in(0).shape) + " -> " +
-                shapeStr(out(0).shape) +
-                ": collectives across ranks are not implemented yet (only "
-                "1-device meshes)");
+  if (Status s = checkCollectiveInstruction(inst, p, op); !s)
+    return fail(s.message());
   return Status::ok();
 }
 

@@ -3,13 +3,20 @@
 //   tessel-run ART.tsl --input NAME=FILE.npy ... [--output FILE.npy]
 //              [--output NAME=FILE.npy ...] [--threads N] [--repeat K]
 //              [--rank R] [--backend cpu|cuda] [--no-verify]
+//              [-n N] [--timeout SECONDS]
 //
 // Reads inputs from .npy files, runs the program (K times; the median time
 // is printed) and writes the requested outputs as .npy. A bare
 // `--output FILE` names the program's first output. Exit status: 0 on
 // success, 1 on a runtime error, 2 on a usage error.
 //
+// Several ranks (docs/runtime.md): `-n N` starts N local rank processes;
+// a process started with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun
+// style), by mpirun or by srun joins its world instead. Every rank reads
+// the same whole inputs; rank 0 prints the time and writes the outputs.
+//
 //===----------------------------------------------------------------------===//
+#include "Launch.h"
 #include "tessel/runtime/Runtime.h"
 
 #include <algorithm>
@@ -28,6 +35,7 @@ const char kUsage[] =
     "[--output [NAME=]FILE.npy]...\n"
     "                  [--threads N] [--repeat K] [--rank R] "
     "[--backend cpu|cuda] [--no-verify]\n"
+    "                  [-n N] [--timeout SECONDS]\n"
     "\n"
     "  --input NAME=FILE   bind graph input NAME to a .npy file (FILE alone\n"
     "                      when the program has exactly one input)\n"
@@ -37,7 +45,11 @@ const char kUsage[] =
     "  --repeat K          run K times, print the median time (default 1)\n"
     "  --rank R            which rank's program to run (default 0)\n"
     "  --backend B         execution backend (default cpu)\n"
-    "  --no-verify         skip the CRC-32C checks of the artifact files\n";
+    "  --no-verify         skip the CRC-32C checks of the artifact files\n"
+    "  -n N                run N ranks: starts N local processes, or checks\n"
+    "                      the world that RANK/WORLD_SIZE (or mpirun, srun) give\n"
+    "  --timeout SECONDS   a collective that makes no progress for this long\n"
+    "                      fails, naming the rank to blame (default 30)\n";
 
 struct Options {
   std::string artifact;
@@ -48,7 +60,13 @@ struct Options {
   int rank = 0;
   std::string backend = "cpu";
   bool verify = true;
+  int ranks = 0;        // -n; 0 when not given
+  bool rankGiven = false;
+  int timeout = 30;     // seconds
 };
+
+/// "rank K: " in a world of several ranks.
+std::string gRankPrefix;
 
 int usageError(const std::string &msg) {
   std::fprintf(stderr, "tessel-run: %s\n\n%s", msg.c_str(), kUsage);
@@ -78,16 +96,17 @@ int parseArgs(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
+    bool hasValue = false;
     auto takeValue = [&](const std::string &flag) -> bool {
       if (a.compare(0, flag.size() + 1, flag + "=") == 0) {
         value = a.substr(flag.size() + 1);
-        return true;
+        return hasValue = true;
       }
       if (a == flag) {
         if (i + 1 >= argc)
           return false;
         value = argv[++i];
-        return true;
+        return hasValue = true;
       }
       return false;
     };
@@ -115,6 +134,17 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (is("--rank")) {
       if (!takeValue("--rank") || !parseInt(value, 0, o.rank))
         return usageError("--rank needs an integer >= 0");
+      o.rankGiven = true;
+    } else if (a == "-n" || is("--nproc")) {
+      if (a == "-n") {
+        if (i + 1 >= argc || !parseInt(argv[++i], 1, o.ranks))
+          return usageError("-n needs an integer >= 1");
+      } else if (!takeValue("--nproc") || !parseInt(value, 1, o.ranks)) {
+        return usageError("--nproc needs an integer >= 1");
+      }
+    } else if (is("--timeout")) {
+      if (!takeValue("--timeout") || !parseInt(value, 1, o.timeout))
+        return usageError("--timeout needs a number of seconds >= 1");
     } else if (is("--backend")) {
       if (!takeValue("--backend"))
         return usageError("--backend needs a name");
@@ -128,6 +158,7 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else {
       return usageError("unexpected argument '" + a + "'");
     }
+    (void)hasValue;
   }
   if (o.artifact.empty())
     return usageError("no artifact given");
@@ -135,22 +166,56 @@ int parseArgs(int argc, char **argv, Options &o) {
 }
 
 int fail(const std::string &msg) {
-  std::fprintf(stderr, "tessel-run: error: %s\n", msg.c_str());
+  std::fprintf(stderr, "tessel-run: %serror: %s\n", gRankPrefix.c_str(),
+               msg.c_str());
   return 1;
 }
 
-int runMain(const Options &o) {
+/// The artifact must be compiled for as many ranks as were started (a
+/// single process may still run one rank's program with --rank).
+int checkRanks(const Options &o, const Artifact &artifact, int started,
+               const std::string &how) {
+  int compiled = artifact.numRanks();
+  if (compiled == started || (started == 1 && o.rankGiven))
+    return 0;
+  return fail(o.artifact + " was compiled for " + std::to_string(compiled) +
+              " rank" + (compiled == 1 ? "" : "s") + ", but " +
+              std::to_string(started) + (started == 1 ? " was" : " were") +
+              " started (" + how + ")" +
+              (started == 1 ? "; run it with -n " + std::to_string(compiled)
+                            : ""));
+}
+
+int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   std::unique_ptr<Artifact> artifact;
   LoadOptions lo;
   lo.verifyChecksums = o.verify;
   if (Status s = Artifact::open(o.artifact, artifact, lo); !s)
     return fail(s.message());
+  int worldSize = w.fromEnv ? w.size : 1;
+  std::string how = w.fromEnv ? w.source + " says " + std::to_string(w.size)
+                    : o.ranks ? "-n " + std::to_string(o.ranks)
+                              : "no -n";
+  if (w.fromEnv && o.ranks && o.ranks != w.size)
+    return fail("-n " + std::to_string(o.ranks) + " but " + how);
+  if (int rc = checkRanks(o, *artifact, worldSize, how))
+    return rc;
+  if (worldSize > 1 && o.rankGiven)
+    return usageError("--rank cannot be combined with a world of " +
+                      std::to_string(worldSize) + " ranks");
+  int rank = worldSize > 1 ? w.rank : o.rank;
+  tessel::run::RankSession session;
+  if (worldSize > 1) {
+    if (Status s = session.start(w, std::chrono::seconds(o.timeout)); !s)
+      return fail(s.message());
+  }
   std::shared_ptr<const Program> program;
-  if (Status s = artifact->loadProgram(o.rank, program); !s)
+  if (Status s = artifact->loadProgram(rank, program); !s)
     return fail(s.message());
   std::unique_ptr<Executor> exec;
   ExecutorOptions eo;
   eo.threads = o.threads;
+  eo.comm = session.comm();
   if (Status s = createExecutor(o.backend, program, eo, exec); !s)
     return fail(s.message());
 
@@ -160,7 +225,8 @@ int runMain(const Options &o) {
     std::string name = nameArg;
     if (name.empty()) {
       if (program->inputs.size() != 1)
-        return fail("--input " + file + " has no NAME=; the program has " +
+        return fail("--input " + file +
+                    " has no NAME=; the program has " +
                     std::to_string(program->inputs.size()) +
                     " inputs, so each needs its name");
       name = program->inputs[0].first;
@@ -205,7 +271,13 @@ int runMain(const Options &o) {
     outputs.emplace_back(name, file);
   }
 
-  // Run: a warm-up when repeating, then K timed runs.
+  // Run: a warm-up when repeating, then K timed runs, every rank starting
+  // together.
+  if (worldSize > 1) {
+    if (Status s = session.comm()->barrier(); !s)
+      return fail(s.message());
+    tessel::run::testHooks(rank);
+  }
   std::vector<double> times;
   int runs = o.repeat > 1 ? o.repeat + 1 : 1;
   for (int r = 0; r < runs; ++r) {
@@ -214,17 +286,23 @@ int runMain(const Options &o) {
       return fail(s.message());
     auto t1 = std::chrono::steady_clock::now();
     if (o.repeat == 1 || r > 0)
-      times.push_back(
-          std::chrono::duration<double, std::milli>(t1 - t0).count());
+      times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   std::sort(times.begin(), times.end());
-  double median = times.size() % 2 ? times[times.size() / 2]
-                                   : 0.5 * (times[times.size() / 2 - 1] +
-                                            times[times.size() / 2]);
-  std::printf("tessel-run: %s rank %d on %s, %d thread%s: %.3f ms per run "
+  double median = times.size() % 2
+                      ? times[times.size() / 2]
+                      : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  if (rank != 0 && worldSize > 1) {
+    // Outputs are replicated; rank 0 writes them.
+    if (Status s = session.finish(); !s)
+      return fail(s.message());
+    return 0;
+  }
+  std::string ranks = worldSize > 1 ? " of " + std::to_string(worldSize) : "";
+  std::printf("tessel-run: %s rank %d%s on %s, %d thread%s: %.3f ms per run "
               "(median of %zu)\n",
-              o.artifact.c_str(), o.rank, exec->backend(), o.threads,
-              o.threads == 1 ? "" : "s", median, times.size());
+              o.artifact.c_str(), rank, ranks.c_str(), exec->backend(),
+              o.threads, o.threads == 1 ? "" : "s", median, times.size());
 
   for (const auto &[name, file] : outputs) {
     Tensor t;
@@ -236,6 +314,9 @@ int runMain(const Options &o) {
                 dtypeName(t.dtype()), shapeToString(t.shape()).c_str(),
                 file.c_str());
   }
+  std::fflush(stdout);
+  if (Status s = session.finish(); !s)
+    return fail(s.message());
   return 0;
 }
 
@@ -246,5 +327,24 @@ int main(int argc, char **argv) {
   int rc = parseArgs(argc, argv, o);
   if (rc >= 0)
     return rc;
-  return runMain(o);
+  tessel::run::WorldInfo w;
+  if (Status s = tessel::run::readWorld(w); !s)
+    return usageError("bad environment: " + s.message());
+  if (w.fromEnv && w.size > 1)
+    gRankPrefix = "rank " + std::to_string(w.rank) + ": ";
+  if (!w.fromEnv && o.ranks > 1) {
+    // The launcher: refuse a mismatch once, here, then start the ranks.
+    std::unique_ptr<Artifact> artifact;
+    LoadOptions lo;
+    lo.verifyChecksums = false;
+    if (Status s = Artifact::open(o.artifact, artifact, lo); !s)
+      return fail(s.message());
+    if (int rc = checkRanks(o, *artifact, o.ranks,
+                            "-n " + std::to_string(o.ranks)))
+      return rc;
+    if (o.rankGiven)
+      return usageError("--rank cannot be combined with -n");
+    return tessel::run::launchLocalRanks(o.ranks, argc, argv);
+  }
+  return runMain(o, w);
 }

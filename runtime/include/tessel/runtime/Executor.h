@@ -12,9 +12,14 @@
 
 namespace tessel::runtime {
 
+class Communicator;
+
 struct ExecutorOptions {
   /// Threads for kernels (BLAS and the runtime's own); >= 1.
   int threads = 1;
+  /// The world this rank's collectives run on (not owned; outlives the
+  /// executor). nullptr: a single-rank run (a local communicator).
+  Communicator *comm = nullptr;
 };
 
 /// Executes one rank's Program: owns its arena; bind inputs, run, fetch

@@ -8,6 +8,7 @@
 #ifndef TESSEL_RUNTIME_PROGRAM_H
 #define TESSEL_RUNTIME_PROGRAM_H
 
+#include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/OpKind.h"
 #include "tessel/runtime/Status.h"
@@ -37,6 +38,20 @@ struct BufferInfo {
 
 enum class ComparePredicate { Eq, Ne, Lt, Le, Gt, Ge };
 
+/// Attributes of collectives and point-to-point ops (checked by
+/// runtime/comm/CollectiveAttrs.cpp).
+struct CollectiveAttrs {
+  std::vector<int> group;   // ordered world ranks; {rank} when not given
+  bool groupGiven = false;
+  int index = 0;            // this rank's position in `group`
+  ReduceKind reduce = ReduceKind::Sum;
+  int64_t dim = 0, splitDim = 0, concatDim = 0;
+  std::vector<std::pair<int, int>> pairs; // collective_permute, group indices
+  int root = 0;             // broadcast, group index
+  int peer = 0;             // send, recv: world rank
+  int64_t tag = 0;
+};
+
 /// A checked instruction. Only the fields of its kind are meaningful.
 struct Op {
   OpKind kind = OpKind::Copy;
@@ -63,6 +78,7 @@ struct Op {
   std::vector<int64_t> dilations;      // conv: dh, dw
   int64_t group = 1;                   // conv
   bool countIncludePad = false;        // avg_pool
+  CollectiveAttrs coll;                // collectives, send, recv
 };
 
 /// A file mapped (or bytes held) for as long as a Program uses it.

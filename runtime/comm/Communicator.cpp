@@ -1,0 +1,374 @@
+//===- Communicator.cpp - Shape contracts, groups, the local backend ------===//
+#include "Layout.h"
+#include "tessel/runtime/Communicator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace tessel::runtime {
+
+const char *reduceKindName(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum:
+    return "sum";
+  case ReduceKind::Max:
+    return "max";
+  case ReduceKind::Min:
+    return "min";
+  case ReduceKind::Mean:
+    return "mean";
+  case ReduceKind::Prod:
+    return "prod";
+  }
+  return "?";
+}
+
+std::optional<ReduceKind> parseReduceKind(std::string_view name) {
+  for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min,
+                       ReduceKind::Mean, ReduceKind::Prod})
+    if (name == reduceKindName(k))
+      return k;
+  return std::nullopt;
+}
+
+namespace {
+
+Status checkReduceDType(DType t, ReduceKind kind) {
+  if (kind == ReduceKind::Mean && t != DType::F32)
+    return Status::error(std::string("a mean needs f32, got ") + dtypeName(t));
+  if (t == DType::Bool && kind != ReduceKind::Max && kind != ReduceKind::Min)
+    return Status::error(std::string("bool reduces only by max or min, not ") +
+                         reduceKindName(kind));
+  return Status::ok();
+}
+
+Status checkDim(const Shape &s, int64_t dim, const char *what) {
+  if (dim < 0 || dim >= static_cast<int64_t>(s.size()))
+    return Status::error(std::string(what) + " " + std::to_string(dim) +
+                         " is out of range for rank " + std::to_string(s.size()));
+  return Status::ok();
+}
+
+/// `in` and `out` equal except along `dim`, where `out` has `want`.
+Status expectShape(const TensorView &in, const TensorView &out,
+                   const Shape &want) {
+  if (in.dtype != out.dtype)
+    return Status::error(std::string("result has dtype ") + dtypeName(out.dtype) +
+                         ", operand " + dtypeName(in.dtype));
+  if (out.shape != want)
+    return Status::error("result has shape " + shapeToString(out.shape) +
+                         ", expected " + shapeToString(want) + " (operand " +
+                         shapeToString(in.shape) + ")");
+  return Status::ok();
+}
+
+} // namespace
+
+Status checkAllReduceShapes(const TensorView &in, const TensorView &out,
+                            ReduceKind kind) {
+  TSL_RETURN_IF_ERROR(checkReduceDType(in.dtype, kind));
+  return expectShape(in, out, in.shape);
+}
+
+Status checkAllGatherShapes(const TensorView &in, const TensorView &out,
+                            int64_t dim, int n, int index) {
+  TSL_RETURN_IF_ERROR(checkDim(in.shape, dim, "dim"));
+  if (out.shape.size() != in.shape.size())
+    return Status::error("result has shape " + shapeToString(out.shape) +
+                         ", operand " + shapeToString(in.shape));
+  Shape want = in.shape;
+  want[dim] = out.shape[dim];
+  TSL_RETURN_IF_ERROR(expectShape(in, out, want));
+  int64_t mine = chunkSize(out.shape[dim], n, index);
+  if (in.shape[dim] != mine)
+    return Status::error("operand " + shapeToString(in.shape) + " has " +
+                         std::to_string(in.shape[dim]) + " along dim " +
+                         std::to_string(dim) + ", but member " +
+                         std::to_string(index) + " of " + std::to_string(n) +
+                         " owns " + std::to_string(mine) + " of the result's " +
+                         std::to_string(out.shape[dim]));
+  return Status::ok();
+}
+
+Status checkReduceScatterShapes(const TensorView &in, const TensorView &out,
+                                ReduceKind kind, int64_t dim, int n, int index) {
+  TSL_RETURN_IF_ERROR(checkReduceDType(in.dtype, kind));
+  TSL_RETURN_IF_ERROR(checkDim(in.shape, dim, "dim"));
+  Shape want = in.shape;
+  want[dim] = chunkSize(in.shape[dim], n, index);
+  return expectShape(in, out, want);
+}
+
+Status checkAllToAllShapes(const TensorView &in, const TensorView &out,
+                           int64_t splitDim, int64_t concatDim, int n,
+                           int index) {
+  TSL_RETURN_IF_ERROR(checkDim(in.shape, splitDim, "split_dim"));
+  TSL_RETURN_IF_ERROR(checkDim(in.shape, concatDim, "concat_dim"));
+  Shape want = in.shape;
+  if (splitDim == concatDim) {
+    if (in.shape[splitDim] % n)
+      return Status::error("split_dim = concat_dim = " + std::to_string(splitDim) +
+                           " has " + std::to_string(in.shape[splitDim]) +
+                           " entries, not a multiple of " + std::to_string(n));
+  } else {
+    want[splitDim] = chunkSize(in.shape[splitDim], n, index);
+    want[concatDim] = in.shape[concatDim] * n;
+  }
+  return expectShape(in, out, want);
+}
+
+Status checkPermutePairs(const std::vector<std::pair<int, int>> &pairs, int n) {
+  std::vector<bool> src(n), dst(n);
+  for (auto [s, d] : pairs) {
+    if (s < 0 || s >= n || d < 0 || d >= n)
+      return Status::error("pair (" + std::to_string(s) + ", " +
+                           std::to_string(d) + ") is out of range for a group of " +
+                           std::to_string(n));
+    if (src[s])
+      return Status::error("index " + std::to_string(s) + " is a source twice");
+    if (dst[d])
+      return Status::error("index " + std::to_string(d) +
+                           " is a destination twice");
+    src[s] = dst[d] = true;
+  }
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Communicator: groups
+//===----------------------------------------------------------------------===//
+
+Communicator::~Communicator() = default;
+
+Status Communicator::createSubgroups(std::vector<std::vector<int>> groups) {
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  for (const auto &g : groups) {
+    if (std::find(g.begin(), g.end(), rank()) == g.end())
+      continue;
+    Communicator *sub = nullptr;
+    TSL_RETURN_IF_ERROR(subgroup(g, sub));
+  }
+  return Status::ok();
+}
+
+#define TESSEL_WITH_GROUP(call)                                                \
+  Communicator *sub = nullptr;                                                 \
+  TSL_RETURN_IF_ERROR(subgroup(group, sub));                                   \
+  return sub->call
+
+Status Communicator::allReduce(const TensorView &in, const TensorView &out,
+                               ReduceKind kind, const std::vector<int> &group) {
+  TESSEL_WITH_GROUP(allReduce(in, out, kind));
+}
+Status Communicator::allGather(const TensorView &in, const TensorView &out,
+                               int64_t dim, const std::vector<int> &group) {
+  TESSEL_WITH_GROUP(allGather(in, out, dim));
+}
+Status Communicator::reduceScatter(const TensorView &in, const TensorView &out,
+                                   ReduceKind kind, int64_t dim,
+                                   const std::vector<int> &group) {
+  TESSEL_WITH_GROUP(reduceScatter(in, out, kind, dim));
+}
+Status Communicator::allToAll(const TensorView &in, const TensorView &out,
+                              int64_t splitDim, int64_t concatDim,
+                              const std::vector<int> &group) {
+  TESSEL_WITH_GROUP(allToAll(in, out, splitDim, concatDim));
+}
+Status Communicator::collectivePermute(
+    const TensorView &in, const TensorView &out,
+    const std::vector<std::pair<int, int>> &pairs,
+    const std::vector<int> &group) {
+  TESSEL_WITH_GROUP(collectivePermute(in, out, pairs));
+}
+Status Communicator::broadcast(const TensorView &in, const TensorView &out,
+                               int root, const std::vector<int> &group) {
+  TESSEL_WITH_GROUP(broadcast(in, out, root));
+}
+#undef TESSEL_WITH_GROUP
+
+//===----------------------------------------------------------------------===//
+// The local backend
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+class LocalCommunicator : public Communicator {
+public:
+  const char *backend() const override { return "local"; }
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  const std::vector<int> &worldRanks() const override { return world; }
+  Status subgroup(const std::vector<int> &ranks, Communicator *&out) override {
+    if (ranks != world)
+      return Status::error("group " + listToString(ranks) +
+                           " is not a group of the single rank 0");
+    out = this;
+    return Status::ok();
+  }
+  Status allReduce(const TensorView &in, const TensorView &out,
+                   ReduceKind kind) override {
+    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, kind));
+    return copy(in, out);
+  }
+  Status allGather(const TensorView &in, const TensorView &out,
+                   int64_t dim) override {
+    TSL_RETURN_IF_ERROR(checkAllGatherShapes(in, out, dim, 1, 0));
+    return copy(in, out);
+  }
+  Status reduceScatter(const TensorView &in, const TensorView &out,
+                       ReduceKind kind, int64_t dim) override {
+    TSL_RETURN_IF_ERROR(checkReduceScatterShapes(in, out, kind, dim, 1, 0));
+    return copy(in, out);
+  }
+  Status allToAll(const TensorView &in, const TensorView &out, int64_t splitDim,
+                  int64_t concatDim) override {
+    TSL_RETURN_IF_ERROR(checkAllToAllShapes(in, out, splitDim, concatDim, 1, 0));
+    return copy(in, out);
+  }
+  Status collectivePermute(const TensorView &in, const TensorView &out,
+                           const std::vector<std::pair<int, int>> &pairs) override {
+    TSL_RETURN_IF_ERROR(checkPermutePairs(pairs, 1));
+    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, ReduceKind::Max));
+    if (pairs.empty()) {
+      std::memset(out.data, 0, out.bytes());
+      return Status::ok();
+    }
+    return copy(in, out);
+  }
+  Status broadcast(const TensorView &in, const TensorView &out,
+                   int root) override {
+    if (root != 0)
+      return Status::error("root " + std::to_string(root) +
+                           " is out of range for a group of 1");
+    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, ReduceKind::Max));
+    return copy(in, out);
+  }
+  Status send(const TensorView &, int peer, int64_t) override {
+    return Status::error("send to rank " + std::to_string(peer) +
+                         ": this run has a single rank");
+  }
+  Status recv(const TensorView &, int peer, int64_t) override {
+    return Status::error("recv from rank " + std::to_string(peer) +
+                         ": this run has a single rank");
+  }
+  Status barrier() override { return Status::ok(); }
+  void setTimeout(std::chrono::milliseconds) override {}
+
+private:
+  static std::string listToString(const std::vector<int> &v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  }
+  static Status copy(const TensorView &in, const TensorView &out) {
+    if (in.data != out.data)
+      std::memcpy(out.data, in.data, out.bytes());
+    return Status::ok();
+  }
+  std::vector<int> world{0};
+};
+
+} // namespace
+
+std::unique_ptr<Communicator> createLocalCommunicator() {
+  return std::make_unique<LocalCommunicator>();
+}
+
+//===----------------------------------------------------------------------===//
+// Layout helpers
+//===----------------------------------------------------------------------===//
+
+namespace comm {
+
+DimSplit splitAt(const Shape &shape, int64_t d, size_t elementSize) {
+  DimSplit s;
+  s.innerBytes = elementSize;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
+    if (i < d)
+      s.outer *= shape[i];
+    else if (i == d)
+      s.size = shape[i];
+    else
+      s.innerBytes *= static_cast<size_t>(shape[i]);
+  }
+  return s;
+}
+
+void extractChunk(const void *src, const DimSplit &s, int64_t off, int64_t k,
+                  void *dst) {
+  const char *in = static_cast<const char *>(src);
+  char *o = static_cast<char *>(dst);
+  size_t run = static_cast<size_t>(k) * s.innerBytes;
+  size_t row = static_cast<size_t>(s.size) * s.innerBytes;
+  for (int64_t i = 0; i < s.outer; ++i)
+    std::memcpy(o + i * run, in + i * row + off * s.innerBytes, run);
+}
+
+void insertChunk(const void *src, const DimSplit &s, int64_t off, int64_t k,
+                 void *dst) {
+  const char *in = static_cast<const char *>(src);
+  char *o = static_cast<char *>(dst);
+  size_t run = static_cast<size_t>(k) * s.innerBytes;
+  size_t row = static_cast<size_t>(s.size) * s.innerBytes;
+  for (int64_t i = 0; i < s.outer; ++i)
+    std::memcpy(o + i * row + off * s.innerBytes, in + i * run, run);
+}
+
+namespace {
+template <typename T>
+void reduceTyped(ReduceKind kind, T *a, const T *x, int64_t n) {
+  switch (kind) {
+  case ReduceKind::Sum:
+  case ReduceKind::Mean:
+    for (int64_t i = 0; i < n; ++i)
+      a[i] += x[i];
+    break;
+  case ReduceKind::Prod:
+    for (int64_t i = 0; i < n; ++i)
+      a[i] *= x[i];
+    break;
+  case ReduceKind::Max:
+    for (int64_t i = 0; i < n; ++i)
+      a[i] = std::max(a[i], x[i]);
+    break;
+  case ReduceKind::Min:
+    for (int64_t i = 0; i < n; ++i)
+      a[i] = std::min(a[i], x[i]);
+    break;
+  }
+}
+} // namespace
+
+void reduceInto(ReduceKind kind, DType dtype, void *acc, const void *x,
+                int64_t n) {
+  switch (dtype) {
+  case DType::F32:
+    return reduceTyped(kind, static_cast<float *>(acc),
+                       static_cast<const float *>(x), n);
+  case DType::I64:
+    return reduceTyped(kind, static_cast<int64_t *>(acc),
+                       static_cast<const int64_t *>(x), n);
+  case DType::I32:
+    return reduceTyped(kind, static_cast<int32_t *>(acc),
+                       static_cast<const int32_t *>(x), n);
+  case DType::Bool:
+    return reduceTyped(kind, static_cast<uint8_t *>(acc),
+                       static_cast<const uint8_t *>(x), n);
+  }
+}
+
+void finishMean(DType dtype, void *data, int64_t n, int members) {
+  if (dtype != DType::F32 || members == 1)
+    return;
+  float *p = static_cast<float *>(data);
+  float m = static_cast<float>(members);
+  for (int64_t i = 0; i < n; ++i)
+    p[i] /= m;
+}
+
+} // namespace comm
+
+} // namespace tessel::runtime

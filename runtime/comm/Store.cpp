@@ -1,0 +1,509 @@
+//===- Store.cpp - The TCP key-value store of the rendezvous --------------===//
+//
+// Wire format. Request: op (1 byte), key length, value length (u32 little
+// endian each), key, value. Reply: status (1 byte), length (u32), bytes.
+//   'H' hello   value = the client's rank          -> 'O'
+//   'S' set     key, value                         -> 'O'
+//   'G' get     key, value = timeout in ms         -> 'O' value | 'T'
+//   'C' check   key                                -> 'O' value | 'M'
+//   'A' add     key, value = delta                 -> 'O' new value
+//   'L' lost                                       -> 'O' "r1,r2,..."
+//   'B' goodbye                                    -> 'O', then close
+// The server is one thread polling every connection; a get on a missing key
+// waits on the server side until a set provides it or its deadline passes.
+//
+//===----------------------------------------------------------------------===//
+#include "tessel/runtime/Store.h"
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <mutex>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <set>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+namespace tessel::runtime {
+
+KVStore::~KVStore() = default;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr size_t kHeader = 9;
+constexpr uint32_t kMaxField = 64u << 20;
+
+void putU32(std::string &s, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint32_t getU32(const char *p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+bool sendAll(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+std::string frame(char op, const std::string &a, const std::string &b) {
+  std::string s;
+  s.push_back(op);
+  putU32(s, static_cast<uint32_t>(a.size()));
+  putU32(s, static_cast<uint32_t>(b.size()));
+  s += a;
+  s += b;
+  return s;
+}
+
+std::string reply(char status, const std::string &data) {
+  std::string s;
+  s.push_back(status);
+  putU32(s, static_cast<uint32_t>(data.size()));
+  s += data;
+  return s;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Server
+//===----------------------------------------------------------------------===//
+
+struct TcpStoreServer::Impl {
+  int listenFd = -1;
+  int wake[2] = {-1, -1};
+  std::thread thread;
+
+  struct Client {
+    std::string in;
+    int rank = -1;
+    bool bye = false;
+  };
+  struct Waiter {
+    int fd;
+    std::string key;
+    Clock::time_point deadline;
+  };
+  std::map<int, Client> clients;
+  std::vector<Waiter> waiters;
+  std::map<std::string, std::string> data;
+  std::set<int> lost;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  int departed = 0;
+
+  ~Impl() {
+    if (thread.joinable()) {
+      char c = 'q';
+      (void)!::write(wake[1], &c, 1);
+      thread.join();
+    }
+    for (auto &[fd, c] : clients)
+      ::close(fd);
+    if (listenFd >= 0)
+      ::close(listenFd);
+    for (int fd : wake)
+      if (fd >= 0)
+        ::close(fd);
+  }
+
+  void drop(int fd) {
+    auto it = clients.find(fd);
+    if (it == clients.end())
+      return;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (!it->second.bye && it->second.rank >= 0)
+        lost.insert(it->second.rank);
+      ++departed;
+    }
+    cv.notify_all();
+    ::close(fd);
+    clients.erase(it);
+    waiters.erase(std::remove_if(waiters.begin(), waiters.end(),
+                                 [&](const Waiter &w) { return w.fd == fd; }),
+                  waiters.end());
+  }
+
+  /// Handles one complete request; false drops the client.
+  bool handle(int fd, Client &c, char op, const std::string &key,
+              const std::string &value) {
+    switch (op) {
+    case 'H':
+      c.rank = std::atoi(value.c_str());
+      return sendAll(fd, reply('O', "").data(), 5);
+    case 'S': {
+      data[key] = value;
+      std::string r = reply('O', "");
+      bool ok = sendAll(fd, r.data(), r.size());
+      std::string v = reply('O', value);
+      for (auto it = waiters.begin(); it != waiters.end();) {
+        if (it->key == key) {
+          sendAll(it->fd, v.data(), v.size());
+          it = waiters.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      return ok;
+    }
+    case 'G': {
+      auto it = data.find(key);
+      if (it != data.end()) {
+        std::string r = reply('O', it->second);
+        return sendAll(fd, r.data(), r.size());
+      }
+      long ms = std::atol(value.c_str());
+      waiters.push_back({fd, key, Clock::now() + milliseconds(ms)});
+      return true;
+    }
+    case 'C': {
+      auto it = data.find(key);
+      std::string r = it == data.end() ? reply('M', "") : reply('O', it->second);
+      return sendAll(fd, r.data(), r.size());
+    }
+    case 'A': {
+      int64_t v = 0;
+      auto it = data.find(key);
+      if (it != data.end())
+        v = std::atoll(it->second.c_str());
+      v += std::atoll(value.c_str());
+      data[key] = std::to_string(v);
+      std::string r = reply('O', data[key]);
+      return sendAll(fd, r.data(), r.size());
+    }
+    case 'L': {
+      std::string list;
+      {
+        std::lock_guard<std::mutex> l(mu);
+        for (int r : lost)
+          list += (list.empty() ? "" : ",") + std::to_string(r);
+      }
+      std::string r = reply('O', list);
+      return sendAll(fd, r.data(), r.size());
+    }
+    case 'B':
+      c.bye = true;
+      sendAll(fd, reply('O', "").data(), 5);
+      return false;
+    }
+    std::string r = reply('E', "unknown request");
+    sendAll(fd, r.data(), r.size());
+    return false;
+  }
+
+  /// Reads what `fd` has; false drops the client.
+  bool readFrom(int fd) {
+    Client &c = clients[fd];
+    char buf[65536];
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+      return true;
+    if (n <= 0)
+      return false;
+    c.in.append(buf, static_cast<size_t>(n));
+    while (c.in.size() >= kHeader) {
+      uint32_t kl = getU32(c.in.data() + 1), vl = getU32(c.in.data() + 5);
+      if (kl > kMaxField || vl > kMaxField)
+        return false;
+      if (c.in.size() < kHeader + kl + vl)
+        break;
+      char op = c.in[0];
+      std::string key = c.in.substr(kHeader, kl);
+      std::string value = c.in.substr(kHeader + kl, vl);
+      c.in.erase(0, kHeader + kl + vl);
+      if (!handle(fd, c, op, key, value))
+        return false;
+    }
+    return true;
+  }
+
+  void loop() {
+    for (;;) {
+      std::vector<pollfd> fds;
+      fds.push_back({wake[0], POLLIN, 0});
+      fds.push_back({listenFd, POLLIN, 0});
+      for (auto &[fd, c] : clients)
+        fds.push_back({fd, POLLIN, 0});
+      int wait = -1;
+      auto now = Clock::now();
+      for (const Waiter &w : waiters) {
+        auto ms = std::chrono::duration_cast<milliseconds>(w.deadline - now).count();
+        ms = std::max<long long>(ms, 0) + 1;
+        if (wait < 0 || ms < wait)
+          wait = static_cast<int>(std::min<long long>(ms, 1 << 30));
+      }
+      int r = ::poll(fds.data(), fds.size(), wait);
+      if (r < 0 && errno != EINTR)
+        return;
+      if (fds[0].revents)
+        return;
+      if (fds[1].revents & POLLIN) {
+        int fd = ::accept(listenFd, nullptr, nullptr);
+        if (fd >= 0) {
+          int one = 1;
+          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+          clients[fd] = Client();
+        }
+      }
+      for (size_t i = 2; i < fds.size(); ++i)
+        if (fds[i].revents && !readFrom(fds[i].fd))
+          drop(fds[i].fd);
+      now = Clock::now();
+      std::string t = reply('T', "");
+      for (auto it = waiters.begin(); it != waiters.end();) {
+        if (it->deadline <= now) {
+          sendAll(it->fd, t.data(), t.size());
+          it = waiters.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+};
+
+TcpStoreServer::~TcpStoreServer() = default;
+
+Status TcpStoreServer::start(int port, bool loopbackOnly,
+                             std::unique_ptr<TcpStoreServer> &out) {
+  auto impl = std::make_unique<Impl>();
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return Status::error(std::string("store: socket: ") + std::strerror(errno));
+  impl->listenFd = fd;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(loopbackOnly ? INADDR_LOOPBACK : INADDR_ANY);
+  if (::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) != 0)
+    return Status::error("store: cannot listen on port " + std::to_string(port) +
+                         ": " + std::strerror(errno));
+  if (::listen(fd, 1024) != 0)
+    return Status::error(std::string("store: listen: ") + std::strerror(errno));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len);
+  if (::pipe2(impl->wake, O_CLOEXEC) != 0)
+    return Status::error(std::string("store: pipe: ") + std::strerror(errno));
+  Impl *raw = impl.get();
+  impl->thread = std::thread([raw] { raw->loop(); });
+  out.reset(new TcpStoreServer());
+  out->boundPort = ntohs(addr.sin_port);
+  out->impl = std::move(impl);
+  return Status::ok();
+}
+
+void TcpStoreServer::waitForGoodbyes(int clients, milliseconds timeout) {
+  std::unique_lock<std::mutex> l(impl->mu);
+  impl->cv.wait_for(l, timeout, [&] { return impl->departed >= clients; });
+}
+
+//===----------------------------------------------------------------------===//
+// Client
+//===----------------------------------------------------------------------===//
+
+struct TcpStore::Impl {
+  int fd = -1;
+  std::string host;
+  int port = 0;
+  std::mutex mu;
+  bool broken = false;
+  ~Impl() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+TcpStore::~TcpStore() = default;
+
+Status TcpStore::connect(const std::string &host, int port, int rank,
+                         milliseconds timeout, std::unique_ptr<TcpStore> &out) {
+  auto impl = std::make_unique<Impl>();
+  impl->host = host;
+  impl->port = port;
+  std::string where = host + ":" + std::to_string(port);
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int gai = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (gai != 0)
+    return Status::error("store: cannot resolve '" + host +
+                         "': " + gai_strerror(gai));
+  auto deadline = Clock::now() + timeout;
+  std::string lastError;
+  int fd = -1;
+  while (fd < 0) {
+    for (addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+      int s = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+                       ai->ai_protocol);
+      if (s < 0)
+        continue;
+      if (::connect(s, ai->ai_addr, ai->ai_addrlen) == 0) {
+        fd = s;
+      } else {
+        lastError = std::strerror(errno);
+        ::close(s);
+      }
+    }
+    if (fd >= 0 || Clock::now() >= deadline)
+      break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  freeaddrinfo(res);
+  if (fd < 0)
+    return Status::error("store: cannot connect to " + where + " within " +
+                         std::to_string(timeout.count() / 1000.0).substr(0, 5) +
+                         " s (" + lastError + "); is rank 0 running?");
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  impl->fd = fd;
+  out.reset(new TcpStore());
+  out->impl = std::move(impl);
+  if (rank >= 0) {
+    char st;
+    std::string r;
+    TSL_RETURN_IF_ERROR(
+        out->request('H', "", std::to_string(rank), st, r, milliseconds(0)));
+  }
+  return Status::ok();
+}
+
+std::string TcpStore::where() const {
+  return impl->host + ":" + std::to_string(impl->port);
+}
+
+Status TcpStore::request(char op, const std::string &key,
+                         const std::string &value, char &status,
+                         std::string &data, milliseconds wait) {
+  std::lock_guard<std::mutex> l(impl->mu);
+  auto lostServer = [&](const std::string &why) {
+    impl->broken = true;
+    return Status::error("lost the connection to the store at " + where() +
+                         " (" + why + "): rank 0, which hosts it, is gone");
+  };
+  if (impl->broken)
+    return lostServer("closed earlier");
+  std::string msg = frame(op, key, value);
+  if (!sendAll(impl->fd, msg.data(), msg.size()))
+    return lostServer(std::strerror(errno));
+  // The server answers a get by its deadline; allow it generous slack.
+  auto deadline = Clock::now() + wait + std::chrono::seconds(30);
+  std::string buf;
+  size_t need = 5;
+  while (buf.size() < need) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0)
+      return lostServer("no answer");
+    pollfd p{impl->fd, POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      continue;
+    char tmp[65536];
+    ssize_t n = ::recv(impl->fd, tmp, std::min(sizeof(tmp), need - buf.size()), 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return lostServer(n == 0 ? "connection closed" : std::strerror(errno));
+    buf.append(tmp, static_cast<size_t>(n));
+    if (need == 5 && buf.size() == 5)
+      need = 5 + getU32(buf.data() + 1);
+  }
+  status = buf[0];
+  data = buf.substr(5);
+  if (status == 'E')
+    return Status::error("store at " + where() + ": " + data);
+  return Status::ok();
+}
+
+Status TcpStore::set(const std::string &key, const std::string &value) {
+  char st;
+  std::string r;
+  return request('S', key, value, st, r, milliseconds(0));
+}
+
+Status TcpStore::get(const std::string &key, std::string &value,
+                     milliseconds timeout) {
+  char st;
+  TSL_RETURN_IF_ERROR(
+      request('G', key, std::to_string(timeout.count()), st, value, timeout));
+  if (st == 'T')
+    return Status::error("store: timed out after " +
+                         std::to_string(timeout.count()) +
+                         " ms waiting for key '" + key + "'");
+  return Status::ok();
+}
+
+Status TcpStore::check(const std::string &key, std::string &value,
+                       bool &found) {
+  char st;
+  TSL_RETURN_IF_ERROR(request('C', key, "", st, value, milliseconds(0)));
+  found = st == 'O';
+  return Status::ok();
+}
+
+Status TcpStore::add(const std::string &key, int64_t delta, int64_t &result) {
+  char st;
+  std::string r;
+  TSL_RETURN_IF_ERROR(request('A', key, std::to_string(delta), st, r,
+                              milliseconds(0)));
+  result = std::atoll(r.c_str());
+  return Status::ok();
+}
+
+Status TcpStore::lostRanks(std::vector<int> &ranks) {
+  char st;
+  std::string r;
+  TSL_RETURN_IF_ERROR(request('L', "", "", st, r, milliseconds(0)));
+  ranks.clear();
+  size_t pos = 0;
+  while (pos < r.size()) {
+    size_t comma = r.find(',', pos);
+    if (comma == std::string::npos)
+      comma = r.size();
+    ranks.push_back(std::atoi(r.substr(pos, comma - pos).c_str()));
+    pos = comma + 1;
+  }
+  return Status::ok();
+}
+
+void TcpStore::goodbye() {
+  char st;
+  std::string r;
+  if (!impl->broken)
+    (void)request('B', "", "", st, r, milliseconds(0));
+  std::lock_guard<std::mutex> l(impl->mu);
+  impl->broken = true;
+  if (impl->fd >= 0)
+    ::close(impl->fd);
+  impl->fd = -1;
+}
+
+} // namespace tessel::runtime

@@ -1,0 +1,199 @@
+//===- Communicator.h - Collectives between ranks ---------------*- C++ -*-===//
+//
+// A Communicator is a set of ranks that run collectives together, shaped like
+// ncclComm_t: rank(), size(), subgroups (ncclCommSplit), collectives and
+// point-to-point. Backends live in runtime/comm/: "local" (one rank, in
+// process), "gloo" (CPU, TCP) and "nccl" (CUDA devices, when built).
+//
+// Tensors are dense and row-major. Where a collective splits or joins a
+// dimension over the n members of a communicator, member i owns the i-th
+// piece in the tensor_split convention: a dim of total size D gives member i
+// D/n + (i < D%n ? 1 : 0) entries, starting at i*(D/n) + min(i, D%n). Every
+// collective checks the shapes it is given against this contract and
+// reports a mismatch instead of reading past a buffer.
+//
+// Groups: collectives act on all members of the communicator they are
+// called on. A group is an ordered list of ranks of a parent communicator
+// (position in the list = index within the group); subgroup() creates the
+// sub-communicator once and caches it. Creating a subgroup is itself a
+// collective over its members: createSubgroups() creates several in one
+// canonical order, which cannot deadlock whatever order callers list them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_COMMUNICATOR_H
+#define TESSEL_RUNTIME_COMMUNICATOR_H
+
+#include "tessel/runtime/DType.h"
+#include "tessel/runtime/Status.h"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tessel::runtime {
+
+class KVStore;
+
+/// Reductions of all_reduce and reduce_scatter. Mean is Sum divided by the
+/// number of members (f32 only).
+enum class ReduceKind { Sum, Max, Min, Mean, Prod };
+
+/// "sum", "max", "min", "mean", "prod".
+const char *reduceKindName(ReduceKind kind);
+std::optional<ReduceKind> parseReduceKind(std::string_view name);
+
+/// A dense row-major tensor in the memory of the communicator's backend
+/// (host memory for local and gloo, device memory for nccl). Operands are
+/// only read.
+struct TensorView {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  Shape shape;
+
+  TensorView() = default;
+  TensorView(void *data, DType dtype, Shape shape)
+      : data(data), dtype(dtype), shape(std::move(shape)) {}
+  TensorView(const void *data, DType dtype, Shape shape)
+      : data(const_cast<void *>(data)), dtype(dtype), shape(std::move(shape)) {}
+  int64_t numel() const { return numElements(shape); }
+  size_t bytes() const { return static_cast<size_t>(numel()) * dtypeSize(dtype); }
+};
+
+/// Entries of member `i` when a dim of size `total` is split over `n`.
+inline int64_t chunkSize(int64_t total, int64_t n, int64_t i) {
+  return total / n + (i < total % n ? 1 : 0);
+}
+/// First entry of member `i`'s piece.
+inline int64_t chunkOffset(int64_t total, int64_t n, int64_t i) {
+  return i * (total / n) + (i < total % n ? i : total % n);
+}
+
+/// The shape contracts, shared by the backends and the program validator.
+/// `n` members, this one at index `index`; messages name the shapes.
+Status checkAllReduceShapes(const TensorView &in, const TensorView &out,
+                            ReduceKind kind);
+Status checkAllGatherShapes(const TensorView &in, const TensorView &out,
+                            int64_t dim, int n, int index);
+Status checkReduceScatterShapes(const TensorView &in, const TensorView &out,
+                                ReduceKind kind, int64_t dim, int n, int index);
+Status checkAllToAllShapes(const TensorView &in, const TensorView &out,
+                           int64_t splitDim, int64_t concatDim, int n, int index);
+Status checkPermutePairs(const std::vector<std::pair<int, int>> &pairs, int n);
+
+class Communicator {
+public:
+  virtual ~Communicator();
+
+  /// "local", "gloo", "nccl".
+  virtual const char *backend() const = 0;
+  /// This member's index and the number of members.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Ranks of the world communicator of each member, by index.
+  virtual const std::vector<int> &worldRanks() const = 0;
+
+  /// The sub-communicator of `ranks` (indices into this communicator, no
+  /// repeats, including this member); cached per distinct list. A list
+  /// equal to 0..size()-1 gives this communicator.
+  virtual Status subgroup(const std::vector<int> &ranks, Communicator *&out) = 0;
+
+  // Collectives over every member. `in` and `out` may be the same buffer
+  // where their shapes are equal (all_reduce, collective_permute,
+  // broadcast).
+
+  /// out = reduce over members of in (same dtype and shape).
+  virtual Status allReduce(const TensorView &in, const TensorView &out,
+                           ReduceKind kind) = 0;
+  /// out = concatenation along `dim` of every member's in, by index.
+  virtual Status allGather(const TensorView &in, const TensorView &out,
+                           int64_t dim) = 0;
+  /// out = this member's piece along `dim` of reduce over members of in.
+  virtual Status reduceScatter(const TensorView &in, const TensorView &out,
+                               ReduceKind kind, int64_t dim) = 0;
+  /// Splits in along `splitDim` into size() pieces, sends piece j to member
+  /// j, and concatenates the pieces received along `concatDim` by sender.
+  virtual Status allToAll(const TensorView &in, const TensorView &out,
+                          int64_t splitDim, int64_t concatDim) = 0;
+  /// For each (src, dst) pair of member indices, dst's out = src's in. A
+  /// member that is no pair's dst gets zeros. Each index is at most once a
+  /// src and at most once a dst.
+  virtual Status collectivePermute(const TensorView &in, const TensorView &out,
+                                   const std::vector<std::pair<int, int>> &pairs) = 0;
+  /// out = in of member `root` (`in` is only read on the root).
+  virtual Status broadcast(const TensorView &in, const TensorView &out,
+                           int root) = 0;
+  /// Point-to-point with member `peer`; a send matches the recv of the same
+  /// tag from this member. A send returns once `in` may be reused.
+  virtual Status send(const TensorView &in, int peer, int64_t tag) = 0;
+  virtual Status recv(const TensorView &out, int peer, int64_t tag) = 0;
+  virtual Status barrier() = 0;
+
+  /// Every collective fails after this long without progress (default 30 s).
+  virtual void setTimeout(std::chrono::milliseconds timeout) = 0;
+
+  /// Creates the subgroups of `groups` (lists of indices) that include this
+  /// member, in a canonical order (sorted lists), and checks each.
+  Status createSubgroups(std::vector<std::vector<int>> groups);
+
+  /// The collectives over an explicit group of this communicator's ranks.
+  Status allReduce(const TensorView &in, const TensorView &out, ReduceKind kind,
+                   const std::vector<int> &group);
+  Status allGather(const TensorView &in, const TensorView &out, int64_t dim,
+                   const std::vector<int> &group);
+  Status reduceScatter(const TensorView &in, const TensorView &out,
+                       ReduceKind kind, int64_t dim,
+                       const std::vector<int> &group);
+  Status allToAll(const TensorView &in, const TensorView &out, int64_t splitDim,
+                  int64_t concatDim, const std::vector<int> &group);
+  Status collectivePermute(const TensorView &in, const TensorView &out,
+                           const std::vector<std::pair<int, int>> &pairs,
+                           const std::vector<int> &group);
+  Status broadcast(const TensorView &in, const TensorView &out, int root,
+                   const std::vector<int> &group);
+};
+
+/// A communicator of one rank: every collective is a copy (a one-member
+/// collective_permute without a (0, 0) pair gives zeros).
+std::unique_ptr<Communicator> createLocalCommunicator();
+
+/// Options of the multi-process backends.
+struct CommOptions {
+  int rank = 0;
+  int size = 1;
+  /// Rendezvous: every rank's store, all connected to the same server.
+  std::shared_ptr<KVStore> store;
+  /// Keys written by this communicator start with this; distinct worlds
+  /// sharing one store need distinct prefixes.
+  std::string prefix = "tessel/";
+  /// Address to listen on for the other ranks' connections (gloo): empty
+  /// lets the backend pick the machine's hostname; "127.0.0.1" for
+  /// loopback. `iface` names a network interface instead.
+  std::string hostname;
+  std::string iface;
+  std::chrono::milliseconds timeout = std::chrono::seconds(30);
+  /// nccl: the CUDA device of this rank.
+  int device = 0;
+};
+
+/// True when this build has the backend.
+bool haveGlooCommunicator();
+bool haveNcclCommunicator();
+
+/// Connects to every other rank (blocks until they all arrive or the timeout
+/// passes).
+Status createGlooCommunicator(const CommOptions &options,
+                              std::unique_ptr<Communicator> &out);
+/// Rank 0 creates the ncclUniqueId and shares it through the store. Tensors
+/// are device pointers on `options.device`; collectives are synchronous on
+/// an internal stream.
+Status createNcclCommunicator(const CommOptions &options,
+                              std::unique_ptr<Communicator> &out);
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_COMMUNICATOR_H

@@ -1,0 +1,583 @@
+//===- CommTest.cpp - Communicators against naive references --------------===//
+//
+// Every collective on 2 and 4 ranks, each rank a thread with its own Gloo
+// context and its own store connection, against a reference computed from
+// every rank's (deterministic) input: non-zero dims, uneven pieces, groups
+// that are subsets of the world, in-place calls, the store itself, and the
+// failure messages when a rank dies or hangs.
+//
+//===----------------------------------------------------------------------===//
+#include "tessel/runtime/Communicator.h"
+#include "tessel/runtime/Store.h"
+#include "tessel/runtime/Tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <thread>
+
+using namespace tessel::runtime;
+using std::chrono::milliseconds;
+
+namespace {
+
+/// Integer-valued floats: sums are exact in any order.
+Tensor input(int rank, const Shape &shape, int salt = 0) {
+  Tensor t(DType::F32, shape);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.data<float>()[i] =
+        static_cast<float>(((i * 7 + rank * 13 + salt * 5) % 23) - 11);
+  return t;
+}
+
+std::vector<int64_t> unravel(int64_t i, const Shape &s) {
+  std::vector<int64_t> idx(s.size());
+  for (size_t d = s.size(); d-- > 0;) {
+    idx[d] = i % s[d];
+    i /= s[d];
+  }
+  return idx;
+}
+int64_t ravel(const std::vector<int64_t> &idx, const Shape &s) {
+  int64_t f = 0;
+  for (size_t d = 0; d < s.size(); ++d)
+    f = f * s[d] + idx[d];
+  return f;
+}
+
+/// Which member owns index `x` of a dim of `total` split over `n`.
+int owner(int64_t x, int64_t total, int n) {
+  for (int r = 0; r < n; ++r)
+    if (x < chunkOffset(total, n, r) + chunkSize(total, n, r))
+      return r;
+  return n - 1;
+}
+
+void expectEqual(const Tensor &got, const Tensor &want, const std::string &what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  for (int64_t i = 0; i < got.numElements(); ++i)
+    ASSERT_FLOAT_EQ(got.data<float>()[i], want.data<float>()[i])
+        << what << " at flat index " << i;
+}
+
+TensorView view(Tensor &t) { return TensorView(t.data(), t.dtype(), t.shape()); }
+
+class CommTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_TRUE(TcpStoreServer::start(0, true, server).isOk());
+  }
+
+  /// Runs fn(comm, rank) on `n` ranks, one thread each.
+  void runRanks(int n, const std::function<void(Communicator &, int)> &fn,
+                milliseconds timeout = milliseconds(10000)) {
+    std::string prefix =
+        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+        "/" + std::to_string(worlds++) + "/";
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        std::unique_ptr<TcpStore> store;
+        Status s = TcpStore::connect("127.0.0.1", server->port(), r,
+                                     milliseconds(5000), store);
+        ASSERT_TRUE(s.isOk()) << s.message();
+        CommOptions o;
+        o.rank = r;
+        o.size = n;
+        o.store = std::move(store);
+        o.prefix = prefix;
+        o.hostname = "127.0.0.1";
+        o.timeout = timeout;
+        std::unique_ptr<Communicator> c;
+        s = createGlooCommunicator(o, c);
+        ASSERT_TRUE(s.isOk()) << s.message();
+        EXPECT_EQ(c->rank(), r);
+        EXPECT_EQ(c->size(), n);
+        fn(*c, r);
+      });
+    for (auto &t : threads)
+      t.join();
+  }
+
+  std::unique_ptr<TcpStoreServer> server;
+  int worlds = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// The store
+//===----------------------------------------------------------------------===//
+
+TEST_F(CommTest, StoreSetGetCheckAdd) {
+  std::unique_ptr<TcpStore> a, b;
+  ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), 0, milliseconds(2000), a).isOk());
+  ASSERT_TRUE(TcpStore::connect("localhost", server->port(), 1, milliseconds(2000), b).isOk());
+  ASSERT_TRUE(a->set("k", std::string("v\0w", 3)).isOk());
+  std::string v;
+  ASSERT_TRUE(b->get("k", v, milliseconds(1000)).isOk());
+  EXPECT_EQ(v, std::string("v\0w", 3));
+  bool found = true;
+  ASSERT_TRUE(b->check("missing", v, found).isOk());
+  EXPECT_FALSE(found);
+  int64_t x = 0;
+  ASSERT_TRUE(a->add("n", 5, x).isOk());
+  ASSERT_TRUE(b->add("n", -2, x).isOk());
+  EXPECT_EQ(x, 3);
+  // A get waits for a later set.
+  std::thread setter([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    EXPECT_TRUE(a->set("late", "yes").isOk());
+  });
+  ASSERT_TRUE(b->get("late", v, milliseconds(5000)).isOk());
+  EXPECT_EQ(v, "yes");
+  setter.join();
+  a->goodbye();
+  b->goodbye();
+}
+
+TEST_F(CommTest, StoreGetTimesOut) {
+  std::unique_ptr<TcpStore> a;
+  ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), -1, milliseconds(2000), a).isOk());
+  std::string v;
+  Status s = a->get("never", v, milliseconds(100));
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("timed out after 100 ms waiting for key 'never'"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(CommTest, StoreNamesRanksThatLeaveWithoutGoodbye) {
+  std::unique_ptr<TcpStore> a, b, c;
+  ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), 0, milliseconds(2000), a).isOk());
+  ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), 1, milliseconds(2000), b).isOk());
+  ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), 2, milliseconds(2000), c).isOk());
+  b.reset(); // dies
+  c->goodbye();
+  std::vector<int> lost;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(a->lostRanks(lost).isOk());
+    if (!lost.empty())
+      break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(lost, std::vector<int>{1});
+  server->waitForGoodbyes(2, milliseconds(2000));
+}
+
+TEST_F(CommTest, StoreConnectFailsWithoutServer) {
+  int port = server->port();
+  server.reset();
+  std::unique_ptr<TcpStore> a;
+  Status s = TcpStore::connect("127.0.0.1", port, 0, milliseconds(200), a);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("cannot connect to 127.0.0.1:" + std::to_string(port)),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(CommTest, StoreReportsLostServer) {
+  std::unique_ptr<TcpStore> a;
+  ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), 3, milliseconds(2000), a).isOk());
+  server.reset();
+  Status s = a->set("k", "v");
+  std::string v;
+  if (s.isOk())
+    s = a->get("k", v, milliseconds(100));
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("lost the connection to the store"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("rank 0, which hosts it, is gone"), std::string::npos)
+      << s.message();
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+class CommSizeTest : public CommTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(CommSizeTest, AllReduceEveryKind) {
+  int n = GetParam();
+  runRanks(n, [n](Communicator &c, int r) {
+    for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min,
+                         ReduceKind::Mean, ReduceKind::Prod}) {
+      Shape shape{3, 337}; // odd sizes: uneven ring segments
+      Tensor in = input(r, shape), out(DType::F32, shape);
+      ASSERT_TRUE(c.allReduce(view(in), view(out), k).isOk());
+      Tensor want = input(0, shape);
+      for (int q = 1; q < n; ++q) {
+        Tensor x = input(q, shape);
+        for (int64_t i = 0; i < want.numElements(); ++i) {
+          float &w = want.data<float>()[i];
+          float v = x.data<float>()[i];
+          w = k == ReduceKind::Max   ? std::max(w, v)
+              : k == ReduceKind::Min ? std::min(w, v)
+              : k == ReduceKind::Prod ? w * v
+                                      : w + v;
+        }
+      }
+      if (k == ReduceKind::Mean)
+        for (int64_t i = 0; i < want.numElements(); ++i)
+          want.data<float>()[i] /= n;
+      expectEqual(out, want, std::string("all_reduce ") + reduceKindName(k));
+    }
+  });
+}
+
+TEST_P(CommSizeTest, AllReduceInPlaceAndIntegers) {
+  int n = GetParam();
+  runRanks(n, [n](Communicator &c, int r) {
+    Tensor t(DType::I64, {5});
+    for (int i = 0; i < 5; ++i)
+      t.data<int64_t>()[i] = (int64_t(1) << 40) + r * 10 + i;
+    ASSERT_TRUE(c.allReduce(view(t), view(t), ReduceKind::Sum).isOk());
+    for (int i = 0; i < 5; ++i)
+      EXPECT_EQ(t.data<int64_t>()[i],
+                n * ((int64_t(1) << 40) + i) + 10 * n * (n - 1) / 2);
+    Tensor b(DType::Bool, {2});
+    b.data<uint8_t>()[0] = r == 1;
+    b.data<uint8_t>()[1] = 1;
+    ASSERT_TRUE(c.allReduce(view(b), view(b), ReduceKind::Max).isOk());
+    EXPECT_EQ(b.data<uint8_t>()[0], 1);
+    ASSERT_TRUE(c.allReduce(view(b), view(b), ReduceKind::Min).isOk());
+    EXPECT_EQ(b.data<uint8_t>()[0], 1);
+  });
+}
+
+/// all_gather along `dim` of a tensor whose dim has `total` entries overall.
+void checkAllGather(Communicator &c, int r, int n, Shape full, int64_t dim) {
+  int64_t total = full[dim];
+  Shape mine = full;
+  mine[dim] = chunkSize(total, n, r);
+  Tensor in = input(r, mine), out(DType::F32, full);
+  Status s = c.allGather(view(in), view(out), dim);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  Tensor want(DType::F32, full);
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    auto idx = unravel(i, full);
+    int q = owner(idx[dim], total, n);
+    Shape qs = full;
+    qs[dim] = chunkSize(total, n, q);
+    idx[dim] -= chunkOffset(total, n, q);
+    want.data<float>()[i] = input(q, qs).data<float>()[ravel(idx, qs)];
+  }
+  expectEqual(out, want, "all_gather dim " + std::to_string(dim) + " of " +
+                             shapeToString(full));
+}
+
+TEST_P(CommSizeTest, AllGatherEveryDim) {
+  int n = GetParam();
+  runRanks(n, [n](Communicator &c, int r) {
+    for (int64_t d = 0; d < 3; ++d) {
+      Shape full{3, 5, 7};
+      full[d] = 2 * n; // even
+      checkAllGather(c, r, n, full, d);
+    }
+  });
+}
+
+TEST_P(CommSizeTest, AllGatherUnevenPieces) {
+  int n = GetParam();
+  runRanks(n, [n](Communicator &c, int r) {
+    checkAllGather(c, r, n, {2 * n + 1, 3}, 0);
+    checkAllGather(c, r, n, {2, n + 1, 3}, 1);
+    checkAllGather(c, r, n, {2, 3, n - 1}, 2); // member n-1 holds nothing
+  });
+}
+
+void checkReduceScatter(Communicator &c, int r, int n, Shape full, int64_t dim,
+                        ReduceKind k) {
+  int64_t total = full[dim];
+  Shape mine = full;
+  mine[dim] = chunkSize(total, n, r);
+  Tensor in = input(r, full), out(DType::F32, mine);
+  Status s = c.reduceScatter(view(in), view(out), k, dim);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  Tensor want(DType::F32, mine);
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    auto idx = unravel(i, mine);
+    idx[dim] += chunkOffset(total, n, r);
+    int64_t f = ravel(idx, full);
+    float acc = input(0, full).data<float>()[f];
+    for (int q = 1; q < n; ++q) {
+      float v = input(q, full).data<float>()[f];
+      acc = k == ReduceKind::Max ? std::max(acc, v) : acc + v;
+    }
+    want.data<float>()[i] = k == ReduceKind::Mean ? acc / n : acc;
+  }
+  expectEqual(out, want, "reduce_scatter dim " + std::to_string(dim) + " of " +
+                             shapeToString(full));
+}
+
+TEST_P(CommSizeTest, ReduceScatterEveryDim) {
+  int n = GetParam();
+  runRanks(n, [n](Communicator &c, int r) {
+    checkReduceScatter(c, r, n, {2 * n, 3, 5}, 0, ReduceKind::Sum);
+    checkReduceScatter(c, r, n, {3, 2 * n, 5}, 1, ReduceKind::Max);
+    checkReduceScatter(c, r, n, {3, 5, n}, 2, ReduceKind::Mean);
+  });
+}
+
+TEST_P(CommSizeTest, ReduceScatterUnevenPieces) {
+  int n = GetParam();
+  runRanks(n, [n](Communicator &c, int r) {
+    checkReduceScatter(c, r, n, {2 * n + 1, 3}, 0, ReduceKind::Sum);
+    checkReduceScatter(c, r, n, {4, n + 1}, 1, ReduceKind::Sum);
+  });
+}
+
+void checkAllToAll(Communicator &c, int r, int n, Shape inShape, int64_t split,
+                   int64_t concat) {
+  int64_t total = inShape[split];
+  Shape outShape = inShape;
+  if (split != concat) {
+    outShape[split] = chunkSize(total, n, r);
+    outShape[concat] *= n;
+  }
+  Tensor in = input(r, inShape), out(DType::F32, outShape);
+  Status s = c.allToAll(view(in), view(out), split, concat);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  // Piece j of sender q (chunk j along split) lands at j... by sender along
+  // concat: out index -> sender q and the index in q's input.
+  int64_t cw = split == concat ? total / n : inShape[concat];
+  Tensor want(DType::F32, outShape);
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    auto idx = unravel(i, outShape);
+    int q = static_cast<int>(idx[concat] / cw);
+    idx[concat] -= q * cw;
+    // Now idx indexes the piece (chunk r along split) of sender q.
+    idx[split] += split == concat ? r * cw : chunkOffset(total, n, r);
+    want.data<float>()[i] = input(q, inShape).data<float>()[ravel(idx, inShape)];
+  }
+  expectEqual(out, want, "all_to_all split " + std::to_string(split) +
+                             " concat " + std::to_string(concat) + " of " +
+                             shapeToString(inShape));
+}
+
+TEST_P(CommSizeTest, AllToAllEveryDimPair) {
+  int n = GetParam();
+  runRanks(n, [n](Communicator &c, int r) {
+    checkAllToAll(c, r, n, {2 * n, 3}, 0, 1);
+    checkAllToAll(c, r, n, {3, 2 * n}, 1, 0);
+    checkAllToAll(c, r, n, {3, 2 * n, 2}, 1, 1);
+    checkAllToAll(c, r, n, {2, 3, n}, 2, 0);
+    checkAllToAll(c, r, n, {2, n + 1, 3}, 1, 2); // uneven split
+  });
+}
+
+TEST_P(CommSizeTest, CollectivePermuteRingAndPartial) {
+  int n = GetParam();
+  runRanks(n, [n](Communicator &c, int r) {
+    Shape s{4, 3};
+    std::vector<std::pair<int, int>> ring;
+    for (int i = 0; i < n; ++i)
+      ring.emplace_back(i, (i + 1) % n);
+    Tensor in = input(r, s), out(DType::F32, s);
+    ASSERT_TRUE(c.collectivePermute(view(in), view(out), ring).isOk());
+    expectEqual(out, input((r + n - 1) % n, s), "ring shift");
+    // In place.
+    ASSERT_TRUE(c.collectivePermute(view(in), view(in), ring).isOk());
+    expectEqual(in, input((r + n - 1) % n, s), "ring shift in place");
+    // Only 0 -> n-1: everybody else gets zeros.
+    Tensor x = input(r, s), y = input(r, s, 1);
+    ASSERT_TRUE(c.collectivePermute(view(x), view(y), {{0, n - 1}}).isOk());
+    expectEqual(y, r == n - 1 ? input(0, s) : Tensor(DType::F32, s), "partial");
+  });
+}
+
+TEST_P(CommSizeTest, BroadcastFromEveryRoot) {
+  int n = GetParam();
+  runRanks(n, [n](Communicator &c, int r) {
+    for (int root = 0; root < n; ++root) {
+      Shape s{1000, 3};
+      Tensor in = input(r, s), out(DType::F32, s);
+      ASSERT_TRUE(c.broadcast(view(in), view(out), root).isOk());
+      expectEqual(out, input(root, s), "broadcast root " + std::to_string(root));
+    }
+  });
+}
+
+TEST_P(CommSizeTest, SendRecvBothWaysSendFirst) {
+  int n = GetParam();
+  runRanks(n, [n](Communicator &c, int r) {
+    // Everyone sends to the right, then receives from the left: sends must
+    // not wait for the matching receive.
+    Shape s{17};
+    Tensor in = input(r, s), out(DType::F32, s);
+    Status st = c.send(view(in), (r + 1) % n, 7);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    st = c.recv(view(out), (r + n - 1) % n, 7);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    expectEqual(out, input((r + n - 1) % n, s), "send/recv");
+    ASSERT_TRUE(c.barrier().isOk());
+  });
+}
+
+TEST_F(CommTest, SubsetGroupsRunSideBySide) {
+  runRanks(4, [](Communicator &c, int r) {
+    // Ranks {1, 3} and {2, 0} (reversed order: 2 is index 0).
+    std::vector<int> g = r % 2 ? std::vector<int>{1, 3} : std::vector<int>{2, 0};
+    Status s = c.createSubgroups({{2, 0}, {1, 3}, {0, 1, 2, 3}});
+    ASSERT_TRUE(s.isOk()) << s.message();
+    Communicator *sub = nullptr;
+    ASSERT_TRUE(c.subgroup(g, sub).isOk());
+    EXPECT_EQ(sub->size(), 2);
+    int index = g[0] == r ? 0 : 1;
+    EXPECT_EQ(sub->rank(), index);
+    EXPECT_EQ(sub->worldRanks(), g);
+    Shape s1{2, 3};
+    Tensor in = input(r, s1), out(DType::F32, {2, 6});
+    s = c.allGather(view(in), view(out), 1, g);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    Tensor want(DType::F32, {2, 6});
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 6; ++j)
+        want.data<float>()[i * 6 + j] =
+            input(g[j / 3], s1).data<float>()[i * 3 + j % 3];
+    expectEqual(out, want, "all_gather over " + std::to_string(g[0]) + "," +
+                               std::to_string(g[1]));
+    // The same group again is the cached communicator.
+    Communicator *again = nullptr;
+    ASSERT_TRUE(c.subgroup(g, again).isOk());
+    EXPECT_EQ(again, sub);
+    Communicator *whole = nullptr;
+    ASSERT_TRUE(c.subgroup({0, 1, 2, 3}, whole).isOk());
+    EXPECT_EQ(whole, &c);
+    // Broadcast from group index 1 within {1, 3} / {2, 0}.
+    Tensor b = input(r, {5});
+    ASSERT_TRUE(c.broadcast(view(b), view(b), 1, g).isOk());
+    expectEqual(b, input(g[1], {5}), "broadcast in a subgroup");
+  });
+}
+
+TEST_F(CommTest, GroupErrorsAreReported) {
+  runRanks(2, [](Communicator &c, int r) {
+    Communicator *sub = nullptr;
+    Status s = c.subgroup({1 - r}, sub);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("does not include this rank"), std::string::npos)
+        << s.message();
+    s = c.subgroup({0, 2}, sub);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("rank 2 is out of range for 2 ranks"), std::string::npos)
+        << s.message();
+    s = c.subgroup({r, r}, sub);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("twice"), std::string::npos) << s.message();
+  });
+}
+
+TEST_F(CommTest, ShapeMismatchesAreRefusedBeforeAnyTransfer) {
+  runRanks(2, [](Communicator &c, int r) {
+    Tensor in = input(r, {4, 3}), bad(DType::F32, {5, 6});
+    Status s = c.allGather(view(in), view(bad), 1);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("result has shape [5, 6], expected [4, 6]"),
+              std::string::npos)
+        << s.message();
+    Tensor wide(DType::F32, {4, 9});
+    s = c.allGather(view(in), view(wide), 1);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("operand [4, 3] has 3 along dim 1, but member " +
+                               std::to_string(r) + " of 2 owns " +
+                               std::to_string(5 - r) + " of the result's 9"),
+              std::string::npos)
+        << s.message();
+    Tensor i64(DType::I64, {4, 3});
+    s = c.allReduce(view(i64), view(i64), ReduceKind::Mean);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("a mean needs f32, got i64"), std::string::npos);
+    Tensor out(DType::F32, {4, 3});
+    s = c.collectivePermute(view(in), view(out), {{0, 1}, {1, 1}});
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("index 1 is a destination twice"), std::string::npos);
+    s = c.allToAll(view(in), view(out), 1, 1);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("not a multiple of 2"), std::string::npos);
+  });
+}
+
+TEST_F(CommTest, DeadRankIsNamed) {
+  runRanks(2, [&](Communicator &c, int r) {
+    if (r == 1)
+      return; // leaves: its sockets and store connection close
+    Tensor t = input(0, {64});
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = c.allReduce(view(t), view(t), ReduceKind::Sum);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+    EXPECT_NE(s.message().find("rank 0: all_reduce over ranks [0, 1] failed"),
+              std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("rank 1 died"), std::string::npos) << s.message();
+  }, milliseconds(3000));
+}
+
+TEST_F(CommTest, HungRankIsNamedAfterTheTimeout) {
+  std::atomic<bool> done{false};
+  runRanks(2, [&](Communicator &c, int r) {
+    if (r == 1) {
+      while (!done.load())
+        std::this_thread::sleep_for(milliseconds(5));
+      return;
+    }
+    Tensor t = input(0, {64});
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = c.allReduce(view(t), view(t), ReduceKind::Sum);
+    done = true;
+    ASSERT_FALSE(s.isOk());
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    EXPECT_NE(s.message().find("rank 1 did not fail here and is alive"),
+              std::string::npos)
+        << s.message();
+  }, milliseconds(500));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CommSizeTest, ::testing::Values(2, 4),
+                         [](const auto &info) {
+                           return std::to_string(info.param) + "Ranks";
+                         });
+
+//===----------------------------------------------------------------------===//
+// The local communicator, and backends this build may lack
+//===----------------------------------------------------------------------===//
+
+TEST(LocalCommTest, EveryCollectiveIsACopy) {
+  auto c = createLocalCommunicator();
+  EXPECT_EQ(c->size(), 1);
+  Tensor in = input(0, {3, 4}), out(DType::F32, {3, 4});
+  ASSERT_TRUE(c->allReduce(view(in), view(out), ReduceKind::Mean).isOk());
+  expectEqual(out, in, "all_reduce");
+  ASSERT_TRUE(c->allGather(view(in), view(out), 1).isOk());
+  ASSERT_TRUE(c->reduceScatter(view(in), view(out), ReduceKind::Sum, 0).isOk());
+  ASSERT_TRUE(c->allToAll(view(in), view(out), 0, 1).isOk());
+  ASSERT_TRUE(c->broadcast(view(in), view(out), 0).isOk());
+  expectEqual(out, in, "broadcast");
+  ASSERT_TRUE(c->collectivePermute(view(in), view(out), {}).isOk());
+  expectEqual(out, Tensor(DType::F32, {3, 4}), "permute without pairs");
+  EXPECT_FALSE(c->send(view(in), 1, 0).isOk());
+  Communicator *sub = nullptr;
+  EXPECT_TRUE(c->subgroup({0}, sub).isOk());
+  EXPECT_FALSE(c->subgroup({0, 1}, sub).isOk());
+}
+
+TEST(NcclCommTest, NeedsADevice) {
+  if (!haveNcclCommunicator())
+    GTEST_SKIP() << "this build has no NCCL backend";
+  std::unique_ptr<TcpStoreServer> server;
+  ASSERT_TRUE(TcpStoreServer::start(0, true, server).isOk());
+  std::unique_ptr<TcpStore> store;
+  ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), 0,
+                                milliseconds(2000), store)
+                  .isOk());
+  CommOptions o;
+  o.store = std::move(store);
+  std::unique_ptr<Communicator> c;
+  Status s = createNcclCommunicator(o, c);
+  if (!s.isOk() && s.message().find("no CUDA device") != std::string::npos)
+    GTEST_SKIP() << "no GPU here: " << s.message();
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(c->size(), 1);
+}
+
+} // namespace

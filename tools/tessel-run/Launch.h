@@ -1,0 +1,71 @@
+//===- Launch.h - tessel-run's ranks: launching and joining -----*- C++ -*-===//
+//
+// `tessel-run ART -n N` launches N local rank processes (fork/exec of itself
+// with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT) and
+// watches them; a rank started by torchrun-style environments, mpirun or
+// srun reads its rank and world from the environment and joins the others.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_TOOLS_TESSEL_RUN_LAUNCH_H
+#define TESSEL_TOOLS_TESSEL_RUN_LAUNCH_H
+
+#include "tessel/runtime/Communicator.h"
+#include "tessel/runtime/Status.h"
+#include "tessel/runtime/Store.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace tessel::run {
+
+/// This process's place in the world.
+struct WorldInfo {
+  bool fromEnv = false;  // some launcher set the variables
+  std::string source;    // "RANK/WORLD_SIZE", "OMPI_COMM_WORLD_*", ...
+  int rank = 0;
+  int size = 1;
+  int localRank = 0;
+  std::string masterAddr;
+  int masterPort = 0;
+};
+
+/// Reads RANK/WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK/SIZE (mpirun),
+/// PMI_RANK/PMI_SIZE, SLURM_PROCID/SLURM_NTASKS (srun), in that order, and
+/// MASTER_ADDR/MASTER_PORT. An inconsistent environment is an error that
+/// names the variable.
+runtime::Status readWorld(WorldInfo &w);
+
+/// Starts `n` copies of this program (same arguments) as local ranks and
+/// waits for them. When one exits non-zero or is killed, the others get a
+/// moment to report, then are killed; the message names the rank. Returns
+/// the exit status for tessel-run.
+int launchLocalRanks(int n, int argc, char **argv);
+
+/// A rank's connection to the others: rank 0 hosts the store; everybody
+/// connects to it and creates the Gloo communicator.
+class RankSession {
+public:
+  ~RankSession();
+  runtime::Status start(const WorldInfo &w, std::chrono::milliseconds timeout);
+  runtime::Communicator *comm() const { return communicator.get(); }
+  /// After a successful run: waits for every rank, then leaves the store
+  /// (rank 0 keeps serving until every rank has left).
+  runtime::Status finish();
+
+private:
+  WorldInfo world;
+  std::unique_ptr<runtime::TcpStoreServer> server;
+  std::shared_ptr<runtime::TcpStore> store;
+  std::unique_ptr<runtime::Communicator> communicator;
+};
+
+/// Test hooks (builds with TESSEL_RUN_TEST_HOOKS): TESSEL_TEST_CRASH_RANK=K
+/// makes rank K exit with status 3, TESSEL_TEST_KILL_RANK=K kill itself with
+/// SIGKILL, TESSEL_TEST_HANG_RANK=K sleep forever, right before its first
+/// run, when every rank is connected.
+void testHooks(int rank);
+
+} // namespace tessel::run
+
+#endif // TESSEL_TOOLS_TESSEL_RUN_LAUNCH_H
