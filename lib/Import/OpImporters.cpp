@@ -242,7 +242,18 @@ LogicalResult logical(NodeContext &c) {
       return success();
     }
   }
-  return c.error("is supported only on inputs known at import time");
+  // At run time, a select on bools: And(a, b) = where(a, b, false),
+  // Or(a, b) = where(a, true, b); where broadcasts all three.
+  if (c.getDType(0) != kBool || c.getDType(1) != kBool)
+    return c.error("inputs must be bool tensors");
+  auto va = c.getValue(0), vb = c.getValue(1);
+  if (failed(va) || failed(vb))
+    return failure();
+  Value k = c.scalarConstant(IsAnd ? 0 : 1, c.getType(0).getElementType());
+  return defineFrom(c,
+                    IsAnd ? c.create<WhereOp>({*va, *vb, k})
+                          : c.create<WhereOp>({*va, k, *vb}),
+                    kBool);
 }
 
 /// A float unary op; `fn` folds it.
@@ -350,18 +361,25 @@ LogicalResult importWhere(NodeContext &c) {
 }
 
 LogicalResult importClip(NodeContext &c) {
-  // min and max are optional scalar inputs known at import.
+  // min and max are optional one-element inputs: folded when known at
+  // import, max/min ops on the run-time scalar otherwise.
   std::optional<double> bounds[2];
+  bool runtimeBound[2] = {false, false};
   for (unsigned i = 1; i <= 2; ++i) {
     if (!c.hasInput(i))
       continue;
-    const ConstTensor *b = c.getConst(i);
-    if (!b || b->size() != 1)
-      return c.error(Twine(i == 1 ? "min" : "max") +
-                     " must be a scalar known at import time");
-    bounds[i - 1] = b->getDouble(0);
+    if (const ConstTensor *b = c.getConst(i)) {
+      if (b->size() != 1)
+        return c.error(Twine(i == 1 ? "min" : "max") + " must be a scalar");
+      bounds[i - 1] = b->getDouble(0);
+      continue;
+    }
+    if (c.getType(i).getNumElements() != 1)
+      return c.error(Twine(i == 1 ? "min" : "max") + " must be a scalar");
+    runtimeBound[i - 1] = true;
   }
-  if (const ConstTensor *x = c.getConst(0)) {
+  if (const ConstTensor *x = c.getConst(0);
+      x && !runtimeBound[0] && !runtimeBound[1]) {
     double lo = bounds[0].value_or(-INFINITY), hi = bounds[1].value_or(INFINITY);
     ConstTensor r = ConstTensor::zeros(x->dtype, x->shape);
     for (int64_t k = 0; k < x->size(); ++k)
@@ -374,14 +392,28 @@ LogicalResult importClip(NodeContext &c) {
     return failure();
   Value v = *x;
   Type et = c.getType(0).getElementType();
-  if (bounds[0]) {
-    auto op = c.create<MaxOp>({v, c.scalarConstant(*bounds[0], et)});
-    if (failed(op))
-      return failure();
-    v = (*op)->getResult(0);
-  }
-  if (bounds[1]) {
-    auto op = c.create<MinOp>({v, c.scalarConstant(*bounds[1], et)});
+  for (unsigned i = 1; i <= 2; ++i) {
+    Value bound;
+    if (runtimeBound[i - 1]) {
+      auto b = c.getValue(i);
+      if (failed(b))
+        return failure();
+      // A one-element bound of any rank: make it a scalar so that it cannot
+      // raise the result's rank when broadcast.
+      bound = *b;
+      if (c.getRank(i) != 0) {
+        auto r = c.create<ReshapeOp>({bound}, {},
+                                     {RankedTensorType::get({}, et)});
+        if (failed(r))
+          return failure();
+        bound = (*r)->getResult(0);
+      }
+    } else if (bounds[i - 1]) {
+      bound = c.scalarConstant(*bounds[i - 1], et);
+    } else {
+      continue;
+    }
+    auto op = i == 1 ? c.create<MaxOp>({v, bound}) : c.create<MinOp>({v, bound});
     if (failed(op))
       return failure();
     v = (*op)->getResult(0);
@@ -417,20 +449,24 @@ LogicalResult importIdentity(NodeContext &c) {
 }
 
 LogicalResult importDropout(NodeContext &c) {
-  if (c.isOutputUsed(1))
-    return c.error("the mask output is not supported (inference only)");
   if (c.hasInput(2)) {
     const ConstTensor *training = c.getConst(2);
     if (!training || training->getInt(0) != 0)
       return c.error("training_mode must be false at import");
   }
+  // Inference: the output is the input and the mask is all true.
+  if (c.isOutputUsed(1)) {
+    if (!c.getType(0).hasStaticShape())
+      return c.error("the mask output needs a static input shape");
+    SmallVector<int64_t> shape(c.getShape(0));
+    ConstTensor mask = ConstTensor::zeros(kBool, shape);
+    for (int64_t k = 0; k < mask.size(); ++k)
+      mask.set(k, 1.0);
+    c.setConst(1, std::move(mask));
+  }
   c.forward(0, 0);
   return success();
 }
-
-//===----------------------------------------------------------------------===//
-// Constants and shapes
-//===----------------------------------------------------------------------===//
 
 LogicalResult importConstant(NodeContext &c) {
   if (const auto *a = c.getAttr("value"))
@@ -568,19 +604,34 @@ LogicalResult importTrilu(NodeContext &c) {
       return c.error("k must be known at import time");
     k = kt->getInt(0);
   }
-  if (!x || x->shape.size() < 2)
-    return c.error("is supported only on inputs known at import time");
+  if (c.getRank(0) < 2 || !c.getType(0).hasStaticShape())
+    return c.error("needs a static input of rank 2 or more");
   bool upper = c.getInt("upper", 1) != 0;
-  ConstTensor r = *x;
-  int64_t rows = x->shape[x->shape.size() - 2], cols = x->shape.back();
-  for (int64_t e = 0; e < r.size(); ++e) {
+  ArrayRef<int64_t> shape = c.getShape(0);
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  auto keep = [&](int64_t e) {
     int64_t col = e % cols, row = (e / cols) % rows;
-    bool keep = upper ? col - row >= k : col - row <= k;
-    if (!keep)
-      r.set(e, 0);
+    return upper ? col - row >= k : col - row <= k;
+  };
+  if (x) {
+    ConstTensor r = *x;
+    for (int64_t e = 0; e < r.size(); ++e)
+      if (!keep(e))
+        r.set(e, 0);
+    c.setConst(0, std::move(r));
+    return success();
   }
-  c.setConst(0, std::move(r));
-  return success();
+  // At run time: where(mask, x, 0) with the [rows, cols] mask known now.
+  ConstTensor mask = ConstTensor::zeros(kBool, {rows, cols});
+  for (int64_t e = 0; e < mask.size(); ++e)
+    mask.set(e, keep(e) ? 1.0 : 0.0);
+  // Named after the output: weights are shared by name.
+  auto m = c.materialize(mask, c.getNode().output(0) + ".trilu_mask");
+  auto v = c.getValue(0);
+  if (failed(m) || failed(v))
+    return failure();
+  Value zero = c.scalarConstant(0, c.getType(0).getElementType());
+  return defineFrom(c, c.create<WhereOp>({*m, *v, zero}), c.getDType(0));
 }
 
 //===----------------------------------------------------------------------===//
@@ -1077,13 +1128,51 @@ LogicalResult softmaxLike(NodeContext &c) {
 }
 
 LogicalResult importLayerNormalization(NodeContext &c) {
-  if (c.isOutputUsed(1) || c.isOutputUsed(2))
-    return c.error("the Mean and InvStdDev outputs are not supported");
   if (failed(requireFloat(c, 0)))
     return failure();
   auto axis = c.normalizeAxis(c.getInt("axis", -1), c.getRank(0), "axis");
   if (failed(axis))
     return failure();
+  float epsilon = c.getFloat("epsilon", 1e-5f);
+  if (c.isOutputUsed(1) || c.isOutputUsed(2)) {
+    // Mean and InvStdDev over dims [axis, rank), kept as 1s:
+    // mean(x) and rsqrt(mean((x - mean)^2) + epsilon).
+    auto x = c.getValue(0);
+    if (failed(x))
+      return failure();
+    SmallVector<int64_t> dims;
+    for (int64_t k = *axis; k < c.getRank(0); ++k)
+      dims.push_back(k);
+    SmallVector<NamedAttribute> attrs = {
+        named(c, "dims", arrayAttr(c, dims)),
+        named(c, "keep_dims", c.getBuilder().getUnitAttr())};
+    auto mean = c.create<ReduceMeanOp>({*x}, attrs);
+    if (failed(mean))
+      return failure();
+    Value m = (*mean)->getResult(0);
+    auto d = c.create<SubOp>({*x, m});
+    if (failed(d))
+      return failure();
+    Value dv = (*d)->getResult(0);
+    auto sq = c.create<MulOp>({dv, dv});
+    if (failed(sq))
+      return failure();
+    auto var = c.create<ReduceMeanOp>({(*sq)->getResult(0)}, attrs);
+    if (failed(var))
+      return failure();
+    auto ve = c.create<AddOp>(
+        {(*var)->getResult(0),
+         c.scalarConstant(epsilon, c.getType(0).getElementType())});
+    if (failed(ve))
+      return failure();
+    auto inv = c.create<RsqrtOp>({(*ve)->getResult(0)});
+    if (failed(inv))
+      return failure();
+    if (c.isOutputUsed(1))
+      c.setOutput(1, m, c.getDType(0));
+    if (c.isOutputUsed(2))
+      c.setOutput(2, (*inv)->getResult(0), c.getDType(0));
+  }
   SmallVector<Value> operands;
   for (unsigned i = 0; i < 3; ++i) {
     if (!c.hasInput(i))
@@ -1098,8 +1187,7 @@ LogicalResult importLayerNormalization(NodeContext &c) {
       c.create<LayerNormOp>(
           operands,
           {named(c, "axis", i64Attr(c, *axis)),
-           named(c, "epsilon",
-                 c.getBuilder().getF32FloatAttr(c.getFloat("epsilon", 1e-5f)))}),
+           named(c, "epsilon", c.getBuilder().getF32FloatAttr(epsilon))}),
       c.getDType(0));
 }
 

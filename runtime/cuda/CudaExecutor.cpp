@@ -203,10 +203,19 @@ Status CudaExecutor::init() {
       continue;
     }
     ptrs[b.id] = static_cast<char *>(constants) + constOff[b.id];
+    // On our stream: a plain cudaMemcpy runs on the legacy default stream,
+    // which a non-blocking stream does not wait for, and may return before
+    // a pageable upload has landed.
     if (b.bytes)
-      TSL_CUDA(cudaMemcpy(ptrs[b.id], b.data, b.bytes, cudaMemcpyHostToDevice),
-               "uploading " + (b.name.empty() ? "a constant" : "'" + b.name + "'"));
+      TSL_CUDA(cudaMemcpyAsync(ptrs[b.id], b.data, b.bytes,
+                               cudaMemcpyHostToDevice, stream),
+               "uploading " +
+                   (b.name.empty() ? "a constant" : "'" + b.name + "'"));
   }
+  // Zeroed like the CPU backend's anonymous mapping.
+  TSL_CUDA(cudaMemsetAsync(arena, 0, std::max<uint64_t>(p.arenaSize, 256),
+                           stream),
+           "clearing the arena");
 
   // Scratch for im2col; per-instruction extras are reserved by makeStep.
   for (const Op &op : p.ops) {
@@ -283,10 +292,11 @@ Status CudaExecutor::run() {
   TSL_CUDA(cudaStreamSynchronize(stream), "running the program");
   if (!gathers.empty()) {
     std::vector<unsigned long long> host(gathers.size() * 2);
-    TSL_CUDA(cudaMemcpy(host.data(), slots,
-                        host.size() * sizeof(unsigned long long),
-                        cudaMemcpyDeviceToHost),
+    TSL_CUDA(cudaMemcpyAsync(host.data(), slots,
+                             host.size() * sizeof(unsigned long long),
+                             cudaMemcpyDeviceToHost, stream),
              "reading the gather checks");
+    TSL_CUDA(cudaStreamSynchronize(stream), "reading the gather checks");
     for (size_t g = 0; g < gathers.size(); ++g) {
       if (host[2 * g] == ~0ull)
         continue;
@@ -999,7 +1009,7 @@ int deviceCount(std::string *why) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    cudaGetLastError(); // clear the sticky-free error for later calls
+    cudaGetLastError(); // reset the error cudaGetDeviceCount left behind
     if (why)
       *why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
     return 0;

@@ -462,7 +462,7 @@ TEST(CudaConformance, Reduce) {
       SCOPED_TRACE("dims " + shapeToString(dims) + " keep " +
                    std::to_string(keep));
       for (const char *op : {"reduce_sum", "reduce_mean", "reduce_max"})
-        conformOp(op, {f}, {{DType::F32, rs}}, at, {1e-5, 1e-4});
+        conformOp(op, {f}, {{DType::F32, rs}}, at, {1e-4, 1e-4});
       for (const char *op : {"reduce_sum", "reduce_max"}) {
         conformOp(op, {i64}, {{DType::I64, rs}}, at);
         conformOp(op, {i32}, {{DType::I32, rs}}, at);
@@ -486,7 +486,7 @@ TEST(CudaConformance, Softmax) {
       for (const char *op : {"softmax", "log_softmax"}) {
         SCOPED_TRACE(shapeToString(s) + " axis " + std::to_string(axis));
         conformSame(op, randomF32(s, rng, -8.0f, 8.0f), Attrs().i("axis", axis),
-                    {1e-6, 1e-4});
+                    {1e-5, 1e-4});
       }
 }
 
@@ -504,15 +504,15 @@ TEST(CudaConformance, Norms) {
       Attrs at;
       at.i("axis", axis).f("epsilon", 1e-5f);
       conformOp("layer_norm", {x, scale, bias}, {{DType::F32, s}}, at,
-                {1e-5, 1e-4});
-      conformOp("layer_norm", {x, scale}, {{DType::F32, s}}, at, {1e-5, 1e-4});
-      conformOp("rms_norm", {x, scale}, {{DType::F32, s}}, at, {1e-5, 1e-4});
+                {5e-5, 1e-4});
+      conformOp("layer_norm", {x, scale}, {{DType::F32, s}}, at, {5e-5, 1e-4});
+      conformOp("rms_norm", {x, scale}, {{DType::F32, s}}, at, {5e-5, 1e-4});
       // Scale and bias that broadcast over the normalized dims.
       if (norm.size() >= 2) {
         Shape last = {norm.back()};
         conformOp("layer_norm",
                   {x, randomF32(last, rng), randomF32({1}, rng)},
-                  {{DType::F32, s}}, at, {1e-5, 1e-4});
+                  {{DType::F32, s}}, at, {5e-5, 1e-4});
       }
     }
   }
