@@ -16,11 +16,18 @@
 // gather writes zeros there, and run() reports the first failing gather
 // after the final synchronisation, with the CPU backend's message.
 //
+// Collectives: on one rank they are device copies with the local
+// communicator's semantics; with a multi-rank world (an NCCL communicator,
+// whose tensors are device pointers) the CPU backend's Collectives drives it
+// after the stream is synchronised.
+//
 //===----------------------------------------------------------------------===//
 #include "CudaExecutor.h"
 
 #include "Broadcast.h"
+#include "Collectives.h"
 #include "CudaKernels.h"
+#include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Program.h"
 
 #include <algorithm>
@@ -116,8 +123,9 @@ struct GemmCall {
 
 class CudaExecutor : public Executor {
 public:
-  CudaExecutor(std::shared_ptr<const Program> program, int device)
-      : Executor(std::move(program)), device(device) {}
+  CudaExecutor(std::shared_ptr<const Program> program, int device,
+               Communicator *comm)
+      : Executor(std::move(program)), device(device), comm(comm) {}
   ~CudaExecutor() override;
 
   const char *backend() const override { return "cuda"; }
@@ -135,6 +143,7 @@ private:
   Status makeGemm(const Op &op, Step &out);
   Status makeConv2D(const Op &op, Step &out);
   Status makeNorm(const Op &op, Step &out);
+  Status makeCollective(const Op &op, Step &out);
   Status gemmRowMajor(bool transA, bool transB, int m, int n, int k,
                       float alpha, const float *a, int lda, const float *b,
                       int ldb, float beta, float *c, int ldc);
@@ -147,6 +156,11 @@ private:
   }
 
   int device = 0;
+  // The world of a multi-rank run (an NCCL communicator on this device), or
+  // nullptr / a single rank: collectives are then device copies.
+  Communicator *comm = nullptr;
+  bool multiRank = false;
+  cpu::Collectives collectives; // groups checked and created; NCCL steps
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   void *arena = nullptr;     // the program's arena
@@ -216,6 +230,17 @@ Status CudaExecutor::init() {
   TSL_CUDA(cudaMemsetAsync(arena, 0, std::max<uint64_t>(p.arenaSize, 256),
                            stream),
            "clearing the arena");
+
+  // Collectives: checks every group against the world (and creates the
+  // subgroups of a multi-rank one), as the CPU backend does. Its steps are
+  // only used with an NCCL world, whose tensors are device pointers.
+  multiRank = comm && comm->size() > 1;
+  if (multiRank && std::string(comm->backend()) != "nccl")
+    return Status::error(
+        std::string("a multi-rank run on the cuda backend needs an nccl "
+                    "communicator; '") +
+        comm->backend() + "' works on host memory");
+  TSL_RETURN_IF_ERROR(collectives.init(p, comm));
 
   // Scratch for im2col; per-instruction extras are reserved by makeStep.
   for (const Op &op : p.ops) {
@@ -631,6 +656,55 @@ Status CudaExecutor::makeNorm(const Op &op, Step &out) {
   return Status::ok();
 }
 
+Status CudaExecutor::makeCollective(const Op &op, Step &out) {
+  const Program &p = *prog;
+  cudaStream_t s = stream;
+  if (multiRank) {
+    // NCCL runs synchronously on its own stream: the operands must be
+    // complete first, and its results are complete when it returns.
+    std::function<Status()> inner = collectives.step(p, op, ptrs);
+    out = [=] {
+      TSL_CUDA(cudaStreamSynchronize(s), "waiting for a collective's operands");
+      return inner();
+    };
+    return Status::ok();
+  }
+  // One rank: what the local communicator does, on device memory.
+  const CollectiveAttrs &c = op.coll;
+  if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+    const std::string msg = std::string(op.kind == OpKind::Send ? "send to"
+                                                                : "recv from") +
+                            " rank " + std::to_string(c.peer) +
+                            ": this run has a single rank";
+    out = [msg] { return Status::error(msg); };
+    return Status::ok();
+  }
+  if (op.kind == OpKind::Broadcast && c.root != 0) {
+    const std::string msg = "root " + std::to_string(c.root) +
+                            " is out of range for a group of 1";
+    out = [msg] { return Status::error(msg); };
+    return Status::ok();
+  }
+  void *x = ptrs[op.operands[0]], *y = ptrs[op.results[0]];
+  const size_t bytes = p.buffers[op.results[0]].bytes;
+  if (op.kind == OpKind::CollectivePermute && c.pairs.empty()) {
+    // No (0, 0) pair: nobody sends to this rank, which gets zeros.
+    out = [=] {
+      if (bytes)
+        TSL_CUDA(cudaMemsetAsync(y, 0, bytes, s), "cudaMemsetAsync");
+      return Status::ok();
+    };
+    return Status::ok();
+  }
+  out = [=] {
+    if (x != y && bytes)
+      TSL_CUDA(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s),
+               "cudaMemcpyAsync");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 Status CudaExecutor::makeStep(const Op &op, Step &out) {
   const Program &p = *prog;
   auto in = [&](size_t i) -> const BufferInfo & {
@@ -813,20 +887,15 @@ Status CudaExecutor::makeStep(const Op &op, Step &out) {
     };
     return Status::ok();
   }
-  // Collectives of a single-rank program are copies (Program checks that
-  // they keep the shape); multi-rank runs are NCCL's (runtime/comm).
   case OpKind::AllReduce:
   case OpKind::AllGather:
   case OpKind::ReduceScatter:
   case OpKind::AllToAll:
   case OpKind::CollectivePermute:
   case OpKind::Broadcast:
-    out = copyStep();
-    return Status::ok();
   case OpKind::Send:
   case OpKind::Recv:
-    return Status::error("point-to-point ops need a multi-rank run, which the "
-                         "cuda backend does not support yet");
+    return makeCollective(op, out);
   case OpKind::Reshape:
   case OpKind::Copy:
     out = copyStep();
@@ -1022,13 +1091,15 @@ int deviceCount(std::string *why) {
 Status createCudaExecutor(std::shared_ptr<const Program> program,
                           const ExecutorOptions &options,
                           std::unique_ptr<Executor> &out) {
-  (void)options; // `threads` is a CPU notion
+  // `threads` is a CPU notion. A multi-rank world must be an NCCL
+  // communicator created on this device (CommOptions::device).
   std::string why;
   if (deviceCount(&why) == 0)
     return Status::error("no CUDA device (" + why + ")");
   int device = 0;
   TSL_CUDA(cudaGetDevice(&device), "cudaGetDevice");
-  auto e = std::make_unique<CudaExecutor>(std::move(program), device);
+  auto e = std::make_unique<CudaExecutor>(std::move(program), device,
+                                          options.comm);
   TSL_RETURN_IF_ERROR(e->init());
   out = std::move(e);
   return Status::ok();

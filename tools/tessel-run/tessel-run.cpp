@@ -2,7 +2,7 @@
 //
 //   tessel-run ART.tsl --input NAME=FILE.npy ... [--output FILE.npy]
 //              [--output NAME=FILE.npy ...] [--threads N] [--repeat K]
-//              [--rank R] [--backend cpu|cuda] [--no-verify]
+//              [--rank R] [--device cpu|cuda] [--no-verify]
 //              [-n N] [--timeout SECONDS]
 //
 // Reads inputs from .npy files, runs the program (K times; the median time
@@ -34,7 +34,7 @@ const char kUsage[] =
     "usage: tessel-run ART.tsl [--input NAME=FILE.npy]... "
     "[--output [NAME=]FILE.npy]...\n"
     "                  [--threads N] [--repeat K] [--rank R] "
-    "[--backend cpu|cuda] [--no-verify]\n"
+    "[--device cpu|cuda] [--no-verify]\n"
     "                  [-n N] [--timeout SECONDS]\n"
     "\n"
     "  --input NAME=FILE   bind graph input NAME to a .npy file (FILE alone\n"
@@ -44,7 +44,8 @@ const char kUsage[] =
     "  --threads N         kernel threads (default 1)\n"
     "  --repeat K          run K times, print the median time (default 1)\n"
     "  --rank R            which rank's program to run (default 0)\n"
-    "  --backend B         execution backend (default cpu)\n"
+    "  --device cpu|cuda   where to run: the cpu or cuda backend (default\n"
+    "                      cpu; --backend B is the same)\n"
     "  --no-verify         skip the CRC-32C checks of the artifact files\n"
     "  -n N                run N ranks: starts N local processes, or checks\n"
     "                      the world that RANK/WORLD_SIZE (or mpirun, srun) give\n"
@@ -148,6 +149,10 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (is("--backend")) {
       if (!takeValue("--backend"))
         return usageError("--backend needs a name");
+      o.backend = value;
+    } else if (is("--device")) {
+      if (!takeValue("--device") || (value != "cpu" && value != "cuda"))
+        return usageError("--device needs cpu or cuda");
       o.backend = value;
     } else if (a == "--no-verify") {
       o.verify = false;

@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <sys/wait.h>
 
 namespace tessel::runtime::test {
 namespace {
@@ -638,6 +640,51 @@ TEST(CudaConformance, ConcatSplitReshapeCopy) {
 }
 
 //===----------------------------------------------------------------------===//
+// Collectives of a single-rank run: what the local communicator does
+//===----------------------------------------------------------------------===//
+
+TEST(CudaConformance, SingleRankCollectives) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(18);
+  Tensor x = randomF32({4, 6}, rng);
+  const Shape s = x.shape();
+  conformOp("all_reduce", {x}, {{DType::F32, s}}, Attrs().s("kind", "sum"));
+  conformOp("all_reduce", {randomI64({3}, rng, -9, 9)}, {{DType::I64, {3}}},
+            Attrs().s("kind", "max").is("group", {0}));
+  conformOp("all_gather", {x}, {{DType::F32, s}}, Attrs().i("dim", 1));
+  conformOp("reduce_scatter", {x}, {{DType::F32, s}},
+            Attrs().s("kind", "mean").i("dim", 0));
+  conformOp("all_to_all", {x}, {{DType::F32, s}},
+            Attrs().i("split_dim", 0).i("concat_dim", 1));
+  conformOp("broadcast", {x}, {{DType::F32, s}}, Attrs().i("root", 0));
+  conformOp("collective_permute", {x}, {{DType::F32, s}},
+            Attrs().is("pairs", {0, 0}));
+  // No pair sends to this rank: zeros.
+  conformOp("collective_permute", {x}, {{DType::F32, s}},
+            Attrs().is("pairs", {}));
+
+  // An explicit single-rank world behaves as none.
+  ProgramBuilder pb;
+  int in = pb.addInput("x", DType::F32, s);
+  int y = pb.addBuffer(DType::F32, s);
+  pb.addOp("all_reduce", {in}, {y}, Attrs().s("kind", "sum"));
+  pb.addOutput("y", y);
+  std::shared_ptr<const Program> prog;
+  ASSERT_TRUE(pb.build(prog).isOk());
+  std::unique_ptr<Communicator> local = createLocalCommunicator();
+  ExecutorOptions eo;
+  eo.comm = local.get();
+  std::unique_ptr<Executor> exec;
+  Status st = createExecutor("cuda", prog, eo, exec);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_TRUE(exec->setInput("x", x).isOk());
+  ASSERT_TRUE(exec->run().isOk());
+  Tensor got;
+  ASSERT_TRUE(exec->getOutput("y", got).isOk());
+  expectSame(x, got, 0, 0, "all_reduce over a local world");
+}
+
+//===----------------------------------------------------------------------===//
 // Whole programs
 //===----------------------------------------------------------------------===//
 
@@ -700,6 +747,62 @@ TEST(CudaConformance, ChainWithPlannedArenaAndConstants) {
   ASSERT_TRUE(s.isOk()) << s.message();
   for (size_t i = 0; i < want.size(); ++i)
     expectSame(want[i], got[i], 1e-5, 1e-4, "output " + std::to_string(i));
+}
+
+//===----------------------------------------------------------------------===//
+// tessel-run --device
+//===----------------------------------------------------------------------===//
+
+/// Runs tessel-run with `args`; returns its exit code, output in `out`.
+int runTool(const std::string &args, std::string &out) {
+  std::string cmd = std::string(TESSEL_RUN_PATH) + " " + args + " 2>&1";
+  FILE *p = popen(cmd.c_str(), "r");
+  if (!p)
+    return -1;
+  char buf[4096];
+  size_t n;
+  out.clear();
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+    out.append(buf, n);
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(CudaTesselRun, DeviceFlag) {
+  const std::string base = ::testing::TempDir() + "/tessel_run_cuda";
+  const std::string art = base + ".tsl", xPath = base + ".x.npy",
+                    yCpu = base + ".ycpu.npy", yGpu = base + ".ygpu.npy";
+  Mlp mlp(31);
+  ArtifactBuilder b("cuda-test");
+  mlp.build(b.rank(0));
+  ASSERT_TRUE(b.write(art).isOk());
+  std::mt19937 rng(32);
+  Tensor x = randomF32({Mlp::kBatch, Mlp::kIn}, rng);
+  ASSERT_TRUE(writeNpy(xPath, x).isOk());
+
+  std::string out;
+  EXPECT_EQ(runTool(art + " --input x=" + xPath + " --device tpu", out), 2)
+      << out;
+  EXPECT_NE(out.find("--device needs cpu or cuda"), std::string::npos) << out;
+  ASSERT_EQ(runTool(art + " --input x=" + xPath + " --output " + yCpu +
+                        " --device=cpu",
+                    out),
+            0)
+      << out;
+  int rc = runTool(art + " --input x=" + xPath + " --output " + yGpu +
+                       " --device cuda --repeat 3",
+                   out);
+  std::string why;
+  if (!cudaAvailable(why)) {
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_NE(out.find("no CUDA device"), std::string::npos) << out;
+    return;
+  }
+  ASSERT_EQ(rc, 0) << out;
+  Tensor want, got;
+  ASSERT_TRUE(readNpy(yCpu, want).isOk());
+  ASSERT_TRUE(readNpy(yGpu, got).isOk());
+  expectSame(want, got, 1e-5, 1e-4, "tessel-run --device cuda");
 }
 
 } // namespace
