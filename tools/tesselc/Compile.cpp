@@ -137,6 +137,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   bool sharded = !(*module).getOps<mlir::tessel::MeshOp>().empty();
   if (stop != StopAfter::Import && sharded) {
     mlir::PassManager pm(&context);
+    pm.addPass(mlir::tessel::createSplitBiasPass());
     pm.addPass(mlir::tessel::createPropagatePass());
     if (stop != StopAfter::Propagate) {
       pm.addPass(mlir::tessel::createPartitionPass());

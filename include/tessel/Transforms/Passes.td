@@ -158,4 +158,24 @@ def SimplifyCollectivesPass : Pass<"tessel-simplify-collectives"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def SplitBiasPass : Pass<"tessel-split-bias"> {
+  let summary = "Separates the bias of gemm and conv2d into an add";
+  let description = [{
+    `gemm(a, b, c)` becomes `add(gemm(a, b), beta * c)` and
+    `conv2d(x, w, bias)` becomes `add(conv2d(x, w), reshape(bias))`. A sharded
+    contraction leaves the product partial; a bias fused into it would be
+    added once per rank. Split off, the bias is added once, after the
+    reduction (as Megatron's row-parallel linear does). tesselc runs it
+    before propagation whenever the program has a mesh.
+
+    ```mlir
+    %y = tessel.gemm %x, %w, %b {trans_b} : (tensor<8x64xf32>, tensor<10x64xf32>, tensor<10xf32>) -> tensor<8x10xf32>
+    // becomes
+    %p = tessel.gemm %x, %w {trans_b} : (tensor<8x64xf32>, tensor<10x64xf32>) -> tensor<8x10xf32>
+    %y = tessel.add %p, %b : (tensor<8x10xf32>, tensor<10xf32>) -> tensor<8x10xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 #endif // TESSEL_TRANSFORMS_PASSES_TD

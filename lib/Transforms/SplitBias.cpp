@@ -1,0 +1,75 @@
+//===- SplitBias.cpp - gemm/conv2d bias -> a separate add -----------------===//
+
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_SPLITBIASPASS
+#include "tessel/Transforms/Passes.h.inc"
+
+namespace {
+
+void splitGemm(GemmOp gemm) {
+  Value c = gemm.getC();
+  if (!c)
+    return;
+  OpBuilder b(gemm);
+  Location loc = gemm.getLoc();
+  auto product = b.create<GemmOp>(loc, gemm.getType(), gemm.getA(), gemm.getB(),
+                                  Value(), gemm.getTransAAttr(),
+                                  gemm.getTransBAttr(), gemm.getAlphaAttr(),
+                                  b.getF32FloatAttr(1.0f));
+  float beta = gemm.getBeta().convertToFloat();
+  if (beta != 1.0f) {
+    auto cType = cast<RankedTensorType>(c.getType());
+    auto scalar = RankedTensorType::get({}, cType.getElementType());
+    Value betaValue = b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(beta)));
+    c = b.create<MulOp>(loc, c, betaValue);
+  }
+  Value sum = b.create<AddOp>(loc, product, c);
+  gemm.replaceAllUsesWith(sum);
+  gemm.erase();
+}
+
+void splitConv(Conv2DOp conv) {
+  Value bias = conv.getBias();
+  if (!bias)
+    return;
+  OpBuilder b(conv);
+  Location loc = conv.getLoc();
+  auto product = b.create<Conv2DOp>(
+      loc, conv.getType(), conv.getInput(), conv.getWeight(), Value(),
+      conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
+      conv.getGroupAttr());
+  // [O] -> [O, 1, 1], which broadcasts over [N, O, H, W].
+  auto bType = cast<RankedTensorType>(bias.getType());
+  Value shaped = b.create<ReshapeOp>(
+      loc, RankedTensorType::get({bType.getDimSize(0), 1, 1}, bType.getElementType()),
+      bias);
+  Value sum = b.create<AddOp>(loc, product, shaped);
+  conv.replaceAllUsesWith(sum);
+  conv.erase();
+}
+
+struct SplitBiasPass : public impl::SplitBiasPassBase<SplitBiasPass> {
+  using Base::Base;
+  void runOnOperation() final {
+    SmallVector<Operation *> ops;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<GemmOp, Conv2DOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      if (auto gemm = dyn_cast<GemmOp>(op))
+        splitGemm(gemm);
+      else
+        splitConv(cast<Conv2DOp>(op));
+    }
+  }
+};
+
+} // namespace
+} // namespace mlir::tessel
