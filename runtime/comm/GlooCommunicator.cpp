@@ -142,6 +142,13 @@ public:
                     world->timeout);
     try {
       ctx->connectFullMesh(store, world->device);
+      // A member returns from connectFullMesh once its own pairs connect;
+      // the barrier makes sure every member's have, so that a member that
+      // leaves right away does not break a peer's handshake.
+      if (members.size() > 1) {
+        gloo::BarrierOptions o(ctx);
+        gloo::barrier(o);
+      }
     } catch (const std::exception &e) {
       return fail("connecting", e.what());
     }

@@ -7,7 +7,9 @@
 // failure messages when a rank dies or hangs.
 //
 //===----------------------------------------------------------------------===//
+#include "tessel/runtime/ArtifactBuilder.h"
 #include "tessel/runtime/Communicator.h"
+#include "tessel/runtime/Executor.h"
 #include "tessel/runtime/Store.h"
 #include "tessel/runtime/Tensor.h"
 
@@ -559,6 +561,183 @@ TEST(LocalCommTest, EveryCollectiveIsACopy) {
   Communicator *sub = nullptr;
   EXPECT_TRUE(c->subgroup({0}, sub).isOk());
   EXPECT_FALSE(c->subgroup({0, 1}, sub).isOk());
+}
+
+//===----------------------------------------------------------------------===//
+// Collective instructions: every message of CollectiveAttrs.cpp and of the
+// executor's group checks
+//===----------------------------------------------------------------------===//
+
+/// Builds rank `rank`'s one-instruction program; returns the error.
+std::string buildError(int rank, const std::string &op, Shape in, Shape out,
+                       Attrs attrs, bool withOperand = true,
+                       bool withResult = true) {
+  ArtifactBuilder b;
+  ProgramBuilder &p = b.rank(rank);
+  std::vector<int> operands, results;
+  if (withOperand)
+    operands.push_back(p.addInput("a", DType::F32, in));
+  if (withResult)
+    results.push_back(p.addBuffer(DType::F32, out));
+  p.addOp(op, operands, results, attrs);
+  if (withResult)
+    p.addOutput("r", results[0]);
+  std::shared_ptr<const Program> prog;
+  Status s = p.build(prog);
+  return s.isOk() ? "" : s.message();
+}
+
+TEST(CollectiveValidation, RefusesBadAttributes) {
+  struct Case {
+    int rank;
+    const char *op;
+    Shape in, out;
+    Attrs attrs;
+    const char *error;
+  };
+  std::vector<int64_t> g01{0, 1};
+  const Case cases[] = {
+      {0, "all_reduce", {4}, {4}, Attrs().is("group", g01), "missing attribute 'kind'"},
+      {0, "all_reduce", {4}, {4}, Attrs().s("kind", "avg").is("group", g01),
+       "attribute 'kind' = 'avg' is not one of sum, max, min, mean, prod"},
+      {0, "all_reduce", {4}, {4}, Attrs().i("kind", 1), "attribute 'kind' must be a string"},
+      {2, "all_reduce", {4}, {4}, Attrs().s("kind", "sum").is("group", g01),
+       "attribute 'group' does not include this program's rank 2"},
+      {0, "all_reduce", {4}, {4}, Attrs().s("kind", "sum").is("group", {0, 1, 0}),
+       "attribute 'group' lists rank 0 twice"},
+      {0, "all_reduce", {4}, {4}, Attrs().s("kind", "sum").is("group", {}),
+       "attribute 'group' is empty"},
+      {0, "all_reduce", {4}, {4}, Attrs().s("kind", "sum").is("group", {0, -1}),
+       "attribute 'group' holds rank -1, out of range"},
+      {0, "all_reduce", {4}, {4}, Attrs().s("kind", "sum").s("group", "tp"),
+       "attribute 'group' must be an int list"},
+      {0, "all_reduce", {4}, {5}, Attrs().s("kind", "sum").is("group", g01),
+       "result has shape [5], expected [4]"},
+      {0, "all_gather", {4}, {6}, Attrs().i("dim", 0).is("group", g01),
+       "operand [4] has 4 along dim 0, but member 0 of 2 owns 3 of the result's 6"},
+      {1, "all_gather", {2, 4}, {2, 8}, Attrs().i("dim", 2).is("group", g01),
+       "attribute 'dim' = 2 is out of range for rank 2"},
+      {0, "all_gather", {4}, {8}, Attrs().is("group", g01), "missing attribute 'dim'"},
+      {0, "reduce_scatter", {4, 2}, {4, 2},
+       Attrs().s("kind", "sum").i("dim", 0).is("group", g01),
+       "result has shape [4, 2], expected [2, 2]"},
+      {0, "all_to_all", {3, 4}, {3, 4},
+       Attrs().i("split_dim", 0).i("concat_dim", 0).is("group", g01),
+       "split_dim = concat_dim = 0 has 3 entries, not a multiple of 2"},
+      {0, "all_to_all", {4, 4}, {2, 8},
+       Attrs().i("split_dim", 0).i("concat_dim", -1).is("group", {1, 0}),
+       ""},
+      {0, "collective_permute", {4}, {4}, Attrs().is("pairs", {0}).is("group", g01),
+       "attribute 'pairs' must hold [src, dst] pairs, got 1 integers"},
+      {0, "collective_permute", {4}, {4}, Attrs().is("pairs", {0, 2}).is("group", g01),
+       "attribute 'pairs' holds (0, 2), out of range for a group of 2"},
+      {0, "collective_permute", {4}, {4},
+       Attrs().is("pairs", {0, 1, 0, 0}).is("group", g01), "index 0 is a source twice"},
+      {0, "broadcast", {4}, {4}, Attrs().i("root", 2).is("group", g01),
+       "attribute 'root' = 2 is out of range for a group of 2"},
+  };
+  for (const Case &c : cases) {
+    std::string e = buildError(c.rank, c.op, c.in, c.out, c.attrs);
+    if (!*c.error) {
+      EXPECT_EQ(e, "") << c.op;
+      continue;
+    }
+    EXPECT_NE(e.find(c.error), std::string::npos)
+        << c.op << ": expected '" << c.error << "', got '" << e << "'";
+  }
+}
+
+TEST(CollectiveValidation, PointToPoint) {
+  EXPECT_NE(buildError(0, "send", {4}, {4}, Attrs().i("peer", 0).i("tag", 1), true, false)
+                .find("attribute 'peer' = 0 is not another rank (this program is rank 0)"),
+            std::string::npos);
+  EXPECT_NE(buildError(0, "send", {4}, {4}, Attrs().i("peer", 1).i("tag", -1), true, false)
+                .find("attribute 'tag' = -1 is out of range [0, 2^48)"),
+            std::string::npos);
+  EXPECT_NE(buildError(0, "send", {4}, {4}, Attrs().i("peer", 1), true, false)
+                .find("missing attribute 'tag'"),
+            std::string::npos);
+  EXPECT_NE(buildError(0, "send", {4}, {4}, Attrs().i("peer", 1).i("tag", 0))
+                .find("expects 1 operand(s) and 0 result(s), got 1 and 1"),
+            std::string::npos);
+  EXPECT_NE(buildError(0, "recv", {4}, {4}, Attrs().i("peer", 1).i("tag", 0))
+                .find("expects 0 operand(s) and 1 result(s), got 1 and 1"),
+            std::string::npos);
+  EXPECT_EQ(buildError(0, "recv", {4}, {4}, Attrs().i("peer", 1).i("tag", 0), false), "");
+}
+
+/// Creates a cpu executor of a one-instruction program on a world of one.
+std::string executorError(const std::string &op, Attrs attrs, bool send = false) {
+  ProgramBuilder p;
+  int a = p.addInput("a", DType::F32, {4});
+  if (send) {
+    p.addOp(op, {a}, {}, attrs);
+  } else {
+    int r = p.addBuffer(DType::F32, {4});
+    p.addOp(op, {a}, {r}, attrs);
+    p.addOutput("r", r);
+  }
+  std::shared_ptr<const Program> prog;
+  Status s = p.build(prog);
+  if (!s.isOk())
+    return "build: " + s.message();
+  std::unique_ptr<Executor> e;
+  s = createExecutor("cpu", prog, ExecutorOptions(), e);
+  return s.isOk() ? "" : s.message();
+}
+
+TEST(CollectiveValidation, TheExecutorMatchesGroupsToTheWorld) {
+  // A world of one runs the single-device form and groups of its one rank.
+  EXPECT_EQ(executorError("all_reduce", Attrs().s("kind", "sum")), "");
+  EXPECT_EQ(executorError("all_reduce", Attrs().s("kind", "sum").is("group", {0})), "");
+  std::string e = executorError("all_reduce", Attrs().s("kind", "sum").is("group", {0, 1}));
+  EXPECT_NE(e.find("instruction 0 (all_reduce): group holds rank 1, but the world "
+                   "has 1 ranks"),
+            std::string::npos)
+      << e;
+  e = executorError("send", Attrs().i("peer", 3).i("tag", 0), true);
+  EXPECT_NE(e.find("instruction 0 (send): peer rank 3 does not exist in a world of 1 "
+                   "ranks"),
+            std::string::npos)
+      << e;
+}
+
+TEST(CollectiveValidation, AWorldOfSeveralRanksNeedsGroups) {
+  std::unique_ptr<TcpStoreServer> server;
+  ASSERT_TRUE(TcpStoreServer::start(0, true, server).isOk());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      std::unique_ptr<TcpStore> store;
+      ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), r,
+                                    milliseconds(2000), store)
+                      .isOk());
+      CommOptions o;
+      o.rank = r;
+      o.size = 2;
+      o.store = std::move(store);
+      o.hostname = "127.0.0.1";
+      std::unique_ptr<Communicator> c;
+      ASSERT_TRUE(createGlooCommunicator(o, c).isOk());
+      ArtifactBuilder b;
+      ProgramBuilder &p = b.rank(r);
+      int a = p.addInput("a", DType::F32, {4});
+      int y = p.addBuffer(DType::F32, {4});
+      p.addOp("all_reduce", {a}, {y}, Attrs().s("kind", "sum"));
+      std::shared_ptr<const Program> prog;
+      ASSERT_TRUE(p.build(prog).isOk());
+      ExecutorOptions eo;
+      eo.comm = c.get();
+      std::unique_ptr<Executor> e;
+      Status s = createExecutor("cpu", prog, eo, e);
+      ASSERT_FALSE(s.isOk());
+      EXPECT_NE(s.message().find("instruction 0 (all_reduce): has no 'group' "
+                                 "attribute, which a world of 2 ranks needs"),
+                std::string::npos)
+          << s.message();
+    });
+  for (auto &t : threads)
+    t.join();
 }
 
 TEST(NcclCommTest, NeedsADevice) {
