@@ -463,7 +463,8 @@ Status createNcclCommunicator(const CommOptions &options,
   world->store = options.store;
   world->prefix = options.prefix;
   world->timeout = options.timeout;
-  world->device = options.device;
+  // Local ranks beyond the devices seen share them round-robin.
+  world->device = options.device % devices;
   world->rank = options.rank;
   std::vector<int> members(options.size);
   for (int i = 0; i < options.size; ++i)

@@ -245,7 +245,8 @@ int launchLocalRanks(int n, int argc, char **argv) {
 
 RankSession::~RankSession() = default;
 
-Status RankSession::start(const WorldInfo &w, milliseconds timeout) {
+Status RankSession::start(const WorldInfo &w, milliseconds timeout,
+                          const std::string &backend) {
   world = w;
   bool loopback = isLoopback(w.masterAddr);
   if (w.rank == 0)
@@ -262,6 +263,13 @@ Status RankSession::start(const WorldInfo &w, milliseconds timeout) {
   o.size = w.size;
   o.store = store;
   o.timeout = timeout;
+  if (backend == "cuda") {
+    if (!haveNcclCommunicator())
+      return Status::error("--device cuda on " + std::to_string(w.size) +
+                           " ranks needs NCCL, which this build lacks");
+    o.device = w.localRank;
+    return createNcclCommunicator(o, communicator);
+  }
   if (loopback)
     o.hostname = "127.0.0.1";
   else if (const char *ifname = env("TESSEL_SOCKET_IFNAME"))

@@ -43,11 +43,13 @@ runtime::Status readWorld(WorldInfo &w);
 int launchLocalRanks(int n, int argc, char **argv);
 
 /// A rank's connection to the others: rank 0 hosts the store; everybody
-/// connects to it and creates the Gloo communicator.
+/// connects to it and creates the communicator of `backend`'s memory: Gloo
+/// for "cpu", NCCL for "cuda" (device LOCAL_RANK modulo the devices seen).
 class RankSession {
 public:
   ~RankSession();
-  runtime::Status start(const WorldInfo &w, std::chrono::milliseconds timeout);
+  runtime::Status start(const WorldInfo &w, std::chrono::milliseconds timeout,
+                        const std::string &backend = "cpu");
   runtime::Communicator *comm() const { return communicator.get(); }
   /// After a successful run: waits for every rank, then leaves the store
   /// (rank 0 keeps serving until every rank has left).

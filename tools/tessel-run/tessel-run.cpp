@@ -211,7 +211,8 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   int rank = worldSize > 1 ? w.rank : o.rank;
   tessel::run::RankSession session;
   if (worldSize > 1) {
-    if (Status s = session.start(w, std::chrono::seconds(o.timeout)); !s)
+    if (Status s = session.start(w, std::chrono::seconds(o.timeout), o.backend);
+        !s)
       return fail(s.message());
   }
   std::shared_ptr<const Program> program;
