@@ -27,6 +27,7 @@
 #include "Broadcast.h"
 #include "Collectives.h"
 #include "CudaKernels.h"
+#include "GemmPlan.h"
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Program.h"
 
@@ -112,14 +113,6 @@ Status stridedIndexer(const Shape &dims,
 }
 
 bool fitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
-/// One cuBLAS call of a matmul: `count` row-major [m, k]·[k, n] products
-/// with matrix strides (elements) between consecutive ones.
-struct GemmCall {
-  int m = 0, n = 0, k = 0, count = 1;
-  int64_t aOff = 0, bOff = 0, cOff = 0;
-  long long strideA = 0, strideB = 0, strideC = 0;
-};
 
 class CudaExecutor : public Executor {
 public:
@@ -381,93 +374,41 @@ Status CudaExecutor::gemmRowMajor(bool transA, bool transB, int m, int n,
 
 Status CudaExecutor::makeMatMul(const Op &op, Step &out) {
   const Program &p = *prog;
-  const BufferInfo &A = p.buffers[op.operands[0]];
-  const BufferInfo &B = p.buffers[op.operands[1]];
-  const BufferInfo &R = p.buffers[op.results[0]];
+  MatMulPlan plan;
+  TSL_RETURN_IF_ERROR(planMatMul(p.buffers[op.operands[0]].shape,
+                                 p.buffers[op.operands[1]].shape,
+                                 p.buffers[op.results[0]].shape, plan));
   const float *a = static_cast<const float *>(ptrs[op.operands[0]]);
   const float *b = static_cast<const float *>(ptrs[op.operands[1]]);
   float *y = static_cast<float *>(ptrs[op.results[0]]);
-
-  Shape as = A.shape, bs = B.shape;
-  if (as.size() == 1)
-    as.insert(as.begin(), 1);
-  if (bs.size() == 1)
-    bs.push_back(1);
-  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
-  const int64_t aCount = numElements(aBatch), bCount = numElements(bBatch);
-  Shape outBatch = R.shape;
-  outBatch.resize(R.shape.size() - (A.shape.size() == 1 ? 0 : 1) -
-                  (B.shape.size() == 1 ? 0 : 1));
-  const int64_t batches = numElements(outBatch);
-  if (batches == 0 || m == 0 || n == 0) {
-    out = [] { return Status::ok(); };
-    return Status::ok();
-  }
-  if (k == 0) { // an empty sum: zeros
-    const size_t bytes = R.bytes;
-    cudaStream_t s = stream;
-    out = [=] {
-      TSL_CUDA(cudaMemsetAsync(y, 0, bytes, s), "cudaMemsetAsync");
-      return Status::ok();
-    };
-    return Status::ok();
-  }
-  if (!fitsInt(m) || !fitsInt(n) || !fitsInt(k))
-    return Status::error("a matrix dim exceeds cuBLAS's int range");
-
-  std::vector<GemmCall> calls;
-  if (bCount == 1 && aCount == batches && fitsInt(m * batches)) {
-    // B shared by every batch: fold A's batch into M, one GEMM.
-    GemmCall c;
-    c.m = static_cast<int>(m * batches);
-    c.n = static_cast<int>(n);
-    c.k = static_cast<int>(k);
-    calls.push_back(c);
-  } else {
-    std::vector<int64_t> aStr =
-        cpu::broadcastStrides(aBatch, outBatch.size(), outBatch);
-    std::vector<int64_t> bStr =
-        cpu::broadcastStrides(bBatch, outBatch.size(), outBatch);
-    cpu::StridedPlan plan = cpu::makeStridedPlan(outBatch, {aStr, bStr});
-    const int64_t sa = plan.strides.back()[0], sb = plan.strides.back()[1];
-    cpu::forEachRow(plan, 0, batches, [&](const int64_t *off, int64_t count) {
-      for (int64_t done = 0; done < count;) {
-        const int64_t chunk = std::min<int64_t>(count - done, INT_MAX);
-        GemmCall c;
-        c.m = static_cast<int>(m);
-        c.n = static_cast<int>(n);
-        c.k = static_cast<int>(k);
-        c.count = static_cast<int>(chunk);
-        c.aOff = (off[0] + done * sa) * m * k;
-        c.bOff = (off[1] + done * sb) * k * n;
-        c.cOff = (off[2] + done) * m * n;
-        c.strideA = sa * m * k;
-        c.strideB = sb * k * n;
-        c.strideC = m * n;
-        calls.push_back(c);
-        done += chunk;
-      }
-    });
-  }
+  const size_t bytes = p.buffers[op.results[0]].bytes;
+  cudaStream_t s = stream;
   cublasHandle_t h = blas;
   out = [=] {
-    const float one = 1.0f, zero = 0.0f;
-    for (const GemmCall &c : calls) {
-      if (c.count == 1) {
-        TSL_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, c.n, c.m, c.k,
-                               &one, b + c.bOff, c.n, a + c.aOff, c.k, &zero,
-                               y + c.cOff, c.n),
-                   "cublasSgemm");
-      } else {
-        TSL_CUBLAS(cublasSgemmStridedBatched(
-                       h, CUBLAS_OP_N, CUBLAS_OP_N, c.n, c.m, c.k, &one,
-                       b + c.bOff, c.n, c.strideB, a + c.aOff, c.k, c.strideA,
-                       &zero, y + c.cOff, c.n, c.strideC, c.count),
-                   "cublasSgemmStridedBatched");
-      }
+    if (plan.nothing)
+      return Status::ok();
+    if (plan.zeros) { // k = 0: an empty sum
+      TSL_CUDA(cudaMemsetAsync(y, 0, bytes, s), "cudaMemsetAsync");
+      return Status::ok();
     }
-    return Status::ok();
+    return issueMatMul(
+        plan, a, b, y,
+        [h](int m, int n, int k, const float *A, int lda, long long sA,
+            const float *B, int ldb, long long sB, float *C, int ldc,
+            long long sC, int count) {
+          const float one = 1.0f, zero = 0.0f;
+          if (count == 1) {
+            TSL_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one,
+                                   A, lda, B, ldb, &zero, C, ldc),
+                       "cublasSgemm");
+          } else {
+            TSL_CUBLAS(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m,
+                                                 n, k, &one, A, lda, sA, B, ldb,
+                                                 sB, &zero, C, ldc, sC, count),
+                       "cublasSgemmStridedBatched");
+          }
+          return Status::ok();
+        });
   };
   return Status::ok();
 }

@@ -7,6 +7,7 @@
 // one is skipped with "no CUDA device (...)"; ctest lists them as skipped.
 //
 //===----------------------------------------------------------------------===//
+#include "GemmPlan.h"
 #include "MlpFixture.h"
 #include "TestUtil.h"
 
@@ -747,6 +748,75 @@ TEST(CudaConformance, ChainWithPlannedArenaAndConstants) {
   ASSERT_TRUE(s.isOk()) << s.message();
   for (size_t i = 0; i < want.size(); ++i)
     expectSame(want[i], got[i], 1e-5, 1e-4, "output " + std::to_string(i));
+}
+
+//===----------------------------------------------------------------------===//
+// Host-side plans, checked without a device
+//===----------------------------------------------------------------------===//
+
+/// The column-major GEMM that issueMatMul drives (cuBLAS's semantics with
+/// op N, alpha 1, beta 0), in double.
+Status referenceColumnMajorGemm(int m, int n, int k, const float *A, int lda,
+                                long long sA, const float *B, int ldb,
+                                long long sB, float *C, int ldc, long long sC,
+                                int count) {
+  if (lda < std::max(1, m) || ldb < std::max(1, k) || ldc < std::max(1, m))
+    return Status::error("bad leading dimension");
+  for (int b = 0; b < count; ++b)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        double acc = 0;
+        for (int l = 0; l < k; ++l)
+          acc += double(A[b * sA + i + int64_t(l) * lda]) *
+                 B[b * sB + l + int64_t(j) * ldb];
+        C[b * sC + i + int64_t(j) * ldc] = static_cast<float>(acc);
+      }
+  return Status::ok();
+}
+
+TEST(CudaPlan, MatMulCallsReplayLikeTheCpu) {
+  using cuda::issueMatMul;
+  using cuda::MatMulPlan;
+  using cuda::planMatMul;
+  std::mt19937 rng(41);
+  struct Case {
+    Shape a, b, y;
+    size_t calls; // cuBLAS calls the plan should make
+  };
+  const std::vector<Case> cases = {
+      {{3, 4}, {4, 5}, {3, 5}, 1},
+      {{2, 3, 4}, {4, 5}, {2, 3, 5}, 1},             // folded into one GEMM
+      {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}, 1},          // one strided batch
+      {{4}, {2, 4, 5}, {2, 5}, 1},                   // a shared: stride 0
+      {{2, 3, 4}, {4}, {2, 3}, 1},
+      {{2, 1, 3, 4}, {1, 3, 4, 5}, {2, 3, 3, 5}, 2}, // one call per row
+      {{3, 1, 2, 4}, {5, 4, 2}, {3, 5, 2, 2}, 3},
+      {{4}, {4, 5}, {5}, 1},
+      {{3, 4}, {4}, {3}, 1},
+      {{4}, {4}, {}, 1},
+      {{1, 2, 3}, {2, 3, 2}, {2, 2, 2}, 1},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(shapeToString(c.a) + " @ " + shapeToString(c.b));
+    Tensor a = randomF32(c.a, rng), b = randomF32(c.b, rng);
+    std::vector<Tensor> want =
+        runOp("matmul", {a, b}, {{DType::F32, c.y}});
+    MatMulPlan plan;
+    ASSERT_TRUE(planMatMul(c.a, c.b, c.y, plan).isOk());
+    EXPECT_FALSE(plan.nothing || plan.zeros);
+    EXPECT_EQ(plan.calls.size(), c.calls);
+    Tensor got(DType::F32, c.y);
+    std::fill(got.data<float>(), got.data<float>() + got.numElements(), NAN);
+    Status s = issueMatMul(plan, a.data<float>(), b.data<float>(),
+                           got.data<float>(), referenceColumnMajorGemm);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    expectSame(want[0], got, 1e-5, 1e-5, "replayed plan");
+  }
+  MatMulPlan plan;
+  ASSERT_TRUE(planMatMul({3, 0}, {0, 4}, {3, 4}, plan).isOk());
+  EXPECT_TRUE(plan.zeros);
+  ASSERT_TRUE(planMatMul({0, 3}, {3, 4}, {0, 4}, plan).isOk());
+  EXPECT_TRUE(plan.nothing);
 }
 
 //===----------------------------------------------------------------------===//

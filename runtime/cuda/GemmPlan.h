@@ -1,0 +1,61 @@
+//===- GemmPlan.h - matmul as column-major cuBLAS calls ---------*- C++ -*-===//
+//
+// numpy.matmul over row-major tensors, planned as a list of column-major
+// GEMM calls (cublasSgemm / cublasSgemmStridedBatched). Host code only, so
+// the plan and its argument mapping are tested without a device
+// (CudaTest.cpp replays them with a reference column-major GEMM).
+//
+// Row-major C[m, n] = A[m, k]·B[k, n] is column-major C^T[n, m] =
+// B^T[n, k]·A^T[k, m], and a row-major [r, c] buffer is the column-major
+// [c, r] matrix with leading dimension c: so every call is
+// gemm(N, N, n, m, k, B, ld n, A, ld k, C, ld n).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_CUDA_GEMMPLAN_H
+#define TESSEL_RUNTIME_CUDA_GEMMPLAN_H
+
+#include "tessel/runtime/DType.h"
+#include "tessel/runtime/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tessel::runtime::cuda {
+
+/// `count` row-major products [m, k]·[k, n] at element offsets aOff, bOff,
+/// cOff, the i-th one strideA/B/C elements further (0: shared operand).
+struct GemmCall {
+  int m = 0, n = 0, k = 0, count = 1;
+  int64_t aOff = 0, bOff = 0, cOff = 0;
+  long long strideA = 0, strideB = 0, strideC = 0;
+};
+
+struct MatMulPlan {
+  bool nothing = false; // an empty result
+  bool zeros = false;   // k = 0: the result is all zeros
+  std::vector<GemmCall> calls;
+};
+
+/// Plans y = matmul(a, b) for shapes already checked by Program::create.
+/// Fails only where a dim exceeds cuBLAS's int range.
+Status planMatMul(const Shape &aShape, const Shape &bShape,
+                  const Shape &yShape, MatMulPlan &plan);
+
+/// Issues the calls of `plan` through `gemm`, a column-major GEMM without
+/// transposes, alpha 1 and beta 0:
+///   gemm(m, n, k, A, lda, strideA, B, ldb, strideB, C, ldc, strideC, count)
+/// computes, for i < count, C_i[m, n] = A_i[m, k]·B_i[k, n] (column-major,
+/// X_i = X + i·strideX). Returns the first failure of `gemm`.
+template <typename Gemm>
+Status issueMatMul(const MatMulPlan &plan, const float *a, const float *b,
+                   float *y, Gemm &&gemm) {
+  for (const GemmCall &c : plan.calls)
+    TSL_RETURN_IF_ERROR(gemm(c.n, c.m, c.k, b + c.bOff, c.n, c.strideB,
+                             a + c.aOff, c.k, c.strideA, y + c.cOff, c.n,
+                             c.strideC, c.count));
+  return Status::ok();
+}
+
+} // namespace tessel::runtime::cuda
+
+#endif // TESSEL_RUNTIME_CUDA_GEMMPLAN_H
