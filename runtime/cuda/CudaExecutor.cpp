@@ -364,12 +364,18 @@ Status CudaExecutor::readBuffer(int id, void *dst) {
 Status CudaExecutor::gemmRowMajor(bool transA, bool transB, int m, int n,
                                   int k, float alpha, const float *a, int lda,
                                   const float *b, int ldb, float beta,
-                                  float *c, int ldc) {
-  TSL_CUBLAS(cublasSgemm(blas, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-                         transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
-                         b, ldb, a, lda, &beta, c, ldc),
-             "cublasSgemm");
-  return Status::ok();
+                                  float *c, int /*ldc: always n*/) {
+  cublasHandle_t h = blas;
+  return issueRowMajorGemm(
+      transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+      [h](bool tA, bool tB, int m2, int n2, int k2, float al, const float *A,
+          int ldA, const float *B, int ldB, float be, float *C, int ldC) {
+        TSL_CUBLAS(cublasSgemm(h, tA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                               tB ? CUBLAS_OP_T : CUBLAS_OP_N, m2, n2, k2, &al,
+                               A, ldA, B, ldB, &be, C, ldC),
+                   "cublasSgemm");
+        return Status::ok();
+      });
 }
 
 Status CudaExecutor::makeMatMul(const Op &op, Step &out) {
@@ -442,6 +448,7 @@ Status CudaExecutor::makeGemm(const Op &op, Step &out) {
   const int lda = static_cast<int>(as[1]), ldb = static_cast<int>(bs[1]);
   cudaStream_t s = stream;
   cublasHandle_t h = blas;
+  CudaExecutor *self = this;
   out = [=] {
     if (m == 0 || n == 0)
       return Status::ok();
@@ -458,12 +465,9 @@ Status CudaExecutor::makeGemm(const Op &op, Step &out) {
       }
       return Status::ok();
     }
-    TSL_CUBLAS(cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                           ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
-                           static_cast<int>(m), static_cast<int>(k), &alpha, b,
-                           ldb, a, lda, &beta, y, static_cast<int>(n)),
-               "cublasSgemm");
-    return Status::ok();
+    return self->gemmRowMajor(ta, tb, static_cast<int>(m), static_cast<int>(n),
+                              static_cast<int>(k), alpha, a, lda, b, ldb, beta,
+                              y, static_cast<int>(n));
   };
   return Status::ok();
 }
@@ -507,7 +511,7 @@ Status CudaExecutor::makeConv2D(const Op &op, Step &out) {
   g.dw = op.dilations[1];
   float *col = static_cast<float *>(scratch);
   cudaStream_t s = stream;
-  cublasHandle_t hb = blas;
+  CudaExecutor *self = this;
   out = [=] {
     if (n * o * spatial == 0)
       return Status::ok();
@@ -527,13 +531,11 @@ Status CudaExecutor::makeConv2D(const Op &op, Step &out) {
                    "cudaMemsetAsync");
           continue;
         }
-        TSL_CUBLAS(cublasSgemm(hb, CUBLAS_OP_N, CUBLAS_OP_N,
-                               static_cast<int>(spatial), static_cast<int>(og),
-                               static_cast<int>(kdim), &one, cols,
-                               static_cast<int>(spatial), w + gi * og * kdim,
-                               static_cast<int>(kdim), &zero, yg,
-                               static_cast<int>(spatial)),
-                   "cublasSgemm");
+        TSL_RETURN_IF_ERROR(self->gemmRowMajor(
+            false, false, static_cast<int>(og), static_cast<int>(spatial),
+            static_cast<int>(kdim), one, w + gi * og * kdim,
+            static_cast<int>(kdim), cols, static_cast<int>(spatial), zero, yg,
+            static_cast<int>(spatial)));
       }
     if (bias)
       TSL_RETURN_IF_ERROR(

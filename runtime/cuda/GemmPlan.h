@@ -56,6 +56,21 @@ Status issueMatMul(const MatMulPlan &plan, const float *a, const float *b,
   return Status::ok();
 }
 
+/// Issues row-major Y[m, n] = alpha·op(A)·op(B) + beta·Y (A is [k, m] when
+/// transA, else [m, k]; B is [n, k] when transB, else [k, n]; lda and ldb
+/// their row lengths) through `gemm`, a column-major GEMM with transposes:
+///   gemm(transA', transB', m', n', k', alpha, A', lda', B', ldb', beta, C',
+///        ldc')
+/// as cublasSgemm. Used by gemm and conv2d (whose GEMMs are untransposed).
+template <typename Gemm>
+Status issueRowMajorGemm(bool transA, bool transB, int m, int n, int k,
+                         float alpha, const float *a, int lda, const float *b,
+                         int ldb, float beta, float *y, Gemm &&gemm) {
+  // Y^T[n, m] = op(B)^T·op(A)^T; a row-major buffer is its transpose in
+  // column-major order, so op(B)^T needs B transposed exactly when transB.
+  return gemm(transB, transA, n, m, k, alpha, b, ldb, a, lda, beta, y, n);
+}
+
 } // namespace tessel::runtime::cuda
 
 #endif // TESSEL_RUNTIME_CUDA_GEMMPLAN_H

@@ -819,6 +819,52 @@ TEST(CudaPlan, MatMulCallsReplayLikeTheCpu) {
   EXPECT_TRUE(plan.nothing);
 }
 
+/// cublasSgemm's semantics, column-major with transposes, in double.
+Status referenceColumnMajorGemmT(bool tA, bool tB, int m, int n, int k,
+                                 float alpha, const float *A, int lda,
+                                 const float *B, int ldb, float beta, float *C,
+                                 int ldc) {
+  if (lda < std::max(1, tA ? k : m) || ldb < std::max(1, tB ? n : k) ||
+      ldc < std::max(1, m))
+    return Status::error("bad leading dimension");
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      double acc = 0;
+      for (int l = 0; l < k; ++l) {
+        double av = tA ? A[l + int64_t(i) * lda] : A[i + int64_t(l) * lda];
+        double bv = tB ? B[j + int64_t(l) * ldb] : B[l + int64_t(j) * ldb];
+        acc += av * bv;
+      }
+      float &c = C[i + int64_t(j) * ldc];
+      c = static_cast<float>(alpha * acc + (beta == 0.0f ? 0.0 : beta * c));
+    }
+  return Status::ok();
+}
+
+TEST(CudaPlan, GemmMappingReplaysLikeTheCpu) {
+  std::mt19937 rng(42);
+  const int m = 5, n = 7, k = 3;
+  for (int ta : {0, 1})
+    for (int tb : {0, 1}) {
+      SCOPED_TRACE("trans " + std::to_string(ta) + std::to_string(tb));
+      Tensor a = randomF32(ta ? Shape{k, m} : Shape{m, k}, rng);
+      Tensor b = randomF32(tb ? Shape{n, k} : Shape{k, n}, rng);
+      Tensor c = randomF32({m, n}, rng);
+      std::vector<Tensor> want = runOp(
+          "gemm", {a, b, c}, {{DType::F32, {m, n}}},
+          Attrs().i("trans_a", ta).i("trans_b", tb).f("alpha", 0.5f).f("beta",
+                                                                      2.0f));
+      Tensor got = Tensor::fromData(DType::F32, {m, n}, c.data());
+      Status s = cuda::issueRowMajorGemm(
+          ta, tb, m, n, k, 0.5f, a.data<float>(),
+          static_cast<int>(a.shape()[1]), b.data<float>(),
+          static_cast<int>(b.shape()[1]), 2.0f, got.data<float>(),
+          referenceColumnMajorGemmT);
+      ASSERT_TRUE(s.isOk()) << s.message();
+      expectSame(want[0], got, 1e-5, 1e-5, "replayed gemm");
+    }
+}
+
 //===----------------------------------------------------------------------===//
 // tessel-run --device
 //===----------------------------------------------------------------------===//
