@@ -11,7 +11,9 @@
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
 
+#include <algorithm>
 #include <exception>
+#include <limits>
 
 std::optional<std::string>
 mlir::tessel::detail::checkOnnxModel(const onnx::ModelProto &model) {
@@ -49,4 +51,56 @@ int64_t mlir::tessel::detail::getCheckerMaxOpset() {
   } catch (...) {
     return 0;
   }
+}
+
+namespace {
+std::string countRange(int lo, int hi, const char *what) {
+  std::string r = std::to_string(lo);
+  if (hi != lo)
+    r += hi == std::numeric_limits<int>::max() ? " or more"
+                                               : " to " + std::to_string(hi);
+  return r + " " + what + (hi == 1 && lo == 1 ? "" : "s");
+}
+} // namespace
+
+std::optional<std::string>
+mlir::tessel::detail::checkNodeArity(const onnx::NodeProto &node, int64_t opset) {
+  try {
+    int64_t known = getCheckerMaxOpset();
+    const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
+        node.op_type(), static_cast<int>(std::min(opset, known)), node.domain());
+    if (!schema) {
+      if (node.input_size() < 1 || node.input(0).empty())
+        return std::string("has no input");
+      if (node.output_size() < 1)
+        return std::string("has no output");
+      return std::nullopt;
+    }
+    // A newer opset may add optional inputs and outputs (ReduceMax-18's
+    // axes): then only the lower bounds hold.
+    bool newer = opset > known;
+    int nin = node.input_size(), nout = node.output_size();
+    int maxIn = newer ? std::numeric_limits<int>::max() : schema->max_input();
+    int maxOut = newer ? std::numeric_limits<int>::max() : schema->max_output();
+    if (nin < schema->min_input() || nin > maxIn)
+      return "expects " + countRange(schema->min_input(), maxIn, "input") +
+             ", has " + std::to_string(nin);
+    if (nout < schema->min_output() || nout > maxOut)
+      return "expects " + countRange(schema->min_output(), maxOut, "output") +
+             ", has " + std::to_string(nout);
+    const auto &formal = schema->inputs();
+    for (int i = 0; i < nin && !formal.empty(); ++i) {
+      if (size_t(i) >= formal.size() &&
+          formal.back().GetOption() != onnx::OpSchema::FormalParameterOption::Variadic)
+        break;
+      const auto &f = formal[std::min<size_t>(i, formal.size() - 1)];
+      if (node.input(i).empty() &&
+          f.GetOption() != onnx::OpSchema::FormalParameterOption::Optional)
+        return "input " + std::to_string(i) + " ('" + f.GetName() +
+               "') is required";
+    }
+  } catch (...) {
+    return std::string("unknown error in libonnx's schema lookup");
+  }
+  return std::nullopt;
 }

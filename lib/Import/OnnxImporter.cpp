@@ -490,6 +490,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   if (!imp)
     return fail("node '" + nodeName + "': unsupported operator " +
                 node.op_type());
+  if (auto bad = checkNodeArity(node, opset))
+    return fail("node '" + nodeName + "' (" + node.op_type() + "): " + *bad);
   Location loc = NameLoc::get(builder.getStringAttr(nodeName));
   NodeContext c(*this, node, opset, loc);
   if (failed(imp->fn(c)))
