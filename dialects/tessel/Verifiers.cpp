@@ -346,7 +346,7 @@ LogicalResult AllGatherOp::verify() {
   if (failed(verifySameRankAndElement(*this, in, out)) ||
       failed(verifyDimInRange(*this, "dim", getDim(), in.getRank())))
     return failure();
-  return verifyOtherDims(*this, in, out, {getDim()});
+  return verifyOtherDims(*this, in, out, {static_cast<int64_t>(getDim())});
 }
 
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -368,7 +368,7 @@ LogicalResult ReduceScatterOp::verify() {
   if (failed(verifySameRankAndElement(*this, in, out)) ||
       failed(verifyDimInRange(*this, "dim", getDim(), in.getRank())))
     return failure();
-  return verifyOtherDims(*this, in, out, {getDim()});
+  return verifyOtherDims(*this, in, out, {static_cast<int64_t>(getDim())});
 }
 
 LogicalResult
@@ -396,7 +396,9 @@ LogicalResult AllToAllOp::verify() {
       failed(verifyDimInRange(*this, "concat_dim", getConcatDim(),
                               in.getRank())))
     return failure();
-  return verifyOtherDims(*this, in, out, {getSplitDim(), getConcatDim()});
+  return verifyOtherDims(*this, in, out,
+                         {static_cast<int64_t>(getSplitDim()),
+                          static_cast<int64_t>(getConcatDim())});
 }
 
 LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {

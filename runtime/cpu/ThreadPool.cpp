@@ -16,7 +16,7 @@ inline void cpuRelax() {
   std::this_thread::yield();
 #endif
 }
-constexpr int kSpinIterations = 20000;
+constexpr int kSpinIterations = 256;
 } // namespace
 
 ThreadPool::ThreadPool(int threads) : numThreads(std::max(1, threads)) {
