@@ -23,6 +23,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cstring>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -239,6 +240,8 @@ private:
   const MeshLayout &mesh;
   int64_t rank;
   llvm::DenseMap<Value, int> buffers;
+  // Weights already stored, by artifact name and global spec.
+  std::map<std::string, int> weightBuffers;
   // Buffers the program computes (not inputs, weights or constants).
   llvm::DenseSet<int> computed;
 };
@@ -447,6 +450,15 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
     shape = sizes;
   }
   auto spec = w->getAttrOfType<TensorShardingAttr>("global_sharding");
+  // One parameter used at several places (a bias shared between layers) is
+  // stored once.
+  std::string key = name;
+  if (spec)
+    llvm::raw_string_ostream(key) << " " << spec;
+  if (auto it = weightBuffers.find(key); it != weightBuffers.end()) {
+    buffers[w] = it->second;
+    return success();
+  }
   SmallVector<int64_t> starts, sizes;
   shardBlock(mesh, spec, rank, shape, starts, sizes);
   if (ArrayRef<int64_t>(sizes) != t.getShape())
@@ -456,6 +468,7 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
                            << t;
   std::string block = extractBlock(bytes, shape, elem, starts, sizes);
   buffers[w] = program.addWeight(name, *dt, toShape(t), block.data());
+  weightBuffers[key] = buffers[w];
   return success();
 }
 

@@ -82,8 +82,9 @@ struct NestedAllReduce : OpRewritePattern<AllReduceOp> {
   LogicalResult matchAndRewrite(AllReduceOp outer,
                                 PatternRewriter &rewriter) const override {
     auto inner = outer.getInput().getDefiningOp<AllReduceOp>();
+    // A trivial inner reduction is dropped by TrivialGroup instead.
     if (!inner || !inner->hasOneUse() || inner.getKind() != outer.getKind() ||
-        inner.getMeshAttr() != outer.getMeshAttr())
+        inner.getMeshAttr() != outer.getMeshAttr() || inner.getGroupSize() == 1)
       return failure();
     SmallVector<Attribute> axes(inner.getAxes().begin(), inner.getAxes().end());
     for (Attribute a : outer.getAxes()) {
@@ -99,12 +100,30 @@ struct NestedAllReduce : OpRewritePattern<AllReduceOp> {
   }
 };
 
+/// A collective over axes whose sizes multiply to 1 moves nothing.
+template <typename OpT>
+struct TrivialGroup : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getGroupSize() != 1 ||
+        op.getInput().getType() != op.getResult().getType())
+      return failure();
+    rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+};
+
 struct SimplifyCollectivesPass
     : public impl::SimplifyCollectivesPassBase<SimplifyCollectivesPass> {
   using Base::Base;
 
   void runOnOperation() final {
     RewritePatternSet patterns(&getContext());
+    // Dropping a trivial collective comes before fusing it with another.
+    patterns.add<TrivialGroup<AllReduceOp>, TrivialGroup<AllGatherOp>,
+                 TrivialGroup<ReduceScatterOp>, TrivialGroup<AllToAllOp>,
+                 TrivialGroup<LocalSliceOp>>(&getContext(), /*benefit=*/2);
     patterns.add<AllReduceThenSlice, SliceOfGather, GatherOfSlice,
                  NestedAllReduce>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -51,8 +51,10 @@ traceDim(Operation *op, int64_t dim) {
 bool canSlice(Value v, int64_t dim, bool &sharded,
               SmallVectorImpl<std::pair<WeightOp, int64_t>> &splitWeights) {
   Operation *def = v.getDefiningOp();
-  if (!def || !v.hasOneUse())
+  if (!def)
     return false;
+  // A weight is a leaf: its pieces are new weights, and its other users (a
+  // bias the exporter shared between layers, a tied embedding) keep it.
   if (auto w = dyn_cast<WeightOp>(def)) {
     if (w->hasAttr(kSourceSliceAttrName))
       return false;
@@ -68,6 +70,10 @@ bool canSlice(Value v, int64_t dim, bool &sharded,
     }
     return true;
   }
+  // A computed value is rebuilt piecewise and the original erased: it must
+  // have no other user.
+  if (!v.hasOneUse())
+    return false;
   FailureOr<SmallVector<std::pair<unsigned, int64_t>>> dims = traceDim(def, dim);
   if (failed(dims) || dims->empty())
     return false;

@@ -86,3 +86,20 @@ func.func @nested_all_reduce_kinds(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<
   %d = tessel.all_reduce sum %c on @mesh axes = ["tp"] : tensor<8xf32>
   return %b, %d : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+tessel.mesh @mesh ["dp"=1, "tp"=2]
+
+// Collectives over a group of one device move nothing.
+// CHECK-LABEL: func.func @trivial_group
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>)
+// CHECK-NEXT: %[[R:.*]] = tessel.all_reduce sum %[[X]] on @mesh axes = ["tp"]
+// CHECK-NEXT: return %[[R]]
+func.func @trivial_group(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %a = tessel.all_reduce sum %x on @mesh axes = ["dp"] : tensor<8x4xf32>
+  %g = tessel.all_gather %a on @mesh axes = ["dp"] dim = 0 : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  %s = tessel.local_slice %g on @mesh axes = ["dp"] dim = 1 : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  %r = tessel.all_reduce sum %s on @mesh axes = ["tp"] : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}

@@ -141,6 +141,8 @@ def SimplifyCollectivesPass : Pass<"tessel-simplify-collectives"> {
        the sliced (replicated) value itself: both go.
     4. `all_reduce` of an `all_reduce` of the same kind, the inner one used
        only there, becomes one `all_reduce` over both axis sets.
+    5. A collective (or local slice) over axes whose sizes multiply to 1 is
+       its operand.
 
     Before (mesh `["tp"=4]`):
 
