@@ -287,7 +287,7 @@ Error mlir::tessel::applyPlan(
     names.push_back(n);
     sizes.push_back(s);
   }
-  b.create<MeshOp>(module.getLoc(), b.getStringAttr("mesh"),
+  MeshOp::create(b, module.getLoc(), b.getStringAttr("mesh"),
                    b.getStrArrayAttr(names), b.getDenseI64ArrayAttr(sizes));
 
   std::vector<llvm::GlobPattern> globs;

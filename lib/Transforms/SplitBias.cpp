@@ -17,7 +17,7 @@ void splitGemm(GemmOp gemm) {
     return;
   OpBuilder b(gemm);
   Location loc = gemm.getLoc();
-  auto product = b.create<GemmOp>(loc, gemm.getType(), gemm.getA(), gemm.getB(),
+  auto product = GemmOp::create(b, loc, gemm.getType(), gemm.getA(), gemm.getB(),
                                   Value(), gemm.getTransAAttr(),
                                   gemm.getTransBAttr(), gemm.getAlphaAttr(),
                                   b.getF32FloatAttr(1.0f));
@@ -25,11 +25,11 @@ void splitGemm(GemmOp gemm) {
   if (beta != 1.0f) {
     auto cType = cast<RankedTensorType>(c.getType());
     auto scalar = RankedTensorType::get({}, cType.getElementType());
-    Value betaValue = b.create<ConstantOp>(
-        loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(beta)));
-    c = b.create<MulOp>(loc, c, betaValue);
+    Value betaValue = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(beta)));
+    c = MulOp::create(b, loc, c, betaValue);
   }
-  Value sum = b.create<AddOp>(loc, product, c);
+  Value sum = AddOp::create(b, loc, product, c);
   gemm.replaceAllUsesWith(sum);
   gemm.erase();
 }
@@ -40,16 +40,16 @@ void splitConv(Conv2DOp conv) {
     return;
   OpBuilder b(conv);
   Location loc = conv.getLoc();
-  auto product = b.create<Conv2DOp>(
-      loc, conv.getType(), conv.getInput(), conv.getWeight(), Value(),
+  auto product = Conv2DOp::create(
+      b, loc, conv.getType(), conv.getInput(), conv.getWeight(), Value(),
       conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
       conv.getGroupAttr());
   // [O] -> [O, 1, 1], which broadcasts over [N, O, H, W].
   auto bType = cast<RankedTensorType>(bias.getType());
-  Value shaped = b.create<ReshapeOp>(
-      loc, RankedTensorType::get({bType.getDimSize(0), 1, 1}, bType.getElementType()),
+  Value shaped = ReshapeOp::create(
+      b, loc, RankedTensorType::get({bType.getDimSize(0), 1, 1}, bType.getElementType()),
       bias);
-  Value sum = b.create<AddOp>(loc, product, shaped);
+  Value sum = AddOp::create(b, loc, product, shaped);
   conv.replaceAllUsesWith(sum);
   conv.erase();
 }

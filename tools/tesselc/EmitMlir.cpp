@@ -38,11 +38,6 @@ cl::opt<bool> printWeights(
              "origin as comments"),
     cl::init(false), cl::cat(tessel::getImportCategory()));
 
-int fail(const Twine &message) {
-  WithColor::error(errs(), "tesselc") << message << "\n";
-  return 1;
-}
-
 void printWeightTable(const mlir::tessel::WeightTable &weights,
                       raw_ostream &os) {
   os << "// weights: " << weights.size() << "\n";
