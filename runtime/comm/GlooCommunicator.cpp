@@ -34,6 +34,8 @@
 #include <gloo/transport/unbound_buffer.h>
 #endif
 
+#include "Group.h"
+
 #include <algorithm>
 #include <csignal>
 #include <cstring>
@@ -61,12 +63,7 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-std::string listToString(const std::vector<int> &v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
+using comm::listToString;
 
 /// gloo's view of our store: errors become exceptions, caught by our caller.
 class GlooStore : public gloo::rendezvous::Store {
@@ -162,27 +159,9 @@ public:
   const std::vector<int> &worldRanks() const override { return members; }
 
   Status subgroup(const std::vector<int> &ranks, Communicator *&out) override {
-    std::vector<bool> seen(members.size());
-    int index = -1;
     std::vector<int> wr;
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      int r = ranks[i];
-      if (r < 0 || r >= size())
-        return Status::error("group " + listToString(ranks) + ": rank " +
-                             std::to_string(r) + " is out of range for " +
-                             std::to_string(size()) + " ranks");
-      if (seen[r])
-        return Status::error("group " + listToString(ranks) + " lists rank " +
-                             std::to_string(r) + " twice");
-      seen[r] = true;
-      if (r == me)
-        index = static_cast<int>(i);
-      wr.push_back(members[r]);
-    }
-    if (index < 0)
-      return Status::error("group " + listToString(ranks) +
-                           " does not include this rank (" +
-                           std::to_string(me) + ")");
+    int index;
+    TSL_RETURN_IF_ERROR(comm::resolveGroup(ranks, members, me, wr, index));
     if (wr == members) {
       out = this;
       return Status::ok();

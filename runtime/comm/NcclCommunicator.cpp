@@ -21,6 +21,8 @@
 #include <nccl.h>
 #endif
 
+#include "Group.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -46,12 +48,7 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-std::string listToString(const std::vector<int> &v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
+using comm::listToString;
 
 ncclDataType_t ncclType(DType t) {
   switch (t) {
@@ -388,22 +385,8 @@ Status NcclCommunicator::init() {
 Status NcclCommunicator::subgroup(const std::vector<int> &ranks,
                                   Communicator *&out) {
   std::vector<int> wr;
-  int index = -1;
-  std::vector<bool> seen(members.size());
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    int r = ranks[i];
-    if (r < 0 || r >= size() || seen[r])
-      return Status::error("group " + listToString(ranks) +
-                           " is not a list of distinct ranks of " +
-                           std::to_string(size()));
-    seen[r] = true;
-    if (r == me)
-      index = static_cast<int>(i);
-    wr.push_back(members[r]);
-  }
-  if (index < 0)
-    return Status::error("group " + listToString(ranks) +
-                         " does not include this rank");
+  int index;
+  TSL_RETURN_IF_ERROR(comm::resolveGroup(ranks, members, me, wr, index));
   if (wr == members) {
     out = this;
     return Status::ok();
