@@ -514,9 +514,8 @@ LogicalResult Exporter::emitOp(Operation *op) {
   }
   if (op->getDialect() != op->getContext()->getLoadedDialect<TesselDialect>())
     return op->emitOpError() << "has no runtime instruction";
-  FailureOr<rt::Attrs> attrs = attrsOf(op);
-  if (failed(attrs))
-    return failure();
+  // Results first: newBuffer refuses element types the runtime does not hold,
+  // which attrsOf (a cast's target type) relies on.
   std::vector<int> operands, results;
   for (Value v : op->getOperands())
     operands.push_back(buffers.lookup(v));
@@ -526,6 +525,9 @@ LogicalResult Exporter::emitOp(Operation *op) {
       return failure();
     results.push_back(*id);
   }
+  FailureOr<rt::Attrs> attrs = attrsOf(op);
+  if (failed(attrs))
+    return failure();
   std::string name;
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
     name = loc.getName().str();
