@@ -92,18 +92,22 @@ class GPT2(nn.Module):
         x = self.wte(input_ids) + self.wpe(pos)
         for block in self.h:
             x = block(x)
-        return torch.matmul(self.ln_f(x), self.wte.weight.t())
+        return self.ln_f(x)
 
 
 class Named(nn.Module):
-    """Gives the parameters HuggingFace's `transformer.` prefix."""
+    """HuggingFace's GPT2LMHeadModel layout: `transformer.` parameters and an
+    `lm_head` tied to the token embedding (exported as node /lm_head/MatMul)."""
 
     def __init__(self, model):
         super().__init__()
         self.transformer = model
+        self.lm_head = nn.Linear(model.wte.weight.shape[1], model.wte.weight.shape[0],
+                                 bias=False)
+        self.lm_head.weight = model.wte.weight
 
     def forward(self, input_ids):
-        return self.transformer(input_ids)
+        return self.lm_head(self.transformer(input_ids))
 
 
 def export(model, args, names, path):

@@ -83,13 +83,13 @@ private:
     return s->getValue(storage).str();
   }
 
-  Expected<std::pair<int64_t, std::vector<std::string>>>
-  readSplit(llvm::yaml::Node *n) {
+  Expected<PlanSplit> readSplit(llvm::yaml::Node *n) {
     auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(n);
     if (!m)
-      return fail(n, "a split is {dim: D, axes: [AXIS, ...]}");
+      return fail(n, "a split is {dim: D, axes: [AXIS, ...], pad: N|auto}");
     std::optional<int64_t> dim;
     std::vector<std::string> axes;
+    PlanSplit split;
     for (auto &kv : *m) {
       std::string key = scalar(kv.getKey());
       if (key == "dim") {
@@ -104,14 +104,24 @@ private:
         } else {
           axes.push_back(scalar(kv.getValue()));
         }
+      } else if (key == "pad") {
+        std::string v = scalar(kv.getValue());
+        if (v == "auto")
+          split.autoPad = true;
+        else if (StringRef(v).getAsInteger(10, split.pad) || split.pad < 0)
+          return fail(kv.getValue(),
+                      "'pad' must be a non-negative integer or 'auto'");
       } else {
         return fail(kv.getKey(), "unknown key '" + key +
-                                     "' in a split (expected 'dim', 'axes')");
+                                     "' in a split (expected 'dim', 'axes', "
+                                     "'pad')");
       }
     }
     if (!dim || axes.empty())
       return fail(n, "a split needs 'dim' and 'axes'");
-    return std::make_pair(*dim, axes);
+    split.dim = *dim;
+    split.axes = std::move(axes);
+    return split;
   }
 
   Expected<PlanRule> readRule(llvm::yaml::Node *n) {
@@ -203,7 +213,10 @@ Expected<Plan> mlir::tessel::loadPlan(StringRef spec) {
     PlanRule rule;
     rule.target = PlanRule::Target::Input;
     rule.pattern = "*";
-    rule.splits.push_back({0, {"dp"}});
+    PlanSplit batch;
+    batch.dim = 0;
+    batch.axes = {"dp"};
+    rule.splits.push_back(batch);
     rule.where = "built-in plan 'dp'";
     plan.rules.push_back(rule);
     return plan;
@@ -241,25 +254,35 @@ specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
         MLIRContext *ctx) {
   int64_t rank = type.getRank();
   SmallVector<SmallVector<StringAttr>> dims(rank);
-  for (const auto &[d, axes] : rule.splits) {
+  SmallVector<int64_t> pads(rank, 0);
+  for (const PlanSplit &split : rule.splits) {
+    const int64_t d = split.dim;
     int64_t dim = d < 0 ? d + rank : d;
     if (dim < 0 || dim >= rank)
       return createStringError(llvm::inconvertibleErrorCode(),
                                rule.where + ": dim " + Twine(d) +
                                    " is out of range for " + tensor +
                                    " of rank " + Twine(rank));
-    for (const std::string &axis : axes) {
-      if (llvm::none_of(mesh, [&](auto &a) { return a.first == axis; }))
+    int64_t shards = 1;
+    for (const std::string &axis : split.axes) {
+      auto it = llvm::find_if(mesh, [&](auto &a) { return a.first == axis; });
+      if (it == mesh.end())
         return createStringError(llvm::inconvertibleErrorCode(),
                                  rule.where + ": axis \"" + axis +
                                      "\" (for " + tensor +
                                      ") is not in the mesh");
+      shards *= it->second;
       dims[dim].push_back(StringAttr::get(ctx, axis));
     }
+    int64_t size = type.getDimSize(dim);
+    if (split.autoPad && !ShapedType::isDynamic(size))
+      pads[dim] = (shards - size % shards) % shards;
+    else
+      pads[dim] = split.pad;
   }
   SmallVector<DimShardingAttr> dimAttrs;
-  for (auto &axes : dims)
-    dimAttrs.push_back(DimShardingAttr::get(ctx, axes, 0));
+  for (int64_t dim = 0; dim < rank; ++dim)
+    dimAttrs.push_back(DimShardingAttr::get(ctx, dims[dim], pads[dim]));
   return TensorShardingAttr::get(ctx, FlatSymbolRefAttr::get(ctx, "mesh"),
                                  dimAttrs, {});
 }

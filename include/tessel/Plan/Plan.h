@@ -12,6 +12,12 @@
 //       split: {dim: 0, axes: [tp]}
 //     - input: "input_ids"
 //       split: {dim: 0, axes: [dp]}
+//     - node: "/lm_head/MatMul"             # vocab 50257 over tp=2: pad it
+//       split: {dim: -1, axes: [tp], pad: auto}
+//
+// A split of a dim that its axes do not divide is refused unless the split
+// says `pad: N` (exactly N padding entries) or `pad: auto` (the fewest that
+// make it divide); the pad is recorded in the spec.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +34,17 @@
 
 namespace mlir::tessel {
 
+/// One split of a rule: `dim` over `axes`, with an optional pad.
+struct PlanSplit {
+  /// A negative dim counts from the last.
+  int64_t dim = 0;
+  std::vector<std::string> axes;
+  /// Padding entries added to the dim; ignored when `autoPad` is set.
+  int64_t pad = 0;
+  /// `pad: auto`: the fewest entries that make the dim divide.
+  bool autoPad = false;
+};
+
 struct PlanRule {
   enum class Target { Weight, Node, Input };
   Target target = Target::Weight;
@@ -35,9 +52,8 @@ struct PlanRule {
   std::string pattern;
   /// For node rules: which operand; -1 means its first weight operand.
   int64_t operand = -1;
-  /// (dim, axes) splits; a negative dim counts from the last. Empty: the
-  /// tensor is pinned replicated.
-  std::vector<std::pair<int64_t, std::vector<std::string>>> splits;
+  /// The splits. Empty: the tensor is pinned replicated.
+  std::vector<PlanSplit> splits;
   /// Where the rule was written, for messages ("plan.yaml:7").
   std::string where;
 };
