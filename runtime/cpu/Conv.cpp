@@ -1,8 +1,8 @@
-//===- Conv.cpp - conv2d NCHW via im2col + OpenBLAS sgemm -----------------===//
+//===- Conv.cpp - conv2d NCHW via im2col + sgemm ---------------------------===//
+#include "Gemm.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 
-#include <cblas.h>
 #include <cstring>
 
 namespace tessel::runtime::cpu {
@@ -82,12 +82,8 @@ void conv2dKernel(const float *x, const Shape &xShape, const float *w,
         col = scratch;
       }
       float *yg = y + (b * o + g * og) * spatial;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-                  static_cast<blasint>(og), static_cast<blasint>(spatial),
-                  static_cast<blasint>(kdim), 1.0f, w + g * og * kdim,
-                  static_cast<blasint>(kdim), col,
-                  static_cast<blasint>(spatial), 0.0f, yg,
-                  static_cast<blasint>(spatial));
+      sgemm(false, false, og, spatial, kdim, 1.0f, w + g * og * kdim, kdim,
+            col, spatial, 0.0f, yg, spatial);
     }
     if (bias) {
       float *yb = y + b * o * spatial;

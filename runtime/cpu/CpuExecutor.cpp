@@ -5,12 +5,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Collectives.h"
+#include "DnnlConv.h"
+#include "Gemm.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 #include "tessel/runtime/Executor.h"
 
 #include <algorithm>
-#include <cblas.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +59,11 @@ private:
   std::vector<void *> ptrs;
   std::vector<Step> steps;
   std::vector<float> scratch;
+  // Convs on oneDNN's direct kernels, by op index (null: im2col + GEMM),
+  // and the blocked source / destination scratch they share.
+  std::vector<std::unique_ptr<DnnlConv>> dnnlConvs;
+  std::unique_ptr<float, void (*)(void *)> convSrc{nullptr, std::free},
+      convDst{nullptr, std::free};
   // Expanded copies of norm scale/bias operands that broadcast.
   std::vector<std::vector<float>> expanded;
   Communicator *comm;
@@ -80,16 +86,62 @@ Status CpuExecutor::init() {
                        ? arena + b.offset
                        : const_cast<void *>(b.data));
   int64_t scratchSize = 0;
-  for (const Op &op : prog->ops)
-    if (op.kind == OpKind::Conv2D) {
-      const auto &B = prog->buffers;
+  size_t srcBytes = 0, dstBytes = 0;
+  dnnlConvs.resize(prog->ops.size());
+  // TESSEL_CONV=im2col keeps every conv on im2col + GEMM (for comparisons).
+  const char *convEnv = std::getenv("TESSEL_CONV");
+  const bool useDnnl = !(convEnv && std::string(convEnv) == "im2col");
+  std::shared_ptr<DnnlContext> dnnl;
+  for (size_t i = 0; i < prog->ops.size(); ++i) {
+    const Op &op = prog->ops[i];
+    if (op.kind != OpKind::Conv2D)
+      continue;
+    const auto &B = prog->buffers;
+    auto isConst = [&](size_t k) {
+      return k < op.operands.size() &&
+             B[op.operands[k]].kind != BufferInfo::Kind::Arena;
+    };
+    const bool pointwise = B[op.operands[1]].shape.size() == 4 &&
+                           B[op.operands[1]].shape[2] == 1 &&
+                           B[op.operands[1]].shape[3] == 1 &&
+                           op.strides == std::vector<int64_t>{1, 1} &&
+                           op.pads == std::vector<int64_t>{0, 0, 0, 0};
+    if (useDnnl && !pointwise && isConst(1) &&
+        (op.operands.size() < 3 || isConst(2))) {
+      if (!dnnl)
+        dnnl = createDnnlContext();
+      dnnlConvs[i] = DnnlConv::create(
+          dnnl, B[op.operands[0]].shape, B[op.operands[1]].shape,
+          B[op.results[0]].shape, op.strides, op.pads, op.dilations, op.group,
+          static_cast<const float *>(B[op.operands[1]].data),
+          op.operands.size() > 2
+              ? static_cast<const float *>(B[op.operands[2]].data)
+              : nullptr);
+    }
+    if (dnnlConvs[i]) {
+      srcBytes = std::max(srcBytes, dnnlConvs[i]->srcScratchBytes());
+      dstBytes = std::max(dstBytes, dnnlConvs[i]->dstScratchBytes());
+      continue;
+    }
+    {
       scratchSize = std::max(
           scratchSize,
           conv2dScratchSize(B[op.operands[0]].shape, B[op.operands[1]].shape,
                             B[op.results[0]].shape, op.strides, op.pads,
                             op.dilations, op.group));
     }
+  }
   scratch.resize(scratchSize);
+  auto alignedScratch = [](size_t bytes) {
+    return static_cast<float *>(
+        bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr);
+  };
+  convSrc.reset(alignedScratch(srcBytes));
+  convDst.reset(alignedScratch(dstBytes));
+  if ((srcBytes && !convSrc) || (dstBytes && !convDst))
+    return Status::error("cannot allocate " +
+                         std::to_string(srcBytes + dstBytes) +
+                         " bytes of convolution scratch");
   TSL_RETURN_IF_ERROR(collectives.init(*prog, comm));
   for (const Op &op : prog->ops)
     steps.push_back(makeStep(op));
@@ -97,7 +149,7 @@ Status CpuExecutor::init() {
 }
 
 Status CpuExecutor::run() {
-  openblas_set_num_threads(threads);
+  setGemmThreads(threads);
   // TESSEL_PROFILE=1: time per op kind, printed to stderr after each run.
   static const bool profile = std::getenv("TESSEL_PROFILE") != nullptr;
   std::vector<double> byKind(profile ? 128 : 0, 0.0);
@@ -349,6 +401,13 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
       return Status::ok();
     };
   case OpKind::Conv2D: {
+    if (DnnlConv *conv = dnnlConvs[&op - prog->ops.data()].get()) {
+      float *srcScratch = convSrc.get(), *dstScratch = convDst.get();
+      return [=] {
+        return conv->run(static_cast<const float *>(x0), static_cast<float *>(y0),
+                         srcScratch, dstScratch);
+      };
+    }
     const BufferInfo *w = &in(1);
     void *x1 = ptrs[op.operands[1]];
     void *x2 = op.operands.size() > 2 ? ptrs[op.operands[2]] : nullptr;

@@ -1,32 +1,12 @@
-//===- MatMul.cpp - matmul and gemm over OpenBLAS -------------------------===//
+//===- MatMul.cpp - matmul and gemm -------------------------------------===//
 #include "Broadcast.h"
+#include "Gemm.h"
 #include "Kernels.h"
 
-#include <cblas.h>
 #include <cstring>
 
 namespace tessel::runtime::cpu {
 
-namespace {
-void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-           float *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    // BLAS leaves C untouched for k = 0 only when beta = 1; be explicit.
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
-}
-} // namespace
 
 void matmulKernel(const float *a, const Shape &aShape, const float *b,
                   const Shape &bShape, float *out, const Shape &outShape) {

@@ -111,7 +111,15 @@ TEST(Conv2D, MatchesDirectLoops) {
       {{1, 6, 5, 5}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, true}, // depthwise
       {{2, 8, 6, 6}, {16, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true}, // pointwise
       {{1, 3, 32, 32}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, true},
+      // ResNet's shapes: 3x3 same, strided 1x1 downsample; a dilated 3x3.
+      {{2, 16, 14, 14}, {32, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {{2, 16, 8, 8}, {32, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
+      {{1, 4, 11, 10}, {8, 4, 3, 3}, {1, 1}, {2, 1, 0, 2}, {2, 2}, 1, true},
   };
+  // Weights given at run time go through im2col + GEMM; constant weights
+  // (as in a compiled model) through oneDNN's direct convolution where it
+  // has a kernel. Both must match the loops.
+  for (bool constWeights : {false, true})
   for (int threads : {1, 2})
     for (const ConvCase &c : cases) {
       Tensor x = randomF32(c.x, rng), w = randomF32(c.w, rng),
@@ -130,7 +138,7 @@ TEST(Conv2D, MatchesDirectLoops) {
                            .is("pads", c.pads)
                            .is("dilations", c.dilations)
                            .i("group", c.group),
-                       threads);
+                       threads, constWeights ? 1 : SIZE_MAX);
       int64_t cg = c.x[1] / c.group, og = c.w[0] / c.group;
       std::vector<double> want;
       for (int64_t n = 0; n < ys[0]; ++n)
@@ -152,7 +160,9 @@ TEST(Conv2D, MatchesDirectLoops) {
                   }
               want.push_back(acc);
             }
-      SCOPED_TRACE("x " + shapeToString(c.x) + " w " + shapeToString(c.w));
+      SCOPED_TRACE("x " + shapeToString(c.x) + " w " + shapeToString(c.w) +
+                   (constWeights ? " constant weights" : " weights as input") +
+                   " threads " + std::to_string(threads));
       expectNear(out[0], want, 1e-4, 1e-5);
     }
 }

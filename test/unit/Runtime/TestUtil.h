@@ -81,16 +81,22 @@ inline Shape broadcastShape(const Shape &a, const Shape &b) {
 }
 
 /// Builds a one-instruction program with graph inputs in0.., results
-/// out0.., runs it and returns the results.
+/// out0.., runs it and returns the results. Operands from index
+/// `firstConstant` on are constants of the program instead of inputs (as
+/// weights are: kernels may prepare them when the executor is created).
 inline std::vector<Tensor> runOp(const std::string &op,
                                  const std::vector<Tensor> &inputs,
                                  const std::vector<std::pair<DType, Shape>> &results,
-                                 Attrs attrs = {}, int threads = 1) {
+                                 Attrs attrs = {}, int threads = 1,
+                                 size_t firstConstant = SIZE_MAX) {
   ProgramBuilder pb;
   std::vector<int> ins, outs;
   for (size_t i = 0; i < inputs.size(); ++i)
-    ins.push_back(pb.addInput("in" + std::to_string(i), inputs[i].dtype(),
-                              inputs[i].shape()));
+    ins.push_back(i >= firstConstant
+                      ? pb.addConstant(inputs[i].dtype(), inputs[i].shape(),
+                                       inputs[i].data())
+                      : pb.addInput("in" + std::to_string(i), inputs[i].dtype(),
+                                    inputs[i].shape()));
   for (size_t i = 0; i < results.size(); ++i) {
     outs.push_back(pb.addBuffer(results[i].first, results[i].second));
     pb.addOutput("out" + std::to_string(i), outs.back());
@@ -106,7 +112,7 @@ inline std::vector<Tensor> runOp(const std::string &op,
   eo.threads = threads;
   s = createExecutor("cpu", prog, eo, exec);
   EXPECT_TRUE(s.isOk()) << s.message();
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < std::min(inputs.size(), firstConstant); ++i) {
     s = exec->setInput("in" + std::to_string(i), inputs[i]);
     EXPECT_TRUE(s.isOk()) << s.message();
   }

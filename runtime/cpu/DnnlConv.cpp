@@ -1,0 +1,138 @@
+//===- DnnlConv.cpp - conv2d through oneDNN's direct kernels --------------===//
+#include "DnnlConv.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace tessel::runtime::cpu {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+class DnnlContext {
+public:
+  DnnlContext() : engine(dnnl::engine::kind::cpu, 0), stream(engine) {}
+  dnnl::engine engine;
+  dnnl::stream stream;
+};
+
+std::shared_ptr<DnnlContext> createDnnlContext() {
+  try {
+    return std::make_shared<DnnlContext>();
+  } catch (const dnnl::error &) {
+    return nullptr;
+  }
+}
+
+struct DnnlConv::Impl {
+  std::shared_ptr<DnnlContext> ctx;
+  dnnl::convolution_forward conv;
+  dnnl::memory::desc plainSrc, plainDst, src, dst;
+  dnnl::memory weights, bias;
+  bool reorderSrc = false, reorderDst = false;
+  dnnl::reorder toSrc, fromDst;
+};
+
+DnnlConv::DnnlConv(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+DnnlConv::~DnnlConv() = default;
+
+std::unique_ptr<DnnlConv>
+DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
+                 const Shape &w, const Shape &y,
+                 const std::vector<int64_t> &strides,
+                 const std::vector<int64_t> &pads,
+                 const std::vector<int64_t> &dilations, int64_t group,
+                 const float *weights, const float *bias) {
+  if (!ctx || group != 1 || x.size() != 4 || w.size() != 4 || y.size() != 4 ||
+      x[0] * x[1] * x[2] * x[3] == 0 || y[0] * y[1] * y[2] * y[3] == 0)
+    return nullptr;
+  try {
+    auto impl = std::make_unique<Impl>();
+    impl->ctx = ctx;
+    const dnnl::engine &eng = ctx->engine;
+    dnnl::memory::dims xd(x.begin(), x.end()), wd(w.begin(), w.end()),
+        yd(y.begin(), y.end());
+    impl->plainSrc = dnnl::memory::desc(xd, dt::f32, tag::nchw);
+    impl->plainDst = dnnl::memory::desc(yd, dt::f32, tag::nchw);
+    dnnl::memory::desc anySrc(xd, dt::f32, tag::any), anyDst(yd, dt::f32, tag::any),
+        anyW(wd, dt::f32, tag::any), biasDesc({w[0]}, dt::f32, tag::x);
+    // oneDNN counts dilation from 0 (no dilation); ONNX from 1.
+    dnnl::memory::dims st = {strides[0], strides[1]},
+                       dil = {dilations[0] - 1, dilations[1] - 1},
+                       padL = {pads[0], pads[1]}, padR = {pads[2], pads[3]};
+    auto desc = bias ? dnnl::convolution_forward::desc(
+                           dnnl::prop_kind::forward_inference,
+                           dnnl::algorithm::convolution_direct, anySrc, anyW,
+                           biasDesc, anyDst, st, dil, padL, padR)
+                     : dnnl::convolution_forward::desc(
+                           dnnl::prop_kind::forward_inference,
+                           dnnl::algorithm::convolution_direct, anySrc, anyW,
+                           anyDst, st, dil, padL, padR);
+    dnnl::convolution_forward::primitive_desc pd(desc, eng);
+    // Only oneDNN's JIT direct kernels beat im2col + GEMM; its own
+    // gemm-based and reference convs do not.
+    std::string impl_name = pd.impl_info_str();
+    if (impl_name.find("gemm") != std::string::npos ||
+        impl_name.find("ref") != std::string::npos)
+      return nullptr;
+    impl->conv = dnnl::convolution_forward(pd);
+    impl->src = pd.src_desc();
+    impl->dst = pd.dst_desc();
+    impl->reorderSrc = impl->src != impl->plainSrc;
+    impl->reorderDst = impl->dst != impl->plainDst;
+    if (impl->reorderSrc)
+      impl->toSrc = dnnl::reorder(
+          dnnl::reorder::primitive_desc(eng, impl->plainSrc, eng, impl->src));
+    if (impl->reorderDst)
+      impl->fromDst = dnnl::reorder(
+          dnnl::reorder::primitive_desc(eng, impl->dst, eng, impl->plainDst));
+    // The weights, once, into the kernel's layout (owned by the memory).
+    dnnl::memory plainW({wd, dt::f32, tag::oihw}, eng,
+                        const_cast<float *>(weights));
+    impl->weights = dnnl::memory(pd.weights_desc(), eng);
+    dnnl::reorder(plainW, impl->weights)
+        .execute(ctx->stream, plainW, impl->weights);
+    if (bias)
+      impl->bias = dnnl::memory(biasDesc, eng, const_cast<float *>(bias));
+    ctx->stream.wait();
+    return std::unique_ptr<DnnlConv>(new DnnlConv(std::move(impl)));
+  } catch (const dnnl::error &) {
+    return nullptr;
+  }
+}
+
+size_t DnnlConv::srcScratchBytes() const {
+  return impl->reorderSrc ? impl->src.get_size() : 0;
+}
+size_t DnnlConv::dstScratchBytes() const {
+  return impl->reorderDst ? impl->dst.get_size() : 0;
+}
+
+Status DnnlConv::run(const float *x, float *y, void *srcScratch,
+                     void *dstScratch) {
+  try {
+    const dnnl::engine &eng = impl->ctx->engine;
+    dnnl::stream &s = impl->ctx->stream;
+    dnnl::memory xPlain(impl->plainSrc, eng, const_cast<float *>(x));
+    dnnl::memory yPlain(impl->plainDst, eng, y);
+    dnnl::memory xs = xPlain, ys = yPlain;
+    if (impl->reorderSrc) {
+      xs = dnnl::memory(impl->src, eng, srcScratch);
+      impl->toSrc.execute(s, xPlain, xs);
+    }
+    if (impl->reorderDst)
+      ys = dnnl::memory(impl->dst, eng, dstScratch);
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, impl->weights}, {DNNL_ARG_DST, ys}};
+    if (impl->bias)
+      args[DNNL_ARG_BIAS] = impl->bias;
+    impl->conv.execute(s, args);
+    if (impl->reorderDst)
+      impl->fromDst.execute(s, ys, yPlain);
+    s.wait();
+    return Status::ok();
+  } catch (const dnnl::error &e) {
+    return Status::error(std::string("oneDNN convolution failed: ") + e.what());
+  }
+}
+
+} // namespace tessel::runtime::cpu
