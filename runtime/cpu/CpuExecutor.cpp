@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "Collectives.h"
 #include "DnnlConv.h"
+#include "MappedFile.h"
 #include "Gemm.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
@@ -131,6 +132,17 @@ Status CpuExecutor::init() {
                             op.dilations, op.group));
     }
   }
+  // Weights read only by prepacked convs: their file pages can go (the
+  // checksum pass or the prepacking made them resident).
+  std::vector<int> readers(prog->buffers.size(), 0), prepacked(readers);
+  for (size_t i = 0; i < prog->ops.size(); ++i)
+    for (int id : prog->ops[i].operands) {
+      ++readers[id];
+      prepacked[id] += dnnlConvs[i] != nullptr;
+    }
+  for (const BufferInfo &b : prog->buffers)
+    if (b.fileBacked && readers[b.id] > 0 && readers[b.id] == prepacked[b.id])
+      dropFileBackedPages(b.data, b.bytes);
   scratch.resize(scratchSize);
   auto alignedScratch = [](size_t bytes) {
     return static_cast<float *>(

@@ -1049,3 +1049,15 @@ Status createCudaExecutor(std::shared_ptr<const Program> program,
 }
 
 } // namespace tessel::runtime::cuda
+
+// The entry point runtime/lib/Executor.cpp looks up after loading this
+// library.
+extern "C" __attribute__((visibility("default"))) void
+tessel_cuda_create_executor(
+    std::shared_ptr<const tessel::runtime::Program> *program,
+    const tessel::runtime::ExecutorOptions *options,
+    std::unique_ptr<tessel::runtime::Executor> *out,
+    tessel::runtime::Status *status) {
+  *status = tessel::runtime::cuda::createCudaExecutor(std::move(*program),
+                                                      *options, *out);
+}

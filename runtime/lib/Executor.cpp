@@ -1,6 +1,13 @@
 //===- Executor.cpp - Backend-neutral part of executors -------------------===//
 #include "tessel/runtime/Executor.h"
 
+#ifdef TESSEL_RUNTIME_HAVE_CUDA
+#include <climits>
+#include <dlfcn.h>
+#include <mutex>
+#include <unistd.h>
+#endif
+
 namespace tessel::runtime {
 
 // Backends, defined in runtime/cpu and runtime/cuda.
@@ -10,11 +17,50 @@ Status createCpuExecutor(std::shared_ptr<const Program> program,
                          std::unique_ptr<Executor> &out);
 } // namespace cpu
 #ifdef TESSEL_RUNTIME_HAVE_CUDA
-namespace cuda {
-Status createCudaExecutor(std::shared_ptr<const Program> program,
-                          const ExecutorOptions &options,
-                          std::unique_ptr<Executor> &out);
-} // namespace cuda
+namespace {
+// runtime/cuda is a shared library loaded on first use, so CPU runs never
+// map cuBLAS (runtime/cuda/CMakeLists.txt).
+using CreateCudaFn = void (*)(std::shared_ptr<const Program> *,
+                              const ExecutorOptions *,
+                              std::unique_ptr<Executor> *, Status *);
+
+Status loadCudaBackend(CreateCudaFn &fn) {
+  static std::once_flag once;
+  static CreateCudaFn create = nullptr;
+  static std::string error;
+  std::call_once(once, [] {
+    // Beside the binary first (<bin>/../lib), then the loader's path.
+    std::vector<std::string> candidates;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+      std::string dir(exe, static_cast<size_t>(n));
+      dir = dir.substr(0, dir.find_last_of('/'));
+      candidates.push_back(dir + "/../lib/" TESSEL_CUDA_PLUGIN);
+      candidates.push_back(dir + "/" TESSEL_CUDA_PLUGIN);
+    }
+    candidates.push_back(TESSEL_CUDA_PLUGIN);
+    std::string tried;
+    for (const std::string &path : candidates) {
+      void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        const char *why = dlerror();
+        tried += "\n  " + path + ": " + (why ? why : "not loadable");
+        continue;
+      }
+      create = reinterpret_cast<CreateCudaFn>(
+          dlsym(handle, "tessel_cuda_create_executor"));
+      if (create)
+        return;
+      tried += "\n  " + path + ": no tessel_cuda_create_executor";
+    }
+    error = "the cuda backend library " TESSEL_CUDA_PLUGIN
+            " could not be loaded:" + tried;
+  });
+  fn = create;
+  return create ? Status::ok() : Status::error(error);
+}
+} // namespace
 #endif
 
 Executor::Executor(std::shared_ptr<const Program> program)
@@ -70,8 +116,13 @@ Status createExecutor(const std::string &backend,
   if (backend == "cpu")
     return cpu::createCpuExecutor(std::move(program), options, out);
 #ifdef TESSEL_RUNTIME_HAVE_CUDA
-  if (backend == "cuda")
-    return cuda::createCudaExecutor(std::move(program), options, out);
+  if (backend == "cuda") {
+    CreateCudaFn create = nullptr;
+    TSL_RETURN_IF_ERROR(loadCudaBackend(create));
+    Status s = Status::ok();
+    create(&program, &options, &out, &s);
+    return s;
+  }
 #endif
   std::string known;
   for (const std::string &b : availableBackends())

@@ -2,6 +2,7 @@
 #include "MappedFile.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -11,6 +12,14 @@
 #include <unistd.h>
 
 namespace tessel::runtime {
+
+void dropFileBackedPages(const void *data, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+  if (end > begin)
+    madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
 
 MappedFile::~MappedFile() {
   if (base && length)

@@ -27,6 +27,10 @@ private:
   std::string filePath;
 };
 
+/// Drops the whole pages inside [data, data + bytes) of a read-only file
+/// mapping from memory (madvise). Only for BufferInfo::fileBacked data.
+void dropFileBackedPages(const void *data, size_t bytes);
+
 /// Bytes held in memory (weights of a program built without files).
 class OwnedBytes : public Storage {
 public:

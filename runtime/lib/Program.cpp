@@ -799,7 +799,8 @@ Status Program::create(const artifact::Program &proto,
                        const std::vector<const void *> &weightData,
                        std::vector<std::shared_ptr<Storage>> keepAlive,
                        const std::string &what,
-                       std::shared_ptr<const Program> &out) {
+                       std::shared_ptr<const Program> &out,
+                       const std::vector<bool> *fileBacked) {
   auto fail = [&](const std::string &m) {
     return Status::error(what + ": " + m);
   };
@@ -886,7 +887,8 @@ Status Program::create(const artifact::Program &proto,
   }
 
   // Weights.
-  if (static_cast<size_t>(proto.weights_size()) != weightData.size())
+  if (static_cast<size_t>(proto.weights_size()) != weightData.size() ||
+      (fileBacked && fileBacked->size() != weightData.size()))
     return fail("internal: weight data count mismatch");
   for (int i = 0; i < proto.weights_size(); ++i) {
     const artifact::Weight &w = proto.weights(i);
@@ -901,6 +903,7 @@ Status Program::create(const artifact::Program &proto,
       return fail("weight '" + w.name() + "': buffer " +
                   std::to_string(w.buffer()) + " is bound twice");
     info.data = weightData[i];
+    info.fileBacked = fileBacked && (*fileBacked)[i];
   }
   for (const BufferInfo &info : p->buffers)
     if (info.kind == BufferInfo::Kind::Weight && !info.data && info.bytes)

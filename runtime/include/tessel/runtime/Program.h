@@ -33,6 +33,9 @@ struct BufferInfo {
   Kind kind = Kind::Arena;
   uint64_t offset = 0;          // Arena only
   const void *data = nullptr;   // Weight and Constant: read-only bytes
+  /// Weight: `data` lies in a read-only file mapping, so a kernel that keeps
+  /// its own (prepacked) copy may drop these pages (dropFileBackedPages).
+  bool fileBacked = false;
   std::string name;
 };
 
@@ -91,12 +94,14 @@ public:
   /// Validates `proto` and resolves its buffers. `weightData[i]` and
   /// `weightSize[i]` give the bytes of weight entry i (already located in
   /// its safetensors file); `keepAlive` owns them. `what` names the source in
-  /// messages (e.g. the program file's path).
+  /// messages (e.g. the program file's path). `fileBacked[i]`, when given,
+  /// says weight entry i lies in a read-only file mapping.
   static Status create(const artifact::Program &proto,
                        const std::vector<const void *> &weightData,
                        std::vector<std::shared_ptr<Storage>> keepAlive,
                        const std::string &what,
-                       std::shared_ptr<const Program> &out);
+                       std::shared_ptr<const Program> &out,
+                       const std::vector<bool> *fileBacked = nullptr);
 
   int rank = 0;
   uint64_t arenaSize = 0;
