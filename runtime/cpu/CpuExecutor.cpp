@@ -72,6 +72,9 @@ private:
 };
 
 Status CpuExecutor::init() {
+  // oneDNN's convs fix their thread count when created: create them for
+  // this executor's.
+  setGemmThreads(threads);
   // Anonymous memory: page aligned, zeroed lazily, untouched until used.
   arenaBytes = std::max<size_t>((prog->arenaSize + 4095) / 4096 * 4096, 4096);
   void *mem = mmap(nullptr, arenaBytes, PROT_READ | PROT_WRITE,
@@ -162,18 +165,25 @@ Status CpuExecutor::init() {
 
 Status CpuExecutor::run() {
   setGemmThreads(threads);
-  // TESSEL_PROFILE=1: time per op kind, printed to stderr after each run.
-  static const bool profile = std::getenv("TESSEL_PROFILE") != nullptr;
+  // TESSEL_PROFILE=1: time per op kind, printed to stderr after each run;
+  // TESSEL_PROFILE=ops: the 20 slowest instructions too.
+  static const char *profileEnv = std::getenv("TESSEL_PROFILE");
+  static const bool profile = profileEnv != nullptr;
+  static const bool perOp = profile && std::string(profileEnv) == "ops";
   std::vector<double> byKind(profile ? 128 : 0, 0.0);
+  std::vector<std::pair<double, size_t>> byOp;
   for (size_t i = 0; i < steps.size(); ++i) {
     auto t0 = profile ? std::chrono::steady_clock::now()
                       : std::chrono::steady_clock::time_point();
     Status s = steps[i]();
-    if (profile)
-      byKind[static_cast<int>(prog->ops[i].kind) & 127] +=
-          std::chrono::duration<double, std::milli>(
-              std::chrono::steady_clock::now() - t0)
-              .count();
+    if (profile) {
+      double ms = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+      byKind[static_cast<int>(prog->ops[i].kind) & 127] += ms;
+      if (perOp)
+        byOp.emplace_back(ms, i);
+    }
     if (!s) {
       const Op &op = prog->ops[i];
       return Status::error("instruction " + std::to_string(i) + " (" +
@@ -189,6 +199,17 @@ Status CpuExecutor::run() {
         if (auto kind = opKindFromInt(k))
           std::fprintf(stderr, " %s=%.2f", opKindName(*kind), byKind[k]);
     std::fprintf(stderr, "\n");
+    std::sort(byOp.rbegin(), byOp.rend());
+    for (size_t j = 0; j < std::min<size_t>(byOp.size(), 20); ++j) {
+      const Op &op = prog->ops[byOp[j].second];
+      std::string shapes;
+      for (int id : op.operands)
+        shapes += (shapes.empty() ? "" : ", ") +
+                  shapeToString(prog->buffers[id].shape);
+      std::fprintf(stderr, "  %8.3f ms  #%zu %s '%s' (%s)\n", byOp[j].first,
+                   byOp[j].second, opKindName(op.kind), op.name.c_str(),
+                   shapes.c_str());
+    }
   }
   return Status::ok();
 }
