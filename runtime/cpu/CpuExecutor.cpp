@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Collectives.h"
+#include "ConvPlan.h"
 #include "DnnlConv.h"
 #include "MappedFile.h"
 #include "Gemm.h"
@@ -51,7 +52,10 @@ protected:
 
 private:
   using Step = std::function<Status()>;
+  using AlignedBuffer = std::unique_ptr<float, void (*)(void *)>;
   Step makeStep(const Op &op);
+  Step makeStepWithLayouts(size_t i);
+  Status initConvs();
 
   int threads;
   ThreadPool pool;
@@ -61,10 +65,17 @@ private:
   std::vector<Step> steps;
   std::vector<float> scratch;
   // Convs on oneDNN's direct kernels, by op index (null: im2col + GEMM),
-  // and the blocked source / destination scratch they share.
+  // the buffer each writes (its result or a fused relu's), the ops folded
+  // into them, the buffers' layouts (ConvPlan.h), and the scratch shared
+  // by their reorders.
+  std::shared_ptr<DnnlContext> dnnl;
   std::vector<std::unique_ptr<DnnlConv>> dnnlConvs;
-  std::unique_ptr<float, void (*)(void *)> convSrc{nullptr, std::free},
-      convDst{nullptr, std::free};
+  std::vector<int> convWrites;
+  std::vector<bool> skipped;
+  LayoutPlan layouts;
+  std::vector<std::unique_ptr<LayoutReorder>> reorders;
+  AlignedBuffer convSrc{nullptr, std::free}, convDst{nullptr, std::free};
+  std::vector<AlignedBuffer> plainCopies;
   // Expanded copies of norm scale/bias operands that broadcast.
   std::vector<std::vector<float>> expanded;
   Communicator *comm;
@@ -89,29 +100,55 @@ Status CpuExecutor::init() {
     ptrs.push_back(b.kind == BufferInfo::Kind::Arena
                        ? arena + b.offset
                        : const_cast<void *>(b.data));
-  int64_t scratchSize = 0;
-  size_t srcBytes = 0, dstBytes = 0;
-  dnnlConvs.resize(prog->ops.size());
-  // TESSEL_CONV=im2col keeps every conv on im2col + GEMM (for comparisons).
+  TSL_RETURN_IF_ERROR(initConvs());
+  TSL_RETURN_IF_ERROR(collectives.init(*prog, comm));
+  for (size_t i = 0; i < prog->ops.size(); ++i)
+    steps.push_back(skipped[i] ? Step([] { return Status::ok(); })
+                               : makeStepWithLayouts(i));
+  return Status::ok();
+}
+
+Status CpuExecutor::initConvs() {
+  const size_t nOps = prog->ops.size();
+  const auto &B = prog->buffers;
+  // TESSEL_CONV=im2col keeps every conv on im2col + GEMM, TESSEL_LAYOUT=nchw
+  // keeps every buffer NCHW (both for comparisons).
   const char *convEnv = std::getenv("TESSEL_CONV");
+  const char *layoutEnv = std::getenv("TESSEL_LAYOUT");
   const bool useDnnl = !(convEnv && std::string(convEnv) == "im2col");
-  std::shared_ptr<DnnlContext> dnnl;
-  for (size_t i = 0; i < prog->ops.size(); ++i) {
+  const bool useNhwc =
+      useDnnl && !(layoutEnv && std::string(layoutEnv) == "nchw");
+
+  // Convs with constant weights run on oneDNN; pointwise stride-1 ones only
+  // where layouts may stay NHWC (as NCHW GEMMs they need no reorders).
+  std::vector<bool> eligible(nOps, false);
+  for (size_t i = 0; i < nOps; ++i) {
     const Op &op = prog->ops[i];
-    if (op.kind != OpKind::Conv2D)
+    if (!useDnnl || op.kind != OpKind::Conv2D)
       continue;
-    const auto &B = prog->buffers;
     auto isConst = [&](size_t k) {
       return k < op.operands.size() &&
              B[op.operands[k]].kind != BufferInfo::Kind::Arena;
     };
-    const bool pointwise = B[op.operands[1]].shape.size() == 4 &&
-                           B[op.operands[1]].shape[2] == 1 &&
-                           B[op.operands[1]].shape[3] == 1 &&
+    const Shape &w = B[op.operands[1]].shape;
+    const bool pointwise = w.size() == 4 && w[2] == 1 && w[3] == 1 &&
                            op.strides == std::vector<int64_t>{1, 1} &&
                            op.pads == std::vector<int64_t>{0, 0, 0, 0};
-    if (useDnnl && !pointwise && isConst(1) &&
-        (op.operands.size() < 3 || isConst(2))) {
+    eligible[i] = (useNhwc || !pointwise) && isConst(1) &&
+                  (op.operands.size() < 3 || isConst(2));
+  }
+  std::vector<int> fuse = planReluFusion(*prog, eligible);
+
+  dnnlConvs.resize(nOps);
+  skipped.assign(nOps, false);
+  convWrites.assign(nOps, -1);
+  std::vector<bool> writesNhwc(nOps, false);
+  int64_t scratchSize = 0;
+  for (size_t i = 0; i < nOps; ++i) {
+    const Op &op = prog->ops[i];
+    if (op.kind != OpKind::Conv2D)
+      continue;
+    if (eligible[i]) {
       if (!dnnl)
         dnnl = createDnnlContext();
       dnnlConvs[i] = DnnlConv::create(
@@ -120,47 +157,107 @@ Status CpuExecutor::init() {
           static_cast<const float *>(B[op.operands[1]].data),
           op.operands.size() > 2
               ? static_cast<const float *>(B[op.operands[2]].data)
-              : nullptr);
+              : nullptr,
+          fuse[i] >= 0);
     }
     if (dnnlConvs[i]) {
-      srcBytes = std::max(srcBytes, dnnlConvs[i]->srcScratchBytes());
-      dstBytes = std::max(dstBytes, dnnlConvs[i]->dstScratchBytes());
+      convWrites[i] = fuse[i] >= 0 ? prog->ops[fuse[i]].results[0]
+                                   : op.results[0];
+      if (fuse[i] >= 0)
+        skipped[fuse[i]] = true;
+      writesNhwc[i] = useNhwc && dnnlConvs[i]->wantsNhwcDst();
       continue;
     }
-    {
-      scratchSize = std::max(
-          scratchSize,
-          conv2dScratchSize(B[op.operands[0]].shape, B[op.operands[1]].shape,
-                            B[op.results[0]].shape, op.strides, op.pads,
-                            op.dilations, op.group));
+    scratchSize = std::max(
+        scratchSize,
+        conv2dScratchSize(B[op.operands[0]].shape, B[op.operands[1]].shape,
+                          B[op.results[0]].shape, op.strides, op.pads,
+                          op.dilations, op.group));
+  }
+  layouts = planNhwcLayouts(*prog, convWrites, writesNhwc, skipped);
+
+  // Scratch: im2col columns; the copies a conv's reorders need; the NCHW
+  // copies of NHWC operands, by operand position.
+  size_t srcBytes = 0, dstBytes = 0;
+  std::vector<size_t> plainBytes;
+  for (size_t i = 0; i < nOps; ++i) {
+    if (DnnlConv *conv = dnnlConvs[i].get()) {
+      TSL_RETURN_IF_ERROR(conv->setBufferLayouts(
+          layouts.nhwc[prog->ops[i].operands[0]],
+          layouts.nhwc[convWrites[i]]));
+      srcBytes = std::max(srcBytes, conv->srcScratchBytes());
+      dstBytes = std::max(dstBytes, conv->dstScratchBytes());
+    }
+    for (int k : layouts.toPlain[i]) {
+      plainBytes.resize(std::max<size_t>(plainBytes.size(), k + 1), 0);
+      plainBytes[k] = std::max<size_t>(plainBytes[k],
+                                       B[prog->ops[i].operands[k]].bytes);
     }
   }
+  scratch.resize(scratchSize);
+  auto aligned = [](size_t bytes) {
+    return AlignedBuffer(
+        static_cast<float *>(bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64)
+                                   : nullptr),
+        std::free);
+  };
+  convSrc = aligned(srcBytes);
+  convDst = aligned(dstBytes);
+  size_t total = srcBytes + dstBytes;
+  bool failed = (srcBytes && !convSrc) || (dstBytes && !convDst);
+  for (size_t bytes : plainBytes) {
+    plainCopies.push_back(aligned(bytes));
+    total += bytes;
+    failed = failed || (bytes && !plainCopies.back());
+  }
+  if (failed)
+    return Status::error("cannot allocate " + std::to_string(total) +
+                         " bytes of convolution scratch");
+
   // Weights read only by prepacked convs: their file pages can go (the
   // checksum pass or the prepacking made them resident).
-  std::vector<int> readers(prog->buffers.size(), 0), prepacked(readers);
-  for (size_t i = 0; i < prog->ops.size(); ++i)
+  std::vector<int> readers(B.size(), 0), prepacked(readers);
+  for (size_t i = 0; i < nOps; ++i)
     for (int id : prog->ops[i].operands) {
       ++readers[id];
       prepacked[id] += dnnlConvs[i] != nullptr;
     }
-  for (const BufferInfo &b : prog->buffers)
+  for (const BufferInfo &b : B)
     if (b.fileBacked && readers[b.id] > 0 && readers[b.id] == prepacked[b.id])
       dropFileBackedPages(b.data, b.bytes);
-  scratch.resize(scratchSize);
-  auto alignedScratch = [](size_t bytes) {
-    return static_cast<float *>(
-        bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr);
-  };
-  convSrc.reset(alignedScratch(srcBytes));
-  convDst.reset(alignedScratch(dstBytes));
-  if ((srcBytes && !convSrc) || (dstBytes && !convDst))
-    return Status::error("cannot allocate " +
-                         std::to_string(srcBytes + dstBytes) +
-                         " bytes of convolution scratch");
-  TSL_RETURN_IF_ERROR(collectives.init(*prog, comm));
-  for (const Op &op : prog->ops)
-    steps.push_back(makeStep(op));
   return Status::ok();
+}
+
+// makeStep for op i, reading its NHWC operands through NCHW copies.
+CpuExecutor::Step CpuExecutor::makeStepWithLayouts(size_t i) {
+  const Op &op = prog->ops[i];
+  if (layouts.toPlain[i].empty())
+    return makeStep(op);
+  std::vector<std::pair<int, void *>> saved;
+  std::vector<std::pair<LayoutReorder *, std::pair<const void *, void *>>> pre;
+  for (int k : layouts.toPlain[i]) {
+    const int id = op.operands[k];
+    if (std::any_of(saved.begin(), saved.end(),
+                    [&](auto &p) { return p.first == id; }))
+      continue; // the same buffer at two positions: one copy
+    reorders.push_back(
+        LayoutReorder::create(dnnl, prog->buffers[id].shape, false));
+    void *copy = plainCopies[k].get();
+    pre.push_back({reorders.back().get(), {ptrs[id], copy}});
+    saved.emplace_back(id, ptrs[id]);
+    ptrs[id] = copy;
+  }
+  Step inner = makeStep(op);
+  for (auto &[id, p] : saved)
+    ptrs[id] = p;
+  return [pre, inner] {
+    for (auto &[reorder, io] : pre) {
+      if (!reorder)
+        return Status::error("no oneDNN reorder to NCHW for this operand");
+      TSL_RETURN_IF_ERROR(reorder->run(io.first, io.second));
+    }
+    return inner();
+  };
 }
 
 Status CpuExecutor::run() {
@@ -434,10 +531,12 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
       return Status::ok();
     };
   case OpKind::Conv2D: {
-    if (DnnlConv *conv = dnnlConvs[&op - prog->ops.data()].get()) {
+    const size_t index = &op - prog->ops.data();
+    if (DnnlConv *conv = dnnlConvs[index].get()) {
       float *srcScratch = convSrc.get(), *dstScratch = convDst.get();
+      void *dst = ptrs[convWrites[index]];
       return [=] {
-        return conv->run(static_cast<const float *>(x0), static_cast<float *>(y0),
+        return conv->run(static_cast<const float *>(x0), static_cast<float *>(dst),
                          srcScratch, dstScratch);
       };
     }

@@ -26,7 +26,9 @@ std::shared_ptr<DnnlContext> createDnnlContext() {
 struct DnnlConv::Impl {
   std::shared_ptr<DnnlContext> ctx;
   dnnl::convolution_forward conv;
+  // The arena buffers' layouts (NCHW or NHWC), and the kernel's.
   dnnl::memory::desc plainSrc, plainDst, src, dst;
+  dnnl::memory::dims xd, yd;
   dnnl::memory weights, bias;
   bool reorderSrc = false, reorderDst = false;
   dnnl::reorder toSrc, fromDst;
@@ -41,7 +43,7 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
                  const std::vector<int64_t> &strides,
                  const std::vector<int64_t> &pads,
                  const std::vector<int64_t> &dilations, int64_t group,
-                 const float *weights, const float *bias) {
+                 const float *weights, const float *bias, bool fuseRelu) {
   if (!ctx || group != 1 || x.size() != 4 || w.size() != 4 || y.size() != 4 ||
       x[0] * x[1] * x[2] * x[3] == 0 || y[0] * y[1] * y[2] * y[3] == 0)
     return nullptr;
@@ -51,6 +53,8 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     const dnnl::engine &eng = ctx->engine;
     dnnl::memory::dims xd(x.begin(), x.end()), wd(w.begin(), w.end()),
         yd(y.begin(), y.end());
+    impl->xd = xd;
+    impl->yd = yd;
     impl->plainSrc = dnnl::memory::desc(xd, dt::f32, tag::nchw);
     impl->plainDst = dnnl::memory::desc(yd, dt::f32, tag::nchw);
     dnnl::memory::desc anySrc(xd, dt::f32, tag::any), anyDst(yd, dt::f32, tag::any),
@@ -67,7 +71,13 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
                            dnnl::prop_kind::forward_inference,
                            dnnl::algorithm::convolution_direct, anySrc, anyW,
                            anyDst, st, dil, padL, padR);
-    dnnl::convolution_forward::primitive_desc pd(desc, eng);
+    dnnl::primitive_attr attr;
+    if (fuseRelu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
     // Only oneDNN's JIT direct kernels beat im2col + GEMM; its own
     // gemm-based and reference convs do not.
     std::string impl_name = pd.impl_info_str();
@@ -77,14 +87,6 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     impl->conv = dnnl::convolution_forward(pd);
     impl->src = pd.src_desc();
     impl->dst = pd.dst_desc();
-    impl->reorderSrc = impl->src != impl->plainSrc;
-    impl->reorderDst = impl->dst != impl->plainDst;
-    if (impl->reorderSrc)
-      impl->toSrc = dnnl::reorder(
-          dnnl::reorder::primitive_desc(eng, impl->plainSrc, eng, impl->src));
-    if (impl->reorderDst)
-      impl->fromDst = dnnl::reorder(
-          dnnl::reorder::primitive_desc(eng, impl->dst, eng, impl->plainDst));
     // The weights, once, into the kernel's layout (owned by the memory).
     dnnl::memory plainW({wd, dt::f32, tag::oihw}, eng,
                         const_cast<float *>(weights));
@@ -94,9 +96,44 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     if (bias)
       impl->bias = dnnl::memory(biasDesc, eng, const_cast<float *>(bias));
     ctx->stream.wait();
-    return std::unique_ptr<DnnlConv>(new DnnlConv(std::move(impl)));
+    std::unique_ptr<DnnlConv> conv(new DnnlConv(std::move(impl)));
+    if (!conv->setBufferLayouts(false, false))
+      return nullptr;
+    return conv;
   } catch (const dnnl::error &) {
     return nullptr;
+  }
+}
+
+static dnnl::memory::desc nhwcDesc(const dnnl::memory::dims &d) {
+  return dnnl::memory::desc(d, dt::f32, tag::nhwc);
+}
+
+bool DnnlConv::wantsNhwcSrc() const {
+  return impl->src == nhwcDesc(impl->xd);
+}
+bool DnnlConv::wantsNhwcDst() const {
+  return impl->dst == nhwcDesc(impl->yd);
+}
+
+Status DnnlConv::setBufferLayouts(bool srcNhwc, bool dstNhwc) {
+  try {
+  const dnnl::engine &eng = impl->ctx->engine;
+  impl->plainSrc = srcNhwc ? nhwcDesc(impl->xd)
+                              : dnnl::memory::desc(impl->xd, dt::f32, tag::nchw);
+  impl->plainDst = dstNhwc ? nhwcDesc(impl->yd)
+                              : dnnl::memory::desc(impl->yd, dt::f32, tag::nchw);
+  impl->reorderSrc = impl->src != impl->plainSrc;
+  impl->reorderDst = impl->dst != impl->plainDst;
+  if (impl->reorderSrc)
+    impl->toSrc = dnnl::reorder(
+        dnnl::reorder::primitive_desc(eng, impl->plainSrc, eng, impl->src));
+  if (impl->reorderDst)
+    impl->fromDst = dnnl::reorder(
+        dnnl::reorder::primitive_desc(eng, impl->dst, eng, impl->plainDst));
+  return Status::ok();
+  } catch (const dnnl::error &e) {
+    return Status::error(std::string("oneDNN reorder: ") + e.what());
   }
 }
 
@@ -132,6 +169,48 @@ Status DnnlConv::run(const float *x, float *y, void *srcScratch,
     return Status::ok();
   } catch (const dnnl::error &e) {
     return Status::error(std::string("oneDNN convolution failed: ") + e.what());
+  }
+}
+
+struct LayoutReorder::Impl {
+  std::shared_ptr<DnnlContext> ctx;
+  dnnl::memory::desc from, to;
+  dnnl::reorder reorder;
+};
+
+LayoutReorder::LayoutReorder(std::unique_ptr<Impl> impl)
+    : impl(std::move(impl)) {}
+LayoutReorder::~LayoutReorder() = default;
+
+std::unique_ptr<LayoutReorder>
+LayoutReorder::create(std::shared_ptr<DnnlContext> ctx, const Shape &shape,
+                      bool toNhwc) {
+  if (!ctx || shape.size() != 4)
+    return nullptr;
+  try {
+    auto impl = std::make_unique<Impl>();
+    impl->ctx = ctx;
+    dnnl::memory::dims d(shape.begin(), shape.end());
+    dnnl::memory::desc plain(d, dt::f32, tag::nchw), nhwc = nhwcDesc(d);
+    impl->from = toNhwc ? plain : nhwc;
+    impl->to = toNhwc ? nhwc : plain;
+    impl->reorder = dnnl::reorder(dnnl::reorder::primitive_desc(
+        ctx->engine, impl->from, ctx->engine, impl->to));
+    return std::unique_ptr<LayoutReorder>(new LayoutReorder(std::move(impl)));
+  } catch (const dnnl::error &) {
+    return nullptr;
+  }
+}
+
+Status LayoutReorder::run(const void *src, void *dst) {
+  try {
+    const dnnl::engine &eng = impl->ctx->engine;
+    dnnl::memory a(impl->from, eng, const_cast<void *>(src)), b(impl->to, eng, dst);
+    impl->reorder.execute(impl->ctx->stream, a, b);
+    impl->ctx->stream.wait();
+    return Status::ok();
+  } catch (const dnnl::error &e) {
+    return Status::error(std::string("oneDNN reorder failed: ") + e.what());
   }
 }
 

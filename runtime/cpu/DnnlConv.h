@@ -4,10 +4,10 @@
 // oneDNN's direct convolution (brgconv on AVX-512) instead of im2col + GEMM:
 // 25-35% faster on ResNet-50's 3x3 shapes at one thread, reorders included
 // (runtime/README.md). The weights are reordered into oneDNN's blocked layout
-// once, when the executor is created (as ONNX Runtime prepacks); activations
-// stay NCHW in the arena and are reordered into a blocked scratch pair shared
-// by every conv of the program. Pointwise stride-1 convs stay a plain GEMM,
-// which is as fast without the reorders.
+// once, when the executor is created (as ONNX Runtime prepacks). oneDNN 2.6
+// picks NHWC activations for f32 on AVX-512: arena buffers between convs stay
+// NHWC where ConvPlan.h can keep them so; others are reordered through a
+// scratch pair shared by every conv of the program.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CPU_DNNLCONV_H
@@ -36,20 +36,43 @@ public:
          const Shape &y, const std::vector<int64_t> &strides,
          const std::vector<int64_t> &pads,
          const std::vector<int64_t> &dilations, int64_t group,
-         const float *weights, const float *bias);
+         const float *weights, const float *bias, bool fuseRelu = false);
   ~DnnlConv();
 
-  /// Bytes of the blocked source and destination scratch this conv needs.
+  /// Whether the kernel reads / writes NHWC (a buffer in that layout needs
+  /// no reorder).
+  bool wantsNhwcSrc() const;
+  bool wantsNhwcDst() const;
+  /// The layouts of the arena buffers it reads and writes: NHWC where set,
+  /// NCHW otherwise (the default).
+  Status setBufferLayouts(bool srcNhwc, bool dstNhwc);
+
+  /// Bytes of the reordered source and destination scratch this conv needs.
   size_t srcScratchBytes() const;
   size_t dstScratchBytes() const;
 
-  /// y = conv(x), both NCHW; `srcScratch` / `dstScratch` hold at least
+  /// y = conv(x) (then relu, if fused) in the buffers' layouts; `srcScratch` / `dstScratch` hold at least
   /// srcScratchBytes() / dstScratchBytes() (64-byte aligned).
   Status run(const float *x, float *y, void *srcScratch, void *dstScratch);
 
 private:
   struct Impl;
   explicit DnnlConv(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+/// Converts a 4-D f32 tensor between NCHW and NHWC.
+class LayoutReorder {
+public:
+  /// Null when oneDNN cannot (it always can for f32).
+  static std::unique_ptr<LayoutReorder>
+  create(std::shared_ptr<DnnlContext> ctx, const Shape &shape, bool toNhwc);
+  ~LayoutReorder();
+  Status run(const void *src, void *dst);
+
+private:
+  struct Impl;
+  explicit LayoutReorder(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl;
 };
 
