@@ -47,8 +47,8 @@ bool isLayoutAgnostic(const Program &prog, const Op &op) {
 
 } // namespace
 
-std::vector<int> planReluFusion(const Program &prog,
-                                const std::vector<bool> &eligible) {
+std::vector<ConvFusion> planConvFusion(const Program &prog,
+                                       const std::vector<bool> &eligible) {
   const int nOps = static_cast<int>(prog.ops.size());
   const size_t nBuf = prog.buffers.size();
   // Live ranges of arena buffers in op indices: [first write, last read];
@@ -66,51 +66,110 @@ std::vector<int> planReluFusion(const Program &prog,
     first[id] = -1;
   for (const auto &[name, id] : prog.outputs)
     last[id] = nOps;
+  for (size_t b = 0; b < nBuf; ++b)
+    if (prog.buffers[b].kind != BufferInfo::Kind::Arena)
+      first[b] = -1;
 
-  std::vector<int> fuse(nOps, -1);
+  // The only reader of buffer `id` (which must not be a graph output), or -1.
+  auto soleReader = [&](int id, int after) {
+    if (readers[id] != 1 || isGraphInputOrOutput(prog, id))
+      return -1;
+    for (int j = after + 1; j < nOps; ++j)
+      for (int o : prog.ops[j].operands)
+        if (o == id)
+          return j;
+    return -1;
+  };
+  auto sameShape = [&](int a, int b) {
+    return prog.buffers[a].shape == prog.buffers[b].shape &&
+           prog.buffers[a].dtype == prog.buffers[b].dtype;
+  };
+  // Whether buffer t may be written from op i on while ops up to j run:
+  // nothing else live over [i, j] shares its bytes.
+  auto writableEarly = [&](int t, int i, int j, std::vector<int> unused) {
+    const BufferInfo &tb = prog.buffers[t];
+    if (tb.kind != BufferInfo::Kind::Arena)
+      return false;
+    for (size_t b = 0; b < nBuf; ++b) {
+      const BufferInfo &o = prog.buffers[b];
+      if (static_cast<int>(b) == t || o.kind != BufferInfo::Kind::Arena ||
+          o.bytes == 0 ||
+          std::find(unused.begin(), unused.end(), int(b)) != unused.end())
+        continue;
+      const bool live = first[b] <= j && last[b] >= i;
+      const bool overlap = o.offset < tb.offset + tb.bytes &&
+                           tb.offset < o.offset + o.bytes;
+      if (live && overlap)
+        return false;
+    }
+    return true;
+  };
+
+  std::vector<ConvFusion> plan(nOps);
   for (int i = 0; i < nOps; ++i) {
     const Op &conv = prog.ops[i];
     if (!eligible[i] || conv.results.size() != 1)
       continue;
     const int c = conv.results[0];
-    if (readers[c] != 1 || isGraphInputOrOutput(prog, c))
+    const int j = soleReader(c, i);
+    if (j < 0 || prog.ops[j].results.size() != 1)
       continue;
-    int j = i + 1;
-    while (j < nOps && std::find(prog.ops[j].operands.begin(),
-                                 prog.ops[j].operands.end(),
-                                 c) == prog.ops[j].operands.end())
-      ++j;
-    if (j == nOps || prog.ops[j].kind != OpKind::Relu ||
-        prog.ops[j].results.size() != 1)
+    const Op &next = prog.ops[j];
+    ConvFusion f;
+    int end = j;
+    std::vector<int> unused = {c}; // never written once fused
+    if (next.kind == OpKind::Relu && sameShape(c, next.results[0])) {
+      f.relu = j;
+      f.writes = next.results[0];
+    } else if (next.kind == OpKind::Add && next.operands.size() == 2 &&
+               sameShape(next.operands[0], next.operands[1]) &&
+               sameShape(c, next.results[0])) {
+      const int addend =
+          next.operands[0] == c ? next.operands[1] : next.operands[0];
+      if (addend == c || first[addend] >= i)
+        continue; // the addend must exist when the conv runs
+      f.add = j;
+      f.addend = addend;
+      f.writes = next.results[0];
+      const int k = soleReader(next.results[0], j);
+      if (k >= 0 && prog.ops[k].kind == OpKind::Relu &&
+          prog.ops[k].results.size() == 1 &&
+          sameShape(next.results[0], prog.ops[k].results[0])) {
+        f.relu = k;
+        unused.push_back(f.writes);
+        f.writes = prog.ops[k].results[0];
+        end = k;
+      }
+    } else {
       continue;
-    const int r = prog.ops[j].results[0];
-    const BufferInfo &rb = prog.buffers[r];
-    if (rb.kind != BufferInfo::Kind::Arena ||
-        prog.buffers[c].bytes != rb.bytes || prog.buffers[c].dtype != rb.dtype)
-      continue;
-    // Writing r at op i makes it live over [i, j] too: no buffer live then
-    // may share its bytes.
-    bool clash = false;
-    for (size_t b = 0; b < nBuf && !clash; ++b) {
-      const BufferInfo &o = prog.buffers[b];
-      if (static_cast<int>(b) == r || static_cast<int>(b) == c ||
-          o.kind != BufferInfo::Kind::Arena || o.bytes == 0)
-        continue;
-      const bool live = first[b] <= j && last[b] >= i;
-      const bool overlap = o.offset < rb.offset + rb.bytes &&
-                           rb.offset < o.offset + o.bytes;
-      clash = live && overlap;
     }
-    if (!clash)
-      fuse[i] = j;
+    if (f.addend >= 0) {
+      // The arena planner often gives the add's result the addend's own
+      // bytes (an in-place add): then the sum post-op adds the conv into
+      // the addend where it lies, with no copy, if nothing else reads the
+      // addend once the conv ran.
+      const BufferInfo &ab = prog.buffers[f.addend], &tb = prog.buffers[f.writes];
+      bool othersRead = false;
+      for (int k = i + 1; k < end && !othersRead; ++k)
+        if (k != f.add)
+          for (int o : prog.ops[k].operands)
+            othersRead = othersRead || o == f.addend;
+      if (ab.kind == BufferInfo::Kind::Arena && ab.offset == tb.offset &&
+          ab.bytes == tb.bytes && last[f.addend] == f.add && !othersRead) {
+        f.inPlace = true;
+        unused.push_back(f.addend);
+      }
+    }
+    if (writableEarly(f.writes, i, end, unused))
+      plan[i] = f;
   }
-  return fuse;
+  return plan;
 }
 
-LayoutPlan planNhwcLayouts(const Program &prog,
-                              const std::vector<int> &convDst,
-                              const std::vector<bool> &writesNhwc,
-                              const std::vector<bool> &skipped) {
+LayoutPlan planNhwcLayouts(const Program &prog, const std::vector<int> &convDst,
+                           const std::vector<bool> &writesNhwc,
+                           const std::vector<int> &sameLayoutAs,
+                           const std::vector<bool> &skipped) {
   LayoutPlan plan;
   plan.nhwc.assign(prog.buffers.size(), false);
   plan.toPlain.resize(prog.ops.size());
@@ -126,7 +185,9 @@ LayoutPlan planNhwcLayouts(const Program &prog,
     const Op &op = prog.ops[i];
     if (convDst[i] >= 0) {
       // A oneDNN conv reads either layout (it reorders what it must).
-      plan.nhwc[convDst[i]] = writesNhwc[i] && candidate(convDst[i]);
+      plan.nhwc[convDst[i]] = sameLayoutAs[i] >= 0
+                                  ? plan.nhwc[sameLayoutAs[i]]
+                                  : writesNhwc[i] && candidate(convDst[i]);
       continue;
     }
     bool keep = isLayoutAgnostic(prog, op) && candidate(op.results[0]);

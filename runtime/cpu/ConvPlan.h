@@ -3,10 +3,14 @@
 // Planned once, when a CPU executor is created, for programs whose convs run
 // on oneDNN (DnnlConv.h):
 //
-// - Relu fusion: a conv whose result only a relu reads writes the relu's
-//   result itself through a relu post-op, and the relu does nothing. Done
-//   only where the relu's buffer overlaps no buffer that is live while the
-//   conv runs (the arena planner reuses memory by liveness).
+// - Fusion: a conv whose result only a relu reads writes the relu's result
+//   itself through a relu post-op, and the relu does nothing. A conv whose
+//   result only an add of a same-shape addend reads (ResNet's residual,
+//   maybe followed by a relu) writes the add's (or the relu's) result: the
+//   addend is copied there first and a sum post-op adds the conv into it.
+//   Done only where that buffer overlaps no buffer live from the conv to the
+//   last fused op (the arena planner reuses memory by liveness), and where
+//   the addend exists when the conv runs.
 // - Channels-last layouts: oneDNN 2.6's direct convs read and write NHWC
 //   (f32, AVX-512). Between two convs, reordering to NCHW and back costs two
 //   passes over the activations per conv (most of the gap to ONNX Runtime
@@ -26,10 +30,21 @@
 
 namespace tessel::runtime::cpu {
 
-/// For each op: the op index of the relu to fuse into it, or -1. Only ops
-/// with `eligible[i]` (convs that will run on oneDNN) are considered.
-std::vector<int> planReluFusion(const Program &prog,
-                                const std::vector<bool> &eligible);
+/// Ops folded into a conv, and what the conv then writes.
+struct ConvFusion {
+  int add = -1;    // the add op folded in, or -1
+  int addend = -1; // its other operand (buffer id), copied into `writes`
+  int relu = -1;   // the relu op folded in, or -1
+  int writes = -1; // the buffer the conv writes; -1: no fusion
+  /// `writes` shares the addend's bytes (the planner made the add in
+  /// place): no copy, and `writes` keeps the addend's layout.
+  bool inPlace = false;
+};
+
+/// For each op: its fusion (all -1 where none). Only ops with
+/// `eligible[i]` (convs that will run on oneDNN) are considered.
+std::vector<ConvFusion> planConvFusion(const Program &prog,
+                                       const std::vector<bool> &eligible);
 
 struct LayoutPlan {
   /// By buffer id: the buffer holds NHWC.
@@ -41,12 +56,13 @@ struct LayoutPlan {
 
 /// `convDst[i]`: for an op that runs on oneDNN, the buffer it writes (its
 /// result, or the fused relu's) and whether its kernel writes NHWC
-/// (`writesNhwc[i]`); -1 for other ops. `skipped[i]`: ops folded into a
-/// conv.
-LayoutPlan planNhwcLayouts(const Program &prog,
-                              const std::vector<int> &convDst,
-                              const std::vector<bool> &writesNhwc,
-                              const std::vector<bool> &skipped);
+/// (`writesNhwc[i]`); -1 for other ops. `sameLayoutAs[i]`: a buffer whose
+/// layout the conv's must be (an in-place addend), or -1. `skipped[i]`: ops
+/// folded into a conv.
+LayoutPlan planNhwcLayouts(const Program &prog, const std::vector<int> &convDst,
+                           const std::vector<bool> &writesNhwc,
+                           const std::vector<int> &sameLayoutAs,
+                           const std::vector<bool> &skipped);
 
 } // namespace tessel::runtime::cpu
 

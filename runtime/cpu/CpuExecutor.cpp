@@ -71,6 +71,7 @@ private:
   std::shared_ptr<DnnlContext> dnnl;
   std::vector<std::unique_ptr<DnnlConv>> dnnlConvs;
   std::vector<int> convWrites;
+  std::vector<ConvFusion> fusions;
   std::vector<bool> skipped;
   LayoutPlan layouts;
   std::vector<std::unique_ptr<LayoutReorder>> reorders;
@@ -112,7 +113,7 @@ Status CpuExecutor::initConvs() {
   const size_t nOps = prog->ops.size();
   const auto &B = prog->buffers;
   // TESSEL_CONV=im2col keeps every conv on im2col + GEMM, TESSEL_LAYOUT=nchw
-  // keeps every buffer NCHW (both for comparisons).
+  // keeps every buffer NCHW (both for comparisons; TESSEL_FUSE below too).
   const char *convEnv = std::getenv("TESSEL_CONV");
   const char *layoutEnv = std::getenv("TESSEL_LAYOUT");
   const bool useDnnl = !(convEnv && std::string(convEnv) == "im2col");
@@ -137,7 +138,11 @@ Status CpuExecutor::initConvs() {
     eligible[i] = (useNhwc || !pointwise) && isConst(1) &&
                   (op.operands.size() < 3 || isConst(2));
   }
-  std::vector<int> fuse = planReluFusion(*prog, eligible);
+  // TESSEL_FUSE=0 folds nothing into convs (for comparisons).
+  const char *fuseEnv = std::getenv("TESSEL_FUSE");
+  fusions = fuseEnv && std::string(fuseEnv) == "0"
+                ? std::vector<ConvFusion>(nOps)
+                : planConvFusion(*prog, eligible);
 
   dnnlConvs.resize(nOps);
   skipped.assign(nOps, false);
@@ -151,20 +156,35 @@ Status CpuExecutor::initConvs() {
     if (eligible[i]) {
       if (!dnnl)
         dnnl = createDnnlContext();
-      dnnlConvs[i] = DnnlConv::create(
-          dnnl, B[op.operands[0]].shape, B[op.operands[1]].shape,
-          B[op.results[0]].shape, op.strides, op.pads, op.dilations, op.group,
-          static_cast<const float *>(B[op.operands[1]].data),
-          op.operands.size() > 2
-              ? static_cast<const float *>(B[op.operands[2]].data)
-              : nullptr,
-          fuse[i] >= 0);
+      auto create = [&](ConvPostOps post) {
+        return DnnlConv::create(
+            dnnl, B[op.operands[0]].shape, B[op.operands[1]].shape,
+            B[op.results[0]].shape, op.strides, op.pads, op.dilations,
+            op.group, static_cast<const float *>(B[op.operands[1]].data),
+            op.operands.size() > 2
+                ? static_cast<const float *>(B[op.operands[2]].data)
+                : nullptr,
+            post);
+      };
+      ConvFusion &f = fusions[i];
+      if (f.writes >= 0) {
+        ConvPostOps post;
+        post.sum = f.addend >= 0;
+        post.relu = f.relu >= 0;
+        dnnlConvs[i] = create(post);
+      }
+      if (!dnnlConvs[i]) {
+        f = ConvFusion(); // no kernel with those post-ops: unfused
+        dnnlConvs[i] = create(ConvPostOps());
+      }
     }
     if (dnnlConvs[i]) {
-      convWrites[i] = fuse[i] >= 0 ? prog->ops[fuse[i]].results[0]
-                                   : op.results[0];
-      if (fuse[i] >= 0)
-        skipped[fuse[i]] = true;
+      const ConvFusion &f = fusions[i];
+      convWrites[i] = f.writes >= 0 ? f.writes : op.results[0];
+      if (f.add >= 0)
+        skipped[f.add] = true;
+      if (f.relu >= 0)
+        skipped[f.relu] = true;
       writesNhwc[i] = useNhwc && dnnlConvs[i]->wantsNhwcDst();
       continue;
     }
@@ -174,7 +194,11 @@ Status CpuExecutor::initConvs() {
                           B[op.results[0]].shape, op.strides, op.pads,
                           op.dilations, op.group));
   }
-  layouts = planNhwcLayouts(*prog, convWrites, writesNhwc, skipped);
+  std::vector<int> sameLayoutAs(nOps, -1);
+  for (size_t i = 0; i < nOps; ++i)
+    if (dnnlConvs[i] && fusions[i].inPlace)
+      sameLayoutAs[i] = fusions[i].addend;
+  layouts = planNhwcLayouts(*prog, convWrites, writesNhwc, sameLayoutAs, skipped);
 
   // Scratch: im2col columns; the copies a conv's reorders need; the NCHW
   // copies of NHWC operands, by operand position.
@@ -534,10 +558,36 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
     const size_t index = &op - prog->ops.data();
     if (DnnlConv *conv = dnnlConvs[index].get()) {
       float *srcScratch = convSrc.get(), *dstScratch = convDst.get();
-      void *dst = ptrs[convWrites[index]];
+      const int t = convWrites[index], addend = fusions[index].addend;
+      void *dst = ptrs[t];
+      if (addend < 0 || fusions[index].inPlace)
+        return [=] {
+          return conv->run(static_cast<const float *>(x0),
+                           static_cast<float *>(dst), srcScratch, dstScratch);
+        };
+      // A residual add folded in: the addend first goes where the conv's
+      // sum post-op adds into, in that buffer's layout.
+      const void *from = ptrs[addend];
+      const size_t bytes = prog->buffers[t].bytes;
+      LayoutReorder *convert = nullptr;
+      if (layouts.nhwc[addend] != layouts.nhwc[t]) {
+        reorders.push_back(LayoutReorder::create(
+            dnnl, prog->buffers[t].shape, layouts.nhwc[t]));
+        convert = reorders.back().get();
+      }
       return [=] {
-        return conv->run(static_cast<const float *>(x0), static_cast<float *>(dst),
-                         srcScratch, dstScratch);
+        if (convert) {
+          TSL_RETURN_IF_ERROR(convert->run(from, dst));
+        } else {
+          tp->parallelFor(static_cast<int64_t>(bytes), 1 << 20,
+                          [&](int64_t b, int64_t e) {
+                            std::memcpy(static_cast<char *>(dst) + b,
+                                        static_cast<const char *>(from) + b,
+                                        e - b);
+                          });
+        }
+        return conv->run(static_cast<const float *>(x0),
+                         static_cast<float *>(dst), srcScratch, dstScratch);
       };
     }
     const BufferInfo *w = &in(1);

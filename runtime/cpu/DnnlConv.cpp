@@ -31,7 +31,9 @@ struct DnnlConv::Impl {
   dnnl::memory::dims xd, yd;
   dnnl::memory weights, bias;
   bool reorderSrc = false, reorderDst = false;
-  dnnl::reorder toSrc, fromDst;
+  ConvPostOps post;
+  // toDst: the sum post-op's addend, into the kernel's layout.
+  dnnl::reorder toSrc, toDst, fromDst;
 };
 
 DnnlConv::DnnlConv(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -43,7 +45,7 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
                  const std::vector<int64_t> &strides,
                  const std::vector<int64_t> &pads,
                  const std::vector<int64_t> &dilations, int64_t group,
-                 const float *weights, const float *bias, bool fuseRelu) {
+                 const float *weights, const float *bias, ConvPostOps post) {
   if (!ctx || group != 1 || x.size() != 4 || w.size() != 4 || y.size() != 4 ||
       x[0] * x[1] * x[2] * x[3] == 0 || y[0] * y[1] * y[2] * y[3] == 0)
     return nullptr;
@@ -55,6 +57,7 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
         yd(y.begin(), y.end());
     impl->xd = xd;
     impl->yd = yd;
+    impl->post = post;
     impl->plainSrc = dnnl::memory::desc(xd, dt::f32, tag::nchw);
     impl->plainDst = dnnl::memory::desc(yd, dt::f32, tag::nchw);
     dnnl::memory::desc anySrc(xd, dt::f32, tag::any), anyDst(yd, dt::f32, tag::any),
@@ -72,11 +75,12 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
                            dnnl::algorithm::convolution_direct, anySrc, anyW,
                            anyDst, st, dil, padL, padR);
     dnnl::primitive_attr attr;
-    if (fuseRelu) {
-      dnnl::post_ops ops;
+    dnnl::post_ops ops;
+    if (post.sum)
+      ops.append_sum(1.0f);
+    if (post.relu)
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      attr.set_post_ops(ops);
-    }
+    attr.set_post_ops(ops);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
     // Only oneDNN's JIT direct kernels beat im2col + GEMM; its own
     // gemm-based and reference convs do not.
@@ -131,6 +135,9 @@ Status DnnlConv::setBufferLayouts(bool srcNhwc, bool dstNhwc) {
   if (impl->reorderDst)
     impl->fromDst = dnnl::reorder(
         dnnl::reorder::primitive_desc(eng, impl->dst, eng, impl->plainDst));
+  if (impl->reorderDst && impl->post.sum)
+    impl->toDst = dnnl::reorder(
+        dnnl::reorder::primitive_desc(eng, impl->plainDst, eng, impl->dst));
   return Status::ok();
   } catch (const dnnl::error &e) {
     return Status::error(std::string("oneDNN reorder: ") + e.what());
@@ -156,8 +163,11 @@ Status DnnlConv::run(const float *x, float *y, void *srcScratch,
       xs = dnnl::memory(impl->src, eng, srcScratch);
       impl->toSrc.execute(s, xPlain, xs);
     }
-    if (impl->reorderDst)
+    if (impl->reorderDst) {
       ys = dnnl::memory(impl->dst, eng, dstScratch);
+      if (impl->post.sum)
+        impl->toDst.execute(s, yPlain, ys);
+    }
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, impl->weights}, {DNNL_ARG_DST, ys}};
     if (impl->bias)

@@ -26,6 +26,13 @@ namespace tessel::runtime::cpu {
 class DnnlContext;
 std::shared_ptr<DnnlContext> createDnnlContext();
 
+/// What a conv does to its result before storing it: dst = relu?(conv(x) +
+/// (sum ? dst : 0)).
+struct ConvPostOps {
+  bool sum = false;
+  bool relu = false;
+};
+
 class DnnlConv {
 public:
   /// A conv of these shapes and attributes with constant `weights` (and
@@ -36,7 +43,7 @@ public:
          const Shape &y, const std::vector<int64_t> &strides,
          const std::vector<int64_t> &pads,
          const std::vector<int64_t> &dilations, int64_t group,
-         const float *weights, const float *bias, bool fuseRelu = false);
+         const float *weights, const float *bias, ConvPostOps post = {});
   ~DnnlConv();
 
   /// Whether the kernel reads / writes NHWC (a buffer in that layout needs
@@ -51,7 +58,7 @@ public:
   size_t srcScratchBytes() const;
   size_t dstScratchBytes() const;
 
-  /// y = conv(x) (then relu, if fused) in the buffers' layouts; `srcScratch` / `dstScratch` hold at least
+  /// y = conv(x) (with its post-ops) in the buffers' layouts; `srcScratch` / `dstScratch` hold at least
   /// srcScratchBytes() / dstScratchBytes() (64-byte aligned).
   Status run(const float *x, float *y, void *srcScratch, void *dstScratch);
 

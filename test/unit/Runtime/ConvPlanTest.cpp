@@ -196,9 +196,54 @@ TEST(ReluFusion, RefusedWhereTheReluBufferIsLiveEarlier) {
     pb.addOutput("r", r);
     std::shared_ptr<const Program> prog;
     ASSERT_TRUE(pb.build(prog).isOk());
-    std::vector<int> fuse =
-        tessel::runtime::cpu::planReluFusion(*prog, {false, true, false});
-    EXPECT_EQ(fuse[1], overlap ? -1 : 2) << (overlap ? "overlapping" : "disjoint");
+    auto fusion =
+        tessel::runtime::cpu::planConvFusion(*prog, {false, true, false});
+    EXPECT_EQ(fusion[1].relu, overlap ? -1 : 2)
+        << (overlap ? "overlapping" : "disjoint");
+    EXPECT_EQ(fusion[1].writes, overlap ? -1 : r);
+  }
+}
+
+// A residual add is folded into the conv before it (addend copied into the
+// result, then a sum post-op) only when the addend exists when the conv
+// runs.
+TEST(AddFusion, NeedsTheAddendBeforeTheConv) {
+  const Shape s = {1, 16, 4, 4};
+  std::mt19937 rng(33);
+  Tensor w = randomF32({16, 16, 1, 1}, rng);
+  for (bool addendFirst : {true, false}) {
+    ProgramBuilder pb;
+    int in = pb.addInput("in", DType::F32, s);
+    int wc = pb.addConstant(DType::F32, w.shape(), w.data());
+    // Disjoint bytes for every buffer: only the order of ops decides.
+    const int64_t bytes = 16 * 16 * 4;
+    int e = pb.addBuffer(DType::F32, s, "e", 0);
+    int c = pb.addBuffer(DType::F32, s, "c", bytes);
+    int a = pb.addBuffer(DType::F32, s, "a", 2 * bytes);
+    int r = pb.addBuffer(DType::F32, s, "r", 3 * bytes);
+    Attrs point = Attrs().is("strides", {1, 1}).is("pads", {0, 0, 0, 0}).is("dilations", {1, 1}).i("group", 1);
+    if (addendFirst)
+      pb.addOp("neg", {in}, {e});
+    pb.addOp("conv2d", {in, wc}, {c}, point);
+    if (!addendFirst)
+      pb.addOp("neg", {in}, {e});
+    pb.addOp("add", {e, c}, {a});
+    pb.addOp("relu", {a}, {r});
+    pb.addOutput("r", r);
+    std::shared_ptr<const Program> prog;
+    ASSERT_TRUE(pb.build(prog).isOk());
+    const int conv = addendFirst ? 1 : 0;
+    std::vector<bool> eligible(4, false);
+    eligible[conv] = true;
+    auto fusion = tessel::runtime::cpu::planConvFusion(*prog, eligible);
+    if (addendFirst) {
+      EXPECT_EQ(fusion[conv].add, 2);
+      EXPECT_EQ(fusion[conv].addend, e);
+      EXPECT_EQ(fusion[conv].relu, 3);
+      EXPECT_EQ(fusion[conv].writes, r);
+    } else {
+      EXPECT_EQ(fusion[conv].writes, -1);
+    }
   }
 }
 
