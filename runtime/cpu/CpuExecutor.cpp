@@ -7,6 +7,7 @@
 #include "Collectives.h"
 #include "ConvPlan.h"
 #include "DnnlConv.h"
+#include "DnnlPool.h"
 #include "MappedFile.h"
 #include "Gemm.h"
 #include "Kernels.h"
@@ -64,12 +65,14 @@ private:
   std::vector<void *> ptrs;
   std::vector<Step> steps;
   std::vector<float> scratch;
-  // Convs on oneDNN's direct kernels, by op index (null: im2col + GEMM),
+  // Convs (and max pools) on oneDNN's kernels, by op index (null: im2col +
+  // GEMM, or the loops of Pool.cpp),
   // the buffer each writes (its result or a fused relu's), the ops folded
   // into them, the buffers' layouts (ConvPlan.h), and the scratch shared
   // by their reorders.
   std::shared_ptr<DnnlContext> dnnl;
   std::vector<std::unique_ptr<DnnlConv>> dnnlConvs;
+  std::vector<std::unique_ptr<DnnlPool>> dnnlPools;
   std::vector<int> convWrites;
   std::vector<ConvFusion> fusions;
   std::vector<bool> skipped;
@@ -194,11 +197,40 @@ Status CpuExecutor::initConvs() {
                           B[op.results[0]].shape, op.strides, op.pads,
                           op.dilations, op.group));
   }
+  // max_pool on oneDNN too where activations may stay NHWC (it reads and
+  // writes either layout).
+  dnnlPools.resize(nOps);
+  std::vector<bool> onDnnlPool(nOps, false);
+  for (size_t i = 0; i < nOps; ++i) {
+    const Op &op = prog->ops[i];
+    if (useNhwc && op.kind == OpKind::MaxPool &&
+        B[op.operands[0]].dtype == DType::F32 &&
+        B[op.operands[0]].shape.size() == 4) {
+      onDnnlPool[i] = true;
+      convWrites[i] = op.results[0];
+      writesNhwc[i] = true;
+    }
+  }
   std::vector<int> sameLayoutAs(nOps, -1);
   for (size_t i = 0; i < nOps; ++i)
     if (dnnlConvs[i] && fusions[i].inPlace)
       sameLayoutAs[i] = fusions[i].addend;
   layouts = planNhwcLayouts(*prog, convWrites, writesNhwc, sameLayoutAs, skipped);
+  for (size_t i = 0; i < nOps; ++i) {
+    if (!onDnnlPool[i])
+      continue;
+    const Op &op = prog->ops[i];
+    if (!dnnl)
+      dnnl = createDnnlContext();
+    dnnlPools[i] = DnnlPool::createMax(
+        dnnl, B[op.operands[0]].shape, B[op.results[0]].shape, op.kernel,
+        op.strides, op.pads, layouts.nhwc[op.operands[0]],
+        layouts.nhwc[op.results[0]]);
+    if (!dnnlPools[i])
+      return Status::error("instruction " + std::to_string(i) +
+                           " (max_pool): oneDNN has no max pooling for " +
+                           shapeToString(B[op.operands[0]].shape));
+  }
 
   // Scratch: im2col columns; the copies a conv's reorders need; the NCHW
   // copies of NHWC operands, by operand position.
@@ -604,6 +636,10 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
     };
   }
   case OpKind::MaxPool:
+    if (DnnlPool *p = dnnlPools[&op - prog->ops.data()].get())
+      return [=] {
+        return p->run(static_cast<const float *>(x0), static_cast<float *>(y0));
+      };
     return [=] {
       maxPoolKernel(static_cast<const float *>(x0), a->shape,
                     static_cast<float *>(y0), r->shape, o->kernel, o->strides,

@@ -1,5 +1,6 @@
 //===- DnnlConv.cpp - conv2d through oneDNN's direct kernels --------------===//
 #include "DnnlConv.h"
+#include "DnnlContext.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -7,13 +8,6 @@ namespace tessel::runtime::cpu {
 
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
-
-class DnnlContext {
-public:
-  DnnlContext() : engine(dnnl::engine::kind::cpu, 0), stream(engine) {}
-  dnnl::engine engine;
-  dnnl::stream stream;
-};
 
 std::shared_ptr<DnnlContext> createDnnlContext() {
   try {

@@ -1,0 +1,20 @@
+//===- DnnlContext.h - oneDNN engine and stream of an executor --*- C++ -*-===//
+#ifndef TESSEL_RUNTIME_CPU_DNNLCONTEXT_H
+#define TESSEL_RUNTIME_CPU_DNNLCONTEXT_H
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace tessel::runtime::cpu {
+
+/// The CPU engine and the in-order stream every oneDNN primitive of one
+/// executor runs on (created by createDnnlContext, DnnlConv.h).
+class DnnlContext {
+public:
+  DnnlContext() : engine(dnnl::engine::kind::cpu, 0), stream(engine) {}
+  dnnl::engine engine;
+  dnnl::stream stream;
+};
+
+} // namespace tessel::runtime::cpu
+
+#endif // TESSEL_RUNTIME_CPU_DNNLCONTEXT_H
