@@ -276,7 +276,35 @@ Status RankSession::start(const WorldInfo &w, milliseconds timeout,
     o.iface = ifname;
   else if (const char *gloo = env("GLOO_SOCKET_IFNAME"))
     o.iface = gloo;
-  return createGlooCommunicator(o, communicator);
+  // TESSEL_COMM: "shm" (ranks of one host through shared memory, around
+  // Gloo), "gloo" (TCP only), or unset/"auto": shm when every rank is on
+  // this host (and none asks for gloo).
+  const char *pick = env("TESSEL_COMM");
+  std::string mode = pick ? pick : "auto";
+  if (mode != "auto" && mode != "shm" && mode != "gloo")
+    return Status::error("TESSEL_COMM='" + mode +
+                         "' is not one of auto, shm, gloo");
+  TSL_RETURN_IF_ERROR(createGlooCommunicator(o, communicator));
+  bool usable = false;
+  TSL_RETURN_IF_ERROR(shmUsable(o, mode != "gloo", usable));
+  if (!usable) {
+    if (mode == "shm")
+      return Status::error("TESSEL_COMM=shm, but the ranks are not all on "
+                           "one host (or some rank has TESSEL_COMM=gloo)");
+    return Status::ok();
+  }
+  std::unique_ptr<Communicator> shm;
+  Status made = createShmCommunicator(o, std::move(communicator), shm);
+  communicator = std::move(shm); // the Gloo one again on an error
+  if (!made) {
+    if (mode == "shm")
+      return made;
+    std::fprintf(stderr,
+                 "tessel-run: rank %d: warning: %s; collectives go over "
+                 "gloo\n",
+                 w.rank, made.message().c_str());
+  }
+  return Status::ok();
 }
 
 Status RankSession::finish() {

@@ -44,7 +44,9 @@ int launchLocalRanks(int n, int argc, char **argv);
 
 /// A rank's connection to the others: rank 0 hosts the store; everybody
 /// connects to it and creates the communicator of `backend`'s memory: Gloo
-/// for "cpu", NCCL for "cuda" (device LOCAL_RANK modulo the devices seen).
+/// for "cpu", wrapped in shm when every rank is on this host (TESSEL_COMM=
+/// gloo: Gloo alone; =shm: shm or an error), NCCL for "cuda" (device
+/// LOCAL_RANK modulo the devices seen).
 class RankSession {
 public:
   ~RankSession();

@@ -48,7 +48,9 @@ const char kUsage[] =
     "                      cpu; --backend B is the same)\n"
     "  --no-verify         skip the CRC-32C checks of the artifact files\n"
     "  -n N                run N ranks: starts N local processes, or checks\n"
-    "                      the world that RANK/WORLD_SIZE (or mpirun, srun) give\n"
+    "                      the world that RANK/WORLD_SIZE (or mpirun, srun) give;\n"
+    "                      ranks of one host share memory (TESSEL_COMM=gloo:\n"
+    "                      TCP only)\n"
     "  --timeout SECONDS   a collective that makes no progress for this long\n"
     "                      fails, naming the rank to blame (default 30)\n";
 
@@ -304,11 +306,16 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
       return fail(s.message());
     return 0;
   }
+  // "rank 0 of 2 on cpu (shm)": the communicator's backend too.
   std::string ranks = worldSize > 1 ? " of " + std::to_string(worldSize) : "";
-  std::printf("tessel-run: %s rank %d%s on %s, %d thread%s: %.3f ms per run "
+  std::string over = worldSize > 1 && session.comm()
+                         ? std::string(" (") + session.comm()->backend() + ")"
+                         : "";
+  std::printf("tessel-run: %s rank %d%s on %s%s, %d thread%s: %.3f ms per run "
               "(median of %zu)\n",
               o.artifact.c_str(), rank, ranks.c_str(), exec->backend(),
-              o.threads, o.threads == 1 ? "" : "s", median, times.size());
+              over.c_str(), o.threads, o.threads == 1 ? "" : "s", median,
+              times.size());
 
   for (const auto &[name, file] : outputs) {
     Tensor t;

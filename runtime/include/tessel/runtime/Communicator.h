@@ -3,7 +3,8 @@
 // A Communicator is a set of ranks that run collectives together, shaped like
 // ncclComm_t: rank(), size(), subgroups (ncclCommSplit), collectives and
 // point-to-point. Backends live in runtime/comm/: "local" (one rank, in
-// process), "gloo" (CPU, TCP) and "nccl" (CUDA devices, when built).
+// process), "gloo" (CPU, TCP), "shm" (CPU ranks of one host, through shared
+// memory, around a Gloo communicator) and "nccl" (CUDA devices, when built).
 //
 // Tensors are dense and row-major. Where a collective splits or joins a
 // dimension over the n members of a communicator, member i owns the i-th
@@ -89,7 +90,7 @@ class Communicator {
 public:
   virtual ~Communicator();
 
-  /// "local", "gloo", "nccl".
+  /// "local", "gloo", "shm", "nccl".
   virtual const char *backend() const = 0;
   /// This member's index and the number of members.
   virtual int rank() const = 0;
@@ -178,6 +179,9 @@ struct CommOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(30);
   /// nccl: the CUDA device of this rank.
   int device = 0;
+  /// shm: bytes each member stages per step (0: 1 MiB); larger tensors go
+  /// through in chunks.
+  size_t shmSlotBytes = 0;
 };
 
 /// True when this build has the backend.
@@ -193,6 +197,23 @@ Status createGlooCommunicator(const CommOptions &options,
 /// an internal stream.
 Status createNcclCommunicator(const CommOptions &options,
                               std::unique_ptr<Communicator> &out);
+
+/// Whether the ranks of `options` may use shm, a collective through the
+/// store: each rank says whether it `want`s it and where it runs (hostname,
+/// boot id, PID and mount namespaces); every rank gets `usable` = all want
+/// it and run in one place.
+Status shmUsable(const CommOptions &options, bool want, bool &usable);
+/// Collectives between ranks of one host in a POSIX shared-memory segment
+/// (unlinked once every rank has mapped it): all_reduce, all_gather,
+/// reduce_scatter, broadcast and barrier on host memory, each element
+/// reduced by one member in member order, so bitwise identical on every
+/// rank. all_to_all, collective_permute and send/recv go to `fallback` (a
+/// communicator of the same ranks, e.g. Gloo's; may be null). On an error
+/// `out` holds `fallback` again: when the segment cannot be set up, every
+/// rank gets the error and may go on with it.
+Status createShmCommunicator(const CommOptions &options,
+                             std::unique_ptr<Communicator> fallback,
+                             std::unique_ptr<Communicator> &out);
 
 } // namespace tessel::runtime
 

@@ -1,0 +1,982 @@
+//===- ShmCommunicator.cpp - Collectives between local ranks in shared memory //
+//
+// Ranks of one host meet in a POSIX shared-memory segment: member 0 of a
+// communicator creates it (shm_open, posix_fallocate so that a full /dev/shm
+// fails here rather than by SIGBUS later, mmap), publishes its name through
+// the store, the others map it, and once every member has said so through
+// the store, member 0 unlinks it: nothing is left in /dev/shm, even after a
+// crash. A subgroup gets a segment of its own the same way.
+//
+// The segment holds, per member, a control line (a counter of the sync
+// points it passed, the number of peers asleep on it, its state, its pid)
+// and two staging buffers ("slots") used in turn by successive chunks, so a
+// member may write its next chunk while slower peers still read its last.
+// A chunk: wait until every member is done with this member's buffer, write
+// a header describing the collective and the data, arrive (counter + 1),
+// wait for every member's arrival, read, arrive again ("done"). Headers are
+// compared at every chunk: members at different collectives fail with both
+// named instead of mixing their bytes.
+//
+// all_reduce: each member reduces its 1/n of the chunk over every member's
+// buffer in member order, publishes it, and everybody copies every piece:
+// each element is computed once, so results are bitwise identical on every
+// member and do not depend on timing. reduce_scatter: member m reduces piece
+// m the same way. all_gather and broadcast are copies. Tensors larger than a
+// slot go through in chunks. all_to_all, collective_permute and send/recv
+// go to the fallback communicator (Gloo's), as do subgroups whose segment
+// cannot be created.
+//
+// Waits spin briefly, then yield, then sleep on a futex (woken by the next
+// arrival); every 50 ms they check that the peers' processes still live
+// (kill(pid, 0), or a zombie in /proc) and the timeout. Failures name the
+// member: dead (its pid), hung (alive, not at the collective), at another
+// collective, or failed itself (its state says so, and wakes the waiters).
+//
+//===----------------------------------------------------------------------===//
+#include "Group.h"
+#include "Layout.h"
+#include "tessel/runtime/Communicator.h"
+#include "tessel/runtime/Store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cctype>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <linux/futex.h>
+#include <map>
+#include <new>
+#include <random>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace tessel::runtime {
+
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+using comm::listToString;
+
+//===----------------------------------------------------------------------===//
+// The segment
+//===----------------------------------------------------------------------===//
+
+constexpr uint64_t kMagic = 0x3130304d48534c54; // "TLSHM001"
+constexpr size_t kPage = 4096;
+constexpr size_t kChunkHeaderBytes = 256;
+constexpr size_t kDefaultSlotBytes = size_t(1) << 20;
+constexpr size_t kBlockBytes = 16 << 10;
+constexpr int kMaxDims = 8;
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                  std::atomic<int32_t>::is_always_lock_free,
+              "the segment's atomics must be lock-free to work across processes");
+
+struct SegmentHeader {
+  uint64_t magic;
+  uint32_t members;
+  uint32_t reserved;
+  uint64_t slotBytes;
+  uint64_t totalBytes;
+};
+
+/// A member's state word.
+enum : uint32_t { kRunning = 0, kLeft = 0xff };
+
+/// One cache line per member, written by it (peers add to `waiters`).
+struct alignas(64) MemberLine {
+  /// Sync points passed; the futex word peers sleep on.
+  std::atomic<uint32_t> counter;
+  std::atomic<uint32_t> waiters;
+  /// kRunning, kLeft (communicator destroyed), or 1 + the op that failed.
+  std::atomic<uint32_t> state;
+  std::atomic<int32_t> pid;
+};
+static_assert(sizeof(MemberLine) == 64, "one cache line per member");
+
+enum Op : uint32_t { kAllReduce = 1, kAllGather, kReduceScatter, kBroadcast, kBarrier };
+
+const char *opName(uint32_t op) {
+  switch (op) {
+  case kAllReduce:
+    return "all_reduce";
+  case kAllGather:
+    return "all_gather";
+  case kReduceScatter:
+    return "reduce_scatter";
+  case kBroadcast:
+    return "broadcast";
+  case kBarrier:
+    return "barrier";
+  }
+  return "?";
+}
+
+/// What a member is doing, at the start of each of its buffers; equal on
+/// every member of a collective (flags aside).
+struct ChunkHeader {
+  uint32_t op;
+  uint32_t dtype;
+  uint32_t kind;
+  uint32_t flags; // barrier: this member used the fallback since the last one
+  int64_t arg;    // dim or root
+  uint32_t rank;  // of the shape
+  uint32_t reserved;
+  uint64_t shapeHash;
+  int64_t dims[kMaxDims];
+
+  bool sameCollective(const ChunkHeader &o) const {
+    return op == o.op && dtype == o.dtype && kind == o.kind && arg == o.arg &&
+           rank == o.rank && shapeHash == o.shapeHash;
+  }
+  std::string describe() const {
+    std::string s = opName(op);
+    if (op == kBarrier)
+      return s;
+    if (op == kAllReduce || op == kReduceScatter)
+      s += std::string(" (") + reduceKindName(static_cast<ReduceKind>(kind)) + ")";
+    if (op == kAllGather || op == kReduceScatter)
+      s += " along dim " + std::to_string(arg);
+    if (op == kBroadcast)
+      s += " from " + std::to_string(arg);
+    s += std::string(op == kAllGather ? " into " : " of ") +
+         dtypeName(static_cast<DType>(dtype)) + " [";
+    for (uint32_t i = 0; i < rank && i < kMaxDims; ++i)
+      s += (i ? ", " : "") + std::to_string(dims[i]);
+    return s + (rank > kMaxDims ? ", ...]" : "]");
+  }
+};
+static_assert(sizeof(ChunkHeader) <= kChunkHeaderBytes, "chunk header too big");
+
+size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+/// Where things are in a segment of `n` members with slots of `slot` bytes.
+struct SegmentLayout {
+  size_t lines = kPage;
+  size_t buffers = 0;
+  size_t bufferStride = 0;
+  size_t total = 0;
+  SegmentLayout(int n, size_t slot) {
+    buffers = lines + roundUp(sizeof(MemberLine) * n, kPage);
+    bufferStride = roundUp(kChunkHeaderBytes + slot, kPage);
+    total = buffers + bufferStride * 2 * n;
+  }
+};
+
+/// A mapping, unmapped on destruction.
+struct Mapping {
+  char *base = nullptr;
+  size_t bytes = 0;
+  Mapping() = default;
+  Mapping(const Mapping &) = delete;
+  Mapping &operator=(const Mapping &) = delete;
+  Mapping(Mapping &&o) noexcept : base(o.base), bytes(o.bytes) {
+    o.base = nullptr;
+  }
+  Mapping &operator=(Mapping &&o) noexcept {
+    std::swap(base, o.base);
+    std::swap(bytes, o.bytes);
+    return *this;
+  }
+  ~Mapping() {
+    if (base)
+      ::munmap(base, bytes);
+  }
+};
+
+std::string errnoText(const std::string &what) {
+  return what + ": " + std::strerror(errno);
+}
+
+/// Whether process `pid` has ended (a zombie not yet reaped by its parent
+/// still answers kill(), hence /proc).
+bool processGone(int32_t pid) {
+  if (pid <= 0 || pid == static_cast<int32_t>(::getpid()))
+    return false;
+  if (::kill(pid, 0) == -1 && errno == ESRCH)
+    return true;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  std::ifstream f(path);
+  if (!f)
+    return false; // no /proc: kill() said it exists
+  std::string stat((std::istreambuf_iterator<char>(f)),
+                   std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size())
+    return false;
+  char state = stat[close + 2];
+  return state == 'Z' || state == 'X';
+}
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+/// Wrap-safe "counter `v` has reached `target`".
+inline bool reached(uint32_t v, uint32_t target) {
+  return static_cast<int32_t>(v - target) >= 0;
+}
+
+void futexWait(std::atomic<uint32_t> *word, uint32_t expected,
+               std::chrono::nanoseconds upTo) {
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(upTo.count() / 1000000000);
+  ts.tv_nsec = static_cast<long>(upTo.count() % 1000000000);
+  // Shared (not FUTEX_PRIVATE): the waker is another process.
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT,
+            expected, &ts, nullptr, 0);
+}
+
+void futexWake(std::atomic<uint32_t> *word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAKE, INT_MAX,
+            nullptr, nullptr, 0);
+}
+
+/// Copies bytes [lo, hi) of the piece [outer, k, inner] at entry `off` of
+/// the split dim of `s` from `tensor` (laid out as `s`) to contiguous `dst`;
+/// unpackRange is the inverse.
+void packRange(const void *tensor, const comm::DimSplit &s, int64_t off,
+               int64_t k, size_t lo, size_t hi, char *dst) {
+  const char *t = static_cast<const char *>(tensor) + off * s.innerBytes;
+  size_t run = static_cast<size_t>(k) * s.innerBytes;
+  size_t row = static_cast<size_t>(s.size) * s.innerBytes;
+  for (size_t b = lo; b < hi;) {
+    size_t o = b / run, w = b % run, len = std::min(run - w, hi - b);
+    std::memcpy(dst + (b - lo), t + o * row + w, len);
+    b += len;
+  }
+}
+void unpackRange(const char *src, const comm::DimSplit &s, int64_t off,
+                 int64_t k, size_t lo, size_t hi, void *tensor) {
+  char *t = static_cast<char *>(tensor) + off * s.innerBytes;
+  size_t run = static_cast<size_t>(k) * s.innerBytes;
+  size_t row = static_cast<size_t>(s.size) * s.innerBytes;
+  for (size_t b = lo; b < hi;) {
+    size_t o = b / run, w = b % run, len = std::min(run - w, hi - b);
+    std::memcpy(t + o * row + w, src + (b - lo), len);
+    b += len;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Setup
+//===----------------------------------------------------------------------===//
+
+/// Shared by the world communicator and its subgroups.
+struct ShmWorld {
+  std::shared_ptr<KVStore> store;
+  std::string prefix;
+  milliseconds timeout;
+  int rank = 0;
+  size_t slotBytes = kDefaultSlotBytes;
+  std::unique_ptr<Communicator> fallback;
+  /// Subgroups by their world ranks (shm, or the fallback's).
+  std::map<std::vector<int>, Communicator *> groups;
+  std::vector<std::unique_ptr<Communicator>> owned;
+};
+
+/// A name for shm_open: "/tessel-PREFIX-PID-RANDOM".
+std::string segmentName(const std::string &prefix) {
+  std::string clean;
+  for (char c : prefix.substr(0, 64))
+    clean += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
+  std::random_device rd;
+  uint64_t r = (uint64_t(rd()) << 32) ^ rd();
+  char tail[48];
+  std::snprintf(tail, sizeof(tail), "-%d-%016llx", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(r));
+  return "/tessel-" + clean + tail;
+}
+
+/// Maps the segment of the group `members` (world ranks), this member at
+/// `me`: member 0 creates it, every member maps it and says so through the
+/// store, member 0 unlinks it once all have and publishes the verdict, which
+/// every member returns (unless the store fails or times out).
+Status openSegment(ShmWorld &w, const std::vector<int> &members, int me,
+                   Mapping &out) {
+  const int n = static_cast<int>(members.size());
+  KVStore &store = *w.store;
+  std::string keys = w.prefix + "shm" + listToString(members) + "/";
+  size_t slot = std::max(roundUp(w.slotBytes, 64), size_t(64) * n);
+  SegmentLayout layout(n, slot);
+  std::string name, error;
+  Mapping m;
+
+  if (me == 0) {
+    name = segmentName(w.prefix);
+    int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+      error = errnoText("shm_open " + name);
+    } else {
+      int rc = 0;
+      if (::ftruncate(fd, static_cast<off_t>(layout.total)) != 0)
+        error = errnoText("ftruncate");
+      else if ((rc = ::posix_fallocate(fd, 0, static_cast<off_t>(layout.total))))
+        error = "cannot reserve " + std::to_string(layout.total >> 10) +
+                " KiB in /dev/shm: " + std::strerror(rc);
+      if (error.empty()) {
+        void *p = ::mmap(nullptr, layout.total, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_POPULATE, fd, 0);
+        if (p == MAP_FAILED) {
+          error = errnoText("mmap");
+        } else {
+          m.base = static_cast<char *>(p);
+          m.bytes = layout.total;
+        }
+      }
+      ::close(fd);
+      if (!error.empty())
+        ::shm_unlink(name.c_str());
+    }
+    if (error.empty()) {
+      auto *h = reinterpret_cast<SegmentHeader *>(m.base);
+      h->members = static_cast<uint32_t>(n);
+      h->slotBytes = slot;
+      h->totalBytes = layout.total;
+      for (int i = 0; i < n; ++i)
+        new (m.base + layout.lines + i * sizeof(MemberLine)) MemberLine{};
+      std::atomic_thread_fence(std::memory_order_release);
+      h->magic = kMagic;
+    }
+    Status s = store.set(keys + "segment", error.empty() ? name : "!" + error);
+    if (!s && error.empty())
+      ::shm_unlink(name.c_str());
+    TSL_RETURN_IF_ERROR(s);
+    if (!error.empty())
+      return Status::error("cannot create the shared-memory segment: " + error);
+  } else {
+    std::string v;
+    TSL_RETURN_IF_ERROR(store.get(keys + "segment", v, w.timeout));
+    if (!v.empty() && v[0] == '!')
+      return Status::error("rank " + std::to_string(members[0]) +
+                           " cannot create the shared-memory segment: " +
+                           v.substr(1));
+    name = v;
+    int fd = ::shm_open(name.c_str(), O_RDWR, 0);
+    struct stat st {};
+    if (fd < 0) {
+      error = errnoText("shm_open " + name);
+    } else {
+      if (::fstat(fd, &st) != 0)
+        error = errnoText("fstat " + name);
+      else if (static_cast<size_t>(st.st_size) != layout.total)
+        error = name + " has " + std::to_string(st.st_size) + " bytes, not " +
+                std::to_string(layout.total);
+      if (error.empty()) {
+        void *p = ::mmap(nullptr, layout.total, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_POPULATE, fd, 0);
+        if (p == MAP_FAILED) {
+          error = errnoText("mmap " + name);
+        } else {
+          m.base = static_cast<char *>(p);
+          m.bytes = layout.total;
+          auto *h = reinterpret_cast<SegmentHeader *>(m.base);
+          if (h->magic != kMagic || h->members != static_cast<uint32_t>(n) ||
+              h->slotBytes != slot)
+            error = name + " is not this group's segment";
+        }
+      }
+      ::close(fd);
+    }
+  }
+  if (error.empty()) {
+    auto *line = reinterpret_cast<MemberLine *>(m.base + layout.lines) + me;
+    line->pid.store(static_cast<int32_t>(::getpid()), std::memory_order_release);
+  }
+  if (me != 0) {
+    // Tell the creator, then learn the verdict: the segment is unlinked by
+    // the time it comes.
+    TSL_RETURN_IF_ERROR(store.set(keys + "mapped/" + std::to_string(me),
+                                  error.empty() ? "ok" : "!" + error));
+    std::string v;
+    TSL_RETURN_IF_ERROR(store.get(keys + "verdict", v, w.timeout));
+    if (v != "ok")
+      return Status::error(v.substr(1));
+  } else {
+    for (int i = 1; i < n && error.empty(); ++i) {
+      std::string v;
+      Status s = store.get(keys + "mapped/" + std::to_string(i), v, w.timeout);
+      if (!s)
+        error = "rank " + std::to_string(members[i]) +
+                " did not map the shared-memory segment: " + s.message();
+      else if (v != "ok")
+        error = "rank " + std::to_string(members[i]) +
+                " cannot map the shared-memory segment: " + v.substr(1);
+    }
+    ::shm_unlink(name.c_str());
+    TSL_RETURN_IF_ERROR(
+        store.set(keys + "verdict", error.empty() ? "ok" : "!" + error));
+  }
+  if (!error.empty())
+    return Status::error(error);
+  out = std::move(m);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// The communicator
+//===----------------------------------------------------------------------===//
+
+class ShmCommunicator : public Communicator {
+public:
+  ShmCommunicator(ShmWorld *world, Communicator *fallback,
+                  std::vector<int> members, int me, Mapping mapping)
+      : world(world), fallback(fallback), members(std::move(members)), me(me),
+        mapping(std::move(mapping)) {
+    auto *h = reinterpret_cast<SegmentHeader *>(this->mapping.base);
+    slot = h->slotBytes;
+    SegmentLayout layout(size(), slot);
+    lines = reinterpret_cast<MemberLine *>(this->mapping.base + layout.lines);
+    buffers = this->mapping.base + layout.buffers;
+    stride = layout.bufferStride;
+  }
+
+  ~ShmCommunicator() override {
+    // Peers still waiting here learn that this member is gone.
+    lines[me].state.store(kLeft, std::memory_order_seq_cst);
+    futexWake(&lines[me].counter);
+  }
+
+  const char *backend() const override { return "shm"; }
+  int rank() const override { return me; }
+  int size() const override { return static_cast<int>(members.size()); }
+  const std::vector<int> &worldRanks() const override { return members; }
+
+  Status subgroup(const std::vector<int> &ranks, Communicator *&out) override {
+    std::vector<int> wr;
+    int index;
+    TSL_RETURN_IF_ERROR(comm::resolveGroup(ranks, members, me, wr, index));
+    if (wr == members) {
+      out = this;
+      return Status::ok();
+    }
+    auto it = world->groups.find(wr);
+    if (it != world->groups.end()) {
+      out = it->second;
+      return Status::ok();
+    }
+    Communicator *fb = nullptr;
+    if (fallback)
+      TSL_RETURN_IF_ERROR(fallback->subgroup(ranks, fb));
+    Mapping m;
+    Status s = openSegment(*world, wr, index, m);
+    if (!s && !fb)
+      return s.withContext("group " + listToString(wr));
+    if (s) {
+      world->owned.push_back(std::make_unique<ShmCommunicator>(
+          world, fb, wr, index, std::move(m)));
+      out = world->owned.back().get();
+    } else {
+      // Every member saw the same failure: the group runs on the fallback.
+      out = fb;
+    }
+    world->groups.emplace(wr, out);
+    return Status::ok();
+  }
+
+  Status allReduce(const TensorView &in, const TensorView &out,
+                   ReduceKind kind) override {
+    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, kind));
+    if (size() == 1 || out.bytes() == 0)
+      return copy(in, out);
+    TSL_RETURN_IF_ERROR(usable(kAllReduce));
+    ChunkHeader h = header(kAllReduce, in.dtype, kind, 0, in.shape);
+    const int n = size();
+    const size_t es = dtypeSize(in.dtype);
+    const int64_t total = in.numel(), perChunk = static_cast<int64_t>(slot / es);
+    const char *src = static_cast<const char *>(in.data);
+    char *dst = static_cast<char *>(out.data);
+    const int64_t blockElems = static_cast<int64_t>(kBlockBytes / es);
+    block.resize(kBlockBytes);
+    for (int64_t start = 0; start < total; start += perChunk) {
+      int64_t e = std::min(perChunk, total - start);
+      int64_t po = chunkOffset(e, n, me), pc = chunkSize(e, n, me);
+      int b;
+      TSL_RETURN_IF_ERROR(beginChunk(h, b));
+      // Only this member reads its own piece: it stays in `in`.
+      std::memcpy(data(me, b), src + start * es, po * es);
+      std::memcpy(data(me, b) + (po + pc) * es, src + (start + po + pc) * es,
+                  (e - po - pc) * es);
+      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
+      // Piece `me` of the chunk, reduced over the members in order, by
+      // blocks that stay in L1 (`in` may be `out`).
+      for (int64_t k = 0; k < pc; k += blockElems) {
+        int64_t len = std::min(blockElems, pc - k);
+        auto from = [&](int r) -> const char * {
+          return r == me ? src + (start + po + k) * es
+                         : data(r, b) + (po + k) * es;
+        };
+        std::memcpy(block.data(), from(0), len * es);
+        for (int r = 1; r < n; ++r)
+          comm::reduceInto(kind, in.dtype, block.data(), from(r), len);
+        std::memcpy(dst + (start + po + k) * es, block.data(), len * es);
+        std::memcpy(data(me, b) + (po + k) * es, block.data(), len * es);
+      }
+      TSL_RETURN_IF_ERROR(arriveAndWait(h));
+      for (int r = 0; r < n; ++r) {
+        if (r == me)
+          continue;
+        int64_t ro = chunkOffset(e, n, r), rc = chunkSize(e, n, r);
+        std::memcpy(dst + (start + ro) * es, data(r, b) + ro * es, rc * es);
+      }
+      finishChunk(b);
+    }
+    if (kind == ReduceKind::Mean)
+      comm::finishMean(out.dtype, out.data, out.numel(), n);
+    return Status::ok();
+  }
+
+  Status allGather(const TensorView &in, const TensorView &out,
+                   int64_t dim) override {
+    TSL_RETURN_IF_ERROR(checkAllGatherShapes(in, out, dim, size(), me));
+    if (size() == 1 || out.bytes() == 0)
+      return copy(in, out);
+    TSL_RETURN_IF_ERROR(usable(kAllGather));
+    ChunkHeader h = header(kAllGather, in.dtype, ReduceKind::Sum, dim, out.shape);
+    const int n = size();
+    comm::DimSplit os = comm::splitAt(out.shape, dim, dtypeSize(in.dtype));
+    const int64_t total = out.shape[dim];
+    std::vector<size_t> bytes(n);
+    size_t most = 0;
+    for (int r = 0; r < n; ++r) {
+      bytes[r] = static_cast<size_t>(os.outer * chunkSize(total, n, r)) *
+                 os.innerBytes;
+      most = std::max(most, bytes[r]);
+    }
+    // `in` is this member's piece, contiguous.
+    const char *src = static_cast<const char *>(in.data);
+    for (size_t lo = 0; lo < most; lo += slot) {
+      int b;
+      TSL_RETURN_IF_ERROR(beginChunk(h, b));
+      if (lo < bytes[me])
+        std::memcpy(data(me, b), src + lo, std::min(slot, bytes[me] - lo));
+      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
+      for (int r = 0; r < n; ++r)
+        if (lo < bytes[r])
+          unpackRange(data(r, b), os, chunkOffset(total, n, r),
+                      chunkSize(total, n, r), lo,
+                      std::min(lo + slot, bytes[r]), out.data);
+      finishChunk(b);
+    }
+    return Status::ok();
+  }
+
+  Status reduceScatter(const TensorView &in, const TensorView &out,
+                       ReduceKind kind, int64_t dim) override {
+    TSL_RETURN_IF_ERROR(
+        checkReduceScatterShapes(in, out, kind, dim, size(), me));
+    if (size() == 1 || in.bytes() == 0)
+      return copy(in, out);
+    TSL_RETURN_IF_ERROR(usable(kReduceScatter));
+    ChunkHeader h = header(kReduceScatter, in.dtype, kind, dim, in.shape);
+    const int n = size();
+    const size_t es = dtypeSize(in.dtype);
+    comm::DimSplit is = comm::splitAt(in.shape, dim, es);
+    const int64_t total = in.shape[dim];
+    // Each buffer holds n parts of `part` bytes: part m goes to member m.
+    const size_t part = slot / n / 64 * 64;
+    std::vector<size_t> bytes(n);
+    size_t most = 0;
+    for (int r = 0; r < n; ++r) {
+      bytes[r] = static_cast<size_t>(is.outer * chunkSize(total, n, r)) *
+                 is.innerBytes;
+      most = std::max(most, bytes[r]);
+    }
+    char *dst = static_cast<char *>(out.data);
+    for (size_t lo = 0; lo < most; lo += part) {
+      int b;
+      TSL_RETURN_IF_ERROR(beginChunk(h, b));
+      for (int m = 0; m < n; ++m)
+        if (lo < bytes[m])
+          packRange(in.data, is, chunkOffset(total, n, m), chunkSize(total, n, m),
+                    lo, std::min(lo + part, bytes[m]), data(me, b) + m * part);
+      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
+      if (lo < bytes[me]) {
+        size_t len = std::min(part, bytes[me] - lo);
+        std::memcpy(dst + lo, data(0, b) + me * part, len);
+        for (int r = 1; r < n; ++r)
+          comm::reduceInto(kind, in.dtype, dst + lo, data(r, b) + me * part,
+                           static_cast<int64_t>(len / es));
+      }
+      finishChunk(b);
+    }
+    if (kind == ReduceKind::Mean)
+      comm::finishMean(out.dtype, out.data, out.numel(), n);
+    return Status::ok();
+  }
+
+  Status broadcast(const TensorView &in, const TensorView &out,
+                   int root) override {
+    if (root < 0 || root >= size())
+      return Status::error("root " + std::to_string(root) +
+                           " is out of range for a group of " +
+                           std::to_string(size()));
+    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, ReduceKind::Max));
+    if (size() == 1 || out.bytes() == 0)
+      return copy(in, out);
+    TSL_RETURN_IF_ERROR(usable(kBroadcast));
+    ChunkHeader h = header(kBroadcast, in.dtype, ReduceKind::Sum, root, in.shape);
+    const size_t bytes = out.bytes();
+    for (size_t lo = 0; lo < bytes; lo += slot) {
+      size_t len = std::min(slot, bytes - lo);
+      int b;
+      TSL_RETURN_IF_ERROR(beginChunk(h, b));
+      if (me == root)
+        std::memcpy(data(me, b), static_cast<const char *>(in.data) + lo, len);
+      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
+      if (me != root)
+        std::memcpy(static_cast<char *>(out.data) + lo, data(root, b), len);
+      finishChunk(b);
+    }
+    if (me == root)
+      return copy(in, out);
+    return Status::ok();
+  }
+
+  Status barrier() override {
+    if (size() > 1) {
+      TSL_RETURN_IF_ERROR(usable(kBarrier));
+      ChunkHeader h = header(kBarrier, DType::F32, ReduceKind::Sum, 0, {});
+      h.flags = usedFallback;
+      int b;
+      TSL_RETURN_IF_ERROR(beginChunk(h, b));
+      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
+      bool anyFallback = false;
+      for (int r = 0; r < size(); ++r)
+        anyFallback |= headerOf(r, b)->flags != 0;
+      finishChunk(b);
+      // The fallback's own barrier completes its staged sends; every
+      // member knows whether any member needs it.
+      if (!anyFallback)
+        return Status::ok();
+    }
+    usedFallback = false;
+    return fallback ? fallback->barrier() : Status::ok();
+  }
+
+  Status allToAll(const TensorView &in, const TensorView &out, int64_t splitDim,
+                  int64_t concatDim) override {
+    TSL_RETURN_IF_ERROR(delegate("all_to_all"));
+    return fallback->allToAll(in, out, splitDim, concatDim);
+  }
+  Status collectivePermute(const TensorView &in, const TensorView &out,
+                           const std::vector<std::pair<int, int>> &pairs) override {
+    TSL_RETURN_IF_ERROR(delegate("collective_permute"));
+    return fallback->collectivePermute(in, out, pairs);
+  }
+  Status send(const TensorView &in, int peer, int64_t tag) override {
+    TSL_RETURN_IF_ERROR(delegate("send"));
+    return fallback->send(in, peer, tag);
+  }
+  Status recv(const TensorView &out, int peer, int64_t tag) override {
+    TSL_RETURN_IF_ERROR(delegate("recv"));
+    return fallback->recv(out, peer, tag);
+  }
+
+  void setTimeout(milliseconds timeout) override {
+    world->timeout = timeout;
+    if (world->fallback)
+      world->fallback->setTimeout(timeout);
+  }
+
+  /// The world communicator owns the world (and with it every subgroup).
+  std::unique_ptr<ShmWorld> ownedWorld;
+
+private:
+  static Status copy(const TensorView &in, const TensorView &out) {
+    if (in.data != out.data && out.bytes())
+      std::memcpy(out.data, in.data, out.bytes());
+    return Status::ok();
+  }
+
+  Status delegate(const char *op) {
+    if (!fallback)
+      return Status::error(std::string(op) + ": the shm communicator has no "
+                                             "fallback communicator for it");
+    usedFallback = true;
+    return Status::ok();
+  }
+
+  Status usable(uint32_t op) {
+    if (broken.empty())
+      return Status::ok();
+    return Status::error("rank " + std::to_string(members[me]) + ": " +
+                         opName(op) + " over ranks " + listToString(members) +
+                         ": not run, an earlier collective over these ranks "
+                         "failed (" + broken + ")");
+  }
+
+  static ChunkHeader header(uint32_t op, DType dtype, ReduceKind kind,
+                            int64_t arg, const Shape &shape) {
+    ChunkHeader h{};
+    h.op = op;
+    h.dtype = static_cast<uint32_t>(dtype);
+    h.kind = static_cast<uint32_t>(kind);
+    h.arg = arg;
+    h.rank = static_cast<uint32_t>(shape.size());
+    uint64_t hash = 1469598103934665603ull;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (i < kMaxDims)
+        h.dims[i] = shape[i];
+      hash = (hash ^ static_cast<uint64_t>(shape[i])) * 1099511628211ull;
+    }
+    h.shapeHash = hash;
+    return h;
+  }
+
+  char *bufferOf(int m, int b) const {
+    return buffers + (static_cast<size_t>(m) * 2 + b) * stride;
+  }
+  ChunkHeader *headerOf(int m, int b) const {
+    return reinterpret_cast<ChunkHeader *>(bufferOf(m, b));
+  }
+  char *data(int m, int b) const { return bufferOf(m, b) + kChunkHeaderBytes; }
+
+  /// Waits until every member is done with this member's next buffer and
+  /// writes the chunk's header there.
+  Status beginChunk(const ChunkHeader &h, int &b) {
+    b = static_cast<int>(chunks & 1);
+    TSL_RETURN_IF_ERROR(waitAll(freeAt[b], h.op));
+    *headerOf(me, b) = h;
+    return Status::ok();
+  }
+
+  void arrive() {
+    ++phase;
+    MemberLine &l = lines[me];
+    l.counter.store(phase, std::memory_order_seq_cst);
+    if (l.waiters.load(std::memory_order_seq_cst))
+      futexWake(&l.counter);
+  }
+
+  /// Publishes this member's chunk, waits for everybody's and checks that
+  /// they are at the same collective.
+  Status arriveAndCheck(const ChunkHeader &h, int b) {
+    TSL_RETURN_IF_ERROR(arriveAndWait(h));
+    for (int r = 0; r < size(); ++r) {
+      const ChunkHeader *o = headerOf(r, b);
+      if (r != me && !o->sameCollective(h))
+        return fail(h.op, "rank " + std::to_string(members[r]) + " is at " +
+                              o->describe() + ", this rank at " + h.describe());
+    }
+    return Status::ok();
+  }
+
+  Status arriveAndWait(const ChunkHeader &h) {
+    arrive();
+    return waitAll(phase, h.op);
+  }
+
+  /// Done reading the peers' buffers `b`.
+  void finishChunk(int b) {
+    arrive();
+    freeAt[b] = phase;
+    ++chunks;
+  }
+
+  Status waitAll(uint32_t target, uint32_t op) {
+    for (int r = 0; r < size(); ++r)
+      if (r != me &&
+          !reached(lines[r].counter.load(std::memory_order_acquire), target))
+        TSL_RETURN_IF_ERROR(waitFor(r, target, op));
+    return Status::ok();
+  }
+
+  /// Spins ~20 us, yields up to 2 ms, then sleeps on the peer's counter;
+  /// every 50 ms checks the peers' processes and the timeout.
+  Status waitFor(int r, uint32_t target, uint32_t op) {
+    constexpr auto kSpinFor = std::chrono::microseconds(20);
+    constexpr auto kYieldFor = std::chrono::milliseconds(2);
+    constexpr auto kCheckEvery = std::chrono::milliseconds(50);
+    MemberLine &l = lines[r];
+    const auto start = Clock::now();
+    auto nextCheck = start + kCheckEvery;
+    bool spinning = true;
+    for (uint64_t i = 1;; ++i) {
+      uint32_t v = l.counter.load(std::memory_order_acquire);
+      if (reached(v, target))
+        return Status::ok();
+      if (uint32_t st = l.state.load(std::memory_order_acquire)) {
+        // It may have arrived before it left.
+        if (reached(l.counter.load(std::memory_order_acquire), target))
+          return Status::ok();
+        return fail(op, st == kLeft
+                            ? "rank " + std::to_string(members[r]) +
+                                  " left (its communicator was destroyed)"
+                            : "rank " + std::to_string(members[r]) +
+                                  " gave up first (its " + opName(st - 1) +
+                                  " failed)");
+      }
+      if (spinning) {
+        cpuRelax();
+        if (i % 64 || Clock::now() - start < kSpinFor)
+          continue;
+        spinning = false;
+      }
+      auto now = Clock::now();
+      if (now >= nextCheck) {
+        for (int p = 0; p < size(); ++p) {
+          int32_t pid = lines[p].pid.load(std::memory_order_relaxed);
+          if (p != me && processGone(pid))
+            return fail(op, "rank " + std::to_string(members[p]) + " (pid " +
+                                std::to_string(pid) + ") exited during " +
+                                opName(op));
+        }
+        if (now - start >= world->timeout)
+          return timedOut(r, target, op);
+        nextCheck = now + kCheckEvery;
+      }
+      if (now - start < kYieldFor) {
+        ::sched_yield();
+        continue;
+      }
+      l.waiters.fetch_add(1, std::memory_order_seq_cst);
+      v = l.counter.load(std::memory_order_seq_cst);
+      if (!reached(v, target) && !l.state.load(std::memory_order_seq_cst))
+        futexWait(&l.counter, v,
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      nextCheck - now));
+      l.waiters.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
+
+  Status timedOut(int r, uint32_t target, uint32_t op) {
+    std::string silent;
+    for (int p = 0; p < size(); ++p)
+      if (p != me &&
+          !reached(lines[p].counter.load(std::memory_order_acquire), target))
+        silent += (silent.empty() ? "" : ", ") + std::to_string(members[p]);
+    if (silent.empty())
+      silent = std::to_string(members[r]);
+    return fail(op, "Timed out after " + std::to_string(world->timeout.count()) +
+                        " ms waiting for rank " + std::to_string(members[r]) +
+                        " (pid " +
+                        std::to_string(lines[r].pid.load(std::memory_order_relaxed)) +
+                        "); rank " + silent +
+                        " did not fail here and is alive: hung, or not at "
+                        "this collective");
+  }
+
+  /// Marks this member failed (waking its waiters) and builds the message.
+  Status fail(uint32_t op, const std::string &what) {
+    broken = what;
+    lines[me].state.store(1 + op, std::memory_order_seq_cst);
+    futexWake(&lines[me].counter);
+    return Status::error("rank " + std::to_string(members[me]) + ": " +
+                         opName(op) + " over ranks " + listToString(members) +
+                         " failed: " + what);
+  }
+
+  ShmWorld *world;
+  Communicator *fallback;
+  std::vector<int> members;
+  int me;
+  Mapping mapping;
+  size_t slot = 0;
+  MemberLine *lines = nullptr;
+  char *buffers = nullptr;
+  size_t stride = 0;
+  /// This member's counter; the counter values at which every member is
+  /// done with each buffer; chunks run so far.
+  uint32_t phase = 0;
+  uint32_t freeAt[2] = {0, 0};
+  uint64_t chunks = 0;
+  bool usedFallback = false;
+  std::string broken;
+  /// all_reduce's block of partial results.
+  std::vector<char> block;
+};
+
+std::string readFirstLine(const char *path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+std::string readLink(const char *path) {
+  char buf[256];
+  ssize_t n = ::readlink(path, buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, n) : std::string();
+}
+
+} // namespace
+
+Status shmUsable(const CommOptions &options, bool want, bool &usable) {
+  usable = false;
+  if (!options.store)
+    return Status::error("shm needs a store to compare the ranks' hosts");
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  // Same machine and boot, and the same PID (pids are checked for liveness)
+  // and mount (/dev/shm) namespaces.
+  std::string where = std::string(host) + "\n" +
+                      readFirstLine("/proc/sys/kernel/random/boot_id") + "\n" +
+                      readLink("/proc/self/ns/pid") + "\n" +
+                      readLink("/proc/self/ns/mnt");
+  std::string keys = options.prefix + "shm-host/";
+  TSL_RETURN_IF_ERROR(options.store->set(keys + std::to_string(options.rank),
+                                         (want ? "1" : "0") + where));
+  bool all = want;
+  for (int r = 0; r < options.size; ++r) {
+    if (r == options.rank)
+      continue;
+    std::string v;
+    TSL_RETURN_IF_ERROR(
+        options.store->get(keys + std::to_string(r), v, options.timeout));
+    all = all && v == "1" + where;
+  }
+  usable = all;
+  return Status::ok();
+}
+
+Status createShmCommunicator(const CommOptions &options,
+                             std::unique_ptr<Communicator> fallback,
+                             std::unique_ptr<Communicator> &out) {
+  out = std::move(fallback);
+  if (options.size < 1 || options.rank < 0 || options.rank >= options.size)
+    return Status::error("invalid rank " + std::to_string(options.rank) +
+                         " of " + std::to_string(options.size));
+  if (!options.store)
+    return Status::error("shm needs a store for the rendezvous");
+  if (out && (out->rank() != options.rank || out->size() != options.size))
+    return Status::error("the fallback communicator is rank " +
+                         std::to_string(out->rank()) + " of " +
+                         std::to_string(out->size()) + ", not " +
+                         std::to_string(options.rank) + " of " +
+                         std::to_string(options.size));
+  auto world = std::make_unique<ShmWorld>();
+  world->store = options.store;
+  world->prefix = options.prefix;
+  world->timeout = options.timeout;
+  world->rank = options.rank;
+  if (options.shmSlotBytes)
+    world->slotBytes = options.shmSlotBytes;
+  std::vector<int> members(options.size);
+  for (int i = 0; i < options.size; ++i)
+    members[i] = i;
+  Mapping m;
+  TSL_RETURN_IF_ERROR(openSegment(*world, members, options.rank, m));
+  world->fallback = std::move(out);
+  auto comm = std::make_unique<ShmCommunicator>(
+      world.get(), world->fallback.get(), members, options.rank, std::move(m));
+  comm->ownedWorld = std::move(world);
+  out = std::move(comm);
+  return Status::ok();
+}
+
+} // namespace tessel::runtime
