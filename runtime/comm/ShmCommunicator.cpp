@@ -1,4 +1,4 @@
-//===- ShmCommunicator.cpp - Collectives between local ranks in shared memory //
+//===- ShmCommunicator.cpp - Collectives of local ranks in shared memory --===//
 //
 // Ranks of one host meet in a POSIX shared-memory segment: member 0 of a
 // communicator creates it (shm_open, posix_fallocate so that a full /dev/shm
@@ -40,8 +40,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -77,9 +77,10 @@ constexpr size_t kDefaultSlotBytes = size_t(1) << 20;
 constexpr size_t kBlockBytes = 16 << 10;
 constexpr int kMaxDims = 8;
 
-static_assert(std::atomic<uint32_t>::is_always_lock_free &&
-                  std::atomic<int32_t>::is_always_lock_free,
-              "the segment's atomics must be lock-free to work across processes");
+static_assert(
+    std::atomic<uint32_t>::is_always_lock_free &&
+        std::atomic<int32_t>::is_always_lock_free,
+    "the segment's atomics must be lock-free to work across processes");
 
 struct SegmentHeader {
   uint64_t magic;
@@ -103,7 +104,13 @@ struct alignas(64) MemberLine {
 };
 static_assert(sizeof(MemberLine) == 64, "one cache line per member");
 
-enum Op : uint32_t { kAllReduce = 1, kAllGather, kReduceScatter, kBroadcast, kBarrier };
+enum Op : uint32_t {
+  kAllReduce = 1,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kBarrier
+};
 
 const char *opName(uint32_t op) {
   switch (op) {
@@ -143,7 +150,8 @@ struct ChunkHeader {
     if (op == kBarrier)
       return s;
     if (op == kAllReduce || op == kReduceScatter)
-      s += std::string(" (") + reduceKindName(static_cast<ReduceKind>(kind)) + ")";
+      s += std::string(" (") + reduceKindName(static_cast<ReduceKind>(kind)) +
+           ")";
     if (op == kAllGather || op == kReduceScatter)
       s += " along dim " + std::to_string(arg);
     if (op == kBroadcast)
@@ -237,8 +245,8 @@ void futexWait(std::atomic<uint32_t> *word, uint32_t expected,
   ts.tv_sec = static_cast<time_t>(upTo.count() / 1000000000);
   ts.tv_nsec = static_cast<long>(upTo.count() % 1000000000);
   // Shared (not FUTEX_PRIVATE): the waker is another process.
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT,
-            expected, &ts, nullptr, 0);
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT, expected,
+            &ts, nullptr, 0);
 }
 
 void futexWake(std::atomic<uint32_t> *word) {
@@ -325,7 +333,8 @@ Status openSegment(ShmWorld &w, const std::vector<int> &members, int me,
       int rc = 0;
       if (::ftruncate(fd, static_cast<off_t>(layout.total)) != 0)
         error = errnoText("ftruncate");
-      else if ((rc = ::posix_fallocate(fd, 0, static_cast<off_t>(layout.total))))
+      else if ((rc =
+                    ::posix_fallocate(fd, 0, static_cast<off_t>(layout.total))))
         error = "cannot reserve " + std::to_string(layout.total >> 10) +
                 " KiB in /dev/shm: " + std::strerror(rc);
       if (error.empty()) {
@@ -362,9 +371,9 @@ Status openSegment(ShmWorld &w, const std::vector<int> &members, int me,
     std::string v;
     TSL_RETURN_IF_ERROR(store.get(keys + "segment", v, w.timeout));
     if (!v.empty() && v[0] == '!')
-      return Status::error("rank " + std::to_string(members[0]) +
-                           " cannot create the shared-memory segment: " +
-                           v.substr(1));
+      return Status::error(
+          "rank " + std::to_string(members[0]) +
+          " cannot create the shared-memory segment: " + v.substr(1));
     name = v;
     int fd = ::shm_open(name.c_str(), O_RDWR, 0);
     struct stat st {};
@@ -395,7 +404,8 @@ Status openSegment(ShmWorld &w, const std::vector<int> &members, int me,
   }
   if (error.empty()) {
     auto *line = reinterpret_cast<MemberLine *>(m.base + layout.lines) + me;
-    line->pid.store(static_cast<int32_t>(::getpid()), std::memory_order_release);
+    line->pid.store(static_cast<int32_t>(::getpid()),
+                    std::memory_order_release);
   }
   if (me != 0) {
     // Tell the creator, then learn the verdict: the segment is unlinked by
@@ -497,7 +507,8 @@ public:
     ChunkHeader h = header(kAllReduce, in.dtype, kind, 0, in.shape);
     const int n = size();
     const size_t es = dtypeSize(in.dtype);
-    const int64_t total = in.numel(), perChunk = static_cast<int64_t>(slot / es);
+    const int64_t total = in.numel(),
+                  perChunk = static_cast<int64_t>(slot / es);
     const char *src = static_cast<const char *>(in.data);
     char *dst = static_cast<char *>(out.data);
     const int64_t blockElems = static_cast<int64_t>(kBlockBytes / es);
@@ -546,7 +557,8 @@ public:
     if (size() == 1 || out.bytes() == 0)
       return copy(in, out);
     TSL_RETURN_IF_ERROR(usable(kAllGather));
-    ChunkHeader h = header(kAllGather, in.dtype, ReduceKind::Sum, dim, out.shape);
+    ChunkHeader h =
+        header(kAllGather, in.dtype, ReduceKind::Sum, dim, out.shape);
     const int n = size();
     comm::DimSplit os = comm::splitAt(out.shape, dim, dtypeSize(in.dtype));
     const int64_t total = out.shape[dim];
@@ -568,8 +580,8 @@ public:
       for (int r = 0; r < n; ++r)
         if (lo < bytes[r])
           unpackRange(data(r, b), os, chunkOffset(total, n, r),
-                      chunkSize(total, n, r), lo,
-                      std::min(lo + slot, bytes[r]), out.data);
+                      chunkSize(total, n, r), lo, std::min(lo + slot, bytes[r]),
+                      out.data);
       finishChunk(b);
     }
     return Status::ok();
@@ -602,8 +614,9 @@ public:
       TSL_RETURN_IF_ERROR(beginChunk(h, b));
       for (int m = 0; m < n; ++m)
         if (lo < bytes[m])
-          packRange(in.data, is, chunkOffset(total, n, m), chunkSize(total, n, m),
-                    lo, std::min(lo + part, bytes[m]), data(me, b) + m * part);
+          packRange(in.data, is, chunkOffset(total, n, m),
+                    chunkSize(total, n, m), lo, std::min(lo + part, bytes[m]),
+                    data(me, b) + m * part);
       TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
       if (lo < bytes[me]) {
         size_t len = std::min(part, bytes[me] - lo);
@@ -629,7 +642,8 @@ public:
     if (size() == 1 || out.bytes() == 0)
       return copy(in, out);
     TSL_RETURN_IF_ERROR(usable(kBroadcast));
-    ChunkHeader h = header(kBroadcast, in.dtype, ReduceKind::Sum, root, in.shape);
+    ChunkHeader h =
+        header(kBroadcast, in.dtype, ReduceKind::Sum, root, in.shape);
     const size_t bytes = out.bytes();
     for (size_t lo = 0; lo < bytes; lo += slot) {
       size_t len = std::min(slot, bytes - lo);
@@ -673,8 +687,9 @@ public:
     TSL_RETURN_IF_ERROR(delegate("all_to_all"));
     return fallback->allToAll(in, out, splitDim, concatDim);
   }
-  Status collectivePermute(const TensorView &in, const TensorView &out,
-                           const std::vector<std::pair<int, int>> &pairs) override {
+  Status
+  collectivePermute(const TensorView &in, const TensorView &out,
+                    const std::vector<std::pair<int, int>> &pairs) override {
     TSL_RETURN_IF_ERROR(delegate("collective_permute"));
     return fallback->collectivePermute(in, out, pairs);
   }
@@ -717,7 +732,8 @@ private:
     return Status::error("rank " + std::to_string(members[me]) + ": " +
                          opName(op) + " over ranks " + listToString(members) +
                          ": not run, an earlier collective over these ranks "
-                         "failed (" + broken + ")");
+                         "failed (" +
+                         broken + ")");
   }
 
   static ChunkHeader header(uint32_t op, DType dtype, ReduceKind kind,
@@ -862,13 +878,14 @@ private:
         silent += (silent.empty() ? "" : ", ") + std::to_string(members[p]);
     if (silent.empty())
       silent = std::to_string(members[r]);
-    return fail(op, "Timed out after " + std::to_string(world->timeout.count()) +
-                        " ms waiting for rank " + std::to_string(members[r]) +
-                        " (pid " +
-                        std::to_string(lines[r].pid.load(std::memory_order_relaxed)) +
-                        "); rank " + silent +
-                        " did not fail here and is alive: hung, or not at "
-                        "this collective");
+    return fail(
+        op, "Timed out after " + std::to_string(world->timeout.count()) +
+                " ms waiting for rank " + std::to_string(members[r]) +
+                " (pid " +
+                std::to_string(lines[r].pid.load(std::memory_order_relaxed)) +
+                "); rank " + silent +
+                " did not fail here and is alive: hung, or not at "
+                "this collective");
   }
 
   /// Marks this member failed (waking its waiters) and builds the message.
@@ -954,11 +971,10 @@ Status createShmCommunicator(const CommOptions &options,
   if (!options.store)
     return Status::error("shm needs a store for the rendezvous");
   if (out && (out->rank() != options.rank || out->size() != options.size))
-    return Status::error("the fallback communicator is rank " +
-                         std::to_string(out->rank()) + " of " +
-                         std::to_string(out->size()) + ", not " +
-                         std::to_string(options.rank) + " of " +
-                         std::to_string(options.size));
+    return Status::error(
+        "the fallback communicator is rank " + std::to_string(out->rank()) +
+        " of " + std::to_string(out->size()) + ", not " +
+        std::to_string(options.rank) + " of " + std::to_string(options.size));
   auto world = std::make_unique<ShmWorld>();
   world->store = options.store;
   world->prefix = options.prefix;

@@ -1,4 +1,4 @@
-//===- ShmCommTest.cpp - The shared-memory communicator against references ===//
+//===- ShmCommTest.cpp - The shm communicator against naive references ----===//
 //
 // Every collective of the shm backend on 2 and 4 ranks, each rank a thread
 // with its own store connection, Gloo fallback and mapping of the segment,
@@ -83,7 +83,8 @@ void combineInto(ReduceKind k, Tensor &want, const Tensor &x) {
   for (int64_t i = 0; i < want.numElements(); ++i)
     switch (want.dtype()) {
     case DType::F32:
-      want.data<float>()[i] = combine(k, want.data<float>()[i], x.data<float>()[i]);
+      want.data<float>()[i] =
+          combine(k, want.data<float>()[i], x.data<float>()[i]);
       break;
     case DType::I32:
       want.data<int32_t>()[i] =
@@ -123,7 +124,8 @@ int owner(int64_t x, int64_t total, int n) {
 }
 
 /// Bitwise equality, naming the first difference.
-void expectSame(const Tensor &got, const Tensor &want, const std::string &what) {
+void expectSame(const Tensor &got, const Tensor &want,
+                const std::string &what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
   size_t es = dtypeSize(got.dtype());
@@ -134,7 +136,9 @@ void expectSame(const Tensor &got, const Tensor &want, const std::string &what) 
         << what << ": differs at flat index " << i;
 }
 
-TensorView view(Tensor &t) { return TensorView(t.data(), t.dtype(), t.shape()); }
+TensorView view(Tensor &t) {
+  return TensorView(t.data(), t.dtype(), t.shape());
+}
 
 bool contains(const Status &s, const std::string &text) {
   return s.message().find(text) != std::string::npos;
@@ -171,7 +175,8 @@ protected:
   void runRanks(int n, const std::function<void(Communicator &, int)> &fn,
                 RunOptions ro = RunOptions()) {
     std::string prefix =
-        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+        std::string(
+            ::testing::UnitTest::GetInstance()->current_test_info()->name()) +
         "/" + std::to_string(worlds++) + "/";
     std::vector<std::thread> threads;
     for (int r = 0; r < n; ++r)
@@ -227,9 +232,10 @@ void checkAllReduce(Communicator &c, int r, int n, DType dtype, Shape shape,
   if (k == ReduceKind::Mean)
     for (int64_t i = 0; i < want.numElements(); ++i)
       want.data<float>()[i] /= static_cast<float>(n);
-  expectSame(res, want, std::string("all_reduce ") + reduceKindName(k) + " of " +
-                            dtypeName(dtype) + " " + shapeToString(shape) +
-                            (inPlace ? " in place" : ""));
+  expectSame(res, want,
+             std::string("all_reduce ") + reduceKindName(k) + " of " +
+                 dtypeName(dtype) + " " + shapeToString(shape) +
+                 (inPlace ? " in place" : ""));
 }
 
 TEST_P(ShmSizeTest, AllReduceEveryKindAndDtype) {
@@ -266,7 +272,8 @@ TEST_P(ShmSizeTest, SumsInMemberOrderBitwiseIdenticalOnEveryRank) {
   Shape shape{7, 1031};
   // Inexact values: the order of the sum shows in the low bits.
   auto value = [](int rank, int64_t i) {
-    return static_cast<float>(std::sin(0.37 * i + rank) * std::pow(10.0, i % 7 - 3));
+    return static_cast<float>(std::sin(0.37 * i + rank) *
+                              std::pow(10.0, i % 7 - 3));
   };
   std::vector<Tensor> sums(n), means(n);
   runRanks(n, [&](Communicator &c, int r) {
@@ -313,8 +320,9 @@ void checkAllGather(Communicator &c, int r, int n, Shape full, int64_t dim,
     std::memcpy(static_cast<char *>(want.data()) + i * es,
                 static_cast<const char *>(x.data()) + ravel(idx, qs) * es, es);
   }
-  expectSame(out, want, "all_gather dim " + std::to_string(dim) + " of " +
-                            shapeToString(full));
+  expectSame(out, want,
+             "all_gather dim " + std::to_string(dim) + " of " +
+                 shapeToString(full));
 }
 
 TEST_P(ShmSizeTest, AllGatherEveryDimUnevenAndChunked) {
@@ -353,9 +361,9 @@ void checkReduceScatter(Communicator &c, int r, int n, Shape full, int64_t dim,
   if (k == ReduceKind::Mean)
     for (int64_t i = 0; i < want.numElements(); ++i)
       want.data<float>()[i] /= static_cast<float>(n);
-  expectSame(out, want, std::string("reduce_scatter ") + reduceKindName(k) +
-                            " dim " + std::to_string(dim) + " of " +
-                            shapeToString(full));
+  expectSame(out, want,
+             std::string("reduce_scatter ") + reduceKindName(k) + " dim " +
+                 std::to_string(dim) + " of " + shapeToString(full));
 }
 
 TEST_P(ShmSizeTest, ReduceScatterEveryDimKindUnevenAndChunked) {
@@ -367,7 +375,8 @@ TEST_P(ShmSizeTest, ReduceScatterEveryDimKindUnevenAndChunked) {
     checkReduceScatter(c, r, n, {4, 1001}, 1, ReduceKind::Min);
     checkReduceScatter(c, r, n, {4, 1001}, 1, ReduceKind::Prod);
     checkReduceScatter(c, r, n, {2, n - 1}, 1, ReduceKind::Sum); // a piece of 0
-    checkReduceScatter(c, r, n, {300 * n + 1, 7}, 0, ReduceKind::Sum, DType::I32);
+    checkReduceScatter(c, r, n, {300 * n + 1, 7}, 0, ReduceKind::Sum,
+                       DType::I32);
     checkReduceScatter(c, r, n, {3, 999}, 1, ReduceKind::Max, DType::I64);
     checkReduceScatter(c, r, n, {3, 999}, 1, ReduceKind::Min, DType::Bool);
   });
@@ -433,19 +442,23 @@ TEST_P(ShmSizeTest, BigSlotsAndSmallTensors) {
   int n = GetParam();
   RunOptions ro;
   ro.slot = 0; // the default
-  runRanks(n, [n](Communicator &c, int r) {
-    checkAllReduce(c, r, n, DType::F32, {128, 768}, ReduceKind::Sum);
-    checkAllReduce(c, r, n, DType::F32, {1}, ReduceKind::Max);
-    checkAllGather(c, r, n, {3, 2 * n}, 1);
-    checkReduceScatter(c, r, n, {2 * n + 1, 3}, 0, ReduceKind::Sum);
-    ASSERT_TRUE(c.barrier().isOk());
-  }, ro);
+  runRanks(
+      n,
+      [n](Communicator &c, int r) {
+        checkAllReduce(c, r, n, DType::F32, {128, 768}, ReduceKind::Sum);
+        checkAllReduce(c, r, n, DType::F32, {1}, ReduceKind::Max);
+        checkAllGather(c, r, n, {3, 2 * n}, 1);
+        checkReduceScatter(c, r, n, {2 * n + 1, 3}, 0, ReduceKind::Sum);
+        ASSERT_TRUE(c.barrier().isOk());
+      },
+      ro);
 }
 
 TEST_F(ShmCommTest, SubgroupsRunSideBySide) {
   runRanks(4, [](Communicator &c, int r) {
     // Ranks {1, 3} and {2, 0} (reversed order: 2 is index 0).
-    std::vector<int> g = r % 2 ? std::vector<int>{1, 3} : std::vector<int>{2, 0};
+    std::vector<int> g =
+        r % 2 ? std::vector<int>{1, 3} : std::vector<int>{2, 0};
     Status s = c.createSubgroups({{2, 0}, {1, 3}, {0, 1, 2, 3}, {0, 1, 2}});
     ASSERT_TRUE(s.isOk()) << s.message();
     Communicator *sub = nullptr;
@@ -475,7 +488,8 @@ TEST_F(ShmCommTest, SubgroupsRunSideBySide) {
       expectSame(a, wa, "all_reduce in a subgroup");
       Tensor rs(DType::F32, {1000});
       Tensor rin = input(r, {2000}, round);
-      ASSERT_TRUE(c.reduceScatter(view(rin), view(rs), ReduceKind::Sum, 0, g).isOk());
+      ASSERT_TRUE(
+          c.reduceScatter(view(rin), view(rs), ReduceKind::Sum, 0, g).isOk());
       Tensor ws = input(g[0], {2000}, round);
       combineInto(ReduceKind::Sum, ws, input(g[1], {2000}, round));
       for (int i = 0; i < 1000; ++i)
@@ -484,7 +498,8 @@ TEST_F(ShmCommTest, SubgroupsRunSideBySide) {
     // A group of three, where rank 3 takes no part.
     if (r != 3) {
       Tensor t = input(r, {1500});
-      ASSERT_TRUE(c.allReduce(view(t), view(t), ReduceKind::Sum, {0, 1, 2}).isOk());
+      ASSERT_TRUE(
+          c.allReduce(view(t), view(t), ReduceKind::Sum, {0, 1, 2}).isOk());
       Tensor w3 = input(0, {1500});
       combineInto(ReduceKind::Sum, w3, input(1, {1500}));
       combineInto(ReduceKind::Sum, w3, input(2, {1500}));
@@ -562,28 +577,33 @@ TEST_P(ShmSizeTest, HungRankIsNamedAfterTheTimeout) {
   RunOptions ro;
   ro.timeout = milliseconds(500);
   std::atomic<int> failed{0};
-  runRanks(n, [&](Communicator &c, int r) {
-    if (r == n - 1) {
-      while (!done.load())
-        std::this_thread::sleep_for(milliseconds(5));
-      return;
-    }
-    Tensor t = input(0, {64});
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = c.allReduce(view(t), view(t), ReduceKind::Sum);
-    if (++failed == n - 1)
-      done = true;
-    ASSERT_FALSE(s.isOk());
-    auto took = std::chrono::steady_clock::now() - t0;
-    EXPECT_GE(took, milliseconds(450));
-    EXPECT_LT(took, milliseconds(3000));
-    std::string last = std::to_string(n - 1);
-    EXPECT_TRUE(contains(s, "Timed out after 500 ms waiting for rank " + last +
-                                " (pid " + std::to_string(::getpid()) + ")"))
-        << s.message();
-    EXPECT_TRUE(contains(s, "rank " + last + " did not fail here and is alive"))
-        << s.message();
-  }, ro);
+  runRanks(
+      n,
+      [&](Communicator &c, int r) {
+        if (r == n - 1) {
+          while (!done.load())
+            std::this_thread::sleep_for(milliseconds(5));
+          return;
+        }
+        Tensor t = input(0, {64});
+        auto t0 = std::chrono::steady_clock::now();
+        Status s = c.allReduce(view(t), view(t), ReduceKind::Sum);
+        if (++failed == n - 1)
+          done = true;
+        ASSERT_FALSE(s.isOk());
+        auto took = std::chrono::steady_clock::now() - t0;
+        EXPECT_GE(took, milliseconds(450));
+        EXPECT_LT(took, milliseconds(3000));
+        std::string last = std::to_string(n - 1);
+        EXPECT_TRUE(contains(s, "Timed out after 500 ms waiting for rank " +
+                                    last + " (pid " +
+                                    std::to_string(::getpid()) + ")"))
+            << s.message();
+        EXPECT_TRUE(
+            contains(s, "rank " + last + " did not fail here and is alive"))
+            << s.message();
+      },
+      ro);
 }
 
 TEST_F(ShmCommTest, RankThatLeavesIsNamed) {
@@ -595,8 +615,9 @@ TEST_F(ShmCommTest, RankThatLeavesIsNamed) {
     Status s = c.allReduce(view(t), view(t), ReduceKind::Sum);
     ASSERT_FALSE(s.isOk());
     EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(2000));
-    EXPECT_TRUE(contains(s, "rank 0: all_reduce over ranks [0, 1] failed: rank 1 "
-                            "left (its communicator was destroyed)"))
+    EXPECT_TRUE(contains(s,
+                         "rank 0: all_reduce over ranks [0, 1] failed: rank 1 "
+                         "left (its communicator was destroyed)"))
         << s.message();
   });
 }
@@ -651,7 +672,8 @@ TEST(ShmCommSetup, AFailedSetupGivesTheFallbackBack) {
   std::unique_ptr<Communicator> out;
   Status s = createShmCommunicator(o, std::move(local), out);
   ASSERT_FALSE(s.isOk());
-  EXPECT_TRUE(contains(s, "the fallback communicator is rank 0 of 1, not 0 of 2"))
+  EXPECT_TRUE(
+      contains(s, "the fallback communicator is rank 0 of 1, not 0 of 2"))
       << s.message();
   EXPECT_EQ(out.get(), raw);
 }
@@ -666,18 +688,19 @@ enum class Kind { Shm, ShmOverGloo, Gloo };
 /// Forks ranks 1..n-1 (children) before any thread exists; this process is
 /// rank 0 and hosts the store. Each runs body(rank, comm); a child exits
 /// with 0 when its body returns true. Returns the children's pids.
-std::vector<pid_t> forkRanks(
-    int n, Kind kind, milliseconds timeout,
-    const std::function<bool(int, Communicator &)> &body,
-    std::unique_ptr<TcpStoreServer> &server,
-    std::unique_ptr<Communicator> &comm0) {
+std::vector<pid_t>
+forkRanks(int n, Kind kind, milliseconds timeout,
+          const std::function<bool(int, Communicator &)> &body,
+          std::unique_ptr<TcpStoreServer> &server,
+          std::unique_ptr<Communicator> &comm0) {
   int fds[2];
   if (::pipe(fds) != 0)
     return {};
   std::vector<pid_t> pids;
   auto join = [&](int r, int port, std::unique_ptr<Communicator> &c) {
     std::unique_ptr<TcpStore> store;
-    Status s = TcpStore::connect("127.0.0.1", port, r, milliseconds(5000), store);
+    Status s =
+        TcpStore::connect("127.0.0.1", port, r, milliseconds(5000), store);
     if (!s)
       return s;
     CommOptions o;
@@ -739,7 +762,8 @@ TEST(ShmCommProcesses, CollectivesAcrossProcesses) {
   };
   std::unique_ptr<TcpStoreServer> server;
   std::unique_ptr<Communicator> c;
-  std::vector<pid_t> pids = forkRanks(2, Kind::Shm, milliseconds(10000), body, server, c);
+  std::vector<pid_t> pids =
+      forkRanks(2, Kind::Shm, milliseconds(10000), body, server, c);
   ASSERT_EQ(pids.size(), 1u);
   ASSERT_TRUE(c);
   EXPECT_TRUE(body(0, *c));
@@ -761,7 +785,8 @@ TEST(ShmCommProcesses, KilledPeerIsNamed) {
   };
   std::unique_ptr<TcpStoreServer> server;
   std::unique_ptr<Communicator> c;
-  std::vector<pid_t> pids = forkRanks(2, Kind::Shm, milliseconds(20000), body, server, c);
+  std::vector<pid_t> pids =
+      forkRanks(2, Kind::Shm, milliseconds(20000), body, server, c);
   ASSERT_EQ(pids.size(), 1u);
   ASSERT_TRUE(c);
   Tensor t = input(0, {1000});
@@ -771,8 +796,9 @@ TEST(ShmCommProcesses, KilledPeerIsNamed) {
   ASSERT_FALSE(s.isOk());
   EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(3000));
   EXPECT_TRUE(contains(s, "rank 0: all_reduce over ranks [0, 1] failed: rank 1 "
-                          "(pid " + std::to_string(pids[0]) +
-                          ") exited during all_reduce"))
+                          "(pid " +
+                              std::to_string(pids[0]) +
+                              ") exited during all_reduce"))
       << s.message();
   int status = 0;
   ASSERT_EQ(::waitpid(pids[0], &status, 0), pids[0]);
