@@ -135,13 +135,16 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     return 1;
 
   bool sharded = !(*module).getOps<mlir::tessel::MeshOp>().empty();
-  if (stop != StopAfter::Import && sharded) {
+  if (stop != StopAfter::Import) {
     mlir::PassManager pm(&context);
-    pm.addPass(mlir::tessel::createSplitBiasPass());
-    pm.addPass(mlir::tessel::createPropagatePass());
-    if (stop != StopAfter::Propagate) {
-      pm.addPass(mlir::tessel::createPartitionPass());
-      pm.addPass(mlir::tessel::createSimplifyCollectivesPass());
+    pm.addPass(mlir::tessel::createFuseGeluPass());
+    if (sharded) {
+      pm.addPass(mlir::tessel::createSplitBiasPass());
+      pm.addPass(mlir::tessel::createPropagatePass());
+      if (stop != StopAfter::Propagate) {
+        pm.addPass(mlir::tessel::createPartitionPass());
+        pm.addPass(mlir::tessel::createSimplifyCollectivesPass());
+      }
     }
     if (failed(pm.run(*module)))
       return 1;

@@ -180,4 +180,28 @@ def SplitBiasPass : Pass<"tessel-split-bias"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def FuseGeluPass : Pass<"tessel-fuse-gelu"> {
+  let summary = "Folds decomposed GELU subgraphs into tessel.gelu";
+  let description = [{
+    Exporters without an ONNX Gelu op (opsets below 20, PyTorch's default)
+    write GELU as 8-9 elementwise ops. This pass recognises the tanh form
+    `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))` and the erf form
+    `0.5 * x * (1 + erf(x / sqrt(2)))`, in any association of the outer
+    products, with `x^3` as products or `pow(x, 3)` and the erf argument as a
+    division or a product (constants within a relative 1e-5), and replaces
+    each by one `tessel.gelu` (`{tanh_approximation}` for the tanh form): one
+    pass over the activations instead of eight. Ops of the decomposition that
+    nothing else reads are erased. tesselc runs it after import.
+
+    ```mlir
+    %x2 = tessel.mul %x, %x : tensor<4x8xf32>
+    ...
+    %y = tessel.mul %half, %m : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    // becomes
+    %y = tessel.gelu %x {tanh_approximation} : tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 #endif // TESSEL_TRANSFORMS_PASSES_TD
