@@ -166,39 +166,46 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
   return plan;
 }
 
-LayoutPlan planNhwcLayouts(const Program &prog, const std::vector<int> &convDst,
-                           const std::vector<bool> &writesNhwc,
-                           const std::vector<int> &sameLayoutAs,
-                           const std::vector<bool> &skipped) {
+LayoutPlan planLayouts(const Program &prog, const std::vector<int> &dnnlDst,
+                       const std::vector<Layout> &writes,
+                       const std::vector<int> &sameLayoutAs,
+                       const std::vector<bool> &skipped) {
   LayoutPlan plan;
-  plan.nhwc.assign(prog.buffers.size(), false);
+  plan.layout.assign(prog.buffers.size(), Layout::NCHW);
   plan.toPlain.resize(prog.ops.size());
-  auto candidate = [&](int id) {
+  auto candidate = [&](int id, Layout l) {
     const BufferInfo &b = prog.buffers[id];
+    if (l == Layout::NCHW)
+      return true;
     return b.kind == BufferInfo::Kind::Arena && b.dtype == DType::F32 &&
-           b.shape.size() == 4 && !isGraphInputOrOutput(prog, id);
+           b.shape.size() == 4 && !isGraphInputOrOutput(prog, id) &&
+           (l != Layout::NChw16c || b.shape[1] % 16 == 0);
   };
   // Program order: every operand's layout is decided before its readers.
   for (size_t i = 0; i < prog.ops.size(); ++i) {
     if (skipped[i])
       continue;
     const Op &op = prog.ops[i];
-    if (convDst[i] >= 0) {
-      // A oneDNN conv reads either layout (it reorders what it must).
-      plan.nhwc[convDst[i]] = sameLayoutAs[i] >= 0
-                                  ? plan.nhwc[sameLayoutAs[i]]
-                                  : writesNhwc[i] && candidate(convDst[i]);
+    if (dnnlDst[i] >= 0) {
+      // oneDNN's kernels read any layout (they reorder what they must).
+      const int t = dnnlDst[i];
+      Layout l = sameLayoutAs[i] >= 0 ? plan.layout[sameLayoutAs[i]] : writes[i];
+      plan.layout[t] = candidate(t, l) ? l : Layout::NCHW;
       continue;
     }
-    bool keep = isLayoutAgnostic(prog, op) && candidate(op.results[0]);
+    if (op.operands.empty())
+      continue;
+    const Layout l = plan.layout[op.operands[0]];
+    bool keep = l != Layout::NCHW && isLayoutAgnostic(prog, op) &&
+                candidate(op.results[0], l);
     for (int id : op.operands)
-      keep = keep && plan.nhwc[id];
+      keep = keep && plan.layout[id] == l;
     if (keep) {
-      plan.nhwc[op.results[0]] = true;
+      plan.layout[op.results[0]] = l;
       continue;
     }
     for (size_t k = 0; k < op.operands.size(); ++k)
-      if (plan.nhwc[op.operands[k]])
+      if (plan.layout[op.operands[k]] != Layout::NCHW)
         plan.toPlain[i].push_back(static_cast<int>(k));
   }
   return plan;

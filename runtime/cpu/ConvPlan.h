@@ -11,19 +11,21 @@
 //   Done only where that buffer overlaps no buffer live from the conv to the
 //   last fused op (the arena planner reuses memory by liveness), and where
 //   the addend exists when the conv runs.
-// - Channels-last layouts: oneDNN 2.6's direct convs read and write NHWC
-//   (f32, AVX-512). Between two convs, reordering to NCHW and back costs two
-//   passes over the activations per conv (most of the gap to ONNX Runtime
-//   on ResNet-50), so 4-D f32 arena buffers that a conv writes in NHWC stay
-//   NHWC (the same bytes, permuted) unless they are graph inputs or outputs.
-//   Elementwise ops whose operands all have the result's shape (relu, add,
-//   ...) keep the layout; any other reader of such a buffer gets an NCHW
-//   copy made just before it runs.
+// - Layouts: oneDNN's conv kernels read and write NHWC (brgconv) or
+//   nChw16c (jit, Winograd), not NCHW. Between two convs, reordering to NCHW
+//   and back costs two passes over the activations per conv (most of the gap
+//   to ONNX Runtime on ResNet-50), so 4-D f32 arena buffers that a kernel
+//   writes in its layout stay in it (the same bytes, permuted; nChw16c only
+//   where C % 16 == 0) unless they are graph inputs or outputs. Elementwise
+//   ops whose operands all have the result's shape and layout (relu, add,
+//   ...) keep it; any other reader of such a buffer gets an NCHW copy made
+//   just before it runs.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CPU_CONVPLAN_H
 #define TESSEL_RUNTIME_CPU_CONVPLAN_H
 
+#include "Layout.h"
 #include "tessel/runtime/Program.h"
 
 #include <vector>
@@ -47,22 +49,22 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
                                        const std::vector<bool> &eligible);
 
 struct LayoutPlan {
-  /// By buffer id: the buffer holds NHWC.
-  std::vector<bool> nhwc;
-  /// By op index: operand positions whose (NHWC) buffer the op must read as
-  /// an NCHW copy.
+  /// By buffer id.
+  std::vector<Layout> layout;
+  /// By op index: operand positions whose (non-NCHW) buffer the op must read
+  /// as an NCHW copy.
   std::vector<std::vector<int>> toPlain;
 };
 
-/// `convDst[i]`: for an op that runs on oneDNN, the buffer it writes (its
-/// result, or the fused relu's) and whether its kernel writes NHWC
-/// (`writesNhwc[i]`); -1 for other ops. `sameLayoutAs[i]`: a buffer whose
-/// layout the conv's must be (an in-place addend), or -1. `skipped[i]`: ops
-/// folded into a conv.
-LayoutPlan planNhwcLayouts(const Program &prog, const std::vector<int> &convDst,
-                           const std::vector<bool> &writesNhwc,
-                           const std::vector<int> &sameLayoutAs,
-                           const std::vector<bool> &skipped);
+/// `dnnlDst[i]`: for an op that runs on oneDNN, the buffer it writes (its
+/// result, or the fused relu's) and the layout its kernel writes
+/// (`writes[i]`); -1 for other ops. `sameLayoutAs[i]`: a buffer whose layout
+/// that buffer must have instead (an in-place addend; a pool's input), or
+/// -1. `skipped[i]`: ops folded into a conv.
+LayoutPlan planLayouts(const Program &prog, const std::vector<int> &dnnlDst,
+                       const std::vector<Layout> &writes,
+                       const std::vector<int> &sameLayoutAs,
+                       const std::vector<bool> &skipped);
 
 } // namespace tessel::runtime::cpu
 

@@ -115,13 +115,23 @@ Status CpuExecutor::init() {
 Status CpuExecutor::initConvs() {
   const size_t nOps = prog->ops.size();
   const auto &B = prog->buffers;
-  // TESSEL_CONV=im2col keeps every conv on im2col + GEMM, TESSEL_LAYOUT=nchw
-  // keeps every buffer NCHW (both for comparisons; TESSEL_FUSE below too).
-  const char *convEnv = std::getenv("TESSEL_CONV");
-  const char *layoutEnv = std::getenv("TESSEL_LAYOUT");
-  const bool useDnnl = !(convEnv && std::string(convEnv) == "im2col");
-  const bool useNhwc =
-      useDnnl && !(layoutEnv && std::string(layoutEnv) == "nchw");
+  // For comparisons (runtime/README.md): TESSEL_CONV=im2col keeps every
+  // conv on im2col + GEMM; TESSEL_LAYOUT=nchw keeps every buffer NCHW,
+  // =nhwc builds convs for NHWC (brgconv), =blocked (the default) for
+  // nChw16c (jit kernels, Winograd for 3x3 stride-1 convs unless
+  // TESSEL_WINOGRAD=0); TESSEL_FUSE=0 folds nothing into convs.
+  auto env = [](const char *name) {
+    const char *v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  const bool useDnnl = env("TESSEL_CONV") != "im2col";
+  const std::string layoutMode = env("TESSEL_LAYOUT");
+  const bool useNhwc = useDnnl && layoutMode != "nchw";
+  const Layout convLayout = layoutMode == "nhwc" ? Layout::NHWC
+                            : layoutMode == "nchw" ? Layout::NCHW
+                                                   : Layout::NChw16c;
+  const bool winograd =
+      convLayout == Layout::NChw16c && env("TESSEL_WINOGRAD") != "0";
 
   // Convs with constant weights run on oneDNN; pointwise stride-1 ones only
   // where layouts may stay NHWC (as NCHW GEMMs they need no reorders).
@@ -141,16 +151,13 @@ Status CpuExecutor::initConvs() {
     eligible[i] = (useNhwc || !pointwise) && isConst(1) &&
                   (op.operands.size() < 3 || isConst(2));
   }
-  // TESSEL_FUSE=0 folds nothing into convs (for comparisons).
-  const char *fuseEnv = std::getenv("TESSEL_FUSE");
-  fusions = fuseEnv && std::string(fuseEnv) == "0"
-                ? std::vector<ConvFusion>(nOps)
-                : planConvFusion(*prog, eligible);
+  fusions = env("TESSEL_FUSE") == "0" ? std::vector<ConvFusion>(nOps)
+                                      : planConvFusion(*prog, eligible);
 
   dnnlConvs.resize(nOps);
   skipped.assign(nOps, false);
   convWrites.assign(nOps, -1);
-  std::vector<bool> writesNhwc(nOps, false);
+  std::vector<Layout> writes(nOps, Layout::NCHW);
   int64_t scratchSize = 0;
   for (size_t i = 0; i < nOps; ++i) {
     const Op &op = prog->ops[i];
@@ -159,6 +166,13 @@ Status CpuExecutor::initConvs() {
     if (eligible[i]) {
       if (!dnnl)
         dnnl = createDnnlContext();
+      // The chosen layout where the channels allow it (a 3-channel image
+      // in nChw16c would be 16 channels of mostly padding): else oneDNN's.
+      ConvAlgo algo;
+      algo.winograd = winograd;
+      const Shape &ws = B[op.operands[1]].shape;
+      if (convLayout != Layout::NChw16c || (ws[0] % 16 == 0 && ws[1] % 16 == 0))
+        algo.layout = convLayout;
       auto create = [&](ConvPostOps post) {
         return DnnlConv::create(
             dnnl, B[op.operands[0]].shape, B[op.operands[1]].shape,
@@ -167,7 +181,7 @@ Status CpuExecutor::initConvs() {
             op.operands.size() > 2
                 ? static_cast<const float *>(B[op.operands[2]].data)
                 : nullptr,
-            post);
+            post, algo);
       };
       ConvFusion &f = fusions[i];
       if (f.writes >= 0) {
@@ -188,7 +202,7 @@ Status CpuExecutor::initConvs() {
         skipped[f.add] = true;
       if (f.relu >= 0)
         skipped[f.relu] = true;
-      writesNhwc[i] = useNhwc && dnnlConvs[i]->wantsNhwcDst();
+      writes[i] = useNhwc ? dnnlConvs[i]->dstLayout() : Layout::NCHW;
       continue;
     }
     scratchSize = std::max(
@@ -197,10 +211,11 @@ Status CpuExecutor::initConvs() {
                           B[op.results[0]].shape, op.strides, op.pads,
                           op.dilations, op.group));
   }
-  // max_pool on oneDNN too where activations may stay NHWC (it reads and
-  // writes either layout).
+  // max_pool on oneDNN too where activations may keep its layouts (it reads
+  // and writes any, and keeps its input's).
   dnnlPools.resize(nOps);
   std::vector<bool> onDnnlPool(nOps, false);
+  std::vector<int> sameLayoutAs(nOps, -1);
   for (size_t i = 0; i < nOps; ++i) {
     const Op &op = prog->ops[i];
     if (useNhwc && op.kind == OpKind::MaxPool &&
@@ -208,14 +223,13 @@ Status CpuExecutor::initConvs() {
         B[op.operands[0]].shape.size() == 4) {
       onDnnlPool[i] = true;
       convWrites[i] = op.results[0];
-      writesNhwc[i] = true;
+      sameLayoutAs[i] = op.operands[0];
     }
   }
-  std::vector<int> sameLayoutAs(nOps, -1);
   for (size_t i = 0; i < nOps; ++i)
     if (dnnlConvs[i] && fusions[i].inPlace)
       sameLayoutAs[i] = fusions[i].addend;
-  layouts = planNhwcLayouts(*prog, convWrites, writesNhwc, sameLayoutAs, skipped);
+  layouts = planLayouts(*prog, convWrites, writes, sameLayoutAs, skipped);
   for (size_t i = 0; i < nOps; ++i) {
     if (!onDnnlPool[i])
       continue;
@@ -224,8 +238,8 @@ Status CpuExecutor::initConvs() {
       dnnl = createDnnlContext();
     dnnlPools[i] = DnnlPool::createMax(
         dnnl, B[op.operands[0]].shape, B[op.results[0]].shape, op.kernel,
-        op.strides, op.pads, layouts.nhwc[op.operands[0]],
-        layouts.nhwc[op.results[0]]);
+        op.strides, op.pads, layouts.layout[op.operands[0]],
+        layouts.layout[op.results[0]]);
     if (!dnnlPools[i])
       return Status::error("instruction " + std::to_string(i) +
                            " (max_pool): oneDNN has no max pooling for " +
@@ -239,8 +253,8 @@ Status CpuExecutor::initConvs() {
   for (size_t i = 0; i < nOps; ++i) {
     if (DnnlConv *conv = dnnlConvs[i].get()) {
       TSL_RETURN_IF_ERROR(conv->setBufferLayouts(
-          layouts.nhwc[prog->ops[i].operands[0]],
-          layouts.nhwc[convWrites[i]]));
+          layouts.layout[prog->ops[i].operands[0]],
+          layouts.layout[convWrites[i]]));
       srcBytes = std::max(srcBytes, conv->srcScratchBytes());
       dstBytes = std::max(dstBytes, conv->dstScratchBytes());
     }
@@ -296,8 +310,8 @@ CpuExecutor::Step CpuExecutor::makeStepWithLayouts(size_t i) {
     if (std::any_of(saved.begin(), saved.end(),
                     [&](auto &p) { return p.first == id; }))
       continue; // the same buffer at two positions: one copy
-    reorders.push_back(
-        LayoutReorder::create(dnnl, prog->buffers[id].shape, false));
+    reorders.push_back(LayoutReorder::create(dnnl, prog->buffers[id].shape,
+                                             layouts.layout[id], Layout::NCHW));
     void *copy = plainCopies[k].get();
     pre.push_back({reorders.back().get(), {ptrs[id], copy}});
     saved.emplace_back(id, ptrs[id]);
@@ -602,9 +616,10 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
       const void *from = ptrs[addend];
       const size_t bytes = prog->buffers[t].bytes;
       LayoutReorder *convert = nullptr;
-      if (layouts.nhwc[addend] != layouts.nhwc[t]) {
-        reorders.push_back(LayoutReorder::create(
-            dnnl, prog->buffers[t].shape, layouts.nhwc[t]));
+      if (layouts.layout[addend] != layouts.layout[t]) {
+        reorders.push_back(LayoutReorder::create(dnnl, prog->buffers[t].shape,
+                                                 layouts.layout[addend],
+                                                 layouts.layout[t]));
         convert = reorders.back().get();
       }
       return [=] {

@@ -26,6 +26,7 @@ struct DnnlConv::Impl {
   dnnl::memory weights, bias;
   bool reorderSrc = false, reorderDst = false;
   ConvPostOps post;
+  std::string name;
   // toDst: the sum post-op's addend, into the kernel's layout.
   dnnl::reorder toSrc, toDst, fromDst;
 };
@@ -39,7 +40,26 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
                  const std::vector<int64_t> &strides,
                  const std::vector<int64_t> &pads,
                  const std::vector<int64_t> &dilations, int64_t group,
-                 const float *weights, const float *bias, ConvPostOps post) {
+                 const float *weights, const float *bias, ConvPostOps post,
+                 ConvAlgo algo) {
+  if (algo.winograd) {
+    if (auto conv = createWith(ctx, x, w, y, strides, pads, dilations, group,
+                               weights, bias, post, algo))
+      return conv;
+    algo.winograd = false; // no Winograd kernel for this conv
+  }
+  return createWith(ctx, x, w, y, strides, pads, dilations, group, weights,
+                    bias, post, algo);
+}
+
+std::unique_ptr<DnnlConv>
+DnnlConv::createWith(std::shared_ptr<DnnlContext> ctx, const Shape &x,
+                 const Shape &w, const Shape &y,
+                 const std::vector<int64_t> &strides,
+                 const std::vector<int64_t> &pads,
+                 const std::vector<int64_t> &dilations, int64_t group,
+                 const float *weights, const float *bias, ConvPostOps post,
+                 ConvAlgo algo) {
   if (!ctx || group != 1 || x.size() != 4 || w.size() != 4 || y.size() != 4 ||
       x[0] * x[1] * x[2] * x[3] == 0 || y[0] * y[1] * y[2] * y[3] == 0)
     return nullptr;
@@ -54,20 +74,26 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     impl->post = post;
     impl->plainSrc = dnnl::memory::desc(xd, dt::f32, tag::nchw);
     impl->plainDst = dnnl::memory::desc(yd, dt::f32, tag::nchw);
-    dnnl::memory::desc anySrc(xd, dt::f32, tag::any), anyDst(yd, dt::f32, tag::any),
+    const tag act = algo.layout == Layout::NHWC      ? tag::nhwc
+                    : algo.layout == Layout::NChw16c ? tag::nChw16c
+                                                     : tag::any;
+    dnnl::memory::desc anySrc(xd, dt::f32, act), anyDst(yd, dt::f32, act),
         anyW(wd, dt::f32, tag::any), biasDesc({w[0]}, dt::f32, tag::x);
+    const bool wino = algo.winograd && w[2] == 3 && w[3] == 3 &&
+                      strides[0] == 1 && strides[1] == 1 &&
+                      dilations[0] == 1 && dilations[1] == 1;
+    const dnnl::algorithm alg = wino ? dnnl::algorithm::convolution_winograd
+                                     : dnnl::algorithm::convolution_direct;
     // oneDNN counts dilation from 0 (no dilation); ONNX from 1.
     dnnl::memory::dims st = {strides[0], strides[1]},
                        dil = {dilations[0] - 1, dilations[1] - 1},
                        padL = {pads[0], pads[1]}, padR = {pads[2], pads[3]};
     auto desc = bias ? dnnl::convolution_forward::desc(
-                           dnnl::prop_kind::forward_inference,
-                           dnnl::algorithm::convolution_direct, anySrc, anyW,
-                           biasDesc, anyDst, st, dil, padL, padR)
+                           dnnl::prop_kind::forward_inference, alg, anySrc,
+                           anyW, biasDesc, anyDst, st, dil, padL, padR)
                      : dnnl::convolution_forward::desc(
-                           dnnl::prop_kind::forward_inference,
-                           dnnl::algorithm::convolution_direct, anySrc, anyW,
-                           anyDst, st, dil, padL, padR);
+                           dnnl::prop_kind::forward_inference, alg, anySrc,
+                           anyW, anyDst, st, dil, padL, padR);
     dnnl::primitive_attr attr;
     dnnl::post_ops ops;
     if (post.sum)
@@ -76,9 +102,10 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
-    // Only oneDNN's JIT direct kernels beat im2col + GEMM; its own
-    // gemm-based and reference convs do not.
+    // Only oneDNN's JIT kernels beat im2col + GEMM; its own gemm-based and
+    // reference convs do not.
     std::string impl_name = pd.impl_info_str();
+    impl->name = impl_name;
     if (impl_name.find("gemm") != std::string::npos ||
         impl_name.find("ref") != std::string::npos)
       return nullptr;
@@ -95,7 +122,7 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
       impl->bias = dnnl::memory(biasDesc, eng, const_cast<float *>(bias));
     ctx->stream.wait();
     std::unique_ptr<DnnlConv> conv(new DnnlConv(std::move(impl)));
-    if (!conv->setBufferLayouts(false, false))
+    if (!conv->setBufferLayouts(Layout::NCHW, Layout::NCHW))
       return nullptr;
     return conv;
   } catch (const dnnl::error &) {
@@ -103,36 +130,39 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
   }
 }
 
-static dnnl::memory::desc nhwcDesc(const dnnl::memory::dims &d) {
-  return dnnl::memory::desc(d, dt::f32, tag::nhwc);
+static dnnl::memory::desc layoutDesc(const dnnl::memory::dims &d, Layout l) {
+  return dnnl::memory::desc(d, dt::f32,
+                            l == Layout::NHWC      ? tag::nhwc
+                            : l == Layout::NChw16c ? tag::nChw16c
+                                                   : tag::nchw);
 }
 
-bool DnnlConv::wantsNhwcSrc() const {
-  return impl->src == nhwcDesc(impl->xd);
-}
-bool DnnlConv::wantsNhwcDst() const {
-  return impl->dst == nhwcDesc(impl->yd);
+Layout DnnlConv::dstLayout() const {
+  for (Layout l : {Layout::NHWC, Layout::NChw16c})
+    if (impl->dst == layoutDesc(impl->yd, l))
+      return l;
+  return Layout::NCHW;
 }
 
-Status DnnlConv::setBufferLayouts(bool srcNhwc, bool dstNhwc) {
+const char *DnnlConv::kernelName() const { return impl->name.c_str(); }
+
+Status DnnlConv::setBufferLayouts(Layout src, Layout dst) {
   try {
-  const dnnl::engine &eng = impl->ctx->engine;
-  impl->plainSrc = srcNhwc ? nhwcDesc(impl->xd)
-                              : dnnl::memory::desc(impl->xd, dt::f32, tag::nchw);
-  impl->plainDst = dstNhwc ? nhwcDesc(impl->yd)
-                              : dnnl::memory::desc(impl->yd, dt::f32, tag::nchw);
-  impl->reorderSrc = impl->src != impl->plainSrc;
-  impl->reorderDst = impl->dst != impl->plainDst;
-  if (impl->reorderSrc)
-    impl->toSrc = dnnl::reorder(
-        dnnl::reorder::primitive_desc(eng, impl->plainSrc, eng, impl->src));
-  if (impl->reorderDst)
-    impl->fromDst = dnnl::reorder(
-        dnnl::reorder::primitive_desc(eng, impl->dst, eng, impl->plainDst));
-  if (impl->reorderDst && impl->post.sum)
-    impl->toDst = dnnl::reorder(
-        dnnl::reorder::primitive_desc(eng, impl->plainDst, eng, impl->dst));
-  return Status::ok();
+    const dnnl::engine &eng = impl->ctx->engine;
+    impl->plainSrc = layoutDesc(impl->xd, src);
+    impl->plainDst = layoutDesc(impl->yd, dst);
+    impl->reorderSrc = impl->src != impl->plainSrc;
+    impl->reorderDst = impl->dst != impl->plainDst;
+    if (impl->reorderSrc)
+      impl->toSrc = dnnl::reorder(
+          dnnl::reorder::primitive_desc(eng, impl->plainSrc, eng, impl->src));
+    if (impl->reorderDst)
+      impl->fromDst = dnnl::reorder(
+          dnnl::reorder::primitive_desc(eng, impl->dst, eng, impl->plainDst));
+    if (impl->reorderDst && impl->post.sum)
+      impl->toDst = dnnl::reorder(
+          dnnl::reorder::primitive_desc(eng, impl->plainDst, eng, impl->dst));
+    return Status::ok();
   } catch (const dnnl::error &e) {
     return Status::error(std::string("oneDNN reorder: ") + e.what());
   }
@@ -188,16 +218,15 @@ LayoutReorder::~LayoutReorder() = default;
 
 std::unique_ptr<LayoutReorder>
 LayoutReorder::create(std::shared_ptr<DnnlContext> ctx, const Shape &shape,
-                      bool toNhwc) {
+                      Layout from, Layout to) {
   if (!ctx || shape.size() != 4)
     return nullptr;
   try {
     auto impl = std::make_unique<Impl>();
     impl->ctx = ctx;
     dnnl::memory::dims d(shape.begin(), shape.end());
-    dnnl::memory::desc plain(d, dt::f32, tag::nchw), nhwc = nhwcDesc(d);
-    impl->from = toNhwc ? plain : nhwc;
-    impl->to = toNhwc ? nhwc : plain;
+    impl->from = layoutDesc(d, from);
+    impl->to = layoutDesc(d, to);
     impl->reorder = dnnl::reorder(dnnl::reorder::primitive_desc(
         ctx->engine, impl->from, ctx->engine, impl->to));
     return std::unique_ptr<LayoutReorder>(new LayoutReorder(std::move(impl)));

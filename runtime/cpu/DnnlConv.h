@@ -4,15 +4,16 @@
 // oneDNN's direct convolution (brgconv on AVX-512) instead of im2col + GEMM:
 // 25-35% faster on ResNet-50's 3x3 shapes at one thread, reorders included
 // (runtime/README.md). The weights are reordered into oneDNN's blocked layout
-// once, when the executor is created (as ONNX Runtime prepacks). oneDNN 2.6
-// picks NHWC activations for f32 on AVX-512: arena buffers between convs stay
-// NHWC where ConvPlan.h can keep them so; others are reordered through a
-// scratch pair shared by every conv of the program.
+// once, when the executor is created (as ONNX Runtime prepacks). oneDNN's
+// kernels want NHWC (brgconv) or nChw16c (jit, Winograd) activations: arena
+// buffers between convs stay so where ConvPlan.h can keep them; others are
+// reordered through a scratch pair shared by every conv of the program.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CPU_DNNLCONV_H
 #define TESSEL_RUNTIME_CPU_DNNLCONV_H
 
+#include "Layout.h"
 #include "tessel/runtime/Status.h"
 #include "tessel/runtime/Tensor.h"
 
@@ -33,6 +34,16 @@ struct ConvPostOps {
   bool relu = false;
 };
 
+/// How to pick the kernel: Winograd (F(4x4, 3x3) on AVX-512: 3x3 stride-1
+/// convs in about half the time, with rounding errors a few times larger
+/// than direct convolution's, still ~1e-6 relative on ResNet-50) where
+/// oneDNN has it, and the activation layout to build it for (NCHW: let
+/// oneDNN choose).
+struct ConvAlgo {
+  bool winograd = false;
+  Layout layout = Layout::NCHW;
+};
+
 class DnnlConv {
 public:
   /// A conv of these shapes and attributes with constant `weights` (and
@@ -43,16 +54,16 @@ public:
          const Shape &y, const std::vector<int64_t> &strides,
          const std::vector<int64_t> &pads,
          const std::vector<int64_t> &dilations, int64_t group,
-         const float *weights, const float *bias, ConvPostOps post = {});
+         const float *weights, const float *bias, ConvPostOps post = {},
+         ConvAlgo algo = {});
   ~DnnlConv();
 
-  /// Whether the kernel reads / writes NHWC (a buffer in that layout needs
-  /// no reorder).
-  bool wantsNhwcSrc() const;
-  bool wantsNhwcDst() const;
-  /// The layouts of the arena buffers it reads and writes: NHWC where set,
-  /// NCHW otherwise (the default).
-  Status setBufferLayouts(bool srcNhwc, bool dstNhwc);
+  /// The layout the kernel writes (NCHW also for layouts no buffer keeps).
+  Layout dstLayout() const;
+  /// The layouts of the arena buffers it reads and writes (default NCHW).
+  Status setBufferLayouts(Layout src, Layout dst);
+  /// The kernel oneDNN chose ("brgconv:avx512_core", ...).
+  const char *kernelName() const;
 
   /// Bytes of the reordered source and destination scratch this conv needs.
   size_t srcScratchBytes() const;
@@ -63,17 +74,25 @@ public:
   Status run(const float *x, float *y, void *srcScratch, void *dstScratch);
 
 private:
+  static std::unique_ptr<DnnlConv>
+  createWith(std::shared_ptr<DnnlContext> ctx, const Shape &x, const Shape &w,
+             const Shape &y, const std::vector<int64_t> &strides,
+             const std::vector<int64_t> &pads,
+             const std::vector<int64_t> &dilations, int64_t group,
+             const float *weights, const float *bias, ConvPostOps post,
+             ConvAlgo algo);
   struct Impl;
   explicit DnnlConv(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl;
 };
 
-/// Converts a 4-D f32 tensor between NCHW and NHWC.
+/// Converts a 4-D f32 tensor between layouts.
 class LayoutReorder {
 public:
   /// Null when oneDNN cannot (it always can for f32).
   static std::unique_ptr<LayoutReorder>
-  create(std::shared_ptr<DnnlContext> ctx, const Shape &shape, bool toNhwc);
+  create(std::shared_ptr<DnnlContext> ctx, const Shape &shape, Layout from,
+         Layout to);
   ~LayoutReorder();
   Status run(const void *src, void *dst);
 

@@ -20,8 +20,8 @@ std::unique_ptr<DnnlPool>
 DnnlPool::createMax(std::shared_ptr<DnnlContext> ctx, const Shape &x,
                     const Shape &y, const std::vector<int64_t> &kernel,
                     const std::vector<int64_t> &strides,
-                    const std::vector<int64_t> &pads, bool srcNhwc,
-                    bool dstNhwc) {
+                    const std::vector<int64_t> &pads, Layout src,
+                    Layout dst) {
   if (!ctx || x.size() != 4 || y.size() != 4 || kernel.size() != 2 ||
       strides.size() != 2 || pads.size() != 4)
     return nullptr;
@@ -29,8 +29,13 @@ DnnlPool::createMax(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     auto impl = std::make_unique<Impl>();
     impl->ctx = ctx;
     dnnl::memory::dims xd(x.begin(), x.end()), yd(y.begin(), y.end());
-    impl->src = dnnl::memory::desc(xd, dt::f32, srcNhwc ? tag::nhwc : tag::nchw);
-    impl->dst = dnnl::memory::desc(yd, dt::f32, dstNhwc ? tag::nhwc : tag::nchw);
+    auto tagOf = [](Layout l) {
+      return l == Layout::NHWC      ? tag::nhwc
+             : l == Layout::NChw16c ? tag::nChw16c
+                                    : tag::nchw;
+    };
+    impl->src = dnnl::memory::desc(xd, dt::f32, tagOf(src));
+    impl->dst = dnnl::memory::desc(yd, dt::f32, tagOf(dst));
     // The right pads that give y's size (ceil mode pads more than ONNX
     // says; those windows are partial, which max pooling ignores).
     dnnl::memory::dims padL = {pads[0], pads[1]}, padR(2);

@@ -1,8 +1,8 @@
 //===- DnnlPool.h - max_pool through oneDNN, NCHW or NHWC -------*- C++ -*-===//
 //
-// ResNet's max_pool sits between two convs whose activations stay NHWC
-// (ConvPlan.h); oneDNN's pooling reads and writes either layout, so the
-// pool needs no NCHW copy of its input and its readers no reorder.
+// ResNet's max_pool sits between two convs whose activations keep oneDNN's
+// layouts (ConvPlan.h); oneDNN's pooling reads and writes any of them, so
+// the pool needs no NCHW copy of its input and its readers no reorder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CPU_DNNLPOOL_H
@@ -15,12 +15,12 @@ namespace tessel::runtime::cpu {
 class DnnlPool {
 public:
   /// Max pooling of 4-D f32 `x` into `y` (its shape fixes floor or ceil
-  /// mode), each in NHWC where set, NCHW otherwise; null if oneDNN cannot.
+  /// mode), in those layouts; null if oneDNN cannot.
   static std::unique_ptr<DnnlPool>
   createMax(std::shared_ptr<DnnlContext> ctx, const Shape &x, const Shape &y,
             const std::vector<int64_t> &kernel,
             const std::vector<int64_t> &strides,
-            const std::vector<int64_t> &pads, bool srcNhwc, bool dstNhwc);
+            const std::vector<int64_t> &pads, Layout src, Layout dst);
   ~DnnlPool();
   Status run(const float *x, float *y);
 

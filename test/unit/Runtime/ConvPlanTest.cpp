@@ -1,13 +1,14 @@
 //===- ConvPlanTest.cpp - NHWC layouts and relu fusion around convs -------===//
 //
 // A residual block (conv-relu-conv-add-relu, then max_pool and
-// global_avg_pool, which read NCHW) with constant weights, as a compiled
-// model has them: the CPU executor keeps the activations between oneDNN's
-// convs NHWC and fuses relus into convs (runtime/cpu/ConvPlan.h). Its output
-// must equal direct loops, and the same program on the NCHW and im2col paths.
+// global_avg_pool) with constant weights, as a compiled model has them: the
+// CPU executor keeps the activations between oneDNN's kernels in their
+// layouts and folds relus and the residual add into convs
+// (runtime/cpu/ConvPlan.h). Every path must equal direct loops.
 //
 //===----------------------------------------------------------------------===//
 #include "ConvPlan.h"
+#include "DnnlConv.h"
 #include "TestUtil.h"
 
 #include <cstdlib>
@@ -146,13 +147,16 @@ std::vector<Tensor> runBlock(const Block &k, int threads) {
 class ConvPaths : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(ConvPaths, ResidualBlockMatchesLoops) {
-  // "nhwc" (the default), "nchw" (TESSEL_LAYOUT=nchw), "im2col"
-  // (TESSEL_CONV=im2col).
+  // "blocked" (the default: nChw16c, Winograd), "direct" (nChw16c without
+  // Winograd), "nhwc", "nchw" (TESSEL_LAYOUT), "im2col" (TESSEL_CONV).
   std::string path = GetParam();
-  unsetenv("TESSEL_LAYOUT");
-  unsetenv("TESSEL_CONV");
-  if (path == "nchw")
-    setenv("TESSEL_LAYOUT", "nchw", 1);
+  const char *vars[] = {"TESSEL_LAYOUT", "TESSEL_CONV", "TESSEL_WINOGRAD"};
+  for (const char *v : vars)
+    unsetenv(v);
+  if (path == "nchw" || path == "nhwc")
+    setenv("TESSEL_LAYOUT", path.c_str(), 1);
+  if (path == "direct")
+    setenv("TESSEL_WINOGRAD", "0", 1);
   if (path == "im2col")
     setenv("TESSEL_CONV", "im2col", 1);
   std::mt19937 rng(31);
@@ -164,12 +168,13 @@ TEST_P(ConvPaths, ResidualBlockMatchesLoops) {
     expectNear(out[0], k.wantPool, 1e-4, 1e-5);
     expectNear(out[1], k.wantMean, 1e-4, 1e-5);
   }
-  unsetenv("TESSEL_LAYOUT");
-  unsetenv("TESSEL_CONV");
+  for (const char *v : vars)
+    unsetenv(v);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ConvPaths,
-                         ::testing::Values("nhwc", "nchw", "im2col"));
+                         ::testing::Values("blocked", "direct", "nhwc", "nchw",
+                                           "im2col"));
 
 // A relu is fused into the conv before it only when writing the relu's
 // buffer early cannot clobber a buffer live at the time.
@@ -245,6 +250,39 @@ TEST(AddFusion, NeedsTheAddendBeforeTheConv) {
       EXPECT_EQ(fusion[conv].writes, -1);
     }
   }
+}
+
+} // namespace
+
+namespace {
+
+// The Winograd kernel itself against direct loops, where oneDNN has one
+// (AVX-512 machines); elsewhere create() falls back to a direct kernel and
+// the numbers must hold all the same.
+TEST(DnnlConv, WinogradMatchesLoops) {
+  using namespace tessel::runtime::cpu;
+  std::mt19937 rng(34);
+  Tensor x = randomF32({2, 32, 12, 12}, rng), w = randomF32({32, 32, 3, 3}, rng),
+         b = randomF32({32}, rng);
+  std::vector<double> xd(x.data<float>(), x.data<float>() + x.numElements());
+  Shape ys;
+  std::vector<double> want = refConv(xd, x.shape(), w, b, 1, 1, ys);
+  auto ctx = createDnnlContext();
+  ASSERT_TRUE(ctx);
+  ConvAlgo algo;
+  algo.winograd = true;
+  algo.layout = Layout::NChw16c;
+  auto conv = DnnlConv::create(ctx, x.shape(), w.shape(), ys, {1, 1},
+                               {1, 1, 1, 1}, {1, 1}, 1, w.data<float>(),
+                               b.data<float>(), {}, algo);
+  ASSERT_TRUE(conv);
+  std::printf("kernel: %s\n", conv->kernelName());
+  Tensor y(DType::F32, ys);
+  std::vector<float> src(conv->srcScratchBytes() / 4 + 16),
+      dst(conv->dstScratchBytes() / 4 + 16);
+  ASSERT_TRUE(conv->run(x.data<float>(), y.data<float>(), src.data(), dst.data()).isOk());
+  // Winograd rounds differently: a few times direct convolution's error.
+  expectNear(y, want, 1e-4, 1e-4);
 }
 
 } // namespace
