@@ -2,6 +2,8 @@
 #include "DnnlConv.h"
 #include "DnnlContext.h"
 
+#include <optional>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 namespace tessel::runtime::cpu {
@@ -42,24 +44,6 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
                  const std::vector<int64_t> &dilations, int64_t group,
                  const float *weights, const float *bias, ConvPostOps post,
                  ConvAlgo algo) {
-  if (algo.winograd) {
-    if (auto conv = createWith(ctx, x, w, y, strides, pads, dilations, group,
-                               weights, bias, post, algo))
-      return conv;
-    algo.winograd = false; // no Winograd kernel for this conv
-  }
-  return createWith(ctx, x, w, y, strides, pads, dilations, group, weights,
-                    bias, post, algo);
-}
-
-std::unique_ptr<DnnlConv>
-DnnlConv::createWith(std::shared_ptr<DnnlContext> ctx, const Shape &x,
-                 const Shape &w, const Shape &y,
-                 const std::vector<int64_t> &strides,
-                 const std::vector<int64_t> &pads,
-                 const std::vector<int64_t> &dilations, int64_t group,
-                 const float *weights, const float *bias, ConvPostOps post,
-                 ConvAlgo algo) {
   if (!ctx || group != 1 || x.size() != 4 || w.size() != 4 || y.size() != 4 ||
       x[0] * x[1] * x[2] * x[3] == 0 || y[0] * y[1] * y[2] * y[3] == 0)
     return nullptr;
@@ -79,21 +63,10 @@ DnnlConv::createWith(std::shared_ptr<DnnlContext> ctx, const Shape &x,
                                                      : tag::any;
     dnnl::memory::desc anySrc(xd, dt::f32, act), anyDst(yd, dt::f32, act),
         anyW(wd, dt::f32, tag::any), biasDesc({w[0]}, dt::f32, tag::x);
-    const bool wino = algo.winograd && w[2] == 3 && w[3] == 3 &&
-                      strides[0] == 1 && strides[1] == 1 &&
-                      dilations[0] == 1 && dilations[1] == 1;
-    const dnnl::algorithm alg = wino ? dnnl::algorithm::convolution_winograd
-                                     : dnnl::algorithm::convolution_direct;
     // oneDNN counts dilation from 0 (no dilation); ONNX from 1.
     dnnl::memory::dims st = {strides[0], strides[1]},
                        dil = {dilations[0] - 1, dilations[1] - 1},
                        padL = {pads[0], pads[1]}, padR = {pads[2], pads[3]};
-    auto desc = bias ? dnnl::convolution_forward::desc(
-                           dnnl::prop_kind::forward_inference, alg, anySrc,
-                           anyW, biasDesc, anyDst, st, dil, padL, padR)
-                     : dnnl::convolution_forward::desc(
-                           dnnl::prop_kind::forward_inference, alg, anySrc,
-                           anyW, anyDst, st, dil, padL, padR);
     dnnl::primitive_attr attr;
     dnnl::post_ops ops;
     if (post.sum)
@@ -101,14 +74,38 @@ DnnlConv::createWith(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     if (post.relu)
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
-    dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
     // Only oneDNN's JIT kernels beat im2col + GEMM; its own gemm-based and
-    // reference convs do not.
-    std::string impl_name = pd.impl_info_str();
-    impl->name = impl_name;
-    if (impl_name.find("gemm") != std::string::npos ||
-        impl_name.find("ref") != std::string::npos)
+    // reference convs do not. Winograd first where asked for and possible.
+    auto kernel = [&](dnnl::algorithm alg)
+        -> std::optional<dnnl::convolution_forward::primitive_desc> {
+      try {
+        auto desc = bias ? dnnl::convolution_forward::desc(
+                               dnnl::prop_kind::forward_inference, alg, anySrc,
+                               anyW, biasDesc, anyDst, st, dil, padL, padR)
+                         : dnnl::convolution_forward::desc(
+                               dnnl::prop_kind::forward_inference, alg, anySrc,
+                               anyW, anyDst, st, dil, padL, padR);
+        dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
+        std::string name = pd.impl_info_str();
+        if (name.find("gemm") != std::string::npos ||
+            name.find("ref") != std::string::npos)
+          return std::nullopt;
+        return pd;
+      } catch (const dnnl::error &) {
+        return std::nullopt; // no kernel for this algorithm
+      }
+    };
+    const bool wino = algo.winograd && w[2] == 3 && w[3] == 3 &&
+                      strides[0] == 1 && strides[1] == 1 &&
+                      dilations[0] == 1 && dilations[1] == 1;
+    auto found = wino ? kernel(dnnl::algorithm::convolution_winograd)
+                      : std::nullopt;
+    if (!found)
+      found = kernel(dnnl::algorithm::convolution_direct);
+    if (!found)
       return nullptr;
+    const dnnl::convolution_forward::primitive_desc &pd = *found;
+    impl->name = pd.impl_info_str();
     impl->conv = dnnl::convolution_forward(pd);
     impl->src = pd.src_desc();
     impl->dst = pd.dst_desc();

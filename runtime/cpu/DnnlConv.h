@@ -74,13 +74,6 @@ public:
   Status run(const float *x, float *y, void *srcScratch, void *dstScratch);
 
 private:
-  static std::unique_ptr<DnnlConv>
-  createWith(std::shared_ptr<DnnlContext> ctx, const Shape &x, const Shape &w,
-             const Shape &y, const std::vector<int64_t> &strides,
-             const std::vector<int64_t> &pads,
-             const std::vector<int64_t> &dilations, int64_t group,
-             const float *weights, const float *bias, ConvPostOps post,
-             ConvAlgo algo);
   struct Impl;
   explicit DnnlConv(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl;
