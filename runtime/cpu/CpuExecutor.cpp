@@ -339,10 +339,20 @@ Status CpuExecutor::run() {
   static const bool perOp = profile && std::string(profileEnv) == "ops";
   std::vector<double> byKind(profile ? 128 : 0, 0.0);
   std::vector<std::pair<double, size_t>> byOp;
+  const bool timed = profile || tracing;
+  if (tracing)
+    traceEvents.clear();
   for (size_t i = 0; i < steps.size(); ++i) {
-    auto t0 = profile ? std::chrono::steady_clock::now()
-                      : std::chrono::steady_clock::time_point();
+    auto t0 = timed ? std::chrono::steady_clock::now()
+                    : std::chrono::steady_clock::time_point();
     Status s = steps[i]();
+    if (tracing && !skipped[i]) {
+      auto t1 = std::chrono::steady_clock::now();
+      using us = std::chrono::duration<double, std::micro>;
+      traceEvents.push_back({static_cast<int>(i),
+                             us(t0.time_since_epoch()).count(),
+                             us(t1 - t0).count()});
+    }
     if (profile) {
       double ms = std::chrono::duration<double, std::milli>(
                       std::chrono::steady_clock::now() - t0)

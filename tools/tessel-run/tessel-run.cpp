@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Launch.h"
+#include "Trace.h"
 #include "tessel/runtime/Runtime.h"
 
 #include <algorithm>
@@ -35,7 +36,7 @@ const char kUsage[] =
     "[--output [NAME=]FILE.npy]...\n"
     "                  [--threads N] [--repeat K] [--rank R] "
     "[--device cpu|cuda] [--no-verify]\n"
-    "                  [-n N] [--timeout SECONDS]\n"
+    "                  [-n N] [--timeout SECONDS] [--trace FILE.json]\n"
     "\n"
     "  --input NAME=FILE   bind graph input NAME to a .npy file (FILE alone\n"
     "                      when the program has exactly one input)\n"
@@ -52,7 +53,10 @@ const char kUsage[] =
     "                      ranks of one host share memory (TESSEL_COMM=gloo:\n"
     "                      TCP only)\n"
     "  --timeout SECONDS   a collective that makes no progress for this long\n"
-    "                      fails, naming the rank to blame (default 30)\n";
+    "                      fails, naming the rank to blame (default 30)\n"
+    "  --trace FILE.json   write the last run's instructions as a Chrome\n"
+    "                      trace (chrome://tracing, ui.perfetto.dev), one\n"
+    "                      track per rank\n";
 
 struct Options {
   std::string artifact;
@@ -66,6 +70,7 @@ struct Options {
   int ranks = 0;        // -n; 0 when not given
   bool rankGiven = false;
   int timeout = 30;     // seconds
+  std::string trace;    // --trace FILE.json; empty: none
 };
 
 /// "rank K: " in a world of several ranks.
@@ -156,6 +161,10 @@ int parseArgs(int argc, char **argv, Options &o) {
       if (!takeValue("--device") || (value != "cpu" && value != "cuda"))
         return usageError("--device needs cpu or cuda");
       o.backend = value;
+    } else if (is("--trace")) {
+      if (!takeValue("--trace") || value.empty())
+        return usageError("--trace needs a file name");
+      o.trace = value;
     } else if (a == "--no-verify") {
       o.verify = false;
     } else if (!a.empty() && a[0] == '-') {
@@ -286,6 +295,7 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
       return fail(s.message());
     tessel::run::testHooks(rank);
   }
+  exec->setTracing(!o.trace.empty());
   std::vector<double> times;
   int runs = o.repeat > 1 ? o.repeat + 1 : 1;
   for (int r = 0; r < runs; ++r) {
@@ -300,6 +310,13 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   double median = times.size() % 2
                       ? times[times.size() / 2]
                       : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  if (!o.trace.empty()) {
+    std::string path =
+        worldSize > 1 ? tessel::run::rankTracePath(o.trace, rank) : o.trace;
+    if (Status s = tessel::run::writeTrace(path, rank, *program, exec->lastTrace());
+        !s)
+      return fail(s.message());
+  }
   if (rank != 0 && worldSize > 1) {
     // Outputs are replicated; rank 0 writes them.
     if (Status s = session.finish(); !s)
@@ -357,7 +374,14 @@ int main(int argc, char **argv) {
       return rc;
     if (o.rankGiven)
       return usageError("--rank cannot be combined with -n");
-    return tessel::run::launchLocalRanks(o.ranks, argc, argv);
+    int launched = tessel::run::launchLocalRanks(o.ranks, argc, argv);
+    if (launched == 0 && !o.trace.empty()) {
+      if (Status s = tessel::run::mergeTraces(o.trace, o.ranks); !s)
+        return fail(s.message());
+      std::printf("tessel-run: trace of %d ranks -> %s\n", o.ranks,
+                  o.trace.c_str());
+    }
+    return launched;
   }
   return runMain(o, w);
 }

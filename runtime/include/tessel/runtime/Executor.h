@@ -22,6 +22,15 @@ struct ExecutorOptions {
   Communicator *comm = nullptr;
 };
 
+/// One instruction's execution in a run, for timelines: `op` indexes
+/// Program::ops; times in microseconds of the steady clock (CLOCK_MONOTONIC,
+/// shared by every process of a host, so ranks' events line up).
+struct TraceEvent {
+  int op = 0;
+  double beginUs = 0;
+  double durUs = 0;
+};
+
 /// Executes one rank's Program: owns its arena; bind inputs, run, fetch
 /// outputs. Backends (cpu, cuda) implement it.
 class Executor {
@@ -39,7 +48,15 @@ public:
   /// Copies output `name` into a fresh tensor.
   Status getOutput(const std::string &name, Tensor &out);
 
+  /// With tracing on, run() records every instruction it executes (the
+  /// last run's are kept). Backends that cannot record leave it empty.
+  void setTracing(bool on) { tracing = on; }
+  const std::vector<TraceEvent> &lastTrace() const { return traceEvents; }
+
 protected:
+  bool tracing = false;
+  std::vector<TraceEvent> traceEvents;
+
   /// Backend copies of host bytes to and from buffer `id`.
   virtual Status writeBuffer(int id, const void *src) = 0;
   virtual Status readBuffer(int id, void *dst) = 0;

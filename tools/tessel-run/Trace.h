@@ -1,0 +1,36 @@
+//===- Trace.h - Chrome-trace timelines of tessel-run ------------*- C++ -*-===//
+//
+// `tessel-run --trace FILE.json` writes the last run's instructions as a
+// Chrome trace (chrome://tracing, ui.perfetto.dev): one track per rank
+// (pid = rank), one complete event per instruction named by its ONNX node
+// and categorised by its op kind, collectives included, so time spent
+// waiting for a peer shows as a long collective. With -n N each rank writes
+// FILE.rankR and the launcher merges them into FILE; ranks started by
+// mpirun/srun/torchrun leave their FILE.rankR files.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUN_TRACE_H
+#define TESSEL_RUN_TRACE_H
+
+#include "tessel/runtime/Executor.h"
+#include "tessel/runtime/Program.h"
+
+#include <string>
+
+namespace tessel::run {
+
+/// Writes `events` of `program` run by `rank` to `path` as a Chrome trace.
+runtime::Status writeTrace(const std::string &path, int rank,
+                           const runtime::Program &program,
+                           const std::vector<runtime::TraceEvent> &events);
+
+/// The file rank `rank` of a multi-rank run writes: PATH.rankR.
+std::string rankTracePath(const std::string &path, int rank);
+
+/// Merges the `ranks` files rankTracePath(path, r) into `path` and removes
+/// them.
+runtime::Status mergeTraces(const std::string &path, int ranks);
+
+} // namespace tessel::run
+
+#endif // TESSEL_RUN_TRACE_H
