@@ -1,6 +1,5 @@
 //===- TesselDialect.cpp - the tessel dialect -----------------------------===//
 
-#include "dialects/tessel/PartitionOps.h"
 #include "dialects/tessel/TesselOps.h"
 #include "dialects/tessel/Verifiers.h"
 
@@ -20,10 +19,6 @@ void TesselDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/tessel/CollectiveOps.cpp.inc"
-      >();
-  addOperations<
-#define GET_OP_LIST
-#include "dialects/tessel/PartitionOps.cpp.inc"
       >();
 }
 

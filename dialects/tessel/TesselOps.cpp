@@ -356,10 +356,6 @@ TESSEL_REDUCE_INFERENCE(ReduceMeanOp)
 TESSEL_REDUCE_INFERENCE(ReduceMaxOp)
 #undef TESSEL_REDUCE_INFERENCE
 
-ReductionKind ReduceSumOp::getPartialKind() { return ReductionKind::Sum; }
-ReductionKind ReduceMeanOp::getPartialKind() { return ReductionKind::Mean; }
-ReductionKind ReduceMaxOp::getPartialKind() { return ReductionKind::Max; }
-
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
@@ -637,7 +633,8 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-// The group size of a verified collective: the product of its axis sizes.
+// The group size of a verified collective (or local_slice): the product of
+// its axis sizes.
 template <typename OpT> static int64_t groupSizeOf(OpT op) {
   auto mesh =
       SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, op.getMeshAttr());
@@ -659,4 +656,5 @@ TESSEL_GROUP_SIZE(CollectivePermuteOp)
 TESSEL_GROUP_SIZE(BroadcastOp)
 TESSEL_GROUP_SIZE(SendOp)
 TESSEL_GROUP_SIZE(RecvOp)
+TESSEL_GROUP_SIZE(LocalSliceOp)
 #undef TESSEL_GROUP_SIZE

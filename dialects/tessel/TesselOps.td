@@ -32,11 +32,28 @@ class Tessel_RuleFrom<string builder> {
   }];
 }
 
+// The getReductionKind of an op whose partial results combine by `kind` (a
+// case of ReductionKind: "Max", "Mean", ...); nothing for "", which keeps the
+// interface's default, sum.
+class Tessel_ReductionKindIs<string kind> {
+  code definition = !if(!empty(kind), "", [{
+    ::mlir::tessel::ReductionKind $cppClass::getReductionKind() {
+      return ::mlir::tessel::ReductionKind::}] # kind # [{;
+    }
+  }]);
+  list<string> methods = !if(!empty(kind), [], ["getReductionKind"]);
+}
+
+// A compute op: its sharding rule comes from `ruleBuilder`. An op with a
+// reduction factor may name the `reductionKind` of its partial results;
+// without one they are sums (the interface's default).
 class Tessel_ComputeOp<string mnemonic, string ruleBuilder,
-                       list<Trait> traits = []>
+                       list<Trait> traits = [], string reductionKind = "">
     : Tessel_Op<mnemonic, traits # [Pure,
-          DeclareOpInterfaceMethods<Tessel_ShardingRuleOpInterface>]> {
-  let extraClassDefinition = Tessel_RuleFrom<ruleBuilder>.ruleDefinition;
+          DeclareOpInterfaceMethods<Tessel_ShardingRuleOpInterface,
+              Tessel_ReductionKindIs<reductionKind>.methods>]> {
+  let extraClassDefinition = Tessel_RuleFrom<ruleBuilder>.ruleDefinition #
+      Tessel_ReductionKindIs<reductionKind>.definition;
 }
 
 //===----------------------------------------------------------------------===//
@@ -349,12 +366,13 @@ def Tessel_GemmOp : Tessel_ComputeOp<"gemm", "buildGemmRule",
 // Reductions and normalisations
 //===----------------------------------------------------------------------===//
 
-class Tessel_ReduceOp<string mnemonic, string what>
-    : Tessel_ComputeOp<mnemonic, "buildReduceRule", [InferTypeOpAdaptor]> {
+class Tessel_ReduceOp<string mnemonic, string what, string kind>
+    : Tessel_ComputeOp<mnemonic, "buildReduceRule", [InferTypeOpAdaptor],
+                       kind> {
   let summary = "Reduction by " # what # " over some dims";
   let description = [{
     Reduces `dims` by }] # what # [{; with `keep_dims` they stay as size 1.
-    Sharding a reduced dim makes the result partial.
+    Sharding a reduced dim makes the result partial (`}] # !tolower(kind) # [{`).
 
     ```mlir
     %1 = tessel.}] # mnemonic # [{ %0 dims = [1] keep_dims : (tensor<4x8xf32>) -> tensor<4x1xf32>
@@ -370,15 +388,11 @@ class Tessel_ReduceOp<string mnemonic, string what>
   let assemblyFormat = [{
     $input `dims` `=` $dims (`keep_dims` $keep_dims^)? attr-dict `:` functional-type(operands, results)
   }];
-  let extraClassDeclaration = [{
-    /// The pending reduction a sharded reduced dim leaves behind.
-    ::mlir::tessel::ReductionKind getPartialKind();
-  }];
 }
 
-def Tessel_ReduceSumOp : Tessel_ReduceOp<"reduce_sum", "sum">;
-def Tessel_ReduceMeanOp : Tessel_ReduceOp<"reduce_mean", "mean">;
-def Tessel_ReduceMaxOp : Tessel_ReduceOp<"reduce_max", "maximum">;
+def Tessel_ReduceSumOp : Tessel_ReduceOp<"reduce_sum", "sum", "Sum">;
+def Tessel_ReduceMeanOp : Tessel_ReduceOp<"reduce_mean", "mean", "Mean">;
+def Tessel_ReduceMaxOp : Tessel_ReduceOp<"reduce_max", "maximum", "Max">;
 
 class Tessel_SoftmaxLikeOp<string mnemonic, string what>
     : Tessel_ComputeOp<mnemonic, "buildAxisReplicatedRule",
@@ -692,10 +706,11 @@ def Tessel_AvgPoolOp : Tessel_PoolOp<"avg_pool", "Average">;
 
 def Tessel_GlobalAvgPoolOp : Tessel_ComputeOp<"global_avg_pool",
                                               "buildGlobalPoolRule",
-                                              [InferTypeOpAdaptor]> {
+                                              [InferTypeOpAdaptor], "Mean"> {
   let summary = "Mean over the spatial dims, NCHW";
   let description = [{
-    [N, C, H, W] -> [N, C, 1, 1].
+    [N, C, H, W] -> [N, C, 1, 1]. Sharding a spatial dim makes the result
+    partial (`mean`).
 
     ```mlir
     %y = tessel.global_avg_pool %x : (tensor<4x64x8x8xf32>) -> tensor<4x64x1x1xf32>

@@ -11,7 +11,6 @@
 
 #include "tessel/Export/ExportArtifact.h"
 
-#include "dialects/tessel/PartitionOps.h"
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/Transforms/SplitFusedProjections.h"
 #include "tessel/runtime/ArtifactBuilder.h"

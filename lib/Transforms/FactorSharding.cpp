@@ -53,14 +53,9 @@ AxisList mlir::tessel::projectFactorsToDim(ArrayRef<int64_t> factorSizes,
 }
 
 ReductionKind mlir::tessel::getReductionKind(Operation *op) {
-  if (auto r = dyn_cast<ReduceSumOp>(op))
-    return r.getPartialKind();
-  if (auto r = dyn_cast<ReduceMaxOp>(op))
-    return r.getPartialKind();
-  if (auto r = dyn_cast<ReduceMeanOp>(op))
-    return r.getPartialKind();
-  if (isa<GlobalAvgPoolOp>(op))
-    return ReductionKind::Mean;
+  if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
+    return iface.getReductionKind();
+  // No rule, so no reduction factor to shard: nothing is ever partial.
   return ReductionKind::Sum;
 }
 

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/tessel/PartitionOps.h"
+#include "dialects/tessel/TesselOps.h"
 #include "tessel/Transforms/FactorSharding.h"
 #include "tessel/Transforms/Passes.h"
 

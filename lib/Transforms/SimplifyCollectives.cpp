@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/tessel/PartitionOps.h"
+#include "dialects/tessel/TesselOps.h"
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"

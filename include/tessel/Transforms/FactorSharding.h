@@ -44,9 +44,11 @@ AxisList projectFactorsToDim(ArrayRef<int64_t> factorSizes,
                              AxisSizeFn axisSize);
 
 /// The pending reduction that sharding a reduction factor of `op` leaves in
-/// its results: max for reduce_max, mean for reduce_mean and
-/// global_avg_pool, sum otherwise (matmul, gemm, reduce_sum, conv2d, and any
-/// user op with a reduction factor).
+/// its results, as the op declares it through
+/// ShardingRuleOpInterface::getReductionKind: max for reduce_max, mean for
+/// reduce_mean and global_avg_pool, sum for matmul, gemm, reduce_sum, conv2d
+/// and for any other op that keeps the interface's default. Sum for an op
+/// without the interface (it has no rule, so nothing to shard).
 ReductionKind getReductionKind(Operation *op);
 
 /// The size of a value of type `type` in bytes (1 per i1 element).
