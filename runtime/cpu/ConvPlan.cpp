@@ -47,31 +47,40 @@ bool isLayoutAgnostic(const Program &prog, const Op &op) {
 
 } // namespace
 
-std::vector<ConvFusion> planConvFusion(const Program &prog,
-                                       const std::vector<bool> &eligible) {
-  const int nOps = static_cast<int>(prog.ops.size());
-  const size_t nBuf = prog.buffers.size();
-  // Live ranges of arena buffers in op indices: [first write, last read];
-  // graph inputs from the start, graph outputs to the end.
-  std::vector<int> first(nBuf, nOps), last(nBuf, -1), readers(nBuf, 0);
-  for (int i = 0; i < nOps; ++i) {
-    for (int id : prog.ops[i].results)
-      first[id] = std::min(first[id], i);
-    for (int id : prog.ops[i].operands) {
-      last[id] = std::max(last[id], i);
-      ++readers[id];
-    }
-  }
-  for (const auto &[name, id] : prog.inputs)
-    first[id] = -1;
-  for (const auto &[name, id] : prog.outputs)
-    last[id] = nOps;
-  for (size_t b = 0; b < nBuf; ++b)
-    if (prog.buffers[b].kind != BufferInfo::Kind::Arena)
-      first[b] = -1;
+namespace {
 
-  // The only reader of buffer `id` (which must not be a graph output), or -1.
-  auto soleReader = [&](int id, int after) {
+/// Live ranges of arena buffers in op indices, [first write, last read]
+/// (graph inputs from the start, graph outputs to the end), and the
+/// questions fusion asks of them.
+class Liveness {
+public:
+  explicit Liveness(const Program &prog)
+      : prog(prog), nOps(static_cast<int>(prog.ops.size())),
+        first(prog.buffers.size(), nOps), last(prog.buffers.size(), -1),
+        readers(prog.buffers.size(), 0) {
+    for (int i = 0; i < nOps; ++i) {
+      for (int id : prog.ops[i].results)
+        first[id] = std::min(first[id], i);
+      for (int id : prog.ops[i].operands) {
+        last[id] = std::max(last[id], i);
+        ++readers[id];
+      }
+    }
+    for (const auto &[name, id] : prog.inputs)
+      first[id] = -1;
+    for (const auto &[name, id] : prog.outputs)
+      last[id] = nOps;
+    for (size_t b = 0; b < prog.buffers.size(); ++b)
+      if (prog.buffers[b].kind != BufferInfo::Kind::Arena)
+        first[b] = -1;
+  }
+
+  int firstWrite(int id) const { return first[id]; }
+  int lastRead(int id) const { return last[id]; }
+
+  /// The only reader of buffer `id` (which must not be a graph output), or
+  /// -1.
+  int soleReader(int id, int after) const {
     if (readers[id] != 1 || isGraphInputOrOutput(prog, id))
       return -1;
     for (int j = after + 1; j < nOps; ++j)
@@ -79,18 +88,15 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
         if (o == id)
           return j;
     return -1;
-  };
-  auto sameShape = [&](int a, int b) {
-    return prog.buffers[a].shape == prog.buffers[b].shape &&
-           prog.buffers[a].dtype == prog.buffers[b].dtype;
-  };
-  // Whether buffer t may be written from op i on while ops up to j run:
-  // nothing else live over [i, j] shares its bytes.
-  auto writableEarly = [&](int t, int i, int j, std::vector<int> unused) {
+  }
+
+  /// Whether buffer t may be written from op i on while ops up to j run:
+  /// nothing else live over [i, j] (but `unused`) shares its bytes.
+  bool writableEarly(int t, int i, int j, const std::vector<int> &unused) const {
     const BufferInfo &tb = prog.buffers[t];
     if (tb.kind != BufferInfo::Kind::Arena)
       return false;
-    for (size_t b = 0; b < nBuf; ++b) {
+    for (size_t b = 0; b < prog.buffers.size(); ++b) {
       const BufferInfo &o = prog.buffers[b];
       if (static_cast<int>(b) == t || o.kind != BufferInfo::Kind::Arena ||
           o.bytes == 0 ||
@@ -103,6 +109,27 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
         return false;
     }
     return true;
+  }
+
+private:
+  const Program &prog;
+  int nOps;
+  std::vector<int> first, last, readers;
+};
+
+} // namespace
+
+std::vector<ConvFusion> planConvFusion(const Program &prog,
+                                       const std::vector<bool> &eligible) {
+  const int nOps = static_cast<int>(prog.ops.size());
+  Liveness live(prog);
+  auto soleReader = [&](int id, int after) { return live.soleReader(id, after); };
+  auto sameShape = [&](int a, int b) {
+    return prog.buffers[a].shape == prog.buffers[b].shape &&
+           prog.buffers[a].dtype == prog.buffers[b].dtype;
+  };
+  auto writableEarly = [&](int t, int i, int j, const std::vector<int> &unused) {
+    return live.writableEarly(t, i, j, unused);
   };
 
   std::vector<ConvFusion> plan(nOps);
@@ -126,7 +153,7 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
                sameShape(c, next.results[0])) {
       const int addend =
           next.operands[0] == c ? next.operands[1] : next.operands[0];
-      if (addend == c || first[addend] >= i)
+      if (addend == c || live.firstWrite(addend) >= i)
         continue; // the addend must exist when the conv runs
       f.add = j;
       f.addend = addend;
@@ -155,13 +182,50 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
           for (int o : prog.ops[k].operands)
             othersRead = othersRead || o == f.addend;
       if (ab.kind == BufferInfo::Kind::Arena && ab.offset == tb.offset &&
-          ab.bytes == tb.bytes && last[f.addend] == f.add && !othersRead) {
+          ab.bytes == tb.bytes && live.lastRead(f.addend) == f.add &&
+          !othersRead) {
         f.inPlace = true;
         unused.push_back(f.addend);
       }
     }
     if (writableEarly(f.writes, i, end, unused))
       plan[i] = f;
+  }
+  return plan;
+}
+
+std::vector<MatMulEpilogue>
+planMatMulEpilogue(const Program &prog, const std::vector<bool> &eligible) {
+  const int nOps = static_cast<int>(prog.ops.size());
+  Liveness live(prog);
+  std::vector<MatMulEpilogue> plan(nOps);
+  for (int i = 0; i < nOps; ++i) {
+    const Op &mm = prog.ops[i];
+    if (!eligible[i] || mm.results.size() != 1)
+      continue;
+    const int c = mm.results[0];
+    const BufferInfo &cb = prog.buffers[c];
+    // matmul -> add of a constant [N] bias -> gelu.
+    const int j = live.soleReader(c, i);
+    if (j < 0 || prog.ops[j].kind != OpKind::Add ||
+        prog.ops[j].operands.size() != 2 || prog.ops[j].results.size() != 1)
+      continue;
+    const Op &add = prog.ops[j];
+    const int bias = add.operands[0] == c ? add.operands[1] : add.operands[0];
+    const BufferInfo &bb = prog.buffers[bias];
+    if (bias == c || bb.kind == BufferInfo::Kind::Arena ||
+        bb.dtype != DType::F32 || bb.shape != Shape{cb.shape.back()} ||
+        prog.buffers[add.results[0]].shape != cb.shape)
+      continue;
+    const int k = live.soleReader(add.results[0], j);
+    if (k < 0 || prog.ops[k].kind != OpKind::Gelu ||
+        prog.ops[k].results.size() != 1 ||
+        prog.buffers[prog.ops[k].results[0]].shape != cb.shape)
+      continue;
+    const int t = prog.ops[k].results[0];
+    if (!live.writableEarly(t, i, k, {c, add.results[0]}))
+      continue;
+    plan[i] = {j, bias, k, prog.ops[k].tanhApproximation, t};
   }
   return plan;
 }

@@ -1,4 +1,4 @@
-//===- ConvPlan.h - Layouts and fusions around oneDNN convs -----*- C++ -*-===//
+//===- ConvPlan.h - Layouts and fusions around oneDNN kernels ---*- C++ -*-===//
 //
 // Planned once, when a CPU executor is created, for programs whose convs run
 // on oneDNN (DnnlConv.h):
@@ -47,6 +47,23 @@ struct ConvFusion {
 /// `eligible[i]` (convs that will run on oneDNN) are considered.
 std::vector<ConvFusion> planConvFusion(const Program &prog,
                                        const std::vector<bool> &eligible);
+
+/// A matmul's epilogue folded into it: matmul -> add of a constant [N] bias
+/// -> gelu, the transformer MLP's first half, becomes one oneDNN matmul with
+/// a bias and a GELU post-op (measured on GPT-2's c_fc, 1 thread: 6.0 ms
+/// against 6.9 ms for sgemm + add + gelu).
+struct MatMulEpilogue {
+  int add = -1;          // the add op folded in; -1: no fusion
+  int bias = -1;         // its bias (buffer id)
+  int gelu = -1;         // the gelu op folded in
+  bool tanhForm = false; // the gelu's tanh approximation
+  int writes = -1;       // the buffer the matmul writes (the gelu's)
+};
+
+/// For each op: its epilogue (all -1 where none). Only ops with
+/// `eligible[i]` (matmuls whose B is a constant [K, N]) are considered.
+std::vector<MatMulEpilogue>
+planMatMulEpilogue(const Program &prog, const std::vector<bool> &eligible);
 
 struct LayoutPlan {
   /// By buffer id.

@@ -7,6 +7,7 @@
 #include "Collectives.h"
 #include "ConvPlan.h"
 #include "DnnlConv.h"
+#include "DnnlMatMul.h"
 #include "DnnlPool.h"
 #include "MappedFile.h"
 #include "Gemm.h"
@@ -73,6 +74,9 @@ private:
   std::shared_ptr<DnnlContext> dnnl;
   std::vector<std::unique_ptr<DnnlConv>> dnnlConvs;
   std::vector<std::unique_ptr<DnnlPool>> dnnlPools;
+  // matmul + bias + gelu on oneDNN, by op index, and the buffer each writes.
+  std::vector<std::unique_ptr<DnnlMatMul>> dnnlMatMuls;
+  std::vector<int> matmulWrites;
   std::vector<int> convWrites;
   std::vector<ConvFusion> fusions;
   std::vector<bool> skipped;
@@ -211,6 +215,45 @@ Status CpuExecutor::initConvs() {
                           B[op.results[0]].shape, op.strides, op.pads,
                           op.dilations, op.group));
   }
+  // matmul + constant bias + gelu as one oneDNN matmul (ConvPlan.h).
+  dnnlMatMuls.resize(nOps);
+  matmulWrites.assign(nOps, -1);
+  std::vector<bool> mmEligible(nOps, false);
+  for (size_t i = 0; i < nOps; ++i) {
+    const Op &op = prog->ops[i];
+    if (!useDnnl || op.kind != OpKind::MatMul || op.operands.size() != 2)
+      continue;
+    const BufferInfo &a = B[op.operands[0]], &w = B[op.operands[1]],
+                     &r = B[op.results[0]];
+    mmEligible[i] = a.dtype == DType::F32 && w.dtype == DType::F32 &&
+                    a.shape.size() >= 2 && w.shape.size() == 2 &&
+                    w.kind != BufferInfo::Kind::Arena &&
+                    a.shape.back() == w.shape[0] && r.numel > 0 &&
+                    r.shape.back() == w.shape[1] &&
+                    r.numel / w.shape[1] == a.numel / w.shape[0];
+  }
+  std::vector<MatMulEpilogue> epilogues =
+      env("TESSEL_FUSE") == "0" ? std::vector<MatMulEpilogue>(nOps)
+                               : planMatMulEpilogue(*prog, mmEligible);
+  for (size_t i = 0; i < nOps; ++i) {
+    const MatMulEpilogue &e = epilogues[i];
+    if (e.add < 0)
+      continue;
+    const Op &op = prog->ops[i];
+    const BufferInfo &a = B[op.operands[0]], &w = B[op.operands[1]];
+    if (!dnnl)
+      dnnl = createDnnlContext();
+    dnnlMatMuls[i] = DnnlMatMul::create(
+        dnnl, a.numel / w.shape[0], w.shape[0], w.shape[1],
+        static_cast<const float *>(w.data),
+        static_cast<const float *>(B[e.bias].data), e.tanhForm);
+    if (!dnnlMatMuls[i])
+      continue;
+    matmulWrites[i] = e.writes;
+    skipped[e.add] = true;
+    skipped[e.gelu] = true;
+  }
+
   // max_pool on oneDNN too where activations may keep its layouts (it reads
   // and writes any, and keeps its input's).
   dnnlPools.resize(nOps);
@@ -290,7 +333,8 @@ Status CpuExecutor::initConvs() {
   for (size_t i = 0; i < nOps; ++i)
     for (int id : prog->ops[i].operands) {
       ++readers[id];
-      prepacked[id] += dnnlConvs[i] != nullptr;
+      prepacked[id] += dnnlConvs[i] != nullptr ||
+                       (dnnlMatMuls[i] && id == prog->ops[i].operands[1]);
     }
   for (const BufferInfo &b : B)
     if (b.fileBacked && readers[b.id] > 0 && readers[b.id] == prepacked[b.id])
@@ -465,6 +509,13 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
     };
   }
   case OpKind::MatMul: {
+    const size_t index = &op - prog->ops.data();
+    if (DnnlMatMul *mm = dnnlMatMuls[index].get()) {
+      void *dst = ptrs[matmulWrites[index]];
+      return [=] {
+        return mm->run(static_cast<const float *>(x0), static_cast<float *>(dst));
+      };
+    }
     const BufferInfo *b = &in(1);
     void *x1 = ptrs[op.operands[1]];
     return [=] {

@@ -286,3 +286,81 @@ TEST(DnnlConv, WinogradMatchesLoops) {
 }
 
 } // namespace
+
+namespace {
+
+// gelu(x @ W + b) with constant W and b runs as one oneDNN matmul with a bias
+// and GELU epilogue: both GELU forms against loops, on the fused path and
+// with TESSEL_FUSE=0; and the planner folds only that pattern.
+TEST(MatMulEpilogue, MatchesLoopsAndFoldsOnlyItsPattern) {
+  std::mt19937 rng(35);
+  const int64_t m = 6, k = 24, n = 40;
+  Tensor x = randomF32({2, m, k}, rng), w = randomF32({k, n}, rng),
+         b = randomF32({n}, rng);
+  for (bool tanhForm : {true, false})
+    for (const char *fuse : {"1", "0"}) {
+      setenv("TESSEL_FUSE", fuse, 1);
+      ProgramBuilder pb;
+      int xi = pb.addInput("x", DType::F32, x.shape());
+      int wi = pb.addConstant(DType::F32, w.shape(), w.data());
+      int bi = pb.addConstant(DType::F32, b.shape(), b.data());
+      const Shape ys = {2, m, n};
+      int p = pb.addBuffer(DType::F32, ys), s = pb.addBuffer(DType::F32, ys),
+          y = pb.addBuffer(DType::F32, ys);
+      pb.addOp("matmul", {xi, wi}, {p});
+      pb.addOp("add", {p, bi}, {s});
+      pb.addOp("gelu", {s}, {y}, Attrs().i("tanh_approximation", tanhForm));
+      pb.addOutput("y", y);
+      std::shared_ptr<const Program> prog;
+      ASSERT_TRUE(pb.build(prog).isOk());
+      if (std::string(fuse) == "1") {
+        auto plan = tessel::runtime::cpu::planMatMulEpilogue(*prog, {true, false, false});
+        EXPECT_EQ(plan[0].add, 1);
+        EXPECT_EQ(plan[0].gelu, 2);
+        EXPECT_EQ(plan[0].writes, y);
+        EXPECT_EQ(plan[0].tanhForm, tanhForm);
+      }
+      std::unique_ptr<Executor> exec;
+      ASSERT_TRUE(createExecutor("cpu", prog, ExecutorOptions(), exec).isOk());
+      ASSERT_TRUE(exec->setInput("x", x).isOk());
+      ASSERT_TRUE(exec->run().isOk());
+      Tensor got;
+      ASSERT_TRUE(exec->getOutput("y", got).isOk());
+      std::vector<double> want;
+      for (int64_t r = 0; r < 2 * m; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          double v = b.data<float>()[j];
+          for (int64_t q = 0; q < k; ++q)
+            v += double(x.data<float>()[r * k + q]) * w.data<float>()[q * n + j];
+          want.push_back(tanhForm
+                             ? 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) *
+                                                        (v + 0.044715 * v * v * v)))
+                             : 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+        }
+      SCOPED_TRACE(std::string(tanhForm ? "tanh" : "erf") + " TESSEL_FUSE=" + fuse);
+      expectNear(got, want, 1e-4, 1e-4);
+    }
+  unsetenv("TESSEL_FUSE");
+
+  // Not the pattern: a bias that is an input, or no gelu after the add.
+  for (bool biasIsInput : {true, false}) {
+    ProgramBuilder pb;
+    int xi = pb.addInput("x", DType::F32, x.shape());
+    int wi = pb.addConstant(DType::F32, w.shape(), w.data());
+    int bi = biasIsInput ? pb.addInput("b", DType::F32, b.shape())
+                         : pb.addConstant(DType::F32, b.shape(), b.data());
+    const Shape ys = {2, m, n};
+    int p = pb.addBuffer(DType::F32, ys), s = pb.addBuffer(DType::F32, ys),
+        y = pb.addBuffer(DType::F32, ys);
+    pb.addOp("matmul", {xi, wi}, {p});
+    pb.addOp("add", {p, bi}, {s});
+    pb.addOp(biasIsInput ? "gelu" : "relu", {s}, {y});
+    pb.addOutput("y", y);
+    std::shared_ptr<const Program> prog;
+    ASSERT_TRUE(pb.build(prog).isOk());
+    auto plan = tessel::runtime::cpu::planMatMulEpilogue(*prog, {true, false, false});
+    EXPECT_EQ(plan[0].writes, -1) << (biasIsInput ? "bias is an input" : "relu, not gelu");
+  }
+}
+
+} // namespace
