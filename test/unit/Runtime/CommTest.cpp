@@ -13,6 +13,8 @@
 #include "tessel/runtime/Store.h"
 #include "tessel/runtime/Tensor.h"
 
+#include "CommTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include <thread>
 
 using namespace tessel::runtime;
+using namespace tessel::runtime::commtest;
 using std::chrono::milliseconds;
 
 namespace {
@@ -33,37 +36,12 @@ Tensor input(int rank, const Shape &shape, int salt = 0) {
   return t;
 }
 
-std::vector<int64_t> unravel(int64_t i, const Shape &s) {
-  std::vector<int64_t> idx(s.size());
-  for (size_t d = s.size(); d-- > 0;) {
-    idx[d] = i % s[d];
-    i /= s[d];
-  }
-  return idx;
-}
-int64_t ravel(const std::vector<int64_t> &idx, const Shape &s) {
-  int64_t f = 0;
-  for (size_t d = 0; d < s.size(); ++d)
-    f = f * s[d] + idx[d];
-  return f;
-}
-
-/// Which member owns index `x` of a dim of `total` split over `n`.
-int owner(int64_t x, int64_t total, int n) {
-  for (int r = 0; r < n; ++r)
-    if (x < chunkOffset(total, n, r) + chunkSize(total, n, r))
-      return r;
-  return n - 1;
-}
-
 void expectEqual(const Tensor &got, const Tensor &want, const std::string &what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
   for (int64_t i = 0; i < got.numElements(); ++i)
     ASSERT_FLOAT_EQ(got.data<float>()[i], want.data<float>()[i])
         << what << " at flat index " << i;
 }
-
-TensorView view(Tensor &t) { return TensorView(t.data(), t.dtype(), t.shape()); }
 
 class CommTest : public ::testing::Test {
 protected:

@@ -17,6 +17,8 @@
 #include "tessel/runtime/Store.h"
 #include "tessel/runtime/Tensor.h"
 
+#include "CommTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,6 +34,7 @@
 #include <unistd.h>
 
 using namespace tessel::runtime;
+using namespace tessel::runtime::commtest;
 using std::chrono::milliseconds;
 
 namespace {
@@ -101,28 +104,6 @@ void combineInto(ReduceKind k, Tensor &want, const Tensor &x) {
     }
 }
 
-std::vector<int64_t> unravel(int64_t i, const Shape &s) {
-  std::vector<int64_t> idx(s.size());
-  for (size_t d = s.size(); d-- > 0;) {
-    idx[d] = i % s[d];
-    i /= s[d];
-  }
-  return idx;
-}
-int64_t ravel(const std::vector<int64_t> &idx, const Shape &s) {
-  int64_t f = 0;
-  for (size_t d = 0; d < s.size(); ++d)
-    f = f * s[d] + idx[d];
-  return f;
-}
-
-int owner(int64_t x, int64_t total, int n) {
-  for (int r = 0; r < n; ++r)
-    if (x < chunkOffset(total, n, r) + chunkSize(total, n, r))
-      return r;
-  return n - 1;
-}
-
 /// Bitwise equality, naming the first difference.
 void expectSame(const Tensor &got, const Tensor &want,
                 const std::string &what) {
@@ -134,10 +115,6 @@ void expectSame(const Tensor &got, const Tensor &want,
   for (int64_t i = 0; i < got.numElements(); ++i)
     ASSERT_EQ(std::memcmp(g + i * es, w + i * es, es), 0)
         << what << ": differs at flat index " << i;
-}
-
-TensorView view(Tensor &t) {
-  return TensorView(t.data(), t.dtype(), t.shape());
 }
 
 bool contains(const Status &s, const std::string &text) {
