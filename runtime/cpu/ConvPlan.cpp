@@ -181,9 +181,14 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
         if (k != f.add)
           for (int o : prog.ops[k].operands)
             othersRead = othersRead || o == f.addend;
+      // Not when the conv reads the addend itself (`conv(x) + x`): it would
+      // write the bytes it is reading.
+      const bool convReadsIt =
+          std::find(conv.operands.begin(), conv.operands.end(), f.addend) !=
+          conv.operands.end();
       if (ab.kind == BufferInfo::Kind::Arena && ab.offset == tb.offset &&
           ab.bytes == tb.bytes && live.lastRead(f.addend) == f.add &&
-          !othersRead) {
+          !othersRead && !convReadsIt) {
         f.inPlace = true;
         unused.push_back(f.addend);
       }

@@ -57,6 +57,9 @@ private:
   using AlignedBuffer = std::unique_ptr<float, void (*)(void *)>;
   Step makeStep(const Op &op);
   Step makeStepWithLayouts(size_t i);
+  /// A oneDNN reorder between two layouts of `shape`, kept for the
+  /// executor's life; null (and `stepError` set) when oneDNN has none.
+  LayoutReorder *reorderFor(const Shape &shape, Layout from, Layout to);
   Status initConvs();
 
   int threads;
@@ -82,6 +85,8 @@ private:
   std::vector<bool> skipped;
   LayoutPlan layouts;
   std::vector<std::unique_ptr<LayoutReorder>> reorders;
+  // The first failure while building steps (checked once, by init).
+  Status stepError = Status::ok();
   AlignedBuffer convSrc{nullptr, std::free}, convDst{nullptr, std::free};
   std::vector<AlignedBuffer> plainCopies;
   // Expanded copies of norm scale/bias operands that broadcast.
@@ -113,7 +118,16 @@ Status CpuExecutor::init() {
   for (size_t i = 0; i < prog->ops.size(); ++i)
     steps.push_back(skipped[i] ? Step([] { return Status::ok(); })
                                : makeStepWithLayouts(i));
-  return Status::ok();
+  return stepError;
+}
+
+LayoutReorder *CpuExecutor::reorderFor(const Shape &shape, Layout from,
+                                       Layout to) {
+  reorders.push_back(LayoutReorder::create(dnnl, shape, from, to));
+  if (!reorders.back() && stepError.isOk())
+    stepError = Status::error("oneDNN has no reorder between layouts of " +
+                              shapeToString(shape));
+  return reorders.back().get();
 }
 
 Status CpuExecutor::initConvs() {
@@ -227,6 +241,7 @@ Status CpuExecutor::initConvs() {
                      &r = B[op.results[0]];
     mmEligible[i] = a.dtype == DType::F32 && w.dtype == DType::F32 &&
                     a.shape.size() >= 2 && w.shape.size() == 2 &&
+                    w.shape[0] > 0 && w.shape[1] > 0 &&
                     w.kind != BufferInfo::Kind::Arena &&
                     a.shape.back() == w.shape[0] && r.numel > 0 &&
                     r.shape.back() == w.shape[1] &&
@@ -354,10 +369,10 @@ CpuExecutor::Step CpuExecutor::makeStepWithLayouts(size_t i) {
     if (std::any_of(saved.begin(), saved.end(),
                     [&](auto &p) { return p.first == id; }))
       continue; // the same buffer at two positions: one copy
-    reorders.push_back(LayoutReorder::create(dnnl, prog->buffers[id].shape,
-                                             layouts.layout[id], Layout::NCHW));
+    LayoutReorder *reorder = reorderFor(prog->buffers[id].shape,
+                                        layouts.layout[id], Layout::NCHW);
     void *copy = plainCopies[k].get();
-    pre.push_back({reorders.back().get(), {ptrs[id], copy}});
+    pre.push_back({reorder, {ptrs[id], copy}});
     saved.emplace_back(id, ptrs[id]);
     ptrs[id] = copy;
   }
@@ -365,11 +380,8 @@ CpuExecutor::Step CpuExecutor::makeStepWithLayouts(size_t i) {
   for (auto &[id, p] : saved)
     ptrs[id] = p;
   return [pre, inner] {
-    for (auto &[reorder, io] : pre) {
-      if (!reorder)
-        return Status::error("no oneDNN reorder to NCHW for this operand");
+    for (auto &[reorder, io] : pre)
       TSL_RETURN_IF_ERROR(reorder->run(io.first, io.second));
-    }
     return inner();
   };
 }
@@ -676,15 +688,13 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
       // sum post-op adds into, in that buffer's layout.
       const void *from = ptrs[addend];
       const size_t bytes = prog->buffers[t].bytes;
-      LayoutReorder *convert = nullptr;
-      if (layouts.layout[addend] != layouts.layout[t]) {
-        reorders.push_back(LayoutReorder::create(dnnl, prog->buffers[t].shape,
-                                                 layouts.layout[addend],
-                                                 layouts.layout[t]));
-        convert = reorders.back().get();
-      }
+      const bool sameLayout = layouts.layout[addend] == layouts.layout[t];
+      LayoutReorder *convert =
+          sameLayout ? nullptr
+                     : reorderFor(prog->buffers[t].shape, layouts.layout[addend],
+                                  layouts.layout[t]);
       return [=] {
-        if (convert) {
+        if (!sameLayout) {
           TSL_RETURN_IF_ERROR(convert->run(from, dst));
         } else {
           tp->parallelFor(static_cast<int64_t>(bytes), 1 << 20,

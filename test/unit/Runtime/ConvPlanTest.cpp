@@ -364,3 +364,50 @@ TEST(MatMulEpilogue, MatchesLoopsAndFoldsOnlyItsPattern) {
 }
 
 } // namespace
+
+namespace {
+
+// `conv(x) + x` where the planner gave the add's result x's own bytes: the
+// add is not folded in place (the conv would overwrite the x it reads), and
+// the numbers stay those of the loops.
+TEST(AddFusion, NotInPlaceOnTheConvsOwnInput) {
+  const Shape s = {1, 16, 4, 4};
+  const int64_t bytes = 16 * 16 * 4;
+  std::mt19937 rng(36);
+  Tensor in = randomF32(s, rng), w = randomF32({16, 16, 1, 1}, rng),
+         b = randomF32({16}, rng);
+  ProgramBuilder pb;
+  int ii = pb.addInput("in", DType::F32, s);
+  int wc = pb.addConstant(DType::F32, w.shape(), w.data());
+  int bc = pb.addConstant(DType::F32, b.shape(), b.data());
+  int x = pb.addBuffer(DType::F32, s, "x", 0);
+  int c = pb.addBuffer(DType::F32, s, "c", bytes);
+  int a = pb.addBuffer(DType::F32, s, "a", 0); // x's bytes: x dies at the add
+  pb.addOp("relu", {ii}, {x});
+  pb.addOp("conv2d", {x, wc, bc}, {c},
+           Attrs().is("strides", {1, 1}).is("pads", {0, 0, 0, 0}).is("dilations", {1, 1}).i("group", 1));
+  pb.addOp("add", {c, x}, {a});
+  pb.addOutput("a", a);
+  std::shared_ptr<const Program> prog;
+  ASSERT_TRUE(pb.build(prog).isOk());
+  auto fusion = tessel::runtime::cpu::planConvFusion(*prog, {false, true, false});
+  EXPECT_FALSE(fusion[1].inPlace);
+  EXPECT_EQ(fusion[1].writes, -1); // and a is live-overlapping x: no fusion
+
+  std::unique_ptr<Executor> exec;
+  ASSERT_TRUE(createExecutor("cpu", prog, ExecutorOptions(), exec).isOk());
+  ASSERT_TRUE(exec->setInput("in", in).isOk());
+  ASSERT_TRUE(exec->run().isOk());
+  Tensor got;
+  ASSERT_TRUE(exec->getOutput("a", got).isOk());
+  std::vector<double> xr(in.numElements());
+  for (int64_t i = 0; i < in.numElements(); ++i)
+    xr[i] = std::max(0.0f, in.data<float>()[i]);
+  Shape ys;
+  std::vector<double> want = refConv(xr, s, w, b, 1, 0, ys);
+  for (size_t i = 0; i < want.size(); ++i)
+    want[i] += xr[i];
+  expectNear(got, want, 1e-4, 1e-5);
+}
+
+} // namespace
