@@ -1,4 +1,4 @@
-//===- ConvPlan.cpp - Layouts and fusions around oneDNN convs -------------===//
+//===- ConvPlan.cpp - Layouts and fusions around oneDNN kernels -----------===//
 #include "ConvPlan.h"
 
 #include <algorithm>
@@ -44,10 +44,6 @@ bool isLayoutAgnostic(const Program &prog, const Op &op) {
   }
   return true;
 }
-
-} // namespace
-
-namespace {
 
 /// Live ranges of arena buffers in op indices, [first write, last read]
 /// (graph inputs from the start, graph outputs to the end), and the
@@ -123,13 +119,9 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
                                        const std::vector<bool> &eligible) {
   const int nOps = static_cast<int>(prog.ops.size());
   Liveness live(prog);
-  auto soleReader = [&](int id, int after) { return live.soleReader(id, after); };
   auto sameShape = [&](int a, int b) {
     return prog.buffers[a].shape == prog.buffers[b].shape &&
            prog.buffers[a].dtype == prog.buffers[b].dtype;
-  };
-  auto writableEarly = [&](int t, int i, int j, const std::vector<int> &unused) {
-    return live.writableEarly(t, i, j, unused);
   };
 
   std::vector<ConvFusion> plan(nOps);
@@ -138,7 +130,7 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
     if (!eligible[i] || conv.results.size() != 1)
       continue;
     const int c = conv.results[0];
-    const int j = soleReader(c, i);
+    const int j = live.soleReader(c, i);
     if (j < 0 || prog.ops[j].results.size() != 1)
       continue;
     const Op &next = prog.ops[j];
@@ -158,7 +150,7 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
       f.add = j;
       f.addend = addend;
       f.writes = next.results[0];
-      const int k = soleReader(next.results[0], j);
+      const int k = live.soleReader(next.results[0], j);
       if (k >= 0 && prog.ops[k].kind == OpKind::Relu &&
           prog.ops[k].results.size() == 1 &&
           sameShape(next.results[0], prog.ops[k].results[0])) {
@@ -193,7 +185,7 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
         unused.push_back(f.addend);
       }
     }
-    if (writableEarly(f.writes, i, end, unused))
+    if (live.writableEarly(f.writes, i, end, unused))
       plan[i] = f;
   }
   return plan;

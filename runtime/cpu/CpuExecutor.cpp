@@ -9,9 +9,9 @@
 #include "DnnlConv.h"
 #include "DnnlMatMul.h"
 #include "DnnlPool.h"
-#include "MappedFile.h"
 #include "Gemm.h"
 #include "Kernels.h"
+#include "MappedFile.h"
 #include "ThreadPool.h"
 #include "tessel/runtime/Executor.h"
 
@@ -69,18 +69,18 @@ private:
   std::vector<void *> ptrs;
   std::vector<Step> steps;
   std::vector<float> scratch;
-  // Convs (and max pools) on oneDNN's kernels, by op index (null: im2col +
-  // GEMM, or the loops of Pool.cpp),
-  // the buffer each writes (its result or a fused relu's), the ops folded
-  // into them, the buffers' layouts (ConvPlan.h), and the scratch shared
-  // by their reorders.
+  // Ops on oneDNN's kernels, by op index (null: the loops of Conv.cpp,
+  // Pool.cpp, MatMul.cpp): convs and max pools, and the buffer each writes
+  // (its result, or a folded relu's or add's); matmul + bias + gelu, and the
+  // buffer each writes (the gelu's). Then the convs' fusions, the ops folded
+  // into others, the buffers' layouts (ConvPlan.h), and the scratch the
+  // reorders share.
   std::shared_ptr<DnnlContext> dnnl;
   std::vector<std::unique_ptr<DnnlConv>> dnnlConvs;
   std::vector<std::unique_ptr<DnnlPool>> dnnlPools;
-  // matmul + bias + gelu on oneDNN, by op index, and the buffer each writes.
+  std::vector<int> dnnlWrites;
   std::vector<std::unique_ptr<DnnlMatMul>> dnnlMatMuls;
   std::vector<int> matmulWrites;
-  std::vector<int> convWrites;
   std::vector<ConvFusion> fusions;
   std::vector<bool> skipped;
   LayoutPlan layouts;
@@ -174,7 +174,7 @@ Status CpuExecutor::initConvs() {
 
   dnnlConvs.resize(nOps);
   skipped.assign(nOps, false);
-  convWrites.assign(nOps, -1);
+  dnnlWrites.assign(nOps, -1);
   std::vector<Layout> writes(nOps, Layout::NCHW);
   int64_t scratchSize = 0;
   for (size_t i = 0; i < nOps; ++i) {
@@ -215,7 +215,7 @@ Status CpuExecutor::initConvs() {
     }
     if (dnnlConvs[i]) {
       const ConvFusion &f = fusions[i];
-      convWrites[i] = f.writes >= 0 ? f.writes : op.results[0];
+      dnnlWrites[i] = f.writes >= 0 ? f.writes : op.results[0];
       if (f.add >= 0)
         skipped[f.add] = true;
       if (f.relu >= 0)
@@ -280,14 +280,14 @@ Status CpuExecutor::initConvs() {
         B[op.operands[0]].dtype == DType::F32 &&
         B[op.operands[0]].shape.size() == 4) {
       onDnnlPool[i] = true;
-      convWrites[i] = op.results[0];
+      dnnlWrites[i] = op.results[0];
       sameLayoutAs[i] = op.operands[0];
     }
   }
   for (size_t i = 0; i < nOps; ++i)
     if (dnnlConvs[i] && fusions[i].inPlace)
       sameLayoutAs[i] = fusions[i].addend;
-  layouts = planLayouts(*prog, convWrites, writes, sameLayoutAs, skipped);
+  layouts = planLayouts(*prog, dnnlWrites, writes, sameLayoutAs, skipped);
   for (size_t i = 0; i < nOps; ++i) {
     if (!onDnnlPool[i])
       continue;
@@ -312,7 +312,7 @@ Status CpuExecutor::initConvs() {
     if (DnnlConv *conv = dnnlConvs[i].get()) {
       TSL_RETURN_IF_ERROR(conv->setBufferLayouts(
           layouts.layout[prog->ops[i].operands[0]],
-          layouts.layout[convWrites[i]]));
+          layouts.layout[dnnlWrites[i]]));
       srcBytes = std::max(srcBytes, conv->srcScratchBytes());
       dstBytes = std::max(dstBytes, conv->dstScratchBytes());
     }
@@ -402,17 +402,15 @@ Status CpuExecutor::run() {
     auto t0 = timed ? std::chrono::steady_clock::now()
                     : std::chrono::steady_clock::time_point();
     Status s = steps[i]();
+    const auto t1 = timed ? std::chrono::steady_clock::now() : t0;
     if (tracing && !skipped[i]) {
-      auto t1 = std::chrono::steady_clock::now();
       using us = std::chrono::duration<double, std::micro>;
       traceEvents.push_back({static_cast<int>(i),
                              us(t0.time_since_epoch()).count(),
                              us(t1 - t0).count()});
     }
     if (profile) {
-      double ms = std::chrono::duration<double, std::milli>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+      double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
       byKind[static_cast<int>(prog->ops[i].kind) & 127] += ms;
       if (perOp)
         byOp.emplace_back(ms, i);
@@ -677,7 +675,7 @@ CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
     const size_t index = &op - prog->ops.data();
     if (DnnlConv *conv = dnnlConvs[index].get()) {
       float *srcScratch = convSrc.get(), *dstScratch = convDst.get();
-      const int t = convWrites[index], addend = fusions[index].addend;
+      const int t = dnnlWrites[index], addend = fusions[index].addend;
       void *dst = ptrs[t];
       if (addend < 0 || fusions[index].inPlace)
         return [=] {

@@ -2,6 +2,8 @@
 #ifndef TESSEL_RUNTIME_CPU_DNNLCONTEXT_H
 #define TESSEL_RUNTIME_CPU_DNNLCONTEXT_H
 
+#include "Layout.h"
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 namespace tessel::runtime::cpu {
@@ -14,6 +16,19 @@ public:
   dnnl::engine engine;
   dnnl::stream stream;
 };
+
+/// oneDNN's name for `l` (NCHW: `nchw`).
+inline dnnl::memory::format_tag formatTag(Layout l) {
+  switch (l) {
+  case Layout::NHWC:
+    return dnnl::memory::format_tag::nhwc;
+  case Layout::NChw16c:
+    return dnnl::memory::format_tag::nChw16c;
+  case Layout::NCHW:
+    break;
+  }
+  return dnnl::memory::format_tag::nchw;
+}
 
 } // namespace tessel::runtime::cpu
 

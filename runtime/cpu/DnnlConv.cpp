@@ -58,9 +58,8 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     impl->post = post;
     impl->plainSrc = dnnl::memory::desc(xd, dt::f32, tag::nchw);
     impl->plainDst = dnnl::memory::desc(yd, dt::f32, tag::nchw);
-    const tag act = algo.layout == Layout::NHWC      ? tag::nhwc
-                    : algo.layout == Layout::NChw16c ? tag::nChw16c
-                                                     : tag::any;
+    // NCHW asks oneDNN to choose.
+    const tag act = algo.layout == Layout::NCHW ? tag::any : formatTag(algo.layout);
     dnnl::memory::desc anySrc(xd, dt::f32, act), anyDst(yd, dt::f32, act),
         anyW(wd, dt::f32, tag::any), biasDesc({w[0]}, dt::f32, tag::x);
     // oneDNN counts dilation from 0 (no dilation); ONNX from 1.
@@ -128,10 +127,7 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
 }
 
 static dnnl::memory::desc layoutDesc(const dnnl::memory::dims &d, Layout l) {
-  return dnnl::memory::desc(d, dt::f32,
-                            l == Layout::NHWC      ? tag::nhwc
-                            : l == Layout::NChw16c ? tag::nChw16c
-                                                   : tag::nchw);
+  return dnnl::memory::desc(d, dt::f32, formatTag(l));
 }
 
 Layout DnnlConv::dstLayout() const {

@@ -5,7 +5,6 @@
 namespace tessel::runtime::cpu {
 
 using dt = dnnl::memory::data_type;
-using tag = dnnl::memory::format_tag;
 
 struct DnnlPool::Impl {
   std::shared_ptr<DnnlContext> ctx;
@@ -29,13 +28,8 @@ DnnlPool::createMax(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     auto impl = std::make_unique<Impl>();
     impl->ctx = ctx;
     dnnl::memory::dims xd(x.begin(), x.end()), yd(y.begin(), y.end());
-    auto tagOf = [](Layout l) {
-      return l == Layout::NHWC      ? tag::nhwc
-             : l == Layout::NChw16c ? tag::nChw16c
-                                    : tag::nchw;
-    };
-    impl->src = dnnl::memory::desc(xd, dt::f32, tagOf(src));
-    impl->dst = dnnl::memory::desc(yd, dt::f32, tagOf(dst));
+    impl->src = dnnl::memory::desc(xd, dt::f32, formatTag(src));
+    impl->dst = dnnl::memory::desc(yd, dt::f32, formatTag(dst));
     // The right pads that give y's size (ceil mode pads more than ONNX
     // says; those windows are partial, which max pooling ignores).
     dnnl::memory::dims padL = {pads[0], pads[1]}, padR(2);

@@ -70,9 +70,11 @@ TEST_F(ArtifactTest, LayoutAndRoundTrip) {
   ASSERT_TRUE(s.isOk()) << s.message();
   EXPECT_EQ(p->ops.size(), 5u);
   // Weights are mapped from the file, not copied, and naturally aligned.
-  for (const BufferInfo &b : p->buffers)
-    if (b.kind == BufferInfo::Kind::Weight)
+  for (const BufferInfo &b : p->buffers) {
+    if (b.kind == BufferInfo::Kind::Weight) {
       EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data) % 4, 0u);
+    }
+  }
 
   std::unique_ptr<Executor> exec;
   ASSERT_TRUE(createExecutor("cpu", p, {}, exec).isOk());

@@ -137,21 +137,11 @@ void conformOp(const std::string &op, const std::vector<Tensor> &inputs,
                const std::vector<std::pair<DType, Shape>> &results,
                Attrs attrs = {}, Tol tol = {}) {
   SCOPED_TRACE(op);
-  ProgramBuilder pb;
-  std::vector<int> ins, outs;
   std::vector<std::pair<std::string, Tensor>> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::string name = "in" + std::to_string(i);
-    ins.push_back(pb.addInput(name, inputs[i].dtype(), inputs[i].shape()));
-    feeds.emplace_back(name, inputs[i]);
-  }
-  for (size_t i = 0; i < results.size(); ++i) {
-    outs.push_back(pb.addBuffer(results[i].first, results[i].second));
-    pb.addOutput("out" + std::to_string(i), outs.back());
-  }
-  pb.addOp(op, ins, outs, std::move(attrs));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    feeds.emplace_back("in" + std::to_string(i), inputs[i]);
   std::shared_ptr<const Program> prog;
-  Status s = pb.build(prog);
+  Status s = buildOneOp(op, inputs, results, std::move(attrs), prog);
   ASSERT_TRUE(s.isOk()) << s.message();
   std::vector<Tensor> want, got;
   s = runProgram("cpu", prog, feeds, want);

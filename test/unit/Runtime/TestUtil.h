@@ -80,15 +80,14 @@ inline Shape broadcastShape(const Shape &a, const Shape &b) {
   return r;
 }
 
-/// Builds a one-instruction program with graph inputs in0.., results
-/// out0.., runs it and returns the results. Operands from index
-/// `firstConstant` on are constants of the program instead of inputs (as
-/// weights are: kernels may prepare them when the executor is created).
-inline std::vector<Tensor> runOp(const std::string &op,
-                                 const std::vector<Tensor> &inputs,
-                                 const std::vector<std::pair<DType, Shape>> &results,
-                                 Attrs attrs = {}, int threads = 1,
-                                 size_t firstConstant = SIZE_MAX) {
+/// A one-instruction program `op` with graph inputs in0.. and outputs
+/// out0... Operands from index `firstConstant` on are constants of the
+/// program instead of inputs (as weights are: kernels may prepare them when
+/// the executor is created).
+inline Status buildOneOp(const std::string &op, const std::vector<Tensor> &inputs,
+                         const std::vector<std::pair<DType, Shape>> &results,
+                         Attrs attrs, std::shared_ptr<const Program> &out,
+                         size_t firstConstant = SIZE_MAX) {
   ProgramBuilder pb;
   std::vector<int> ins, outs;
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -102,8 +101,17 @@ inline std::vector<Tensor> runOp(const std::string &op,
     pb.addOutput("out" + std::to_string(i), outs.back());
   }
   pb.addOp(op, ins, outs, std::move(attrs));
+  return pb.build(out);
+}
+
+/// Builds buildOneOp's program, runs it and returns the results.
+inline std::vector<Tensor> runOp(const std::string &op,
+                                 const std::vector<Tensor> &inputs,
+                                 const std::vector<std::pair<DType, Shape>> &results,
+                                 Attrs attrs = {}, int threads = 1,
+                                 size_t firstConstant = SIZE_MAX) {
   std::shared_ptr<const Program> prog;
-  Status s = pb.build(prog);
+  Status s = buildOneOp(op, inputs, results, std::move(attrs), prog, firstConstant);
   EXPECT_TRUE(s.isOk()) << s.message();
   if (!s) // empty results: the callers' comparisons fail without crashing
     return std::vector<Tensor>(results.size(), Tensor(DType::F32, {0}));
