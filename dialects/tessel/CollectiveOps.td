@@ -17,6 +17,7 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "dialects/tessel/TesselDialect.td"
 include "dialects/tessel/TesselEnums.td"
+include "dialects/tessel/TesselRuntime.td"
 
 class Tessel_CollectiveOp<string mnemonic, list<Trait> traits = []>
     : Tessel_Op<mnemonic, traits # [
@@ -33,7 +34,8 @@ class Tessel_CollectiveOp<string mnemonic, list<Trait> traits = []>
   }];
 }
 
-def Tessel_AllReduceOp : Tessel_CollectiveOp<"all_reduce", [SameOperandsAndResultType]> {
+def Tessel_AllReduceOp : Tessel_CollectiveOp<"all_reduce", [SameOperandsAndResultType]>,
+    Tessel_Instruction<100, "collective", [Tessel_RtAttr<"group", "$_ctx.groupOf($_op.getAxes())", "ints">, Tessel_RtAttr<"kind">]> {
   let summary = "Reduces a value over the group; every rank gets the result";
   let description = [{
     Resolves a `partial` spec.
@@ -54,7 +56,8 @@ def Tessel_AllReduceOp : Tessel_CollectiveOp<"all_reduce", [SameOperandsAndResul
   }];
 }
 
-def Tessel_AllGatherOp : Tessel_CollectiveOp<"all_gather"> {
+def Tessel_AllGatherOp : Tessel_CollectiveOp<"all_gather">,
+    Tessel_Instruction<101, "collective", [Tessel_RtAttr<"group", "$_ctx.groupOf($_op.getAxes())", "ints">, Tessel_RtAttr<"dim">]> {
   let summary = "Concatenates the group's shards along one dim";
   let description = [{
     ```mlir
@@ -113,7 +116,8 @@ def Tessel_LocalSliceOp : Tessel_Op<"local_slice", [Pure,
   }];
 }
 
-def Tessel_ReduceScatterOp : Tessel_CollectiveOp<"reduce_scatter"> {
+def Tessel_ReduceScatterOp : Tessel_CollectiveOp<"reduce_scatter">,
+    Tessel_Instruction<102, "collective", [Tessel_RtAttr<"group", "$_ctx.groupOf($_op.getAxes())", "ints">, Tessel_RtAttr<"kind">, Tessel_RtAttr<"dim">]> {
   let summary = "Reduces over the group and leaves each rank one shard";
   let description = [{
     A partial value whose consumer wants `dim` sharded: cheaper than
@@ -138,7 +142,8 @@ def Tessel_ReduceScatterOp : Tessel_CollectiveOp<"reduce_scatter"> {
   }];
 }
 
-def Tessel_AllToAllOp : Tessel_CollectiveOp<"all_to_all"> {
+def Tessel_AllToAllOp : Tessel_CollectiveOp<"all_to_all">,
+    Tessel_Instruction<103, "collective", [Tessel_RtAttr<"group", "$_ctx.groupOf($_op.getAxes())", "ints">, Tessel_RtAttr<"split_dim">, Tessel_RtAttr<"concat_dim">]> {
   let summary = "Reshards from one dim to another within the group";
   let description = [{
     Splits `split_dim` into group-size pieces, sends piece i to rank i, and
@@ -164,7 +169,8 @@ def Tessel_AllToAllOp : Tessel_CollectiveOp<"all_to_all"> {
 }
 
 def Tessel_CollectivePermuteOp
-    : Tessel_CollectiveOp<"collective_permute", [SameOperandsAndResultType]> {
+    : Tessel_CollectiveOp<"collective_permute", [SameOperandsAndResultType]>,
+    Tessel_Instruction<104, "collective", [Tessel_RtAttr<"group", "$_ctx.groupOf($_op.getAxes())", "ints">, Tessel_RtAttr<"pairs">]> {
   let summary = "Sends each rank's value to another rank of the group";
   let description = [{
     `pairs` is a flat list of (source, target) group indices; a rank that is
@@ -189,7 +195,8 @@ def Tessel_CollectivePermuteOp
 }
 
 def Tessel_BroadcastOp
-    : Tessel_CollectiveOp<"broadcast", [SameOperandsAndResultType]> {
+    : Tessel_CollectiveOp<"broadcast", [SameOperandsAndResultType]>,
+    Tessel_Instruction<105, "collective", [Tessel_RtAttr<"group", "$_ctx.groupOf($_op.getAxes())", "ints">, Tessel_RtAttr<"root">]> {
   let summary = "Copies the root's value to every rank of the group";
   let description = [{
     ```mlir
@@ -209,7 +216,8 @@ def Tessel_BroadcastOp
   }];
 }
 
-def Tessel_SendOp : Tessel_CollectiveOp<"send"> {
+def Tessel_SendOp : Tessel_CollectiveOp<"send">,
+    Tessel_Instruction<106, "collective", [Tessel_RtAttr<"peer", "$_ctx.groupOf($_op.getAxes())[$_op.getTarget()]", "int">, Tessel_RtAttr<"tag">]> {
   let summary = "Sends a value to one rank of the group";
   let description = [{
     Point-to-point, as pipeline stages exchange activations and gradients;
@@ -230,7 +238,8 @@ def Tessel_SendOp : Tessel_CollectiveOp<"send"> {
   }];
 }
 
-def Tessel_RecvOp : Tessel_CollectiveOp<"recv"> {
+def Tessel_RecvOp : Tessel_CollectiveOp<"recv">,
+    Tessel_Instruction<107, "collective", [Tessel_RtAttr<"peer", "$_ctx.groupOf($_op.getAxes())[$_op.getSource()]", "int">, Tessel_RtAttr<"tag">]> {
   let summary = "Receives a value from one rank of the group";
   let description = [{
     ```mlir

@@ -16,6 +16,7 @@ include "dialects/tessel/TesselDialect.td"
 include "dialects/tessel/TesselEnums.td"
 include "dialects/tessel/TesselAttrs.td"
 include "dialects/tessel/TesselInterfaces.td"
+include "dialects/tessel/TesselRuntime.td"
 
 def Tessel_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def Tessel_BoolTensor : RankedTensorOf<[I1]>;
@@ -185,21 +186,34 @@ class Tessel_UnaryOp<string mnemonic, Type elemTy, string what>
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Tessel_NegOp : Tessel_UnaryOp<"neg", AnyFloat, "negation">;
-def Tessel_ExpOp : Tessel_UnaryOp<"exp", AnyFloat, "exponential">;
-def Tessel_LogOp : Tessel_UnaryOp<"log", AnyFloat, "natural logarithm">;
-def Tessel_SqrtOp : Tessel_UnaryOp<"sqrt", AnyFloat, "square root">;
-def Tessel_RsqrtOp : Tessel_UnaryOp<"rsqrt", AnyFloat, "reciprocal square root">;
-def Tessel_ReciprocalOp : Tessel_UnaryOp<"reciprocal", AnyFloat, "reciprocal">;
-def Tessel_AbsOp : Tessel_UnaryOp<"abs", AnyFloat, "absolute value">;
-def Tessel_TanhOp : Tessel_UnaryOp<"tanh", AnyFloat, "hyperbolic tangent">;
-def Tessel_ErfOp : Tessel_UnaryOp<"erf", AnyFloat, "error function">;
-def Tessel_SigmoidOp : Tessel_UnaryOp<"sigmoid", AnyFloat, "logistic sigmoid">;
-def Tessel_ReluOp : Tessel_UnaryOp<"relu", AnyFloat, "max(x, 0)">;
-def Tessel_NotOp : Tessel_UnaryOp<"not", I1, "logical not">;
+def Tessel_NegOp : Tessel_UnaryOp<"neg", AnyFloat, "negation">,
+    Tessel_Instruction<1, "unary">;
+def Tessel_ExpOp : Tessel_UnaryOp<"exp", AnyFloat, "exponential">,
+    Tessel_Instruction<2, "unary">;
+def Tessel_LogOp : Tessel_UnaryOp<"log", AnyFloat, "natural logarithm">,
+    Tessel_Instruction<3, "unary">;
+def Tessel_SqrtOp : Tessel_UnaryOp<"sqrt", AnyFloat, "square root">,
+    Tessel_Instruction<4, "unary">;
+def Tessel_RsqrtOp : Tessel_UnaryOp<"rsqrt", AnyFloat, "reciprocal square root">,
+    Tessel_Instruction<5, "unary">;
+def Tessel_ReciprocalOp : Tessel_UnaryOp<"reciprocal", AnyFloat, "reciprocal">,
+    Tessel_Instruction<11, "unary">;
+def Tessel_AbsOp : Tessel_UnaryOp<"abs", AnyFloat, "absolute value">,
+    Tessel_Instruction<12, "unary">;
+def Tessel_TanhOp : Tessel_UnaryOp<"tanh", AnyFloat, "hyperbolic tangent">,
+    Tessel_Instruction<6, "unary">;
+def Tessel_ErfOp : Tessel_UnaryOp<"erf", AnyFloat, "error function">,
+    Tessel_Instruction<7, "unary">;
+def Tessel_SigmoidOp : Tessel_UnaryOp<"sigmoid", AnyFloat, "logistic sigmoid">,
+    Tessel_Instruction<8, "unary">;
+def Tessel_ReluOp : Tessel_UnaryOp<"relu", AnyFloat, "max(x, 0)">,
+    Tessel_Instruction<9, "unary">;
+def Tessel_NotOp : Tessel_UnaryOp<"not", I1, "logical not">,
+    Tessel_Instruction<13, "unary">;
 
 def Tessel_GeluOp : Tessel_ComputeOp<"gelu", "buildElementwiseRule",
-                                     [SameOperandsAndResultType]> {
+                                     [SameOperandsAndResultType]>,
+    Tessel_Instruction<10, "unary", [Tessel_RtAttr<"tanh_approximation">]> {
   let summary = "Elementwise GELU";
   let description = [{
     `x * Phi(x)`; with `tanh_approximation`, the tanh form.
@@ -218,7 +232,8 @@ def Tessel_GeluOp : Tessel_ComputeOp<"gelu", "buildElementwiseRule",
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Tessel_CastOp : Tessel_ComputeOp<"cast", "buildElementwiseRule"> {
+def Tessel_CastOp : Tessel_ComputeOp<"cast", "buildElementwiseRule">,
+    Tessel_Instruction<14, "unary", [Tessel_RtAttr<"to", "dtypeNameOf($_op.getType())", "str">]> {
   let summary = "Elementwise conversion to another element type";
   let description = [{
     ```mlir
@@ -255,16 +270,24 @@ class Tessel_BinaryOp<string mnemonic, string what>
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tessel_AddOp : Tessel_BinaryOp<"add", "addition">;
-def Tessel_SubOp : Tessel_BinaryOp<"sub", "subtraction">;
-def Tessel_MulOp : Tessel_BinaryOp<"mul", "multiplication">;
-def Tessel_DivOp : Tessel_BinaryOp<"div", "division">;
-def Tessel_PowOp : Tessel_BinaryOp<"pow", "power">;
-def Tessel_MaxOp : Tessel_BinaryOp<"max", "maximum">;
-def Tessel_MinOp : Tessel_BinaryOp<"min", "minimum">;
+def Tessel_AddOp : Tessel_BinaryOp<"add", "addition">,
+    Tessel_Instruction<20, "binary">;
+def Tessel_SubOp : Tessel_BinaryOp<"sub", "subtraction">,
+    Tessel_Instruction<21, "binary">;
+def Tessel_MulOp : Tessel_BinaryOp<"mul", "multiplication">,
+    Tessel_Instruction<22, "binary">;
+def Tessel_DivOp : Tessel_BinaryOp<"div", "division">,
+    Tessel_Instruction<23, "binary">;
+def Tessel_PowOp : Tessel_BinaryOp<"pow", "power">,
+    Tessel_Instruction<24, "binary">;
+def Tessel_MaxOp : Tessel_BinaryOp<"max", "maximum">,
+    Tessel_Instruction<25, "binary">;
+def Tessel_MinOp : Tessel_BinaryOp<"min", "minimum">,
+    Tessel_Instruction<26, "binary">;
 
 def Tessel_CompareOp : Tessel_ComputeOp<"compare", "buildElementwiseRule",
-                                        [InferTypeOpAdaptor]> {
+                                        [InferTypeOpAdaptor]>,
+    Tessel_Instruction<27, "compare", [Tessel_RtAttr<"predicate">]> {
   let summary = "Elementwise comparison with numpy broadcasting";
   let description = [{
     ```mlir
@@ -285,7 +308,8 @@ def Tessel_CompareOp : Tessel_ComputeOp<"compare", "buildElementwiseRule",
 }
 
 def Tessel_WhereOp : Tessel_ComputeOp<"where", "buildElementwiseRule",
-                                      [InferTypeOpAdaptor]> {
+                                      [InferTypeOpAdaptor]>,
+    Tessel_Instruction<28, "where"> {
   let summary = "Elementwise select with numpy broadcasting";
   let description = [{
     `condition ? on_true : on_false`, all three broadcast.
@@ -312,7 +336,8 @@ def Tessel_WhereOp : Tessel_ComputeOp<"where", "buildElementwiseRule",
 //===----------------------------------------------------------------------===//
 
 def Tessel_MatmulOp : Tessel_ComputeOp<"matmul", "buildMatmulRule",
-                                       [InferTypeOpAdaptor]> {
+                                       [InferTypeOpAdaptor]>,
+    Tessel_Instruction<40, "matmul", [], "", "MatMul"> {
   let summary = "Batched matrix product with numpy broadcasting";
   let description = [{
     `numpy.matmul`: the last two dims multiply, leading (batch) dims
@@ -334,7 +359,8 @@ def Tessel_MatmulOp : Tessel_ComputeOp<"matmul", "buildMatmulRule",
 }
 
 def Tessel_GemmOp : Tessel_ComputeOp<"gemm", "buildGemmRule",
-                                     [InferTypeOpAdaptor]> {
+                                     [InferTypeOpAdaptor]>,
+    Tessel_Instruction<41, "gemm", [Tessel_RtAttr<"trans_a">, Tessel_RtAttr<"trans_b">, Tessel_RtAttr<"alpha">, Tessel_RtAttr<"beta">]> {
   let summary = "General matrix product: alpha * op(a) * op(b) + beta * c";
   let description = [{
     ONNX Gemm and `nn.Linear`: `a` is [M, K] (or [K, M] with `trans_a`), `b`
@@ -390,9 +416,12 @@ class Tessel_ReduceOp<string mnemonic, string what, string kind>
   }];
 }
 
-def Tessel_ReduceSumOp : Tessel_ReduceOp<"reduce_sum", "sum", "Sum">;
-def Tessel_ReduceMeanOp : Tessel_ReduceOp<"reduce_mean", "mean", "Mean">;
-def Tessel_ReduceMaxOp : Tessel_ReduceOp<"reduce_max", "maximum", "Max">;
+def Tessel_ReduceSumOp : Tessel_ReduceOp<"reduce_sum", "sum", "Sum">,
+    Tessel_Instruction<50, "reduce", [Tessel_RtAttr<"dims">, Tessel_RtAttr<"keep_dims">]>;
+def Tessel_ReduceMeanOp : Tessel_ReduceOp<"reduce_mean", "mean", "Mean">,
+    Tessel_Instruction<51, "reduce", [Tessel_RtAttr<"dims">, Tessel_RtAttr<"keep_dims">]>;
+def Tessel_ReduceMaxOp : Tessel_ReduceOp<"reduce_max", "maximum", "Max">,
+    Tessel_Instruction<52, "reduce", [Tessel_RtAttr<"dims">, Tessel_RtAttr<"keep_dims">]>;
 
 class Tessel_SoftmaxLikeOp<string mnemonic, string what>
     : Tessel_ComputeOp<mnemonic, "buildAxisReplicatedRule",
@@ -413,11 +442,14 @@ class Tessel_SoftmaxLikeOp<string mnemonic, string what>
   let hasVerifier = 1;
 }
 
-def Tessel_SoftmaxOp : Tessel_SoftmaxLikeOp<"softmax", "Softmax">;
-def Tessel_LogSoftmaxOp : Tessel_SoftmaxLikeOp<"log_softmax", "Log-softmax">;
+def Tessel_SoftmaxOp : Tessel_SoftmaxLikeOp<"softmax", "Softmax">,
+    Tessel_Instruction<60, "softmax", [Tessel_RtAttr<"axis">]>;
+def Tessel_LogSoftmaxOp : Tessel_SoftmaxLikeOp<"log_softmax", "Log-softmax">,
+    Tessel_Instruction<61, "softmax", [Tessel_RtAttr<"axis">]>;
 
 def Tessel_LayerNormOp : Tessel_ComputeOp<"layer_norm", "buildNormRule",
-                                          [InferTypeOpAdaptor]> {
+                                          [InferTypeOpAdaptor]>,
+    Tessel_Instruction<62, "norm", [Tessel_RtAttr<"axis">, Tessel_RtAttr<"epsilon">]> {
   let summary = "Layer normalisation over the dims from `axis` to the last";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias` over dims
@@ -443,7 +475,8 @@ def Tessel_LayerNormOp : Tessel_ComputeOp<"layer_norm", "buildNormRule",
 }
 
 def Tessel_RmsNormOp : Tessel_ComputeOp<"rms_norm", "buildNormRule",
-                                        [InferTypeOpAdaptor]> {
+                                        [InferTypeOpAdaptor]>,
+    Tessel_Instruction<63, "norm", [Tessel_RtAttr<"axis">, Tessel_RtAttr<"epsilon">]> {
   let summary = "RMS normalisation over the dims from `axis` to the last";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * scale` over dims [axis, rank).
@@ -468,7 +501,8 @@ def Tessel_RmsNormOp : Tessel_ComputeOp<"rms_norm", "buildNormRule",
 }
 
 def Tessel_BatchNormOp : Tessel_ComputeOp<"batch_norm", "buildBatchNormRule",
-                                          [InferTypeOpAdaptor]> {
+                                          [InferTypeOpAdaptor]>,
+    Tessel_Instruction<64, "batch_norm", [Tessel_RtAttr<"epsilon">]> {
   let summary = "Inference-mode batch normalisation over dim 1";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias` with per-channel
@@ -499,7 +533,8 @@ def Tessel_BatchNormOp : Tessel_ComputeOp<"batch_norm", "buildBatchNormRule",
 //===----------------------------------------------------------------------===//
 
 def Tessel_GatherOp : Tessel_ComputeOp<"gather", "buildGatherRule",
-                                       [InferTypeOpAdaptor]> {
+                                       [InferTypeOpAdaptor]>,
+    Tessel_Instruction<70, "gather", [Tessel_RtAttr<"axis">]> {
   let summary = "Gathers slices along one axis (embedding lookup)";
   let description = [{
     ONNX Gather: the result shape is `data[:axis] ++ indices ++ data[axis+1:]`.
@@ -521,7 +556,8 @@ def Tessel_GatherOp : Tessel_ComputeOp<"gather", "buildGatherRule",
   }];
 }
 
-def Tessel_ReshapeOp : Tessel_ComputeOp<"reshape", "buildReshapeRule"> {
+def Tessel_ReshapeOp : Tessel_ComputeOp<"reshape", "buildReshapeRule">,
+    Tessel_Instruction<71, "reshape"> {
   let summary = "Reinterprets a tensor with another static shape";
   let description = [{
     Row-major reshape. Its sharding rule uses compound factors: splitting
@@ -544,7 +580,8 @@ def Tessel_ReshapeOp : Tessel_ComputeOp<"reshape", "buildReshapeRule"> {
 }
 
 def Tessel_TransposeOp : Tessel_ComputeOp<"transpose", "buildTransposeRule",
-                                          [InferTypeOpAdaptor]> {
+                                          [InferTypeOpAdaptor]>,
+    Tessel_Instruction<72, "transpose", [Tessel_RtAttr<"perm">]> {
   let summary = "Permutes dims";
   let description = [{
     `result.shape[i] = input.shape[perm[i]]`.
@@ -563,7 +600,8 @@ def Tessel_TransposeOp : Tessel_ComputeOp<"transpose", "buildTransposeRule",
 }
 
 def Tessel_SliceOp : Tessel_ComputeOp<"slice", "buildSliceRule",
-                                      [InferTypeOpAdaptor]> {
+                                      [InferTypeOpAdaptor]>,
+    Tessel_Instruction<73, "slice", [Tessel_RtAttr<"starts">, Tessel_RtAttr<"ends", "$_op.getLimits()", "ints">, Tessel_RtAttr<"steps", "$_op.getStrides()", "ints">]> {
   let summary = "Static strided slice";
   let description = [{
     One `start`, `limit` and positive `stride` per dim, already normalised
@@ -587,7 +625,8 @@ def Tessel_SliceOp : Tessel_ComputeOp<"slice", "buildSliceRule",
 }
 
 def Tessel_ConcatOp : Tessel_ComputeOp<"concat", "buildConcatRule",
-                                       [InferTypeOpAdaptor]> {
+                                       [InferTypeOpAdaptor]>,
+    Tessel_Instruction<74, "concat", [Tessel_RtAttr<"axis", "$_op.getDim()", "int">]> {
   let summary = "Concatenates tensors along one dim";
   let description = [{
     ```mlir
@@ -606,7 +645,8 @@ def Tessel_ConcatOp : Tessel_ComputeOp<"concat", "buildConcatRule",
 }
 
 def Tessel_SplitOp : Tessel_ComputeOp<"split", "buildSplitRule",
-                                      [InferTypeOpAdaptor]> {
+                                      [InferTypeOpAdaptor]>,
+    Tessel_Instruction<75, "split", [Tessel_RtAttr<"axis", "$_op.getDim()", "int">, Tessel_RtAttr<"sizes">]> {
   let summary = "Splits a tensor into consecutive pieces along one dim";
   let description = [{
     ```mlir
@@ -626,7 +666,8 @@ def Tessel_SplitOp : Tessel_ComputeOp<"split", "buildSplitRule",
   }];
 }
 
-def Tessel_ExpandOp : Tessel_ComputeOp<"expand", "buildElementwiseRule"> {
+def Tessel_ExpandOp : Tessel_ComputeOp<"expand", "buildElementwiseRule">,
+    Tessel_Instruction<76, "expand"> {
   let summary = "Broadcasts a tensor to a larger shape";
   let description = [{
     numpy broadcasting of the operand to the result shape.
@@ -650,7 +691,8 @@ def Tessel_ExpandOp : Tessel_ComputeOp<"expand", "buildElementwiseRule"> {
 //===----------------------------------------------------------------------===//
 
 def Tessel_Conv2DOp : Tessel_ComputeOp<"conv2d", "buildConvRule",
-                                       [InferTypeOpAdaptor]> {
+                                       [InferTypeOpAdaptor]>,
+    Tessel_Instruction<80, "conv", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]> {
   let summary = "2-D convolution, NCHW, weights OIHW";
   let description = [{
     `input` [N, C, H, W], `weight` [O, C/group, KH, KW], optional `bias` [O].
@@ -701,12 +743,15 @@ class Tessel_PoolOp<string mnemonic, string what>
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tessel_MaxPoolOp : Tessel_PoolOp<"max_pool", "Max">;
-def Tessel_AvgPoolOp : Tessel_PoolOp<"avg_pool", "Average">;
+def Tessel_MaxPoolOp : Tessel_PoolOp<"max_pool", "Max">,
+    Tessel_Instruction<81, "pool", [Tessel_RtAttr<"kernel">, Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"count_include_pad">, Tessel_RtAttr<"ceil_mode">]>;
+def Tessel_AvgPoolOp : Tessel_PoolOp<"avg_pool", "Average">,
+    Tessel_Instruction<82, "pool", [Tessel_RtAttr<"kernel">, Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"count_include_pad">, Tessel_RtAttr<"ceil_mode">]>;
 
 def Tessel_GlobalAvgPoolOp : Tessel_ComputeOp<"global_avg_pool",
                                               "buildGlobalPoolRule",
-                                              [InferTypeOpAdaptor], "Mean"> {
+                                              [InferTypeOpAdaptor], "Mean">,
+    Tessel_Instruction<83, "global_pool"> {
   let summary = "Mean over the spatial dims, NCHW";
   let description = [{
     [N, C, H, W] -> [N, C, 1, 1]. Sharding a spatial dim makes the result

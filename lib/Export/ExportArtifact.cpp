@@ -19,7 +19,6 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 #include <cstring>
 #include <map>
@@ -214,6 +213,46 @@ void shardBlock(const MeshLayout &mesh, TensorShardingAttr spec, int64_t rank,
   }
 }
 
+// What an op becomes in the artifact: the generated encoders
+// (dialects/tessel/ExportEncoders.inc, from each op's Tessel_Instruction)
+// fill it through these overloads, one per C++ type an attribute getter
+// returns.
+struct InstructionEncoding {
+  std::string name;
+  rt::Attrs attrs;
+};
+
+void encodeAttr(rt::Attrs &a, const char *name, bool v) { a.i(name, v); }
+template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+void encodeAttr(rt::Attrs &a, const char *name, T v) {
+  a.i(name, static_cast<int64_t>(v));
+}
+template <typename E, std::enable_if_t<std::is_enum_v<E>, int> = 0>
+void encodeAttr(rt::Attrs &a, const char *name, E v) {
+  a.s(name, stringifyEnum(v).str());
+}
+void encodeAttr(rt::Attrs &a, const char *name, const APFloat &v) {
+  a.f(name, v.convertToFloat());
+}
+void encodeAttr(rt::Attrs &a, const char *name, ArrayRef<int64_t> v) {
+  a.is(name, ints(v));
+}
+void encodeAttr(rt::Attrs &a, const char *name, std::vector<int64_t> v) {
+  a.is(name, std::move(v));
+}
+void encodeAttr(rt::Attrs &a, const char *name, StringRef v) {
+  a.s(name, v.str());
+}
+
+/// The runtime's name of a tensor type's element type ("" when it holds none).
+std::string dtypeNameOf(Type t) {
+  std::optional<rt::DType> dt =
+      toDType(cast<RankedTensorType>(t).getElementType());
+  return dt ? rt::dtypeName(*dt) : "";
+}
+
+#include "dialects/tessel/ExportEncoders.inc"
+
 class Exporter {
 public:
   Exporter(rt::ProgramBuilder &program, const WeightLookup &weights,
@@ -229,10 +268,14 @@ private:
   LogicalResult emitWeight(WeightOp w);
   LogicalResult emitInput(func::FuncOp fn, BlockArgument arg);
   FailureOr<int> emitOutput(func::ReturnOp ret, unsigned i, int id);
-  FailureOr<rt::Attrs> attrsOf(Operation *op);
+
+public:
+  /// The world ranks of this rank's group along `axes` (collectives).
   std::vector<int64_t> groupOf(ArrayAttr axes) const {
     return mesh.group(axisNames(axes), rank);
   }
+
+private:
 
   rt::ProgramBuilder &program;
   const WeightLookup &weights;
@@ -511,10 +554,10 @@ LogicalResult Exporter::emitOp(Operation *op) {
     buffers[sc] = buffers.lookup(sc.getInput());
     return success();
   }
+  // Results first: newBuffer refuses element types the runtime does not hold,
+  // which the encoders (a cast's target type) rely on.
   if (op->getDialect() != op->getContext()->getLoadedDialect<TesselDialect>())
     return op->emitOpError() << "has no runtime instruction";
-  // Results first: newBuffer refuses element types the runtime does not hold,
-  // which attrsOf (a cast's target type) relies on.
   std::vector<int> operands, results;
   for (Value v : op->getOperands())
     operands.push_back(buffers.lookup(v));
@@ -524,104 +567,14 @@ LogicalResult Exporter::emitOp(Operation *op) {
       return failure();
     results.push_back(*id);
   }
-  FailureOr<rt::Attrs> attrs = attrsOf(op);
-  if (failed(attrs))
-    return failure();
+  InstructionEncoding enc;
+  if (!encodeInstruction(op, *this, enc))
+    return op->emitOpError() << "has no runtime instruction";
   std::string name;
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
     name = loc.getName().str();
-  program.addOp(op->getName().stripDialect().str(), operands, results, *attrs,
-                name);
+  program.addOp(enc.name, operands, results, enc.attrs, name);
   return success();
-}
-
-FailureOr<rt::Attrs> Exporter::attrsOf(Operation *op) {
-  rt::Attrs a;
-  bool known = true;
-  llvm::TypeSwitch<Operation *>(op)
-      .Case<NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, AbsOp, TanhOp,
-            ErfOp, SigmoidOp, ReluOp, NotOp, AddOp, SubOp, MulOp, DivOp, PowOp,
-            MaxOp, MinOp, WhereOp, MatmulOp, ReshapeOp, ExpandOp,
-            GlobalAvgPoolOp>([](Operation *) {})
-      .Case([&](GeluOp o) { a.i("tanh_approximation", o.getTanhApproximation()); })
-      .Case([&](CastOp o) {
-        a.s("to", rt::dtypeName(*toDType(o.getType().getElementType())));
-      })
-      .Case([&](CompareOp o) {
-        a.s("predicate", stringifyComparePredicate(o.getPredicate()).str());
-      })
-      .Case([&](GemmOp o) {
-        a.i("trans_a", o.getTransA()).i("trans_b", o.getTransB());
-        a.f("alpha", o.getAlpha().convertToFloat());
-        a.f("beta", o.getBeta().convertToFloat());
-      })
-      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto o) {
-        a.is("dims", ints(o.getDims())).i("keep_dims", o.getKeepDims());
-      })
-      .Case<SoftmaxOp, LogSoftmaxOp>([&](auto o) { a.i("axis", o.getAxis()); })
-      .Case<LayerNormOp, RmsNormOp>([&](auto o) {
-        a.i("axis", o.getAxis()).f("epsilon", o.getEpsilon().convertToFloat());
-      })
-      .Case([&](BatchNormOp o) {
-        a.f("epsilon", o.getEpsilon().convertToFloat());
-      })
-      .Case([&](GatherOp o) { a.i("axis", o.getAxis()); })
-      .Case([&](TransposeOp o) { a.is("perm", ints(o.getPerm())); })
-      .Case([&](SliceOp o) {
-        a.is("starts", ints(o.getStarts()))
-            .is("ends", ints(o.getLimits()))
-            .is("steps", ints(o.getStrides()));
-      })
-      .Case([&](ConcatOp o) { a.i("axis", o.getDim()); })
-      .Case([&](SplitOp o) {
-        a.i("axis", o.getDim()).is("sizes", ints(o.getSizes()));
-      })
-      .Case([&](Conv2DOp o) {
-        a.is("strides", ints(o.getStrides()))
-            .is("pads", ints(o.getPads()))
-            .is("dilations", ints(o.getDilations()))
-            .i("group", o.getGroup());
-      })
-      .Case<MaxPoolOp, AvgPoolOp>([&](auto o) {
-        a.is("kernel", ints(o.getKernel()))
-            .is("strides", ints(o.getStrides()))
-            .is("pads", ints(o.getPads()))
-            .i("count_include_pad", o.getCountIncludePad())
-            .i("ceil_mode", o.getCeilMode());
-      })
-      .Case<AllReduceOp>([&](AllReduceOp o) {
-        a.is("group", groupOf(o.getAxes()))
-            .s("kind", stringifyReductionKind(o.getKind()).str());
-      })
-      .Case<AllGatherOp>([&](AllGatherOp o) {
-        a.is("group", groupOf(o.getAxes())).i("dim", o.getDim());
-      })
-      .Case<ReduceScatterOp>([&](ReduceScatterOp o) {
-        a.is("group", groupOf(o.getAxes()))
-            .s("kind", stringifyReductionKind(o.getKind()).str())
-            .i("dim", o.getDim());
-      })
-      .Case<AllToAllOp>([&](AllToAllOp o) {
-        a.is("group", groupOf(o.getAxes()))
-            .i("split_dim", o.getSplitDim())
-            .i("concat_dim", o.getConcatDim());
-      })
-      .Case<CollectivePermuteOp>([&](CollectivePermuteOp o) {
-        a.is("group", groupOf(o.getAxes())).is("pairs", ints(o.getPairs()));
-      })
-      .Case<BroadcastOp>([&](BroadcastOp o) {
-        a.is("group", groupOf(o.getAxes())).i("root", o.getRoot());
-      })
-      .Case<SendOp>([&](SendOp o) {
-        a.i("peer", groupOf(o.getAxes())[o.getTarget()]).i("tag", o.getTag());
-      })
-      .Case<RecvOp>([&](RecvOp o) {
-        a.i("peer", groupOf(o.getAxes())[o.getSource()]).i("tag", o.getTag());
-      })
-      .Default([&](Operation *) { known = false; });
-  if (!known)
-    return op->emitOpError() << "has no runtime instruction";
-  return a;
 }
 
 } // namespace

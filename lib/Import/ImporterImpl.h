@@ -114,6 +114,13 @@ public:
     return createOp(OpTy::getOperationName(), operands, attrs, resultTypes,
                     numResults);
   }
+  /// create<OpTy> for an op known by its name (the op table's one-to-one
+  /// rows).
+  FailureOr<Operation *> createNamed(StringRef name, ValueRange operands,
+                                     ArrayRef<NamedAttribute> attrs,
+                                     TypeRange resultTypes) {
+    return createOp(name, operands, attrs, resultTypes, resultTypes.size());
+  }
   /// A rank-0 tessel.constant of `value` with element type `elemType`.
   Value scalarConstant(double value, Type elemType);
 

@@ -14,6 +14,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 
 using namespace mlir;
@@ -1320,6 +1321,65 @@ LogicalResult importGlobalAveragePool(NodeContext &c) {
 }
 
 //===----------------------------------------------------------------------===//
+// One-to-one ops: rows generated from the ODS (Tessel_OnnxOneToOne)
+//===----------------------------------------------------------------------===//
+
+/// An ONNX attribute carried over onto an op attribute.
+struct OneToOneAttr {
+  enum Type { Int, Float };
+  const char *onnxName;
+  const char *irName;
+  const char *onnxDefault; // "" : required
+  Type type;
+};
+
+/// An ONNX op that imports into one tessel op of the same meaning.
+struct OneToOneImport {
+  const char *opName;
+  unsigned numOperands;
+  const OneToOneAttr *attrs;
+  size_t numAttrs;
+};
+
+/// The node's float inputs become the op's operands, its result has the
+/// first input's type, and its attributes carry over (ONNX's defaults when
+/// absent).
+template <const OneToOneImport *Row>
+LogicalResult importOneToOne(NodeContext &c) {
+  if (c.getNumInputs() != Row->numOperands)
+    return c.error("expects " + Twine(Row->numOperands) + " inputs, got " +
+                   Twine(c.getNumInputs()));
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < Row->numOperands; ++i) {
+    if (failed(requireFloat(c, i)))
+      return failure();
+    FailureOr<Value> v = c.getValue(i);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  Builder b(operands.front().getContext());
+  SmallVector<NamedAttribute> attrs;
+  for (const OneToOneAttr &a : ArrayRef(Row->attrs, Row->numAttrs)) {
+    if (!c.getAttr(a.onnxName) && !*a.onnxDefault)
+      return c.error("requires attribute '" + Twine(a.onnxName) + "'");
+    Attribute value =
+        a.type == OneToOneAttr::Float
+            ? Attribute(b.getF32FloatAttr(
+                  c.getFloat(a.onnxName, std::strtof(a.onnxDefault, nullptr))))
+            : Attribute(b.getI64IntegerAttr(c.getInt(
+                  a.onnxName, std::strtoll(a.onnxDefault, nullptr, 10))));
+    attrs.push_back(b.getNamedAttr(a.irName, value));
+  }
+  return defineFrom(c,
+                    c.createNamed(Row->opName, operands, attrs,
+                                  {operands.front().getType()}),
+                    c.getDType(0));
+}
+
+#include "dialects/tessel/OnnxOneToOne.inc"
+
+//===----------------------------------------------------------------------===//
 // The table
 //===----------------------------------------------------------------------===//
 
@@ -1394,6 +1454,8 @@ const OpImporter kOpImporters[] = {
     {"Trilu", 14, importTrilu},
     {"Unsqueeze", 13, importUnsqueeze},
     {"Where", 9, importWhere},
+    // Ops that import one-to-one, from their ODS.
+    TESSEL_ONNX_ONE_TO_ONE_ROWS
 };
 
 } // namespace

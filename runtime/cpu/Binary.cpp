@@ -1,5 +1,6 @@
 //===- Binary.cpp - Broadcasting binary kernels, compare and where --------===//
 #include "Broadcast.h"
+#include "KernelRegistry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 
@@ -231,6 +232,55 @@ void whereKernel(size_t elemSize, const uint8_t *cond, const Shape &cShape,
                       static_cast<const uint64_t *>(y),
                       static_cast<uint64_t *>(out), plan, pool);
   }
+}
+
+namespace {
+
+Step binaryStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *b = &c.in(1), *r = &c.out(0);
+  void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    binaryKernel(o->kind, a->dtype, x0, a->shape, x1, b->shape, y0, r->shape,
+                 *tp);
+    return Status::ok();
+  };
+}
+
+Step compareStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *b = &c.in(1), *r = &c.out(0);
+  void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    compareKernel(o->predicate, a->dtype, x0, a->shape, x1, b->shape,
+                  static_cast<uint8_t *>(y0), r->shape, *tp);
+    return Status::ok();
+  };
+}
+
+Step whereStep(const KernelContext &c) {
+  const BufferInfo *a = &c.in(0), *bx = &c.in(1), *by = &c.in(2),
+                   *r = &c.out(0);
+  void *x0 = c.operand(0), *x1 = c.operand(1), *x2 = c.operand(2);
+  void *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    whereKernel(dtypeSize(r->dtype), static_cast<const uint8_t *>(x0), a->shape,
+                x1, bx->shape, x2, by->shape, y0, r->shape, *tp);
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+void registerBinaryKernels(KernelRegistry &r) {
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
+                   OpKind::Pow, OpKind::Max, OpKind::Min})
+    r.add(k, binaryStep);
+  r.add(OpKind::Compare, compareStep);
+  r.add(OpKind::Where, whereStep);
 }
 
 } // namespace tessel::runtime::cpu

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Collectives.h"
+#include "KernelRegistry.h"
+#include "KernelResources.h"
 
 #include <algorithm>
 
@@ -111,6 +113,15 @@ std::function<Status()> Collectives::step(const Program &p, const Op &op,
   default:
     return [] { return Status::error("not a collective"); };
   }
+}
+
+void registerCollectiveKernels(KernelRegistry &r) {
+  for (OpKind k : {OpKind::AllReduce, OpKind::AllGather, OpKind::ReduceScatter,
+                   OpKind::AllToAll, OpKind::CollectivePermute,
+                   OpKind::Broadcast, OpKind::Send, OpKind::Recv})
+    r.add(k, [](const KernelContext &c) {
+      return c.resources.collectives.step(c.program, c.op, c.ptrs);
+    });
 }
 
 } // namespace tessel::runtime::cpu

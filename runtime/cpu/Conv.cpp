@@ -1,5 +1,7 @@
 //===- Conv.cpp - conv2d NCHW via im2col + sgemm ---------------------------===//
 #include "Gemm.h"
+#include "KernelRegistry.h"
+#include "KernelResources.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 
@@ -98,6 +100,72 @@ void conv2dKernel(const float *x, const Shape &xShape, const float *w,
                        });
     }
   }
+}
+
+namespace {
+
+/// A conv on oneDNN (DnnlConv.h), with its folded ops (ConvPlan.h).
+Step dnnlConvStep(const KernelContext &c, DnnlConv *conv) {
+  KernelResources &res = c.resources;
+  const size_t index = c.index;
+  void *x0 = c.operand(0);
+  ThreadPool *tp = &c.pool;
+  float *srcScratch = res.convSrc.get(), *dstScratch = res.convDst.get();
+  const int t = res.dnnlWrites[index], addend = res.fusions[index].addend;
+  void *dst = c.ptrs[t];
+  if (addend < 0 || res.fusions[index].inPlace)
+    return [=] {
+      return conv->run(static_cast<const float *>(x0),
+                       static_cast<float *>(dst), srcScratch, dstScratch);
+    };
+  // A residual add folded in: the addend first goes where the conv's
+  // sum post-op adds into, in that buffer's layout.
+  const void *from = c.ptrs[addend];
+  const size_t bytes = c.program.buffers[t].bytes;
+  const bool sameLayout = res.layouts.layout[addend] == res.layouts.layout[t];
+  LayoutReorder *convert =
+      sameLayout
+          ? nullptr
+          : res.reorderFor(c.program.buffers[t].shape,
+                           res.layouts.layout[addend], res.layouts.layout[t]);
+  return [=] {
+    if (!sameLayout) {
+      TSL_RETURN_IF_ERROR(convert->run(from, dst));
+    } else {
+      tp->parallelFor(static_cast<int64_t>(bytes), 1 << 20,
+                      [&](int64_t b, int64_t e) {
+                        std::memcpy(static_cast<char *>(dst) + b,
+                                    static_cast<const char *>(from) + b, e - b);
+                      });
+    }
+    return conv->run(static_cast<const float *>(x0), static_cast<float *>(dst),
+                     srcScratch, dstScratch);
+  };
+}
+
+Step conv2dStep(const KernelContext &c) {
+  if (DnnlConv *conv = c.resources.dnnlConvs[c.index].get())
+    return dnnlConvStep(c, conv);
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *w = &c.in(1), *r = &c.out(0);
+  void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);
+  void *x2 = o->operands.size() > 2 ? c.operand(2) : nullptr;
+  float *sc = c.resources.scratch.data();
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    conv2dKernel(static_cast<const float *>(x0), a->shape,
+                 static_cast<const float *>(x1), w->shape,
+                 static_cast<const float *>(x2), static_cast<float *>(y0),
+                 r->shape, o->strides, o->pads, o->dilations, o->group, sc,
+                 *tp);
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+void registerConvKernels(KernelRegistry &r) {
+  r.add(OpKind::Conv2D, conv2dStep);
 }
 
 } // namespace tessel::runtime::cpu

@@ -1,15 +1,13 @@
 //===- CpuExecutor.cpp - The CPU backend ----------------------------------===//
 //
 // At creation every instruction is turned into a closure over resolved
-// pointers and precomputed shapes, so run() is a tight loop of kernel calls.
+// pointers and precomputed shapes, built by its kind's kernel factory
+// (KernelRegistry.h), so run() is a tight loop of kernel calls.
 //
 //===----------------------------------------------------------------------===//
-#include "Collectives.h"
-#include "ConvPlan.h"
-#include "DnnlConv.h"
-#include "DnnlMatMul.h"
-#include "DnnlPool.h"
 #include "Gemm.h"
+#include "KernelRegistry.h"
+#include "KernelResources.h"
 #include "Kernels.h"
 #include "MappedFile.h"
 #include "ThreadPool.h"
@@ -25,9 +23,18 @@
 
 namespace tessel::runtime::cpu {
 
+LayoutReorder *KernelResources::reorderFor(const Shape &shape, Layout from,
+                                           Layout to) {
+  reorders.push_back(LayoutReorder::create(dnnl, shape, from, to));
+  if (!reorders.back() && stepError.isOk())
+    stepError = Status::error("oneDNN has no reorder between layouts of " +
+                              shapeToString(shape));
+  return reorders.back().get();
+}
+
 namespace {
 
-class CpuExecutor : public Executor {
+class CpuExecutor : public Executor, private KernelResources {
 public:
   CpuExecutor(std::shared_ptr<const Program> program, int threads,
               Communicator *comm)
@@ -53,13 +60,10 @@ protected:
   }
 
 private:
-  using Step = std::function<Status()>;
-  using AlignedBuffer = std::unique_ptr<float, void (*)(void *)>;
-  Step makeStep(const Op &op);
+  /// "instruction I (KIND 'NAME')", as messages name instruction i.
+  std::string where(size_t i) const;
+  Step makeStep(size_t i);
   Step makeStepWithLayouts(size_t i);
-  /// A oneDNN reorder between two layouts of `shape`, kept for the
-  /// executor's life; null (and `stepError` set) when oneDNN has none.
-  LayoutReorder *reorderFor(const Shape &shape, Layout from, Layout to);
   Status initConvs();
 
   int threads;
@@ -68,34 +72,27 @@ private:
   size_t arenaBytes = 0;
   std::vector<void *> ptrs;
   std::vector<Step> steps;
-  std::vector<float> scratch;
-  // Ops on oneDNN's kernels, by op index (null: the loops of Conv.cpp,
-  // Pool.cpp, MatMul.cpp): convs and max pools, and the buffer each writes
-  // (its result, or a folded relu's or add's); matmul + bias + gelu, and the
-  // buffer each writes (the gelu's). Then the convs' fusions, the ops folded
-  // into others, the buffers' layouts (ConvPlan.h), and the scratch the
-  // reorders share.
-  std::shared_ptr<DnnlContext> dnnl;
-  std::vector<std::unique_ptr<DnnlConv>> dnnlConvs;
-  std::vector<std::unique_ptr<DnnlPool>> dnnlPools;
-  std::vector<int> dnnlWrites;
-  std::vector<std::unique_ptr<DnnlMatMul>> dnnlMatMuls;
-  std::vector<int> matmulWrites;
-  std::vector<ConvFusion> fusions;
+  // Ops folded into others (ConvPlan.h), and the NCHW copies of NHWC
+  // operands, by operand position.
   std::vector<bool> skipped;
-  LayoutPlan layouts;
-  std::vector<std::unique_ptr<LayoutReorder>> reorders;
-  // The first failure while building steps (checked once, by init).
-  Status stepError = Status::ok();
-  AlignedBuffer convSrc{nullptr, std::free}, convDst{nullptr, std::free};
   std::vector<AlignedBuffer> plainCopies;
-  // Expanded copies of norm scale/bias operands that broadcast.
-  std::vector<std::vector<float>> expanded;
   Communicator *comm;
-  Collectives collectives;
 };
 
+std::string CpuExecutor::where(size_t i) const {
+  const Op &op = prog->ops[i];
+  return "instruction " + std::to_string(i) + " (" + opKindName(op.kind) +
+         (op.name.empty() ? "" : " '" + op.name + "'") + ")";
+}
+
 Status CpuExecutor::init() {
+  // Every instruction's kernel, found now: a kind this backend lacks fails
+  // the load, not a run.
+  for (size_t i = 0; i < prog->ops.size(); ++i) {
+    KernelFactory factory;
+    if (Status s = cpuKernels().lookup(prog->ops[i].kind, factory); !s)
+      return Status::error(where(i) + ": " + s.message());
+  }
   // oneDNN's convs fix their thread count when created: create them for
   // this executor's.
   setGemmThreads(threads);
@@ -119,15 +116,6 @@ Status CpuExecutor::init() {
     steps.push_back(skipped[i] ? Step([] { return Status::ok(); })
                                : makeStepWithLayouts(i));
   return stepError;
-}
-
-LayoutReorder *CpuExecutor::reorderFor(const Shape &shape, Layout from,
-                                       Layout to) {
-  reorders.push_back(LayoutReorder::create(dnnl, shape, from, to));
-  if (!reorders.back() && stepError.isOk())
-    stepError = Status::error("oneDNN has no reorder between layouts of " +
-                              shapeToString(shape));
-  return reorders.back().get();
 }
 
 Status CpuExecutor::initConvs() {
@@ -358,10 +346,10 @@ Status CpuExecutor::initConvs() {
 }
 
 // makeStep for op i, reading its NHWC operands through NCHW copies.
-CpuExecutor::Step CpuExecutor::makeStepWithLayouts(size_t i) {
+Step CpuExecutor::makeStepWithLayouts(size_t i) {
   const Op &op = prog->ops[i];
   if (layouts.toPlain[i].empty())
-    return makeStep(op);
+    return makeStep(i);
   std::vector<std::pair<int, void *>> saved;
   std::vector<std::pair<LayoutReorder *, std::pair<const void *, void *>>> pre;
   for (int k : layouts.toPlain[i]) {
@@ -376,7 +364,7 @@ CpuExecutor::Step CpuExecutor::makeStepWithLayouts(size_t i) {
     saved.emplace_back(id, ptrs[id]);
     ptrs[id] = copy;
   }
-  Step inner = makeStep(op);
+  Step inner = makeStep(i);
   for (auto &[id, p] : saved)
     ptrs[id] = p;
   return [pre, inner] {
@@ -416,11 +404,7 @@ Status CpuExecutor::run() {
         byOp.emplace_back(ms, i);
     }
     if (!s) {
-      const Op &op = prog->ops[i];
-      return Status::error("instruction " + std::to_string(i) + " (" +
-                           opKindName(op.kind) +
-                           (op.name.empty() ? "" : " '" + op.name + "'") +
-                           "): " + s.message());
+      return Status::error(where(i) + ": " + s.message());
     }
   }
   if (profile) {
@@ -445,306 +429,10 @@ Status CpuExecutor::run() {
   return Status::ok();
 }
 
-CpuExecutor::Step CpuExecutor::makeStep(const Op &op) {
-  const Program &p = *prog;
-  auto in = [&](size_t i) -> const BufferInfo & {
-    return p.buffers[op.operands[i]];
-  };
-  auto out = [&](size_t i) -> const BufferInfo & {
-    return p.buffers[op.results[i]];
-  };
-  void *x0 = op.operands.empty() ? nullptr : ptrs[op.operands[0]];
-  void *y0 = ptrs[op.results.empty() ? 0 : op.results[0]];
-  ThreadPool *tp = &pool;
-  const Op *o = &op;
-  const BufferInfo *a = op.operands.empty() ? nullptr : &in(0);
-  const BufferInfo *r = op.results.empty() ? nullptr : &out(0);
-  auto ok = [] { return Status::ok(); };
-  (void)ok;
-
-  switch (op.kind) {
-  case OpKind::Neg:
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Sqrt:
-  case OpKind::Rsqrt:
-  case OpKind::Tanh:
-  case OpKind::Erf:
-  case OpKind::Sigmoid:
-  case OpKind::Relu:
-  case OpKind::Gelu:
-  case OpKind::Reciprocal:
-  case OpKind::Abs:
-  case OpKind::Not:
-    return [=] {
-      unaryKernel(o->kind, o->tanhApproximation, a->dtype, x0, y0, a->numel, *tp);
-      return Status::ok();
-    };
-  case OpKind::Cast:
-    return [=] {
-      castKernel(a->dtype, x0, o->to, y0, a->numel, *tp);
-      return Status::ok();
-    };
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Pow:
-  case OpKind::Max:
-  case OpKind::Min: {
-    const BufferInfo *b = &in(1);
-    void *x1 = ptrs[op.operands[1]];
-    return [=] {
-      binaryKernel(o->kind, a->dtype, x0, a->shape, x1, b->shape, y0, r->shape,
-                   *tp);
-      return Status::ok();
-    };
-  }
-  case OpKind::Compare: {
-    const BufferInfo *b = &in(1);
-    void *x1 = ptrs[op.operands[1]];
-    return [=] {
-      compareKernel(o->predicate, a->dtype, x0, a->shape, x1, b->shape,
-                    static_cast<uint8_t *>(y0), r->shape, *tp);
-      return Status::ok();
-    };
-  }
-  case OpKind::Where: {
-    const BufferInfo *bx = &in(1), *by = &in(2);
-    void *x1 = ptrs[op.operands[1]], *x2 = ptrs[op.operands[2]];
-    return [=] {
-      whereKernel(dtypeSize(r->dtype), static_cast<const uint8_t *>(x0),
-                  a->shape, x1, bx->shape, x2, by->shape, y0, r->shape, *tp);
-      return Status::ok();
-    };
-  }
-  case OpKind::MatMul: {
-    const size_t index = &op - prog->ops.data();
-    if (DnnlMatMul *mm = dnnlMatMuls[index].get()) {
-      void *dst = ptrs[matmulWrites[index]];
-      return [=] {
-        return mm->run(static_cast<const float *>(x0), static_cast<float *>(dst));
-      };
-    }
-    const BufferInfo *b = &in(1);
-    void *x1 = ptrs[op.operands[1]];
-    return [=] {
-      matmulKernel(static_cast<const float *>(x0), a->shape,
-                   static_cast<const float *>(x1), b->shape,
-                   static_cast<float *>(y0), r->shape);
-      return Status::ok();
-    };
-  }
-  case OpKind::Gemm: {
-    const BufferInfo *b = &in(1);
-    const BufferInfo *c = op.operands.size() > 2 ? &in(2) : nullptr;
-    void *x1 = ptrs[op.operands[1]];
-    void *x2 = c ? ptrs[op.operands[2]] : nullptr;
-    return [=] {
-      gemmKernel(static_cast<const float *>(x0), a->shape,
-                 static_cast<const float *>(x1), b->shape,
-                 static_cast<const float *>(x2), c ? &c->shape : nullptr,
-                 static_cast<float *>(y0), o->transA, o->transB, o->alpha,
-                 o->beta);
-      return Status::ok();
-    };
-  }
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMean:
-  case OpKind::ReduceMax:
-    return [=] {
-      reduceKernel(o->kind, a->dtype, x0, a->shape, o->dims, y0, *tp);
-      return Status::ok();
-    };
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax:
-    return [=] {
-      softmaxKernel(o->kind == OpKind::LogSoftmax,
-                    static_cast<const float *>(x0), a->shape, o->axis,
-                    static_cast<float *>(y0), *tp);
-      return Status::ok();
-    };
-  case OpKind::LayerNorm:
-  case OpKind::RmsNorm: {
-    // Scale and bias that broadcast are expanded to the normalized shape on
-    // every run (their contents may change between runs).
-    Shape norm(a->shape.begin() + op.axis, a->shape.end());
-    int64_t d = numElements(norm);
-    std::vector<std::pair<const BufferInfo *, void *>> params;
-    std::vector<size_t> slots;
-    for (size_t i = 1; i < op.operands.size(); ++i) {
-      params.emplace_back(&in(i), ptrs[op.operands[i]]);
-      if (in(i).numel != d) {
-        expanded.emplace_back(d);
-        slots.push_back(expanded.size() - 1);
-      } else {
-        slots.push_back(SIZE_MAX);
-      }
-    }
-    auto *ex = &expanded;
-    return [=] {
-      const float *sp[2] = {nullptr, nullptr};
-      for (size_t i = 0; i < params.size(); ++i) {
-        if (slots[i] == SIZE_MAX) {
-          sp[i] = static_cast<const float *>(params[i].second);
-          continue;
-        }
-        float *dst = (*ex)[slots[i]].data();
-        expandKernel(4, params[i].second, params[i].first->shape, dst, norm, *tp);
-        sp[i] = dst;
-      }
-      layerNormKernel(o->kind == OpKind::RmsNorm,
-                      static_cast<const float *>(x0), a->shape, o->axis,
-                      o->epsilon, sp[0], sp[1], static_cast<float *>(y0), *tp);
-      return Status::ok();
-    };
-  }
-  case OpKind::BatchNorm: {
-    const float *sc = static_cast<const float *>(ptrs[op.operands[1]]);
-    const float *bi = static_cast<const float *>(ptrs[op.operands[2]]);
-    const float *me = static_cast<const float *>(ptrs[op.operands[3]]);
-    const float *va = static_cast<const float *>(ptrs[op.operands[4]]);
-    return [=] {
-      batchNormKernel(static_cast<const float *>(x0), a->shape, sc, bi, me, va,
-                      o->epsilon, static_cast<float *>(y0), *tp);
-      return Status::ok();
-    };
-  }
-  case OpKind::Gather: {
-    const BufferInfo *idx = &in(1);
-    void *x1 = ptrs[op.operands[1]];
-    return [=] {
-      return gatherKernel(dtypeSize(a->dtype), x0, a->shape, idx->dtype, x1,
-                          idx->numel, o->axis, y0);
-    };
-  }
-  case OpKind::AllReduce:
-  case OpKind::AllGather:
-  case OpKind::ReduceScatter:
-  case OpKind::AllToAll:
-  case OpKind::CollectivePermute:
-  case OpKind::Broadcast:
-  case OpKind::Send:
-  case OpKind::Recv:
-    return collectives.step(p, op, ptrs);
-  case OpKind::Reshape:
-  case OpKind::Copy:
-    return [=] {
-      if (x0 != y0)
-        std::memcpy(y0, x0, a->bytes);
-      return Status::ok();
-    };
-  case OpKind::Transpose:
-    return [=] {
-      transposeKernel(dtypeSize(a->dtype), x0, a->shape, o->perm, y0, *tp);
-      return Status::ok();
-    };
-  case OpKind::Slice:
-    return [=] {
-      sliceKernel(dtypeSize(a->dtype), x0, a->shape, o->starts, o->steps, y0,
-                  r->shape, *tp);
-      return Status::ok();
-    };
-  case OpKind::Concat: {
-    std::vector<const void *> inputs;
-    std::vector<const Shape *> shapes;
-    for (size_t i = 0; i < op.operands.size(); ++i) {
-      inputs.push_back(ptrs[op.operands[i]]);
-      shapes.push_back(&in(i).shape);
-    }
-    return [=] {
-      concatKernel(dtypeSize(a->dtype), inputs, shapes, o->axis, y0, r->shape);
-      return Status::ok();
-    };
-  }
-  case OpKind::Split: {
-    std::vector<void *> outs;
-    for (int id : op.results)
-      outs.push_back(ptrs[id]);
-    return [=] {
-      splitKernel(dtypeSize(a->dtype), x0, a->shape, o->axis, o->sizes, outs);
-      return Status::ok();
-    };
-  }
-  case OpKind::Expand:
-    return [=] {
-      expandKernel(dtypeSize(a->dtype), x0, a->shape, y0, r->shape, *tp);
-      return Status::ok();
-    };
-  case OpKind::Conv2D: {
-    const size_t index = &op - prog->ops.data();
-    if (DnnlConv *conv = dnnlConvs[index].get()) {
-      float *srcScratch = convSrc.get(), *dstScratch = convDst.get();
-      const int t = dnnlWrites[index], addend = fusions[index].addend;
-      void *dst = ptrs[t];
-      if (addend < 0 || fusions[index].inPlace)
-        return [=] {
-          return conv->run(static_cast<const float *>(x0),
-                           static_cast<float *>(dst), srcScratch, dstScratch);
-        };
-      // A residual add folded in: the addend first goes where the conv's
-      // sum post-op adds into, in that buffer's layout.
-      const void *from = ptrs[addend];
-      const size_t bytes = prog->buffers[t].bytes;
-      const bool sameLayout = layouts.layout[addend] == layouts.layout[t];
-      LayoutReorder *convert =
-          sameLayout ? nullptr
-                     : reorderFor(prog->buffers[t].shape, layouts.layout[addend],
-                                  layouts.layout[t]);
-      return [=] {
-        if (!sameLayout) {
-          TSL_RETURN_IF_ERROR(convert->run(from, dst));
-        } else {
-          tp->parallelFor(static_cast<int64_t>(bytes), 1 << 20,
-                          [&](int64_t b, int64_t e) {
-                            std::memcpy(static_cast<char *>(dst) + b,
-                                        static_cast<const char *>(from) + b,
-                                        e - b);
-                          });
-        }
-        return conv->run(static_cast<const float *>(x0),
-                         static_cast<float *>(dst), srcScratch, dstScratch);
-      };
-    }
-    const BufferInfo *w = &in(1);
-    void *x1 = ptrs[op.operands[1]];
-    void *x2 = op.operands.size() > 2 ? ptrs[op.operands[2]] : nullptr;
-    float *sc = scratch.data();
-    return [=] {
-      conv2dKernel(static_cast<const float *>(x0), a->shape,
-                   static_cast<const float *>(x1), w->shape,
-                   static_cast<const float *>(x2), static_cast<float *>(y0),
-                   r->shape, o->strides, o->pads, o->dilations, o->group, sc,
-                   *tp);
-      return Status::ok();
-    };
-  }
-  case OpKind::MaxPool:
-    if (DnnlPool *p = dnnlPools[&op - prog->ops.data()].get())
-      return [=] {
-        return p->run(static_cast<const float *>(x0), static_cast<float *>(y0));
-      };
-    return [=] {
-      maxPoolKernel(static_cast<const float *>(x0), a->shape,
-                    static_cast<float *>(y0), r->shape, o->kernel, o->strides,
-                    o->pads, *tp);
-      return Status::ok();
-    };
-  case OpKind::AvgPool:
-    return [=] {
-      avgPoolKernel(static_cast<const float *>(x0), a->shape,
-                    static_cast<float *>(y0), r->shape, o->kernel, o->strides,
-                    o->pads, o->countIncludePad, *tp);
-      return Status::ok();
-    };
-  case OpKind::GlobalAvgPool:
-    return [=] {
-      globalAvgPoolKernel(static_cast<const float *>(x0), a->shape,
-                          static_cast<float *>(y0), *tp);
-      return Status::ok();
-    };
-  }
-  return [] { return Status::error("op not implemented by the cpu backend"); };
+Step CpuExecutor::makeStep(size_t i) {
+  const Op &op = prog->ops[i];
+  KernelContext ctx{*prog, op, i, ptrs, pool, *this};
+  return cpuKernels().find(op.kind)(ctx);
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 //===- DataMovement.cpp - gather, transpose, slice, concat, split, expand -===//
 #include "Broadcast.h"
+#include "KernelRegistry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 
@@ -214,6 +215,103 @@ void expandKernel(size_t elemSize, const void *x, const Shape &shape, void *y,
                   const Shape &outShape, ThreadPool &pool) {
   stridedCopy(elemSize, x, outShape,
               broadcastStrides(shape, outShape.size(), outShape), y, pool);
+}
+
+namespace {
+
+Step copyStep(const KernelContext &c) {
+  const BufferInfo *a = &c.in(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  return [=] {
+    if (x0 != y0)
+      std::memcpy(y0, x0, a->bytes);
+    return Status::ok();
+  };
+}
+
+Step gatherStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *idx = &c.in(1);
+  void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);
+  return [=] {
+    return gatherKernel(dtypeSize(a->dtype), x0, a->shape, idx->dtype, x1,
+                        idx->numel, o->axis, y0);
+  };
+}
+
+Step transposeStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    transposeKernel(dtypeSize(a->dtype), x0, a->shape, o->perm, y0, *tp);
+    return Status::ok();
+  };
+}
+
+Step sliceStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *r = &c.out(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    sliceKernel(dtypeSize(a->dtype), x0, a->shape, o->starts, o->steps, y0,
+                r->shape, *tp);
+    return Status::ok();
+  };
+}
+
+Step concatStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *r = &c.out(0);
+  void *y0 = c.result(0);
+  std::vector<const void *> inputs;
+  std::vector<const Shape *> shapes;
+  for (size_t i = 0; i < o->operands.size(); ++i) {
+    inputs.push_back(c.operand(i));
+    shapes.push_back(&c.in(i).shape);
+  }
+  return [=] {
+    concatKernel(dtypeSize(a->dtype), inputs, shapes, o->axis, y0, r->shape);
+    return Status::ok();
+  };
+}
+
+Step splitStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0);
+  void *x0 = c.operand(0);
+  std::vector<void *> outs;
+  for (int id : o->results)
+    outs.push_back(c.ptrs[id]);
+  return [=] {
+    splitKernel(dtypeSize(a->dtype), x0, a->shape, o->axis, o->sizes, outs);
+    return Status::ok();
+  };
+}
+
+Step expandStep(const KernelContext &c) {
+  const BufferInfo *a = &c.in(0), *r = &c.out(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    expandKernel(dtypeSize(a->dtype), x0, a->shape, y0, r->shape, *tp);
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+void registerDataMovementKernels(KernelRegistry &r) {
+  r.add(OpKind::Reshape, copyStep);
+  r.add(OpKind::Copy, copyStep);
+  r.add(OpKind::Gather, gatherStep);
+  r.add(OpKind::Transpose, transposeStep);
+  r.add(OpKind::Slice, sliceStep);
+  r.add(OpKind::Concat, concatStep);
+  r.add(OpKind::Split, splitStep);
+  r.add(OpKind::Expand, expandStep);
 }
 
 } // namespace tessel::runtime::cpu

@@ -1,9 +1,18 @@
 //===- Elementwise.cpp - Unary elementwise kernels and cast ---------------===//
+//
+// Every unary op is one entry of registerElementwiseKernels, at the end: its
+// kind and its math. A new op adds its entry there and nothing else (its
+// math may go in VecMath.h when other kernels share it).
+//
+//===----------------------------------------------------------------------===//
+#include "KernelRegistry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 #include "VecMath.h"
 
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 namespace tessel::runtime::cpu {
 
@@ -30,20 +39,6 @@ void map(const T *x, U *y, int64_t n, ThreadPool &pool, F f) {
   });
 }
 
-template <typename T>
-void unaryInt(OpKind kind, const T *x, T *y, int64_t n, ThreadPool &pool) {
-  switch (kind) {
-  case OpKind::Neg:
-    return map(x, y, n, pool, [](T v) { return static_cast<T>(-v); });
-  case OpKind::Abs:
-    return map(x, y, n, pool, [](T v) { return v < 0 ? static_cast<T>(-v) : v; });
-  case OpKind::Relu:
-    return map(x, y, n, pool, [](T v) { return v < 0 ? T(0) : v; });
-  default:
-    return;
-  }
-}
-
 template <typename From, typename To>
 void castTyped(const From *x, To *y, int64_t n, ThreadPool &pool) {
   map(x, y, n, pool, [](From v) { return static_cast<To>(v); });
@@ -64,53 +59,50 @@ void castFrom(const From *x, DType to, void *y, int64_t n, ThreadPool &pool) {
   }
 }
 
-} // namespace
+/// The step y = f(x) over the instruction's operand and result as T. `f` is
+/// chosen, and the attributes it captures read, when the step is built: the
+/// loop is the kind's own, with no dispatch inside.
+template <typename T, typename F> Step mapStep(const KernelContext &c, F f) {
+  const T *x = static_cast<const T *>(c.operand(0));
+  T *y = static_cast<T *>(c.result(0));
+  const int64_t n = c.in(0).numel;
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    map(x, y, n, *pool, f);
+    return Status::ok();
+  };
+}
 
-void unaryKernel(OpKind kind, bool tanhApproximation, DType dtype,
-                 const void *xv, void *yv, int64_t n, ThreadPool &pool) {
-  if (dtype == DType::I64)
-    return unaryInt(kind, static_cast<const int64_t *>(xv),
-                    static_cast<int64_t *>(yv), n, pool);
-  if (dtype == DType::I32)
-    return unaryInt(kind, static_cast<const int32_t *>(xv),
-                    static_cast<int32_t *>(yv), n, pool);
-  if (dtype == DType::Bool) { // not
-    return map(static_cast<const uint8_t *>(xv), static_cast<uint8_t *>(yv), n,
-               pool, [](uint8_t v) { return static_cast<uint8_t>(v == 0); });
-  }
-  const float *x = static_cast<const float *>(xv);
-  float *y = static_cast<float *>(yv);
-  switch (kind) {
-  case OpKind::Neg:
-    return map(x, y, n, pool, [](float v) { return -v; });
-  case OpKind::Exp:
-    return map(x, y, n, pool, [](float v) { return vexp(v); });
-  case OpKind::Log:
-    return map(x, y, n, pool, [](float v) { return vlog(v); });
-  case OpKind::Sqrt:
-    return map(x, y, n, pool, [](float v) { return std::sqrt(v); });
-  case OpKind::Rsqrt:
-    return map(x, y, n, pool, [](float v) { return 1.0f / std::sqrt(v); });
-  case OpKind::Tanh:
-    return map(x, y, n, pool, [](float v) { return vtanh(v); });
-  case OpKind::Erf:
-    return map(x, y, n, pool, [](float v) { return verf(v); });
-  case OpKind::Sigmoid:
-    return map(x, y, n, pool, [](float v) { return vsigmoid(v); });
-  case OpKind::Relu:
-    return map(x, y, n, pool, [](float v) { return v < 0.0f ? 0.0f : v; });
-  case OpKind::Gelu:
-    if (tanhApproximation)
-      return map(x, y, n, pool, [](float v) { return vgeluTanh(v); });
-    return map(x, y, n, pool, [](float v) { return vgeluErf(v); });
-  case OpKind::Reciprocal:
-    return map(x, y, n, pool, [](float v) { return 1.0f / v; });
-  case OpKind::Abs:
-    return map(x, y, n, pool, [](float v) { return std::fabs(v); });
+/// An f32 op.
+template <typename F> Step floatStep(const KernelContext &c, F f) {
+  return mapStep<float>(c, f);
+}
+
+/// An op on f32, i64 and i32: `f` is generic (`auto v`).
+template <typename F> Step numericStep(const KernelContext &c, F f) {
+  switch (c.in(0).dtype) {
+  case DType::I64:
+    return mapStep<int64_t>(c, f);
+  case DType::I32:
+    return mapStep<int32_t>(c, f);
   default:
-    return;
+    return mapStep<float>(c, f);
   }
 }
+
+Step castStep(const KernelContext &c) {
+  const DType from = c.in(0).dtype, to = c.op.to;
+  const void *x = c.operand(0);
+  void *y = c.result(0);
+  const int64_t n = c.in(0).numel;
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    castKernel(from, x, to, y, n, *pool);
+    return Status::ok();
+  };
+}
+
+} // namespace
 
 void castKernel(DType from, const void *x, DType to, void *y, int64_t n,
                 ThreadPool &pool) {
@@ -129,6 +121,60 @@ void castKernel(DType from, const void *x, DType to, void *y, int64_t n,
   case DType::Bool:
     return castFrom(static_cast<const uint8_t *>(x), to, y, n, pool);
   }
+}
+
+// The unary ops (README.md, "Instruction set"): each kind's factory picks its
+// math for the operand's dtype and reads its attributes (`c.op`, e.g.
+// c.op.floatAttr("alpha", 0.01f)) once, outside the loop it returns.
+void registerElementwiseKernels(KernelRegistry &r) {
+  r.add(OpKind::Neg, [](const KernelContext &c) {
+    return numericStep(c, [](auto v) { return decltype(v)(-v); });
+  });
+  r.add(OpKind::Exp, [](const KernelContext &c) {
+    return floatStep(c, [](float v) { return vexp(v); });
+  });
+  r.add(OpKind::Log, [](const KernelContext &c) {
+    return floatStep(c, [](float v) { return vlog(v); });
+  });
+  r.add(OpKind::Sqrt, [](const KernelContext &c) {
+    return floatStep(c, [](float v) { return std::sqrt(v); });
+  });
+  r.add(OpKind::Rsqrt, [](const KernelContext &c) {
+    return floatStep(c, [](float v) { return 1.0f / std::sqrt(v); });
+  });
+  r.add(OpKind::Tanh, [](const KernelContext &c) {
+    return floatStep(c, [](float v) { return vtanh(v); });
+  });
+  r.add(OpKind::Erf, [](const KernelContext &c) {
+    return floatStep(c, [](float v) { return verf(v); });
+  });
+  r.add(OpKind::Sigmoid, [](const KernelContext &c) {
+    return floatStep(c, [](float v) { return vsigmoid(v); });
+  });
+  r.add(OpKind::Relu, [](const KernelContext &c) {
+    return numericStep(c, [](auto v) { return v < 0 ? decltype(v)(0) : v; });
+  });
+  r.add(OpKind::Gelu, [](const KernelContext &c) {
+    if (c.op.tanhApproximation)
+      return floatStep(c, [](float v) { return vgeluTanh(v); });
+    return floatStep(c, [](float v) { return vgeluErf(v); });
+  });
+  r.add(OpKind::Reciprocal, [](const KernelContext &c) {
+    return floatStep(c, [](float v) { return 1.0f / v; });
+  });
+  r.add(OpKind::Abs, [](const KernelContext &c) {
+    return numericStep(c, [](auto v) {
+      if constexpr (std::is_floating_point_v<decltype(v)>)
+        return std::fabs(v);
+      else
+        return v < 0 ? decltype(v)(-v) : v;
+    });
+  });
+  r.add(OpKind::Not, [](const KernelContext &c) {
+    return mapStep<uint8_t>(
+        c, [](uint8_t v) { return static_cast<uint8_t>(v == 0); });
+  });
+  r.add(OpKind::Cast, castStep);
 }
 
 } // namespace tessel::runtime::cpu

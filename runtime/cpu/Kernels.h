@@ -20,8 +20,6 @@ namespace tessel::runtime::cpu {
 class ThreadPool;
 
 // Elementwise.cpp
-void unaryKernel(OpKind kind, bool tanhApproximation, DType dtype,
-                 const void *x, void *y, int64_t n, ThreadPool &pool);
 void castKernel(DType from, const void *x, DType to, void *y, int64_t n,
                 ThreadPool &pool);
 

@@ -1,6 +1,8 @@
 //===- MatMul.cpp - matmul and gemm -------------------------------------===//
 #include "Broadcast.h"
 #include "Gemm.h"
+#include "KernelRegistry.h"
+#include "KernelResources.h"
 #include "Kernels.h"
 
 #include <cstring>
@@ -61,6 +63,50 @@ void gemmKernel(const float *a, const Shape &aShape, const float *b,
   }
   sgemm(transA, transB, m, n, k, alpha, a, aShape[1], b, bShape[1], effBeta,
         out, n);
+}
+
+namespace {
+
+Step matmulStep(const KernelContext &c) {
+  KernelResources &res = c.resources;
+  void *x0 = c.operand(0);
+  if (DnnlMatMul *mm = res.dnnlMatMuls[c.index].get()) {
+    void *dst = c.ptrs[res.matmulWrites[c.index]];
+    return [=] {
+      return mm->run(static_cast<const float *>(x0), static_cast<float *>(dst));
+    };
+  }
+  const BufferInfo *a = &c.in(0), *b = &c.in(1), *r = &c.out(0);
+  void *x1 = c.operand(1), *y0 = c.result(0);
+  return [=] {
+    matmulKernel(static_cast<const float *>(x0), a->shape,
+                 static_cast<const float *>(x1), b->shape,
+                 static_cast<float *>(y0), r->shape);
+    return Status::ok();
+  };
+}
+
+Step gemmStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *b = &c.in(1);
+  const BufferInfo *cb = o->operands.size() > 2 ? &c.in(2) : nullptr;
+  void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);
+  void *x2 = cb ? c.operand(2) : nullptr;
+  return [=] {
+    gemmKernel(static_cast<const float *>(x0), a->shape,
+               static_cast<const float *>(x1), b->shape,
+               static_cast<const float *>(x2), cb ? &cb->shape : nullptr,
+               static_cast<float *>(y0), o->transA, o->transB, o->alpha,
+               o->beta);
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+void registerMatMulKernels(KernelRegistry &r) {
+  r.add(OpKind::MatMul, matmulStep);
+  r.add(OpKind::Gemm, gemmStep);
 }
 
 } // namespace tessel::runtime::cpu

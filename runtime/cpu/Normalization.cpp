@@ -1,4 +1,6 @@
 //===- Normalization.cpp - softmax, layer/rms/batch norm ------------------===//
+#include "KernelRegistry.h"
+#include "KernelResources.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 #include "VecMath.h"
@@ -174,6 +176,87 @@ void batchNormKernel(const float *x, const Shape &shape, const float *scale,
                          py[i] = px[i] * a + sh;
                      }
                    });
+}
+
+namespace {
+
+Step softmaxStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    softmaxKernel(o->kind == OpKind::LogSoftmax, static_cast<const float *>(x0),
+                  a->shape, o->axis, static_cast<float *>(y0), *tp);
+    return Status::ok();
+  };
+}
+
+Step layerNormStep(const KernelContext &c) {
+  const Op &op = c.op;
+  const Op *o = &op;
+  const BufferInfo *a = &c.in(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  // Scale and bias that broadcast are expanded to the normalized shape on
+  // every run (their contents may change between runs).
+  Shape norm(a->shape.begin() + op.axis, a->shape.end());
+  int64_t d = numElements(norm);
+  std::vector<std::vector<float>> &expanded = c.resources.expanded;
+  std::vector<std::pair<const BufferInfo *, void *>> params;
+  std::vector<size_t> slots;
+  for (size_t i = 1; i < op.operands.size(); ++i) {
+    params.emplace_back(&c.in(i), c.operand(i));
+    if (c.in(i).numel != d) {
+      expanded.emplace_back(d);
+      slots.push_back(expanded.size() - 1);
+    } else {
+      slots.push_back(SIZE_MAX);
+    }
+  }
+  auto *ex = &expanded;
+  return [=] {
+    const float *sp[2] = {nullptr, nullptr};
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (slots[i] == SIZE_MAX) {
+        sp[i] = static_cast<const float *>(params[i].second);
+        continue;
+      }
+      float *dst = (*ex)[slots[i]].data();
+      expandKernel(4, params[i].second, params[i].first->shape, dst, norm, *tp);
+      sp[i] = dst;
+    }
+    layerNormKernel(o->kind == OpKind::RmsNorm, static_cast<const float *>(x0),
+                    a->shape, o->axis, o->epsilon, sp[0], sp[1],
+                    static_cast<float *>(y0), *tp);
+    return Status::ok();
+  };
+}
+
+Step batchNormStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  const float *sc = static_cast<const float *>(c.operand(1));
+  const float *bi = static_cast<const float *>(c.operand(2));
+  const float *me = static_cast<const float *>(c.operand(3));
+  const float *va = static_cast<const float *>(c.operand(4));
+  return [=] {
+    batchNormKernel(static_cast<const float *>(x0), a->shape, sc, bi, me, va,
+                    o->epsilon, static_cast<float *>(y0), *tp);
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+void registerNormalizationKernels(KernelRegistry &r) {
+  r.add(OpKind::Softmax, softmaxStep);
+  r.add(OpKind::LogSoftmax, softmaxStep);
+  r.add(OpKind::LayerNorm, layerNormStep);
+  r.add(OpKind::RmsNorm, layerNormStep);
+  r.add(OpKind::BatchNorm, batchNormStep);
 }
 
 } // namespace tessel::runtime::cpu

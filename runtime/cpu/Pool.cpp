@@ -1,4 +1,6 @@
 //===- Pool.cpp - max_pool, avg_pool, global_avg_pool (NCHW) --------------===//
+#include "KernelRegistry.h"
+#include "KernelResources.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 
@@ -94,6 +96,57 @@ void globalAvgPoolKernel(const float *x, const Shape &xShape, float *y,
                        y[p] = spatial ? s / static_cast<float>(spatial) : 0.0f;
                      }
                    });
+}
+
+namespace {
+
+Step maxPoolStep(const KernelContext &c) {
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  if (DnnlPool *p = c.resources.dnnlPools[c.index].get())
+    return [=] {
+      return p->run(static_cast<const float *>(x0), static_cast<float *>(y0));
+    };
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *r = &c.out(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    maxPoolKernel(static_cast<const float *>(x0), a->shape,
+                  static_cast<float *>(y0), r->shape, o->kernel, o->strides,
+                  o->pads, *tp);
+    return Status::ok();
+  };
+}
+
+Step avgPoolStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *r = &c.out(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    avgPoolKernel(static_cast<const float *>(x0), a->shape,
+                  static_cast<float *>(y0), r->shape, o->kernel, o->strides,
+                  o->pads, o->countIncludePad, *tp);
+    return Status::ok();
+  };
+}
+
+Step globalAvgPoolStep(const KernelContext &c) {
+  const BufferInfo *a = &c.in(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    globalAvgPoolKernel(static_cast<const float *>(x0), a->shape,
+                        static_cast<float *>(y0), *tp);
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+void registerPoolKernels(KernelRegistry &r) {
+  r.add(OpKind::MaxPool, maxPoolStep);
+  r.add(OpKind::AvgPool, avgPoolStep);
+  r.add(OpKind::GlobalAvgPool, globalAvgPoolStep);
 }
 
 } // namespace tessel::runtime::cpu

@@ -1,5 +1,6 @@
 //===- Reduce.cpp - reduce_sum, reduce_mean, reduce_max -------------------===//
 #include "Broadcast.h"
+#include "KernelRegistry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 
@@ -140,6 +141,26 @@ void reduceKernel(OpKind kind, DType dtype, const void *x, const Shape &shape,
   default:
     return;
   }
+}
+
+namespace {
+
+Step reduceStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  return [=] {
+    reduceKernel(o->kind, a->dtype, x0, a->shape, o->dims, y0, *tp);
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+void registerReduceKernels(KernelRegistry &r) {
+  for (OpKind k : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax})
+    r.add(k, reduceStep);
 }
 
 } // namespace tessel::runtime::cpu

@@ -4,8 +4,9 @@
 // with TESSEL_RUNTIME_HAVE_CUDA when runtime/cuda is). The executor holds
 // one device arena (cudaMalloc), the weights and constants uploaded once,
 // one non-blocking stream and one cuBLAS handle; every instruction becomes a
-// closure over device pointers, as in the CPU backend. run() enqueues them
-// all and synchronises once at the end.
+// closure over device pointers, as in the CPU backend, built by its kind's
+// kernel factory (CudaKernelRegistry.h). run() enqueues them all and
+// synchronises once at the end.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CUDA_CUDAEXECUTOR_H

@@ -27,10 +27,14 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 
+namespace tessel::runtime {
+struct Op; // tessel/runtime/Program.h: Kernels.cu reads unary attributes
+} // namespace tessel::runtime
+
 namespace tessel::runtime::cuda {
 
-/// Predicates of `compare` (the values of ComparePredicate, which this header
-/// does not include so that nvcc never parses Program.h).
+/// Predicates of `compare` (the values of ComparePredicate; this header
+/// stays free of Program.h).
 enum class CmpPred : int { Eq, Ne, Lt, Le, Gt, Ge };
 
 constexpr int kMaxDims = 8;
@@ -47,8 +51,20 @@ struct Indexer {
 };
 
 // Elementwise ------------------------------------------------------------
-cudaError_t launchUnary(OpKind kind, bool tanhApproximation, DType dtype,
-                        const void *x, void *y, int64_t n, cudaStream_t s);
+/// A unary instruction's kind and attributes, read from its Op once (at
+/// executor creation) and passed to the kernel by value.
+struct UnaryParams {
+  OpKind kind = OpKind::Neg;
+  bool tanhApproximation = false; // gelu
+  float alpha = 0.0f;             // the float attribute of kinds with one
+};
+/// Whether Kernels.cu has a kernel for unary kind `kind`: the unary family
+/// registers exactly these kinds (ElementwiseKernels.cpp).
+bool cudaSupportsUnary(OpKind kind);
+/// The parameters of unary instruction `op` (a kind cudaSupportsUnary has).
+UnaryParams unaryParams(const Op &op);
+cudaError_t launchUnary(const UnaryParams &params, DType dtype, const void *x,
+                        void *y, int64_t n, cudaStream_t s);
 cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
                        cudaStream_t s);
 /// y = a op b; `ix` has operands (a, b); `bScalar` enables pow's fast paths

@@ -4,10 +4,13 @@
 // strided index math, one block per row where a row is reduced (block
 // reductions through warp shuffles). Each formula is the CPU kernel's
 // (runtime/cpu), so both backends agree up to the order of float sums.
-// The GEMMs (matmul, gemm, conv2d) are cuBLAS calls made by CudaExecutor.cpp.
+// The GEMMs (matmul, gemm, conv2d) are cuBLAS calls made by MatMul.cpp and
+// Conv.cpp. Each instruction's step is built by the kernel family that
+// registers its kind (CudaKernelRegistry.h); unary float ops live here alone.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernels.h"
+#include "tessel/runtime/Program.h"
 
 #include <cfloat>
 #include <climits>
@@ -108,8 +111,18 @@ struct MaxF {
 // Unary and cast
 //===----------------------------------------------------------------------===//
 
+// Float unary ops live in this file alone. A new one (the CPU backend and
+// Program::create knowing it already) needs, here:
+//   1. its formula: a case in unaryF32 (the CPU kernel's formula);
+//   2. its support: a case in cudaSupportsUnary (the executor registers the
+//      unary family's kinds from that list);
+//   3. if it has a float attribute, reading it in unaryParams into `alpha`
+//      (e.g. op.floatAttr("alpha", 0.01f)), which unaryF32 receives.
+// Integer inputs reach unaryIntKernel (neg, abs, relu) and bools notKernel.
+
 __device__ __forceinline__ float unaryF32(OpKind kind, bool tanhApprox,
-                                          float v) {
+                                          float alpha, float v) {
+  (void)alpha; // the float attribute, for the kinds that have one
   switch (kind) {
   case OpKind::Neg:
     return -v;
@@ -143,9 +156,11 @@ __device__ __forceinline__ float unaryF32(OpKind kind, bool tanhApprox,
   }
 }
 
-__global__ void unaryF32Kernel(OpKind kind, bool tanhApprox,
-                               const float *x, float *y, int64_t n) {
-  TSL_GRID_LOOP(i, n) { y[i] = unaryF32(kind, tanhApprox, x[i]); }
+__global__ void unaryF32Kernel(UnaryParams p, const float *x, float *y,
+                               int64_t n) {
+  TSL_GRID_LOOP(i, n) {
+    y[i] = unaryF32(p.kind, p.tanhApproximation, p.alpha, x[i]);
+  }
 }
 
 template <typename T>
@@ -686,14 +701,45 @@ __global__ void globalAvgPoolKernel(const float *x, float *y, int64_t planes,
 // Launchers
 //===----------------------------------------------------------------------===//
 
-cudaError_t launchUnary(OpKind kind, bool tanhApproximation, DType dtype,
-                        const void *x, void *y, int64_t n, cudaStream_t s) {
+bool cudaSupportsUnary(OpKind kind) {
+  switch (kind) {
+  case OpKind::Neg:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Tanh:
+  case OpKind::Erf:
+  case OpKind::Sigmoid:
+  case OpKind::Relu:
+  case OpKind::Gelu:
+  case OpKind::Reciprocal:
+  case OpKind::Abs:
+  case OpKind::Not:
+    return true;
+  default:
+    return false;
+  }
+}
+
+UnaryParams unaryParams(const Op &op) {
+  UnaryParams p;
+  p.kind = op.kind;
+  p.tanhApproximation = op.tanhApproximation;
+  // Kinds with a float attribute read it into p.alpha here, e.g.
+  //   if (op.kind == OpKind::LeakyRelu) p.alpha = op.floatAttr("alpha", 0.01f);
+  return p;
+}
+
+cudaError_t launchUnary(const UnaryParams &params, DType dtype, const void *x,
+                        void *y, int64_t n, cudaStream_t s) {
   if (n == 0)
     return cudaGetLastError();
   const unsigned g = gridFor(n);
+  const OpKind kind = params.kind;
   switch (dtype) {
   case DType::F32:
-    unaryF32Kernel<<<g, kThreads, 0, s>>>(kind, tanhApproximation,
+    unaryF32Kernel<<<g, kThreads, 0, s>>>(params,
                                           static_cast<const float *>(x),
                                           static_cast<float *>(y), n);
     break;

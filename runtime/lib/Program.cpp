@@ -181,6 +181,7 @@ private:
     return Status::ok();
   }
 
+  Status checkFamily();
   Status checkUnary();
   Status checkBinary();
   Status checkCompare();
@@ -203,86 +204,125 @@ private:
   Status checkCollective();
 };
 
+// The check families of the op table (TESSEL_RUNTIME_OP_CHECKS): each kind
+// is validated by its family's check, then its declared attributes by type.
+enum class CheckFamily {
+  Unary, Binary, Compare, Where, Matmul, Gemm, Reduce, Softmax, Norm,
+  BatchNorm, Gather, Reshape, Transpose, Slice, Concat, Split, Expand, Conv,
+  Pool, GlobalPool, Collective
+};
+
+CheckFamily checkFamilyOf(OpKind kind) {
+  switch (kind) {
+#define TESSEL_X(E, F)                                                         \
+  case OpKind::E:                                                              \
+    return CheckFamily::F;
+    TESSEL_RUNTIME_OP_CHECKS(TESSEL_X)
+#undef TESSEL_X
+  }
+  return CheckFamily::Unary;
+}
+
+enum class AttrType { Int, Ints, Float, Str };
+
+struct DeclaredAttr {
+  OpKind kind;
+  const char *name;
+  AttrType type;
+};
+
+constexpr DeclaredAttr kDeclaredAttrs[] = {
+#define TESSEL_X(E, N, T) {OpKind::E, N, AttrType::T},
+    TESSEL_RUNTIME_OP_ATTRS(TESSEL_X)
+#undef TESSEL_X
+};
+
 Status OpChecker::check() {
-  switch (op.kind) {
-  case OpKind::Neg:
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Sqrt:
-  case OpKind::Rsqrt:
-  case OpKind::Tanh:
-  case OpKind::Erf:
-  case OpKind::Sigmoid:
-  case OpKind::Relu:
-  case OpKind::Gelu:
-  case OpKind::Reciprocal:
-  case OpKind::Abs:
-  case OpKind::Not:
-  case OpKind::Cast:
+  TSL_RETURN_IF_ERROR(checkFamily());
+  // Attributes the op table declares for this kind have their declared type.
+  for (const DeclaredAttr &d : kDeclaredAttrs) {
+    if (d.kind != op.kind)
+      continue;
+    const artifact::Attribute *a = attr(d.name);
+    if (!a)
+      continue;
+    bool ok = false;
+    switch (d.type) {
+    case AttrType::Int:
+      ok = a->value_case() == artifact::Attribute::kInts &&
+           a->ints().values_size() == 1;
+      break;
+    case AttrType::Ints:
+      ok = a->value_case() == artifact::Attribute::kInts;
+      break;
+    case AttrType::Float:
+      ok = (a->value_case() == artifact::Attribute::kFloats &&
+            a->floats().values_size() == 1) ||
+           (a->value_case() == artifact::Attribute::kInts &&
+            a->ints().values_size() == 1);
+      break;
+    case AttrType::Str:
+      ok = a->value_case() == artifact::Attribute::kStr;
+      break;
+    }
+    if (!ok) {
+      static const char *const kWhat[] = {"one integer", "an int list",
+                                          "one float", "a string"};
+      return fail("attribute '" + std::string(d.name) + "' must be " +
+                  kWhat[static_cast<int>(d.type)]);
+    }
+  }
+  return Status::ok();
+}
+
+Status OpChecker::checkFamily() {
+  switch (checkFamilyOf(op.kind)) {
+  case CheckFamily::Unary:
     return checkUnary();
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Pow:
-  case OpKind::Max:
-  case OpKind::Min:
+  case CheckFamily::Binary:
     return checkBinary();
-  case OpKind::Compare:
+  case CheckFamily::Compare:
     return checkCompare();
-  case OpKind::Where:
+  case CheckFamily::Where:
     return checkWhere();
-  case OpKind::MatMul:
+  case CheckFamily::Matmul:
     return checkMatMul();
-  case OpKind::Gemm:
+  case CheckFamily::Gemm:
     return checkGemm();
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMean:
-  case OpKind::ReduceMax:
+  case CheckFamily::Reduce:
     return checkReduce();
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax:
+  case CheckFamily::Softmax:
     return checkSoftmax();
-  case OpKind::LayerNorm:
-  case OpKind::RmsNorm:
+  case CheckFamily::Norm:
     return checkNorm();
-  case OpKind::BatchNorm:
+  case CheckFamily::BatchNorm:
     return checkBatchNorm();
-  case OpKind::Gather:
+  case CheckFamily::Gather:
     return checkGather();
-  case OpKind::Reshape:
-  case OpKind::Copy:
+  case CheckFamily::Reshape:
     TSL_RETURN_IF_ERROR(counts(1, 1, 1));
     TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
     if (in(0).numel != out(0).numel)
       return fail("result has " + std::to_string(out(0).numel) +
                   " elements, operand has " + std::to_string(in(0).numel));
     return Status::ok();
-  case OpKind::Transpose:
+  case CheckFamily::Transpose:
     return checkTranspose();
-  case OpKind::Slice:
+  case CheckFamily::Slice:
     return checkSlice();
-  case OpKind::Concat:
+  case CheckFamily::Concat:
     return checkConcat();
-  case OpKind::Split:
+  case CheckFamily::Split:
     return checkSplit();
-  case OpKind::Expand:
+  case CheckFamily::Expand:
     return checkExpand();
-  case OpKind::Conv2D:
+  case CheckFamily::Conv:
     return checkConv();
-  case OpKind::MaxPool:
-  case OpKind::AvgPool:
+  case CheckFamily::Pool:
     return checkPool();
-  case OpKind::GlobalAvgPool:
+  case CheckFamily::GlobalPool:
     return checkGlobalPool();
-  case OpKind::AllReduce:
-  case OpKind::AllGather:
-  case OpKind::ReduceScatter:
-  case OpKind::AllToAll:
-  case OpKind::CollectivePermute:
-  case OpKind::Broadcast:
-  case OpKind::Send:
-  case OpKind::Recv:
+  case CheckFamily::Collective:
     return checkCollective();
   }
   return fail("unknown op");
@@ -774,12 +814,40 @@ Status OpChecker::checkCollective() {
 }
 
 bool mayAliasInPlace(OpKind k) {
-  int v = static_cast<int>(k);
-  return (v >= 1 && v <= 28) || k == OpKind::Reshape || k == OpKind::Copy ||
-         v >= 100;
+  switch (checkFamilyOf(k)) {
+  case CheckFamily::Unary:
+  case CheckFamily::Binary:
+  case CheckFamily::Compare:
+  case CheckFamily::Where:
+  case CheckFamily::Reshape:
+  case CheckFamily::Collective:
+    return true;
+  default:
+    return false;
+  }
 }
 
 } // namespace
+
+float Op::floatAttr(const std::string &name, float dflt) const {
+  auto it = attrs.find(name);
+  if (it == attrs.end())
+    return dflt;
+  const AttrValue &a = it->second;
+  if (a.kind == AttrValue::Kind::Floats && a.floats.size() == 1)
+    return a.floats[0];
+  if (a.kind == AttrValue::Kind::Ints && a.ints.size() == 1)
+    return static_cast<float>(a.ints[0]);
+  return dflt;
+}
+
+int64_t Op::intAttr(const std::string &name, int64_t dflt) const {
+  auto it = attrs.find(name);
+  if (it == attrs.end() || it->second.kind != AttrValue::Kind::Ints ||
+      it->second.ints.size() != 1)
+    return dflt;
+  return it->second.ints[0];
+}
 
 int Program::findInput(const std::string &name) const {
   for (auto &[n, id] : inputs)
@@ -945,6 +1013,24 @@ Status Program::create(const artifact::Program &proto,
       return fail(where + ": unknown op kind " + std::to_string(inst.op()));
     op.kind = *kind;
     op.name = inst.name();
+    for (const auto &[key, value] : inst.attrs()) {
+      AttrValue &a = op.attrs[key];
+      switch (value.value_case()) {
+      case artifact::Attribute::kInts:
+        a.kind = AttrValue::Kind::Ints;
+        a.ints.assign(value.ints().values().begin(), value.ints().values().end());
+        break;
+      case artifact::Attribute::kFloats:
+        a.kind = AttrValue::Kind::Floats;
+        a.floats.assign(value.floats().values().begin(),
+                        value.floats().values().end());
+        break;
+      default:
+        a.kind = AttrValue::Kind::Str;
+        a.str = value.str();
+        break;
+      }
+    }
     where += " (" + std::string(opKindName(op.kind)) +
              (op.name.empty() ? "" : " '" + op.name + "'") + ")";
     for (int id : inst.operands()) {

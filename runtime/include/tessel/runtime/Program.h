@@ -13,6 +13,7 @@
 #include "tessel/runtime/OpKind.h"
 #include "tessel/runtime/Status.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,15 @@ struct CollectiveAttrs {
   int64_t tag = 0;
 };
 
+/// One attribute of an instruction as the artifact holds it.
+struct AttrValue {
+  enum class Kind { Ints, Floats, Str };
+  Kind kind = Kind::Ints;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::string str;
+};
+
 /// A checked instruction. Only the fields of its kind are meaningful.
 struct Op {
   OpKind kind = OpKind::Copy;
@@ -82,6 +92,16 @@ struct Op {
   int64_t group = 1;                   // conv
   bool countIncludePad = false;        // avg_pool
   CollectiveAttrs coll;                // collectives, send, recv
+
+  /// Every attribute of the instruction, as the artifact held it and checked
+  /// against the op table's declaration of its kind (name and type). Ops
+  /// without a parsed field above read theirs here when their kernel's step
+  /// is built (once, at executor creation: never per run).
+  std::map<std::string, AttrValue> attrs;
+  /// The single float (or integer) attribute `name`, or `dflt` when absent.
+  float floatAttr(const std::string &name, float dflt) const;
+  /// The single integer attribute `name`, or `dflt` when absent.
+  int64_t intAttr(const std::string &name, int64_t dflt) const;
 };
 
 /// A file mapped (or bytes held) for as long as a Program uses it.

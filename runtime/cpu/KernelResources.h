@@ -1,0 +1,56 @@
+//===- KernelResources.h - What the CPU executor prepares for kernels -*-===//
+//
+// Planned and created once, by CpuExecutor::init, before any step is built;
+// kernel factories (KernelRegistry.h) read it, and the steps they build may
+// point into it for the executor's life.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_CPU_KERNELRESOURCES_H
+#define TESSEL_RUNTIME_CPU_KERNELRESOURCES_H
+
+#include "Collectives.h"
+#include "ConvPlan.h"
+#include "DnnlConv.h"
+#include "DnnlMatMul.h"
+#include "DnnlPool.h"
+
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+namespace tessel::runtime::cpu {
+
+struct KernelResources {
+  using AlignedBuffer = std::unique_ptr<float, void (*)(void *)>;
+
+  /// A oneDNN reorder between two layouts of `shape`, kept for the
+  /// executor's life; null (and `stepError` set) when oneDNN has none.
+  LayoutReorder *reorderFor(const Shape &shape, Layout from, Layout to);
+
+  // Ops on oneDNN's kernels, by op index (null: the loops of Conv.cpp,
+  // Pool.cpp, MatMul.cpp): convs and max pools, and the buffer each writes
+  // (its result, or a folded relu's or add's); matmul + bias + gelu, and the
+  // buffer each writes (the gelu's). Then the convs' fusions, the buffers'
+  // layouts (ConvPlan.h), and the reorders between them.
+  std::shared_ptr<DnnlContext> dnnl;
+  std::vector<std::unique_ptr<DnnlConv>> dnnlConvs;
+  std::vector<std::unique_ptr<DnnlPool>> dnnlPools;
+  std::vector<int> dnnlWrites;
+  std::vector<std::unique_ptr<DnnlMatMul>> dnnlMatMuls;
+  std::vector<int> matmulWrites;
+  std::vector<ConvFusion> fusions;
+  LayoutPlan layouts;
+  std::vector<std::unique_ptr<LayoutReorder>> reorders;
+  // The first failure while building steps (checked once, by init).
+  Status stepError = Status::ok();
+  // im2col columns (Conv.cpp), and the copies oneDNN convs' reorders share.
+  std::vector<float> scratch;
+  AlignedBuffer convSrc{nullptr, std::free}, convDst{nullptr, std::free};
+  // Expanded copies of norm scale/bias operands that broadcast.
+  std::vector<std::vector<float>> expanded;
+  Collectives collectives;
+};
+
+} // namespace tessel::runtime::cpu
+
+#endif // TESSEL_RUNTIME_CPU_KERNELRESOURCES_H

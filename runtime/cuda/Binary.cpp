@@ -1,0 +1,75 @@
+//===- Binary.cpp - Broadcasting binary ops, compare and where on CUDA ----===//
+#include "Broadcast.h"
+#include "CudaKernelRegistry.h"
+#include "CudaKernels.h"
+#include "CudaStatus.h"
+#include "IndexPlan.h"
+
+namespace tessel::runtime::cuda {
+
+namespace {
+
+Status makeBinary(const KernelContext &ctx, Step &out) {
+  const BufferInfo &a = ctx.in(0), &b = ctx.in(1);
+  Indexer ix;
+  TSL_RETURN_IF_ERROR(toIndexer(
+      cpu::makeBroadcastPlan(ctx.out(0).shape, {&a.shape, &b.shape}), ix));
+  const void *x0 = ctx.operand(0), *x1 = ctx.operand(1);
+  void *y = ctx.result(0);
+  const OpKind kind = ctx.op.kind;
+  const DType dtype = a.dtype;
+  const bool bScalar = b.numel == 1;
+  const char *name = opKindName(kind);
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    return launched(launchBinary(kind, dtype, x0, x1, y, ix, bScalar, s), name);
+  };
+  return Status::ok();
+}
+
+Status makeCompare(const KernelContext &ctx, Step &out) {
+  const BufferInfo &a = ctx.in(0);
+  Indexer ix;
+  TSL_RETURN_IF_ERROR(toIndexer(
+      cpu::makeBroadcastPlan(ctx.out(0).shape, {&a.shape, &ctx.in(1).shape}),
+      ix));
+  const void *x0 = ctx.operand(0), *x1 = ctx.operand(1);
+  uint8_t *y = static_cast<uint8_t *>(ctx.result(0));
+  const CmpPred pred = static_cast<CmpPred>(static_cast<int>(ctx.op.predicate));
+  const DType dtype = a.dtype;
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    return launched(launchCompare(pred, dtype, x0, x1, y, ix, s), "compare");
+  };
+  return Status::ok();
+}
+
+Status makeWhere(const KernelContext &ctx, Step &out) {
+  const BufferInfo &r = ctx.out(0);
+  Indexer ix;
+  TSL_RETURN_IF_ERROR(toIndexer(
+      cpu::makeBroadcastPlan(
+          r.shape, {&ctx.in(0).shape, &ctx.in(1).shape, &ctx.in(2).shape}),
+      ix));
+  const uint8_t *cond = static_cast<const uint8_t *>(ctx.operand(0));
+  const void *x1 = ctx.operand(1), *x2 = ctx.operand(2);
+  void *y = ctx.result(0);
+  const size_t es = dtypeSize(r.dtype);
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    return launched(launchWhere(es, cond, x1, x2, y, ix, s), "where");
+  };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerBinaryKernels(KernelRegistry &registry) {
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
+                   OpKind::Pow, OpKind::Max, OpKind::Min})
+    registry.add(k, makeBinary);
+  registry.add(OpKind::Compare, makeCompare);
+  registry.add(OpKind::Where, makeWhere);
+}
+
+} // namespace tessel::runtime::cuda

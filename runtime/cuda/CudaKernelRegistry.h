@@ -1,0 +1,86 @@
+//===- CudaKernelRegistry.h - CUDA kernels, by op kind -------*- C++ -*-===//
+//
+// One op, one place: each kernel family (Elementwise.cpp, Binary.cpp, ...)
+// registers the kinds it implements with a factory that builds the step of
+// one instruction: a closure over device pointers and precomputed plans
+// (Indexer, GEMM calls). The executor looks every instruction's factory up
+// once, when it is created (a kind without one fails the load), and run()
+// calls the steps: one std::function call per instruction, no lookup.
+// Registration is explicit, from cudaKernels(), which calls every family's
+// register function once.
+//
+// Unary float ops are registered from Kernels.cu's own list
+// (cudaSupportsUnary), so that such an op lives in Kernels.cu alone.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_CUDA_CUDAKERNELREGISTRY_H
+#define TESSEL_RUNTIME_CUDA_CUDAKERNELREGISTRY_H
+
+#include "DeviceResources.h"
+#include "tessel/runtime/KernelTable.h"
+#include "tessel/runtime/OpKind.h"
+#include "tessel/runtime/Program.h"
+#include "tessel/runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <functional>
+#include <vector>
+
+namespace tessel::runtime::cuda {
+
+/// One instruction at run time: enqueues its kernels and cuBLAS calls on
+/// the executor's stream.
+using Step = std::function<Status()>;
+
+/// What a factory builds one instruction's step from. The step captures
+/// pointers, plans and LateAddresses by value, never the context.
+struct KernelContext {
+  const Program &program;
+  const Op &op;
+  size_t index; // op == program.ops[index]
+  /// Every buffer's device address, by id.
+  const std::vector<void *> &ptrs;
+  cudaStream_t stream;
+  cublasHandle_t blas;
+  /// Device memory allocated once the steps are built, gather checks and
+  /// collectives (DeviceResources.h).
+  DeviceResources &resources;
+
+  const BufferInfo &in(size_t i) const {
+    return program.buffers[op.operands[i]];
+  }
+  const BufferInfo &out(size_t i) const {
+    return program.buffers[op.results[i]];
+  }
+  void *operand(size_t i) const { return ptrs[op.operands[i]]; }
+  void *result(size_t i) const { return ptrs[op.results[i]]; }
+};
+
+/// Builds the step of ctx.op, reading its attributes now, once. Fails where
+/// the instruction exceeds what the kernels handle (e.g. cuBLAS's int range).
+using KernelFactory = Status (*)(const KernelContext &ctx, Step &out);
+
+/// Op kind -> kernel factory (tessel/runtime/KernelTable.h).
+using KernelRegistry = KernelTable<KernelFactory>;
+
+/// The CUDA backend's registry, filled by the register functions below on
+/// first use.
+const KernelRegistry &cudaKernels();
+
+// One per kernel family file, each registering the kinds that file builds.
+void registerElementwiseKernels(KernelRegistry &registry);   // Elementwise.cpp
+void registerBinaryKernels(KernelRegistry &registry);        // Binary.cpp
+void registerMatMulKernels(KernelRegistry &registry);        // MatMul.cpp
+void registerReduceKernels(KernelRegistry &registry);        // Reduce.cpp
+void registerNormalizationKernels(KernelRegistry &registry); // Normalization.cpp
+void registerDataMovementKernels(KernelRegistry &registry);  // DataMovement.cpp
+void registerConvKernels(KernelRegistry &registry);          // Conv.cpp
+void registerPoolKernels(KernelRegistry &registry);          // Pool.cpp
+void registerCollectiveKernels(KernelRegistry &registry);    // Collectives.cpp
+
+} // namespace tessel::runtime::cuda
+
+#endif // TESSEL_RUNTIME_CUDA_CUDAKERNELREGISTRY_H

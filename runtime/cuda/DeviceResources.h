@@ -1,0 +1,82 @@
+//===- DeviceResources.h - What the CUDA executor lends kernels -*- C++ -*-===//
+//
+// Owned by CudaExecutor. Kernel factories (CudaKernelRegistry.h) reserve
+// device memory here while the steps are built; the executor allocates it
+// once every step is built, when the sizes are known, and steps read the
+// addresses when they run (LateAddress).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_CUDA_DEVICERESOURCES_H
+#define TESSEL_RUNTIME_CUDA_DEVICERESOURCES_H
+
+#include "Collectives.h" // cpu/: the CPU backend's collectives
+#include "tessel/runtime/Program.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace tessel::runtime::cuda {
+
+/// Device memory allocated after the steps are built: a step resolves its
+/// address when it runs.
+class LateAddress {
+public:
+  LateAddress() = default;
+  LateAddress(void *const *base, size_t offset) : base(base), offset(offset) {}
+  template <typename T = void> T *get() const {
+    return static_cast<T *>(
+        static_cast<void *>(static_cast<char *>(*base) + offset));
+  }
+
+private:
+  void *const *base = nullptr;
+  size_t offset = 0; // bytes
+};
+
+struct DeviceResources {
+  /// Reserves `bytes` (256-byte aligned) at the end of a region of `total`
+  /// bytes; returns their offset.
+  static size_t reserve(size_t bytes, size_t &total) {
+    size_t off = total;
+    total += (bytes + 255) / 256 * 256;
+    return off;
+  }
+
+  /// `bytes` of device memory of one instruction's own, kept between runs.
+  LateAddress reserveExtra(size_t bytes) {
+    return LateAddress(&extra, reserve(bytes, extraBytes));
+  }
+  /// `bytes` of scratch shared by every instruction (one stream: one user at
+  /// a time).
+  LateAddress reserveScratch(size_t bytes) {
+    scratchBytes = std::max(scratchBytes, bytes);
+    return LateAddress(&scratch, 0);
+  }
+  /// The two slots (position, value) of the index check of gather
+  /// instruction `index` (launchGatherCheck): reset before each run and
+  /// reported by run() after it.
+  LateAddress addGatherCheck(size_t index, const Op &op) {
+    gathers.emplace_back(index, &op);
+    return LateAddress(&slots,
+                       (gathers.size() - 1) * 2 * sizeof(unsigned long long));
+  }
+
+  // A world of several ranks (an NCCL communicator on this device), whose
+  // collectives go through `collectives` (groups checked and subgroups
+  // created at creation); otherwise collectives are device copies.
+  bool multiRank = false;
+  cpu::Collectives collectives;
+
+  // Allocated by the executor once every step is built.
+  void *extra = nullptr;   // per-instruction memory; the gather slots last
+  void *scratch = nullptr; // im2col columns
+  void *slots = nullptr;   // 2 unsigned long long per gather, inside `extra`
+  size_t extraBytes = 0, scratchBytes = 0;
+  std::vector<std::pair<size_t, const Op *>> gathers; // instruction, op
+};
+
+} // namespace tessel::runtime::cuda
+
+#endif // TESSEL_RUNTIME_CUDA_DEVICERESOURCES_H

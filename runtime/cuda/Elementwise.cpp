@@ -1,0 +1,50 @@
+//===- Elementwise.cpp - Unary ops and cast on CUDA -----------------------===//
+//
+// Unary ops are registered from Kernels.cu's list (cudaSupportsUnary) and
+// their attributes read by its unaryParams: a new unary float op touches
+// Kernels.cu only.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaKernelRegistry.h"
+#include "CudaKernels.h"
+#include "CudaStatus.h"
+
+namespace tessel::runtime::cuda {
+
+namespace {
+
+Status makeUnary(const KernelContext &ctx, Step &out) {
+  const BufferInfo &a = ctx.in(0);
+  const void *x = ctx.operand(0);
+  void *y = ctx.result(0);
+  const UnaryParams params = unaryParams(ctx.op);
+  const DType dtype = a.dtype;
+  const int64_t n = a.numel;
+  const char *name = opKindName(ctx.op.kind);
+  cudaStream_t s = ctx.stream;
+  out = [=] { return launched(launchUnary(params, dtype, x, y, n, s), name); };
+  return Status::ok();
+}
+
+Status makeCast(const KernelContext &ctx, Step &out) {
+  const BufferInfo &a = ctx.in(0);
+  const void *x = ctx.operand(0);
+  void *y = ctx.result(0);
+  const DType from = a.dtype, to = ctx.op.to;
+  const int64_t n = a.numel;
+  cudaStream_t s = ctx.stream;
+  out = [=] { return launched(launchCast(from, x, to, y, n, s), "cast"); };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerElementwiseKernels(KernelRegistry &registry) {
+  for (size_t k = 0; k < KernelRegistry::kMaxKinds; ++k)
+    if (std::optional<OpKind> kind = opKindFromInt(static_cast<int>(k)))
+      if (cudaSupportsUnary(*kind))
+        registry.add(*kind, makeUnary);
+  registry.add(OpKind::Cast, makeCast);
+}
+
+} // namespace tessel::runtime::cuda

@@ -1,0 +1,33 @@
+//===- IndexPlan.h - Indexers from shapes and strides -----------*- C++ -*-===//
+//
+// Builds the kernels' Indexer (CudaKernels.h) from the CPU backend's merged
+// StridedPlan (cpu/Broadcast.h), at step creation.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_CUDA_INDEXPLAN_H
+#define TESSEL_RUNTIME_CUDA_INDEXPLAN_H
+
+#include "Broadcast.h"
+#include "CudaKernels.h"
+#include "tessel/runtime/DType.h"
+#include "tessel/runtime/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tessel::runtime::cuda {
+
+std::vector<int64_t> rowMajorStrides(const Shape &s);
+
+/// Converts a CPU StridedPlan into the kernels' Indexer; fails beyond
+/// kMaxDims merged dims or kMaxOperands operands.
+Status toIndexer(const cpu::StridedPlan &plan, Indexer &ix);
+
+/// The Indexer over `dims` with one stride list per operand.
+Status stridedIndexer(const Shape &dims,
+                      const std::vector<std::vector<int64_t>> &strides,
+                      Indexer &ix);
+
+} // namespace tessel::runtime::cuda
+
+#endif // TESSEL_RUNTIME_CUDA_INDEXPLAN_H

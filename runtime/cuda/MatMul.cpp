@@ -1,0 +1,117 @@
+//===- MatMul.cpp - matmul and gemm on CUDA (cuBLAS) ----------------------===//
+//
+// Row-major GEMMs through column-major cuBLAS: a row-major [r, c] matrix is
+// the column-major [c, r] matrix with leading dimension c, so
+// C = op(A)·op(B) (row-major) is computed as C^T = op(B)^T·op(A)^T, i.e.
+// cublasSgemm(opB, opA, n, m, k, B, ldb, A, lda, C, n) with the row-major
+// leading dimensions (GemmPlan.h).
+//
+//===----------------------------------------------------------------------===//
+#include "Broadcast.h"
+#include "CudaKernelRegistry.h"
+#include "CudaKernels.h"
+#include "CudaStatus.h"
+#include "GemmPlan.h"
+#include "IndexPlan.h"
+#include "RowMajorGemm.h"
+
+namespace tessel::runtime::cuda {
+
+namespace {
+
+Status makeMatMul(const KernelContext &ctx, Step &out) {
+  MatMulPlan plan;
+  TSL_RETURN_IF_ERROR(
+      planMatMul(ctx.in(0).shape, ctx.in(1).shape, ctx.out(0).shape, plan));
+  const float *a = static_cast<const float *>(ctx.operand(0));
+  const float *b = static_cast<const float *>(ctx.operand(1));
+  float *y = static_cast<float *>(ctx.result(0));
+  const size_t bytes = ctx.out(0).bytes;
+  cudaStream_t s = ctx.stream;
+  cublasHandle_t h = ctx.blas;
+  out = [=] {
+    if (plan.nothing)
+      return Status::ok();
+    if (plan.zeros) { // k = 0: an empty sum
+      TSL_CUDA(cudaMemsetAsync(y, 0, bytes, s), "cudaMemsetAsync");
+      return Status::ok();
+    }
+    return issueMatMul(
+        plan, a, b, y,
+        [h](int m, int n, int k, const float *A, int lda, long long sA,
+            const float *B, int ldb, long long sB, float *C, int ldc,
+            long long sC, int count) {
+          const float one = 1.0f, zero = 0.0f;
+          if (count == 1) {
+            TSL_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one,
+                                   A, lda, B, ldb, &zero, C, ldc),
+                       "cublasSgemm");
+          } else {
+            TSL_CUBLAS(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m,
+                                                 n, k, &one, A, lda, sA, B, ldb,
+                                                 sB, &zero, C, ldc, sC, count),
+                       "cublasSgemmStridedBatched");
+          }
+          return Status::ok();
+        });
+  };
+  return Status::ok();
+}
+
+Status makeGemm(const KernelContext &ctx, Step &out) {
+  const Op &op = ctx.op;
+  const Shape &as = ctx.in(0).shape;
+  const Shape &bs = ctx.in(1).shape;
+  const bool hasC = op.operands.size() > 2;
+  const float *a = static_cast<const float *>(ctx.operand(0));
+  const float *b = static_cast<const float *>(ctx.operand(1));
+  const void *c = hasC ? ctx.operand(2) : nullptr;
+  float *y = static_cast<float *>(ctx.result(0));
+  const int64_t m = op.transA ? as[1] : as[0];
+  const int64_t k = op.transA ? as[0] : as[1];
+  const int64_t n = op.transB ? bs[0] : bs[1];
+  if (!fitsInt(m) || !fitsInt(n) || !fitsInt(k) || !fitsInt(as[1]) ||
+      !fitsInt(bs[1]) || !fitsInt(m * n))
+    return Status::error("a matrix dim exceeds cuBLAS's int range");
+  const bool useC = hasC && op.beta != 0.0f;
+  Indexer cIx;
+  if (useC) {
+    Shape outShape = {m, n};
+    TSL_RETURN_IF_ERROR(stridedIndexer(
+        outShape, {cpu::broadcastStrides(ctx.in(2).shape, 2, outShape)}, cIx));
+  }
+  const float beta = useC ? op.beta : 0.0f, alpha = op.alpha;
+  const bool ta = op.transA, tb = op.transB;
+  const int lda = static_cast<int>(as[1]), ldb = static_cast<int>(bs[1]);
+  cudaStream_t s = ctx.stream;
+  cublasHandle_t h = ctx.blas;
+  out = [=] {
+    if (m == 0 || n == 0)
+      return Status::ok();
+    if (useC) // Y = C broadcast to [m, n], then Y = alpha·A·B + beta·Y
+      TSL_RETURN_IF_ERROR(
+          launched(launchStridedCopy(4, c, y, cIx, s), "gemm bias"));
+    if (k == 0) { // BLAS leaves this case to the implementation; be explicit
+      if (beta == 0.0f) {
+        TSL_CUDA(cudaMemsetAsync(y, 0, m * n * sizeof(float), s),
+                 "cudaMemsetAsync");
+      } else {
+        TSL_CUBLAS(cublasSscal(h, static_cast<int>(m * n), &beta, y, 1),
+                   "cublasSscal");
+      }
+      return Status::ok();
+    }
+    return gemmRowMajor(h, ta, tb, static_cast<int>(m), static_cast<int>(n),
+                        static_cast<int>(k), alpha, a, lda, b, ldb, beta, y);
+  };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerMatMulKernels(KernelRegistry &registry) {
+  registry.add(OpKind::MatMul, makeMatMul);
+  registry.add(OpKind::Gemm, makeGemm);
+}
+
+} // namespace tessel::runtime::cuda

@@ -1,0 +1,94 @@
+//===- Normalization.cpp - layer_norm, rms_norm, batch_norm on CUDA -------===//
+#include "Broadcast.h"
+#include "CudaKernelRegistry.h"
+#include "CudaKernels.h"
+#include "CudaStatus.h"
+#include "IndexPlan.h"
+
+namespace tessel::runtime::cuda {
+
+namespace {
+
+Status makeNorm(const KernelContext &ctx, Step &out) {
+  const Op &op = ctx.op;
+  const BufferInfo &X = ctx.in(0);
+  Shape norm(X.shape.begin() + op.axis, X.shape.end());
+  const int64_t d = numElements(norm);
+  int64_t rows = 1;
+  for (int64_t i = 0; i < op.axis; ++i)
+    rows *= X.shape[i];
+  // Scale and bias that broadcast are expanded to the normalized shape on
+  // every run (their contents may change between runs), into extra memory.
+  struct Param {
+    const float *src = nullptr;
+    bool expand = false;
+    LateAddress expanded;
+    Indexer ix;
+  };
+  std::vector<Param> params;
+  for (size_t i = 1; i < op.operands.size(); ++i) {
+    const BufferInfo &b = ctx.in(i);
+    Param pr;
+    pr.src = static_cast<const float *>(ctx.operand(i));
+    if (b.numel != d) {
+      pr.expand = true;
+      pr.expanded = ctx.resources.reserveExtra(d * sizeof(float));
+      TSL_RETURN_IF_ERROR(stridedIndexer(
+          norm, {cpu::broadcastStrides(b.shape, norm.size(), norm)}, pr.ix));
+    }
+    params.push_back(pr);
+  }
+  const float *x = static_cast<const float *>(ctx.operand(0));
+  float *y = static_cast<float *>(ctx.result(0));
+  const bool rms = op.kind == OpKind::RmsNorm;
+  const float eps = op.epsilon;
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    const float *sp[2] = {nullptr, nullptr};
+    for (size_t i = 0; i < params.size() && i < 2; ++i) {
+      if (!params[i].expand) {
+        sp[i] = params[i].src;
+        continue;
+      }
+      float *dst = params[i].expanded.get<float>();
+      TSL_RETURN_IF_ERROR(launched(
+          launchStridedCopy(4, params[i].src, dst, params[i].ix, s), "expand"));
+      sp[i] = dst;
+    }
+    return launched(launchLayerNorm(rms, x, rows, d, eps, sp[0], sp[1], y, s),
+                    rms ? "rms_norm" : "layer_norm");
+  };
+  return Status::ok();
+}
+
+Status makeBatchNorm(const KernelContext &ctx, Step &out) {
+  const Shape &shape = ctx.in(0).shape;
+  const float *x = static_cast<const float *>(ctx.operand(0));
+  const float *sc = static_cast<const float *>(ctx.operand(1));
+  const float *bi = static_cast<const float *>(ctx.operand(2));
+  const float *me = static_cast<const float *>(ctx.operand(3));
+  const float *va = static_cast<const float *>(ctx.operand(4));
+  float *y = static_cast<float *>(ctx.result(0));
+  const int64_t n = shape[0], c = shape[1];
+  int64_t spatial = 1;
+  for (size_t i = 2; i < shape.size(); ++i)
+    spatial *= shape[i];
+  const float eps = ctx.op.epsilon;
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    return launched(
+        launchBatchNorm(x, n, c, spatial, sc, bi, me, va, eps, y, s),
+        "batch_norm");
+  };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerNormalizationKernels(KernelRegistry &registry) {
+  registry.add(OpKind::LayerNorm, makeNorm);
+  registry.add(OpKind::RmsNorm, makeNorm);
+  registry.add(OpKind::BatchNorm, makeBatchNorm);
+}
+
+} // namespace tessel::runtime::cuda

@@ -1,0 +1,72 @@
+//===- Reduce.cpp - Reductions, softmax and log_softmax on CUDA -----------===//
+#include "CudaKernelRegistry.h"
+#include "CudaKernels.h"
+#include "CudaStatus.h"
+#include "IndexPlan.h"
+
+#include <limits>
+
+namespace tessel::runtime::cuda {
+
+namespace {
+
+Status makeReduce(const KernelContext &ctx, Step &out) {
+  const BufferInfo &a = ctx.in(0);
+  const Shape &shape = a.shape;
+  std::vector<bool> reduced(shape.size(), false);
+  for (int64_t d : ctx.op.dims)
+    reduced[d] = true;
+  const std::vector<int64_t> st = rowMajorStrides(shape);
+  Shape keptShape, redShape;
+  std::vector<int64_t> keptStr, redStr;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    (reduced[d] ? redShape : keptShape).push_back(shape[d]);
+    (reduced[d] ? redStr : keptStr).push_back(st[d]);
+  }
+  Indexer kept, red;
+  TSL_RETURN_IF_ERROR(stridedIndexer(keptShape, {keptStr}, kept));
+  TSL_RETURN_IF_ERROR(stridedIndexer(redShape, {redStr}, red));
+  const int64_t count = numElements(redShape);
+  const float scale = count ? 1.0f / static_cast<float>(count)
+                            : std::numeric_limits<float>::quiet_NaN();
+  const void *x = ctx.operand(0);
+  void *y = ctx.result(0);
+  const OpKind kind = ctx.op.kind;
+  const DType dtype = a.dtype;
+  const char *name = opKindName(kind);
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    return launched(launchReduce(kind, dtype, x, y, kept, red, scale, s), name);
+  };
+  return Status::ok();
+}
+
+Status makeSoftmax(const KernelContext &ctx, Step &out) {
+  const Shape &shape = ctx.in(0).shape;
+  const int64_t axis = ctx.op.axis;
+  int64_t outer = 1, inner = 1, len = shape[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  const bool logS = ctx.op.kind == OpKind::LogSoftmax;
+  const float *x = static_cast<const float *>(ctx.operand(0));
+  float *y = static_cast<float *>(ctx.result(0));
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    return launched(launchSoftmax(logS, x, y, outer, len, inner, s),
+                    logS ? "log_softmax" : "softmax");
+  };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerReduceKernels(KernelRegistry &registry) {
+  for (OpKind k : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax})
+    registry.add(k, makeReduce);
+  registry.add(OpKind::Softmax, makeSoftmax);
+  registry.add(OpKind::LogSoftmax, makeSoftmax);
+}
+
+} // namespace tessel::runtime::cuda
