@@ -232,6 +232,35 @@ def Tessel_GeluOp : Tessel_ComputeOp<"gelu", "buildElementwiseRule",
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def Tessel_SoftplusOp : Tessel_UnaryOp<"softplus", AnyFloat, "log(1 + exp(x))">,
+    Tessel_Instruction<15, "unary">, Tessel_OnnxOneToOne<"Softplus", 1>;
+
+def Tessel_HardSwishOp
+    : Tessel_UnaryOp<"hard_swish", AnyFloat, "x * max(0, min(1, x / 6 + 1/2))">,
+      Tessel_Instruction<16, "unary">, Tessel_OnnxOneToOne<"HardSwish", 14>;
+
+def Tessel_LeakyReluOp : Tessel_ComputeOp<"leaky_relu", "buildElementwiseRule",
+                                          [SameOperandsAndResultType]>,
+    Tessel_Instruction<17, "unary", [Tessel_RtAttr<"alpha">]>,
+    Tessel_OnnxOneToOne<"LeakyRelu", 6, [Tessel_OnnxAttr<"alpha", "0.01">]> {
+  let summary = "Elementwise leaky ReLU";
+  let description = [{
+    `x` where `x >= 0`, `alpha * x` elsewhere.
+
+    ```mlir
+    %1 = tessel.leaky_relu %0 {alpha = 0.1 : f32} : tensor<4x8xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) operand and result have the same type.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input,
+                       DefaultValuedAttr<F32Attr, "0.01f">:$alpha);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 def Tessel_CastOp : Tessel_ComputeOp<"cast", "buildElementwiseRule">,
     Tessel_Instruction<14, "unary", [Tessel_RtAttr<"to", "dtypeNameOf($_op.getType())", "str">]> {
   let summary = "Elementwise conversion to another element type";

@@ -10,6 +10,7 @@
 #include "ThreadPool.h"
 #include "VecMath.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -175,6 +176,22 @@ void registerElementwiseKernels(KernelRegistry &r) {
         c, [](uint8_t v) { return static_cast<uint8_t>(v == 0); });
   });
   r.add(OpKind::Cast, castStep);
+  // log(1 + exp(x)), without overflow: max(x, 0) + log1p(exp(-|x|)).
+  r.add(OpKind::Softplus, [](const KernelContext &c) {
+    return floatStep(c, [](float v) {
+      return std::max(v, 0.0f) + std::log1p(vexp(-std::fabs(v)));
+    });
+  });
+  // x * max(0, min(1, x / 6 + 1/2)) (ONNX HardSwish: alpha 1/6, beta 0.5).
+  r.add(OpKind::HardSwish, [](const KernelContext &c) {
+    return floatStep(c, [](float v) {
+      return v * std::max(0.0f, std::min(1.0f, v * (1.0f / 6.0f) + 0.5f));
+    });
+  });
+  r.add(OpKind::LeakyRelu, [](const KernelContext &c) {
+    const float alpha = c.op.floatAttr("alpha", 0.01f);
+    return floatStep(c, [alpha](float v) { return v < 0.0f ? alpha * v : v; });
+  });
 }
 
 } // namespace tessel::runtime::cpu

@@ -151,6 +151,12 @@ __device__ __forceinline__ float unaryF32(OpKind kind, bool tanhApprox,
     return 1.0f / v;
   case OpKind::Abs:
     return fabsf(v);
+  case OpKind::Softplus:
+    return fmaxf(v, 0.0f) + log1pf(expf(-fabsf(v)));
+  case OpKind::HardSwish:
+    return v * fmaxf(0.0f, fminf(1.0f, v * (1.0f / 6.0f) + 0.5f));
+  case OpKind::LeakyRelu:
+    return v < 0.0f ? alpha * v : v;
   default:
     return v;
   }
@@ -716,6 +722,9 @@ bool cudaSupportsUnary(OpKind kind) {
   case OpKind::Reciprocal:
   case OpKind::Abs:
   case OpKind::Not:
+  case OpKind::Softplus:
+  case OpKind::HardSwish:
+  case OpKind::LeakyRelu:
     return true;
   default:
     return false;
@@ -726,8 +735,9 @@ UnaryParams unaryParams(const Op &op) {
   UnaryParams p;
   p.kind = op.kind;
   p.tanhApproximation = op.tanhApproximation;
-  // Kinds with a float attribute read it into p.alpha here, e.g.
-  //   if (op.kind == OpKind::LeakyRelu) p.alpha = op.floatAttr("alpha", 0.01f);
+  // Kinds with a float attribute read it into p.alpha here.
+  if (op.kind == OpKind::LeakyRelu)
+    p.alpha = op.floatAttr("alpha", 0.01f);
   return p;
 }
 

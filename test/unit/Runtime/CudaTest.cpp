@@ -199,9 +199,11 @@ TEST(CudaConformance, UnaryF32) {
   x.data<float>()[3] = std::numeric_limits<float>::infinity();
   x.data<float>()[4] = -std::numeric_limits<float>::infinity();
   for (const char *op : {"neg", "abs", "relu", "exp", "tanh", "erf", "sigmoid",
-                         "gelu", "reciprocal"})
+                         "gelu", "reciprocal", "softplus", "hard_swish",
+                         "leaky_relu"})
     conformSame(op, x);
   conformSame("gelu", x, Attrs().i("tanh_approximation", 1));
+  conformSame("leaky_relu", x, Attrs().f("alpha", 0.2f));
   for (const char *op : {"log", "sqrt", "rsqrt"})
     conformSame(op, pos);
 }

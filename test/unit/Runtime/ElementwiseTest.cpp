@@ -1,6 +1,7 @@
 //===- ElementwiseTest.cpp - Unary, binary, compare, where, cast ----------===//
 #include "TestUtil.h"
 
+#include <algorithm>
 #include <functional>
 
 using namespace tessel::runtime;
@@ -52,7 +53,14 @@ INSTANTIATE_TEST_SUITE_P(
                       [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
                       -6, 6, 3e-7, 3e-7},
             UnaryCase{"reciprocal", [](double x) { return 1 / x; }, 0.01f, 100, 0, 1e-7},
-            UnaryCase{"abs", [](double x) { return std::fabs(x); }, -5, 5, 0, 0}),
+            UnaryCase{"abs", [](double x) { return std::fabs(x); }, -5, 5, 0, 0},
+            UnaryCase{"softplus",
+                      [](double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); },
+                      -40, 40, 1e-30, 3e-7},
+            UnaryCase{"hard_swish",
+                      [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); },
+                      -8, 8, 1e-7, 3e-7},
+            UnaryCase{"leaky_relu", [](double x) { return x < 0 ? 0.01 * x : x; }, -5, 5, 0, 1e-7}),
         ::testing::Values(1, 2)),
     [](const auto &info) {
       return std::string(std::get<0>(info.param).op) + "_threads" +
@@ -71,6 +79,31 @@ TEST(Unary, GeluTanhApproximation) {
                    (1 + std::tanh(std::sqrt(2 / kPi) * (v + 0.044715 * v * v * v))));
   }
   expectNear(out[0], want, 3e-7, 3e-7);
+}
+
+TEST(Unary, LeakyReluAlpha) {
+  std::mt19937 rng(2);
+  Tensor x = randomF32({333}, rng, -4, 4);
+  auto out = runOp("leaky_relu", {x}, {{DType::F32, {333}}},
+                   Attrs().f("alpha", 0.2f));
+  std::vector<double> want;
+  for (int i = 0; i < 333; ++i) {
+    double v = x.data<float>()[i];
+    want.push_back(v < 0 ? double(0.2f) * v : v);
+  }
+  expectNear(out[0], want, 0, 1e-7);
+}
+
+// The op table declares leaky_relu's alpha as one float: anything else is a
+// load-time error naming it.
+TEST(Unary, DeclaredAttributeOfTheWrongType) {
+  std::shared_ptr<const Program> p;
+  Status s = buildOneOp("leaky_relu", {Tensor(DType::F32, {4})},
+                        {{DType::F32, {4}}}, Attrs().s("alpha", "0.2"), p);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("attribute 'alpha' must be one float"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(Unary, SpecialValues) {
