@@ -13,7 +13,7 @@
 #include "tessel/Export/ExportArtifact.h"
 #include "tessel/InitAll.h"
 #include "tessel/Plan/Plan.h"
-#include "tessel/Transforms/Passes.h"
+#include "tessel/Transforms/CompilePipeline.h"
 
 #include "dialects/tessel/TesselOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -134,18 +134,12 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   if (failed(mlir::verify(*module)))
     return 1;
 
-  bool sharded = !(*module).getOps<mlir::tessel::MeshOp>().empty();
   if (stop != StopAfter::Import) {
     mlir::PassManager pm(&context);
-    pm.addPass(mlir::tessel::createFuseGeluPass());
-    if (sharded) {
-      pm.addPass(mlir::tessel::createSplitBiasPass());
-      pm.addPass(mlir::tessel::createPropagatePass());
-      if (stop != StopAfter::Propagate) {
-        pm.addPass(mlir::tessel::createPartitionPass());
-        pm.addPass(mlir::tessel::createSimplifyCollectivesPass());
-      }
-    }
+    mlir::tessel::buildCompilePipeline(
+        pm, !(*module).getOps<mlir::tessel::MeshOp>().empty(),
+        stop == StopAfter::Propagate ? mlir::tessel::CompileStage::Propagate
+                                     : mlir::tessel::CompileStage::Partition);
     if (failed(pm.run(*module)))
       return 1;
   }

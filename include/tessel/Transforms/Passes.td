@@ -204,4 +204,45 @@ def FuseGeluPass : Pass<"tessel-fuse-gelu"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
+  let summary = "The compile pipeline of tesselc, from annotated IR to SPMD";
+  let description = [{
+    What `tesselc` runs between import and export, so that IR annotated by
+    hand (or imported with `tesselc --emit=mlir`) goes through the same
+    pipeline in `tessel-opt`:
+
+    1. with `mesh` or `plan`: the plan's annotations (`tesselc --mesh
+       --plan`: the mesh, then the specs its rules give; the module must not
+       have a mesh yet);
+    2. `-tessel-fuse-gelu`;
+    3. when the module has a mesh: `-tessel-split-bias`,
+       `-tessel-propagate`, and unless `stop-after=propagate`,
+       `-tessel-partition` and `-tessel-simplify-collectives`.
+
+    ```
+    tessel-opt annotated.mlir --tessel-compile-pipeline
+    tessel-opt model.mlir --tessel-compile-pipeline='mesh=dp=2,tp=2 plan=plan.yaml'
+    ```
+
+    The result equals `tesselc --emit=partitioned` (`--emit=propagated` with
+    `stop-after=propagate`) on the same input.
+
+    **Options**
+
+    * `mesh`: a device mesh, e.g. `dp=2,tp=2` (overrides the plan's).
+    * `plan`: a plan file (YAML/JSON) or the built-in `dp`.
+    * `stop-after`: `import` (annotations only), `propagate`, or
+      `partition` (the default).
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "Device mesh, e.g. dp=2,tp=2">,
+    Option<"plan", "plan", "std::string", /*default=*/"\"\"",
+           "Sharding plan: a YAML/JSON file or the built-in 'dp'">,
+    Option<"stopAfter", "stop-after", "std::string", /*default=*/"\"partition\"",
+           "import | propagate | partition">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 #endif // TESSEL_TRANSFORMS_PASSES_TD

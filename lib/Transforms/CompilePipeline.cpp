@@ -1,0 +1,101 @@
+//===- CompilePipeline.cpp - tesselc's pipeline as one registered pass ----===//
+//
+// The passes between import and export, in one place: tesselc builds them
+// with buildCompilePipeline, tessel-opt reaches them (and the plan's
+// annotations) as -tessel-compile-pipeline. Whether the sharding passes run
+// depends on the module (a mesh or none), so the pass runs them as a dynamic
+// pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Transforms/CompilePipeline.h"
+
+#include "tessel/Plan/Plan.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSwitch.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_COMPILEPIPELINEPASS
+#include "tessel/Transforms/Passes.h.inc"
+
+std::optional<CompileStage> parseCompileStage(StringRef name) {
+  return llvm::StringSwitch<std::optional<CompileStage>>(name)
+      .Case("import", CompileStage::Import)
+      .Case("propagate", CompileStage::Propagate)
+      .Case("partition", CompileStage::Partition)
+      .Default(std::nullopt);
+}
+
+void buildCompilePipeline(OpPassManager &pm, bool sharded,
+                          CompileStage stopAfter) {
+  if (stopAfter == CompileStage::Import)
+    return;
+  pm.addPass(createFuseGeluPass());
+  if (!sharded)
+    return;
+  pm.addPass(createSplitBiasPass());
+  pm.addPass(createPropagatePass());
+  if (stopAfter == CompileStage::Propagate)
+    return;
+  pm.addPass(createPartitionPass());
+  pm.addPass(createSimplifyCollectivesPass());
+}
+
+namespace {
+
+struct CompilePipelinePass
+    : impl::CompilePipelinePassBase<CompilePipelinePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<CompileStage> stop = parseCompileStage(stopAfter);
+    if (!stop) {
+      module.emitError() << "stop-after='" << stopAfter
+                         << "' is none of import, propagate, partition";
+      return signalPassFailure();
+    }
+    if ((!mesh.empty() || !plan.empty()) && failed(annotate(module)))
+      return signalPassFailure();
+    OpPassManager pm(ModuleOp::getOperationName());
+    buildCompilePipeline(pm, !module.getOps<MeshOp>().empty(), *stop);
+    if (failed(runPipeline(pm, module)))
+      signalPassFailure();
+  }
+
+  // The plan's annotations, as tesselc --mesh/--plan applies them.
+  LogicalResult annotate(ModuleOp module) {
+    if (!module.getOps<MeshOp>().empty())
+      return module.emitError() << "the module already has a mesh; mesh= and "
+                                   "plan= apply to unannotated modules";
+    Plan p;
+    if (!plan.empty()) {
+      auto loaded = loadPlan(plan);
+      if (!loaded)
+        return module.emitError() << toString(loaded.takeError());
+      p = std::move(*loaded);
+    }
+    std::vector<std::pair<std::string, int64_t>> axes = p.mesh;
+    if (!mesh.empty()) {
+      auto parsed = parseMeshSpec(mesh);
+      if (!parsed)
+        return module.emitError() << toString(parsed.takeError());
+      axes = std::move(*parsed);
+    }
+    if (axes.empty())
+      return module.emitError()
+             << "no mesh: give mesh= (e.g. mesh=dp=2,tp=2) or a plan with "
+                "'mesh'";
+    std::vector<std::string> unmatched;
+    if (llvm::Error err = applyPlan(module, axes, p, &unmatched))
+      return module.emitError() << toString(std::move(err));
+    for (const std::string &u : unmatched)
+      module.emitWarning() << "plan rule " << u;
+    return success();
+  }
+};
+
+} // namespace
+} // namespace mlir::tessel
