@@ -22,6 +22,57 @@ void TesselDialect::initialize() {
       >();
 }
 
+// tessel.global_sharding: a #tessel.sharding; tessel.source_slice:
+// array<i64: dim, start, limit> with 0 <= start < limit. On weights only.
+static LogicalResult verifyWeightContract(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (!isa<WeightOp>(op))
+    return op->emitOpError() << "'" << name << "' is only allowed on "
+                             << "tessel.weight";
+  if (name == TesselDialect::kGlobalShardingAttrName) {
+    if (!isa<TensorShardingAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' must be a #tessel.sharding";
+    return success();
+  }
+  auto slice = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+  if (!slice || slice.size() != 3 || slice[0] < 0 || slice[1] < 0 ||
+      slice[2] <= slice[1])
+    return op->emitOpError()
+           << "'" << name
+           << "' must be array<i64: dim, start, limit> with 0 <= start < limit";
+  return success();
+}
+
+// The per-argument / per-result arrays on a function: one entry per
+// argument (or result); shardings are #tessel.sharding or unit, names strings.
+static LogicalResult verifyFunctionContract(Operation *op,
+                                            NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  auto array = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!fn || !array)
+    return op->emitOpError() << "'" << name
+                             << "' must be an array on a function";
+  const bool args = name == TesselDialect::kGlobalArgShardingsAttrName ||
+                    name == TesselDialect::kInputNamesAttrName;
+  const size_t want = args ? fn.getNumArguments() : fn.getNumResults();
+  if (array.size() != want)
+    return op->emitOpError() << "'" << name << "' has " << array.size()
+                             << " entries, the function has " << want
+                             << (args ? " arguments" : " results");
+  const bool names = name == TesselDialect::kInputNamesAttrName ||
+                     name == TesselDialect::kOutputNamesAttrName;
+  for (auto [i, a] : llvm::enumerate(array)) {
+    bool ok = names ? isa<StringAttr>(a)
+                    : isa<TensorShardingAttr>(a) || isa<UnitAttr>(a);
+    if (!ok)
+      return op->emitOpError()
+             << "'" << name << "' entry " << i << " must be "
+             << (names ? "a string" : "a #tessel.sharding or unit");
+  }
+  return success();
+}
+
 LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() == kShardingAttrName)
@@ -32,14 +83,32 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a #tessel.rule";
     return success();
   }
+  if (attr.getName() == kGlobalShardingAttrName ||
+      attr.getName() == kSourceSliceAttrName)
+    return verifyWeightContract(op, attr);
+  if (attr.getName() == kGlobalArgShardingsAttrName ||
+      attr.getName() == kGlobalResultShardingsAttrName ||
+      attr.getName() == kInputNamesAttrName ||
+      attr.getName() == kOutputNamesAttrName)
+    return verifyFunctionContract(op, attr);
+  if (attr.getName() == kModelPathAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kModelPathAttrName
+                               << "' must be a string on a module";
+    return success();
+  }
   return op->emitOpError() << "unknown tessel attribute '"
                            << attr.getName().getValue() << "'";
 }
 
 // Arguments and results of functions carry one #tessel.sharding each.
 static LogicalResult verifyFunctionValueAttr(Operation *op, NamedAttribute attr,
-                                             Type type, StringRef what,
-                                             unsigned index) {
+                                             bool isResult, unsigned index) {
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitOpError() << "'tessel.sharding' is only allowed on function "
+                                "arguments and results";
+  StringRef what = isResult ? "function result" : "argument";
   if (attr.getName() != TesselDialect::kShardingAttrName)
     return op->emitOpError() << "unknown tessel attribute '"
                              << attr.getName().getValue() << "' on " << what
@@ -48,6 +117,8 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, NamedAttribute attr,
   if (!sharding)
     return op->emitOpError() << what << " " << index
                              << ": 'tessel.sharding' must be a #tessel.sharding";
+  Type type = isResult ? fn.getResultTypes()[index]
+                       : fn.getArgumentTypes()[index];
   std::string desc = (what + " " + Twine(index)).str();
   return verifyShardingForType(sharding, type, op, desc);
 }
@@ -56,22 +127,12 @@ LogicalResult TesselDialect::verifyRegionArgAttribute(Operation *op,
                                                       unsigned regionIndex,
                                                       unsigned argIndex,
                                                       NamedAttribute attr) {
-  auto fn = dyn_cast<FunctionOpInterface>(op);
-  if (!fn)
-    return op->emitOpError() << "'tessel.sharding' is only allowed on function "
-                                "arguments and results";
-  return verifyFunctionValueAttr(op, attr, fn.getArgumentTypes()[argIndex],
-                                 "argument", argIndex);
+  return verifyFunctionValueAttr(op, attr, /*isResult=*/false, argIndex);
 }
 
 LogicalResult TesselDialect::verifyRegionResultAttribute(Operation *op,
                                                          unsigned regionIndex,
                                                          unsigned resultIndex,
                                                          NamedAttribute attr) {
-  auto fn = dyn_cast<FunctionOpInterface>(op);
-  if (!fn)
-    return op->emitOpError() << "'tessel.sharding' is only allowed on function "
-                                "arguments and results";
-  return verifyFunctionValueAttr(op, attr, fn.getResultTypes()[resultIndex],
-                                 "function result", resultIndex);
+  return verifyFunctionValueAttr(op, attr, /*isResult=*/true, resultIndex);
 }

@@ -42,6 +42,37 @@ def Tessel_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kShardingAttrName = "tessel.sharding";
     /// The discardable attribute `-tessel-print-sharding-rules` attaches.
     static constexpr ::llvm::StringLiteral kRuleAttrName = "tessel.rule";
+
+    // The IR contracts: attributes one pass writes and another reads
+    // (docs/ir-contracts.md says who writes and who reads each). The
+    // dialect's verifier checks each one's form.
+
+    /// On a `tessel.weight` of a partitioned program: its global spec
+    /// (#tessel.sharding); written by -tessel-partition, read by the exporter.
+    static constexpr ::llvm::StringLiteral kGlobalShardingAttrName =
+        "tessel.global_sharding";
+    /// On a partitioned function: one global #tessel.sharding (or `unit`
+    /// for a non-tensor) per argument / result; written by
+    /// -tessel-partition, read by the exporter.
+    static constexpr ::llvm::StringLiteral kGlobalArgShardingsAttrName =
+        "tessel.global_arg_shardings";
+    static constexpr ::llvm::StringLiteral kGlobalResultShardingsAttrName =
+        "tessel.global_result_shardings";
+    /// On a `tessel.weight` that is a slice of a parameter:
+    /// `array<i64: dim, start, limit>` of the parameter it names; written by
+    /// -tessel-propagate (fused projections split), read by the exporter.
+    static constexpr ::llvm::StringLiteral kSourceSliceAttrName =
+        "tessel.source_slice";
+    /// On an imported function: the ONNX graph's input / output names, one
+    /// string per argument / result; written by the importer, read by plans
+    /// and the exporter.
+    static constexpr ::llvm::StringLiteral kInputNamesAttrName =
+        "tessel.input_names";
+    static constexpr ::llvm::StringLiteral kOutputNamesAttrName =
+        "tessel.output_names";
+    /// On an imported module: the absolute path of the ONNX model whose
+    /// weights it names; written and read by tesselc.
+    static constexpr ::llvm::StringLiteral kModelPathAttrName = "tessel.model";
   }];
 }
 

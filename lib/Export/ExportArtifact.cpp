@@ -12,7 +12,6 @@
 #include "tessel/Export/ExportArtifact.h"
 
 #include "dialects/tessel/TesselOps.h"
-#include "tessel/Transforms/SplitFusedProjections.h"
 #include "tessel/runtime/ArtifactBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -350,9 +349,9 @@ LogicalResult Exporter::emitInput(func::FuncOp fn, BlockArgument arg) {
     return fn.emitOpError() << "argument " << i << " has type "
                             << arg.getType()
                             << ", which the runtime cannot take as an input";
-  TensorShardingAttr spec = globalSpec(fn, "global_arg_shardings", i);
+  TensorShardingAttr spec = globalSpec(fn, TesselDialect::kGlobalArgShardingsAttrName, i);
   SmallVector<int64_t> global = globalShapeOf(mesh, spec, local);
-  std::string name = nameAt(fn, "onnx.input_names", i, "input");
+  std::string name = nameAt(fn, TesselDialect::kInputNamesAttrName, i, "input");
   int whole = program.addInput(name, *dt, rt::Shape(global.begin(), global.end()));
   if (ArrayRef<int64_t>(global) == local.getShape()) {
     buffers[arg] = whole;
@@ -382,7 +381,7 @@ LogicalResult Exporter::emitInput(func::FuncOp fn, BlockArgument arg) {
 FailureOr<int> Exporter::emitOutput(func::ReturnOp ret, unsigned i, int id) {
   auto fn = ret->getParentOfType<func::FuncOp>();
   auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
-  TensorShardingAttr spec = globalSpec(fn, "global_result_shardings", i);
+  TensorShardingAttr spec = globalSpec(fn, TesselDialect::kGlobalResultShardingsAttrName, i);
   if (!spec)
     return id;
   SmallVector<int64_t> shape(type.getShape());
@@ -444,7 +443,7 @@ LogicalResult Exporter::run(func::FuncOp fn) {
         FailureOr<int> whole = emitOutput(ret, i, id);
         if (failed(whole))
           return failure();
-        program.addOutput(nameAt(fn, "onnx.output_names", i, "output"), *whole);
+        program.addOutput(nameAt(fn, TesselDialect::kOutputNamesAttrName, i, "output"), *whole);
       }
       continue;
     }
@@ -454,7 +453,7 @@ LogicalResult Exporter::run(func::FuncOp fn) {
   return success();
 }
 
-// A weight's block for this rank: its global data, cut by `source_slice`
+// A weight's block for this rank: its global data, cut by `tessel.source_slice`
 // (a piece of a fused projection), then by its global spec.
 LogicalResult Exporter::emitWeight(WeightOp w) {
   RankedTensorType t = w.getType();
@@ -479,7 +478,8 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
   std::string sliced;
   const char *bytes = static_cast<const char *>(data->data);
   std::string name = w.getName().str();
-  if (auto src = w->getAttrOfType<DenseI64ArrayAttr>(kSourceSliceAttrName)) {
+  if (auto src = w->getAttrOfType<DenseI64ArrayAttr>(
+          TesselDialect::kSourceSliceAttrName)) {
     // A piece of a fused parameter; its name says which.
     name += "[dim " + std::to_string(src[0]) + ": " + std::to_string(src[1]) +
             ".." + std::to_string(src[2]) + "]";
@@ -491,7 +491,8 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
     bytes = sliced.data();
     shape = sizes;
   }
-  auto spec = w->getAttrOfType<TensorShardingAttr>("global_sharding");
+  auto spec = w->getAttrOfType<TensorShardingAttr>(
+      TesselDialect::kGlobalShardingAttrName);
   // One parameter used at several places (a bias shared between layers) is
   // stored once.
   std::string key = name;

@@ -14,6 +14,7 @@
 #include "OnnxChecker.h"
 
 #include "dialects/tessel/TesselOps.h"
+#include "dialects/tessel/Verifiers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -32,15 +33,6 @@ using namespace mlir::tessel::detail;
 
 static llvm::Error makeError(const Twine &message) {
   return llvm::createStringError(llvm::errc::invalid_argument, message);
-}
-
-static std::string formatShape(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t k = 0; k < shape.size(); ++k)
-    s += (k ? ", " : "") +
-         (ShapedType::isDynamic(shape[k]) ? std::string("?")
-                                          : std::to_string(shape[k]));
-  return s + "]";
 }
 
 Type mlir::tessel::detail::getElementType(MLIRContext *ctx, int32_t dtype) {
@@ -493,7 +485,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   if (auto bad = checkNodeArity(node, opset))
     return fail("node '" + nodeName + "' (" + node.op_type() + "): " + *bad);
   Location loc = NameLoc::get(builder.getStringAttr(nodeName));
-  NodeContext c(*this, node, opset, loc);
+  NodeContext c(*this, node, loc);
   if (failed(imp->fn(c)))
     return failure();
   for (int k = 0; k < node.output_size(); ++k)
@@ -642,8 +634,8 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
   }
   func::ReturnOp::create(builder, func.getLoc(), results);
   func.setFunctionType(builder.getFunctionType(argTypes, TypeRange(results)));
-  func->setAttr("onnx.input_names", builder.getArrayAttr(inputNames));
-  func->setAttr("onnx.output_names", builder.getArrayAttr(outputNames));
+  func->setAttr(TesselDialect::kInputNamesAttrName, builder.getArrayAttr(inputNames));
+  func->setAttr(TesselDialect::kOutputNamesAttrName, builder.getArrayAttr(outputNames));
   return success();
 }
 
@@ -652,8 +644,8 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
 //===----------------------------------------------------------------------===//
 
 NodeContext::NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
-                         int64_t opset, Location loc)
-    : importer(importer), node(node), opset(opset), loc(loc) {}
+                         Location loc)
+    : importer(importer), node(node), loc(loc) {}
 
 OpBuilder &NodeContext::getBuilder() { return importer.builder; }
 MLIRContext *NodeContext::getContext() { return importer.ctx; }

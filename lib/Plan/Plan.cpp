@@ -327,7 +327,7 @@ Error mlir::tessel::applyPlan(
   StringRef attr = TesselDialect::kShardingAttrName;
 
   for (auto fn : module.getOps<func::FuncOp>()) {
-    auto inputNames = fn->getAttrOfType<ArrayAttr>("onnx.input_names");
+    auto inputNames = fn->getAttrOfType<ArrayAttr>(TesselDialect::kInputNamesAttrName);
     for (BlockArgument arg : fn.getArguments()) {
       std::string name =
           inputNames && arg.getArgNumber() < inputNames.size()

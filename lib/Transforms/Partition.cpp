@@ -23,14 +23,13 @@ namespace mlir::tessel {
 
 namespace {
 
-/// The discardable attribute that keeps a weight's or a function value's
-/// global spec in the partitioned program, for the exporter.
-constexpr StringLiteral kGlobalShardingAttrName = "global_sharding";
-/// The same for the arguments and results of a function, on the function
-/// (argument attributes must belong to a dialect); `unit` for a non-tensor.
-constexpr StringLiteral kGlobalArgShardingsAttrName = "global_arg_shardings";
+// The global specs the exporter needs (IR contracts, TesselDialect.td).
+constexpr StringLiteral kGlobalShardingAttrName =
+    TesselDialect::kGlobalShardingAttrName;
+constexpr StringLiteral kGlobalArgShardingsAttrName =
+    TesselDialect::kGlobalArgShardingsAttrName;
 constexpr StringLiteral kGlobalResultShardingsAttrName =
-    "global_result_shardings";
+    TesselDialect::kGlobalResultShardingsAttrName;
 
 /// A mutable sharding.
 struct Layout {

@@ -56,7 +56,7 @@ bool canSlice(Value v, int64_t dim, bool &sharded,
   // A weight is a leaf: its pieces are new weights, and its other users (a
   // bias the exporter shared between layers, a tied embedding) keep it.
   if (auto w = dyn_cast<WeightOp>(def)) {
-    if (w->hasAttr(kSourceSliceAttrName))
+    if (w->hasAttr(TesselDialect::kSourceSliceAttrName))
       return false;
     if (auto spec = w->getAttrOfType<TensorShardingAttr>(
             TesselDialect::kShardingAttrName)) {
@@ -99,7 +99,7 @@ Value buildPiece(OpBuilder &b, Value v, int64_t dim, int64_t start,
                                   withDim(w.getType(), dim, size), w.getName());
     for (NamedAttribute a : w->getDiscardableAttrs())
       piece->setAttr(a.getName(), a.getValue());
-    piece->setAttr(kSourceSliceAttrName,
+    piece->setAttr(TesselDialect::kSourceSliceAttrName,
                    b.getDenseI64ArrayAttr({dim, start, start + size}));
     return piece;
   }

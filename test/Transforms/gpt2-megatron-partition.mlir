@@ -27,7 +27,7 @@ tessel.mesh @mesh ["dp"=2, "tp"=4]
 // Layer 0: q, k and v each from a [64, 16] local slice of c_attn; 1 head
 // per rank; no communication until the row-parallel c_proj.
 // CHECK-NOT: tessel.{{all_|reduce_scatter|local_slice}}
-// CHECK: tessel.weight "transformer.h.0.attn.c_attn.weight" {global_sharding = {{.*}}, source_slice = array<i64: 1, 0, 64>} : tensor<64x16xf32>
+// CHECK: tessel.weight "transformer.h.0.attn.c_attn.weight" {tessel.global_sharding = {{.*}}, tessel.source_slice = array<i64: 1, 0, 64>} : tensor<64x16xf32>
 // CHECK: tessel.reshape {{.*}} -> tensor<1x16x1x16xf32>
 // CHECK: tessel.softmax {{.*}} : tensor<1x1x16x16xf32>
 // CHECK-NOT: tessel.{{all_|reduce_scatter|local_slice}}
@@ -41,7 +41,7 @@ tessel.mesh @mesh ["dp"=2, "tp"=4]
 // Layer 1: q, k and v each from a [64, 16] local slice of c_attn; 1 head
 // per rank; no communication until the row-parallel c_proj.
 // CHECK-NOT: tessel.{{all_|reduce_scatter|local_slice}}
-// CHECK: tessel.weight "transformer.h.1.attn.c_attn.weight" {global_sharding = {{.*}}, source_slice = array<i64: 1, 0, 64>} : tensor<64x16xf32>
+// CHECK: tessel.weight "transformer.h.1.attn.c_attn.weight" {tessel.global_sharding = {{.*}}, tessel.source_slice = array<i64: 1, 0, 64>} : tensor<64x16xf32>
 // CHECK: tessel.reshape {{.*}} -> tensor<1x16x1x16xf32>
 // CHECK: tessel.softmax {{.*}} : tensor<1x1x16x16xf32>
 // CHECK-NOT: tessel.{{all_|reduce_scatter|local_slice}}

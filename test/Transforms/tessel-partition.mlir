@@ -5,10 +5,10 @@
 tessel.mesh @mesh ["dp"=2, "tp"=4]
 // CHECK-LABEL: func.func @megatron_mlp
 // CHECK-SAME: (%[[X:.*]]: tensor<4x64xf32>) -> tensor<4x64xf32>
-// CHECK-SAME: global_arg_shardings = [#tessel.sharding<@mesh, [{"dp"}, {}]>]
+// CHECK-SAME: tessel.global_arg_shardings = [#tessel.sharding<@mesh, [{"dp"}, {}]>]
 func.func @megatron_mlp(%x: tensor<8x64xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<8x64xf32> {
-  // CHECK: %[[W1:.*]] = tessel.weight "w1" {global_sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>} : tensor<64x64xf32>
-  // CHECK: %[[W2:.*]] = tessel.weight "w2" {global_sharding = #tessel.sharding<@mesh, [{"tp"}, {}]>} : tensor<64x64xf32>
+  // CHECK: %[[W1:.*]] = tessel.weight "w1" {tessel.global_sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>} : tensor<64x64xf32>
+  // CHECK: %[[W2:.*]] = tessel.weight "w2" {tessel.global_sharding = #tessel.sharding<@mesh, [{"tp"}, {}]>} : tensor<64x64xf32>
   %w1 = tessel.weight "w1" {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>} : tensor<64x256xf32>
   %w2 = tessel.weight "w2" {tessel.sharding = #tessel.sharding<@mesh, [{"tp"}, {}]>} : tensor<256x64xf32>
   // CHECK-NOT: tessel.all_

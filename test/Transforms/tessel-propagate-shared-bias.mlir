@@ -8,8 +8,8 @@ tessel.mesh @mesh ["tp"=2]
 // CHECK-LABEL: func.func @two_layers
 // CHECK-NOT: tessel.split
 // CHECK-NOT: tessel.all_gather
-// CHECK-DAG: tessel.weight "c_attn.bias" {{.*}}source_slice = array<i64: 0, 0, 16>{{.*}} : tensor<8xf32>
-// CHECK-DAG: tessel.weight "c_attn.bias" {{.*}}source_slice = array<i64: 0, 32, 48>{{.*}} : tensor<8xf32>
+// CHECK-DAG: tessel.weight "c_attn.bias" {{.*}}tessel.source_slice = array<i64: 0, 0, 16>{{.*}} : tensor<8xf32>
+// CHECK-DAG: tessel.weight "c_attn.bias" {{.*}}tessel.source_slice = array<i64: 0, 32, 48>{{.*}} : tensor<8xf32>
 // CHECK: return
 func.func @two_layers(%x: tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
   %b = tessel.weight "c_attn.bias" {tessel.sharding = #tessel.sharding<@mesh, [{"tp"}]>} : tensor<48xf32>

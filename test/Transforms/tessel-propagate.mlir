@@ -177,12 +177,12 @@ func.func @fused_qkv(%x: tensor<2x8x64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x
   %0 = tessel.matmul %x, %w : (tensor<2x8x64xf32>, tensor<64x192xf32>) -> tensor<2x8x192xf32>
   %1 = tessel.add %0, %b : (tensor<2x8x192xf32>, tensor<192xf32>) -> tensor<2x8x192xf32>
   // CHECK-NOT: tessel.split
-  // CHECK: tessel.weight "c_attn.weight" {source_slice = array<i64: 1, 0, 64>, tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>} : tensor<64x64xf32>
+  // CHECK: tessel.weight "c_attn.weight" {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>, tessel.source_slice = array<i64: 1, 0, 64>} : tensor<64x64xf32>
   // CHECK: tessel.matmul {{.*}}#tessel.sharding<@mesh, [{}, {}, {"tp"}]>
-  // CHECK: tessel.weight "c_attn.bias" {source_slice = array<i64: 0, 0, 64>, tessel.sharding = #tessel.sharding<@mesh, [{"tp"}]>} : tensor<64xf32>
+  // CHECK: tessel.weight "c_attn.bias" {tessel.sharding = #tessel.sharding<@mesh, [{"tp"}]>, tessel.source_slice = array<i64: 0, 0, 64>} : tensor<64xf32>
   // CHECK: tessel.add {{.*}}#tessel.sharding<@mesh, [{}, {}, {"tp"}]>
-  // CHECK: source_slice = array<i64: 1, 64, 128>
-  // CHECK: source_slice = array<i64: 1, 128, 192>
+  // CHECK: tessel.source_slice = array<i64: 1, 64, 128>
+  // CHECK: tessel.source_slice = array<i64: 1, 128, 192>
   // CHECK-NOT: tessel.split
   %q, %k, %v = tessel.split %1 dim = 2 sizes = [64, 64, 64] : (tensor<2x8x192xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>)
   return %q, %k, %v : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>

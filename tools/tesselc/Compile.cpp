@@ -61,13 +61,9 @@ cl::opt<std::string> weightsModel(
              "(default: the model it was imported from)"),
     cl::cat(tessel::getShardingCategory()));
 
-int fail(const Twine &message) {
-  WithColor::error(errs(), "tesselc") << message << "\n";
-  return 1;
-}
-
 // The key on an imported module that records where its weights are.
-constexpr StringLiteral kModelAttr = "onnx.model";
+constexpr StringLiteral kModelAttr =
+    mlir::tessel::TesselDialect::kModelPathAttrName;
 
 } // namespace
 

@@ -41,7 +41,7 @@ struct ExportOptions {
 /// Writes the artifact for `module` into the directory `path`: one program
 /// per rank of the module's mesh (one rank when it has none). A partitioned
 /// module's weights are cut per rank from their global data by their
-/// `global_sharding` (and `source_slice`); inputs arrive whole and each rank
+/// `tessel.global_sharding` (and `tessel.source_slice`); inputs arrive whole and each rank
 /// slices its shard; outputs are gathered so that every rank, and rank 0
 /// which writes them, holds them whole. Emits an error on the offending op
 /// (an op the runtime has no instruction for, an element type it does not

@@ -5,7 +5,7 @@
 // results, initializers become `tessel.weight "NAME"` ops whose data stays in
 // a WeightTable, and shape-computing subgraphs are folded so that every tessel
 // op is static. ONNX names are kept on the function as
-// `onnx.input_names` / `onnx.output_names`, and each op's location is the
+// `tessel.input_names` / `tessel.output_names`, and each op's location is the
 // ONNX node name (`loc("/h.0/attn/MatMul")`).
 //
 //===----------------------------------------------------------------------===//

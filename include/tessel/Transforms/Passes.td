@@ -77,7 +77,7 @@ def PropagatePass : Pass<"tessel-propagate", "::mlir::ModuleOp"> {
     * `split-fused`: first move every `tessel.split` of a dim the plan
       splits up to the weights it comes from (GPT-2's fused q, k, v
       projection becomes three column-parallel projections over weight
-      slices marked `source_slice`), so that each rank keeps its heads of q,
+      slices marked `tessel.source_slice`), so that each rank keeps its heads of q,
       k and v together as Megatron does.
   }];
   let options = [

@@ -7,10 +7,6 @@
 
 namespace mlir::tessel {
 
-/// The discardable attribute a weight made from a slice of a parameter
-/// carries: `array<i64: dim, start, limit>` of the parameter it names.
-inline constexpr llvm::StringLiteral kSourceSliceAttrName = "source_slice";
-
 /// Moves every `tessel.split` whose input dim is split over mesh axes up to
 /// the weights it comes from, when the chain from the weights to the split
 /// maps that dim to one pass factor in every op's rule. GPT-2's fused
