@@ -24,7 +24,11 @@ def main():
     col = '{tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>}'
     colb = '{tessel.sharding = #tessel.sharding<@mesh, [{"tp"}]>}'
     row = '{tessel.sharding = #tessel.sharding<@mesh, [{"tp"}, {}]>}'
-    X = "tensor<%dx%dx%dxf32>" % (b, t, d)
+
+    def act(width):
+        return "tensor<%dx%dx%dxf32>" % (b, t, width)
+
+    X = act(d)
     out = []
     w = out.append
     w("tessel.mesh @mesh [%s]" % a.mesh)
@@ -52,12 +56,19 @@ def main():
             w("  %%%s%s = %s" % (n, name, text))
             return "%%%s%s" % (n, name)
 
-        g1, b1 = W("ln_1.weight", "", [d]), W("ln_1.bias", "", [d])
-        x1 = op("x1", "tessel.layer_norm %s, %s, %s axis = 2 : (%s, tensor<%dxf32>, tensor<%dxf32>) -> %s" % (x, g1, b1, X, d, d, X))
-        wa, ba = W("attn.c_attn.weight", col, [d, 3 * d]), W("attn.c_attn.bias", colb, [3 * d])
-        X3 = "tensor<%dx%dx%dxf32>" % (b, t, 3 * d)
-        qkv0 = op("qkv0", "tessel.matmul %s, %s : (%s, tensor<%dx%dxf32>) -> %s" % (x1, wa, X, d, 3 * d, X3))
-        qkv = op("qkv", "tessel.add %s, %s : (%s, tensor<%dxf32>) -> %s" % (qkv0, ba, X3, 3 * d, X3))
+        def layer_norm(name, src, module):
+            g, beta = W(module + ".weight", "", [d]), W(module + ".bias", "", [d])
+            return op(name, "tessel.layer_norm %s, %s, %s axis = 2 : (%s, tensor<%dxf32>, tensor<%dxf32>) -> %s" % (src, g, beta, X, d, d, X))
+
+        def linear(names, src, module, specs, din, dout):
+            """src @ module.weight + module.bias, [b, t, din] -> [b, t, dout]."""
+            wt, bias = W(module + ".weight", specs[0], [din, dout]), W(module + ".bias", specs[1], [dout])
+            y = op(names[0], "tessel.matmul %s, %s : (%s, tensor<%dx%dxf32>) -> %s" % (src, wt, act(din), din, dout, act(dout)))
+            return op(names[1], "tessel.add %s, %s : (%s, tensor<%dxf32>) -> %s" % (y, bias, act(dout), dout, act(dout)))
+
+        x1 = layer_norm("x1", x, "ln_1")
+        X3 = act(3 * d)
+        qkv = linear(("qkv0", "qkv"), x1, "attn.c_attn", (col, colb), d, 3 * d)
         w("  %%%sq0, %%%sk0, %%%sv0 = tessel.split %s dim = 2 sizes = [%d, %d, %d] : (%s) -> (%s, %s, %s)" % (n, n, n, qkv, d, d, d, X3, X, X, X))
         q1 = op("q1", "tessel.reshape %%%sq0 : (%s) -> %s" % (n, X, R))
         k1 = op("k1", "tessel.reshape %%%sk0 : (%s) -> %s" % (n, X, R))
@@ -73,20 +84,12 @@ def main():
         o0 = op("o0", "tessel.matmul %s, %s : (%s, %s) -> %s" % (pr, vv, S, Q, Q))
         o1 = op("o1", "tessel.transpose %s perm = [0, 2, 1, 3] : (%s) -> %s" % (o0, Q, R))
         o = op("o", "tessel.reshape %s : (%s) -> %s" % (o1, R, X))
-        wp, bp = W("attn.c_proj.weight", row, [d, d]), W("attn.c_proj.bias", "", [d])
-        a0 = op("a0", "tessel.matmul %s, %s : (%s, tensor<%dx%dxf32>) -> %s" % (o, wp, X, d, d, X))
-        a1 = op("a1", "tessel.add %s, %s : (%s, tensor<%dxf32>) -> %s" % (a0, bp, X, d, X))
+        a1 = linear(("a0", "a1"), o, "attn.c_proj", (row, ""), d, d)
         hh = op("h1", "tessel.add %s, %s : (%s, %s) -> %s" % (x, a1, X, X, X))
-        g2, b2 = W("ln_2.weight", "", [d]), W("ln_2.bias", "", [d])
-        x2 = op("x2", "tessel.layer_norm %s, %s, %s axis = 2 : (%s, tensor<%dxf32>, tensor<%dxf32>) -> %s" % (hh, g2, b2, X, d, d, X))
-        wf, bf = W("mlp.c_fc.weight", col, [d, 4 * d]), W("mlp.c_fc.bias", colb, [4 * d])
-        X4 = "tensor<%dx%dx%dxf32>" % (b, t, 4 * d)
-        f0 = op("f0", "tessel.matmul %s, %s : (%s, tensor<%dx%dxf32>) -> %s" % (x2, wf, X, d, 4 * d, X4))
-        f1 = op("f1", "tessel.add %s, %s : (%s, tensor<%dxf32>) -> %s" % (f0, bf, X4, 4 * d, X4))
-        f2 = op("f2", "tessel.gelu %s {tanh_approximation} : %s" % (f1, X4))
-        wm, bm = W("mlp.c_proj.weight", row, [4 * d, d]), W("mlp.c_proj.bias", "", [d])
-        m0 = op("m0", "tessel.matmul %s, %s : (%s, tensor<%dx%dxf32>) -> %s" % (f2, wm, X4, 4 * d, d, X))
-        m1 = op("m1", "tessel.add %s, %s : (%s, tensor<%dxf32>) -> %s" % (m0, bm, X, d, X))
+        x2 = layer_norm("x2", hh, "ln_2")
+        f1 = linear(("f0", "f1"), x2, "mlp.c_fc", (col, colb), d, 4 * d)
+        f2 = op("f2", "tessel.gelu %s {tanh_approximation} : %s" % (f1, act(4 * d)))
+        m1 = linear(("m0", "m1"), f2, "mlp.c_proj", (row, ""), 4 * d, d)
         w("  %%h%d = tessel.add %s, %s : (%s, %s) -> %s" % (i + 1, hh, m1, X, X, X))
     L = a.layers
     w('  %%lnf_w = tessel.weight "transformer.ln_f.weight" : tensor<%dxf32>' % d)

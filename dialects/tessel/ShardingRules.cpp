@@ -367,43 +367,48 @@ OpShardingRuleAttr mlir::tessel::buildSliceRule(SliceOp op) {
   return b.build();
 }
 
-OpShardingRuleAttr mlir::tessel::buildConcatRule(ConcatOp op) {
+// Concat and split: one tensor (the whole) is the concatenation of others
+// (the pieces) along dim `cut`; the pieces are the operands (concat) or the
+// results (split). Along `cut`, the whole and every piece get a replicated
+// factor each, the operands' first; every other dim is one factor of all.
+static OpShardingRuleAttr buildPiecewiseRule(Operation *op, int64_t cut,
+                                             bool piecesAreOperands) {
   ShardingRuleBuilder b(op);
-  ArrayRef<int64_t> out = shapeOf(op.getResult());
-  int64_t cat = op.getDim();
-  for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d) {
-    if (d == cat) {
-      for (auto [i, v] : llvm::enumerate(op.getInputs()))
-        b.addFactor(shapeOf(v)[d], {operandDim(i, d)},
+  ValueRange pieces = piecesAreOperands ? ValueRange(op->getOperands())
+                                        : ValueRange(op->getResults());
+  ArrayRef<int64_t> whole =
+      shapeOf(piecesAreOperands ? op->getResult(0) : op->getOperand(0));
+  auto wholeDim = [&](int64_t d) {
+    return piecesAreOperands ? resultDim(0, d) : operandDim(0, d);
+  };
+  auto pieceDim = [&](unsigned k, int64_t d) {
+    return piecesAreOperands ? operandDim(k, d) : resultDim(k, d);
+  };
+  for (int64_t d = 0; d < static_cast<int64_t>(whole.size()); ++d) {
+    if (d == cut) {
+      if (!piecesAreOperands)
+        b.addFactor(whole[d], {wholeDim(d)}, FactorKind::NeedReplication);
+      for (auto [k, v] : llvm::enumerate(pieces))
+        b.addFactor(shapeOf(v)[d], {pieceDim(k, d)},
                     FactorKind::NeedReplication);
-      b.addFactor(out[d], {resultDim(0, d)}, FactorKind::NeedReplication);
+      if (piecesAreOperands)
+        b.addFactor(whole[d], {wholeDim(d)}, FactorKind::NeedReplication);
       continue;
     }
-    SmallVector<TensorDim> dims{resultDim(0, d)};
-    for (unsigned i = 0; i < op.getInputs().size(); ++i)
-      dims.push_back(operandDim(i, d));
-    b.addFactor(out[d], dims);
+    SmallVector<TensorDim> dims{wholeDim(d)};
+    for (unsigned k = 0; k < pieces.size(); ++k)
+      dims.push_back(pieceDim(k, d));
+    b.addFactor(whole[d], dims);
   }
   return b.build();
 }
 
+OpShardingRuleAttr mlir::tessel::buildConcatRule(ConcatOp op) {
+  return buildPiecewiseRule(op, op.getDim(), /*piecesAreOperands=*/true);
+}
+
 OpShardingRuleAttr mlir::tessel::buildSplitRule(SplitOp op) {
-  ShardingRuleBuilder b(op);
-  ArrayRef<int64_t> in = shapeOf(op.getInput());
-  int64_t split = op.getDim();
-  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d) {
-    if (d == split) {
-      b.addFactor(in[d], {operandDim(0, d)}, FactorKind::NeedReplication);
-      for (auto [r, size] : llvm::enumerate(op.getSizes()))
-        b.addFactor(size, {resultDim(r, d)}, FactorKind::NeedReplication);
-      continue;
-    }
-    SmallVector<TensorDim> dims{operandDim(0, d)};
-    for (unsigned r = 0; r < op.getNumResults(); ++r)
-      dims.push_back(resultDim(r, d));
-    b.addFactor(in[d], dims);
-  }
-  return b.build();
+  return buildPiecewiseRule(op, op.getDim(), /*piecesAreOperands=*/false);
 }
 
 OpShardingRuleAttr mlir::tessel::buildConvRule(Conv2DOp op) {

@@ -30,6 +30,47 @@ void TesselDialect::registerAttributes() {
       >();
 }
 
+// DimShardingAttr and PartialAxisAttr stand bare inside #tessel.sharding and
+// in angle brackets alone: `#tessel.dim<{"tp"}>`, `#tessel.partial<sum("tp")>`.
+
+template <typename AttrT>
+using InnerParser = FailureOr<AttrT> (*)(AsmParser &);
+
+/// Parses `<inner>`.
+template <typename AttrT>
+static Attribute parseAngled(AsmParser &parser, InnerParser<AttrT> parseInner) {
+  if (parser.parseLess())
+    return {};
+  FailureOr<AttrT> attr = parseInner(parser);
+  if (failed(attr) || parser.parseGreater())
+    return {};
+  return *attr;
+}
+
+/// Prints `<inner>`.
+template <typename AttrT>
+static void printAngled(AsmPrinter &printer, AttrT attr,
+                        void (*printInner)(AsmPrinter &, AttrT)) {
+  printer << "<";
+  printInner(printer, attr);
+  printer << ">";
+}
+
+/// Parses `[inner, ...]` onto `out`.
+template <typename AttrT>
+static ParseResult parseSquareList(AsmParser &parser,
+                                   InnerParser<AttrT> parseInner,
+                                   SmallVectorImpl<AttrT> &out) {
+  return parser.parseCommaSeparatedList(
+      AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        FailureOr<AttrT> attr = parseInner(parser);
+        if (failed(attr))
+          return failure();
+        out.push_back(*attr);
+        return success();
+      });
+}
+
 //===----------------------------------------------------------------------===//
 // DimShardingAttr
 //===----------------------------------------------------------------------===//
@@ -67,18 +108,11 @@ static void printDimSharding(AsmPrinter &printer, DimShardingAttr dim) {
 }
 
 Attribute DimShardingAttr::parse(AsmParser &parser, Type) {
-  if (parser.parseLess())
-    return {};
-  FailureOr<DimShardingAttr> dim = parseDimSharding(parser);
-  if (failed(dim) || parser.parseGreater())
-    return {};
-  return *dim;
+  return parseAngled(parser, parseDimSharding);
 }
 
 void DimShardingAttr::print(AsmPrinter &printer) const {
-  printer << "<";
-  printDimSharding(printer, *this);
-  printer << ">";
+  printAngled(printer, *this, printDimSharding);
 }
 
 LogicalResult
@@ -126,18 +160,11 @@ static void printPartialAxis(AsmPrinter &printer, PartialAxisAttr partial) {
 }
 
 Attribute PartialAxisAttr::parse(AsmParser &parser, Type) {
-  if (parser.parseLess())
-    return {};
-  FailureOr<PartialAxisAttr> partial = parsePartialAxis(parser);
-  if (failed(partial) || parser.parseGreater())
-    return {};
-  return *partial;
+  return parseAngled(parser, parsePartialAxis);
 }
 
 void PartialAxisAttr::print(AsmPrinter &printer) const {
-  printer << "<";
-  printPartialAxis(printer, *this);
-  printer << ">";
+  printAngled(printer, *this, printPartialAxis);
 }
 
 //===----------------------------------------------------------------------===//
@@ -153,23 +180,11 @@ Attribute TensorShardingAttr::parse(AsmParser &parser, Type) {
   if (parser.parseLess() || parser.parseSymbolName(meshName) ||
       parser.parseComma())
     return {};
-  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
-        FailureOr<DimShardingAttr> dim = parseDimSharding(parser);
-        if (failed(dim))
-          return failure();
-        dims.push_back(*dim);
-        return success();
-      }))
+  if (parseSquareList(parser, parseDimSharding, dims))
     return {};
   if (succeeded(parser.parseOptionalComma())) {
     if (parser.parseKeyword("partial") || parser.parseEqual() ||
-        parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
-          FailureOr<PartialAxisAttr> p = parsePartialAxis(parser);
-          if (failed(p))
-            return failure();
-          partials.push_back(*p);
-          return success();
-        }))
+        parseSquareList(parser, parsePartialAxis, partials))
       return {};
   }
   if (parser.parseGreater())

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/tessel/TesselOps.h"
+#include "dialects/tessel/Verifiers.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -39,14 +40,6 @@ mlir::tessel::broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes) {
     }
   }
   return out;
-}
-
-static std::string shapeStr(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  llvm::raw_string_ostream os(s);
-  llvm::interleaveComma(shape, os);
-  os << "]";
-  return s;
 }
 
 static RankedTensorType tensorOf(Value v) {
@@ -187,7 +180,7 @@ static LogicalResult inferBroadcast(std::optional<Location> loc,
   if (failed(shape)) {
     std::string all;
     for (auto [i, s] : llvm::enumerate(shapes))
-      all += (i ? " and " : "") + shapeStr(s);
+      all += (i ? " and " : "") + formatShape(s);
     return fail(loc, "operand shapes " + all + " do not broadcast");
   }
   types.push_back(RankedTensorType::get(
@@ -273,15 +266,16 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
           n = b.back();
   // C2
   if (k != k2)
-    return fail(loc, "contracting dims differ: lhs " + shapeStr(lhs.getShape()) +
-                         " has " + Twine(k) + ", rhs " +
-                         shapeStr(rhs.getShape()) + " has " + Twine(k2));
+    return fail(loc, "contracting dims differ: lhs " +
+                         formatShape(lhs.getShape()) + " has " + Twine(k) +
+                         ", rhs " + formatShape(rhs.getShape()) + " has " +
+                         Twine(k2));
   // C3
   FailureOr<SmallVector<int64_t>> batch = broadcastShapes(
       {ArrayRef(a).drop_back(2), ArrayRef(b).drop_back(2)});
   if (failed(batch))
-    return fail(loc, "batch dims of " + shapeStr(lhs.getShape()) + " and " +
-                         shapeStr(rhs.getShape()) + " do not broadcast");
+    return fail(loc, "batch dims of " + formatShape(lhs.getShape()) + " and " +
+                         formatShape(rhs.getShape()) + " do not broadcast");
   SmallVector<int64_t> shape(*batch);
   if (!lhsVector)
     shape.push_back(m);
@@ -312,7 +306,7 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
     ArrayRef<int64_t> cs = tensorOf(c).getShape();
     FailureOr<SmallVector<int64_t>> bc = broadcastShapes({cs, {m, n}});
     if (cs.size() > 2 || failed(bc) || (*bc)[0] != m || (*bc)[1] != n)
-      return fail(loc, "c of shape " + shapeStr(cs) +
+      return fail(loc, "c of shape " + formatShape(cs) +
                            " does not broadcast to [" + Twine(m) + ", " +
                            Twine(n) + "]");
   }
@@ -391,8 +385,9 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
     seen[p] = true;
   }
   if (!ok)
-    return fail(loc, "perm " + shapeStr(perm) + " is not a permutation of [0, " +
-                         Twine(in.getRank()) + ")");
+    return fail(loc, "perm " + formatShape(perm) +
+                         " is not a permutation of [0, " + Twine(in.getRank()) +
+                         ")");
   SmallVector<int64_t> shape;
   for (int64_t p : perm)
     shape.push_back(in.getDimSize(p));
@@ -477,11 +472,11 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   for (int64_t s : adaptor.getSizes()) {
     if (s <= 0)
       return fail(loc, "split sizes must be positive, got " +
-                           shapeStr(adaptor.getSizes()));
+                           formatShape(adaptor.getSizes()));
     total += s;
   }
   if (total != in.getDimSize(dim))
-    return fail(loc, "split sizes " + shapeStr(adaptor.getSizes()) +
+    return fail(loc, "split sizes " + formatShape(adaptor.getSizes()) +
                          " sum to " + Twine(total) + ", dim " + Twine(dim) +
                          " has size " + Twine(in.getDimSize(dim)));
   for (int64_t s : adaptor.getSizes()) {
@@ -513,10 +508,10 @@ static LogicalResult checkWindowAttrs(std::optional<Location> loc,
   for (auto [vals, name] : {std::pair{pairA, nameA}, std::pair{pairB, nameB}})
     if (vals.size() != 2 || llvm::any_of(vals, [](int64_t v) { return v < 1; }))
       return fail(loc, name + " must have 2 positive entries, got " +
-                           shapeStr(vals));
+                           formatShape(vals));
   if (pads.size() != 4 || llvm::any_of(pads, [](int64_t v) { return v < 0; }))
     return fail(loc, "pads must have 4 non-negative entries [top, left, "
-                     "bottom, right], got " + shapeStr(pads));
+                     "bottom, right], got " + formatShape(pads));
   return success();
 }
 
@@ -534,7 +529,7 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   if (Value b = adaptor.getBias())
     if (tensorOf(b).getShape() != ArrayRef<int64_t>{o})
       return fail(loc, "conv2d bias must be [" + Twine(o) + "], got " +
-                           shapeStr(tensorOf(b).getShape()));
+                           formatShape(tensorOf(b).getShape()));
   ArrayRef<int64_t> st = adaptor.getStrides(), pd = adaptor.getPads(),
                     dl = adaptor.getDilations();
   // C2
@@ -547,7 +542,7 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
                          " input channels needs weight dim 1 = " +
                          Twine(g >= 1 ? c / g : 0) + " and " + Twine(o) +
                          " output channels divisible by the group, got weight " +
-                         shapeStr(w.getShape()));
+                         formatShape(w.getShape()));
   int64_t h = windowOutput(x.getDimSize(2), pd[0], pd[2], w.getDimSize(2),
                            st[0], dl[0], false);
   int64_t wd = windowOutput(x.getDimSize(3), pd[1], pd[3], w.getDimSize(3),

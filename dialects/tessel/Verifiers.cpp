@@ -15,10 +15,15 @@
 using namespace mlir;
 using namespace mlir::tessel;
 
-static std::string shapeStr(ArrayRef<int64_t> shape) {
+std::string mlir::tessel::formatShape(ArrayRef<int64_t> shape) {
   std::string s = "[";
   llvm::raw_string_ostream os(s);
-  llvm::interleaveComma(shape, os);
+  llvm::interleaveComma(shape, os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << "?";
+    else
+      os << d;
+  });
   os << "]";
   return s;
 }
@@ -28,13 +33,6 @@ static std::string axesOf(MeshOp mesh) {
   for (auto [i, a] : llvm::enumerate(mesh.getAxisNames()))
     s += (i ? ", " : "") + cast<StringAttr>(a).getValue().str();
   return s;
-}
-
-MeshOp mlir::tessel::lookupMesh(Operation *from, FlatSymbolRefAttr name) {
-  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(from, name);
-  if (!mesh)
-    from->emitOpError() << "refers to unknown mesh " << name;
-  return mesh;
 }
 
 //===----------------------------------------------------------------------===//
@@ -180,9 +178,9 @@ LogicalResult CastOp::verify() {
   // C1
   if (getInput().getType().getShape() != getType().getShape())
     return emitOpError() << "operand shape "
-                         << shapeStr(getInput().getType().getShape())
+                         << formatShape(getInput().getType().getShape())
                          << " differs from result shape "
-                         << shapeStr(getType().getShape());
+                         << formatShape(getType().getShape());
   return success();
 }
 
@@ -207,9 +205,9 @@ static LogicalResult verifyNormParam(Operation *op, Value param, StringRef name,
   ArrayRef<int64_t> want = inShape.drop_front(axis);
   ArrayRef<int64_t> got = cast<RankedTensorType>(param.getType()).getShape();
   if (got != want)
-    return op->emitOpError() << name << " has shape " << shapeStr(got)
+    return op->emitOpError() << name << " has shape " << formatShape(got)
                              << " but the normalised dims are "
-                             << shapeStr(want);
+                             << formatShape(want);
   return success();
 }
 
@@ -245,7 +243,7 @@ LogicalResult BatchNormOp::verify() {
                          {getVariance(), "variance"}}) {
     ArrayRef<int64_t> s = cast<RankedTensorType>(v.getType()).getShape();
     if (s != ArrayRef<int64_t>{c})
-      return emitOpError() << name << " has shape " << shapeStr(s)
+      return emitOpError() << name << " has shape " << formatShape(s)
                            << " but the input has " << c << " channels";
   }
   return success();
@@ -259,9 +257,9 @@ LogicalResult ReshapeOp::verify() {
                          << in.getElementType() << " to "
                          << out.getElementType();
   if (in.getNumElements() != out.getNumElements())
-    return emitOpError() << "cannot reshape " << shapeStr(in.getShape()) << " ("
-                         << in.getNumElements() << " elements) to "
-                         << shapeStr(out.getShape()) << " ("
+    return emitOpError() << "cannot reshape " << formatShape(in.getShape())
+                         << " (" << in.getNumElements() << " elements) to "
+                         << formatShape(out.getShape()) << " ("
                          << out.getNumElements() << " elements)";
   return success();
 }
@@ -415,8 +413,8 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
   want[s] /= *n;
   want[c] *= *n;
   if (out.getShape() != ArrayRef<int64_t>(want))
-    return emitOpError() << "result shape must be " << shapeStr(want)
-                         << ", got " << shapeStr(out.getShape());
+    return emitOpError() << "result shape must be " << formatShape(want)
+                         << ", got " << formatShape(out.getShape());
   return success();
 }
 
@@ -455,9 +453,10 @@ LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &symbols) {
   FailureOr<int64_t> n = verifyMeshAxes(*this, symbols);
   if (failed(n))
     return failure();
-  // C4
-  if (getRoot() < 0 || getRoot() >= *n)
-    return emitOpError() << "root " << getRoot()
+  // C4 (I64Attr reads back unsigned: -1 is 2^64 - 1.)
+  int64_t root = static_cast<int64_t>(getRoot());
+  if (root < 0 || root >= *n)
+    return emitOpError() << "root " << root
                          << " is out of range for group size " << *n;
   return success();
 }

@@ -18,9 +18,8 @@ LogicalResult verifyShardingForType(TensorShardingAttr sharding, Type type,
 /// single-result op, an array of one spec per result otherwise.
 LogicalResult verifyResultShardings(Operation *op, Attribute value);
 
-/// Looks up the mesh `name` from `from`; emits an error on `from` and returns
-/// null when there is none.
-MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name);
+/// A shape as diagnostics print it: "[2, 3]", "[?, 3]".
+std::string formatShape(ArrayRef<int64_t> shape);
 
 } // namespace mlir::tessel
 

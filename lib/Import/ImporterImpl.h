@@ -48,10 +48,9 @@ Type getElementType(MLIRContext *ctx, int32_t dtype);
 class NodeContext {
 public:
   NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
-              int64_t opset, Location loc);
+              Location loc);
 
   const onnx::NodeProto &getNode() const { return node; }
-  int64_t getOpset() const { return opset; }
   OpBuilder &getBuilder();
   MLIRContext *getContext();
   Location getLoc() const { return loc; }
@@ -131,7 +130,6 @@ private:
 
   GraphImporter &importer;
   const onnx::NodeProto &node;
-  int64_t opset;
   Location loc;
 };
 

@@ -198,39 +198,41 @@ GraphImporter::getTensorData(const onnx::TensorProto &t) {
 
   // Typed fields: re-encode as little-endian bytes.
   ConstTensor c = ConstTensor::zeros(dtype, shape);
+  // Passes the first min(size, n) elements of a repeated field to `set`;
+  // returns the field's size.
+  auto copyField = [n](const auto &field, auto set) -> int64_t {
+    int64_t count = field.size();
+    for (int64_t k = 0; k < std::min(count, n); ++k)
+      set(k, field.Get(k));
+    return count;
+  };
   int64_t count = -1;
   switch (dtype) {
   case kFloat:
-    count = t.float_data_size();
-    for (int64_t k = 0; k < std::min(count, n); ++k)
-      c.f[k] = t.float_data(k);
+    count = copyField(t.float_data(), [&](int64_t k, float v) { c.f[k] = v; });
     break;
   case kDouble:
-    count = t.double_data_size();
-    for (int64_t k = 0; k < std::min(count, n); ++k)
-      c.f[k] = t.double_data(k);
+    count =
+        copyField(t.double_data(), [&](int64_t k, double v) { c.f[k] = v; });
     break;
   case kInt64:
-    count = t.int64_data_size();
-    for (int64_t k = 0; k < std::min(count, n); ++k)
-      c.i[k] = t.int64_data(k);
+    count =
+        copyField(t.int64_data(), [&](int64_t k, int64_t v) { c.i[k] = v; });
     break;
   case kFloat16:
   case kBFloat16: {
-    count = t.int32_data_size();
     std::vector<char> bits(2 * n);
-    for (int64_t k = 0; k < std::min(count, n); ++k) {
-      uint16_t v = uint16_t(t.int32_data(k));
-      std::memcpy(bits.data() + 2 * k, &v, 2);
-    }
+    count = copyField(t.int32_data(), [&](int64_t k, int32_t v) {
+      uint16_t half = uint16_t(v);
+      std::memcpy(bits.data() + 2 * k, &half, 2);
+    });
     if (count == n)
       return TensorData{weights.own(std::move(bits)), "", 0};
     break;
   }
   default:
-    count = t.int32_data_size();
-    for (int64_t k = 0; k < std::min(count, n); ++k)
-      c.setInt(k, t.int32_data(k));
+    count = copyField(t.int32_data(),
+                      [&](int64_t k, int32_t v) { c.setInt(k, v); });
     break;
   }
   if (count != n)

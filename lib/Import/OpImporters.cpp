@@ -11,6 +11,8 @@
 
 #include "ImporterImpl.h"
 
+#include "dialects/tessel/Verifiers.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
@@ -22,13 +24,6 @@ using namespace mlir::tessel;
 using namespace mlir::tessel::detail;
 
 namespace {
-
-std::string shapeStr(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t k = 0; k < shape.size(); ++k)
-    s += (k ? ", " : "") + std::to_string(shape[k]);
-  return s + "]";
-}
 
 NamedAttribute named(NodeContext &c, StringRef name, Attribute value) {
   return c.getBuilder().getNamedAttr(name, value);
@@ -51,6 +46,89 @@ LogicalResult defineFrom(NodeContext &c, FailureOr<Operation *> op,
   return success();
 }
 
+/// The single result of a created op.
+template <typename OpTy>
+FailureOr<Value> createValue(NodeContext &c, ValueRange operands,
+                             ArrayRef<NamedAttribute> attrs = {}) {
+  auto op = c.create<OpTy>(operands, attrs);
+  if (failed(op))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+/// Defines output 0 as `folded` when there is one. False otherwise: the
+/// caller builds ops.
+bool setFolded(NodeContext &c, std::optional<ConstTensor> folded) {
+  if (!folded)
+    return false;
+  c.setConst(0, std::move(*folded));
+  return true;
+}
+
+/// The values of inputs [0, n), less omitted optional ones.
+FailureOr<SmallVector<Value>> getValues(NodeContext &c, unsigned n) {
+  SmallVector<Value> values;
+  for (unsigned i = 0; i < n; ++i) {
+    if (!c.hasInput(i))
+      continue;
+    auto v = c.getValue(i);
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+  }
+  return values;
+}
+
+/// Normalises `axes` against `rank` and sorts them.
+LogicalResult normalizeAxes(NodeContext &c, SmallVectorImpl<int64_t> &axes,
+                            int64_t rank) {
+  for (int64_t &a : axes) {
+    auto n = c.normalizeAxis(a, rank, "axis");
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  llvm::sort(axes);
+  return success();
+}
+
+/// Output 0 from input 0 alone: `fold(input 0)` when input 0 is known at
+/// import and folds, input 0 itself when `identity`, otherwise an OpTy with
+/// `attrs` (and `resultTypes`, empty to infer them).
+template <typename OpTy, typename FoldFn>
+LogicalResult foldForwardOrCreate(NodeContext &c, FoldFn fold, bool identity,
+                                  ArrayRef<NamedAttribute> attrs,
+                                  TypeRange resultTypes, int32_t dtype) {
+  if (const ConstTensor *x = c.getConst(0); x && setFolded(c, fold(*x)))
+    return success();
+  if (identity) {
+    c.forward(0, 0);
+    return success();
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  return defineFrom(c, c.create<OpTy>({*x}, attrs, resultTypes), dtype);
+}
+
+/// The `axis` attribute (`dflt` when absent), normalised against input 0.
+FailureOr<int64_t> getAxisAttr(NodeContext &c, int64_t dflt) {
+  return c.normalizeAxis(c.getInt("axis", dflt), c.getRank(0), "axis");
+}
+
+/// The integers that newer opsets pass as constant input `i` and older ones
+/// as attribute `name` (Squeeze's axes, Split's sizes); std::nullopt when the
+/// node gives neither.
+FailureOr<std::optional<SmallVector<int64_t>>>
+getIntsInputOrAttr(NodeContext &c, unsigned i, StringRef name) {
+  if (!c.hasInput(i))
+    return c.getInts(name);
+  auto v = c.getConstInts(i, name);
+  if (failed(v))
+    return failure();
+  return std::optional<SmallVector<int64_t>>(std::move(*v));
+}
+
 LogicalResult requireFloat(NodeContext &c, unsigned i) {
   if (!isFloatDType(c.getDType(i)))
     return c.error("input " + Twine(i) + " must be a float tensor, not " +
@@ -62,21 +140,12 @@ LogicalResult requireFloat(NodeContext &c, unsigned i) {
 /// tessel.reshape.
 LogicalResult reshapeTo(NodeContext &c, ArrayRef<int64_t> shape) {
   if (getNumElements(shape) != c.getType(0).getNumElements())
-    return c.error("cannot reshape " + shapeStr(c.getShape(0)) + " to " +
-                   shapeStr(shape));
-  if (const ConstTensor *x = c.getConst(0)) {
-    c.setConst(0, foldReshape(*x, shape));
-    return success();
-  }
-  if (c.getShape(0) == shape) {
-    c.forward(0, 0);
-    return success();
-  }
-  auto x = c.getValue(0);
-  if (failed(x))
-    return failure();
+    return c.error("cannot reshape " + formatShape(c.getShape(0)) + " to " +
+                   formatShape(shape));
   auto type = RankedTensorType::get(shape, c.getType(0).getElementType());
-  return defineFrom(c, c.create<ReshapeOp>({*x}, {}, {type}), c.getDType(0));
+  return foldForwardOrCreate<ReshapeOp>(
+      c, [&](const ConstTensor &x) { return foldReshape(x, shape); },
+      c.getShape(0) == shape, {}, {type}, c.getDType(0));
 }
 
 //===----------------------------------------------------------------------===//
@@ -92,12 +161,8 @@ LogicalResult binary(NodeContext &c, const BinaryFn &fn,
   if (c.getNumInputs() != 2)
     return c.error("expects 2 inputs, got " + Twine(c.getNumInputs()));
   const ConstTensor *a = c.getConst(0), *b = c.getConst(1);
-  if (a && b) {
-    if (auto r = foldBinary(*a, *b, fn, intFn, dtype)) {
-      c.setConst(0, std::move(*r));
-      return success();
-    }
-  }
+  if (a && b && setFolded(c, foldBinary(*a, *b, fn, intFn, dtype)))
+    return success();
   auto lhs = c.getValue(0), rhs = c.getValue(1);
   if (failed(lhs) || failed(rhs))
     return failure();
@@ -189,10 +254,10 @@ LogicalResult variadicMinMax(NodeContext &c, bool isMax) {
     auto next = c.getValue(i);
     if (failed(next))
       return failure();
-    auto op = c.create<OpTy>({v, *next});
+    auto op = createValue<OpTy>(c, {v, *next});
     if (failed(op))
       return failure();
-    v = (*op)->getResult(0);
+    v = *op;
   }
   c.setOutput(0, v, c.getDType(0));
   return success();
@@ -200,49 +265,37 @@ LogicalResult variadicMinMax(NodeContext &c, bool isMax) {
 LogicalResult importMax(NodeContext &c) { return variadicMinMax<MaxOp>(c, true); }
 LogicalResult importMin(NodeContext &c) { return variadicMinMax<MinOp>(c, false); }
 
+/// `a Pred b` as 1 or 0, folding doubles and integers alike.
+template <ComparePredicate Pred, typename T> T comparison(T a, T b) {
+  switch (Pred) {
+  case ComparePredicate::EQ: return a == b;
+  case ComparePredicate::NE: return a != b;
+  case ComparePredicate::LT: return a < b;
+  case ComparePredicate::LE: return a <= b;
+  case ComparePredicate::GT: return a > b;
+  case ComparePredicate::GE: return a >= b;
+  }
+  return 0;
+}
+
 template <ComparePredicate Pred>
 LogicalResult compare(NodeContext &c) {
-  auto fn = [](double a, double b) -> double {
-    switch (Pred) {
-    case ComparePredicate::EQ: return a == b;
-    case ComparePredicate::NE: return a != b;
-    case ComparePredicate::LT: return a < b;
-    case ComparePredicate::LE: return a <= b;
-    case ComparePredicate::GT: return a > b;
-    case ComparePredicate::GE: return a >= b;
-    }
-    return 0;
-  };
-  auto intFn = [](int64_t a, int64_t b) -> int64_t {
-    switch (Pred) {
-    case ComparePredicate::EQ: return a == b;
-    case ComparePredicate::NE: return a != b;
-    case ComparePredicate::LT: return a < b;
-    case ComparePredicate::LE: return a <= b;
-    case ComparePredicate::GT: return a > b;
-    case ComparePredicate::GE: return a >= b;
-    }
-    return 0;
-  };
-  return binary<CompareOp>(c, fn, intFn, kBool, Pred);
+  return binary<CompareOp>(c, comparison<Pred, double>,
+                           comparison<Pred, int64_t>, kBool, Pred);
 }
 
 /// And / Or: folded only (Tessel has no logical binary ops yet).
 template <bool IsAnd>
 LogicalResult logical(NodeContext &c) {
   const ConstTensor *a = c.getConst(0), *b = c.getConst(1);
-  if (a && b) {
-    auto fn = [](double x, double y) -> double {
-      return IsAnd ? (x != 0 && y != 0) : (x != 0 || y != 0);
-    };
-    auto intFn = [](int64_t x, int64_t y) -> int64_t {
-      return IsAnd ? (x && y) : (x || y);
-    };
-    if (auto r = foldBinary(*a, *b, fn, intFn, kBool)) {
-      c.setConst(0, std::move(*r));
-      return success();
-    }
-  }
+  auto fn = [](double x, double y) -> double {
+    return IsAnd ? (x != 0 && y != 0) : (x != 0 || y != 0);
+  };
+  auto intFn = [](int64_t x, int64_t y) -> int64_t {
+    return IsAnd ? (x && y) : (x || y);
+  };
+  if (a && b && setFolded(c, foldBinary(*a, *b, fn, intFn, kBool)))
+    return success();
   // At run time, a select on bools: And(a, b) = where(a, b, false),
   // Or(a, b) = where(a, true, b); where broadcasts all three.
   if (c.getDType(0) != kBool || c.getDType(1) != kBool)
@@ -257,21 +310,21 @@ LogicalResult logical(NodeContext &c) {
                     kBool);
 }
 
-/// A float unary op; `fn` folds it.
+/// A unary op of the input's shape; `fn` folds it. A float op with the
+/// input's type, or (`resultDType` set) one on any input with that result.
 template <typename OpTy>
-LogicalResult unary(NodeContext &c, double (*fn)(double)) {
-  if (const ConstTensor *x = c.getConst(0)) {
-    if (auto r = foldUnary(*x, fn)) {
-      c.setConst(0, std::move(*r));
-      return success();
-    }
-  }
-  if (failed(requireFloat(c, 0)))
+LogicalResult unary(NodeContext &c, double (*fn)(double),
+                    std::optional<int32_t> resultDType = std::nullopt) {
+  if (const ConstTensor *x = c.getConst(0);
+      x && setFolded(c, foldUnary(*x, fn)))
+    return success();
+  if (!resultDType && failed(requireFloat(c, 0)))
     return failure();
   auto x = c.getValue(0);
   if (failed(x))
     return failure();
-  return defineFrom(c, c.create<OpTy>({*x}, {}, {x->getType()}), c.getDType(0));
+  return defineFrom(c, c.create<OpTy>({*x}, {}, {x->getType()}),
+                    resultDType.value_or(c.getDType(0)));
 }
 
 double negF(double x) { return -x; }
@@ -304,27 +357,13 @@ LogicalResult importAbs(NodeContext &c) { return unary<AbsOp>(c, absF); }
 /// Sin and Cos: folded only (rotary tables computed from constants).
 template <double (*Fn)(double)>
 LogicalResult foldOnlyUnary(NodeContext &c) {
-  if (const ConstTensor *x = c.getConst(0)) {
-    if (auto r = foldUnary(*x, Fn)) {
-      c.setConst(0, std::move(*r));
-      return success();
-    }
-  }
+  if (const ConstTensor *x = c.getConst(0);
+      x && setFolded(c, foldUnary(*x, Fn)))
+    return success();
   return c.error("is supported only on inputs known at import time");
 }
 
-LogicalResult importNot(NodeContext &c) {
-  if (const ConstTensor *x = c.getConst(0)) {
-    if (auto r = foldUnary(*x, notF)) {
-      c.setConst(0, std::move(*r));
-      return success();
-    }
-  }
-  auto x = c.getValue(0);
-  if (failed(x))
-    return failure();
-  return defineFrom(c, c.create<NotOp>({*x}, {}, {x->getType()}), kBool);
-}
+LogicalResult importNot(NodeContext &c) { return unary<NotOp>(c, notF, kBool); }
 
 LogicalResult importGelu(NodeContext &c) {
   if (failed(requireFloat(c, 0)))
@@ -349,12 +388,8 @@ LogicalResult importWhere(NodeContext &c) {
     return c.error("X and Y have different element types (" +
                    getDTypeName(c.getDType(1)) + ", " +
                    getDTypeName(c.getDType(2)) + ")");
-  if (cond && x && y) {
-    if (auto r = foldWhere(*cond, *x, *y)) {
-      c.setConst(0, std::move(*r));
-      return success();
-    }
-  }
+  if (cond && x && y && setFolded(c, foldWhere(*cond, *x, *y)))
+    return success();
   auto vc = c.getValue(0), vx = c.getValue(1), vy = c.getValue(2);
   if (failed(vc) || failed(vx) || failed(vy))
     return failure();
@@ -414,10 +449,11 @@ LogicalResult importClip(NodeContext &c) {
     } else {
       continue;
     }
-    auto op = i == 1 ? c.create<MaxOp>({v, bound}) : c.create<MinOp>({v, bound});
+    auto op = i == 1 ? createValue<MaxOp>(c, {v, bound})
+                     : createValue<MinOp>(c, {v, bound});
     if (failed(op))
       return failure();
-    v = (*op)->getResult(0);
+    v = *op;
   }
   c.setOutput(0, v, c.getDType(0));
   return success();
@@ -429,19 +465,10 @@ LogicalResult importCast(NodeContext &c) {
   if (!et)
     return c.error("cannot cast to " + getDTypeName(to) +
                    ", which Tessel does not support");
-  if (const ConstTensor *x = c.getConst(0)) {
-    c.setConst(0, foldCast(*x, to));
-    return success();
-  }
-  if (c.getDType(0) == to) {
-    c.forward(0, 0);
-    return success();
-  }
-  auto x = c.getValue(0);
-  if (failed(x))
-    return failure();
   auto type = RankedTensorType::get(c.getShape(0), et);
-  return defineFrom(c, c.create<CastOp>({*x}, {}, {type}), to);
+  return foldForwardOrCreate<CastOp>(
+      c, [&](const ConstTensor &x) { return foldCast(x, to); },
+      c.getDType(0) == to, {}, {type}, to);
 }
 
 LogicalResult importIdentity(NodeContext &c) {
@@ -505,7 +532,7 @@ LogicalResult importConstantOfShape(NodeContext &c) {
     return failure();
   for (int64_t d : *shape)
     if (d < 0)
-      return c.error("negative dim in shape " + shapeStr(*shape));
+      return c.error("negative dim in shape " + formatShape(*shape));
   int32_t dtype = kFloat;
   double value = 0;
   if (const auto *a = c.getAttr("value")) {
@@ -651,16 +678,17 @@ LogicalResult importReshape(NodeContext &c) {
     int64_t d = (*target)[k];
     if (d == 0 && !allowZero) {
       if (k >= in.size())
-        return c.error("shape " + shapeStr(*target) + " copies dim " +
+        return c.error("shape " + formatShape(*target) + " copies dim " +
                        Twine(k) + " of a rank-" + Twine(in.size()) + " input");
       d = in[k];
     } else if (d == -1) {
       if (inferred >= 0)
-        return c.error("shape " + shapeStr(*target) + " has more than one -1");
+        return c.error("shape " + formatShape(*target) +
+                       " has more than one -1");
       inferred = k;
       d = 1;
     } else if (d < 0) {
-      return c.error("shape " + shapeStr(*target) + " has a negative dim");
+      return c.error("shape " + formatShape(*target) + " has a negative dim");
     }
     shape.push_back(d);
   }
@@ -668,8 +696,8 @@ LogicalResult importReshape(NodeContext &c) {
   if (inferred >= 0) {
     int64_t known = getNumElements(shape);
     if (known == 0 || total % known)
-      return c.error("cannot reshape " + shapeStr(in) + " to " +
-                     shapeStr(*target));
+      return c.error("cannot reshape " + formatShape(in) + " to " +
+                     formatShape(*target));
     shape[inferred] = total / known;
   }
   return reshapeTo(c, shape);
@@ -692,24 +720,14 @@ LogicalResult importFlatten(NodeContext &c) {
 /// The axes of Squeeze/Unsqueeze: input 1 (opset 13+).
 FailureOr<SmallVector<int64_t>> getAxes(NodeContext &c, int64_t rank,
                                         bool required) {
-  SmallVector<int64_t> axes;
-  if (c.hasInput(1)) {
-    auto v = c.getConstInts(1, "axes");
-    if (failed(v))
-      return failure();
-    axes = *v;
-  } else if (auto attr = c.getInts("axes")) {
-    axes = *attr;
-  } else if (required) {
+  auto given = getIntsInputOrAttr(c, 1, "axes");
+  if (failed(given))
+    return failure();
+  if (!*given && required)
     return c.error("axes are required");
-  }
-  for (int64_t &a : axes) {
-    auto n = c.normalizeAxis(a, rank, "axis");
-    if (failed(n))
-      return failure();
-    a = *n;
-  }
-  llvm::sort(axes);
+  SmallVector<int64_t> axes = given->value_or(SmallVector<int64_t>());
+  if (failed(normalizeAxes(c, axes, rank)))
+    return failure();
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     return c.error("axes repeat");
   return axes;
@@ -766,27 +784,14 @@ LogicalResult importTranspose(NodeContext &c) {
   llvm::sort(sorted);
   for (int64_t k = 0; k < int64_t(sorted.size()); ++k)
     if (sorted[k] != k || int64_t(perm.size()) != rank)
-      return c.error("perm " + shapeStr(perm) +
+      return c.error("perm " + formatShape(perm) +
                      " is not a permutation of the " + Twine(rank) + " dims");
-  if (const ConstTensor *x = c.getConst(0)) {
-    if (auto r = foldTranspose(*x, perm)) {
-      c.setConst(0, std::move(*r));
-      return success();
-    }
-  }
   bool identity = llvm::all_of(llvm::enumerate(perm), [](auto it) {
     return int64_t(it.index()) == it.value();
   });
-  if (identity) {
-    c.forward(0, 0);
-    return success();
-  }
-  auto x = c.getValue(0);
-  if (failed(x))
-    return failure();
-  return defineFrom(c,
-                    c.create<TransposeOp>({*x}, {named(c, "perm", arrayAttr(c, perm))}),
-                    c.getDType(0));
+  return foldForwardOrCreate<TransposeOp>(
+      c, [&](const ConstTensor &x) { return foldTranspose(x, perm); }, identity,
+      {named(c, "perm", arrayAttr(c, perm))}, {}, c.getDType(0));
 }
 
 LogicalResult importSlice(NodeContext &c) {
@@ -843,33 +848,21 @@ LogicalResult importSlice(NodeContext &c) {
     hi[*axis] = std::max(s, e);
     st[*axis] = step;
   }
-  if (const ConstTensor *x = c.getConst(0)) {
-    if (auto r = foldSlice(*x, lo, hi, st)) {
-      c.setConst(0, std::move(*r));
-      return success();
-    }
-  }
   bool full = true;
   for (int64_t d = 0; d < rank; ++d)
     full &= lo[d] == 0 && hi[d] == in[d] && (st[d] == 1 || in[d] <= 1);
-  if (full) {
-    c.forward(0, 0);
-    return success();
-  }
-  auto x = c.getValue(0);
-  if (failed(x))
-    return failure();
-  return defineFrom(c,
-                    c.create<SliceOp>({*x}, {named(c, "starts", arrayAttr(c, lo)),
-                                             named(c, "limits", arrayAttr(c, hi)),
-                                             named(c, "strides", arrayAttr(c, st))}),
-                    c.getDType(0));
+  return foldForwardOrCreate<SliceOp>(
+      c, [&](const ConstTensor &x) { return foldSlice(x, lo, hi, st); }, full,
+      {named(c, "starts", arrayAttr(c, lo)),
+       named(c, "limits", arrayAttr(c, hi)),
+       named(c, "strides", arrayAttr(c, st))},
+      {}, c.getDType(0));
 }
 
 LogicalResult importConcat(NodeContext &c) {
   if (c.getNumInputs() == 0)
     return c.error("has no inputs");
-  auto axis = c.normalizeAxis(c.getInt("axis", 0), c.getRank(0), "axis");
+  auto axis = getAxisAttr(c, 0);
   if (failed(axis))
     return failure();
   for (unsigned i = 1; i < c.getNumInputs(); ++i)
@@ -879,10 +872,8 @@ LogicalResult importConcat(NodeContext &c) {
     SmallVector<const ConstTensor *> xs;
     for (unsigned i = 0; i < c.getNumInputs(); ++i)
       xs.push_back(c.getConst(i));
-    if (auto r = foldConcat(xs, *axis)) {
-      c.setConst(0, std::move(*r));
+    if (setFolded(c, foldConcat(xs, *axis)))
       return success();
-    }
   }
   SmallVector<Value> operands;
   for (unsigned i = 0; i < c.getNumInputs(); ++i) {
@@ -904,19 +895,17 @@ LogicalResult importConcat(NodeContext &c) {
 
 LogicalResult importSplit(NodeContext &c) {
   ArrayRef<int64_t> in = c.getShape(0);
-  auto axis = c.normalizeAxis(c.getInt("axis", 0), in.size(), "axis");
+  auto axis = getAxisAttr(c, 0);
   if (failed(axis))
     return failure();
   int64_t dim = in[*axis];
   unsigned n = c.getNumOutputs();
+  auto given = getIntsInputOrAttr(c, 1, "split");
+  if (failed(given))
+    return failure();
   SmallVector<int64_t> sizes;
-  if (c.hasInput(1)) {
-    auto s = c.getConstInts(1, "split");
-    if (failed(s))
-      return failure();
-    sizes = *s;
-  } else if (auto s = c.getInts("split")) {
-    sizes = *s;
+  if (*given) {
+    sizes = **given;
   } else {
     int64_t parts = c.getInt("num_outputs", n);
     if (parts <= 0)
@@ -932,8 +921,9 @@ LogicalResult importSplit(NodeContext &c) {
     return c.error(Twine(sizes.size()) + " split sizes for " + Twine(n) +
                    " outputs");
   if (std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim)
-    return c.error("split sizes " + shapeStr(sizes) + " do not add up to dim " +
-                   Twine(*axis) + " (" + Twine(dim) + ")");
+    return c.error("split sizes " + formatShape(sizes) +
+                   " do not add up to dim " + Twine(*axis) + " (" + Twine(dim) +
+                   ")");
   if (const ConstTensor *x = c.getConst(0)) {
     int64_t offset = 0;
     for (unsigned k = 0; k < n; ++k) {
@@ -951,7 +941,7 @@ LogicalResult importSplit(NodeContext &c) {
   }
   for (int64_t s : sizes)
     if (s <= 0)
-      return c.error("empty split pieces " + shapeStr(sizes) +
+      return c.error("empty split pieces " + formatShape(sizes) +
                      " are not supported");
   auto x = c.getValue(0);
   if (failed(x))
@@ -977,28 +967,17 @@ LogicalResult importExpand(NodeContext &c) {
     return failure();
   auto shape = broadcastShape(c.getShape(0), *target);
   if (!shape)
-    return c.error("cannot expand " + shapeStr(c.getShape(0)) + " to " +
-                   shapeStr(*target));
-  if (const ConstTensor *x = c.getConst(0)) {
-    if (auto r = foldExpand(*x, *shape)) {
-      c.setConst(0, std::move(*r));
-      return success();
-    }
-  }
-  if (ArrayRef<int64_t>(*shape) == c.getShape(0)) {
-    c.forward(0, 0);
-    return success();
-  }
-  auto x = c.getValue(0);
-  if (failed(x))
-    return failure();
+    return c.error("cannot expand " + formatShape(c.getShape(0)) + " to " +
+                   formatShape(*target));
   auto type = RankedTensorType::get(*shape, c.getType(0).getElementType());
-  return defineFrom(c, c.create<ExpandOp>({*x}, {}, {type}), c.getDType(0));
+  return foldForwardOrCreate<ExpandOp>(
+      c, [&](const ConstTensor &x) { return foldExpand(x, *shape); },
+      ArrayRef<int64_t>(*shape) == c.getShape(0), {}, {type}, c.getDType(0));
 }
 
 LogicalResult importGather(NodeContext &c) {
   ArrayRef<int64_t> in = c.getShape(0);
-  auto axis = c.normalizeAxis(c.getInt("axis", 0), in.size(), "axis");
+  auto axis = getAxisAttr(c, 0);
   if (failed(axis))
     return failure();
   int64_t dim = in[*axis];
@@ -1013,12 +992,9 @@ LogicalResult importGather(NodeContext &c) {
                        Twine(*axis) + " of size " + Twine(dim));
       normalized->setInt(k, i < 0 ? i + dim : i);
     }
-    if (const ConstTensor *data = c.getConst(0)) {
-      if (auto r = foldGather(*data, *normalized, *axis)) {
-        c.setConst(0, std::move(*r));
-        return success();
-      }
-    }
+    if (const ConstTensor *data = c.getConst(0);
+        data && setFolded(c, foldGather(*data, *normalized, *axis)))
+      return success();
   }
   auto data = c.getValue(0);
   if (failed(data))
@@ -1050,15 +1026,10 @@ LogicalResult importGemm(NodeContext &c) {
   if (failed(requireFloat(c, 0)) || failed(requireFloat(c, 1)))
     return failure();
   float alpha = c.getFloat("alpha", 1.0f), beta = c.getFloat("beta", 1.0f);
-  SmallVector<Value> operands;
-  for (unsigned i = 0; i < 3; ++i) {
-    if (!c.hasInput(i) || (i == 2 && beta == 0.0f))
-      continue;
-    auto v = c.getValue(i);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
+  // C is optional, and unused when beta is 0.
+  auto operands = getValues(c, beta == 0.0f ? 2 : 3);
+  if (failed(operands))
+    return failure();
   OpBuilder &b = c.getBuilder();
   SmallVector<NamedAttribute> attrs;
   if (c.getInt("transA", 0))
@@ -1067,9 +1038,9 @@ LogicalResult importGemm(NodeContext &c) {
     attrs.push_back(named(c, "trans_b", b.getUnitAttr()));
   if (alpha != 1.0f)
     attrs.push_back(named(c, "alpha", b.getF32FloatAttr(alpha)));
-  if (beta != 1.0f && operands.size() == 3)
+  if (beta != 1.0f && operands->size() == 3)
     attrs.push_back(named(c, "beta", b.getF32FloatAttr(beta)));
-  return defineFrom(c, c.create<GemmOp>(operands, attrs), c.getDType(0));
+  return defineFrom(c, c.create<GemmOp>(*operands, attrs), c.getDType(0));
 }
 
 /// ReduceSum/Mean/Max. `axesFromInput`: opset 13 ReduceSum and opset 18
@@ -1095,13 +1066,8 @@ LogicalResult reduce(NodeContext &c) {
     for (int64_t k = 0; k < rank; ++k)
       axes.push_back(k);
   }
-  for (int64_t &a : axes) {
-    auto n = c.normalizeAxis(a, rank, "axis");
-    if (failed(n))
-      return failure();
-    a = *n;
-  }
-  llvm::sort(axes);
+  if (failed(normalizeAxes(c, axes, rank)))
+    return failure();
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   auto x = c.getValue(0);
   if (failed(x))
@@ -1116,7 +1082,7 @@ template <typename OpTy>
 LogicalResult softmaxLike(NodeContext &c) {
   if (failed(requireFloat(c, 0)))
     return failure();
-  auto axis = c.normalizeAxis(c.getInt("axis", -1), c.getRank(0), "axis");
+  auto axis = getAxisAttr(c, -1);
   if (failed(axis))
     return failure();
   auto x = c.getValue(0);
@@ -1131,7 +1097,7 @@ LogicalResult softmaxLike(NodeContext &c) {
 LogicalResult importLayerNormalization(NodeContext &c) {
   if (failed(requireFloat(c, 0)))
     return failure();
-  auto axis = c.normalizeAxis(c.getInt("axis", -1), c.getRank(0), "axis");
+  auto axis = getAxisAttr(c, -1);
   if (failed(axis))
     return failure();
   float epsilon = c.getFloat("epsilon", 1e-5f);
@@ -1147,46 +1113,37 @@ LogicalResult importLayerNormalization(NodeContext &c) {
     SmallVector<NamedAttribute> attrs = {
         named(c, "dims", arrayAttr(c, dims)),
         named(c, "keep_dims", c.getBuilder().getUnitAttr())};
-    auto mean = c.create<ReduceMeanOp>({*x}, attrs);
+    auto mean = createValue<ReduceMeanOp>(c, {*x}, attrs);
     if (failed(mean))
       return failure();
-    Value m = (*mean)->getResult(0);
-    auto d = c.create<SubOp>({*x, m});
+    auto d = createValue<SubOp>(c, {*x, *mean});
     if (failed(d))
       return failure();
-    Value dv = (*d)->getResult(0);
-    auto sq = c.create<MulOp>({dv, dv});
+    auto sq = createValue<MulOp>(c, {*d, *d});
     if (failed(sq))
       return failure();
-    auto var = c.create<ReduceMeanOp>({(*sq)->getResult(0)}, attrs);
+    auto var = createValue<ReduceMeanOp>(c, {*sq}, attrs);
     if (failed(var))
       return failure();
-    auto ve = c.create<AddOp>(
-        {(*var)->getResult(0),
-         c.scalarConstant(epsilon, c.getType(0).getElementType())});
+    auto ve = createValue<AddOp>(
+        c, {*var, c.scalarConstant(epsilon, c.getType(0).getElementType())});
     if (failed(ve))
       return failure();
-    auto inv = c.create<RsqrtOp>({(*ve)->getResult(0)});
+    auto inv = createValue<RsqrtOp>(c, {*ve});
     if (failed(inv))
       return failure();
     if (c.isOutputUsed(1))
-      c.setOutput(1, m, c.getDType(0));
+      c.setOutput(1, *mean, c.getDType(0));
     if (c.isOutputUsed(2))
-      c.setOutput(2, (*inv)->getResult(0), c.getDType(0));
+      c.setOutput(2, *inv, c.getDType(0));
   }
-  SmallVector<Value> operands;
-  for (unsigned i = 0; i < 3; ++i) {
-    if (!c.hasInput(i))
-      continue;
-    auto v = c.getValue(i);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
+  auto operands = getValues(c, 3);
+  if (failed(operands))
+    return failure();
   return defineFrom(
       c,
       c.create<LayerNormOp>(
-          operands,
+          *operands,
           {named(c, "axis", i64Attr(c, *axis)),
            named(c, "epsilon", c.getBuilder().getF32FloatAttr(epsilon))}),
       c.getDType(0));
@@ -1198,17 +1155,13 @@ LogicalResult importBatchNormalization(NodeContext &c) {
   for (unsigned k = 1; k < c.getNumOutputs(); ++k)
     if (c.isOutputUsed(k))
       return c.error("the running statistics outputs are not supported");
-  SmallVector<Value> operands;
-  for (unsigned i = 0; i < 5; ++i) {
-    auto v = c.getValue(i);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
+  auto operands = getValues(c, 5);
+  if (failed(operands))
+    return failure();
   return defineFrom(
       c,
       c.create<BatchNormOp>(
-          operands, {named(c, "epsilon", c.getBuilder().getF32FloatAttr(
+          *operands, {named(c, "epsilon", c.getBuilder().getF32FloatAttr(
                                              c.getFloat("epsilon", 1e-5f)))}),
       c.getDType(0));
 }
@@ -1216,6 +1169,11 @@ LogicalResult importBatchNormalization(NodeContext &c) {
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
+
+/// A 2-D window attribute (strides, dilations); [1, 1] when absent.
+SmallVector<int64_t> getPair(NodeContext &c, StringRef name) {
+  return c.getInts(name).value_or(SmallVector<int64_t>{1, 1});
+}
 
 /// Pads from auto_pad / pads, as [top, left, bottom, right].
 FailureOr<SmallVector<int64_t>> getPads(NodeContext &c, ArrayRef<int64_t> kernel,
@@ -1253,27 +1211,20 @@ LogicalResult importConv(NodeContext &c) {
   ArrayRef<int64_t> w = c.getShape(1);
   SmallVector<int64_t> kernel = {w[2], w[3]};
   if (auto ks = c.getInts("kernel_shape"); ks && ArrayRef<int64_t>(*ks) != ArrayRef<int64_t>(kernel))
-    return c.error("kernel_shape " + shapeStr(*ks) + " does not match the weight " +
-                   shapeStr(w));
-  SmallVector<int64_t> strides = c.getInts("strides").value_or(SmallVector<int64_t>{1, 1});
-  SmallVector<int64_t> dilations =
-      c.getInts("dilations").value_or(SmallVector<int64_t>{1, 1});
+    return c.error("kernel_shape " + formatShape(*ks) +
+                   " does not match the weight " + formatShape(w));
+  SmallVector<int64_t> strides = getPair(c, "strides"),
+                       dilations = getPair(c, "dilations");
   if (strides.size() != 2 || dilations.size() != 2)
     return c.error("strides and dilations must have 2 entries");
   auto pads = getPads(c, kernel, strides, dilations);
   if (failed(pads))
     return failure();
-  SmallVector<Value> operands;
-  for (unsigned i = 0; i < 3; ++i) {
-    if (!c.hasInput(i))
-      continue;
-    auto v = c.getValue(i);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
+  auto operands = getValues(c, 3);
+  if (failed(operands))
+    return failure();
   return defineFrom(c,
-                    c.create<Conv2DOp>(operands,
+                    c.create<Conv2DOp>(*operands,
                                        {named(c, "strides", arrayAttr(c, strides)),
                                         named(c, "pads", arrayAttr(c, *pads)),
                                         named(c, "dilations", arrayAttr(c, dilations)),
@@ -1291,9 +1242,8 @@ LogicalResult pool(NodeContext &c) {
   auto kernel = c.getInts("kernel_shape");
   if (!kernel || kernel->size() != 2)
     return c.error("kernel_shape must have 2 entries");
-  SmallVector<int64_t> strides = c.getInts("strides").value_or(SmallVector<int64_t>{1, 1});
-  SmallVector<int64_t> dilations =
-      c.getInts("dilations").value_or(SmallVector<int64_t>{1, 1});
+  SmallVector<int64_t> strides = getPair(c, "strides"),
+                       dilations = getPair(c, "dilations");
   if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
     return c.error("dilated pooling is not supported");
   auto pads = getPads(c, *kernel, strides, dilations);
@@ -1349,16 +1299,14 @@ LogicalResult importOneToOne(NodeContext &c) {
   if (c.getNumInputs() != Row->numOperands)
     return c.error("expects " + Twine(Row->numOperands) + " inputs, got " +
                    Twine(c.getNumInputs()));
-  SmallVector<Value> operands;
-  for (unsigned i = 0; i < Row->numOperands; ++i) {
+  for (unsigned i = 0; i < Row->numOperands; ++i)
     if (failed(requireFloat(c, i)))
       return failure();
-    FailureOr<Value> v = c.getValue(i);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
-  Builder b(operands.front().getContext());
+  auto values = getValues(c, Row->numOperands);
+  if (failed(values))
+    return failure();
+  SmallVector<Value> &operands = *values;
+  Builder b(c.getContext());
   SmallVector<NamedAttribute> attrs;
   for (const OneToOneAttr &a : ArrayRef(Row->attrs, Row->numAttrs)) {
     if (!c.getAttr(a.onnxName) && !*a.onnxDefault)

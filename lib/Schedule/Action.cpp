@@ -10,27 +10,24 @@ using namespace llvm;
 
 namespace tessel::pipeline {
 
+/// Each kind's name in the text form, then the aliases a parser accepts too.
+static constexpr std::pair<const char *, ActionKind> kKindNames[] = {
+    {"F", ActionKind::Forward},
+    {"B", ActionKind::BackwardInput},
+    {"W", ActionKind::BackwardWeight},
+    {"BW", ActionKind::FullBackward},
+    {"SEND_F", ActionKind::SendForward},
+    {"RECV_F", ActionKind::RecvForward},
+    {"SEND_B", ActionKind::SendBackward},
+    {"RECV_B", ActionKind::RecvBackward},
+    {"STEP", ActionKind::OptimizerStep},
+    {"FULL_BACKWARD", ActionKind::FullBackward},
+};
+
 StringRef getActionKindName(ActionKind k) {
-  switch (k) {
-  case ActionKind::Forward:
-    return "F";
-  case ActionKind::BackwardInput:
-    return "B";
-  case ActionKind::BackwardWeight:
-    return "W";
-  case ActionKind::FullBackward:
-    return "BW";
-  case ActionKind::SendForward:
-    return "SEND_F";
-  case ActionKind::RecvForward:
-    return "RECV_F";
-  case ActionKind::SendBackward:
-    return "SEND_B";
-  case ActionKind::RecvBackward:
-    return "RECV_B";
-  case ActionKind::OptimizerStep:
-    return "STEP";
-  }
+  for (const auto &[n, kind] : kKindNames)
+    if (kind == k)
+      return n;
   llvm_unreachable("unknown action kind");
 }
 
@@ -48,19 +45,7 @@ std::string formatAction(const Action &a) {
 }
 
 static std::optional<ActionKind> parseKind(StringRef name) {
-  static constexpr std::pair<const char *, ActionKind> kNames[] = {
-      {"F", ActionKind::Forward},
-      {"B", ActionKind::BackwardInput},
-      {"W", ActionKind::BackwardWeight},
-      {"BW", ActionKind::FullBackward},
-      {"FULL_BACKWARD", ActionKind::FullBackward},
-      {"SEND_F", ActionKind::SendForward},
-      {"RECV_F", ActionKind::RecvForward},
-      {"SEND_B", ActionKind::SendBackward},
-      {"RECV_B", ActionKind::RecvBackward},
-      {"STEP", ActionKind::OptimizerStep},
-  };
-  for (const auto &[n, k] : kNames)
+  for (const auto &[n, k] : kKindNames)
     if (name == n)
       return k;
   return std::nullopt;

@@ -6,6 +6,32 @@
 
 namespace tessel::pipeline::detail {
 
+/// Runs every rank's list as far as it goes, with a work list that starts
+/// with every rank (rank 0 first): `advance(r, pc, work)` moves pc[r] on
+/// (never past layout.offsets[r + 1]) until rank r blocks, and pushes onto
+/// `work` the ranks its progress unblocks. Returns how many actions of its
+/// list each rank reached.
+template <typename AdvanceFn>
+static std::vector<size_t> runWorkList(const FlatLayout &layout,
+                                       AdvanceFn advance) {
+  const int32_t numRanks = layout.numRanks();
+  std::vector<size_t> pc(numRanks);
+  std::vector<int32_t> work(numRanks);
+  for (int32_t r = 0; r < numRanks; ++r) {
+    pc[r] = layout.offsets[r];
+    work[r] = numRanks - 1 - r;
+  }
+  while (!work.empty()) {
+    int32_t r = work.back();
+    work.pop_back();
+    advance(r, pc, work);
+  }
+  std::vector<size_t> reached(numRanks);
+  for (int32_t r = 0; r < numRanks; ++r)
+    reached[r] = pc[r] - layout.offsets[r];
+  return reached;
+}
+
 TimedRun runTimed(const FlatLayout &layout, const std::vector<int64_t> &dep,
                   const std::vector<double> &delay,
                   const std::vector<double> &cost) {
@@ -15,19 +41,12 @@ TimedRun runTimed(const FlatLayout &layout, const std::vector<int64_t> &dep,
   run.start.assign(n, 0.0);
   run.end.assign(n, 0.0);
   std::vector<uint8_t> done(n, 0);
-  std::vector<size_t> pc(numRanks);
   std::vector<double> clock(numRanks, 0.0);
   // Ranks waiting on an action form an intrusive list: waitHead[action] is the
   // first waiting rank, waitNext[rank] the next. A rank waits on one action.
   std::vector<int32_t> waitHead(n, -1), waitNext(numRanks, -1);
-  std::vector<int32_t> work(numRanks);
-  for (int32_t r = 0; r < numRanks; ++r) {
-    pc[r] = layout.offsets[r];
-    work[r] = numRanks - 1 - r;
-  }
-  while (!work.empty()) {
-    int32_t r = work.back();
-    work.pop_back();
+  run.reached = runWorkList(layout, [&](int32_t r, std::vector<size_t> &pc,
+                                        std::vector<int32_t> &work) {
     const size_t last = layout.offsets[r + 1];
     while (pc[r] < last) {
       size_t id = pc[r];
@@ -52,29 +71,18 @@ TimedRun runTimed(const FlatLayout &layout, const std::vector<int64_t> &dep,
       }
       waitHead[id] = -1;
     }
-  }
+  });
   run.complete = true;
-  run.reached.resize(numRanks);
-  for (int32_t r = 0; r < numRanks; ++r) {
-    run.reached[r] = pc[r] - layout.offsets[r];
-    if (pc[r] != layout.offsets[r + 1])
+  for (int32_t r = 0; r < numRanks; ++r)
+    if (layout.offsets[r] + run.reached[r] != layout.offsets[r + 1])
       run.complete = false;
-  }
   return run;
 }
 
 std::vector<size_t> runRendezvous(const FlatLayout &layout,
                                   const std::vector<int64_t> &partner) {
-  const int32_t numRanks = layout.numRanks();
-  std::vector<size_t> pc(numRanks);
-  std::vector<int32_t> work(numRanks);
-  for (int32_t r = 0; r < numRanks; ++r) {
-    pc[r] = layout.offsets[r];
-    work[r] = numRanks - 1 - r;
-  }
-  while (!work.empty()) {
-    int32_t r = work.back();
-    work.pop_back();
+  return runWorkList(layout, [&](int32_t r, std::vector<size_t> &pc,
+                                 std::vector<int32_t> &work) {
     const size_t last = layout.offsets[r + 1];
     while (pc[r] < last) {
       int64_t other = partner[pc[r]];
@@ -91,11 +99,7 @@ std::vector<size_t> runRendezvous(const FlatLayout &layout,
       ++pc[q];
       work.push_back(q);
     }
-  }
-  std::vector<size_t> reached(numRanks);
-  for (int32_t r = 0; r < numRanks; ++r)
-    reached[r] = pc[r] - layout.offsets[r];
-  return reached;
+  });
 }
 
 void buildImplicitDependencies(const Schedule &s, const FlatLayout &layout,

@@ -12,15 +12,22 @@ Error makeScheduleError(const Twine &msg) {
   return make_error<StringError>(msg, inconvertibleErrorCode());
 }
 
+/// "number of <what> must be at least 1, got <n>" for the first count
+/// below 1.
+static Error checkCounts(ArrayRef<std::pair<StringRef, int32_t>> counts) {
+  for (auto [what, n] : counts)
+    if (n < 1)
+      return makeScheduleError("number of " + what +
+                               " must be at least 1, got " + Twine(n));
+  return Error::success();
+}
+
 Expected<Schedule> Schedule::create(std::string name, int32_t numRanks,
                                     int32_t numMicrobatches,
                                     std::vector<int32_t> stageToRank) {
-  if (numRanks < 1)
-    return makeScheduleError("number of ranks must be at least 1, got " +
-                             Twine(numRanks));
-  if (numMicrobatches < 1)
-    return makeScheduleError("number of microbatches must be at least 1, got " +
-                             Twine(numMicrobatches));
+  if (Error e = checkCounts(
+          {{"ranks", numRanks}, {"microbatches", numMicrobatches}}))
+    return std::move(e);
   if (stageToRank.empty())
     return makeScheduleError("a schedule needs at least one stage");
   if (uint64_t(stageToRank.size()) * uint64_t(numMicrobatches) >
@@ -55,15 +62,10 @@ Expected<Schedule> Schedule::create(std::string name, int32_t numRanks,
 Expected<Schedule> Schedule::createLooped(std::string name, int32_t numRanks,
                                           int32_t chunks,
                                           int32_t numMicrobatches) {
-  if (numRanks < 1)
-    return makeScheduleError("number of stages must be at least 1, got " +
-                             Twine(numRanks));
-  if (chunks < 1)
-    return makeScheduleError("number of chunks must be at least 1, got " +
-                             Twine(chunks));
-  if (numMicrobatches < 1)
-    return makeScheduleError("number of microbatches must be at least 1, got " +
-                             Twine(numMicrobatches));
+  if (Error e = checkCounts({{"stages", numRanks},
+                             {"chunks", chunks},
+                             {"microbatches", numMicrobatches}}))
+    return std::move(e);
   if (uint64_t(numRanks) * uint64_t(chunks) * uint64_t(numMicrobatches) >
       kMaxStageMicrobatchPairs)
     return makeScheduleError("schedule too large: " + Twine(numRanks) +
@@ -89,15 +91,6 @@ bool Schedule::hasCommunication() const {
   for (const auto &list : rankActions)
     for (const Action &a : list)
       if (isCommunication(a.kind))
-        return true;
-  return false;
-}
-
-bool Schedule::hasSplitBackward() const {
-  for (const auto &list : rankActions)
-    for (const Action &a : list)
-      if (a.kind == ActionKind::BackwardInput ||
-          a.kind == ActionKind::BackwardWeight)
         return true;
   return false;
 }

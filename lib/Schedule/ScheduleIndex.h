@@ -42,7 +42,6 @@ struct FlatLayout {
     auto it = std::upper_bound(offsets.begin(), offsets.end(), id);
     return int32_t(it - offsets.begin()) - 1;
   }
-  size_t positionOf(size_t id) const { return id - offsets[rankOf(id)]; }
 };
 
 /// The id of every (kind, stage, microbatch), kNone where absent.

@@ -104,17 +104,16 @@ int parseArgs(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
-    bool hasValue = false;
     auto takeValue = [&](const std::string &flag) -> bool {
       if (a.compare(0, flag.size() + 1, flag + "=") == 0) {
         value = a.substr(flag.size() + 1);
-        return hasValue = true;
+        return true;
       }
       if (a == flag) {
         if (i + 1 >= argc)
           return false;
         value = argv[++i];
-        return hasValue = true;
+        return true;
       }
       return false;
     };
@@ -174,7 +173,6 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else {
       return usageError("unexpected argument '" + a + "'");
     }
-    (void)hasValue;
   }
   if (o.artifact.empty())
     return usageError("no artifact given");

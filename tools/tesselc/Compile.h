@@ -4,6 +4,7 @@
 #define TESSEL_TOOLS_TESSELC_COMPILE_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/CommandLine.h"
 
 namespace tessel {
@@ -22,6 +23,9 @@ enum class StopAfter {
 
 /// The options of the sharding phases, for --help grouping.
 llvm::cl::OptionCategory &getShardingCategory();
+
+/// Prints "tesselc: error: <message>"; returns 1, tesselc's exit code then.
+int fail(const llvm::Twine &message);
 
 /// Compiles `inputPath` (an ONNX model, or tessel IR in a .mlir file whose
 /// weights come from --weights or the model it was imported from) and writes

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "EmitSchedule.h"
+#include "Compile.h"
 
 #include "tessel/Schedule/Registry.h"
 #include "tessel/Schedule/Report.h"
@@ -16,7 +17,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/ToolOutputFile.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
@@ -91,15 +91,7 @@ cl::opt<bool>
               cl::desc("Print only the figures, not the action lists"),
               cl::cat(getScheduleCategory()));
 
-int fail(const Twine &msg) {
-  WithColor::error(errs(), "tesselc") << msg << '\n';
-  return 1;
-}
-
-int fail(Error e) {
-  std::string msg = toString(std::move(e));
-  return fail(msg);
-}
+int fail(Error e) { return tessel::fail(toString(std::move(e))); }
 
 Expected<Schedule> getSchedule() {
   if (!scheduleFile.empty()) {
@@ -123,15 +115,11 @@ Expected<Schedule> getSchedule() {
     return makeScheduleError("--stages is required with --schedule");
   if (!microbatches.getNumOccurrences())
     return makeScheduleError("--microbatches is required with --schedule");
-  if (stages < 1)
-    return makeScheduleError("--stages must be at least 1, got " +
-                             Twine(stages));
-  if (microbatches < 1)
-    return makeScheduleError("--microbatches must be at least 1, got " +
-                             Twine(microbatches));
-  if (chunks < 1)
-    return makeScheduleError("--chunks must be at least 1, got " +
-                             Twine(chunks));
+  for (const cl::opt<int> *count : {&stages, &microbatches, &chunks})
+    if (*count < 1)
+      return makeScheduleError("--" + count->ArgStr +
+                               " must be at least 1, got " +
+                               Twine(int(*count)));
   ScheduleOptions opts;
   opts.ranks = stages;
   opts.microbatches = microbatches;

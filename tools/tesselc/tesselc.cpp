@@ -48,47 +48,42 @@ cl::opt<std::string> outputFile("o", cl::value_desc("file"),
                                 cl::desc("Output file; default stdout"),
                                 cl::init("-"), cl::cat(generalCategory));
 
-
 int run() {
   switch (emit) {
   case EmitPhase::Schedule:
-    if (!inputFile.empty()) {
-      WithColor::error(errs(), "tesselc")
-          << "--emit=schedule takes no input model (got '" << inputFile
-          << "'); it builds a schedule from --schedule, --stages, "
-             "--microbatches\n";
-      return 1;
-    }
+    if (!inputFile.empty())
+      return tessel::fail("--emit=schedule takes no input model (got '" +
+                        inputFile + "'); it builds a schedule from "
+                        "--schedule, --stages, --microbatches");
     return tessel::emitSchedule(outputFile);
   case EmitPhase::Mlir:
-    if (inputFile.empty()) {
-      WithColor::error(errs(), "tesselc")
-          << "--emit=mlir needs an input model (tesselc model.onnx --emit=mlir)\n";
-      return 1;
-    }
+    if (inputFile.empty())
+      return tessel::fail(
+          "--emit=mlir needs an input model (tesselc model.onnx --emit=mlir)");
     return tessel::compile(inputFile, outputFile, tessel::StopAfter::Import);
   case EmitPhase::Propagated:
   case EmitPhase::Partitioned:
-    if (inputFile.empty()) {
-      WithColor::error(errs(), "tesselc") << "no input file (see --help)\n";
-      return 1;
-    }
+    if (inputFile.empty())
+      return tessel::fail("no input file (see --help)");
     return tessel::compile(inputFile, outputFile,
                            emit == EmitPhase::Propagated
                                ? tessel::StopAfter::Propagate
                                : tessel::StopAfter::Partition);
   case EmitPhase::Artifact:
-    if (inputFile.empty()) {
-      WithColor::error(errs(), "tesselc")
-          << "no input file; give a model, or --emit=schedule (see --help)\n";
-      return 1;
-    }
+    if (inputFile.empty())
+      return tessel::fail(
+          "no input file; give a model, or --emit=schedule (see --help)");
     return tessel::compile(inputFile, outputFile, tessel::StopAfter::Artifact);
   }
   return 1;
 }
 
 } // namespace
+
+int tessel::fail(const Twine &message) {
+  WithColor::error(errs(), "tesselc") << message << "\n";
+  return 1;
+}
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);

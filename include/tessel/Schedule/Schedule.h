@@ -66,7 +66,6 @@ public:
   llvm::ArrayRef<int32_t> getStagesOf(int32_t rank) const {
     return rankStages[rank];
   }
-  llvm::ArrayRef<int32_t> getPlacement() const { return stageRank; }
 
   llvm::ArrayRef<Action> getActions(int32_t rank) const {
     return rankActions[rank];
@@ -80,8 +79,6 @@ public:
   size_t size() const;
   /// True when some rank lists a send or a receive.
   bool hasCommunication() const;
-  /// True when backwards are split into B and W.
-  bool hasSplitBackward() const;
 
   /// The stage on the other end of a send or receive: SEND_F s -> s+1,
   /// RECV_F s -> s-1, SEND_B s -> s-1, RECV_B s -> s+1.

@@ -11,20 +11,26 @@
 #include "tessel/Import/OnnxImporter.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FileSystem.h"
 
 #include <cstdint>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace {
 
+/// A fresh directory of this process's own in the system temp folder
+/// (TMPDIR), made once.
 const std::string &emptyDir() {
   static const std::string dir = [] {
-    std::string d = "/tmp/tessel-import-fuzz-" + std::to_string(getpid());
-    mkdir(d.c_str(), 0755);
-    return d;
+    llvm::SmallString<128> d;
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueDirectory("tessel-import-fuzz", d))
+      llvm::report_fatal_error(
+          llvm::Twine("cannot make a temporary directory: ") + ec.message());
+    return d.str().str();
   }();
   return dir;
 }

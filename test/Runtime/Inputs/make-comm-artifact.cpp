@@ -63,6 +63,28 @@ std::vector<int64_t> range(int64_t start, int64_t n, int64_t step = 1) {
   return r;
 }
 
+/// relu(x W1) W2 on `rows` rows of hidden width `hid`: adds the weights and
+/// the ops; returns the buffers of the relu and of the product.
+std::pair<int, int> addMlp(ProgramBuilder &p, int x, int64_t rows, int64_t hid,
+                           const std::vector<float> &w1,
+                           const std::vector<float> &w2) {
+  int W1 = p.addWeight("w1", DType::F32, {kIn, hid}, w1.data());
+  int W2 = p.addWeight("w2", DType::F32, {hid, kOut}, w2.data());
+  int h0 = p.addBuffer(DType::F32, {rows, hid});
+  int h = p.addBuffer(DType::F32, {rows, hid});
+  int y = p.addBuffer(DType::F32, {rows, kOut});
+  p.addOp("matmul", {x, W1}, {h0});
+  p.addOp("relu", {h0}, {h});
+  p.addOp("matmul", {h, W2}, {y});
+  return {h, y};
+}
+
+/// Prints a failed status; returns the exit code, 1.
+int fail(const Status &s) {
+  std::fprintf(stderr, "%s\n", s.message().c_str());
+  return 1;
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: make-comm-artifact [--reference] --dp D --tp T OUT.tsl "
@@ -73,14 +95,10 @@ int usage() {
 
 int compare(const std::string &a, const std::string &b) {
   Tensor x, y;
-  if (Status s = readNpy(a, x); !s) {
-    std::fprintf(stderr, "%s\n", s.message().c_str());
-    return 1;
-  }
-  if (Status s = readNpy(b, y); !s) {
-    std::fprintf(stderr, "%s\n", s.message().c_str());
-    return 1;
-  }
+  if (Status s = readNpy(a, x); !s)
+    return fail(s);
+  if (Status s = readNpy(b, y); !s)
+    return fail(s);
   if (x.dtype() != DType::F32 || y.dtype() != DType::F32 ||
       x.shape() != y.shape()) {
     std::fprintf(stderr, "%s is %s %s, %s is %s %s\n", a.c_str(),
@@ -136,10 +154,8 @@ int main(int argc, char **argv) {
       Tensor x(DType::F32, {n});
       for (int64_t i = 0; i < n; ++i)
         x.data<float>()[i] = static_cast<float>(i % 7);
-      if (Status s = writeNpy(input, x); !s) {
-        std::fprintf(stderr, "%s\n", s.message().c_str());
-        return 1;
-      }
+      if (Status s = writeNpy(input, x); !s)
+        return fail(s);
     }
     ArtifactBuilder b("make-comm-artifact");
     b.setMesh({{"dp", ranks}});
@@ -151,10 +167,8 @@ int main(int argc, char **argv) {
               Attrs().s("kind", "sum").is("group", range(0, ranks)));
       p.addOutput("y", y);
     }
-    if (Status s = b.write(out); !s) {
-      std::fprintf(stderr, "%s\n", s.message().c_str());
-      return 1;
-    }
+    if (Status s = b.write(out); !s)
+      return fail(s);
     return 0;
   }
 
@@ -162,24 +176,15 @@ int main(int argc, char **argv) {
   std::vector<float> w1 = values(kIn * hid, 1), w2 = values(hid * kOut, 2);
   if (!input.empty()) {
     Tensor x = Tensor::fromVector(DType::F32, {rows, kIn}, values(rows * kIn, 3));
-    if (Status s = writeNpy(input, x); !s) {
-      std::fprintf(stderr, "%s\n", s.message().c_str());
-      return 1;
-    }
+    if (Status s = writeNpy(input, x); !s)
+      return fail(s);
   }
 
   ArtifactBuilder b("make-comm-artifact");
   if (reference) {
     ProgramBuilder &p = b.rank(0);
     int x = p.addInput("x", DType::F32, {rows, kIn});
-    int W1 = p.addWeight("w1", DType::F32, {kIn, hid}, w1.data());
-    int W2 = p.addWeight("w2", DType::F32, {hid, kOut}, w2.data());
-    int h0 = p.addBuffer(DType::F32, {rows, hid});
-    int h = p.addBuffer(DType::F32, {rows, hid});
-    int y = p.addBuffer(DType::F32, {rows, kOut});
-    p.addOp("matmul", {x, W1}, {h0});
-    p.addOp("relu", {h0}, {h});
-    p.addOp("matmul", {h, W2}, {y});
+    auto [h, y] = addMlp(p, x, rows, hid, w1, w2);
     float inv = 1.0f / static_cast<float>(tp);
     int k = p.addConstant(DType::F32, {1}, &inv);
     int ymean = p.addBuffer(DType::F32, {rows, kOut});
@@ -232,14 +237,7 @@ int main(int argc, char **argv) {
         std::vector<float> w1t = columns(w1, kIn, hid, t * kHid, (t + 1) * kHid);
         std::vector<float> w2t(w2.begin() + t * kHid * kOut,
                                w2.begin() + (t + 1) * kHid * kOut);
-        int W1 = p.addWeight("w1", DType::F32, {kIn, kHid}, w1t.data());
-        int W2 = p.addWeight("w2", DType::F32, {kHid, kOut}, w2t.data());
-        int h0 = p.addBuffer(DType::F32, {kRows, kHid});
-        int a = p.addBuffer(DType::F32, {kRows, kHid});
-        int part = p.addBuffer(DType::F32, {kRows, kOut});
-        p.addOp("matmul", {x, W1}, {h0});
-        p.addOp("relu", {h0}, {a});
-        p.addOp("matmul", {a, W2}, {part});
+        auto [a, part] = addMlp(p, x, kRows, kHid, w1t, w2t);
         // Whole over dp: all_gather along rows over the replicas.
         auto overDp = [&](int local, int64_t cols, const std::string &name) {
           Shape s{rows, cols};
@@ -296,9 +294,7 @@ int main(int argc, char **argv) {
         overDp(hswap2, hid, "hswap2");
       }
   }
-  if (Status s = b.write(out); !s) {
-    std::fprintf(stderr, "%s\n", s.message().c_str());
-    return 1;
-  }
+  if (Status s = b.write(out); !s)
+    return fail(s);
   return 0;
 }

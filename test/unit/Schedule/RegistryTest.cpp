@@ -9,9 +9,6 @@
 
 #include "tessel/Schedule/Simulator.h"
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/raw_ostream.h"
-
 using namespace tessel::pipeline;
 using namespace tessel::pipeline::testing;
 
@@ -87,10 +84,7 @@ TEST(RegistryTest, InvalidGeneratedScheduleIsRefused) {
           s->getMutableActions(1).erase(s->getMutableActions(1).end() - 2);
         return s;
       }));
-  ScheduleOptions o;
-  o.ranks = 2;
-  o.microbatches = 3;
-  EXPECT_EQ(errorOf(registry.build("broken", o)),
+  EXPECT_EQ(errorOf(registry.build("broken", options(2, 3))),
             "schedule 'broken' is invalid:\n"
             "  rank 1: missing the backward of stage 1 microbatch 2 (1BW2, or "
             "1B2 and 1W2)");
@@ -99,27 +93,17 @@ TEST(RegistryTest, InvalidGeneratedScheduleIsRefused) {
 TEST(RegistryTest, GeneratorErrorsPassThrough) {
   ScheduleRegistry registry;
   registry.addBuiltins();
-  ScheduleOptions o;
-  o.ranks = 4;
-  o.microbatches = 6;
-  o.chunks = 2;
-  EXPECT_EQ(errorOf(registry.build("interleaved-1f1b", o)),
+  EXPECT_EQ(errorOf(registry.build("interleaved-1f1b", options(4, 6, 2))),
             "interleaved-1f1b needs the number of microbatches to be a "
             "multiple of the number of stages: 6 is not a multiple of 4");
 }
 
 TEST(RegistryTest, LoadsAComputeOnlyFileAndAddsCommunication) {
-  llvm::SmallString<128> path;
-  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("tessel-sched", "txt", path));
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    ASSERT_FALSE(ec);
-    os << "rank 0: 0F0 0F1 0BW0 0BW1 0STEP\n"
-          "rank 1: 1F0 1BW0 1F1 1BW1 1STEP\n";
-  }
+  ScratchDir dir;
+  std::string path =
+      dir.write("sched.txt", "rank 0: 0F0 0F1 0BW0 0BW1 0STEP\n"
+                             "rank 1: 1F0 1BW0 1F1 1BW1 1STEP\n");
   Schedule s = unwrap(loadSchedule(path));
-  llvm::sys::fs::remove(path);
   EXPECT_TRUE(s.hasCommunication());
   EXPECT_EQ(formatSchedule(s).substr(formatSchedule(s).find('\n') + 1),
             "rank 0: 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0BW0 0RECV_B1 0BW1 "
@@ -129,15 +113,10 @@ TEST(RegistryTest, LoadsAComputeOnlyFileAndAddsCommunication) {
 }
 
 TEST(RegistryTest, LoadingAnInvalidFileNamesRankPositionAndAction) {
-  llvm::SmallString<128> path;
-  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("tessel-sched", "txt", path));
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    os << "rank 0: 0F0 0BW0 0STEP\nrank 1: 1BW0 1F0 1STEP\n";
-  }
+  ScratchDir dir;
+  std::string path = dir.write(
+      "sched.txt", "rank 0: 0F0 0BW0 0STEP\nrank 1: 1BW0 1F0 1STEP\n");
   std::string msg = errorOf(loadSchedule(path));
-  llvm::sys::fs::remove(path);
   EXPECT_NE(msg.find("rank 1, position 0 (1BW0): runs before its forward 1F0 "
                      "at position 1"),
             std::string::npos)

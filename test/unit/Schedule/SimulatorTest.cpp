@@ -30,25 +30,17 @@ void expectEveryRank(const SimulationResult &sim, double bubble) {
   EXPECT_NEAR(sim.meanBubbleFraction, bubble, kEps);
 }
 
-TEST(SimulatorTest, GPipeBubbleIsPMinusOneOverMPlusPMinusOne) {
-  for (int p : {1, 2, 3, 4, 8})
-    for (int m : {1, 2, 4, 7, 16}) {
-      SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
-      SimulationResult sim = run(build("gpipe", p, m));
-      // F = 1, BW = B + W = 2: every rank works 3m of 3(m+p-1).
-      EXPECT_NEAR(sim.stepTime, 3.0 * (m + p - 1), kEps);
-      expectEveryRank(sim, double(p - 1) / (m + p - 1));
-    }
-}
-
-TEST(SimulatorTest, OneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {
-  for (int p : {1, 2, 3, 4, 8})
-    for (int m : {1, 2, 4, 7, 16}) {
-      SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
-      SimulationResult sim = run(build("1f1b", p, m));
-      EXPECT_NEAR(sim.stepTime, 3.0 * (m + p - 1), kEps);
-      expectEveryRank(sim, double(p - 1) / (m + p - 1));
-    }
+TEST(SimulatorTest, GPipeAnd1F1BBubbleIsPMinusOneOverMPlusPMinusOne) {
+  for (const char *name : {"gpipe", "1f1b"})
+    for (int p : {1, 2, 3, 4, 8})
+      for (int m : {1, 2, 4, 7, 16}) {
+        SCOPED_TRACE(std::string(name) + " p=" + std::to_string(p) +
+                     " m=" + std::to_string(m));
+        SimulationResult sim = run(build(name, p, m));
+        // F = 1, BW = B + W = 2: every rank works 3m of 3(m+p-1).
+        EXPECT_NEAR(sim.stepTime, 3.0 * (m + p - 1), kEps);
+        expectEveryRank(sim, double(p - 1) / (m + p - 1));
+      }
 }
 
 TEST(SimulatorTest, InterleavedBubbleIsPMinusOneOverVMPlusPMinusOne) {
