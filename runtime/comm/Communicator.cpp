@@ -1,34 +1,28 @@
 //===- Communicator.cpp - Shape contracts, groups, the local backend ------===//
-#include "Layout.h"
 #include "tessel/runtime/Communicator.h"
+#include "CommunicatorBase.h"
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 
 namespace tessel::runtime {
 
+namespace {
+/// By ReduceKind's value.
+constexpr const char *kReduceKindNames[] = {"sum", "max", "min", "mean",
+                                            "prod"};
+constexpr size_t kReduceKinds = sizeof(kReduceKindNames) / sizeof(char *);
+} // namespace
+
 const char *reduceKindName(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::Sum:
-    return "sum";
-  case ReduceKind::Max:
-    return "max";
-  case ReduceKind::Min:
-    return "min";
-  case ReduceKind::Mean:
-    return "mean";
-  case ReduceKind::Prod:
-    return "prod";
-  }
-  return "?";
+  size_t k = static_cast<size_t>(kind);
+  return k < kReduceKinds ? kReduceKindNames[k] : "?";
 }
 
 std::optional<ReduceKind> parseReduceKind(std::string_view name) {
-  for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min,
-                       ReduceKind::Mean, ReduceKind::Prod})
-    if (name == reduceKindName(k))
-      return k;
+  for (size_t k = 0; k < kReduceKinds; ++k)
+    if (name == kReduceKindNames[k])
+      return static_cast<ReduceKind>(k);
   return std::nullopt;
 }
 
@@ -202,7 +196,7 @@ public:
   const std::vector<int> &worldRanks() const override { return world; }
   Status subgroup(const std::vector<int> &ranks, Communicator *&out) override {
     if (ranks != world)
-      return Status::error("group " + listToString(ranks) +
+      return Status::error("group " + comm::listToString(ranks) +
                            " is not a group of the single rank 0");
     out = this;
     return Status::ok();
@@ -210,40 +204,37 @@ public:
   Status allReduce(const TensorView &in, const TensorView &out,
                    ReduceKind kind) override {
     TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, kind));
-    return copy(in, out);
+    return comm::copyHost(in, out);
   }
   Status allGather(const TensorView &in, const TensorView &out,
                    int64_t dim) override {
     TSL_RETURN_IF_ERROR(checkAllGatherShapes(in, out, dim, 1, 0));
-    return copy(in, out);
+    return comm::copyHost(in, out);
   }
   Status reduceScatter(const TensorView &in, const TensorView &out,
                        ReduceKind kind, int64_t dim) override {
     TSL_RETURN_IF_ERROR(checkReduceScatterShapes(in, out, kind, dim, 1, 0));
-    return copy(in, out);
+    return comm::copyHost(in, out);
   }
   Status allToAll(const TensorView &in, const TensorView &out, int64_t splitDim,
                   int64_t concatDim) override {
     TSL_RETURN_IF_ERROR(checkAllToAllShapes(in, out, splitDim, concatDim, 1, 0));
-    return copy(in, out);
+    return comm::copyHost(in, out);
   }
   Status collectivePermute(const TensorView &in, const TensorView &out,
                            const std::vector<std::pair<int, int>> &pairs) override {
-    TSL_RETURN_IF_ERROR(checkPermutePairs(pairs, 1));
-    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, ReduceKind::Max));
-    if (pairs.empty()) {
+    int from, to;
+    TSL_RETURN_IF_ERROR(comm::checkPermute(in, out, pairs, 1, 0, from, to));
+    if (from < 0) {
       std::memset(out.data, 0, out.bytes());
       return Status::ok();
     }
-    return copy(in, out);
+    return comm::copyHost(in, out);
   }
   Status broadcast(const TensorView &in, const TensorView &out,
                    int root) override {
-    if (root != 0)
-      return Status::error("root " + std::to_string(root) +
-                           " is out of range for a group of 1");
-    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, ReduceKind::Max));
-    return copy(in, out);
+    TSL_RETURN_IF_ERROR(comm::checkBroadcast(in, out, root, 1));
+    return comm::copyHost(in, out);
   }
   Status send(const TensorView &, int peer, int64_t) override {
     return Status::error("send to rank " + std::to_string(peer) +
@@ -257,17 +248,6 @@ public:
   void setTimeout(std::chrono::milliseconds) override {}
 
 private:
-  static std::string listToString(const std::vector<int> &v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i)
-      s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]";
-  }
-  static Status copy(const TensorView &in, const TensorView &out) {
-    if (in.data != out.data)
-      std::memcpy(out.data, in.data, out.bytes());
-    return Status::ok();
-  }
   std::vector<int> world{0};
 };
 
@@ -276,99 +256,5 @@ private:
 std::unique_ptr<Communicator> createLocalCommunicator() {
   return std::make_unique<LocalCommunicator>();
 }
-
-//===----------------------------------------------------------------------===//
-// Layout helpers
-//===----------------------------------------------------------------------===//
-
-namespace comm {
-
-DimSplit splitAt(const Shape &shape, int64_t d, size_t elementSize) {
-  DimSplit s;
-  s.innerBytes = elementSize;
-  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
-    if (i < d)
-      s.outer *= shape[i];
-    else if (i == d)
-      s.size = shape[i];
-    else
-      s.innerBytes *= static_cast<size_t>(shape[i]);
-  }
-  return s;
-}
-
-void extractChunk(const void *src, const DimSplit &s, int64_t off, int64_t k,
-                  void *dst) {
-  const char *in = static_cast<const char *>(src);
-  char *o = static_cast<char *>(dst);
-  size_t run = static_cast<size_t>(k) * s.innerBytes;
-  size_t row = static_cast<size_t>(s.size) * s.innerBytes;
-  for (int64_t i = 0; i < s.outer; ++i)
-    std::memcpy(o + i * run, in + i * row + off * s.innerBytes, run);
-}
-
-void insertChunk(const void *src, const DimSplit &s, int64_t off, int64_t k,
-                 void *dst) {
-  const char *in = static_cast<const char *>(src);
-  char *o = static_cast<char *>(dst);
-  size_t run = static_cast<size_t>(k) * s.innerBytes;
-  size_t row = static_cast<size_t>(s.size) * s.innerBytes;
-  for (int64_t i = 0; i < s.outer; ++i)
-    std::memcpy(o + i * row + off * s.innerBytes, in + i * run, run);
-}
-
-namespace {
-template <typename T>
-void reduceTyped(ReduceKind kind, T *a, const T *x, int64_t n) {
-  switch (kind) {
-  case ReduceKind::Sum:
-  case ReduceKind::Mean:
-    for (int64_t i = 0; i < n; ++i)
-      a[i] += x[i];
-    break;
-  case ReduceKind::Prod:
-    for (int64_t i = 0; i < n; ++i)
-      a[i] *= x[i];
-    break;
-  case ReduceKind::Max:
-    for (int64_t i = 0; i < n; ++i)
-      a[i] = std::max(a[i], x[i]);
-    break;
-  case ReduceKind::Min:
-    for (int64_t i = 0; i < n; ++i)
-      a[i] = std::min(a[i], x[i]);
-    break;
-  }
-}
-} // namespace
-
-void reduceInto(ReduceKind kind, DType dtype, void *acc, const void *x,
-                int64_t n) {
-  switch (dtype) {
-  case DType::F32:
-    return reduceTyped(kind, static_cast<float *>(acc),
-                       static_cast<const float *>(x), n);
-  case DType::I64:
-    return reduceTyped(kind, static_cast<int64_t *>(acc),
-                       static_cast<const int64_t *>(x), n);
-  case DType::I32:
-    return reduceTyped(kind, static_cast<int32_t *>(acc),
-                       static_cast<const int32_t *>(x), n);
-  case DType::Bool:
-    return reduceTyped(kind, static_cast<uint8_t *>(acc),
-                       static_cast<const uint8_t *>(x), n);
-  }
-}
-
-void finishMean(DType dtype, void *data, int64_t n, int members) {
-  if (dtype != DType::F32 || members == 1)
-    return;
-  float *p = static_cast<float *>(data);
-  float m = static_cast<float>(members);
-  for (int64_t i = 0; i < n; ++i)
-    p[i] /= m;
-}
-
-} // namespace comm
 
 } // namespace tessel::runtime

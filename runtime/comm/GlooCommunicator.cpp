@@ -15,8 +15,9 @@
 // the others time out is hung).
 //
 //===----------------------------------------------------------------------===//
+#include "CommunicatorBase.h"
+#include "DTypeDispatch.h"
 #include "Layout.h"
-#include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Store.h"
 
 #ifdef TESSEL_RUNTIME_HAVE_GLOO
@@ -34,12 +35,9 @@
 #include <gloo/transport/unbound_buffer.h>
 #endif
 
-#include "Group.h"
-
 #include <algorithm>
 #include <csignal>
 #include <cstring>
-#include <map>
 #include <stdexcept>
 #include <thread>
 
@@ -60,10 +58,7 @@ bool haveGlooCommunicator() { return true; }
 
 namespace {
 
-using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
-
-using comm::listToString;
+using namespace comm;
 
 /// gloo's view of our store: errors become exceptions, caught by our caller.
 class GlooStore : public gloo::rendezvous::Store {
@@ -101,17 +96,9 @@ private:
   milliseconds timeout;
 };
 
-class GlooCommunicator;
-
-/// What every communicator of one rank's world shares.
-struct World {
-  std::shared_ptr<KVStore> store;
+struct GlooWorld : World {
+  using World::World;
   std::shared_ptr<gloo::transport::Device> device;
-  std::string prefix;
-  milliseconds timeout;
-  int rank = 0;
-  /// Subgroups by their world ranks.
-  std::map<std::vector<int>, std::unique_ptr<GlooCommunicator>> groups;
 };
 
 // Slots of our own unbound-buffer transfers; gloo's algorithms use top
@@ -120,10 +107,9 @@ constexpr uint64_t kRingSlot = uint64_t(0x40) << 56;
 constexpr uint64_t kPermuteSlot = uint64_t(0x41) << 56;
 constexpr uint64_t kP2PSlot = uint64_t(0x42) << 56;
 
-class GlooCommunicator : public Communicator {
+class GlooCommunicator : public HostCommunicator<GlooCommunicator> {
 public:
-  GlooCommunicator(World *world, std::vector<int> members, int me)
-      : world(world), members(std::move(members)), me(me) {}
+  using HostCommunicator::HostCommunicator;
   ~GlooCommunicator() override {
     while (!pending.empty())
       if (!waitOldestSend())
@@ -137,8 +123,8 @@ public:
     GlooStore store(*world->store,
                     world->prefix + "group" + listToString(members) + "/",
                     world->timeout);
-    try {
-      ctx->connectFullMesh(store, world->device);
+    TSL_RETURN_IF_ERROR(guarded("connecting", [&] {
+      ctx->connectFullMesh(store, static_cast<GlooWorld *>(world)->device);
       // A member returns from connectFullMesh once its own pairs connect;
       // the barrier makes sure every member's have, so that a member that
       // leaves right away does not break a peer's handshake.
@@ -146,139 +132,67 @@ public:
         gloo::BarrierOptions o(ctx);
         gloo::barrier(o);
       }
-    } catch (const std::exception &e) {
-      return fail("connecting", e.what());
-    }
+    }));
     context = std::move(ctx);
     return Status::ok();
   }
 
   const char *backend() const override { return "gloo"; }
-  int rank() const override { return me; }
-  int size() const override { return static_cast<int>(members.size()); }
-  const std::vector<int> &worldRanks() const override { return members; }
 
-  Status subgroup(const std::vector<int> &ranks, Communicator *&out) override {
-    std::vector<int> wr;
-    int index;
-    TSL_RETURN_IF_ERROR(comm::resolveGroup(ranks, members, me, wr, index));
-    if (wr == members) {
-      out = this;
-      return Status::ok();
-    }
-    auto it = world->groups.find(wr);
-    if (it == world->groups.end()) {
-      auto g = std::make_unique<GlooCommunicator>(world, wr, index);
-      TSL_RETURN_IF_ERROR(g->connect());
-      it = world->groups.emplace(wr, std::move(g)).first;
-    }
-    out = it->second.get();
-    return Status::ok();
+  Status runAllReduce(const TensorView &in, const TensorView &out,
+                      ReduceKind kind) {
+    return guarded("all_reduce", [&] {
+      visitDType(in.dtype, [&](auto tag) {
+        allReduceTyped<typename decltype(tag)::type>(in, out, kind);
+      });
+    });
   }
 
-  Status allReduce(const TensorView &in, const TensorView &out,
-                   ReduceKind kind) override {
-    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, kind));
-    if (size() == 1 || out.bytes() == 0)
-      return copy(in, out);
-    try {
-      switch (in.dtype) {
-      case DType::F32:
-        allReduceTyped<float>(in, out, kind);
-        break;
-      case DType::I64:
-        allReduceTyped<int64_t>(in, out, kind);
-        break;
-      case DType::I32:
-        allReduceTyped<int32_t>(in, out, kind);
-        break;
-      case DType::Bool:
-        allReduceTyped<uint8_t>(in, out, kind);
-        break;
-      }
-    } catch (const std::exception &e) {
-      return fail("all_reduce", e.what());
-    }
-    if (kind == ReduceKind::Mean)
-      comm::finishMean(out.dtype, out.data, out.numel(), size());
-    return Status::ok();
-  }
-
-  Status allGather(const TensorView &in, const TensorView &out,
-                   int64_t dim) override {
-    TSL_RETURN_IF_ERROR(checkAllGatherShapes(in, out, dim, size(), me));
-    if (size() == 1 || out.bytes() == 0)
-      return copy(in, out);
+  Status runAllGather(const TensorView &in, const TensorView &out,
+                      int64_t dim) {
     int n = size();
-    size_t es = dtypeSize(in.dtype);
-    comm::DimSplit os = comm::splitAt(out.shape, dim, es);
-    int64_t total = out.shape[dim];
-    bool even = total % n == 0;
-    // Bytes of each member's piece, in member order.
-    std::vector<size_t> bytes(n);
-    for (int r = 0; r < n; ++r)
-      bytes[r] = static_cast<size_t>(os.outer * chunkSize(total, n, r)) *
-                 os.innerBytes;
+    DimSplit os = splitAt(out.shape, dim, dtypeSize(in.dtype));
+    Pieces p = pieces(os, n);
     char *dst = static_cast<char *>(out.data);
     if (os.outer > 1)
       dst = scratch(0, out.bytes());
-    try {
-      if (even) {
+    return unpacked("all_gather", dst, os, out, [&] {
+      if (os.size % n == 0) {
         gloo::AllgatherOptions o(context);
-        o.setInput(static_cast<char *>(in.data), bytes[me]);
+        o.setInput(static_cast<char *>(in.data), p.bytes(me));
         o.setOutput(dst, out.bytes());
         o.setTag(nextTag());
         gloo::allgather(o);
       } else {
+        std::vector<size_t> bytes(n);
+        for (int r = 0; r < n; ++r)
+          bytes[r] = p.bytes(r);
         gloo::AllgathervOptions o(context);
-        o.setInput(static_cast<char *>(in.data), bytes[me]);
-        o.setOutput(dst, std::vector<size_t>(bytes.begin(), bytes.end()));
+        o.setInput(static_cast<char *>(in.data), p.bytes(me));
+        o.setOutput(dst, std::move(bytes));
         o.setTag(nextTag());
         gloo::allgatherv(o);
       }
-    } catch (const std::exception &e) {
-      return fail("all_gather", e.what());
-    }
-    if (os.outer > 1) {
-      size_t off = 0;
-      for (int r = 0; r < n; ++r) {
-        comm::insertChunk(dst + off, os, chunkOffset(total, n, r),
-                          chunkSize(total, n, r), out.data);
-        off += bytes[r];
-      }
-    }
-    return Status::ok();
+    });
   }
 
-  Status reduceScatter(const TensorView &in, const TensorView &out,
-                       ReduceKind kind, int64_t dim) override {
-    TSL_RETURN_IF_ERROR(
-        checkReduceScatterShapes(in, out, kind, dim, size(), me));
-    if (size() == 1 || in.bytes() == 0)
-      return copy(in, out);
+  Status runReduceScatter(const TensorView &in, const TensorView &out,
+                          ReduceKind kind, int64_t dim) {
     int n = size();
     size_t es = dtypeSize(in.dtype);
-    comm::DimSplit is = comm::splitAt(in.shape, dim, es);
-    int64_t total = in.shape[dim];
-    std::vector<size_t> off(n + 1, 0);
-    for (int r = 0; r < n; ++r)
-      off[r + 1] = off[r] + static_cast<size_t>(is.outer * chunkSize(total, n, r)) *
-                                is.innerBytes;
+    DimSplit is = splitAt(in.shape, dim, es);
+    Pieces p = pieces(is, n);
+    const std::vector<size_t> &off = p.off;
     // acc holds every member's piece contiguously, in member order.
     char *acc = scratch(0, in.bytes());
-    if (is.outer == 1) {
+    if (is.outer == 1)
       std::memcpy(acc, in.data, in.bytes());
-    } else {
-      for (int r = 0; r < n; ++r)
-        comm::extractChunk(in.data, is, chunkOffset(total, n, r),
-                           chunkSize(total, n, r), acc + off[r]);
-    }
-    size_t maxPiece = 0;
-    for (int r = 0; r < n; ++r)
-      maxPiece = std::max(maxPiece, off[r + 1] - off[r]);
+    else
+      packPieces(in.data, is, n, acc);
+    size_t maxPiece = p.most();
     char *tmp = scratch(1, maxPiece);
     uint64_t base = kRingSlot | (nextTag() << 16);
-    try {
+    TSL_RETURN_IF_ERROR(guarded("reduce_scatter", [&] {
       auto accBuf = context->createUnboundBuffer(acc, in.bytes());
       auto tmpBuf = context->createUnboundBuffer(tmp, std::max<size_t>(maxPiece, 1));
       int right = (me + 1) % n, left = (me + n - 1) % n;
@@ -291,20 +205,16 @@ public:
           tmpBuf->recv(left, base + s, 0, recvBytes);
         if (sendBytes)
           accBuf->send(right, base + s, off[cs], sendBytes);
-        if (recvBytes && !tmpBuf->waitRecv(world->timeout))
-          throw std::runtime_error("receive aborted");
-        if (sendBytes && !accBuf->waitSend(world->timeout))
-          throw std::runtime_error("send aborted");
         if (recvBytes)
-          comm::reduceInto(kind, in.dtype, acc + off[cr], tmp,
-                           static_cast<int64_t>(recvBytes / es));
+          awaitRecv(*tmpBuf);
+        if (sendBytes)
+          awaitSend(*accBuf);
+        if (recvBytes)
+          reduceInto(kind, in.dtype, acc + off[cr], tmp,
+                     static_cast<int64_t>(recvBytes / es));
       }
-    } catch (const std::exception &e) {
-      return fail("reduce_scatter", e.what());
-    }
-    std::memcpy(out.data, acc + off[me], off[me + 1] - off[me]);
-    if (kind == ReduceKind::Mean)
-      comm::finishMean(out.dtype, out.data, out.numel(), n);
+    }));
+    std::memcpy(out.data, acc + off[me], p.bytes(me));
     return Status::ok();
   }
 
@@ -312,38 +222,29 @@ public:
                   int64_t concatDim) override {
     TSL_RETURN_IF_ERROR(
         checkAllToAllShapes(in, out, splitDim, concatDim, size(), me));
-    if (size() == 1 || in.bytes() == 0)
-      return copy(in, out);
+    if (trivial(in))
+      return copyHost(in, out);
     int n = size();
     size_t es = dtypeSize(in.dtype);
-    comm::DimSplit is = comm::splitAt(in.shape, splitDim, es);
-    int64_t total = in.shape[splitDim];
-    // Pieces to send: piece j is chunk j along splitDim.
-    std::vector<int64_t> sendBytes(n), recvBytes(n);
-    size_t perSlice = static_cast<size_t>(is.outer) * is.innerBytes;
-    for (int j = 0; j < n; ++j) {
-      sendBytes[j] = static_cast<int64_t>(chunkSize(total, n, j) * perSlice);
-      recvBytes[j] = static_cast<int64_t>(chunkSize(total, n, me) * perSlice);
-    }
-    bool even = total % n == 0;
+    DimSplit is = splitAt(in.shape, splitDim, es);
+    // Pieces to send: piece j is chunk j along splitDim; every piece
+    // received is as large as this member's.
+    Pieces p = pieces(is, n);
+    std::vector<int64_t> sendBytes(n), recvBytes(n, p.bytes(me));
+    for (int j = 0; j < n; ++j)
+      sendBytes[j] = static_cast<int64_t>(p.bytes(j));
     const char *src = static_cast<const char *>(in.data);
     if (is.outer > 1) {
       char *packed = scratch(0, in.bytes());
-      size_t o = 0;
-      for (int j = 0; j < n; ++j) {
-        comm::extractChunk(in.data, is, chunkOffset(total, n, j),
-                           chunkSize(total, n, j), packed + o);
-        o += static_cast<size_t>(sendBytes[j]);
-      }
+      packPieces(in.data, is, n, packed);
       src = packed;
     }
-    // Received piece j goes at j*C along concatDim.
-    int64_t c = splitDim == concatDim ? total / n : in.shape[concatDim];
-    comm::DimSplit os = comm::splitAt(out.shape, concatDim, es);
+    // Received piece j goes at j*C along concatDim (C = its size / n).
+    DimSplit os = splitAt(out.shape, concatDim, es);
     char *dst = os.outer == 1 ? static_cast<char *>(out.data)
                               : scratch(1, out.bytes());
-    try {
-      if (even) {
+    return unpacked("all_to_all", dst, os, out, [&] {
+      if (is.size % n == 0) {
         gloo::AlltoallOptions o(context);
         o.setInput(const_cast<char *>(src), in.bytes());
         o.setOutput(dst, out.bytes());
@@ -356,41 +257,24 @@ public:
         o.setTag(nextTag());
         gloo::alltoallv(o);
       }
-    } catch (const std::exception &e) {
-      return fail("all_to_all", e.what());
-    }
-    if (os.outer > 1) {
-      size_t o = 0;
-      for (int j = 0; j < n; ++j) {
-        comm::insertChunk(dst + o, os, j * c, c, out.data);
-        o += static_cast<size_t>(recvBytes[j]);
-      }
-    }
-    return Status::ok();
+    });
   }
 
   Status collectivePermute(const TensorView &in, const TensorView &out,
                            const std::vector<std::pair<int, int>> &pairs) override {
-    TSL_RETURN_IF_ERROR(checkPermutePairs(pairs, size()));
-    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, ReduceKind::Max));
-    int from = -1, to = -1;
-    for (auto [s, d] : pairs) {
-      if (d == me)
-        from = s;
-      if (s == me)
-        to = d;
-    }
+    int from, to;
+    TSL_RETURN_IF_ERROR(checkPermute(in, out, pairs, size(), me, from, to));
     uint64_t slot = kPermuteSlot | (nextTag() << 16);
     size_t bytes = out.bytes();
     if (from == me || bytes == 0) {
       if (from == me)
-        return copy(in, out);
+        return copyHost(in, out);
       return Status::ok();
     }
     // Receive into scratch when the result overwrites what we still send.
     bool staged = from >= 0 && to >= 0 && in.data == out.data;
     char *dst = staged ? scratch(0, bytes) : static_cast<char *>(out.data);
-    try {
+    TSL_RETURN_IF_ERROR(guarded("collective_permute", [&] {
       std::unique_ptr<gloo::transport::UnboundBuffer> rb, sb;
       if (from >= 0) {
         rb = context->createUnboundBuffer(dst, bytes);
@@ -400,13 +284,11 @@ public:
         sb = context->createUnboundBuffer(in.data, bytes);
         sb->send(to, slot);
       }
-      if (rb && !rb->waitRecv(world->timeout))
-        throw std::runtime_error("receive aborted");
-      if (sb && !sb->waitSend(world->timeout))
-        throw std::runtime_error("send aborted");
-    } catch (const std::exception &e) {
-      return fail("collective_permute", e.what());
-    }
+      if (rb)
+        awaitRecv(*rb);
+      if (sb)
+        awaitSend(*sb);
+    }));
     if (from < 0)
       std::memset(out.data, 0, bytes);
     else if (staged)
@@ -414,27 +296,16 @@ public:
     return Status::ok();
   }
 
-  Status broadcast(const TensorView &in, const TensorView &out,
-                   int root) override {
-    if (root < 0 || root >= size())
-      return Status::error("root " + std::to_string(root) +
-                           " is out of range for a group of " +
-                           std::to_string(size()));
-    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, ReduceKind::Max));
-    if (me == root && in.data != out.data)
-      std::memcpy(out.data, in.data, out.bytes());
-    if (size() == 1 || out.bytes() == 0)
-      return Status::ok();
-    try {
+  Status runBroadcast(const TensorView &in, const TensorView &out, int root) {
+    if (me == root)
+      TSL_RETURN_IF_ERROR(copyHost(in, out));
+    return guarded("broadcast", [&] {
       gloo::BroadcastOptions o(context);
       o.setOutput(static_cast<char *>(out.data), out.bytes());
       o.setRoot(root);
       o.setTag(nextTag());
       gloo::broadcast(o);
-    } catch (const std::exception &e) {
-      return fail("broadcast", e.what());
-    }
-    return Status::ok();
+    });
   }
 
   /// Gloo's sends complete only once the receiver posts its recv; a send
@@ -443,13 +314,13 @@ public:
   /// sides send first do not deadlock. Staged sends are awaited by
   /// barrier(), by the destructor, and beyond kMaxPendingSends.
   Status send(const TensorView &in, int peer, int64_t tag) override {
-    TSL_RETURN_IF_ERROR(checkPeer(peer, tag, "send to"));
+    TSL_RETURN_IF_ERROR(checkPeer(peer, tag, size(), me, "send to"));
     if (in.bytes() == 0)
       return Status::ok();
     std::string what = "send to rank " + std::to_string(members[peer]);
     while (pending.size() >= kMaxPendingSends)
       TSL_RETURN_IF_ERROR(waitOldestSend());
-    try {
+    return guarded(what, [&] {
       PendingSend p;
       p.bytes.reset(new char[in.bytes()]);
       std::memcpy(p.bytes.get(), in.data, in.bytes());
@@ -457,26 +328,18 @@ public:
       p.buffer->send(peer, kP2PSlot | static_cast<uint64_t>(tag));
       p.what = what;
       pending.push_back(std::move(p));
-    } catch (const std::exception &e) {
-      return fail(what, e.what());
-    }
-    return Status::ok();
+    });
   }
 
   Status recv(const TensorView &out, int peer, int64_t tag) override {
-    TSL_RETURN_IF_ERROR(checkPeer(peer, tag, "recv from"));
+    TSL_RETURN_IF_ERROR(checkPeer(peer, tag, size(), me, "recv from"));
     if (out.bytes() == 0)
       return Status::ok();
-    try {
+    return guarded("recv from rank " + std::to_string(members[peer]), [&] {
       auto b = context->createUnboundBuffer(out.data, out.bytes());
       b->recv(peer, kP2PSlot | static_cast<uint64_t>(tag));
-      if (!b->waitRecv(world->timeout))
-        throw std::runtime_error("receive aborted");
-    } catch (const std::exception &e) {
-      return fail(("recv from rank " + std::to_string(members[peer])).c_str(),
-                  e.what());
-    }
-    return Status::ok();
+      awaitRecv(*b);
+    });
   }
 
   Status barrier() override {
@@ -484,14 +347,11 @@ public:
       TSL_RETURN_IF_ERROR(waitOldestSend());
     if (size() == 1)
       return Status::ok();
-    try {
+    return guarded("barrier", [&] {
       gloo::BarrierOptions o(context);
       o.setTag(nextTag());
       gloo::barrier(o);
-    } catch (const std::exception &e) {
-      return fail("barrier", e.what());
-    }
-    return Status::ok();
+    });
   }
 
   void setTimeout(milliseconds timeout) override {
@@ -499,39 +359,54 @@ public:
     if (context)
       context->setTimeout(timeout);
     for (auto &[k, g] : world->groups)
-      if (g.get() != this && g->context)
-        g->context->setTimeout(timeout);
+      if (auto *gg = static_cast<GlooCommunicator *>(g);
+          gg != this && gg->context)
+        gg->context->setTimeout(timeout);
   }
-
-  /// The world communicator owns the world (and with it every subgroup).
-  std::unique_ptr<World> ownedWorld;
 
 private:
-  Status copy(const TensorView &in, const TensorView &out) {
-    if (in.data != out.data && out.bytes())
-      std::memcpy(out.data, in.data, out.bytes());
+  Status newSubgroup(const std::vector<int> &, const std::vector<int> &wr,
+                     int index, Communicator *&out) override {
+    auto g = std::make_unique<GlooCommunicator>(world, wr, index);
+    TSL_RETURN_IF_ERROR(g->connect());
+    out = adopt(std::move(g));
     return Status::ok();
   }
 
-  Status checkPeer(int peer, int64_t tag, const char *what) {
-    if (peer < 0 || peer >= size() || peer == me)
-      return Status::error(std::string(what) + " rank " + std::to_string(peer) +
-                           ": not another rank of " + std::to_string(size()));
-    if (tag < 0 || tag >= (int64_t(1) << 48))
-      return Status::error("tag " + std::to_string(tag) + " is out of range");
+  /// Runs fn(), which talks to Gloo: its exceptions become fail(op, ...).
+  template <typename F> Status guarded(const std::string &op, F &&fn) {
+    try {
+      fn();
+    } catch (const std::exception &e) {
+      return fail(op, e.what());
+    }
     return Status::ok();
+  }
+  /// Runs `transfer` (guarded, as `op`), which fills `dst` with the n
+  /// members' pieces of `out` along the dim of `os`, contiguous; then
+  /// unpacks them into `out` unless `dst` is `out` itself.
+  template <typename F>
+  Status unpacked(const char *op, char *dst, const DimSplit &os,
+                  const TensorView &out, F &&transfer) {
+    TSL_RETURN_IF_ERROR(guarded(op, transfer));
+    if (dst != out.data)
+      unpackPieces(dst, os, size(), out.data);
+    return Status::ok();
+  }
+  /// Waits for an unbound buffer's transfer; throws when it was aborted.
+  void awaitRecv(gloo::transport::UnboundBuffer &b) {
+    if (!b.waitRecv(world->timeout))
+      throw std::runtime_error("receive aborted");
+  }
+  void awaitSend(gloo::transport::UnboundBuffer &b) {
+    if (!b.waitSend(world->timeout))
+      throw std::runtime_error("send aborted");
   }
 
   Status waitOldestSend() {
     PendingSend p = std::move(pending.front());
     pending.erase(pending.begin());
-    try {
-      if (!p.buffer->waitSend(world->timeout))
-        throw std::runtime_error("send aborted");
-    } catch (const std::exception &e) {
-      return fail(p.what, e.what());
-    }
-    return Status::ok();
+    return guarded(p.what, [&] { awaitSend(*p.buffer); });
   }
 
   uint64_t nextTag() { return ++seq & 0xffffffffu; }
@@ -547,22 +422,10 @@ private:
   void allReduceTyped(const TensorView &in, const TensorView &out,
                       ReduceKind kind) {
     using Fn = void (*)(void *, const void *, const void *, size_t);
-    Fn fn = nullptr;
-    switch (kind) {
-    case ReduceKind::Sum:
-    case ReduceKind::Mean:
-      fn = &gloo::sum<T>;
-      break;
-    case ReduceKind::Prod:
-      fn = &gloo::product<T>;
-      break;
-    case ReduceKind::Max:
-      fn = &gloo::max<T>;
-      break;
-    case ReduceKind::Min:
-      fn = &gloo::min<T>;
-      break;
-    }
+    // By ReduceKind's value (Sum, Max, Min, Mean, Prod); a mean sums.
+    const Fn fns[] = {&gloo::sum<T>, &gloo::max<T>, &gloo::min<T>,
+                      &gloo::sum<T>, &gloo::product<T>};
+    const Fn fn = fns[static_cast<int>(kind)];
     gloo::AllreduceOptions o(context);
     size_t n = static_cast<size_t>(out.numel());
     if (in.data != out.data)
@@ -577,12 +440,10 @@ private:
   /// The message of a failed operation, with what the store knows of the
   /// other members.
   Status fail(const std::string &op, const std::string &what) {
-    std::string msg = "rank " + std::to_string(world->rank) + ": " + op +
-                      " over ranks " + listToString(members) + " failed: " +
-                      what;
+    std::string msg = where(op) + " failed: " + what;
     KVStore &store = *world->store;
     std::string mark = world->prefix + "failed/";
-    if (Status s = store.set(mark + std::to_string(world->rank), op); !s)
+    if (Status s = store.set(mark + std::to_string(worldRank()), op); !s)
       return Status::error(msg + "; " + s.message());
     // A dead rank's store connection closes about when its sockets do: give
     // the server a moment to notice.
@@ -609,7 +470,7 @@ private:
     }
     std::string silent;
     for (int r : members) {
-      if (r == world->rank)
+      if (r == worldRank())
         continue;
       std::string v;
       bool found = false;
@@ -625,9 +486,6 @@ private:
     return Status::error(msg);
   }
 
-  World *world;
-  std::vector<int> members;
-  int me;
   std::shared_ptr<gloo::Context> context;
   uint64_t seq = 0;
   std::vector<char> buffers[2];
@@ -644,11 +502,8 @@ private:
 
 Status createGlooCommunicator(const CommOptions &options,
                               std::unique_ptr<Communicator> &out) {
-  if (options.size < 1 || options.rank < 0 || options.rank >= options.size)
-    return Status::error("invalid rank " + std::to_string(options.rank) +
-                         " of " + std::to_string(options.size));
-  if (!options.store)
-    return Status::error("gloo needs a store for the rendezvous");
+  TSL_RETURN_IF_ERROR(
+      checkOptions(options, "gloo needs a store for the rendezvous"));
   // Gloo writes to its sockets without MSG_NOSIGNAL: a peer that died would
   // kill this process by SIGPIPE instead of failing the collective with a
   // message. Ignore SIGPIPE unless the program handles it itself (Python
@@ -656,11 +511,7 @@ Status createGlooCommunicator(const CommOptions &options,
   struct sigaction old {};
   if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL)
     signal(SIGPIPE, SIG_IGN);
-  auto world = std::make_unique<World>();
-  world->store = options.store;
-  world->prefix = options.prefix;
-  world->timeout = options.timeout;
-  world->rank = options.rank;
+  auto world = std::make_unique<GlooWorld>(options);
   try {
     gloo::transport::tcp::attr attr;
     if (!options.iface.empty())
@@ -672,14 +523,11 @@ Status createGlooCommunicator(const CommOptions &options,
     return Status::error(std::string("gloo: cannot create the TCP device: ") +
                          e.what());
   }
-  std::vector<int> members(options.size);
-  for (int i = 0; i < options.size; ++i)
-    members[i] = i;
-  auto comm = std::make_unique<GlooCommunicator>(world.get(), members,
-                                                 options.rank);
-  TSL_RETURN_IF_ERROR(comm->connect());
-  comm->ownedWorld = std::move(world);
-  out = std::move(comm);
+  auto c = std::make_unique<GlooCommunicator>(
+      world.get(), allRanks(options.size), options.rank);
+  TSL_RETURN_IF_ERROR(c->connect());
+  c->ownedWorld = std::move(world);
+  out = std::move(c);
   return Status::ok();
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace tessel::runtime::comm {
 
@@ -24,14 +25,29 @@ struct DimSplit {
 };
 DimSplit splitAt(const Shape &shape, int64_t d, size_t elementSize);
 
-/// Copies entries [off, off + k) along the dim of `s` from `src` (laid out as
-/// `s`) into `dst`, contiguous ([outer, k, inner]).
-void extractChunk(const void *src, const DimSplit &s, int64_t off, int64_t k,
-                  void *dst);
-/// The inverse: writes a contiguous [outer, k, inner] block at `off` of
-/// `dst` (laid out as `s`).
-void insertChunk(const void *src, const DimSplit &s, int64_t off, int64_t k,
-                 void *dst);
+/// The pieces [outer, chunkSize(size, n, r), inner] of the n members of a
+/// split dim (Communicator.h's tensor_split convention), contiguous in
+/// member order: member r's bytes are [off[r], off[r + 1]).
+struct Pieces {
+  std::vector<size_t> off;
+  size_t bytes(int r) const { return off[r + 1] - off[r]; }
+  /// The largest piece.
+  size_t most() const;
+};
+Pieces pieces(const DimSplit &s, int n);
+
+/// Copies bytes [lo, hi) of the piece [outer, k, inner] at entry `off` of
+/// the dim of `s` from `tensor` (laid out as `s`) to contiguous `dst`;
+/// unpackRange is the inverse.
+void packRange(const void *tensor, const DimSplit &s, int64_t off, int64_t k,
+               size_t lo, size_t hi, void *dst);
+void unpackRange(const void *src, const DimSplit &s, int64_t off, int64_t k,
+                 size_t lo, size_t hi, void *tensor);
+
+/// Copies the n members' pieces of `tensor` (laid out as `s`) to `dst`,
+/// contiguous in member order (pieces(s, n)); unpackPieces is the inverse.
+void packPieces(const void *tensor, const DimSplit &s, int n, void *dst);
+void unpackPieces(const void *src, const DimSplit &s, int n, void *tensor);
 
 /// acc[i] = acc[i] (kind) x[i]; Mean accumulates a sum.
 void reduceInto(ReduceKind kind, DType dtype, void *acc, const void *x,

@@ -13,7 +13,8 @@
 // communicator is aborted (ncclCommAbort) and the call fails.
 //
 //===----------------------------------------------------------------------===//
-#include "tessel/runtime/Communicator.h"
+#include "CommunicatorBase.h"
+#include "Layout.h"
 #include "tessel/runtime/Store.h"
 
 #ifdef TESSEL_RUNTIME_HAVE_NCCL
@@ -21,11 +22,7 @@
 #include <nccl.h>
 #endif
 
-#include "Group.h"
-
-#include <algorithm>
 #include <cstring>
-#include <map>
 #include <thread>
 
 namespace tessel::runtime {
@@ -45,56 +42,37 @@ bool haveNcclCommunicator() { return true; }
 
 namespace {
 
-using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
-
-using comm::listToString;
+using namespace comm;
 
 ncclDataType_t ncclType(DType t) {
-  switch (t) {
-  case DType::F32:
-    return ncclFloat32;
-  case DType::I64:
-    return ncclInt64;
-  case DType::I32:
-    return ncclInt32;
-  case DType::Bool:
-    return ncclUint8;
-  }
-  return ncclUint8;
+  // By DType's value (F32 = 1, I64, I32, Bool).
+  constexpr ncclDataType_t kTypes[] = {ncclFloat32, ncclInt64, ncclInt32,
+                                       ncclUint8};
+  unsigned i = static_cast<unsigned>(t) - 1;
+  return i < 4 ? kTypes[i] : ncclUint8;
 }
 
 ncclRedOp_t ncclOp(ReduceKind k) {
-  switch (k) {
-  case ReduceKind::Sum:
-    return ncclSum;
-  case ReduceKind::Max:
-    return ncclMax;
-  case ReduceKind::Min:
-    return ncclMin;
-  case ReduceKind::Mean:
-    return ncclAvg;
-  case ReduceKind::Prod:
-    return ncclProd;
-  }
-  return ncclSum;
+  // By ReduceKind's value (Sum = 0, Max, Min, Mean, Prod).
+  constexpr ncclRedOp_t kOps[] = {ncclSum, ncclMax, ncclMin, ncclAvg, ncclProd};
+  unsigned i = static_cast<unsigned>(k);
+  return i < 5 ? kOps[i] : ncclSum;
 }
 
-struct NcclWorld;
+struct NcclWorld : World {
+  using World::World;
+  /// The CUDA device of this rank.
+  int device = 0;
+};
 
-class NcclCommunicator : public Communicator {
+class NcclCommunicator : public CommunicatorBase {
 public:
-  NcclCommunicator(NcclWorld *w, std::vector<int> members, int me)
-      : world(w), members(std::move(members)), me(me) {}
+  using CommunicatorBase::CommunicatorBase;
   ~NcclCommunicator() override;
 
   Status init();
 
   const char *backend() const override { return "nccl"; }
-  int rank() const override { return me; }
-  int size() const override { return static_cast<int>(members.size()); }
-  const std::vector<int> &worldRanks() const override { return members; }
-  Status subgroup(const std::vector<int> &ranks, Communicator *&out) override;
 
   Status allReduce(const TensorView &in, const TensorView &out,
                    ReduceKind kind) override {
@@ -111,33 +89,22 @@ public:
                    int64_t dim) override {
     int n = size();
     TSL_RETURN_IF_ERROR(checkAllGatherShapes(in, out, dim, n, me));
-    size_t es = dtypeSize(in.dtype);
-    Geometry g = geometry(out.shape, dim, es);
-    int64_t total = out.shape[dim];
-    std::vector<size_t> bytes(n), off(n + 1, 0);
-    for (int r = 0; r < n; ++r) {
-      bytes[r] = g.outer * chunkSize(total, n, r) * g.inner;
-      off[r + 1] = off[r] + bytes[r];
-    }
+    DimSplit g = splitAt(out.shape, dim, dtypeSize(in.dtype));
+    Pieces p = pieces(g, n);
     char *dst = g.outer == 1 ? static_cast<char *>(out.data) : scratch(out.bytes());
-    if (total % n == 0) {
-      TSL_RETURN_IF_ERROR(check(ncclAllGather(in.data, dst, bytes[me], ncclUint8,
-                                              comm, stream),
-                                "all_gather"));
+    if (g.size % n == 0) {
+      TSL_RETURN_IF_ERROR(check(
+          ncclAllGather(in.data, dst, p.bytes(me), ncclUint8, comm, stream),
+          "all_gather"));
     } else {
       ncclGroupStart();
       for (int r = 0; r < n; ++r)
-        ncclBroadcast(in.data, dst + off[r], bytes[r], ncclUint8, r, comm, stream);
+        ncclBroadcast(in.data, dst + p.off[r], p.bytes(r), ncclUint8, r, comm,
+                      stream);
       TSL_RETURN_IF_ERROR(check(ncclGroupEnd(), "all_gather"));
     }
     if (g.outer > 1)
-      for (int r = 0; r < n; ++r) {
-        size_t run = chunkSize(total, n, r) * g.inner;
-        TSL_RETURN_IF_ERROR(cuda(cudaMemcpy2DAsync(
-            static_cast<char *>(out.data) + chunkOffset(total, n, r) * g.inner,
-            total * g.inner, dst + off[r], run, run, g.outer,
-            cudaMemcpyDeviceToDevice, stream)));
-      }
+      TSL_RETURN_IF_ERROR(copyPieces(dst, g, n, out.data, false));
     return sync("all_gather");
   }
 
@@ -146,33 +113,25 @@ public:
     int n = size();
     TSL_RETURN_IF_ERROR(checkReduceScatterShapes(in, out, kind, dim, n, me));
     size_t es = dtypeSize(in.dtype);
-    Geometry g = geometry(in.shape, dim, es);
-    int64_t total = in.shape[dim];
-    std::vector<size_t> off(n + 1, 0);
-    for (int r = 0; r < n; ++r)
-      off[r + 1] = off[r] + g.outer * chunkSize(total, n, r) * g.inner;
+    DimSplit g = splitAt(in.shape, dim, es);
+    Pieces p = pieces(g, n);
     const char *src = static_cast<const char *>(in.data);
     if (g.outer > 1) {
       char *packed = scratch(in.bytes());
-      for (int r = 0; r < n; ++r) {
-        size_t run = chunkSize(total, n, r) * g.inner;
-        TSL_RETURN_IF_ERROR(cuda(cudaMemcpy2DAsync(
-            packed + off[r], run, src + chunkOffset(total, n, r) * g.inner,
-            total * g.inner, run, g.outer, cudaMemcpyDeviceToDevice, stream)));
-      }
+      TSL_RETURN_IF_ERROR(copyPieces(packed, g, n, in.data, true));
       src = packed;
     }
     ncclDataType_t t = ncclType(in.dtype);
-    if (total % n == 0) {
-      TSL_RETURN_IF_ERROR(check(ncclReduceScatter(src, out.data,
-                                                  (off[1] - off[0]) / es, t,
-                                                  ncclOp(kind), comm, stream),
-                                "reduce_scatter"));
+    if (g.size % n == 0) {
+      TSL_RETURN_IF_ERROR(
+          check(ncclReduceScatter(src, out.data, p.bytes(0) / es, t,
+                                  ncclOp(kind), comm, stream),
+                "reduce_scatter"));
     } else {
       ncclGroupStart();
       for (int r = 0; r < n; ++r)
-        ncclReduce(src + off[r], r == me ? out.data : nullptr,
-                   (off[r + 1] - off[r]) / es, t, ncclOp(kind), r, comm, stream);
+        ncclReduce(src + p.off[r], r == me ? out.data : nullptr,
+                   p.bytes(r) / es, t, ncclOp(kind), r, comm, stream);
       TSL_RETURN_IF_ERROR(check(ncclGroupEnd(), "reduce_scatter"));
     }
     return sync("reduce_scatter");
@@ -184,51 +143,30 @@ public:
     TSL_RETURN_IF_ERROR(
         checkAllToAllShapes(in, out, splitDim, concatDim, n, me));
     size_t es = dtypeSize(in.dtype);
-    Geometry gi = geometry(in.shape, splitDim, es);
-    Geometry go = geometry(out.shape, concatDim, es);
-    int64_t total = in.shape[splitDim];
-    int64_t c = splitDim == concatDim ? total / n : in.shape[concatDim];
-    size_t slice = gi.outer * gi.inner;
-    std::vector<size_t> soff(n + 1, 0);
-    for (int j = 0; j < n; ++j)
-      soff[j + 1] = soff[j] + chunkSize(total, n, j) * slice;
-    size_t recvBytes = chunkSize(total, n, me) * slice;
+    // Piece j of the split dim goes to member j; piece j received goes at
+    // j * C along the concat dim (C = its size / n), all as large as ours.
+    DimSplit gi = splitAt(in.shape, splitDim, es);
+    DimSplit go = splitAt(out.shape, concatDim, es);
+    Pieces sent = pieces(gi, n);
+    size_t recvBytes = sent.bytes(me);
     char *sendBuf = scratch(in.bytes() + out.bytes());
     char *recvBuf = sendBuf + in.bytes();
-    for (int j = 0; j < n; ++j) {
-      size_t run = chunkSize(total, n, j) * gi.inner;
-      TSL_RETURN_IF_ERROR(cuda(cudaMemcpy2DAsync(
-          sendBuf + soff[j], run,
-          static_cast<const char *>(in.data) + chunkOffset(total, n, j) * gi.inner,
-          total * gi.inner, run, gi.outer, cudaMemcpyDeviceToDevice, stream)));
-    }
+    TSL_RETURN_IF_ERROR(copyPieces(sendBuf, gi, n, in.data, true));
     ncclGroupStart();
     for (int j = 0; j < n; ++j) {
-      ncclSend(sendBuf + soff[j], soff[j + 1] - soff[j], ncclUint8, j, comm, stream);
+      ncclSend(sendBuf + sent.off[j], sent.bytes(j), ncclUint8, j, comm,
+               stream);
       ncclRecv(recvBuf + j * recvBytes, recvBytes, ncclUint8, j, comm, stream);
     }
     TSL_RETURN_IF_ERROR(check(ncclGroupEnd(), "all_to_all"));
-    int64_t outTotal = out.shape[concatDim];
-    size_t run = c * go.inner;
-    for (int j = 0; j < n; ++j)
-      TSL_RETURN_IF_ERROR(cuda(cudaMemcpy2DAsync(
-          static_cast<char *>(out.data) + j * c * go.inner, outTotal * go.inner,
-          recvBuf + j * recvBytes, run, run, go.outer, cudaMemcpyDeviceToDevice,
-          stream)));
+    TSL_RETURN_IF_ERROR(copyPieces(recvBuf, go, n, out.data, false));
     return sync("all_to_all");
   }
 
   Status collectivePermute(const TensorView &in, const TensorView &out,
                            const std::vector<std::pair<int, int>> &pairs) override {
-    TSL_RETURN_IF_ERROR(checkPermutePairs(pairs, size()));
-    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, ReduceKind::Max));
-    int from = -1, to = -1;
-    for (auto [s, d] : pairs) {
-      if (d == me)
-        from = s;
-      if (s == me)
-        to = d;
-    }
+    int from, to;
+    TSL_RETURN_IF_ERROR(checkPermute(in, out, pairs, size(), me, from, to));
     size_t bytes = out.bytes();
     if (from == me) {
       if (in.data != out.data)
@@ -254,11 +192,7 @@ public:
 
   Status broadcast(const TensorView &in, const TensorView &out,
                    int root) override {
-    if (root < 0 || root >= size())
-      return Status::error("root " + std::to_string(root) +
-                           " is out of range for a group of " +
-                           std::to_string(size()));
-    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, ReduceKind::Max));
+    TSL_RETURN_IF_ERROR(checkBroadcast(in, out, root, size()));
     TSL_RETURN_IF_ERROR(check(ncclBroadcast(in.data, out.data, out.bytes(),
                                             ncclUint8, root, comm, stream),
                               "broadcast"));
@@ -268,21 +202,16 @@ public:
   /// NCCL matches point-to-point by order, not by tag: the tag is only
   /// checked to be valid.
   Status send(const TensorView &in, int peer, int64_t tag) override {
-    if (peer < 0 || peer >= size() || peer == me || tag < 0)
-      return Status::error("send to rank " + std::to_string(peer) +
-                           ": not another rank");
-    TSL_RETURN_IF_ERROR(check(ncclSend(in.data, in.bytes(), ncclUint8, peer,
-                                       comm, stream),
-                              "send"));
+    TSL_RETURN_IF_ERROR(checkPeer(peer, tag, size(), me, "send to"));
+    TSL_RETURN_IF_ERROR(check(
+        ncclSend(in.data, in.bytes(), ncclUint8, peer, comm, stream), "send"));
     return sync("send");
   }
   Status recv(const TensorView &out, int peer, int64_t tag) override {
-    if (peer < 0 || peer >= size() || peer == me || tag < 0)
-      return Status::error("recv from rank " + std::to_string(peer) +
-                           ": not another rank");
-    TSL_RETURN_IF_ERROR(check(ncclRecv(out.data, out.bytes(), ncclUint8, peer,
-                                       comm, stream),
-                              "recv"));
+    TSL_RETURN_IF_ERROR(checkPeer(peer, tag, size(), me, "recv from"));
+    TSL_RETURN_IF_ERROR(
+        check(ncclRecv(out.data, out.bytes(), ncclUint8, peer, comm, stream),
+              "recv"));
     return sync("recv");
   }
   Status barrier() override {
@@ -292,24 +221,32 @@ public:
                               "barrier"));
     return sync("barrier");
   }
-  void setTimeout(milliseconds t) override;
-
-  std::unique_ptr<NcclWorld> ownedWorld;
 
 private:
-  struct Geometry {
-    size_t outer = 1, inner = 1;
-  };
-  static Geometry geometry(const Shape &s, int64_t d, size_t es) {
-    Geometry g;
-    g.inner = es;
-    for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
-      if (i < d)
-        g.outer *= s[i];
-      else if (i > d)
-        g.inner *= s[i];
+  Status newSubgroup(const std::vector<int> &, const std::vector<int> &wr,
+                     int index, Communicator *&out) override {
+    auto g = std::make_unique<NcclCommunicator>(world, wr, index);
+    TSL_RETURN_IF_ERROR(g->init());
+    out = adopt(std::move(g));
+    return Status::ok();
+  }
+  /// Copies the n members' pieces of the tensor at `tensor` (laid out as
+  /// `s`) to `flat`, contiguous in member order (`pack`), or back; one 2D
+  /// copy each (a run per outer index).
+  Status copyPieces(char *flat, const DimSplit &s, int n, void *tensor,
+                    bool pack) {
+    Pieces p = pieces(s, n);
+    size_t row = static_cast<size_t>(s.size) * s.innerBytes;
+    for (int r = 0; r < n; ++r) {
+      size_t run = static_cast<size_t>(chunkSize(s.size, n, r)) * s.innerBytes;
+      char *t = static_cast<char *>(tensor) +
+                static_cast<size_t>(chunkOffset(s.size, n, r)) * s.innerBytes;
+      char *f = flat + p.off[r];
+      TSL_RETURN_IF_ERROR(cuda(cudaMemcpy2DAsync(
+          pack ? f : t, pack ? run : row, pack ? t : f, pack ? row : run, run,
+          static_cast<size_t>(s.outer), cudaMemcpyDeviceToDevice, stream)));
     }
-    return g;
+    return Status::ok();
   }
   Status cuda(cudaError_t e) {
     if (e != cudaSuccess)
@@ -318,8 +255,7 @@ private:
   }
   Status check(ncclResult_t r, const char *op) {
     if (r != ncclSuccess && r != ncclInProgress)
-      return Status::error(std::string(op) + " over ranks " +
-                           listToString(members) + ": " + ncclGetErrorString(r));
+      return Status::error(where(op) + ": " + ncclGetErrorString(r));
     return Status::ok();
   }
   Status sync(const char *op);
@@ -335,22 +271,12 @@ private:
     return static_cast<char *>(scratchPtr);
   }
 
-  NcclWorld *world;
-  std::vector<int> members;
-  int me;
+  NcclWorld &nccl() const { return static_cast<NcclWorld &>(*world); }
+
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   void *scratchPtr = nullptr;
   size_t scratchBytes = 0;
-};
-
-struct NcclWorld {
-  std::shared_ptr<KVStore> store;
-  std::string prefix;
-  milliseconds timeout;
-  int device = 0;
-  int rank = 0;
-  std::map<std::vector<int>, std::unique_ptr<NcclCommunicator>> groups;
 };
 
 NcclCommunicator::~NcclCommunicator() {
@@ -363,7 +289,7 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 Status NcclCommunicator::init() {
-  TSL_RETURN_IF_ERROR(cuda(cudaSetDevice(world->device)));
+  TSL_RETURN_IF_ERROR(cuda(cudaSetDevice(nccl().device)));
   TSL_RETURN_IF_ERROR(cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
   std::string key = world->prefix + "nccl/id" + listToString(members);
   ncclUniqueId id;
@@ -380,25 +306,6 @@ Status NcclCommunicator::init() {
     std::memcpy(&id, v.data(), sizeof(id));
   }
   return check(ncclCommInitRank(&comm, size(), id, me), "ncclCommInitRank");
-}
-
-Status NcclCommunicator::subgroup(const std::vector<int> &ranks,
-                                  Communicator *&out) {
-  std::vector<int> wr;
-  int index;
-  TSL_RETURN_IF_ERROR(comm::resolveGroup(ranks, members, me, wr, index));
-  if (wr == members) {
-    out = this;
-    return Status::ok();
-  }
-  auto it = world->groups.find(wr);
-  if (it == world->groups.end()) {
-    auto g = std::make_unique<NcclCommunicator>(world, wr, index);
-    TSL_RETURN_IF_ERROR(g->init());
-    it = world->groups.emplace(wr, std::move(g)).first;
-  }
-  out = it->second.get();
-  return Status::ok();
 }
 
 Status NcclCommunicator::sync(const char *op) {
@@ -419,16 +326,13 @@ Status NcclCommunicator::sync(const char *op) {
     if (Clock::now() >= deadline) {
       ncclCommAbort(comm);
       comm = nullptr;
-      return Status::error("rank " + std::to_string(world->rank) + ": " + op +
-                           " over ranks " + listToString(members) +
-                           " timed out after " +
-                           std::to_string(world->timeout.count() / 1000.0) + " s");
+      return Status::error(where(op) + " timed out after " +
+                           std::to_string(world->timeout.count() / 1000.0) +
+                           " s");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
-
-void NcclCommunicator::setTimeout(milliseconds t) { world->timeout = t; }
 
 } // namespace
 
@@ -440,19 +344,13 @@ Status createNcclCommunicator(const CommOptions &options,
     return Status::error(std::string("nccl: no CUDA device (") +
                          (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") +
                          ")");
-  if (!options.store)
-    return Status::error("nccl needs a store to share the ncclUniqueId");
-  auto world = std::make_unique<NcclWorld>();
-  world->store = options.store;
-  world->prefix = options.prefix;
-  world->timeout = options.timeout;
+  TSL_RETURN_IF_ERROR(
+      checkOptions(options, "nccl needs a store to share the ncclUniqueId"));
+  auto world = std::make_unique<NcclWorld>(options);
   // Local ranks beyond the devices seen share them round-robin.
   world->device = options.device % devices;
-  world->rank = options.rank;
-  std::vector<int> members(options.size);
-  for (int i = 0; i < options.size; ++i)
-    members[i] = i;
-  auto c = std::make_unique<NcclCommunicator>(world.get(), members, options.rank);
+  auto c = std::make_unique<NcclCommunicator>(
+      world.get(), allRanks(options.size), options.rank);
   TSL_RETURN_IF_ERROR(c->init());
   c->ownedWorld = std::move(world);
   out = std::move(c);

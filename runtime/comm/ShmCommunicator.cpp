@@ -33,9 +33,8 @@
 // collective, or failed itself (its state says so, and wakes the waiters).
 //
 //===----------------------------------------------------------------------===//
-#include "Group.h"
+#include "CommunicatorBase.h"
 #include "Layout.h"
-#include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Store.h"
 
 #include <algorithm>
@@ -48,7 +47,6 @@
 #include <fcntl.h>
 #include <fstream>
 #include <linux/futex.h>
-#include <map>
 #include <new>
 #include <random>
 #include <sched.h>
@@ -62,9 +60,7 @@ namespace tessel::runtime {
 
 namespace {
 
-using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
-using comm::listToString;
+using namespace comm;
 
 //===----------------------------------------------------------------------===//
 // The segment
@@ -254,47 +250,16 @@ void futexWake(std::atomic<uint32_t> *word) {
             nullptr, nullptr, 0);
 }
 
-/// Copies bytes [lo, hi) of the piece [outer, k, inner] at entry `off` of
-/// the split dim of `s` from `tensor` (laid out as `s`) to contiguous `dst`;
-/// unpackRange is the inverse.
-void packRange(const void *tensor, const comm::DimSplit &s, int64_t off,
-               int64_t k, size_t lo, size_t hi, char *dst) {
-  const char *t = static_cast<const char *>(tensor) + off * s.innerBytes;
-  size_t run = static_cast<size_t>(k) * s.innerBytes;
-  size_t row = static_cast<size_t>(s.size) * s.innerBytes;
-  for (size_t b = lo; b < hi;) {
-    size_t o = b / run, w = b % run, len = std::min(run - w, hi - b);
-    std::memcpy(dst + (b - lo), t + o * row + w, len);
-    b += len;
-  }
-}
-void unpackRange(const char *src, const comm::DimSplit &s, int64_t off,
-                 int64_t k, size_t lo, size_t hi, void *tensor) {
-  char *t = static_cast<char *>(tensor) + off * s.innerBytes;
-  size_t run = static_cast<size_t>(k) * s.innerBytes;
-  size_t row = static_cast<size_t>(s.size) * s.innerBytes;
-  for (size_t b = lo; b < hi;) {
-    size_t o = b / run, w = b % run, len = std::min(run - w, hi - b);
-    std::memcpy(t + o * row + w, src + (b - lo), len);
-    b += len;
-  }
-}
-
 //===----------------------------------------------------------------------===//
 // Setup
 //===----------------------------------------------------------------------===//
 
-/// Shared by the world communicator and its subgroups.
-struct ShmWorld {
-  std::shared_ptr<KVStore> store;
-  std::string prefix;
-  milliseconds timeout;
-  int rank = 0;
+/// Shared by the world communicator and its subgroups, which are shm
+/// communicators or the fallback's.
+struct ShmWorld : World {
+  using World::World;
   size_t slotBytes = kDefaultSlotBytes;
   std::unique_ptr<Communicator> fallback;
-  /// Subgroups by their world ranks (shm, or the fallback's).
-  std::map<std::vector<int>, Communicator *> groups;
-  std::vector<std::unique_ptr<Communicator>> owned;
 };
 
 /// A name for shm_open: "/tessel-PREFIX-PID-RANDOM".
@@ -441,12 +406,12 @@ Status openSegment(ShmWorld &w, const std::vector<int> &members, int me,
 // The communicator
 //===----------------------------------------------------------------------===//
 
-class ShmCommunicator : public Communicator {
+class ShmCommunicator : public HostCommunicator<ShmCommunicator> {
 public:
   ShmCommunicator(ShmWorld *world, Communicator *fallback,
                   std::vector<int> members, int me, Mapping mapping)
-      : world(world), fallback(fallback), members(std::move(members)), me(me),
-        mapping(std::move(mapping)) {
+      : HostCommunicator<ShmCommunicator>(world, std::move(members), me),
+        fallback(fallback), mapping(std::move(mapping)) {
     auto *h = reinterpret_cast<SegmentHeader *>(this->mapping.base);
     slot = h->slotBytes;
     SegmentLayout layout(size(), slot);
@@ -462,49 +427,9 @@ public:
   }
 
   const char *backend() const override { return "shm"; }
-  int rank() const override { return me; }
-  int size() const override { return static_cast<int>(members.size()); }
-  const std::vector<int> &worldRanks() const override { return members; }
 
-  Status subgroup(const std::vector<int> &ranks, Communicator *&out) override {
-    std::vector<int> wr;
-    int index;
-    TSL_RETURN_IF_ERROR(comm::resolveGroup(ranks, members, me, wr, index));
-    if (wr == members) {
-      out = this;
-      return Status::ok();
-    }
-    auto it = world->groups.find(wr);
-    if (it != world->groups.end()) {
-      out = it->second;
-      return Status::ok();
-    }
-    Communicator *fb = nullptr;
-    if (fallback)
-      TSL_RETURN_IF_ERROR(fallback->subgroup(ranks, fb));
-    Mapping m;
-    Status s = openSegment(*world, wr, index, m);
-    if (!s && !fb)
-      return s.withContext("group " + listToString(wr));
-    if (s) {
-      world->owned.push_back(std::make_unique<ShmCommunicator>(
-          world, fb, wr, index, std::move(m)));
-      out = world->owned.back().get();
-    } else {
-      // Every member saw the same failure: the group runs on the fallback.
-      out = fb;
-    }
-    world->groups.emplace(wr, out);
-    return Status::ok();
-  }
-
-  Status allReduce(const TensorView &in, const TensorView &out,
-                   ReduceKind kind) override {
-    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, kind));
-    if (size() == 1 || out.bytes() == 0)
-      return copy(in, out);
-    TSL_RETURN_IF_ERROR(usable(kAllReduce));
-    ChunkHeader h = header(kAllReduce, in.dtype, kind, 0, in.shape);
+  Status runAllReduce(const TensorView &in, const TensorView &out,
+                      ReduceKind kind) {
     const int n = size();
     const size_t es = dtypeSize(in.dtype);
     const int64_t total = in.numel(),
@@ -513,16 +438,20 @@ public:
     char *dst = static_cast<char *>(out.data);
     const int64_t blockElems = static_cast<int64_t>(kBlockBytes / es);
     block.resize(kBlockBytes);
-    for (int64_t start = 0; start < total; start += perChunk) {
-      int64_t e = std::min(perChunk, total - start);
-      int64_t po = chunkOffset(e, n, me), pc = chunkSize(e, n, me);
-      int b;
-      TSL_RETURN_IF_ERROR(beginChunk(h, b));
+    // Chunk [start, start + e) of the elements; member m reduces piece m
+    // (po, pc) of it.
+    int64_t e = 0, po = 0, pc = 0;
+    auto write = [&](int b, int64_t start) {
+      e = std::min(perChunk, total - start);
+      po = chunkOffset(e, n, me);
+      pc = chunkSize(e, n, me);
       // Only this member reads its own piece: it stays in `in`.
       std::memcpy(data(me, b), src + start * es, po * es);
       std::memcpy(data(me, b) + (po + pc) * es, src + (start + po + pc) * es,
                   (e - po - pc) * es);
-      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
+    };
+    const ChunkHeader h = header(kAllReduce, in.dtype, kind, 0, in.shape);
+    auto read = [&](int b, int64_t start) {
       // Piece `me` of the chunk, reduced over the members in order, by
       // blocks that stay in L1 (`in` may be `out`).
       for (int64_t k = 0; k < pc; k += blockElems) {
@@ -533,7 +462,7 @@ public:
         };
         std::memcpy(block.data(), from(0), len * es);
         for (int r = 1; r < n; ++r)
-          comm::reduceInto(kind, in.dtype, block.data(), from(r), len);
+          reduceInto(kind, in.dtype, block.data(), from(r), len);
         std::memcpy(dst + (start + po + k) * es, block.data(), len * es);
         std::memcpy(data(me, b) + (po + k) * es, block.data(), len * es);
       }
@@ -544,135 +473,100 @@ public:
         int64_t ro = chunkOffset(e, n, r), rc = chunkSize(e, n, r);
         std::memcpy(dst + (start + ro) * es, data(r, b) + ro * es, rc * es);
       }
-      finishChunk(b);
-    }
-    if (kind == ReduceKind::Mean)
-      comm::finishMean(out.dtype, out.data, out.numel(), n);
-    return Status::ok();
+      return Status::ok();
+    };
+    return exchange(h, total, perChunk, write, read);
   }
 
-  Status allGather(const TensorView &in, const TensorView &out,
-                   int64_t dim) override {
-    TSL_RETURN_IF_ERROR(checkAllGatherShapes(in, out, dim, size(), me));
-    if (size() == 1 || out.bytes() == 0)
-      return copy(in, out);
-    TSL_RETURN_IF_ERROR(usable(kAllGather));
-    ChunkHeader h =
-        header(kAllGather, in.dtype, ReduceKind::Sum, dim, out.shape);
+  Status runAllGather(const TensorView &in, const TensorView &out,
+                      int64_t dim) {
     const int n = size();
-    comm::DimSplit os = comm::splitAt(out.shape, dim, dtypeSize(in.dtype));
-    const int64_t total = out.shape[dim];
-    std::vector<size_t> bytes(n);
-    size_t most = 0;
-    for (int r = 0; r < n; ++r) {
-      bytes[r] = static_cast<size_t>(os.outer * chunkSize(total, n, r)) *
-                 os.innerBytes;
-      most = std::max(most, bytes[r]);
-    }
+    DimSplit os = splitAt(out.shape, dim, dtypeSize(in.dtype));
+    const int64_t total = os.size;
+    const Pieces p = pieces(os, n);
     // `in` is this member's piece, contiguous.
     const char *src = static_cast<const char *>(in.data);
-    for (size_t lo = 0; lo < most; lo += slot) {
-      int b;
-      TSL_RETURN_IF_ERROR(beginChunk(h, b));
-      if (lo < bytes[me])
-        std::memcpy(data(me, b), src + lo, std::min(slot, bytes[me] - lo));
-      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
+    auto write = [&](int b, int64_t lo) {
+      if (size_t(lo) < p.bytes(me))
+        std::memcpy(data(me, b), src + lo, std::min(slot, p.bytes(me) - lo));
+    };
+    auto read = [&](int b, int64_t lo) {
       for (int r = 0; r < n; ++r)
-        if (lo < bytes[r])
+        if (size_t(lo) < p.bytes(r))
           unpackRange(data(r, b), os, chunkOffset(total, n, r),
-                      chunkSize(total, n, r), lo, std::min(lo + slot, bytes[r]),
-                      out.data);
-      finishChunk(b);
-    }
-    return Status::ok();
+                      chunkSize(total, n, r), lo,
+                      std::min(lo + slot, p.bytes(r)), out.data);
+      return Status::ok();
+    };
+    return exchange(
+        header(kAllGather, in.dtype, ReduceKind::Sum, dim, out.shape),
+        static_cast<int64_t>(p.most()), static_cast<int64_t>(slot), write,
+        read);
   }
 
-  Status reduceScatter(const TensorView &in, const TensorView &out,
-                       ReduceKind kind, int64_t dim) override {
-    TSL_RETURN_IF_ERROR(
-        checkReduceScatterShapes(in, out, kind, dim, size(), me));
-    if (size() == 1 || in.bytes() == 0)
-      return copy(in, out);
-    TSL_RETURN_IF_ERROR(usable(kReduceScatter));
-    ChunkHeader h = header(kReduceScatter, in.dtype, kind, dim, in.shape);
+  Status runReduceScatter(const TensorView &in, const TensorView &out,
+                          ReduceKind kind, int64_t dim) {
     const int n = size();
     const size_t es = dtypeSize(in.dtype);
-    comm::DimSplit is = comm::splitAt(in.shape, dim, es);
-    const int64_t total = in.shape[dim];
+    DimSplit is = splitAt(in.shape, dim, es);
+    const int64_t total = is.size;
+    const Pieces p = pieces(is, n);
     // Each buffer holds n parts of `part` bytes: part m goes to member m.
     const size_t part = slot / n / 64 * 64;
-    std::vector<size_t> bytes(n);
-    size_t most = 0;
-    for (int r = 0; r < n; ++r) {
-      bytes[r] = static_cast<size_t>(is.outer * chunkSize(total, n, r)) *
-                 is.innerBytes;
-      most = std::max(most, bytes[r]);
-    }
     char *dst = static_cast<char *>(out.data);
-    for (size_t lo = 0; lo < most; lo += part) {
-      int b;
-      TSL_RETURN_IF_ERROR(beginChunk(h, b));
+    auto write = [&](int b, int64_t lo) {
       for (int m = 0; m < n; ++m)
-        if (lo < bytes[m])
+        if (size_t(lo) < p.bytes(m))
           packRange(in.data, is, chunkOffset(total, n, m),
-                    chunkSize(total, n, m), lo, std::min(lo + part, bytes[m]),
+                    chunkSize(total, n, m), lo, std::min(lo + part, p.bytes(m)),
                     data(me, b) + m * part);
-      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
-      if (lo < bytes[me]) {
-        size_t len = std::min(part, bytes[me] - lo);
+    };
+    auto read = [&](int b, int64_t lo) {
+      if (size_t(lo) < p.bytes(me)) {
+        size_t len = std::min(part, p.bytes(me) - lo);
         std::memcpy(dst + lo, data(0, b) + me * part, len);
         for (int r = 1; r < n; ++r)
-          comm::reduceInto(kind, in.dtype, dst + lo, data(r, b) + me * part,
-                           static_cast<int64_t>(len / es));
+          reduceInto(kind, in.dtype, dst + lo, data(r, b) + me * part,
+                     static_cast<int64_t>(len / es));
       }
-      finishChunk(b);
-    }
-    if (kind == ReduceKind::Mean)
-      comm::finishMean(out.dtype, out.data, out.numel(), n);
-    return Status::ok();
+      return Status::ok();
+    };
+    return exchange(header(kReduceScatter, in.dtype, kind, dim, in.shape),
+                    static_cast<int64_t>(p.most()), static_cast<int64_t>(part),
+                    write, read);
   }
 
-  Status broadcast(const TensorView &in, const TensorView &out,
-                   int root) override {
-    if (root < 0 || root >= size())
-      return Status::error("root " + std::to_string(root) +
-                           " is out of range for a group of " +
-                           std::to_string(size()));
-    TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, ReduceKind::Max));
-    if (size() == 1 || out.bytes() == 0)
-      return copy(in, out);
-    TSL_RETURN_IF_ERROR(usable(kBroadcast));
-    ChunkHeader h =
-        header(kBroadcast, in.dtype, ReduceKind::Sum, root, in.shape);
+  Status runBroadcast(const TensorView &in, const TensorView &out, int root) {
     const size_t bytes = out.bytes();
-    for (size_t lo = 0; lo < bytes; lo += slot) {
-      size_t len = std::min(slot, bytes - lo);
-      int b;
-      TSL_RETURN_IF_ERROR(beginChunk(h, b));
+    auto write = [&](int b, int64_t lo) {
       if (me == root)
-        std::memcpy(data(me, b), static_cast<const char *>(in.data) + lo, len);
-      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
+        std::memcpy(data(me, b), static_cast<const char *>(in.data) + lo,
+                    std::min(slot, bytes - lo));
+    };
+    auto read = [&](int b, int64_t lo) {
       if (me != root)
-        std::memcpy(static_cast<char *>(out.data) + lo, data(root, b), len);
-      finishChunk(b);
-    }
-    if (me == root)
-      return copy(in, out);
-    return Status::ok();
+        std::memcpy(static_cast<char *>(out.data) + lo, data(root, b),
+                    std::min(slot, bytes - lo));
+      return Status::ok();
+    };
+    TSL_RETURN_IF_ERROR(exchange(
+        header(kBroadcast, in.dtype, ReduceKind::Sum, root, in.shape),
+        static_cast<int64_t>(bytes), static_cast<int64_t>(slot), write, read));
+    return me == root ? copyHost(in, out) : Status::ok();
   }
 
   Status barrier() override {
     if (size() > 1) {
-      TSL_RETURN_IF_ERROR(usable(kBarrier));
       ChunkHeader h = header(kBarrier, DType::F32, ReduceKind::Sum, 0, {});
       h.flags = usedFallback;
-      int b;
-      TSL_RETURN_IF_ERROR(beginChunk(h, b));
-      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
       bool anyFallback = false;
-      for (int r = 0; r < size(); ++r)
-        anyFallback |= headerOf(r, b)->flags != 0;
-      finishChunk(b);
+      auto read = [&](int b, int64_t) {
+        for (int r = 0; r < size(); ++r)
+          anyFallback |= headerOf(r, b)->flags != 0;
+        return Status::ok();
+      };
+      TSL_RETURN_IF_ERROR(exchange(
+          h, 1, 1, [](int, int64_t) {}, read));
       // The fallback's own barrier completes its staged sends; every
       // member knows whether any member needs it.
       if (!anyFallback)
@@ -704,17 +598,26 @@ public:
 
   void setTimeout(milliseconds timeout) override {
     world->timeout = timeout;
-    if (world->fallback)
-      world->fallback->setTimeout(timeout);
+    if (shm().fallback)
+      shm().fallback->setTimeout(timeout);
   }
 
-  /// The world communicator owns the world (and with it every subgroup).
-  std::unique_ptr<ShmWorld> ownedWorld;
-
 private:
-  static Status copy(const TensorView &in, const TensorView &out) {
-    if (in.data != out.data && out.bytes())
-      std::memcpy(out.data, in.data, out.bytes());
+  ShmWorld &shm() const { return static_cast<ShmWorld &>(*world); }
+
+  Status newSubgroup(const std::vector<int> &ranks, const std::vector<int> &wr,
+                     int index, Communicator *&out) override {
+    Communicator *fb = nullptr;
+    if (fallback)
+      TSL_RETURN_IF_ERROR(fallback->subgroup(ranks, fb));
+    Mapping m;
+    Status s = openSegment(shm(), wr, index, m);
+    if (!s && !fb)
+      return s.withContext("group " + listToString(wr));
+    // On a failure every member saw it: the group runs on the fallback.
+    out = s ? adopt(std::make_unique<ShmCommunicator>(&shm(), fb, wr, index,
+                                                      std::move(m)))
+            : fb;
     return Status::ok();
   }
 
@@ -729,8 +632,7 @@ private:
   Status usable(uint32_t op) {
     if (broken.empty())
       return Status::ok();
-    return Status::error("rank " + std::to_string(members[me]) + ": " +
-                         opName(op) + " over ranks " + listToString(members) +
+    return Status::error(where(opName(op)) +
                          ": not run, an earlier collective over these ranks "
                          "failed (" +
                          broken + ")");
@@ -761,6 +663,25 @@ private:
     return reinterpret_cast<ChunkHeader *>(bufferOf(m, b));
   }
   char *data(int m, int b) const { return bufferOf(m, b) + kChunkHeaderBytes; }
+
+  /// Runs collective `h` over `total` units (bytes or elements), `step` at a
+  /// time: for each chunk from `lo`, write(b, lo) fills this member's buffer
+  /// b, every member arrives and their headers are compared, then
+  /// read(b, lo) reads the members' buffers b.
+  template <typename Write, typename Read>
+  Status exchange(const ChunkHeader &h, int64_t total, int64_t step,
+                  Write &&write, Read &&read) {
+    TSL_RETURN_IF_ERROR(usable(h.op));
+    for (int64_t lo = 0; lo < total; lo += step) {
+      int b;
+      TSL_RETURN_IF_ERROR(beginChunk(h, b));
+      write(b, lo);
+      TSL_RETURN_IF_ERROR(arriveAndCheck(h, b));
+      TSL_RETURN_IF_ERROR(read(b, lo));
+      finishChunk(b);
+    }
+    return Status::ok();
+  }
 
   /// Waits until every member is done with this member's next buffer and
   /// writes the chunk's header there.
@@ -893,15 +814,10 @@ private:
     broken = what;
     lines[me].state.store(1 + op, std::memory_order_seq_cst);
     futexWake(&lines[me].counter);
-    return Status::error("rank " + std::to_string(members[me]) + ": " +
-                         opName(op) + " over ranks " + listToString(members) +
-                         " failed: " + what);
+    return Status::error(where(opName(op)) + " failed: " + what);
   }
 
-  ShmWorld *world;
   Communicator *fallback;
-  std::vector<int> members;
-  int me;
   Mapping mapping;
   size_t slot = 0;
   MemberLine *lines = nullptr;
@@ -965,26 +881,17 @@ Status createShmCommunicator(const CommOptions &options,
                              std::unique_ptr<Communicator> fallback,
                              std::unique_ptr<Communicator> &out) {
   out = std::move(fallback);
-  if (options.size < 1 || options.rank < 0 || options.rank >= options.size)
-    return Status::error("invalid rank " + std::to_string(options.rank) +
-                         " of " + std::to_string(options.size));
-  if (!options.store)
-    return Status::error("shm needs a store for the rendezvous");
+  TSL_RETURN_IF_ERROR(
+      checkOptions(options, "shm needs a store for the rendezvous"));
   if (out && (out->rank() != options.rank || out->size() != options.size))
     return Status::error(
         "the fallback communicator is rank " + std::to_string(out->rank()) +
         " of " + std::to_string(out->size()) + ", not " +
         std::to_string(options.rank) + " of " + std::to_string(options.size));
-  auto world = std::make_unique<ShmWorld>();
-  world->store = options.store;
-  world->prefix = options.prefix;
-  world->timeout = options.timeout;
-  world->rank = options.rank;
+  auto world = std::make_unique<ShmWorld>(options);
   if (options.shmSlotBytes)
     world->slotBytes = options.shmSlotBytes;
-  std::vector<int> members(options.size);
-  for (int i = 0; i < options.size; ++i)
-    members[i] = i;
+  std::vector<int> members = allRanks(options.size);
   Mapping m;
   TSL_RETURN_IF_ERROR(openSegment(*world, members, options.rank, m));
   world->fallback = std::move(out);

@@ -1,5 +1,6 @@
 //===- Binary.cpp - Broadcasting binary kernels, compare and where --------===//
 #include "Broadcast.h"
+#include "DTypeDispatch.h"
 #include "KernelRegistry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
@@ -197,20 +198,11 @@ void compareKernel(ComparePredicate pred, DType dtype, const void *a,
                    const Shape &aShape, const void *b, const Shape &bShape,
                    uint8_t *out, const Shape &outShape, ThreadPool &pool) {
   StridedPlan plan = makeBroadcastPlan(outShape, {&aShape, &bShape});
-  switch (dtype) {
-  case DType::F32:
-    return compareTyped(pred, static_cast<const float *>(a),
-                        static_cast<const float *>(b), out, plan, pool);
-  case DType::I64:
-    return compareTyped(pred, static_cast<const int64_t *>(a),
-                        static_cast<const int64_t *>(b), out, plan, pool);
-  case DType::I32:
-    return compareTyped(pred, static_cast<const int32_t *>(a),
-                        static_cast<const int32_t *>(b), out, plan, pool);
-  case DType::Bool:
-    return compareTyped(pred, static_cast<const uint8_t *>(a),
-                        static_cast<const uint8_t *>(b), out, plan, pool);
-  }
+  visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    compareTyped(pred, static_cast<const T *>(a), static_cast<const T *>(b),
+                 out, plan, pool);
+  });
 }
 
 void whereKernel(size_t elemSize, const uint8_t *cond, const Shape &cShape,
@@ -237,27 +229,17 @@ void whereKernel(size_t elemSize, const uint8_t *cond, const Shape &cShape,
 namespace {
 
 Step binaryStep(const KernelContext &c) {
-  const Op *o = &c.op;
-  const BufferInfo *a = &c.in(0), *b = &c.in(1), *r = &c.out(0);
-  void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);
-  ThreadPool *tp = &c.pool;
-  return [=] {
-    binaryKernel(o->kind, a->dtype, x0, a->shape, x1, b->shape, y0, r->shape,
-                 *tp);
-    return Status::ok();
-  };
+  return kernelStep(c, [](const StepArgs &s) {
+    binaryKernel(s.o->kind, s.a->dtype, s.x0, s.a->shape, s.x1, s.b->shape,
+                 s.y0, s.r->shape, *s.tp);
+  });
 }
 
 Step compareStep(const KernelContext &c) {
-  const Op *o = &c.op;
-  const BufferInfo *a = &c.in(0), *b = &c.in(1), *r = &c.out(0);
-  void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);
-  ThreadPool *tp = &c.pool;
-  return [=] {
-    compareKernel(o->predicate, a->dtype, x0, a->shape, x1, b->shape,
-                  static_cast<uint8_t *>(y0), r->shape, *tp);
-    return Status::ok();
-  };
+  return kernelStep(c, [](const StepArgs &s) {
+    compareKernel(s.o->predicate, s.a->dtype, s.x0, s.a->shape, s.x1,
+                  s.b->shape, static_cast<uint8_t *>(s.y0), s.r->shape, *s.tp);
+  });
 }
 
 Step whereStep(const KernelContext &c) {

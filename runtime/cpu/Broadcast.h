@@ -26,6 +26,49 @@ struct StridedPlan {
   int64_t total = 0;
 };
 
+/// A row-major `shape` seen as [outer, len, inner] around dim `axis`: the
+/// view of the kernels that work along one axis (softmax, concat, gather).
+struct AxisView {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+inline AxisView aroundAxis(const Shape &shape, int64_t axis) {
+  AxisView v;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    (d < axis ? v.outer : d == axis ? v.len : v.inner) *= shape[d];
+  return v;
+}
+
+/// numpy.matmul's dims: 1-D operands promoted (a [k] to [1, k], b [k] to
+/// [k, 1]), matrices [m, k]·[k, n], the batch dims of a, b and the result
+/// and how many matrices each holds.
+struct MatMulDims {
+  int64_t m = 0, k = 0, n = 0;
+  Shape aBatch, bBatch, outBatch;
+  int64_t aCount = 0, bCount = 0, batches = 0;
+};
+inline MatMulDims matmulDims(const Shape &aShape, const Shape &bShape,
+                             const Shape &outShape) {
+  MatMulDims d;
+  Shape as = aShape, bs = bShape;
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  d.m = as[as.size() - 2];
+  d.k = as.back();
+  d.n = bs.back();
+  d.aBatch.assign(as.begin(), as.end() - 2);
+  d.bBatch.assign(bs.begin(), bs.end() - 2);
+  // The result's batch dims: all but its matrix dims.
+  d.outBatch = outShape;
+  d.outBatch.resize(outShape.size() - (aShape.size() == 1 ? 0 : 1) -
+                    (bShape.size() == 1 ? 0 : 1));
+  d.aCount = numElements(d.aBatch);
+  d.bCount = numElements(d.bBatch);
+  d.batches = numElements(d.outBatch);
+  return d;
+}
+
 /// Strides of a row-major tensor of `shape`, aligned to the right of a result
 /// of rank `rank`, with 0 for dims of size 1 (broadcast).
 std::vector<int64_t> broadcastStrides(const Shape &shape, size_t rank,

@@ -86,6 +86,16 @@ public:
     return -1;
   }
 
+  /// The only reader of op i's only result (`c`) when `eligible`, or -1:
+  /// the op a fusion would fold into op i.
+  int fusionCandidate(const std::vector<bool> &eligible, int i, int &c) const {
+    const Op &op = prog.ops[i];
+    if (!eligible[i] || op.results.size() != 1)
+      return -1;
+    c = op.results[0];
+    return soleReader(c, i);
+  }
+
   /// Whether buffer t may be written from op i on while ops up to j run:
   /// nothing else live over [i, j] (but `unused`) shares its bytes.
   bool writableEarly(int t, int i, int j, const std::vector<int> &unused) const {
@@ -127,10 +137,8 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
   std::vector<ConvFusion> plan(nOps);
   for (int i = 0; i < nOps; ++i) {
     const Op &conv = prog.ops[i];
-    if (!eligible[i] || conv.results.size() != 1)
-      continue;
-    const int c = conv.results[0];
-    const int j = live.soleReader(c, i);
+    int c = -1;
+    const int j = live.fusionCandidate(eligible, i, c);
     if (j < 0 || prog.ops[j].results.size() != 1)
       continue;
     const Op &next = prog.ops[j];
@@ -197,16 +205,13 @@ planMatMulEpilogue(const Program &prog, const std::vector<bool> &eligible) {
   Liveness live(prog);
   std::vector<MatMulEpilogue> plan(nOps);
   for (int i = 0; i < nOps; ++i) {
-    const Op &mm = prog.ops[i];
-    if (!eligible[i] || mm.results.size() != 1)
-      continue;
-    const int c = mm.results[0];
-    const BufferInfo &cb = prog.buffers[c];
+    int c = -1;
     // matmul -> add of a constant [N] bias -> gelu.
-    const int j = live.soleReader(c, i);
+    const int j = live.fusionCandidate(eligible, i, c);
     if (j < 0 || prog.ops[j].kind != OpKind::Add ||
         prog.ops[j].operands.size() != 2 || prog.ops[j].results.size() != 1)
       continue;
+    const BufferInfo &cb = prog.buffers[c];
     const Op &add = prog.ops[j];
     const int bias = add.operands[0] == c ? add.operands[1] : add.operands[0];
     const BufferInfo &bb = prog.buffers[bias];

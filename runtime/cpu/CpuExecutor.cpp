@@ -25,7 +25,7 @@ namespace tessel::runtime::cpu {
 
 LayoutReorder *KernelResources::reorderFor(const Shape &shape, Layout from,
                                            Layout to) {
-  reorders.push_back(LayoutReorder::create(dnnl, shape, from, to));
+  reorders.push_back(createLayoutReorder(dnnl, shape, from, to));
   if (!reorders.back() && stepError.isOk())
     stepError = Status::error("oneDNN has no reorder between layouts of " +
                               shapeToString(shape));
@@ -246,7 +246,7 @@ Status CpuExecutor::initConvs() {
     const BufferInfo &a = B[op.operands[0]], &w = B[op.operands[1]];
     if (!dnnl)
       dnnl = createDnnlContext();
-    dnnlMatMuls[i] = DnnlMatMul::create(
+    dnnlMatMuls[i] = createDnnlMatMul(
         dnnl, a.numel / w.shape[0], w.shape[0], w.shape[1],
         static_cast<const float *>(w.data),
         static_cast<const float *>(B[e.bias].data), e.tanhForm);
@@ -282,7 +282,7 @@ Status CpuExecutor::initConvs() {
     const Op &op = prog->ops[i];
     if (!dnnl)
       dnnl = createDnnlContext();
-    dnnlPools[i] = DnnlPool::createMax(
+    dnnlPools[i] = createDnnlMaxPool(
         dnnl, B[op.operands[0]].shape, B[op.results[0]].shape, op.kernel,
         op.strides, op.pads, layouts.layout[op.operands[0]],
         layouts.layout[op.results[0]]);
@@ -431,7 +431,7 @@ Status CpuExecutor::run() {
 
 Step CpuExecutor::makeStep(size_t i) {
   const Op &op = prog->ops[i];
-  KernelContext ctx{*prog, op, i, ptrs, pool, *this};
+  KernelContext ctx{{*prog, op, i, ptrs}, pool, *this};
   return cpuKernels().find(op.kind)(ctx);
 }
 

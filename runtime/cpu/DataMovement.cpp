@@ -111,12 +111,8 @@ void stridedCopy(size_t elemSize, const void *src, const Shape &dims,
 Status gatherKernel(size_t elemSize, const void *data, const Shape &dataShape,
                     DType indexType, const void *indices, int64_t numIndices,
                     int64_t axis, void *out) {
-  int64_t outer = 1, inner = 1;
-  const int64_t dim = dataShape[axis];
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= dataShape[d];
-  for (size_t d = axis + 1; d < dataShape.size(); ++d)
-    inner *= dataShape[d];
+  const AxisView v = aroundAxis(dataShape, axis);
+  const int64_t outer = v.outer, dim = v.len, inner = v.inner;
   auto index = [&](int64_t j) -> int64_t {
     return indexType == DType::I64 ? static_cast<const int64_t *>(indices)[j]
                                    : static_cast<const int32_t *>(indices)[j];
@@ -180,11 +176,8 @@ void sliceKernel(size_t elemSize, const void *x, const Shape &shape,
 void concatKernel(size_t elemSize, const std::vector<const void *> &inputs,
                   const std::vector<const Shape *> &shapes, int64_t axis,
                   void *out, const Shape &outShape) {
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= outShape[d];
-  for (size_t d = axis + 1; d < outShape.size(); ++d)
-    inner *= outShape[d];
+  const AxisView v = aroundAxis(outShape, axis);
+  const int64_t outer = v.outer, inner = v.inner;
   char *dst = static_cast<char *>(out);
   for (int64_t o = 0; o < outer; ++o)
     for (size_t k = 0; k < inputs.size(); ++k) {
@@ -197,11 +190,8 @@ void concatKernel(size_t elemSize, const std::vector<const void *> &inputs,
 void splitKernel(size_t elemSize, const void *x, const Shape &shape,
                  int64_t axis, const std::vector<int64_t> &sizes,
                  const std::vector<void *> &outs) {
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d)
-    inner *= shape[d];
+  const AxisView v = aroundAxis(shape, axis);
+  const int64_t outer = v.outer, inner = v.inner;
   const char *src = static_cast<const char *>(x);
   for (int64_t o = 0; o < outer; ++o)
     for (size_t k = 0; k < outs.size(); ++k) {
@@ -240,26 +230,17 @@ Step gatherStep(const KernelContext &c) {
 }
 
 Step transposeStep(const KernelContext &c) {
-  const Op *o = &c.op;
-  const BufferInfo *a = &c.in(0);
-  void *x0 = c.operand(0), *y0 = c.result(0);
-  ThreadPool *tp = &c.pool;
-  return [=] {
-    transposeKernel(dtypeSize(a->dtype), x0, a->shape, o->perm, y0, *tp);
-    return Status::ok();
-  };
+  return kernelStep(c, [](const StepArgs &s) {
+    transposeKernel(dtypeSize(s.a->dtype), s.x0, s.a->shape, s.o->perm, s.y0,
+                    *s.tp);
+  });
 }
 
 Step sliceStep(const KernelContext &c) {
-  const Op *o = &c.op;
-  const BufferInfo *a = &c.in(0), *r = &c.out(0);
-  void *x0 = c.operand(0), *y0 = c.result(0);
-  ThreadPool *tp = &c.pool;
-  return [=] {
-    sliceKernel(dtypeSize(a->dtype), x0, a->shape, o->starts, o->steps, y0,
-                r->shape, *tp);
-    return Status::ok();
-  };
+  return kernelStep(c, [](const StepArgs &s) {
+    sliceKernel(dtypeSize(s.a->dtype), s.x0, s.a->shape, s.o->starts,
+                s.o->steps, s.y0, s.r->shape, *s.tp);
+  });
 }
 
 Step concatStep(const KernelContext &c) {
@@ -292,26 +273,23 @@ Step splitStep(const KernelContext &c) {
 }
 
 Step expandStep(const KernelContext &c) {
-  const BufferInfo *a = &c.in(0), *r = &c.out(0);
-  void *x0 = c.operand(0), *y0 = c.result(0);
-  ThreadPool *tp = &c.pool;
-  return [=] {
-    expandKernel(dtypeSize(a->dtype), x0, a->shape, y0, r->shape, *tp);
-    return Status::ok();
-  };
+  return kernelStep(c, [](const StepArgs &s) {
+    expandKernel(dtypeSize(s.a->dtype), s.x0, s.a->shape, s.y0, s.r->shape,
+                 *s.tp);
+  });
 }
 
 } // namespace
 
 void registerDataMovementKernels(KernelRegistry &r) {
-  r.add(OpKind::Reshape, copyStep);
-  r.add(OpKind::Copy, copyStep);
-  r.add(OpKind::Gather, gatherStep);
-  r.add(OpKind::Transpose, transposeStep);
-  r.add(OpKind::Slice, sliceStep);
-  r.add(OpKind::Concat, concatStep);
-  r.add(OpKind::Split, splitStep);
-  r.add(OpKind::Expand, expandStep);
+  addKernels(r, {{OpKind::Reshape, copyStep},
+                 {OpKind::Copy, copyStep},
+                 {OpKind::Gather, gatherStep},
+                 {OpKind::Transpose, transposeStep},
+                 {OpKind::Slice, sliceStep},
+                 {OpKind::Concat, concatStep},
+                 {OpKind::Split, splitStep},
+                 {OpKind::Expand, expandStep}});
 }
 
 } // namespace tessel::runtime::cpu

@@ -2,9 +2,12 @@
 #ifndef TESSEL_RUNTIME_CPU_DNNLCONTEXT_H
 #define TESSEL_RUNTIME_CPU_DNNLCONTEXT_H
 
+#include "DnnlConv.h"
 #include "Layout.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <unordered_map>
 
 namespace tessel::runtime::cpu {
 
@@ -15,6 +18,17 @@ public:
   DnnlContext() : engine(dnnl::engine::kind::cpu, 0), stream(engine) {}
   dnnl::engine engine;
   dnnl::stream stream;
+};
+
+/// What a DnnlPrimitive (DnnlConv.h) runs.
+struct DnnlPrimitive::Impl {
+  std::shared_ptr<DnnlContext> ctx;
+  dnnl::primitive primitive;
+  /// The source and destination; the fixed arguments.
+  dnnl::memory::desc src, dst;
+  std::unordered_map<int, dnnl::memory> args;
+  /// "reorder", "max pooling", ...: names it in a failure.
+  const char *what = "";
 };
 
 /// oneDNN's name for `l` (NCHW: `nchw`).

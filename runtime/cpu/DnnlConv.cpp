@@ -199,44 +199,42 @@ Status DnnlConv::run(const float *x, float *y, void *srcScratch,
   }
 }
 
-struct LayoutReorder::Impl {
-  std::shared_ptr<DnnlContext> ctx;
-  dnnl::memory::desc from, to;
-  dnnl::reorder reorder;
-};
-
-LayoutReorder::LayoutReorder(std::unique_ptr<Impl> impl)
+DnnlPrimitive::DnnlPrimitive(std::unique_ptr<Impl> impl)
     : impl(std::move(impl)) {}
-LayoutReorder::~LayoutReorder() = default;
+DnnlPrimitive::~DnnlPrimitive() = default;
 
-std::unique_ptr<LayoutReorder>
-LayoutReorder::create(std::shared_ptr<DnnlContext> ctx, const Shape &shape,
-                      Layout from, Layout to) {
-  if (!ctx || shape.size() != 4)
-    return nullptr;
-  try {
-    auto impl = std::make_unique<Impl>();
-    impl->ctx = ctx;
-    dnnl::memory::dims d(shape.begin(), shape.end());
-    impl->from = layoutDesc(d, from);
-    impl->to = layoutDesc(d, to);
-    impl->reorder = dnnl::reorder(dnnl::reorder::primitive_desc(
-        ctx->engine, impl->from, ctx->engine, impl->to));
-    return std::unique_ptr<LayoutReorder>(new LayoutReorder(std::move(impl)));
-  } catch (const dnnl::error &) {
-    return nullptr;
-  }
-}
-
-Status LayoutReorder::run(const void *src, void *dst) {
+Status DnnlPrimitive::run(const void *src, void *dst) {
   try {
     const dnnl::engine &eng = impl->ctx->engine;
-    dnnl::memory a(impl->from, eng, const_cast<void *>(src)), b(impl->to, eng, dst);
-    impl->reorder.execute(impl->ctx->stream, a, b);
+    std::unordered_map<int, dnnl::memory> args = impl->args;
+    args[DNNL_ARG_SRC] = dnnl::memory(impl->src, eng, const_cast<void *>(src));
+    args[DNNL_ARG_DST] = dnnl::memory(impl->dst, eng, dst);
+    impl->primitive.execute(impl->ctx->stream, args);
     impl->ctx->stream.wait();
     return Status::ok();
   } catch (const dnnl::error &e) {
-    return Status::error(std::string("oneDNN reorder failed: ") + e.what());
+    return Status::error(std::string("oneDNN ") + impl->what +
+                         " failed: " + e.what());
+  }
+}
+
+std::unique_ptr<LayoutReorder>
+createLayoutReorder(std::shared_ptr<DnnlContext> ctx, const Shape &shape,
+                    Layout from, Layout to) {
+  if (!ctx || shape.size() != 4)
+    return nullptr;
+  try {
+    auto impl = std::make_unique<DnnlPrimitive::Impl>();
+    impl->ctx = ctx;
+    impl->what = "reorder";
+    dnnl::memory::dims d(shape.begin(), shape.end());
+    impl->src = layoutDesc(d, from);
+    impl->dst = layoutDesc(d, to);
+    impl->primitive = dnnl::reorder(dnnl::reorder::primitive_desc(
+        ctx->engine, impl->src, ctx->engine, impl->dst));
+    return std::make_unique<DnnlPrimitive>(std::move(impl));
+  } catch (const dnnl::error &) {
+    return nullptr;
   }
 }
 

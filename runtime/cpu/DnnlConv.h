@@ -79,21 +79,28 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
-/// Converts a 4-D f32 tensor between layouts.
-class LayoutReorder {
+/// One oneDNN primitive from a source to a destination buffer, its other
+/// arguments (weights, bias) fixed when it is created (DnnlContext.h): a
+/// layout reorder, a max pool (DnnlPool.h), a matmul with its epilogue
+/// (DnnlMatMul.h).
+class DnnlPrimitive {
 public:
-  /// Null when oneDNN cannot (it always can for f32).
-  static std::unique_ptr<LayoutReorder>
-  create(std::shared_ptr<DnnlContext> ctx, const Shape &shape, Layout from,
-         Layout to);
-  ~LayoutReorder();
+  struct Impl;
+  explicit DnnlPrimitive(std::unique_ptr<Impl> impl);
+  ~DnnlPrimitive();
+  /// dst = primitive(src).
   Status run(const void *src, void *dst);
 
 private:
-  struct Impl;
-  explicit LayoutReorder(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl;
 };
+
+/// Converts a 4-D f32 tensor between layouts; null when oneDNN cannot (it
+/// always can for f32).
+using LayoutReorder = DnnlPrimitive;
+std::unique_ptr<LayoutReorder>
+createLayoutReorder(std::shared_ptr<DnnlContext> ctx, const Shape &shape,
+                    Layout from, Layout to);
 
 } // namespace tessel::runtime::cpu
 

@@ -13,21 +13,13 @@
 
 namespace tessel::runtime::cpu {
 
-class DnnlMatMul {
-public:
-  /// y[rows, n] = gelu(a[rows, k] @ w[k, n] + bias[n]) (tanh or erf form);
-  /// null when oneDNN has no JIT kernel for it.
-  static std::unique_ptr<DnnlMatMul>
-  create(std::shared_ptr<DnnlContext> ctx, int64_t rows, int64_t k, int64_t n,
-         const float *w, const float *bias, bool tanhForm);
-  ~DnnlMatMul();
-  Status run(const float *a, float *y);
-
-private:
-  struct Impl;
-  explicit DnnlMatMul(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl;
-};
+/// y[rows, n] = gelu(a[rows, k] @ w[k, n] + bias[n]) (tanh or erf form), run
+/// as run(a, y); null when oneDNN has no JIT kernel for it.
+using DnnlMatMul = DnnlPrimitive;
+std::unique_ptr<DnnlMatMul> createDnnlMatMul(std::shared_ptr<DnnlContext> ctx,
+                                             int64_t rows, int64_t k, int64_t n,
+                                             const float *w, const float *bias,
+                                             bool tanhForm);
 
 } // namespace tessel::runtime::cpu
 

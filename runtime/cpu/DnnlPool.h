@@ -12,23 +12,15 @@
 
 namespace tessel::runtime::cpu {
 
-class DnnlPool {
-public:
-  /// Max pooling of 4-D f32 `x` into `y` (its shape fixes floor or ceil
-  /// mode), in those layouts; null if oneDNN cannot.
-  static std::unique_ptr<DnnlPool>
-  createMax(std::shared_ptr<DnnlContext> ctx, const Shape &x, const Shape &y,
-            const std::vector<int64_t> &kernel,
-            const std::vector<int64_t> &strides,
-            const std::vector<int64_t> &pads, Layout src, Layout dst);
-  ~DnnlPool();
-  Status run(const float *x, float *y);
-
-private:
-  struct Impl;
-  explicit DnnlPool(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl;
-};
+/// Max pooling of 4-D f32 `x` into `y` (its shape fixes floor or ceil
+/// mode), in those layouts, run as run(x, y); null if oneDNN cannot.
+using DnnlPool = DnnlPrimitive;
+std::unique_ptr<DnnlPool> createDnnlMaxPool(std::shared_ptr<DnnlContext> ctx,
+                                            const Shape &x, const Shape &y,
+                                            const std::vector<int64_t> &kernel,
+                                            const std::vector<int64_t> &strides,
+                                            const std::vector<int64_t> &pads,
+                                            Layout src, Layout dst);
 
 } // namespace tessel::runtime::cpu
 

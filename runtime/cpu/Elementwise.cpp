@@ -5,6 +5,7 @@
 // math may go in VecMath.h when other kernels share it).
 //
 //===----------------------------------------------------------------------===//
+#include "DTypeDispatch.h"
 #include "KernelRegistry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
@@ -47,17 +48,14 @@ void castTyped(const From *x, To *y, int64_t n, ThreadPool &pool) {
 
 template <typename From>
 void castFrom(const From *x, DType to, void *y, int64_t n, ThreadPool &pool) {
-  switch (to) {
-  case DType::F32:
-    return castTyped(x, static_cast<float *>(y), n, pool);
-  case DType::I64:
-    return castTyped(x, static_cast<int64_t *>(y), n, pool);
-  case DType::I32:
-    return castTyped(x, static_cast<int32_t *>(y), n, pool);
-  case DType::Bool:
-    return map(x, static_cast<uint8_t *>(y), n, pool,
-               [](From v) { return static_cast<uint8_t>(v != From(0)); });
-  }
+  visitDType(to, [&](auto tag) {
+    using To = typename decltype(tag)::type;
+    if constexpr (kIsBool<To>)
+      map(x, static_cast<uint8_t *>(y), n, pool,
+          [](From v) { return static_cast<uint8_t>(v != From(0)); });
+    else
+      castTyped(x, static_cast<To *>(y), n, pool);
+  });
 }
 
 /// The step y = f(x) over the instruction's operand and result as T. `f` is
@@ -112,16 +110,10 @@ void castKernel(DType from, const void *x, DType to, void *y, int64_t n,
       std::memcpy(y, x, n * dtypeSize(from));
     return;
   }
-  switch (from) {
-  case DType::F32:
-    return castFrom(static_cast<const float *>(x), to, y, n, pool);
-  case DType::I64:
-    return castFrom(static_cast<const int64_t *>(x), to, y, n, pool);
-  case DType::I32:
-    return castFrom(static_cast<const int32_t *>(x), to, y, n, pool);
-  case DType::Bool:
-    return castFrom(static_cast<const uint8_t *>(x), to, y, n, pool);
-  }
+  visitDType(from, [&](auto tag) {
+    using From = typename decltype(tag)::type;
+    castFrom(static_cast<const From *>(x), to, y, n, pool);
+  });
 }
 
 // The unary ops (README.md, "Instruction set"): each kind's factory picks its

@@ -4,19 +4,7 @@
 namespace tessel::runtime::cpu {
 
 KernelRegistry &cpuKernels() {
-  static KernelRegistry registry = [] {
-    KernelRegistry r("cpu");
-    registerElementwiseKernels(r);
-    registerBinaryKernels(r);
-    registerMatMulKernels(r);
-    registerReduceKernels(r);
-    registerNormalizationKernels(r);
-    registerDataMovementKernels(r);
-    registerConvKernels(r);
-    registerPoolKernels(r);
-    registerCollectiveKernels(r);
-    return r;
-  }();
+  static KernelRegistry registry = makeKernelRegistry<KernelRegistry>("cpu");
   return registry;
 }
 

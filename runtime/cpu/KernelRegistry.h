@@ -12,6 +12,7 @@
 #ifndef TESSEL_RUNTIME_CPU_KERNELREGISTRY_H
 #define TESSEL_RUNTIME_CPU_KERNELREGISTRY_H
 
+#include "KernelFamilies.h"
 #include "tessel/runtime/KernelTable.h"
 #include "tessel/runtime/OpKind.h"
 #include "tessel/runtime/Program.h"
@@ -31,27 +32,36 @@ using Step = std::function<Status()>;
 
 /// What a factory builds one instruction's step from. Everything is resolved:
 /// the step should capture pointers and precomputed values, not the context.
-struct KernelContext {
-  const Program &program;
-  const Op &op;
-  size_t index; // op == program.ops[index]
-  /// Every buffer's address, by id (an operand the executor keeps in another
-  /// layout reads its NCHW copy here).
-  const std::vector<void *> &ptrs;
+struct KernelContext : InstructionRef {
   ThreadPool &pool;
   /// The executor's oneDNN kernels, layouts, scratch and communicators,
   /// prepared before any step is built (KernelResources.h).
   KernelResources &resources;
-
-  const BufferInfo &in(size_t i) const {
-    return program.buffers[op.operands[i]];
-  }
-  const BufferInfo &out(size_t i) const {
-    return program.buffers[op.results[i]];
-  }
-  void *operand(size_t i) const { return ptrs[op.operands[i]]; }
-  void *result(size_t i) const { return ptrs[op.results[i]]; }
 };
+
+/// What most steps read when they run, captured when they are built: the
+/// op, operands 0 and 1 (null without one) and result 0 (their buffers and
+/// addresses), the pool.
+struct StepArgs {
+  const Op *o;
+  const BufferInfo *a, *b, *r;
+  void *x0, *x1, *y0;
+  ThreadPool *tp;
+};
+
+/// The step that runs kernel(args) (which returns nothing) for c's
+/// instruction.
+template <typename Kernel>
+Step kernelStep(const KernelContext &c, Kernel kernel) {
+  const bool two = c.op.operands.size() > 1;
+  const StepArgs s{&c.op,       &c.in(0),     two ? &c.in(1) : nullptr,
+                   &c.out(0),   c.operand(0), two ? c.operand(1) : nullptr,
+                   c.result(0), &c.pool};
+  return [=] {
+    kernel(s);
+    return Status::ok();
+  };
+}
 
 /// Builds the step of ctx.op, reading its attributes now, once.
 using KernelFactory = Step (*)(const KernelContext &ctx);
@@ -63,17 +73,9 @@ using KernelRegistry = KernelTable<KernelFactory>;
 /// first use.
 KernelRegistry &cpuKernels();
 
-// One per kernel file, each registering the kinds that file implements.
-void registerElementwiseKernels(KernelRegistry &registry); // Elementwise.cpp
-void registerBinaryKernels(KernelRegistry &registry);      // Binary.cpp
-void registerMatMulKernels(KernelRegistry &registry);      // MatMul.cpp
-void registerReduceKernels(KernelRegistry &registry);      // Reduce.cpp
-void registerNormalizationKernels(
-    KernelRegistry &registry);                              // Normalization.cpp
-void registerDataMovementKernels(KernelRegistry &registry); // DataMovement.cpp
-void registerConvKernels(KernelRegistry &registry);         // Conv.cpp
-void registerPoolKernels(KernelRegistry &registry);         // Pool.cpp
-void registerCollectiveKernels(KernelRegistry &registry);   // Collectives.cpp
+// One per kernel file (registerElementwiseKernels in Elementwise.cpp, ...;
+// KernelFamilies.h), each registering the kinds that file implements.
+TESSEL_KERNEL_FAMILIES(TESSEL_DECLARE_KERNEL_FAMILY)
 
 } // namespace tessel::runtime::cpu
 

@@ -12,29 +12,21 @@ namespace tessel::runtime::cpu {
 
 void matmulKernel(const float *a, const Shape &aShape, const float *b,
                   const Shape &bShape, float *out, const Shape &outShape) {
-  Shape as = aShape, bs = bShape;
-  if (as.size() == 1)
-    as.insert(as.begin(), 1);
-  if (bs.size() == 1)
-    bs.push_back(1);
-  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
-  int64_t aCount = numElements(aBatch), bCount = numElements(bBatch);
-  // Output batch dims: everything of outShape but its matrix dims.
-  Shape outBatch = outShape;
-  outBatch.resize(outShape.size() - (aShape.size() == 1 ? 0 : 1) -
-                  (bShape.size() == 1 ? 0 : 1));
-  int64_t batches = numElements(outBatch);
+  const MatMulDims md = matmulDims(aShape, bShape, outShape);
+  const int64_t m = md.m, k = md.k, n = md.n, batches = md.batches;
+  const Shape &outBatch = md.outBatch;
   if (batches == 0 || m == 0 || n == 0)
     return;
 
   // B shared by every batch: fold A's batch into M, one GEMM.
-  if (bCount == 1 && aCount == batches) {
+  if (md.bCount == 1 && md.aCount == batches) {
     sgemm(false, false, m * batches, n, k, 1.0f, a, k, b, n, 0.0f, out, n);
     return;
   }
-  std::vector<int64_t> aStr = broadcastStrides(aBatch, outBatch.size(), outBatch);
-  std::vector<int64_t> bStr = broadcastStrides(bBatch, outBatch.size(), outBatch);
+  std::vector<int64_t> aStr =
+      broadcastStrides(md.aBatch, outBatch.size(), outBatch);
+  std::vector<int64_t> bStr =
+      broadcastStrides(md.bBatch, outBatch.size(), outBatch);
   StridedPlan plan = makeStridedPlan(outBatch, {aStr, bStr});
   forEachRow(plan, 0, batches, [&](const int64_t *off, int64_t count) {
     const int64_t sa = plan.strides.back()[0], sb = plan.strides.back()[1];
@@ -105,8 +97,7 @@ Step gemmStep(const KernelContext &c) {
 } // namespace
 
 void registerMatMulKernels(KernelRegistry &r) {
-  r.add(OpKind::MatMul, matmulStep);
-  r.add(OpKind::Gemm, gemmStep);
+  addKernels(r, {{OpKind::MatMul, matmulStep}, {OpKind::Gemm, gemmStep}});
 }
 
 } // namespace tessel::runtime::cpu

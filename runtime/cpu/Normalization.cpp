@@ -1,4 +1,5 @@
 //===- Normalization.cpp - softmax, layer/rms/batch norm ------------------===//
+#include "Broadcast.h"
 #include "KernelRegistry.h"
 #include "KernelResources.h"
 #include "Kernels.h"
@@ -89,11 +90,8 @@ void softmaxStrided(bool logSoftmax, const float *x, float *y, int64_t len,
 
 void softmaxKernel(bool logSoftmax, const float *x, const Shape &shape,
                    int64_t axis, float *y, ThreadPool &pool) {
-  int64_t outer = 1, inner = 1, len = shape[axis];
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d)
-    inner *= shape[d];
+  const AxisView v = aroundAxis(shape, axis);
+  const int64_t outer = v.outer, len = v.len, inner = v.inner;
   if (outer * len * inner == 0)
     return;
   const int64_t block = len * inner;
@@ -181,15 +179,11 @@ void batchNormKernel(const float *x, const Shape &shape, const float *scale,
 namespace {
 
 Step softmaxStep(const KernelContext &c) {
-  const Op *o = &c.op;
-  const BufferInfo *a = &c.in(0);
-  void *x0 = c.operand(0), *y0 = c.result(0);
-  ThreadPool *tp = &c.pool;
-  return [=] {
-    softmaxKernel(o->kind == OpKind::LogSoftmax, static_cast<const float *>(x0),
-                  a->shape, o->axis, static_cast<float *>(y0), *tp);
-    return Status::ok();
-  };
+  return kernelStep(c, [](const StepArgs &s) {
+    softmaxKernel(s.o->kind == OpKind::LogSoftmax,
+                  static_cast<const float *>(s.x0), s.a->shape, s.o->axis,
+                  static_cast<float *>(s.y0), *s.tp);
+  });
 }
 
 Step layerNormStep(const KernelContext &c) {
@@ -252,11 +246,11 @@ Step batchNormStep(const KernelContext &c) {
 } // namespace
 
 void registerNormalizationKernels(KernelRegistry &r) {
-  r.add(OpKind::Softmax, softmaxStep);
-  r.add(OpKind::LogSoftmax, softmaxStep);
-  r.add(OpKind::LayerNorm, layerNormStep);
-  r.add(OpKind::RmsNorm, layerNormStep);
-  r.add(OpKind::BatchNorm, batchNormStep);
+  addKernels(r, {{OpKind::Softmax, softmaxStep},
+                 {OpKind::LogSoftmax, softmaxStep},
+                 {OpKind::LayerNorm, layerNormStep},
+                 {OpKind::RmsNorm, layerNormStep},
+                 {OpKind::BatchNorm, batchNormStep}});
 }
 
 } // namespace tessel::runtime::cpu

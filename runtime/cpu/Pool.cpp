@@ -11,6 +11,19 @@ namespace tessel::runtime::cpu {
 
 namespace {
 
+/// The window of result index `o` along one dim of `n` input entries:
+/// [lo, hi) clipped to the input, and how many entries it spans in the input
+/// and its pads (`padBegin` before, `padEnd` after).
+struct Span {
+  int64_t lo, hi, padded;
+};
+inline Span windowSpan(int64_t o, int64_t stride, int64_t padBegin, int64_t k,
+                       int64_t n, int64_t padEnd) {
+  const int64_t lo = o * stride - padBegin;
+  const int64_t hi = std::min(lo + k, n + padEnd);
+  return {std::max<int64_t>(lo, 0), std::min(hi, n), hi - lo};
+}
+
 /// Runs fn(window) for every output position of every (n, c) plane; the
 /// window is clipped to the input, `poolSize` counts the padded window
 /// (clipped to input + pads, as PyTorch and ONNX Runtime do).
@@ -25,18 +38,13 @@ void forEachWindow(const Shape &xShape, const Shape &yShape,
                    [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p)
       for (int64_t r = 0; r < oh; ++r) {
-        int64_t h0 = r * strides[0] - pads[0];
-        int64_t h1 = std::min(h0 + kernel[0], h + pads[2]);
-        int64_t ph = h1 - h0;
-        h0 = std::max<int64_t>(h0, 0);
-        h1 = std::min(h1, h);
+        const Span hs =
+            windowSpan(r, strides[0], pads[0], kernel[0], h, pads[2]);
         for (int64_t s = 0; s < ow; ++s) {
-          int64_t w0 = s * strides[1] - pads[1];
-          int64_t w1 = std::min(w0 + kernel[1], w + pads[3]);
-          int64_t pw = w1 - w0;
-          w0 = std::max<int64_t>(w0, 0);
-          w1 = std::min(w1, w);
-          fn(p, p * h * w, (p * oh + r) * ow + s, h0, h1, w0, w1, ph * pw);
+          const Span ws =
+              windowSpan(s, strides[1], pads[1], kernel[1], w, pads[3]);
+          fn(p, p * h * w, (p * oh + r) * ow + s, hs.lo, hs.hi, ws.lo, ws.hi,
+             hs.padded * ws.padded);
         }
       }
   });
@@ -106,47 +114,34 @@ Step maxPoolStep(const KernelContext &c) {
     return [=] {
       return p->run(static_cast<const float *>(x0), static_cast<float *>(y0));
     };
-  const Op *o = &c.op;
-  const BufferInfo *a = &c.in(0), *r = &c.out(0);
-  ThreadPool *tp = &c.pool;
-  return [=] {
-    maxPoolKernel(static_cast<const float *>(x0), a->shape,
-                  static_cast<float *>(y0), r->shape, o->kernel, o->strides,
-                  o->pads, *tp);
-    return Status::ok();
-  };
+  return kernelStep(c, [](const StepArgs &s) {
+    maxPoolKernel(static_cast<const float *>(s.x0), s.a->shape,
+                  static_cast<float *>(s.y0), s.r->shape, s.o->kernel,
+                  s.o->strides, s.o->pads, *s.tp);
+  });
 }
 
 Step avgPoolStep(const KernelContext &c) {
-  const Op *o = &c.op;
-  const BufferInfo *a = &c.in(0), *r = &c.out(0);
-  void *x0 = c.operand(0), *y0 = c.result(0);
-  ThreadPool *tp = &c.pool;
-  return [=] {
-    avgPoolKernel(static_cast<const float *>(x0), a->shape,
-                  static_cast<float *>(y0), r->shape, o->kernel, o->strides,
-                  o->pads, o->countIncludePad, *tp);
-    return Status::ok();
-  };
+  return kernelStep(c, [](const StepArgs &s) {
+    avgPoolKernel(static_cast<const float *>(s.x0), s.a->shape,
+                  static_cast<float *>(s.y0), s.r->shape, s.o->kernel,
+                  s.o->strides, s.o->pads, s.o->countIncludePad, *s.tp);
+  });
 }
 
 Step globalAvgPoolStep(const KernelContext &c) {
-  const BufferInfo *a = &c.in(0);
-  void *x0 = c.operand(0), *y0 = c.result(0);
-  ThreadPool *tp = &c.pool;
-  return [=] {
-    globalAvgPoolKernel(static_cast<const float *>(x0), a->shape,
-                        static_cast<float *>(y0), *tp);
-    return Status::ok();
-  };
+  return kernelStep(c, [](const StepArgs &s) {
+    globalAvgPoolKernel(static_cast<const float *>(s.x0), s.a->shape,
+                        static_cast<float *>(s.y0), *s.tp);
+  });
 }
 
 } // namespace
 
 void registerPoolKernels(KernelRegistry &r) {
-  r.add(OpKind::MaxPool, maxPoolStep);
-  r.add(OpKind::AvgPool, avgPoolStep);
-  r.add(OpKind::GlobalAvgPool, globalAvgPoolStep);
+  addKernels(r, {{OpKind::MaxPool, maxPoolStep},
+                 {OpKind::AvgPool, avgPoolStep},
+                 {OpKind::GlobalAvgPool, globalAvgPoolStep}});
 }
 
 } // namespace tessel::runtime::cpu

@@ -1,5 +1,6 @@
 //===- Reduce.cpp - reduce_sum, reduce_mean, reduce_max -------------------===//
 #include "Broadcast.h"
+#include "DTypeDispatch.h"
 #include "KernelRegistry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
@@ -128,32 +129,21 @@ void reduceDispatch(OpKind kind, const T *x, const Shape &shape,
 void reduceKernel(OpKind kind, DType dtype, const void *x, const Shape &shape,
                   const std::vector<int64_t> &dims, void *out,
                   ThreadPool &pool) {
-  switch (dtype) {
-  case DType::F32:
-    return reduceDispatch(kind, static_cast<const float *>(x), shape, dims,
-                          static_cast<float *>(out), pool);
-  case DType::I64:
-    return reduceDispatch(kind, static_cast<const int64_t *>(x), shape, dims,
-                          static_cast<int64_t *>(out), pool);
-  case DType::I32:
-    return reduceDispatch(kind, static_cast<const int32_t *>(x), shape, dims,
-                          static_cast<int32_t *>(out), pool);
-  default:
-    return;
-  }
+  visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!kIsBool<T>)
+      reduceDispatch(kind, static_cast<const T *>(x), shape, dims,
+                     static_cast<T *>(out), pool);
+  });
 }
 
 namespace {
 
 Step reduceStep(const KernelContext &c) {
-  const Op *o = &c.op;
-  const BufferInfo *a = &c.in(0);
-  void *x0 = c.operand(0), *y0 = c.result(0);
-  ThreadPool *tp = &c.pool;
-  return [=] {
-    reduceKernel(o->kind, a->dtype, x0, a->shape, o->dims, y0, *tp);
-    return Status::ok();
-  };
+  return kernelStep(c, [](const StepArgs &s) {
+    reduceKernel(s.o->kind, s.a->dtype, s.x0, s.a->shape, s.o->dims, s.y0,
+                 *s.tp);
+  });
 }
 
 } // namespace

@@ -19,11 +19,9 @@ Status makeBinary(const KernelContext &ctx, Step &out) {
   const OpKind kind = ctx.op.kind;
   const DType dtype = a.dtype;
   const bool bScalar = b.numel == 1;
-  const char *name = opKindName(kind);
-  cudaStream_t s = ctx.stream;
-  out = [=] {
-    return launched(launchBinary(kind, dtype, x0, x1, y, ix, bScalar, s), name);
-  };
+  out = launchStep(ctx, [=](cudaStream_t s) {
+    return launchBinary(kind, dtype, x0, x1, y, ix, bScalar, s);
+  });
   return Status::ok();
 }
 
@@ -37,10 +35,9 @@ Status makeCompare(const KernelContext &ctx, Step &out) {
   uint8_t *y = static_cast<uint8_t *>(ctx.result(0));
   const CmpPred pred = static_cast<CmpPred>(static_cast<int>(ctx.op.predicate));
   const DType dtype = a.dtype;
-  cudaStream_t s = ctx.stream;
-  out = [=] {
-    return launched(launchCompare(pred, dtype, x0, x1, y, ix, s), "compare");
-  };
+  out = launchStep(ctx, [=](cudaStream_t s) {
+    return launchCompare(pred, dtype, x0, x1, y, ix, s);
+  });
   return Status::ok();
 }
 
@@ -55,10 +52,9 @@ Status makeWhere(const KernelContext &ctx, Step &out) {
   const void *x1 = ctx.operand(1), *x2 = ctx.operand(2);
   void *y = ctx.result(0);
   const size_t es = dtypeSize(r.dtype);
-  cudaStream_t s = ctx.stream;
-  out = [=] {
-    return launched(launchWhere(es, cond, x1, x2, y, ix, s), "where");
-  };
+  out = launchStep(ctx, [=](cudaStream_t s) {
+    return launchWhere(es, cond, x1, x2, y, ix, s);
+  });
   return Status::ok();
 }
 

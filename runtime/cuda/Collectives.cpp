@@ -56,12 +56,7 @@ Status makeCollective(const KernelContext &ctx, Step &out) {
     };
     return Status::ok();
   }
-  out = [=] {
-    if (x != y && bytes)
-      TSL_CUDA(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s),
-               "cudaMemcpyAsync");
-    return Status::ok();
-  };
+  out = deviceCopyStep(x, y, bytes, s);
   return Status::ok();
 }
 

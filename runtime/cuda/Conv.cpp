@@ -38,17 +38,8 @@ Status makeConv2D(const KernelContext &ctx, Step &out) {
     return Status::error("a GEMM dim of the convolution exceeds cuBLAS's int "
                          "range");
   Conv2DGeom g;
+  setWindow(g, op, xs, ys, kh, kw);
   g.channels = cg;
-  g.h = h;
-  g.w = wd;
-  g.kh = kh;
-  g.kw = kw;
-  g.oh = oh;
-  g.ow = ow;
-  g.sh = op.strides[0];
-  g.sw = op.strides[1];
-  g.pt = op.pads[0];
-  g.pl = op.pads[1];
   g.dh = op.dilations[0];
   g.dw = op.dilations[1];
   // The columns of one image and group.

@@ -154,7 +154,7 @@ Status CudaExecutor::init() {
 
   steps.reserve(p.ops.size());
   for (size_t i = 0; i < p.ops.size(); ++i) {
-    const KernelContext ctx{p, p.ops[i], i, ptrs, stream, blas, res};
+    const KernelContext ctx{{p, p.ops[i], i, ptrs}, stream, blas, res};
     Step s;
     Status st = factories[i](ctx, s);
     if (!st)

@@ -4,19 +4,8 @@
 namespace tessel::runtime::cuda {
 
 const KernelRegistry &cudaKernels() {
-  static const KernelRegistry registry = [] {
-    KernelRegistry r("cuda");
-    registerElementwiseKernels(r);
-    registerBinaryKernels(r);
-    registerMatMulKernels(r);
-    registerReduceKernels(r);
-    registerNormalizationKernels(r);
-    registerDataMovementKernels(r);
-    registerConvKernels(r);
-    registerPoolKernels(r);
-    registerCollectiveKernels(r);
-    return r;
-  }();
+  static const KernelRegistry registry =
+      makeKernelRegistry<KernelRegistry>("cuda");
   return registry;
 }
 

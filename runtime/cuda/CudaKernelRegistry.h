@@ -16,7 +16,9 @@
 #ifndef TESSEL_RUNTIME_CUDA_CUDAKERNELREGISTRY_H
 #define TESSEL_RUNTIME_CUDA_CUDAKERNELREGISTRY_H
 
+#include "CudaStatus.h"
 #include "DeviceResources.h"
+#include "KernelFamilies.h"
 #include "tessel/runtime/KernelTable.h"
 #include "tessel/runtime/OpKind.h"
 #include "tessel/runtime/Program.h"
@@ -37,31 +39,30 @@ using Step = std::function<Status()>;
 
 /// What a factory builds one instruction's step from. The step captures
 /// pointers, plans and LateAddresses by value, never the context.
-struct KernelContext {
-  const Program &program;
-  const Op &op;
-  size_t index; // op == program.ops[index]
-  /// Every buffer's device address, by id.
-  const std::vector<void *> &ptrs;
+struct KernelContext : InstructionRef {
   cudaStream_t stream;
   cublasHandle_t blas;
   /// Device memory allocated once the steps are built, gather checks and
   /// collectives (DeviceResources.h).
   DeviceResources &resources;
-
-  const BufferInfo &in(size_t i) const {
-    return program.buffers[op.operands[i]];
-  }
-  const BufferInfo &out(size_t i) const {
-    return program.buffers[op.results[i]];
-  }
-  void *operand(size_t i) const { return ptrs[op.operands[i]]; }
-  void *result(size_t i) const { return ptrs[op.results[i]]; }
 };
 
 /// Builds the step of ctx.op, reading its attributes now, once. Fails where
 /// the instruction exceeds what the kernels handle (e.g. cuBLAS's int range).
 using KernelFactory = Status (*)(const KernelContext &ctx, Step &out);
+
+/// The step that calls launch(stream), a launcher of CudaKernels.h, on the
+/// executor's stream; a failed launch names the instruction's kind.
+template <typename Launch>
+Step launchStep(const KernelContext &ctx, Launch launch) {
+  const char *name = opKindName(ctx.op.kind);
+  cudaStream_t s = ctx.stream;
+  return [=] { return launched(launch(s), name); };
+}
+
+/// y = x, `bytes` of device memory copied on `s` (nothing when in place):
+/// reshape, copy and single-rank collectives.
+Step deviceCopyStep(const void *x, void *y, size_t bytes, cudaStream_t s);
 
 /// Op kind -> kernel factory (tessel/runtime/KernelTable.h).
 using KernelRegistry = KernelTable<KernelFactory>;
@@ -70,16 +71,9 @@ using KernelRegistry = KernelTable<KernelFactory>;
 /// first use.
 const KernelRegistry &cudaKernels();
 
-// One per kernel family file, each registering the kinds that file builds.
-void registerElementwiseKernels(KernelRegistry &registry);   // Elementwise.cpp
-void registerBinaryKernels(KernelRegistry &registry);        // Binary.cpp
-void registerMatMulKernels(KernelRegistry &registry);        // MatMul.cpp
-void registerReduceKernels(KernelRegistry &registry);        // Reduce.cpp
-void registerNormalizationKernels(KernelRegistry &registry); // Normalization.cpp
-void registerDataMovementKernels(KernelRegistry &registry);  // DataMovement.cpp
-void registerConvKernels(KernelRegistry &registry);          // Conv.cpp
-void registerPoolKernels(KernelRegistry &registry);          // Pool.cpp
-void registerCollectiveKernels(KernelRegistry &registry);    // Collectives.cpp
+// One per kernel family file (registerElementwiseKernels in Elementwise.cpp,
+// ...; KernelFamilies.h), each registering the kinds that file builds.
+TESSEL_KERNEL_FAMILIES(TESSEL_DECLARE_KERNEL_FAMILY)
 
 } // namespace tessel::runtime::cuda
 

@@ -119,10 +119,32 @@ cudaError_t launchBatchNorm(const float *x, int64_t n, int64_t c,
                             cudaStream_t s);
 
 // Convolution and pooling (NCHW) -----------------------------------------
-struct Conv2DGeom {
+/// The sliding window of conv2d and the pools: input h x w, result oh x ow,
+/// kernel kh x kw, strides, and the top and left pads.
+struct WindowGeom {
+  int64_t h = 0, w = 0, kh = 1, kw = 1, oh = 0, ow = 0;
+  int64_t sh = 1, sw = 1, pt = 0, pl = 0;
+};
+/// `g` of an instruction `op` (its strides and pads) over x [.., .., h, w]
+/// into y [.., .., oh, ow] with a kh x kw kernel.
+template <typename OpT>
+void setWindow(WindowGeom &g, const OpT &op, const Shape &xs, const Shape &ys,
+               int64_t kh, int64_t kw) {
+  g.h = xs[2];
+  g.w = xs[3];
+  g.oh = ys[2];
+  g.ow = ys[3];
+  g.kh = kh;
+  g.kw = kw;
+  g.sh = op.strides[0];
+  g.sw = op.strides[1];
+  g.pt = op.pads[0];
+  g.pl = op.pads[1];
+}
+
+struct Conv2DGeom : WindowGeom {
   int64_t channels = 0; // input channels of one group
-  int64_t h = 0, w = 0, kh = 0, kw = 0, oh = 0, ow = 0;
-  int64_t sh = 1, sw = 1, pt = 0, pl = 0, dh = 1, dw = 1;
+  int64_t dh = 1, dw = 1;
 };
 /// col[(ci, i, j), (r, s)] = x[ci, r*sh - pt + i*dh, s*sw - pl + j*dw] (0
 /// outside), for one image and group starting at `x`.
@@ -132,10 +154,9 @@ cudaError_t launchIm2Col(const float *x, const Conv2DGeom &g, float *col,
 cudaError_t launchAddBias(float *y, const float *bias, int64_t n, int64_t o,
                           int64_t spatial, cudaStream_t s);
 
-struct PoolGeom {
-  int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0;
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1;
-  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+struct PoolGeom : WindowGeom {
+  int64_t planes = 0;
+  int64_t pb = 0, pr = 0; // bottom and right pads
   bool countIncludePad = false;
 };
 cudaError_t launchMaxPool(const float *x, float *y, const PoolGeom &g,

@@ -30,18 +30,18 @@ inline Status launched(cudaError_t e, const char *kernel) {
 
 } // namespace tessel::runtime::cuda
 
-#define TSL_CUDA(expr, what)                                                   \
+/// Returns fail(e, what) from the enclosing function unless `expr` gives
+/// `success`.
+#define TSL_CUDA_CHECK(Type, expr, success, fail, what)                        \
   do {                                                                         \
-    cudaError_t tslErr_ = (expr);                                              \
-    if (tslErr_ != cudaSuccess)                                                \
-      return ::tessel::runtime::cuda::cudaFail(tslErr_, what);                 \
+    Type tslErr_ = (expr);                                                     \
+    if (tslErr_ != (success))                                                  \
+      return ::tessel::runtime::cuda::fail(tslErr_, what);                     \
   } while (false)
 
+#define TSL_CUDA(expr, what)                                                   \
+  TSL_CUDA_CHECK(cudaError_t, expr, cudaSuccess, cudaFail, what)
 #define TSL_CUBLAS(expr, what)                                                 \
-  do {                                                                         \
-    cublasStatus_t tslErr_ = (expr);                                           \
-    if (tslErr_ != CUBLAS_STATUS_SUCCESS)                                      \
-      return ::tessel::runtime::cuda::cublasFail(tslErr_, what);               \
-  } while (false)
+  TSL_CUDA_CHECK(cublasStatus_t, expr, CUBLAS_STATUS_SUCCESS, cublasFail, what)
 
 #endif // TESSEL_RUNTIME_CUDA_CUDASTATUS_H

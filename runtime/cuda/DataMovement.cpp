@@ -13,21 +13,32 @@
 
 namespace tessel::runtime::cuda {
 
-namespace {
-
-/// A plain device-to-device copy of the first operand into the result.
-Status makeCopy(const KernelContext &ctx, Step &out) {
-  const void *x = ctx.operand(0);
-  void *y = ctx.result(0);
-  const size_t bytes = ctx.in(0).bytes;
-  cudaStream_t s = ctx.stream;
-  out = [=] {
+Step deviceCopyStep(const void *x, void *y, size_t bytes, cudaStream_t s) {
+  return [=] {
     if (x != y && bytes)
       TSL_CUDA(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s),
                "cudaMemcpyAsync");
     return Status::ok();
   };
+}
+
+namespace {
+
+/// A plain device-to-device copy of the first operand into the result.
+Status makeCopy(const KernelContext &ctx, Step &out) {
+  out = deviceCopyStep(ctx.operand(0), ctx.result(0), ctx.in(0).bytes,
+                       ctx.stream);
   return Status::ok();
+}
+
+/// The result gathered from the first operand through `ix` (element
+/// offsets into the operand, by result index).
+Step stridedCopyStep(const KernelContext &ctx, const Indexer &ix) {
+  const void *x = ctx.operand(0);
+  void *y = ctx.result(0);
+  const size_t es = dtypeSize(ctx.in(0).dtype);
+  return launchStep(
+      ctx, [=](cudaStream_t s) { return launchStridedCopy(es, x, y, ix, s); });
 }
 
 Status makeTranspose(const KernelContext &ctx, Step &out) {
@@ -41,13 +52,7 @@ Status makeTranspose(const KernelContext &ctx, Step &out) {
   }
   Indexer ix;
   TSL_RETURN_IF_ERROR(stridedIndexer(outShape, {srcStr}, ix));
-  const void *x = ctx.operand(0);
-  void *y = ctx.result(0);
-  const size_t es = dtypeSize(a.dtype);
-  cudaStream_t s = ctx.stream;
-  out = [=] {
-    return launched(launchStridedCopy(es, x, y, ix, s), "transpose");
-  };
+  out = stridedCopyStep(ctx, ix);
   return Status::ok();
 }
 
@@ -80,89 +85,58 @@ Status makeSlice(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
-Status makeConcat(const KernelContext &ctx, Step &out) {
-  // Input k fills columns [prefix, prefix + size_k) of each of the `outer`
-  // rows of the result viewed as [outer, axis * inner].
+/// concat (`concat`) or split along op.axis: part i, [outer, size_i,
+/// inner], is columns [prefix_i, prefix_i + size_i) of the rows of the whole
+/// tensor (the result of concat, the operand of split) viewed as
+/// [outer, len * inner].
+Status makeParts(const KernelContext &ctx, Step &out, bool concat) {
   const Op &op = ctx.op;
-  const Shape &os = ctx.out(0).shape;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < op.axis; ++d)
-    outer *= os[d];
-  for (size_t d = op.axis + 1; d < os.size(); ++d)
-    inner *= os[d];
-  const size_t es = dtypeSize(ctx.out(0).dtype);
+  const BufferInfo &whole = concat ? ctx.out(0) : ctx.in(0);
+  char *w = static_cast<char *>(concat ? ctx.result(0) : ctx.operand(0));
+  const cpu::AxisView v = cpu::aroundAxis(whole.shape, op.axis);
+  const size_t es = dtypeSize(whole.dtype);
   struct Piece {
     const void *src;
-    int64_t dstOff; // elements
+    void *dst;
     Indexer ix;
   };
   std::vector<Piece> pieces;
   int64_t prefix = 0;
-  for (size_t i = 0; i < op.operands.size(); ++i) {
-    const int64_t size = ctx.in(i).shape[op.axis];
+  const size_t parts = concat ? op.operands.size() : op.results.size();
+  for (size_t i = 0; i < parts; ++i) {
+    const int64_t size = concat ? ctx.in(i).shape[op.axis] : op.sizes[i];
+    void *part = concat ? ctx.operand(i) : ctx.result(i);
+    char *at = w + prefix * v.inner * static_cast<int64_t>(es);
     Piece pc;
-    pc.src = ctx.operand(i);
-    pc.dstOff = prefix * inner;
+    pc.src = concat ? part : at;
+    pc.dst = concat ? at : part;
+    // Source strides, then (concat) the result's; a split writes its part
+    // contiguously.
+    std::vector<std::vector<int64_t>> strides = {{v.len * v.inner, 1}};
+    if (concat)
+      strides.insert(strides.begin(), std::vector<int64_t>{size * v.inner, 1});
     TSL_RETURN_IF_ERROR(
-        stridedIndexer({outer, size * inner},
-                       {{size * inner, 1}, {os[op.axis] * inner, 1}}, pc.ix));
+        stridedIndexer({v.outer, size * v.inner}, strides, pc.ix));
     prefix += size;
     pieces.push_back(pc);
   }
-  void *y = ctx.result(0);
+  const char *name = opKindName(op.kind);
   cudaStream_t s = ctx.stream;
   out = [=] {
     for (const Piece &pc : pieces)
       TSL_RETURN_IF_ERROR(
-          launched(launchStridedCopy(es, pc.src,
-                                     static_cast<char *>(y) +
-                                         pc.dstOff * static_cast<int64_t>(es),
-                                     pc.ix, s),
-                   "concat"));
+          launched(launchStridedCopy(es, pc.src, pc.dst, pc.ix, s), name));
     return Status::ok();
   };
   return Status::ok();
 }
 
+Status makeConcat(const KernelContext &ctx, Step &out) {
+  return makeParts(ctx, out, true);
+}
+
 Status makeSplit(const KernelContext &ctx, Step &out) {
-  const Op &op = ctx.op;
-  const Shape &is = ctx.in(0).shape;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < op.axis; ++d)
-    outer *= is[d];
-  for (size_t d = op.axis + 1; d < is.size(); ++d)
-    inner *= is[d];
-  const size_t es = dtypeSize(ctx.in(0).dtype);
-  struct Piece {
-    void *dst;
-    int64_t srcOff; // elements
-    Indexer ix;
-  };
-  std::vector<Piece> pieces;
-  int64_t prefix = 0;
-  for (size_t i = 0; i < op.results.size(); ++i) {
-    const int64_t size = op.sizes[i];
-    Piece pc;
-    pc.dst = ctx.result(i);
-    pc.srcOff = prefix * inner;
-    TSL_RETURN_IF_ERROR(stridedIndexer({outer, size * inner},
-                                       {{is[op.axis] * inner, 1}}, pc.ix));
-    prefix += size;
-    pieces.push_back(pc);
-  }
-  const void *x = ctx.operand(0);
-  cudaStream_t s = ctx.stream;
-  out = [=] {
-    for (const Piece &pc : pieces)
-      TSL_RETURN_IF_ERROR(
-          launched(launchStridedCopy(es,
-                                     static_cast<const char *>(x) +
-                                         pc.srcOff * static_cast<int64_t>(es),
-                                     pc.dst, pc.ix, s),
-                   "split"));
-    return Status::ok();
-  };
-  return Status::ok();
+  return makeParts(ctx, out, false);
 }
 
 Status makeExpand(const KernelContext &ctx, Step &out) {
@@ -170,23 +144,15 @@ Status makeExpand(const KernelContext &ctx, Step &out) {
   Indexer ix;
   TSL_RETURN_IF_ERROR(stridedIndexer(
       r.shape, {cpu::broadcastStrides(a.shape, r.shape.size(), r.shape)}, ix));
-  const void *x = ctx.operand(0);
-  void *y = ctx.result(0);
-  const size_t es = dtypeSize(a.dtype);
-  cudaStream_t s = ctx.stream;
-  out = [=] { return launched(launchStridedCopy(es, x, y, ix, s), "expand"); };
+  out = stridedCopyStep(ctx, ix);
   return Status::ok();
 }
 
 Status makeGather(const KernelContext &ctx, Step &out) {
   const Op &op = ctx.op;
   const BufferInfo &a = ctx.in(0), &idx = ctx.in(1);
-  int64_t outer = 1, inner = 1;
-  const int64_t dim = a.shape[op.axis];
-  for (int64_t d = 0; d < op.axis; ++d)
-    outer *= a.shape[d];
-  for (size_t d = op.axis + 1; d < a.shape.size(); ++d)
-    inner *= a.shape[d];
+  const cpu::AxisView v = cpu::aroundAxis(a.shape, op.axis);
+  const int64_t outer = v.outer, dim = v.len, inner = v.inner;
   const LateAddress slot = ctx.resources.addGatherCheck(ctx.index, op);
   const void *x = ctx.operand(0), *indices = ctx.operand(1);
   void *y = ctx.result(0);
@@ -209,14 +175,14 @@ Status makeGather(const KernelContext &ctx, Step &out) {
 } // namespace
 
 void registerDataMovementKernels(KernelRegistry &registry) {
-  registry.add(OpKind::Reshape, makeCopy);
-  registry.add(OpKind::Copy, makeCopy);
-  registry.add(OpKind::Transpose, makeTranspose);
-  registry.add(OpKind::Slice, makeSlice);
-  registry.add(OpKind::Concat, makeConcat);
-  registry.add(OpKind::Split, makeSplit);
-  registry.add(OpKind::Expand, makeExpand);
-  registry.add(OpKind::Gather, makeGather);
+  addKernels(registry, {{OpKind::Reshape, makeCopy},
+                        {OpKind::Copy, makeCopy},
+                        {OpKind::Transpose, makeTranspose},
+                        {OpKind::Slice, makeSlice},
+                        {OpKind::Concat, makeConcat},
+                        {OpKind::Split, makeSplit},
+                        {OpKind::Expand, makeExpand},
+                        {OpKind::Gather, makeGather}});
 }
 
 } // namespace tessel::runtime::cuda

@@ -20,9 +20,9 @@ Status makeUnary(const KernelContext &ctx, Step &out) {
   const UnaryParams params = unaryParams(ctx.op);
   const DType dtype = a.dtype;
   const int64_t n = a.numel;
-  const char *name = opKindName(ctx.op.kind);
-  cudaStream_t s = ctx.stream;
-  out = [=] { return launched(launchUnary(params, dtype, x, y, n, s), name); };
+  out = launchStep(ctx, [=](cudaStream_t s) {
+    return launchUnary(params, dtype, x, y, n, s);
+  });
   return Status::ok();
 }
 
@@ -32,8 +32,8 @@ Status makeCast(const KernelContext &ctx, Step &out) {
   void *y = ctx.result(0);
   const DType from = a.dtype, to = ctx.op.to;
   const int64_t n = a.numel;
-  cudaStream_t s = ctx.stream;
-  out = [=] { return launched(launchCast(from, x, to, y, n, s), "cast"); };
+  out = launchStep(
+      ctx, [=](cudaStream_t s) { return launchCast(from, x, to, y, n, s); });
   return Status::ok();
 }
 

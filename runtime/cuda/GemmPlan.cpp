@@ -15,19 +15,9 @@ bool fitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
 Status planMatMul(const Shape &aShape, const Shape &bShape,
                   const Shape &yShape, MatMulPlan &plan) {
   plan = MatMulPlan();
-  Shape as = aShape, bs = bShape;
-  if (as.size() == 1)
-    as.insert(as.begin(), 1);
-  if (bs.size() == 1)
-    bs.push_back(1);
-  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
-  const int64_t aCount = numElements(aBatch), bCount = numElements(bBatch);
-  // The result's batch dims: all but its matrix dims.
-  Shape outBatch = yShape;
-  outBatch.resize(yShape.size() - (aShape.size() == 1 ? 0 : 1) -
-                  (bShape.size() == 1 ? 0 : 1));
-  const int64_t batches = numElements(outBatch);
+  const cpu::MatMulDims md = cpu::matmulDims(aShape, bShape, yShape);
+  const int64_t m = md.m, k = md.k, n = md.n, batches = md.batches;
+  const Shape &outBatch = md.outBatch;
   if (batches == 0 || m == 0 || n == 0) {
     plan.nothing = true;
     return Status::ok();
@@ -39,7 +29,7 @@ Status planMatMul(const Shape &aShape, const Shape &bShape,
   if (!fitsInt(m) || !fitsInt(n) || !fitsInt(k))
     return Status::error("a matrix dim exceeds cuBLAS's int range");
 
-  if (bCount == 1 && aCount == batches && fitsInt(m * batches)) {
+  if (md.bCount == 1 && md.aCount == batches && fitsInt(m * batches)) {
     // B shared by every batch: fold A's batch into M, one GEMM.
     GemmCall c;
     c.m = static_cast<int>(m * batches);
@@ -51,9 +41,9 @@ Status planMatMul(const Shape &aShape, const Shape &bShape,
   // Batch dims broadcast: strides in matrices (0 where an operand is
   // shared), merged; each innermost row is one strided-batched call.
   std::vector<int64_t> aStr =
-      cpu::broadcastStrides(aBatch, outBatch.size(), outBatch);
+      cpu::broadcastStrides(md.aBatch, outBatch.size(), outBatch);
   std::vector<int64_t> bStr =
-      cpu::broadcastStrides(bBatch, outBatch.size(), outBatch);
+      cpu::broadcastStrides(md.bBatch, outBatch.size(), outBatch);
   cpu::StridedPlan sp = cpu::makeStridedPlan(outBatch, {aStr, bStr});
   const int64_t sa = sp.strides.back()[0], sb = sp.strides.back()[1];
   cpu::forEachRow(sp, 0, batches, [&](const int64_t *off, int64_t count) {

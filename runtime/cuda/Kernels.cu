@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernels.h"
+#include "DTypeDispatch.h"
 #include "tessel/runtime/Program.h"
 
 #include <cfloat>
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 namespace tessel::runtime::cuda {
 
@@ -37,6 +39,16 @@ unsigned gridFor(int64_t n) {
 unsigned gridRows(int64_t rows) {
   int64_t b = rows > 65535 * 4 ? 65535 * 4 : rows;
   return b < 1 ? 1u : static_cast<unsigned>(b);
+}
+
+/// Launches `kernel(args...)` with a grid-stride loop over `total` items on
+/// `s` (nothing when there are none).
+template <typename... P, typename... A>
+cudaError_t launchOver(int64_t total, cudaStream_t s, void (*kernel)(P...),
+                       A &&...args) {
+  if (total != 0)
+    kernel<<<gridFor(total), kThreads, 0, s>>>(std::forward<A>(args)...);
+  return cudaGetLastError();
 }
 
 #define TSL_GRID_LOOP(i, n)                                                    \
@@ -208,22 +220,14 @@ __global__ void castToBoolKernel(const From *x, uint8_t *y, int64_t n) {
 template <typename From>
 cudaError_t castFrom(const From *x, DType to, void *y, int64_t n,
                      cudaStream_t s) {
-  const unsigned g = gridFor(n);
-  switch (to) {
-  case DType::F32:
-    castKernel<<<g, kThreads, 0, s>>>(x, static_cast<float *>(y), n);
-    break;
-  case DType::I64:
-    castKernel<<<g, kThreads, 0, s>>>(x, static_cast<int64_t *>(y), n);
-    break;
-  case DType::I32:
-    castKernel<<<g, kThreads, 0, s>>>(x, static_cast<int32_t *>(y), n);
-    break;
-  case DType::Bool:
-    castToBoolKernel<<<g, kThreads, 0, s>>>(x, static_cast<uint8_t *>(y), n);
-    break;
-  }
-  return cudaGetLastError();
+  return visitDType(to, [&](auto tag) {
+    using To = typename decltype(tag)::type;
+    if constexpr (kIsBool<To>)
+      return launchOver(n, s, castToBoolKernel<From>, x,
+                        static_cast<uint8_t *>(y), n);
+    else
+      return launchOver(n, s, castKernel<From, To>, x, static_cast<To *>(y), n);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -404,16 +408,14 @@ template <typename T>
 cudaError_t gatherTyped(const T *data, DType indexType, const void *indices,
                         int64_t numIdx, int64_t outer, int64_t dim,
                         int64_t inner, T *out, cudaStream_t s) {
-  const unsigned g = gridFor(outer * numIdx * inner);
+  const int64_t total = outer * numIdx * inner;
   if (indexType == DType::I64)
-    gatherKernel<<<g, kThreads, 0, s>>>(data,
-                                        static_cast<const int64_t *>(indices),
-                                        numIdx, outer, dim, inner, out);
-  else
-    gatherKernel<<<g, kThreads, 0, s>>>(data,
-                                        static_cast<const int32_t *>(indices),
-                                        numIdx, outer, dim, inner, out);
-  return cudaGetLastError();
+    return launchOver(total, s, gatherKernel<T, int64_t>, data,
+                      static_cast<const int64_t *>(indices), numIdx, outer, dim,
+                      inner, out);
+  return launchOver(total, s, gatherKernel<T, int32_t>, data,
+                    static_cast<const int32_t *>(indices), numIdx, outer, dim,
+                    inner, out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -476,24 +478,16 @@ cudaError_t reduceTyped(bool isMax, bool mean, const T *x, T *y,
                         float scale, cudaStream_t s) {
   if (kept.total == 0)
     return cudaGetLastError();
+  // Long reductions: a block per kept element; short ones: a thread.
   const bool perBlock = reduced.total >= 512;
-  if (perBlock) {
-    const unsigned g = gridRows(kept.total);
-    if (isMax)
-      reduceBlockKernel<T, true><<<g, kThreads, 0, s>>>(x, y, kept, reduced,
-                                                         false, scale);
-    else
-      reduceBlockKernel<T, false><<<g, kThreads, 0, s>>>(x, y, kept, reduced,
-                                                          mean, scale);
-  } else {
-    const unsigned g = gridFor(kept.total);
-    if (isMax)
-      reduceThreadKernel<T, true><<<g, kThreads, 0, s>>>(x, y, kept, reduced,
-                                                          false, scale);
-    else
-      reduceThreadKernel<T, false><<<g, kThreads, 0, s>>>(x, y, kept, reduced,
-                                                           mean, scale);
-  }
+  using Kernel = void (*)(const T *, T *, Indexer, Indexer, bool, float);
+  const Kernel kernel =
+      perBlock
+          ? (isMax ? reduceBlockKernel<T, true> : reduceBlockKernel<T, false>)
+          : (isMax ? reduceThreadKernel<T, true>
+                   : reduceThreadKernel<T, false>);
+  const unsigned g = perBlock ? gridRows(kept.total) : gridFor(kept.total);
+  kernel<<<g, kThreads, 0, s>>>(x, y, kept, reduced, mean && !isMax, scale);
   return cudaGetLastError();
 }
 
@@ -654,36 +648,31 @@ __device__ __forceinline__ Window windowAt(const PoolGeom &g, int64_t r,
   return win;
 }
 
-__global__ void maxPoolKernel(const float *x, float *y, PoolGeom g) {
+/// max_pool (IsMax) or avg_pool, one result element per thread.
+template <bool IsMax>
+__global__ void poolKernel(const float *x, float *y, PoolGeom g) {
   const int64_t total = g.planes * g.oh * g.ow;
   TSL_GRID_LOOP(e, total) {
     const int64_t s = e % g.ow, r = (e / g.ow) % g.oh, p = e / (g.ow * g.oh);
     const Window win = windowAt(g, r, s);
     const float *px = x + p * g.h * g.w;
-    float m = -INFINITY;
+    float acc = IsMax ? -INFINITY : 0.0f;
     for (int64_t i = win.h0; i < win.h1; ++i)
       for (int64_t j = win.w0; j < win.w1; ++j) {
         const float v = px[i * g.w + j];
-        m = m < v ? v : m; // std::max(m, v)
+        if constexpr (IsMax)
+          acc = acc < v ? v : acc; // std::max(acc, v)
+        else
+          acc += v;
       }
-    y[e] = m;
-  }
-}
-
-__global__ void avgPoolKernel(const float *x, float *y, PoolGeom g) {
-  const int64_t total = g.planes * g.oh * g.ow;
-  TSL_GRID_LOOP(e, total) {
-    const int64_t s = e % g.ow, r = (e / g.ow) % g.oh, p = e / (g.ow * g.oh);
-    const Window win = windowAt(g, r, s);
-    const float *px = x + p * g.h * g.w;
-    float sum = 0.0f;
-    for (int64_t i = win.h0; i < win.h1; ++i)
-      for (int64_t j = win.w0; j < win.w1; ++j)
-        sum += px[i * g.w + j];
-    const int64_t count = g.countIncludePad
-                              ? win.padded
-                              : (win.h1 - win.h0) * (win.w1 - win.w0);
-    y[e] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+    if constexpr (IsMax) {
+      y[e] = acc;
+    } else {
+      const int64_t count = g.countIncludePad
+                                ? win.padded
+                                : (win.h1 - win.h0) * (win.w1 - win.w0);
+      y[e] = count > 0 ? acc / static_cast<float>(count) : 0.0f;
+    }
   }
 }
 
@@ -708,27 +697,15 @@ __global__ void globalAvgPoolKernel(const float *x, float *y, int64_t planes,
 //===----------------------------------------------------------------------===//
 
 bool cudaSupportsUnary(OpKind kind) {
-  switch (kind) {
-  case OpKind::Neg:
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Sqrt:
-  case OpKind::Rsqrt:
-  case OpKind::Tanh:
-  case OpKind::Erf:
-  case OpKind::Sigmoid:
-  case OpKind::Relu:
-  case OpKind::Gelu:
-  case OpKind::Reciprocal:
-  case OpKind::Abs:
-  case OpKind::Not:
-  case OpKind::Softplus:
-  case OpKind::HardSwish:
-  case OpKind::LeakyRelu:
-    return true;
-  default:
-    return false;
-  }
+  constexpr OpKind kUnary[] = {
+      OpKind::Neg,   OpKind::Exp,      OpKind::Log,        OpKind::Sqrt,
+      OpKind::Rsqrt, OpKind::Tanh,     OpKind::Erf,        OpKind::Sigmoid,
+      OpKind::Relu,  OpKind::Gelu,     OpKind::Reciprocal, OpKind::Abs,
+      OpKind::Not,   OpKind::Softplus, OpKind::HardSwish,  OpKind::LeakyRelu};
+  for (OpKind k : kUnary)
+    if (k == kind)
+      return true;
+  return false;
 }
 
 UnaryParams unaryParams(const Op &op) {
@@ -743,30 +720,17 @@ UnaryParams unaryParams(const Op &op) {
 
 cudaError_t launchUnary(const UnaryParams &params, DType dtype, const void *x,
                         void *y, int64_t n, cudaStream_t s) {
-  if (n == 0)
-    return cudaGetLastError();
-  const unsigned g = gridFor(n);
-  const OpKind kind = params.kind;
-  switch (dtype) {
-  case DType::F32:
-    unaryF32Kernel<<<g, kThreads, 0, s>>>(params,
-                                          static_cast<const float *>(x),
-                                          static_cast<float *>(y), n);
-    break;
-  case DType::I64:
-    unaryIntKernel<<<g, kThreads, 0, s>>>(kind, static_cast<const int64_t *>(x),
-                                          static_cast<int64_t *>(y), n);
-    break;
-  case DType::I32:
-    unaryIntKernel<<<g, kThreads, 0, s>>>(kind, static_cast<const int32_t *>(x),
-                                          static_cast<int32_t *>(y), n);
-    break;
-  case DType::Bool: // not
-    notKernel<<<g, kThreads, 0, s>>>(static_cast<const uint8_t *>(x),
-                                     static_cast<uint8_t *>(y), n);
-    break;
-  }
-  return cudaGetLastError();
+  return visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *xt = static_cast<const T *>(x);
+    T *yt = static_cast<T *>(y);
+    if constexpr (std::is_same_v<T, float>)
+      return launchOver(n, s, unaryF32Kernel, params, xt, yt, n);
+    else if constexpr (kIsBool<T>) // not
+      return launchOver(n, s, notKernel, xt, yt, n);
+    else
+      return launchOver(n, s, unaryIntKernel<T>, params.kind, xt, yt, n);
+  });
 }
 
 cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
@@ -779,126 +743,58 @@ cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
     return cudaMemcpyAsync(y, x, n * dtypeSize(from), cudaMemcpyDeviceToDevice,
                            s);
   }
-  switch (from) {
-  case DType::F32:
-    return castFrom(static_cast<const float *>(x), to, y, n, s);
-  case DType::I64:
-    return castFrom(static_cast<const int64_t *>(x), to, y, n, s);
-  case DType::I32:
-    return castFrom(static_cast<const int32_t *>(x), to, y, n, s);
-  case DType::Bool:
-    return castFrom(static_cast<const uint8_t *>(x), to, y, n, s);
-  }
-  return cudaErrorInvalidValue;
+  return visitDType(from, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return castFrom(static_cast<const T *>(x), to, y, n, s);
+  });
 }
 
 cudaError_t launchBinary(OpKind kind, DType dtype, const void *a,
                          const void *b, void *y, const Indexer &ix,
                          bool bScalar, cudaStream_t s) {
-  if (ix.total == 0)
-    return cudaGetLastError();
-  const unsigned g = gridFor(ix.total);
-  switch (dtype) {
-  case DType::F32:
-    binaryF32Kernel<<<g, kThreads, 0, s>>>(kind, static_cast<const float *>(a),
-                                           static_cast<const float *>(b),
-                                           static_cast<float *>(y), ix, bScalar);
-    break;
-  case DType::I64:
-    binaryIntKernel<<<g, kThreads, 0, s>>>(kind, static_cast<const int64_t *>(a),
-                                           static_cast<const int64_t *>(b),
-                                           static_cast<int64_t *>(y), ix);
-    break;
-  case DType::I32:
-    binaryIntKernel<<<g, kThreads, 0, s>>>(kind, static_cast<const int32_t *>(a),
-                                           static_cast<const int32_t *>(b),
-                                           static_cast<int32_t *>(y), ix);
-    break;
-  case DType::Bool:
-    return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  return visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *at = static_cast<const T *>(a), *bt = static_cast<const T *>(b);
+    T *yt = static_cast<T *>(y);
+    if constexpr (std::is_same_v<T, float>)
+      return launchOver(ix.total, s, binaryF32Kernel, kind, at, bt, yt, ix,
+                        bScalar);
+    else if constexpr (kIsBool<T>)
+      return ix.total ? cudaErrorInvalidValue : cudaGetLastError();
+    else
+      return launchOver(ix.total, s, binaryIntKernel<T>, kind, at, bt, yt, ix);
+  });
 }
 
 cudaError_t launchCompare(CmpPred pred, DType dtype, const void *a,
                           const void *b, uint8_t *y, const Indexer &ix,
                           cudaStream_t s) {
-  if (ix.total == 0)
-    return cudaGetLastError();
-  const unsigned g = gridFor(ix.total);
-  switch (dtype) {
-  case DType::F32:
-    compareKernel<<<g, kThreads, 0, s>>>(pred, static_cast<const float *>(a),
-                                         static_cast<const float *>(b), y, ix);
-    break;
-  case DType::I64:
-    compareKernel<<<g, kThreads, 0, s>>>(pred, static_cast<const int64_t *>(a),
-                                         static_cast<const int64_t *>(b), y, ix);
-    break;
-  case DType::I32:
-    compareKernel<<<g, kThreads, 0, s>>>(pred, static_cast<const int32_t *>(a),
-                                         static_cast<const int32_t *>(b), y, ix);
-    break;
-  case DType::Bool:
-    compareKernel<<<g, kThreads, 0, s>>>(pred, static_cast<const uint8_t *>(a),
-                                         static_cast<const uint8_t *>(b), y, ix);
-    break;
-  }
-  return cudaGetLastError();
+  return visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return launchOver(ix.total, s, compareKernel<T>, pred,
+                      static_cast<const T *>(a), static_cast<const T *>(b), y,
+                      ix);
+  });
 }
 
 cudaError_t launchWhere(size_t elemSize, const uint8_t *cond, const void *x,
                         const void *y, void *out, const Indexer &ix,
                         cudaStream_t s) {
-  if (ix.total == 0)
-    return cudaGetLastError();
-  const unsigned g = gridFor(ix.total);
-  switch (elemSize) {
-  case 1:
-    whereKernel<<<g, kThreads, 0, s>>>(cond, static_cast<const uint8_t *>(x),
-                                       static_cast<const uint8_t *>(y),
-                                       static_cast<uint8_t *>(out), ix);
-    break;
-  case 4:
-    whereKernel<<<g, kThreads, 0, s>>>(cond, static_cast<const uint32_t *>(x),
-                                       static_cast<const uint32_t *>(y),
-                                       static_cast<uint32_t *>(out), ix);
-    break;
-  case 8:
-    whereKernel<<<g, kThreads, 0, s>>>(cond,
-                                       static_cast<const unsigned long long *>(x),
-                                       static_cast<const unsigned long long *>(y),
-                                       static_cast<unsigned long long *>(out), ix);
-    break;
-  default:
-    return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  return visitElementSize(elemSize, cudaErrorInvalidValue, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return launchOver(ix.total, s, whereKernel<T>, cond,
+                      static_cast<const T *>(x), static_cast<const T *>(y),
+                      static_cast<T *>(out), ix);
+  });
 }
 
 cudaError_t launchStridedCopy(size_t elemSize, const void *src, void *dst,
                               const Indexer &ix, cudaStream_t s) {
-  if (ix.total == 0)
-    return cudaGetLastError();
-  const unsigned g = gridFor(ix.total);
-  switch (elemSize) {
-  case 1:
-    stridedCopyKernel<<<g, kThreads, 0, s>>>(static_cast<const uint8_t *>(src),
-                                             static_cast<uint8_t *>(dst), ix);
-    break;
-  case 4:
-    stridedCopyKernel<<<g, kThreads, 0, s>>>(static_cast<const uint32_t *>(src),
-                                             static_cast<uint32_t *>(dst), ix);
-    break;
-  case 8:
-    stridedCopyKernel<<<g, kThreads, 0, s>>>(
-        static_cast<const unsigned long long *>(src),
-        static_cast<unsigned long long *>(dst), ix);
-    break;
-  default:
-    return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  return visitElementSize(elemSize, cudaErrorInvalidValue, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return launchOver(ix.total, s, stridedCopyKernel<T>,
+                      static_cast<const T *>(src), static_cast<T *>(dst), ix);
+  });
 }
 
 cudaError_t launchGatherCheck(DType indexType, const void *indices,
@@ -923,45 +819,27 @@ cudaError_t launchGather(size_t elemSize, const void *data, DType indexType,
                          const void *indices, int64_t numIndices,
                          int64_t outer, int64_t dim, int64_t inner, void *out,
                          cudaStream_t s) {
-  if (outer * numIndices * inner == 0)
-    return cudaGetLastError();
-  switch (elemSize) {
-  case 1:
-    return gatherTyped(static_cast<const uint8_t *>(data), indexType, indices,
-                       numIndices, outer, dim, inner,
-                       static_cast<uint8_t *>(out), s);
-  case 4:
-    return gatherTyped(static_cast<const uint32_t *>(data), indexType, indices,
-                       numIndices, outer, dim, inner,
-                       static_cast<uint32_t *>(out), s);
-  case 8:
-    return gatherTyped(static_cast<const unsigned long long *>(data), indexType,
-                       indices, numIndices, outer, dim, inner,
-                       static_cast<unsigned long long *>(out), s);
-  default:
-    return cudaErrorInvalidValue;
-  }
+  return visitElementSize(elemSize, cudaErrorInvalidValue, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return gatherTyped(static_cast<const T *>(data), indexType, indices,
+                       numIndices, outer, dim, inner, static_cast<T *>(out), s);
+  });
 }
 
 cudaError_t launchReduce(OpKind kind, DType dtype, const void *x, void *y,
                          const Indexer &kept, const Indexer &reduced,
                          float meanScale, cudaStream_t s) {
   const bool isMax = kind == OpKind::ReduceMax;
-  const bool mean = kind == OpKind::ReduceMean;
-  switch (dtype) {
-  case DType::F32:
-    return reduceTyped(isMax, mean, static_cast<const float *>(x),
-                       static_cast<float *>(y), kept, reduced, meanScale, s);
-  case DType::I64:
-    return reduceTyped(isMax, false, static_cast<const int64_t *>(x),
-                       static_cast<int64_t *>(y), kept, reduced, meanScale, s);
-  case DType::I32:
-    return reduceTyped(isMax, false, static_cast<const int32_t *>(x),
-                       static_cast<int32_t *>(y), kept, reduced, meanScale, s);
-  case DType::Bool:
-    break;
-  }
-  return cudaErrorInvalidValue;
+  return visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsBool<T>)
+      return cudaErrorInvalidValue;
+    else
+      return reduceTyped(isMax,
+                         std::is_same_v<T, float> && kind == OpKind::ReduceMean,
+                         static_cast<const T *>(x), static_cast<T *>(y), kept,
+                         reduced, meanScale, s);
+  });
 }
 
 cudaError_t launchSoftmax(bool logSoftmax, const float *x, float *y,
@@ -994,47 +872,30 @@ cudaError_t launchBatchNorm(const float *x, int64_t n, int64_t c,
                             const float *var, float epsilon, float *y,
                             cudaStream_t s) {
   const int64_t total = n * c * spatial;
-  if (total == 0)
-    return cudaGetLastError();
-  batchNormKernel<<<gridFor(total), kThreads, 0, s>>>(
-      x, c, spatial, total, scale, bias, mean, var, epsilon, y);
-  return cudaGetLastError();
+  return launchOver(total, s, batchNormKernel, x, c, spatial, total, scale,
+                    bias, mean, var, epsilon, y);
 }
 
 cudaError_t launchIm2Col(const float *x, const Conv2DGeom &g, float *col,
                          cudaStream_t s) {
-  const int64_t total = g.channels * g.kh * g.kw * g.oh * g.ow;
-  if (total == 0)
-    return cudaGetLastError();
-  im2colKernel<<<gridFor(total), kThreads, 0, s>>>(x, g, col);
-  return cudaGetLastError();
+  return launchOver(g.channels * g.kh * g.kw * g.oh * g.ow, s, im2colKernel, x,
+                    g, col);
 }
 
 cudaError_t launchAddBias(float *y, const float *bias, int64_t n, int64_t o,
                           int64_t spatial, cudaStream_t s) {
   const int64_t total = n * o * spatial;
-  if (total == 0)
-    return cudaGetLastError();
-  addBiasKernel<<<gridFor(total), kThreads, 0, s>>>(y, bias, o, spatial, total);
-  return cudaGetLastError();
+  return launchOver(total, s, addBiasKernel, y, bias, o, spatial, total);
 }
 
 cudaError_t launchMaxPool(const float *x, float *y, const PoolGeom &g,
                           cudaStream_t s) {
-  const int64_t total = g.planes * g.oh * g.ow;
-  if (total == 0)
-    return cudaGetLastError();
-  maxPoolKernel<<<gridFor(total), kThreads, 0, s>>>(x, y, g);
-  return cudaGetLastError();
+  return launchOver(g.planes * g.oh * g.ow, s, poolKernel<true>, x, y, g);
 }
 
 cudaError_t launchAvgPool(const float *x, float *y, const PoolGeom &g,
                           cudaStream_t s) {
-  const int64_t total = g.planes * g.oh * g.ow;
-  if (total == 0)
-    return cudaGetLastError();
-  avgPoolKernel<<<gridFor(total), kThreads, 0, s>>>(x, y, g);
-  return cudaGetLastError();
+  return launchOver(g.planes * g.oh * g.ow, s, poolKernel<false>, x, y, g);
 }
 
 cudaError_t launchGlobalAvgPool(const float *x, float *y, int64_t planes,

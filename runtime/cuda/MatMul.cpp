@@ -110,8 +110,8 @@ Status makeGemm(const KernelContext &ctx, Step &out) {
 } // namespace
 
 void registerMatMulKernels(KernelRegistry &registry) {
-  registry.add(OpKind::MatMul, makeMatMul);
-  registry.add(OpKind::Gemm, makeGemm);
+  addKernels(registry,
+             {{OpKind::MatMul, makeMatMul}, {OpKind::Gemm, makeGemm}});
 }
 
 } // namespace tessel::runtime::cuda

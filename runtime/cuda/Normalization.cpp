@@ -74,21 +74,18 @@ Status makeBatchNorm(const KernelContext &ctx, Step &out) {
   for (size_t i = 2; i < shape.size(); ++i)
     spatial *= shape[i];
   const float eps = ctx.op.epsilon;
-  cudaStream_t s = ctx.stream;
-  out = [=] {
-    return launched(
-        launchBatchNorm(x, n, c, spatial, sc, bi, me, va, eps, y, s),
-        "batch_norm");
-  };
+  out = launchStep(ctx, [=](cudaStream_t s) {
+    return launchBatchNorm(x, n, c, spatial, sc, bi, me, va, eps, y, s);
+  });
   return Status::ok();
 }
 
 } // namespace
 
 void registerNormalizationKernels(KernelRegistry &registry) {
-  registry.add(OpKind::LayerNorm, makeNorm);
-  registry.add(OpKind::RmsNorm, makeNorm);
-  registry.add(OpKind::BatchNorm, makeBatchNorm);
+  addKernels(registry, {{OpKind::LayerNorm, makeNorm},
+                        {OpKind::RmsNorm, makeNorm},
+                        {OpKind::BatchNorm, makeBatchNorm}});
 }
 
 } // namespace tessel::runtime::cuda

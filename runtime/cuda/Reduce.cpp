@@ -1,4 +1,5 @@
 //===- Reduce.cpp - Reductions, softmax and log_softmax on CUDA -----------===//
+#include "Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 #include "CudaStatus.h"
@@ -33,30 +34,23 @@ Status makeReduce(const KernelContext &ctx, Step &out) {
   void *y = ctx.result(0);
   const OpKind kind = ctx.op.kind;
   const DType dtype = a.dtype;
-  const char *name = opKindName(kind);
-  cudaStream_t s = ctx.stream;
-  out = [=] {
-    return launched(launchReduce(kind, dtype, x, y, kept, red, scale, s), name);
-  };
+  out = launchStep(ctx, [=](cudaStream_t s) {
+    return launchReduce(kind, dtype, x, y, kept, red, scale, s);
+  });
   return Status::ok();
 }
 
 Status makeSoftmax(const KernelContext &ctx, Step &out) {
   const Shape &shape = ctx.in(0).shape;
   const int64_t axis = ctx.op.axis;
-  int64_t outer = 1, inner = 1, len = shape[axis];
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d)
-    inner *= shape[d];
+  const cpu::AxisView v = cpu::aroundAxis(shape, axis);
+  const int64_t outer = v.outer, len = v.len, inner = v.inner;
   const bool logS = ctx.op.kind == OpKind::LogSoftmax;
   const float *x = static_cast<const float *>(ctx.operand(0));
   float *y = static_cast<float *>(ctx.result(0));
-  cudaStream_t s = ctx.stream;
-  out = [=] {
-    return launched(launchSoftmax(logS, x, y, outer, len, inner, s),
-                    logS ? "log_softmax" : "softmax");
-  };
+  out = launchStep(ctx, [=](cudaStream_t s) {
+    return launchSoftmax(logS, x, y, outer, len, inner, s);
+  });
   return Status::ok();
 }
 

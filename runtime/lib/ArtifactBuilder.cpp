@@ -30,14 +30,7 @@ uint64_t bufferBytes(const artifact::Buffer &b) {
 
 Status writeFile(const std::string &path, const std::string &bytes) {
   std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return Status::error(tmp + ": cannot open for writing");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out)
-      return Status::error(tmp + ": write failed");
-  }
+  TSL_RETURN_IF_ERROR(writeBytes(tmp, bytes));
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     return Status::error(path + ": rename failed: " + std::strerror(errno));
   return Status::ok();

@@ -1,45 +1,24 @@
 //===- DType.cpp - Element types and shapes -------------------------------===//
 #include "tessel/runtime/DType.h"
 
+#include "DTypeNames.h"
+
 namespace tessel::runtime {
 
+namespace {
+constexpr DTypeNames kNames = {"f32", "i64", "i32", "bool"};
+} // namespace
+
 size_t dtypeSize(DType t) {
-  switch (t) {
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::I64:
-    return 8;
-  case DType::Bool:
-    return 1;
-  }
-  return 1;
+  constexpr size_t kSizes[] = {4, 8, 4, 1};
+  unsigned i = static_cast<unsigned>(t) - 1;
+  return i < 4 ? kSizes[i] : 1;
 }
 
-const char *dtypeName(DType t) {
-  switch (t) {
-  case DType::F32:
-    return "f32";
-  case DType::I64:
-    return "i64";
-  case DType::I32:
-    return "i32";
-  case DType::Bool:
-    return "bool";
-  }
-  return "?";
-}
+const char *dtypeName(DType t) { return dtypeNameIn(kNames, t, "?"); }
 
 std::optional<DType> parseDType(std::string_view name) {
-  if (name == "f32")
-    return DType::F32;
-  if (name == "i64")
-    return DType::I64;
-  if (name == "i32")
-    return DType::I32;
-  if (name == "bool")
-    return DType::Bool;
-  return std::nullopt;
+  return parseDTypeIn(kNames, name);
 }
 
 bool isValidDType(int value) { return value >= 1 && value <= 4; }

@@ -27,6 +27,9 @@ private:
   std::string filePath;
 };
 
+/// Writes `bytes` to `path` (created, or truncated).
+Status writeBytes(const std::string &path, const std::string &bytes);
+
 /// Drops the whole pages inside [data, data + bytes) of a read-only file
 /// mapping from memory (madvise). Only for BufferInfo::fileBacked data.
 void dropFileBackedPages(const void *data, size_t bytes);

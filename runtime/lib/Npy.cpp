@@ -1,6 +1,9 @@
 //===- Npy.cpp - NumPy .npy files -----------------------------------------===//
 #include "tessel/runtime/Npy.h"
 
+#include "DTypeNames.h"
+#include "MappedFile.h"
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -11,19 +14,8 @@ namespace {
 
 const char kMagic[] = "\x93NUMPY";
 
-const char *descrOf(DType t) {
-  switch (t) {
-  case DType::F32:
-    return "<f4";
-  case DType::I64:
-    return "<i8";
-  case DType::I32:
-    return "<i4";
-  case DType::Bool:
-    return "|b1";
-  }
-  return "";
-}
+/// The 'descr' of each dtype.
+constexpr DTypeNames kDescr = {"<f4", "<i8", "<i4", "|b1"};
 
 /// A tiny scanner over the header dict, e.g.
 /// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
@@ -151,18 +143,11 @@ Status parseNpy(const void *data, size_t size, const std::string &what,
     return fail("header lacks 'descr' or 'shape'");
   if (fortran)
     return fail("fortran_order arrays are not supported (use C order)");
-  DType dtype;
-  if (descr == "<f4")
-    dtype = DType::F32;
-  else if (descr == "<i8")
-    dtype = DType::I64;
-  else if (descr == "<i4")
-    dtype = DType::I32;
-  else if (descr == "|b1")
-    dtype = DType::Bool;
-  else
+  std::optional<DType> parsed = parseDTypeIn(kDescr, descr);
+  if (!parsed)
     return fail("unsupported dtype '" + descr +
                 "' (supported: <f4, <i8, <i4, |b1)");
+  DType dtype = *parsed;
   int64_t n = numElements(shape);
   if (n < 0)
     return fail("shape " + shapeToString(shape) + " is too large");
@@ -188,7 +173,7 @@ Status readNpy(const std::string &path, Tensor &out) {
 
 std::string encodeNpy(const Tensor &t) {
   std::string header = "{'descr': '";
-  header += descrOf(t.dtype());
+  header += dtypeNameIn(kDescr, t.dtype(), "");
   header += "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < t.shape().size(); ++i) {
     header += std::to_string(t.shape()[i]);
@@ -213,14 +198,7 @@ std::string encodeNpy(const Tensor &t) {
 }
 
 Status writeNpy(const std::string &path, const Tensor &t) {
-  std::string bytes = encodeNpy(t);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return Status::error(path + ": cannot open for writing");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out)
-    return Status::error(path + ": write failed");
-  return Status::ok();
+  return writeBytes(path, encodeNpy(t));
 }
 
 } // namespace tessel::runtime

@@ -97,6 +97,22 @@ private:
                   ", expected " + shapeStr(want));
     return Status::ok();
   }
+  /// The result has the shape of every operand broadcast together (numpy).
+  Status broadcastResult() const {
+    Shape b = in(0).shape;
+    std::string shapes = shapeStr(b);
+    bool ok = true;
+    for (size_t i = 1; i < op.operands.size(); ++i) {
+      Shape next;
+      ok = ok && broadcastShapes(b, in(i).shape, next);
+      b = next;
+      shapes += (i + 1 == op.operands.size() ? " and " : ", ") +
+                shapeStr(in(i).shape);
+    }
+    if (!ok)
+      return fail("operand shapes " + shapes + " do not broadcast");
+    return shapeIs(out(0), b, "result");
+  }
 
   // Attributes.
   const artifact::Attribute *attr(const char *name) const {
@@ -377,11 +393,7 @@ Status OpChecker::checkBinary() {
         dtypeIs(in(0), "operand 0", {DType::F32, DType::I64, DType::I32}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
-  Shape b;
-  if (!broadcastShapes(in(0).shape, in(1).shape, b))
-    return fail("operand shapes " + shapeStr(in(0).shape) + " and " +
-                shapeStr(in(1).shape) + " do not broadcast");
-  return shapeIs(out(0), b, "result");
+  return broadcastResult();
 }
 
 Status OpChecker::checkCompare() {
@@ -405,11 +417,7 @@ Status OpChecker::checkCompare() {
                               {DType::F32, DType::I64, DType::I32, DType::Bool}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
   TSL_RETURN_IF_ERROR(dtypeIs(out(0), "result", {DType::Bool}));
-  Shape b;
-  if (!broadcastShapes(in(0).shape, in(1).shape, b))
-    return fail("operand shapes " + shapeStr(in(0).shape) + " and " +
-                shapeStr(in(1).shape) + " do not broadcast");
-  return shapeIs(out(0), b, "result");
+  return broadcastResult();
 }
 
 Status OpChecker::checkWhere() {
@@ -417,13 +425,7 @@ Status OpChecker::checkWhere() {
   TSL_RETURN_IF_ERROR(dtypeIs(in(0), "condition", {DType::Bool}));
   TSL_RETURN_IF_ERROR(sameDType(in(1), in(2), "operand 2"));
   TSL_RETURN_IF_ERROR(sameDType(in(1), out(0), "result"));
-  Shape b1, b2;
-  if (!broadcastShapes(in(0).shape, in(1).shape, b1) ||
-      !broadcastShapes(b1, in(2).shape, b2))
-    return fail("operand shapes " + shapeStr(in(0).shape) + ", " +
-                shapeStr(in(1).shape) + " and " + shapeStr(in(2).shape) +
-                " do not broadcast");
-  return shapeIs(out(0), b2, "result");
+  return broadcastResult();
 }
 
 Status OpChecker::checkMatMul() {

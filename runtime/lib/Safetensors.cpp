@@ -1,5 +1,6 @@
 //===- Safetensors.cpp - The safetensors weight file format ---------------===//
 #include "Safetensors.h"
+#include "DTypeNames.h"
 
 #include <algorithm>
 #include <cstring>
@@ -45,6 +46,31 @@ private:
            (s[pos] == ' ' || s[pos] == '\n' || s[pos] == '\r' || s[pos] == '\t'))
       ++pos;
   }
+  /// Consumes `c` if it comes next.
+  bool eat(char c) {
+    if (pos >= s.size() || s[pos] != c)
+      return false;
+    ++pos;
+    return true;
+  }
+  /// The entries of an object or array (the opening bracket is next):
+  /// element() parses each; ',' separates them, `close` ends them.
+  template <typename F> bool sequence(char close, F element) {
+    ++pos;
+    space();
+    if (eat(close))
+      return true;
+    while (true) {
+      if (!element())
+        return false;
+      space();
+      if (eat(','))
+        continue;
+      if (eat(close))
+        return true;
+      return fail(std::string("expected ',' or '") + close + "'");
+    }
+  }
   bool value(Json &out, int depth) {
     if (depth > 32)
       return fail("JSON nested too deeply");
@@ -54,59 +80,24 @@ private:
     char c = s[pos];
     if (c == '{') {
       out.kind = Json::Object;
-      ++pos;
-      space();
-      if (pos < s.size() && s[pos] == '}') {
-        ++pos;
-        return true;
-      }
-      while (true) {
+      return sequence('}', [&] {
         std::string key;
         space();
         if (!string(key))
           return false;
         space();
-        if (pos >= s.size() || s[pos] != ':')
+        if (!eat(':'))
           return fail("expected ':'");
-        ++pos;
         out.members.emplace_back(std::move(key), Json());
-        if (!value(out.members.back().second, depth + 1))
-          return false;
-        space();
-        if (pos < s.size() && s[pos] == ',') {
-          ++pos;
-          continue;
-        }
-        if (pos < s.size() && s[pos] == '}') {
-          ++pos;
-          return true;
-        }
-        return fail("expected ',' or '}'");
-      }
+        return value(out.members.back().second, depth + 1);
+      });
     }
     if (c == '[') {
       out.kind = Json::Array;
-      ++pos;
-      space();
-      if (pos < s.size() && s[pos] == ']') {
-        ++pos;
-        return true;
-      }
-      while (true) {
+      return sequence(']', [&] {
         out.items.emplace_back();
-        if (!value(out.items.back(), depth + 1))
-          return false;
-        space();
-        if (pos < s.size() && s[pos] == ',') {
-          ++pos;
-          continue;
-        }
-        if (pos < s.size() && s[pos] == ']') {
-          ++pos;
-          return true;
-        }
-        return fail("expected ',' or ']'");
-      }
+        return value(out.items.back(), depth + 1);
+      });
     }
     if (c == '"') {
       out.kind = Json::String;
@@ -215,19 +206,8 @@ private:
   }
 };
 
-const char *stDTypeName(DType t) {
-  switch (t) {
-  case DType::F32:
-    return "F32";
-  case DType::I64:
-    return "I64";
-  case DType::I32:
-    return "I32";
-  case DType::Bool:
-    return "BOOL";
-  }
-  return "";
-}
+/// The "dtype" of each dtype.
+constexpr DTypeNames kDTypeNames = {"F32", "I64", "I32", "BOOL"};
 
 std::string jsonEscape(const std::string &s) {
   std::string o;
@@ -294,16 +274,10 @@ Status parseSafetensors(const unsigned char *data, size_t size,
         !off || off->kind != Json::Array || off->items.size() != 2)
       return bad("needs \"dtype\", \"shape\" and \"data_offsets\": [begin, end]");
     SafetensorsEntry e;
-    if (dt->str == "F32")
-      e.dtype = DType::F32;
-    else if (dt->str == "I64")
-      e.dtype = DType::I64;
-    else if (dt->str == "I32")
-      e.dtype = DType::I32;
-    else if (dt->str == "BOOL")
-      e.dtype = DType::Bool;
-    else
+    std::optional<DType> dtype = parseDTypeIn(kDTypeNames, dt->str);
+    if (!dtype)
       return bad("unsupported dtype " + dt->str);
+    e.dtype = *dtype;
     for (const Json &d : sh->items) {
       if (!d.isInteger || d.integer > (uint64_t(1) << 62))
         return bad("shape entries must be non-negative integers");
@@ -343,7 +317,7 @@ std::string encodeSafetensors(const std::vector<SafetensorsTensor> &tensors) {
   for (const auto *t : order) {
     uint64_t bytes = static_cast<uint64_t>(numElements(t->shape)) * dtypeSize(t->dtype);
     header += ",\"" + jsonEscape(t->name) + "\":{\"dtype\":\"" +
-              stDTypeName(t->dtype) + "\",\"shape\":[";
+              dtypeNameIn(kDTypeNames, t->dtype, "") + "\",\"shape\":[";
     for (size_t i = 0; i < t->shape.size(); ++i)
       header += (i ? "," : "") + std::to_string(t->shape[i]);
     header += "],\"data_offsets\":[" + std::to_string(offset) + "," +

@@ -45,6 +45,15 @@ protected:
     return a->loadProgram(0, p);
   }
 
+  /// Rewrites the message in file `name` of the artifact with edit(message).
+  template <typename Message, typename Edit>
+  void editMessage(const std::string &name, Edit edit) {
+    Message m;
+    ASSERT_TRUE(m.ParseFromString(readFile(dir + "/" + name)));
+    edit(m);
+    writeFileBytes(dir + "/" + name, m.SerializeAsString());
+  }
+
   void expectLoadError(const std::string &file, const std::string &needle,
                        bool verify = true) {
     Status s = load(verify);
@@ -119,18 +128,14 @@ TEST_F(ArtifactTest, TruncatedManifest) {
 }
 
 TEST_F(ArtifactTest, WrongFormatVersion) {
-  tessel::artifact::Manifest m;
-  ASSERT_TRUE(m.ParseFromString(readFile(dir + "/manifest.pb")));
-  m.set_format_version(99);
-  writeFileBytes(dir + "/manifest.pb", m.SerializeAsString());
+  editMessage<tessel::artifact::Manifest>(
+      "manifest.pb", [](auto &m) { m.set_format_version(99); });
   expectLoadError("manifest.pb", "unsupported format_version 99 (this runtime reads 1)");
 }
 
 TEST_F(ArtifactTest, WrongProgramFormatVersion) {
-  tessel::artifact::Program p;
-  ASSERT_TRUE(p.ParseFromString(readFile(dir + "/rank0.program.pb")));
-  p.set_format_version(2);
-  writeFileBytes(dir + "/rank0.program.pb", p.SerializeAsString());
+  editMessage<tessel::artifact::Program>(
+      "rank0.program.pb", [](auto &p) { p.set_format_version(2); });
   expectLoadError("rank0.program.pb", "unsupported program format_version 2",
                   /*verify=*/false);
 }
@@ -154,10 +159,9 @@ TEST_F(ArtifactTest, TruncatedWeights) {
   writeFileBytes(dir + "/rank0.weights.safetensors", w.substr(0, w.size() - 10));
   expectLoadError("rank0.weights.safetensors", "truncated or corrupted");
   // Without checksums the safetensors index itself notices.
-  tessel::artifact::Manifest m;
-  ASSERT_TRUE(m.ParseFromString(readFile(dir + "/manifest.pb")));
-  m.mutable_ranks(0)->mutable_weights(0)->set_size(w.size() - 10);
-  writeFileBytes(dir + "/manifest.pb", m.SerializeAsString());
+  editMessage<tessel::artifact::Manifest>("manifest.pb", [&](auto &m) {
+    m.mutable_ranks(0)->mutable_weights(0)->set_size(w.size() - 10);
+  });
   expectLoadError("rank0.weights.safetensors", "outside the data section", false);
 }
 

@@ -27,61 +27,15 @@ using std::chrono::milliseconds;
 
 namespace {
 
-/// Integer-valued floats: sums are exact in any order.
-Tensor input(int rank, const Shape &shape, int salt = 0) {
-  Tensor t(DType::F32, shape);
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    t.data<float>()[i] =
-        static_cast<float>(((i * 7 + rank * 13 + salt * 5) % 23) - 11);
-  return t;
-}
-
-void expectEqual(const Tensor &got, const Tensor &want, const std::string &what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  for (int64_t i = 0; i < got.numElements(); ++i)
-    ASSERT_FLOAT_EQ(got.data<float>()[i], want.data<float>()[i])
-        << what << " at flat index " << i;
-}
-
-class CommTest : public ::testing::Test {
+class CommTest : public RankThreadsTest {
 protected:
-  void SetUp() override {
-    ASSERT_TRUE(TcpStoreServer::start(0, true, server).isOk());
-  }
-
-  /// Runs fn(comm, rank) on `n` ranks, one thread each.
+  /// Runs fn(comm, rank) on `n` ranks over Gloo, one thread each.
   void runRanks(int n, const std::function<void(Communicator &, int)> &fn,
                 milliseconds timeout = milliseconds(10000)) {
-    std::string prefix =
-        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-        "/" + std::to_string(worlds++) + "/";
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r)
-      threads.emplace_back([&, r] {
-        std::unique_ptr<TcpStore> store;
-        Status s = TcpStore::connect("127.0.0.1", server->port(), r,
-                                     milliseconds(5000), store);
-        ASSERT_TRUE(s.isOk()) << s.message();
-        CommOptions o;
-        o.rank = r;
-        o.size = n;
-        o.store = std::move(store);
-        o.prefix = prefix;
-        o.hostname = "127.0.0.1";
-        o.timeout = timeout;
-        std::unique_ptr<Communicator> c;
-        s = createGlooCommunicator(o, c);
-        ASSERT_TRUE(s.isOk()) << s.message();
-        EXPECT_EQ(c->rank(), r);
-        EXPECT_EQ(c->size(), n);
-        fn(*c, r);
-      });
-    for (auto &t : threads)
-      t.join();
+    CommOptions o;
+    o.timeout = timeout;
+    runWith(n, o, createGlooCommunicator, fn);
   }
-
-  std::unique_ptr<TcpStoreServer> server;
-  int worlds = 0;
 };
 
 //===----------------------------------------------------------------------===//
@@ -184,22 +138,8 @@ TEST_P(CommSizeTest, AllReduceEveryKind) {
       Shape shape{3, 337}; // odd sizes: uneven ring segments
       Tensor in = input(r, shape), out(DType::F32, shape);
       ASSERT_TRUE(c.allReduce(view(in), view(out), k).isOk());
-      Tensor want = input(0, shape);
-      for (int q = 1; q < n; ++q) {
-        Tensor x = input(q, shape);
-        for (int64_t i = 0; i < want.numElements(); ++i) {
-          float &w = want.data<float>()[i];
-          float v = x.data<float>()[i];
-          w = k == ReduceKind::Max   ? std::max(w, v)
-              : k == ReduceKind::Min ? std::min(w, v)
-              : k == ReduceKind::Prod ? w * v
-                                      : w + v;
-        }
-      }
-      if (k == ReduceKind::Mean)
-        for (int64_t i = 0; i < want.numElements(); ++i)
-          want.data<float>()[i] /= n;
-      expectEqual(out, want, std::string("all_reduce ") + reduceKindName(k));
+      expectSame(out, reduced(k, n, DType::F32, shape),
+                 std::string("all_reduce ") + reduceKindName(k));
     }
   });
 }
@@ -207,13 +147,7 @@ TEST_P(CommSizeTest, AllReduceEveryKind) {
 TEST_P(CommSizeTest, AllReduceInPlaceAndIntegers) {
   int n = GetParam();
   runRanks(n, [n](Communicator &c, int r) {
-    Tensor t(DType::I64, {5});
-    for (int i = 0; i < 5; ++i)
-      t.data<int64_t>()[i] = (int64_t(1) << 40) + r * 10 + i;
-    ASSERT_TRUE(c.allReduce(view(t), view(t), ReduceKind::Sum).isOk());
-    for (int i = 0; i < 5; ++i)
-      EXPECT_EQ(t.data<int64_t>()[i],
-                n * ((int64_t(1) << 40) + i) + 10 * n * (n - 1) / 2);
+    checkLargeI64Sum(c, r, n);
     Tensor b(DType::Bool, {2});
     b.data<uint8_t>()[0] = r == 1;
     b.data<uint8_t>()[1] = 1;
@@ -222,27 +156,6 @@ TEST_P(CommSizeTest, AllReduceInPlaceAndIntegers) {
     ASSERT_TRUE(c.allReduce(view(b), view(b), ReduceKind::Min).isOk());
     EXPECT_EQ(b.data<uint8_t>()[0], 1);
   });
-}
-
-/// all_gather along `dim` of a tensor whose dim has `total` entries overall.
-void checkAllGather(Communicator &c, int r, int n, Shape full, int64_t dim) {
-  int64_t total = full[dim];
-  Shape mine = full;
-  mine[dim] = chunkSize(total, n, r);
-  Tensor in = input(r, mine), out(DType::F32, full);
-  Status s = c.allGather(view(in), view(out), dim);
-  ASSERT_TRUE(s.isOk()) << s.message();
-  Tensor want(DType::F32, full);
-  for (int64_t i = 0; i < want.numElements(); ++i) {
-    auto idx = unravel(i, full);
-    int q = owner(idx[dim], total, n);
-    Shape qs = full;
-    qs[dim] = chunkSize(total, n, q);
-    idx[dim] -= chunkOffset(total, n, q);
-    want.data<float>()[i] = input(q, qs).data<float>()[ravel(idx, qs)];
-  }
-  expectEqual(out, want, "all_gather dim " + std::to_string(dim) + " of " +
-                             shapeToString(full));
 }
 
 TEST_P(CommSizeTest, AllGatherEveryDim) {
@@ -263,30 +176,6 @@ TEST_P(CommSizeTest, AllGatherUnevenPieces) {
     checkAllGather(c, r, n, {2, n + 1, 3}, 1);
     checkAllGather(c, r, n, {2, 3, n - 1}, 2); // member n-1 holds nothing
   });
-}
-
-void checkReduceScatter(Communicator &c, int r, int n, Shape full, int64_t dim,
-                        ReduceKind k) {
-  int64_t total = full[dim];
-  Shape mine = full;
-  mine[dim] = chunkSize(total, n, r);
-  Tensor in = input(r, full), out(DType::F32, mine);
-  Status s = c.reduceScatter(view(in), view(out), k, dim);
-  ASSERT_TRUE(s.isOk()) << s.message();
-  Tensor want(DType::F32, mine);
-  for (int64_t i = 0; i < want.numElements(); ++i) {
-    auto idx = unravel(i, mine);
-    idx[dim] += chunkOffset(total, n, r);
-    int64_t f = ravel(idx, full);
-    float acc = input(0, full).data<float>()[f];
-    for (int q = 1; q < n; ++q) {
-      float v = input(q, full).data<float>()[f];
-      acc = k == ReduceKind::Max ? std::max(acc, v) : acc + v;
-    }
-    want.data<float>()[i] = k == ReduceKind::Mean ? acc / n : acc;
-  }
-  expectEqual(out, want, "reduce_scatter dim " + std::to_string(dim) + " of " +
-                             shapeToString(full));
 }
 
 TEST_P(CommSizeTest, ReduceScatterEveryDim) {
@@ -329,9 +218,9 @@ void checkAllToAll(Communicator &c, int r, int n, Shape inShape, int64_t split,
     idx[split] += split == concat ? r * cw : chunkOffset(total, n, r);
     want.data<float>()[i] = input(q, inShape).data<float>()[ravel(idx, inShape)];
   }
-  expectEqual(out, want, "all_to_all split " + std::to_string(split) +
-                             " concat " + std::to_string(concat) + " of " +
-                             shapeToString(inShape));
+  expectSame(out, want,
+             "all_to_all split " + std::to_string(split) + " concat " +
+                 std::to_string(concat) + " of " + shapeToString(inShape));
 }
 
 TEST_P(CommSizeTest, AllToAllEveryDimPair) {
@@ -349,19 +238,16 @@ TEST_P(CommSizeTest, CollectivePermuteRingAndPartial) {
   int n = GetParam();
   runRanks(n, [n](Communicator &c, int r) {
     Shape s{4, 3};
-    std::vector<std::pair<int, int>> ring;
-    for (int i = 0; i < n; ++i)
-      ring.emplace_back(i, (i + 1) % n);
     Tensor in = input(r, s), out(DType::F32, s);
-    ASSERT_TRUE(c.collectivePermute(view(in), view(out), ring).isOk());
-    expectEqual(out, input((r + n - 1) % n, s), "ring shift");
+    ASSERT_TRUE(c.collectivePermute(view(in), view(out), ring(n)).isOk());
+    expectSame(out, input((r + n - 1) % n, s), "ring shift");
     // In place.
-    ASSERT_TRUE(c.collectivePermute(view(in), view(in), ring).isOk());
-    expectEqual(in, input((r + n - 1) % n, s), "ring shift in place");
+    ASSERT_TRUE(c.collectivePermute(view(in), view(in), ring(n)).isOk());
+    expectSame(in, input((r + n - 1) % n, s), "ring shift in place");
     // Only 0 -> n-1: everybody else gets zeros.
     Tensor x = input(r, s), y = input(r, s, 1);
     ASSERT_TRUE(c.collectivePermute(view(x), view(y), {{0, n - 1}}).isOk());
-    expectEqual(y, r == n - 1 ? input(0, s) : Tensor(DType::F32, s), "partial");
+    expectSame(y, r == n - 1 ? input(0, s) : Tensor(DType::F32, s), "partial");
   });
 }
 
@@ -369,10 +255,7 @@ TEST_P(CommSizeTest, BroadcastFromEveryRoot) {
   int n = GetParam();
   runRanks(n, [n](Communicator &c, int r) {
     for (int root = 0; root < n; ++root) {
-      Shape s{1000, 3};
-      Tensor in = input(r, s), out(DType::F32, s);
-      ASSERT_TRUE(c.broadcast(view(in), view(out), root).isOk());
-      expectEqual(out, input(root, s), "broadcast root " + std::to_string(root));
+      checkBroadcastFrom(c, r, root);
     }
   });
 }
@@ -388,45 +271,19 @@ TEST_P(CommSizeTest, SendRecvBothWaysSendFirst) {
     ASSERT_TRUE(st.isOk()) << st.message();
     st = c.recv(view(out), (r + n - 1) % n, 7);
     ASSERT_TRUE(st.isOk()) << st.message();
-    expectEqual(out, input((r + n - 1) % n, s), "send/recv");
+    expectSame(out, input((r + n - 1) % n, s), "send/recv");
     ASSERT_TRUE(c.barrier().isOk());
   });
 }
 
 TEST_F(CommTest, SubsetGroupsRunSideBySide) {
   runRanks(4, [](Communicator &c, int r) {
-    // Ranks {1, 3} and {2, 0} (reversed order: 2 is index 0).
-    std::vector<int> g = r % 2 ? std::vector<int>{1, 3} : std::vector<int>{2, 0};
-    Status s = c.createSubgroups({{2, 0}, {1, 3}, {0, 1, 2, 3}});
-    ASSERT_TRUE(s.isOk()) << s.message();
+    std::vector<int> g = pairOf(r);
     Communicator *sub = nullptr;
-    ASSERT_TRUE(c.subgroup(g, sub).isOk());
-    EXPECT_EQ(sub->size(), 2);
-    int index = g[0] == r ? 0 : 1;
-    EXPECT_EQ(sub->rank(), index);
-    EXPECT_EQ(sub->worldRanks(), g);
-    Shape s1{2, 3};
-    Tensor in = input(r, s1), out(DType::F32, {2, 6});
-    s = c.allGather(view(in), view(out), 1, g);
-    ASSERT_TRUE(s.isOk()) << s.message();
-    Tensor want(DType::F32, {2, 6});
-    for (int i = 0; i < 2; ++i)
-      for (int j = 0; j < 6; ++j)
-        want.data<float>()[i * 6 + j] =
-            input(g[j / 3], s1).data<float>()[i * 3 + j % 3];
-    expectEqual(out, want, "all_gather over " + std::to_string(g[0]) + "," +
-                               std::to_string(g[1]));
-    // The same group again is the cached communicator.
-    Communicator *again = nullptr;
-    ASSERT_TRUE(c.subgroup(g, again).isOk());
-    EXPECT_EQ(again, sub);
-    Communicator *whole = nullptr;
-    ASSERT_TRUE(c.subgroup({0, 1, 2, 3}, whole).isOk());
-    EXPECT_EQ(whole, &c);
-    // Broadcast from group index 1 within {1, 3} / {2, 0}.
-    Tensor b = input(r, {5});
-    ASSERT_TRUE(c.broadcast(view(b), view(b), 1, g).isOk());
-    expectEqual(b, input(g[1], {5}), "broadcast in a subgroup");
+    makeSubgroup(c, r, {{2, 0}, {1, 3}, {0, 1, 2, 3}}, g, sub);
+    ASSERT_TRUE(sub);
+    checkPairAllGather(c, r, g, 3);
+    checkCachedAndBroadcast(c, r, g, sub, 5);
   });
 }
 
@@ -481,11 +338,10 @@ TEST_F(CommTest, DeadRankIsNamed) {
   runRanks(2, [&](Communicator &c, int r) {
     if (r == 1)
       return; // leaves: its sockets and store connection close
-    Tensor t = input(0, {64});
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = c.allReduce(view(t), view(t), ReduceKind::Sum);
+    std::chrono::steady_clock::duration took;
+    Status s = allReduceWithoutPeer(c, took);
     ASSERT_FALSE(s.isOk());
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+    EXPECT_LT(took, std::chrono::seconds(4));
     EXPECT_NE(s.message().find("rank 0: all_reduce over ranks [0, 1] failed"),
               std::string::npos)
         << s.message();
@@ -495,22 +351,21 @@ TEST_F(CommTest, DeadRankIsNamed) {
 
 TEST_F(CommTest, HungRankIsNamedAfterTheTimeout) {
   std::atomic<bool> done{false};
-  runRanks(2, [&](Communicator &c, int r) {
-    if (r == 1) {
-      while (!done.load())
-        std::this_thread::sleep_for(milliseconds(5));
-      return;
-    }
-    Tensor t = input(0, {64});
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = c.allReduce(view(t), view(t), ReduceKind::Sum);
-    done = true;
-    ASSERT_FALSE(s.isOk());
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
-    EXPECT_NE(s.message().find("rank 1 did not fail here and is alive"),
-              std::string::npos)
-        << s.message();
-  }, milliseconds(500));
+  runRanks(
+      2,
+      [&](Communicator &c, int r) {
+        if (r == 1)
+          return hangUntil(done);
+        std::chrono::steady_clock::duration took;
+        Status s = allReduceWithoutPeer(c, took);
+        done = true;
+        ASSERT_FALSE(s.isOk());
+        EXPECT_LT(took, std::chrono::seconds(5));
+        EXPECT_NE(s.message().find("rank 1 did not fail here and is alive"),
+                  std::string::npos)
+            << s.message();
+      },
+      milliseconds(500));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CommSizeTest, ::testing::Values(2, 4),
@@ -527,14 +382,14 @@ TEST(LocalCommTest, EveryCollectiveIsACopy) {
   EXPECT_EQ(c->size(), 1);
   Tensor in = input(0, {3, 4}), out(DType::F32, {3, 4});
   ASSERT_TRUE(c->allReduce(view(in), view(out), ReduceKind::Mean).isOk());
-  expectEqual(out, in, "all_reduce");
+  expectSame(out, in, "all_reduce");
   ASSERT_TRUE(c->allGather(view(in), view(out), 1).isOk());
   ASSERT_TRUE(c->reduceScatter(view(in), view(out), ReduceKind::Sum, 0).isOk());
   ASSERT_TRUE(c->allToAll(view(in), view(out), 0, 1).isOk());
   ASSERT_TRUE(c->broadcast(view(in), view(out), 0).isOk());
-  expectEqual(out, in, "broadcast");
+  expectSame(out, in, "broadcast");
   ASSERT_TRUE(c->collectivePermute(view(in), view(out), {}).isOk());
-  expectEqual(out, Tensor(DType::F32, {3, 4}), "permute without pairs");
+  expectSame(out, Tensor(DType::F32, {3, 4}), "permute without pairs");
   EXPECT_FALSE(c->send(view(in), 1, 0).isOk());
   Communicator *sub = nullptr;
   EXPECT_TRUE(c->subgroup({0}, sub).isOk());
@@ -683,52 +538,36 @@ TEST(CollectiveValidation, TheExecutorMatchesGroupsToTheWorld) {
 TEST(CollectiveValidation, AWorldOfSeveralRanksNeedsGroups) {
   std::unique_ptr<TcpStoreServer> server;
   ASSERT_TRUE(TcpStoreServer::start(0, true, server).isOk());
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      std::unique_ptr<TcpStore> store;
-      ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), r,
-                                    milliseconds(2000), store)
-                      .isOk());
-      CommOptions o;
-      o.rank = r;
-      o.size = 2;
-      o.store = std::move(store);
-      o.hostname = "127.0.0.1";
-      std::unique_ptr<Communicator> c;
-      ASSERT_TRUE(createGlooCommunicator(o, c).isOk());
-      ArtifactBuilder b;
-      ProgramBuilder &p = b.rank(r);
-      int a = p.addInput("a", DType::F32, {4});
-      int y = p.addBuffer(DType::F32, {4});
-      p.addOp("all_reduce", {a}, {y}, Attrs().s("kind", "sum"));
-      std::shared_ptr<const Program> prog;
-      ASSERT_TRUE(p.build(prog).isOk());
-      ExecutorOptions eo;
-      eo.comm = c.get();
-      std::unique_ptr<Executor> e;
-      Status s = createExecutor("cpu", prog, eo, e);
-      ASSERT_FALSE(s.isOk());
-      EXPECT_NE(s.message().find("instruction 0 (all_reduce): has no 'group' "
-                                 "attribute, which a world of 2 ranks needs"),
-                std::string::npos)
-          << s.message();
-    });
-  for (auto &t : threads)
-    t.join();
+  CommOptions base;
+  base.hostname = "127.0.0.1";
+  runConnected(*server, 2, base, [&](CommOptions &o, int r) {
+    std::unique_ptr<Communicator> c;
+    ASSERT_TRUE(createGlooCommunicator(o, c).isOk());
+    ArtifactBuilder b;
+    ProgramBuilder &p = b.rank(r);
+    int a = p.addInput("a", DType::F32, {4});
+    int y = p.addBuffer(DType::F32, {4});
+    p.addOp("all_reduce", {a}, {y}, Attrs().s("kind", "sum"));
+    std::shared_ptr<const Program> prog;
+    ASSERT_TRUE(p.build(prog).isOk());
+    ExecutorOptions eo;
+    eo.comm = c.get();
+    std::unique_ptr<Executor> e;
+    Status s = createExecutor("cpu", prog, eo, e);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("instruction 0 (all_reduce): has no 'group' "
+                               "attribute, which a world of 2 ranks needs"),
+              std::string::npos)
+        << s.message();
+  });
 }
 
 TEST(NcclCommTest, NeedsADevice) {
   if (!haveNcclCommunicator())
     GTEST_SKIP() << "this build has no NCCL backend";
   std::unique_ptr<TcpStoreServer> server;
-  ASSERT_TRUE(TcpStoreServer::start(0, true, server).isOk());
-  std::unique_ptr<TcpStore> store;
-  ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), 0,
-                                milliseconds(2000), store)
-                  .isOk());
   CommOptions o;
-  o.store = std::move(store);
+  ASSERT_NO_FATAL_FAILURE(startStore(server, o.store));
   std::unique_ptr<Communicator> c;
   Status s = createNcclCommunicator(o, c);
   if (!s.isOk() && s.message().find("no CUDA device") != std::string::npos)

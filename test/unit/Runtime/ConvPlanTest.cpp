@@ -176,13 +176,26 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ConvPaths,
                          ::testing::Values("blocked", "direct", "nhwc", "nchw",
                                            "im2col"));
 
+/// The fusion tests' 1x1 conv over 16 channels: attributes, and a weight
+/// drawn from `seed`.
+Attrs pointConv() {
+  return Attrs()
+      .is("strides", {1, 1})
+      .is("pads", {0, 0, 0, 0})
+      .is("dilations", {1, 1})
+      .i("group", 1);
+}
+Tensor pointWeight(unsigned seed) {
+  std::mt19937 rng(seed);
+  return randomF32({16, 16, 1, 1}, rng);
+}
+
 // A relu is fused into the conv before it only when writing the relu's
 // buffer early cannot clobber a buffer live at the time.
 TEST(ReluFusion, RefusedWhereTheReluBufferIsLiveEarlier) {
   const Shape s = {1, 16, 4, 4};
   const int64_t bytes = 16 * 16 * 4;
-  std::mt19937 rng(32);
-  Tensor w = randomF32({16, 16, 1, 1}, rng);
+  Tensor w = pointWeight(32);
   for (bool overlap : {false, true}) {
     ProgramBuilder pb;
     int in = pb.addInput("in", DType::F32, s);
@@ -195,8 +208,7 @@ TEST(ReluFusion, RefusedWhereTheReluBufferIsLiveEarlier) {
     int c = pb.addBuffer(DType::F32, s, "c", bytes);
     int r = pb.addBuffer(DType::F32, s, "r", overlap ? 0 : 2 * bytes);
     pb.addOp("neg", {in}, {x});
-    pb.addOp("conv2d", {x, wc}, {c},
-             Attrs().is("strides", {1, 1}).is("pads", {0, 0, 0, 0}).is("dilations", {1, 1}).i("group", 1));
+    pb.addOp("conv2d", {x, wc}, {c}, pointConv());
     pb.addOp("relu", {c}, {r});
     pb.addOutput("r", r);
     std::shared_ptr<const Program> prog;
@@ -214,22 +226,20 @@ TEST(ReluFusion, RefusedWhereTheReluBufferIsLiveEarlier) {
 // runs.
 TEST(AddFusion, NeedsTheAddendBeforeTheConv) {
   const Shape s = {1, 16, 4, 4};
-  std::mt19937 rng(33);
-  Tensor w = randomF32({16, 16, 1, 1}, rng);
+  // Disjoint bytes for every buffer: only the order of ops decides.
+  const int64_t bytes = 16 * 16 * 4;
+  const Tensor w = pointWeight(33);
   for (bool addendFirst : {true, false}) {
     ProgramBuilder pb;
-    int in = pb.addInput("in", DType::F32, s);
-    int wc = pb.addConstant(DType::F32, w.shape(), w.data());
-    // Disjoint bytes for every buffer: only the order of ops decides.
-    const int64_t bytes = 16 * 16 * 4;
+    const int in = pb.addInput("in", DType::F32, s);
+    const int wc = pb.addConstant(DType::F32, w.shape(), w.data());
     int e = pb.addBuffer(DType::F32, s, "e", 0);
     int c = pb.addBuffer(DType::F32, s, "c", bytes);
     int a = pb.addBuffer(DType::F32, s, "a", 2 * bytes);
     int r = pb.addBuffer(DType::F32, s, "r", 3 * bytes);
-    Attrs point = Attrs().is("strides", {1, 1}).is("pads", {0, 0, 0, 0}).is("dilations", {1, 1}).i("group", 1);
     if (addendFirst)
       pb.addOp("neg", {in}, {e});
-    pb.addOp("conv2d", {in, wc}, {c}, point);
+    pb.addOp("conv2d", {in, wc}, {c}, pointConv());
     if (!addendFirst)
       pb.addOp("neg", {in}, {e});
     pb.addOp("add", {e, c}, {a});
@@ -320,12 +330,8 @@ TEST(MatMulEpilogue, MatchesLoopsAndFoldsOnlyItsPattern) {
         EXPECT_EQ(plan[0].writes, y);
         EXPECT_EQ(plan[0].tanhForm, tanhForm);
       }
-      std::unique_ptr<Executor> exec;
-      ASSERT_TRUE(createExecutor("cpu", prog, ExecutorOptions(), exec).isOk());
-      ASSERT_TRUE(exec->setInput("x", x).isOk());
-      ASSERT_TRUE(exec->run().isOk());
       Tensor got;
-      ASSERT_TRUE(exec->getOutput("y", got).isOk());
+      ASSERT_NO_FATAL_FAILURE(runOneInput(prog, "x", x, "y", got));
       std::vector<double> want;
       for (int64_t r = 0; r < 2 * m; ++r)
         for (int64_t j = 0; j < n; ++j) {
@@ -394,12 +400,8 @@ TEST(AddFusion, NotInPlaceOnTheConvsOwnInput) {
   EXPECT_FALSE(fusion[1].inPlace);
   EXPECT_EQ(fusion[1].writes, -1); // and a is live-overlapping x: no fusion
 
-  std::unique_ptr<Executor> exec;
-  ASSERT_TRUE(createExecutor("cpu", prog, ExecutorOptions(), exec).isOk());
-  ASSERT_TRUE(exec->setInput("in", in).isOk());
-  ASSERT_TRUE(exec->run().isOk());
   Tensor got;
-  ASSERT_TRUE(exec->getOutput("a", got).isOk());
+  ASSERT_NO_FATAL_FAILURE(runOneInput(prog, "in", in, "a", got));
   std::vector<double> xr(in.numElements());
   for (int64_t i = 0; i < in.numElements(); ++i)
     xr[i] = std::max(0.0f, in.data<float>()[i]);

@@ -49,15 +49,6 @@ bool cudaAvailable(std::string &why) {
       GTEST_SKIP() << "no CUDA device (" << why_ << ")";                       \
   } while (false)
 
-Tensor randomI32(const Shape &shape, std::mt19937 &rng, int32_t lo,
-                 int32_t hi) {
-  Tensor t(DType::I32, shape);
-  std::uniform_int_distribution<int32_t> d(lo, hi);
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    t.data<int32_t>()[i] = d(rng);
-  return t;
-}
-
 /// Runs a built program on `backend` with the given inputs; fills `outs`
 /// with every output, by the program's output order.
 Status runProgram(const std::string &backend,
@@ -95,6 +86,12 @@ void expectSame(const Tensor &cpu, const Tensor &gpu, double atol,
   for (int64_t i = 0; i < cpu.numElements(); ++i) {
     bool ok = true;
     std::string c, g;
+    // Integers exactly.
+    auto same = [&](auto *cv, auto *gv) {
+      ok = cv[i] == gv[i];
+      c = std::to_string(+cv[i]);
+      g = std::to_string(+gv[i]);
+    };
     switch (cpu.dtype()) {
     case DType::F32: {
       double cv = cpu.data<float>()[i], gv = gpu.data<float>()[i];
@@ -106,19 +103,13 @@ void expectSame(const Tensor &cpu, const Tensor &gpu, double atol,
       break;
     }
     case DType::I64:
-      ok = cpu.data<int64_t>()[i] == gpu.data<int64_t>()[i];
-      c = std::to_string(cpu.data<int64_t>()[i]);
-      g = std::to_string(gpu.data<int64_t>()[i]);
+      same(cpu.data<int64_t>(), gpu.data<int64_t>());
       break;
     case DType::I32:
-      ok = cpu.data<int32_t>()[i] == gpu.data<int32_t>()[i];
-      c = std::to_string(cpu.data<int32_t>()[i]);
-      g = std::to_string(gpu.data<int32_t>()[i]);
+      same(cpu.data<int32_t>(), gpu.data<int32_t>());
       break;
     case DType::Bool:
-      ok = cpu.data<uint8_t>()[i] == gpu.data<uint8_t>()[i];
-      c = std::to_string(cpu.data<uint8_t>()[i]);
-      g = std::to_string(gpu.data<uint8_t>()[i]);
+      same(cpu.data<uint8_t>(), gpu.data<uint8_t>());
       break;
     }
     if (!ok && ++bad <= 5)
@@ -395,33 +386,10 @@ TEST(CudaConformance, Conv2D) {
 TEST(CudaConformance, Pools) {
   TSL_REQUIRE_CUDA();
   std::mt19937 rng(10);
-  struct Case {
-    Shape x;
-    std::vector<int64_t> k, s, p;
-    bool ceil;
-  };
-  const std::vector<Case> cases = {
-      {{1, 2, 6, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false},
-      {{2, 3, 7, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false},
-      {{1, 1, 5, 5}, {2, 2}, {2, 2}, {0, 0, 0, 0}, true},
-      {{1, 2, 8, 7}, {3, 2}, {1, 2}, {1, 0, 1, 1}, false}};
-  for (const Case &c : cases)
-    for (const char *op : {"max_pool", "avg_pool"})
-      for (int cip : {0, 1}) {
-        int64_t o[2];
-        for (int d = 0; d < 2; ++d) {
-          int64_t padded = c.x[2 + d] + c.p[d] + c.p[d + 2];
-          o[d] = c.ceil ? (padded - c.k[d] + c.s[d] - 1) / c.s[d] + 1
-                        : (padded - c.k[d]) / c.s[d] + 1;
-        }
-        conformOp(op, {randomF32(c.x, rng)},
-                  {{DType::F32, {c.x[0], c.x[1], o[0], o[1]}}},
-                  Attrs()
-                      .is("kernel", c.k)
-                      .is("strides", c.s)
-                      .is("pads", c.p)
-                      .i("count_include_pad", cip));
-      }
+  forEachPoolCase([&](const PoolCase &c, const char *op, int, Attrs attrs,
+                      const Shape &y) {
+    conformOp(op, {randomF32(c.x, rng)}, {{DType::F32, y}}, std::move(attrs));
+  });
   conformOp("global_avg_pool", {randomF32({2, 3, 7, 7}, rng)},
             {{DType::F32, {2, 3, 1, 1}}});
   conformOp("global_avg_pool", {randomF32({1, 2, 40, 40}, rng)},
@@ -540,14 +508,8 @@ TEST(CudaConformance, Gather) {
 
 TEST(CudaConformance, GatherOutOfRangeFailsLikeCpu) {
   TSL_REQUIRE_CUDA();
-  ProgramBuilder pb;
-  int d = pb.addInput("d", DType::F32, {4, 2});
-  int i = pb.addInput("i", DType::I64, {3});
-  int y = pb.addBuffer(DType::F32, {3, 2});
-  pb.addOp("gather", {d, i}, {y}, Attrs().i("axis", 0), "emb");
-  pb.addOutput("y", y);
   std::shared_ptr<const Program> prog;
-  ASSERT_TRUE(pb.build(prog).isOk());
+  ASSERT_TRUE(buildEmbeddingGather(4, 3, prog).isOk());
   std::mt19937 rng(15);
   Tensor data = randomF32({4, 2}, rng);
   Tensor bad = Tensor::fromVector(DType::I64, {3}, std::vector<int64_t>{1, 7, -9});
@@ -584,22 +546,8 @@ TEST(CudaConformance, TransposeSliceExpand) {
 
   Shape shape = {6, 7, 5};
   Tensor s = randomF32(shape, rng);
-  struct Case {
-    std::vector<int64_t> starts, ends, steps;
-  };
-  for (const Case &c : std::vector<Case>{{{0, 0, 0}, {6, 7, 5}, {1, 1, 1}},
-                                         {{1, 2, 0}, {4, 7, 5}, {1, 2, 1}},
-                                         {{5, 6, 4}, {-1, -1, -1}, {-1, -1, -1}},
-                                         {{2, 0, 4}, {0, 7, 1}, {-1, 3, -3}}}) {
-    Shape rs;
-    for (size_t d = 0; d < 3; ++d) {
-      int64_t st = c.starts[d], e = c.ends[d], sp = c.steps[d];
-      rs.push_back(sp > 0 ? std::max<int64_t>(0, (e - st + sp - 1) / sp)
-                          : std::max<int64_t>(0, (st - e - sp - 1) / -sp));
-    }
-    conformOp("slice", {s}, {{DType::F32, rs}},
-              Attrs().is("starts", c.starts).is("ends", c.ends).is("steps", c.steps));
-  }
+  for (const SliceCase &c : sliceCases())
+    conformOp("slice", {s}, {{DType::F32, c.resultShape(3)}}, c.attrs());
 
   conformOp("expand", {randomF32({3, 1}, rng)}, {{DType::F32, {2, 3, 4}}});
   conformOp("expand", {randomI64({1, 4}, rng, 0, 9)}, {{DType::I64, {3, 4}}});

@@ -35,14 +35,8 @@ TEST(Gather, AnyAxisNegativeIndices) {
 }
 
 TEST(Gather, OutOfRangeIndexIsAnError) {
-  ProgramBuilder pb;
-  int d = pb.addInput("d", DType::F32, {3, 2});
-  int i = pb.addInput("i", DType::I64, {1});
-  int y = pb.addBuffer(DType::F32, {1, 2});
-  pb.addOp("gather", {d, i}, {y}, Attrs().i("axis", 0), "emb");
-  pb.addOutput("y", y);
   std::shared_ptr<const Program> prog;
-  ASSERT_TRUE(pb.build(prog).isOk());
+  ASSERT_TRUE(buildEmbeddingGather(3, 1, prog).isOk());
   std::unique_ptr<Executor> exec;
   ASSERT_TRUE(createExecutor("cpu", prog, {}, exec).isOk());
   ASSERT_TRUE(exec->setInput("i", Tensor::fromVector<int64_t>(DType::I64, {1}, {3})).isOk());
@@ -100,22 +94,9 @@ TEST(Slice, StepsIncludingNegative) {
   std::mt19937 rng(44);
   Shape shape = {6, 7, 5};
   Tensor x = randomF32(shape, rng);
-  struct Case {
-    std::vector<int64_t> starts, ends, steps;
-  };
-  for (const Case &c : std::vector<Case>{{{0, 0, 0}, {6, 7, 5}, {1, 1, 1}},
-                                         {{1, 2, 0}, {4, 7, 5}, {1, 2, 1}},
-                                         {{5, 6, 4}, {-1, -1, -1}, {-1, -2, -1}},
-                                         {{0, 3, 1}, {6, 3, 4}, {3, 1, 2}},
-                                         {{2, 0, 4}, {0, 7, 1}, {-1, 3, -3}}}) {
-    Shape rs;
-    for (size_t d = 0; d < 3; ++d) {
-      int64_t s = c.starts[d], e = c.ends[d], st = c.steps[d];
-      rs.push_back(st > 0 ? std::max<int64_t>(0, (e - s + st - 1) / st)
-                          : std::max<int64_t>(0, (s - e - st - 1) / -st));
-    }
-    auto out = runOp("slice", {x}, {{DType::F32, rs}},
-                     Attrs().is("starts", c.starts).is("ends", c.ends).is("steps", c.steps));
+  for (const SliceCase &c : sliceCases()) {
+    Shape rs = c.resultShape(3);
+    auto out = runOp("slice", {x}, {{DType::F32, rs}}, c.attrs());
     std::vector<double> want;
     for (int64_t i = 0; i < numElements(rs); ++i) {
       auto o = unravel(i, rs);

@@ -36,6 +36,12 @@ TEST_P(UnaryTest, MatchesReference) {
 
 const double kPi = 3.14159265358979323846;
 
+/// "OP_threadsN": the test name of a (case, threads) parameter.
+template <typename Info> std::string opAndThreads(const Info &info) {
+  return std::string(std::get<0>(info.param).op) + "_threads" +
+         std::to_string(std::get<1>(info.param));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Ops, UnaryTest,
     ::testing::Combine(
@@ -62,36 +68,37 @@ INSTANTIATE_TEST_SUITE_P(
                       -8, 8, 1e-7, 3e-7},
             UnaryCase{"leaky_relu", [](double x) { return x < 0 ? 0.01 * x : x; }, -5, 5, 0, 1e-7}),
         ::testing::Values(1, 2)),
-    [](const auto &info) {
-      return std::string(std::get<0>(info.param).op) + "_threads" +
-             std::to_string(std::get<1>(info.param));
-    });
+    opAndThreads<::testing::TestParamInfo<UnaryTest::ParamType>>);
+
+/// y = op(x) with `attrs` against ref(x) elementwise, for f32 x of shape
+/// [n].
+template <typename Ref>
+void expectUnary(const char *op, const Tensor &x, Attrs attrs, Ref ref,
+                 double atol, double rtol) {
+  const int64_t n = x.numElements();
+  auto out = runOp(op, {x}, {{DType::F32, {n}}}, std::move(attrs));
+  std::vector<double> want;
+  for (int64_t i = 0; i < n; ++i)
+    want.push_back(ref(double(x.data<float>()[i])));
+  expectNear(out[0], want, atol, rtol);
+}
 
 TEST(Unary, GeluTanhApproximation) {
   std::mt19937 rng(1);
-  Tensor x = randomF32({1000}, rng, -6, 6);
-  auto out = runOp("gelu", {x}, {{DType::F32, {1000}}},
-                   Attrs().i("tanh_approximation", 1));
-  std::vector<double> want;
-  for (int i = 0; i < 1000; ++i) {
-    double v = x.data<float>()[i];
-    want.push_back(0.5 * v *
-                   (1 + std::tanh(std::sqrt(2 / kPi) * (v + 0.044715 * v * v * v))));
-  }
-  expectNear(out[0], want, 3e-7, 3e-7);
+  expectUnary(
+      "gelu", randomF32({1000}, rng, -6, 6), Attrs().i("tanh_approximation", 1),
+      [](double v) {
+        return 0.5 * v *
+               (1 + std::tanh(std::sqrt(2 / kPi) * (v + 0.044715 * v * v * v)));
+      },
+      3e-7, 3e-7);
 }
 
 TEST(Unary, LeakyReluAlpha) {
   std::mt19937 rng(2);
-  Tensor x = randomF32({333}, rng, -4, 4);
-  auto out = runOp("leaky_relu", {x}, {{DType::F32, {333}}},
-                   Attrs().f("alpha", 0.2f));
-  std::vector<double> want;
-  for (int i = 0; i < 333; ++i) {
-    double v = x.data<float>()[i];
-    want.push_back(v < 0 ? double(0.2f) * v : v);
-  }
-  expectNear(out[0], want, 0, 1e-7);
+  expectUnary(
+      "leaky_relu", randomF32({333}, rng, -4, 4), Attrs().f("alpha", 0.2f),
+      [](double v) { return v < 0 ? double(0.2f) * v : v; }, 0, 1e-7);
 }
 
 // The op table declares leaky_relu's alpha as one float: anything else is a
@@ -205,18 +212,19 @@ TEST_P(BinaryTest, BroadcastsLikeNumpy) {
 INSTANTIATE_TEST_SUITE_P(
     Ops, BinaryTest,
     ::testing::Combine(
-        ::testing::Values(BinaryCase{"add", [](double a, double b) { return a + b; }},
-                          BinaryCase{"sub", [](double a, double b) { return a - b; }},
-                          BinaryCase{"mul", [](double a, double b) { return a * b; }},
-                          BinaryCase{"div", [](double a, double b) { return a / b; }},
-                          BinaryCase{"pow", [](double a, double b) { return std::pow(a, b); }},
-                          BinaryCase{"max", [](double a, double b) { return std::max(a, b); }},
-                          BinaryCase{"min", [](double a, double b) { return std::min(a, b); }}),
+        ::testing::Values(
+            BinaryCase{"add", [](double a, double b) { return a + b; }},
+            BinaryCase{"sub", [](double a, double b) { return a - b; }},
+            BinaryCase{"mul", [](double a, double b) { return a * b; }},
+            BinaryCase{"div", [](double a, double b) { return a / b; }},
+            BinaryCase{"pow",
+                       [](double a, double b) { return std::pow(a, b); }},
+            BinaryCase{"max",
+                       [](double a, double b) { return std::max(a, b); }},
+            BinaryCase{"min",
+                       [](double a, double b) { return std::min(a, b); }}),
         ::testing::Values(1, 2)),
-    [](const auto &info) {
-      return std::string(std::get<0>(info.param).op) + "_threads" +
-             std::to_string(std::get<1>(info.param));
-    });
+    opAndThreads<::testing::TestParamInfo<BinaryTest::ParamType>>);
 
 TEST(Binary, PowScalarExponents) {
   std::mt19937 rng(3);

@@ -169,54 +169,37 @@ TEST(Conv2D, MatchesDirectLoops) {
 
 TEST(Pool, MaxAndAvg) {
   std::mt19937 rng(24);
-  struct Case {
-    Shape x;
-    std::vector<int64_t> k, s, p;
-    bool ceil;
-  };
-  const std::vector<Case> cases = {{{1, 2, 6, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false},
-                                   {{2, 3, 7, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false},
-                                   {{1, 1, 5, 5}, {2, 2}, {2, 2}, {0, 0, 0, 0}, true},
-                                   {{1, 2, 8, 7}, {3, 2}, {1, 2}, {1, 0, 1, 1}, false}};
-  for (const Case &c : cases)
-    for (const char *op : {"max_pool", "avg_pool"})
-      for (int cip : {0, 1}) {
-        Tensor x = randomF32(c.x, rng);
-        int64_t oh[2];
-        for (int d = 0; d < 2; ++d) {
-          int64_t padded = c.x[2 + d] + c.p[d] + c.p[d + 2];
-          oh[d] = c.ceil ? (padded - c.k[d] + c.s[d] - 1) / c.s[d] + 1
-                         : (padded - c.k[d]) / c.s[d] + 1;
-        }
-        Shape ys = {c.x[0], c.x[1], oh[0], oh[1]};
-        auto out = runOp(op, {x}, {{DType::F32, ys}},
-                         Attrs().is("kernel", c.k).is("strides", c.s).is("pads", c.p).i(
-                             "count_include_pad", cip));
-        bool isMax = std::string(op) == "max_pool";
-        std::vector<double> want;
-        for (int64_t pl = 0; pl < c.x[0] * c.x[1]; ++pl)
-          for (int64_t r = 0; r < oh[0]; ++r)
-            for (int64_t s = 0; s < oh[1]; ++s) {
-              double m = -INFINITY, sum = 0;
-              int64_t cnt = 0, padded = 0;
-              for (int64_t i = 0; i < c.k[0]; ++i)
-                for (int64_t j = 0; j < c.k[1]; ++j) {
-                  int64_t ih = r * c.s[0] - c.p[0] + i, iw = s * c.s[1] - c.p[1] + j;
-                  if (ih < c.x[2] + c.p[2] && iw < c.x[3] + c.p[3])
-                    ++padded; // inside input + pads
-                  if (ih < 0 || iw < 0 || ih >= c.x[2] || iw >= c.x[3])
-                    continue;
-                  double v = x.data<float>()[(pl * c.x[2] + ih) * c.x[3] + iw];
-                  m = std::max(m, v);
-                  sum += v;
-                  ++cnt;
-                }
-              want.push_back(isMax ? m : sum / (cip ? padded : cnt));
+  forEachPoolCase([&](const PoolCase &c, const char *op, int cip, Attrs attrs,
+                      const Shape &ys) {
+    Tensor x = randomF32(c.x, rng);
+    const int64_t oh[2] = {ys[2], ys[3]};
+    auto out = runOp(op, {x}, {{DType::F32, ys}}, std::move(attrs));
+    bool isMax = std::string(op) == "max_pool";
+    std::vector<double> want;
+    for (int64_t pl = 0; pl < c.x[0] * c.x[1]; ++pl)
+      for (int64_t r = 0; r < oh[0]; ++r)
+        for (int64_t s = 0; s < oh[1]; ++s) {
+          double m = -INFINITY, sum = 0;
+          int64_t cnt = 0, padded = 0;
+          for (int64_t i = 0; i < c.k[0]; ++i)
+            for (int64_t j = 0; j < c.k[1]; ++j) {
+              int64_t ih = r * c.s[0] - c.p[0] + i,
+                      iw = s * c.s[1] - c.p[1] + j;
+              if (ih < c.x[2] + c.p[2] && iw < c.x[3] + c.p[3])
+                ++padded; // inside input + pads
+              if (ih < 0 || iw < 0 || ih >= c.x[2] || iw >= c.x[3])
+                continue;
+              double v = x.data<float>()[(pl * c.x[2] + ih) * c.x[3] + iw];
+              m = std::max(m, v);
+              sum += v;
+              ++cnt;
             }
-        SCOPED_TRACE(std::string(op) + " " + shapeToString(c.x) + " cip=" +
-                     std::to_string(cip));
-        expectNear(out[0], want, 1e-6, 1e-6);
-      }
+          want.push_back(isMax ? m : sum / (cip ? padded : cnt));
+        }
+    SCOPED_TRACE(std::string(op) + " " + shapeToString(c.x) +
+                 " cip=" + std::to_string(cip));
+    expectNear(out[0], want, 1e-6, 1e-6);
+  });
 }
 
 TEST(Pool, GlobalAvg) {

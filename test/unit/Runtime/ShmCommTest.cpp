@@ -41,86 +41,6 @@ namespace {
 
 constexpr size_t kSlot = 4096;
 
-/// Small integer-valued entries: sums, products (of up to 4) and means are
-/// exact in any order.
-Tensor input(int rank, DType dtype, const Shape &shape, int salt = 0) {
-  Tensor t(dtype, shape);
-  for (int64_t i = 0; i < t.numElements(); ++i) {
-    int64_t v = (i * 7 + rank * 13 + salt * 5) % 23 - 11;
-    switch (dtype) {
-    case DType::F32:
-      t.data<float>()[i] = static_cast<float>(v);
-      break;
-    case DType::I32:
-      t.data<int32_t>()[i] = static_cast<int32_t>(v % 7);
-      break;
-    case DType::I64:
-      t.data<int64_t>()[i] = v % 7;
-      break;
-    case DType::Bool:
-      t.data<uint8_t>()[i] = (i + rank + salt) % 3 == 0;
-      break;
-    }
-  }
-  return t;
-}
-Tensor input(int rank, const Shape &shape, int salt = 0) {
-  return input(rank, DType::F32, shape, salt);
-}
-
-template <typename T> T combine(ReduceKind k, T a, T b) {
-  switch (k) {
-  case ReduceKind::Max:
-    return std::max(a, b);
-  case ReduceKind::Min:
-    return std::min(a, b);
-  case ReduceKind::Prod:
-    return static_cast<T>(a * b);
-  default:
-    return static_cast<T>(a + b);
-  }
-}
-
-/// want[i] = want[i] (k) x[i], by dtype.
-void combineInto(ReduceKind k, Tensor &want, const Tensor &x) {
-  for (int64_t i = 0; i < want.numElements(); ++i)
-    switch (want.dtype()) {
-    case DType::F32:
-      want.data<float>()[i] =
-          combine(k, want.data<float>()[i], x.data<float>()[i]);
-      break;
-    case DType::I32:
-      want.data<int32_t>()[i] =
-          combine(k, want.data<int32_t>()[i], x.data<int32_t>()[i]);
-      break;
-    case DType::I64:
-      want.data<int64_t>()[i] =
-          combine(k, want.data<int64_t>()[i], x.data<int64_t>()[i]);
-      break;
-    case DType::Bool:
-      want.data<uint8_t>()[i] =
-          combine(k, want.data<uint8_t>()[i], x.data<uint8_t>()[i]);
-      break;
-    }
-}
-
-/// Bitwise equality, naming the first difference.
-void expectSame(const Tensor &got, const Tensor &want,
-                const std::string &what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  size_t es = dtypeSize(got.dtype());
-  const char *g = static_cast<const char *>(got.data());
-  const char *w = static_cast<const char *>(want.data());
-  for (int64_t i = 0; i < got.numElements(); ++i)
-    ASSERT_EQ(std::memcmp(g + i * es, w + i * es, es), 0)
-        << what << ": differs at flat index " << i;
-}
-
-bool contains(const Status &s, const std::string &text) {
-  return s.message().find(text) != std::string::npos;
-}
-
 /// Entries of /dev/shm made by this process's communicators.
 std::vector<std::string> ourSegments() {
   std::vector<std::string> found;
@@ -142,52 +62,25 @@ struct RunOptions {
   bool fallback = true;
 };
 
-class ShmCommTest : public ::testing::Test {
+class ShmCommTest : public RankThreadsTest {
 protected:
-  void SetUp() override {
-    ASSERT_TRUE(TcpStoreServer::start(0, true, server).isOk());
-  }
-
-  /// Runs fn(comm, rank) on `n` ranks, one thread each.
+  /// Runs fn(comm, rank) on `n` ranks over shm (and Gloo's fallback), one
+  /// thread each.
   void runRanks(int n, const std::function<void(Communicator &, int)> &fn,
                 RunOptions ro = RunOptions()) {
-    std::string prefix =
-        std::string(
-            ::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-        "/" + std::to_string(worlds++) + "/";
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r)
-      threads.emplace_back([&, r] {
-        std::unique_ptr<TcpStore> store;
-        Status s = TcpStore::connect("127.0.0.1", server->port(), r,
-                                     milliseconds(5000), store);
-        ASSERT_TRUE(s.isOk()) << s.message();
-        CommOptions o;
-        o.rank = r;
-        o.size = n;
-        o.store = std::move(store);
-        o.prefix = prefix;
-        o.hostname = "127.0.0.1";
-        o.timeout = ro.timeout;
-        o.shmSlotBytes = ro.slot;
-        std::unique_ptr<Communicator> gloo, c;
-        if (ro.fallback && haveGlooCommunicator()) {
-          s = createGlooCommunicator(o, gloo);
-          ASSERT_TRUE(s.isOk()) << s.message();
-        }
-        s = createShmCommunicator(o, std::move(gloo), c);
-        ASSERT_TRUE(s.isOk()) << s.message();
-        EXPECT_STREQ(c->backend(), "shm");
-        EXPECT_EQ(c->rank(), r);
-        EXPECT_EQ(c->size(), n);
-        fn(*c, r);
-      });
-    for (auto &t : threads)
-      t.join();
+    CommOptions options;
+    options.timeout = ro.timeout;
+    options.shmSlotBytes = ro.slot;
+    auto make = [&](const CommOptions &o, std::unique_ptr<Communicator> &c) {
+      std::unique_ptr<Communicator> gloo;
+      if (ro.fallback && haveGlooCommunicator())
+        TSL_RETURN_IF_ERROR(createGlooCommunicator(o, gloo));
+      TSL_RETURN_IF_ERROR(createShmCommunicator(o, std::move(gloo), c));
+      EXPECT_STREQ(c->backend(), "shm");
+      return Status::ok();
+    };
+    runWith(n, options, make, fn);
   }
-
-  std::unique_ptr<TcpStoreServer> server;
-  int worlds = 0;
 };
 
 class ShmSizeTest : public ShmCommTest,
@@ -203,13 +96,7 @@ void checkAllReduce(Communicator &c, int r, int n, DType dtype, Shape shape,
   Tensor &res = inPlace ? in : out;
   Status s = c.allReduce(view(in), view(res), k);
   ASSERT_TRUE(s.isOk()) << s.message();
-  Tensor want = input(0, dtype, shape);
-  for (int q = 1; q < n; ++q)
-    combineInto(k, want, input(q, dtype, shape));
-  if (k == ReduceKind::Mean)
-    for (int64_t i = 0; i < want.numElements(); ++i)
-      want.data<float>()[i] /= static_cast<float>(n);
-  expectSame(res, want,
+  expectSame(res, reduced(k, n, dtype, shape),
              std::string("all_reduce ") + reduceKindName(k) + " of " +
                  dtypeName(dtype) + " " + shapeToString(shape) +
                  (inPlace ? " in place" : ""));
@@ -234,13 +121,7 @@ TEST_P(ShmSizeTest, AllReduceEveryKindAndDtype) {
     checkAllReduce(c, r, n, DType::F32, {3, 1337}, ReduceKind::Sum, true);
     checkAllReduce(c, r, n, DType::I64, {1500}, ReduceKind::Max, true);
     // Large i64 values.
-    Tensor t(DType::I64, {5});
-    for (int i = 0; i < 5; ++i)
-      t.data<int64_t>()[i] = (int64_t(1) << 40) + r * 10 + i;
-    ASSERT_TRUE(c.allReduce(view(t), view(t), ReduceKind::Sum).isOk());
-    for (int i = 0; i < 5; ++i)
-      EXPECT_EQ(t.data<int64_t>()[i],
-                n * ((int64_t(1) << 40) + i) + 10 * n * (n - 1) / 2);
+    checkLargeI64Sum(c, r, n);
   });
 }
 
@@ -276,32 +157,6 @@ TEST_P(ShmSizeTest, SumsInMemberOrderBitwiseIdenticalOnEveryRank) {
   }
 }
 
-/// all_gather along `dim` of a tensor whose dim has `total` entries overall.
-void checkAllGather(Communicator &c, int r, int n, Shape full, int64_t dim,
-                    DType dtype = DType::F32) {
-  int64_t total = full[dim];
-  Shape mine = full;
-  mine[dim] = chunkSize(total, n, r);
-  Tensor in = input(r, dtype, mine), out(dtype, full);
-  Status s = c.allGather(view(in), view(out), dim);
-  ASSERT_TRUE(s.isOk()) << s.message();
-  Tensor want(dtype, full);
-  size_t es = dtypeSize(dtype);
-  for (int64_t i = 0; i < want.numElements(); ++i) {
-    auto idx = unravel(i, full);
-    int q = owner(idx[dim], total, n);
-    Shape qs = full;
-    qs[dim] = chunkSize(total, n, q);
-    idx[dim] -= chunkOffset(total, n, q);
-    Tensor x = input(q, dtype, qs);
-    std::memcpy(static_cast<char *>(want.data()) + i * es,
-                static_cast<const char *>(x.data()) + ravel(idx, qs) * es, es);
-  }
-  expectSame(out, want,
-             "all_gather dim " + std::to_string(dim) + " of " +
-                 shapeToString(full));
-}
-
 TEST_P(ShmSizeTest, AllGatherEveryDimUnevenAndChunked) {
   int n = GetParam();
   runRanks(n, [n](Communicator &c, int r) {
@@ -313,34 +168,6 @@ TEST_P(ShmSizeTest, AllGatherEveryDimUnevenAndChunked) {
     checkAllGather(c, r, n, {1001, n}, 1, DType::I32);
     checkAllGather(c, r, n, {5, 2 * n + 1}, 1, DType::Bool);
   });
-}
-
-void checkReduceScatter(Communicator &c, int r, int n, Shape full, int64_t dim,
-                        ReduceKind k, DType dtype = DType::F32) {
-  int64_t total = full[dim];
-  Shape mine = full;
-  mine[dim] = chunkSize(total, n, r);
-  Tensor in = input(r, dtype, full), out(dtype, mine);
-  Status s = c.reduceScatter(view(in), view(out), k, dim);
-  ASSERT_TRUE(s.isOk()) << s.message();
-  Tensor whole = input(0, dtype, full);
-  for (int q = 1; q < n; ++q)
-    combineInto(k, whole, input(q, dtype, full));
-  Tensor want(dtype, mine);
-  size_t es = dtypeSize(dtype);
-  for (int64_t i = 0; i < want.numElements(); ++i) {
-    auto idx = unravel(i, mine);
-    idx[dim] += chunkOffset(total, n, r);
-    std::memcpy(static_cast<char *>(want.data()) + i * es,
-                static_cast<const char *>(whole.data()) + ravel(idx, full) * es,
-                es);
-  }
-  if (k == ReduceKind::Mean)
-    for (int64_t i = 0; i < want.numElements(); ++i)
-      want.data<float>()[i] /= static_cast<float>(n);
-  expectSame(out, want,
-             std::string("reduce_scatter ") + reduceKindName(k) + " dim " +
-                 std::to_string(dim) + " of " + shapeToString(full));
 }
 
 TEST_P(ShmSizeTest, ReduceScatterEveryDimKindUnevenAndChunked) {
@@ -363,10 +190,7 @@ TEST_P(ShmSizeTest, BroadcastFromEveryRootChunked) {
   int n = GetParam();
   runRanks(n, [n](Communicator &c, int r) {
     for (int root = 0; root < n; ++root) {
-      Shape s{1000, 3};
-      Tensor in = input(r, s), out(DType::F32, s);
-      ASSERT_TRUE(c.broadcast(view(in), view(out), root).isOk());
-      expectSame(out, input(root, s), "broadcast root " + std::to_string(root));
+      checkBroadcastFrom(c, r, root);
       Tensor t = input(r, DType::I64, {777});
       ASSERT_TRUE(c.broadcast(view(t), view(t), root).isOk());
       expectSame(t, input(root, DType::I64, {777}), "in-place broadcast");
@@ -393,11 +217,8 @@ TEST_P(ShmSizeTest, FallbackCollectivesAndBarriers) {
         for (int j = 0; j < 3; ++j)
           EXPECT_EQ(out.data<float>()[i * 3 * n + q * 3 + j],
                     input(q, is).data<float>()[(2 * r + i) * 3 + j]);
-    std::vector<std::pair<int, int>> ring;
-    for (int i = 0; i < n; ++i)
-      ring.emplace_back(i, (i + 1) % n);
     Tensor x = input(r, {4, 3}), y(DType::F32, {4, 3});
-    ASSERT_TRUE(c.collectivePermute(view(x), view(y), ring).isOk());
+    ASSERT_TRUE(c.collectivePermute(view(x), view(y), ring(n)).isOk());
     expectSame(y, input((r + n - 1) % n, {4, 3}), "ring shift");
     ASSERT_TRUE(c.barrier().isOk());
     // Only some members send: the barrier still agrees on Gloo's.
@@ -433,30 +254,15 @@ TEST_P(ShmSizeTest, BigSlotsAndSmallTensors) {
 
 TEST_F(ShmCommTest, SubgroupsRunSideBySide) {
   runRanks(4, [](Communicator &c, int r) {
-    // Ranks {1, 3} and {2, 0} (reversed order: 2 is index 0).
-    std::vector<int> g =
-        r % 2 ? std::vector<int>{1, 3} : std::vector<int>{2, 0};
-    Status s = c.createSubgroups({{2, 0}, {1, 3}, {0, 1, 2, 3}, {0, 1, 2}});
-    ASSERT_TRUE(s.isOk()) << s.message();
+    std::vector<int> g = pairOf(r);
     Communicator *sub = nullptr;
-    ASSERT_TRUE(c.subgroup(g, sub).isOk());
+    makeSubgroup(c, r, {{2, 0}, {1, 3}, {0, 1, 2, 3}, {0, 1, 2}}, g, sub);
+    ASSERT_TRUE(sub);
     EXPECT_STREQ(sub->backend(), "shm");
-    EXPECT_EQ(sub->size(), 2);
-    int index = g[0] == r ? 0 : 1;
-    EXPECT_EQ(sub->rank(), index);
-    EXPECT_EQ(sub->worldRanks(), g);
+    int index = sub->rank();
     for (int round = 0; round < 3; ++round) {
       // A subgroup all_gather, a world all_reduce, a subgroup reduce.
-      Shape s1{2, 700};
-      Tensor in = input(r, s1, round), out(DType::F32, {2, 1400});
-      s = c.allGather(view(in), view(out), 1, g);
-      ASSERT_TRUE(s.isOk()) << s.message();
-      Tensor want(DType::F32, {2, 1400});
-      for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 1400; ++j)
-          want.data<float>()[i * 1400 + j] =
-              input(g[j / 700], s1, round).data<float>()[i * 700 + j % 700];
-      expectSame(out, want, "all_gather in a subgroup");
+      checkPairAllGather(c, r, g, 700, round);
       checkAllReduce(c, r, 4, DType::F32, {3, 1337}, ReduceKind::Sum);
       Tensor a = input(r, {2000}, round);
       ASSERT_TRUE(c.allReduce(view(a), view(a), ReduceKind::Max, g).isOk());
@@ -482,15 +288,7 @@ TEST_F(ShmCommTest, SubgroupsRunSideBySide) {
       combineInto(ReduceKind::Sum, w3, input(2, {1500}));
       expectSame(t, w3, "all_reduce over [0, 1, 2]");
     }
-    Communicator *again = nullptr;
-    ASSERT_TRUE(c.subgroup(g, again).isOk());
-    EXPECT_EQ(again, sub);
-    Communicator *whole = nullptr;
-    ASSERT_TRUE(c.subgroup({0, 1, 2, 3}, whole).isOk());
-    EXPECT_EQ(whole, &c);
-    Tensor b = input(r, {5000});
-    ASSERT_TRUE(c.broadcast(view(b), view(b), 1, g).isOk());
-    expectSame(b, input(g[1], {5000}), "broadcast in a subgroup");
+    checkCachedAndBroadcast(c, r, g, sub, 5000);
     ASSERT_TRUE(c.barrier().isOk());
     EXPECT_TRUE(ourSegments().empty());
   });
@@ -557,18 +355,13 @@ TEST_P(ShmSizeTest, HungRankIsNamedAfterTheTimeout) {
   runRanks(
       n,
       [&](Communicator &c, int r) {
-        if (r == n - 1) {
-          while (!done.load())
-            std::this_thread::sleep_for(milliseconds(5));
-          return;
-        }
-        Tensor t = input(0, {64});
-        auto t0 = std::chrono::steady_clock::now();
-        Status s = c.allReduce(view(t), view(t), ReduceKind::Sum);
+        if (r == n - 1)
+          return hangUntil(done);
+        std::chrono::steady_clock::duration took;
+        Status s = allReduceWithoutPeer(c, took);
         if (++failed == n - 1)
           done = true;
         ASSERT_FALSE(s.isOk());
-        auto took = std::chrono::steady_clock::now() - t0;
         EXPECT_GE(took, milliseconds(450));
         EXPECT_LT(took, milliseconds(3000));
         std::string last = std::to_string(n - 1);
@@ -587,11 +380,10 @@ TEST_F(ShmCommTest, RankThatLeavesIsNamed) {
   runRanks(2, [&](Communicator &c, int r) {
     if (r == 1)
       return; // destroys its communicator
-    Tensor t = input(0, {64});
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = c.allReduce(view(t), view(t), ReduceKind::Sum);
+    std::chrono::steady_clock::duration took;
+    Status s = allReduceWithoutPeer(c, took);
     ASSERT_FALSE(s.isOk());
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(2000));
+    EXPECT_LT(took, milliseconds(2000));
     EXPECT_TRUE(contains(s,
                          "rank 0: all_reduce over ranks [0, 1] failed: rank 1 "
                          "left (its communicator was destroyed)"))
@@ -610,26 +402,14 @@ TEST_F(ShmCommTest, NoSegmentIsLeftBehind) {
 
 TEST_F(ShmCommTest, ShmIsUsableWhenEveryRankWantsIt) {
   for (bool secondWants : {true, false}) {
-    std::vector<std::thread> threads;
-    std::string prefix = std::string("usable/") + (secondWants ? "1/" : "0/");
-    for (int r = 0; r < 2; ++r)
-      threads.emplace_back([&, r] {
-        std::unique_ptr<TcpStore> store;
-        ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), r,
-                                      milliseconds(5000), store)
-                        .isOk());
-        CommOptions o;
-        o.rank = r;
-        o.size = 2;
-        o.store = std::move(store);
-        o.prefix = prefix;
-        bool usable = !secondWants;
-        Status s = shmUsable(o, r == 0 || secondWants, usable);
-        ASSERT_TRUE(s.isOk()) << s.message();
-        EXPECT_EQ(usable, secondWants);
-      });
-    for (auto &t : threads)
-      t.join();
+    CommOptions base;
+    base.prefix = std::string("usable/") + (secondWants ? "1/" : "0/");
+    runConnected(*server, 2, base, [&](CommOptions &o, int r) {
+      bool usable = !secondWants;
+      Status s = shmUsable(o, r == 0 || secondWants, usable);
+      ASSERT_TRUE(s.isOk()) << s.message();
+      EXPECT_EQ(usable, secondWants);
+    });
   }
 }
 
@@ -640,12 +420,7 @@ TEST(ShmCommSetup, AFailedSetupGivesTheFallbackBack) {
   o.rank = 0;
   o.size = 2; // the fallback has 1
   std::unique_ptr<TcpStoreServer> server;
-  ASSERT_TRUE(TcpStoreServer::start(0, true, server).isOk());
-  std::unique_ptr<TcpStore> store;
-  ASSERT_TRUE(TcpStore::connect("127.0.0.1", server->port(), 0,
-                                milliseconds(2000), store)
-                  .isOk());
-  o.store = std::move(store);
+  ASSERT_NO_FATAL_FAILURE(startStore(server, o.store));
   std::unique_ptr<Communicator> out;
   Status s = createShmCommunicator(o, std::move(local), out);
   ASSERT_FALSE(s.isOk());
@@ -727,6 +502,37 @@ forkRanks(int n, Kind kind, milliseconds timeout,
   return pids;
 }
 
+/// forkRanks on 2 ranks: rank 0's communicator in `comm`, rank 1's pid in
+/// `child`.
+void forkPair(Kind kind, milliseconds timeout,
+              const std::function<bool(int, Communicator &)> &body,
+              std::unique_ptr<TcpStoreServer> &server,
+              std::unique_ptr<Communicator> &comm, pid_t &child) {
+  std::vector<pid_t> pids = forkRanks(2, kind, timeout, body, server, comm);
+  ASSERT_EQ(pids.size(), 1u);
+  ASSERT_TRUE(comm);
+  child = pids[0];
+}
+
+/// Waits for `child`; its wait status.
+int waitStatus(pid_t child) {
+  int status = 0;
+  EXPECT_EQ(::waitpid(child, &status, 0), child);
+  return status;
+}
+
+/// Runs body on 2 ranks, rank 1 in a child process; both must succeed.
+void runPair(Kind kind, milliseconds timeout,
+             const std::function<bool(int, Communicator &)> &body) {
+  std::unique_ptr<TcpStoreServer> server;
+  std::unique_ptr<Communicator> c;
+  pid_t child = -1;
+  ASSERT_NO_FATAL_FAILURE(forkPair(kind, timeout, body, server, c, child));
+  EXPECT_TRUE(body(0, *c));
+  int status = waitStatus(child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
 TEST(ShmCommProcesses, CollectivesAcrossProcesses) {
   auto body = [](int r, Communicator &c) {
     Tensor in = input(r, {3, 1337}), out(DType::F32, {3, 1337});
@@ -737,16 +543,7 @@ TEST(ShmCommProcesses, CollectivesAcrossProcesses) {
     return std::memcmp(out.data(), want.data(), want.byteSize()) == 0 &&
            c.barrier().isOk();
   };
-  std::unique_ptr<TcpStoreServer> server;
-  std::unique_ptr<Communicator> c;
-  std::vector<pid_t> pids =
-      forkRanks(2, Kind::Shm, milliseconds(10000), body, server, c);
-  ASSERT_EQ(pids.size(), 1u);
-  ASSERT_TRUE(c);
-  EXPECT_TRUE(body(0, *c));
-  int status = 0;
-  ASSERT_EQ(::waitpid(pids[0], &status, 0), pids[0]);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  runPair(Kind::Shm, milliseconds(10000), body);
 }
 
 TEST(ShmCommProcesses, KilledPeerIsNamed) {
@@ -762,10 +559,9 @@ TEST(ShmCommProcesses, KilledPeerIsNamed) {
   };
   std::unique_ptr<TcpStoreServer> server;
   std::unique_ptr<Communicator> c;
-  std::vector<pid_t> pids =
-      forkRanks(2, Kind::Shm, milliseconds(20000), body, server, c);
-  ASSERT_EQ(pids.size(), 1u);
-  ASSERT_TRUE(c);
+  pid_t child = -1;
+  ASSERT_NO_FATAL_FAILURE(
+      forkPair(Kind::Shm, milliseconds(20000), body, server, c, child));
   Tensor t = input(0, {1000});
   ASSERT_TRUE(c->allReduce(view(t), view(t), ReduceKind::Sum).isOk());
   auto t0 = std::chrono::steady_clock::now();
@@ -774,11 +570,10 @@ TEST(ShmCommProcesses, KilledPeerIsNamed) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(3000));
   EXPECT_TRUE(contains(s, "rank 0: all_reduce over ranks [0, 1] failed: rank 1 "
                           "(pid " +
-                              std::to_string(pids[0]) +
+                              std::to_string(child) +
                               ") exited during all_reduce"))
       << s.message();
-  int status = 0;
-  ASSERT_EQ(::waitpid(pids[0], &status, 0), pids[0]);
+  int status = waitStatus(child);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
 }
 
@@ -824,18 +619,8 @@ TEST(ShmCommBench, AllReduceGlooVersusShm) {
     }
     return true;
   };
-  for (Kind kind : {Kind::Gloo, Kind::ShmOverGloo}) {
-    std::unique_ptr<TcpStoreServer> server;
-    std::unique_ptr<Communicator> c;
-    std::vector<pid_t> pids =
-        forkRanks(2, kind, milliseconds(60000), run, server, c);
-    ASSERT_EQ(pids.size(), 1u);
-    ASSERT_TRUE(c);
-    EXPECT_TRUE(run(0, *c));
-    int status = 0;
-    ASSERT_EQ(::waitpid(pids[0], &status, 0), pids[0]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  }
+  for (Kind kind : {Kind::Gloo, Kind::ShmOverGloo})
+    runPair(kind, milliseconds(60000), run);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmSizeTest, ::testing::Values(2, 4),

@@ -22,13 +22,23 @@ inline Tensor randomF32(const Shape &shape, std::mt19937 &rng, float lo = -2.0f,
   return t;
 }
 
+/// Uniform integers in [lo, hi] of the integer dtype `dtype` (of T).
+template <typename T>
+Tensor randomInt(DType dtype, const Shape &shape, std::mt19937 &rng, T lo,
+                 T hi) {
+  Tensor t(dtype, shape);
+  std::uniform_int_distribution<T> d(lo, hi);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.data<T>()[i] = d(rng);
+  return t;
+}
 inline Tensor randomI64(const Shape &shape, std::mt19937 &rng, int64_t lo,
                         int64_t hi) {
-  Tensor t(DType::I64, shape);
-  std::uniform_int_distribution<int64_t> d(lo, hi);
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    t.data<int64_t>()[i] = d(rng);
-  return t;
+  return randomInt<int64_t>(DType::I64, shape, rng, lo, hi);
+}
+inline Tensor randomI32(const Shape &shape, std::mt19937 &rng, int32_t lo,
+                        int32_t hi) {
+  return randomInt<int32_t>(DType::I32, shape, rng, lo, hi);
 }
 
 inline Tensor randomBool(const Shape &shape, std::mt19937 &rng) {
@@ -102,6 +112,97 @@ inline Status buildOneOp(const std::string &op, const std::vector<Tensor> &input
   }
   pb.addOp(op, ins, outs, std::move(attrs));
   return pb.build(out);
+}
+
+/// y = gather(d, i) along axis 0 in an op named "emb": inputs d [rows, 2]
+/// f32 and i [n] i64, output y [n, 2].
+inline Status buildEmbeddingGather(int64_t rows, int64_t n,
+                                   std::shared_ptr<const Program> &out) {
+  ProgramBuilder pb;
+  int d = pb.addInput("d", DType::F32, {rows, 2});
+  int i = pb.addInput("i", DType::I64, {n});
+  int y = pb.addBuffer(DType::F32, {n, 2});
+  pb.addOp("gather", {d, i}, {y}, Attrs().i("axis", 0), "emb");
+  pb.addOutput("y", y);
+  return pb.build(out);
+}
+
+/// slice's attributes, one entry per dim.
+struct SliceCase {
+  std::vector<int64_t> starts, ends, steps;
+
+  /// The result's shape over an operand of `dims` dims.
+  Shape resultShape(size_t dims) const {
+    Shape rs;
+    for (size_t d = 0; d < dims; ++d) {
+      int64_t s = starts[d], e = ends[d], st = steps[d];
+      rs.push_back(st > 0 ? std::max<int64_t>(0, (e - s + st - 1) / st)
+                          : std::max<int64_t>(0, (s - e - st - 1) / -st));
+    }
+    return rs;
+  }
+  Attrs attrs() const {
+    return Attrs().is("starts", starts).is("ends", ends).is("steps", steps);
+  }
+};
+
+/// slice cases over [6, 7, 5], both directions, steps beyond 1.
+inline const std::vector<SliceCase> &sliceCases() {
+  static const std::vector<SliceCase> cases = {
+      {{0, 0, 0}, {6, 7, 5}, {1, 1, 1}},
+      {{1, 2, 0}, {4, 7, 5}, {1, 2, 1}},
+      {{5, 6, 4}, {-1, -1, -1}, {-1, -2, -1}},
+      {{5, 6, 4}, {-1, -1, -1}, {-1, -1, -1}},
+      {{0, 3, 1}, {6, 3, 4}, {3, 1, 2}},
+      {{2, 0, 4}, {0, 7, 1}, {-1, 3, -3}}};
+  return cases;
+}
+
+/// A max_pool or avg_pool case of the CPU and CUDA tests: x [N, C, H, W],
+/// kernel, strides, pads (top, left, bottom, right), ceil mode.
+struct PoolCase {
+  Shape x;
+  std::vector<int64_t> k, s, p;
+  bool ceil;
+};
+
+/// Calls fn(case, op, count_include_pad, attributes, result shape) for
+/// every case, op ("max_pool", "avg_pool") and count_include_pad (0, 1).
+template <typename F> void forEachPoolCase(F fn) {
+  const PoolCase cases[] = {
+      {{1, 2, 6, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false},
+      {{2, 3, 7, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false},
+      {{1, 1, 5, 5}, {2, 2}, {2, 2}, {0, 0, 0, 0}, true},
+      {{1, 2, 8, 7}, {3, 2}, {1, 2}, {1, 0, 1, 1}, false}};
+  for (const PoolCase &c : cases)
+    for (const char *op : {"max_pool", "avg_pool"})
+      for (int cip : {0, 1}) {
+        int64_t o[2];
+        for (int d = 0; d < 2; ++d) {
+          int64_t padded = c.x[2 + d] + c.p[d] + c.p[d + 2];
+          o[d] = c.ceil ? (padded - c.k[d] + c.s[d] - 1) / c.s[d] + 1
+                        : (padded - c.k[d]) / c.s[d] + 1;
+        }
+        fn(c, op, cip,
+           Attrs()
+               .is("kernel", c.k)
+               .is("strides", c.s)
+               .is("pads", c.p)
+               .i("count_include_pad", cip),
+           Shape{c.x[0], c.x[1], o[0], o[1]});
+      }
+}
+
+/// Runs `prog` on the cpu backend with input `in` = x; output `out` in
+/// `got`.
+inline void runOneInput(const std::shared_ptr<const Program> &prog,
+                        const std::string &in, const Tensor &x,
+                        const std::string &out, Tensor &got) {
+  std::unique_ptr<Executor> exec;
+  ASSERT_TRUE(createExecutor("cpu", prog, ExecutorOptions(), exec).isOk());
+  ASSERT_TRUE(exec->setInput(in, x).isOk());
+  ASSERT_TRUE(exec->run().isOk());
+  ASSERT_TRUE(exec->getOutput(out, got).isOk());
 }
 
 /// Builds buildOneOp's program, runs it and returns the results.
