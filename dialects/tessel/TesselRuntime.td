@@ -8,8 +8,8 @@
 //       Tessel_OnnxOneToOne<"LeakyRelu", 6, [Tessel_OnnxAttr<"alpha", "0.01">]>;
 //
 // tools/tessel-tblgen reads these and generates the runtime's op-kind list
-// (runtime/include/tessel/runtime/OpKinds.inc), the artifact schema's OpKind
-// enum (runtime/schema/op_kind.proto), the exporter's attribute encoders and
+// (runtime/artifact/generated/tessel/runtime/OpKinds.inc), the artifact schema's OpKind
+// enum (runtime/artifact/generated/op_kind.proto), the exporter's attribute encoders and
 // the importer's one-to-one rows. See docs/adding-an-op.md.
 //
 //===----------------------------------------------------------------------===//

@@ -9,7 +9,7 @@
 #include "KernelRegistry.h"
 #include "KernelResources.h"
 #include "Kernels.h"
-#include "MappedFile.h"
+#include "tessel/runtime/MappedFile.h"
 #include "ThreadPool.h"
 #include "tessel/runtime/Executor.h"
 

@@ -9,7 +9,7 @@
 #include "tessel/runtime/Program.h"
 
 #include "CollectiveAttrs.h"
-#include "MappedFile.h"
+#include "tessel/runtime/MappedFile.h"
 #include "artifact.pb.h"
 #include "tessel/runtime/Artifact.h"
 

@@ -10,6 +10,7 @@
 
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/DType.h"
+#include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/OpKind.h"
 #include "tessel/runtime/Status.h"
 
@@ -102,11 +103,6 @@ struct Op {
   float floatAttr(const std::string &name, float dflt) const;
   /// The single integer attribute `name`, or `dflt` when absent.
   int64_t intAttr(const std::string &name, int64_t dflt) const;
-};
-
-/// A file mapped (or bytes held) for as long as a Program uses it.
-struct Storage {
-  virtual ~Storage() = default;
 };
 
 class Program {

@@ -5,8 +5,8 @@
 //  "__metadata__": {..}}, then the data section the offsets index.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_RUNTIME_LIB_SAFETENSORS_H
-#define TESSEL_RUNTIME_LIB_SAFETENSORS_H
+#ifndef TESSEL_RUNTIME_SAFETENSORS_H
+#define TESSEL_RUNTIME_SAFETENSORS_H
 
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/Status.h"
@@ -46,4 +46,4 @@ std::string encodeSafetensors(const std::vector<SafetensorsTensor> &tensors);
 
 } // namespace tessel::runtime
 
-#endif // TESSEL_RUNTIME_LIB_SAFETENSORS_H
+#endif // TESSEL_RUNTIME_SAFETENSORS_H

@@ -1,5 +1,5 @@
 //===- MappedFile.cpp - Read-only memory-mapped files ---------------------===//
-#include "MappedFile.h"
+#include "tessel/runtime/MappedFile.h"
 
 #include <cerrno>
 #include <cstdint>

@@ -1,13 +1,13 @@
 //===- Artifact.h - Loading a compiled artifact -----------------*- C++ -*-===//
 //
 // An artifact is a directory NAME.tsl/ holding manifest.pb, one program file
-// per rank and safetensors weight files (runtime/schema/README.md).
+// per rank and safetensors weight files (runtime/artifact/schema/README.md).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_ARTIFACT_H
 #define TESSEL_RUNTIME_ARTIFACT_H
 
-#include "tessel/runtime/Program.h"
+#include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Status.h"
 
 #include <memory>
@@ -17,9 +17,23 @@
 
 namespace tessel::artifact {
 class Manifest;
+class Program;
 } // namespace tessel::artifact
 
 namespace tessel::runtime {
+
+class Program;
+
+/// One rank's program as the artifact holds it: the protobuf, and the bytes
+/// of weight entry i at weightData[i] (fileBacked[i]: inside a read-only file
+/// mapping), kept alive by `keep`.
+struct ProgramData {
+  std::unique_ptr<artifact::Program> proto;
+  std::vector<const void *> weightData;
+  std::vector<bool> fileBacked;
+  std::vector<std::shared_ptr<Storage>> keep;
+  std::string path; // the program file, for messages
+};
 
 /// The format version this runtime reads and ArtifactBuilder writes.
 constexpr uint32_t kFormatVersion = 1;
@@ -42,7 +56,12 @@ public:
   std::vector<std::pair<std::string, int64_t>> mesh() const;
   std::string producer() const;
 
-  /// Reads rank `rank`'s program, maps its weights and validates them.
+  /// Reads rank `rank`'s program and maps its weights, checking each against
+  /// its safetensors header (name, byte range, dtype, shape).
+  Status readProgram(int rank, ProgramData &out) const;
+  /// readProgram, then validates the program into an executable Program.
+  /// Defined by the runtime library (runtime/lib/LoadProgram.cpp): the
+  /// artifact library itself knows no executable form.
   Status loadProgram(int rank, std::shared_ptr<const Program> &out) const;
 
 private:

@@ -1,8 +1,8 @@
 //===- ArtifactBuilder.cpp - Writing artifacts programmatically -----------===//
 #include "tessel/runtime/ArtifactBuilder.h"
 
-#include "MappedFile.h"
-#include "Safetensors.h"
+#include "tessel/runtime/MappedFile.h"
+#include "tessel/runtime/Safetensors.h"
 #include "artifact.pb.h"
 #include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/BufferPlanner.h"
@@ -192,19 +192,20 @@ std::string ProgramBuilder::weightsImage() const {
   return encodeSafetensors(tensors);
 }
 
-Status ProgramBuilder::build(std::shared_ptr<const Program> &out) {
+Status ProgramBuilder::finish(ProgramData &out) {
   if (!badOps.empty())
     return Status::error("unknown op '" + badOps.front() + "'");
   planMemory();
-  std::vector<const void *> data;
-  std::vector<std::shared_ptr<Storage>> keep;
+  out.proto = std::make_unique<artifact::Program>(*prog);
+  out.path = "program";
   for (const WeightBytes &w : weightBytes) {
     auto bytes = std::make_shared<OwnedBytes>(w.bytes.size());
     std::memcpy(bytes->data(), w.bytes.data(), w.bytes.size());
-    data.push_back(bytes->data());
-    keep.push_back(bytes);
+    out.weightData.push_back(bytes->data());
+    out.fileBacked.push_back(false);
+    out.keep.push_back(bytes);
   }
-  return Program::create(*prog, data, std::move(keep), "program", out);
+  return Status::ok();
 }
 
 ArtifactBuilder::ArtifactBuilder(std::string producer)

@@ -1,5 +1,5 @@
 //===- Safetensors.cpp - The safetensors weight file format ---------------===//
-#include "Safetensors.h"
+#include "tessel/runtime/Safetensors.h"
 #include "DTypeNames.h"
 
 #include <algorithm>

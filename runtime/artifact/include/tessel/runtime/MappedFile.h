@@ -1,14 +1,18 @@
 //===- MappedFile.h - Read-only memory-mapped files -------------*- C++ -*-===//
-#ifndef TESSEL_RUNTIME_LIB_MAPPEDFILE_H
-#define TESSEL_RUNTIME_LIB_MAPPEDFILE_H
+#ifndef TESSEL_RUNTIME_MAPPEDFILE_H
+#define TESSEL_RUNTIME_MAPPEDFILE_H
 
-#include "tessel/runtime/Program.h"
 #include "tessel/runtime/Status.h"
 
 #include <memory>
 #include <string>
 
 namespace tessel::runtime {
+
+/// A file mapped (or bytes held) for as long as a Program uses it.
+struct Storage {
+  virtual ~Storage() = default;
+};
 
 /// A whole file mapped read-only (PROT_READ, MAP_PRIVATE).
 class MappedFile : public Storage {
@@ -47,4 +51,4 @@ private:
 
 } // namespace tessel::runtime
 
-#endif // TESSEL_RUNTIME_LIB_MAPPEDFILE_H
+#endif // TESSEL_RUNTIME_MAPPEDFILE_H

@@ -1,8 +1,8 @@
 //===- Artifact.cpp - Loading a compiled artifact -------------------------===//
 #include "tessel/runtime/Artifact.h"
 
-#include "MappedFile.h"
-#include "Safetensors.h"
+#include "tessel/runtime/MappedFile.h"
+#include "tessel/runtime/Safetensors.h"
 #include "artifact.pb.h"
 
 #include <algorithm>
@@ -129,8 +129,7 @@ std::vector<std::pair<std::string, int64_t>> Artifact::mesh() const {
   return r;
 }
 
-Status Artifact::loadProgram(int rank,
-                             std::shared_ptr<const Program> &out) const {
+Status Artifact::readProgram(int rank, ProgramData &out) const {
   if (rank < 0 || rank >= numRanks())
     return Status::error(dir + ": rank " + std::to_string(rank) +
                          " does not exist (the artifact has " +
@@ -140,7 +139,8 @@ Status Artifact::loadProgram(int rank,
   TSL_RETURN_IF_ERROR(
       mapChecked(dir, entry.program(), opts.verifyChecksums, progFile));
   std::string ppath = progFile->path();
-  artifact::Program proto;
+  out.proto = std::make_unique<artifact::Program>();
+  artifact::Program &proto = *out.proto;
   if (progFile->size() > INT_MAX ||
       !proto.ParseFromArray(progFile->data(),
                             static_cast<int>(progFile->size())))
@@ -151,7 +151,7 @@ Status Artifact::loadProgram(int rank,
                          std::to_string(proto.rank()) + ", expected " +
                          std::to_string(rank));
 
-  std::vector<std::shared_ptr<Storage>> keep;
+  std::vector<std::shared_ptr<Storage>> &keep = out.keep;
   std::vector<std::shared_ptr<MappedFile>> files;
   std::vector<SafetensorsIndex> indices;
   for (const auto &w : entry.weights()) {
@@ -164,8 +164,8 @@ Status Artifact::loadProgram(int rank,
     indices.push_back(std::move(idx));
   }
 
-  std::vector<const void *> data;
-  std::vector<bool> fileBacked;
+  std::vector<const void *> &data = out.weightData;
+  std::vector<bool> &fileBacked = out.fileBacked;
   for (int i = 0; i < proto.weights_size(); ++i) {
     const artifact::Weight &w = proto.weights(i);
     std::string ww = ppath + ": weight '" + w.name() + "'";
@@ -209,8 +209,8 @@ Status Artifact::loadProgram(int rank,
     }
     data.push_back(ptr);
   }
-  return Program::create(proto, data, std::move(keep), ppath, out,
-                         &fileBacked);
+  out.path = ppath;
+  return Status::ok();
 }
 
 } // namespace tessel::runtime

@@ -2,7 +2,7 @@
 #include "tessel/runtime/Npy.h"
 
 #include "DTypeNames.h"
-#include "MappedFile.h"
+#include "tessel/runtime/MappedFile.h"
 
 #include <cstdio>
 #include <fstream>

@@ -17,8 +17,9 @@
 #ifndef TESSEL_RUNTIME_ARTIFACTBUILDER_H
 #define TESSEL_RUNTIME_ARTIFACTBUILDER_H
 
+#include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/DType.h"
-#include "tessel/runtime/Program.h"
+#include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Status.h"
 
 #include <map>
@@ -89,8 +90,11 @@ public:
   /// The safetensors image of this rank's weights.
   std::string weightsImage() const;
 
-  /// Plans memory, then validates the program into an executable Program
-  /// that holds the weights in memory (no files involved).
+  /// Plans memory and hands the program over as an artifact would: a copy
+  /// of the protobuf and the weights' bytes in memory (no files involved).
+  Status finish(ProgramData &out);
+  /// finish(), then validates the program into an executable Program.
+  /// Defined by the runtime library (runtime/lib/LoadProgram.cpp).
   Status build(std::shared_ptr<const Program> &out);
 
 private:
