@@ -73,6 +73,29 @@ static LogicalResult verifyFunctionContract(Operation *op,
   return success();
 }
 
+// tessel.gradients: one non-empty string per gradient, the function's last
+// results.
+static LogicalResult verifyGradientsContract(Operation *op,
+                                             NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  auto array = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!fn || !array)
+    return op->emitOpError() << "'" << name
+                             << "' must be an array on a function";
+  if (array.size() > fn.getNumResults())
+    return op->emitOpError() << "'" << name << "' names " << array.size()
+                             << " gradients, the function has "
+                             << fn.getNumResults() << " results";
+  for (auto [i, a] : llvm::enumerate(array)) {
+    auto s = dyn_cast<StringAttr>(a);
+    if (!s || s.getValue().empty())
+      return op->emitOpError()
+             << "'" << name << "' entry " << i << " must be a non-empty string";
+  }
+  return success();
+}
+
 LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() == kShardingAttrName)
@@ -91,6 +114,8 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
       attr.getName() == kInputNamesAttrName ||
       attr.getName() == kOutputNamesAttrName)
     return verifyFunctionContract(op, attr);
+  if (attr.getName() == kGradientsAttrName)
+    return verifyGradientsContract(op, attr);
   if (attr.getName() == kModelPathAttrName) {
     if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitOpError() << "'" << kModelPathAttrName

@@ -73,6 +73,12 @@ def Tessel_Dialect : Dialect {
     /// On an imported module: the absolute path of the ONNX model whose
     /// weights it names; written and read by tesselc.
     static constexpr ::llvm::StringLiteral kModelPathAttrName = "tessel.model";
+    /// On a differentiated function: the names of its gradient results, one
+    /// string per gradient, which are the function's last results in this
+    /// order (a weight's name, or "arg<i>"); written by -tessel-autodiff,
+    /// read by -tessel-optimizer.
+    static constexpr ::llvm::StringLiteral kGradientsAttrName =
+        "tessel.gradients";
   }];
 }
 

@@ -35,4 +35,34 @@ def Tessel_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+def Tessel_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mlir::tessel";
+  let description = [{
+    An op that knows its gradient rule: given the gradients of its results
+    with respect to a scalar loss, it builds, with ordinary tessel ops at the
+    builder's insertion point, the gradient of each operand (reverse mode;
+    the vector-Jacobian product). `-tessel-autodiff` reads only this rule; an
+    op on a path to the loss without it is an error.
+
+    A rule is declared in the op's ODS entry with the mixin
+    `Tessel_GradientFrom<"buildXGradient">` and built by that one C++
+    function in dialects/tessel/Gradients.cpp.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Builds the gradients of the operands. `resultGrads[i]` is the
+        gradient of result `i`, of the result's type, or null when that
+        result does not reach the loss (at least one is non-null). Appends
+        exactly one value per operand to `operandGrads`: the operand's
+        gradient, of the operand's type, or null where it has none (integer
+        or boolean operands, conditions, indices). Fails (after emitting an
+        error) where the op's configuration has no rule.
+      }],
+      "::mlir::LogicalResult", "buildGradients",
+      (ins "::mlir::OpBuilder &":$b,
+           "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 #endif // TESSEL_INTERFACES_TD

@@ -45,16 +45,57 @@ class Tessel_ReductionKindIs<string kind> {
   list<string> methods = !if(!empty(kind), [], ["getReductionKind"]);
 }
 
+// An op whose gradient rule is built by the C++ function `builder`
+// (Gradients.cpp), mixed into the definition of a Tessel_ComputeOp (which
+// reads it; on other ops it does nothing):
+//
+//   def Tessel_ExpOp : Tessel_UnaryOp<"exp", ...>, ...,
+//       Tessel_GradientFrom<"buildExpGradient">;
+//
+// The op then implements GradientOpInterface, whose buildGradients calls
+// `::mlir::LogicalResult builder(ThisOp op, ::mlir::OpBuilder &b,
+// ::llvm::ArrayRef<::mlir::Value> resultGrads,
+// ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads)` (declared here, so
+// an op's gradient is this mention and that one function).
+class Tessel_GradientFrom<string builder> {
+  string gradientBuilder = builder;
+}
+
+// What a compute op with gradient rule `builder` adds: the interface and its
+// buildGradients (nothing for "").
+class Tessel_GradientDefinition<string builder> {
+  code definition = !if(!empty(builder), "", [{
+    ::mlir::LogicalResult }] # builder # [{($cppClass op,
+        ::mlir::OpBuilder &b, ::llvm::ArrayRef<::mlir::Value> resultGrads,
+        ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads);
+    ::mlir::LogicalResult $cppClass::buildGradients(::mlir::OpBuilder &b,
+        ::llvm::ArrayRef<::mlir::Value> resultGrads,
+        ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads) {
+      return ::mlir::tessel::}] # builder # [{(*this, b, resultGrads, operandGrads);
+    }
+  }]);
+  list<Trait> traits = !if(!empty(builder), [],
+      [DeclareOpInterfaceMethods<Tessel_GradientOpInterface>]);
+}
+
 // A compute op: its sharding rule comes from `ruleBuilder`. An op with a
 // reduction factor may name the `reductionKind` of its partial results;
-// without one they are sums (the interface's default).
+// without one they are sums (the interface's default). Its gradient rule,
+// if any, comes from a Tessel_GradientFrom mixin.
 class Tessel_ComputeOp<string mnemonic, string ruleBuilder,
-                       list<Trait> traits = [], string reductionKind = "">
-    : Tessel_Op<mnemonic, traits # [Pure,
-          DeclareOpInterfaceMethods<Tessel_ShardingRuleOpInterface,
-              Tessel_ReductionKindIs<reductionKind>.methods>]> {
+                       list<Trait> opTraits = [], string reductionKind = "">
+    : Tessel_Op<mnemonic> {
+  // Set by Tessel_GradientFrom; "" for an op without a gradient rule. The
+  // traits are a `let` (not Tessel_Op's argument) so that they see the
+  // mixin's value, which TableGen binds once the whole def is read.
+  string gradientBuilder = "";
+  let traits = opTraits # [Pure,
+      DeclareOpInterfaceMethods<Tessel_ShardingRuleOpInterface,
+          Tessel_ReductionKindIs<reductionKind>.methods>] #
+      Tessel_GradientDefinition<gradientBuilder>.traits;
   let extraClassDefinition = Tessel_RuleFrom<ruleBuilder>.ruleDefinition #
-      Tessel_ReductionKindIs<reductionKind>.definition;
+      Tessel_ReductionKindIs<reductionKind>.definition #
+      Tessel_GradientDefinition<gradientBuilder>.definition;
 }
 
 //===----------------------------------------------------------------------===//
@@ -96,7 +137,8 @@ def Tessel_MeshOp : Tessel_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 // Parameters and constants
 //===----------------------------------------------------------------------===//
 
-def Tessel_WeightOp : Tessel_ComputeOp<"weight", "buildSourceRule"> {
+def Tessel_WeightOp : Tessel_ComputeOp<"weight", "buildSourceRule">,
+    Tessel_GradientFrom<"buildWeightGradient"> {
   let summary = "A named parameter whose data lives outside the IR";
   let description = [{
     A model parameter referenced by name; its data is kept beside the
@@ -104,21 +146,60 @@ def Tessel_WeightOp : Tessel_ComputeOp<"weight", "buildSourceRule"> {
 
     ```mlir
     %w = tessel.weight "transformer.h.0.attn.c_attn.weight" : tensor<768x2304xf32>
+    %m = tessel.weight "exp_avg.transformer.wte.weight" zeros : tensor<512x128xf32>
     ```
+
+    A weight is a variable of the program: a training step reads it and a
+    `tessel.assign` gives it its value for the next step (the optimizer's
+    update). With `zeros` it starts as zeros instead of data from the model
+    (optimizer state).
 
     **Constraints**
 
     * (C1) the name is non-empty.
   }];
-  let arguments = (ins StrAttr:$name);
+  let arguments = (ins StrAttr:$name, UnitAttr:$zeros);
   let results = (outs Tessel_AnyTensor:$result);
-  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let assemblyFormat = "$name (`zeros` $zeros^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
+}
+
+def Tessel_AssignOp : Tessel_Op<"assign", [
+    AllTypesMatch<["weight", "value", "result"]>,
+    MemoryEffects<[MemWrite]>,
+    DeclareOpInterfaceMethods<Tessel_ShardingRuleOpInterface>]> {
+  let summary = "Gives a weight its value for the next step";
+  let description = [{
+    When the step ends, the weight `weight` (a `tessel.weight`) holds `value`:
+    the optimizer's update of a parameter, or new optimizer state. The result
+    is `value`. Reads of the weight see its value from the start of the step
+    whatever their position; a weight is assigned at most once. The sharding
+    rule is elementwise: `value` is resharded to the weight's spec.
+
+    ```mlir
+    %w = tessel.weight "fc.weight" : tensor<4x8xf32>
+    %n = tessel.sub %w, %d : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %0 = tessel.assign %w, %n : tensor<4x8xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `weight` is the result of a `tessel.weight`.
+    * (C2) `weight`, `value` and the result have the same type.
+    * (C3) no other `tessel.assign` in the block assigns the same weight.
+  }];
+  let arguments = (ins Tessel_AnyTensor:$weight, Tessel_AnyTensor:$value);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "$weight `,` $value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDefinition =
+      Tessel_RuleFrom<"buildElementwiseRule">.ruleDefinition;
 }
 
 def Tessel_ConstantOp : Tessel_ComputeOp<"constant", "buildSourceRule",
                                          [ConstantLike,
-                                          AllTypesMatch<["value", "result"]>]> {
+                                          AllTypesMatch<["value", "result"]>]>,
+    Tessel_GradientFrom<"buildConstantGradient"> {
   let summary = "A constant tensor";
   let description = [{
     ```mlir
@@ -141,7 +222,8 @@ def Tessel_ConstantOp : Tessel_ComputeOp<"constant", "buildSourceRule",
 
 def Tessel_ShardConstraintOp
     : Tessel_ComputeOp<"shard_constraint", "buildElementwiseRule",
-                       [SameOperandsAndResultType]> {
+                       [SameOperandsAndResultType]>,
+    Tessel_GradientFrom<"buildShardConstraintGradient"> {
   let summary = "Pins the sharding spec of a value";
   let description = [{
     The value's spec at this point is `sharding`; propagation never changes
@@ -187,33 +269,45 @@ class Tessel_UnaryOp<string mnemonic, Type elemTy, string what>
 }
 
 def Tessel_NegOp : Tessel_UnaryOp<"neg", AnyFloat, "negation">,
-    Tessel_Instruction<1, "unary">;
+    Tessel_Instruction<1, "unary">,
+    Tessel_GradientFrom<"buildNegGradient">;
 def Tessel_ExpOp : Tessel_UnaryOp<"exp", AnyFloat, "exponential">,
-    Tessel_Instruction<2, "unary">;
+    Tessel_Instruction<2, "unary">,
+    Tessel_GradientFrom<"buildExpGradient">;
 def Tessel_LogOp : Tessel_UnaryOp<"log", AnyFloat, "natural logarithm">,
-    Tessel_Instruction<3, "unary">;
+    Tessel_Instruction<3, "unary">,
+    Tessel_GradientFrom<"buildLogGradient">;
 def Tessel_SqrtOp : Tessel_UnaryOp<"sqrt", AnyFloat, "square root">,
-    Tessel_Instruction<4, "unary">;
+    Tessel_Instruction<4, "unary">,
+    Tessel_GradientFrom<"buildSqrtGradient">;
 def Tessel_RsqrtOp : Tessel_UnaryOp<"rsqrt", AnyFloat, "reciprocal square root">,
-    Tessel_Instruction<5, "unary">;
+    Tessel_Instruction<5, "unary">,
+    Tessel_GradientFrom<"buildRsqrtGradient">;
 def Tessel_ReciprocalOp : Tessel_UnaryOp<"reciprocal", AnyFloat, "reciprocal">,
-    Tessel_Instruction<11, "unary">;
+    Tessel_Instruction<11, "unary">,
+    Tessel_GradientFrom<"buildReciprocalGradient">;
 def Tessel_AbsOp : Tessel_UnaryOp<"abs", AnyFloat, "absolute value">,
-    Tessel_Instruction<12, "unary">;
+    Tessel_Instruction<12, "unary">,
+    Tessel_GradientFrom<"buildAbsGradient">;
 def Tessel_TanhOp : Tessel_UnaryOp<"tanh", AnyFloat, "hyperbolic tangent">,
-    Tessel_Instruction<6, "unary">;
+    Tessel_Instruction<6, "unary">,
+    Tessel_GradientFrom<"buildTanhGradient">;
 def Tessel_ErfOp : Tessel_UnaryOp<"erf", AnyFloat, "error function">,
-    Tessel_Instruction<7, "unary">;
+    Tessel_Instruction<7, "unary">,
+    Tessel_GradientFrom<"buildErfGradient">;
 def Tessel_SigmoidOp : Tessel_UnaryOp<"sigmoid", AnyFloat, "logistic sigmoid">,
-    Tessel_Instruction<8, "unary">;
+    Tessel_Instruction<8, "unary">,
+    Tessel_GradientFrom<"buildSigmoidGradient">;
 def Tessel_ReluOp : Tessel_UnaryOp<"relu", AnyFloat, "max(x, 0)">,
-    Tessel_Instruction<9, "unary">;
+    Tessel_Instruction<9, "unary">,
+    Tessel_GradientFrom<"buildReluGradient">;
 def Tessel_NotOp : Tessel_UnaryOp<"not", I1, "logical not">,
     Tessel_Instruction<13, "unary">;
 
 def Tessel_GeluOp : Tessel_ComputeOp<"gelu", "buildElementwiseRule",
                                      [SameOperandsAndResultType]>,
-    Tessel_Instruction<10, "unary", [Tessel_RtAttr<"tanh_approximation">]> {
+    Tessel_Instruction<10, "unary", [Tessel_RtAttr<"tanh_approximation">]>,
+    Tessel_GradientFrom<"buildGeluGradient"> {
   let summary = "Elementwise GELU";
   let description = [{
     `x * Phi(x)`; with `tanh_approximation`, the tanh form.
@@ -233,16 +327,19 @@ def Tessel_GeluOp : Tessel_ComputeOp<"gelu", "buildElementwiseRule",
 }
 
 def Tessel_SoftplusOp : Tessel_UnaryOp<"softplus", AnyFloat, "log(1 + exp(x))">,
-    Tessel_Instruction<15, "unary">, Tessel_OnnxOneToOne<"Softplus", 1>;
+    Tessel_Instruction<15, "unary">, Tessel_OnnxOneToOne<"Softplus", 1>,
+    Tessel_GradientFrom<"buildSoftplusGradient">;
 
 def Tessel_HardSwishOp
     : Tessel_UnaryOp<"hard_swish", AnyFloat, "x * max(0, min(1, x / 6 + 1/2))">,
-      Tessel_Instruction<16, "unary">, Tessel_OnnxOneToOne<"HardSwish", 14>;
+      Tessel_Instruction<16, "unary">, Tessel_OnnxOneToOne<"HardSwish", 14>,
+    Tessel_GradientFrom<"buildHardSwishGradient">;
 
 def Tessel_LeakyReluOp : Tessel_ComputeOp<"leaky_relu", "buildElementwiseRule",
                                           [SameOperandsAndResultType]>,
     Tessel_Instruction<17, "unary", [Tessel_RtAttr<"alpha">]>,
-    Tessel_OnnxOneToOne<"LeakyRelu", 6, [Tessel_OnnxAttr<"alpha", "0.01">]> {
+    Tessel_OnnxOneToOne<"LeakyRelu", 6, [Tessel_OnnxAttr<"alpha", "0.01">]>,
+    Tessel_GradientFrom<"buildLeakyReluGradient"> {
   let summary = "Elementwise leaky ReLU";
   let description = [{
     `x` where `x >= 0`, `alpha * x` elsewhere.
@@ -262,7 +359,8 @@ def Tessel_LeakyReluOp : Tessel_ComputeOp<"leaky_relu", "buildElementwiseRule",
 }
 
 def Tessel_CastOp : Tessel_ComputeOp<"cast", "buildElementwiseRule">,
-    Tessel_Instruction<14, "unary", [Tessel_RtAttr<"to", "dtypeNameOf($_op.getType())", "str">]> {
+    Tessel_Instruction<14, "unary", [Tessel_RtAttr<"to", "dtypeNameOf($_op.getType())", "str">]>,
+    Tessel_GradientFrom<"buildCastGradient"> {
   let summary = "Elementwise conversion to another element type";
   let description = [{
     ```mlir
@@ -300,19 +398,26 @@ class Tessel_BinaryOp<string mnemonic, string what>
 }
 
 def Tessel_AddOp : Tessel_BinaryOp<"add", "addition">,
-    Tessel_Instruction<20, "binary">;
+    Tessel_Instruction<20, "binary">,
+    Tessel_GradientFrom<"buildAddGradient">;
 def Tessel_SubOp : Tessel_BinaryOp<"sub", "subtraction">,
-    Tessel_Instruction<21, "binary">;
+    Tessel_Instruction<21, "binary">,
+    Tessel_GradientFrom<"buildSubGradient">;
 def Tessel_MulOp : Tessel_BinaryOp<"mul", "multiplication">,
-    Tessel_Instruction<22, "binary">;
+    Tessel_Instruction<22, "binary">,
+    Tessel_GradientFrom<"buildMulGradient">;
 def Tessel_DivOp : Tessel_BinaryOp<"div", "division">,
-    Tessel_Instruction<23, "binary">;
+    Tessel_Instruction<23, "binary">,
+    Tessel_GradientFrom<"buildDivGradient">;
 def Tessel_PowOp : Tessel_BinaryOp<"pow", "power">,
-    Tessel_Instruction<24, "binary">;
+    Tessel_Instruction<24, "binary">,
+    Tessel_GradientFrom<"buildPowGradient">;
 def Tessel_MaxOp : Tessel_BinaryOp<"max", "maximum">,
-    Tessel_Instruction<25, "binary">;
+    Tessel_Instruction<25, "binary">,
+    Tessel_GradientFrom<"buildMaxGradient">;
 def Tessel_MinOp : Tessel_BinaryOp<"min", "minimum">,
-    Tessel_Instruction<26, "binary">;
+    Tessel_Instruction<26, "binary">,
+    Tessel_GradientFrom<"buildMinGradient">;
 
 def Tessel_CompareOp : Tessel_ComputeOp<"compare", "buildElementwiseRule",
                                         [InferTypeOpAdaptor]>,
@@ -338,7 +443,8 @@ def Tessel_CompareOp : Tessel_ComputeOp<"compare", "buildElementwiseRule",
 
 def Tessel_WhereOp : Tessel_ComputeOp<"where", "buildElementwiseRule",
                                       [InferTypeOpAdaptor]>,
-    Tessel_Instruction<28, "where"> {
+    Tessel_Instruction<28, "where">,
+    Tessel_GradientFrom<"buildWhereGradient"> {
   let summary = "Elementwise select with numpy broadcasting";
   let description = [{
     `condition ? on_true : on_false`, all three broadcast.
@@ -366,7 +472,8 @@ def Tessel_WhereOp : Tessel_ComputeOp<"where", "buildElementwiseRule",
 
 def Tessel_MatmulOp : Tessel_ComputeOp<"matmul", "buildMatmulRule",
                                        [InferTypeOpAdaptor]>,
-    Tessel_Instruction<40, "matmul", [], "", "MatMul"> {
+    Tessel_Instruction<40, "matmul", [], "", "MatMul">,
+    Tessel_GradientFrom<"buildMatmulGradient"> {
   let summary = "Batched matrix product with numpy broadcasting";
   let description = [{
     `numpy.matmul`: the last two dims multiply, leading (batch) dims
@@ -389,7 +496,8 @@ def Tessel_MatmulOp : Tessel_ComputeOp<"matmul", "buildMatmulRule",
 
 def Tessel_GemmOp : Tessel_ComputeOp<"gemm", "buildGemmRule",
                                      [InferTypeOpAdaptor]>,
-    Tessel_Instruction<41, "gemm", [Tessel_RtAttr<"trans_a">, Tessel_RtAttr<"trans_b">, Tessel_RtAttr<"alpha">, Tessel_RtAttr<"beta">]> {
+    Tessel_Instruction<41, "gemm", [Tessel_RtAttr<"trans_a">, Tessel_RtAttr<"trans_b">, Tessel_RtAttr<"alpha">, Tessel_RtAttr<"beta">]>,
+    Tessel_GradientFrom<"buildGemmGradient"> {
   let summary = "General matrix product: alpha * op(a) * op(b) + beta * c";
   let description = [{
     ONNX Gemm and `nn.Linear`: `a` is [M, K] (or [K, M] with `trans_a`), `b`
@@ -446,11 +554,14 @@ class Tessel_ReduceOp<string mnemonic, string what, string kind>
 }
 
 def Tessel_ReduceSumOp : Tessel_ReduceOp<"reduce_sum", "sum", "Sum">,
-    Tessel_Instruction<50, "reduce", [Tessel_RtAttr<"dims">, Tessel_RtAttr<"keep_dims">]>;
+    Tessel_Instruction<50, "reduce", [Tessel_RtAttr<"dims">, Tessel_RtAttr<"keep_dims">]>,
+    Tessel_GradientFrom<"buildReduceSumGradient">;
 def Tessel_ReduceMeanOp : Tessel_ReduceOp<"reduce_mean", "mean", "Mean">,
-    Tessel_Instruction<51, "reduce", [Tessel_RtAttr<"dims">, Tessel_RtAttr<"keep_dims">]>;
+    Tessel_Instruction<51, "reduce", [Tessel_RtAttr<"dims">, Tessel_RtAttr<"keep_dims">]>,
+    Tessel_GradientFrom<"buildReduceMeanGradient">;
 def Tessel_ReduceMaxOp : Tessel_ReduceOp<"reduce_max", "maximum", "Max">,
-    Tessel_Instruction<52, "reduce", [Tessel_RtAttr<"dims">, Tessel_RtAttr<"keep_dims">]>;
+    Tessel_Instruction<52, "reduce", [Tessel_RtAttr<"dims">, Tessel_RtAttr<"keep_dims">]>,
+    Tessel_GradientFrom<"buildReduceMaxGradient">;
 
 class Tessel_SoftmaxLikeOp<string mnemonic, string what>
     : Tessel_ComputeOp<mnemonic, "buildAxisReplicatedRule",
@@ -472,13 +583,16 @@ class Tessel_SoftmaxLikeOp<string mnemonic, string what>
 }
 
 def Tessel_SoftmaxOp : Tessel_SoftmaxLikeOp<"softmax", "Softmax">,
-    Tessel_Instruction<60, "softmax", [Tessel_RtAttr<"axis">]>;
+    Tessel_Instruction<60, "softmax", [Tessel_RtAttr<"axis">]>,
+    Tessel_GradientFrom<"buildSoftmaxGradient">;
 def Tessel_LogSoftmaxOp : Tessel_SoftmaxLikeOp<"log_softmax", "Log-softmax">,
-    Tessel_Instruction<61, "softmax", [Tessel_RtAttr<"axis">]>;
+    Tessel_Instruction<61, "softmax", [Tessel_RtAttr<"axis">]>,
+    Tessel_GradientFrom<"buildLogSoftmaxGradient">;
 
 def Tessel_LayerNormOp : Tessel_ComputeOp<"layer_norm", "buildNormRule",
                                           [InferTypeOpAdaptor]>,
-    Tessel_Instruction<62, "norm", [Tessel_RtAttr<"axis">, Tessel_RtAttr<"epsilon">]> {
+    Tessel_Instruction<62, "norm", [Tessel_RtAttr<"axis">, Tessel_RtAttr<"epsilon">]>,
+    Tessel_GradientFrom<"buildLayerNormGradient"> {
   let summary = "Layer normalisation over the dims from `axis` to the last";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias` over dims
@@ -505,7 +619,8 @@ def Tessel_LayerNormOp : Tessel_ComputeOp<"layer_norm", "buildNormRule",
 
 def Tessel_RmsNormOp : Tessel_ComputeOp<"rms_norm", "buildNormRule",
                                         [InferTypeOpAdaptor]>,
-    Tessel_Instruction<63, "norm", [Tessel_RtAttr<"axis">, Tessel_RtAttr<"epsilon">]> {
+    Tessel_Instruction<63, "norm", [Tessel_RtAttr<"axis">, Tessel_RtAttr<"epsilon">]>,
+    Tessel_GradientFrom<"buildRmsNormGradient"> {
   let summary = "RMS normalisation over the dims from `axis` to the last";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * scale` over dims [axis, rank).
@@ -531,7 +646,8 @@ def Tessel_RmsNormOp : Tessel_ComputeOp<"rms_norm", "buildNormRule",
 
 def Tessel_BatchNormOp : Tessel_ComputeOp<"batch_norm", "buildBatchNormRule",
                                           [InferTypeOpAdaptor]>,
-    Tessel_Instruction<64, "batch_norm", [Tessel_RtAttr<"epsilon">]> {
+    Tessel_Instruction<64, "batch_norm", [Tessel_RtAttr<"epsilon">]>,
+    Tessel_GradientFrom<"buildBatchNormGradient"> {
   let summary = "Inference-mode batch normalisation over dim 1";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias` with per-channel
@@ -563,7 +679,8 @@ def Tessel_BatchNormOp : Tessel_ComputeOp<"batch_norm", "buildBatchNormRule",
 
 def Tessel_GatherOp : Tessel_ComputeOp<"gather", "buildGatherRule",
                                        [InferTypeOpAdaptor]>,
-    Tessel_Instruction<70, "gather", [Tessel_RtAttr<"axis">]> {
+    Tessel_Instruction<70, "gather", [Tessel_RtAttr<"axis">]>,
+    Tessel_GradientFrom<"buildGatherGradient"> {
   let summary = "Gathers slices along one axis (embedding lookup)";
   let description = [{
     ONNX Gather: the result shape is `data[:axis] ++ indices ++ data[axis+1:]`.
@@ -586,7 +703,8 @@ def Tessel_GatherOp : Tessel_ComputeOp<"gather", "buildGatherRule",
 }
 
 def Tessel_ReshapeOp : Tessel_ComputeOp<"reshape", "buildReshapeRule">,
-    Tessel_Instruction<71, "reshape"> {
+    Tessel_Instruction<71, "reshape">,
+    Tessel_GradientFrom<"buildReshapeGradient"> {
   let summary = "Reinterprets a tensor with another static shape";
   let description = [{
     Row-major reshape. Its sharding rule uses compound factors: splitting
@@ -610,7 +728,8 @@ def Tessel_ReshapeOp : Tessel_ComputeOp<"reshape", "buildReshapeRule">,
 
 def Tessel_TransposeOp : Tessel_ComputeOp<"transpose", "buildTransposeRule",
                                           [InferTypeOpAdaptor]>,
-    Tessel_Instruction<72, "transpose", [Tessel_RtAttr<"perm">]> {
+    Tessel_Instruction<72, "transpose", [Tessel_RtAttr<"perm">]>,
+    Tessel_GradientFrom<"buildTransposeGradient"> {
   let summary = "Permutes dims";
   let description = [{
     `result.shape[i] = input.shape[perm[i]]`.
@@ -630,7 +749,8 @@ def Tessel_TransposeOp : Tessel_ComputeOp<"transpose", "buildTransposeRule",
 
 def Tessel_SliceOp : Tessel_ComputeOp<"slice", "buildSliceRule",
                                       [InferTypeOpAdaptor]>,
-    Tessel_Instruction<73, "slice", [Tessel_RtAttr<"starts">, Tessel_RtAttr<"ends", "$_op.getLimits()", "ints">, Tessel_RtAttr<"steps", "$_op.getStrides()", "ints">]> {
+    Tessel_Instruction<73, "slice", [Tessel_RtAttr<"starts">, Tessel_RtAttr<"ends", "$_op.getLimits()", "ints">, Tessel_RtAttr<"steps", "$_op.getStrides()", "ints">]>,
+    Tessel_GradientFrom<"buildSliceGradient"> {
   let summary = "Static strided slice";
   let description = [{
     One `start`, `limit` and positive `stride` per dim, already normalised
@@ -655,7 +775,8 @@ def Tessel_SliceOp : Tessel_ComputeOp<"slice", "buildSliceRule",
 
 def Tessel_ConcatOp : Tessel_ComputeOp<"concat", "buildConcatRule",
                                        [InferTypeOpAdaptor]>,
-    Tessel_Instruction<74, "concat", [Tessel_RtAttr<"axis", "$_op.getDim()", "int">]> {
+    Tessel_Instruction<74, "concat", [Tessel_RtAttr<"axis", "$_op.getDim()", "int">]>,
+    Tessel_GradientFrom<"buildConcatGradient"> {
   let summary = "Concatenates tensors along one dim";
   let description = [{
     ```mlir
@@ -675,7 +796,8 @@ def Tessel_ConcatOp : Tessel_ComputeOp<"concat", "buildConcatRule",
 
 def Tessel_SplitOp : Tessel_ComputeOp<"split", "buildSplitRule",
                                       [InferTypeOpAdaptor]>,
-    Tessel_Instruction<75, "split", [Tessel_RtAttr<"axis", "$_op.getDim()", "int">, Tessel_RtAttr<"sizes">]> {
+    Tessel_Instruction<75, "split", [Tessel_RtAttr<"axis", "$_op.getDim()", "int">, Tessel_RtAttr<"sizes">]>,
+    Tessel_GradientFrom<"buildSplitGradient"> {
   let summary = "Splits a tensor into consecutive pieces along one dim";
   let description = [{
     ```mlir
@@ -696,7 +818,8 @@ def Tessel_SplitOp : Tessel_ComputeOp<"split", "buildSplitRule",
 }
 
 def Tessel_ExpandOp : Tessel_ComputeOp<"expand", "buildElementwiseRule">,
-    Tessel_Instruction<76, "expand"> {
+    Tessel_Instruction<76, "expand">,
+    Tessel_GradientFrom<"buildExpandGradient"> {
   let summary = "Broadcasts a tensor to a larger shape";
   let description = [{
     numpy broadcasting of the operand to the result shape.
@@ -780,7 +903,8 @@ def Tessel_AvgPoolOp : Tessel_PoolOp<"avg_pool", "Average">,
 def Tessel_GlobalAvgPoolOp : Tessel_ComputeOp<"global_avg_pool",
                                               "buildGlobalPoolRule",
                                               [InferTypeOpAdaptor], "Mean">,
-    Tessel_Instruction<83, "global_pool"> {
+    Tessel_Instruction<83, "global_pool">,
+    Tessel_GradientFrom<"buildGlobalAvgPoolGradient"> {
   let summary = "Mean over the spatial dims, NCHW";
   let description = [{
     [N, C, H, W] -> [N, C, 1, 1]. Sharding a spatial dim makes the result

@@ -169,6 +169,20 @@ LogicalResult WeightOp::verify() {
   return success();
 }
 
+LogicalResult AssignOp::verify() {
+  // C1
+  auto w = getWeight().getDefiningOp<WeightOp>();
+  if (!w)
+    return emitOpError() << "assigns a value that is not a tessel.weight";
+  // C3
+  for (Operation *user : getWeight().getUsers())
+    if (auto other = dyn_cast<AssignOp>(user);
+        other && other != *this && other.getWeight() == getWeight())
+      return emitOpError() << "assigns weight \"" << w.getName()
+                           << "\" a second time";
+  return success();
+}
+
 LogicalResult ShardConstraintOp::verify() {
   // C1
   return verifyShardingForType(getSharding(), getType(), *this, "constraint");

@@ -23,17 +23,38 @@ namespace mlir::tessel {
 std::optional<CompileStage> parseCompileStage(StringRef name) {
   return llvm::StringSwitch<std::optional<CompileStage>>(name)
       .Case("import", CompileStage::Import)
+      .Case("autodiff", CompileStage::Autodiff)
       .Case("propagate", CompileStage::Propagate)
       .Case("partition", CompileStage::Partition)
       .Default(std::nullopt);
 }
 
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
-                          CompileStage stopAfter) {
+                          CompileStage stopAfter,
+                          const TrainingOptions *train) {
   if (stopAfter == CompileStage::Import)
     return;
   pm.addPass(createFuseGeluPass());
-  if (!sharded)
+  if (train) {
+    AddLossPassOptions loss;
+    loss.kind = train->loss;
+    loss.output = train->lossOutput;
+    pm.addPass(createAddLossPass(loss));
+    pm.addPass(createAutodiffPass());
+    if (stopAfter == CompileStage::Autodiff)
+      return;
+    OptimizerPassOptions opt;
+    opt.kind = train->optimizer;
+    opt.lr = train->lr;
+    opt.beta1 = train->beta1;
+    opt.beta2 = train->beta2;
+    opt.eps = train->eps;
+    opt.weightDecay = train->weightDecay;
+    opt.momentum = train->momentum;
+    opt.nesterov = train->nesterov;
+    pm.addPass(createOptimizerPass(opt));
+  }
+  if (!sharded || stopAfter == CompileStage::Autodiff)
     return;
   pm.addPass(createSplitBiasPass());
   pm.addPass(createPropagatePass());
@@ -54,13 +75,22 @@ struct CompilePipelinePass
     std::optional<CompileStage> stop = parseCompileStage(stopAfter);
     if (!stop) {
       module.emitError() << "stop-after='" << stopAfter
-                         << "' is none of import, propagate, partition";
+                         << "' is none of import, autodiff, propagate, "
+                            "partition";
       return signalPassFailure();
     }
     if ((!mesh.empty() || !plan.empty()) && failed(annotate(module)))
       return signalPassFailure();
     OpPassManager pm(ModuleOp::getOperationName());
-    buildCompilePipeline(pm, !module.getOps<MeshOp>().empty(), *stop);
+    TrainingOptions t;
+    t.loss = loss;
+    t.lossOutput = lossOutput;
+    t.optimizer = optimizer;
+    t.lr = lr;
+    t.weightDecay = weightDecay;
+    t.momentum = momentum;
+    buildCompilePipeline(pm, !module.getOps<MeshOp>().empty(), *stop,
+                         train ? &t : nullptr);
     if (failed(runPipeline(pm, module)))
       signalPassFailure();
   }

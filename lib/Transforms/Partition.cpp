@@ -298,6 +298,19 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     return success();
   }
 
+  // An assigned weight keeps its layout: the new value is resharded to it.
+  if (auto a = dyn_cast<AssignOp>(op)) {
+    Layout want = layouts.lookup(a.getWeight());
+    FailureOr<Value> v = reshard(a.getValue(), want, op);
+    if (failed(v))
+      return failure();
+    a.getValueMutable().assign(*v);
+    layouts[a.getResult()] = want;
+    a.getResult().setType(localType(a.getResult(), want));
+    op->removeAttr(attrName);
+    return success();
+  }
+
   auto iface = dyn_cast<ShardingRuleOpInterface>(op);
   if (!iface) {
     // A barrier runs on replicated values.

@@ -80,7 +80,9 @@ def main():
             for row in t[1:]:
                 target, allowed, never = row[0], split(row[1]), split(row[2])
                 if target not in edges and not any(target in v for v in edges.values()):
-                    errors.append("%s: not a target of the build" % target)
+                    # An optional target this build does not make (TesselCuda
+                    # without a CUDA toolkit).
+                    print("note: %s is not built here; its row is skipped" % target)
                     continue
                 for d in sorted(edges.get(target, ())):
                     if not any(matches(d, a) for a in allowed):
@@ -94,6 +96,9 @@ def main():
         elif head[:2] == ["binary", "never loads"]:
             for row in t[1:]:
                 binary = os.path.join(build, "bin", row[0])
+                if not os.path.exists(binary):
+                    errors.append("%s: not built" % binary)
+                    continue
                 needed = subprocess.run(["readelf", "-d", binary],
                                         capture_output=True, text=True).stdout
                 libs = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",

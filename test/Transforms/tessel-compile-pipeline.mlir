@@ -22,7 +22,7 @@
 // MLP: tessel.all_reduce
 
 // RUN: not tessel-opt %tessel_src/examples/gpt2_block_megatron.mlir --tessel-compile-pipeline=stop-after=export 2>&1 | FileCheck %s --check-prefix=STOP
-// STOP: error: stop-after='export' is none of import, propagate, partition
+// STOP: error: stop-after='export' is none of import, autodiff, propagate, partition
 // RUN: not tessel-opt %tessel_src/examples/gpt2_block_megatron.mlir --tessel-compile-pipeline=mesh=dp=2 2>&1 | FileCheck %s --check-prefix=MESH
 // MESH: error: the module already has a mesh; mesh= and plan= apply to unannotated modules
 // RUN: not tessel-opt %t.mlp.mlir --tessel-compile-pipeline=plan=%t.missing.yaml 2>&1 | FileCheck %s --check-prefix=PLAN

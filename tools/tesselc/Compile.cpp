@@ -31,6 +31,11 @@
 
 using namespace llvm;
 
+cl::OptionCategory &tessel::getTrainingCategory() {
+  static cl::OptionCategory category("Training options");
+  return category;
+}
+
 cl::OptionCategory &tessel::getShardingCategory() {
   static cl::OptionCategory category("Sharding options");
   return category;
@@ -54,6 +59,35 @@ cl::opt<bool> report(
     cl::desc("Print, per rank, each collective with its axes and bytes, and "
              "the totals"),
     cl::init(false), cl::cat(tessel::getShardingCategory()));
+
+
+cl::opt<bool> train("train",
+                    cl::desc("Compile the training step: the loss, its "
+                             "gradients and the optimizer's update "
+                             "(docs/training.md)"),
+                    cl::init(false), cl::cat(tessel::getTrainingCategory()));
+cl::opt<std::string> lossKind("loss", cl::desc("cross_entropy | mse"),
+                              cl::init("cross_entropy"),
+                              cl::cat(tessel::getTrainingCategory()));
+cl::opt<std::string> lossOutput(
+    "loss-output", cl::value_desc("NAME"),
+    cl::desc("The output the loss is computed on, when the model has several"),
+    cl::cat(tessel::getTrainingCategory()));
+cl::opt<std::string> optimizer("optimizer", cl::desc("sgd | adam | adamw"),
+                               cl::init("adamw"), cl::cat(tessel::getTrainingCategory()));
+cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
+                   cl::cat(tessel::getTrainingCategory()));
+cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+                            cl::init(0.0), cl::cat(tessel::getTrainingCategory()));
+cl::opt<std::string> betas("betas", cl::value_desc("B1,B2"),
+                           cl::desc("Adam's betas"), cl::init("0.9,0.999"),
+                           cl::cat(tessel::getTrainingCategory()));
+cl::opt<double> eps("eps", cl::desc("Adam's epsilon"), cl::init(1e-8),
+                    cl::cat(tessel::getTrainingCategory()));
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
+                         cl::cat(tessel::getTrainingCategory()));
+cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
+                       cl::init(false), cl::cat(tessel::getTrainingCategory()));
 
 cl::opt<std::string> weightsModel(
     "weights", cl::value_desc("model.onnx"),
@@ -130,12 +164,34 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   if (failed(mlir::verify(*module)))
     return 1;
 
+  std::optional<mlir::tessel::TrainingOptions> training;
+  if (train || stop == StopAfter::Autodiff) {
+    mlir::tessel::TrainingOptions t;
+    t.loss = lossKind;
+    t.lossOutput = lossOutput;
+    t.optimizer = optimizer;
+    t.lr = lr;
+    t.eps = eps;
+    t.weightDecay = weightDecay;
+    t.momentum = momentum;
+    t.nesterov = nesterov;
+    SmallVector<StringRef, 2> b;
+    StringRef(betas).split(b, ',');
+    if (b.size() != 2 || b[0].trim().getAsDouble(t.beta1) ||
+        b[1].trim().getAsDouble(t.beta2))
+      return fail("--betas needs two numbers, e.g. --betas 0.9,0.999 (got '" +
+                  betas + "')");
+    training = t;
+  }
   if (stop != StopAfter::Import) {
     mlir::PassManager pm(&context);
+    mlir::tessel::CompileStage stage =
+        stop == StopAfter::Autodiff    ? mlir::tessel::CompileStage::Autodiff
+        : stop == StopAfter::Propagate ? mlir::tessel::CompileStage::Propagate
+                                       : mlir::tessel::CompileStage::Partition;
     mlir::tessel::buildCompilePipeline(
-        pm, !(*module).getOps<mlir::tessel::MeshOp>().empty(),
-        stop == StopAfter::Propagate ? mlir::tessel::CompileStage::Propagate
-                                     : mlir::tessel::CompileStage::Partition);
+        pm, !(*module).getOps<mlir::tessel::MeshOp>().empty(), stage,
+        training ? &*training : nullptr);
     if (failed(pm.run(*module)))
       return 1;
   }

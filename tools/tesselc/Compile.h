@@ -13,6 +13,8 @@ namespace tessel {
 enum class StopAfter {
   /// After the import (and the plan's annotations, with --mesh/--plan).
   Import,
+  /// After -tessel-autodiff: the loss and its gradients (implies --train).
+  Autodiff,
   /// After -tessel-propagate.
   Propagate,
   /// After -tessel-partition: the per-rank (SPMD) program.
@@ -23,6 +25,8 @@ enum class StopAfter {
 
 /// The options of the sharding phases, for --help grouping.
 llvm::cl::OptionCategory &getShardingCategory();
+/// The options of --train, for --help grouping.
+llvm::cl::OptionCategory &getTrainingCategory();
 
 /// Prints "tesselc: error: <message>"; returns 1, tesselc's exit code then.
 int fail(const llvm::Twine &message);

@@ -19,7 +19,7 @@ using namespace llvm;
 
 namespace {
 
-enum class EmitPhase { Artifact, Mlir, Propagated, Partitioned, Schedule };
+enum class EmitPhase { Artifact, Mlir, Autodiff, Propagated, Partitioned, Schedule };
 
 cl::OptionCategory generalCategory("General options");
 
@@ -31,6 +31,9 @@ cl::opt<EmitPhase>
              clEnumValN(EmitPhase::Mlir, "mlir",
                         "stop after the ONNX import (and the plan's specs) "
                         "and print the Tessel IR"),
+             clEnumValN(EmitPhase::Autodiff, "autodiff",
+                        "stop after the loss and its gradients (training; "
+                        "implies --train)"),
              clEnumValN(EmitPhase::Propagated, "propagated",
                         "stop after sharding propagation"),
              clEnumValN(EmitPhase::Partitioned, "partitioned",
@@ -61,6 +64,10 @@ int run() {
       return tessel::fail(
           "--emit=mlir needs an input model (tesselc model.onnx --emit=mlir)");
     return tessel::compile(inputFile, outputFile, tessel::StopAfter::Import);
+  case EmitPhase::Autodiff:
+    if (inputFile.empty())
+      return tessel::fail("--emit=autodiff needs an input model");
+    return tessel::compile(inputFile, outputFile, tessel::StopAfter::Autodiff);
   case EmitPhase::Propagated:
   case EmitPhase::Partitioned:
     if (inputFile.empty())
@@ -90,6 +97,7 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions({&generalCategory, &tessel::getImportCategory(),
                             &tessel::getShardingCategory(),
+                            &tessel::getTrainingCategory(),
                             &tessel::getScheduleCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -98,6 +106,8 @@ int main(int argc, char **argv) {
       "  tesselc model.onnx --mesh dp=2,tp=2 --plan plan.yaml --report -o m.tsl\n"
       "  tesselc model.onnx --mesh dp=2 --plan=dp --emit=partitioned\n"
       "  tesselc model.onnx --emit=mlir [--shape input_ids=2x32] -o model.mlir\n"
+      "  tesselc model.onnx --train --loss cross_entropy --optimizer adamw \\\n"
+      "          --lr 1e-3 --weight-decay 0.01 -o train.tsl\n"
       "  tesselc --emit=schedule --schedule=1f1b --stages 4 --microbatches 8\n"
       "  tesselc --emit=schedule --schedule=interleaved-1f1b --stages 4 \\\n"
       "          --microbatches 8 --chunks 2 --timeline steps.svg\n"

@@ -19,21 +19,37 @@ namespace mlir::tessel {
 enum class CompileStage {
   /// The import and the plan's annotations only.
   Import,
+  /// Training: through -tessel-autodiff (the loss and its gradients, before
+  /// the optimizer and before any sharding pass).
+  Autodiff,
   /// Through -tessel-propagate.
   Propagate,
   /// Through -tessel-partition: the per-rank (SPMD) program.
   Partition,
 };
 
-/// "import" | "propagate" | "partition".
+/// "import" | "autodiff" | "propagate" | "partition".
 std::optional<CompileStage> parseCompileStage(StringRef name);
 
+/// What turns the forward program into a training step (docs/training.md):
+/// the options of -tessel-add-loss and -tessel-optimizer.
+struct TrainingOptions {
+  std::string loss = "cross_entropy";
+  std::string lossOutput;
+  std::string optimizer = "adamw";
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weightDecay = 0.0, momentum = 0.0;
+  bool nesterov = false;
+};
+
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
-/// through `stopAfter`: -tessel-fuse-gelu, then for sharded modules
+/// through `stopAfter`: -tessel-fuse-gelu; with `train`, -tessel-add-loss,
+/// -tessel-autodiff and -tessel-optimizer; then for sharded modules
 /// -tessel-split-bias, -tessel-propagate, -tessel-partition and
 /// -tessel-simplify-collectives.
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
-                          CompileStage stopAfter);
+                          CompileStage stopAfter,
+                          const TrainingOptions *train = nullptr);
 
 } // namespace mlir::tessel
 

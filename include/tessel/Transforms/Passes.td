@@ -231,8 +231,13 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
 
     * `mesh`: a device mesh, e.g. `dp=2,tp=2` (overrides the plan's).
     * `plan`: a plan file (YAML/JSON) or the built-in `dp`.
-    * `stop-after`: `import` (annotations only), `propagate`, or
-      `partition` (the default).
+    * `stop-after`: `import` (annotations only), `autodiff` (with `train`:
+      the loss and its gradients), `propagate`, or `partition` (the
+      default).
+    * `train`: compile the training step (docs/training.md):
+      `-tessel-add-loss{kind=loss output=loss-output}`, `-tessel-autodiff`
+      and `-tessel-optimizer{kind=optimizer lr weight-decay momentum}` after
+      `-tessel-fuse-gelu`, before the sharding passes.
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
@@ -240,7 +245,135 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
     Option<"plan", "plan", "std::string", /*default=*/"\"\"",
            "Sharding plan: a YAML/JSON file or the built-in 'dp'">,
     Option<"stopAfter", "stop-after", "std::string", /*default=*/"\"partition\"",
-           "import | propagate | partition">,
+           "import | autodiff | propagate | partition">,
+    Option<"train", "train", "bool", /*default=*/"false",
+           "Compile the training step: loss, autodiff, optimizer">,
+    Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
+           "With train: cross_entropy | mse">,
+    Option<"lossOutput", "loss-output", "std::string", /*default=*/"\"\"",
+           "With train: the output the loss is computed on">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "With train: sgd | adam | adamw">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3", "With train: learning rate">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "With train: weight decay">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "With train: SGD momentum">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def AddLossPass : Pass<"tessel-add-loss", "::mlir::ModuleOp"> {
+  let summary = "Appends the training loss to the forward function";
+  let description = [{
+    The loss is part of the compiled program (docs/training.md), built from
+    ordinary tessel ops so that it shards and differentiates like the model.
+    On every public function: the output named `output` (or the only one)
+    becomes the argument of
+
+    * `cross_entropy`: a new i64 argument `labels`, the output's shape minus
+      its last dim; the mean over all positions of `-log_softmax(output)`
+      at the label, positions whose label is -100 (PyTorch's
+      `ignore_index`) left out of the sum and of the count;
+    * `mse`: a new argument `targets` of the output's type; the mean of the
+      squared differences.
+
+    The function then returns the loss alone (`tensor<f32>`), named `loss`.
+
+    **Options**
+
+    * `kind`: `cross_entropy` (default) or `mse`.
+    * `output`: the output the loss is computed on, by name, when the
+      function has several.
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", /*default=*/"\"cross_entropy\"",
+           "cross_entropy | mse">,
+    Option<"output", "output", "std::string", /*default=*/"\"\"",
+           "The output the loss is computed on (by name)">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def OptimizerPass : Pass<"tessel-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Turns (parameter, gradient) pairs into the optimizer's update";
+  let description = [{
+    On a function that `-tessel-autodiff` gave its gradients (the attribute
+    `tessel.gradients`: after the loss, one result per parameter), builds
+    PyTorch's update of each parameter (`torch.optim.SGD`, `Adam`, `AdamW`:
+    same order of operations) with ordinary tessel ops and `tessel.assign`s:
+    the parameter's new value, and its optimizer state, zero-initialised
+    weights `momentum_buffer.P`, `exp_avg.P`, `exp_avg_sq.P` and the step
+    count `optimizer.step`, which take the parameter's spec. The function
+    then returns the loss alone.
+
+    **Options**
+
+    * `kind`: `sgd`, `adam` or `adamw` (default).
+    * `lr`, `beta1`, `beta2`, `eps`, `weight-decay`, `momentum`, `nesterov`:
+      as PyTorch's (defaults 1e-3, 0.9, 0.999, 1e-8, 0, 0, false).
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", /*default=*/"\"adamw\"",
+           "sgd | adam | adamw">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam's beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam's beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam's epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Weight decay (decoupled for adamw)">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD with Nesterov momentum">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def AutodiffPass : Pass<"tessel-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Appends the gradients of a function's loss (reverse mode)";
+  let description = [{
+    On every public function whose last result is a scalar float (the
+    loss), appends the gradient of the loss with respect to each
+    differentiated value as a new result, and names them in the function
+    attribute `tessel.gradients`, in result order. Reverse mode over the
+    function: the values that depend on a differentiated value (forward) and
+    reach the loss (backward) get gradients, from `d loss = 1`, through each
+    op's gradient rule (`GradientOpInterface`), summed with `tessel.add`
+    where a value has several uses. A differentiated value the loss does not
+    depend on gets zeros. An op on a path without a gradient rule is an
+    error naming the op, its ONNX node and the operand. The backward program
+    is ordinary tessel IR: it shards, partitions and runs like the forward.
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32>) -> tensor<f32> {
+      %w = tessel.weight "fc.weight" : tensor<8x2xf32>
+      %y = tessel.matmul %x, %w : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+      %l = tessel.reduce_sum %y dims = [0, 1] : (tensor<4x2xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    // becomes
+    func.func @main(%x: tensor<4x8xf32>) -> (tensor<f32>, tensor<8x2xf32>)
+        attributes {tessel.gradients = ["fc.weight"]} {
+      ...
+      %g = tessel.gemm %x, %dy {trans_a} : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
+      return %l, %g : tensor<f32>, tensor<8x2xf32>
+    }
+    ```
+
+    Where the function names its outputs (`tessel.output_names`), each
+    gradient's output is named `<name>.grad`, `<name>` the weight's name or
+    the argument's input name.
+
+    **Options**
+
+    * `wrt`: `weights` (the default): every float `tessel.weight`, one
+      gradient per distinct weight name (a weight read at several places
+      sums); `args`: every float function argument, named `arg<i>`.
+  }];
+  let options = [
+    Option<"wrt", "wrt", "std::string", /*default=*/"\"weights\"",
+           "What to differentiate: weights | args">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }

@@ -1,0 +1,278 @@
+//===- Autodiff.cpp - reverse-mode differentiation of a function's loss ---===//
+//
+// On a function whose last result is a scalar float loss: the values that
+// depend on a differentiated value (forward activity) and reach the loss
+// (backward usefulness) get gradients, from d loss = 1 backwards over the
+// block, each op's through its gradient rule (GradientOpInterface,
+// dialects/tessel/Gradients.cpp), summed where a value has several uses.
+// The gradients are appended to the function's results and named in
+// `tessel.gradients`. See docs/training.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "tessel/Transforms/Passes.h.inc"
+
+namespace {
+
+bool isFloatTensor(Type t) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  return rt && isa<FloatType>(rt.getElementType());
+}
+
+/// The loss: a rank-0 float tensor.
+bool isScalarFloat(Type t) {
+  return isFloatTensor(t) && cast<RankedTensorType>(t).getRank() == 0;
+}
+
+/// What gets one gradient result: a function argument, or every read of a
+/// weight name.
+struct Target {
+  std::string name;
+  RankedTensorType type;
+  SmallVector<Value> values;
+  /// Its output's name: the weight's, or the argument's input name.
+  std::string outputName;
+};
+
+/// Records the ops the gradient rules create, so that those nothing uses
+/// can go afterwards.
+struct CreatedOps : public OpBuilder::Listener {
+  SmallVector<Operation *> ops;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    ops.push_back(op);
+  }
+};
+
+/// "ONNX node 'name'" where the location names one.
+std::string nodeOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return (" (ONNX node '" + name.getName().getValue() + "')").str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(l))
+        return (" (ONNX node '" + name.getName().getValue() + "')").str();
+  return "";
+}
+
+Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type) {
+  return ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+}
+
+struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
+  using Base::Base;
+
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    if (wrt != "weights" && wrt != "args") {
+      module.emitError() << "-tessel-autodiff: unknown wrt='" << wrt
+                         << "' (weights, args)";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> fns;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn.isPublic() && !fn.isExternal() && fn.getNumResults() > 0 &&
+          isScalarFloat(fn.getResultTypes().back()))
+        fns.push_back(fn);
+    if (fns.empty()) {
+      module.emitError() << "-tessel-autodiff: no public function returns a "
+                            "scalar float loss (tensor<f32>) as its last result";
+      return signalPassFailure();
+    }
+    for (func::FuncOp fn : fns)
+      if (failed(differentiate(fn)))
+        return signalPassFailure();
+  }
+
+  /// The differentiated values of `fn`, in a stable order.
+  FailureOr<SmallVector<Target>> targetsOf(func::FuncOp fn) {
+    SmallVector<Target> targets;
+    if (wrt == "args") {
+      auto inputNames =
+          fn->getAttrOfType<ArrayAttr>(TesselDialect::kInputNamesAttrName);
+      for (BlockArgument arg : fn.getArguments()) {
+        if (!isFloatTensor(arg.getType()))
+          continue;
+        unsigned i = arg.getArgNumber();
+        std::string name = "arg" + std::to_string(i);
+        std::string output = name;
+        if (inputNames && i < inputNames.size())
+          if (auto s = dyn_cast<StringAttr>(inputNames[i]))
+            output = s.str();
+        targets.push_back(
+            {name, cast<RankedTensorType>(arg.getType()), {arg}, output});
+      }
+      return targets;
+    }
+    llvm::StringMap<size_t> byName;
+    WalkResult walk = fn.walk([&](WeightOp w) {
+      if (!isFloatTensor(w.getType()))
+        return WalkResult::advance();
+      auto [it, inserted] = byName.try_emplace(w.getName(), targets.size());
+      if (inserted) {
+        targets.push_back({w.getName().str(), w.getType(), {}, w.getName().str()});
+      } else if (targets[it->second].type != w.getType()) {
+        w.emitOpError() << "reads weight \"" << w.getName() << "\" as "
+                        << w.getType() << ", elsewhere as "
+                        << targets[it->second].type
+                        << ": its gradient has no single type";
+        return WalkResult::interrupt();
+      }
+      targets[it->second].values.push_back(w.getResult());
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    return targets;
+  }
+
+  LogicalResult differentiate(func::FuncOp fn) {
+    MLIRContext *ctx = fn.getContext();
+    if (fn->hasAttr(TesselDialect::kGradientsAttrName))
+      return fn.emitOpError() << "already has gradients ('"
+                              << TesselDialect::kGradientsAttrName << "')";
+    if (!fn.getBody().hasOneBlock())
+      return fn.emitOpError() << "has several blocks; -tessel-autodiff "
+                                 "differentiates single-block functions";
+    Block &block = fn.getBody().front();
+    auto ret = cast<func::ReturnOp>(block.getTerminator());
+    Value loss = ret.getOperands().back();
+
+    FailureOr<SmallVector<Target>> targets = targetsOf(fn);
+    if (failed(targets))
+      return failure();
+
+    // Forward: the float values that depend on a differentiated value.
+    DenseSet<Value> active;
+    for (const Target &t : *targets)
+      active.insert(t.values.begin(), t.values.end());
+    fn.walk([&](Operation *op) {
+      if (llvm::any_of(op->getOperands(),
+                       [&](Value v) { return active.contains(v); }))
+        for (Value r : op->getResults())
+          if (isFloatTensor(r.getType()))
+            active.insert(r);
+    });
+    // Backward: the values the loss depends on.
+    DenseSet<Value> useful{loss};
+    for (Operation &op : llvm::reverse(block.without_terminator()))
+      if (llvm::any_of(op.getResults(),
+                       [&](Value v) { return useful.contains(v); }))
+        useful.insert(op.getOperands().begin(), op.getOperands().end());
+    auto onPath = [&](Value v) { return active.contains(v) && useful.contains(v); };
+
+    OpBuilder b(ret);
+    CreatedOps created;
+    b.setListener(&created);
+    Location lossLoc = NameLoc::get(StringAttr::get(ctx, "d_loss"), ret.getLoc());
+    DenseMap<Value, Value> grads;
+    auto accumulate = [&](Value v, Value g, Location loc) {
+      Value &slot = grads[v];
+      slot = slot ? Value(AddOp::create(b, loc, slot, g)) : g;
+    };
+    if (onPath(loss)) {
+      auto type = cast<RankedTensorType>(loss.getType());
+      grads[loss] = ConstantOp::create(
+          b, lossLoc,
+          DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 1.0)));
+    }
+
+    for (Operation &op : llvm::reverse(block.without_terminator())) {
+      SmallVector<Value> resultGrads;
+      bool any = false;
+      for (Value r : op.getResults()) {
+        resultGrads.push_back(grads.lookup(r));
+        any |= static_cast<bool>(resultGrads.back());
+      }
+      if (!any)
+        continue;
+      auto rule = dyn_cast<GradientOpInterface>(&op);
+      if (!rule) {
+        unsigned index = 0;
+        for (auto [i, v] : llvm::enumerate(op.getOperands()))
+          if (onPath(v)) {
+            index = i;
+            break;
+          }
+        return op.emitOpError()
+               << "has no gradient rule" << nodeOf(op.getLoc()) << ", but its operand "
+               << index
+               << " is on a path from a differentiated value to the loss";
+      }
+      SmallVector<Value> operandGrads;
+      if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
+        return failure();
+      if (operandGrads.size() != op.getNumOperands())
+        return op.emitOpError() << "gradient rule gave " << operandGrads.size()
+                                << " gradients for " << op.getNumOperands()
+                                << " operands";
+      for (auto [i, v, g] : llvm::enumerate(op.getOperands(), operandGrads)) {
+        if (!g || !onPath(v))
+          continue;
+        if (g.getType() != v.getType())
+          return op.emitOpError() << "gradient rule gave operand " << i
+                                  << " (" << v.getType() << ") a gradient of type "
+                                  << g.getType();
+        accumulate(v, g, op.getLoc());
+      }
+    }
+
+    // One gradient per target: the sum over its values, or zeros.
+    SmallVector<Value> results;
+    SmallVector<Attribute> names;
+    for (const Target &t : *targets) {
+      Value sum;
+      for (Value v : t.values)
+        if (Value g = grads.lookup(v))
+          sum = sum ? Value(AddOp::create(b, lossLoc, sum, g)) : g;
+      results.push_back(sum ? sum : zerosOf(b, lossLoc, t.type));
+      names.push_back(StringAttr::get(ctx, t.name));
+    }
+    b.setListener(nullptr);
+
+    unsigned first = fn.getNumResults();
+    ret.getOperandsMutable().append(results);
+    SmallVector<unsigned> indices(results.size(), first);
+    SmallVector<Type> types;
+    for (Value v : results)
+      types.push_back(v.getType());
+    SmallVector<DictionaryAttr> attrs(results.size(), DictionaryAttr::get(ctx));
+    if (failed(fn.insertResults(indices, types, attrs)))
+      return failure();
+    fn->setAttr(TesselDialect::kGradientsAttrName, ArrayAttr::get(ctx, names));
+    // Arrays with one entry per result grow with it.
+    if (auto out = fn->getAttrOfType<ArrayAttr>(TesselDialect::kOutputNamesAttrName)) {
+      SmallVector<Attribute> all(out.begin(), out.end());
+      for (const Target &t : *targets)
+        all.push_back(StringAttr::get(ctx, t.outputName + ".grad"));
+      fn->setAttr(TesselDialect::kOutputNamesAttrName, ArrayAttr::get(ctx, all));
+    }
+    if (auto specs = fn->getAttrOfType<ArrayAttr>(
+            TesselDialect::kGlobalResultShardingsAttrName)) {
+      SmallVector<Attribute> all(specs.begin(), specs.end());
+      all.append(results.size(), UnitAttr::get(ctx));
+      fn->setAttr(TesselDialect::kGlobalResultShardingsAttrName,
+                  ArrayAttr::get(ctx, all));
+    }
+
+    // What the rules built but no gradient needed.
+    for (Operation *op : llvm::reverse(created.ops))
+      if (op->use_empty() && isPure(op))
+        op->erase();
+    return success();
+  }
+};
+
+} // namespace
+} // namespace mlir::tessel

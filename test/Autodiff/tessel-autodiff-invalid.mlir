@@ -1,0 +1,53 @@
+// RUN: tessel-opt %s -tessel-autodiff -split-input-file -verify-diagnostics
+// RUN: not tessel-opt %s -tessel-autodiff=wrt=everything 2>&1 | FileCheck %s --check-prefix=WRT
+// RUN: not tessel-opt %S/Inputs/no-rule.mlir -tessel-autodiff 2>&1 | FileCheck %s --check-prefix=NORULE
+// RUN: not tessel-opt %S/Inputs/no-loss.mlir -tessel-autodiff 2>&1 | FileCheck %s --check-prefix=NOLOSS
+
+// NOLOSS: error: -tessel-autodiff: no public function returns a scalar float loss (tensor<f32>) as its last result
+
+// WRT: error: -tessel-autodiff: unknown wrt='everything' (weights, args)
+
+// An op without a gradient rule on a path from a weight to the loss: the
+// error names the op, its ONNX node and the operand on the path.
+// NORULE: error: loc("/features/pool/MaxPool"): 'tessel.max_pool' op has no gradient rule (ONNX node '/features/pool/MaxPool'), but its operand 0 is on a path from a differentiated value to the loss
+
+func.func @no_rule(%x: tensor<1x1x4x4xf32>) -> tensor<f32> {
+  %w = tessel.weight "w" : tensor<1x1x4x4xf32>
+  %y = tessel.mul %x, %w : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  // expected-error @below {{'tessel.max_pool' op has no gradient rule, but its operand 0 is on a path from a differentiated value to the loss}}
+  %p = tessel.max_pool %y {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  %l = tessel.reduce_sum %p dims = [0, 1, 2, 3] : (tensor<1x1x2x2xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// An op without a rule that is on no path is fine: here max_pool reads only
+// the argument, and the weight reaches the loss another way.
+func.func @off_path(%x: tensor<1x1x4x4xf32>) -> tensor<f32> {
+  %w = tessel.weight "w" : tensor<1x1x2x2xf32>
+  %p = tessel.max_pool %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  %y = tessel.mul %p, %w : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %l = tessel.reduce_sum %y dims = [0, 1, 2, 3] : (tensor<1x1x2x2xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @two_types(%x: tensor<2xf32>) -> tensor<f32> {
+  %a = tessel.weight "w" : tensor<2xf32>
+  // expected-error @below {{'tessel.weight' op reads weight "w" as 'tensor<1x2xf32>', elsewhere as 'tensor<2xf32>': its gradient has no single type}}
+  %b = tessel.weight "w" : tensor<1x2xf32>
+  %l = tessel.reduce_sum %a dims = [0] : (tensor<2xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @below {{'func.func' op already has gradients ('tessel.gradients')}}
+func.func @twice(%x: tensor<2xf32>) -> (tensor<f32>, tensor<f32>) attributes {tessel.gradients = ["w"]} {
+  %w = tessel.weight "w" : tensor<f32>
+  %l = tessel.mul %w, %w : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %d = tessel.add %w, %w : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l, %d : tensor<f32>, tensor<f32>
+}
