@@ -66,6 +66,7 @@ public:
       first[id] = -1;
     for (const auto &[name, id] : prog.outputs)
       last[id] = nOps;
+    // Weights, constants and states exist before the first instruction.
     for (size_t b = 0; b < prog.buffers.size(); ++b)
       if (prog.buffers[b].kind != BufferInfo::Kind::Arena)
         first[b] = -1;
@@ -77,7 +78,10 @@ public:
   /// The only reader of buffer `id` (which must not be a graph output), or
   /// -1.
   int soleReader(int id, int after) const {
-    if (readers[id] != 1 || isGraphInputOrOutput(prog, id))
+    // A state must be written where its instruction writes it: never fused
+    // away.
+    if (readers[id] != 1 || isGraphInputOrOutput(prog, id) ||
+        prog.buffers[id].kind == BufferInfo::Kind::State)
       return -1;
     for (int j = after + 1; j < nOps; ++j)
       for (int o : prog.ops[j].operands)
@@ -153,8 +157,11 @@ std::vector<ConvFusion> planConvFusion(const Program &prog,
                sameShape(c, next.results[0])) {
       const int addend =
           next.operands[0] == c ? next.operands[1] : next.operands[0];
-      if (addend == c || live.firstWrite(addend) >= i)
-        continue; // the addend must exist when the conv runs
+      // The addend must exist when the conv runs (and a state, which an
+      // instruction between the two could change, is not read early).
+      if (addend == c || live.firstWrite(addend) >= i ||
+          prog.buffers[addend].kind == BufferInfo::Kind::State)
+        continue;
       f.add = j;
       f.addend = addend;
       f.writes = next.results[0];
@@ -215,7 +222,7 @@ planMatMulEpilogue(const Program &prog, const std::vector<bool> &eligible) {
     const Op &add = prog.ops[j];
     const int bias = add.operands[0] == c ? add.operands[1] : add.operands[0];
     const BufferInfo &bb = prog.buffers[bias];
-    if (bias == c || bb.kind == BufferInfo::Kind::Arena ||
+    if (bias == c || !bb.isReadOnly() ||
         bb.dtype != DType::F32 || bb.shape != Shape{cb.shape.back()} ||
         prog.buffers[add.results[0]].shape != cb.shape)
       continue;

@@ -43,6 +43,8 @@ public:
   ~CpuExecutor() override {
     if (arena && arenaBytes)
       munmap(arena, arenaBytes);
+    if (stateBlock && stateBytes)
+      munmap(stateBlock, stateBytes);
   }
 
   const char *backend() const override { return "cpu"; }
@@ -65,11 +67,16 @@ private:
   Step makeStep(size_t i);
   Step makeStepWithLayouts(size_t i);
   Status initConvs();
+  Status initStates();
 
   int threads;
   ThreadPool pool;
   unsigned char *arena = nullptr;
   size_t arenaBytes = 0;
+  // The state buffers, 64-byte aligned in one mapping of their own: they
+  // persist from run to run.
+  unsigned char *stateBlock = nullptr;
+  size_t stateBytes = 0;
   std::vector<void *> ptrs;
   std::vector<Step> steps;
   // Ops folded into others (ConvPlan.h), and the NCHW copies of NHWC
@@ -110,12 +117,46 @@ Status CpuExecutor::init() {
     ptrs.push_back(b.kind == BufferInfo::Kind::Arena
                        ? arena + b.offset
                        : const_cast<void *>(b.data));
+  TSL_RETURN_IF_ERROR(initStates());
   TSL_RETURN_IF_ERROR(initConvs());
   TSL_RETURN_IF_ERROR(collectives.init(*prog, comm));
   for (size_t i = 0; i < prog->ops.size(); ++i)
     steps.push_back(skipped[i] ? Step([] { return Status::ok(); })
                                : makeStepWithLayouts(i));
   return stepError;
+}
+
+Status CpuExecutor::initStates() {
+  size_t total = 0;
+  for (const BufferInfo &b : prog->buffers)
+    if (b.kind == BufferInfo::Kind::State)
+      total += (b.bytes + 63) / 64 * 64;
+  if (!total)
+    return Status::ok();
+  // Anonymous memory is zeros: states without an initial value stay so.
+  stateBytes = (total + 4095) / 4096 * 4096;
+  void *mem = mmap(nullptr, stateBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    stateBytes = 0;
+    return Status::error("cannot allocate the " + std::to_string(total) +
+                         " bytes of state buffers");
+  }
+  stateBlock = static_cast<unsigned char *>(mem);
+  size_t off = 0;
+  for (const BufferInfo &b : prog->buffers) {
+    if (b.kind != BufferInfo::Kind::State)
+      continue;
+    ptrs[b.id] = stateBlock + off;
+    off += (b.bytes + 63) / 64 * 64;
+    if (!b.data)
+      continue;
+    std::memcpy(ptrs[b.id], b.data, b.bytes);
+    // The initial value is not read again: its file pages can go.
+    if (b.fileBacked)
+      dropFileBackedPages(b.data, b.bytes);
+  }
+  return Status::ok();
 }
 
 Status CpuExecutor::initConvs() {
@@ -147,8 +188,7 @@ Status CpuExecutor::initConvs() {
     if (!useDnnl || op.kind != OpKind::Conv2D)
       continue;
     auto isConst = [&](size_t k) {
-      return k < op.operands.size() &&
-             B[op.operands[k]].kind != BufferInfo::Kind::Arena;
+      return k < op.operands.size() && B[op.operands[k]].isReadOnly();
     };
     const Shape &w = B[op.operands[1]].shape;
     const bool pointwise = w.size() == 4 && w[2] == 1 && w[3] == 1 &&
@@ -230,7 +270,7 @@ Status CpuExecutor::initConvs() {
     mmEligible[i] = a.dtype == DType::F32 && w.dtype == DType::F32 &&
                     a.shape.size() >= 2 && w.shape.size() == 2 &&
                     w.shape[0] > 0 && w.shape[1] > 0 &&
-                    w.kind != BufferInfo::Kind::Arena &&
+                    w.isReadOnly() &&
                     a.shape.back() == w.shape[0] && r.numel > 0 &&
                     r.shape.back() == w.shape[1] &&
                     r.numel / w.shape[1] == a.numel / w.shape[0];

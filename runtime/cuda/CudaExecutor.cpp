@@ -59,7 +59,9 @@ private:
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   void *arena = nullptr;     // the program's arena
-  void *constants = nullptr; // weights and constants, uploaded once
+  // Weights and constants, uploaded once, and the state buffers (persistent
+  // across runs: initial values uploaded, or zeros).
+  void *constants = nullptr;
   // Scratch, extras (expanded norm parameters, gather slots), collectives.
   DeviceResources res;
   std::vector<void *> ptrs;
@@ -108,7 +110,7 @@ Status CudaExecutor::init() {
   // Plain FP32 GEMMs (no TF32), so that results match the CPU backend.
   TSL_CUBLAS(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
 
-  // The arena, and one allocation for every weight and constant.
+  // The arena, and one allocation for every weight, constant and state.
   TSL_CUDA(cudaMalloc(&arena, std::max<uint64_t>(p.arenaSize, 256)),
            "cudaMalloc of the arena (" + std::to_string(p.arenaSize) +
                " bytes)");
@@ -127,6 +129,12 @@ Status CudaExecutor::init() {
       continue;
     }
     ptrs[b.id] = static_cast<char *>(constants) + constOff[b.id];
+    if (b.kind == BufferInfo::Kind::State && !b.data) {
+      if (b.bytes)
+        TSL_CUDA(cudaMemsetAsync(ptrs[b.id], 0, b.bytes, stream),
+                 "clearing state '" + b.name + "'");
+      continue;
+    }
     // On our stream: a plain cudaMemcpy runs on the legacy default stream,
     // which a non-blocking stream does not wait for, and may return before
     // a pageable upload has landed.

@@ -865,6 +865,13 @@ int Program::findOutput(const std::string &name) const {
   return -1;
 }
 
+int Program::findState(const std::string &name) const {
+  for (auto &[n, id] : states)
+    if (n == name)
+      return id;
+  return -1;
+}
+
 Status Program::create(const artifact::Program &proto,
                        const std::vector<const void *> &weightData,
                        std::vector<std::shared_ptr<Storage>> keepAlive,
@@ -890,6 +897,7 @@ Status Program::create(const artifact::Program &proto,
   int nb = proto.buffers_size();
   p->buffers.resize(nb);
   size_t constBytes = 0;
+  std::set<std::string> stateNames;
   for (int i = 0; i < nb; ++i) {
     const artifact::Buffer &b = proto.buffers(i);
     BufferInfo &info = p->buffers[i];
@@ -926,6 +934,17 @@ Status Program::create(const artifact::Program &proto,
       break;
     case artifact::Buffer::WEIGHT:
       info.kind = BufferInfo::Kind::Weight;
+      break;
+    case artifact::Buffer::STATE:
+      // Its storage is the executor's; its initial value a Weight entry's
+      // bytes (bound below) or zeros.
+      info.kind = BufferInfo::Kind::State;
+      if (info.name.empty())
+        return fail(bw + ": a STATE buffer needs a name (its key)");
+      if (!stateNames.insert(info.name).second)
+        return fail(bw + ": another STATE buffer is named '" + info.name +
+                    "'");
+      p->states.emplace_back(info.name, i);
       break;
     case artifact::Buffer::CONSTANT:
       info.kind = BufferInfo::Kind::Constant;
@@ -966,9 +985,15 @@ Status Program::create(const artifact::Program &proto,
       return fail("weight '" + w.name() + "': buffer " +
                   std::to_string(w.buffer()) + " does not exist");
     BufferInfo &info = p->buffers[w.buffer()];
-    if (info.kind != BufferInfo::Kind::Weight)
+    if (info.kind != BufferInfo::Kind::Weight &&
+        info.kind != BufferInfo::Kind::State)
       return fail("weight '" + w.name() + "': buffer " +
-                  std::to_string(w.buffer()) + " is not of kind WEIGHT");
+                  std::to_string(w.buffer()) +
+                  " is not of kind WEIGHT or STATE");
+    if (info.kind == BufferInfo::Kind::State && w.name() != info.name)
+      return fail("weight '" + w.name() + "': initialises STATE buffer " +
+                  std::to_string(w.buffer()) + " '" + info.name +
+                  "', whose weight entry must bear its name");
     if (info.data)
       return fail("weight '" + w.name() + "': buffer " +
                   std::to_string(w.buffer()) + " is bound twice");
@@ -1045,9 +1070,9 @@ Status Program::create(const artifact::Program &proto,
       if (id < 0 || id >= nb)
         return fail(where + ": result buffer " + std::to_string(id) +
                     " does not exist");
-      if (p->buffers[id].kind != BufferInfo::Kind::Arena)
+      if (p->buffers[id].isReadOnly())
         return fail(where + ": result buffer " + std::to_string(id) +
-                    " is read-only (not an ARENA buffer)");
+                    " is read-only (not an ARENA or STATE buffer)");
       op.results.push_back(id);
     }
     if (op.operands.size() > (1u << 20) || op.results.size() > (1u << 20))
@@ -1057,12 +1082,16 @@ Status Program::create(const artifact::Program &proto,
     OpChecker checker(inst, *p, op, where);
     TSL_RETURN_IF_ERROR(checker.check().withContext(what));
     // Results may alias an operand only exactly, and only for elementwise
-    // ops; they must never overlap one another.
+    // ops; they must never overlap one another. Arena buffers overlap by
+    // their bytes; a STATE buffer (storage of its own) only with itself.
     for (size_t r = 0; r < op.results.size(); ++r) {
       const BufferInfo &rb = p->buffers[op.results[r]];
       if (!rb.bytes)
         continue;
+      const bool rState = rb.kind == BufferInfo::Kind::State;
       auto overlaps = [&](const BufferInfo &o) {
+        if (rState || o.kind == BufferInfo::Kind::State)
+          return o.id == rb.id;
         return o.kind == BufferInfo::Kind::Arena && o.bytes &&
                o.offset < rb.offset + rb.bytes && rb.offset < o.offset + o.bytes;
       };
@@ -1070,11 +1099,12 @@ Status Program::create(const artifact::Program &proto,
         const BufferInfo &ob = p->buffers[id];
         if (!overlaps(ob))
           continue;
-        bool exact = ob.offset == rb.offset && ob.bytes == rb.bytes;
+        bool exact = ob.id == rb.id ||
+                     (ob.offset == rb.offset && ob.bytes == rb.bytes);
         if (!exact || !mayAliasInPlace(op.kind))
           return fail(where + ": result buffer " + std::to_string(rb.id) +
                       " overlaps operand buffer " + std::to_string(id) +
-                      " in the arena");
+                      (rState ? "" : " in the arena"));
       }
       for (size_t r2 = r + 1; r2 < op.results.size(); ++r2)
         if (overlaps(p->buffers[op.results[r2]]))

@@ -4,6 +4,8 @@
 //              [--output NAME=FILE.npy ...] [--threads N] [--repeat K]
 //              [--rank R] [--device cpu|cuda] [--no-verify]
 //              [-n N] [--timeout SECONDS]
+//              [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]
+//               [--losses FILE.npy] [--save-state DIR]]
 //
 // Reads inputs from .npy files, runs the program (K times; the median time
 // is printed) and writes the requested outputs as .npy. A bare
@@ -15,9 +17,15 @@
 // style), by mpirun or by srun joins its world instead. Every rank reads
 // the same whole inputs; rank 0 prints the time and writes the outputs.
 //
+// Training (Train.h, docs/training.md): `--steps N` runs the program N times
+// on one executor, its state buffers carrying over; --data feeds a row of a
+// file per step; rank 0 prints a line per step and writes --losses; every
+// rank writes its states to --save-state DIR.
+//
 //===----------------------------------------------------------------------===//
 #include "Launch.h"
 #include "Trace.h"
+#include "Train.h"
 #include "tessel/runtime/Runtime.h"
 
 #include <algorithm>
@@ -37,6 +45,8 @@ const char kUsage[] =
     "                  [--threads N] [--repeat K] [--rank R] "
     "[--device cpu|cuda] [--no-verify]\n"
     "                  [-n N] [--timeout SECONDS] [--trace FILE.json]\n"
+    "                  [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]\n"
+    "                   [--losses FILE.npy] [--save-state DIR]]\n"
     "\n"
     "  --input NAME=FILE   bind graph input NAME to a .npy file (FILE alone\n"
     "                      when the program has exactly one input)\n"
@@ -56,7 +66,18 @@ const char kUsage[] =
     "                      fails, naming the rank to blame (default 30)\n"
     "  --trace FILE.json   write the last run's instructions as a Chrome\n"
     "                      trace (chrome://tracing, ui.perfetto.dev), one\n"
-    "                      track per rank\n";
+    "                      track per rank\n"
+    "\n"
+    "training (a program with state buffers, run step after step):\n"
+    "  --steps N           run the program N times; its states carry over\n"
+    "  --data NAME=FILE    feed input NAME from a .npy file: row k mod rows\n"
+    "                      of its first dim at step k (a file shaped like the\n"
+    "                      input: every step)\n"
+    "  --data-lm FILE      an i64 [steps, batch, seq+1] .npy: input_ids =\n"
+    "                      [k, :, :-1] and labels = [k, :, 1:] at step k\n"
+    "  --losses FILE       write the output 'loss' of every step (f32 [N])\n"
+    "  --save-state DIR    after the last step, write each rank's states to\n"
+    "                      DIR/rank<R>.safetensors\n";
 
 struct Options {
   std::string artifact;
@@ -71,6 +92,7 @@ struct Options {
   bool rankGiven = false;
   int timeout = 30;     // seconds
   std::string trace;    // --trace FILE.json; empty: none
+  tessel::run::TrainOptions train;
 };
 
 /// "rank K: " in a world of several ranks.
@@ -164,6 +186,25 @@ int parseArgs(int argc, char **argv, Options &o) {
       if (!takeValue("--trace") || value.empty())
         return usageError("--trace needs a file name");
       o.trace = value;
+    } else if (is("--steps")) {
+      if (!takeValue("--steps") || !parseInt(value, 1, o.train.steps))
+        return usageError("--steps needs an integer >= 1");
+    } else if (is("--data")) {
+      if (!takeValue("--data") || splitBinding(value).second.empty())
+        return usageError("--data needs NAME=FILE.npy");
+      o.train.data.push_back(splitBinding(value));
+    } else if (is("--data-lm")) {
+      if (!takeValue("--data-lm") || value.empty())
+        return usageError("--data-lm needs a file name");
+      o.train.dataLm = value;
+    } else if (is("--losses")) {
+      if (!takeValue("--losses") || value.empty())
+        return usageError("--losses needs a file name");
+      o.train.losses = value;
+    } else if (is("--save-state")) {
+      if (!takeValue("--save-state") || value.empty())
+        return usageError("--save-state needs a directory");
+      o.train.saveState = value;
     } else if (a == "--no-verify") {
       o.verify = false;
     } else if (!a.empty() && a[0] == '-') {
@@ -176,6 +217,12 @@ int parseArgs(int argc, char **argv, Options &o) {
   }
   if (o.artifact.empty())
     return usageError("no artifact given");
+  if (o.train.needsSteps() && !o.train.steps)
+    return usageError("--data, --data-lm, --losses and --save-state need "
+                      "--steps N");
+  if (o.train.steps && o.repeat > 1)
+    return usageError("--repeat cannot be combined with --steps (every step "
+                      "is timed)");
   return -1;
 }
 
@@ -234,8 +281,15 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   if (Status s = createExecutor(o.backend, program, eo, exec); !s)
     return fail(s.message());
 
+  // Per-step data (--data, --data-lm), checked against the inputs.
+  tessel::run::StepFeeds feeds;
+  if (Status s = feeds.load(o.train, *program); !s)
+    return fail(s.message());
+
   // Inputs: every one bound exactly once, with the right dtype and shape.
   std::vector<bool> bound(program->inputs.size(), false);
+  for (size_t i = 0; i < bound.size(); ++i)
+    bound[i] = feeds.feeds(program->inputs[i].first);
   for (const auto &[nameArg, file] : o.inputs) {
     std::string name = nameArg;
     if (name.empty()) {
@@ -251,7 +305,8 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
       if (program->inputs[i].first == name)
         idx = static_cast<int>(i);
     if (idx >= 0 && bound[idx])
-      return fail("input '" + name + "' is given twice");
+      return fail("input '" + name + "' is given twice" +
+                  (feeds.feeds(name) ? " (by --input and a data file)" : ""));
     Tensor t;
     if (Status s = readNpy(file, t); !s)
       return fail("input '" + name + "': " + s.message());
@@ -264,7 +319,10 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
       const BufferInfo &b = program->buffers[program->inputs[i].second];
       return fail("missing input '" + program->inputs[i].first + "' (" +
                   dtypeName(b.dtype) + " " + shapeToString(b.shape) +
-                  "); pass --input " + program->inputs[i].first + "=FILE.npy");
+                  "); pass --input " + program->inputs[i].first + "=FILE.npy" +
+                  (o.train.steps ? " or --data " + program->inputs[i].first +
+                                       "=FILE.npy"
+                                 : ""));
     }
 
   // Outputs.
@@ -295,14 +353,27 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   }
   exec->setTracing(!o.trace.empty());
   std::vector<double> times;
-  int runs = o.repeat > 1 ? o.repeat + 1 : 1;
-  for (int r = 0; r < runs; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    if (Status s = exec->run(); !s)
+  tessel::run::StepResults steps;
+  if (o.train.steps) {
+    // Rank 0 reports the steps and collects the losses.
+    bool first = rank == 0 || worldSize == 1;
+    if (Status s = tessel::run::runSteps(*exec, feeds, o.train.steps, first,
+                                         first && !o.train.losses.empty(),
+                                         steps);
+        !s)
       return fail(s.message());
-    auto t1 = std::chrono::steady_clock::now();
-    if (o.repeat == 1 || r > 0)
-      times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    times = steps.ms;
+  } else {
+    int runs = o.repeat > 1 ? o.repeat + 1 : 1;
+    for (int r = 0; r < runs; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      if (Status s = exec->run(); !s)
+        return fail(s.message());
+      auto t1 = std::chrono::steady_clock::now();
+      if (o.repeat == 1 || r > 0)
+        times.push_back(
+            std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
   }
   std::sort(times.begin(), times.end());
   double median = times.size() % 2
@@ -315,6 +386,12 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
         !s)
       return fail(s.message());
   }
+  std::string statePath;
+  if (!o.train.saveState.empty())
+    if (Status s = tessel::run::saveStates(*exec, o.train.saveState, rank,
+                                           statePath);
+        !s)
+      return fail(s.message());
   if (rank != 0 && worldSize > 1) {
     // Outputs are replicated; rank 0 writes them.
     if (Status s = session.finish(); !s)
@@ -326,11 +403,11 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   std::string over = worldSize > 1 && session.comm()
                          ? std::string(" (") + session.comm()->backend() + ")"
                          : "";
-  std::printf("tessel-run: %s rank %d%s on %s%s, %d thread%s: %.3f ms per run "
+  std::printf("tessel-run: %s rank %d%s on %s%s, %d thread%s: %.3f ms per %s "
               "(median of %zu)\n",
               o.artifact.c_str(), rank, ranks.c_str(), exec->backend(),
               over.c_str(), o.threads, o.threads == 1 ? "" : "s", median,
-              times.size());
+              o.train.steps ? "step" : "run", times.size());
 
   for (const auto &[name, file] : outputs) {
     Tensor t;
@@ -342,6 +419,19 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                 dtypeName(t.dtype()), shapeToString(t.shape()).c_str(),
                 file.c_str());
   }
+  if (!o.train.losses.empty()) {
+    Tensor t = Tensor::fromVector(DType::F32,
+                                  {static_cast<int64_t>(steps.losses.size())},
+                                  steps.losses);
+    if (Status s = writeNpy(o.train.losses, t); !s)
+      return fail("--losses: " + s.message());
+    std::printf("tessel-run: losses f32 [%zu] -> %s\n", steps.losses.size(),
+                o.train.losses.c_str());
+  }
+  if (!statePath.empty())
+    std::printf("tessel-run: %zu state%s of rank 0 -> %s\n",
+                program->states.size(),
+                program->states.size() == 1 ? "" : "s", statePath.c_str());
   std::fflush(stdout);
   if (Status s = session.finish(); !s)
     return fail(s.message());

@@ -89,6 +89,16 @@ int ProgramBuilder::addWeight(const std::string &name, DType dtype,
   return id;
 }
 
+int ProgramBuilder::addState(const std::string &name, DType dtype,
+                             Shape shape, const void *init) {
+  int id = init ? addWeight(name, dtype, std::move(shape), init)
+                : addBuffer(dtype, std::move(shape), name);
+  artifact::Buffer *b = prog->mutable_buffers(id);
+  b->set_kind(artifact::Buffer::STATE);
+  b->set_offset(0);
+  return id;
+}
+
 int ProgramBuilder::addConstant(DType dtype, Shape shape, const void *data,
                                 std::string name) {
   int id = addBuffer(dtype, std::move(shape), std::move(name));

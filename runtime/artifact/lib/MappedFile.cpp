@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -21,6 +22,47 @@ Status writeBytes(const std::string &path, const std::string &bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out)
     return Status::error(path + ": write failed");
+  return Status::ok();
+}
+
+Status writeBytesAtomic(const std::string &path, const std::string &bytes) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  auto failed = [&](const char *what) {
+    Status s = Status::error(path + ": " + what + ": " + std::strerror(errno));
+    ::unlink(tmp.c_str());
+    return s;
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::error(tmp + ": cannot open for writing: " +
+                         std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      ::close(fd);
+      return failed("write failed");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    return failed("fsync failed");
+  }
+  if (::close(fd) != 0)
+    return failed("close failed");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return failed("rename failed");
+  // The rename itself: durable once the directory is.
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
   return Status::ok();
 }
 

@@ -714,6 +714,47 @@ Status referenceColumnMajorGemm(int m, int n, int k, const float *A, int lda,
   return Status::ok();
 }
 
+TEST(CudaConformance, StatesPersistAcrossRunsLikeCpu) {
+  TSL_REQUIRE_CUDA();
+  // w <- w - 0.1 * x^T (x w) written in place; a state of zeros counts the
+  // runs; the matmul reads w as a changing weight.
+  ProgramBuilder pb;
+  std::mt19937 rng(5);
+  Tensor w0 = randomF32({3, 2}, rng);
+  int w = pb.addState("w", DType::F32, {3, 2}, w0.data());
+  int n = pb.addState("n", DType::F32, {}, nullptr);
+  int x = pb.addInput("x", DType::F32, {4, 3});
+  int y = pb.addBuffer(DType::F32, {4, 2});
+  int xt = pb.addBuffer(DType::F32, {3, 4});
+  int g = pb.addBuffer(DType::F32, {3, 2});
+  int gs = pb.addBuffer(DType::F32, {3, 2});
+  const float lr = 0.1f, one = 1.0f;
+  int clr = pb.addConstant(DType::F32, {}, &lr);
+  int c1 = pb.addConstant(DType::F32, {}, &one);
+  int n1 = pb.addBuffer(DType::F32, {});
+  pb.addOp("matmul", {x, w}, {y});
+  pb.addOp("transpose", {x}, {xt}, Attrs().is("perm", {1, 0}));
+  pb.addOp("matmul", {xt, y}, {g});
+  pb.addOp("mul", {g, clr}, {gs});
+  pb.addOp("sub", {w, gs}, {w});
+  pb.addOp("add", {n, c1}, {n1});
+  pb.addOp("copy", {n1}, {n});
+  pb.addOutput("y", y);
+  pb.addOutput("w", w);
+  pb.addOutput("n", n);
+  std::shared_ptr<const Program> prog;
+  ASSERT_TRUE(pb.build(prog).isOk());
+  Tensor xv = randomF32({4, 3}, rng, -0.5f, 0.5f);
+  std::vector<Tensor> cpu, gpu;
+  ASSERT_TRUE(runProgram("cpu", prog, {{"x", xv}}, cpu, 3).isOk());
+  Status s = runProgram("cuda", prog, {{"x", xv}}, gpu, 3);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  ASSERT_EQ(gpu.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    expectSame(cpu[i], gpu[i], 1e-5, 1e-5, "output " + std::to_string(i));
+  EXPECT_EQ(gpu[2].data<float>()[0], 3.0f);
+}
+
 TEST(CudaPlan, MatMulCallsReplayLikeTheCpu) {
   using cuda::issueMatMul;
   using cuda::MatMulPlan;

@@ -1,35 +1,14 @@
 //===- TesselRunTest.cpp - tessel-run end to end --------------------------===//
 #include "MlpFixture.h"
+#include "RunTool.h"
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 using namespace tessel::runtime;
 using namespace tessel::runtime::test;
 
 namespace {
-
-struct RunResult {
-  int exitCode;
-  std::string output; // stdout and stderr
-};
-
-RunResult runTool(const std::string &args) {
-  std::string cmd = std::string(TESSEL_RUN_PATH) + " " + args + " 2>&1";
-  FILE *p = popen(cmd.c_str(), "r");
-  RunResult r{-1, ""};
-  if (!p)
-    return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    r.output.append(buf, n);
-  int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 class TesselRunTest : public ::testing::Test {
 protected:

@@ -31,8 +31,9 @@ struct TraceEvent {
   double durUs = 0;
 };
 
-/// Executes one rank's Program: owns its arena; bind inputs, run, fetch
-/// outputs. Backends (cpu, cuda) implement it.
+/// Executes one rank's Program: owns its arena and its state buffers (which
+/// persist from one run to the next); bind inputs, run, fetch outputs.
+/// Backends (cpu, cuda) implement it.
 class Executor {
 public:
   explicit Executor(std::shared_ptr<const Program> program);
@@ -47,6 +48,12 @@ public:
   virtual Status run() = 0;
   /// Copies output `name` into a fresh tensor.
   Status getOutput(const std::string &name, Tensor &out);
+  /// Copies the current value of state `name` (Program::states) into a
+  /// fresh tensor: what the runs so far left there.
+  Status getState(const std::string &name, Tensor &out);
+  /// Overwrites state `name` (e.g. from a checkpoint); checks its dtype and
+  /// shape.
+  Status setState(const std::string &name, const Tensor &t);
 
   /// With tracing on, run() records every instruction it executes (the
   /// last run's are kept). Backends that cannot record leave it empty.

@@ -26,7 +26,10 @@ class Program;
 namespace tessel::runtime {
 
 struct BufferInfo {
-  enum class Kind { Arena, Weight, Constant };
+  /// State: persists across runs of an executor, which owns its storage
+  /// (outside the arena) and initialises it from `data`, or with zeros when
+  /// `data` is null; instructions may write it.
+  enum class Kind { Arena, Weight, Constant, State };
   int id = 0;
   DType dtype = DType::F32;
   Shape shape;
@@ -34,11 +37,20 @@ struct BufferInfo {
   uint64_t bytes = 0;
   Kind kind = Kind::Arena;
   uint64_t offset = 0;          // Arena only
-  const void *data = nullptr;   // Weight and Constant: read-only bytes
-  /// Weight: `data` lies in a read-only file mapping, so a kernel that keeps
-  /// its own (prepacked) copy may drop these pages (dropFileBackedPages).
+  /// Weight and Constant: the read-only bytes. State: its initial value
+  /// (its Weight entry's bytes), or null for zeros.
+  const void *data = nullptr;
+  /// Weight (and State): `data` lies in a read-only file mapping, so a
+  /// kernel that keeps its own (prepacked) copy, or an executor that copied
+  /// a state's initial value, may drop these pages (dropFileBackedPages).
   bool fileBacked = false;
   std::string name;
+
+  /// Bytes that never change while the program runs (Weight, Constant):
+  /// kernels may prepare (prepack) them once at executor creation.
+  bool isReadOnly() const {
+    return kind == Kind::Weight || kind == Kind::Constant;
+  }
 };
 
 enum class ComparePredicate { Eq, Ne, Lt, Le, Gt, Ge };
@@ -124,11 +136,15 @@ public:
   std::vector<BufferInfo> buffers;
   std::vector<std::pair<std::string, int>> inputs;
   std::vector<std::pair<std::string, int>> outputs;
+  /// The State buffers by name (their Buffer.name), in buffer order: what
+  /// a checkpoint saves.
+  std::vector<std::pair<std::string, int>> states;
   std::vector<Op> ops;
 
-  /// Buffer id bound to input/output `name`, or -1.
+  /// Buffer id bound to input/output/state `name`, or -1.
   int findInput(const std::string &name) const;
   int findOutput(const std::string &name) const;
+  int findState(const std::string &name) const;
 
 private:
   std::vector<std::shared_ptr<Storage>> storage;

@@ -11,6 +11,7 @@
 //   int y = p.addBuffer(DType::F32, {4, 2});
 //   p.addOp("matmul", {x, w}, {y});
 //   p.addOutput("y", y);
+//   int s = p.addState("count", DType::F32, {}, nullptr); // zeros, persists
 //   Status s = b.write("model.tsl");
 //
 //===----------------------------------------------------------------------===//
@@ -73,6 +74,13 @@ public:
   /// A weight stored in this rank's safetensors file (bytes are copied).
   int addWeight(const std::string &name, DType dtype, Shape shape,
                 const void *data);
+  /// A state buffer (kind STATE): persists across runs of the executor,
+  /// read like a weight and written by instructions (a training step's
+  /// parameters and optimizer state); `name` is its key in checkpoints.
+  /// Initial value: `init` (bytes copied, stored in this rank's safetensors
+  /// file under `name`, as addWeight does), or zeros when `init` is null.
+  int addState(const std::string &name, DType dtype, Shape shape,
+               const void *init);
   /// A small constant held inline in the program (bytes are copied).
   int addConstant(DType dtype, Shape shape, const void *data,
                   std::string name = "");

@@ -34,6 +34,11 @@ private:
 /// Writes `bytes` to `path` (created, or truncated).
 Status writeBytes(const std::string &path, const std::string &bytes);
 
+/// Writes `bytes` to `path` atomically: into a temporary file beside it,
+/// fsync'ed, then renamed over `path` (and the directory fsync'ed), so a
+/// reader sees the old file or the whole new one, never a part.
+Status writeBytesAtomic(const std::string &path, const std::string &bytes);
+
 /// Drops the whole pages inside [data, data + bytes) of a read-only file
 /// mapping from memory (madvise). Only for BufferInfo::fileBacked data.
 void dropFileBackedPages(const void *data, size_t bytes);

@@ -1,0 +1,34 @@
+//===- RunTool.h - Running tessel-run from the unit tests -------*- C++ -*-===//
+#ifndef TESSEL_TEST_UNIT_RUNTIME_RUNTOOL_H
+#define TESSEL_TEST_UNIT_RUNTIME_RUNTOOL_H
+
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace tessel::runtime::test {
+
+struct RunResult {
+  int exitCode;
+  std::string output; // stdout and stderr
+};
+
+/// Runs `tessel-run ARGS` (TESSEL_RUN_PATH) through the shell.
+inline RunResult runTool(const std::string &args) {
+  std::string cmd = std::string(TESSEL_RUN_PATH) + " " + args + " 2>&1";
+  FILE *p = popen(cmd.c_str(), "r");
+  RunResult r{-1, ""};
+  if (!p)
+    return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+    r.output.append(buf, n);
+  int status = pclose(p);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+} // namespace tessel::runtime::test
+
+#endif // TESSEL_TEST_UNIT_RUNTIME_RUNTOOL_H

@@ -1,0 +1,239 @@
+//===- Train.cpp - tessel-run's training loop -----------------------------===//
+#include "Train.h"
+
+#include "tessel/runtime/Safetensors.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <sys/stat.h>
+
+using namespace tessel::runtime;
+
+namespace tessel::run {
+
+namespace {
+
+std::string typeStr(DType d, const Shape &s) {
+  return std::string(dtypeName(d)) + " " + shapeToString(s);
+}
+
+std::string inputNames(const Program &p) {
+  std::string known;
+  for (auto &[n, b] : p.inputs)
+    known += (known.empty() ? "" : ", ") + n;
+  return known.empty() ? "none" : known;
+}
+
+/// Creates `dir` and its missing parents.
+Status makeDirs(const std::string &dir) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos < dir.size() && dir[pos] != '/')
+      continue;
+    std::string part = dir.substr(0, pos);
+    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      return Status::error(part + ": cannot create directory: " +
+                           std::strerror(errno));
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::error(dir + ": not a directory");
+  return Status::ok();
+}
+
+} // namespace
+
+Status StepFeeds::add(const Program &program, Feed f, bool lm) {
+  int id = program.findInput(f.input);
+  if (id < 0)
+    return Status::error(f.what + ": the program has no input '" + f.input +
+                         "' (its inputs: " + inputNames(program) + ")");
+  for (const Feed &g : list)
+    if (g.input == f.input)
+      return Status::error("input '" + f.input + "' is fed twice (" + g.what +
+                           ", " + f.what + ")");
+  const BufferInfo &b = program.buffers[id];
+  const Shape &fs = f.data.shape();
+  const bool dtypeOk = f.data.dtype() == b.dtype;
+  if (!lm && dtypeOk && fs == b.shape) {
+    f.perStep = false; // the same every step
+  } else {
+    // A step's row: the file's shape without its first dim (--data-lm: the
+    // last dim cut to [begin, end)).
+    Shape row;
+    if (!fs.empty())
+      row.assign(fs.begin() + 1, fs.end());
+    if (lm)
+      row.back() = f.end - f.begin;
+    if (!dtypeOk || fs.empty() || row != b.shape || fs[0] == 0) {
+      std::string why;
+      if (!dtypeOk) {
+        why = "the dtypes differ";
+      } else if (!fs.empty() && row == b.shape) {
+        why = "it has no rows";
+      } else {
+        Shape want = {-2};
+        want.insert(want.end(), b.shape.begin(), b.shape.end());
+        if (lm && want.size() > 1)
+          want.back() += 1;
+        std::string ws = shapeToString(want);
+        ws.replace(ws.find("-2"), 2, "steps");
+        why = lm ? "expected " + ws +
+                       " (input_ids = [k, :, :-1], labels = [k, :, 1:])"
+                 : "expected " + shapeToString(b.shape) +
+                       " (fed every step) or " + ws +
+                       " (row k mod steps at step k)";
+      }
+      return Status::error(f.what + ": input '" + f.input + "' is " +
+                           typeStr(b.dtype, b.shape) + ", the file holds " +
+                           typeStr(f.data.dtype(), fs) + ": " + why);
+    }
+    f.perStep = true;
+    f.rows = fs[0];
+    if (!lm) {
+      f.begin = 0;
+      f.end = fs.size() > 1 ? fs.back() : 1;
+    }
+  }
+  f.staging = Tensor(b.dtype, b.shape);
+  list.push_back(std::move(f));
+  return Status::ok();
+}
+
+Status StepFeeds::load(const TrainOptions &o, const Program &program) {
+  for (const auto &[nameArg, file] : o.data) {
+    Feed f;
+    f.input = nameArg;
+    if (f.input.empty()) {
+      if (program.inputs.size() != 1)
+        return Status::error("--data " + file +
+                             " has no NAME=; the program has " +
+                             std::to_string(program.inputs.size()) +
+                             " inputs, so each needs its name");
+      f.input = program.inputs[0].first;
+    }
+    f.what = "--data " + f.input + "=" + file;
+    if (Status s = readNpy(file, f.data); !s)
+      return Status::error(f.what + ": " + s.message());
+    TSL_RETURN_IF_ERROR(add(program, std::move(f), false));
+  }
+  if (!o.dataLm.empty()) {
+    Tensor t;
+    const std::string what = "--data-lm " + o.dataLm;
+    if (Status s = readNpy(o.dataLm, t); !s)
+      return Status::error(what + ": " + s.message());
+    const Shape &ts = t.shape();
+    if (t.dtype() != DType::I64 || ts.size() != 3 || ts[2] < 2)
+      return Status::error(what + ": holds " + typeStr(t.dtype(), ts) +
+                           ", expected i64 [steps, batch, seq+1] with seq >= 1");
+    for (int k = 0; k < 2; ++k) {
+      Feed f;
+      f.input = k == 0 ? "input_ids" : "labels";
+      f.what = what;
+      f.data = t; // shares the bytes
+      f.begin = k == 0 ? 0 : 1;
+      f.end = k == 0 ? ts[2] - 1 : ts[2];
+      TSL_RETURN_IF_ERROR(add(program, std::move(f), true));
+    }
+  }
+  return Status::ok();
+}
+
+bool StepFeeds::feeds(const std::string &name) const {
+  for (const Feed &f : list)
+    if (f.input == name)
+      return true;
+  return false;
+}
+
+Status StepFeeds::bind(Executor &exec, int64_t step) {
+  for (Feed &f : list) {
+    if (!f.perStep) {
+      TSL_RETURN_IF_ERROR(exec.setInput(f.input, f.data));
+      continue;
+    }
+    const size_t es = dtypeSize(f.data.dtype());
+    const int64_t rowElems = f.data.numElements() / f.rows;
+    const Shape &fs = f.data.shape();
+    const int64_t inner = fs.size() > 1 ? fs.back() : 1;
+    const int64_t width = f.end - f.begin;
+    const int64_t outer = inner ? rowElems / inner : 0;
+    const char *src = static_cast<const char *>(f.data.data()) +
+                      (step % f.rows) * rowElems * es;
+    char *dst = static_cast<char *>(f.staging.data());
+    for (int64_t i = 0; i < outer; ++i)
+      std::memcpy(dst + i * width * es, src + (i * inner + f.begin) * es,
+                  width * es);
+    TSL_RETURN_IF_ERROR(exec.setInput(f.input, f.staging));
+  }
+  return Status::ok();
+}
+
+Status runSteps(Executor &exec, StepFeeds &feeds, int steps, bool report,
+                bool needLoss, StepResults &out) {
+  const Program &p = exec.program();
+  int lossId = p.findOutput("loss");
+  if (lossId >= 0 && (p.buffers[lossId].dtype != DType::F32 ||
+                      p.buffers[lossId].numel != 1)) {
+    if (needLoss)
+      return Status::error(
+          "--losses: output 'loss' is " +
+          typeStr(p.buffers[lossId].dtype, p.buffers[lossId].shape) +
+          ", expected one f32 (a scalar)");
+    lossId = -1;
+  }
+  if (needLoss && lossId < 0) {
+    std::string known;
+    for (auto &[n, b] : p.outputs)
+      known += (known.empty() ? "" : ", ") + n;
+    return Status::error("--losses: the program has no output 'loss' (its "
+                         "outputs: " +
+                         (known.empty() ? "none" : known) + ")");
+  }
+  for (int k = 0; k < steps; ++k) {
+    auto t0 = std::chrono::steady_clock::now();
+    TSL_RETURN_IF_ERROR(feeds.bind(exec, k));
+    if (Status s = exec.run(); !s)
+      return Status::error("step " + std::to_string(k + 1) + ": " +
+                           s.message());
+    float loss = 0;
+    if (lossId >= 0) {
+      Tensor t;
+      TSL_RETURN_IF_ERROR(exec.getOutput("loss", t));
+      loss = t.data<float>()[0];
+      out.losses.push_back(loss);
+    }
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - t0)
+                    .count();
+    out.ms.push_back(ms);
+    if (report) {
+      if (lossId >= 0)
+        std::fprintf(stderr, "tessel-run: step %d/%d loss %.6f %.3f ms/step\n",
+                     k + 1, steps, loss, ms);
+      else
+        std::fprintf(stderr, "tessel-run: step %d/%d %.3f ms/step\n", k + 1,
+                     steps, ms);
+    }
+  }
+  return Status::ok();
+}
+
+Status saveStates(Executor &exec, const std::string &dir, int rank,
+                  std::string &path) {
+  TSL_RETURN_IF_ERROR(makeDirs(dir));
+  const Program &p = exec.program();
+  std::vector<Tensor> values(p.states.size());
+  std::vector<SafetensorsTensor> tensors;
+  for (size_t i = 0; i < p.states.size(); ++i) {
+    const std::string &name = p.states[i].first;
+    TSL_RETURN_IF_ERROR(exec.getState(name, values[i]));
+    tensors.push_back(
+        {name, values[i].dtype(), values[i].shape(), values[i].data()});
+  }
+  path = dir + "/rank" + std::to_string(rank) + ".safetensors";
+  return writeBytesAtomic(path, encodeSafetensors(tensors));
+}
+
+} // namespace tessel::run

@@ -1,0 +1,84 @@
+//===- Train.h - tessel-run's training loop ---------------------*- C++ -*-===//
+//
+// `tessel-run ART --steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]
+// [--losses FILE.npy] [--save-state DIR]` runs a training-step program N
+// times on one executor: its STATE buffers (parameters, optimizer state)
+// carry over from step to step; step k feeds row k mod rows of each data
+// file; rank 0 reports each step and collects the output `loss`; at the end
+// each rank may save its states (docs/training.md, docs/runtime.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
+#define TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
+
+#include "tessel/runtime/Runtime.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessel::run {
+
+struct TrainOptions {
+  int steps = 0; // --steps; 0: not given (one run, or --repeat)
+  std::vector<std::pair<std::string, std::string>> data; // --data NAME=FILE
+  std::string dataLm;    // --data-lm FILE
+  std::string losses;    // --losses FILE
+  std::string saveState; // --save-state DIR
+  /// Whether a flag other than --steps was given.
+  bool needsSteps() const {
+    return !data.empty() || !dataLm.empty() || !losses.empty() ||
+           !saveState.empty();
+  }
+};
+
+/// The per-step feeds of a program's inputs (--data, --data-lm), read and
+/// checked against the program once.
+class StepFeeds {
+public:
+  /// Reads the files; a file that fits no input (name, dtype, shape) is an
+  /// error naming the input and both shapes.
+  runtime::Status load(const TrainOptions &o, const runtime::Program &program);
+  /// Whether input `name` is fed from a data file.
+  bool feeds(const std::string &name) const;
+  /// Binds step `step`'s rows to the executor's inputs.
+  runtime::Status bind(runtime::Executor &exec, int64_t step);
+
+private:
+  struct Feed {
+    std::string input;
+    std::string what;    // the flag, for messages: "--data x=FILE"
+    runtime::Tensor data;
+    bool perStep = false; // data's first dim indexes steps
+    int64_t rows = 1;
+    // Each step's slice [begin, end) of the row's last dim.
+    int64_t begin = 0, end = 0;
+    runtime::Tensor staging; // the input's shape
+  };
+  /// Checks `f` against its input; `lm`: a --data-lm feed (always per
+  /// step, its rows cut to [begin, end) in the last dim).
+  runtime::Status add(const runtime::Program &program, Feed f, bool lm);
+  std::vector<Feed> list;
+};
+
+/// What a training run measured.
+struct StepResults {
+  std::vector<double> ms;     // per step
+  std::vector<float> losses;  // per step, when the program has `loss`
+};
+
+/// Runs `steps` steps of `exec`, binding `feeds` before each; with `report`
+/// prints one line per step to stderr (step, loss, ms/step). Collects the
+/// output `loss` (a one-element f32) at each step when the program has it;
+/// `needLoss`: it must.
+runtime::Status runSteps(runtime::Executor &exec, StepFeeds &feeds, int steps,
+                         bool report, bool needLoss, StepResults &out);
+
+/// Writes every state of `exec` to DIR/rank<R>.safetensors (DIR created if
+/// missing) atomically; `path` receives the file's name.
+runtime::Status saveStates(runtime::Executor &exec, const std::string &dir,
+                           int rank, std::string &path);
+
+} // namespace tessel::run
+
+#endif // TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
