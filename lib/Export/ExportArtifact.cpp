@@ -285,6 +285,8 @@ private:
   std::map<std::string, int> weightBuffers;
   // Buffers the program computes (not inputs, weights or constants).
   llvm::DenseSet<int> computed;
+  // (value, state buffer) of every tessel.assign, copied when the step ends.
+  std::vector<std::pair<int, int>> pendingAssigns;
 };
 
 FailureOr<int> Exporter::newBuffer(Operation *op, RankedTensorType t) {
@@ -430,6 +432,8 @@ LogicalResult Exporter::run(func::FuncOp fn) {
       return failure();
   for (Operation &op : fn.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [value, state] : pendingAssigns)
+        program.addOp("copy", {value}, {state});
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         int id = buffers.lookup(v);
         // Outputs live in the arena: copy what the program did not compute.
@@ -462,6 +466,21 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
     return w.emitOpError() << "weight \"" << w.getName()
                            << "\" has element type " << t.getElementType()
                            << ", which the runtime does not hold";
+  // Zero-initialised state (optimizer state): no data in the model.
+  if (w.getZeros()) {
+    if (weightBuffers.count(w.getName().str()))
+      return w.emitOpError() << "weight \"" << w.getName()
+                             << "\" is defined twice";
+    buffers[w] = program.addState(w.getName().str(), *dt, toShape(t), nullptr);
+    weightBuffers[w.getName().str()] = buffers[w];
+    return success();
+  }
+  // A weight some tessel.assign writes persists across steps: a STATE buffer
+  // initialised with the model's data.
+  const bool assigned = llvm::any_of(w->getUsers(), [&](Operation *u) {
+    auto a = dyn_cast<AssignOp>(u);
+    return a && a.getWeight() == w.getResult();
+  });
   std::string error;
   FailureOr<WeightData> data = weights(w.getName(), error);
   if (failed(data))
@@ -510,7 +529,9 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
                               "the weight's type "
                            << t;
   std::string block = extractBlock(bytes, shape, elem, starts, sizes);
-  buffers[w] = program.addWeight(name, *dt, toShape(t), block.data());
+  buffers[w] = assigned
+                   ? program.addState(name, *dt, toShape(t), block.data())
+                   : program.addWeight(name, *dt, toShape(t), block.data());
   weightBuffers[key] = buffers[w];
   return success();
 }
@@ -518,6 +539,15 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
 LogicalResult Exporter::emitOp(Operation *op) {
   if (auto w = dyn_cast<WeightOp>(op))
     return emitWeight(w);
+  // The weight's new value is copied into its state buffer when the step
+  // ends (Exporter::run), after every read of the old one.
+  if (auto a = dyn_cast<AssignOp>(op)) {
+    int state = buffers.lookup(a.getWeight());
+    int value = buffers.lookup(a.getValue());
+    pendingAssigns.emplace_back(value, state);
+    buffers[a] = value;
+    return success();
+  }
   if (auto c = dyn_cast<ConstantOp>(op)) {
     auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
     FailureOr<std::string> bytes =

@@ -40,6 +40,9 @@ struct ValueInfo {
   const onnx::TensorProto *tensor = nullptr;
   /// Whether `tensor` is an initializer (a parameter) rather than a Constant.
   bool isInitializer = false;
+  /// The weight's name when it is not `tensor`'s: a parameter that the
+  /// exporter deduplicated into an Identity of another one with equal data.
+  std::string parameterName;
 };
 
 /// The MLIR element type of an ONNX dtype, or null when unsupported.
@@ -91,6 +94,12 @@ public:
   void setConst(unsigned i, ConstTensor value);
   /// Output `i` is input `j` (Identity, no-op reshapes).
   void forward(unsigned i, unsigned j);
+  /// Identity: as forward(), except that an initializer's Identity is a
+  /// parameter of its own, named after the output, with the input's data.
+  /// (PyTorch's exporter turns parameters with equal initial values, such
+  /// as every LayerNorm's ones, into Identities of one initializer; training
+  /// must keep them apart.)
+  void forwardParameter(unsigned i, unsigned j);
   /// Defines output `i` as the data of `tensor` (a Constant node's value).
   LogicalResult setTensor(unsigned i, const onnx::TensorProto &tensor);
   /// The SSA value of a tensor computed by the importer, named `name` if it

@@ -338,7 +338,9 @@ FailureOr<Value> GraphImporter::materialize(ValueInfo &info, Location loc) {
                                     info.type, toAttr(*c, info.type));
     return info.value;
   }
-  std::string name = info.isInitializer ? info.tensor->name() : info.name;
+  std::string name = !info.isInitializer        ? info.name
+                     : !info.parameterName.empty() ? info.parameterName
+                                                   : info.tensor->name();
   if (Value w = weightOps.lookup(name)) {
     info.value = w;
     return w;
@@ -747,6 +749,19 @@ void NodeContext::forward(unsigned i, unsigned j) {
   if (int(i) >= node.output_size() || node.output(i).empty())
     return;
   importer.values[node.output(i)] = importer.values[node.input(j)];
+}
+
+void NodeContext::forwardParameter(unsigned i, unsigned j) {
+  forward(i, j);
+  if (int(i) >= node.output_size() || node.output(i).empty())
+    return;
+  auto &out = importer.values[node.output(i)];
+  if (!out || !out->isInitializer || !out->tensor)
+    return;
+  auto param = std::make_shared<ValueInfo>(*out);
+  param->parameterName = node.output(i);
+  param->value = nullptr;
+  out = std::move(param);
 }
 
 LogicalResult NodeContext::setTensor(unsigned i,

@@ -472,7 +472,7 @@ LogicalResult importCast(NodeContext &c) {
 }
 
 LogicalResult importIdentity(NodeContext &c) {
-  c.forward(0, 0);
+  c.forwardParameter(0, 0);
   return success();
 }
 

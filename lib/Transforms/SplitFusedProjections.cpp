@@ -58,6 +58,10 @@ bool canSlice(Value v, int64_t dim, bool &sharded,
   if (auto w = dyn_cast<WeightOp>(def)) {
     if (w->hasAttr(TesselDialect::kSourceSliceAttrName))
       return false;
+    // A weight a training step assigns is one state: its pieces would be
+    // separate read-only copies that the update never reaches.
+    if (llvm::any_of(w->getUsers(), [](Operation *u) { return isa<AssignOp>(u); }))
+      return false;
     if (auto spec = w->getAttrOfType<TensorShardingAttr>(
             TesselDialect::kShardingAttrName)) {
       DimShardingAttr d = spec.getDims()[dim];
