@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""Checks Tessel's training runs against PyTorch's reference (train/).
+
+  check_training.py losses REF_DIR LOSSES.npy [--key trajectory_full]
+      first loss within 1e-5 relative, every step within 1e-4 relative.
+  check_training.py same A.npy B.npy [--rtol 1e-5]
+      two runs' losses agree (a sharded run and the 1-rank run).
+  check_training.py lm-batch REF_DIR OUT_DIR
+      writes batch 0 of REF_DIR/batches.npy as OUT_DIR/input_ids.npy and
+      OUT_DIR/labels.npy ([:, :-1] and [:, 1:]).
+  check_training.py grads REF_DIR GRAD_DIR
+      GRAD_DIR/NAME.npy (Tessel's gradient of parameter NAME) against
+      PyTorch's grads.npz: within 1e-4 x max|grad| per parameter; an ONNX
+      initializer named onnx::MatMul_N is nn.Linear's transposed weight
+      (lm_head.weight), matched by shape.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def losses(ref_dir, path, key):
+    ref = json.load(open(os.path.join(ref_dir, "train.json")))
+    want = np.array(ref.get(key, ref.get("trajectory")), dtype=np.float64)
+    got = np.load(path).astype(np.float64)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    first = abs(got[0] - ref["first_loss"]) / abs(ref["first_loss"])
+    worst = np.max(np.abs(got - want) / np.abs(want))
+    print("first loss %.7f (PyTorch %.7f, rel %.2e); worst step rel %.2e"
+          % (got[0], ref["first_loss"], first, worst))
+    assert first <= 1e-5, "first loss off by %.2e" % first
+    assert worst <= 1e-4, "trajectory off by %.2e" % worst
+
+
+def same(a, b, rtol):
+    x, y = np.load(a).astype(np.float64), np.load(b).astype(np.float64)
+    worst = np.max(np.abs(x - y) / np.abs(x))
+    print("runs agree within %.2e" % worst)
+    assert x.shape == y.shape and worst <= rtol, worst
+
+
+def lm_batch(ref_dir, out):
+    b = np.load(os.path.join(ref_dir, "batches.npy"))
+    np.save(os.path.join(out, "input_ids.npy"), b[0, :, :-1])
+    np.save(os.path.join(out, "labels.npy"), b[0, :, 1:])
+
+
+def grads(ref_dir, grad_dir):
+    ref = np.load(os.path.join(ref_dir, "grads.npz"))
+    got = {f[:-len(".npy")]: np.load(os.path.join(grad_dir, f))
+           for f in os.listdir(grad_dir) if f.endswith(".npy")}
+    unmatched = set(got)
+    worst = 0.0
+    for name in ref.files:
+        want = ref[name]
+        g = got.get(name)
+        if g is None:
+            # A transposed nn.Linear weight, renamed by the exporter.
+            cands = [k for k in unmatched if k.startswith("onnx::")
+                     and got[k].shape == want.T.shape]
+            assert len(cands) == 1, "no gradient for %s" % name
+            g = got[cands[0]].T
+            unmatched.discard(cands[0])
+        else:
+            unmatched.discard(name)
+        assert g.shape == want.shape, (name, g.shape, want.shape)
+        scale = float(np.max(np.abs(want)))
+        err = float(np.max(np.abs(g - want))) / scale if scale else 0.0
+        worst = max(worst, err)
+        assert err <= 1e-4, "%s: off by %.2e of max|grad|" % (name, err)
+    assert not unmatched, "gradients PyTorch has none for: %s" % sorted(unmatched)
+    print("%d gradients within %.2e x max|grad|" % (len(ref.files), worst))
+
+
+def main():
+    cmd = sys.argv[1]
+    if cmd == "losses":
+        key = sys.argv[5] if len(sys.argv) > 5 else "trajectory_full"
+        losses(sys.argv[2], sys.argv[3], key)
+    elif cmd == "same":
+        same(sys.argv[2], sys.argv[3],
+             float(sys.argv[5]) if len(sys.argv) > 5 else 1e-5)
+    elif cmd == "lm-batch":
+        lm_batch(sys.argv[2], sys.argv[3])
+    elif cmd == "grads":
+        grads(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()

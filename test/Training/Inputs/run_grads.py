@@ -1,0 +1,22 @@
+#!/usr/bin/python3
+"""Runs a --emit=autodiff artifact once and writes each gradient output.
+
+  run_grads.py TESSEL_RUN AUTODIFF.mlir ARTIFACT.tsl IN_DIR OUT_DIR
+The outputs named NAME.grad (tessel.output_names of the .mlir) go to
+OUT_DIR/NAME.npy; IN_DIR holds input_ids.npy and labels.npy.
+"""
+import os
+import re
+import subprocess
+import sys
+
+tessel_run, mlir, art, ins, out = sys.argv[1:6]
+names = re.search(r'tessel\.output_names = \[([^\]]*)\]', open(mlir).read())
+names = re.findall(r'"([^"]+)"', names.group(1))
+args = [tessel_run, art,
+        "--input", "input_ids=" + os.path.join(ins, "input_ids.npy"),
+        "--input", "labels=" + os.path.join(ins, "labels.npy")]
+for n in names:
+    if n.endswith(".grad"):
+        args += ["--output", "%s=%s" % (n, os.path.join(out, n[:-5] + ".npy"))]
+subprocess.run(args, check=True)
