@@ -43,8 +43,9 @@ static LogicalResult verifyWeightContract(Operation *op, NamedAttribute attr) {
   return success();
 }
 
-// The per-argument / per-result arrays on a function: one entry per
-// argument (or result); shardings are #tessel.sharding or unit, names strings.
+// The arrays on a function: one entry per argument (or result), or for
+// tessel.gradients one per gradient (the function's last results);
+// shardings are #tessel.sharding or unit, names (non-empty) strings.
 static LogicalResult verifyFunctionContract(Operation *op,
                                             NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -53,45 +54,29 @@ static LogicalResult verifyFunctionContract(Operation *op,
   if (!fn || !array)
     return op->emitOpError() << "'" << name
                              << "' must be an array on a function";
+  const bool gradients = name == TesselDialect::kGradientsAttrName;
   const bool args = name == TesselDialect::kGlobalArgShardingsAttrName ||
                     name == TesselDialect::kInputNamesAttrName;
   const size_t want = args ? fn.getNumArguments() : fn.getNumResults();
-  if (array.size() != want)
-    return op->emitOpError() << "'" << name << "' has " << array.size()
-                             << " entries, the function has " << want
-                             << (args ? " arguments" : " results");
-  const bool names = name == TesselDialect::kInputNamesAttrName ||
+  if (gradients ? array.size() > want : array.size() != want)
+    return op->emitOpError()
+           << "'" << name << "' " << (gradients ? "names " : "has ")
+           << array.size() << (gradients ? " gradients" : " entries")
+           << ", the function has " << want
+           << (args ? " arguments" : " results");
+  const bool names = gradients ||
+                     name == TesselDialect::kInputNamesAttrName ||
                      name == TesselDialect::kOutputNamesAttrName;
   for (auto [i, a] : llvm::enumerate(array)) {
-    bool ok = names ? isa<StringAttr>(a)
+    auto str = dyn_cast<StringAttr>(a);
+    bool ok = names ? str && !(gradients && str.getValue().empty())
                     : isa<TensorShardingAttr>(a) || isa<UnitAttr>(a);
     if (!ok)
       return op->emitOpError()
              << "'" << name << "' entry " << i << " must be "
-             << (names ? "a string" : "a #tessel.sharding or unit");
-  }
-  return success();
-}
-
-// tessel.gradients: one non-empty string per gradient, the function's last
-// results.
-static LogicalResult verifyGradientsContract(Operation *op,
-                                             NamedAttribute attr) {
-  StringRef name = attr.getName().getValue();
-  auto fn = dyn_cast<FunctionOpInterface>(op);
-  auto array = dyn_cast<ArrayAttr>(attr.getValue());
-  if (!fn || !array)
-    return op->emitOpError() << "'" << name
-                             << "' must be an array on a function";
-  if (array.size() > fn.getNumResults())
-    return op->emitOpError() << "'" << name << "' names " << array.size()
-                             << " gradients, the function has "
-                             << fn.getNumResults() << " results";
-  for (auto [i, a] : llvm::enumerate(array)) {
-    auto s = dyn_cast<StringAttr>(a);
-    if (!s || s.getValue().empty())
-      return op->emitOpError()
-             << "'" << name << "' entry " << i << " must be a non-empty string";
+             << (gradients ? "a non-empty string"
+                 : names   ? "a string"
+                           : "a #tessel.sharding or unit");
   }
   return success();
 }
@@ -115,7 +100,7 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
       attr.getName() == kOutputNamesAttrName)
     return verifyFunctionContract(op, attr);
   if (attr.getName() == kGradientsAttrName)
-    return verifyGradientsContract(op, attr);
+    return verifyFunctionContract(op, attr);
   if (attr.getName() == kModelPathAttrName) {
     if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitOpError() << "'" << kModelPathAttrName

@@ -36,23 +36,11 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     return;
   pm.addPass(createFuseGeluPass());
   if (train) {
-    AddLossPassOptions loss;
-    loss.kind = train->loss;
-    loss.output = train->lossOutput;
-    pm.addPass(createAddLossPass(loss));
+    pm.addPass(createAddLossPass(train->loss));
     pm.addPass(createAutodiffPass());
     if (stopAfter == CompileStage::Autodiff)
       return;
-    OptimizerPassOptions opt;
-    opt.kind = train->optimizer;
-    opt.lr = train->lr;
-    opt.beta1 = train->beta1;
-    opt.beta2 = train->beta2;
-    opt.eps = train->eps;
-    opt.weightDecay = train->weightDecay;
-    opt.momentum = train->momentum;
-    opt.nesterov = train->nesterov;
-    pm.addPass(createOptimizerPass(opt));
+    pm.addPass(createOptimizerPass(train->optimizer));
   }
   if (!sharded || stopAfter == CompileStage::Autodiff)
     return;
@@ -83,12 +71,12 @@ struct CompilePipelinePass
       return signalPassFailure();
     OpPassManager pm(ModuleOp::getOperationName());
     TrainingOptions t;
-    t.loss = loss;
-    t.lossOutput = lossOutput;
-    t.optimizer = optimizer;
-    t.lr = lr;
-    t.weightDecay = weightDecay;
-    t.momentum = momentum;
+    t.loss.kind = loss;
+    t.loss.output = lossOutput;
+    t.optimizer.kind = optimizer;
+    t.optimizer.lr = lr;
+    t.optimizer.weightDecay = weightDecay;
+    t.optimizer.momentum = momentum;
     buildCompilePipeline(pm, !module.getOps<MeshOp>().empty(), *stop,
                          train ? &t : nullptr);
     if (failed(runPipeline(pm, module)))

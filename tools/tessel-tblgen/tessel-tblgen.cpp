@@ -207,16 +207,26 @@ bool emitOpKindProto(raw_ostream &os, const RecordKeeper &records) {
   os << "// Semantics: runtime/README.md. Numbers are never reused.\n"
         "syntax = \"proto3\";\n\npackage tessel.artifact;\n\n"
         "enum OpKind {\n  OP_UNSPECIFIED = 0;\n";
-  for (const Instruction &in : collect(records)) {
-    os << "  " << upperSnake(in.name) << " = " << in.kind << ";";
-    if (!in.attrs.empty()) {
-      os << " //";
-      for (const RtAttr &a : in.attrs)
-        os << " " << a.name << ":" << a.type;
-    }
+  // One line per check family (the kinds of a family are numbered
+  // together); each kind's attributes in a comment after the enum.
+  std::vector<Instruction> ins = collect(records);
+  for (size_t i = 0; i < ins.size();) {
+    os << " ";
+    size_t j = i;
+    for (; j < ins.size() && ins[j].check == ins[i].check; ++j)
+      os << " " << upperSnake(ins[j].name) << " = " << ins[j].kind << ";";
+    os << " // " << ins[i].check << "\n";
+    i = j;
+  }
+  os << "}\n\n// Attributes (name:type):\n";
+  for (const Instruction &in : ins) {
+    if (in.attrs.empty())
+      continue;
+    os << "//   " << in.name << ":";
+    for (const RtAttr &a : in.attrs)
+      os << " " << a.name << ":" << a.type;
     os << "\n";
   }
-  os << "}\n";
   return false;
 }
 

@@ -167,18 +167,19 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   std::optional<mlir::tessel::TrainingOptions> training;
   if (train || stop == StopAfter::Autodiff) {
     mlir::tessel::TrainingOptions t;
-    t.loss = lossKind;
-    t.lossOutput = lossOutput;
-    t.optimizer = optimizer;
-    t.lr = lr;
-    t.eps = eps;
-    t.weightDecay = weightDecay;
-    t.momentum = momentum;
-    t.nesterov = nesterov;
+    t.loss.kind = lossKind;
+    t.loss.output = lossOutput;
+    mlir::tessel::OptimizerPassOptions &o = t.optimizer;
+    o.kind = optimizer;
+    o.lr = lr;
+    o.eps = eps;
+    o.weightDecay = weightDecay;
+    o.momentum = momentum;
+    o.nesterov = nesterov;
     SmallVector<StringRef, 2> b;
     StringRef(betas).split(b, ',');
-    if (b.size() != 2 || b[0].trim().getAsDouble(t.beta1) ||
-        b[1].trim().getAsDouble(t.beta2))
+    if (b.size() != 2 || b[0].trim().getAsDouble(o.beta1) ||
+        b[1].trim().getAsDouble(o.beta2))
       return fail("--betas needs two numbers, e.g. --betas 0.9,0.999 (got '" +
                   betas + "')");
     training = t;

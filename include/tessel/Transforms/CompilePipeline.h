@@ -9,6 +9,8 @@
 #ifndef TESSEL_TRANSFORMS_COMPILEPIPELINE_H
 #define TESSEL_TRANSFORMS_COMPILEPIPELINE_H
 
+#include "tessel/Transforms/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 
 #include <optional>
@@ -34,12 +36,8 @@ std::optional<CompileStage> parseCompileStage(StringRef name);
 /// What turns the forward program into a training step (docs/training.md):
 /// the options of -tessel-add-loss and -tessel-optimizer.
 struct TrainingOptions {
-  std::string loss = "cross_entropy";
-  std::string lossOutput;
-  std::string optimizer = "adamw";
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double weightDecay = 0.0, momentum = 0.0;
-  bool nesterov = false;
+  AddLossPassOptions loss;
+  OptimizerPassOptions optimizer;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)

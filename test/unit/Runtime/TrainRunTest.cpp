@@ -19,6 +19,12 @@
 namespace tessel::runtime::test {
 namespace {
 
+/// `r` exited with `code` and said `message`.
+void expectExit(const RunResult &r, int code, const std::string &message) {
+  EXPECT_EQ(r.exitCode, code) << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+}
+
 constexpr int64_t kN = 4;
 const std::vector<float> kInit = {1, -2, 0.5f, 3};
 
@@ -235,55 +241,36 @@ TEST_F(TrainRunTest, WrongDataShapeOrDTypeOrName) {
   std::string bad = base + ".bad.npy";
   ASSERT_TRUE(writeNpy(bad, Tensor(DType::F32, {3, 5})).isOk());
   RunResult r = runTool(art + " --steps 2 --data x=" + bad);
-  EXPECT_EQ(r.exitCode, 1) << r.output;
-  EXPECT_NE(r.output.find("error: --data x=" + bad +
+  expectExit(r, 1, "error: --data x=" + bad +
                           ": input 'x' is f32 [4], the file holds f32 [3, 5]: "
                           "expected [4] (fed every step) or [steps, 4] (row k "
-                          "mod steps at step k)"),
-            std::string::npos)
-      << r.output;
+                          "mod steps at step k)");
 
   ASSERT_TRUE(writeNpy(bad, Tensor(DType::I64, {3, 4})).isOk());
   r = runTool(art + " --steps 2 --data x=" + bad);
-  EXPECT_EQ(r.exitCode, 1) << r.output;
-  EXPECT_NE(r.output.find("input 'x' is f32 [4], the file holds i64 [3, 4]: "
-                          "the dtypes differ"),
-            std::string::npos)
-      << r.output;
+  expectExit(r, 1, "input 'x' is f32 [4], the file holds i64 [3, 4]: "
+                          "the dtypes differ");
 
   r = runTool(art + " --steps 2 --data x=" + xsPath + " --data nope=" + xsPath);
-  EXPECT_EQ(r.exitCode, 1) << r.output;
-  EXPECT_NE(r.output.find("--data nope=" + xsPath +
-                          ": the program has no input 'nope' (its inputs: x)"),
-            std::string::npos)
-      << r.output;
+  expectExit(r, 1, "--data nope=" + xsPath +
+                          ": the program has no input 'nope' (its inputs: x)");
 
   r = runTool(art + " --steps 2 --data x=" + xsPath + " --input x=" + xsPath);
-  EXPECT_EQ(r.exitCode, 1) << r.output;
-  EXPECT_NE(r.output.find("input 'x' is given twice (by --input and a data "
-                          "file)"),
-            std::string::npos)
-      << r.output;
+  expectExit(r, 1, "input 'x' is given twice (by --input and a data "
+                          "file)");
 
   r = runTool(art + " --steps 2");
-  EXPECT_EQ(r.exitCode, 1) << r.output;
-  EXPECT_NE(r.output.find("missing input 'x' (f32 [4]); pass --input "
-                          "x=FILE.npy or --data x=FILE.npy"),
-            std::string::npos)
-      << r.output;
+  expectExit(r, 1, "missing input 'x' (f32 [4]); pass --input "
+                          "x=FILE.npy or --data x=FILE.npy");
 }
 
 TEST_F(TrainRunTest, UsageErrors) {
   build(1);
   EXPECT_EQ(runTool(art + " --steps 0 --data x=" + xsPath).exitCode, 2);
   RunResult r = runTool(art + " --data x=" + xsPath);
-  EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_NE(r.output.find("need --steps N"), std::string::npos) << r.output;
+  expectExit(r, 2, "need --steps N");
   r = runTool(art + " --steps 2 --repeat 3 --data x=" + xsPath);
-  EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_NE(r.output.find("--repeat cannot be combined with --steps"),
-            std::string::npos)
-      << r.output;
+  expectExit(r, 2, "--repeat cannot be combined with --steps");
 }
 
 TEST_F(TrainRunTest, LossesNeedALossOutput) {
@@ -301,11 +288,8 @@ TEST_F(TrainRunTest, LossesNeedALossOutput) {
       << r.output;
   r = runTool(art + " --steps 2 --data x=" + xsPath + " --losses " + base +
               ".l.npy");
-  EXPECT_EQ(r.exitCode, 1) << r.output;
-  EXPECT_NE(r.output.find("--losses: the program has no output 'loss' (its "
-                          "outputs: y)"),
-            std::string::npos)
-      << r.output;
+  expectExit(r, 1, "--losses: the program has no output 'loss' (its "
+                          "outputs: y)");
 }
 
 TEST_F(TrainRunTest, DataLmFeedsInputIdsAndShiftedLabels) {
@@ -352,12 +336,9 @@ TEST_F(TrainRunTest, DataLmFeedsInputIdsAndShiftedLabels) {
   Tensor wrong(DType::I64, {2, 2, 5});
   ASSERT_TRUE(writeNpy(tPath, wrong).isOk());
   r = runTool(art + " --steps 1 --data-lm " + tPath);
-  EXPECT_EQ(r.exitCode, 1) << r.output;
-  EXPECT_NE(r.output.find("--data-lm " + tPath +
+  expectExit(r, 1, "--data-lm " + tPath +
                           ": input 'input_ids' is i64 [2, 3], the file holds "
-                          "i64 [2, 2, 5]: expected [steps, 2, 4]"),
-            std::string::npos)
-      << r.output;
+                          "i64 [2, 2, 5]: expected [steps, 2, 4]");
 }
 
 TEST_F(TrainRunTest, TwoRanksRunTheSameStepsAndSaveTheirStates) {
