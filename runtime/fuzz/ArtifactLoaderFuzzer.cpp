@@ -13,9 +13,11 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,9 +32,13 @@ void writeFile(const std::string &path, const uint8_t *data, size_t size) {
 
 std::string artifactDir() {
   static std::string dir = [] {
-    std::string d = "/tmp/tessel-fuzz-" + std::to_string(getpid()) + ".tsl";
-    mkdir(d.c_str(), 0755);
-    return d;
+    // A fresh directory per run in the temp folder (TMPDIR respected).
+    const char *tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") +
+                       "/tessel-fuzz-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    return std::string(mkdtemp(buf.data()) ? buf.data() : "");
   }();
   return dir;
 }

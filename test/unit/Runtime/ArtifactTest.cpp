@@ -1,5 +1,6 @@
 //===- ArtifactTest.cpp - Writing, loading and rejecting artifacts --------===//
 #include "MlpFixture.h"
+#include "ScratchDir.h"
 
 #include "artifact.pb.h"
 
@@ -26,9 +27,9 @@ void writeFileBytes(const std::string &p, const std::string &bytes) {
 
 class ArtifactTest : public ::testing::Test {
 protected:
+  test::ScratchDir scratch;
   void SetUp() override {
-    dir = ::testing::TempDir() + "/artifact_test_" +
-          ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".tsl";
+    dir = scratch.path("artifact.tsl");
     ArtifactBuilder b("artifact-test");
     mlp.build(b.rank(0));
     Status s = b.write(dir);

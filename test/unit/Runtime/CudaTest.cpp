@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "GemmPlan.h"
+#include "ScratchDir.h"
 #include "MlpFixture.h"
 #include "TestUtil.h"
 
@@ -866,7 +867,8 @@ int runTool(const std::string &args, std::string &out) {
 }
 
 TEST(CudaTesselRun, DeviceFlag) {
-  const std::string base = ::testing::TempDir() + "/tessel_run_cuda";
+  test::ScratchDir scratch;
+  const std::string base = scratch.path("run");
   const std::string art = base + ".tsl", xPath = base + ".x.npy",
                     yCpu = base + ".ycpu.npy", yGpu = base + ".ygpu.npy";
   Mlp mlp(31);

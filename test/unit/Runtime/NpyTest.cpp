@@ -1,5 +1,6 @@
 //===- NpyTest.cpp - .npy reading and writing -----------------------------===//
 #include "TestUtil.h"
+#include "ScratchDir.h"
 
 #include <cstdio>
 #include <unistd.h>
@@ -34,7 +35,8 @@ TEST(Npy, RoundTripsEveryDType) {
 TEST(Npy, FileRoundTrip) {
   std::mt19937 rng(52);
   Tensor t = randomF32({3, 4}, rng);
-  std::string path = ::testing::TempDir() + "/npy_roundtrip.npy";
+  test::ScratchDir scratch;
+  std::string path = scratch.path("roundtrip.npy");
   ASSERT_TRUE(writeNpy(path, t).isOk());
   Tensor back;
   ASSERT_TRUE(readNpy(path, back).isOk());

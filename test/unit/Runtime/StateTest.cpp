@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
+#include "ScratchDir.h"
 
 #include "artifact.pb.h"
 #include "tessel/runtime/Safetensors.h"
@@ -334,7 +335,8 @@ TEST(State, ValidationKeepsArenaChecksForArenaBuffers) {
 }
 
 TEST(State, AddStateRoundTripsThroughAnArtifact) {
-  std::string dir = ::testing::TempDir() + "/tessel_state_roundtrip.tsl";
+  test::ScratchDir scratch;
+  std::string dir = scratch.path("state.tsl");
   const std::vector<float> w = {1, 2, 3, 4, 5, 6};
   const std::vector<int64_t> steps = {7};
   ArtifactBuilder b("state-test");

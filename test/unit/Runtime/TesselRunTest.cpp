@@ -1,5 +1,6 @@
 //===- TesselRunTest.cpp - tessel-run end to end --------------------------===//
 #include "MlpFixture.h"
+#include "ScratchDir.h"
 #include "RunTool.h"
 
 #include <fstream>
@@ -12,9 +13,9 @@ namespace {
 
 class TesselRunTest : public ::testing::Test {
 protected:
+  test::ScratchDir scratch;
   void SetUp() override {
-    base = ::testing::TempDir() + "/tessel_run_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    base = scratch.path("run");
     art = base + ".tsl";
     ArtifactBuilder b("tessel-run-test");
     mlp.build(b.rank(0));
