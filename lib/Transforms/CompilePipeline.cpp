@@ -37,6 +37,8 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   pm.addPass(createFuseGeluPass());
   if (train) {
     pm.addPass(createAddLossPass(train->loss));
+    if (train->microbatch.count != 1)
+      pm.addPass(createMicrobatchPass(train->microbatch));
     pm.addPass(createAutodiffPass());
     if (stopAfter == CompileStage::Autodiff)
       return;

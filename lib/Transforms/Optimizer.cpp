@@ -10,6 +10,16 @@
 // it shards like the parameter; a gradient that is partial over dp is
 // all-reduced by the partitioner before the update: DDP.
 //
+// The learning rate may follow a schedule of the step count (LambdaLR: the
+// factor of the k-th update, k = 0, 1, ...): linear-warmup k / warmup up to
+// 1; cosine the same warmup, then transformers'
+// get_cosine_schedule_with_warmup, 0.5 (1 + cos(pi p)), p the fraction of
+// the steps after warmup, computed in-graph from `optimizer.step` (the
+// cosine's values are a constant table picked by a one-hot of the step).
+// Gradient clipping is torch.nn.utils.clip_grad_norm_: the total L2 norm of
+// all gradients, each scaled by min(1, max / (norm + 1e-6)) before the
+// update; sharded, the norm's sums are partial and all-reduced.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Transforms/Passes.h"
@@ -17,6 +27,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <algorithm>
+#include <cmath>
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_OPTIMIZERPASS
@@ -42,6 +55,33 @@ public:
   Value mul(Value x, double s) { return mul(x, scalar(s)); }
   Value sqrt(Value x) { return SqrtOp::create(b, loc, x); }
   Value pow(Value x, Value y) { return PowOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return MinOp::create(b, loc, x, y); }
+  /// The sum of all elements, a tensor<f32>.
+  Value sumAll(Value x) {
+    auto t = cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      dims.push_back(d);
+    return ReduceSumOp::create(
+        b, loc, RankedTensorType::get({}, t.getElementType()), x,
+        b.getDenseI64ArrayAttr(dims), /*keep_dims=*/false);
+  }
+  /// table[min(k, n-1)] for a scalar f32 step k: a one-hot of k against an
+  /// iota, times the table, summed.
+  Value lookup(Value k, ArrayRef<float> table) {
+    int64_t n = table.size();
+    auto vt = RankedTensorType::get({n}, b.getF32Type());
+    SmallVector<float> iota(n);
+    for (int64_t i = 0; i < n; ++i)
+      iota[i] = static_cast<float>(i);
+    Value idx = ConstantOp::create(b, loc, DenseElementsAttr::get(vt, ArrayRef<float>(iota)));
+    Value tab = ConstantOp::create(b, loc, DenseElementsAttr::get(vt, table));
+    Value clamped = min(k, scalar(static_cast<double>(n - 1)));
+    Value hot = CompareOp::create(
+        b, loc, RankedTensorType::get({n}, b.getI1Type()),
+        ComparePredicate::EQ, idx, clamped);
+    return sumAll(mul(tab, CastOp::create(b, loc, vt, hot)));
+  }
 
 private:
   OpBuilder &b;
@@ -73,6 +113,19 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
     if (kind != "sgd" && kind != "adam" && kind != "adamw")
       return fn.emitOpError() << "unknown optimizer '" << kind
                               << "' (sgd, adam, adamw)";
+    if (lrSchedule != "constant" && lrSchedule != "linear-warmup" &&
+        lrSchedule != "cosine")
+      return fn.emitOpError() << "unknown lr-schedule '" << lrSchedule
+                              << "' (constant, linear-warmup, cosine)";
+    if (warmupSteps < 0 || totalSteps < 0)
+      return fn.emitOpError() << "warmup-steps and total-steps must not be "
+                                 "negative";
+    if (lrSchedule == "cosine" && totalSteps <= warmupSteps)
+      return fn.emitOpError() << "lr-schedule=cosine needs total-steps ("
+                              << int64_t(totalSteps) << ") above warmup-steps ("
+                              << int64_t(warmupSteps) << ")";
+    if (clipGradNorm < 0.0)
+      return fn.emitOpError() << "clip-grad-norm must be positive (0: off)";
     auto names =
         fn->getAttrOfType<ArrayAttr>(TesselDialect::kGradientsAttrName);
     Block &block = fn.getBody().front();
@@ -99,14 +152,54 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
     Location loc = NameLoc::get(StringAttr::get(ctx, kind), fn.getLoc());
     UpdateBuilder u(b, loc);
 
-    // The step count t (1 at the first step), for Adam's bias corrections.
-    Value t;
+    // The step count t (1 at the first step), for Adam's bias corrections
+    // and the learning-rate schedule.
+    Value t, step;
     auto scalarType = RankedTensorType::get({}, top.getF32Type());
-    if (kind != "sgd") {
-      auto step = WeightOp::create(top, loc, scalarType, "optimizer.step",
-                                   /*zeros=*/true);
+    if (kind != "sgd" || lrSchedule != "constant") {
+      step = WeightOp::create(top, loc, scalarType, "optimizer.step",
+                              /*zeros=*/true);
       t = u.add(step, u.scalar(1.0));
       AssignOp::create(b, loc, step, t);
+    }
+
+    // The learning rate of this step: lr times LambdaLR's factor of the
+    // number of updates before this one (the step weight's value).
+    Value lrT = u.scalar(lr);
+    if (lrSchedule == "linear-warmup") {
+      // k / max(1, warmup), at most 1.
+      double w = std::max<int64_t>(1, warmupSteps);
+      lrT = u.mul(u.min(u.mul(step, 1.0 / w), u.scalar(1.0)), lr);
+    } else if (lrSchedule == "cosine") {
+      SmallVector<float> table;
+      for (int64_t k = 0; k <= totalSteps; ++k) {
+        double f;
+        if (k < warmupSteps) {
+          f = double(k) / double(std::max<int64_t>(1, warmupSteps));
+        } else {
+          double p = double(k - warmupSteps) /
+                     double(std::max<int64_t>(1, totalSteps - warmupSteps));
+          f = std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * p)));
+        }
+        table.push_back(static_cast<float>(lr * f));
+      }
+      lrT = u.lookup(step, table);
+    }
+
+    // clip_grad_norm_: every gradient scaled by min(1, max / (norm + 1e-6)).
+    SmallVector<Value> grads(ret.getOperands().drop_front());
+    if (clipGradNorm > 0.0 && !grads.empty()) {
+      Value sq;
+      for (Value g : grads) {
+        Value s = u.sumAll(u.mul(g, g));
+        sq = sq ? u.add(sq, s) : s;
+      }
+      Value norm = u.sqrt(sq);
+      Value coef = u.min(
+          u.div(u.scalar(clipGradNorm), u.add(norm, u.scalar(1e-6))),
+          u.scalar(1.0));
+      for (Value &g : grads)
+        g = u.mul(g, coef);
     }
 
     for (unsigned i = 0; i < numGrads; ++i) {
@@ -116,7 +209,7 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         return fn.emitOpError() << "has a gradient for '" << name
                                 << "' but no tessel.weight of that name";
       WeightOp p = it->second;
-      Value g = ret.getOperand(1 + i);
+      Value g = grads[i];
       if (g.getType() != p.getType())
         return fn.emitOpError() << "the gradient of '" << name << "' has type "
                                 << g.getType() << ", the weight "
@@ -135,12 +228,15 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
           AssignOp::create(b, loc, buf, buf1);
           d = nesterov ? u.add(d, u.mul(buf1, momentum)) : buf1;
         }
-        next = u.sub(p, u.mul(d, lr));
+        next = u.sub(p, u.mul(d, lrT));
       } else {
         // torch.optim.Adam / AdamW (1.13's single-tensor path).
         Value param = p;
         if (kind == "adamw")
-          param = u.mul(param, 1.0 - lr * weightDecay);
+          param = u.mul(param, lrSchedule == "constant"
+                                   ? u.scalar(1.0 - lr * weightDecay)
+                                   : u.sub(u.scalar(1.0),
+                                           u.mul(lrT, weightDecay)));
         else if (weightDecay != 0.0)
           g = u.add(g, u.mul(p, weightDecay));
         WeightOp m = stateLike(top, p, "exp_avg");
@@ -151,7 +247,7 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         AssignOp::create(b, loc, v, v1);
         Value bc1 = u.sub(u.scalar(1.0), u.pow(u.scalar(beta1), t));
         Value bc2 = u.sub(u.scalar(1.0), u.pow(u.scalar(beta2), t));
-        Value stepSize = u.div(u.scalar(lr), bc1);
+        Value stepSize = u.div(lrT, bc1);
         Value denom = u.add(u.div(u.sqrt(v1), u.sqrt(bc2)), u.scalar(eps));
         next = u.sub(param, u.mul(u.div(m1, denom), stepSize));
       }

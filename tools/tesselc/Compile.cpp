@@ -88,6 +88,34 @@ cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
                          cl::cat(tessel::getTrainingCategory()));
 cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
                        cl::init(false), cl::cat(tessel::getTrainingCategory()));
+cl::opt<std::string> lrSchedule(
+    "lr-schedule", cl::desc("constant | linear-warmup | cosine"),
+    cl::init("constant"), cl::cat(tessel::getTrainingCategory()));
+cl::opt<int64_t> warmupSteps(
+    "warmup-steps", cl::value_desc("N"),
+    cl::desc("Steps of linear warmup from 0 (--lr-schedule)"), cl::init(0),
+    cl::cat(tessel::getTrainingCategory()));
+cl::opt<int64_t> totalSteps(
+    "total-steps", cl::value_desc("N"),
+    cl::desc("Steps of the cosine schedule, warmup included"), cl::init(0),
+    cl::cat(tessel::getTrainingCategory()));
+cl::opt<double> clipGradNorm(
+    "clip-grad-norm", cl::value_desc("MAX"),
+    cl::desc("Clip the gradients' total L2 norm to MAX before the update "
+             "(clip_grad_norm_)"),
+    cl::init(0.0), cl::cat(tessel::getTrainingCategory()));
+
+/// --microbatches: with --train, the step's batch in K microbatches
+/// (gradient accumulation); with --emit=schedule, the pipeline schedule's.
+/// One option, declared by EmitSchedule.cpp.
+int64_t trainingMicrobatches() {
+  auto &opts = cl::getRegisteredOptions();
+  auto it = opts.find("microbatches");
+  if (it == opts.end())
+    return 1;
+  auto *opt = static_cast<cl::opt<int> *>(it->second);
+  return opt->getNumOccurrences() ? int64_t(*opt) : 1;
+}
 
 cl::opt<std::string> weightsModel(
     "weights", cl::value_desc("model.onnx"),
@@ -176,6 +204,11 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     o.weightDecay = weightDecay;
     o.momentum = momentum;
     o.nesterov = nesterov;
+    o.lrSchedule = lrSchedule;
+    o.warmupSteps = warmupSteps;
+    o.totalSteps = totalSteps;
+    o.clipGradNorm = clipGradNorm;
+    t.microbatch.count = trainingMicrobatches();
     SmallVector<StringRef, 2> b;
     StringRef(betas).split(b, ',');
     if (b.size() != 2 || b[0].trim().getAsDouble(o.beta1) ||

@@ -34,16 +34,17 @@ enum class CompileStage {
 std::optional<CompileStage> parseCompileStage(StringRef name);
 
 /// What turns the forward program into a training step (docs/training.md):
-/// the options of -tessel-add-loss and -tessel-optimizer.
+/// the options of -tessel-add-loss, -tessel-microbatch and -tessel-optimizer.
 struct TrainingOptions {
   AddLossPassOptions loss;
+  MicrobatchPassOptions microbatch;
   OptimizerPassOptions optimizer;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
 /// through `stopAfter`: -tessel-fuse-gelu; with `train`, -tessel-add-loss,
-/// -tessel-autodiff and -tessel-optimizer; then for sharded modules
-/// -tessel-split-bias, -tessel-propagate, -tessel-partition and
+/// -tessel-microbatch (count > 1), -tessel-autodiff and -tessel-optimizer;
+/// then for sharded modules -tessel-split-bias, -tessel-propagate, -tessel-partition and
 /// -tessel-simplify-collectives.
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,

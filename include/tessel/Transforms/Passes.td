@@ -295,6 +295,31 @@ def AddLossPass : Pass<"tessel-add-loss", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def MicrobatchPass : Pass<"tessel-microbatch", "::mlir::ModuleOp"> {
+  let summary = "Splits a loss function's batch into microbatches";
+  let description = [{
+    Gradient accumulation as a program transformation, between
+    `-tessel-add-loss` and `-tessel-autodiff` (docs/training.md). On every
+    public function that returns its loss alone, each argument (the data
+    inputs, labels, targets) is sliced along dim 0 into `count` equal
+    microbatches; the ops that depend on the arguments are copied once per
+    microbatch, with the batch dim divided in their types; weights and
+    constants are shared. The function returns the mean of the microbatch
+    losses, so `-tessel-autodiff` sums each weight's gradient over the
+    microbatches: PyTorch's accumulation loop (`loss / K` per microbatch,
+    `backward`, one optimizer step).
+
+    **Options**
+
+    * `count`: the number of microbatches (default 1: nothing changes).
+  }];
+  let options = [
+    Option<"count", "count", "int64_t", /*default=*/"1",
+           "Microbatches per step">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 def OptimizerPass : Pass<"tessel-optimizer", "::mlir::ModuleOp"> {
   let summary = "Turns (parameter, gradient) pairs into the optimizer's update";
   let description = [{
@@ -312,6 +337,18 @@ def OptimizerPass : Pass<"tessel-optimizer", "::mlir::ModuleOp"> {
     * `kind`: `sgd`, `adam` or `adamw` (default).
     * `lr`, `beta1`, `beta2`, `eps`, `weight-decay`, `momentum`, `nesterov`:
       as PyTorch's (defaults 1e-3, 0.9, 0.999, 1e-8, 0, 0, false).
+    * `lr-schedule`: `constant` (default), `linear-warmup` (LambdaLR's
+      factor k / warmup-steps for the k-th update, k = 0, 1, ..., then 1) or
+      `cosine` (the same warmup, then 0.5 (1 + cos(pi p)) with p the
+      fraction of the `total-steps - warmup-steps` steps after warmup, as
+      transformers' `get_cosine_schedule_with_warmup`; 0 from `total-steps`
+      on). Computed in-graph from the step count `optimizer.step`, which SGD
+      then keeps too.
+    * `warmup-steps`, `total-steps`: the schedule's lengths.
+    * `clip-grad-norm`: when above 0, `torch.nn.utils.clip_grad_norm_`
+      before the update: every gradient scaled by
+      `min(1, max / (norm + 1e-6))`, `norm` the L2 norm of all gradients
+      together.
   }];
   let options = [
     Option<"kind", "kind", "std::string", /*default=*/"\"adamw\"",
@@ -326,6 +363,15 @@ def OptimizerPass : Pass<"tessel-optimizer", "::mlir::ModuleOp"> {
            "SGD momentum">,
     Option<"nesterov", "nesterov", "bool", /*default=*/"false",
            "SGD with Nesterov momentum">,
+    Option<"lrSchedule", "lr-schedule", "std::string",
+           /*default=*/"\"constant\"",
+           "constant | linear-warmup | cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Steps of linear warmup from 0">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
+           "Steps of the cosine schedule, warmup included">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
+           "Clip the gradients' total L2 norm to this (0: off)">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }

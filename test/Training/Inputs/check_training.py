@@ -23,13 +23,16 @@ import numpy as np
 
 def losses(ref_dir, path, key):
     ref = json.load(open(os.path.join(ref_dir, "train.json")))
-    want = np.array(ref.get(key, ref.get("trajectory")), dtype=np.float64)
+    trajectories = sorted(k for k in ref if k.startswith("trajectory"))
+    assert key in ref, "train.json has no '%s' (it has %s)" % (
+        key, ", ".join(trajectories))
+    want = np.array(ref[key], dtype=np.float64)
     got = np.load(path).astype(np.float64)
     assert got.shape == want.shape, (got.shape, want.shape)
     first = abs(got[0] - ref["first_loss"]) / abs(ref["first_loss"])
     worst = np.max(np.abs(got - want) / np.abs(want))
-    print("first loss %.7f (PyTorch %.7f, rel %.2e); worst step rel %.2e"
-          % (got[0], ref["first_loss"], first, worst))
+    print("%s: first loss %.7f (PyTorch %.7f, rel %.2e); worst step rel %.2e"
+          % (key, got[0], ref["first_loss"], first, worst))
     assert first <= 1e-5, "first loss off by %.2e" % first
     assert worst <= 1e-4, "trajectory off by %.2e" % worst
 
@@ -74,14 +77,40 @@ def grads(ref_dir, grad_dir):
     print("%d gradients within %.2e x max|grad|" % (len(ref.files), worst))
 
 
+def options(argv, defaults):
+    """Splits argv into positionals and --name VALUE / --name=VALUE options
+    (only those in `defaults`)."""
+    pos, opts = [], dict(defaults)
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--"):
+            name, eq, value = a[2:].partition("=")
+            if name not in defaults:
+                sys.exit("unknown option --%s (%s)" % (
+                    name, ", ".join("--" + d for d in defaults) or "none"))
+            if not eq:
+                if i + 1 >= len(argv):
+                    sys.exit("--%s needs a value" % name)
+                i += 1
+                value = argv[i]
+            opts[name] = type(defaults[name])(value)
+        else:
+            pos.append(a)
+        i += 1
+    return pos, opts
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "losses":
-        key = sys.argv[5] if len(sys.argv) > 5 else "trajectory_full"
-        losses(sys.argv[2], sys.argv[3], key)
+        pos, opts = options(sys.argv[2:], {"key": "trajectory_full"})
+        assert len(pos) == 2, "usage: losses REF_DIR LOSSES.npy [--key K]"
+        losses(pos[0], pos[1], opts["key"])
     elif cmd == "same":
-        same(sys.argv[2], sys.argv[3],
-             float(sys.argv[5]) if len(sys.argv) > 5 else 1e-5)
+        pos, opts = options(sys.argv[2:], {"rtol": 1e-5})
+        assert len(pos) == 2, "usage: same A.npy B.npy [--rtol R]"
+        same(pos[0], pos[1], opts["rtol"])
     elif cmd == "lm-batch":
         lm_batch(sys.argv[2], sys.argv[3])
     elif cmd == "grads":
