@@ -53,6 +53,8 @@ public:
   runtime::Status start(const WorldInfo &w, std::chrono::milliseconds timeout,
                         const std::string &backend = "cpu");
   runtime::Communicator *comm() const { return communicator.get(); }
+  /// The store every rank shares (null before start).
+  runtime::KVStore *kvStore() const { return store.get(); }
   /// After a successful run: waits for every rank, then leaves the store
   /// (rank 0 keeps serving until every rank has left).
   runtime::Status finish();

@@ -3,11 +3,9 @@
 
 #include "tessel/runtime/Safetensors.h"
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <sys/stat.h>
 
 using namespace tessel::runtime;
 
@@ -24,22 +22,6 @@ std::string inputNames(const Program &p) {
   for (auto &[n, b] : p.inputs)
     known += (known.empty() ? "" : ", ") + n;
   return known.empty() ? "none" : known;
-}
-
-/// Creates `dir` and its missing parents.
-Status makeDirs(const std::string &dir) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos < dir.size() && dir[pos] != '/')
-      continue;
-    std::string part = dir.substr(0, pos);
-    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
-      return Status::error(part + ": cannot create directory: " +
-                           std::strerror(errno));
-  }
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return Status::error(dir + ": not a directory");
-  return Status::ok();
 }
 
 } // namespace
@@ -170,8 +152,10 @@ Status StepFeeds::bind(Executor &exec, int64_t step) {
   return Status::ok();
 }
 
-Status runSteps(Executor &exec, StepFeeds &feeds, int steps, bool report,
-                bool needLoss, StepResults &out) {
+Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
+                int64_t dataPosition, bool report, bool needLoss,
+                StepResults &out,
+                const std::function<Status(int64_t, int64_t)> &after) {
   const Program &p = exec.program();
   int lossId = p.findOutput("loss");
   if (lossId >= 0 && (p.buffers[lossId].dtype != DType::F32 ||
@@ -191,9 +175,10 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int steps, bool report,
                          "outputs: " +
                          (known.empty() ? "none" : known) + ")");
   }
-  for (int k = 0; k < steps; ++k) {
+  for (int64_t k = start; k < stop; ++k) {
     auto t0 = std::chrono::steady_clock::now();
-    TSL_RETURN_IF_ERROR(feeds.bind(exec, k));
+    const int64_t row = dataPosition + (k - start);
+    TSL_RETURN_IF_ERROR(feeds.bind(exec, row));
     if (Status s = exec.run(); !s)
       return Status::error("step " + std::to_string(k + 1) + ": " +
                            s.message());
@@ -210,30 +195,19 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int steps, bool report,
     out.ms.push_back(ms);
     if (report) {
       if (lossId >= 0)
-        std::fprintf(stderr, "tessel-run: step %d/%d loss %.6f %.3f ms/step\n",
-                     k + 1, steps, loss, ms);
+        std::fprintf(stderr,
+                     "tessel-run: step %lld/%lld loss %.6f %.3f ms/step\n",
+                     static_cast<long long>(k + 1),
+                     static_cast<long long>(stop), loss, ms);
       else
-        std::fprintf(stderr, "tessel-run: step %d/%d %.3f ms/step\n", k + 1,
-                     steps, ms);
+        std::fprintf(stderr, "tessel-run: step %lld/%lld %.3f ms/step\n",
+                     static_cast<long long>(k + 1),
+                     static_cast<long long>(stop), ms);
     }
+    if (after)
+      TSL_RETURN_IF_ERROR(after(k + 1, row + 1));
   }
   return Status::ok();
-}
-
-Status saveStates(Executor &exec, const std::string &dir, int rank,
-                  std::string &path) {
-  TSL_RETURN_IF_ERROR(makeDirs(dir));
-  const Program &p = exec.program();
-  std::vector<Tensor> values(p.states.size());
-  std::vector<SafetensorsTensor> tensors;
-  for (size_t i = 0; i < p.states.size(); ++i) {
-    const std::string &name = p.states[i].first;
-    TSL_RETURN_IF_ERROR(exec.getState(name, values[i]));
-    tensors.push_back(
-        {name, values[i].dtype(), values[i].shape(), values[i].data()});
-  }
-  path = dir + "/rank" + std::to_string(rank) + ".safetensors";
-  return writeBytesAtomic(path, encodeSafetensors(tensors));
 }
 
 } // namespace tessel::run

@@ -1,11 +1,12 @@
 //===- Train.h - tessel-run's training loop ---------------------*- C++ -*-===//
 //
 // `tessel-run ART --steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]
-// [--losses FILE.npy] [--save-state DIR]` runs a training-step program N
-// times on one executor: its STATE buffers (parameters, optimizer state)
-// carry over from step to step; step k feeds row k mod rows of each data
-// file; rank 0 reports each step and collects the output `loss`; at the end
-// each rank may save its states (docs/training.md, docs/runtime.md).
+// [--losses FILE.npy] [--save DIR [--save-every K]] [--resume DIR]` runs a
+// training-step program up to step N on one executor: its STATE buffers
+// (parameters, optimizer state) carry over from step to step; step k feeds
+// row k mod rows of each data file; rank 0 reports each step and collects
+// the output `loss`; checkpoints (Checkpoint.h) save and restore the states
+// and the step (docs/training.md, docs/runtime.md).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
@@ -13,6 +14,7 @@
 
 #include "tessel/runtime/Runtime.h"
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,11 +26,13 @@ struct TrainOptions {
   std::vector<std::pair<std::string, std::string>> data; // --data NAME=FILE
   std::string dataLm;    // --data-lm FILE
   std::string losses;    // --losses FILE
-  std::string saveState; // --save-state DIR
+  std::string save;      // --save DIR (--save-state DIR: the same)
+  int saveEvery = 0;     // --save-every K; 0: at the end only
+  std::string resume;    // --resume DIR
   /// Whether a flag other than --steps was given.
   bool needsSteps() const {
     return !data.empty() || !dataLm.empty() || !losses.empty() ||
-           !saveState.empty();
+           !save.empty() || saveEvery || !resume.empty();
   }
 };
 
@@ -67,17 +71,18 @@ struct StepResults {
   std::vector<float> losses;  // per step, when the program has `loss`
 };
 
-/// Runs `steps` steps of `exec`, binding `feeds` before each; with `report`
-/// prints one line per step to stderr (step, loss, ms/step). Collects the
-/// output `loss` (a one-element f32) at each step when the program has it;
-/// `needLoss`: it must.
-runtime::Status runSteps(runtime::Executor &exec, StepFeeds &feeds, int steps,
-                         bool report, bool needLoss, StepResults &out);
-
-/// Writes every state of `exec` to DIR/rank<R>.safetensors (DIR created if
-/// missing) atomically; `path` receives the file's name.
-runtime::Status saveStates(runtime::Executor &exec, const std::string &dir,
-                           int rank, std::string &path);
+/// Runs steps `start`+1 .. `stop` of the training (counted from its start)
+/// on `exec`, binding `feeds`' rows for data position `dataPosition` + k - 
+/// `start` before step k+1; with `report` prints one line per step to stderr
+/// (step/stop, loss, ms/step). Collects the output `loss` (a one-element
+/// f32) at each step when the program has it; `needLoss`: it must. After
+/// each step, `after(step done, next data position)` (a checkpoint) when
+/// given.
+runtime::Status
+runSteps(runtime::Executor &exec, StepFeeds &feeds, int64_t start,
+         int64_t stop, int64_t dataPosition, bool report, bool needLoss,
+         StepResults &out,
+         const std::function<runtime::Status(int64_t, int64_t)> &after = {});
 
 } // namespace tessel::run
 

@@ -5,7 +5,8 @@
 //              [--rank R] [--device cpu|cuda] [--no-verify]
 //              [-n N] [--timeout SECONDS]
 //              [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]
-//               [--losses FILE.npy] [--save-state DIR]]
+//               [--losses FILE.npy] [--save DIR [--save-every K]]
+//               [--resume DIR]]
 //
 // Reads inputs from .npy files, runs the program (K times; the median time
 // is printed) and writes the requested outputs as .npy. A bare
@@ -20,9 +21,11 @@
 // Training (Train.h, docs/training.md): `--steps N` runs the program N times
 // on one executor, its state buffers carrying over; --data feeds a row of a
 // file per step; rank 0 prints a line per step and writes --losses; every
-// rank writes its states to --save-state DIR.
+// rank writes its states to the checkpoint --save DIR (Checkpoint.h), and
+// --resume DIR continues a training from one.
 //
 //===----------------------------------------------------------------------===//
+#include "Checkpoint.h"
 #include "Launch.h"
 #include "Trace.h"
 #include "Train.h"
@@ -32,6 +35,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,7 +50,8 @@ const char kUsage[] =
     "[--device cpu|cuda] [--no-verify]\n"
     "                  [-n N] [--timeout SECONDS] [--trace FILE.json]\n"
     "                  [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]\n"
-    "                   [--losses FILE.npy] [--save-state DIR]]\n"
+    "                   [--losses FILE.npy] [--save DIR [--save-every K]]\n"
+    "                   [--resume DIR]]\n"
     "\n"
     "  --input NAME=FILE   bind graph input NAME to a .npy file (FILE alone\n"
     "                      when the program has exactly one input)\n"
@@ -69,15 +74,24 @@ const char kUsage[] =
     "                      track per rank\n"
     "\n"
     "training (a program with state buffers, run step after step):\n"
-    "  --steps N           run the program N times; its states carry over\n"
+    "  --steps N           train up to step N (counted from the start of the\n"
+    "                      training: a resumed run continues from its\n"
+    "                      checkpoint's step); the states carry over\n"
     "  --data NAME=FILE    feed input NAME from a .npy file: row k mod rows\n"
     "                      of its first dim at step k (a file shaped like the\n"
     "                      input: every step)\n"
     "  --data-lm FILE      an i64 [steps, batch, seq+1] .npy: input_ids =\n"
     "                      [k, :, :-1] and labels = [k, :, 1:] at step k\n"
-    "  --losses FILE       write the output 'loss' of every step (f32 [N])\n"
-    "  --save-state DIR    after the last step, write each rank's states to\n"
-    "                      DIR/rank<R>.safetensors\n";
+    "  --losses FILE       write the output 'loss' of every step this run\n"
+    "                      executes (f32)\n"
+    "  --save DIR          after the last step, write a checkpoint: each\n"
+    "                      rank's states to DIR/rank<R>.safetensors, the step\n"
+    "                      and data position to DIR/model.safetensors.index.json;\n"
+    "                      atomic (the previous one stays until it is whole);\n"
+    "                      --save-state DIR is the same\n"
+    "  --save-every K      also write the checkpoint after every K-th step\n"
+    "  --resume DIR        start from a checkpoint: its states, its step, its\n"
+    "                      data position\n";
 
 struct Options {
   std::string artifact;
@@ -201,10 +215,18 @@ int parseArgs(int argc, char **argv, Options &o) {
       if (!takeValue("--losses") || value.empty())
         return usageError("--losses needs a file name");
       o.train.losses = value;
-    } else if (is("--save-state")) {
-      if (!takeValue("--save-state") || value.empty())
-        return usageError("--save-state needs a directory");
-      o.train.saveState = value;
+    } else if (is("--save-state") || is("--save")) {
+      const char *flag = is("--save") ? "--save" : "--save-state";
+      if (!takeValue(flag) || value.empty())
+        return usageError(std::string(flag) + " needs a directory");
+      o.train.save = value;
+    } else if (is("--save-every")) {
+      if (!takeValue("--save-every") || !parseInt(value, 1, o.train.saveEvery))
+        return usageError("--save-every needs an integer >= 1");
+    } else if (is("--resume")) {
+      if (!takeValue("--resume") || value.empty())
+        return usageError("--resume needs a checkpoint directory");
+      o.train.resume = value;
     } else if (a == "--no-verify") {
       o.verify = false;
     } else if (!a.empty() && a[0] == '-') {
@@ -218,8 +240,10 @@ int parseArgs(int argc, char **argv, Options &o) {
   if (o.artifact.empty())
     return usageError("no artifact given");
   if (o.train.needsSteps() && !o.train.steps)
-    return usageError("--data, --data-lm, --losses and --save-state need "
-                      "--steps N");
+    return usageError("--data, --data-lm, --losses, --save, --save-every and "
+                      "--resume need --steps N");
+  if (o.train.saveEvery && o.train.save.empty())
+    return usageError("--save-every needs --save DIR");
   if (o.train.steps && o.repeat > 1)
     return usageError("--repeat cannot be combined with --steps (every step "
                       "is timed)");
@@ -285,6 +309,49 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   tessel::run::StepFeeds feeds;
   if (Status s = feeds.load(o.train, *program); !s)
     return fail(s.message());
+
+  // Checkpoints: rank 0 tidies up after a killed save, then every rank
+  // loads its states from --resume.
+  tessel::run::CheckpointGroup group;
+  group.rank = rank;
+  group.size = worldSize;
+  group.comm = session.comm();
+  group.store = session.kvStore();
+  group.timeout = std::chrono::seconds(o.timeout);
+  tessel::run::CheckpointInfo start;
+  start.ranks = worldSize;
+  if (!o.train.resume.empty() || !o.train.save.empty()) {
+    if (rank == 0) {
+      if (!o.train.resume.empty())
+        if (Status s = tessel::run::recoverCheckpointDir(o.train.resume, false);
+            !s)
+          return fail(s.message());
+      if (!o.train.save.empty())
+        if (Status s = tessel::run::recoverCheckpointDir(o.train.save, true);
+            !s)
+          return fail(s.message());
+    }
+    if (worldSize > 1)
+      if (Status s = session.comm()->barrier(); !s)
+        return fail(s.message());
+  }
+  if (!o.train.resume.empty()) {
+    if (Status s = tessel::run::readCheckpointInfo(o.train.resume, start); !s)
+      return fail("--resume " + o.train.resume + ": " + s.message());
+    if (start.ranks != worldSize)
+      return fail("--resume " + o.train.resume + ": a checkpoint of " +
+                  std::to_string(start.ranks) + " rank" +
+                  (start.ranks == 1 ? "" : "s") + ", but this run has " +
+                  std::to_string(worldSize));
+    if (o.train.steps <= start.step)
+      return fail("--steps " + std::to_string(o.train.steps) +
+                  " is not above the checkpoint's step " +
+                  std::to_string(start.step) + " (" + o.train.resume +
+                  "): --steps is the step to stop at, counted from the start "
+                  "of the training");
+    if (Status s = tessel::run::loadCheckpoint(*exec, o.train.resume, rank); !s)
+      return fail(s.message());
+  }
 
   // Inputs: every one bound exactly once, with the right dtype and shape.
   std::vector<bool> bound(program->inputs.size(), false);
@@ -357,11 +424,44 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   if (o.train.steps) {
     // Rank 0 reports the steps and collects the losses.
     bool first = rank == 0 || worldSize == 1;
-    if (Status s = tessel::run::runSteps(*exec, feeds, o.train.steps, first,
-                                         first && !o.train.losses.empty(),
-                                         steps);
+    int64_t lastSaved = -1;
+    auto save = [&](int64_t step, int64_t dataPosition) -> Status {
+      tessel::run::CheckpointInfo info;
+      info.step = step;
+      info.dataPosition = dataPosition;
+      info.ranks = worldSize;
+      if (Status s = tessel::run::saveCheckpoint(*exec, o.train.save, info,
+                                                 group);
+          !s)
+        return Status::error("--save " + o.train.save + ": " + s.message());
+      lastSaved = step;
+      if (first) {
+        std::printf("tessel-run: checkpoint of step %lld (%zu state%s, %d "
+                    "rank%s) -> %s\n",
+                    static_cast<long long>(step), program->states.size(),
+                    program->states.size() == 1 ? "" : "s", worldSize,
+                    worldSize == 1 ? "" : "s", o.train.save.c_str());
+        std::fflush(stdout);
+      }
+      return Status::ok();
+    };
+    std::function<Status(int64_t, int64_t)> after;
+    if (o.train.saveEvery)
+      after = [&](int64_t step, int64_t dataPosition) -> Status {
+        if (step % o.train.saveEvery == 0)
+          return save(step, dataPosition);
+        return Status::ok();
+      };
+    if (Status s = tessel::run::runSteps(
+            *exec, feeds, start.step, o.train.steps, start.dataPosition, first,
+            first && !o.train.losses.empty(), steps, after);
         !s)
       return fail(s.message());
+    if (!o.train.save.empty() && lastSaved != o.train.steps)
+      if (Status s = save(o.train.steps, start.dataPosition + o.train.steps -
+                                             start.step);
+          !s)
+        return fail(s.message());
     times = steps.ms;
   } else {
     int runs = o.repeat > 1 ? o.repeat + 1 : 1;
@@ -386,12 +486,6 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
         !s)
       return fail(s.message());
   }
-  std::string statePath;
-  if (!o.train.saveState.empty())
-    if (Status s = tessel::run::saveStates(*exec, o.train.saveState, rank,
-                                           statePath);
-        !s)
-      return fail(s.message());
   if (rank != 0 && worldSize > 1) {
     // Outputs are replicated; rank 0 writes them.
     if (Status s = session.finish(); !s)
@@ -428,10 +522,6 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
     std::printf("tessel-run: losses f32 [%zu] -> %s\n", steps.losses.size(),
                 o.train.losses.c_str());
   }
-  if (!statePath.empty())
-    std::printf("tessel-run: %zu state%s of rank 0 -> %s\n",
-                program->states.size(),
-                program->states.size() == 1 ? "" : "s", statePath.c_str());
   std::fflush(stdout);
   if (Status s = session.finish(); !s)
     return fail(s.message());

@@ -13,9 +13,11 @@ struct RunResult {
   std::string output; // stdout and stderr
 };
 
-/// Runs `tessel-run ARGS` (TESSEL_RUN_PATH) through the shell.
-inline RunResult runTool(const std::string &args) {
-  std::string cmd = std::string(TESSEL_RUN_PATH) + " " + args + " 2>&1";
+/// Runs `tessel-run ARGS` (TESSEL_RUN_PATH) through the shell; `env`:
+/// VAR=VALUE assignments for it ("" none).
+inline RunResult runTool(const std::string &args, const std::string &env = "") {
+  std::string cmd = (env.empty() ? "" : env + " ") +
+                    std::string(TESSEL_RUN_PATH) + " " + args + " 2>&1";
   FILE *p = popen(cmd.c_str(), "r");
   RunResult r{-1, ""};
   if (!p)

@@ -2,19 +2,26 @@
 //
 // Hand-built training-step artifacts run by tessel-run: state carried over
 // steps, data fed a row per step, losses collected, states saved; on one
-// rank and on two (an all_reduce in the step).
+// rank and on two (an all_reduce in the step); checkpoints (--save,
+// --save-every, --resume) and their atomic swap, a save killed at every
+// phase (TESSEL_TEST_SAVE_KILL) leaving the previous checkpoint loadable.
 //
 //===----------------------------------------------------------------------===//
 #include "RunTool.h"
+#include "ScratchDir.h"
 #include "TestUtil.h"
 
+#include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Safetensors.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <cstring>
 #include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace tessel::runtime::test {
 namespace {
@@ -162,7 +169,8 @@ protected:
 
 TEST_F(TrainRunTest, StepsDataLossesAndSavedState) {
   build(1);
-  std::string losses = base + ".losses.npy", dir = base + ".ckpt/nested";
+  ScratchDir scratch;
+  std::string losses = base + ".losses.npy", dir = scratch.path("ckpt/nested");
   RunResult r = runTool(art + " --steps 3 --data x=" + xsPath + " --losses " +
                         losses + " --save-state " + dir +
                         " --output s1=" + base + ".s1.npy");
@@ -180,8 +188,8 @@ TEST_F(TrainRunTest, StepsDataLossesAndSavedState) {
   EXPECT_NE(r.output.find("tessel-run: losses f32 [3] -> " + losses),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("tessel-run: 2 states of rank 0 -> " + dir +
-                          "/rank0.safetensors"),
+  EXPECT_NE(r.output.find("tessel-run: checkpoint of step 3 (2 states, 1 "
+                          "rank) -> " + dir),
             std::string::npos)
       << r.output;
 
@@ -193,7 +201,7 @@ TEST_F(TrainRunTest, StepsDataLossesAndSavedState) {
     EXPECT_NEAR(saved["s"].values[i], s[i], 1e-6f);
   EXPECT_EQ(saved["count"].shape, Shape{});
   EXPECT_EQ(saved["count"].values, std::vector<float>{3});
-  // Nothing but the file: no temporary is left behind.
+  // Nothing but the checkpoint's files: no temporary is left behind.
   std::vector<std::string> files;
   if (DIR *d = opendir(dir.c_str())) {
     while (dirent *e = readdir(d))
@@ -201,7 +209,9 @@ TEST_F(TrainRunTest, StepsDataLossesAndSavedState) {
         files.push_back(e->d_name);
     closedir(d);
   }
-  EXPECT_EQ(files, std::vector<std::string>{"rank0.safetensors"});
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"model.safetensors.index.json",
+                                             "rank0.safetensors"}));
 
   // --output gives the last step's value.
   Tensor s1;
@@ -343,7 +353,8 @@ TEST_F(TrainRunTest, DataLmFeedsInputIdsAndShiftedLabels) {
 
 TEST_F(TrainRunTest, TwoRanksRunTheSameStepsAndSaveTheirStates) {
   build(2);
-  std::string losses = base + ".losses.npy", dir = base + ".ckpt";
+  ScratchDir scratch;
+  std::string losses = base + ".losses.npy", dir = scratch.path("ckpt");
   RunResult r = runTool(art + " -n 2 --steps 3 --data x=" + xsPath +
                         " --losses " + losses + " --save-state " + dir);
   ASSERT_EQ(r.exitCode, 0) << r.output;
@@ -362,6 +373,307 @@ TEST_F(TrainRunTest, TwoRanksRunTheSameStepsAndSaveTheirStates) {
       EXPECT_NEAR(saved["s"].values[i], s[i], 1e-6f) << "rank " << rank;
     EXPECT_EQ(saved["count"].values, std::vector<float>{3});
   }
+}
+
+
+// ---- Checkpoints ----------------------------------------------------------
+
+std::vector<std::string> listDir(const std::string &dir) {
+  std::vector<std::string> files;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, ".."))
+        files.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string readText(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<float> readLosses(const std::string &path) {
+  Tensor t;
+  Status s = readNpy(path, t);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  if (!s)
+    return {};
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numElements());
+}
+
+/// Bitwise equality of float vectors.
+void expectSameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+}
+
+/// The exit status of a tessel-run killed by SIGKILL (through the shell).
+constexpr int kKilled = 128 + 9;
+
+class CheckpointRunTest : public TrainRunTest {
+protected:
+  std::string run(const std::string &args, int wantExit = 0,
+                  const std::string &env = "") {
+    RunResult r = runTool(art + " --data x=" + xsPath + " " + args, env);
+    EXPECT_EQ(r.exitCode, wantExit) << args << "\n" << r.output;
+    return r.output;
+  }
+  /// The straight run's losses (steps 1..n).
+  std::vector<float> straight(int n, const std::string &ranks = "") {
+    std::string l = scratch.path("straight.npy");
+    run(ranks + " --steps " + std::to_string(n) + " --losses " + l);
+    return readLosses(l);
+  }
+  /// Resumes `ck` up to step `stop` and checks its losses against the
+  /// straight run's steps from+1..stop.
+  void expectResumes(const std::string &ck, int from, int stop,
+                     const std::string &ranks = "") {
+    std::vector<float> full = straight(stop, ranks);
+    std::string l = scratch.path("rest.npy");
+    std::string out = run(ranks + " --steps " + std::to_string(stop) +
+                          " --resume " + ck + " --losses " + l);
+    EXPECT_NE(out.find("step " + std::to_string(from + 1) + "/" +
+                       std::to_string(stop) + " loss"),
+              std::string::npos)
+        << out;
+    expectSameBits(readLosses(l),
+                   std::vector<float>(full.begin() + from, full.end()));
+  }
+  ScratchDir scratch;
+};
+
+TEST_F(CheckpointRunTest, ResumeContinuesBitForBitWithTheDataPosition) {
+  build(1);
+  std::string ck = scratch.path("ck"), l = scratch.path("first.npy");
+  // 3 steps: the resumed run starts on data row 1 of 2.
+  std::string out = run("--steps 3 --losses " + l + " --save " + ck);
+  EXPECT_NE(out.find("tessel-run: checkpoint of step 3 (2 states, 1 rank) -> " +
+                     ck),
+            std::string::npos)
+      << out;
+  std::string index = readText(ck + "/model.safetensors.index.json");
+  EXPECT_NE(index.find("\"metadata\": {\"format\": \"tessel-checkpoint\", "
+                       "\"step\": 3, \"data_position\": 3, \"ranks\": 1, "
+                       "\"total_size\": 20}"),
+            std::string::npos)
+      << index;
+  EXPECT_NE(index.find("\"s\": \"rank0.safetensors\""), std::string::npos)
+      << index;
+  EXPECT_NE(index.find("\"count\": \"rank0.safetensors\""), std::string::npos)
+      << index;
+  expectResumes(ck, 3, 7);
+  // The first run's losses too.
+  std::vector<float> full = straight(3);
+  expectSameBits(readLosses(l), full);
+  // --steps is counted from the start: at or below the checkpoint's step
+  // is an error.
+  out = run("--steps 3 --resume " + ck, 1);
+  EXPECT_NE(out.find("error: --steps 3 is not above the checkpoint's step 3"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(CheckpointRunTest, SaveEveryKeepsTheLatest) {
+  build(1);
+  std::string ck = scratch.path("ck");
+  std::string out = run("--steps 5 --save " + ck + " --save-every 2");
+  for (int step : {2, 4, 5})
+    EXPECT_NE(out.find("checkpoint of step " + std::to_string(step) + " "),
+              std::string::npos)
+        << out;
+  EXPECT_NE(readText(ck + "/model.safetensors.index.json")
+                .find("\"step\": 5, \"data_position\": 5"),
+            std::string::npos);
+  auto saved = readSafetensors(ck + "/rank0.safetensors");
+  EXPECT_EQ(saved["count"].values, std::vector<float>{5});
+  EXPECT_EQ(listDir(scratch.path("")), std::vector<std::string>{"ck"});
+}
+
+TEST_F(CheckpointRunTest, KilledWhileWritingLeavesThePreviousCheckpoint) {
+  build(1);
+  std::string ck = scratch.path("ck");
+  run("--steps 4 --save " + ck + " --save-every 2", kKilled,
+      "TESSEL_TEST_SAVE_KILL=write@4");
+  // The step-2 checkpoint, and the unfinished temporary beside it.
+  auto files = listDir(scratch.path(""));
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0], "ck");
+  EXPECT_EQ(files[1].rfind("ck.tmp-", 0), 0u) << files[1];
+  EXPECT_NE(readText(ck + "/model.safetensors.index.json").find("\"step\": 2,"),
+            std::string::npos);
+  // Resuming ignores and removes the temporary.
+  std::string l = scratch.path("rest.npy");
+  std::string out = run("--steps 4 --resume " + ck + " --save " + ck +
+                        " --losses " + l);
+  EXPECT_NE(out.find("tessel-run: removed " + scratch.path(files[1]) +
+                     ", an unfinished checkpoint save"),
+            std::string::npos)
+      << out;
+  std::vector<float> rest = readLosses(l);
+  std::vector<float> full = straight(4);
+  expectSameBits(rest, std::vector<float>(full.begin() + 2, full.end()));
+  for (const std::string &f : listDir(scratch.path("")))
+    EXPECT_TRUE(f == "ck" || f == "rest.npy" || f == "straight.npy") << f;
+}
+
+TEST_F(CheckpointRunTest, KilledBetweenTheRenamesRestoresThePrevious) {
+  build(1);
+  std::string ck = scratch.path("ck");
+  run("--steps 4 --save " + ck + " --save-every 2", kKilled,
+      "TESSEL_TEST_SAVE_KILL=swap@4");
+  // The previous checkpoint is ck.old, the new one still a temporary.
+  auto files = listDir(scratch.path(""));
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0], "ck.old");
+  EXPECT_EQ(files[1].rfind("ck.tmp-", 0), 0u) << files[1];
+  std::string out = run("--steps 3 --resume " + ck);
+  EXPECT_NE(out.find("tessel-run: restored " + ck + " from " + ck +
+                     ".old (a save was interrupted)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(listDir(scratch.path("")), std::vector<std::string>{"ck"});
+  expectResumes(ck, 2, 4);
+}
+
+TEST_F(CheckpointRunTest, KilledBeforeRemovingTheOldOneKeepsTheNew) {
+  build(1);
+  std::string ck = scratch.path("ck");
+  run("--steps 4 --save " + ck + " --save-every 2", kKilled,
+      "TESSEL_TEST_SAVE_KILL=cleanup@4");
+  EXPECT_EQ(listDir(scratch.path("")),
+            (std::vector<std::string>{"ck", "ck.old"}));
+  std::string out = run("--steps 5 --resume " + ck);
+  EXPECT_NE(out.find("tessel-run: removed " + ck + ".old, a replaced "
+                     "checkpoint"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(listDir(scratch.path("")), std::vector<std::string>{"ck"});
+  expectResumes(ck, 4, 6);
+}
+
+TEST_F(CheckpointRunTest, FirstSaveKilledLeavesNothingToResume) {
+  build(1);
+  std::string ck = scratch.path("ck");
+  run("--steps 2 --save " + ck, kKilled, "TESSEL_TEST_SAVE_KILL=write@2");
+  std::string out = run("--steps 3 --resume " + ck, 1);
+  EXPECT_NE(out.find("error: --resume " + ck + ": " + ck +
+                     ": not a checkpoint (no model.safetensors.index.json)"),
+            std::string::npos)
+      << out;
+  // A leftover temporary of a killed save is removed by the next save.
+  run("--steps 2 --save " + ck);
+  EXPECT_EQ(listDir(scratch.path("")), std::vector<std::string>{"ck"});
+}
+
+TEST_F(CheckpointRunTest, TwoRanksKilledMidSaveKeepThePrevious) {
+  build(2);
+  std::string ck = scratch.path("ck");
+  std::string out = run("-n 2 --steps 4 --save " + ck + " --save-every 2", 1,
+                        "TESSEL_TEST_SAVE_KILL=swap@4");
+  EXPECT_NE(out.find("rank 0 was killed by signal 9"), std::string::npos)
+      << out;
+  std::string index = readText(ck + ".old/model.safetensors.index.json");
+  EXPECT_NE(index.find("\"step\": 2, \"data_position\": 2, \"ranks\": 2"),
+            std::string::npos)
+      << index;
+  EXPECT_NE(index.find("\"rank1/s\": \"rank1.safetensors\""),
+            std::string::npos)
+      << index;
+  expectResumes(ck, 2, 5, "-n 2");
+  // The resumed run's states: every rank's own.
+  std::string ck2 = scratch.path("ck2");
+  run("-n 2 --steps 3 --resume " + ck + " --save " + ck2);
+  for (int rank = 0; rank < 2; ++rank) {
+    auto saved = readSafetensors(ck2 + "/rank" + std::to_string(rank) +
+                                 ".safetensors");
+    std::vector<float> s = expectedState(3, rank);
+    ASSERT_EQ(saved["s"].values.size(), static_cast<size_t>(kN));
+    for (int i = 0; i < kN; ++i)
+      EXPECT_NEAR(saved["s"].values[i], s[i], 1e-6f) << "rank " << rank;
+  }
+  // A 2-rank checkpoint on one rank.
+  build(1);
+  out = run("--steps 3 --resume " + ck, 1);
+  EXPECT_NE(out.find("a checkpoint of 2 ranks, but this run has 1"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(CheckpointRunTest, MismatchAndCorruption) {
+  build(1);
+  std::string ck = scratch.path("ck");
+  run("--steps 2 --save " + ck);
+  // Another program: `s` of another shape.
+  ArtifactBuilder b("other");
+  ProgramBuilder &p = b.rank(0);
+  int s = p.addState("s", DType::F32, {kN + 1}, nullptr);
+  int z = p.addState("count", DType::F32, {}, nullptr);
+  int x = p.addInput("x", DType::F32, {kN});
+  int y = p.addBuffer(DType::F32, {kN});
+  p.addOp("neg", {x}, {y});
+  p.addOutput("loss", y);
+  (void)s;
+  (void)z;
+  std::string other = scratch.path("other.tsl");
+  ASSERT_TRUE(b.write(other).isOk());
+  std::string l = scratch.path("never.npy");
+  RunResult r = runTool(other + " --steps 3 --data x=" + xsPath +
+                        " --resume " + ck + " --losses " + l);
+  expectExit(r, 1, "error: --resume " + ck + ": the checkpoint does not fit "
+                   "the program: state 's' is f32 [4] in " + ck +
+                   "/rank0.safetensors, f32 [5] in the program");
+  EXPECT_EQ(access(l.c_str(), F_OK), -1) << "nothing is written";
+
+  // A truncated rank file; a corrupt index; a file the index does not list.
+  std::string bytes = readText(ck + "/rank0.safetensors");
+  std::string index = readText(ck + "/model.safetensors.index.json");
+  ASSERT_TRUE(writeBytes(ck + "/rank0.safetensors",
+                         bytes.substr(0, bytes.size() - 3))
+                  .isOk());
+  std::string out = run("--steps 3 --resume " + ck, 1);
+  EXPECT_NE(out.find("error: corrupt checkpoint: " + ck +
+                     "/rank0.safetensors: invalid safetensors file"),
+            std::string::npos)
+      << out;
+  ASSERT_TRUE(writeBytes(ck + "/rank0.safetensors", bytes).isOk());
+  ASSERT_TRUE(writeBytes(ck + "/model.safetensors.index.json",
+                         index.substr(0, index.size() / 2))
+                  .isOk());
+  out = run("--steps 3 --resume " + ck, 1);
+  EXPECT_NE(out.find("model.safetensors.index.json: corrupt index: "),
+            std::string::npos)
+      << out;
+  std::string renamed = index;
+  renamed.replace(renamed.find("\"count\""), 7, "\"cnt\"");
+  ASSERT_TRUE(writeBytes(ck + "/model.safetensors.index.json", renamed).isOk());
+  out = run("--steps 3 --resume " + ck, 1);
+  EXPECT_NE(out.find("error: corrupt checkpoint: the index lists 'cnt' in " +
+                     ck + "/rank0.safetensors, which does not hold it"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(CheckpointRunTest, SaveRefusesADirectoryThatIsNoCheckpoint) {
+  build(1);
+  std::string dir = scratch.path("mine");
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  ASSERT_TRUE(writeBytes(dir + "/notes.txt", "keep me").isOk());
+  std::string out = run("--steps 2 --save " + dir, 1);
+  EXPECT_NE(out.find("error: --save " + dir + ": exists and is not a "
+                     "checkpoint"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(readText(dir + "/notes.txt"), "keep me");
+  // Usage errors.
+  out = run("--steps 2 --save-every 2", 2);
+  EXPECT_NE(out.find("--save-every needs --save DIR"), std::string::npos);
+  RunResult r = runTool(art + " --resume " + dir);
+  expectExit(r, 2, "need --steps N");
 }
 
 } // namespace

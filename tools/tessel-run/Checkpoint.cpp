@@ -1,0 +1,632 @@
+//===- Checkpoint.cpp - tessel-run's training checkpoints -----------------===//
+#include "Checkpoint.h"
+
+#include "tessel/runtime/MappedFile.h"
+#include "tessel/runtime/Safetensors.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <map>
+#include <utility>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace tessel::runtime;
+
+namespace tessel::run {
+
+namespace {
+
+const char kIndex[] = "model.safetensors.index.json";
+
+std::string rankFile(int rank) {
+  return "rank" + std::to_string(rank) + ".safetensors";
+}
+
+std::string typeStr(DType d, const Shape &s) {
+  return std::string(dtypeName(d)) + " " + shapeToString(s);
+}
+
+bool exists(const std::string &path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool isDir(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/// "a/b/ckpt" -> ("a/b", "ckpt"); trailing slashes dropped.
+std::pair<std::string, std::string> splitPath(std::string p) {
+  while (p.size() > 1 && p.back() == '/')
+    p.pop_back();
+  size_t slash = p.find_last_of('/');
+  if (slash == std::string::npos)
+    return {".", p};
+  return {slash == 0 ? "/" : p.substr(0, slash), p.substr(slash + 1)};
+}
+
+std::string trimmed(std::string p) {
+  while (p.size() > 1 && p.back() == '/')
+    p.pop_back();
+  return p;
+}
+
+Status sysError(const std::string &what) {
+  return Status::error(what + ": " + std::strerror(errno));
+}
+
+Status makeDirs(const std::string &dir) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos < dir.size() && dir[pos] != '/')
+      continue;
+    std::string part = dir.substr(0, pos);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      return sysError(part + ": cannot create directory");
+  }
+  if (!isDir(dir))
+    return Status::error(dir + ": not a directory");
+  return Status::ok();
+}
+
+Status fsyncDir(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return sysError(dir + ": cannot open");
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0 && errno != EINVAL)
+    return sysError(dir + ": fsync failed");
+  return Status::ok();
+}
+
+/// Writes `bytes` to a new file `path` and fsyncs it.
+Status writeSynced(const std::string &path, const std::string &bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return sysError(path + ": cannot open for writing");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      Status s = sysError(path + ": write failed");
+      ::close(fd);
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    Status s = sysError(path + ": fsync failed");
+    ::close(fd);
+    return s;
+  }
+  if (::close(fd) != 0)
+    return sysError(path + ": close failed");
+  return Status::ok();
+}
+
+int removeEntry(const char *path, const struct stat *, int flag, struct FTW *) {
+  return flag == FTW_DP ? ::rmdir(path) : ::unlink(path);
+}
+
+/// rm -rf `path`.
+Status removeAll(const std::string &path) {
+  if (!exists(path))
+    return Status::ok();
+  if (::nftw(path.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    return sysError(path + ": cannot remove");
+  return Status::ok();
+}
+
+Status renamePath(const std::string &from, const std::string &to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0)
+    return sysError("cannot rename " + from + " to " + to);
+  return Status::ok();
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+/// Just enough JSON for the index: objects of strings, integers and
+/// objects (other values are skipped).
+class IndexParser {
+public:
+  explicit IndexParser(std::string text) : s(std::move(text)) {}
+  std::string error;
+  std::map<std::string, int64_t> metadata;
+  std::map<std::string, std::string> weightMap;
+
+  bool parse() {
+    ws();
+    if (!expect('{'))
+      return false;
+    ws();
+    if (peek() == '}') {
+      ++i;
+      return end();
+    }
+    for (;;) {
+      std::string key;
+      ws();
+      if (!str(key))
+        return false;
+      ws();
+      if (!expect(':'))
+        return false;
+      ws();
+      if (key == "metadata" || key == "weight_map") {
+        if (!object(key == "metadata"))
+          return false;
+      } else if (!skip()) {
+        return false;
+      }
+      ws();
+      if (peek() == ',') {
+        ++i;
+        continue;
+      }
+      if (!expect('}'))
+        return false;
+      return end();
+    }
+  }
+
+private:
+  std::string s;
+  size_t i = 0;
+  char peek() const { return i < s.size() ? s[i] : '\0'; }
+  void ws() {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' ||
+                            s[i] == '\r'))
+      ++i;
+  }
+  bool fail(const std::string &what) {
+    if (error.empty())
+      error = what + " at byte " + std::to_string(i);
+    return false;
+  }
+  bool expect(char c) {
+    if (peek() != c)
+      return fail(std::string("expected '") + c + "'");
+    ++i;
+    return true;
+  }
+  bool end() {
+    ws();
+    return i == s.size() || fail("trailing bytes");
+  }
+  bool str(std::string &out) {
+    if (!expect('"'))
+      return false;
+    while (i < s.size() && s[i] != '"') {
+      char c = s[i++];
+      if (c == '\\') {
+        if (i >= s.size())
+          return fail("unterminated string");
+        char e = s[i++];
+        switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'u': {
+          if (i + 4 > s.size())
+            return fail("bad \\u escape");
+          unsigned v = std::strtoul(s.substr(i, 4).c_str(), nullptr, 16);
+          i += 4;
+          if (v < 0x80) {
+            out += static_cast<char>(v);
+          } else if (v < 0x800) {
+            out += static_cast<char>(0xC0 | (v >> 6));
+            out += static_cast<char>(0x80 | (v & 0x3F));
+          } else {
+            out += static_cast<char>(0xE0 | (v >> 12));
+            out += static_cast<char>(0x80 | ((v >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (v & 0x3F));
+          }
+          break;
+        }
+        default: out += e;
+        }
+      } else {
+        out += c;
+      }
+    }
+    return expect('"');
+  }
+  bool integer(int64_t &v) {
+    size_t b = i;
+    if (peek() == '-')
+      ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+      ++i;
+    if (i == b || (i == b + 1 && s[b] == '-') || i - b > 18)
+      return fail("expected an integer");
+    v = std::strtoll(s.substr(b, i - b).c_str(), nullptr, 10);
+    return true;
+  }
+  bool skip() {
+    char c = peek();
+    if (c == '"') {
+      std::string x;
+      return str(x);
+    }
+    if (c == '{' || c == '[') {
+      char close = c == '{' ? '}' : ']';
+      ++i;
+      ws();
+      if (peek() == close) {
+        ++i;
+        return true;
+      }
+      for (;;) {
+        ws();
+        if (c == '{') {
+          std::string k;
+          if (!str(k))
+            return false;
+          ws();
+          if (!expect(':'))
+            return false;
+          ws();
+        }
+        if (!skip())
+          return false;
+        ws();
+        if (peek() == ',') {
+          ++i;
+          continue;
+        }
+        return expect(close);
+      }
+    }
+    size_t b = i;
+    while (i < s.size() && std::strchr(",}] \n\t\r", s[i]) == nullptr)
+      ++i;
+    return i > b || fail("expected a value");
+  }
+  bool object(bool meta) {
+    if (!expect('{'))
+      return false;
+    ws();
+    if (peek() == '}') {
+      ++i;
+      return true;
+    }
+    for (;;) {
+      ws();
+      std::string key;
+      if (!str(key))
+        return false;
+      ws();
+      if (!expect(':'))
+        return false;
+      ws();
+      if (meta) {
+        int64_t v;
+        if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
+          if (!integer(v))
+            return false;
+          metadata[key] = v;
+        } else if (!skip()) {
+          return false;
+        }
+      } else {
+        std::string v;
+        if (!str(v))
+          return false;
+        weightMap[key] = v;
+      }
+      ws();
+      if (peek() == ',') {
+        ++i;
+        continue;
+      }
+      return expect('}');
+    }
+  }
+};
+
+Status readWhole(const std::string &path, std::string &out) {
+  std::shared_ptr<MappedFile> f;
+  TSL_RETURN_IF_ERROR(MappedFile::open(path, f));
+  out.assign(reinterpret_cast<const char *>(f->data()), f->size());
+  return Status::ok();
+}
+
+Status parseIndex(const std::string &dir, IndexParser &p,
+                  CheckpointInfo &info) {
+  const std::string path = dir + "/" + kIndex;
+  std::string text;
+  if (!exists(path))
+    return Status::error(dir + ": not a checkpoint (no " + kIndex + ")");
+  TSL_RETURN_IF_ERROR(readWhole(path, text));
+  IndexParser q(text);
+  if (!q.parse())
+    return Status::error(path + ": corrupt index: " + q.error);
+  for (const char *key : {"step", "data_position", "ranks"})
+    if (!q.metadata.count(key))
+      return Status::error(path + ": corrupt index: metadata has no integer '" +
+                           key + "'");
+  info.step = q.metadata["step"];
+  info.dataPosition = q.metadata["data_position"];
+  int64_t ranks = q.metadata["ranks"];
+  if (info.step < 0 || info.dataPosition < 0 || ranks < 1 || ranks > 1 << 20)
+    return Status::error(path + ": corrupt index: bad step, data_position or "
+                         "ranks");
+  info.ranks = static_cast<int>(ranks);
+  p.metadata = std::move(q.metadata);
+  p.weightMap = std::move(q.weightMap);
+  return Status::ok();
+}
+
+} // namespace
+
+void saveKillHook(const char *phase, int64_t step) {
+#ifdef TESSEL_RUN_TEST_HOOKS
+  const char *v = std::getenv("TESSEL_TEST_SAVE_KILL");
+  if (!v)
+    return;
+  std::string want = std::string(phase) + "@" + std::to_string(step);
+  if (want == v) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::raise(SIGKILL);
+  }
+#else
+  (void)phase;
+  (void)step;
+#endif
+}
+
+Status recoverCheckpointDir(const std::string &dirArg, bool forSave) {
+  const std::string dir = trimmed(dirArg);
+  auto [parent, base] = splitPath(dir);
+  const std::string old = dir + ".old", tmpPrefix = base + ".tmp-";
+  if (DIR *d = ::opendir(parent.c_str())) {
+    std::vector<std::string> leftovers;
+    while (dirent *e = ::readdir(d))
+      if (std::strncmp(e->d_name, tmpPrefix.c_str(), tmpPrefix.size()) == 0)
+        leftovers.push_back(e->d_name);
+    ::closedir(d);
+    for (const std::string &name : leftovers) {
+      std::string path = parent + "/" + name;
+      TSL_RETURN_IF_ERROR(removeAll(path));
+      std::fprintf(stderr,
+                   "tessel-run: removed %s, an unfinished checkpoint save\n",
+                   path.c_str());
+    }
+  }
+  if (exists(old)) {
+    if (!exists(dir)) {
+      TSL_RETURN_IF_ERROR(renamePath(old, dir));
+      TSL_RETURN_IF_ERROR(fsyncDir(parent));
+      std::fprintf(stderr,
+                   "tessel-run: restored %s from %s (a save was interrupted)\n",
+                   dir.c_str(), old.c_str());
+    } else {
+      TSL_RETURN_IF_ERROR(removeAll(old));
+      std::fprintf(stderr, "tessel-run: removed %s, a replaced checkpoint\n",
+                   old.c_str());
+    }
+  }
+  if (forSave && exists(dir)) {
+    if (!isDir(dir))
+      return Status::error("--save " + dirArg + ": exists and is not a "
+                           "directory");
+    if (!exists(dir + "/" + kIndex)) {
+      bool empty = true;
+      if (DIR *d = ::opendir(dir.c_str())) {
+        while (dirent *e = ::readdir(d))
+          if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, ".."))
+            empty = false;
+        ::closedir(d);
+      }
+      if (!empty)
+        return Status::error("--save " + dirArg +
+                             ": exists and is not a checkpoint (no " + kIndex +
+                             "); a save would replace it: remove it or pick "
+                             "another directory");
+    }
+  }
+  return Status::ok();
+}
+
+Status saveCheckpoint(Executor &exec, const std::string &dirArg,
+                      const CheckpointInfo &info, CheckpointGroup &g) {
+  const std::string dir = trimmed(dirArg);
+  auto [parent, base] = splitPath(dir);
+  const bool multi = g.size > 1;
+  // The temporary directory, made by rank 0, its name shared.
+  std::string tmp;
+  if (g.rank == 0) {
+    tmp = dir + ".tmp-" + std::to_string(::getpid());
+    TSL_RETURN_IF_ERROR(makeDirs(parent));
+    TSL_RETURN_IF_ERROR(removeAll(tmp));
+    if (::mkdir(tmp.c_str(), 0755) != 0)
+      return sysError(tmp + ": cannot create directory");
+    if (multi)
+      TSL_RETURN_IF_ERROR(
+          g.store->set("tessel-run/ckpt/" + std::to_string(info.step), tmp));
+  } else {
+    TSL_RETURN_IF_ERROR(g.store->get(
+        "tessel-run/ckpt/" + std::to_string(info.step), tmp, g.timeout));
+  }
+
+  // This rank's states.
+  const Program &p = exec.program();
+  std::vector<Tensor> values(p.states.size());
+  std::vector<SafetensorsTensor> tensors;
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < p.states.size(); ++i) {
+    const std::string &name = p.states[i].first;
+    TSL_RETURN_IF_ERROR(exec.getState(name, values[i]));
+    tensors.push_back(
+        {name, values[i].dtype(), values[i].shape(), values[i].data()});
+    bytes += values[i].numElements() * dtypeSize(values[i].dtype());
+  }
+  TSL_RETURN_IF_ERROR(
+      writeSynced(tmp + "/" + rankFile(g.rank), encodeSafetensors(tensors)));
+  saveKillHook("write", info.step);
+  if (multi) {
+    TSL_RETURN_IF_ERROR(g.comm->barrier());
+    std::string key = "tessel-run/ckpt-bytes/" + std::to_string(info.step);
+    int64_t total = 0;
+    TSL_RETURN_IF_ERROR(
+        g.store->add(key, static_cast<int64_t>(bytes), total));
+    TSL_RETURN_IF_ERROR(g.comm->barrier());
+    TSL_RETURN_IF_ERROR(g.store->add(key, 0, total));
+    bytes = static_cast<uint64_t>(total);
+  }
+
+  if (g.rank == 0) {
+    // The index: every rank's names (the same program shape on each).
+    std::string json = "{\n  \"metadata\": {\"format\": \"tessel-checkpoint\", "
+                       "\"step\": " +
+                       std::to_string(info.step) +
+                       ", \"data_position\": " +
+                       std::to_string(info.dataPosition) +
+                       ", \"ranks\": " + std::to_string(g.size) +
+                       ", \"total_size\": " + std::to_string(bytes) +
+                       "},\n  \"weight_map\": {";
+    bool first = true;
+    for (int r = 0; r < g.size; ++r)
+      for (const auto &[name, id] : p.states) {
+        json += first ? "\n    " : ",\n    ";
+        first = false;
+        json += jsonString(multi ? "rank" + std::to_string(r) + "/" + name
+                                 : name) +
+                ": " + jsonString(rankFile(r));
+      }
+    json += "\n  }\n}\n";
+    TSL_RETURN_IF_ERROR(writeSynced(tmp + "/" + kIndex, json));
+    TSL_RETURN_IF_ERROR(fsyncDir(tmp));
+    // The swap: the previous checkpoint stays until the new one is in place.
+    const std::string old = dir + ".old";
+    TSL_RETURN_IF_ERROR(removeAll(old));
+    bool hadOld = false;
+    if (exists(dir)) {
+      TSL_RETURN_IF_ERROR(renamePath(dir, old));
+      TSL_RETURN_IF_ERROR(fsyncDir(parent));
+      hadOld = true;
+      saveKillHook("swap", info.step);
+    }
+    TSL_RETURN_IF_ERROR(renamePath(tmp, dir));
+    TSL_RETURN_IF_ERROR(fsyncDir(parent));
+    saveKillHook("cleanup", info.step);
+    if (hadOld)
+      TSL_RETURN_IF_ERROR(removeAll(old));
+  }
+  if (multi)
+    TSL_RETURN_IF_ERROR(g.comm->barrier());
+  return Status::ok();
+}
+
+Status readCheckpointInfo(const std::string &dirArg, CheckpointInfo &info) {
+  IndexParser p("");
+  return parseIndex(trimmed(dirArg), p, info);
+}
+
+Status loadCheckpoint(Executor &exec, const std::string &dirArg, int rank) {
+  const std::string dir = trimmed(dirArg);
+  IndexParser index("");
+  CheckpointInfo info;
+  TSL_RETURN_IF_ERROR(parseIndex(dir, index, info));
+  const std::string file = rankFile(rank), path = dir + "/" + file;
+  if (rank >= info.ranks)
+    return Status::error(dir + " is a checkpoint of " +
+                         std::to_string(info.ranks) + " rank" +
+                         (info.ranks == 1 ? "" : "s") + ", it has no rank " +
+                         std::to_string(rank));
+  std::shared_ptr<MappedFile> f;
+  if (!exists(path))
+    return Status::error(path + ": missing from the checkpoint of " +
+                         std::to_string(info.ranks) + " rank" +
+                         (info.ranks == 1 ? "" : "s"));
+  TSL_RETURN_IF_ERROR(MappedFile::open(path, f));
+  SafetensorsIndex st;
+  if (Status s = parseSafetensors(f->data(), f->size(), path, st); !s)
+    return Status::error("corrupt checkpoint: " + s.message());
+  // The index and the file must agree (a file from another save).
+  const std::string prefix =
+      info.ranks > 1 ? "rank" + std::to_string(rank) + "/" : "";
+  size_t listed = 0;
+  for (const auto &[key, where] : index.weightMap) {
+    if (key.compare(0, prefix.size(), prefix) != 0 ||
+        (info.ranks > 1 && where != file))
+      continue;
+    if (info.ranks == 1 && where != file)
+      return Status::error(dir + "/" + kIndex + ": corrupt index: '" + key +
+                           "' lies in " + where + ", not " + file);
+    ++listed;
+    if (!st.tensors.count(key.substr(prefix.size())))
+      return Status::error("corrupt checkpoint: the index lists '" + key +
+                           "' in " + path + ", which does not hold it");
+  }
+  if (listed != st.tensors.size())
+    return Status::error("corrupt checkpoint: " + path + " holds " +
+                         std::to_string(st.tensors.size()) +
+                         " tensors, the index lists " + std::to_string(listed));
+
+  // Names, dtypes and shapes: the program's, checked before anything is set.
+  const Program &p = exec.program();
+  std::vector<Tensor> values;
+  for (const auto &[name, id] : p.states) {
+    const BufferInfo &b = p.buffers[id];
+    auto it = st.tensors.find(name);
+    if (it == st.tensors.end())
+      return Status::error("--resume " + dirArg +
+                           ": the checkpoint does not fit the program: state '" +
+                           name + "' (" + typeStr(b.dtype, b.shape) +
+                           " in the program) is missing from " + path +
+                           " (it holds " + std::to_string(st.tensors.size()) +
+                           " tensors, the program has " +
+                           std::to_string(p.states.size()) + " states)");
+    const SafetensorsEntry &e = it->second;
+    if (e.dtype != b.dtype || e.shape != b.shape)
+      return Status::error("--resume " + dirArg +
+                           ": the checkpoint does not fit the program: state '" +
+                           name + "' is " + typeStr(e.dtype, e.shape) + " in " +
+                           path + ", " + typeStr(b.dtype, b.shape) +
+                           " in the program");
+    values.push_back(
+        Tensor::fromData(e.dtype, e.shape, f->data() + st.dataStart + e.begin));
+  }
+  for (const auto &[name, e] : st.tensors)
+    if (p.findState(name) < 0)
+      return Status::error("--resume " + dirArg +
+                           ": the checkpoint does not fit the program: " +
+                           path + " holds '" + name + "' (" +
+                           typeStr(e.dtype, e.shape) +
+                           "), which is no state of the program");
+  for (size_t i = 0; i < values.size(); ++i)
+    TSL_RETURN_IF_ERROR(exec.setState(p.states[i].first, values[i]));
+  return Status::ok();
+}
+
+} // namespace tessel::run

@@ -1,0 +1,77 @@
+//===- Checkpoint.h - tessel-run's training checkpoints ---------*- C++ -*-===//
+//
+// `--save DIR [--save-every K]` and `--resume DIR` (docs/training.md). A
+// checkpoint is a directory:
+//
+//   DIR/rank<R>.safetensors          every state buffer of rank R, by name
+//   DIR/model.safetensors.index.json {"metadata": {"format":
+//       "tessel-checkpoint", "step": S, "data_position": P, "ranks": N,
+//       "total_size": BYTES}, "weight_map": {NAME: "rank0.safetensors", ...}}
+//
+// (one rank: the names as they are, HuggingFace's sharded index; several:
+// "rank<R>/NAME"). A save is atomic: every rank writes into a fresh
+// DIR.tmp-<pid of rank 0>, each file and the directory fsync'ed; then rank 0
+// renames DIR to DIR.old, DIR.tmp-<pid> to DIR, and removes DIR.old. A kill
+// at any moment leaves DIR, or DIR.old (the previous checkpoint, put back by
+// recoverCheckpointDir), complete.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_TOOLS_TESSEL_RUN_CHECKPOINT_H
+#define TESSEL_TOOLS_TESSEL_RUN_CHECKPOINT_H
+
+#include "tessel/runtime/Runtime.h"
+#include "tessel/runtime/Store.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace tessel::run {
+
+/// Where a checkpoint stands in the training.
+struct CheckpointInfo {
+  int64_t step = 0;         // steps done since the start of training
+  int64_t dataPosition = 0; // the next step's data row index
+  int ranks = 1;
+};
+
+/// The ranks that save one checkpoint together (size 1: no comm, no store).
+struct CheckpointGroup {
+  int rank = 0, size = 1;
+  runtime::Communicator *comm = nullptr;
+  runtime::KVStore *store = nullptr;
+  std::chrono::milliseconds timeout{30000};
+};
+
+/// Rank 0, before the run: tidies up what a killed save left beside `dir`:
+/// removes DIR.tmp-* (unfinished); puts DIR.old back as DIR when DIR is
+/// missing (killed between the two renames), else removes it. With
+/// `forSave`, refuses a DIR that exists but is not a checkpoint (a save
+/// would replace it). Each action is reported on stderr.
+runtime::Status recoverCheckpointDir(const std::string &dir, bool forSave);
+
+/// Every rank of `group`: writes the checkpoint of `exec`'s states at
+/// `info` into `dir` atomically.
+runtime::Status saveCheckpoint(runtime::Executor &exec, const std::string &dir,
+                               const CheckpointInfo &info,
+                               CheckpointGroup &group);
+
+/// Reads `dir`'s index (corrupt or missing: an error).
+runtime::Status readCheckpointInfo(const std::string &dir,
+                                   CheckpointInfo &info);
+
+/// Loads rank `rank`'s states from `dir` into `exec`: the checkpoint's
+/// names, dtypes and shapes must be the program's (else an error naming the
+/// first mismatch, nothing set).
+runtime::Status loadCheckpoint(runtime::Executor &exec, const std::string &dir,
+                               int rank);
+
+/// Test hook (TESSEL_RUN_TEST_HOOKS): TESSEL_TEST_SAVE_KILL=PHASE@STEP kills
+/// the process (SIGKILL) during the save of step STEP: PHASE "write" after
+/// its rank file, "swap" after DIR -> DIR.old, "cleanup" after the new DIR
+/// is in place, before DIR.old is removed.
+void saveKillHook(const char *phase, int64_t step);
+
+} // namespace tessel::run
+
+#endif // TESSEL_TOOLS_TESSEL_RUN_CHECKPOINT_H
