@@ -1,6 +1,7 @@
 //===- Checkpoint.cpp - tessel-run's training checkpoints -----------------===//
 #include "Checkpoint.h"
 
+#include "tessel/runtime/Json.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Safetensors.h"
 
@@ -77,44 +78,6 @@ Status makeDirs(const std::string &dir) {
   return Status::ok();
 }
 
-Status fsyncDir(const std::string &dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return sysError(dir + ": cannot open");
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0 && errno != EINVAL)
-    return sysError(dir + ": fsync failed");
-  return Status::ok();
-}
-
-/// Writes `bytes` to a new file `path` and fsyncs it.
-Status writeSynced(const std::string &path, const std::string &bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return sysError(path + ": cannot open for writing");
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      Status s = sysError(path + ": write failed");
-      ::close(fd);
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    Status s = sysError(path + ": fsync failed");
-    ::close(fd);
-    return s;
-  }
-  if (::close(fd) != 0)
-    return sysError(path + ": close failed");
-  return Status::ok();
-}
-
 int removeEntry(const char *path, const struct stat *, int flag, struct FTW *) {
   return flag == FTW_DP ? ::rmdir(path) : ::unlink(path);
 }
@@ -134,22 +97,6 @@ Status renamePath(const std::string &from, const std::string &to) {
   return Status::ok();
 }
 
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 /// Just enough JSON for the index: objects of strings, integers and
 /// objects (other values are skipped).
@@ -239,16 +186,7 @@ private:
             return fail("bad \\u escape");
           unsigned v = std::strtoul(s.substr(i, 4).c_str(), nullptr, 16);
           i += 4;
-          if (v < 0x80) {
-            out += static_cast<char>(v);
-          } else if (v < 0x800) {
-            out += static_cast<char>(0xC0 | (v >> 6));
-            out += static_cast<char>(0x80 | (v & 0x3F));
-          } else {
-            out += static_cast<char>(0xE0 | (v >> 12));
-            out += static_cast<char>(0x80 | ((v >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (v & 0x3F));
-          }
+          appendUtf8(out, v);
           break;
         }
         default: out += e;
@@ -425,7 +363,7 @@ Status recoverCheckpointDir(const std::string &dirArg, bool forSave) {
   if (exists(old)) {
     if (!exists(dir)) {
       TSL_RETURN_IF_ERROR(renamePath(old, dir));
-      TSL_RETURN_IF_ERROR(fsyncDir(parent));
+      TSL_RETURN_IF_ERROR(fsyncDirectory(parent));
       std::fprintf(stderr,
                    "tessel-run: restored %s from %s (a save was interrupted)\n",
                    dir.c_str(), old.c_str());
@@ -491,7 +429,7 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
     bytes += values[i].numElements() * dtypeSize(values[i].dtype());
   }
   TSL_RETURN_IF_ERROR(
-      writeSynced(tmp + "/" + rankFile(g.rank), encodeSafetensors(tensors)));
+      writeBytesSynced(tmp + "/" + rankFile(g.rank), encodeSafetensors(tensors)));
   saveKillHook("write", info.step);
   if (multi) {
     TSL_RETURN_IF_ERROR(g.comm->barrier());
@@ -519,25 +457,25 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
       for (const auto &[name, id] : p.states) {
         json += first ? "\n    " : ",\n    ";
         first = false;
-        json += jsonString(multi ? "rank" + std::to_string(r) + "/" + name
+        json += jsonQuote(multi ? "rank" + std::to_string(r) + "/" + name
                                  : name) +
-                ": " + jsonString(rankFile(r));
+                ": " + jsonQuote(rankFile(r));
       }
     json += "\n  }\n}\n";
-    TSL_RETURN_IF_ERROR(writeSynced(tmp + "/" + kIndex, json));
-    TSL_RETURN_IF_ERROR(fsyncDir(tmp));
+    TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + kIndex, json));
+    TSL_RETURN_IF_ERROR(fsyncDirectory(tmp));
     // The swap: the previous checkpoint stays until the new one is in place.
     const std::string old = dir + ".old";
     TSL_RETURN_IF_ERROR(removeAll(old));
     bool hadOld = false;
     if (exists(dir)) {
       TSL_RETURN_IF_ERROR(renamePath(dir, old));
-      TSL_RETURN_IF_ERROR(fsyncDir(parent));
+      TSL_RETURN_IF_ERROR(fsyncDirectory(parent));
       hadOld = true;
       saveKillHook("swap", info.step);
     }
     TSL_RETURN_IF_ERROR(renamePath(tmp, dir));
-    TSL_RETURN_IF_ERROR(fsyncDir(parent));
+    TSL_RETURN_IF_ERROR(fsyncDirectory(parent));
     saveKillHook("cleanup", info.step);
     if (hadOld)
       TSL_RETURN_IF_ERROR(removeAll(old));

@@ -1,6 +1,7 @@
 //===- Trace.cpp - Chrome-trace timelines of tessel-run -------------------===//
 #include "Trace.h"
 
+#include "tessel/runtime/Json.h"
 #include "tessel/runtime/OpKind.h"
 
 #include <cstdio>
@@ -13,22 +14,6 @@ using runtime::Status;
 
 namespace {
 
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 /// The events of one trace file, without the enclosing object.
 std::string eventsOf(const std::string &text) {
@@ -50,15 +35,15 @@ Status writeTrace(const std::string &path, int rank,
   std::ostringstream os;
   os << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
   os << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " << rank
-     << ", \"args\": {\"name\": " << jsonString("rank " + std::to_string(rank))
+     << ", \"args\": {\"name\": " << runtime::jsonQuote("rank " + std::to_string(rank))
      << "}}";
   char num[64];
   for (const runtime::TraceEvent &e : events) {
     const runtime::Op &op = program.ops[e.op];
     const std::string kind = runtime::opKindName(op.kind);
     std::snprintf(num, sizeof(num), "%.3f, \"dur\": %.3f", e.beginUs, e.durUs);
-    os << ",\n{\"name\": " << jsonString(op.name.empty() ? kind : op.name)
-       << ", \"cat\": " << jsonString(kind) << ", \"ph\": \"X\", \"pid\": "
+    os << ",\n{\"name\": " << runtime::jsonQuote(op.name.empty() ? kind : op.name)
+       << ", \"cat\": " << runtime::jsonQuote(kind) << ", \"ph\": \"X\", \"pid\": "
        << rank << ", \"tid\": 0, \"ts\": " << num
        << ", \"args\": {\"instruction\": " << e.op << "}}";
   }

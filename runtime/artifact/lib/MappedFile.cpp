@@ -25,44 +25,62 @@ Status writeBytes(const std::string &path, const std::string &bytes) {
   return Status::ok();
 }
 
-Status writeBytesAtomic(const std::string &path, const std::string &bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+Status writeBytesSynced(const std::string &path, const std::string &bytes) {
   auto failed = [&](const char *what) {
-    Status s = Status::error(path + ": " + what + ": " + std::strerror(errno));
-    ::unlink(tmp.c_str());
-    return s;
+    return Status::error(path + ": " + what + ": " + std::strerror(errno));
   };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    return Status::error(tmp + ": cannot open for writing: " +
-                         std::strerror(errno));
+    return failed("cannot open for writing");
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
+      Status s = failed("write failed");
       ::close(fd);
-      return failed("write failed");
+      return s;
     }
     done += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0) {
+    Status s = failed("fsync failed");
     ::close(fd);
-    return failed("fsync failed");
+    return s;
   }
   if (::close(fd) != 0)
     return failed("close failed");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return failed("rename failed");
+  return Status::ok();
+}
+
+Status fsyncDirectory(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::error(dir + ": cannot open: " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  ::close(fd);
+  // Some file systems cannot fsync a directory (EINVAL): nothing to wait for.
+  if (rc != 0 && errno != EINVAL)
+    return Status::error(dir + ": fsync failed: " + std::strerror(errno));
+  return Status::ok();
+}
+
+Status writeBytesAtomic(const std::string &path, const std::string &bytes) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  if (Status s = writeBytesSynced(tmp, bytes); !s) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = Status::error(path + ": rename failed: " + std::strerror(errno));
+    ::unlink(tmp.c_str());
+    return s;
+  }
   // The rename itself: durable once the directory is.
   size_t slash = path.find_last_of('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  (void)fsyncDirectory(slash == std::string::npos ? "."
+                                                  : path.substr(0, slash + 1));
   return Status::ok();
 }
 

@@ -1,5 +1,6 @@
 //===- Safetensors.cpp - The safetensors weight file format ---------------===//
 #include "tessel/runtime/Safetensors.h"
+#include "tessel/runtime/Json.h"
 #include "DTypeNames.h"
 
 #include <algorithm>
@@ -180,16 +181,7 @@ private:
               return fail("bad \\u escape");
           }
           // Names are ASCII in practice; encode BMP code points as UTF-8.
-          if (v < 0x80) {
-            out += static_cast<char>(v);
-          } else if (v < 0x800) {
-            out += static_cast<char>(0xC0 | (v >> 6));
-            out += static_cast<char>(0x80 | (v & 0x3F));
-          } else {
-            out += static_cast<char>(0xE0 | (v >> 12));
-            out += static_cast<char>(0x80 | ((v >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (v & 0x3F));
-          }
+          appendUtf8(out, v);
           break;
         }
         default:

@@ -34,6 +34,12 @@ private:
 /// Writes `bytes` to `path` (created, or truncated).
 Status writeBytes(const std::string &path, const std::string &bytes);
 
+/// Writes `bytes` to `path` (created, or truncated) and fsyncs the file.
+Status writeBytesSynced(const std::string &path, const std::string &bytes);
+
+/// fsyncs the directory `dir` (the entries created or renamed in it).
+Status fsyncDirectory(const std::string &dir);
+
 /// Writes `bytes` to `path` atomically: into a temporary file beside it,
 /// fsync'ed, then renamed over `path` (and the directory fsync'ed), so a
 /// reader sees the old file or the whole new one, never a part.
