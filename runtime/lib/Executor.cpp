@@ -96,20 +96,11 @@ Status Executor::getOutput(const std::string &name, Tensor &out) {
   return Status::ok();
 }
 
-namespace {
-std::string stateNames(const Program &p) {
-  std::string known;
-  for (auto &[n, b] : p.states)
-    known += (known.empty() ? "" : ", ") + n;
-  return known.empty() ? "none" : known;
-}
-} // namespace
-
 Status Executor::getState(const std::string &name, Tensor &out) {
   int id = prog->findState(name);
   if (id < 0)
     return Status::error("unknown state '" + name + "' (the program's states: " +
-                         stateNames(*prog) + ")");
+                         Program::namesOf(prog->states) + ")");
   const BufferInfo &b = prog->buffers[id];
   Tensor t(b.dtype, b.shape);
   TSL_RETURN_IF_ERROR(readBuffer(id, t.data()));
@@ -121,7 +112,7 @@ Status Executor::setState(const std::string &name, const Tensor &t) {
   int id = prog->findState(name);
   if (id < 0)
     return Status::error("unknown state '" + name + "' (the program's states: " +
-                         stateNames(*prog) + ")");
+                         Program::namesOf(prog->states) + ")");
   const BufferInfo &b = prog->buffers[id];
   if (t.dtype() != b.dtype || t.shape() != b.shape)
     return Status::error("state '" + name + "': expected " +

@@ -851,6 +851,14 @@ int64_t Op::intAttr(const std::string &name, int64_t dflt) const {
   return it->second.ints[0];
 }
 
+std::string Program::namesOf(
+    const std::vector<std::pair<std::string, int>> &bindings) {
+  std::string known;
+  for (const auto &[n, b] : bindings)
+    known += (known.empty() ? "" : ", ") + n;
+  return known.empty() ? "none" : known;
+}
+
 int Program::findInput(const std::string &name) const {
   for (auto &[n, id] : inputs)
     if (n == name)

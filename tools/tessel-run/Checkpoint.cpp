@@ -109,37 +109,13 @@ public:
 
   bool parse() {
     ws();
-    if (!expect('{'))
-      return false;
-    ws();
-    if (peek() == '}') {
-      ++i;
-      return end();
-    }
-    for (;;) {
-      std::string key;
-      ws();
-      if (!str(key))
-        return false;
-      ws();
-      if (!expect(':'))
-        return false;
-      ws();
-      if (key == "metadata" || key == "weight_map") {
-        if (!object(key == "metadata"))
-          return false;
-      } else if (!skip()) {
-        return false;
-      }
-      ws();
-      if (peek() == ',') {
-        ++i;
-        continue;
-      }
-      if (!expect('}'))
-        return false;
-      return end();
-    }
+    return members('{',
+                   [&](const std::string &key) {
+                     if (key == "metadata" || key == "weight_map")
+                       return object(key == "metadata");
+                     return skip();
+                   }) &&
+           end();
   }
 
 private:
@@ -208,85 +184,67 @@ private:
     v = std::strtoll(s.substr(b, i - b).c_str(), nullptr, 10);
     return true;
   }
-  bool skip() {
-    char c = peek();
-    if (c == '"') {
-      std::string x;
-      return str(x);
-    }
-    if (c == '{' || c == '[') {
-      char close = c == '{' ? '}' : ']';
-      ++i;
-      ws();
-      if (peek() == close) {
-        ++i;
-        return true;
-      }
-      for (;;) {
-        ws();
-        if (c == '{') {
-          std::string k;
-          if (!str(k))
-            return false;
-          ws();
-          if (!expect(':'))
-            return false;
-          ws();
-        }
-        if (!skip())
-          return false;
-        ws();
-        if (peek() == ',') {
-          ++i;
-          continue;
-        }
-        return expect(close);
-      }
-    }
-    size_t b = i;
-    while (i < s.size() && std::strchr(",}] \n\t\r", s[i]) == nullptr)
-      ++i;
-    return i > b || fail("expected a value");
-  }
-  bool object(bool meta) {
-    if (!expect('{'))
+  /// The members of an object ('{', keyed) or array ('['), each value
+  /// parsed by `value(key)`.
+  template <typename F> bool members(char open, F value) {
+    const char close = open == '{' ? '}' : ']';
+    if (!expect(open))
       return false;
     ws();
-    if (peek() == '}') {
+    if (peek() == close) {
       ++i;
       return true;
     }
     for (;;) {
       ws();
       std::string key;
-      if (!str(key))
-        return false;
-      ws();
-      if (!expect(':'))
-        return false;
-      ws();
-      if (meta) {
-        int64_t v;
-        if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
-          if (!integer(v))
-            return false;
-          metadata[key] = v;
-        } else if (!skip()) {
+      if (open == '{') {
+        if (!str(key))
           return false;
-        }
-      } else {
+        ws();
+        if (!expect(':'))
+          return false;
+        ws();
+      }
+      if (!value(key))
+        return false;
+      ws();
+      if (peek() != ',')
+        return expect(close);
+      ++i;
+    }
+  }
+  bool skip() {
+    char c = peek();
+    if (c == '"') {
+      std::string x;
+      return str(x);
+    }
+    if (c == '{' || c == '[')
+      return members(c, [&](const std::string &) { return skip(); });
+    size_t b = i;
+    while (i < s.size() && std::strchr(",}] \n\t\r", s[i]) == nullptr)
+      ++i;
+    return i > b || fail("expected a value");
+  }
+  bool object(bool meta) {
+    return members('{', [&](const std::string &key) {
+      if (!meta) {
         std::string v;
         if (!str(v))
           return false;
         weightMap[key] = v;
+        return true;
       }
-      ws();
-      if (peek() == ',') {
-        ++i;
-        continue;
+      int64_t v;
+      if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
+        if (!integer(v))
+          return false;
+        metadata[key] = v;
+        return true;
       }
-      return expect('}');
-    }
+      return skip();
+    });
   }
 };
 

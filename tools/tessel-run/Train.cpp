@@ -17,20 +17,13 @@ std::string typeStr(DType d, const Shape &s) {
   return std::string(dtypeName(d)) + " " + shapeToString(s);
 }
 
-std::string inputNames(const Program &p) {
-  std::string known;
-  for (auto &[n, b] : p.inputs)
-    known += (known.empty() ? "" : ", ") + n;
-  return known.empty() ? "none" : known;
-}
-
 } // namespace
 
 Status StepFeeds::add(const Program &program, Feed f, bool lm) {
   int id = program.findInput(f.input);
   if (id < 0)
     return Status::error(f.what + ": the program has no input '" + f.input +
-                         "' (its inputs: " + inputNames(program) + ")");
+                         "' (its inputs: " + Program::namesOf(program.inputs) + ")");
   for (const Feed &g : list)
     if (g.input == f.input)
       return Status::error("input '" + f.input + "' is fed twice (" + g.what +

@@ -1,6 +1,6 @@
 //===- ArtifactTest.cpp - Writing, loading and rejecting artifacts --------===//
 #include "MlpFixture.h"
-#include "ScratchDir.h"
+#include "../ScratchDir.h"
 
 #include "artifact.pb.h"
 
@@ -27,7 +27,7 @@ void writeFileBytes(const std::string &p, const std::string &bytes) {
 
 class ArtifactTest : public ::testing::Test {
 protected:
-  test::ScratchDir scratch;
+  tessel::test::ScratchDir scratch;
   void SetUp() override {
     dir = scratch.path("artifact.tsl");
     ArtifactBuilder b("artifact-test");

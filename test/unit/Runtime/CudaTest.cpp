@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "GemmPlan.h"
-#include "ScratchDir.h"
+#include "../ScratchDir.h"
 #include "MlpFixture.h"
 #include "TestUtil.h"
 
@@ -867,7 +867,7 @@ int runTool(const std::string &args, std::string &out) {
 }
 
 TEST(CudaTesselRun, DeviceFlag) {
-  test::ScratchDir scratch;
+  tessel::test::ScratchDir scratch;
   const std::string base = scratch.path("run");
   const std::string art = base + ".tsl", xPath = base + ".x.npy",
                     yCpu = base + ".ycpu.npy", yGpu = base + ".ygpu.npy";

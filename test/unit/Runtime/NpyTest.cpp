@@ -1,6 +1,6 @@
 //===- NpyTest.cpp - .npy reading and writing -----------------------------===//
 #include "TestUtil.h"
-#include "ScratchDir.h"
+#include "../ScratchDir.h"
 
 #include <cstdio>
 #include <unistd.h>
@@ -35,7 +35,7 @@ TEST(Npy, RoundTripsEveryDType) {
 TEST(Npy, FileRoundTrip) {
   std::mt19937 rng(52);
   Tensor t = randomF32({3, 4}, rng);
-  test::ScratchDir scratch;
+  tessel::test::ScratchDir scratch;
   std::string path = scratch.path("roundtrip.npy");
   ASSERT_TRUE(writeNpy(path, t).isOk());
   Tensor back;

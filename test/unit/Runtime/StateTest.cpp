@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
-#include "ScratchDir.h"
+#include "../ScratchDir.h"
 
 #include "artifact.pb.h"
 #include "tessel/runtime/Safetensors.h"
@@ -17,6 +17,7 @@
 
 namespace tessel::runtime::test {
 namespace {
+
 
 const std::vector<float> kInit = {1, 2, 3, 4};
 const std::vector<float> kX = {0.5f, -1, 2, 10};
@@ -48,6 +49,14 @@ std::vector<float> values(const Tensor &t) {
   return std::vector<float>(t.data<float>(), t.data<float>() + t.numElements());
 }
 
+/// The executor's state `name` holds `want` (f32).
+void expectState(Executor &exec, const std::string &name,
+                 const std::vector<float> &want) {
+  Tensor t;
+  ASSERT_TRUE(exec.getState(name, t).isOk()) << name;
+  EXPECT_EQ(values(t), want) << name;
+}
+
 TEST(State, StepRunThreeTimesAccumulates) {
   ProgramBuilder pb;
   buildAccumulate(pb);
@@ -62,10 +71,8 @@ TEST(State, StepRunThreeTimesAccumulates) {
   std::unique_ptr<Executor> exec;
   ASSERT_TRUE(createExecutor("cpu", prog, {}, exec).isOk());
   Tensor t;
-  ASSERT_TRUE(exec->getState("s", t).isOk());
-  EXPECT_EQ(values(t), kInit);
-  ASSERT_TRUE(exec->getState("z", t).isOk());
-  EXPECT_EQ(values(t), std::vector<float>(4, 0.0f));
+  expectState(*exec, "s", kInit);
+  expectState(*exec, "z", std::vector<float>(4, 0.0f));
 
   Tensor x = Tensor::fromVector(DType::F32, {4}, kX);
   for (int step = 1; step <= 3; ++step) {
@@ -92,15 +99,13 @@ TEST(State, StepRunThreeTimesAccumulates) {
   // the states are each executor's own.
   std::unique_ptr<Executor> fresh;
   ASSERT_TRUE(createExecutor("cpu", prog, {}, fresh).isOk());
-  ASSERT_TRUE(fresh->getState("s", t).isOk());
-  EXPECT_EQ(values(t), kInit);
+  expectState(*fresh, "s", kInit);
 
   // setState overwrites (a checkpoint's values); checked like an input.
   ASSERT_TRUE(exec->setState("s", Tensor::fromVector(DType::F32, {4},
                                                      std::vector<float>{9, 9, 9, 9}))
                   .isOk());
-  ASSERT_TRUE(exec->getState("s", t).isOk());
-  EXPECT_EQ(values(t), std::vector<float>(4, 9.0f));
+  expectState(*exec, "s", std::vector<float>(4, 9.0f));
   Status s = exec->setState("s", Tensor(DType::F32, {3}));
   EXPECT_NE(s.message().find("state 's': expected f32 [4], got f32 [3]"),
             std::string::npos)
@@ -283,59 +288,38 @@ TEST(State, ValidationKeepsArenaChecksForArenaBuffers) {
               std::string::npos)
         << s.message();
   }
-  auto stateProgram = [](ProgramBuilder &pb) {
+  // Two states ("s" from data, "t" zeros), corrupted by `edit`: the load
+  // fails with `message`.
+  auto expectStateError = [&](auto edit, const std::string &message) {
+    ProgramBuilder pb;
     const float one[4] = {1, 1, 1, 1};
     pb.addState("s", DType::F32, {4}, one);
     pb.addState("t", DType::F32, {4}, nullptr);
+    Status s = create(pb, prog, edit);
+    EXPECT_NE(s.message().find(message), std::string::npos) << s.message();
   };
-  {
-    ProgramBuilder pb;
-    stateProgram(pb);
-    Status s = create(pb, prog, [](artifact::Program &p) {
-      p.mutable_buffers(1)->set_name("");
-    });
-    EXPECT_NE(s.message().find("buffer 1: a STATE buffer needs a name"),
-              std::string::npos)
-        << s.message();
-  }
-  {
-    ProgramBuilder pb;
-    stateProgram(pb);
-    Status s = create(pb, prog, [](artifact::Program &p) {
-      p.mutable_buffers(1)->set_name("s");
-    });
-    EXPECT_NE(s.message().find("another STATE buffer is named 's'"),
-              std::string::npos)
-        << s.message();
-  }
-  {
-    ProgramBuilder pb;
-    stateProgram(pb);
-    Status s = create(pb, prog, [](artifact::Program &p) {
-      p.mutable_weights(0)->set_name("other");
-    });
-    EXPECT_NE(s.message().find("weight 'other': initialises STATE buffer 0 "
-                               "'s', whose weight entry must bear its name"),
-              std::string::npos)
-        << s.message();
-  }
-  {
-    // A state is not an input.
-    ProgramBuilder pb;
-    stateProgram(pb);
-    Status s = create(pb, prog, [](artifact::Program &p) {
-      artifact::Binding *b = p.add_inputs();
-      b->set_name("s");
-      b->set_buffer(0);
-    });
-    EXPECT_NE(s.message().find("input 's' is not an ARENA buffer"),
-              std::string::npos)
-        << s.message();
-  }
+  expectStateError(
+      [](artifact::Program &p) { p.mutable_buffers(1)->set_name(""); },
+      "buffer 1: a STATE buffer needs a name");
+  expectStateError(
+      [](artifact::Program &p) { p.mutable_buffers(1)->set_name("s"); },
+      "another STATE buffer is named 's'");
+  expectStateError(
+      [](artifact::Program &p) { p.mutable_weights(0)->set_name("other"); },
+      "weight 'other': initialises STATE buffer 0 's', whose weight entry "
+      "must bear its name");
+  // A state is not an input.
+  expectStateError(
+      [](artifact::Program &p) {
+        artifact::Binding *b = p.add_inputs();
+        b->set_name("s");
+        b->set_buffer(0);
+      },
+      "input 's' is not an ARENA buffer");
 }
 
 TEST(State, AddStateRoundTripsThroughAnArtifact) {
-  test::ScratchDir scratch;
+  tessel::test::ScratchDir scratch;
   std::string dir = scratch.path("state.tsl");
   const std::vector<float> w = {1, 2, 3, 4, 5, 6};
   const std::vector<int64_t> steps = {7};
@@ -379,8 +363,7 @@ TEST(State, AddStateRoundTripsThroughAnArtifact) {
   std::unique_ptr<Executor> exec;
   ASSERT_TRUE(createExecutor("cpu", prog, {}, exec).isOk());
   Tensor t;
-  ASSERT_TRUE(exec->getState("layer.weight", t).isOk());
-  EXPECT_EQ(values(t), w);
+  expectState(*exec, "layer.weight", w);
   ASSERT_TRUE(exec->getState("step", t).isOk());
   EXPECT_EQ(t.dtype(), DType::I64);
   EXPECT_EQ(t.data<int64_t>()[0], 7);

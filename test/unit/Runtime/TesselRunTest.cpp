@@ -1,6 +1,6 @@
 //===- TesselRunTest.cpp - tessel-run end to end --------------------------===//
 #include "MlpFixture.h"
-#include "ScratchDir.h"
+#include "../ScratchDir.h"
 #include "RunTool.h"
 
 #include <fstream>
@@ -13,7 +13,7 @@ namespace {
 
 class TesselRunTest : public ::testing::Test {
 protected:
-  test::ScratchDir scratch;
+  tessel::test::ScratchDir scratch;
   void SetUp() override {
     base = scratch.path("run");
     art = base + ".tsl";

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RunTool.h"
-#include "ScratchDir.h"
+#include "../ScratchDir.h"
 #include "TestUtil.h"
 
 #include "tessel/runtime/MappedFile.h"
@@ -110,9 +110,9 @@ std::map<std::string, Saved> readSafetensors(const std::string &path) {
 
 class TrainRunTest : public ::testing::Test {
 protected:
+  tessel::test::ScratchDir files;
   void SetUp() override {
-    base = ::testing::TempDir() + "/tessel_train_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    base = files.path("train");
     art = base + ".tsl";
     // Data: 2 rows, fed alternately.
     xs = Tensor::fromVector(DType::F32, {2, kN},
@@ -169,7 +169,7 @@ protected:
 
 TEST_F(TrainRunTest, StepsDataLossesAndSavedState) {
   build(1);
-  ScratchDir scratch;
+  tessel::test::ScratchDir scratch;
   std::string losses = base + ".losses.npy", dir = scratch.path("ckpt/nested");
   RunResult r = runTool(art + " --steps 3 --data x=" + xsPath + " --losses " +
                         losses + " --save-state " + dir +
@@ -353,7 +353,7 @@ TEST_F(TrainRunTest, DataLmFeedsInputIdsAndShiftedLabels) {
 
 TEST_F(TrainRunTest, TwoRanksRunTheSameStepsAndSaveTheirStates) {
   build(2);
-  ScratchDir scratch;
+  tessel::test::ScratchDir scratch;
   std::string losses = base + ".losses.npy", dir = scratch.path("ckpt");
   RunResult r = runTool(art + " -n 2 --steps 3 --data x=" + xsPath +
                         " --losses " + losses + " --save-state " + dir);
@@ -417,6 +417,13 @@ constexpr int kKilled = 128 + 9;
 
 class CheckpointRunTest : public TrainRunTest {
 protected:
+  /// Saves every 2 steps of 4 and is killed (SIGKILL) at `point` (write,
+  /// swap, cleanup) of the step-4 save.
+  void killSaveOfStep4(const std::string &ck, const std::string &point) {
+    run("--steps 4 --save " + ck + " --save-every 2", kKilled,
+        "TESSEL_TEST_SAVE_KILL=" + point + "@4");
+  }
+
   std::string run(const std::string &args, int wantExit = 0,
                   const std::string &env = "") {
     RunResult r = runTool(art + " --data x=" + xsPath + " " + args, env);
@@ -444,7 +451,7 @@ protected:
     expectSameBits(readLosses(l),
                    std::vector<float>(full.begin() + from, full.end()));
   }
-  ScratchDir scratch;
+  tessel::test::ScratchDir scratch;
 };
 
 TEST_F(CheckpointRunTest, ResumeContinuesBitForBitWithTheDataPosition) {
@@ -497,8 +504,7 @@ TEST_F(CheckpointRunTest, SaveEveryKeepsTheLatest) {
 TEST_F(CheckpointRunTest, KilledWhileWritingLeavesThePreviousCheckpoint) {
   build(1);
   std::string ck = scratch.path("ck");
-  run("--steps 4 --save " + ck + " --save-every 2", kKilled,
-      "TESSEL_TEST_SAVE_KILL=write@4");
+  killSaveOfStep4(ck, "write");
   // The step-2 checkpoint, and the unfinished temporary beside it.
   auto files = listDir(scratch.path(""));
   ASSERT_EQ(files.size(), 2u);
@@ -524,8 +530,7 @@ TEST_F(CheckpointRunTest, KilledWhileWritingLeavesThePreviousCheckpoint) {
 TEST_F(CheckpointRunTest, KilledBetweenTheRenamesRestoresThePrevious) {
   build(1);
   std::string ck = scratch.path("ck");
-  run("--steps 4 --save " + ck + " --save-every 2", kKilled,
-      "TESSEL_TEST_SAVE_KILL=swap@4");
+  killSaveOfStep4(ck, "swap");
   // The previous checkpoint is ck.old, the new one still a temporary.
   auto files = listDir(scratch.path(""));
   ASSERT_EQ(files.size(), 2u);
@@ -543,8 +548,7 @@ TEST_F(CheckpointRunTest, KilledBetweenTheRenamesRestoresThePrevious) {
 TEST_F(CheckpointRunTest, KilledBeforeRemovingTheOldOneKeepsTheNew) {
   build(1);
   std::string ck = scratch.path("ck");
-  run("--steps 4 --save " + ck + " --save-every 2", kKilled,
-      "TESSEL_TEST_SAVE_KILL=cleanup@4");
+  killSaveOfStep4(ck, "cleanup");
   EXPECT_EQ(listDir(scratch.path("")),
             (std::vector<std::string>{"ck", "ck.old"}));
   std::string out = run("--steps 5 --resume " + ck);

@@ -3,6 +3,7 @@
 #ifndef TESSEL_TEST_UNIT_SCHEDULE_TESTUTILS_H
 #define TESSEL_TEST_UNIT_SCHEDULE_TESTUTILS_H
 
+#include "../ScratchDir.h"
 #include "tessel/Schedule/Registry.h"
 #include "tessel/Schedule/TextFormat.h"
 
@@ -61,47 +62,7 @@ inline Schedule parse(llvm::StringRef text) {
   return unwrap(parseSchedule(text, "test.sched", "test"));
 }
 
-/// A directory of the test's own, unique per run (under ::testing::TempDir(),
-/// which honours TEST_TMPDIR and TMPDIR), removed with everything in it when
-/// the test ends: two runs at once never share a file.
-class ScratchDir {
-public:
-  ScratchDir() {
-    const ::testing::TestInfo *info =
-        ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string prefix = ::testing::TempDir() + "tessel-" +
-                         (info ? info->name() : std::string("test"));
-    if (std::error_code ec =
-            llvm::sys::fs::createUniqueDirectory(prefix, path_))
-      ADD_FAILURE() << "cannot create a directory " << prefix << "-*: "
-                    << ec.message();
-  }
-  ~ScratchDir() {
-    if (!path_.empty())
-      llvm::sys::fs::remove_directories(path_);
-  }
-  ScratchDir(const ScratchDir &) = delete;
-  ScratchDir &operator=(const ScratchDir &) = delete;
-
-  llvm::StringRef path() const { return path_; }
-
-  /// Writes `text` to the file `name` in the directory; returns its path.
-  std::string write(llvm::StringRef name, llvm::StringRef text) const {
-    llvm::SmallString<128> file(path_);
-    llvm::sys::path::append(file, name);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(file, ec);
-    if (ec)
-      ADD_FAILURE() << "cannot write " << file.str().str() << ": "
-                    << ec.message();
-    else
-      os << text;
-    return file.str().str();
-  }
-
-private:
-  llvm::SmallString<128> path_;
-};
+using ::tessel::test::ScratchDir;
 
 } // namespace tessel::pipeline::testing
 

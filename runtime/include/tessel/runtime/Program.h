@@ -143,6 +143,10 @@ public:
 
   /// Buffer id bound to input/output/state `name`, or -1.
   int findInput(const std::string &name) const;
+  /// The names of `bindings` (inputs, outputs or states), comma separated,
+  /// "none" when empty: for messages.
+  static std::string namesOf(
+      const std::vector<std::pair<std::string, int>> &bindings);
   int findOutput(const std::string &name) const;
   int findState(const std::string &name) const;
 
