@@ -202,6 +202,20 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         g = u.mul(g, coef);
     }
 
+    // What every parameter's update shares, built once: Adam's bias
+    // corrections and step size, AdamW's decay factor.
+    Value stepSize, sqrtBc2, decay;
+    if (kind != "sgd") {
+      Value bc1 = u.sub(u.scalar(1.0), u.pow(u.scalar(beta1), t));
+      Value bc2 = u.sub(u.scalar(1.0), u.pow(u.scalar(beta2), t));
+      stepSize = u.div(lrT, bc1);
+      sqrtBc2 = u.sqrt(bc2);
+      if (kind == "adamw")
+        decay = lrSchedule == "constant"
+                    ? u.scalar(1.0 - lr * weightDecay)
+                    : u.sub(u.scalar(1.0), u.mul(lrT, weightDecay));
+    }
+
     for (unsigned i = 0; i < numGrads; ++i) {
       StringRef name = cast<StringAttr>(names[i]).getValue();
       auto it = params.find(name);
@@ -233,10 +247,7 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         // torch.optim.Adam / AdamW (1.13's single-tensor path).
         Value param = p;
         if (kind == "adamw")
-          param = u.mul(param, lrSchedule == "constant"
-                                   ? u.scalar(1.0 - lr * weightDecay)
-                                   : u.sub(u.scalar(1.0),
-                                           u.mul(lrT, weightDecay)));
+          param = u.mul(param, decay);
         else if (weightDecay != 0.0)
           g = u.add(g, u.mul(p, weightDecay));
         WeightOp m = stateLike(top, p, "exp_avg");
@@ -245,10 +256,7 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         Value v1 = u.add(u.mul(v, beta2), u.mul(u.mul(g, g), 1.0 - beta2));
         AssignOp::create(b, loc, m, m1);
         AssignOp::create(b, loc, v, v1);
-        Value bc1 = u.sub(u.scalar(1.0), u.pow(u.scalar(beta1), t));
-        Value bc2 = u.sub(u.scalar(1.0), u.pow(u.scalar(beta2), t));
-        Value stepSize = u.div(lrT, bc1);
-        Value denom = u.add(u.div(u.sqrt(v1), u.sqrt(bc2)), u.scalar(eps));
+        Value denom = u.add(u.div(u.sqrt(v1), sqrtBc2), u.scalar(eps));
         next = u.sub(param, u.mul(u.div(m1, denom), stepSize));
       }
       AssignOp::create(b, loc, p, next);

@@ -69,13 +69,9 @@ Executor::~Executor() = default;
 
 Status Executor::setInput(const std::string &name, const Tensor &t) {
   int id = prog->findInput(name);
-  if (id < 0) {
-    std::string known;
-    for (auto &[n, b] : prog->inputs)
-      known += (known.empty() ? "" : ", ") + n;
+  if (id < 0)
     return Status::error("unknown input '" + name + "' (the program's inputs: " +
-                         (known.empty() ? "none" : known) + ")");
-  }
+                         Program::namesOf(prog->inputs) + ")");
   const BufferInfo &b = prog->buffers[id];
   if (t.dtype() != b.dtype || t.shape() != b.shape)
     return Status::error("input '" + name + "': expected " +

@@ -31,10 +31,6 @@ std::string rankFile(int rank) {
   return "rank" + std::to_string(rank) + ".safetensors";
 }
 
-std::string typeStr(DType d, const Shape &s) {
-  return std::string(dtypeName(d)) + " " + shapeToString(s);
-}
-
 bool exists(const std::string &path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
@@ -498,7 +494,7 @@ Status loadCheckpoint(Executor &exec, const std::string &dirArg, int rank) {
     if (it == st.tensors.end())
       return Status::error("--resume " + dirArg +
                            ": the checkpoint does not fit the program: state '" +
-                           name + "' (" + typeStr(b.dtype, b.shape) +
+                           name + "' (" + typeToString(b.dtype, b.shape) +
                            " in the program) is missing from " + path +
                            " (it holds " + std::to_string(st.tensors.size()) +
                            " tensors, the program has " +
@@ -507,8 +503,8 @@ Status loadCheckpoint(Executor &exec, const std::string &dirArg, int rank) {
     if (e.dtype != b.dtype || e.shape != b.shape)
       return Status::error("--resume " + dirArg +
                            ": the checkpoint does not fit the program: state '" +
-                           name + "' is " + typeStr(e.dtype, e.shape) + " in " +
-                           path + ", " + typeStr(b.dtype, b.shape) +
+                           name + "' is " + typeToString(e.dtype, e.shape) + " in " +
+                           path + ", " + typeToString(b.dtype, b.shape) +
                            " in the program");
     values.push_back(
         Tensor::fromData(e.dtype, e.shape, f->data() + st.dataStart + e.begin));
@@ -518,7 +514,7 @@ Status loadCheckpoint(Executor &exec, const std::string &dirArg, int rank) {
       return Status::error("--resume " + dirArg +
                            ": the checkpoint does not fit the program: " +
                            path + " holds '" + name + "' (" +
-                           typeStr(e.dtype, e.shape) +
+                           typeToString(e.dtype, e.shape) +
                            "), which is no state of the program");
   for (size_t i = 0; i < values.size(); ++i)
     TSL_RETURN_IF_ERROR(exec.setState(p.states[i].first, values[i]));

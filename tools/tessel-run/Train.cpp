@@ -11,14 +11,6 @@ using namespace tessel::runtime;
 
 namespace tessel::run {
 
-namespace {
-
-std::string typeStr(DType d, const Shape &s) {
-  return std::string(dtypeName(d)) + " " + shapeToString(s);
-}
-
-} // namespace
-
 Status StepFeeds::add(const Program &program, Feed f, bool lm) {
   int id = program.findInput(f.input);
   if (id < 0)
@@ -61,8 +53,8 @@ Status StepFeeds::add(const Program &program, Feed f, bool lm) {
                        " (row k mod steps at step k)";
       }
       return Status::error(f.what + ": input '" + f.input + "' is " +
-                           typeStr(b.dtype, b.shape) + ", the file holds " +
-                           typeStr(f.data.dtype(), fs) + ": " + why);
+                           typeToString(b.dtype, b.shape) + ", the file holds " +
+                           typeToString(f.data.dtype(), fs) + ": " + why);
     }
     f.perStep = true;
     f.rows = fs[0];
@@ -100,7 +92,7 @@ Status StepFeeds::load(const TrainOptions &o, const Program &program) {
       return Status::error(what + ": " + s.message());
     const Shape &ts = t.shape();
     if (t.dtype() != DType::I64 || ts.size() != 3 || ts[2] < 2)
-      return Status::error(what + ": holds " + typeStr(t.dtype(), ts) +
+      return Status::error(what + ": holds " + typeToString(t.dtype(), ts) +
                            ", expected i64 [steps, batch, seq+1] with seq >= 1");
     for (int k = 0; k < 2; ++k) {
       Feed f;
@@ -156,17 +148,14 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
     if (needLoss)
       return Status::error(
           "--losses: output 'loss' is " +
-          typeStr(p.buffers[lossId].dtype, p.buffers[lossId].shape) +
+          typeToString(p.buffers[lossId].dtype, p.buffers[lossId].shape) +
           ", expected one f32 (a scalar)");
     lossId = -1;
   }
   if (needLoss && lossId < 0) {
-    std::string known;
-    for (auto &[n, b] : p.outputs)
-      known += (known.empty() ? "" : ", ") + n;
     return Status::error("--losses: the program has no output 'loss' (its "
                          "outputs: " +
-                         (known.empty() ? "none" : known) + ")");
+                         Program::namesOf(p.outputs) + ")");
   }
   for (int64_t k = start; k < stop; ++k) {
     auto t0 = std::chrono::steady_clock::now();

@@ -401,13 +401,9 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
         return fail("the program has no outputs");
       name = program->outputs[0].first;
     }
-    if (program->findOutput(name) < 0) {
-      std::string known;
-      for (auto &[n, b] : program->outputs)
-        known += (known.empty() ? "" : ", ") + n;
+    if (program->findOutput(name) < 0)
       return fail("unknown output '" + name + "' (the program's outputs: " +
-                  (known.empty() ? "none" : known) + ")");
-    }
+                  Program::namesOf(program->outputs) + ")");
     outputs.emplace_back(name, file);
   }
 

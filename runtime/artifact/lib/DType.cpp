@@ -50,4 +50,8 @@ std::string shapeToString(const Shape &shape) {
   return s + "]";
 }
 
+std::string typeToString(DType dtype, const Shape &shape) {
+  return std::string(dtypeName(dtype)) + " " + shapeToString(shape);
+}
+
 } // namespace tessel::runtime

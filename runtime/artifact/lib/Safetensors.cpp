@@ -201,23 +201,6 @@ private:
 /// The "dtype" of each dtype.
 constexpr DTypeNames kDTypeNames = {"F32", "I64", "I32", "BOOL"};
 
-std::string jsonEscape(const std::string &s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      o += buf;
-    } else {
-      o += c;
-    }
-  }
-  return o;
-}
-
 } // namespace
 
 Status parseSafetensors(const unsigned char *data, size_t size,
@@ -308,7 +291,7 @@ std::string encodeSafetensors(const std::vector<SafetensorsTensor> &tensors) {
   uint64_t offset = 0;
   for (const auto *t : order) {
     uint64_t bytes = static_cast<uint64_t>(numElements(t->shape)) * dtypeSize(t->dtype);
-    header += ",\"" + jsonEscape(t->name) + "\":{\"dtype\":\"" +
+    header += "," + jsonQuote(t->name) + ":{\"dtype\":\"" +
               dtypeNameIn(kDTypeNames, t->dtype, "") + "\",\"shape\":[";
     for (size_t i = 0; i < t->shape.size(); ++i)
       header += (i ? "," : "") + std::to_string(t->shape[i]);

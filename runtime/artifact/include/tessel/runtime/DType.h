@@ -30,6 +30,8 @@ bool isValidDType(int value);
 int64_t numElements(const Shape &shape);
 /// "[2, 3, 4]".
 std::string shapeToString(const Shape &shape);
+/// "f32 [2, 3, 4]".
+std::string typeToString(DType dtype, const Shape &shape);
 
 } // namespace tessel::runtime
 
