@@ -45,6 +45,12 @@ struct BufferInfo {
   /// a state's initial value, may drop these pages (dropFileBackedPages).
   bool fileBacked = false;
   std::string name;
+  /// State: where this block lies in the whole state (Buffer.global_shape):
+  /// the global shape and the block's start in each dim; the block is
+  /// `shape` (it may run past globalShape where a dim is padded). Without
+  /// a recorded layout: `shape` and zeros.
+  Shape globalShape;
+  std::vector<int64_t> globalOffset;
 
   /// Bytes that never change while the program runs (Weight, Constant):
   /// kernels may prepare (prepack) them once at executor creation.
