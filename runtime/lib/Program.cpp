@@ -954,10 +954,13 @@ Status Program::create(const artifact::Program &proto,
                     "'");
       p->states.emplace_back(info.name, i);
       if (b.global_shape_size() == 0 && b.global_offset_size() == 0) {
+        // No layout recorded; a scalar is whole wherever it is.
         info.globalShape = info.shape;
         info.globalOffset.assign(info.shape.size(), 0);
+        info.hasLayout = info.shape.empty();
         break;
       }
+      info.hasLayout = true;
       info.globalShape.assign(b.global_shape().begin(), b.global_shape().end());
       info.globalOffset.assign(b.global_offset().begin(),
                                b.global_offset().end());

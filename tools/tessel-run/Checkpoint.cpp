@@ -429,6 +429,8 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
   std::string layout;
   for (const auto &[name, id] : p.states) {
     const BufferInfo &b = p.buffers[id];
+    if (!b.hasLayout)
+      continue;
     auto list = [](const std::vector<int64_t> &v) {
       std::string out = "[";
       for (size_t i = 0; i < v.size(); ++i)
@@ -483,8 +485,12 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
                 ": " + jsonQuote(rankFile(r));
       }
     json += "\n  },\n  \"layout\": {";
+    bool any = false;
     for (int r = 0; r < g.size; ++r)
-      json += (r ? "," : "") + layouts[r];
+      if (!layouts[r].empty()) {
+        json += (any ? "," : "") + layouts[r];
+        any = true;
+      }
     json += "\n  }\n}\n";
     TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + kIndex, json));
     TSL_RETURN_IF_ERROR(fsyncDirectory(tmp));
@@ -561,13 +567,16 @@ Status SavedStates::read(const std::string &dirArg) {
       b.data = files[r]->data() + st.dataStart + e.begin;
       b.shape = e.shape;
       b.where = path;
+      b.rank = r;
       Shape global = e.shape;
       b.offset.assign(e.shape.size(), 0);
       b.within(global);
+      b.hasLayout = false;
       // Checkpoints without a layout hold whole states.
       if (auto it = index.layout.find(prefix + name); it != index.layout.end()) {
         global = it->second.first;
         b.offset = it->second.second;
+        b.hasLayout = true;
         bool fits = global.size() == e.shape.size();
         for (size_t d = 0; fits && d < global.size(); ++d)
           fits = b.offset[d] <= global[d];
@@ -608,8 +617,8 @@ Status SavedStates::assemble(const std::string &name, Tensor &out) const {
   return Status::ok();
 }
 
-Status loadCheckpoint(Executor &exec, const std::string &dirArg,
-                      bool subset) {
+Status loadCheckpoint(Executor &exec, const std::string &dirArg, int rank,
+                      int ranks, bool subset) {
   SavedStates all;
   TSL_RETURN_IF_ERROR(all.read(dirArg));
   const std::string &dir = all.dir;
@@ -673,6 +682,20 @@ Status loadCheckpoint(Executor &exec, const std::string &dirArg,
       return Status::error(misfit + "state '" + name + "' is " +
                            dtypeName(whole->second.dtype) + " in " + where +
                            ", " + dtypeName(b.dtype) + " in the program");
+    // A state without a layout is each rank's own: only the same rank's.
+    bool own = !b.hasLayout;
+    if (exact != saved.end())
+      for (const StateBlock &sb : exact->second.blocks)
+        own |= !sb.hasLayout;
+    if (own && info.ranks != ranks)
+      return Status::error("--resume " + dirArg + ": a checkpoint of " +
+                           std::to_string(info.ranks) + " rank" +
+                           (info.ranks == 1 ? "" : "s") +
+                           ", but this run has " + std::to_string(ranks) +
+                           ", and state '" + name +
+                           "' has no layout (each rank's is its own)");
+    if (own)
+      w.rank = rank;
     wanted.push_back(std::move(w));
     tensors.push_back(tensor);
     programTensors.insert(tensor);
@@ -691,8 +714,15 @@ Status loadCheckpoint(Executor &exec, const std::string &dirArg,
     const BufferInfo &b = p.buffers[p.states[i].second];
     Tensor t(b.dtype, b.shape);
     std::memset(t.data(), 0, t.numElements() * dtypeSize(b.dtype));
+    std::vector<StateBlock> own;
+    if (wanted[i].rank >= 0)
+      for (const StateBlock &sb : byTensor[tensors[i]].blocks)
+        if (sb.rank == wanted[i].rank)
+          own.push_back(sb);
     if (Status s = fillBlock(p.states[i].first, dtypeSize(b.dtype), wanted[i],
-                             t.data(), byTensor[tensors[i]].blocks);
+                             t.data(),
+                             wanted[i].rank >= 0 ? own
+                                                 : byTensor[tensors[i]].blocks);
         !s)
       return Status::error("corrupt checkpoint: " + dir + ": state " +
                            s.message());

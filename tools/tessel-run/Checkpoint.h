@@ -89,11 +89,13 @@ struct SavedStates {
 /// state's block (BufferInfo::globalShape, globalOffset) is copied from the
 /// saved blocks that hold its parts, whichever rank files they lie in. The
 /// checkpoint's names, dtypes and global shapes must be the program's (else
-/// an error naming the first mismatch, nothing set). With `subset`, the
-/// checkpoint may hold more states than the program (the training's states
-/// for a gradient program).
+/// an error naming the first mismatch, nothing set). A state without a
+/// recorded layout (BufferInfo::hasLayout) is rank `rank`'s own: it loads
+/// from a checkpoint of `ranks` ranks only. With `subset`, the checkpoint
+/// may hold more states than the program (the training's states for a
+/// gradient program).
 runtime::Status loadCheckpoint(runtime::Executor &exec, const std::string &dir,
-                               bool subset = false);
+                               int rank, int ranks, bool subset = false);
 
 /// rm -rf `dir` (a temporary checkpoint).
 runtime::Status removeCheckpointDir(const std::string &dir);

@@ -29,6 +29,8 @@ struct StateBlock {
   std::vector<int64_t> offset;
   std::vector<int64_t> lo, hi;
   std::string where; // "ck/rank1.safetensors"
+  int rank = -1;     // the rank file it came from
+  bool hasLayout = true; // false: that rank's own state, not a block of one
   /// lo = 0, hi = `global`: a block of a tensor of that shape.
   void within(const runtime::Shape &global) {
     lo.assign(global.size(), 0);

@@ -415,7 +415,8 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                   std::to_string(start.step) + " (" + o.train.resume +
                   "): --steps is the step to stop at, counted from the start "
                   "of the training");
-    if (Status s = tessel::run::loadCheckpoint(*exec, o.train.resume); !s)
+    if (Status s = tessel::run::loadCheckpoint(*exec, o.train.resume, rank,
+                                               worldSize); !s)
       return fail(s.message());
   }
 
@@ -497,7 +498,8 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
       if (rank == 0)
         TSL_RETURN_IF_ERROR(tessel::run::removeCheckpointDir(dir));
       TSL_RETURN_IF_ERROR(tessel::run::saveCheckpoint(*exec, dir, info, group));
-      Status s = tessel::run::loadCheckpoint(grads, dir, /*subset=*/true);
+      Status s = tessel::run::loadCheckpoint(grads, dir, rank, worldSize,
+                                              /*subset=*/true);
       TSL_RETURN_IF_ERROR(session.comm()->barrier());
       if (rank == 0)
         TSL_RETURN_IF_ERROR(tessel::run::removeCheckpointDir(dir));

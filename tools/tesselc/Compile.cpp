@@ -223,9 +223,9 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
                   betas + "')");
     training = t;
   }
-  tessel::LossSummary loss;
+  mlir::tessel::TrainingInfoOptions loss;
   if (training)
-    loss = tessel::summarizeLoss(*module, lossKind, lossOutput);
+    loss = mlir::tessel::summarizeLoss(*module, lossKind, lossOutput);
   // --grads-program: the same step without the optimizer, compiled apart.
   mlir::OwningOpRef<mlir::ModuleOp> gradsModule;
   if (gradsProgram) {
@@ -309,7 +309,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     // trained tensors go back into (a .mlir may be any program).
     std::string onnx = inputPath.ends_with(".mlir") ? "" : inputPath.str();
     std::string error =
-        tessel::writeTrainingInfo(*module, loss, table, onnx, out);
+        tessel::writeTrainingFiles(*module, loss, lookup, onnx, out);
     if (!error.empty())
       return fail(error);
   }

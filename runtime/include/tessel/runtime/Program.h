@@ -51,6 +51,10 @@ struct BufferInfo {
   /// a recorded layout: `shape` and zeros.
   Shape globalShape;
   std::vector<int64_t> globalOffset;
+  /// Whether the artifact recorded the layout, or the state is a scalar
+  /// (else each rank's state is its own, and a checkpoint of it loads on
+  /// the same rank only).
+  bool hasLayout = false;
 
   /// Bytes that never change while the program runs (Weight, Constant):
   /// kernels may prepare (prepack) them once at executor creation.
