@@ -64,11 +64,8 @@ Status exportOnnx(const std::string &artifactDir,
                   const artifact::TrainingInfo &info, const SavedStates &saved,
                   const std::string &outPath) {
   const std::string what = "--export-onnx " + outPath;
-  if (info.source_model().empty() || info.tensors_size() == 0)
-    return Status::error(what + ": " + artifactDir +
-                         " has no source model to write the trained tensors "
-                         "into (compile it with tesselc --train from an "
-                         "ONNX model)");
+  if (info.source_model().empty())
+    return Status::error(what + ": " + artifactDir + " has no source model");
   std::shared_ptr<MappedFile> source;
   TSL_RETURN_IF_ERROR(
       MappedFile::open(artifactDir + "/" + info.source_model(), source));
