@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cstring>
 #include <map>
@@ -254,6 +255,8 @@ std::string dtypeNameOf(Type t) {
 
 class Exporter {
 public:
+  /// Weights to export as zero-filled STATE buffers (by name).
+  llvm::StringSet<> emptyStates;
   Exporter(rt::ProgramBuilder &program, const WeightLookup &weights,
            const MeshLayout &mesh, int64_t rank)
       : program(program), weights(weights), mesh(mesh), rank(rank) {}
@@ -265,6 +268,7 @@ private:
   FailureOr<int> newBuffer(Operation *op, RankedTensorType t);
   LogicalResult emitOp(Operation *op);
   LogicalResult emitWeight(WeightOp w);
+  void setStateLayout(WeightOp w, int id, ArrayRef<int64_t> global);
   LogicalResult emitInput(func::FuncOp fn, BlockArgument arg);
   FailureOr<int> emitOutput(func::ReturnOp ret, unsigned i, int id);
 
@@ -466,13 +470,25 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
     return w.emitOpError() << "weight \"" << w.getName()
                            << "\" has element type " << t.getElementType()
                            << ", which the runtime does not hold";
-  // Zero-initialised state (optimizer state): no data in the model.
-  if (w.getZeros()) {
-    if (weightBuffers.count(w.getName().str()))
-      return w.emitOpError() << "weight \"" << w.getName()
-                             << "\" is defined twice";
-    buffers[w] = program.addState(w.getName().str(), *dt, toShape(t), nullptr);
-    weightBuffers[w.getName().str()] = buffers[w];
+  // Zero-initialised state (optimizer state): no data in the model. A
+  // parameter of a gradient program (emptyStates), filled by the runtime,
+  // may be used at several places and be a piece of a fused one.
+  if (w.getZeros() || emptyStates.contains(w.getName())) {
+    std::string name = weightStorageName(w);
+    if (auto it = weightBuffers.find(name); it != weightBuffers.end()) {
+      if (w.getZeros())
+        return w.emitOpError() << "weight \"" << w.getName()
+                               << "\" is defined twice";
+      buffers[w] = it->second;
+      return success();
+    }
+    buffers[w] = program.addState(name, *dt, toShape(t), nullptr);
+    weightBuffers[name] = buffers[w];
+    setStateLayout(w, buffers[w],
+                   globalShapeOf(mesh,
+                                 w->getAttrOfType<TensorShardingAttr>(
+                                     TesselDialect::kGlobalShardingAttrName),
+                                 t));
     return success();
   }
   // A weight some tessel.assign writes persists across steps: a STATE buffer
@@ -496,12 +512,9 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
   SmallVector<int64_t> shape(data->shape);
   std::string sliced;
   const char *bytes = static_cast<const char *>(data->data);
-  std::string name = w.getName().str();
+  std::string name = mlir::tessel::weightStorageName(w);
   if (auto src = w->getAttrOfType<DenseI64ArrayAttr>(
           TesselDialect::kSourceSliceAttrName)) {
-    // A piece of a fused parameter; its name says which.
-    name += "[dim " + std::to_string(src[0]) + ": " + std::to_string(src[1]) +
-            ".." + std::to_string(src[2]) + "]";
     int64_t d = src[0];
     SmallVector<int64_t> starts(shape.size(), 0), sizes(shape);
     starts[d] = src[1];
@@ -533,7 +546,20 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
                    ? program.addState(name, *dt, toShape(t), block.data())
                    : program.addWeight(name, *dt, toShape(t), block.data());
   weightBuffers[key] = buffers[w];
+  if (assigned)
+    setStateLayout(w, buffers[w], shape);
   return success();
+}
+
+// Where state `id`'s block lies in the whole state of shape `global`, for
+// checkpoints that load on another mesh.
+void Exporter::setStateLayout(WeightOp w, int id, ArrayRef<int64_t> global) {
+  SmallVector<int64_t> starts, sizes;
+  shardBlock(mesh, w->getAttrOfType<TensorShardingAttr>(
+                       TesselDialect::kGlobalShardingAttrName),
+             rank, global, starts, sizes);
+  program.setStateLayout(id, rt::Shape(global.begin(), global.end()),
+                         ints(starts));
 }
 
 LogicalResult Exporter::emitOp(Operation *op) {
@@ -610,6 +636,17 @@ LogicalResult Exporter::emitOp(Operation *op) {
 
 } // namespace
 
+std::string mlir::tessel::weightStorageName(Operation *op) {
+  auto w = cast<WeightOp>(op);
+  std::string name = w.getName().str();
+  // A piece of a fused parameter; its name says which.
+  if (auto src = w->getAttrOfType<DenseI64ArrayAttr>(
+          TesselDialect::kSourceSliceAttrName))
+    name += "[dim " + std::to_string(src[0]) + ": " + std::to_string(src[1]) +
+            ".." + std::to_string(src[2]) + "]";
+  return name;
+}
+
 LogicalResult mlir::tessel::exportArtifact(ModuleOp module,
                                            const WeightLookup &weights,
                                            StringRef path,
@@ -643,9 +680,18 @@ LogicalResult mlir::tessel::exportArtifact(ModuleOp module,
   MeshLayout mesh = meshes.empty() ? MeshLayout() : MeshLayout(meshes[0]);
   rt::ArtifactBuilder builder(options.producer);
   builder.setMesh(mesh.axes());
-  for (int64_t r = 0; r < mesh.numRanks(); ++r)
-    if (failed(Exporter(builder.rank(r), weights, mesh, r).run(entry)))
+  llvm::StringSet<> emptyStates;
+  if (options.gradientWeightsAsStates)
+    if (auto names = entry->getAttrOfType<ArrayAttr>(
+            TesselDialect::kGradientsAttrName))
+      for (Attribute n : names)
+        emptyStates.insert(cast<StringAttr>(n).getValue());
+  for (int64_t r = 0; r < mesh.numRanks(); ++r) {
+    Exporter exporter(builder.rank(r), weights, mesh, r);
+    exporter.emptyStates = emptyStates;
+    if (failed(exporter.run(entry)))
       return failure();
+  }
   rt::Status status = builder.write(path.str());
   if (!status)
     return module.emitError() << "cannot write the artifact " << path << ": "

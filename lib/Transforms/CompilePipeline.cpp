@@ -42,7 +42,8 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     pm.addPass(createAutodiffPass());
     if (stopAfter == CompileStage::Autodiff)
       return;
-    pm.addPass(createOptimizerPass(train->optimizer));
+    if (train->withOptimizer)
+      pm.addPass(createOptimizerPass(train->optimizer));
   }
   if (!sharded || stopAfter == CompileStage::Autodiff)
     return;

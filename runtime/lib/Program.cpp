@@ -953,6 +953,31 @@ Status Program::create(const artifact::Program &proto,
         return fail(bw + ": another STATE buffer is named '" + info.name +
                     "'");
       p->states.emplace_back(info.name, i);
+      if (b.global_shape_size() == 0 && b.global_offset_size() == 0) {
+        // No layout recorded; a scalar is whole wherever it is.
+        info.globalShape = info.shape;
+        info.globalOffset.assign(info.shape.size(), 0);
+        info.hasLayout = info.shape.empty();
+        break;
+      }
+      info.hasLayout = true;
+      info.globalShape.assign(b.global_shape().begin(), b.global_shape().end());
+      info.globalOffset.assign(b.global_offset().begin(),
+                               b.global_offset().end());
+      if (info.globalShape.size() != info.shape.size() ||
+          info.globalOffset.size() != info.shape.size())
+        return fail(bw + ": STATE '" + info.name + "' has a global shape of " +
+                    std::to_string(info.globalShape.size()) + " dims and " +
+                    std::to_string(info.globalOffset.size()) +
+                    " offsets for a block of " +
+                    std::to_string(info.shape.size()) + " dims");
+      for (size_t d = 0; d < info.shape.size(); ++d)
+        if (info.globalShape[d] < 0 || info.globalOffset[d] < 0 ||
+            info.globalOffset[d] > info.globalShape[d] ||
+            info.globalShape[d] > (int64_t(1) << 48))
+          return fail(bw + ": STATE '" + info.name + "': block at " +
+                      shapeToString(info.globalOffset) + " of global shape " +
+                      shapeToString(info.globalShape) + " is out of range");
       break;
     case artifact::Buffer::CONSTANT:
       info.kind = BufferInfo::Kind::Constant;

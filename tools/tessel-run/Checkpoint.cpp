@@ -4,6 +4,7 @@
 #include "tessel/runtime/Json.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Safetensors.h"
+#include "StateBlocks.h"
 
 #include <cerrno>
 #include <csignal>
@@ -14,6 +15,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <map>
+#include <set>
 #include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -102,6 +104,8 @@ public:
   std::string error;
   std::map<std::string, int64_t> metadata;
   std::map<std::string, std::string> weightMap;
+  /// "layout": key -> (global shape, offset) of the block the key names.
+  std::map<std::string, std::pair<Shape, std::vector<int64_t>>> layout;
 
   bool parse() {
     ws();
@@ -109,6 +113,8 @@ public:
                    [&](const std::string &key) {
                      if (key == "metadata" || key == "weight_map")
                        return object(key == "metadata");
+                     if (key == "layout")
+                       return layoutObject();
                      return skip();
                    }) &&
            end();
@@ -223,6 +229,35 @@ private:
       ++i;
     return i > b || fail("expected a value");
   }
+  bool intList(std::vector<int64_t> &out) {
+    return members('[', [&](const std::string &) {
+      int64_t v;
+      if (!integer(v))
+        return false;
+      if (v < 0)
+        return fail("negative size or offset");
+      out.push_back(v);
+      return true;
+    });
+  }
+  bool layoutObject() {
+    return members('{', [&](const std::string &key) {
+      auto &[global, offset] = layout[key];
+      bool g = false, o = false;
+      if (!members('{', [&](const std::string &field) {
+            if (field == "global_shape")
+              return (g = true, intList(global));
+            if (field == "offset")
+              return (o = true, intList(offset));
+            return skip();
+          }))
+        return false;
+      if (!g || !o || global.size() != offset.size())
+        return fail("layout of '" + key +
+                    "' needs global_shape and offset of one length");
+      return true;
+    });
+  }
   bool object(bool meta) {
     return members('{', [&](const std::string &key) {
       if (!meta) {
@@ -274,6 +309,7 @@ Status parseIndex(const std::string &dir, IndexParser &p,
   info.ranks = static_cast<int>(ranks);
   p.metadata = std::move(q.metadata);
   p.weightMap = std::move(q.weightMap);
+  p.layout = std::move(q.layout);
   return Status::ok();
 }
 
@@ -294,6 +330,10 @@ void saveKillHook(const char *phase, int64_t step) {
   (void)phase;
   (void)step;
 #endif
+}
+
+Status removeCheckpointDir(const std::string &dir) {
+  return removeAll(trimmed(dir));
 }
 
 Status recoverCheckpointDir(const std::string &dirArg, bool forSave) {
@@ -385,6 +425,35 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
   TSL_RETURN_IF_ERROR(
       writeBytesSynced(tmp + "/" + rankFile(g.rank), encodeSafetensors(tensors)));
   saveKillHook("write", info.step);
+  // Where each block lies in its whole state, for rank 0's index.
+  std::string layout;
+  for (const auto &[name, id] : p.states) {
+    const BufferInfo &b = p.buffers[id];
+    if (!b.hasLayout)
+      continue;
+    auto list = [](const std::vector<int64_t> &v) {
+      std::string out = "[";
+      for (size_t i = 0; i < v.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(v[i]);
+      return out + "]";
+    };
+    layout += (layout.empty() ? "\n    " : ",\n    ") +
+              jsonQuote(multi ? "rank" + std::to_string(g.rank) + "/" + name
+                              : name) +
+              ": {\"global_shape\": " + list(b.globalShape) +
+              ", \"offset\": " + list(b.globalOffset) + "}";
+  }
+  std::vector<std::string> layouts(g.size);
+  layouts[g.rank] = layout;
+  if (multi) {
+    const std::string key =
+        "tessel-run/ckpt-layout/" + std::to_string(info.step) + "/";
+    TSL_RETURN_IF_ERROR(g.store->set(key + std::to_string(g.rank), layout));
+    if (g.rank == 0)
+      for (int r = 1; r < g.size; ++r)
+        TSL_RETURN_IF_ERROR(
+            g.store->get(key + std::to_string(r), layouts[r], g.timeout));
+  }
   if (multi) {
     TSL_RETURN_IF_ERROR(g.comm->barrier());
     std::string key = "tessel-run/ckpt-bytes/" + std::to_string(info.step);
@@ -415,6 +484,13 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
                                  : name) +
                 ": " + jsonQuote(rankFile(r));
       }
+    json += "\n  },\n  \"layout\": {";
+    bool any = false;
+    for (int r = 0; r < g.size; ++r)
+      if (!layouts[r].empty()) {
+        json += (any ? "," : "") + layouts[r];
+        any = true;
+      }
     json += "\n  }\n}\n";
     TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + kIndex, json));
     TSL_RETURN_IF_ERROR(fsyncDirectory(tmp));
@@ -444,78 +520,214 @@ Status readCheckpointInfo(const std::string &dirArg, CheckpointInfo &info) {
   return parseIndex(trimmed(dirArg), p, info);
 }
 
-Status loadCheckpoint(Executor &exec, const std::string &dirArg, int rank) {
-  const std::string dir = trimmed(dirArg);
+Status SavedStates::read(const std::string &dirArg) {
+  dir = trimmed(dirArg);
+  states.clear();
+  files.clear();
   IndexParser index("");
-  CheckpointInfo info;
   TSL_RETURN_IF_ERROR(parseIndex(dir, index, info));
-  const std::string file = rankFile(rank), path = dir + "/" + file;
-  if (rank >= info.ranks)
-    return Status::error(dir + " is a checkpoint of " +
-                         std::to_string(info.ranks) + " rank" +
-                         (info.ranks == 1 ? "" : "s") + ", it has no rank " +
-                         std::to_string(rank));
-  std::shared_ptr<MappedFile> f;
-  if (!exists(path))
-    return Status::error(path + ": missing from the checkpoint of " +
-                         std::to_string(info.ranks) + " rank" +
-                         (info.ranks == 1 ? "" : "s"));
-  TSL_RETURN_IF_ERROR(MappedFile::open(path, f));
-  SafetensorsIndex st;
-  if (Status s = parseSafetensors(f->data(), f->size(), path, st); !s)
-    return Status::error("corrupt checkpoint: " + s.message());
-  // The index and the file must agree (a file from another save).
-  const std::string prefix =
-      info.ranks > 1 ? "rank" + std::to_string(rank) + "/" : "";
-  size_t listed = 0;
-  for (const auto &[key, where] : index.weightMap) {
-    if (key.compare(0, prefix.size(), prefix) != 0 ||
-        (info.ranks > 1 && where != file))
-      continue;
-    if (info.ranks == 1 && where != file)
-      return Status::error(dir + "/" + kIndex + ": corrupt index: '" + key +
-                           "' lies in " + where + ", not " + file);
-    ++listed;
-    if (!st.tensors.count(key.substr(prefix.size())))
-      return Status::error("corrupt checkpoint: the index lists '" + key +
-                           "' in " + path + ", which does not hold it");
+  const std::string indexPath = dir + "/" + kIndex;
+  // Every rank file, checked against the index; its blocks by state name.
+  std::map<std::string, SavedState> &saved = states;
+  files.resize(info.ranks);
+  for (int r = 0; r < info.ranks; ++r) {
+    const std::string file = rankFile(r), path = dir + "/" + file;
+    if (!exists(path))
+      return Status::error(path + ": missing from the checkpoint of " +
+                           std::to_string(info.ranks) + " rank" +
+                           (info.ranks == 1 ? "" : "s"));
+    TSL_RETURN_IF_ERROR(MappedFile::open(path, files[r]));
+    SafetensorsIndex st;
+    if (Status s = parseSafetensors(files[r]->data(), files[r]->size(), path, st);
+        !s)
+      return Status::error("corrupt checkpoint: " + s.message());
+    // The index and the file must agree (a file from another save).
+    const std::string prefix =
+        info.ranks > 1 ? "rank" + std::to_string(r) + "/" : "";
+    size_t listed = 0;
+    for (const auto &[key, where] : index.weightMap) {
+      if (key.compare(0, prefix.size(), prefix) != 0 ||
+          (info.ranks > 1 && where != file))
+        continue;
+      if (info.ranks == 1 && where != file)
+        return Status::error(indexPath + ": corrupt index: '" + key +
+                             "' lies in " + where + ", not " + file);
+      ++listed;
+      if (!st.tensors.count(key.substr(prefix.size())))
+        return Status::error("corrupt checkpoint: the index lists '" + key +
+                             "' in " + path + ", which does not hold it");
+    }
+    if (listed != st.tensors.size())
+      return Status::error("corrupt checkpoint: " + path + " holds " +
+                           std::to_string(st.tensors.size()) +
+                           " tensors, the index lists " +
+                           std::to_string(listed));
+    for (const auto &[name, e] : st.tensors) {
+      StateBlock b;
+      b.data = files[r]->data() + st.dataStart + e.begin;
+      b.shape = e.shape;
+      b.where = path;
+      b.rank = r;
+      Shape global = e.shape;
+      b.offset.assign(e.shape.size(), 0);
+      b.within(global);
+      b.hasLayout = false;
+      // Checkpoints without a layout hold whole states.
+      if (auto it = index.layout.find(prefix + name); it != index.layout.end()) {
+        global = it->second.first;
+        b.offset = it->second.second;
+        b.hasLayout = true;
+        bool fits = global.size() == e.shape.size();
+        for (size_t d = 0; fits && d < global.size(); ++d)
+          fits = b.offset[d] <= global[d];
+        if (!fits)
+          return Status::error(indexPath + ": corrupt index: the layout of '" +
+                               prefix + name + "' (" + shapeToString(b.offset) +
+                               " in " + shapeToString(global) +
+                               ") does not fit its block " +
+                               typeToString(e.dtype, e.shape) + " in " + path);
+      }
+      auto [it, fresh] = saved.try_emplace(name, SavedState{e.dtype, global, {}});
+      b.within(global);
+      if (!fresh && (it->second.dtype != e.dtype || it->second.global != global))
+        return Status::error("corrupt checkpoint: state '" + name + "' is " +
+                             typeToString(it->second.dtype, it->second.global) +
+                             " in " + it->second.blocks[0].where + ", " +
+                             typeToString(e.dtype, global) + " in " + path);
+      it->second.blocks.push_back(std::move(b));
+    }
   }
-  if (listed != st.tensors.size())
-    return Status::error("corrupt checkpoint: " + path + " holds " +
-                         std::to_string(st.tensors.size()) +
-                         " tensors, the index lists " + std::to_string(listed));
+  return Status::ok();
+}
 
-  // Names, dtypes and shapes: the program's, checked before anything is set.
+Status SavedStates::assemble(const std::string &name, Tensor &out) const {
+  auto it = states.find(name);
+  if (it == states.end())
+    return Status::error(dir + ": the checkpoint has no state '" + name + "'");
+  out = Tensor(it->second.dtype, it->second.global);
+  const size_t es = dtypeSize(it->second.dtype);
+  std::memset(out.data(), 0, out.numElements() * es);
+  StateBlock whole;
+  whole.shape = it->second.global;
+  whole.offset.assign(whole.shape.size(), 0);
+  whole.within(whole.shape);
+  if (Status s = fillBlock(name, es, whole, out.data(), it->second.blocks);
+      !s)
+    return Status::error("corrupt checkpoint: " + dir + ": " + s.message());
+  return Status::ok();
+}
+
+Status loadCheckpoint(Executor &exec, const std::string &dirArg, int rank,
+                      int ranks, bool subset) {
+  SavedStates all;
+  TSL_RETURN_IF_ERROR(all.read(dirArg));
+  const std::string &dir = all.dir;
+  const CheckpointInfo &info = all.info;
+  std::map<std::string, SavedState> &saved = all.states;
+
+  // Every saved block in the coordinates of the tensor it is part of (a
+  // piece of a fused parameter may be saved whole, or whole as pieces).
+  struct Tensorwise {
+    DType dtype;
+    std::vector<StateBlock> blocks;
+  };
+  std::map<std::string, Tensorwise> byTensor;
+  for (const auto &[name, e] : saved)
+    for (const StateBlock &b : e.blocks) {
+      StateBlock nb = b;
+      std::string tensor = blockOfState(name, e.global, b.offset, nb);
+      auto [it, fresh] = byTensor.try_emplace(tensor, Tensorwise{e.dtype, {}});
+      if (!fresh && it->second.dtype != e.dtype)
+        return Status::error("corrupt checkpoint: '" + tensor + "' is " +
+                             dtypeName(e.dtype) + " in " + b.where + ", " +
+                             dtypeName(it->second.dtype) + " elsewhere");
+      it->second.blocks.push_back(std::move(nb));
+    }
+
+  // Names, dtypes and global shapes: the program's, checked before anything
+  // is set.
   const Program &p = exec.program();
-  std::vector<Tensor> values;
+  const std::string where =
+      info.ranks == 1 ? dir + "/" + rankFile(0)
+                      : dir + " (" + std::to_string(info.ranks) + " ranks)";
+  const std::string misfit =
+      "--resume " + dirArg + ": the checkpoint does not fit the program: ";
+  std::vector<StateBlock> wanted;
+  std::vector<std::string> tensors;
+  std::set<std::string> programTensors;
   for (const auto &[name, id] : p.states) {
     const BufferInfo &b = p.buffers[id];
-    auto it = st.tensors.find(name);
-    if (it == st.tensors.end())
-      return Status::error("--resume " + dirArg +
-                           ": the checkpoint does not fit the program: state '" +
-                           name + "' (" + typeToString(b.dtype, b.shape) +
-                           " in the program) is missing from " + path +
-                           " (it holds " + std::to_string(st.tensors.size()) +
+    StateBlock w;
+    w.shape = b.shape;
+    std::string tensor = blockOfState(name, b.globalShape, b.globalOffset, w);
+    auto exact = saved.find(name);
+    auto whole = byTensor.find(tensor);
+    if (exact == saved.end() &&
+        (whole == byTensor.end() || tensor == name))
+      return Status::error(misfit + "state '" + name + "' (" +
+                           typeToString(b.dtype, b.globalShape) +
+                           " in the program) is missing from " + where +
+                           " (it holds " + std::to_string(saved.size()) +
                            " tensors, the program has " +
                            std::to_string(p.states.size()) + " states)");
-    const SafetensorsEntry &e = it->second;
-    if (e.dtype != b.dtype || e.shape != b.shape)
-      return Status::error("--resume " + dirArg +
-                           ": the checkpoint does not fit the program: state '" +
-                           name + "' is " + typeToString(e.dtype, e.shape) + " in " +
-                           path + ", " + typeToString(b.dtype, b.shape) +
+    if (exact != saved.end() && (exact->second.dtype != b.dtype ||
+                                 exact->second.global != b.globalShape))
+      return Status::error(misfit + "state '" + name + "' is " +
+                           typeToString(exact->second.dtype,
+                                        exact->second.global) +
+                           " in " + where + ", " +
+                           typeToString(b.dtype, b.globalShape) +
                            " in the program");
-    values.push_back(
-        Tensor::fromData(e.dtype, e.shape, f->data() + st.dataStart + e.begin));
+    if (whole->second.dtype != b.dtype)
+      return Status::error(misfit + "state '" + name + "' is " +
+                           dtypeName(whole->second.dtype) + " in " + where +
+                           ", " + dtypeName(b.dtype) + " in the program");
+    // A state without a layout is each rank's own: only the same rank's.
+    bool own = !b.hasLayout;
+    if (exact != saved.end())
+      for (const StateBlock &sb : exact->second.blocks)
+        own |= !sb.hasLayout;
+    if (own && info.ranks != ranks)
+      return Status::error("--resume " + dirArg + ": a checkpoint of " +
+                           std::to_string(info.ranks) + " rank" +
+                           (info.ranks == 1 ? "" : "s") +
+                           ", but this run has " + std::to_string(ranks) +
+                           ", and state '" + name +
+                           "' has no layout (each rank's is its own)");
+    if (own)
+      w.rank = rank;
+    wanted.push_back(std::move(w));
+    tensors.push_back(tensor);
+    programTensors.insert(tensor);
   }
-  for (const auto &[name, e] : st.tensors)
-    if (p.findState(name) < 0)
-      return Status::error("--resume " + dirArg +
-                           ": the checkpoint does not fit the program: " +
-                           path + " holds '" + name + "' (" +
-                           typeToString(e.dtype, e.shape) +
+  for (const auto &[name, e] : saved) {
+    StateBlock b;
+    if (!subset && p.findState(name) < 0 &&
+        !programTensors.count(blockOfState(name, e.global, e.blocks[0].offset, b)))
+      return Status::error(misfit + where + " holds '" + name + "' (" +
+                           typeToString(e.dtype, e.global) +
                            "), which is no state of the program");
+  }
+  // This rank's block of each state, from the blocks that hold its values.
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < p.states.size(); ++i) {
+    const BufferInfo &b = p.buffers[p.states[i].second];
+    Tensor t(b.dtype, b.shape);
+    std::memset(t.data(), 0, t.numElements() * dtypeSize(b.dtype));
+    std::vector<StateBlock> own;
+    if (wanted[i].rank >= 0)
+      for (const StateBlock &sb : byTensor[tensors[i]].blocks)
+        if (sb.rank == wanted[i].rank)
+          own.push_back(sb);
+    if (Status s = fillBlock(p.states[i].first, dtypeSize(b.dtype), wanted[i],
+                             t.data(),
+                             wanted[i].rank >= 0 ? own
+                                                 : byTensor[tensors[i]].blocks);
+        !s)
+      return Status::error("corrupt checkpoint: " + dir + ": state " +
+                           s.message());
+    values.push_back(std::move(t));
+  }
   for (size_t i = 0; i < values.size(); ++i)
     TSL_RETURN_IF_ERROR(exec.setState(p.states[i].first, values[i]));
   return Status::ok();

@@ -9,7 +9,9 @@
 //       "total_size": BYTES}, "weight_map": {NAME: "rank0.safetensors", ...}}
 //
 // (one rank: the names as they are, HuggingFace's sharded index; several:
-// "rank<R>/NAME"). A save is atomic: every rank writes into a fresh
+// "rank<R>/NAME"), and "layout": {KEY: {"global_shape": [..], "offset":
+// [..]}}, where each block lies in its whole state, so that a checkpoint
+// loads on another mesh (StateBlocks.h). A save is atomic: every rank writes into a fresh
 // DIR.tmp-<pid of rank 0>, each file and the directory fsync'ed; then rank 0
 // renames DIR to DIR.old, DIR.tmp-<pid> to DIR, and removes DIR.old. A kill
 // at any moment leaves DIR, or DIR.old (the previous checkpoint, put back by
@@ -20,11 +22,16 @@
 #define TESSEL_TOOLS_TESSEL_RUN_CHECKPOINT_H
 
 #include "tessel/runtime/Runtime.h"
+#include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Store.h"
+#include "StateBlocks.h"
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace tessel::run {
 
@@ -60,11 +67,38 @@ runtime::Status saveCheckpoint(runtime::Executor &exec, const std::string &dir,
 runtime::Status readCheckpointInfo(const std::string &dir,
                                    CheckpointInfo &info);
 
-/// Loads rank `rank`'s states from `dir` into `exec`: the checkpoint's
-/// names, dtypes and shapes must be the program's (else an error naming the
-/// first mismatch, nothing set).
+/// A checkpoint's states as their saved blocks (the rank files mapped).
+struct SavedState {
+  runtime::DType dtype;
+  runtime::Shape global;
+  std::vector<StateBlock> blocks;
+};
+struct SavedStates {
+  std::string dir;
+  CheckpointInfo info;
+  std::map<std::string, SavedState> states;
+  std::vector<std::shared_ptr<runtime::MappedFile>> files;
+  /// Reads `dir`'s index and every rank file, checked against each other (a
+  /// corrupt or truncated file, a file of another save: an error).
+  runtime::Status read(const std::string &dir);
+  /// The whole state `name`, put together from its blocks.
+  runtime::Status assemble(const std::string &name, runtime::Tensor &out) const;
+};
+
+/// Loads `exec`'s states from `dir`, saved on this mesh or another: each
+/// state's block (BufferInfo::globalShape, globalOffset) is copied from the
+/// saved blocks that hold its parts, whichever rank files they lie in. The
+/// checkpoint's names, dtypes and global shapes must be the program's (else
+/// an error naming the first mismatch, nothing set). A state without a
+/// recorded layout (BufferInfo::hasLayout) is rank `rank`'s own: it loads
+/// from a checkpoint of `ranks` ranks only. With `subset`, the checkpoint
+/// may hold more states than the program (the training's states for a
+/// gradient program).
 runtime::Status loadCheckpoint(runtime::Executor &exec, const std::string &dir,
-                               int rank);
+                               int rank, int ranks, bool subset = false);
+
+/// rm -rf `dir` (a temporary checkpoint).
+runtime::Status removeCheckpointDir(const std::string &dir);
 
 /// Test hook (TESSEL_RUN_TEST_HOOKS): TESSEL_TEST_SAVE_KILL=PHASE@STEP kills
 /// the process (SIGKILL) during the save of step STEP: PHASE "write" after

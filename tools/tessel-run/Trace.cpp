@@ -23,6 +23,35 @@ std::string eventsOf(const std::string &text) {
   return text.substr(b + 1, e - b - 1);
 }
 
+/// The phase of each instruction of a training step (a program with an
+/// output `loss`): "forward" up to the instruction that computes the loss,
+/// then "optimizer" for the update (instructions the optimizer pass names
+/// after itself: sgd, adam, adamw; the copies into STATE buffers that end
+/// the step) and "backward" for the rest. Empty for other programs.
+std::vector<const char *> phasesOf(const runtime::Program &program) {
+  const int loss = program.findOutput("loss");
+  int last = -1;
+  for (size_t i = 0; i < program.ops.size(); ++i)
+    for (int r : program.ops[i].results)
+      if (r == loss)
+        last = static_cast<int>(i);
+  if (loss < 0 || last < 0 || program.states.empty())
+    return {};
+  std::vector<const char *> phases(program.ops.size(), "forward");
+  for (size_t i = last + 1; i < program.ops.size(); ++i) {
+    const runtime::Op &op = program.ops[i];
+    const bool toState =
+        op.kind == runtime::OpKind::Copy && op.results.size() == 1 &&
+        program.buffers[op.results[0]].kind ==
+            runtime::BufferInfo::Kind::State;
+    phases[i] = op.name == "sgd" || op.name == "adam" || op.name == "adamw" ||
+                        toState
+                    ? "optimizer"
+                    : "backward";
+  }
+  return phases;
+}
+
 } // namespace
 
 std::string rankTracePath(const std::string &path, int rank) {
@@ -38,6 +67,7 @@ Status writeTrace(const std::string &path, int rank,
      << ", \"args\": {\"name\": " << runtime::jsonQuote("rank " + std::to_string(rank))
      << "}}";
   char num[64];
+  const std::vector<const char *> phases = phasesOf(program);
   for (const runtime::TraceEvent &e : events) {
     const runtime::Op &op = program.ops[e.op];
     const std::string kind = runtime::opKindName(op.kind);
@@ -45,7 +75,10 @@ Status writeTrace(const std::string &path, int rank,
     os << ",\n{\"name\": " << runtime::jsonQuote(op.name.empty() ? kind : op.name)
        << ", \"cat\": " << runtime::jsonQuote(kind) << ", \"ph\": \"X\", \"pid\": "
        << rank << ", \"tid\": 0, \"ts\": " << num
-       << ", \"args\": {\"instruction\": " << e.op << "}}";
+       << ", \"args\": {\"instruction\": " << e.op;
+    if (!phases.empty())
+      os << ", \"phase\": \"" << phases[e.op] << "\"";
+    os << "}}";
   }
   os << "\n]}\n";
   std::ofstream f(path, std::ios::binary | std::ios::trunc);

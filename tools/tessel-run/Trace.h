@@ -4,7 +4,9 @@
 // Chrome trace (chrome://tracing, ui.perfetto.dev): one track per rank
 // (pid = rank), one complete event per instruction named by its ONNX node
 // and categorised by its op kind, collectives included, so time spent
-// waiting for a peer shows as a long collective. With -n N each rank writes
+// waiting for a peer shows as a long collective; in a training step each
+// event's args.phase says forward, backward or optimizer. With -n N each
+// rank writes
 // FILE.rankR and the launcher merges them into FILE; ranks started by
 // mpirun/srun/torchrun leave their FILE.rankR files.
 //

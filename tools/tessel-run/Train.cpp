@@ -1,11 +1,14 @@
 //===- Train.cpp - tessel-run's training loop -----------------------------===//
 #include "Train.h"
+#include "TrainingInfo.h"
 
 #include "tessel/runtime/Safetensors.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <unistd.h>
 
 using namespace tessel::runtime;
 
@@ -104,6 +107,9 @@ Status StepFeeds::load(const TrainOptions &o, const Program &program) {
       TSL_RETURN_IF_ERROR(add(program, std::move(f), true));
     }
   }
+  // Every row's labels, before the first step runs.
+  if (training)
+    TSL_RETURN_IF_ERROR(checkLabelRows());
   return Status::ok();
 }
 
@@ -114,28 +120,80 @@ bool StepFeeds::feeds(const std::string &name) const {
   return false;
 }
 
+void StepFeeds::stage(Feed &f, int64_t row) {
+  const size_t es = dtypeSize(f.data.dtype());
+  const int64_t rowElems = f.data.numElements() / f.rows;
+  const Shape &fs = f.data.shape();
+  const int64_t inner = fs.size() > 1 ? fs.back() : 1;
+  const int64_t width = f.end - f.begin;
+  const int64_t outer = inner ? rowElems / inner : 0;
+  const char *src =
+      static_cast<const char *>(f.data.data()) + row * rowElems * es;
+  char *dst = static_cast<char *>(f.staging.data());
+  for (int64_t i = 0; i < outer; ++i)
+    std::memcpy(dst + i * width * es, src + (i * inner + f.begin) * es,
+                width * es);
+}
+
+Status StepFeeds::checkLabelRows() {
+  for (Feed &f : list) {
+    if (f.input != training->labels_input())
+      continue;
+    if (!f.perStep) {
+      TSL_RETURN_IF_ERROR(checkLabels(*training, f.data, f.what));
+      continue;
+    }
+    for (int64_t r = 0; r < f.rows; ++r) {
+      stage(f, r);
+      TSL_RETURN_IF_ERROR(checkLabels(
+          *training, f.staging, f.what + " (row " + std::to_string(r) + ")"));
+    }
+  }
+  return Status::ok();
+}
+
 Status StepFeeds::bind(Executor &exec, int64_t step) {
   for (Feed &f : list) {
     if (!f.perStep) {
       TSL_RETURN_IF_ERROR(exec.setInput(f.input, f.data));
       continue;
     }
-    const size_t es = dtypeSize(f.data.dtype());
-    const int64_t rowElems = f.data.numElements() / f.rows;
-    const Shape &fs = f.data.shape();
-    const int64_t inner = fs.size() > 1 ? fs.back() : 1;
-    const int64_t width = f.end - f.begin;
-    const int64_t outer = inner ? rowElems / inner : 0;
-    const char *src = static_cast<const char *>(f.data.data()) +
-                      (step % f.rows) * rowElems * es;
-    char *dst = static_cast<char *>(f.staging.data());
-    for (int64_t i = 0; i < outer; ++i)
-      std::memcpy(dst + i * width * es, src + (i * inner + f.begin) * es,
-                  width * es);
+    stage(f, step % f.rows);
     TSL_RETURN_IF_ERROR(exec.setInput(f.input, f.staging));
   }
   return Status::ok();
 }
+
+int64_t StepFeeds::samplesPerStep() const {
+  for (const Feed &f : list)
+    if (!f.staging.shape().empty())
+      return f.staging.shape()[0];
+  return 1;
+}
+
+namespace {
+
+/// "[=========>          ] 5/8 (step 9/12) loss 3.141593 12.3 ms/step"
+/// on the current line of stdout, without a newline.
+void drawProgressBar(int64_t done, int64_t total, int64_t step, int64_t stop,
+                     const float *loss, double ms) {
+  const int width = 30;
+  const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
+  std::string bar(width, ' ');
+  for (int i = 0; i < filled; ++i)
+    bar[i] = '=';
+  if (filled < width)
+    bar[filled] = '>';
+  std::printf("\r[%s] step %lld/%lld", bar.c_str(),
+              static_cast<long long>(step), static_cast<long long>(stop));
+  if (loss)
+    std::printf(" loss %.6f", *loss);
+  const double eta = ms * (total - done) / 1000.0;
+  std::printf(" %.1f ms/step eta %.1f s", ms, eta);
+  std::fflush(stdout);
+}
+
+} // namespace
 
 Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
                 int64_t dataPosition, bool report, bool needLoss,
@@ -157,6 +215,9 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
                          "outputs: " +
                          Program::namesOf(p.outputs) + ")");
   }
+  const int64_t samples = feeds.samplesPerStep();
+  // A progress bar on stdout when it is a terminal (rank 0, reporting).
+  const bool bar = report && ::isatty(STDOUT_FILENO);
   for (int64_t k = start; k < stop; ++k) {
     auto t0 = std::chrono::steady_clock::now();
     const int64_t row = dataPosition + (k - start);
@@ -176,18 +237,32 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
                     .count();
     out.ms.push_back(ms);
     if (report) {
+      const double rate = ms > 0 ? samples * 1000.0 / ms : 0.0;
+      if (bar)
+        std::fputs("\r\033[K", stdout); // the bar gives way to the line
+      std::fflush(stdout);
       if (lossId >= 0)
         std::fprintf(stderr,
-                     "tessel-run: step %lld/%lld loss %.6f %.3f ms/step\n",
+                     "tessel-run: step %lld/%lld loss %.6f %.3f ms/step "
+                     "%.1f samples/s\n",
                      static_cast<long long>(k + 1),
-                     static_cast<long long>(stop), loss, ms);
+                     static_cast<long long>(stop), loss, ms, rate);
       else
-        std::fprintf(stderr, "tessel-run: step %lld/%lld %.3f ms/step\n",
+        std::fprintf(stderr,
+                     "tessel-run: step %lld/%lld %.3f ms/step %.1f samples/s\n",
                      static_cast<long long>(k + 1),
-                     static_cast<long long>(stop), ms);
+                     static_cast<long long>(stop), ms, rate);
+      std::fflush(stderr);
+      if (bar)
+        drawProgressBar(k + 1 - start, stop - start, k + 1, stop,
+                        lossId >= 0 ? &loss : nullptr, ms);
     }
     if (after)
       TSL_RETURN_IF_ERROR(after(k + 1, row + 1));
+  }
+  if (bar) {
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
   }
   return Status::ok();
 }

@@ -14,6 +14,8 @@
 
 #include "tessel/runtime/Runtime.h"
 
+#include "artifact.pb.h"
+
 #include <functional>
 #include <string>
 #include <utility>
@@ -29,10 +31,13 @@ struct TrainOptions {
   std::string save;      // --save DIR (--save-state DIR: the same)
   int saveEvery = 0;     // --save-every K; 0: at the end only
   std::string resume;    // --resume DIR
+  std::string exportOnnx; // --export-onnx FILE
+  std::string grads;      // --grads FILE
   /// Whether a flag other than --steps was given.
   bool needsSteps() const {
     return !data.empty() || !dataLm.empty() || !losses.empty() ||
-           !save.empty() || saveEvery || !resume.empty();
+           !save.empty() || saveEvery || !resume.empty() ||
+           !exportOnnx.empty() || !grads.empty();
   }
 };
 
@@ -47,6 +52,11 @@ public:
   bool feeds(const std::string &name) const;
   /// Binds step `step`'s rows to the executor's inputs.
   runtime::Status bind(runtime::Executor &exec, int64_t step);
+  /// Before load(): load() checks every row of the labels against `info`
+  /// (not owned; TrainingInfo.h).
+  void checkLabelsOf(const artifact::TrainingInfo *info) { training = info; }
+  /// The samples of one step: dim 0 of the first fed input (1 when none).
+  int64_t samplesPerStep() const;
 
 private:
   struct Feed {
@@ -62,7 +72,11 @@ private:
   /// Checks `f` against its input; `lm`: a --data-lm feed (always per
   /// step, its rows cut to [begin, end) in the last dim).
   runtime::Status add(const runtime::Program &program, Feed f, bool lm);
+  /// Copies row `row` of `f` (cut to [begin, end)) into its staging tensor.
+  static void stage(Feed &f, int64_t row);
+  runtime::Status checkLabelRows();
   std::vector<Feed> list;
+  const artifact::TrainingInfo *training = nullptr;
 };
 
 /// What a training run measured.

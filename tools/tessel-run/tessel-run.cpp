@@ -26,9 +26,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Checkpoint.h"
+#include "Grads.h"
 #include "Launch.h"
+#include "OnnxExport.h"
 #include "Trace.h"
 #include "Train.h"
+#include "TrainingInfo.h"
 #include "tessel/runtime/Runtime.h"
 
 #include <algorithm>
@@ -51,7 +54,8 @@ const char kUsage[] =
     "                  [-n N] [--timeout SECONDS] [--trace FILE.json]\n"
     "                  [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]\n"
     "                   [--losses FILE.npy] [--save DIR [--save-every K]]\n"
-    "                   [--resume DIR]]\n"
+    "                   [--resume DIR] [--export-onnx FILE.onnx]\n"
+    "                   [--grads FILE.safetensors]]\n"
     "\n"
     "  --input NAME=FILE   bind graph input NAME to a .npy file (FILE alone\n"
     "                      when the program has exactly one input)\n"
@@ -90,8 +94,14 @@ const char kUsage[] =
     "                      atomic (the previous one stays until it is whole);\n"
     "                      --save-state DIR is the same\n"
     "  --save-every K      also write the checkpoint after every K-th step\n"
-    "  --resume DIR        start from a checkpoint: its states, its step, its\n"
-    "                      data position\n";
+    "  --resume DIR        start from a checkpoint (saved on this mesh or\n"
+    "                      another): its states, its step, its data position\n"
+    "  --export-onnx FILE  after the last step, write the source ONNX model\n"
+    "                      with its trained tensors (parameters, running\n"
+    "                      statistics)\n"
+    "  --grads FILE        write the first executed step's gradients by\n"
+    "                      parameter name, whole (safetensors; needs tesselc\n"
+    "                      --train --grads-program)\n";
 
 struct Options {
   std::string artifact;
@@ -227,6 +237,14 @@ int parseArgs(int argc, char **argv, Options &o) {
       if (!takeValue("--resume") || value.empty())
         return usageError("--resume needs a checkpoint directory");
       o.train.resume = value;
+    } else if (is("--export-onnx")) {
+      if (!takeValue("--export-onnx") || value.empty())
+        return usageError("--export-onnx needs a file name");
+      o.train.exportOnnx = value;
+    } else if (is("--grads")) {
+      if (!takeValue("--grads") || value.empty())
+        return usageError("--grads needs a file name");
+      o.train.grads = value;
     } else if (a == "--no-verify") {
       o.verify = false;
     } else if (!a.empty() && a[0] == '-') {
@@ -240,8 +258,8 @@ int parseArgs(int argc, char **argv, Options &o) {
   if (o.artifact.empty())
     return usageError("no artifact given");
   if (o.train.needsSteps() && !o.train.steps)
-    return usageError("--data, --data-lm, --losses, --save, --save-every and "
-                      "--resume need --steps N");
+    return usageError("--data, --data-lm, --losses, --save, --save-every, "
+                      "--resume, --export-onnx and --grads need --steps N");
   if (o.train.saveEvery && o.train.save.empty())
     return usageError("--save-every needs --save DIR");
   if (o.train.steps && o.repeat > 1)
@@ -269,6 +287,43 @@ int checkRanks(const Options &o, const Artifact &artifact, int started,
               " started (" + how + ")" +
               (started == 1 ? "; run it with -n " + std::to_string(compiled)
                             : ""));
+}
+
+/// --export-onnx: the states of the last step, put together on rank 0 from
+/// the checkpoint --save wrote (or a temporary one beside the output).
+Status exportTrained(const Options &o, Executor &exec,
+                     tessel::run::CheckpointGroup &group,
+                     const tessel::artifact::TrainingInfo &training,
+                     int worldSize, int64_t step, int64_t dataPosition) {
+  std::string dir = o.train.save;
+  const bool temporary = dir.empty();
+  if (temporary) {
+    dir = o.train.exportOnnx + ".states";
+    tessel::run::CheckpointInfo info;
+    info.step = step;
+    info.dataPosition = dataPosition;
+    info.ranks = worldSize;
+    if (group.rank == 0)
+      TSL_RETURN_IF_ERROR(tessel::run::removeCheckpointDir(dir));
+    TSL_RETURN_IF_ERROR(tessel::run::saveCheckpoint(exec, dir, info, group));
+  }
+  Status result = Status::ok();
+  if (group.rank == 0) {
+    tessel::run::SavedStates saved;
+    result = saved.read(dir);
+    if (result)
+      result = tessel::run::exportOnnx(o.artifact, training, saved,
+                                       o.train.exportOnnx);
+    if (temporary)
+      if (Status s = tessel::run::removeCheckpointDir(dir); !s && result)
+        result = s;
+    if (result)
+      std::printf("tessel-run: trained model (%d tensors) -> %s\n",
+                  training.tensors_size(), o.train.exportOnnx.c_str());
+  }
+  if (worldSize > 1)
+    TSL_RETURN_IF_ERROR(group.comm->barrier());
+  return result;
 }
 
 int runMain(const Options &o, const tessel::run::WorldInfo &w) {
@@ -305,8 +360,24 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   if (Status s = createExecutor(o.backend, program, eo, exec); !s)
     return fail(s.message());
 
+  // What tesselc --train says beyond the program: the labels' range, the
+  // source model of --export-onnx.
+  tessel::artifact::TrainingInfo training;
+  bool hasTraining = false;
+  if (Status s = tessel::run::readTrainingInfo(o.artifact, training,
+                                               hasTraining);
+      !s)
+    return fail(s.message());
+  if (!o.train.exportOnnx.empty() &&
+      (!hasTraining || training.source_model().empty()))
+    return fail("--export-onnx " + o.train.exportOnnx + ": " + o.artifact +
+                " has no source model to write the trained tensors into "
+                "(compile it with tesselc --train from an ONNX model)");
+
   // Per-step data (--data, --data-lm), checked against the inputs.
   tessel::run::StepFeeds feeds;
+  if (hasTraining)
+    feeds.checkLabelsOf(&training);
   if (Status s = feeds.load(o.train, *program); !s)
     return fail(s.message());
 
@@ -338,18 +409,14 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   if (!o.train.resume.empty()) {
     if (Status s = tessel::run::readCheckpointInfo(o.train.resume, start); !s)
       return fail("--resume " + o.train.resume + ": " + s.message());
-    if (start.ranks != worldSize)
-      return fail("--resume " + o.train.resume + ": a checkpoint of " +
-                  std::to_string(start.ranks) + " rank" +
-                  (start.ranks == 1 ? "" : "s") + ", but this run has " +
-                  std::to_string(worldSize));
     if (o.train.steps <= start.step)
       return fail("--steps " + std::to_string(o.train.steps) +
                   " is not above the checkpoint's step " +
                   std::to_string(start.step) + " (" + o.train.resume +
                   "): --steps is the step to stop at, counted from the start "
                   "of the training");
-    if (Status s = tessel::run::loadCheckpoint(*exec, o.train.resume, rank); !s)
+    if (Status s = tessel::run::loadCheckpoint(*exec, o.train.resume, rank,
+                                               worldSize); !s)
       return fail(s.message());
   }
 
@@ -377,6 +444,11 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
     Tensor t;
     if (Status s = readNpy(file, t); !s)
       return fail("input '" + name + "': " + s.message());
+    if (hasTraining && name == training.labels_input())
+      if (Status s = tessel::run::checkLabels(training, t, "--input " + name +
+                                                               "=" + file);
+          !s)
+        return fail(s.message());
     if (Status s = exec->setInput(name, t); !s)
       return fail(s.message() + " (from " + file + ")");
     bound[idx] = true;
@@ -413,6 +485,31 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
     if (Status s = session.comm()->barrier(); !s)
       return fail(s.message());
     tessel::run::testHooks(rank);
+  }
+  if (!o.train.grads.empty()) {
+    // The training's parameters into the gradient program's executor: as
+    // they are on one rank; on several through a temporary checkpoint, as
+    // the two programs may shard a parameter differently.
+    auto fill = [&](Executor &grads) -> Status {
+      if (worldSize == 1)
+        return tessel::run::copyStates(*exec, grads);
+      const std::string dir = o.train.grads + ".states";
+      tessel::run::CheckpointInfo info = start;
+      if (rank == 0)
+        TSL_RETURN_IF_ERROR(tessel::run::removeCheckpointDir(dir));
+      TSL_RETURN_IF_ERROR(tessel::run::saveCheckpoint(*exec, dir, info, group));
+      Status s = tessel::run::loadCheckpoint(grads, dir, rank, worldSize,
+                                              /*subset=*/true);
+      TSL_RETURN_IF_ERROR(session.comm()->barrier());
+      if (rank == 0)
+        TSL_RETURN_IF_ERROR(tessel::run::removeCheckpointDir(dir));
+      return s;
+    };
+    if (Status s = tessel::run::writeGradients(o.artifact, feeds,
+                                               start.dataPosition, o.backend,
+                                               eo, rank, o.train.grads, fill);
+        !s)
+      return fail(s.message());
   }
   exec->setTracing(!o.trace.empty());
   std::vector<double> times;
@@ -459,6 +556,13 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
           !s)
         return fail(s.message());
     times = steps.ms;
+    if (!o.train.exportOnnx.empty())
+      if (Status s = exportTrained(o, *exec, group, training, worldSize,
+                                   o.train.steps,
+                                   start.dataPosition + o.train.steps -
+                                       start.step);
+          !s)
+        return fail(s.message());
   } else {
     int runs = o.repeat > 1 ? o.repeat + 1 : 1;
     for (int r = 0; r < runs; ++r) {

@@ -8,6 +8,7 @@
 
 #include "Compile.h"
 #include "EmitMlir.h"
+#include "TrainingInfo.h"
 
 #include "tessel/Export/CollectiveReport.h"
 #include "tessel/Export/ExportArtifact.h"
@@ -105,6 +106,11 @@ cl::opt<double> clipGradNorm(
              "(clip_grad_norm_)"),
     cl::init(0.0), cl::cat(tessel::getTrainingCategory()));
 
+cl::opt<bool> gradsProgram(
+    "grads-program",
+    cl::desc("With --train: also compile the step without the optimizer "
+             "(loss and gradients) into ART/grads, for tessel-run --grads"),
+    cl::init(false), cl::cat(tessel::getTrainingCategory()));
 /// --microbatches: with --train, the step's batch in K microbatches
 /// (gradient accumulation); with --emit=schedule, the pipeline schedule's.
 /// One option, declared by EmitSchedule.cpp.
@@ -217,6 +223,24 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
                   betas + "')");
     training = t;
   }
+  mlir::tessel::TrainingInfoOptions loss;
+  if (training)
+    loss = mlir::tessel::summarizeLoss(*module, lossKind, lossOutput);
+  // --grads-program: the same step without the optimizer, compiled apart.
+  mlir::OwningOpRef<mlir::ModuleOp> gradsModule;
+  if (gradsProgram) {
+    if (!train || stop != StopAfter::Artifact)
+      return fail("--grads-program needs --train and an artifact");
+    gradsModule = module->clone();
+    mlir::PassManager pm(&context);
+    mlir::tessel::TrainingOptions t = *training;
+    t.withOptimizer = false;
+    mlir::tessel::buildCompilePipeline(
+        pm, !(*gradsModule).getOps<mlir::tessel::MeshOp>().empty(),
+        mlir::tessel::CompileStage::Partition, &t);
+    if (failed(pm.run(*gradsModule)))
+      return 1;
+  }
   if (stop != StopAfter::Import) {
     mlir::PassManager pm(&context);
     mlir::tessel::CompileStage stage =
@@ -280,5 +304,22 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   };
   if (failed(mlir::tessel::exportArtifact(*module, lookup, out)))
     return 1;
+  if (training) {
+    // The source model of --export-onnx: only an ONNX input is the graph the
+    // trained tensors go back into (a .mlir may be any program).
+    std::string onnx = inputPath.ends_with(".mlir") ? "" : inputPath.str();
+    std::string error =
+        tessel::writeTrainingFiles(*module, loss, lookup, onnx, out);
+    if (!error.empty())
+      return fail(error);
+  }
+  if (gradsModule) {
+    mlir::tessel::ExportOptions eo;
+    eo.gradientWeightsAsStates = true;
+    SmallString<256> grads(out);
+    sys::path::append(grads, "grads");
+    if (failed(mlir::tessel::exportArtifact(*gradsModule, lookup, grads, eo)))
+      return 1;
+  }
   return 0;
 }

@@ -36,7 +36,16 @@ struct ExportOptions {
   std::string entry;
   /// Written into the manifest as its producer.
   std::string producer = "tesselc";
+  /// The weights the entry's `tessel.gradients` names become zero-filled
+  /// STATE buffers (no data stored) that the runtime fills: the gradient
+  /// program of tessel-run --grads, which reads the training's parameters.
+  bool gradientWeightsAsStates = false;
 };
+
+/// The name under which the artifact stores the `tessel.weight` `weight`
+/// (a weight, or a STATE buffer's key): its name, and for a piece of a fused
+/// parameter (`tessel.source_slice`) "NAME[dim D: START..LIMIT]".
+std::string weightStorageName(Operation *weight);
 
 /// Writes the artifact for `module` into the directory `path`: one program
 /// per rank of the module's mesh (one rank when it has none). A partitioned

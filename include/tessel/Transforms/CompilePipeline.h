@@ -39,6 +39,9 @@ struct TrainingOptions {
   AddLossPassOptions loss;
   MicrobatchPassOptions microbatch;
   OptimizerPassOptions optimizer;
+  /// false: no -tessel-optimizer; the program returns the loss and the
+  /// gradients (the gradient program of tessel-run --grads).
+  bool withOptimizer = true;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)

@@ -99,6 +99,17 @@ int ProgramBuilder::addState(const std::string &name, DType dtype,
   return id;
 }
 
+void ProgramBuilder::setStateLayout(int buffer, const Shape &globalShape,
+                                    const std::vector<int64_t> &offset) {
+  artifact::Buffer *b = prog->mutable_buffers(buffer);
+  b->clear_global_shape();
+  b->clear_global_offset();
+  for (int64_t d : globalShape)
+    b->add_global_shape(d);
+  for (int64_t o : offset)
+    b->add_global_offset(o);
+}
+
 int ProgramBuilder::addConstant(DType dtype, Shape shape, const void *data,
                                 std::string name) {
   int id = addBuffer(dtype, std::move(shape), std::move(name));

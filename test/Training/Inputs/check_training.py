@@ -8,14 +8,22 @@
   check_training.py lm-batch REF_DIR OUT_DIR
       writes batch 0 of REF_DIR/batches.npy as OUT_DIR/input_ids.npy and
       OUT_DIR/labels.npy ([:, :-1] and [:, 1:]).
-  check_training.py grads REF_DIR GRAD_DIR
-      GRAD_DIR/NAME.npy (Tessel's gradient of parameter NAME) against
+  check_training.py lm-padded REF_DIR OUT_DIR
+      for a causal model exported at seq+1 positions while PyTorch trained
+      on seq (gpt2_tiny): writes OUT_DIR/ids.npy and OUT_DIR/labels.npy, all
+      steps, [:, :, :-1] and [:, :, 1:] with one more position (token 0,
+      label -100: ignored, and seen by no earlier position), and batch 0 of
+      each as OUT_DIR/batch0/input_ids.npy and OUT_DIR/batch0/labels.npy.
+  check_training.py grads REF_DIR GRAD_DIR|GRADS.safetensors
+      GRAD_DIR/NAME.npy or the tensor NAME of GRADS.safetensors (tessel-run
+      --grads) (Tessel's gradient of parameter NAME) against
       PyTorch's grads.npz: within 1e-4 x max|grad| per parameter; an ONNX
       initializer named onnx::MatMul_N is nn.Linear's transposed weight
       (lm_head.weight), matched by shape.
 """
 import json
 import os
+import struct
 import sys
 
 import numpy as np
@@ -50,10 +58,44 @@ def lm_batch(ref_dir, out):
     np.save(os.path.join(out, "labels.npy"), b[0, :, 1:])
 
 
+def lm_padded(ref_dir, out):
+    b = np.load(os.path.join(ref_dir, "batches.npy"))
+    steps, batch = b.shape[0], b.shape[1]
+    ids = np.concatenate([b[:, :, :-1], np.zeros((steps, batch, 1), b.dtype)],
+                         axis=2)
+    labels = np.concatenate(
+        [b[:, :, 1:], np.full((steps, batch, 1), -100, b.dtype)], axis=2)
+    np.save(os.path.join(out, "ids.npy"), ids)
+    np.save(os.path.join(out, "labels.npy"), labels)
+    os.makedirs(os.path.join(out, "batch0"), exist_ok=True)
+    np.save(os.path.join(out, "batch0", "input_ids.npy"), ids[0])
+    np.save(os.path.join(out, "batch0", "labels.npy"), labels[0])
+
+
+def safetensors(path):
+    """The tensors of a safetensors file, by name."""
+    dtypes = {"F32": np.float32, "I64": np.int64, "I32": np.int32,
+              "BOOL": np.bool_}
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        b, end = e["data_offsets"]
+        out[name] = np.frombuffer(data[8 + n + b:8 + n + end],
+                                  dtypes[e["dtype"]]).reshape(e["shape"])
+    return out
+
+
 def grads(ref_dir, grad_dir):
     ref = np.load(os.path.join(ref_dir, "grads.npz"))
-    got = {f[:-len(".npy")]: np.load(os.path.join(grad_dir, f))
-           for f in os.listdir(grad_dir) if f.endswith(".npy")}
+    if grad_dir.endswith(".safetensors"):
+        got = safetensors(grad_dir)
+    else:
+        got = {f[:-len(".npy")]: np.load(os.path.join(grad_dir, f))
+               for f in os.listdir(grad_dir) if f.endswith(".npy")}
     unmatched = set(got)
     worst = 0.0
     for name in ref.files:
@@ -113,6 +155,8 @@ def main():
         same(pos[0], pos[1], opts["rtol"])
     elif cmd == "lm-batch":
         lm_batch(sys.argv[2], sys.argv[3])
+    elif cmd == "lm-padded":
+        lm_padded(sys.argv[2], sys.argv[3])
     elif cmd == "grads":
         grads(sys.argv[2], sys.argv[3])
     else:

@@ -45,6 +45,16 @@ struct BufferInfo {
   /// a state's initial value, may drop these pages (dropFileBackedPages).
   bool fileBacked = false;
   std::string name;
+  /// State: where this block lies in the whole state (Buffer.global_shape):
+  /// the global shape and the block's start in each dim; the block is
+  /// `shape` (it may run past globalShape where a dim is padded). Without
+  /// a recorded layout: `shape` and zeros.
+  Shape globalShape;
+  std::vector<int64_t> globalOffset;
+  /// Whether the artifact recorded the layout, or the state is a scalar
+  /// (else each rank's state is its own, and a checkpoint of it loads on
+  /// the same rank only).
+  bool hasLayout = false;
 
   /// Bytes that never change while the program runs (Weight, Constant):
   /// kernels may prepare (prepack) them once at executor creation.

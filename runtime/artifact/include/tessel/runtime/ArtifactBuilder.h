@@ -81,6 +81,10 @@ public:
   /// file under `name`, as addWeight does), or zeros when `init` is null.
   int addState(const std::string &name, DType dtype, Shape shape,
                const void *init);
+  /// Records where state `buffer`'s block lies in the whole state: its
+  /// global shape and the block's offset in each dim (Buffer.global_shape).
+  void setStateLayout(int buffer, const Shape &globalShape,
+                      const std::vector<int64_t> &offset);
   /// A small constant held inline in the program (bytes are copied).
   int addConstant(DType dtype, Shape shape, const void *data,
                   std::string name = "");

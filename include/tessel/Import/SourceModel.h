@@ -1,0 +1,30 @@
+//===- SourceModel.h - The ONNX model a trained one is written into -*- C++ -*-===//
+//
+// `tesselc --train` keeps the source ONNX model in the artifact without the
+// tensors training changes, so that `tessel-run --export-onnx` writes the
+// trained model by appending them (docs/training.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_IMPORT_SOURCEMODEL_H
+#define TESSEL_IMPORT_SOURCEMODEL_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Error.h"
+
+namespace mlir::tessel {
+
+/// Writes the ONNX model at `modelPath` to `outPath` without the tensors
+/// named in `trained`: their initializers removed, and each node that
+/// produced one (the Identity of a shared initializer, a subgraph of
+/// constants folded at import) removed, so that appending an initializer of
+/// that name gives a valid model. Fails naming the tensor when a node that
+/// makes one also makes another output, or a remaining initializer lies in
+/// external data.
+llvm::Error writeSourceModel(llvm::StringRef modelPath,
+                             const llvm::StringSet<> &trained,
+                             llvm::StringRef outPath);
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_IMPORT_SOURCEMODEL_H

@@ -1,0 +1,139 @@
+//===- TrainingInfo.cpp - The artifact's training.pb ----------------------===//
+#include "tessel/Export/TrainingInfo.h"
+
+#include "dialects/tessel/TesselOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "artifact.pb.h"
+
+#include <map>
+
+namespace mlir::tessel {
+
+namespace {
+
+func::FuncOp entryOf(ModuleOp module) {
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal() && fn.isPublic())
+      return fn;
+  return {};
+}
+
+::tessel::artifact::DType dtypeOf(Type t) {
+  namespace a = ::tessel::artifact;
+  if (t.isF32())
+    return a::F32;
+  if (t.isSignlessInteger(64))
+    return a::I64;
+  if (t.isSignlessInteger(32))
+    return a::I32;
+  if (t.isSignlessInteger(1))
+    return a::BOOL;
+  return a::DTYPE_UNSPECIFIED;
+}
+
+/// Every weight a tessel.assign writes that starts from the model's data.
+template <typename F> void forEachTrained(ModuleOp module, F f) {
+  if (func::FuncOp fn = entryOf(module))
+    fn.walk([&](AssignOp a) {
+      if (auto w = a.getWeight().getDefiningOp<WeightOp>())
+        if (!w.getZeros())
+          f(w);
+    });
+}
+
+} // namespace
+
+TrainingInfoOptions summarizeLoss(ModuleOp module, StringRef kind,
+                                  StringRef output) {
+  TrainingInfoOptions s;
+  s.loss = kind.str();
+  func::FuncOp fn = entryOf(module);
+  if (!fn || kind != "cross_entropy")
+    return s;
+  auto names =
+      fn->getAttrOfType<ArrayAttr>(TesselDialect::kOutputNamesAttrName);
+  ArrayRef<Type> results = fn.getFunctionType().getResults();
+  for (unsigned i = 0; i < results.size(); ++i) {
+    std::string name = names && i < names.size()
+                           ? cast<StringAttr>(names[i]).str()
+                           : "output" + std::to_string(i);
+    if (output.empty() ? results.size() != 1 : name != output)
+      continue;
+    auto t = dyn_cast<RankedTensorType>(results[i]);
+    if (t && t.getRank() >= 1 && t.hasStaticShape())
+      s.classes = t.getShape().back();
+  }
+  return s;
+}
+
+std::vector<std::string> trainedTensors(ModuleOp module) {
+  std::vector<std::string> names;
+  forEachTrained(module, [&](WeightOp w) {
+    if (llvm::find(names, w.getName()) == names.end())
+      names.push_back(w.getName().str());
+  });
+  return names;
+}
+
+std::string writeTrainingInfo(ModuleOp module, const WeightLookup &weights,
+                              const TrainingInfoOptions &options,
+                              StringRef artifactDir) {
+  ::tessel::artifact::TrainingInfo info;
+  info.set_loss(options.loss);
+  if (options.loss == "cross_entropy" && options.classes > 0) {
+    info.set_labels_input("labels");
+    info.set_classes(options.classes);
+  }
+  info.set_source_model(options.sourceModel);
+  // Once per stored piece (the exporter's state name).
+  std::map<std::string, ::tessel::artifact::TrainedTensor> tensors;
+  std::string error;
+  forEachTrained(module, [&](WeightOp w) {
+    std::string state = weightStorageName(w);
+    if (tensors.count(state) || !error.empty())
+      return;
+    ::tessel::artifact::TrainedTensor &t = tensors[state];
+    t.set_tensor(w.getName().str());
+    t.set_state(state);
+    t.set_dtype(dtypeOf(w.getType().getElementType()));
+    if (auto src = w->getAttrOfType<DenseI64ArrayAttr>(
+            TesselDialect::kSourceSliceAttrName)) {
+      t.set_dim(src[0]);
+      t.set_start(src[1]);
+      t.set_end(src[2]);
+    }
+    // The whole tensor's shape: the model's.
+    std::string why;
+    FailureOr<WeightData> data = weights(w.getName(), why);
+    if (failed(data)) {
+      error = "trained tensor '" + w.getName().str() + "': " + why;
+      return;
+    }
+    for (int64_t d : data->shape)
+      t.add_shape(d);
+  });
+  if (!error.empty())
+    return error;
+  for (auto &[state, t] : tensors)
+    *info.add_tensors() = t;
+  SmallString<256> path(artifactDir);
+  llvm::sys::path::append(path, "training.pb");
+  std::string bytes;
+  if (!info.SerializeToString(&bytes))
+    return "cannot serialise " + path.str().str();
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return path.str().str() + ": " + ec.message();
+  os << bytes;
+  os.close();
+  if (os.has_error())
+    return path.str().str() + ": " + os.error().message();
+  return "";
+}
+
+} // namespace mlir::tessel

@@ -1,0 +1,85 @@
+//===- SourceModel.cpp - The ONNX model a trained one is written into -----===//
+#include "tessel/Import/SourceModel.h"
+
+#include "onnx/onnx_pb.h"
+
+#include "llvm/Support/Errc.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+using namespace llvm;
+
+namespace mlir::tessel {
+
+namespace {
+Error fail(const Twine &msg) {
+  return createStringError(errc::invalid_argument, msg);
+}
+} // namespace
+
+Error writeSourceModel(StringRef modelPath, const StringSet<> &trained,
+                       StringRef outPath) {
+  auto buf = MemoryBuffer::getFile(modelPath);
+  if (!buf)
+    return fail(modelPath + ": " + buf.getError().message());
+  onnx::ModelProto model;
+  if (!model.ParseFromArray((*buf)->getBufferStart(),
+                            static_cast<int>((*buf)->getBufferSize())))
+    return fail(modelPath + ": not an ONNX model");
+  onnx::GraphProto *g = model.mutable_graph();
+  StringSet<> found;
+  // Initializers: trained ones go (tessel-run appends them), the others must
+  // be self-contained to travel with the artifact.
+  auto *inits = g->mutable_initializer();
+  for (int i = inits->size() - 1; i >= 0; --i) {
+    const onnx::TensorProto &t = inits->Get(i);
+    if (trained.contains(t.name())) {
+      found.insert(t.name());
+      inits->DeleteSubrange(i, 1);
+    } else if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+      return fail(modelPath + ": initializer '" + t.name() +
+                  "' lies in external data, which the artifact does not "
+                  "carry");
+    }
+  }
+  // Nodes that made a trained tensor.
+  auto *nodes = g->mutable_node();
+  for (int i = nodes->size() - 1; i >= 0; --i) {
+    const onnx::NodeProto &n = nodes->Get(i);
+    int hits = 0, outs = 0;
+    for (const std::string &o : n.output())
+      if (!o.empty()) {
+        ++outs;
+        hits += trained.contains(o);
+      }
+    if (hits == 0)
+      continue;
+    if (hits != outs)
+      return fail(modelPath + ": node '" + n.name() + "' (" + n.op_type() +
+                  ") makes a trained tensor and other outputs");
+    for (const std::string &o : n.output())
+      found.insert(o);
+    nodes->DeleteSubrange(i, 1);
+  }
+  for (const auto &t : trained)
+    if (!found.contains(t.getKey()))
+      return fail(modelPath + ": trained tensor '" + t.getKey() +
+                  "' is neither an initializer nor a node's output");
+  std::string bytes;
+  if (!model.SerializeToString(&bytes))
+    return fail(outPath + ": cannot serialise the model");
+  std::error_code ec;
+  raw_fd_ostream os(outPath, ec, sys::fs::OF_None);
+  if (ec)
+    return fail(outPath + ": " + ec.message());
+  os << bytes;
+  os.close();
+  if (os.has_error())
+    return fail(outPath + ": " + os.error().message());
+  return Error::success();
+}
+
+} // namespace mlir::tessel

@@ -1,0 +1,34 @@
+//===- OnnxExport.h - tessel-run --export-onnx ------------------*- C++ -*-===//
+//
+// Writes the trained ONNX model: the artifact's source model (the original
+// without the tensors training changes, `tesselc --train`) with those
+// tensors appended as initializers holding their trained values, each put
+// together from the states of a checkpoint (the pieces of a fused
+// parameter, the blocks of every rank). The ONNX file is the protobuf
+// ModelProto; the initializers are appended as a second serialized
+// `graph` field, which protobuf merges into the first (repeated fields
+// concatenate), so the runtime needs no ONNX library.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_TOOLS_TESSEL_RUN_ONNXEXPORT_H
+#define TESSEL_TOOLS_TESSEL_RUN_ONNXEXPORT_H
+
+#include "Checkpoint.h"
+
+#include "artifact.pb.h"
+
+#include <string>
+
+namespace tessel::run {
+
+/// Writes `outPath` (atomically: a temporary file, fsync'ed, renamed) from
+/// `artifactDir`'s source model and the trained tensors `info` lists, their
+/// values from `saved`.
+runtime::Status exportOnnx(const std::string &artifactDir,
+                           const artifact::TrainingInfo &info,
+                           const SavedStates &saved,
+                           const std::string &outPath);
+
+} // namespace tessel::run
+
+#endif // TESSEL_TOOLS_TESSEL_RUN_ONNXEXPORT_H

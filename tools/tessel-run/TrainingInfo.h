@@ -1,0 +1,33 @@
+//===- TrainingInfo.h - What tesselc --train says beyond the program -*- C++ -*-===//
+//
+// `ART.tsl/training.pb` (artifact.proto's TrainingInfo, written by
+// `tesselc --train`): the labels' range, checked before every step, and the
+// tensors of the source ONNX model that training changes (OnnxExport.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_TOOLS_TESSEL_RUN_TRAININGINFO_H
+#define TESSEL_TOOLS_TESSEL_RUN_TRAININGINFO_H
+
+#include "tessel/runtime/Runtime.h"
+
+#include "artifact.pb.h"
+
+#include <string>
+
+namespace tessel::run {
+
+/// Reads `artifactDir`/training.pb into `out`; `present` says whether the
+/// artifact has one (an artifact compiled without --train has none).
+runtime::Status readTrainingInfo(const std::string &artifactDir,
+                                 artifact::TrainingInfo &out, bool &present);
+
+/// Checks that every value of `labels` (input `info.labels_input()`) lies in
+/// [0, classes) or is -100 (cross_entropy's ignore_index); else an error
+/// naming `what`, the first offending index and its value.
+runtime::Status checkLabels(const artifact::TrainingInfo &info,
+                            const runtime::Tensor &labels,
+                            const std::string &what);
+
+} // namespace tessel::run
+
+#endif // TESSEL_TOOLS_TESSEL_RUN_TRAININGINFO_H
