@@ -102,6 +102,10 @@ void conv2dKernel(const float *x, const Shape &xShape, const float *w,
   }
 }
 
+/// conv2d with a weight that changes between runs, on oneDNN
+/// (ConvTraining.cpp); null where oneDNN has no kernel.
+Step dnnlConvTrainingStep(const KernelContext &c);
+
 namespace {
 
 /// A conv on oneDNN (DnnlConv.h), with its folded ops (ConvPlan.h).
@@ -146,6 +150,10 @@ Step dnnlConvStep(const KernelContext &c, DnnlConv *conv) {
 Step conv2dStep(const KernelContext &c) {
   if (DnnlConv *conv = c.resources.dnnlConvs[c.index].get())
     return dnnlConvStep(c, conv);
+  // A weight that changes (training): oneDNN, its weight reordered each run.
+  if (!c.in(1).isReadOnly())
+    if (Step s = dnnlConvTrainingStep(c))
+      return s;
   const Op *o = &c.op;
   const BufferInfo *a = &c.in(0), *w = &c.in(1), *r = &c.out(0);
   void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);
@@ -164,8 +172,11 @@ Step conv2dStep(const KernelContext &c) {
 
 } // namespace
 
+void registerConvBackwardKernels(KernelRegistry &r); // ConvTraining.cpp
+
 void registerConvKernels(KernelRegistry &r) {
   r.add(OpKind::Conv2D, conv2dStep);
+  registerConvBackwardKernels(r);
 }
 
 } // namespace tessel::runtime::cpu
