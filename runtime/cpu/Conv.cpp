@@ -5,7 +5,9 @@
 #include "Kernels.h"
 #include "ThreadPool.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace tessel::runtime::cpu {
 
@@ -150,8 +152,10 @@ Step dnnlConvStep(const KernelContext &c, DnnlConv *conv) {
 Step conv2dStep(const KernelContext &c) {
   if (DnnlConv *conv = c.resources.dnnlConvs[c.index].get())
     return dnnlConvStep(c, conv);
-  // A weight that changes (training): oneDNN, its weight reordered each run.
-  if (!c.in(1).isReadOnly())
+  // A weight that changes (training): oneDNN, its weight reordered each run
+  // (TESSEL_CONV=im2col: not).
+  const char *mode = std::getenv("TESSEL_CONV");
+  if (!c.in(1).isReadOnly() && !(mode && std::string(mode) == "im2col"))
     if (Step s = dnnlConvTrainingStep(c))
       return s;
   const Op *o = &c.op;
