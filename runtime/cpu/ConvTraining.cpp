@@ -9,7 +9,8 @@
 // And the forward conv2d whose weight changes from step to step (a
 // parameter being trained: DnnlConv.h prepacks constant weights only): on
 // oneDNN's direct convolution in the layouts it chooses, the activations and
-// the weight reordered in (exactly) each run and the result reordered out.
+// the weight reordered in (exactly) each run and the result reordered out,
+// through scratch every such conv shares (KernelResources::trainedConv).
 // Its rounding is then that of PyTorch's CPU convolution (oneDNN too), not
 // im2col + GEMM's: ReLUs after BatchNorm see values within a few ulps of 0,
 // and which side of 0 they round to changes a training trajectory visibly
@@ -112,19 +113,22 @@ Step dnnlConvTrainingStep(const KernelContext &c) {
                               any(w), any(y), g.strides, g.dilations, g.padL,
                               g.padR);
     dnnl::convolution_forward::primitive_desc pd(desc, eng);
-    // Each operand in the kernel's layout: reordered into memory this step
-    // owns where that differs from the buffer's.
+    // Each operand in the kernel's layout: reordered through the scratch
+    // all trained convs share where that differs from the buffer's.
     struct Moved {
       dnnl::memory::desc plain, kernel;
       void *ptr;
-      dnnl::memory scratch;
+      KernelResources::Scratch *scratch; // null: no reorder
       dnnl::reorder reorder;
     };
     auto moved = [&](const dnnl::memory::desc &plain,
-                     const dnnl::memory::desc &kernel, void *ptr, bool in) {
-      Moved m{plain, kernel, ptr, {}, {}};
+                     const dnnl::memory::desc &kernel, void *ptr, int slot,
+                     bool in) {
+      Moved m{plain, kernel, ptr, nullptr, {}};
       if (plain != kernel) {
-        m.scratch = dnnl::memory(kernel, eng);
+        m.scratch = &c.resources.trainedConv[slot];
+        if (!m.scratch->reserve(kernel.get_size()))
+          throw dnnl::error(dnnl_out_of_memory, "convolution scratch");
         m.reorder = in ? dnnl::reorder(dnnl::reorder::primitive_desc(
                              eng, plain, eng, kernel))
                        : dnnl::reorder(dnnl::reorder::primitive_desc(
@@ -132,31 +136,36 @@ Step dnnlConvTrainingStep(const KernelContext &c) {
       }
       return m;
     };
-    Moved mx = moved(x, pd.src_desc(), c.operand(0), true);
-    Moved mw = moved(w, pd.weights_desc(), c.operand(1), true);
-    Moved my = moved(y, pd.dst_desc(), c.result(0), false);
+    Moved mx = moved(x, pd.src_desc(), c.operand(0), 0, true);
+    Moved mw = moved(w, pd.weights_desc(), c.operand(1), 1, true);
+    Moved my = moved(y, pd.dst_desc(), c.result(0), 2, false);
     void *biasPtr = hasBias ? c.operand(2) : nullptr;
     dnnl::convolution_forward conv(pd);
     return [=]() -> Status {
       try {
         dnnl::stream &s = ctx->stream;
-        auto in = [&](const Moved &m) {
-          dnnl::memory plain(m.plain, eng, m.ptr), scratch = m.scratch;
-          if (!scratch)
+        // The operand as the kernel reads it (reordered in) or writes it.
+        auto kernelMemory = [&](const Moved &m, bool in) {
+          dnnl::memory plain(m.plain, eng, m.ptr);
+          if (!m.scratch)
             return plain;
-          m.reorder.execute(s, plain, scratch);
-          return scratch;
+          dnnl::memory k(m.kernel, eng, m.scratch->data.get());
+          if (in)
+            m.reorder.execute(s, plain, k);
+          return k;
         };
-        dnnl::memory yPlain(y, eng, my.ptr), yKernel = my.scratch;
+        dnnl::memory yKernel = kernelMemory(my, false);
         std::unordered_map<int, dnnl::memory> args = {
-            {DNNL_ARG_SRC, in(mx)},
-            {DNNL_ARG_WEIGHTS, in(mw)},
-            {DNNL_ARG_DST, yKernel ? yKernel : yPlain}};
+            {DNNL_ARG_SRC, kernelMemory(mx, true)},
+            {DNNL_ARG_WEIGHTS, kernelMemory(mw, true)},
+            {DNNL_ARG_DST, yKernel}};
         if (biasPtr)
           args[DNNL_ARG_BIAS] = dnnl::memory(bias, eng, biasPtr);
         conv.execute(s, args);
-        if (yKernel)
+        if (my.scratch) {
+          dnnl::memory yPlain(y, eng, my.ptr);
           my.reorder.execute(s, yKernel, yPlain);
+        }
         s.wait();
         return Status::ok();
       } catch (const dnnl::error &e) {
