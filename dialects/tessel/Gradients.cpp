@@ -696,6 +696,47 @@ LogicalResult buildGlobalAvgPoolGradient(GlobalAvgPoolOp op, OpBuilder &b,
 }
 
 //===----------------------------------------------------------------------===//
+// Convolution and pooling: backward ops of their own (oneDNN's backward
+// primitives on the CPU)
+//===----------------------------------------------------------------------===//
+
+// dx = conv2d_backward_data(dy, w), dw = conv2d_backward_weight(x, dy),
+// dbias = sum(dy) over N, OH, OW.
+LogicalResult buildConv2DGradient(Conv2DOp op, OpBuilder &b, ArrayRef<Value> dy,
+                                  Grads &dx) {
+  Location loc = op.getLoc();
+  Value x = op.getInput(), w = op.getWeight(), g = dy[0];
+  dx.push_back(Conv2DBackwardDataOp::create(
+      b, loc, x.getType(), g, w, op.getStridesAttr(), op.getPadsAttr(),
+      op.getDilationsAttr(), op.getGroupAttr()));
+  dx.push_back(Conv2DBackwardWeightOp::create(
+      b, loc, w.getType(), x, g, op.getStridesAttr(), op.getPadsAttr(),
+      op.getDilationsAttr(), op.getGroupAttr()));
+  if (Value bias = op.getBias())
+    dx.push_back(Emitter{b, loc}.reshape(
+        Emitter{b, loc}.reduceSum(g, {0, 2, 3}, false), shapeOf(bias)));
+  return success();
+}
+
+LogicalResult buildMaxPoolGradient(MaxPoolOp op, OpBuilder &b,
+                                   ArrayRef<Value> dy, Grads &dx) {
+  dx.push_back(MaxPoolBackwardOp::create(
+      b, op.getLoc(), op.getInput().getType(), op.getInput(), dy[0],
+      op.getKernelAttr(), op.getStridesAttr(), op.getPadsAttr(),
+      op.getCeilModeAttr()));
+  return success();
+}
+
+LogicalResult buildAvgPoolGradient(AvgPoolOp op, OpBuilder &b,
+                                   ArrayRef<Value> dy, Grads &dx) {
+  dx.push_back(AvgPoolBackwardOp::create(
+      b, op.getLoc(), op.getInput().getType(), dy[0], op.getKernelAttr(),
+      op.getStridesAttr(), op.getPadsAttr(), op.getCountIncludePadAttr(),
+      op.getCeilModeAttr()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
 

@@ -294,6 +294,22 @@ OpShardingRuleAttr mlir::tessel::buildBatchNormRule(BatchNormOp op) {
   return b.build();
 }
 
+// The channels pass; every other dim stays replicated, since the batch
+// statistics need all of it. -tessel-batch-norm-train lowers the op before
+// propagation, into reductions that shard as SyncBN.
+OpShardingRuleAttr mlir::tessel::buildBatchNormTrainRule(BatchNormTrainOp op) {
+  ShardingRuleBuilder b(op);
+  for (auto [d, size] : llvm::enumerate(shapeOf(op.getResult()))) {
+    SmallVector<TensorDim> dims{operandDim(0, d), resultDim(0, d)};
+    if (d == 1)
+      for (unsigned p = 1; p < 5; ++p)
+        dims.push_back(operandDim(p, 0));
+    b.addFactor(size, dims,
+                d == 1 ? FactorKind::Pass : FactorKind::NeedReplication);
+  }
+  return b.build();
+}
+
 // data[:axis] ++ indices ++ data[axis+1:]; the gathered dim of data must be
 // replicated (a vocab-parallel embedding is a partitioning choice, not a
 // rule).
@@ -411,6 +427,16 @@ OpShardingRuleAttr mlir::tessel::buildSplitRule(SplitOp op) {
   return buildPiecewiseRule(op, op.getDim(), /*piecesAreOperands=*/false);
 }
 
+// The spatial dims of a conv-like op: operand 0's [.., H, W] windowed into
+// the result's by operand 1's kernel [.., KH, KW]: all replicated.
+static void addWindowDims(ShardingRuleBuilder &b, ArrayRef<int64_t> in,
+                          ArrayRef<int64_t> out, ArrayRef<int64_t> kernel) {
+  for (int64_t d = 2; d < 4; ++d)
+    addChangedDim(b, in[d], {operandDim(0, d)}, out[d], {resultDim(0, d)});
+  for (int64_t d = 2; d < 4; ++d)
+    b.addFactor(kernel[d], {operandDim(1, d)}, FactorKind::NeedReplication);
+}
+
 OpShardingRuleAttr mlir::tessel::buildConvRule(Conv2DOp op) {
   ShardingRuleBuilder b(op);
   ArrayRef<int64_t> x = shapeOf(op.getInput()), w = shapeOf(op.getWeight()),
@@ -428,10 +454,7 @@ OpShardingRuleAttr mlir::tessel::buildConvRule(Conv2DOp op) {
     b.addFactor(x[1], {operandDim(0, 1), operandDim(1, 1)},
                 FactorKind::Reduction);
   }
-  for (int64_t d = 2; d < 4; ++d)
-    addChangedDim(b, x[d], {operandDim(0, d)}, y[d], {resultDim(0, d)});
-  for (int64_t d = 2; d < 4; ++d)
-    b.addFactor(w[d], {operandDim(1, d)}, FactorKind::NeedReplication);
+  addWindowDims(b, x, y, w);
   return b.build();
 }
 
@@ -443,6 +466,78 @@ OpShardingRuleAttr mlir::tessel::buildPoolRule(Operation *op) {
     b.addFactor(x[d], {operandDim(0, d), resultDim(0, d)});
   for (int64_t d = 2; d < 4; ++d)
     addChangedDim(b, x[d], {operandDim(0, d)}, y[d], {resultDim(0, d)});
+  return b.build();
+}
+
+// dx[N, C, H, W] from dy[N, O, OH, OW] and w[O, C/g, KH, KW]: the batch
+// passes, O is summed over (dx partial where it is sharded), C passes to w.
+OpShardingRuleAttr
+mlir::tessel::buildConvBackwardDataRule(Conv2DBackwardDataOp op) {
+  ShardingRuleBuilder b(op);
+  ArrayRef<int64_t> dy = shapeOf(op.getGrad()), w = shapeOf(op.getWeight()),
+                    dx = shapeOf(op.getResult());
+  bool grouped = op.getGroup() != 1;
+  b.addFactor(dy[0], {operandDim(0, 0), resultDim(0, 0)});
+  if (grouped) {
+    b.addFactor(dy[1], {operandDim(0, 1)}, FactorKind::NeedReplication);
+    b.addFactor(w[0], {operandDim(1, 0)}, FactorKind::NeedReplication);
+    b.addFactor(w[1], {operandDim(1, 1)}, FactorKind::NeedReplication);
+    b.addFactor(dx[1], {resultDim(0, 1)}, FactorKind::NeedReplication);
+  } else {
+    b.addFactor(dy[1], {operandDim(0, 1), operandDim(1, 0)},
+                FactorKind::Reduction);
+    b.addFactor(dx[1], {operandDim(1, 1), resultDim(0, 1)});
+  }
+  addWindowDims(b, dy, dx, w);
+  return b.build();
+}
+
+// dw[O, C/g, KH, KW] from x[N, C, H, W] and dy[N, O, OH, OW]: the batch is
+// summed over (dw partial over dp: DDP's gradient), O and C pass.
+OpShardingRuleAttr
+mlir::tessel::buildConvBackwardWeightRule(Conv2DBackwardWeightOp op) {
+  ShardingRuleBuilder b(op);
+  ArrayRef<int64_t> x = shapeOf(op.getInput()), dy = shapeOf(op.getGrad()),
+                    dw = shapeOf(op.getResult());
+  bool grouped = op.getGroup() != 1;
+  b.addFactor(x[0], {operandDim(0, 0), operandDim(1, 0)}, FactorKind::Reduction);
+  FactorKind kind = grouped ? FactorKind::NeedReplication : FactorKind::Pass;
+  b.addFactor(dy[1], {operandDim(1, 1), resultDim(0, 0)}, kind);
+  if (grouped) {
+    b.addFactor(x[1], {operandDim(0, 1)}, FactorKind::NeedReplication);
+    b.addFactor(dw[1], {resultDim(0, 1)}, FactorKind::NeedReplication);
+  } else {
+    b.addFactor(x[1], {operandDim(0, 1), resultDim(0, 1)});
+  }
+  for (int64_t d = 2; d < 4; ++d)
+    b.addFactor(x[d], {operandDim(0, d)}, FactorKind::NeedReplication);
+  for (int64_t d = 2; d < 4; ++d)
+    b.addFactor(dy[d], {operandDim(1, d)}, FactorKind::NeedReplication);
+  for (int64_t d = 2; d < 4; ++d)
+    b.addFactor(dw[d], {resultDim(0, d)}, FactorKind::NeedReplication);
+  return b.build();
+}
+
+// max_pool_backward (x, dy) and avg_pool_backward (dy): N and C pass through
+// every operand and the result; the windows' dims stay replicated.
+OpShardingRuleAttr mlir::tessel::buildPoolBackwardRule(Operation *op) {
+  ShardingRuleBuilder b(op);
+  ArrayRef<int64_t> dx = shapeOf(op->getResult(0));
+  unsigned grad = op->getNumOperands() - 1;
+  ArrayRef<int64_t> dy = shapeOf(op->getOperand(grad));
+  for (int64_t d = 0; d < 2; ++d) {
+    SmallVector<TensorDim> dims{resultDim(0, d)};
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      dims.push_back(operandDim(i, d));
+    b.addFactor(dx[d], dims);
+  }
+  for (int64_t d = 2; d < 4; ++d) {
+    SmallVector<TensorDim> whole{resultDim(0, d)};
+    if (grad == 1)
+      whole.push_back(operandDim(0, d));
+    b.addFactor(dx[d], whole, FactorKind::NeedReplication);
+    b.addFactor(dy[d], {operandDim(grad, d)}, FactorKind::NeedReplication);
+  }
   return b.build();
 }
 

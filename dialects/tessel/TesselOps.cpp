@@ -515,28 +515,21 @@ static LogicalResult checkWindowAttrs(std::optional<Location> loc,
   return success();
 }
 
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
-  RankedTensorType x = tensorOf(adaptor.getInput());
-  RankedTensorType w = tensorOf(adaptor.getWeight());
+/// The result shape of a conv2d of `x` with `w` (ranked types) and these
+/// attributes, or failure with the reason (C1-C4 of conv2d).
+static FailureOr<SmallVector<int64_t>>
+convOutputShape(std::optional<Location> loc, RankedTensorType x,
+                RankedTensorType w, ArrayRef<int64_t> st, ArrayRef<int64_t> pd,
+                ArrayRef<int64_t> dl, int64_t g) {
   // C1
   if (x.getRank() != 4 || w.getRank() != 4)
     return fail(loc, "conv2d input and weight must have rank 4, got " +
                          Twine(x.getRank()) + " and " + Twine(w.getRank()));
-  int64_t o = w.getDimSize(0);
-  if (Value b = adaptor.getBias())
-    if (tensorOf(b).getShape() != ArrayRef<int64_t>{o})
-      return fail(loc, "conv2d bias must be [" + Twine(o) + "], got " +
-                           formatShape(tensorOf(b).getShape()));
-  ArrayRef<int64_t> st = adaptor.getStrides(), pd = adaptor.getPads(),
-                    dl = adaptor.getDilations();
   // C2
   if (failed(checkWindowAttrs(loc, st, "strides", dl, "dilations", pd)))
     return failure();
   // C3
-  int64_t g = adaptor.getGroup(), c = x.getDimSize(1);
+  int64_t o = w.getDimSize(0), c = x.getDimSize(1);
   if (g < 1 || c % g || o % g || w.getDimSize(1) != c / g)
     return fail(loc, "conv2d with group " + Twine(g) + " over " + Twine(c) +
                          " input channels needs weight dim 1 = " +
@@ -551,33 +544,60 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   if (h < 1 || wd < 1)
     return fail(loc, "conv2d output spatial size would be " + Twine(h) + "x" +
                          Twine(wd));
-  types.push_back(RankedTensorType::get({x.getDimSize(0), o, h, wd},
-                                        x.getElementType()));
+  return SmallVector<int64_t>{x.getDimSize(0), o, h, wd};
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorOf(adaptor.getInput());
+  RankedTensorType w = tensorOf(adaptor.getWeight());
+  if (Value b = adaptor.getBias())
+    if (w.getRank() >= 1 &&
+        tensorOf(b).getShape() != ArrayRef<int64_t>{w.getDimSize(0)})
+      return fail(loc, "conv2d bias must be [" + Twine(w.getDimSize(0)) +
+                           "], got " + formatShape(tensorOf(b).getShape()));
+  FailureOr<SmallVector<int64_t>> shape =
+      convOutputShape(loc, x, w, adaptor.getStrides(), adaptor.getPads(),
+                      adaptor.getDilations(), adaptor.getGroup());
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
   return success();
 }
 
-template <typename Adaptor>
-static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
-                               SmallVectorImpl<Type> &types) {
-  RankedTensorType x = tensorOf(adaptor.getInput());
+/// The result shape of a pooling of `x` with these attributes (C1-C3).
+static FailureOr<SmallVector<int64_t>>
+poolOutputShape(std::optional<Location> loc, RankedTensorType x,
+                ArrayRef<int64_t> k, ArrayRef<int64_t> st, ArrayRef<int64_t> pd,
+                bool ceil) {
   // C1
   if (x.getRank() != 4)
     return fail(loc, "pooling input must have rank 4, got " +
                          Twine(x.getRank()));
-  ArrayRef<int64_t> k = adaptor.getKernel(), st = adaptor.getStrides(),
-                    pd = adaptor.getPads();
   // C2
   if (failed(checkWindowAttrs(loc, k, "kernel", st, "strides", pd)))
     return failure();
-  bool ceil = adaptor.getCeilMode();
   int64_t h = windowOutput(x.getDimSize(2), pd[0], pd[2], k[0], st[0], 1, ceil);
   int64_t w = windowOutput(x.getDimSize(3), pd[1], pd[3], k[1], st[1], 1, ceil);
   // C3
   if (h < 1 || w < 1)
     return fail(loc, "pooling output spatial size would be " + Twine(h) + "x" +
                          Twine(w));
-  types.push_back(RankedTensorType::get(
-      {x.getDimSize(0), x.getDimSize(1), h, w}, x.getElementType()));
+  return SmallVector<int64_t>{x.getDimSize(0), x.getDimSize(1), h, w};
+}
+
+template <typename Adaptor>
+static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
+                               SmallVectorImpl<Type> &types) {
+  RankedTensorType x = tensorOf(adaptor.getInput());
+  FailureOr<SmallVector<int64_t>> shape =
+      poolOutputShape(loc, x, adaptor.getKernel(), adaptor.getStrides(),
+                      adaptor.getPads(), adaptor.getCeilMode());
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
   return success();
 }
 
@@ -593,6 +613,59 @@ LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
   return inferPool(loc, adaptor, types);
+}
+
+/// `expected` (a forward op's result shape, or failure already reported)
+/// must be `grad`'s shape (C2 of the backward ops).
+static LogicalResult gradShapeIs(Operation *op, FailureOr<SmallVector<int64_t>> expected,
+                                 Value grad) {
+  if (failed(expected))
+    return failure();
+  if (ArrayRef<int64_t>(*expected) != tensorOf(grad).getShape())
+    return op->emitOpError() << "grad has shape "
+                             << formatShape(tensorOf(grad).getShape())
+                             << ", the forward op's result would be "
+                             << formatShape(*expected);
+  return success();
+}
+
+LogicalResult Conv2DBackwardDataOp::verify() {
+  // C1 (the result and weight, in convOutputShape), C2
+  if (tensorOf(getGrad()).getRank() != 4)
+    return emitOpError() << "grad must have rank 4";
+  return gradShapeIs(getOperation(),
+                     convOutputShape(getLoc(), tensorOf(getResult()),
+                                     tensorOf(getWeight()), getStrides(),
+                                     getPads(), getDilations(), getGroup()),
+                     getGrad());
+}
+
+LogicalResult Conv2DBackwardWeightOp::verify() {
+  if (tensorOf(getGrad()).getRank() != 4)
+    return emitOpError() << "grad must have rank 4";
+  return gradShapeIs(getOperation(),
+                     convOutputShape(getLoc(), tensorOf(getInput()),
+                                     tensorOf(getResult()), getStrides(),
+                                     getPads(), getDilations(), getGroup()),
+                     getGrad());
+}
+
+LogicalResult MaxPoolBackwardOp::verify() {
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "result must have the input's type";
+  return gradShapeIs(getOperation(),
+                     poolOutputShape(getLoc(), tensorOf(getInput()),
+                                     getKernel(), getStrides(), getPads(),
+                                     getCeilMode()),
+                     getGrad());
+}
+
+LogicalResult AvgPoolBackwardOp::verify() {
+  return gradShapeIs(getOperation(),
+                     poolOutputShape(getLoc(), tensorOf(getResult()),
+                                     getKernel(), getStrides(), getPads(),
+                                     getCeilMode()),
+                     getGrad());
 }
 
 LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,

@@ -30,6 +30,7 @@ OpShardingRuleAttr buildReduceRule(Operation *op);
 OpShardingRuleAttr buildAxisReplicatedRule(Operation *op);
 OpShardingRuleAttr buildNormRule(Operation *op);
 OpShardingRuleAttr buildBatchNormRule(BatchNormOp op);
+OpShardingRuleAttr buildBatchNormTrainRule(BatchNormTrainOp op);
 OpShardingRuleAttr buildGatherRule(GatherOp op);
 OpShardingRuleAttr buildReshapeRule(ReshapeOp op);
 OpShardingRuleAttr buildTransposeRule(TransposeOp op);
@@ -39,6 +40,9 @@ OpShardingRuleAttr buildSplitRule(SplitOp op);
 OpShardingRuleAttr buildConvRule(Conv2DOp op);
 OpShardingRuleAttr buildPoolRule(Operation *op);
 OpShardingRuleAttr buildGlobalPoolRule(GlobalAvgPoolOp op);
+OpShardingRuleAttr buildConvBackwardDataRule(Conv2DBackwardDataOp op);
+OpShardingRuleAttr buildConvBackwardWeightRule(Conv2DBackwardWeightOp op);
+OpShardingRuleAttr buildPoolBackwardRule(Operation *op);
 
 /// The numpy broadcast of `shapes`, or failure when they do not broadcast.
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes);

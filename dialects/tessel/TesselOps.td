@@ -673,6 +673,41 @@ def Tessel_BatchNormOp : Tessel_ComputeOp<"batch_norm", "buildBatchNormRule",
   let hasVerifier = 1;
 }
 
+def Tessel_BatchNormTrainOp
+    : Tessel_ComputeOp<"batch_norm_train", "buildBatchNormTrainRule",
+                       [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Training-mode batch normalisation over dim 1";
+  let description = [{
+    ONNX BatchNormalization with `training_mode=1`: `x` normalised with the
+    batch's own per-channel mean and biased variance (over every dim but 1),
+    then scaled and shifted; `running_mean` and `running_var` are the
+    running statistics it updates, with ONNX's `momentum`
+    (`running (momentum) + batch (1 - momentum)`, the variance unbiased as
+    PyTorch keeps it). `-tessel-batch-norm-train` lowers it to reductions
+    and a `tessel.batch_norm` before autodiff, and assigns the running
+    statistics when training; it has no instruction of its own.
+
+    ```mlir
+    %y = tessel.batch_norm_train %x, %s, %b, %rm, %rv {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32} : (tensor<4x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x16x8x8xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `x` has rank at least 2; the result has its type.
+    * (C2) scale, bias, running_mean and running_var are [C].
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$scale,
+                       Tessel_FloatTensor:$bias, Tessel_FloatTensor:$running_mean,
+                       Tessel_FloatTensor:$running_var,
+                       DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.9f">:$momentum);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $running_mean `,` $running_var attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
@@ -844,7 +879,8 @@ def Tessel_ExpandOp : Tessel_ComputeOp<"expand", "buildElementwiseRule">,
 
 def Tessel_Conv2DOp : Tessel_ComputeOp<"conv2d", "buildConvRule",
                                        [InferTypeOpAdaptor]>,
-    Tessel_Instruction<80, "conv", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]> {
+    Tessel_Instruction<80, "conv", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]>,
+    Tessel_GradientFrom<"buildConv2DGradient"> {
   let summary = "2-D convolution, NCHW, weights OIHW";
   let description = [{
     `input` [N, C, H, W], `weight` [O, C/group, KH, KW], optional `bias` [O].
@@ -896,9 +932,11 @@ class Tessel_PoolOp<string mnemonic, string what>
 }
 
 def Tessel_MaxPoolOp : Tessel_PoolOp<"max_pool", "Max">,
-    Tessel_Instruction<81, "pool", [Tessel_RtAttr<"kernel">, Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"count_include_pad">, Tessel_RtAttr<"ceil_mode">]>;
+    Tessel_Instruction<81, "pool", [Tessel_RtAttr<"kernel">, Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"count_include_pad">, Tessel_RtAttr<"ceil_mode">]>,
+    Tessel_GradientFrom<"buildMaxPoolGradient">;
 def Tessel_AvgPoolOp : Tessel_PoolOp<"avg_pool", "Average">,
-    Tessel_Instruction<82, "pool", [Tessel_RtAttr<"kernel">, Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"count_include_pad">, Tessel_RtAttr<"ceil_mode">]>;
+    Tessel_Instruction<82, "pool", [Tessel_RtAttr<"kernel">, Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"count_include_pad">, Tessel_RtAttr<"ceil_mode">]>,
+    Tessel_GradientFrom<"buildAvgPoolGradient">;
 
 def Tessel_GlobalAvgPoolOp : Tessel_ComputeOp<"global_avg_pool",
                                               "buildGlobalPoolRule",
@@ -921,6 +959,135 @@ def Tessel_GlobalAvgPoolOp : Tessel_ComputeOp<"global_avg_pool",
   let arguments = (ins Tessel_FloatTensor:$input);
   let results = (outs Tessel_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Backward of convolution and pooling (gradient rules emit them)
+//===----------------------------------------------------------------------===//
+
+def Tessel_Conv2DBackwardDataOp
+    : Tessel_ComputeOp<"conv2d_backward_data", "buildConvBackwardDataRule">,
+    Tessel_Instruction<110, "conv_backward", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]> {
+  let summary = "The gradient of conv2d with respect to its input";
+  let description = [{
+    `grad` is the gradient of a conv2d's result [N, O, OH, OW], `weight` its
+    weight [O, C/group, KH, KW]; the result is the gradient of its input
+    [N, C, H, W] (the result type fixes H and W, which several input sizes
+    give the same OH, OW for with strides above 1). The attributes are the
+    forward conv2d's.
+
+    ```mlir
+    %dx = tessel.conv2d_backward_data %dy, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<4x16x16x16xf32>, tensor<16x3x3x3xf32>) -> tensor<4x3x32x32xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `grad`, `weight` and the result have rank 4.
+    * (C2) a conv2d of the result's shape with `weight` and these attributes
+      gives `grad`'s shape.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$grad, Tessel_FloatTensor:$weight,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_Conv2DBackwardWeightOp
+    : Tessel_ComputeOp<"conv2d_backward_weight", "buildConvBackwardWeightRule">,
+    Tessel_Instruction<111, "conv_backward", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]> {
+  let summary = "The gradient of conv2d with respect to its weight";
+  let description = [{
+    `input` is a conv2d's input [N, C, H, W], `grad` the gradient of its
+    result [N, O, OH, OW]; the result is the gradient of its weight
+    [O, C/group, KH, KW], summed over the batch (sharding N makes it
+    partial). The attributes are the forward conv2d's.
+
+    ```mlir
+    %dw = tessel.conv2d_backward_weight %x, %dy {pads = array<i64: 1, 1, 1, 1>} : (tensor<4x3x32x32xf32>, tensor<4x16x32x32xf32>) -> tensor<16x3x3x3xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `input`, `grad` and the result have rank 4.
+    * (C2) a conv2d of `input` with a weight of the result's shape and these
+      attributes gives `grad`'s shape.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$grad,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_MaxPoolBackwardOp
+    : Tessel_ComputeOp<"max_pool_backward", "buildPoolBackwardRule">,
+    Tessel_Instruction<112, "pool_backward", [Tessel_RtAttr<"kernel">, Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"ceil_mode">]> {
+  let summary = "The gradient of max_pool with respect to its input";
+  let description = [{
+    `input` is a max_pool's input [N, C, H, W], `grad` the gradient of its
+    result; the result (`input`'s type) routes each window's gradient to its
+    maximum (the first one where several are equal). The attributes are the
+    forward max_pool's.
+
+    ```mlir
+    %dx = tessel.max_pool_backward %x, %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<4x16x32x32xf32>, tensor<4x16x16x16xf32>) -> tensor<4x16x32x32xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `input` has rank 4 and the result its type.
+    * (C2) a max_pool of `input` with these attributes gives `grad`'s shape.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$kernel,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+                       UnitAttr:$ceil_mode);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_AvgPoolBackwardOp
+    : Tessel_ComputeOp<"avg_pool_backward", "buildPoolBackwardRule">,
+    Tessel_Instruction<113, "pool_backward", [Tessel_RtAttr<"kernel">, Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"count_include_pad">, Tessel_RtAttr<"ceil_mode">]> {
+  let summary = "The gradient of avg_pool with respect to its input";
+  let description = [{
+    `grad` is the gradient of an avg_pool's result; the result, the gradient
+    of its input [N, C, H, W] (the result type fixes H and W), spreads each
+    window's gradient evenly over the window's counted elements. The
+    attributes are the forward avg_pool's.
+
+    ```mlir
+    %dx = tessel.avg_pool_backward %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<4x16x16x16xf32>) -> tensor<4x16x32x32xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `grad` and the result have rank 4.
+    * (C2) an avg_pool of the result's shape with these attributes gives
+      `grad`'s shape.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$grad, DenseI64ArrayAttr:$kernel,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+                       UnitAttr:$count_include_pad, UnitAttr:$ceil_mode);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 #endif // TESSEL_OPS_TD

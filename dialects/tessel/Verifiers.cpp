@@ -243,24 +243,40 @@ LogicalResult RmsNormOp::verify() {
   return verifyNormParam(*this, getScale(), "scale", shape, getAxis()); // C2
 }
 
-LogicalResult BatchNormOp::verify() {
-  RankedTensorType x = getInput().getType();
+/// C1 and C2 of batch_norm and batch_norm_train: `x` has rank >= 2 and each
+/// named parameter is [C].
+static LogicalResult
+verifyBatchNormParams(Operation *op, RankedTensorType x,
+                      ArrayRef<std::pair<Value, StringRef>> params) {
   // C1
   if (x.getRank() < 2)
-    return emitOpError() << "input must have rank at least 2, got "
-                         << x.getRank();
+    return op->emitOpError() << "input must have rank at least 2, got "
+                             << x.getRank();
   // C2
   int64_t c = x.getDimSize(1);
-  for (auto [v, name] : {std::pair<Value, StringRef>{getScale(), "scale"},
-                         {getBias(), "bias"},
-                         {getMean(), "mean"},
-                         {getVariance(), "variance"}}) {
+  for (auto [v, name] : params) {
     ArrayRef<int64_t> s = cast<RankedTensorType>(v.getType()).getShape();
     if (s != ArrayRef<int64_t>{c})
-      return emitOpError() << name << " has shape " << formatShape(s)
-                           << " but the input has " << c << " channels";
+      return op->emitOpError() << name << " has shape " << formatShape(s)
+                               << " but the input has " << c << " channels";
   }
   return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  return verifyBatchNormParams(*this, getInput().getType(),
+                               {{getScale(), "scale"},
+                                {getBias(), "bias"},
+                                {getMean(), "mean"},
+                                {getVariance(), "variance"}});
+}
+
+LogicalResult BatchNormTrainOp::verify() {
+  return verifyBatchNormParams(*this, getInput().getType(),
+                               {{getScale(), "scale"},
+                                {getBias(), "bias"},
+                                {getRunningMean(), "running_mean"},
+                                {getRunningVar(), "running_var"}});
 }
 
 LogicalResult ReshapeOp::verify() {

@@ -1149,21 +1149,31 @@ LogicalResult importLayerNormalization(NodeContext &c) {
       c.getDType(0));
 }
 
+// training_mode=1 (torch.onnx.export with TrainingMode.TRAINING): batch
+// statistics, running statistics updated when training
+// (-tessel-batch-norm-train). The updated statistics are not outputs of the
+// graph: the step assigns them to their weights.
 LogicalResult importBatchNormalization(NodeContext &c) {
-  if (c.getInt("training_mode", 0))
-    return c.error("training mode is not supported");
   for (unsigned k = 1; k < c.getNumOutputs(); ++k)
     if (c.isOutputUsed(k))
-      return c.error("the running statistics outputs are not supported");
+      return c.error("the running statistics outputs are not supported as "
+                     "values (training updates the running_mean and "
+                     "running_var weights themselves)");
   auto operands = getValues(c, 5);
   if (failed(operands))
     return failure();
-  return defineFrom(
-      c,
-      c.create<BatchNormOp>(
-          *operands, {named(c, "epsilon", c.getBuilder().getF32FloatAttr(
-                                             c.getFloat("epsilon", 1e-5f)))}),
-      c.getDType(0));
+  NamedAttribute epsilon = named(
+      c, "epsilon", c.getBuilder().getF32FloatAttr(c.getFloat("epsilon", 1e-5f)));
+  if (c.getInt("training_mode", 0))
+    return defineFrom(
+        c,
+        c.create<BatchNormTrainOp>(
+            *operands,
+            {epsilon, named(c, "momentum", c.getBuilder().getF32FloatAttr(
+                                               c.getFloat("momentum", 0.9f)))}),
+        c.getDType(0));
+  return defineFrom(c, c.create<BatchNormOp>(*operands, {epsilon}),
+                    c.getDType(0));
 }
 
 //===----------------------------------------------------------------------===//

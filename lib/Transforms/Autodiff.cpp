@@ -6,7 +6,8 @@
 // block, each op's through its gradient rule (GradientOpInterface,
 // dialects/tessel/Gradients.cpp), summed where a value has several uses.
 // The gradients are appended to the function's results and named in
-// `tessel.gradients`. See docs/training.md.
+// `tessel.gradients`. Weights the function assigns (BatchNorm's running
+// statistics) are state and get none. See docs/training.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_AUTODIFFPASS
@@ -115,9 +117,16 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
       }
       return targets;
     }
+    // A weight the function already assigns is state (BatchNorm's running
+    // statistics), not a parameter.
+    llvm::StringSet<> assigned;
+    fn.walk([&](AssignOp a) {
+      if (auto w = a.getWeight().getDefiningOp<WeightOp>())
+        assigned.insert(w.getName());
+    });
     llvm::StringMap<size_t> byName;
     WalkResult walk = fn.walk([&](WeightOp w) {
-      if (!isFloatTensor(w.getType()))
+      if (!isFloatTensor(w.getType()) || assigned.contains(w.getName()))
         return WalkResult::advance();
       auto [it, inserted] = byName.try_emplace(w.getName(), targets.size());
       if (inserted) {

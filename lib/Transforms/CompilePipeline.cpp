@@ -35,10 +35,17 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   if (stopAfter == CompileStage::Import)
     return;
   pm.addPass(createFuseGeluPass());
+  // Training-mode BatchNorm: its running statistics are updated only when
+  // training, once per microbatch.
+  BatchNormTrainPassOptions batchNorm;
+  batchNorm.updateRunningStats = train != nullptr;
+  if (!train)
+    pm.addPass(createBatchNormTrainPass(batchNorm));
   if (train) {
     pm.addPass(createAddLossPass(train->loss));
     if (train->microbatch.count != 1)
       pm.addPass(createMicrobatchPass(train->microbatch));
+    pm.addPass(createBatchNormTrainPass(batchNorm));
     pm.addPass(createAutodiffPass());
     if (stopAfter == CompileStage::Autodiff)
       return;

@@ -5,7 +5,9 @@
 #include "Kernels.h"
 #include "ThreadPool.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace tessel::runtime::cpu {
 
@@ -102,6 +104,10 @@ void conv2dKernel(const float *x, const Shape &xShape, const float *w,
   }
 }
 
+/// conv2d with a weight that changes between runs, on oneDNN
+/// (ConvTraining.cpp); null where oneDNN has no kernel.
+Step dnnlConvTrainingStep(const KernelContext &c);
+
 namespace {
 
 /// A conv on oneDNN (DnnlConv.h), with its folded ops (ConvPlan.h).
@@ -146,6 +152,12 @@ Step dnnlConvStep(const KernelContext &c, DnnlConv *conv) {
 Step conv2dStep(const KernelContext &c) {
   if (DnnlConv *conv = c.resources.dnnlConvs[c.index].get())
     return dnnlConvStep(c, conv);
+  // A weight that changes (training): oneDNN, its weight reordered each run
+  // (TESSEL_CONV=im2col: not).
+  const char *mode = std::getenv("TESSEL_CONV");
+  if (!c.in(1).isReadOnly() && !(mode && std::string(mode) == "im2col"))
+    if (Step s = dnnlConvTrainingStep(c))
+      return s;
   const Op *o = &c.op;
   const BufferInfo *a = &c.in(0), *w = &c.in(1), *r = &c.out(0);
   void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);
@@ -164,8 +176,11 @@ Step conv2dStep(const KernelContext &c) {
 
 } // namespace
 
+void registerConvBackwardKernels(KernelRegistry &r); // ConvTraining.cpp
+
 void registerConvKernels(KernelRegistry &r) {
   r.add(OpKind::Conv2D, conv2dStep);
+  registerConvBackwardKernels(r);
 }
 
 } // namespace tessel::runtime::cpu

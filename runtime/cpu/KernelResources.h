@@ -46,6 +46,28 @@ struct KernelResources {
   // im2col columns (Conv.cpp), and the copies oneDNN convs' reorders share.
   std::vector<float> scratch;
   AlignedBuffer convSrc{nullptr, std::free}, convDst{nullptr, std::free};
+  /// Scratch shared by steps that use it one at a time, grown while steps
+  /// are built (before any runs): a step keeps the Scratch's address and
+  /// reads `data` when it runs.
+  struct Scratch {
+    AlignedBuffer data{nullptr, std::free};
+    size_t bytes = 0;
+    /// At least `n` bytes from now on; false when they cannot be had.
+    bool reserve(size_t n) {
+      if (n <= bytes)
+        return true;
+      AlignedBuffer grown(static_cast<float *>(std::aligned_alloc(64, (n + 63) / 64 * 64)),
+                          std::free);
+      if (!grown)
+        return false;
+      data = std::move(grown);
+      bytes = n;
+      return true;
+    }
+  };
+  // The source, weight and result of trained convs in oneDNN's layouts
+  // (ConvTraining.cpp).
+  Scratch trainedConv[3];
   // Expanded copies of norm scale/bias operands that broadcast.
   std::vector<std::vector<float>> expanded;
   Collectives collectives;

@@ -138,7 +138,10 @@ Step globalAvgPoolStep(const KernelContext &c) {
 
 } // namespace
 
+void registerPoolBackwardKernels(KernelRegistry &r); // PoolBackward.cpp
+
 void registerPoolKernels(KernelRegistry &r) {
+  registerPoolBackwardKernels(r);
   addKernels(r, {{OpKind::MaxPool, maxPoolStep},
                  {OpKind::AvgPool, avgPoolStep},
                  {OpKind::GlobalAvgPool, globalAvgPoolStep}});

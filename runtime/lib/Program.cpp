@@ -217,7 +217,14 @@ private:
   Status checkConv();
   Status checkPool();
   Status checkGlobalPool();
+  Status checkConvBackward();
+  Status checkPoolBackward();
   Status checkCollective();
+  Status convAttrs();
+  Status poolAttrs();
+  Status convResultIs(const Shape &x, const Shape &w, const BufferInfo &y,
+                      const char *what);
+  Status poolResultIs(const Shape &x, const BufferInfo &y, const char *what);
 };
 
 // The check families of the op table (TESSEL_RUNTIME_OP_CHECKS): each kind
@@ -225,7 +232,7 @@ private:
 enum class CheckFamily {
   Unary, Binary, Compare, Where, Matmul, Gemm, Reduce, Softmax, Norm,
   BatchNorm, Gather, Reshape, Transpose, Slice, Concat, Split, Expand, Conv,
-  Pool, GlobalPool, Collective
+  Pool, GlobalPool, ConvBackward, PoolBackward, Collective
 };
 
 CheckFamily checkFamilyOf(OpKind kind) {
@@ -338,6 +345,10 @@ Status OpChecker::checkFamily() {
     return checkPool();
   case CheckFamily::GlobalPool:
     return checkGlobalPool();
+  case CheckFamily::ConvBackward:
+    return checkConvBackward();
+  case CheckFamily::PoolBackward:
+    return checkPoolBackward();
   case CheckFamily::Collective:
     return checkCollective();
   }
@@ -725,19 +736,20 @@ Status OpChecker::checkExpand() {
   return Status::ok();
 }
 
-Status OpChecker::checkConv() {
-  TSL_RETURN_IF_ERROR(counts(2, 3, 1));
-  for (size_t i = 0; i < op.operands.size(); ++i)
-    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
-  const Shape &x = in(0).shape, &w = in(1).shape;
-  if (x.size() != 4 || w.size() != 4)
-    return fail("input and weight must have rank 4 (NCHW, OIHW), got " +
-                shapeStr(x) + " and " + shapeStr(w));
+Status OpChecker::convAttrs() {
   TSL_RETURN_IF_ERROR(pairAttr("strides", op.strides, 1, 2, false, 1));
   TSL_RETURN_IF_ERROR(pairAttr("pads", op.pads, 0, 4, false, 0));
   TSL_RETURN_IF_ERROR(pairAttr("dilations", op.dilations, 1, 2, false, 1));
-  TSL_RETURN_IF_ERROR(intAttr("group", op.group, 1));
+  return intAttr("group", op.group, 1);
+}
+
+// `y` must be the conv2d of `x` [N, C, H, W] with `w` [O, C/group, KH, KW]
+// and the op's (parsed) attributes.
+Status OpChecker::convResultIs(const Shape &x, const Shape &w,
+                               const BufferInfo &y, const char *what) {
+  if (x.size() != 4 || w.size() != 4)
+    return fail("input and weight must have rank 4 (NCHW, OIHW), got " +
+                shapeStr(x) + " and " + shapeStr(w));
   if (op.group < 1 || x[1] % op.group || w[0] % op.group)
     return fail("group " + std::to_string(op.group) +
                 " does not divide the channels " + std::to_string(x[1]) +
@@ -746,8 +758,6 @@ Status OpChecker::checkConv() {
     return fail("weight " + shapeStr(w) + " expects " + std::to_string(w[1]) +
                 " channels per group, input gives " +
                 std::to_string(x[1] / op.group));
-  if (op.operands.size() == 3)
-    TSL_RETURN_IF_ERROR(shapeIs(in(2), {w[0]}, "bias"));
   Shape r = {x[0], w[0], 0, 0};
   for (int i = 0; i < 2; ++i) {
     int64_t span = op.dilations[i] * (w[2 + i] - 1) + 1;
@@ -756,27 +766,54 @@ Status OpChecker::checkConv() {
       return fail("kernel is larger than the padded input");
     r[2 + i] = (padded - span) / op.strides[i] + 1;
   }
-  return shapeIs(out(0), r, "result");
+  return shapeIs(y, r, what);
 }
 
-Status OpChecker::checkPool() {
-  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
-  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+Status OpChecker::checkConv() {
+  TSL_RETURN_IF_ERROR(counts(2, 3, 1));
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
-  const Shape &x = in(0).shape;
-  if (x.size() != 4)
-    return fail("input must have rank 4 (NCHW), got " + shapeStr(x));
+  TSL_RETURN_IF_ERROR(convAttrs());
+  if (op.operands.size() == 3 && in(1).shape.size() == 4)
+    TSL_RETURN_IF_ERROR(shapeIs(in(2), {in(1).shape[0]}, "bias"));
+  return convResultIs(in(0).shape, in(1).shape, out(0), "result");
+}
+
+// conv2d_backward_data (dy, w) -> dx; conv2d_backward_weight (x, dy) -> dw:
+// the forward conv2d of dx with w (of x with dw) must give dy.
+Status OpChecker::checkConvBackward() {
+  TSL_RETURN_IF_ERROR(counts(2, 2, 1));
+  for (size_t i = 0; i < 2; ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(convAttrs());
+  if (op.kind == OpKind::Conv2DBackwardData)
+    return convResultIs(out(0).shape, in(1).shape, in(0), "operand 0 (grad)");
+  return convResultIs(in(0).shape, out(0).shape, in(1), "operand 1 (grad)");
+}
+
+Status OpChecker::poolAttrs() {
   TSL_RETURN_IF_ERROR(pairAttr("kernel", op.kernel, 1, 2, true, 1));
   TSL_RETURN_IF_ERROR(pairAttr("strides", op.strides, 1, 2, false, 1));
   TSL_RETURN_IF_ERROR(pairAttr("pads", op.pads, 0, 4, false, 0));
   int64_t cip;
   TSL_RETURN_IF_ERROR(intAttr("count_include_pad", cip, 0));
   op.countIncludePad = cip != 0;
-  const Shape &r = out(0).shape;
+  return Status::ok();
+}
+
+// `y` must be a pooling of `x` [N, C, H, W] with the op's attributes (floor
+// or ceil mode).
+Status OpChecker::poolResultIs(const Shape &x, const BufferInfo &y,
+                               const char *what) {
+  if (x.size() != 4)
+    return fail("input must have rank 4 (NCHW), got " + shapeStr(x));
+  const Shape &r = y.shape;
   if (r.size() != 4 || r[0] != x[0] || r[1] != x[1])
-    return fail("result has shape " + shapeStr(r) + ", expected [" +
-                std::to_string(x[0]) + ", " + std::to_string(x[1]) +
-                ", OH, OW]");
+    return fail(std::string(what) + " has shape " + shapeStr(r) +
+                ", expected [" + std::to_string(x[0]) + ", " +
+                std::to_string(x[1]) + ", OH, OW]");
   for (int i = 0; i < 2; ++i) {
     int64_t padded = x[2 + i] + op.pads[i] + op.pads[i + 2];
     if (padded < op.kernel[i])
@@ -788,13 +825,36 @@ Status OpChecker::checkPool() {
     if (ceilO > floorO && (ceilO - 1) * op.strides[i] >= x[2 + i] + op.pads[i])
       ceilO = floorO;
     if (r[2 + i] != floorO && r[2 + i] != ceilO)
-      return fail("result has shape " + shapeStr(r) + ", expected spatial dim " +
-                  std::to_string(i) + " to be " + std::to_string(floorO) +
+      return fail(std::string(what) + " has shape " + shapeStr(r) +
+                  ", expected spatial dim " + std::to_string(i) + " to be " +
+                  std::to_string(floorO) +
                   (ceilO != floorO ? " (or " + std::to_string(ceilO) +
                                          " in ceil mode)"
                                    : std::string()));
   }
   return Status::ok();
+}
+
+Status OpChecker::checkPool() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(poolAttrs());
+  return poolResultIs(in(0).shape, out(0), "result");
+}
+
+// max_pool_backward (x, dy) -> dx shaped as x; avg_pool_backward (dy) -> dx:
+// a pooling of dx's shape must give dy's.
+Status OpChecker::checkPoolBackward() {
+  const bool max = op.kind == OpKind::MaxPoolBackward;
+  TSL_RETURN_IF_ERROR(counts(max ? 2 : 1, max ? 2 : 1, 1));
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(poolAttrs());
+  if (max)
+    TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
+  return poolResultIs(out(0).shape, in(max ? 1 : 0), "grad");
 }
 
 Status OpChecker::checkGlobalPool() {

@@ -36,6 +36,8 @@ Directives, in `//` comments of the file:
        bool                   random booleans
   // FD-EPS: 1e-2
   // FD-TOL: RTOL ATOL
+  // FD-PASSES: --pass ...    tessel-opt passes to run before -tessel-autodiff
+                              (e.g. --tessel-batch-norm-train=...)
 
 Prints one line per file ("fdcheck: NAME: ok (...)") and, where a check
 fails, the worst entries; exits 1 when any file fails.
@@ -69,6 +71,7 @@ class Case:
         self.name = os.path.splitext(os.path.basename(path))[0]
         text = open(path).read()
         self.inputs = {}
+        self.passes = []
         self.eps = 1e-2
         self.rtol, self.atol = 2e-3, 2e-4
         for line in text.splitlines():
@@ -76,6 +79,8 @@ class Case:
             if line.startswith("// FD-INPUT:"):
                 words = line.split(":", 1)[1].split()
                 self.inputs[words[0]] = words[1:]
+            elif line.startswith("// FD-PASSES:"):
+                self.passes = line.split(":", 1)[1].split()
             elif line.startswith("// FD-EPS:"):
                 self.eps = float(line.split(":", 1)[1])
             elif line.startswith("// FD-TOL:"):
@@ -191,7 +196,8 @@ def check(case, tools, workdir, args):
 
     # The analytic gradients.
     grad_mlir = os.path.join(workdir, "grad.mlir")
-    run([tools.opt, case.path, "--tessel-autodiff=wrt=args", "-o", grad_mlir])
+    run([tools.opt, case.path, *case.passes, "--tessel-autodiff=wrt=args",
+         "-o", grad_mlir])
     grads_attr = re.search(r"tessel\.gradients = \[([^\]]*)\]", open(grad_mlir).read())
     grad_names = re.findall(r'"arg(\d+)"', grads_attr.group(1)) if grads_attr else []
     outs = execute(tools, workdir, grad_mlir, "grad", [x[n] for n in names],

@@ -9,26 +9,31 @@
 
 // An op without a gradient rule on a path from a weight to the loss: the
 // error names the op, its ONNX node and the operand on the path.
-// NORULE: error: loc("/features/pool/MaxPool"): 'tessel.max_pool' op has no gradient rule (ONNX node '/features/pool/MaxPool'), but its operand 0 is on a path from a differentiated value to the loss
+// NORULE: error: loc("/bn/BatchNormalization"): 'tessel.batch_norm_train' op has no gradient rule (ONNX node '/bn/BatchNormalization'), but its operand 1 is on a path from a differentiated value to the loss
 
-func.func @no_rule(%x: tensor<1x1x4x4xf32>) -> tensor<f32> {
-  %w = tessel.weight "w" : tensor<1x1x4x4xf32>
-  %y = tessel.mul %x, %w : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
-  // expected-error @below {{'tessel.max_pool' op has no gradient rule, but its operand 0 is on a path from a differentiated value to the loss}}
-  %p = tessel.max_pool %y {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
-  %l = tessel.reduce_sum %p dims = [0, 1, 2, 3] : (tensor<1x1x2x2xf32>) -> tensor<f32>
+// batch_norm_train has none: -tessel-batch-norm-train lowers it first.
+func.func @no_rule(%x: tensor<2x1x2x2xf32>) -> tensor<f32> {
+  %s = tessel.weight "s" : tensor<1xf32>
+  %b = tessel.weight "b" : tensor<1xf32>
+  %m = tessel.weight "m" : tensor<1xf32>
+  %v = tessel.weight "v" : tensor<1xf32>
+  // expected-error @below {{'tessel.batch_norm_train' op has no gradient rule, but its operand 1 is on a path from a differentiated value to the loss}}
+  %y = tessel.batch_norm_train %x, %s, %b, %m, %v : (tensor<2x1x2x2xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x1x2x2xf32>
+  %l = tessel.reduce_sum %y dims = [0, 1, 2, 3] : (tensor<2x1x2x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
 
 // -----
 
-// An op without a rule that is on no path is fine: here max_pool reads only
-// the argument, and the weight reaches the loss another way.
-func.func @off_path(%x: tensor<1x1x4x4xf32>) -> tensor<f32> {
-  %w = tessel.weight "w" : tensor<1x1x2x2xf32>
-  %p = tessel.max_pool %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
-  %y = tessel.mul %p, %w : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
-  %l = tessel.reduce_sum %y dims = [0, 1, 2, 3] : (tensor<1x1x2x2xf32>) -> tensor<f32>
+// An op without a rule that is on no path is fine: here batch_norm_train
+// reads only the argument and constants, and the weight reaches the loss
+// another way.
+func.func @off_path(%x: tensor<2x1x2x2xf32>) -> tensor<f32> {
+  %w = tessel.weight "w" : tensor<2x1x2x2xf32>
+  %c = tessel.constant dense<1.0> : tensor<1xf32>
+  %p = tessel.batch_norm_train %x, %c, %c, %c, %c : (tensor<2x1x2x2xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x1x2x2xf32>
+  %y = tessel.mul %p, %w : (tensor<2x1x2x2xf32>, tensor<2x1x2x2xf32>) -> tensor<2x1x2x2xf32>
+  %l = tessel.reduce_sum %y dims = [0, 1, 2, 3] : (tensor<2x1x2x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
 

@@ -46,7 +46,9 @@ struct TrainingOptions {
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
 /// through `stopAfter`: -tessel-fuse-gelu; with `train`, -tessel-add-loss,
-/// -tessel-microbatch (count > 1), -tessel-autodiff and -tessel-optimizer;
+/// -tessel-microbatch (count > 1), -tessel-batch-norm-train (updating the
+/// running statistics), -tessel-autodiff and -tessel-optimizer (without,
+/// -tessel-batch-norm-train with no updates);
 /// then for sharded modules -tessel-split-bias, -tessel-propagate, -tessel-partition and
 /// -tessel-simplify-collectives.
 void buildCompilePipeline(OpPassManager &pm, bool sharded,

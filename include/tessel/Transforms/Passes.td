@@ -320,6 +320,36 @@ def MicrobatchPass : Pass<"tessel-microbatch", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def BatchNormTrainPass : Pass<"tessel-batch-norm-train", "::mlir::ModuleOp"> {
+  let summary = "Lowers training-mode BatchNorm: batch statistics and running statistics";
+  let description = [{
+    Each `tessel.batch_norm_train` (ONNX BatchNormalization with
+    `training_mode=1`) becomes ordinary ops: the batch's mean and biased
+    variance per channel (`reduce_mean` over every dim but 1, two passes)
+    and an inference `tessel.batch_norm` with them, so autodiff reaches the
+    input through the statistics too, and, with the batch sharded over dp,
+    the statistics are partial sums that propagation all-reduces (SyncBN).
+    With `update-running-stats`, the running mean and variance weights are
+    assigned PyTorch's update, `(1 - m) running + m batch` with
+    `m = 1 - momentum` (ONNX's momentum) and the unbiased variance, applied
+    once per op in program order (one per microbatch), which makes them state
+    of the training step (saved in checkpoints) and not parameters.
+    Runs after `-tessel-microbatch` and before `-tessel-autodiff`
+    (docs/training.md); a running statistic that is not a `tessel.weight`
+    is an error when it is to be updated.
+
+    **Options**
+
+    * `update-running-stats`: assign the running statistics (default true;
+      tesselc passes false when it compiles for inference).
+  }];
+  let options = [
+    Option<"updateRunningStats", "update-running-stats", "bool",
+           /*default=*/"true", "Assign the running mean and variance">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 def OptimizerPass : Pass<"tessel-optimizer", "::mlir::ModuleOp"> {
   let summary = "Turns (parameter, gradient) pairs into the optimizer's update";
   let description = [{

@@ -2,7 +2,9 @@
 """Checks Tessel's training runs against PyTorch's reference (train/).
 
   check_training.py losses REF_DIR LOSSES.npy [--key trajectory_full]
-      first loss within 1e-5 relative, every step within 1e-4 relative.
+      first loss within 1e-5 relative (of train.json's first_loss for
+      trajectory_full, else of the trajectory's first), every step within
+      1e-4 relative.
   check_training.py same A.npy B.npy [--rtol 1e-5]
       two runs' losses agree (a sharded run and the 1-rank run).
   check_training.py lm-batch REF_DIR OUT_DIR
@@ -20,6 +22,17 @@
       PyTorch's grads.npz: within 1e-4 x max|grad| per parameter; an ONNX
       initializer named onnx::MatMul_N is nn.Linear's transposed weight
       (lm_head.weight), matched by shape.
+  check_training.py stats REF.npz CHECKPOINT_DIR [--atol 1e-4]
+      every array of REF.npz (PyTorch's BatchNorm running statistics after
+      training) against the state of that name in the one-rank checkpoint
+      CHECKPOINT_DIR/rank0.safetensors (rank 0 of a sharded run): within
+      atol x (1 + |ref|).
+  check_training.py with-initializers MODEL.onnx VALUES.npz OUT.onnx
+      MODEL.onnx with the initializers VALUES.npz names replaced by its
+      arrays (same shapes and dtypes).
+  check_training.py batch REF_DIR OUT_DIR
+      writes step 0 of REF_DIR/images.npy and labels.npy as
+      OUT_DIR/images.npy and OUT_DIR/labels.npy.
 """
 import json
 import os
@@ -37,10 +50,13 @@ def losses(ref_dir, path, key):
     want = np.array(ref[key], dtype=np.float64)
     got = np.load(path).astype(np.float64)
     assert got.shape == want.shape, (got.shape, want.shape)
-    first = abs(got[0] - ref["first_loss"]) / abs(ref["first_loss"])
+    # first_loss is the full batch's; microbatches normalised with their
+    # own BatchNorm statistics start from the trajectory's own first loss.
+    first_ref = ref["first_loss"] if key == "trajectory_full" else want[0]
+    first = abs(got[0] - first_ref) / abs(first_ref)
     worst = np.max(np.abs(got - want) / np.abs(want))
     print("%s: first loss %.7f (PyTorch %.7f, rel %.2e); worst step rel %.2e"
-          % (key, got[0], ref["first_loss"], first, worst))
+          % (key, got[0], first_ref, first, worst))
     assert first <= 1e-5, "first loss off by %.2e" % first
     assert worst <= 1e-4, "trajectory off by %.2e" % worst
 
@@ -119,6 +135,61 @@ def grads(ref_dir, grad_dir):
     print("%d gradients within %.2e x max|grad|" % (len(ref.files), worst))
 
 
+def read_safetensors(path):
+    """{name: array} of a safetensors file (f32, i64 and i32 entries)."""
+    dtypes = {"F32": np.float32, "I64": np.int64, "I32": np.int32}
+    raw = open(path, "rb").read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        b, end = e["data_offsets"]
+        out[name] = np.frombuffer(data[b:end], dtype=dtypes[e["dtype"]]).reshape(
+            e["shape"])
+    return out
+
+
+def stats(ref_path, ckpt, atol):
+    ref = np.load(ref_path)
+    got = read_safetensors(os.path.join(ckpt, "rank0.safetensors"))
+    worst = 0.0
+    for name in ref.files:
+        assert name in got, "the checkpoint has no state '%s'" % name
+        want, g = ref[name].astype(np.float64), got[name].astype(np.float64)
+        assert g.shape == want.shape, (name, g.shape, want.shape)
+        err = float(np.max(np.abs(g - want) / (1.0 + np.abs(want))))
+        worst = max(worst, err)
+        assert err <= atol, "%s: off by %.2e" % (name, err)
+    print("%d running statistics within %.2e" % (len(ref.files), worst))
+
+
+def with_initializers(model_path, values_path, out):
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(model_path)
+    values = np.load(values_path)
+    todo = set(values.files)
+    for t in model.graph.initializer:
+        if t.name in todo:
+            old = numpy_helper.to_array(t)
+            new = values[t.name]
+            assert new.shape == old.shape and new.dtype == old.dtype, t.name
+            t.CopyFrom(numpy_helper.from_array(new, t.name))
+            todo.discard(t.name)
+    assert not todo, "no initializers %s" % sorted(todo)
+    onnx.save(model, out)
+
+
+def batch(ref_dir, out):
+    np.save(os.path.join(out, "images.npy"),
+            np.load(os.path.join(ref_dir, "images.npy"))[0])
+    np.save(os.path.join(out, "labels.npy"),
+            np.load(os.path.join(ref_dir, "labels.npy"))[0])
+
+
 def options(argv, defaults):
     """Splits argv into positionals and --name VALUE / --name=VALUE options
     (only those in `defaults`)."""
@@ -159,6 +230,14 @@ def main():
         lm_padded(sys.argv[2], sys.argv[3])
     elif cmd == "grads":
         grads(sys.argv[2], sys.argv[3])
+    elif cmd == "stats":
+        pos, opts = options(sys.argv[2:], {"atol": 1e-4})
+        assert len(pos) == 2, "usage: stats REF.npz CHECKPOINT_DIR [--atol A]"
+        stats(pos[0], pos[1], opts["atol"])
+    elif cmd == "with-initializers":
+        with_initializers(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif cmd == "batch":
+        batch(sys.argv[2], sys.argv[3])
     else:
         sys.exit("unknown command " + cmd)
 

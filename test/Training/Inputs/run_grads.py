@@ -3,7 +3,8 @@
 
   run_grads.py TESSEL_RUN AUTODIFF.mlir ARTIFACT.tsl IN_DIR OUT_DIR
 The outputs named NAME.grad (tessel.output_names of the .mlir) go to
-OUT_DIR/NAME.npy; IN_DIR holds input_ids.npy and labels.npy.
+OUT_DIR/NAME.npy; IN_DIR holds input_ids.npy and labels.npy, or the
+inputs are named after OUT_DIR: run_grads.py ... OUT_DIR images=X.npy ...
 """
 import os
 import re
@@ -13,9 +14,11 @@ import sys
 tessel_run, mlir, art, ins, out = sys.argv[1:6]
 names = re.search(r'tessel\.output_names = \[([^\]]*)\]', open(mlir).read())
 names = re.findall(r'"([^"]+)"', names.group(1))
-args = [tessel_run, art,
-        "--input", "input_ids=" + os.path.join(ins, "input_ids.npy"),
-        "--input", "labels=" + os.path.join(ins, "labels.npy")]
+inputs = sys.argv[6:] or ["input_ids=" + os.path.join(ins, "input_ids.npy"),
+                          "labels=" + os.path.join(ins, "labels.npy")]
+args = [tessel_run, art]
+for i in inputs:
+    args += ["--input", i]
 for n in names:
     if n.endswith(".grad"):
         args += ["--output", "%s=%s" % (n, os.path.join(out, n[:-5] + ".npy"))]

@@ -95,13 +95,6 @@ TEST(Gemm, TransposesAlphaBetaAndC) {
       }
 }
 
-struct ConvCase {
-  Shape x, w;
-  std::vector<int64_t> strides, pads, dilations;
-  int64_t group;
-  bool bias;
-};
-
 TEST(Conv2D, MatchesDirectLoops) {
   std::mt19937 rng(23);
   const std::vector<ConvCase> cases = {
@@ -116,52 +109,37 @@ TEST(Conv2D, MatchesDirectLoops) {
       {{2, 16, 8, 8}, {32, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
       {{1, 4, 11, 10}, {8, 4, 3, 3}, {1, 1}, {2, 1, 0, 2}, {2, 2}, 1, true},
   };
-  // Weights given at run time go through im2col + GEMM; constant weights
-  // (as in a compiled model) through oneDNN's direct convolution where it
-  // has a kernel. Both must match the loops.
-  for (bool constWeights : {false, true})
+  // Weights given at run time (trained weights) go through oneDNN's
+  // convolution, the weight reordered each run, or im2col + GEMM with
+  // TESSEL_CONV=im2col; constant weights (as in a compiled model) through
+  // oneDNN's prepacked direct convolution where it has a kernel. All must
+  // match the loops.
+  for (int mode : {0, 1, 2})
   for (int threads : {1, 2})
     for (const ConvCase &c : cases) {
+      const bool constWeights = mode == 2;
+      if (mode == 1)
+        setenv("TESSEL_CONV", "im2col", 1);
       Tensor x = randomF32(c.x, rng), w = randomF32(c.w, rng),
              b = randomF32({c.w[0]}, rng);
-      int64_t oh = (c.x[2] + c.pads[0] + c.pads[2] - c.dilations[0] * (c.w[2] - 1) - 1) /
-                       c.strides[0] + 1;
-      int64_t ow = (c.x[3] + c.pads[1] + c.pads[3] - c.dilations[1] * (c.w[3] - 1) - 1) /
-                       c.strides[1] + 1;
-      Shape ys = {c.x[0], c.w[0], oh, ow};
+      const Shape ys = convResult(c);
       std::vector<Tensor> ins = {x, w};
       if (c.bias)
         ins.push_back(b);
-      auto out = runOp("conv2d", ins, {{DType::F32, ys}},
-                       Attrs()
-                           .is("strides", c.strides)
-                           .is("pads", c.pads)
-                           .is("dilations", c.dilations)
-                           .i("group", c.group),
+      auto out = runOp("conv2d", ins, {{DType::F32, ys}}, convAttrs(c),
                        threads, constWeights ? 1 : SIZE_MAX);
-      int64_t cg = c.x[1] / c.group, og = c.w[0] / c.group;
-      std::vector<double> want;
-      for (int64_t n = 0; n < ys[0]; ++n)
-        for (int64_t o = 0; o < ys[1]; ++o)
-          for (int64_t r = 0; r < oh; ++r)
-            for (int64_t s = 0; s < ow; ++s) {
-              double acc = c.bias ? b.data<float>()[o] : 0.0;
-              int64_t g = o / og;
-              for (int64_t ci = 0; ci < cg; ++ci)
-                for (int64_t i = 0; i < c.w[2]; ++i)
-                  for (int64_t j = 0; j < c.w[3]; ++j) {
-                    int64_t ih = r * c.strides[0] - c.pads[0] + i * c.dilations[0];
-                    int64_t iw = s * c.strides[1] - c.pads[1] + j * c.dilations[1];
-                    if (ih < 0 || ih >= c.x[2] || iw < 0 || iw >= c.x[3])
-                      continue;
-                    acc += double(x.data<float>()[((n * c.x[1] + g * cg + ci) * c.x[2] + ih) *
-                                                      c.x[3] + iw]) *
-                           w.data<float>()[((o * cg + ci) * c.w[2] + i) * c.w[3] + j];
-                  }
-              want.push_back(acc);
-            }
+      unsetenv("TESSEL_CONV");
+      std::vector<double> want(numElements(ys), 0.0);
+      if (c.bias)
+        for (size_t k = 0; k < want.size(); ++k)
+          want[k] = b.data<float>()[(k / (ys[2] * ys[3])) % ys[1]];
+      forEachConvTerm(c, [&](int64_t xi, int64_t wi, int64_t yi) {
+        want[yi] += double(x.data<float>()[xi]) * w.data<float>()[wi];
+      });
       SCOPED_TRACE("x " + shapeToString(c.x) + " w " + shapeToString(c.w) +
-                   (constWeights ? " constant weights" : " weights as input") +
+                   (constWeights ? " constant weights"
+                    : mode == 1  ? " weights as input, im2col"
+                                 : " weights as input") +
                    " threads " + std::to_string(threads));
       expectNear(out[0], want, 1e-4, 1e-5);
     }

@@ -158,6 +158,56 @@ inline const std::vector<SliceCase> &sliceCases() {
   return cases;
 }
 
+/// A conv2d case: x [N, C, H, W], w [O, C/group, KH, KW], strides, pads
+/// (top, left, bottom, right), dilations, group, with or without a bias.
+struct ConvCase {
+  Shape x, w;
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t group;
+  bool bias = false;
+};
+
+/// The result shape of conv2d case `c`.
+inline Shape convResult(const ConvCase &c) {
+  Shape y = {c.x[0], c.w[0], 0, 0};
+  for (int d = 0; d < 2; ++d)
+    y[2 + d] = (c.x[2 + d] + c.pads[d] + c.pads[d + 2] -
+                c.dilations[d] * (c.w[2 + d] - 1) - 1) / c.strides[d] + 1;
+  return y;
+}
+
+/// Calls fn(x index, w index, y index) for every product x * w that conv2d
+/// case `c` adds into y (row-major indices).
+template <typename F> void forEachConvTerm(const ConvCase &c, F fn) {
+  const Shape y = convResult(c);
+  const int64_t cg = c.x[1] / c.group, og = c.w[0] / c.group;
+  for (int64_t n = 0; n < y[0]; ++n)
+    for (int64_t o = 0; o < y[1]; ++o)
+      for (int64_t r = 0; r < y[2]; ++r)
+        for (int64_t s = 0; s < y[3]; ++s)
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t i = 0; i < c.w[2]; ++i)
+              for (int64_t j = 0; j < c.w[3]; ++j) {
+                int64_t ih = r * c.strides[0] - c.pads[0] + i * c.dilations[0];
+                int64_t iw = s * c.strides[1] - c.pads[1] + j * c.dilations[1];
+                if (ih < 0 || ih >= c.x[2] || iw < 0 || iw >= c.x[3])
+                  continue;
+                int64_t ch = (o / og) * cg + ci;
+                fn(((n * c.x[1] + ch) * c.x[2] + ih) * c.x[3] + iw,
+                   ((o * cg + ci) * c.w[2] + i) * c.w[3] + j,
+                   ((n * y[1] + o) * y[2] + r) * y[3] + s);
+              }
+}
+
+/// The attributes of conv2d case `c`.
+inline Attrs convAttrs(const ConvCase &c) {
+  return Attrs()
+      .is("strides", c.strides)
+      .is("pads", c.pads)
+      .is("dilations", c.dilations)
+      .i("group", c.group);
+}
+
 /// A max_pool or avg_pool case of the CPU and CUDA tests: x [N, C, H, W],
 /// kernel, strides, pads (top, left, bottom, right), ceil mode.
 struct PoolCase {
