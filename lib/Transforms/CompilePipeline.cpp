@@ -40,6 +40,8 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     if (train->microbatch.count != 1)
       pm.addPass(createMicrobatchPass(train->microbatch));
     pm.addPass(createAutodiffPass());
+    if (train->recompute)
+      pm.addPass(createRecomputePass());
     if (stopAfter == CompileStage::Autodiff)
       return;
     pm.addPass(createOptimizerPass(train->optimizer));
@@ -52,6 +54,8 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     return;
   pm.addPass(createPartitionPass());
   pm.addPass(createSimplifyCollectivesPass());
+  if (train && train->buckets.bucketMb != 0)
+    pm.addPass(createBucketGradientsPass(train->buckets));
 }
 
 namespace {
@@ -79,6 +83,8 @@ struct CompilePipelinePass
     t.optimizer.lr = lr;
     t.optimizer.weightDecay = weightDecay;
     t.optimizer.momentum = momentum;
+    t.recompute = recompute;
+    t.buckets.bucketMb = bucketMb;
     buildCompilePipeline(pm, !module.getOps<MeshOp>().empty(), *stop,
                          train ? &t : nullptr);
     if (failed(runPipeline(pm, module)))

@@ -444,6 +444,7 @@ Status CpuExecutor::run() {
         byOp.emplace_back(ms, i);
     }
     if (!s) {
+      collectives.drain(); // nothing in flight may outlive the run
       return Status::error(where(i) + ": " + s.message());
     }
   }

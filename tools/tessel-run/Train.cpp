@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <sys/resource.h>
 
 using namespace tessel::runtime;
 
@@ -188,6 +189,13 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
     }
     if (after)
       TSL_RETURN_IF_ERROR(after(k + 1, row + 1));
+  }
+  if (report && !out.ms.empty()) {
+    // The measured peak: this process's resident set at its largest.
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    std::fprintf(stderr, "tessel-run: peak RSS %.1f MiB (rank 0's process)\n",
+                 static_cast<double>(ru.ru_maxrss) / 1024.0);
   }
   return Status::ok();
 }

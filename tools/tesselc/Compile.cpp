@@ -11,6 +11,7 @@
 
 #include "tessel/Export/CollectiveReport.h"
 #include "tessel/Export/ExportArtifact.h"
+#include "tessel/Export/MemoryReport.h"
 #include "tessel/InitAll.h"
 #include "tessel/Plan/Plan.h"
 #include "tessel/Transforms/CompilePipeline.h"
@@ -56,8 +57,10 @@ cl::opt<std::string> planSpec(
 
 cl::opt<bool> report(
     "report",
-    cl::desc("Print, per rank, each collective with its axes and bytes, and "
-             "the totals"),
+    cl::desc("Print, per rank, each collective with its axes and bytes (a "
+             "training step's forward and backward apart, with its gradient "
+             "buckets), the totals, and the planned peak memory (params, "
+             "grads, optimizer state, activations)"),
     cl::init(false), cl::cat(tessel::getShardingCategory()));
 
 
@@ -104,6 +107,19 @@ cl::opt<double> clipGradNorm(
     cl::desc("Clip the gradients' total L2 norm to MAX before the update "
              "(clip_grad_norm_)"),
     cl::init(0.0), cl::cat(tessel::getTrainingCategory()));
+
+cl::opt<double> bucketMb(
+    "bucket-mb", cl::value_desc("MiB"),
+    cl::desc("With a mesh: fuse the gradient all_reduces into buckets of at "
+             "most MiB, each issued as soon as its gradients are computed, "
+             "overlapping the backward (DDP; 0: one all_reduce per "
+             "gradient, in place)"),
+    cl::init(25.0), cl::cat(tessel::getTrainingCategory()));
+cl::opt<bool> recompute(
+    "recompute",
+    cl::desc("Activation checkpointing: recompute each layer's forward in "
+             "the backward instead of keeping its activations"),
+    cl::init(false), cl::cat(tessel::getTrainingCategory()));
 
 /// --microbatches: with --train, the step's batch in K microbatches
 /// (gradient accumulation); with --emit=schedule, the pipeline schedule's.
@@ -209,6 +225,10 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     o.totalSteps = totalSteps;
     o.clipGradNorm = clipGradNorm;
     t.microbatch.count = trainingMicrobatches();
+    if (bucketMb < 0)
+      return fail("--bucket-mb must be >= 0 (got " + std::to_string(bucketMb) + ")");
+    t.buckets.bucketMb = bucketMb;
+    t.recompute = recompute;
     SmallVector<StringRef, 2> b;
     StringRef(betas).split(b, ',');
     if (b.size() != 2 || b[0].trim().getAsDouble(o.beta1) ||
@@ -229,8 +249,10 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (failed(pm.run(*module)))
       return 1;
   }
-  if (report)
+  if (report) {
     mlir::tessel::printCollectiveReport(*module, outs());
+    mlir::tessel::printMemoryReport(*module, outs());
+  }
 
   if (stop != StopAfter::Artifact) {
     std::string message;

@@ -39,13 +39,18 @@ struct TrainingOptions {
   AddLossPassOptions loss;
   MicrobatchPassOptions microbatch;
   OptimizerPassOptions optimizer;
+  /// -tessel-recompute after -tessel-autodiff (activation checkpointing).
+  bool recompute = false;
+  /// -tessel-bucket-gradients on sharded programs (bucket-mb 0: none).
+  BucketGradientsPassOptions buckets;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
 /// through `stopAfter`: -tessel-fuse-gelu; with `train`, -tessel-add-loss,
-/// -tessel-microbatch (count > 1), -tessel-autodiff and -tessel-optimizer;
-/// then for sharded modules -tessel-split-bias, -tessel-propagate, -tessel-partition and
-/// -tessel-simplify-collectives.
+/// -tessel-microbatch (count > 1), -tessel-autodiff, -tessel-recompute (when
+/// asked) and -tessel-optimizer; then for sharded modules -tessel-split-bias,
+/// -tessel-propagate, -tessel-partition, -tessel-simplify-collectives and,
+/// training, -tessel-bucket-gradients.
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
                           const TrainingOptions *train = nullptr);
