@@ -635,11 +635,21 @@ LogicalResult Exporter::emitOp(Operation *op) {
   std::vector<int> operands, results;
   for (Value v : op->getOperands())
     operands.push_back(buffers.lookup(v));
-  for (Value v : op->getResults()) {
-    FailureOr<int> id = newBuffer(op, v);
-    if (failed(id))
-      return failure();
-    results.push_back(*id);
+  // A gradient bucket's all_reduce runs in place on the bucket it alone
+  // reads (the concatenated gradients): one flat buffer per bucket.
+  const bool bucket =
+      isa<AllReduceOp>(op) && op->hasAttr(TesselDialect::kBucketAttrName);
+  if (bucket && op->getOperand(0).hasOneUse() &&
+      computed.contains(operands[0])) {
+    buffers[op->getResult(0)] = operands[0];
+    results.push_back(operands[0]);
+  } else {
+    for (Value v : op->getResults()) {
+      FailureOr<int> id = newBuffer(op, v);
+      if (failed(id))
+        return failure();
+      results.push_back(*id);
+    }
   }
   InstructionEncoding enc;
   if (!encodeInstruction(op, *this, enc))
@@ -649,7 +659,7 @@ LogicalResult Exporter::emitOp(Operation *op) {
     name = loc.getName().str();
   program.addOp(enc.name, operands, results, enc.attrs, name);
   // A gradient bucket's all_reduce runs asynchronously until its wait.
-  if (isa<AllReduceOp>(op) && op->hasAttr(TesselDialect::kBucketAttrName))
+  if (bucket)
     inFlight[op->getResult(0)] = {operands[0], results[0]};
   return success();
 }

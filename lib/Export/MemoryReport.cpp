@@ -137,13 +137,22 @@ MemoryPlan mlir::tessel::planMemory(ModuleOp module) {
         bufferOf[sc.getResult()] = it->second;
       continue;
     }
-    for (Value r : op->getResults()) {
-      bufferOf[r] = static_cast<int>(buffers.size());
-      buffers.push_back({tensorBytes(r.getType()), at, at, loss >= -1 && at > loss});
+    const bool bucket =
+        isa<AllReduceOp>(op) && op->hasAttr(TesselDialect::kBucketAttrName);
+    if (bucket && op->getOperand(0).hasOneUse() &&
+        bufferOf.count(op->getOperand(0))) {
+      // In place on the concatenated bucket, as the exporter writes it.
+      bufferOf[op->getResult(0)] = bufferOf.lookup(op->getOperand(0));
+    } else {
+      for (Value r : op->getResults()) {
+        bufferOf[r] = static_cast<int>(buffers.size());
+        buffers.push_back(
+            {tensorBytes(r.getType()), at, at, loss >= -1 && at > loss});
+      }
     }
     // An asynchronous all_reduce reads its operand until its wait, before
     // the first use of its result.
-    if (isa<AllReduceOp>(op) && op->hasAttr(TesselDialect::kBucketAttrName)) {
+    if (bucket) {
       int64_t wait = n;
       for (Operation *user : op->getResult(0).getUsers())
         wait = std::min(wait, pos.lookup(user));
@@ -178,6 +187,11 @@ MemoryPlan mlir::tessel::planMemory(ModuleOp module) {
       plan.peakInstruction = at;
     }
   }
+  // What the forward leaves alive for the backward (what --recompute cuts).
+  if (loss >= -1)
+    for (const Buffer &b : buffers)
+      if (!b.backward && b.first <= loss && b.last > loss)
+        plan.keptForBackward += b.bytes;
   if (plan.peakInstruction >= 0 && plan.peakInstruction < n)
     plan.peakOp = nameOf(order[plan.peakInstruction]);
   return plan;
@@ -203,4 +217,7 @@ void mlir::tessel::printMemoryReport(ModuleOp module, llvm::raw_ostream &os) {
     os << ", " << p.peakOp;
   os << "): activations " << p.activations << " bytes, grads " << p.grads
      << " bytes\n";
+  if (lossOp(module))
+    os << "  activations kept for the backward (live at its start): "
+       << p.keptForBackward << " bytes (" << mib(p.keptForBackward) << ")\n";
 }

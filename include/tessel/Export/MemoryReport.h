@@ -32,6 +32,9 @@ struct MemoryPlan {
   /// update computed (gradients, their temporaries).
   int64_t activations = 0;
   int64_t grads = 0;
+  /// Training steps: the forward's values still live when the backward
+  /// starts (inputs included): what activation checkpointing cuts.
+  int64_t keptForBackward = 0;
   int64_t peakInstruction = -1;
   std::string peakOp;
 
