@@ -112,8 +112,8 @@ cl::opt<double> bucketMb(
     "bucket-mb", cl::value_desc("MiB"),
     cl::desc("With a mesh: fuse the gradient all_reduces into buckets of at "
              "most MiB, each issued as soon as its gradients are computed, "
-             "overlapping the backward (DDP; 0: one all_reduce per "
-             "gradient, in place)"),
+             "overlapping the backward (DDP; 0: one synchronous all_reduce "
+             "per gradient, where the partitioner put it)"),
     cl::init(25.0), cl::cat(tessel::getTrainingCategory()));
 cl::opt<bool> recompute(
     "recompute",
