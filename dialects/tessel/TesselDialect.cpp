@@ -101,6 +101,14 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
     return verifyFunctionContract(op, attr);
   if (attr.getName() == kGradientsAttrName)
     return verifyFunctionContract(op, attr);
+  if (attr.getName() == kBucketAttrName) {
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<AllReduceOp>(op) || !index || !index.getType().isInteger(64) ||
+        index.getInt() < 0)
+      return op->emitOpError() << "'" << kBucketAttrName
+                               << "' must be an i64 >= 0 on a tessel.all_reduce";
+    return success();
+  }
   if (attr.getName() == kModelPathAttrName) {
     if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitOpError() << "'" << kModelPathAttrName

@@ -79,6 +79,11 @@ def Tessel_Dialect : Dialect {
     /// read by -tessel-optimizer.
     static constexpr ::llvm::StringLiteral kGradientsAttrName =
         "tessel.gradients";
+    /// On an all_reduce of a partitioned program: the index of the gradient
+    /// bucket it reduces (i64 >= 0); the runtime runs it asynchronously and
+    /// waits before the first use of its result. Written by
+    /// -tessel-bucket-gradients, read by the exporter and --report.
+    static constexpr ::llvm::StringLiteral kBucketAttrName = "tessel.bucket";
   }];
 }
 

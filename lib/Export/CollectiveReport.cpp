@@ -1,6 +1,7 @@
 //===- CollectiveReport.cpp - what a partitioned program sends ------------===//
 
 #include "tessel/Export/CollectiveReport.h"
+#include "tessel/Export/MemoryReport.h"
 
 #include "dialects/tessel/TesselOps.h"
 
@@ -16,15 +17,9 @@ struct Entry {
   std::string what;
   std::string axes;
   int64_t bytes;
+  // Training steps: 0 forward, 1 backward (and update); -1 otherwise.
+  int section = -1;
 };
-
-int64_t bytesOf(Type t) {
-  auto tensor = dyn_cast<RankedTensorType>(t);
-  if (!tensor)
-    return 0;
-  int64_t bits = tensor.getElementTypeBitWidth();
-  return tensor.getNumElements() * std::max<int64_t>(bits / 8, 1);
-}
 
 std::string axesOf(ArrayAttr axes) {
   SmallVector<StringRef> names;
@@ -46,6 +41,8 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
       ms << (i ? "," : "") << cast<StringAttr>(n).getValue() << "=" << s;
   }
   std::vector<Entry> entries;
+  std::vector<int64_t> buckets;
+  Operation *loss = lossOp(module);
   module.walk([&](Operation *op) {
     auto axes = op->getAttrOfType<ArrayAttr>("axes");
     if (!axes || !isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
@@ -58,9 +55,20 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
       what += " " + stringifyReductionKind(ar.getKind()).str();
     if (auto rs = dyn_cast<ReduceScatterOp>(op))
       what += " " + stringifyReductionKind(rs.getKind()).str();
-    if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    if (auto bucket = op->getAttrOfType<IntegerAttr>(
+            TesselDialect::kBucketAttrName)) {
+      auto cat = op->getOperand(0).getDefiningOp<ConcatOp>();
+      size_t n = cat ? cat.getInputs().size() : 1;
+      what += " (bucket " + std::to_string(bucket.getInt()) + ": " +
+              std::to_string(n) + " gradient" + (n == 1 ? "" : "s") + ")";
+      buckets.push_back(tensorBytes(t));
+    } else if (auto loc = dyn_cast<NameLoc>(op->getLoc())) {
       what += " (" + loc.getName().str() + ")";
-    entries.push_back({what, axesOf(axes), bytesOf(t)});
+    }
+    int section = -1;
+    if (loss && loss->getBlock() == op->getBlock())
+      section = loss->isBeforeInBlock(op) ? 1 : 0;
+    entries.push_back({what, axesOf(axes), tensorBytes(t), section});
   });
   int64_t perRank = 0;
   for (const Entry &e : entries)
@@ -70,11 +78,23 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
      << " collectives per rank\n";
   for (int64_t r = 0; r < ranks; ++r) {
     os << "rank " << r << ":\n";
-    for (const Entry &e : entries)
-      os << "  " << e.what << " over " << e.axes << ": " << e.bytes
-         << " bytes\n";
+    int section = -1;
+    for (const Entry &e : entries) {
+      if (e.section != section && e.section >= 0)
+        os << (e.section ? "  backward:\n" : "  forward:\n");
+      section = e.section;
+      os << (section >= 0 ? "    " : "  ") << e.what << " over " << e.axes
+         << ": " << e.bytes << " bytes\n";
+    }
     os << "  total: " << perRank << " bytes\n";
   }
   os << "all ranks: " << perRank * ranks << " bytes in "
      << entries.size() * ranks << " collective calls\n";
+  if (!buckets.empty()) {
+    os << "gradient buckets: " << buckets.size() << " per rank, issued during "
+          "the backward (bytes:";
+    for (int64_t b : buckets)
+      os << " " << b;
+    os << ")\n";
+  }
 }

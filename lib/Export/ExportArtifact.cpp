@@ -19,8 +19,10 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/MapVector.h"
 
 #include <cstring>
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -289,9 +291,28 @@ private:
   std::map<std::string, int> weightBuffers;
   // Buffers the program computes (not inputs, weights or constants).
   llvm::DenseSet<int> computed;
-  // (value, state buffer) of every tessel.assign, copied when the step ends.
-  std::vector<std::pair<int, int>> pendingAssigns;
+  // (value, state buffer) of the tessel.assigns whose weight is still read
+  // later, by the op that reads it last: copied right after that op.
+  llvm::DenseMap<Operation *, std::vector<std::pair<int, int>>> pendingAssigns;
+  // Asynchronous all_reduces (gradient buckets) not waited for yet: their
+  // result -> (operand buffer, result buffer).
+  llvm::MapVector<Value, std::pair<int, int>> inFlight;
+  /// The `wait` of each in-flight all_reduce whose result `op` reads (all
+  /// of them before the return).
+  void waitBefore(Operation *op);
 };
+
+void Exporter::waitBefore(Operation *op) {
+  bool all = isa<func::ReturnOp>(op);
+  for (auto it = inFlight.begin(); it != inFlight.end();) {
+    if (all || llvm::is_contained(op->getOperands(), it->first)) {
+      program.addOp("wait", {it->second.first, it->second.second}, {});
+      it = inFlight.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
 
 FailureOr<int> Exporter::newBuffer(Operation *op, RankedTensorType t) {
   std::optional<rt::DType> dt = toDType(t.getElementType());
@@ -435,8 +456,12 @@ LogicalResult Exporter::run(func::FuncOp fn) {
     if (failed(emitInput(fn, arg)))
       return failure();
   for (Operation &op : fn.getBody().front()) {
+    if (!inFlight.empty())
+      waitBefore(&op);
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (auto [value, state] : pendingAssigns)
+      // Weights the results read: their new values once the results hold
+      // the old ones.
+      for (auto [value, state] : pendingAssigns.lookup(ret))
         program.addOp("copy", {value}, {state});
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         int id = buffers.lookup(v);
@@ -457,6 +482,9 @@ LogicalResult Exporter::run(func::FuncOp fn) {
     }
     if (failed(emitOp(&op)))
       return failure();
+    if (auto it = pendingAssigns.find(&op); it != pendingAssigns.end())
+      for (auto [value, state] : it->second)
+        program.addOp("copy", {value}, {state});
   }
   return success();
 }
@@ -565,12 +593,27 @@ void Exporter::setStateLayout(WeightOp w, int id, ArrayRef<int64_t> global) {
 LogicalResult Exporter::emitOp(Operation *op) {
   if (auto w = dyn_cast<WeightOp>(op))
     return emitWeight(w);
-  // The weight's new value is copied into its state buffer when the step
-  // ends (Exporter::run), after every read of the old one.
+  // The weight's new value is copied into its state buffer after every
+  // read of the old one: here, or after the op that reads it last (so the
+  // value's buffer is free from then on, not kept to the end of the step).
   if (auto a = dyn_cast<AssignOp>(op)) {
     int state = buffers.lookup(a.getWeight());
     int value = buffers.lookup(a.getValue());
-    pendingAssigns.emplace_back(value, state);
+    Operation *last = op;
+    // Readers of the weight, and of a shard_constraint's alias of it.
+    std::function<void(Value)> readers = [&](Value v) {
+      for (Operation *user : v.getUsers()) {
+        if (user->getBlock() == op->getBlock() && last->isBeforeInBlock(user))
+          last = user;
+        if (auto sc = dyn_cast<ShardConstraintOp>(user))
+          readers(sc.getResult());
+      }
+    };
+    readers(a.getWeight());
+    if (last == op)
+      program.addOp("copy", {value}, {state});
+    else
+      pendingAssigns[last].emplace_back(value, state);
     buffers[a] = value;
     return success();
   }
@@ -618,11 +661,21 @@ LogicalResult Exporter::emitOp(Operation *op) {
   std::vector<int> operands, results;
   for (Value v : op->getOperands())
     operands.push_back(buffers.lookup(v));
-  for (Value v : op->getResults()) {
-    FailureOr<int> id = newBuffer(op, v);
-    if (failed(id))
-      return failure();
-    results.push_back(*id);
+  // A gradient bucket's all_reduce runs in place on the bucket it alone
+  // reads (the concatenated gradients): one flat buffer per bucket.
+  const bool bucket =
+      isa<AllReduceOp>(op) && op->hasAttr(TesselDialect::kBucketAttrName);
+  if (bucket && op->getOperand(0).hasOneUse() &&
+      computed.contains(operands[0])) {
+    buffers[op->getResult(0)] = operands[0];
+    results.push_back(operands[0]);
+  } else {
+    for (Value v : op->getResults()) {
+      FailureOr<int> id = newBuffer(op, v);
+      if (failed(id))
+        return failure();
+      results.push_back(*id);
+    }
   }
   InstructionEncoding enc;
   if (!encodeInstruction(op, *this, enc))
@@ -631,6 +684,9 @@ LogicalResult Exporter::emitOp(Operation *op) {
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
     name = loc.getName().str();
   program.addOp(enc.name, operands, results, enc.attrs, name);
+  // A gradient bucket's all_reduce runs asynchronously until its wait.
+  if (bucket)
+    inFlight[op->getResult(0)] = {operands[0], results[0]};
   return success();
 }
 

@@ -47,6 +47,8 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
       pm.addPass(createMicrobatchPass(train->microbatch));
     pm.addPass(createBatchNormTrainPass(batchNorm));
     pm.addPass(createAutodiffPass());
+    if (train->recompute)
+      pm.addPass(createRecomputePass());
     if (stopAfter == CompileStage::Autodiff)
       return;
     if (train->withOptimizer)
@@ -60,6 +62,8 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     return;
   pm.addPass(createPartitionPass());
   pm.addPass(createSimplifyCollectivesPass());
+  if (train && train->buckets.bucketMb != 0)
+    pm.addPass(createBucketGradientsPass(train->buckets));
 }
 
 namespace {
@@ -87,6 +91,8 @@ struct CompilePipelinePass
     t.optimizer.lr = lr;
     t.optimizer.weightDecay = weightDecay;
     t.optimizer.momentum = momentum;
+    t.recompute = recompute;
+    t.buckets.bucketMb = bucketMb;
     buildCompilePipeline(pm, !module.getOps<MeshOp>().empty(), *stop,
                          train ? &t : nullptr);
     if (failed(runPipeline(pm, module)))

@@ -28,7 +28,8 @@ std::string where(size_t i, const Op &op) {
 
 } // namespace
 
-Status Collectives::init(const Program &program, Communicator *comm) {
+Status Collectives::init(const Program &program, Communicator *comm,
+                         bool async) {
   if (!comm) {
     local = createLocalCommunicator();
     comm = local.get();
@@ -69,12 +70,77 @@ Status Collectives::init(const Program &program, Communicator *comm) {
       continue; // a group of the one rank: the local communicator
     groups.push_back(c.group);
   }
+  // Asynchronous all_reduces: each `wait` names the one that reads its
+  // operand 0 and writes its operand 1, earlier in the program.
+  waitOf.assign(program.ops.size(), -1);
+  tickets.assign(program.ops.size(), 0);
+  for (size_t j = 0; j < program.ops.size(); ++j) {
+    const Op &w = program.ops[j];
+    if (w.kind != OpKind::Wait)
+      continue;
+    int64_t found = -1;
+    for (size_t i = j; i-- > 0;) {
+      const Op &op = program.ops[i];
+      if (op.kind == OpKind::AllReduce && op.operands[0] == w.operands[0] &&
+          op.results[0] == w.operands[1]) {
+        found = static_cast<int64_t>(i);
+        break;
+      }
+    }
+    if (found < 0 || waitOf[found] >= 0)
+      return Status::error(
+          where(j, w) + ": " +
+          (found < 0 ? "no all_reduce before it reads buffer " +
+                           std::to_string(w.operands[0]) + " and writes buffer " +
+                           std::to_string(w.operands[1])
+                     : "waits for the all_reduce (instruction " +
+                           std::to_string(found) + ") that instruction " +
+                           std::to_string(waitOf[found]) + " waits for"));
+    waitOf[found] = static_cast<int64_t>(j);
+  }
+  if (async && std::any_of(waitOf.begin(), waitOf.end(),
+                           [](int64_t w) { return w >= 0; }))
+    thread = std::make_unique<CommThread>();
   // World ranks are the world communicator's indices.
   return world->createSubgroups(std::move(groups));
 }
 
-std::function<Status()> Collectives::step(const Program &p, const Op &op,
+std::function<Status()> Collectives::step(const Program &p, size_t index,
                                           const std::vector<void *> &ptrs) {
+  const Op &op = p.ops[index];
+  if (op.kind == OpKind::Wait) {
+    if (!thread)
+      return [] { return Status::ok(); }; // its all_reduce ran in place
+    // The all_reduce it waits for, by the check in init.
+    size_t ar = 0;
+    while (waitOf[ar] != static_cast<int64_t>(index))
+      ++ar;
+    CommThread *t = thread.get();
+    uint64_t *ticket = &tickets[ar];
+    std::string what = where(ar, p.ops[ar]);
+    return [t, ticket, what] {
+      Status s = t->wait(*ticket);
+      *ticket = 0;
+      return s.isOk() ? s : Status::error(what + ": " + s.message());
+    };
+  }
+  std::function<Status()> run = direct(p, op, ptrs);
+  if (!thread)
+    return run;
+  CommThread *t = thread.get();
+  if (waitOf[index] >= 0) {
+    uint64_t *ticket = &tickets[index];
+    return [t, ticket, run] {
+      *ticket = t->submit(run);
+      return Status::ok();
+    };
+  }
+  // In order behind the asynchronous ones.
+  return [t, run] { return t->wait(t->submit(run)); };
+}
+
+std::function<Status()> Collectives::direct(const Program &p, const Op &op,
+                                            const std::vector<void *> &ptrs) {
   const CollectiveAttrs *c = &op.coll;
   auto view = [&](int id) {
     const BufferInfo &b = p.buffers[id];
@@ -118,9 +184,10 @@ std::function<Status()> Collectives::step(const Program &p, const Op &op,
 void registerCollectiveKernels(KernelRegistry &r) {
   for (OpKind k : {OpKind::AllReduce, OpKind::AllGather, OpKind::ReduceScatter,
                    OpKind::AllToAll, OpKind::CollectivePermute,
-                   OpKind::Broadcast, OpKind::Send, OpKind::Recv})
+                   OpKind::Broadcast, OpKind::Send, OpKind::Recv,
+                   OpKind::Wait})
     r.add(k, [](const KernelContext &c) {
-      return c.resources.collectives.step(c.program, c.op, c.ptrs);
+      return c.resources.collectives.step(c.program, c.index, c.ptrs);
     });
 }
 

@@ -2,6 +2,7 @@
 #ifndef TESSEL_RUNTIME_CPU_COLLECTIVES_H
 #define TESSEL_RUNTIME_CPU_COLLECTIVES_H
 
+#include "CommThread.h"
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Program.h"
 
@@ -17,14 +18,35 @@ public:
   /// `comm` is the world (nullptr: a local communicator of one rank). Checks
   /// that the world matches the program and creates every subgroup the
   /// program uses, in canonical order.
-  Status init(const Program &program, Communicator *comm);
-  /// The step of collective or point-to-point instruction `op`.
-  std::function<Status()> step(const Program &program, const Op &op,
+  /// `async`: run the all_reduces that `wait`s name on a communication
+  /// thread (else every collective runs in place and waits do nothing).
+  Status init(const Program &program, Communicator *comm, bool async = true);
+  /// The step of collective, point-to-point or wait instruction `index`.
+  /// With a communication thread (the program has `wait`s), every
+  /// collective runs on it in program order; an all_reduce that a `wait`
+  /// names runs there asynchronously until that wait.
+  std::function<Status()> step(const Program &program, size_t index,
                                const std::vector<void *> &ptrs);
+  /// Waits for every queued collective (after a failed step: they may
+  /// still read or write the arena).
+  void drain() {
+    if (thread)
+      thread->drain();
+  }
 
 private:
+  /// The step that runs instruction `op` on the calling thread.
+  std::function<Status()> direct(const Program &program, const Op &op,
+                                 const std::vector<void *> &ptrs);
+
   std::unique_ptr<Communicator> local;
   Communicator *world = nullptr;
+  // Asynchronous all_reduces by instruction index: the wait that ends each,
+  // and the ticket of the run in flight.
+  std::vector<int64_t> waitOf;
+  std::vector<uint64_t> tickets;
+  // Declared last: destroyed (joined) first.
+  std::unique_ptr<CommThread> thread;
 };
 
 } // namespace tessel::runtime::cpu

@@ -421,7 +421,7 @@ Status CpuExecutor::run() {
   static const char *profileEnv = std::getenv("TESSEL_PROFILE");
   static const bool profile = profileEnv != nullptr;
   static const bool perOp = profile && std::string(profileEnv) == "ops";
-  std::vector<double> byKind(profile ? 128 : 0, 0.0);
+  std::vector<double> byKind(profile ? 256 : 0, 0.0);
   std::vector<std::pair<double, size_t>> byOp;
   const bool timed = profile || tracing;
   if (tracing)
@@ -439,17 +439,18 @@ Status CpuExecutor::run() {
     }
     if (profile) {
       double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-      byKind[static_cast<int>(prog->ops[i].kind) & 127] += ms;
+      byKind[static_cast<int>(prog->ops[i].kind) & 255] += ms;
       if (perOp)
         byOp.emplace_back(ms, i);
     }
     if (!s) {
+      collectives.drain(); // nothing in flight may outlive the run
       return Status::error(where(i) + ": " + s.message());
     }
   }
   if (profile) {
     std::fprintf(stderr, "tessel profile (ms):");
-    for (int k = 0; k < 128; ++k)
+    for (int k = 0; k < 256; ++k)
       if (byKind[k] > 0)
         if (auto kind = opKindFromInt(k))
           std::fprintf(stderr, " %s=%.2f", opKindName(*kind), byKind[k]);

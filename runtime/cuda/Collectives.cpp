@@ -4,7 +4,10 @@
 // semantics (a collective_permute without a (0, 0) pair gives zeros). With
 // a multi-rank world (an NCCL communicator, whose tensors are device
 // pointers) the CPU backend's Collectives (cpu/Collectives.h) drives it
-// after the stream is synchronised.
+// after the stream is synchronised. A gradient bucket's all_reduce runs in
+// place there too (its `wait` does nothing): NCCL on a communication stream
+// overlapping the compute stream, with an event for the wait, is the CUDA
+// form of the CPU's communication thread, not written yet.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelRegistry.h"
@@ -23,7 +26,7 @@ Status makeCollective(const KernelContext &ctx, Step &out) {
     // NCCL runs synchronously on its own stream: the operands must be
     // complete first, and its results are complete when it returns.
     std::function<Status()> inner =
-        ctx.resources.collectives.step(ctx.program, op, ctx.ptrs);
+        ctx.resources.collectives.step(ctx.program, ctx.index, ctx.ptrs);
     out = [=] {
       TSL_CUDA(cudaStreamSynchronize(s), "waiting for a collective's operands");
       return inner();
@@ -31,6 +34,10 @@ Status makeCollective(const KernelContext &ctx, Step &out) {
     return Status::ok();
   }
   // One rank: what the local communicator does, on device memory.
+  if (op.kind == OpKind::Wait) {
+    out = [] { return Status::ok(); };
+    return Status::ok();
+  }
   const CollectiveAttrs &c = op.coll;
   if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
     const std::string msg =
@@ -65,7 +72,8 @@ Status makeCollective(const KernelContext &ctx, Step &out) {
 void registerCollectiveKernels(KernelRegistry &registry) {
   for (OpKind k : {OpKind::AllReduce, OpKind::AllGather, OpKind::ReduceScatter,
                    OpKind::AllToAll, OpKind::CollectivePermute,
-                   OpKind::Broadcast, OpKind::Send, OpKind::Recv})
+                   OpKind::Broadcast, OpKind::Send, OpKind::Recv,
+                   OpKind::Wait})
     registry.add(k, makeCollective);
 }
 

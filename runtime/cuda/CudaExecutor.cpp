@@ -158,7 +158,7 @@ Status CudaExecutor::init() {
         std::string("a multi-rank run on the cuda backend needs an nccl "
                     "communicator; '") +
         comm->backend() + "' works on host memory");
-  TSL_RETURN_IF_ERROR(res.collectives.init(p, comm));
+  TSL_RETURN_IF_ERROR(res.collectives.init(p, comm, /*async=*/false));
 
   steps.reserve(p.ops.size());
   for (size_t i = 0; i < p.ops.size(); ++i) {

@@ -232,7 +232,7 @@ private:
 enum class CheckFamily {
   Unary, Binary, Compare, Where, Matmul, Gemm, Reduce, Softmax, Norm,
   BatchNorm, Gather, Reshape, Transpose, Slice, Concat, Split, Expand, Conv,
-  Pool, GlobalPool, ConvBackward, PoolBackward, Collective
+  Pool, GlobalPool, ConvBackward, PoolBackward, Collective, Wait
 };
 
 CheckFamily checkFamilyOf(OpKind kind) {
@@ -351,6 +351,13 @@ Status OpChecker::checkFamily() {
     return checkPoolBackward();
   case CheckFamily::Collective:
     return checkCollective();
+  case CheckFamily::Wait:
+    // wait(in, out) of an asynchronous all_reduce(in) -> out.
+    TSL_RETURN_IF_ERROR(counts(2, 2, 0));
+    if (!op.results.empty())
+      return fail("expects no results, got " +
+                  std::to_string(op.results.size()));
+    return shapeIs(in(1), in(0).shape, "operand 1");
   }
   return fail("unknown op");
 }
@@ -1170,7 +1177,8 @@ Status Program::create(const artifact::Program &proto,
     }
     if (op.operands.size() > (1u << 20) || op.results.size() > (1u << 20))
       return fail(where + ": too many operands or results");
-    if (op.results.empty() && op.kind != OpKind::Send)
+    if (op.results.empty() && op.kind != OpKind::Send &&
+        op.kind != OpKind::Wait)
       return fail(where + ": has no result");
     OpChecker checker(inst, *p, op, where);
     TSL_RETURN_IF_ERROR(checker.check().withContext(what));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <sys/resource.h>
 #include <unistd.h>
 
 using namespace tessel::runtime;
@@ -263,6 +264,13 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
   if (bar) {
     std::fputs("\n", stdout);
     std::fflush(stdout);
+  }
+  if (report && !out.ms.empty()) {
+    // The measured peak: this process's resident set at its largest.
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    std::fprintf(stderr, "tessel-run: peak RSS %.1f MiB (rank 0's process)\n",
+                 static_cast<double>(ru.ru_maxrss) / 1024.0);
   }
   return Status::ok();
 }

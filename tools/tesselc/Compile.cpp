@@ -12,6 +12,7 @@
 
 #include "tessel/Export/CollectiveReport.h"
 #include "tessel/Export/ExportArtifact.h"
+#include "tessel/Export/MemoryReport.h"
 #include "tessel/InitAll.h"
 #include "tessel/Plan/Plan.h"
 #include "tessel/Transforms/CompilePipeline.h"
@@ -57,8 +58,10 @@ cl::opt<std::string> planSpec(
 
 cl::opt<bool> report(
     "report",
-    cl::desc("Print, per rank, each collective with its axes and bytes, and "
-             "the totals"),
+    cl::desc("Print, per rank, each collective with its axes and bytes (a "
+             "training step's forward and backward apart, with its gradient "
+             "buckets), the totals, and the planned peak memory (params, "
+             "grads, optimizer state, activations)"),
     cl::init(false), cl::cat(tessel::getShardingCategory()));
 
 
@@ -111,6 +114,19 @@ cl::opt<bool> gradsProgram(
     cl::desc("With --train: also compile the step without the optimizer "
              "(loss and gradients) into ART/grads, for tessel-run --grads"),
     cl::init(false), cl::cat(tessel::getTrainingCategory()));
+cl::opt<double> bucketMb(
+    "bucket-mb", cl::value_desc("MiB"),
+    cl::desc("With a mesh: fuse the gradient all_reduces into buckets of at "
+             "most MiB, each issued as soon as its gradients are computed, "
+             "overlapping the backward (DDP; 0: one synchronous all_reduce "
+             "per gradient, where the partitioner put it)"),
+    cl::init(25.0), cl::cat(tessel::getTrainingCategory()));
+cl::opt<bool> recompute(
+    "recompute",
+    cl::desc("Activation checkpointing: recompute each layer's forward in "
+             "the backward instead of keeping its activations"),
+    cl::init(false), cl::cat(tessel::getTrainingCategory()));
+
 /// --microbatches: with --train, the step's batch in K microbatches
 /// (gradient accumulation); with --emit=schedule, the pipeline schedule's.
 /// One option, declared by EmitSchedule.cpp.
@@ -215,6 +231,10 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     o.totalSteps = totalSteps;
     o.clipGradNorm = clipGradNorm;
     t.microbatch.count = trainingMicrobatches();
+    if (bucketMb < 0)
+      return fail("--bucket-mb must be >= 0 (got " + std::to_string(bucketMb) + ")");
+    t.buckets.bucketMb = bucketMb;
+    t.recompute = recompute;
     SmallVector<StringRef, 2> b;
     StringRef(betas).split(b, ',');
     if (b.size() != 2 || b[0].trim().getAsDouble(o.beta1) ||
@@ -253,8 +273,10 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (failed(pm.run(*module)))
       return 1;
   }
-  if (report)
+  if (report) {
     mlir::tessel::printCollectiveReport(*module, outs());
+    mlir::tessel::printMemoryReport(*module, outs());
+  }
 
   if (stop != StopAfter::Artifact) {
     std::string message;

@@ -42,15 +42,20 @@ struct TrainingOptions {
   /// false: no -tessel-optimizer; the program returns the loss and the
   /// gradients (the gradient program of tessel-run --grads).
   bool withOptimizer = true;
+  /// -tessel-recompute after -tessel-autodiff (activation checkpointing).
+  bool recompute = false;
+  /// -tessel-bucket-gradients on sharded programs (bucket-mb 0: none).
+  BucketGradientsPassOptions buckets;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
 /// through `stopAfter`: -tessel-fuse-gelu; with `train`, -tessel-add-loss,
 /// -tessel-microbatch (count > 1), -tessel-batch-norm-train (updating the
-/// running statistics), -tessel-autodiff and -tessel-optimizer (without,
-/// -tessel-batch-norm-train with no updates);
-/// then for sharded modules -tessel-split-bias, -tessel-propagate, -tessel-partition and
-/// -tessel-simplify-collectives.
+/// running statistics), -tessel-autodiff, -tessel-recompute (when asked) and
+/// -tessel-optimizer (without, -tessel-batch-norm-train with no updates);
+/// then for sharded modules -tessel-split-bias, -tessel-propagate,
+/// -tessel-partition, -tessel-simplify-collectives and, training,
+/// -tessel-bucket-gradients.
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
                           const TrainingOptions *train = nullptr);

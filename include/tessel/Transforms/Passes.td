@@ -259,6 +259,10 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
            "With train: weight decay">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "With train: SGD momentum">,
+    Option<"recompute", "recompute", "bool", /*default=*/"false",
+           "With train: recompute each layer's forward in the backward">,
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "With train and a mesh: gradient bucket cap in MiB (0: none)">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
@@ -451,6 +455,67 @@ def AutodiffPass : Pass<"tessel-autodiff", "::mlir::ModuleOp"> {
     Option<"wrt", "wrt", "std::string", /*default=*/"\"weights\"",
            "What to differentiate: weights | args">,
   ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def BucketGradientsPass : Pass<"tessel-bucket-gradients", "::mlir::ModuleOp"> {
+  let summary = "Fuses the gradient all_reduces of a partitioned program into buckets (DDP)";
+  let description = [{
+    On a partitioned training step, the `all_reduce`s whose results feed only
+    the update (no other collective, not the function's results: with the
+    batch over dp, the weight gradients' all-reduce) are fused, in program
+    order (the backward's: the last layer's gradients first), into buckets
+    of at most `bucket-mb` MiB, as PyTorch's DDP: each bucket's gradients
+    are flattened (`reshape`) and concatenated into one buffer, right after
+    the last of them is computed; one `all_reduce` of the buffer, marked
+    `tessel.bucket = <index>`, is issued there; each gradient is sliced back
+    out of the result right before its first use. The runtime runs a marked
+    `all_reduce` asynchronously (a communication thread on the CPU) and
+    waits for it before the first use of its result (the exporter writes a
+    `wait` instruction there), so the all-reduce of a bucket overlaps the
+    rest of the backward.
+
+    A gradient read before the last of these all_reduces (a value
+    all-reduced in the middle of its gradient's computation, like the
+    position embedding's) is a bucket of its own, so that it does not make
+    a large bucket wait early. Any other gradient joins the open bucket
+    only if the bucket's all_reduce may move after it: every gradient
+    already in the bucket is first used after this one is computed;
+    otherwise (or when the bucket is full) the bucket is closed. A bucket
+    of one gradient keeps its all_reduce, marked.
+
+    **Options**
+
+    * `bucket-mb`: the bucket cap in MiB (default 25, DDP's
+      `bucket_cap_mb`); 0 leaves the program as it is.
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Bucket cap in MiB (0: no buckets)">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def RecomputePass : Pass<"tessel-recompute", "::mlir::ModuleOp"> {
+  let summary = "Activation checkpointing: recomputes each layer's forward in the backward";
+  let description = [{
+    On a function that `-tessel-autodiff` differentiated (before the
+    optimizer and the sharding passes): the forward ops are those up to the
+    loss, the backward ops those after it. Forward ops are grouped into
+    layers by their ONNX node name: the layer of `/h.3/attn/MatMul` is
+    `/h.3/`, the name up to its first path segment of the form
+    `<word>.<number>` (`/h.0/`, `/layers.1/`, `/encoder/layer.2/`); ops
+    without one belong to no layer and are kept.
+
+    In each layer, the values the backward reads that no forward op outside
+    the layer reads (the layer's internal activations) are recomputed: the
+    layer's ops that compute them are cloned right before the first
+    backward op that reads one, from the values the layer keeps (its
+    inputs, weights, and its outputs that later layers read), and the
+    backward reads the clones. The original activations then die in the
+    forward, so only the layer boundaries stay alive until the backward:
+    the same numbers, less memory, one more forward per layer.
+  }];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 

@@ -1,0 +1,194 @@
+//===- AsyncCollectiveTest.cpp - Gradient buckets' asynchronous path -------===//
+//
+// The CPU executor's communication thread (cpu/CommThread.h): work runs in
+// submission order, after submit has returned (so the executor computes
+// meanwhile), and its status reaches the wait. Then whole programs on 2
+// ranks over Gloo: an all_reduce that a `wait` names runs while the next
+// instructions compute, and the result equals the sums computed here; bad
+// waits are refused when the executor is created.
+//
+//===----------------------------------------------------------------------===//
+#include "CommThread.h"
+
+#include "tessel/runtime/ArtifactBuilder.h"
+#include "tessel/runtime/Communicator.h"
+#include "tessel/runtime/Executor.h"
+#include "tessel/runtime/Tensor.h"
+
+#include "CommTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <vector>
+
+using namespace tessel::runtime;
+using namespace tessel::runtime::commtest;
+using tessel::runtime::cpu::CommThread;
+
+namespace {
+
+TEST(CommThread, RunsInOrderAfterSubmitReturns) {
+  CommThread t;
+  std::promise<void> released;
+  std::shared_future<void> release = released.get_future().share();
+  std::vector<int> order;
+  // The first work waits for the submitting thread: a submit that ran it in
+  // place would time out here instead of returning.
+  uint64_t a = t.submit([&] {
+    if (release.wait_for(std::chrono::seconds(10)) != std::future_status::ready)
+      return Status::error("submit did not return before its work ran");
+    order.push_back(1);
+    return Status::ok();
+  });
+  uint64_t b = t.submit([&] {
+    order.push_back(2);
+    return Status::ok();
+  });
+  released.set_value();
+  // Waited for out of order: b ran after a all the same.
+  Status sb = t.wait(b);
+  ASSERT_TRUE(sb.isOk()) << sb.message();
+  Status sa = t.wait(a);
+  ASSERT_TRUE(sa.isOk()) << sa.message();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(CommThread, AFailureReachesItsWait) {
+  CommThread t;
+  uint64_t bad = t.submit([] { return Status::error("rank 1 died"); });
+  uint64_t good = t.submit([] { return Status::ok(); });
+  Status s = t.wait(bad);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message(), "rank 1 died");
+  EXPECT_TRUE(t.wait(good).isOk());
+  // A ticket is waited for once.
+  EXPECT_FALSE(t.wait(good).isOk());
+  // drain returns with nothing left queued.
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 50; ++i)
+    t.submit([&] {
+      ++ran;
+      return Status::ok();
+    });
+  t.drain();
+  EXPECT_EQ(ran.load(), 50);
+}
+
+/// Rank `rank`'s program: y = all_reduce(a) issued asynchronously (the
+/// bucket's), z = a * a computed meanwhile, the wait, then out = y + z and
+/// a synchronous all_reduce of out, queued behind.
+std::shared_ptr<const Program> bucketProgram(int rank) {
+  ArtifactBuilder b;
+  ProgramBuilder &p = b.rank(rank);
+  const Shape shape{1000};
+  int a = p.addInput("a", DType::F32, shape);
+  int y = p.addBuffer(DType::F32, shape);
+  int z = p.addBuffer(DType::F32, shape);
+  int o = p.addBuffer(DType::F32, shape);
+  int s = p.addBuffer(DType::F32, shape);
+  Attrs sum = Attrs().s("kind", "sum").is("group", {0, 1});
+  p.addOp("all_reduce", {a}, {y}, sum);
+  p.addOp("mul", {a, a}, {z});
+  p.addOp("wait", {a, y}, {});
+  p.addOp("add", {y, z}, {o});
+  p.addOp("all_reduce", {o}, {s}, sum);
+  p.addOutput("out", o);
+  p.addOutput("sum", s);
+  std::shared_ptr<const Program> prog;
+  Status st = p.build(prog);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return prog;
+}
+
+class AsyncCollectiveTest : public RankThreadsTest {};
+
+TEST_F(AsyncCollectiveTest, ABucketsAllReduceOverlapsTheNextInstructions) {
+  runWith(2, CommOptions(), createGlooCommunicator,
+          [&](Communicator &comm, int r) {
+    std::shared_ptr<const Program> prog = bucketProgram(r);
+    ASSERT_TRUE(prog);
+    ExecutorOptions eo;
+    eo.comm = &comm;
+    std::unique_ptr<Executor> e;
+    Status s = createExecutor("cpu", prog, eo, e);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    Tensor in[2] = {input(0, DType::F32, {1000}), input(1, DType::F32, {1000})};
+    // Twice: the second run reuses the tickets of the first.
+    for (int run = 0; run < 2; ++run) {
+      Tensor mine = input(r, DType::F32, {1000}, run);
+      in[0] = input(0, DType::F32, {1000}, run);
+      in[1] = input(1, DType::F32, {1000}, run);
+      ASSERT_TRUE(e->setInput("a", mine).isOk());
+      s = e->run();
+      ASSERT_TRUE(s.isOk()) << s.message();
+      Tensor out, total;
+      ASSERT_TRUE(e->getOutput("out", out).isOk());
+      ASSERT_TRUE(e->getOutput("sum", total).isOk());
+      for (int64_t i = 0; i < 1000; ++i) {
+        float a0 = in[0].data<float>()[i], a1 = in[1].data<float>()[i];
+        float a = mine.data<float>()[i];
+        float want = (a0 + a1) + a * a;
+        ASSERT_EQ(out.data<float>()[i], want) << "rank " << r << " at " << i;
+        float want0 = (a0 + a1) + a0 * a0, want1 = (a0 + a1) + a1 * a1;
+        ASSERT_EQ(total.data<float>()[i], want0 + want1)
+            << "rank " << r << " at " << i;
+      }
+    }
+  });
+}
+
+/// A one-rank program: y = all_reduce(a), z = a * a, then a wait of
+/// `waitOperands` (buffers by name: a, y, z) with `waitResults`; the error
+/// of building it, then of creating its executor ("" for none).
+std::string waitError(std::vector<char> waitOperands,
+                      std::vector<char> waitResults) {
+  ArtifactBuilder b;
+  ProgramBuilder &p = b.rank(0);
+  int ids[3];
+  ids[0] = p.addInput("a", DType::F32, {4});
+  ids[1] = p.addBuffer(DType::F32, {4});
+  ids[2] = p.addBuffer(DType::F32, {4});
+  auto id = [&](char c) { return ids[c == 'a' ? 0 : c == 'y' ? 1 : 2]; };
+  p.addOp("all_reduce", {ids[0]}, {ids[1]}, Attrs().s("kind", "sum"));
+  p.addOp("mul", {ids[0], ids[0]}, {ids[2]});
+  std::vector<int> operands, results;
+  for (char c : waitOperands)
+    operands.push_back(id(c));
+  for (char c : waitResults)
+    results.push_back(id(c));
+  p.addOp("wait", operands, results);
+  p.addOutput("y", ids[1]);
+  std::shared_ptr<const Program> prog;
+  Status s = p.build(prog);
+  if (!s.isOk())
+    return s.message();
+  std::unique_ptr<Executor> e;
+  s = createExecutor("cpu", prog, ExecutorOptions(), e);
+  return s.isOk() ? "" : s.message();
+}
+
+TEST(AsyncCollectiveValidation, AWaitNamesAnEarlierAllReduce) {
+  EXPECT_EQ(waitError({'a', 'y'}, {}), "");
+  // Operand 0 is not what the all_reduce reads.
+  std::string e = waitError({'z', 'y'}, {});
+  EXPECT_NE(e.find("instruction 2 (wait): no all_reduce before it reads "
+                   "buffer"),
+            std::string::npos)
+      << e;
+}
+
+TEST(AsyncCollectiveValidation, AWaitHasTwoOperandsAndNoResults) {
+  std::string e = waitError({'a', 'y'}, {'z'});
+  EXPECT_NE(e.find("instruction 2 (wait): expects no results, got 1"),
+            std::string::npos)
+      << e;
+  e = waitError({'y'}, {});
+  EXPECT_NE(e.find("instruction 2 (wait): expects 2 operands, got 1"),
+            std::string::npos)
+      << e;
+}
+
+} // namespace
