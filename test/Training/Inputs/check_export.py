@@ -61,7 +61,7 @@ def weights(trained_path, source_path, ckpt):
             before = src[node[0].input[0]]
         changed += not np.array_equal(before, got[name])
     params = [s for s in states
-              if not s.startswith(("exp_avg", "optimizer."))]
+              if not s.startswith(("exp_avg", "momentum_buffer", "optimizer."))]
     assert checked == len(params), (checked, len(params))
     assert changed == checked, "%d of %d trained tensors unchanged" % (
         checked - changed, checked)

@@ -25,8 +25,9 @@
   check_training.py stats REF.npz CHECKPOINT_DIR [--atol 1e-4]
       every array of REF.npz (PyTorch's BatchNorm running statistics after
       training) against the state of that name in the one-rank checkpoint
-      CHECKPOINT_DIR/rank0.safetensors (rank 0 of a sharded run): within
-      atol x (1 + |ref|).
+      CHECKPOINT_DIR/rank0.safetensors (rank 0 of a sharded run), or the
+      initializer of that name when the second argument is an .onnx model
+      (tessel-run --export-onnx): within atol x (1 + |ref|).
   check_training.py with-initializers MODEL.onnx VALUES.npz OUT.onnx
       MODEL.onnx with the initializers VALUES.npz names replaced by its
       arrays (same shapes and dtypes).
@@ -154,10 +155,16 @@ def read_safetensors(path):
 
 def stats(ref_path, ckpt, atol):
     ref = np.load(ref_path)
-    got = read_safetensors(os.path.join(ckpt, "rank0.safetensors"))
+    if ckpt.endswith(".onnx"):
+        import onnx
+        from onnx import numpy_helper
+        got = {t.name: numpy_helper.to_array(t)
+               for t in onnx.load(ckpt).graph.initializer}
+    else:
+        got = read_safetensors(os.path.join(ckpt, "rank0.safetensors"))
     worst = 0.0
     for name in ref.files:
-        assert name in got, "the checkpoint has no state '%s'" % name
+        assert name in got, "%s has no tensor '%s'" % (ckpt, name)
         want, g = ref[name].astype(np.float64), got[name].astype(np.float64)
         assert g.shape == want.shape, (name, g.shape, want.shape)
         err = float(np.max(np.abs(g - want) / (1.0 + np.abs(want))))
@@ -232,7 +239,7 @@ def main():
         grads(sys.argv[2], sys.argv[3])
     elif cmd == "stats":
         pos, opts = options(sys.argv[2:], {"atol": 1e-4})
-        assert len(pos) == 2, "usage: stats REF.npz CHECKPOINT_DIR [--atol A]"
+        assert len(pos) == 2, "usage: stats REF.npz CHECKPOINT_DIR|MODEL.onnx [--atol A]"
         stats(pos[0], pos[1], opts["atol"])
     elif cmd == "with-initializers":
         with_initializers(sys.argv[2], sys.argv[3], sys.argv[4])
