@@ -9,7 +9,10 @@
 #include "EmitMlir.h"
 #include "EmitSchedule.h"
 
+#include "TesselVersion.h"
+
 #include "mlir/IR/AsmState.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
@@ -47,9 +50,13 @@ cl::opt<std::string> inputFile(cl::Positional, cl::value_desc("model.onnx"),
                                cl::desc("<model.onnx>"), cl::init(""),
                                cl::cat(generalCategory));
 
-cl::opt<std::string> outputFile("o", cl::value_desc("file"),
-                                cl::desc("Output file; default stdout"),
-                                cl::init("-"), cl::cat(generalCategory));
+cl::opt<std::string> outputFile(
+    "o", cl::value_desc("path"),
+    cl::desc("Where to write. An artifact is a DIRECTORY (manifest.pb and "
+             "one program and weights file per rank; default: the model's "
+             "name with .tsl), replaced whole when it exists. With --emit: a "
+             "file, default stdout ('-')"),
+    cl::init(""), cl::cat(generalCategory));
 
 int run() {
   switch (emit) {
@@ -58,7 +65,8 @@ int run() {
       return tessel::fail("--emit=schedule takes no input model (got '" +
                         inputFile + "'); it builds a schedule from "
                         "--schedule, --stages, --microbatches");
-    return tessel::emitSchedule(outputFile);
+    return tessel::emitSchedule(outputFile.empty() ? StringRef("-")
+                                                    : StringRef(outputFile));
   case EmitPhase::Mlir:
     if (inputFile.empty())
       return tessel::fail(
@@ -80,6 +88,11 @@ int run() {
     if (inputFile.empty())
       return tessel::fail(
           "no input file; give a model, or --emit=schedule (see --help)");
+    if (outputFile == "-")
+      return tessel::fail("-o -: an artifact is a directory of files (one "
+                          "program and weights file per rank), it cannot go "
+                          "to stdout; give a directory name, e.g. -o "
+                          "model.tsl, or print IR with --emit=mlir");
     return tessel::compile(inputFile, outputFile, tessel::StopAfter::Artifact);
   }
   return 1;
@@ -94,11 +107,21 @@ int tessel::fail(const Twine &message) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  cl::SetVersionPrinter([](raw_ostream &os) {
+    os << "tesselc " TESSEL_VERSION " (git " TESSEL_GIT_REVISION
+          "), MLIR/LLVM " LLVM_VERSION_STRING "\n";
+  });
   mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions({&generalCategory, &tessel::getImportCategory(),
                             &tessel::getShardingCategory(),
                             &tessel::getTrainingCategory(),
                             &tessel::getScheduleCategory()});
+  // The ONNX node names a plan's `node:` rules match are the ops'
+  // locations: --mlir-print-debuginfo prints them (listed in --help).
+  if (auto *debugInfo = cl::getRegisteredOptions().lookup("mlir-print-debuginfo")) {
+    debugInfo->setHiddenFlag(cl::NotHidden);
+    debugInfo->addCategory(generalCategory);
+  }
   cl::ParseCommandLineOptions(
       argc, argv,
       "tesselc: the Tessel tensor-sharding compiler\n\n"
