@@ -64,8 +64,9 @@ cl::opt<std::string> planSpec(
 
 cl::opt<bool> report(
     "report",
-    cl::desc("Print, per rank, each collective with its axes and bytes, and "
-             "the totals"),
+    cl::desc("Print, per rank, each collective the runtime will run (the "
+             "gathers that make sharded outputs whole included) with its "
+             "axes and bytes, and the totals"),
     cl::init(false), cl::cat(tessel::getShardingCategory()));
 
 
