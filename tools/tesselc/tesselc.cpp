@@ -10,6 +10,7 @@
 #include "EmitSchedule.h"
 
 #include "TesselVersion.h"
+#include "tessel/Import/ListNodes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "llvm/Config/llvm-config.h"
@@ -58,7 +59,22 @@ cl::opt<std::string> outputFile(
              "file, default stdout ('-')"),
     cl::init(""), cl::cat(generalCategory));
 
+cl::opt<bool> listNodes(
+    "list-nodes",
+    cl::desc("Print what a plan can match in the ONNX model: its graph "
+             "inputs, every node's name and op type, and the weights it "
+             "takes with their shapes; compile nothing"),
+    cl::init(false), cl::cat(generalCategory));
+
 int run() {
+  if (listNodes) {
+    if (inputFile.empty() || StringRef(inputFile).ends_with(".mlir"))
+      return tessel::fail("--list-nodes needs an ONNX model "
+                          "(tesselc model.onnx --list-nodes)");
+    if (Error err = mlir::tessel::listNodes(inputFile, outs()))
+      return tessel::fail(toString(std::move(err)));
+    return 0;
+  }
   switch (emit) {
   case EmitPhase::Schedule:
     if (!inputFile.empty())
@@ -129,6 +145,7 @@ int main(int argc, char **argv) {
       "  tesselc model.onnx --mesh dp=2,tp=2 --plan plan.yaml --report -o m.tsl\n"
       "  tesselc model.onnx --mesh dp=2 --plan=dp --emit=partitioned\n"
       "  tesselc model.onnx --emit=mlir [--shape input_ids=2x32] -o model.mlir\n"
+      "  tesselc model.onnx --list-nodes     # the names a plan matches\n"
       "  tesselc model.onnx --train --loss cross_entropy --optimizer adamw \\\n"
       "          --lr 1e-3 --weight-decay 0.01 -o train.tsl\n"
       "  tesselc --emit=schedule --schedule=1f1b --stages 4 --microbatches 8\n"
