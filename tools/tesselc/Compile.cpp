@@ -132,10 +132,11 @@ int64_t trainingMicrobatches() {
 }
 
 cl::opt<std::string> weightsModel(
-    "weights", cl::value_desc("model.onnx|FILE.safetensors"),
-    cl::desc("For a .mlir input: where its weights are: an ONNX model, or a "
-             ".safetensors file of tensors by name (default: the model it "
-             "was imported from; none needed when it has no weights)"),
+    "weights", cl::value_desc("model.onnx|FILE.safetensors|FILE.npz"),
+    cl::desc("For a .mlir input: where its weights are: an ONNX model (its "
+             "initializers), a .safetensors or an .npz file of tensors by "
+             "name (default: the model it was imported from; none needed "
+             "when it has no weights)"),
     cl::cat(tessel::getShardingCategory()));
 
 cl::opt<std::string> entryName(
@@ -327,14 +328,35 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       weightsFrom = from.str();
     if (!weightsModel.empty())
       weightsFrom = weightsModel;
-    if (StringRef(weightsModel).ends_with(".safetensors")) {
+    if (StringRef(weightsModel).ends_with(".safetensors") ||
+        StringRef(weightsModel).ends_with(".npz")) {
       // Tensors by name, checked against the program before any work.
-      auto table = readSafetensorsWeights(weightsModel);
+      auto table = StringRef(weightsModel).ends_with(".npz")
+                       ? readNpzWeights(weightsModel)
+                       : readSafetensorsWeights(weightsModel);
       if (!table)
         return fail(toString(table.takeError()));
       if (Error err = checkWeights(*module, **table, weightsModel))
         return fail(toString(std::move(err)));
       weights = std::move(*table);
+    } else if (!weightsModel.empty()) {
+      // An ONNX model's initializers, its graph not imported (any model
+      // holding those tensors will do). A program imported from that model
+      // may also name constants the import folded: then the whole model is
+      // imported at export, as before.
+      auto table = mlir::tessel::readOnnxInitializers(context, weightsModel);
+      if (!table)
+        return fail("--weights: " + toString(table.takeError()));
+      bool all = true;
+      module->walk([&](mlir::tessel::WeightOp w) {
+        if (!(*table)->lookup(w.getName()))
+          all = false;
+      });
+      if (all) {
+        if (Error err = checkWeights(*module, **table, weightsModel))
+          return fail(toString(std::move(err)));
+        weights = std::move(*table);
+      }
     }
   } else {
     if (!entryName.empty())

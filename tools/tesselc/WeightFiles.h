@@ -1,7 +1,7 @@
 //===- WeightFiles.h - tesselc --weights: weights without a graph -*- C++ -*-===//
 //
-// The weights of a .mlir input can come from a .safetensors file: tensors by
-// name, checked against the program's tessel.weight ops (dtype and shape)
+// The weights of a .mlir input can come from a .safetensors or an .npz
+// file: tensors by name, checked against the program's tessel.weight ops (dtype and shape)
 // before they are used.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +21,11 @@ namespace tessel {
 /// file's size before anything is read).
 llvm::Expected<std::unique_ptr<mlir::tessel::WeightTable>>
 readSafetensorsWeights(llvm::StringRef path);
+
+/// Reads the arrays of an .npz file (np.savez: a zip of NAME.npy, stored
+/// uncompressed) as tensors named NAME.
+llvm::Expected<std::unique_ptr<mlir::tessel::WeightTable>>
+readNpzWeights(llvm::StringRef path);
 
 /// Checks that every tessel.weight of `module` is in `table` with its
 /// element type and shape; the error names the weight, what the program
