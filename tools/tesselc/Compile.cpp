@@ -23,8 +23,6 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/AsmParser/AsmParser.h"
-#include "mlir/AsmParser/AsmParserState.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -214,54 +212,6 @@ void warnIfNothingSharded(
            "the whole program is replicated on every rank\n";
 }
 
-/// Parses a .mlir file; a function without `tessel.input_names` gets its
-/// arguments' names as written (`%input_ids` -> "input_ids"; numbered ones
-/// like `%0` or `%arg0` stay input<N>), so tessel-run --input takes them.
-mlir::OwningOpRef<mlir::ModuleOp>
-parseWithArgumentNames(StringRef path, llvm::SourceMgr &sm,
-                       mlir::MLIRContext &context) {
-  std::string error;
-  auto file = mlir::openInputFile(path, &error);
-  if (!file) {
-    tessel::fail(error);
-    return nullptr;
-  }
-  sm.AddNewSourceBuffer(std::move(file), SMLoc());
-  mlir::AsmParserState state;
-  mlir::Block block;
-  mlir::ParserConfig config(&context);
-  if (failed(mlir::parseAsmSourceFile(sm, &block, config, &state)))
-    return nullptr;
-  auto module = mlir::detail::constructContainerOpForParserIfNecessary<
-      mlir::ModuleOp>(&block, &context,
-                      mlir::FileLineColLoc::get(&context, path, 0, 0));
-  if (!module)
-    return nullptr;
-  StringRef key = mlir::tessel::TesselDialect::kInputNamesAttrName;
-  for (const auto &def : state.getBlockDefs()) {
-    auto fn = dyn_cast_or_null<mlir::func::FuncOp>(def.block->getParentOp());
-    if (!fn || !def.block->isEntryBlock() || fn->hasAttr(key) ||
-        def.arguments.size() != fn.getNumArguments())
-      continue;
-    SmallVector<mlir::Attribute> names;
-    bool named = false;
-    for (auto [i, arg] : llvm::enumerate(def.arguments)) {
-      StringRef text(arg.loc.Start.getPointer(),
-                     arg.loc.End.getPointer() - arg.loc.Start.getPointer());
-      text.consume_front("%");
-      bool numbered = text.empty() || isDigit(text.front()) ||
-                      (text.starts_with("arg") &&
-                       llvm::all_of(text.drop_front(3), isDigit));
-      named |= !numbered;
-      names.push_back(mlir::StringAttr::get(
-          &context, numbered ? "input" + std::to_string(i) : text.str()));
-    }
-    if (named)
-      fn->setAttr(key, mlir::ArrayAttr::get(&context, names));
-  }
-  return module;
-}
-
 /// The function to compile: the one --entry names (the others are dropped),
 /// or the module's only function.
 int selectEntry(mlir::ModuleOp module, StringRef inputPath) {
@@ -321,7 +271,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   if (inputPath.ends_with(".mlir")) {
     llvm::SourceMgr sm;
     mlir::SourceMgrDiagnosticHandler handler(sm, &context);
-    module = parseWithArgumentNames(inputPath, sm, context);
+    module = mlir::parseSourceFile<mlir::ModuleOp>(inputPath, sm, &context);
     if (!module)
       return 1;
     if (auto from = (*module)->getAttrOfType<mlir::StringAttr>(kModelAttr))

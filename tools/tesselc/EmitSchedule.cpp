@@ -16,6 +16,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -126,6 +127,21 @@ Expected<Schedule> getSchedule() {
   opts.chunks = chunks;
   return ScheduleRegistry::getGlobal().build(scheduleName, opts);
 }
+/// Whether `path` can be written, checked before any work: an existing file
+/// is opened without truncating it, a new one created and removed again.
+std::string unwritable(StringRef flag, StringRef path) {
+  if (sys::fs::is_directory(path))
+    return (flag + " " + path + ": cannot be written: it is a directory").str();
+  const bool existed = sys::fs::exists(path);
+  int fd;
+  if (std::error_code ec = sys::fs::openFileForWrite(
+          path, fd, sys::fs::CD_OpenAlways, sys::fs::OF_None))
+    return (flag + " " + path + ": cannot be written: " + ec.message()).str();
+  (void)sys::Process::SafelyCloseFileDescriptor(fd);
+  if (!existed)
+    (void)sys::fs::remove(path);
+  return "";
+}
 } // namespace
 
 int emitSchedule(StringRef outputPath) {
@@ -140,6 +156,18 @@ int emitSchedule(StringRef outputPath) {
                 "--schedule-file=<file>");
   if (!scheduleName.empty() && !scheduleFile.empty())
     return fail("--schedule and --schedule-file exclude each other");
+
+  // Every file to write, before any work.
+  std::vector<std::pair<std::string, std::string>> files;
+  if (outputPath != "-")
+    files.emplace_back("-o", outputPath.str());
+  for (const std::string &path : timelines)
+    files.emplace_back("--timeline", path);
+  if (!saveSchedule.empty())
+    files.emplace_back("--save-schedule", saveSchedule);
+  for (const auto &[flag, path] : files)
+    if (std::string error = unwritable(flag, path); !error.empty())
+      return fail(error);
 
   Expected<ScheduleCosts> costs = ScheduleCosts::parse(costsOpt);
   if (!costs)
