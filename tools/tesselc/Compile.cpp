@@ -8,6 +8,7 @@
 
 #include "Compile.h"
 #include "ArtifactDir.h"
+#include "Writable.h"
 #include "WeightFiles.h"
 #include "EmitMlir.h"
 #include "TrainingInfo.h"
@@ -258,6 +259,9 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (!prepared)
       return fail(toString(prepared.takeError()));
     artifactDir = std::move(*prepared);
+  } else if (!out.empty() && out != "-") {
+    if (std::string error = unwritable("-o", out); !error.empty())
+      return fail(error);
   }
 
   mlir::DialectRegistry registry;

@@ -7,6 +7,7 @@
 
 #include "EmitSchedule.h"
 #include "Compile.h"
+#include "Writable.h"
 
 #include "tessel/Schedule/Registry.h"
 #include "tessel/Schedule/Report.h"
@@ -16,7 +17,6 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -127,21 +127,6 @@ Expected<Schedule> getSchedule() {
   opts.chunks = chunks;
   return ScheduleRegistry::getGlobal().build(scheduleName, opts);
 }
-/// Whether `path` can be written, checked before any work: an existing file
-/// is opened without truncating it, a new one created and removed again.
-std::string unwritable(StringRef flag, StringRef path) {
-  if (sys::fs::is_directory(path))
-    return (flag + " " + path + ": cannot be written: it is a directory").str();
-  const bool existed = sys::fs::exists(path);
-  int fd;
-  if (std::error_code ec = sys::fs::openFileForWrite(
-          path, fd, sys::fs::CD_OpenAlways, sys::fs::OF_None))
-    return (flag + " " + path + ": cannot be written: " + ec.message()).str();
-  (void)sys::Process::SafelyCloseFileDescriptor(fd);
-  if (!existed)
-    (void)sys::fs::remove(path);
-  return "";
-}
 } // namespace
 
 int emitSchedule(StringRef outputPath) {
@@ -166,7 +151,7 @@ int emitSchedule(StringRef outputPath) {
   if (!saveSchedule.empty())
     files.emplace_back("--save-schedule", saveSchedule);
   for (const auto &[flag, path] : files)
-    if (std::string error = unwritable(flag, path); !error.empty())
+    if (std::string error = tessel::unwritable(flag, path); !error.empty())
       return fail(error);
 
   Expected<ScheduleCosts> costs = ScheduleCosts::parse(costsOpt);
