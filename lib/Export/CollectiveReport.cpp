@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 
 using namespace mlir;
@@ -70,12 +71,74 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
       section = loss->isBeforeInBlock(op) ? 1 : 0;
     entries.push_back({what, axesOf(axes), tensorBytes(t), section});
   });
+  // The runtime's own collectives: outputs leave whole (ExportArtifact's
+  // emitOutput), a partial result all-reduced, a sharded one all-gathered
+  // dim by dim.
+  llvm::StringMap<int64_t> axisSize;
+  for (MeshOp mesh : module.getOps<MeshOp>())
+    for (auto [n, size] : llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))
+      axisSize[cast<StringAttr>(n).getValue()] = size;
+  size_t outputCollectives = 0;
+  // They run after the step: in a training step's last section.
+  int outSection = entries.empty() ? -1 : entries.back().section;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal() || fn.isPrivate())
+      continue;
+    auto specs =
+        fn->getAttrOfType<ArrayAttr>(TesselDialect::kGlobalResultShardingsAttrName);
+    auto names =
+        fn->getAttrOfType<ArrayAttr>(TesselDialect::kOutputNamesAttrName);
+    if (!specs)
+      continue;
+    for (auto [i, attr] : llvm::enumerate(specs)) {
+      auto spec = dyn_cast<TensorShardingAttr>(attr);
+      auto type = i < fn.getNumResults()
+                      ? dyn_cast<RankedTensorType>(fn.getResultTypes()[i])
+                      : RankedTensorType();
+      if (!spec || !type)
+        continue;
+      std::string output =
+          names && i < names.size() && isa<StringAttr>(names[i])
+              ? cast<StringAttr>(names[i]).str()
+              : "output" + std::to_string(i);
+      SmallVector<int64_t> shape(type.getShape());
+      auto bytes = [&] {
+        return tensorBytes(RankedTensorType::get(shape, type.getElementType()));
+      };
+      for (PartialAxisAttr p : spec.getPartials()) {
+        entries.push_back({"all_reduce " +
+                               stringifyReductionKind(p.getKind()).str() +
+                               " (output '" + output + "')",
+                           "[" + p.getAxis().getValue().str() + "]", bytes(),
+                           outSection});
+        ++outputCollectives;
+      }
+      for (auto [d, dim] : llvm::enumerate(spec.getDims())) {
+        if (dim.getAxes().empty())
+          continue;
+        SmallVector<std::string> axes;
+        int64_t count = 1;
+        for (StringAttr a : dim.getAxes()) {
+          axes.push_back(a.getValue().str());
+          count *= axisSize.lookup(a.getValue());
+        }
+        entries.push_back({"all_gather (output '" + output + "')",
+                           "[" + llvm::join(axes, ", ") + "]", bytes(),
+                           outSection});
+        ++outputCollectives;
+        shape[d] = shape[d] * count - dim.getPad();
+      }
+    }
+  }
   int64_t perRank = 0;
   for (const Entry &e : entries)
     perRank += e.bytes;
   os << "collective report: mesh " << meshDesc << ", " << ranks << " rank"
      << (ranks == 1 ? "" : "s") << ", " << entries.size()
-     << " collectives per rank\n";
+     << " collectives per rank";
+  if (outputCollectives)
+    os << " (" << outputCollectives << " of them making the outputs whole)";
+  os << "\n";
   for (int64_t r = 0; r < ranks; ++r) {
     os << "rank " << r << ":\n";
     int section = -1;

@@ -931,3 +931,43 @@ mlir::tessel::importOnnxFile(MLIRContext &context, StringRef path,
     dir = ".";
   return importOnnxBuffer(context, (*buffer)->getBuffer(), dir, path, options);
 }
+
+llvm::Expected<std::unique_ptr<WeightTable>>
+mlir::tessel::readOnnxInitializers(MLIRContext &context, StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return makeError("cannot open '" + path +
+                     "': " + buffer.getError().message());
+  StringRef bytes = (*buffer)->getBuffer();
+  if (bytes.size() > size_t(INT_MAX))
+    return makeError("'" + path +
+                     "' is larger than 2 GB; ONNX models that large keep "
+                     "their weights in external data files");
+  auto model = std::make_shared<onnx::ModelProto>();
+  if (!model->ParseFromArray(bytes.data(), int(bytes.size())) ||
+      !model->has_graph())
+    return makeError("cannot parse '" + path +
+                     "' as an ONNX model (malformed or truncated protobuf)");
+  SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  auto table = std::make_unique<WeightTable>();
+  table->keepAlive(model);
+  GraphImporter importer(&context, *table, dir, path);
+  for (const onnx::TensorProto &t : model->graph().initializer()) {
+    auto data = importer.getTensorData(t);
+    if (failed(data))
+      return makeError("'" + path + "': " + importer.getError());
+    WeightInfo entry;
+    entry.name = t.name();
+    entry.dtype = *getWeightDType(t.data_type());
+    entry.shape.assign(t.dims().begin(), t.dims().end());
+    entry.bytes = data->bytes;
+    entry.externalPath = data->path;
+    entry.offset = data->offset;
+    table->add(std::move(entry));
+  }
+  return std::move(table);
+}

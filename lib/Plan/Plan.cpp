@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -315,7 +316,8 @@ Error mlir::tessel::applyPlan(
 
   std::vector<llvm::GlobPattern> globs;
   for (const PlanRule &rule : plan.rules) {
-    auto glob = llvm::GlobPattern::create(rule.pattern);
+    // Braces ({q,k,v}) expand to at most 256 alternatives.
+    auto glob = llvm::GlobPattern::create(rule.pattern, /*MaxSubPatterns=*/256);
     if (!glob)
       return createStringError(llvm::inconvertibleErrorCode(),
                                rule.where + ": bad pattern '" + rule.pattern +
@@ -323,6 +325,13 @@ Error mlir::tessel::applyPlan(
     globs.push_back(std::move(*glob));
   }
   std::vector<bool> used(plan.rules.size(), false);
+  // For a rule that matched names but claimed nothing: the earlier rule
+  // that claimed what it matched.
+  std::vector<int> shadowedBy(plan.rules.size(), -1);
+  auto shadow = [&](size_t later, size_t earlier) {
+    if (shadowedBy[later] < 0)
+      shadowedBy[later] = static_cast<int>(earlier);
+  };
   llvm::DenseSet<Operation *> assigned;
   StringRef attr = TesselDialect::kShardingAttrName;
 
@@ -334,26 +343,36 @@ Error mlir::tessel::applyPlan(
               ? cast<StringAttr>(inputNames[arg.getArgNumber()]).str()
               : ("input" + Twine(arg.getArgNumber())).str();
       auto type = dyn_cast<RankedTensorType>(arg.getType());
+      std::optional<size_t> winner;
       for (auto [i, rule] : llvm::enumerate(plan.rules)) {
         if (rule.target != PlanRule::Target::Input || !type ||
             !globs[i].match(name))
           continue;
+        if (winner) {
+          shadow(i, *winner);
+          continue;
+        }
         auto spec = specFor(rule, type, "input '" + name + "'", mesh, ctx);
         if (!spec)
           return spec.takeError();
         fn.setArgAttr(arg.getArgNumber(), attr, *spec);
         used[i] = true;
-        break;
+        winner = i;
       }
     }
     // Weights by name, then the weight inputs of nodes by node name; the
     // first rule that matches a tensor wins.
     Error err = Error::success();
+    llvm::DenseMap<Operation *, size_t> claimedBy;
     fn.walk([&](WeightOp w) {
       for (auto [i, rule] : llvm::enumerate(plan.rules)) {
         if (rule.target != PlanRule::Target::Weight ||
             !globs[i].match(w.getName()))
           continue;
+        if (auto it = claimedBy.find(w); it != claimedBy.end()) {
+          shadow(i, it->second);
+          continue;
+        }
         used[i] = true;
         auto spec = specFor(rule, w.getType(),
                             "weight '" + w.getName().str() + "'", mesh, ctx);
@@ -363,7 +382,7 @@ Error mlir::tessel::applyPlan(
         }
         w->setAttr(attr, *spec);
         assigned.insert(w);
-        break;
+        claimedBy[w] = i;
       }
       return WalkResult::advance();
     });
@@ -396,9 +415,11 @@ Error mlir::tessel::applyPlan(
         }
         // Several rules may name one node (its weight and its bias); per
         // tensor the first one wins.
-        used[i] = true;
-        if (assigned.contains(weight))
+        if (assigned.contains(weight)) {
+          shadow(i, claimedBy.lookup(weight));
           continue;
+        }
+        used[i] = true;
         auto spec = specFor(rule, weight.getType(),
                             "the weight of node '" + node + "'", mesh, ctx);
         if (!spec) {
@@ -407,6 +428,7 @@ Error mlir::tessel::applyPlan(
         }
         weight->setAttr(attr, *spec);
         assigned.insert(weight);
+        claimedBy[weight] = i;
       }
       return WalkResult::advance();
     });
@@ -416,7 +438,13 @@ Error mlir::tessel::applyPlan(
   if (unmatched)
     for (auto [i, rule] : llvm::enumerate(plan.rules))
       if (!used[i])
-        unmatched->push_back(rule.where + ": '" + rule.pattern +
-                             "' matches nothing");
+        unmatched->push_back(
+            shadowedBy[i] >= 0
+                ? rule.where + ": '" + rule.pattern +
+                      "' is shadowed by the rule at " +
+                      plan.rules[shadowedBy[i]].where + " ('" +
+                      plan.rules[shadowedBy[i]].pattern +
+                      "'): every tensor it matches is claimed there first"
+                : rule.where + ": '" + rule.pattern + "' matches nothing");
   return Error::success();
 }

@@ -245,6 +245,48 @@ int launchLocalRanks(int n, int argc, char **argv) {
 
 RankSession::~RankSession() = default;
 
+/// Every rank marks its arrival in the store, then waits for all others:
+/// a rank that never started (or never reached the store) is named as such,
+/// before any collective could blame it for hanging.
+static Status awaitJoined(KVStore &store, const WorldInfo &w,
+                          milliseconds timeout) {
+  const std::string prefix = "tessel-run/joined/";
+  TSL_RETURN_IF_ERROR(store.set(prefix + std::to_string(w.rank), "1"));
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<bool> joined(w.size, false);
+  joined[w.rank] = true;
+  for (;;) {
+    std::string missing;
+    int count = 0;
+    for (int r = 0; r < w.size; ++r) {
+      if (!joined[r]) {
+        std::string v;
+        bool found = false;
+        TSL_RETURN_IF_ERROR(store.check(prefix + std::to_string(r), v, found));
+        joined[r] = found;
+      }
+      if (!joined[r]) {
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        ++count;
+      }
+    }
+    if (missing.empty())
+      return Status::ok();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      long long ms = timeout.count();
+      std::string within = ms % 1000 ? std::to_string(ms) + " ms"
+                                     : std::to_string(ms / 1000) + " s";
+      return Status::error(
+          std::string(count == 1 ? "rank " : "ranks ") + missing +
+          " never joined within " + within + " (no process with " +
+          (count == 1 ? "that RANK" : "those RANKs") + " reached the store at " +
+          w.masterAddr + ":" + std::to_string(w.masterPort) + " of this " +
+          std::to_string(w.size) + "-rank world; --timeout sets the wait)");
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
 Status RankSession::start(const WorldInfo &w, milliseconds timeout,
                           const std::string &backend) {
   world = w;
@@ -258,6 +300,7 @@ Status RankSession::start(const WorldInfo &w, milliseconds timeout,
   TSL_RETURN_IF_ERROR(
       TcpStore::connect(w.masterAddr, w.masterPort, w.rank, timeout, s));
   store = std::move(s);
+  TSL_RETURN_IF_ERROR(awaitJoined(*store, w, timeout));
   CommOptions o;
   o.rank = w.rank;
   o.size = w.size;

@@ -8,10 +8,13 @@
 //               [--losses FILE.npy] [--save DIR [--save-every K]]
 //               [--resume DIR]]
 //
-// Reads inputs from .npy files, runs the program (K times; the median time
-// is printed) and writes the requested outputs as .npy. A bare
-// `--output FILE` names the program's first output. Exit status: 0 on
-// success, 1 on a runtime error, 2 on a usage error.
+// Reads inputs from .npy files, runs the program (with --repeat K: one
+// untimed warm-up, then K timed runs whose median is printed) and writes the
+// requested outputs as .npy. `--output NAME=FILE` binds output NAME only
+// when NAME is one of the program's outputs; anything else (a bare FILE, a
+// path with '=' in it) is a file for the first output. Every file to write
+// is checked before the run. Exit status: 0 on success, 1 on a runtime
+// error, 2 on a usage error.
 //
 // Several ranks (docs/runtime.md): `-n N` starts N local rank processes;
 // a process started with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun
@@ -32,7 +35,10 @@
 #include "Trace.h"
 #include "Train.h"
 #include "TrainingInfo.h"
+#include "Writable.h"
 #include "tessel/runtime/Runtime.h"
+
+#include "TesselVersion.h"
 
 #include <algorithm>
 #include <chrono>
@@ -59,11 +65,16 @@ const char kUsage[] =
     "\n"
     "  --input NAME=FILE   bind graph input NAME to a .npy file (FILE alone\n"
     "                      when the program has exactly one input)\n"
-    "  --output NAME=FILE  write graph output NAME to a .npy file; FILE alone\n"
-    "                      names the first output\n"
+    "  --output NAME=FILE  write graph output NAME to a .npy file (NAME= only\n"
+    "                      when NAME is an output of the program; otherwise\n"
+    "                      the whole value is a file for the first output)\n"
     "  --threads N         kernel threads (default 1)\n"
-    "  --repeat K          run K times, print the median time (default 1)\n"
-    "  --rank R            which rank's program to run (default 0)\n"
+    "  --repeat K          one untimed warm-up run, then K timed runs; print\n"
+    "                      their median (default: one timed run)\n"
+    "  --rank R            run rank R's program alone, in this one process\n"
+    "                      (default 0): to inspect or time one rank of a\n"
+    "                      sharded artifact whose program has no collectives;\n"
+    "                      a collective fails, as no other rank is there\n"
     "  --device cpu|cuda   where to run: the cpu or cuda backend (default\n"
     "                      cpu; --backend B is the same)\n"
     "  --no-verify         skip the CRC-32C checks of the artifact files\n"
@@ -76,6 +87,7 @@ const char kUsage[] =
     "  --trace FILE.json   write the last run's instructions as a Chrome\n"
     "                      trace (chrome://tracing, ui.perfetto.dev), one\n"
     "                      track per rank\n"
+    "  --version           print the version and git revision\n"
     "\n"
     "training (a program with state buffers, run step after step):\n"
     "  --steps N           train up to step N (counted from the start of the\n"
@@ -106,9 +118,10 @@ const char kUsage[] =
 struct Options {
   std::string artifact;
   std::vector<std::pair<std::string, std::string>> inputs;  // name, file
-  std::vector<std::pair<std::string, std::string>> outputs; // name, file
+  std::vector<std::string> outputs; // [NAME=]FILE, resolved by resolveOutputs
   int threads = 1;
   int repeat = 1;
+  bool repeatGiven = false;
   int rank = 0;
   std::string backend = "cpu";
   bool verify = true;
@@ -123,7 +136,8 @@ struct Options {
 std::string gRankPrefix;
 
 int usageError(const std::string &msg) {
-  std::fprintf(stderr, "tessel-run: %s\n\n%s", msg.c_str(), kUsage);
+  std::fprintf(stderr, "tessel-run: %s (see tessel-run --help)\n",
+               msg.c_str());
   return 2;
 }
 
@@ -170,6 +184,11 @@ int parseArgs(int argc, char **argv, Options &o) {
       std::printf("%s", kUsage);
       return 0;
     }
+    if (a == "--version") {
+      std::printf("tessel-run %s (git %s)\n", TESSEL_VERSION,
+                  TESSEL_GIT_REVISION);
+      return 0;
+    }
     if (is("--input")) {
       if (!takeValue("--input"))
         return usageError("--input needs NAME=FILE.npy");
@@ -177,13 +196,16 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (is("--output")) {
       if (!takeValue("--output"))
         return usageError("--output needs [NAME=]FILE.npy");
-      o.outputs.push_back(splitBinding(value));
+      if (value.empty())
+        return usageError("--output needs [NAME=]FILE.npy");
+      o.outputs.push_back(value);
     } else if (is("--threads")) {
       if (!takeValue("--threads") || !parseInt(value, 1, o.threads))
         return usageError("--threads needs an integer >= 1");
     } else if (is("--repeat")) {
       if (!takeValue("--repeat") || !parseInt(value, 1, o.repeat))
         return usageError("--repeat needs an integer >= 1");
+      o.repeatGiven = true;
     } else if (is("--rank")) {
       if (!takeValue("--rank") || !parseInt(value, 0, o.rank))
         return usageError("--rank needs an integer >= 0");
@@ -289,6 +311,27 @@ int checkRanks(const Options &o, const Artifact &artifact, int started,
                             : ""));
 }
 
+/// The (name, file) of every --output: NAME=FILE when NAME is one of the
+/// program's outputs, otherwise the whole value is the file of the first
+/// output (so a path with '=' in it works).
+int resolveOutputs(const Options &o, const Program &program,
+                   std::vector<std::pair<std::string, std::string>> &out) {
+  for (const std::string &spec : o.outputs) {
+    size_t eq = spec.find('=');
+    if (eq != std::string::npos &&
+        program.findOutput(spec.substr(0, eq)) >= 0) {
+      if (eq + 1 == spec.size())
+        return usageError("--output " + spec + " needs a file after '='");
+      out.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+      continue;
+    }
+    if (program.outputs.empty())
+      return fail("--output " + spec + ": the program has no outputs");
+    out.emplace_back(program.outputs[0].first, spec);
+  }
+  return 0;
+}
+
 /// --export-onnx: the states of the last step, put together on rank 0 from
 /// the checkpoint --save wrote (or a temporary one beside the output).
 Status exportTrained(const Options &o, Executor &exec,
@@ -353,6 +396,33 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   std::shared_ptr<const Program> program;
   if (Status s = artifact->loadProgram(rank, program); !s)
     return fail(s.message());
+
+  // Every file this rank will write, checked before any work: rank 0 writes
+  // the outputs, losses, gradients and the trained model; every rank its
+  // trace.
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (int rc = resolveOutputs(o, *program, outputs))
+    return rc;
+  {
+    std::vector<std::pair<std::string, std::string>> files; // flag, path
+    if (rank == 0 || worldSize == 1) {
+      for (const auto &[name, file] : outputs)
+        files.emplace_back("--output", file);
+      if (!o.train.losses.empty())
+        files.emplace_back("--losses", o.train.losses);
+      if (!o.train.exportOnnx.empty())
+        files.emplace_back("--export-onnx", o.train.exportOnnx);
+      if (!o.train.grads.empty())
+        files.emplace_back("--grads", o.train.grads);
+    }
+    if (!o.trace.empty())
+      files.emplace_back("--trace", worldSize > 1 ? tessel::run::rankTracePath(
+                                                        o.trace, rank)
+                                                  : o.trace);
+    for (const auto &[flag, file] : files)
+      if (Status s = tessel::run::checkWritable(flag, file); !s)
+        return fail(s.message());
+  }
   std::unique_ptr<Executor> exec;
   ExecutorOptions eo;
   eo.threads = o.threads;
@@ -464,21 +534,6 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                                  : ""));
     }
 
-  // Outputs.
-  std::vector<std::pair<std::string, std::string>> outputs;
-  for (const auto &[nameArg, file] : o.outputs) {
-    std::string name = nameArg;
-    if (name.empty()) {
-      if (program->outputs.empty())
-        return fail("the program has no outputs");
-      name = program->outputs[0].first;
-    }
-    if (program->findOutput(name) < 0)
-      return fail("unknown output '" + name + "' (the program's outputs: " +
-                  Program::namesOf(program->outputs) + ")");
-    outputs.emplace_back(name, file);
-  }
-
   // Run: a warm-up when repeating, then K timed runs, every rank starting
   // together.
   if (worldSize > 1) {
@@ -564,13 +619,14 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
           !s)
         return fail(s.message());
   } else {
-    int runs = o.repeat > 1 ? o.repeat + 1 : 1;
+    // --repeat K: one untimed warm-up, then K timed runs.
+    int runs = o.repeatGiven ? o.repeat + 1 : 1;
     for (int r = 0; r < runs; ++r) {
       auto t0 = std::chrono::steady_clock::now();
       if (Status s = exec->run(); !s)
         return fail(s.message());
       auto t1 = std::chrono::steady_clock::now();
-      if (o.repeat == 1 || r > 0)
+      if (!o.repeatGiven || r > 0)
         times.push_back(
             std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
@@ -597,11 +653,16 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   std::string over = worldSize > 1 && session.comm()
                          ? std::string(" (") + session.comm()->backend() + ")"
                          : "";
+  std::string of =
+      o.train.steps  ? "median of " + std::to_string(times.size())
+      : o.repeatGiven ? "median of " + std::to_string(times.size()) +
+                            " runs after 1 untimed warm-up"
+                      : "one run, no warm-up";
   std::printf("tessel-run: %s rank %d%s on %s%s, %d thread%s: %.3f ms per %s "
-              "(median of %zu)\n",
+              "(%s)\n",
               o.artifact.c_str(), rank, ranks.c_str(), exec->backend(),
               over.c_str(), o.threads, o.threads == 1 ? "" : "s", median,
-              o.train.steps ? "step" : "run", times.size());
+              o.train.steps ? "step" : "run", of.c_str());
 
   for (const auto &[name, file] : outputs) {
     Tensor t;
@@ -652,6 +713,9 @@ int main(int argc, char **argv) {
       return rc;
     if (o.rankGiven)
       return usageError("--rank cannot be combined with -n");
+    if (!o.trace.empty())
+      if (Status s = tessel::run::checkWritable("--trace", o.trace); !s)
+        return fail(s.message());
     int launched = tessel::run::launchLocalRanks(o.ranks, argc, argv);
     if (launched == 0 && !o.trace.empty()) {
       if (Status s = tessel::run::mergeTraces(o.trace, o.ranks); !s)

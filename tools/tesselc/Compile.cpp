@@ -7,6 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Compile.h"
+#include "ArtifactDir.h"
+#include "Writable.h"
+#include "WeightFiles.h"
 #include "EmitMlir.h"
 #include "TrainingInfo.h"
 
@@ -18,6 +21,7 @@
 #include "tessel/Transforms/CompilePipeline.h"
 
 #include "dialects/tessel/TesselOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -25,6 +29,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -47,7 +52,8 @@ namespace {
 
 cl::opt<std::string> meshSpec(
     "mesh", cl::value_desc("AXIS=N,..."),
-    cl::desc("Device mesh, e.g. --mesh dp=2,tp=2 (overrides the plan's)"),
+    cl::desc("Device mesh, e.g. --mesh dp=2,tp=2: replaces the plan's "
+             "mesh; an axis the plan names and --mesh omits has size 1"),
     cl::cat(tessel::getShardingCategory()));
 
 cl::opt<std::string> planSpec(
@@ -58,10 +64,11 @@ cl::opt<std::string> planSpec(
 
 cl::opt<bool> report(
     "report",
-    cl::desc("Print, per rank, each collective with its axes and bytes (a "
-             "training step's forward and backward apart, with its gradient "
-             "buckets), the totals, and the planned peak memory (params, "
-             "grads, optimizer state, activations)"),
+    cl::desc("Print, per rank, each collective the runtime will run (the "
+             "gathers that make sharded outputs whole included) with its "
+             "axes and bytes (a training step's forward and backward apart, "
+             "with its gradient buckets), the totals, and the planned peak "
+             "memory (params, grads, optimizer state, activations)"),
     cl::init(false), cl::cat(tessel::getShardingCategory()));
 
 
@@ -140,19 +147,139 @@ int64_t trainingMicrobatches() {
 }
 
 cl::opt<std::string> weightsModel(
-    "weights", cl::value_desc("model.onnx"),
-    cl::desc("For a .mlir input: the ONNX model whose weights it names "
-             "(default: the model it was imported from)"),
+    "weights", cl::value_desc("model.onnx|FILE.safetensors|FILE.npz"),
+    cl::desc("For a .mlir input: where its weights are: an ONNX model (its "
+             "initializers), a .safetensors or an .npz file of tensors by "
+             "name (default: the model it was imported from; none needed "
+             "when it has no weights)"),
+    cl::cat(tessel::getShardingCategory()));
+
+cl::opt<std::string> entryName(
+    "entry", cl::value_desc("NAME"),
+    cl::desc("For a .mlir input with several functions: the one to compile "
+             "(the others are dropped)"),
     cl::cat(tessel::getShardingCategory()));
 
 // The key on an imported module that records where its weights are.
 constexpr StringLiteral kModelAttr =
     mlir::tessel::TesselDialect::kModelPathAttrName;
 
+/// --mesh gives the mesh; the axes the plan names (in its mesh or its rules)
+/// that --mesh omits get size 1, with a remark: `--mesh tp=4` runs a dp x tp
+/// plan as tp alone. (Without --mesh, a rule's axis missing from the plan's
+/// own mesh stays an error: a typo, most likely.)
+void addOmittedAxes(const mlir::tessel::Plan &plan,
+                    std::vector<std::pair<std::string, int64_t>> &mesh) {
+  std::vector<std::string> named;
+  for (const auto &axis : plan.mesh)
+    named.push_back(axis.first);
+  for (const mlir::tessel::PlanRule &rule : plan.rules)
+    for (const mlir::tessel::PlanSplit &split : rule.splits)
+      named.insert(named.end(), split.axes.begin(), split.axes.end());
+  for (const std::string &axis : named) {
+    if (llvm::any_of(mesh, [&](auto &a) { return a.first == axis; }))
+      continue;
+    mesh.emplace_back(axis, 1);
+    WithColor::remark(errs(), "tesselc")
+        << "mesh axis '" << axis << "' of the plan is not in --mesh "
+        << meshSpec << ": it has size 1\n";
+  }
+}
+
+/// A mesh of several ranks on which no tensor is split runs the whole
+/// program on every rank: most likely not what was meant.
+void warnIfNothingSharded(
+    mlir::ModuleOp module,
+    const std::vector<std::pair<std::string, int64_t>> &mesh) {
+  int64_t ranks = 1;
+  std::string sizes;
+  for (const auto &[name, size] : mesh) {
+    ranks *= size;
+    sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(size);
+  }
+  if (ranks <= 1)
+    return;
+  auto splitsOverSeveral = [&](mlir::Attribute attr) {
+    auto spec = dyn_cast_or_null<mlir::tessel::TensorShardingAttr>(attr);
+    if (!spec)
+      return false;
+    for (mlir::tessel::DimShardingAttr dim : spec.getDims())
+      for (mlir::StringAttr axis : dim.getAxes())
+        for (const auto &[name, size] : mesh)
+          if (name == axis.getValue() && size > 1)
+            return true;
+    return false;
+  };
+  StringRef key = mlir::tessel::TesselDialect::kShardingAttrName;
+  bool sharded = false;
+  module.walk([&](mlir::Operation *op) {
+    if (splitsOverSeveral(op->getAttr(key)))
+      sharded = true;
+    if (auto fn = dyn_cast<mlir::func::FuncOp>(op))
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        if (splitsOverSeveral(fn.getArgAttr(i, key)))
+          sharded = true;
+    return sharded ? mlir::WalkResult::interrupt()
+                   : mlir::WalkResult::advance();
+  });
+  if (!sharded)
+    WithColor::warning(errs(), "tesselc")
+        << "the mesh " << sizes << " has " << ranks
+        << " ranks but the plan splits no tensor over an axis of size > 1: "
+           "the whole program is replicated on every rank\n";
+}
+
+/// The function to compile: the one --entry names (the others are dropped),
+/// or the module's only function.
+int selectEntry(mlir::ModuleOp module, StringRef inputPath) {
+  std::vector<mlir::func::FuncOp> fns;
+  for (auto fn : module.getOps<mlir::func::FuncOp>())
+    if (!fn.isExternal())
+      fns.push_back(fn);
+  std::string names;
+  for (auto fn : fns)
+    names += (names.empty() ? "@" : ", @") + fn.getSymName().str();
+  if (entryName.empty()) {
+    if (fns.size() > 1)
+      return tessel::fail("'" + inputPath + "' has " + std::to_string(fns.size()) +
+                  " functions (" + names + "): pick one with --entry NAME");
+    return 0;
+  }
+  auto it = llvm::find_if(
+      fns, [&](mlir::func::FuncOp fn) { return fn.getSymName() == entryName; });
+  if (it == fns.end())
+    return tessel::fail("--entry " + entryName + ": '" + inputPath +
+                "' has no function @" + entryName + " (it has " +
+                (names.empty() ? std::string("none") : names) + ")");
+  for (auto fn : fns)
+    if (fn != *it && !fn.isPrivate())
+      fn.erase();
+  (*it).setPublic();
+  return 0;
+}
+
 } // namespace
 
 int tessel::compile(StringRef inputPath, StringRef outputPath,
                     StopAfter stop) {
+  // The artifact's directory first: an unusable -o fails before any work.
+  std::string out = outputPath.str();
+  std::unique_ptr<ArtifactDir> artifactDir;
+  if (stop == StopAfter::Artifact) {
+    if (out.empty()) {
+      SmallString<128> path(inputPath);
+      sys::path::replace_extension(path, "tsl");
+      out = sys::path::filename(path).str();
+    }
+    auto prepared = ArtifactDir::prepare(out);
+    if (!prepared)
+      return fail(toString(prepared.takeError()));
+    artifactDir = std::move(*prepared);
+  } else if (!out.empty() && out != "-") {
+    if (std::string error = unwritable("-o", out); !error.empty())
+      return fail(error);
+  }
+
   mlir::DialectRegistry registry;
   mlir::tessel::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -171,7 +298,40 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       weightsFrom = from.str();
     if (!weightsModel.empty())
       weightsFrom = weightsModel;
+    if (StringRef(weightsModel).ends_with(".safetensors") ||
+        StringRef(weightsModel).ends_with(".npz")) {
+      // Tensors by name, checked against the program before any work.
+      auto table = StringRef(weightsModel).ends_with(".npz")
+                       ? readNpzWeights(weightsModel)
+                       : readSafetensorsWeights(weightsModel);
+      if (!table)
+        return fail(toString(table.takeError()));
+      if (Error err = checkWeights(*module, **table, weightsModel))
+        return fail(toString(std::move(err)));
+      weights = std::move(*table);
+    } else if (!weightsModel.empty()) {
+      // An ONNX model's initializers, its graph not imported (any model
+      // holding those tensors will do). A program imported from that model
+      // may also name constants the import folded: then the whole model is
+      // imported at export, as before.
+      auto table = mlir::tessel::readOnnxInitializers(context, weightsModel);
+      if (!table)
+        return fail("--weights: " + toString(table.takeError()));
+      bool all = true;
+      module->walk([&](mlir::tessel::WeightOp w) {
+        if (!(*table)->lookup(w.getName()))
+          all = false;
+      });
+      if (all) {
+        if (Error err = checkWeights(*module, **table, weightsModel))
+          return fail(toString(std::move(err)));
+        weights = std::move(*table);
+      }
+    }
   } else {
+    if (!entryName.empty())
+      return fail("--entry is for a .mlir input with several functions; an "
+                  "ONNX model has one graph");
     auto imported = importModel(context, inputPath);
     if (!imported)
       return fail(toString(imported.takeError()));
@@ -181,6 +341,9 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     sys::fs::make_absolute(abs);
     (*module)->setAttr(kModelAttr, mlir::StringAttr::get(&context, abs));
   }
+
+  if (int rc = selectEntry(*module, inputPath))
+    return rc;
 
   // Annotate from a plan: the mesh, then the specs its rules give.
   if (!meshSpec.empty() || !planSpec.empty()) {
@@ -205,11 +368,14 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (mesh.empty())
       return fail("no mesh: give --mesh (e.g. --mesh dp=2,tp=2) or a plan "
                   "with 'mesh'");
+    if (!meshSpec.empty())
+      addOmittedAxes(plan, mesh);
     std::vector<std::string> unmatched;
     if (Error err = mlir::tessel::applyPlan(*module, mesh, plan, &unmatched))
       return fail(toString(std::move(err)));
     for (const std::string &u : unmatched)
       WithColor::warning(errs(), "tesselc") << "plan rule " << u << "\n";
+    warnIfNothingSharded(*module, mesh);
   }
   if (failed(mlir::verify(*module)))
     return 1;
@@ -280,10 +446,16 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
 
   if (stop != StopAfter::Artifact) {
     std::string message;
-    auto output = mlir::openOutputFile(outputPath, &message);
+    auto output = mlir::openOutputFile(out.empty() ? "-" : out, &message);
     if (!output)
       return fail(message);
-    module->print(output->os());
+    // --mlir-print-debuginfo: each op's location (after the import its ONNX
+    // node name, what a plan's `node:` rule matches) beside it, not as an
+    // alias at the end of the file.
+    mlir::OpPrintingFlags flags;
+    if (flags.shouldPrintDebugInfo())
+      flags.useLocalScope();
+    module->print(output->os(), flags);
     output->os() << "\n";
     if (weights)
       printWeightsIfAsked(*weights, output->os());
@@ -291,7 +463,15 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     return 0;
   }
 
-  if (!weights) {
+  bool hasWeights = false;
+  module->walk([&](mlir::tessel::WeightOp) {
+    hasWeights = true;
+    return mlir::WalkResult::interrupt();
+  });
+  if (!weights && !hasWeights) {
+    // A program without weights needs no weights file.
+    weights = std::make_unique<mlir::tessel::WeightTable>();
+  } else if (!weights) {
     if (weightsFrom.empty())
       return fail("'" + inputPath +
                   "' does not say where its weights are: give --weights "
@@ -301,12 +481,6 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       return fail("reading the weights of '" + weightsFrom +
                   "': " + toString(imported.takeError()));
     weights = std::move(imported->weights);
-  }
-  std::string out = outputPath.str();
-  if (out.empty() || out == "-") {
-    SmallString<128> path(inputPath);
-    sys::path::replace_extension(path, "tsl");
-    out = sys::path::filename(path).str();
   }
   mlir::tessel::WeightTable &table = *weights;
   auto lookup = [&](StringRef name, std::string &error)
@@ -324,24 +498,27 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     return mlir::tessel::WeightData{bytes->data(), bytes->size(),
                                     SmallVector<int64_t>(info->shape)};
   };
-  if (failed(mlir::tessel::exportArtifact(*module, lookup, out)))
+  StringRef dir = artifactDir->tempPath();
+  if (failed(mlir::tessel::exportArtifact(*module, lookup, dir)))
     return 1;
   if (training) {
     // The source model of --export-onnx: only an ONNX input is the graph the
     // trained tensors go back into (a .mlir may be any program).
     std::string onnx = inputPath.ends_with(".mlir") ? "" : inputPath.str();
     std::string error =
-        tessel::writeTrainingFiles(*module, loss, lookup, onnx, out);
+        tessel::writeTrainingFiles(*module, loss, lookup, onnx, dir);
     if (!error.empty())
       return fail(error);
   }
   if (gradsModule) {
     mlir::tessel::ExportOptions eo;
     eo.gradientWeightsAsStates = true;
-    SmallString<256> grads(out);
+    SmallString<256> grads(dir);
     sys::path::append(grads, "grads");
     if (failed(mlir::tessel::exportArtifact(*gradsModule, lookup, grads, eo)))
       return 1;
   }
+  if (Error err = artifactDir->commit())
+    return fail(toString(std::move(err)));
   return 0;
 }

@@ -33,8 +33,9 @@ int fail(const llvm::Twine &message);
 
 /// Compiles `inputPath` (an ONNX model, or tessel IR in a .mlir file whose
 /// weights come from --weights or the model it was imported from) and writes
-/// IR ("-": stdout) or the artifact directory ("-": the input's name with
-/// .tsl). Returns the exit code.
+/// IR ("" or "-": stdout) or the artifact directory ("": the input's name
+/// with .tsl; replaced whole when it exists, see ArtifactDir.h). Returns the
+/// exit code.
 int compile(llvm::StringRef inputPath, llvm::StringRef outputPath,
             StopAfter stop);
 

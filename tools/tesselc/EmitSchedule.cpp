@@ -7,6 +7,7 @@
 
 #include "EmitSchedule.h"
 #include "Compile.h"
+#include "Writable.h"
 
 #include "tessel/Schedule/Registry.h"
 #include "tessel/Schedule/Report.h"
@@ -140,6 +141,18 @@ int emitSchedule(StringRef outputPath) {
                 "--schedule-file=<file>");
   if (!scheduleName.empty() && !scheduleFile.empty())
     return fail("--schedule and --schedule-file exclude each other");
+
+  // Every file to write, before any work.
+  std::vector<std::pair<std::string, std::string>> files;
+  if (outputPath != "-")
+    files.emplace_back("-o", outputPath.str());
+  for (const std::string &path : timelines)
+    files.emplace_back("--timeline", path);
+  if (!saveSchedule.empty())
+    files.emplace_back("--save-schedule", saveSchedule);
+  for (const auto &[flag, path] : files)
+    if (std::string error = tessel::unwritable(flag, path); !error.empty())
+      return fail(error);
 
   Expected<ScheduleCosts> costs = ScheduleCosts::parse(costsOpt);
   if (!costs)

@@ -9,7 +9,11 @@
 #include "EmitMlir.h"
 #include "EmitSchedule.h"
 
+#include "TesselVersion.h"
+#include "tessel/Import/ListNodes.h"
+
 #include "mlir/IR/AsmState.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
@@ -47,18 +51,38 @@ cl::opt<std::string> inputFile(cl::Positional, cl::value_desc("model.onnx"),
                                cl::desc("<model.onnx>"), cl::init(""),
                                cl::cat(generalCategory));
 
-cl::opt<std::string> outputFile("o", cl::value_desc("file"),
-                                cl::desc("Output file; default stdout"),
-                                cl::init("-"), cl::cat(generalCategory));
+cl::opt<std::string> outputFile(
+    "o", cl::value_desc("path"),
+    cl::desc("Where to write. An artifact is a DIRECTORY (manifest.pb and "
+             "one program and weights file per rank; default: the model's "
+             "name with .tsl), replaced whole when it exists. With --emit: a "
+             "file, default stdout ('-')"),
+    cl::init(""), cl::cat(generalCategory));
+
+cl::opt<bool> listNodes(
+    "list-nodes",
+    cl::desc("Print what a plan can match in the ONNX model: its graph "
+             "inputs, every node's name and op type, and the weights it "
+             "takes with their shapes; compile nothing"),
+    cl::init(false), cl::cat(generalCategory));
 
 int run() {
+  if (listNodes) {
+    if (inputFile.empty() || StringRef(inputFile).ends_with(".mlir"))
+      return tessel::fail("--list-nodes needs an ONNX model "
+                          "(tesselc model.onnx --list-nodes)");
+    if (Error err = mlir::tessel::listNodes(inputFile, outs()))
+      return tessel::fail(toString(std::move(err)));
+    return 0;
+  }
   switch (emit) {
   case EmitPhase::Schedule:
     if (!inputFile.empty())
       return tessel::fail("--emit=schedule takes no input model (got '" +
                         inputFile + "'); it builds a schedule from "
                         "--schedule, --stages, --microbatches");
-    return tessel::emitSchedule(outputFile);
+    return tessel::emitSchedule(outputFile.empty() ? StringRef("-")
+                                                    : StringRef(outputFile));
   case EmitPhase::Mlir:
     if (inputFile.empty())
       return tessel::fail(
@@ -80,6 +104,11 @@ int run() {
     if (inputFile.empty())
       return tessel::fail(
           "no input file; give a model, or --emit=schedule (see --help)");
+    if (outputFile == "-")
+      return tessel::fail("-o -: an artifact is a directory of files (one "
+                          "program and weights file per rank), it cannot go "
+                          "to stdout; give a directory name, e.g. -o "
+                          "model.tsl, or print IR with --emit=mlir");
     return tessel::compile(inputFile, outputFile, tessel::StopAfter::Artifact);
   }
   return 1;
@@ -94,11 +123,21 @@ int tessel::fail(const Twine &message) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  cl::SetVersionPrinter([](raw_ostream &os) {
+    os << "tesselc " TESSEL_VERSION " (git " TESSEL_GIT_REVISION
+          "), MLIR/LLVM " LLVM_VERSION_STRING "\n";
+  });
   mlir::registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions({&generalCategory, &tessel::getImportCategory(),
                             &tessel::getShardingCategory(),
                             &tessel::getTrainingCategory(),
                             &tessel::getScheduleCategory()});
+  // The ONNX node names a plan's `node:` rules match are the ops'
+  // locations: --mlir-print-debuginfo prints them (listed in --help).
+  if (auto *debugInfo = cl::getRegisteredOptions().lookup("mlir-print-debuginfo")) {
+    debugInfo->setHiddenFlag(cl::NotHidden);
+    debugInfo->addCategory(generalCategory);
+  }
   cl::ParseCommandLineOptions(
       argc, argv,
       "tesselc: the Tessel tensor-sharding compiler\n\n"
@@ -106,6 +145,7 @@ int main(int argc, char **argv) {
       "  tesselc model.onnx --mesh dp=2,tp=2 --plan plan.yaml --report -o m.tsl\n"
       "  tesselc model.onnx --mesh dp=2 --plan=dp --emit=partitioned\n"
       "  tesselc model.onnx --emit=mlir [--shape input_ids=2x32] -o model.mlir\n"
+      "  tesselc model.onnx --list-nodes     # the names a plan matches\n"
       "  tesselc model.onnx --train --loss cross_entropy --optimizer adamw \\\n"
       "          --lr 1e-3 --weight-decay 0.01 -o train.tsl\n"
       "  tesselc --emit=schedule --schedule=1f1b --stages 4 --microbatches 8\n"

@@ -62,6 +62,12 @@ importOnnxBuffer(MLIRContext &context, llvm::StringRef bytes,
                  llvm::StringRef modelDir, llvm::StringRef bufferName,
                  const OnnxImportOptions &options);
 
+/// The initializers of the ONNX model at `path`, by name, without importing
+/// its graph (tesselc --weights for a .mlir program: any model holding
+/// those tensors will do). External data is resolved beside the model.
+llvm::Expected<std::unique_ptr<WeightTable>>
+readOnnxInitializers(MLIRContext &context, llvm::StringRef path);
+
 } // namespace mlir::tessel
 
 #endif // TESSEL_IMPORT_ONNXIMPORTER_H

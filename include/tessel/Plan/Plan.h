@@ -78,7 +78,9 @@ parseMeshSpec(llvm::StringRef spec);
 /// (first matching rule wins per tensor). Fails with one message naming the
 /// rule and the tensor when a rule cannot apply (an axis the mesh lacks, a
 /// dim out of range, a node without a weight operand). Rules that match
-/// nothing are reported in `unmatched`.
+/// nothing are reported in `unmatched`, and so are rules shadowed by
+/// another: they match tensors, but every one is claimed by a rule that
+/// comes first (weight rules before node rules, else in file order).
 llvm::Error applyPlan(ModuleOp module,
                       const std::vector<std::pair<std::string, int64_t>> &mesh,
                       const Plan &plan, std::vector<std::string> *unmatched);

@@ -4,6 +4,7 @@
 #include "RunTool.h"
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 using namespace tessel::runtime;
@@ -35,7 +36,7 @@ TEST_F(TesselRunTest, RunsTheMlpAndWritesOutputs) {
   RunResult r = runTool(art + " --input x=" + xPath + " --output " + y +
                         " --output logits=" + logits + " --threads 2 --repeat 5");
   ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_NE(r.output.find("ms per run (median of 5)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ms per run (median of 5 runs after 1 untimed warm-up)"), std::string::npos) << r.output;
   Tensor out;
   ASSERT_TRUE(readNpy(y, out).isOk());
   EXPECT_EQ(out.shape(), (Shape{Mlp::kBatch, Mlp::kOut}));
@@ -49,6 +50,69 @@ TEST_F(TesselRunTest, BareInputFileForSingleInputPrograms) {
   std::string y = base + ".y.npy";
   RunResult r = runTool(art + " --input " + xPath + " --output=" + y);
   ASSERT_EQ(r.exitCode, 0) << r.output;
+  // Without --repeat: one run, timed, and said so.
+  EXPECT_NE(r.output.find("ms per run (one run, no warm-up)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(TesselRunTest, OutputNameOnlyWhenItIsAnOutput) {
+  // "a=b.npy": 'a' is no output of the program, so the whole value is the
+  // file of the first output.
+  std::string eq = base + ".a=b.npy";
+  RunResult r = runTool(art + " --input x=" + xPath + " --output " + eq);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("output 'y' f32 [4, 5] -> " + eq), std::string::npos)
+      << r.output;
+  Tensor out;
+  ASSERT_TRUE(readNpy(eq, out).isOk());
+  expectNear(out, mlp.reference(x), 1e-6, 1e-5);
+  // "logits=FILE" names the output 'logits'.
+  std::string lg = base + ".lg.npy";
+  r = runTool(art + " --input x=" + xPath + " --output logits=" + lg);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("output 'logits' f32 [4, 5] -> " + lg),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(TesselRunTest, UnwritableFilesFailBeforeTheRun) {
+  std::string missingDir = base + ".nodir/y.npy";
+  RunResult r = runTool(art + " --input x=" + xPath + " --output " + missingDir);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("--output " + missingDir +
+                          ": cannot be written: No such file or directory"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("ms per run"), std::string::npos) << r.output;
+
+  // A directory as the trace file.
+  r = runTool(art + " --input x=" + xPath + " --trace " + scratch.path(""));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("cannot be written: it is a directory"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("ms per run"), std::string::npos) << r.output;
+
+  // A writable path is left as it was: an existing file keeps its contents
+  // when the run then fails (here: a missing input), a new one is not
+  // created.
+  std::string kept = scratch.write("kept.npy", "old");
+  std::string fresh = base + ".fresh.npy";
+  r = runTool(art + " --output " + kept + " --output logits=" + fresh);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("missing input 'x'"), std::string::npos) << r.output;
+  std::ifstream in(kept);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "old");
+  EXPECT_FALSE(std::ifstream(fresh).good());
+}
+
+TEST_F(TesselRunTest, Version) {
+  RunResult r = runTool("--version");
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_EQ(r.output.rfind("tessel-run ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find(" (git "), std::string::npos) << r.output;
 }
 
 TEST_F(TesselRunTest, WrongDTypeNamesInputAndBothTypes) {
@@ -82,10 +146,11 @@ TEST_F(TesselRunTest, UnknownAndMissingInputs) {
 TEST_F(TesselRunTest, UsageErrors) {
   EXPECT_EQ(runTool("").exitCode, 2);
   EXPECT_EQ(runTool(art + " --threads 0").exitCode, 2);
-  EXPECT_EQ(runTool(art + " --bogus").exitCode, 2);
-  RunResult r = runTool(art + " --input x=" + xPath + " --output nope=o.npy");
-  EXPECT_EQ(r.exitCode, 1);
-  EXPECT_NE(r.output.find("unknown output 'nope'"), std::string::npos) << r.output;
+  // One line, and where to look.
+  RunResult r = runTool(art + " --bogus");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.output,
+            "tessel-run: unknown option '--bogus' (see tessel-run --help)\n");
 }
 
 TEST_F(TesselRunTest, CorruptArtifactIsAnErrorNotACrash) {
