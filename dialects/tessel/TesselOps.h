@@ -39,6 +39,9 @@ OpShardingRuleAttr buildSplitRule(SplitOp op);
 OpShardingRuleAttr buildConvRule(Conv2DOp op);
 OpShardingRuleAttr buildPoolRule(Operation *op);
 OpShardingRuleAttr buildGlobalPoolRule(GlobalAvgPoolOp op);
+// The training ops' (TrainingOps.cpp).
+OpShardingRuleAttr buildGatherGradRule(GatherGradOp op);
+OpShardingRuleAttr buildSoftmaxGradRule(Operation *op);
 
 /// The numpy broadcast of `shapes`, or failure when they do not broadcast.
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes);

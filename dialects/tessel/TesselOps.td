@@ -923,4 +923,6 @@ def Tessel_GlobalAvgPoolOp : Tessel_ComputeOp<"global_avg_pool",
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
+include "dialects/tessel/TrainingOps.td"
+
 #endif // TESSEL_OPS_TD

@@ -264,6 +264,7 @@ private:
   FailureOr<int> newBuffer(Operation *op, Value v);
   FailureOr<int> newBuffer(Operation *op, RankedTensorType t);
   LogicalResult emitOp(Operation *op);
+  int inPlaceState(Operation *op, Value result);
   LogicalResult emitWeight(WeightOp w);
   LogicalResult emitInput(func::FuncOp fn, BlockArgument arg);
   FailureOr<int> emitOutput(func::ReturnOp ret, unsigned i, int id);
@@ -285,6 +286,8 @@ private:
   std::map<std::string, int> weightBuffers;
   // Buffers the program computes (not inputs, weights or constants).
   llvm::DenseSet<int> computed;
+  // The STATE buffers (weights that persist across steps).
+  llvm::DenseSet<int> states;
   // (value, state buffer) of every tessel.assign, copied when the step ends.
   std::vector<std::pair<int, int>> pendingAssigns;
 };
@@ -472,6 +475,7 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
       return w.emitOpError() << "weight \"" << w.getName()
                              << "\" is defined twice";
     buffers[w] = program.addState(w.getName().str(), *dt, toShape(t), nullptr);
+    states.insert(buffers[w]);
     weightBuffers[w.getName().str()] = buffers[w];
     return success();
   }
@@ -532,8 +536,36 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
   buffers[w] = assigned
                    ? program.addState(name, *dt, toShape(t), block.data())
                    : program.addWeight(name, *dt, toShape(t), block.data());
+  if (assigned)
+    states.insert(buffers[w]);
   weightBuffers[key] = buffers[w];
   return success();
+}
+
+// The state buffer that `result` of `op` may be computed into: that of the
+// weight a tessel.assign gives `result` to, when no op after `op` reads a
+// weight of that name (reads see the value from the start of the step), and
+// `result` has no other use. -1 otherwise (the assign then copies at the
+// end of the step).
+int Exporter::inPlaceState(Operation *op, Value result) {
+  if (!result.hasOneUse())
+    return -1;
+  auto assign = dyn_cast<AssignOp>(*result.getUsers().begin());
+  if (!assign || assign.getValue() != result)
+    return -1;
+  auto weight = assign.getWeight().getDefiningOp<WeightOp>();
+  auto it = buffers.find(assign.getWeight());
+  if (!weight || it == buffers.end() || !states.contains(it->second))
+    return -1;
+  for (Operation *later = op->getNextNode(); later;
+       later = later->getNextNode()) {
+    if (isa<AssignOp>(later))
+      continue;
+    for (Value v : later->getOperands())
+      if (auto w = v.getDefiningOp<WeightOp>(); w && w.getName() == weight.getName())
+        return -1;
+  }
+  return it->second;
 }
 
 LogicalResult Exporter::emitOp(Operation *op) {
@@ -544,7 +576,8 @@ LogicalResult Exporter::emitOp(Operation *op) {
   if (auto a = dyn_cast<AssignOp>(op)) {
     int state = buffers.lookup(a.getWeight());
     int value = buffers.lookup(a.getValue());
-    pendingAssigns.emplace_back(value, state);
+    if (value != state) // else computed in place (inPlaceState)
+      pendingAssigns.emplace_back(value, state);
     buffers[a] = value;
     return success();
   }
@@ -593,6 +626,13 @@ LogicalResult Exporter::emitOp(Operation *op) {
   for (Value v : op->getOperands())
     operands.push_back(buffers.lookup(v));
   for (Value v : op->getResults()) {
+    // An optimizer update writes straight into the state it is assigned to.
+    if (isa<AdamUpdateOp, SgdUpdateOp>(op))
+      if (int state = inPlaceState(op, v); state >= 0) {
+        buffers[v] = state;
+        results.push_back(state);
+        continue;
+      }
     FailureOr<int> id = newBuffer(op, v);
     if (failed(id))
       return failure();
