@@ -72,20 +72,23 @@ else:
         return torch.from_numpy(images[k % len(images)]), torch.from_numpy(labels[k % len(labels)])
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 model.train()
-times, losses = [], []
+times, cpu, losses = [], [], []
 for k in range(steps):
     x, y = batch_of(k)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = model(x)
     loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
     times.append((time.perf_counter() - t0) * 1e3)
+    cpu.append((time.process_time() - c0) * 1e3)
     losses.append(loss.item())
 np.save(losses_out, np.array(losses, dtype=np.float32))
 warm = sorted(times[1:] or times)
 print("ms", warm[len(warm) // 2])
+warm = sorted(cpu[1:] or cpu)
+print("cpu_ms", warm[len(warm) // 2])
 print("torch", torch.__version__)
 """
 
@@ -108,8 +111,10 @@ def first_error(text):
     return lines[-1].strip() if lines else "failed"
 
 
-def tessel_step_ms(log):
-    ms = [float(x) for x in re.findall(r"([\d.]+) ms/step", log)]
+def tessel_step_ms(log, what="ms/step"):
+    """The median of the steps after the first: wall ms, or with what="ms
+    CPU" the process's CPU ms of a step."""
+    ms = [float(x) for x in re.findall(r"([\d.]+) " + re.escape(what), log)]
     warm = ms[1:] or ms
     return statistics.median(warm) if warm else float("nan")
 
@@ -172,9 +177,10 @@ def main():
                 if rc != 0:
                     row["tessel"] = "n/a (%s)" % first_error(log)
                 else:
-                    row["tessel"] = (tessel_step_ms(log), rss, np.load(t_losses))
+                    row["tessel"] = (tessel_step_ms(log), rss, np.load(t_losses),
+                                     tessel_step_ms(log, "ms CPU"))
                     if batch == 4 and th == 1:
-                        single_b4_1t = row["tessel"][0]
+                        single_b4_1t = (row["tessel"][0], row["tessel"][3])
             else:
                 row["tessel"] = tessel_na
             if not args.no_torch:
@@ -185,8 +191,9 @@ def main():
                 if rc != 0:
                     row["torch"] = "n/a (%s)" % first_error(log)
                 else:
-                    row["torch"] = (float(re.search(r"ms ([\d.]+)", log).group(1)), rss,
-                                    np.load(o_losses))
+                    row["torch"] = (float(re.search(r"\bms ([\d.]+)", log).group(1)), rss,
+                                    np.load(o_losses),
+                                    float(re.search(r"cpu_ms ([\d.]+)", log).group(1)))
                     torch_version = re.search(r"torch (\S+)", log).group(1)
             rows.append((label, row, None))
 
@@ -205,25 +212,31 @@ def main():
                                + ADAMW + ["-o", one], check=True, env=env)
                 rc, log, _ = run_measured([args.tessel_run, one, "--steps", str(args.steps),
                                            "--threads", "1"] + data_flags("gpt2", args.models, 4), env)
-                single_b4_1t = tessel_step_ms(log) if rc == 0 else float("nan")
+                single_b4_1t = ((tessel_step_ms(log), tessel_step_ms(log, "ms CPU"))
+                                if rc == 0 else (float("nan"), float("nan")))
             rc, log, rss = run_measured(
                 [args.tessel_run, art, "-n", "2", "--threads", "1", "--steps", str(args.steps)]
                 + data_flags("gpt2", args.models, 4), env)
             if rc != 0:
                 dp_rows.append(("n/a (%s)" % first_error(log),))
             else:
-                dp_rows.append((tessel_step_ms(log), rss, single_b4_1t))
+                dp_rows.append((tessel_step_ms(log), rss, single_b4_1t,
+                                tessel_step_ms(log, "ms CPU")))
 
     print()
     print("Training step (forward + loss + backward + optimizer), median ms of "
-          "steps 2..%d; PyTorch %s eager" % (args.steps, torch_version or "(not run)"))
+          "steps 2..%d; PyTorch %s eager; load average at the end %.1f on %d cores"
+          % (args.steps, torch_version or "(not run)", os.getloadavg()[0], os.cpu_count()))
+    print("(wall: time per step; CPU: the process's CPU time per step, steadier "
+          "than wall time on a shared machine)")
     print()
     print("| model | threads | Tessel ms/step | PyTorch ms/step | PyTorch/Tessel "
+          "| Tessel CPU ms | PyTorch CPU ms | PyTorch/Tessel CPU "
           "| Tessel RSS MB | PyTorch RSS MB | loss rel diff |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for label, row, na in rows:
         if row is None:
-            print("| %s | | %s | | | | | |" % (label, na))
+            print("| %s | | %s | | | | | | | | |" % (label, na))
             continue
         t, o = row["tessel"], row.get("torch")
         cells = [label, str(row["threads"])]
@@ -231,6 +244,9 @@ def main():
         cells.append("%.0f" % o[0] if isinstance(o, tuple) else (o or "-"))
         both = isinstance(t, tuple) and isinstance(o, tuple)
         cells.append("%.2f" % (o[0] / t[0]) if both else "-")
+        cells.append("%.0f" % t[3] if isinstance(t, tuple) else "-")
+        cells.append("%.0f" % o[3] if isinstance(o, tuple) else "-")
+        cells.append("%.2f" % (o[3] / t[3]) if both else "-")
         cells.append("%.0f" % (t[1] / 1024) if isinstance(t, tuple) else "-")
         cells.append("%.0f" % (o[1] / 1024) if isinstance(o, tuple) else "-")
         cells.append("%.1e" % rel_diff(t[2], o[2]) if both else "-")
@@ -241,10 +257,13 @@ def main():
         if len(r) == 1:
             print("  " + r[0])
             continue
-        ms, rss, one = r
+        ms, rss, (one, one_cpu), cpu = r
         print("  dp=2: %.0f ms/step, %.2f samples/s, peak RSS %.0f MB per rank; "
               "one rank: %.0f ms/step, %.2f samples/s; speedup %.2fx" %
               (ms, 4000.0 / ms, rss / 1024, one, 4000.0 / one, one / ms))
+        print("  CPU per step: rank 0 of dp=2 %.0f ms, one rank %.0f ms (%.2fx: the "
+              "speedup with a free core per rank, waiting excluded)" %
+              (cpu, one_cpu, one_cpu / cpu))
 
 
 if __name__ == "__main__":
