@@ -7,9 +7,20 @@
 - resnet50_b1.onnx, resnet50_b8.onnx: torchvision's ResNet-50 (random
   weights, eval mode), images [1|8, 3, 224, 224].
 
+With --train, the training benchmark's models instead (bench/run-train-compare):
+- gpt2_small_train_b1.onnx, gpt2_small_train_b4.onnx: the same GPT-2-small
+  with input_ids [1|4, 128]; gpt2_small_state.pt its PyTorch state dict (the
+  same weights for PyTorch's side); gpt2_small_b{1,4}_batches.npy token
+  batches [steps, batch, 129] (input = [:, :-1], labels = [:, 1:]);
+  gpt2_small_train.json: whether the export keeps lm_head tied to wte.
+- resnet50_b8_train.onnx: ResNet-50 exported in training mode (BatchNorm
+  with batch statistics), resnet50_state.pt, resnet50_b8_train_images.npy
+  [steps, 8, 3, 224, 224], resnet50_b8_train_labels.npy [steps, 8].
+
 Run with Debian's python3 (python3-torch, python3-torchvision):
-    /usr/bin/python3 bench/models/export_models.py OUT_DIR
+    /usr/bin/python3 bench/models/export_models.py OUT_DIR [--train]
 """
+import json
 import math
 import os
 import sys
@@ -116,8 +127,60 @@ def export(model, args, names, path):
     print("wrote", path, "(%.1f MB)" % (os.path.getsize(path) / 1e6))
 
 
+TRAIN_STEPS = 8
+
+
+def lm_head_tied(path):
+    """Whether the exported lm_head reads wte itself (a Transpose of it) rather
+    than an initializer of its own (the exporter folds the transpose)."""
+    import onnx
+    m = onnx.load(path, load_external_data=False)
+    names = {i.name: list(i.dims) for i in m.graph.initializer}
+    for n in m.graph.node:
+        if n.op_type == "MatMul" and n.name.startswith("/lm_head"):
+            return n.input[1] not in names
+    raise SystemExit("%s: no /lm_head MatMul node" % path)
+
+
+def export_train(out):
+    torch.manual_seed(0)
+    rng = np.random.default_rng(1)
+    gpt2 = Named(GPT2()).eval()
+    torch.save(gpt2.state_dict(), os.path.join(out, "gpt2_small_state.pt"))
+    tied = {}
+    for batch in (1, 4):
+        ids = torch.zeros(batch, 128, dtype=torch.long)
+        path = os.path.join(out, "gpt2_small_train_b%d.onnx" % batch)
+        with torch.no_grad():
+            export(gpt2, (ids,), ["input_ids"], path)
+        tied[batch] = lm_head_tied(path)
+        batches = rng.integers(0, 50257, size=(TRAIN_STEPS, batch, 129), dtype=np.int64)
+        np.save(os.path.join(out, "gpt2_small_b%d_batches.npy" % batch), batches)
+    with open(os.path.join(out, "gpt2_small_train.json"), "w") as f:
+        json.dump({"lm_head_tied": tied[1]}, f)
+
+    import torchvision
+    resnet = torchvision.models.resnet50(weights=None)
+    torch.save(resnet.state_dict(), os.path.join(out, "resnet50_state.pt"))
+    images = torch.zeros(8, 3, 224, 224)
+    path = os.path.join(out, "resnet50_b8_train.onnx")
+    resnet.train()
+    torch.onnx.export(resnet, (images,), path, input_names=["images"],
+                      output_names=["output"], opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+    print("wrote", path)
+    np.save(os.path.join(out, "resnet50_b8_train_images.npy"),
+            rng.standard_normal((TRAIN_STEPS, 8, 3, 224, 224), dtype=np.float32))
+    np.save(os.path.join(out, "resnet50_b8_train_labels.npy"),
+            rng.integers(0, 1000, size=(TRAIN_STEPS, 8), dtype=np.int64))
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "bench/models/out"
+    if "--train" in sys.argv[2:]:
+        os.makedirs(out, exist_ok=True)
+        return export_train(out)
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)

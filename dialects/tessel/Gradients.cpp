@@ -6,9 +6,11 @@
 // results (null where a result does not reach the loss) and appends one
 // value per operand: its gradient, built with ordinary tessel ops at the
 // builder's insertion point, or null (integer and boolean operands,
-// conditions, indices, constant exponents). Rules compose existing ops, so
-// the backward program needs no kernels of its own; binary ops with numpy
-// broadcasting sum their gradients back to the operand's shape.
+// conditions, indices, constant exponents). Rules compose existing ops,
+// except where one fused op of TrainingOps.td (gather_grad, gelu_grad,
+// log_softmax_grad) does in one pass what the composition did in many;
+// binary ops with numpy broadcasting sum their gradients back to the
+// operand's shape.
 //
 // Each rule is checked against central finite differences in
 // test/Autodiff/ (fdcheck.py).
@@ -349,27 +351,12 @@ LogicalResult buildHardSwishGradient(HardSwishOp op, OpBuilder &b,
 }
 
 // erf form: Phi(x) + x phi(x). tanh form, with u = k (x + c x^3):
-// 1/2 (1 + tanh u) + x (1 - tanh^2 u) (k/2 + 3/2 k c x^2).
+// 1/2 (1 + tanh u) + x (1 - tanh^2 u) (k/2 + 3/2 k c x^2). One fused op
+// (tessel.gelu_grad) rather than a dozen elementwise ones.
 LogicalResult buildGeluGradient(GeluOp op, OpBuilder &b, ArrayRef<Value> dy,
                                 Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value x = op.getInput();
-  Value x2 = e.mul(x, x);
-  Value d;
-  if (op.getTanhApproximation()) {
-    const double k = llvm::numbers::sqrt2 * llvm::numbers::inv_sqrtpi, c = 0.044715;
-    Value u = e.mul(x, e.add(e.mul(x2, k * c), k));
-    Value t = TanhOp::create(b, e.loc, u);
-    Value half = e.mul(e.add(t, 1.0), 0.5);
-    Value slope = e.add(e.mul(x2, 1.5 * k * c), 0.5 * k);
-    d = e.add(half, e.mul(e.mul(x, e.rsub(1.0, e.mul(t, t))), slope));
-  } else {
-    Value cdf = e.mul(e.add(ErfOp::create(b, e.loc, e.mul(x, llvm::numbers::inv_sqrt2)), 1.0), 0.5);
-    Value pdf = e.mul(ExpOp::create(b, e.loc, e.mul(x2, -0.5)),
-                      llvm::numbers::inv_sqrt2 * llvm::numbers::inv_sqrtpi);
-    d = e.add(cdf, e.mul(x, pdf));
-  }
-  dx.push_back(e.mul(dy[0], d));
+  dx.push_back(GeluGradOp::create(b, op.getLoc(), op.getType(), op.getInput(),
+                                  dy[0], op.getTanhApproximation()));
   return success();
 }
 
@@ -608,14 +595,11 @@ LogicalResult buildSoftmaxGradient(SoftmaxOp op, OpBuilder &b,
   return success();
 }
 
-// dx = dy - exp(y) sum(dy)
+// dx = dy - exp(y) sum(dy), fused (tessel.log_softmax_grad).
 LogicalResult buildLogSoftmaxGradient(LogSoftmaxOp op, OpBuilder &b,
                                       ArrayRef<Value> dy, Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value y = op.getResult(), g = dy[0];
-  int64_t axis = op.getAxis();
-  Value p = ExpOp::create(b, e.loc, y);
-  dx.push_back(e.sub(g, e.mul(p, e.reduceSum(g, {axis}, true))));
+  dx.push_back(LogSoftmaxGradOp::create(b, op.getLoc(), op.getType(),
+                                        op.getResult(), dy[0], op.getAxis()));
   return success();
 }
 
@@ -740,42 +724,17 @@ LogicalResult buildAvgPoolGradient(AvgPoolOp op, OpBuilder &b,
 // Data movement
 //===----------------------------------------------------------------------===//
 
-// d data = onehot^T dy: onehot[n, v] = (indices[n] == v), as compare against
-// an iota constant, cast; dy viewed as [pre, n, post]. Indices have none.
+// d data: dy's slices added into zeros at the rows the indices name
+// (tessel.gather_grad, a scatter-add). Indices have none.
 LogicalResult buildGatherGradient(GatherOp op, OpBuilder &b, ArrayRef<Value> dy,
                                   Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value data = op.getData(), indices = op.getIndices();
+  Value data = op.getData();
   if (!isFloat(data)) {
     dx.append({Value(), Value()});
     return success();
   }
-  ArrayRef<int64_t> shape = shapeOf(data);
-  int64_t axis = op.getAxis(), size = shape[axis];
-  int64_t pre = product(shape.take_front(axis));
-  int64_t post = product(shape.drop_front(axis + 1));
-  int64_t n = product(shapeOf(indices));
-  Type indexType = typeOf(indices).getElementType();
-  Value idx = e.reshape(indices, {n, 1});
-  // Negative indices count from the end.
-  idx = e.select(e.cmp(ComparePredicate::LT, idx, 0.0),
-                 e.add(idx, e.scalar(idx, static_cast<double>(size))), idx);
-  SmallVector<APInt> iota;
-  for (int64_t v = 0; v < size; ++v)
-    iota.push_back(APInt(indexType.getIntOrFloatBitWidth(), v, /*isSigned=*/true));
-  auto iotaType = RankedTensorType::get({1, size}, indexType);
-  Value iotaValue = ConstantOp::create(b, e.loc, DenseElementsAttr::get(iotaType, iota));
-  Value onehot = e.cast(e.cmp(ComparePredicate::EQ, idx, iotaValue),
-                        typeOf(data).getElementType());
-  Value grad;
-  if (pre == 1) {
-    Value g = e.reshape(dy[0], {n, post});
-    grad = e.gemm(onehot, g, true, false);
-  } else {
-    Value g = e.reshape(dy[0], {pre, n, post});
-    grad = e.matmul(e.transposeLast2(onehot), g);
-  }
-  dx.push_back(e.reshape(grad, shape));
+  dx.push_back(GatherGradOp::create(b, op.getLoc(), typeOf(data), dy[0],
+                                    op.getIndices(), op.getAxis()));
   dx.push_back(Value());
   return success();
 }

@@ -43,6 +43,9 @@ OpShardingRuleAttr buildGlobalPoolRule(GlobalAvgPoolOp op);
 OpShardingRuleAttr buildConvBackwardDataRule(Conv2DBackwardDataOp op);
 OpShardingRuleAttr buildConvBackwardWeightRule(Conv2DBackwardWeightOp op);
 OpShardingRuleAttr buildPoolBackwardRule(Operation *op);
+// The training ops' (TrainingOps.cpp).
+OpShardingRuleAttr buildGatherGradRule(GatherGradOp op);
+OpShardingRuleAttr buildSoftmaxGradRule(Operation *op);
 
 /// The numpy broadcast of `shapes`, or failure when they do not broadcast.
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes);

@@ -1089,5 +1089,6 @@ def Tessel_AvgPoolBackwardOp
   let assemblyFormat = "$grad attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
+include "dialects/tessel/TrainingOps.td"
 
 #endif // TESSEL_OPS_TD

@@ -269,6 +269,7 @@ private:
   FailureOr<int> newBuffer(Operation *op, Value v);
   FailureOr<int> newBuffer(Operation *op, RankedTensorType t);
   LogicalResult emitOp(Operation *op);
+  int inPlaceState(Operation *op, Value result);
   LogicalResult emitWeight(WeightOp w);
   void setStateLayout(WeightOp w, int id, ArrayRef<int64_t> global);
   LogicalResult emitInput(func::FuncOp fn, BlockArgument arg);
@@ -291,6 +292,8 @@ private:
   std::map<std::string, int> weightBuffers;
   // Buffers the program computes (not inputs, weights or constants).
   llvm::DenseSet<int> computed;
+  // The STATE buffers (weights that persist across steps).
+  llvm::DenseSet<int> states;
   // (value, state buffer) of the tessel.assigns whose weight is still read
   // later, by the op that reads it last: copied right after that op.
   llvm::DenseMap<Operation *, std::vector<std::pair<int, int>>> pendingAssigns;
@@ -511,6 +514,7 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
       return success();
     }
     buffers[w] = program.addState(name, *dt, toShape(t), nullptr);
+    states.insert(buffers[w]);
     weightBuffers[name] = buffers[w];
     setStateLayout(w, buffers[w],
                    globalShapeOf(mesh,
@@ -573,6 +577,8 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
   buffers[w] = assigned
                    ? program.addState(name, *dt, toShape(t), block.data())
                    : program.addWeight(name, *dt, toShape(t), block.data());
+  if (assigned)
+    states.insert(buffers[w]);
   weightBuffers[key] = buffers[w];
   if (assigned)
     setStateLayout(w, buffers[w], shape);
@@ -590,6 +596,36 @@ void Exporter::setStateLayout(WeightOp w, int id, ArrayRef<int64_t> global) {
                          ints(starts));
 }
 
+// The state buffer that `result` of `op` may be computed into: that of the
+// weight a tessel.assign gives `result` to, when no op after `op` reads a
+// weight of that name (reads see the value from the start of the step), and
+// `result` has no other use. -1 otherwise (the assign then copies at the
+// end of the step).
+int Exporter::inPlaceState(Operation *op, Value result) {
+  if (!result.hasOneUse())
+    return -1;
+  auto assign = dyn_cast<AssignOp>(*result.getUsers().begin());
+  if (!assign || assign.getValue() != result)
+    return -1;
+  auto weight = assign.getWeight().getDefiningOp<WeightOp>();
+  auto it = buffers.find(assign.getWeight());
+  if (!weight || it == buffers.end() || !states.contains(it->second))
+    return -1;
+  for (Operation *later = op->getNextNode(); later;
+       later = later->getNextNode()) {
+    if (isa<AssignOp>(later))
+      continue;
+    for (Value v : later->getOperands()) {
+      // A read of the weight, or of a shard_constraint's alias of it.
+      while (auto sc = v.getDefiningOp<ShardConstraintOp>())
+        v = sc.getInput();
+      if (auto w = v.getDefiningOp<WeightOp>(); w && w.getName() == weight.getName())
+        return -1;
+    }
+  }
+  return it->second;
+}
+
 LogicalResult Exporter::emitOp(Operation *op) {
   if (auto w = dyn_cast<WeightOp>(op))
     return emitWeight(w);
@@ -599,6 +635,10 @@ LogicalResult Exporter::emitOp(Operation *op) {
   if (auto a = dyn_cast<AssignOp>(op)) {
     int state = buffers.lookup(a.getWeight());
     int value = buffers.lookup(a.getValue());
+    if (value == state) { // computed in place (inPlaceState)
+      buffers[a] = value;
+      return success();
+    }
     Operation *last = op;
     // Readers of the weight, and of a shard_constraint's alias of it.
     std::function<void(Value)> readers = [&](Value v) {
@@ -671,6 +711,14 @@ LogicalResult Exporter::emitOp(Operation *op) {
     results.push_back(operands[0]);
   } else {
     for (Value v : op->getResults()) {
+      // An optimizer update writes straight into the state it is assigned
+      // to.
+      if (isa<AdamUpdateOp, SgdUpdateOp>(op))
+        if (int state = inPlaceState(op, v); state >= 0) {
+          buffers[v] = state;
+          results.push_back(state);
+          continue;
+        }
       FailureOr<int> id = newBuffer(op, v);
       if (failed(id))
         return failure();

@@ -15,6 +15,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_BUCKETGRADIENTSPASS
@@ -76,7 +77,39 @@ struct BucketGradientsPass
     }
   }
 
+  /// Moves what only `ar`'s result feeds (the optimizer's update of its
+  /// gradient, which -tessel-optimizer puts right after the gradient to
+  /// free it early, and the update's assigns) to the end of the block:
+  /// all-reduced with others in a bucket, the gradient is ready only after
+  /// the bucket's wait. Nothing moves when the result reaches a collective
+  /// or the function's results (it is no plain gradient then).
+  static void sinkUpdates(AllReduceOp ar) {
+    Block *block = ar->getBlock();
+    SetVector<Operation *> users;
+    SmallVector<Operation *> work(ar->getUsers().begin(), ar->getUsers().end());
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (op->getBlock() != block || isCollective(op) ||
+          isa<func::ReturnOp>(op))
+        return;
+      if (!users.insert(op))
+        continue;
+      for (Operation *user : op->getUsers())
+        work.push_back(user);
+    }
+    SmallVector<Operation *> order(users.begin(), users.end());
+    llvm::sort(order, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    for (Operation *op : order)
+      op->moveBefore(block->getTerminator());
+  }
+
   void runOn(Block &block, int64_t cap, int64_t &next) {
+    SmallVector<AllReduceOp> reduces(block.getOps<AllReduceOp>());
+    for (AllReduceOp ar : reduces)
+      if (!ar->hasAttr(TesselDialect::kBucketAttrName))
+        sinkUpdates(ar);
     for (auto ar : block.getOps<AllReduceOp>())
       sinkReshapes(ar.getResult());
     DenseMap<Operation *, int64_t> pos;

@@ -5,10 +5,15 @@
 // PyTorch's exact update (torch.optim.SGD / Adam / AdamW, the single-tensor
 // code paths, same order of operations), reading and assigning weights: the
 // parameter and its optimizer state (zero-initialised weights named
-// exp_avg.P, exp_avg_sq.P, momentum_buffer.P, and one step count). The
-// function then returns the loss alone. State gets its parameter's spec, so
-// it shards like the parameter; a gradient that is partial over dp is
-// all-reduced by the partitioner before the update: DDP.
+// exp_avg.P, exp_avg_sq.P, momentum_buffer.P, and one step count). Adam(W)
+// and SGD with momentum are one fused op per parameter (tessel.adam_update,
+// tessel.sgd_update), which the exporter runs in place on the state buffers.
+// Without clipping, each update is placed right after the last op that
+// reads its parameter or computes its gradient, so the gradient's buffer is
+// free again early in the backward (and, sharded, its all-reduce starts
+// there). The function then returns the loss alone. State gets its
+// parameter's spec, so it shards like the parameter; a gradient that is
+// partial over dp is all-reduced by the partitioner before the update: DDP.
 //
 // The learning rate may follow a schedule of the step count (LambdaLR: the
 // factor of the k-th update, k = 0, 1, ...): linear-warmup k / warmup up to
@@ -151,6 +156,9 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
     OpBuilder b(ret);
     Location loc = NameLoc::get(StringAttr::get(ctx, kind), fn.getLoc());
     UpdateBuilder u(b, loc);
+    // What every update shares is built at the top, so that an update may
+    // sit anywhere in the backward.
+    UpdateBuilder ut(top, loc);
 
     // The step count t (1 at the first step), for Adam's bias corrections
     // and the learning-rate schedule.
@@ -159,17 +167,17 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
     if (kind != "sgd" || lrSchedule != "constant") {
       step = WeightOp::create(top, loc, scalarType, "optimizer.step",
                               /*zeros=*/true);
-      t = u.add(step, u.scalar(1.0));
+      t = ut.add(step, ut.scalar(1.0));
       AssignOp::create(b, loc, step, t);
     }
 
     // The learning rate of this step: lr times LambdaLR's factor of the
     // number of updates before this one (the step weight's value).
-    Value lrT = u.scalar(lr);
+    Value lrT = ut.scalar(lr);
     if (lrSchedule == "linear-warmup") {
       // k / max(1, warmup), at most 1.
       double w = std::max<int64_t>(1, warmupSteps);
-      lrT = u.mul(u.min(u.mul(step, 1.0 / w), u.scalar(1.0)), lr);
+      lrT = ut.mul(ut.min(ut.mul(step, 1.0 / w), ut.scalar(1.0)), lr);
     } else if (lrSchedule == "cosine") {
       SmallVector<float> table;
       for (int64_t k = 0; k <= totalSteps; ++k) {
@@ -183,12 +191,30 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         }
         table.push_back(static_cast<float>(lr * f));
       }
-      lrT = u.lookup(step, table);
+      lrT = ut.lookup(step, table);
+    }
+
+    // What every parameter's update shares: Adam's bias corrections and
+    // step size, AdamW's decay factor (1 for Adam).
+    Value stepSize, sqrtBc2, decay;
+    if (kind != "sgd") {
+      Value bc1 = ut.sub(ut.scalar(1.0), ut.pow(ut.scalar(beta1), t));
+      Value bc2 = ut.sub(ut.scalar(1.0), ut.pow(ut.scalar(beta2), t));
+      stepSize = ut.div(lrT, bc1);
+      sqrtBc2 = ut.sqrt(bc2);
+      if (kind == "adamw")
+        decay = lrSchedule == "constant"
+                    ? ut.scalar(1.0 - lr * weightDecay)
+                    : ut.sub(ut.scalar(1.0), ut.mul(lrT, weightDecay));
+      else
+        decay = ut.scalar(1.0);
     }
 
     // clip_grad_norm_: every gradient scaled by min(1, max / (norm + 1e-6)).
+    // It needs every gradient first: the updates then all sit at the end.
     SmallVector<Value> grads(ret.getOperands().drop_front());
-    if (clipGradNorm > 0.0 && !grads.empty()) {
+    const bool clip = clipGradNorm > 0.0 && !grads.empty();
+    if (clip) {
       Value sq;
       for (Value g : grads) {
         Value s = u.sumAll(u.mul(g, g));
@@ -200,20 +226,6 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
           u.scalar(1.0));
       for (Value &g : grads)
         g = u.mul(g, coef);
-    }
-
-    // What every parameter's update shares, built once: Adam's bias
-    // corrections and step size, AdamW's decay factor.
-    Value stepSize, sqrtBc2, decay;
-    if (kind != "sgd") {
-      Value bc1 = u.sub(u.scalar(1.0), u.pow(u.scalar(beta1), t));
-      Value bc2 = u.sub(u.scalar(1.0), u.pow(u.scalar(beta2), t));
-      stepSize = u.div(lrT, bc1);
-      sqrtBc2 = u.sqrt(bc2);
-      if (kind == "adamw")
-        decay = lrSchedule == "constant"
-                    ? u.scalar(1.0 - lr * weightDecay)
-                    : u.sub(u.scalar(1.0), u.mul(lrT, weightDecay));
     }
 
     for (unsigned i = 0; i < numGrads; ++i) {
@@ -228,38 +240,52 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         return fn.emitOpError() << "the gradient of '" << name << "' has type "
                                 << g.getType() << ", the weight "
                                 << p.getType();
-      Value next;
-      if (kind == "sgd") {
-        // torch.optim.SGD: d = g + wd * p; buf = momentum * buf + d (the
-        // first step's buf is d: the zero state gives the same); d = buf, or
-        // d + momentum * buf with nesterov; p -= lr * d.
+      // Where the update goes: after the gradient and every read of the
+      // parameter (the update may then overwrite it in place).
+      OpBuilder at(ret);
+      if (!clip) {
+        Operation *last = g.getDefiningOp();
+        for (Operation *user : p->getUsers())
+          if (user->getBlock() == &block &&
+              (!last || last->isBeforeInBlock(user)))
+            last = user;
+        if (last)
+          at.setInsertionPointAfter(last);
+        else
+          at.setInsertionPointToStart(&block);
+      }
+      UpdateBuilder ua(at, loc);
+      auto f32 = [&](double v) { return at.getF32FloatAttr(static_cast<float>(v)); };
+      if (kind == "sgd" && momentum == 0.0) {
+        // torch.optim.SGD without momentum: p -= lr (g + wd p).
         Value d = g;
         if (weightDecay != 0.0)
-          d = u.add(d, u.mul(p, weightDecay));
-        if (momentum != 0.0) {
-          WeightOp buf = stateLike(top, p, "momentum_buffer");
-          Value buf1 = u.add(u.mul(buf, momentum), d);
-          AssignOp::create(b, loc, buf, buf1);
-          d = nesterov ? u.add(d, u.mul(buf1, momentum)) : buf1;
-        }
-        next = u.sub(p, u.mul(d, lrT));
+          d = ua.add(d, ua.mul(p, weightDecay));
+        AssignOp::create(at, loc, p, ua.sub(p, ua.mul(d, lrT)));
+      } else if (kind == "sgd") {
+        // torch.optim.SGD: d = g + wd p; buf = momentum buf + d (the first
+        // step's buf is d: the zero state gives the same); d = buf, or
+        // d + momentum buf with nesterov; p -= lr d.
+        WeightOp buf = stateLike(top, p, "momentum_buffer");
+        auto upd = SgdUpdateOp::create(
+            at, loc, TypeRange{p.getType(), p.getType()}, p, g, buf, lrT,
+            f32(momentum), f32(weightDecay),
+            nesterov ? at.getUnitAttr() : UnitAttr());
+        AssignOp::create(at, loc, p, upd.getNewParam());
+        AssignOp::create(at, loc, buf, upd.getNewMomentumBuffer());
       } else {
-        // torch.optim.Adam / AdamW (1.13's single-tensor path).
-        Value param = p;
-        if (kind == "adamw")
-          param = u.mul(param, decay);
-        else if (weightDecay != 0.0)
-          g = u.add(g, u.mul(p, weightDecay));
+        // torch.optim.Adam / AdamW (1.13's single-tensor path); Adam's
+        // weight decay is an L2 term added to the gradient.
         WeightOp m = stateLike(top, p, "exp_avg");
         WeightOp v = stateLike(top, p, "exp_avg_sq");
-        Value m1 = u.add(u.mul(m, beta1), u.mul(g, 1.0 - beta1));
-        Value v1 = u.add(u.mul(v, beta2), u.mul(u.mul(g, g), 1.0 - beta2));
-        AssignOp::create(b, loc, m, m1);
-        AssignOp::create(b, loc, v, v1);
-        Value denom = u.add(u.div(u.sqrt(v1), sqrtBc2), u.scalar(eps));
-        next = u.sub(param, u.mul(u.div(m1, denom), stepSize));
+        auto upd = AdamUpdateOp::create(
+            at, loc, TypeRange{p.getType(), p.getType(), p.getType()}, p, g,
+            m, v, stepSize, sqrtBc2, decay, f32(beta1), f32(beta2), f32(eps),
+            f32(kind == "adam" ? weightDecay : 0.0));
+        AssignOp::create(at, loc, p, upd.getNewParam());
+        AssignOp::create(at, loc, m, upd.getNewExpAvg());
+        AssignOp::create(at, loc, v, upd.getNewExpAvgSq());
       }
-      AssignOp::create(b, loc, p, next);
     }
 
     func::ReturnOp::create(b, ret.getLoc(), ret.getOperand(0));

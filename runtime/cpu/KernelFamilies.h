@@ -25,7 +25,8 @@
   X(DataMovement)                                                              \
   X(Conv)                                                                      \
   X(Pool)                                                                      \
-  X(Collective)
+  X(Collective)                                                                \
+  X(Training)
 
 namespace tessel::runtime {
 

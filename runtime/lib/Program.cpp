@@ -225,6 +225,9 @@ private:
   Status convResultIs(const Shape &x, const Shape &w, const BufferInfo &y,
                       const char *what);
   Status poolResultIs(const Shape &x, const BufferInfo &y, const char *what);
+  Status checkGatherGrad();
+  Status checkOptimizerUpdate();
+  Status checkSoftmaxGrad();
 };
 
 // The check families of the op table (TESSEL_RUNTIME_OP_CHECKS): each kind
@@ -232,7 +235,8 @@ private:
 enum class CheckFamily {
   Unary, Binary, Compare, Where, Matmul, Gemm, Reduce, Softmax, Norm,
   BatchNorm, Gather, Reshape, Transpose, Slice, Concat, Split, Expand, Conv,
-  Pool, GlobalPool, ConvBackward, PoolBackward, Collective, Wait
+  Pool, GlobalPool, ConvBackward, PoolBackward, Collective, Wait, GatherGrad,
+  OptimizerUpdate, SoftmaxGrad
 };
 
 CheckFamily checkFamilyOf(OpKind kind) {
@@ -358,6 +362,12 @@ Status OpChecker::checkFamily() {
       return fail("expects no results, got " +
                   std::to_string(op.results.size()));
     return shapeIs(in(1), in(0).shape, "operand 1");
+  case CheckFamily::GatherGrad:
+    return checkGatherGrad();
+  case CheckFamily::OptimizerUpdate:
+    return checkOptimizerUpdate();
+  case CheckFamily::SoftmaxGrad:
+    return checkSoftmaxGrad();
   }
   return fail("unknown op");
 }
@@ -404,6 +414,20 @@ Status OpChecker::checkUnary() {
 
 Status OpChecker::checkBinary() {
   TSL_RETURN_IF_ERROR(counts(2, 2, 1));
+  if (op.kind == OpKind::GeluGrad) {
+    // input, grad and result: one f32 shape.
+    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "input", {DType::F32}));
+    TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "grad"));
+    TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+    TSL_RETURN_IF_ERROR(shapeIs(in(1), in(0).shape, "grad"));
+    TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
+    int64_t approx;
+    TSL_RETURN_IF_ERROR(intAttr("tanh_approximation", approx, 0));
+    if (approx != 0 && approx != 1)
+      return fail("attribute 'tanh_approximation' must be 0 or 1");
+    op.tanhApproximation = approx == 1;
+    return Status::ok();
+  }
   if (op.kind == OpKind::Pow)
     TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::F32}));
   else
@@ -611,6 +635,64 @@ Status OpChecker::checkGather() {
   r.insert(r.end(), in(1).shape.begin(), in(1).shape.end());
   r.insert(r.end(), in(0).shape.begin() + op.axis + 1, in(0).shape.end());
   return shapeIs(out(0), r, "result");
+}
+
+// gather_grad: grad [data[:axis] ++ indices ++ data[axis+1:]], indices ->
+// result (data's shape).
+Status OpChecker::checkGatherGrad() {
+  TSL_RETURN_IF_ERROR(counts(2, 2, 1));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "grad", {DType::F32}));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(1), "indices", {DType::I64, DType::I32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  int64_t rank = static_cast<int64_t>(out(0).shape.size());
+  if (rank == 0)
+    return fail("result must have rank >= 1");
+  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, 0, op.axis));
+  if (out(0).shape[op.axis] == 0 && in(1).numel > 0)
+    return fail("scatter into an empty axis");
+  Shape g(out(0).shape.begin(), out(0).shape.begin() + op.axis);
+  g.insert(g.end(), in(1).shape.begin(), in(1).shape.end());
+  g.insert(g.end(), out(0).shape.begin() + op.axis + 1, out(0).shape.end());
+  return shapeIs(in(0), g, "grad");
+}
+
+// adam_update: param, grad, exp_avg, exp_avg_sq, step_size, sqrt_bc2, decay
+// -> param, exp_avg, exp_avg_sq; sgd_update: param, grad, momentum_buffer, lr
+// -> param, momentum_buffer. Tensors of one f32 shape, f32 scalars.
+Status OpChecker::checkOptimizerUpdate() {
+  const bool adam = op.kind == OpKind::AdamUpdate;
+  const size_t tensors = adam ? 4 : 3, scalars = adam ? 3 : 1;
+  TSL_RETURN_IF_ERROR(counts(tensors + scalars, tensors + scalars,
+                             adam ? 3 : 2));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "param", {DType::F32}));
+  for (size_t i = 1; i < op.operands.size(); ++i) {
+    std::string what = "operand " + std::to_string(i);
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), what.c_str(), {DType::F32}));
+    if (i < tensors)
+      TSL_RETURN_IF_ERROR(shapeIs(in(i), in(0).shape, what.c_str()));
+    else if (in(i).numel != 1)
+      return fail(what + " must be a scalar, got " + shapeStr(in(i).shape));
+  }
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    std::string what = "result " + std::to_string(i);
+    TSL_RETURN_IF_ERROR(dtypeIs(out(i), what.c_str(), {DType::F32}));
+    TSL_RETURN_IF_ERROR(shapeIs(out(i), in(0).shape, what.c_str()));
+  }
+  return Status::ok();
+}
+
+// log_softmax_grad: output, grad -> result, one f32 shape; `axis`.
+Status OpChecker::checkSoftmaxGrad() {
+  TSL_RETURN_IF_ERROR(counts(2, 2, 1));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "output", {DType::F32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "grad"));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(shapeIs(in(1), in(0).shape, "grad"));
+  TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
+  int64_t rank = static_cast<int64_t>(in(0).shape.size());
+  if (rank == 0)
+    return fail("operand must have rank >= 1");
+  return axisAttr("axis", rank, -1, op.axis);
 }
 
 Status OpChecker::checkTranspose() {
@@ -890,6 +972,7 @@ bool mayAliasInPlace(OpKind k) {
   case CheckFamily::Where:
   case CheckFamily::Reshape:
   case CheckFamily::Collective:
+  case CheckFamily::OptimizerUpdate: // per element: reads all, then writes
     return true;
   default:
     return false;

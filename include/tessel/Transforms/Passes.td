@@ -475,9 +475,11 @@ def BucketGradientsPass : Pass<"tessel-bucket-gradients", "::mlir::ModuleOp"> {
     `wait` instruction there), so the all-reduce of a bucket overlaps the
     rest of the backward.
 
-    A gradient read before the last of these all_reduces (a value
-    all-reduced in the middle of its gradient's computation, like the
-    position embedding's) is a bucket of its own, so that it does not make
+    What only a gradient all_reduce's result feeds (the fused optimizer
+    update `-tessel-optimizer` puts right after the gradient, and its
+    assigns) first moves to the end of the block. A gradient still read
+    before the last of these all_reduces (a value all-reduced in the middle
+    of its gradient's computation) is a bucket of its own, so that it does not make
     a large bucket wait early. Any other gradient joins the open bucket
     only if the bucket's all_reduce may move after it: every gradient
     already in the bucket is first used after this one is computed;

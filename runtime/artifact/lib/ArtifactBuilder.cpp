@@ -191,17 +191,52 @@ void ProgramBuilder::planMemory() {
   for (const auto &o : prog->outputs())
     if (o.buffer() >= 0 && o.buffer() < nb)
       last[o.buffer()] = n;
+  // A reshape whose operand dies there writes into the operand's bytes: the
+  // two share one slot (both backends skip a copy onto itself), so a
+  // reshape costs neither a copy nor memory. `root` maps a buffer to the
+  // first of its chain.
+  std::vector<int> root(nb);
+  for (int i = 0; i < nb; ++i)
+    root[i] = i;
+  std::vector<bool> planned(nb, false);
+  for (int id : todo)
+    planned[id] = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const artifact::Instruction &inst = prog->instructions(i);
+    if (inst.op() != artifact::RESHAPE || inst.operands_size() != 1 ||
+        inst.results_size() != 1)
+      continue;
+    int x = inst.operands(0), y = inst.results(0);
+    if (x < 0 || x >= nb || y < 0 || y >= nb || x == y || !planned[x] ||
+        !planned[y] || last[x] != i || first[y] != i ||
+        bufferBytes(prog->buffers(x)) != bufferBytes(prog->buffers(y)))
+      continue;
+    root[y] = root[x];
+  }
+  // One lifetime per chain: from its first buffer's first use to its last
+  // buffer's last use.
+  std::vector<int> slot(nb, -1);
   std::vector<BufferLifetime> lifetimes;
   for (int id : todo) {
-    BufferLifetime l;
-    l.size = bufferBytes(prog->buffers(id));
-    l.firstUse = first[id] == INT64_MAX ? -1 : first[id];
-    l.lastUse = last[id] == INT64_MIN ? l.firstUse : std::max(last[id], l.firstUse);
-    lifetimes.push_back(l);
+    int r = root[id];
+    int64_t f = first[id] == INT64_MAX ? -1 : first[id];
+    int64_t l = last[id] == INT64_MIN ? f : std::max(last[id], f);
+    if (slot[r] < 0) {
+      slot[r] = static_cast<int>(lifetimes.size());
+      BufferLifetime b;
+      b.size = bufferBytes(prog->buffers(id));
+      b.firstUse = f;
+      b.lastUse = l;
+      lifetimes.push_back(b);
+      continue;
+    }
+    BufferLifetime &b = lifetimes[slot[r]];
+    b.firstUse = std::min(b.firstUse, f);
+    b.lastUse = std::max(b.lastUse, l);
   }
   BufferPlan plan = planBuffers(lifetimes, 64);
-  for (size_t i = 0; i < todo.size(); ++i)
-    prog->mutable_buffers(todo[i])->set_offset(base + plan.offsets[i]);
+  for (int id : todo)
+    prog->mutable_buffers(id)->set_offset(base + plan.offsets[slot[root[id]]]);
   prog->set_arena_size(std::max<uint64_t>(
       base + plan.arenaSize, std::max<uint64_t>(prog->arena_size(), base)));
 }

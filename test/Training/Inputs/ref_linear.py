@@ -5,13 +5,13 @@
       writes OUT_DIR/x.npy [STEPS, 8, 256], OUT_DIR/targets.npy
       [STEPS, 8, 10] and OUT_DIR/labels.npy [STEPS, 8] (int64, some -100):
       the batches of each step.
-  ref_linear.py check MODEL.onnx OUT_DIR LOSSES.npy [--optimizer sgd|adamw]
-          [--lr F] [--momentum F] [--weight-decay F] [--lr-schedule S]
+  ref_linear.py check MODEL.onnx OUT_DIR LOSSES.npy [--optimizer sgd|adam|adamw]
+          [--lr F] [--momentum F] [--nesterov] [--weight-decay F] [--lr-schedule S]
           [--warmup-steps N] [--total-steps N] [--clip-grad-norm F]
           [--microbatches K] [--loss mse|cross_entropy]
       trains y = x fc3.weight^T + fc3.bias, loss mean((y - t)^2) or the
       cross-entropy of y against labels (-100 ignored), in float64
-      with gradients written by hand, PyTorch's SGD / AdamW, LambdaLR
+      with gradients written by hand, PyTorch's SGD / Adam / AdamW, LambdaLR
       schedules (transformers' cosine with warmup) and clip_grad_norm_, and
       compares the step losses with LOSSES.npy (1e-4 relative).
 """
@@ -118,11 +118,14 @@ def check(a):
                 d = g + a.weight_decay * p
                 if a.momentum:
                     s["buf"] = a.momentum * s.get("buf", 0.0) + d if "buf" in s else d
-                    d = s["buf"]
+                    d = d + a.momentum * s["buf"] if a.nesterov else s["buf"]
                 p -= lr * d
-            else:  # adamw
+            else:  # adam (L2 weight decay) or adamw (decoupled)
                 step = s["step"] = s.get("step", 0) + 1
-                p *= 1.0 - lr * a.weight_decay
+                if a.optimizer == "adam":
+                    g = g + a.weight_decay * p
+                else:
+                    p *= 1.0 - lr * a.weight_decay
                 s["m"] = 0.9 * s.get("m", 0.0) + 0.1 * g
                 s["v"] = 0.999 * s.get("v", 0.0) + 0.001 * g * g
                 bc1, bc2 = 1 - 0.9 ** step, 1 - 0.999 ** step
@@ -150,6 +153,7 @@ def main():
     ap.add_argument("--optimizer", default="adamw")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--momentum", type=float, default=0.0)
+    ap.add_argument("--nesterov", action="store_true")
     ap.add_argument("--weight-decay", type=float, default=0.0)
     ap.add_argument("--lr-schedule", default="constant")
     ap.add_argument("--warmup-steps", type=int, default=0)

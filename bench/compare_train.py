@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""One training step, Tessel against PyTorch eager on the CPU, in one run.
+
+For each model and thread count: the median time of a training step
+(forward + loss + backward + optimizer update; the first step excluded as
+warm-up) of each engine, their ratio (PyTorch / Tessel: >= 1.0 means Tessel
+is no slower), the peak RSS of each engine's process, and how far the two
+engines' losses are apart (the same weights and batches on both sides). Then
+data parallelism: dp=2 on 2 ranks x 1 thread against one rank, on the same
+batches. Run bench/run-train-compare, which sets up and calls this with a
+python that has PyTorch 2.x.
+
+    python3 bench/compare_train.py --tesselc BIN --tessel-run BIN --models DIR
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+ADAMW = ["--optimizer", "adamw", "--lr", "1e-4", "--weight-decay", "0.01",
+         "--betas", "0.9,0.999", "--eps", "1e-8"]
+SGD = ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9"]
+
+# (label, kind, onnx, batch, optimizer flags, samples per step)
+ROWS = [
+    ("gpt2-small seq128 b1", "gpt2", "gpt2_small_train_b1.onnx", 1, ADAMW),
+    ("gpt2-small seq128 b4", "gpt2", "gpt2_small_train_b4.onnx", 4, ADAMW),
+    ("resnet50 b8 (SGD)", "resnet", "resnet50_b8_train.onnx", 8, SGD),
+]
+
+TORCH_CHILD = r"""
+import json, os, resource, sys, time
+import numpy as np
+import torch
+import torch.nn.functional as F
+kind, models, batch, threads, steps, losses_out, here = sys.argv[1:8]
+batch, threads, steps = int(batch), int(threads), int(steps)
+torch.set_num_threads(threads)
+torch.set_num_interop_threads(1)
+torch.manual_seed(0)
+if kind == "gpt2":
+    sys.path.insert(0, os.path.join(here, "models"))
+    from export_models import GPT2, Named
+    model = Named(GPT2())
+    model.load_state_dict(torch.load(os.path.join(models, "gpt2_small_state.pt")))
+    with open(os.path.join(models, "gpt2_small_train.json")) as f:
+        meta = json.load(f)
+    if not meta["lm_head_tied"]:
+        # The export's lm_head is an initializer of its own: untie it here too.
+        model.lm_head.weight = torch.nn.Parameter(model.transformer.wte.weight.detach().clone())
+    data = np.load(os.path.join(models, "gpt2_small_b%d_batches.npy" % batch))
+    def batch_of(k):
+        x = torch.from_numpy(data[k % len(data)])
+        return x[:, :-1].contiguous(), x[:, 1:].contiguous()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999),
+                            eps=1e-8, weight_decay=0.01)
+else:
+    import torchvision
+    model = torchvision.models.resnet50(weights=None)
+    model.load_state_dict(torch.load(os.path.join(models, "resnet50_state.pt")))
+    images = np.load(os.path.join(models, "resnet50_b8_train_images.npy"))
+    labels = np.load(os.path.join(models, "resnet50_b8_train_labels.npy"))
+    def batch_of(k):
+        return torch.from_numpy(images[k % len(images)]), torch.from_numpy(labels[k % len(labels)])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+model.train()
+times, cpu, losses = [], [], []
+for k in range(steps):
+    x, y = batch_of(k)
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = model(x)
+    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    times.append((time.perf_counter() - t0) * 1e3)
+    cpu.append((time.process_time() - c0) * 1e3)
+    losses.append(loss.item())
+np.save(losses_out, np.array(losses, dtype=np.float32))
+warm = sorted(times[1:] or times)
+print("ms", warm[len(warm) // 2])
+warm = sorted(cpu[1:] or cpu)
+print("cpu_ms", warm[len(warm) // 2])
+print("torch", torch.__version__)
+"""
+
+
+def run_measured(cmd, env):
+    """Runs cmd: (returncode, stdout + stderr, peak RSS in KB of the largest
+    process: the one started, or one of its children)."""
+    wrapped = ["/usr/bin/time", "-f", "__RSS_KB__ %M"] + cmd
+    p = subprocess.run(wrapped, capture_output=True, text=True, env=env)
+    m = re.search(r"__RSS_KB__ (\d+)", p.stderr)
+    return p.returncode, p.stdout + p.stderr, int(m.group(1)) if m else 0
+
+
+def first_error(text):
+    """The first line that says what went wrong, for an n/a row."""
+    for line in text.splitlines():
+        if "error" in line.lower():
+            return line.strip()
+    lines = [l for l in text.splitlines() if l.strip()]
+    return lines[-1].strip() if lines else "failed"
+
+
+def tessel_step_ms(log, what="ms/step"):
+    """The median of the steps after the first: wall ms, or with what="ms
+    CPU" the process's CPU ms of a step."""
+    ms = [float(x) for x in re.findall(r"([\d.]+) " + re.escape(what), log)]
+    warm = ms[1:] or ms
+    return statistics.median(warm) if warm else float("nan")
+
+
+def data_flags(kind, models, batch):
+    if kind == "gpt2":
+        return ["--data-lm", os.path.join(models, "gpt2_small_b%d_batches.npy" % batch)]
+    return ["--data", "images=" + os.path.join(models, "resnet50_b8_train_images.npy"),
+            "--data", "labels=" + os.path.join(models, "resnet50_b8_train_labels.npy")]
+
+
+def rel_diff(a, b):
+    n = min(len(a), len(b))
+    if n == 0:
+        return float("nan")
+    return float(np.max(np.abs(a[:n] - b[:n]) / np.maximum(np.abs(b[:n]), 1e-12)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tesselc", required=True)
+    ap.add_argument("--tessel-run", required=True)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--steps", type=int, default=5,
+                    help="steps per run; the first is warm-up (default 5)")
+    ap.add_argument("--only", default="", help="run the rows whose label has this text")
+    ap.add_argument("--no-torch", action="store_true", help="Tessel's side alone")
+    ap.add_argument("--no-dp", action="store_true", help="skip the dp=2 row")
+    args = ap.parse_args()
+
+    env = dict(os.environ)
+    # BUILD-NOTES: the preset Haswell core type halves OpenBLAS; benchmarks unset it.
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    threads = [int(t) for t in args.threads.split(",")]
+
+    tmp = tempfile.mkdtemp(prefix="tessel-train-bench-")
+    rows, dp_rows = [], []
+    torch_version = ""
+    single_b4_1t = None
+    for label, kind, onnx_file, batch, opt in ROWS:
+        if args.only and args.only not in label:
+            continue
+        model = os.path.join(args.models, onnx_file)
+        if not os.path.exists(model):
+            rows.append((label, None, "n/a (%s missing)" % model))
+            continue
+        art = os.path.join(tmp, onnx_file.replace(".onnx", ".tsl"))
+        rc, log, _ = run_measured([args.tesselc, model, "--train", "--loss", "cross_entropy"]
+                                  + opt + ["-o", art], env)
+        tessel_na = None if rc == 0 else "n/a (%s)" % first_error(log)
+        for th in threads:
+            row = {"threads": th}
+            if tessel_na is None:
+                t_losses = os.path.join(tmp, "tessel_losses.npy")
+                rc, log, rss = run_measured(
+                    [args.tessel_run, art, "--steps", str(args.steps), "--threads", str(th),
+                     "--losses", t_losses] + data_flags(kind, args.models, batch), env)
+                if rc != 0:
+                    row["tessel"] = "n/a (%s)" % first_error(log)
+                else:
+                    row["tessel"] = (tessel_step_ms(log), rss, np.load(t_losses),
+                                     tessel_step_ms(log, "ms CPU"))
+                    if batch == 4 and th == 1:
+                        single_b4_1t = (row["tessel"][0], row["tessel"][3])
+            else:
+                row["tessel"] = tessel_na
+            if not args.no_torch:
+                o_losses = os.path.join(tmp, "torch_losses.npy")
+                rc, log, rss = run_measured(
+                    [sys.executable, "-c", TORCH_CHILD, kind, args.models, str(batch), str(th),
+                     str(args.steps), o_losses, HERE], env)
+                if rc != 0:
+                    row["torch"] = "n/a (%s)" % first_error(log)
+                else:
+                    row["torch"] = (float(re.search(r"\bms ([\d.]+)", log).group(1)), rss,
+                                    np.load(o_losses),
+                                    float(re.search(r"cpu_ms ([\d.]+)", log).group(1)))
+                    torch_version = re.search(r"torch (\S+)", log).group(1)
+            rows.append((label, row, None))
+
+    if not args.no_dp and (not args.only or "b4" in args.only or "dp" in args.only):
+        model = os.path.join(args.models, "gpt2_small_train_b4.onnx")
+        art = os.path.join(tmp, "gpt2_dp2.tsl")
+        rc, log, _ = run_measured([args.tesselc, model, "--train", "--loss", "cross_entropy"]
+                                  + ADAMW + ["--mesh", "dp=2", "--plan=dp", "-o", art], env)
+        if rc != 0:
+            dp_rows.append(("n/a (%s)" % first_error(log),))
+        else:
+            if single_b4_1t is None:
+                # The one-rank baseline, when the b4 row did not run at 1 thread.
+                one = os.path.join(tmp, "gpt2_b4.tsl")
+                subprocess.run([args.tesselc, model, "--train", "--loss", "cross_entropy"]
+                               + ADAMW + ["-o", one], check=True, env=env)
+                rc, log, _ = run_measured([args.tessel_run, one, "--steps", str(args.steps),
+                                           "--threads", "1"] + data_flags("gpt2", args.models, 4), env)
+                single_b4_1t = ((tessel_step_ms(log), tessel_step_ms(log, "ms CPU"))
+                                if rc == 0 else (float("nan"), float("nan")))
+            rc, log, rss = run_measured(
+                [args.tessel_run, art, "-n", "2", "--threads", "1", "--steps", str(args.steps)]
+                + data_flags("gpt2", args.models, 4), env)
+            if rc != 0:
+                dp_rows.append(("n/a (%s)" % first_error(log),))
+            else:
+                dp_rows.append((tessel_step_ms(log), rss, single_b4_1t,
+                                tessel_step_ms(log, "ms CPU")))
+
+    print()
+    print("Training step (forward + loss + backward + optimizer), median ms of "
+          "steps 2..%d; PyTorch %s eager; load average at the end %.1f on %d cores"
+          % (args.steps, torch_version or "(not run)", os.getloadavg()[0], os.cpu_count()))
+    print("(wall: time per step; CPU: the process's CPU time per step, steadier "
+          "than wall time on a shared machine)")
+    print()
+    print("| model | threads | Tessel ms/step | PyTorch ms/step | PyTorch/Tessel "
+          "| Tessel CPU ms | PyTorch CPU ms | PyTorch/Tessel CPU "
+          "| Tessel RSS MB | PyTorch RSS MB | loss rel diff |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for label, row, na in rows:
+        if row is None:
+            print("| %s | | %s | | | | | | | | |" % (label, na))
+            continue
+        t, o = row["tessel"], row.get("torch")
+        cells = [label, str(row["threads"])]
+        cells.append("%.0f" % t[0] if isinstance(t, tuple) else t)
+        cells.append("%.0f" % o[0] if isinstance(o, tuple) else (o or "-"))
+        both = isinstance(t, tuple) and isinstance(o, tuple)
+        cells.append("%.2f" % (o[0] / t[0]) if both else "-")
+        cells.append("%.0f" % t[3] if isinstance(t, tuple) else "-")
+        cells.append("%.0f" % o[3] if isinstance(o, tuple) else "-")
+        cells.append("%.2f" % (o[3] / t[3]) if both else "-")
+        cells.append("%.0f" % (t[1] / 1024) if isinstance(t, tuple) else "-")
+        cells.append("%.0f" % (o[1] / 1024) if isinstance(o, tuple) else "-")
+        cells.append("%.1e" % rel_diff(t[2], o[2]) if both else "-")
+        print("| " + " | ".join(cells) + " |")
+    for r in dp_rows:
+        print()
+        print("Data parallel, GPT-2-small b4 (2 per rank), 2 ranks x 1 thread:")
+        if len(r) == 1:
+            print("  " + r[0])
+            continue
+        ms, rss, (one, one_cpu), cpu = r
+        print("  dp=2: %.0f ms/step, %.2f samples/s, peak RSS %.0f MB per rank; "
+              "one rank: %.0f ms/step, %.2f samples/s; speedup %.2fx" %
+              (ms, 4000.0 / ms, rss / 1024, one, 4000.0 / one, one / ms))
+        print("  CPU per step: rank 0 of dp=2 %.0f ms, one rank %.0f ms (%.2fx: the "
+              "speedup with a free core per rank, waiting excluded)" %
+              (cpu, one_cpu, one_cpu / cpu))
+
+
+if __name__ == "__main__":
+    main()

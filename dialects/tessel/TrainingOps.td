@@ -1,0 +1,180 @@
+//===- TrainingOps.td - ops the training step builds -------*- tablegen -*-===//
+//
+// Ops that only the backward program and the optimizer create: fused forms
+// of what the gradient rules and -tessel-optimizer would otherwise compose
+// from several ops, each with one kernel that makes one pass over memory.
+// Included by TesselOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TRAINING_OPS_TD
+#define TESSEL_TRAINING_OPS_TD
+
+//===----------------------------------------------------------------------===//
+// Backward kernels
+//===----------------------------------------------------------------------===//
+
+def Tessel_GatherGradOp : Tessel_ComputeOp<"gather_grad", "buildGatherGradRule">,
+    Tessel_Instruction<120, "gather_grad", [Tessel_RtAttr<"axis">]> {
+  let summary = "The gradient of a gather: a scatter-add (embedding backward)";
+  let description = [{
+    The gradient of `tessel.gather %data[%indices] axis = a` with respect to
+    `data`: zeros of `data`'s shape into which each slice of `grad` is added
+    at the row its index names, `result[pre, indices[n], post] +=
+    grad[pre, n, post]` (a negative index counts from the end, as in the
+    gather). Indices repeat, so rows sum. An index out of range is an error
+    at run time naming it. Sharding the indices' dims makes the result
+    partial (sum).
+
+    ```mlir
+    %dw = tessel.gather_grad %dy, %ids axis = 0 : (tensor<2x128x768xf32>, tensor<2x128xi64>) -> tensor<50257x768xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `axis` is in [0, rank(result)).
+    * (C2) `grad`'s shape is `result[:axis] ++ indices ++ result[axis+1:]`;
+      same element type as the result.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$grad, Tessel_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Tessel_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $grad `,` $indices `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_GeluGradOp : Tessel_ComputeOp<"gelu_grad", "buildElementwiseRule">,
+    Tessel_Instruction<123, "binary", [Tessel_RtAttr<"tanh_approximation">]> {
+  let summary = "The gradient of GELU: `grad * gelu'(input)`";
+  let description = [{
+    One pass for what the rule of `tessel.gelu` would compose from a dozen
+    elementwise ops: erf form `Phi(x) + x phi(x)`; with
+    `tanh_approximation`, with `u = k (x + c x^3)`,
+    `1/2 (1 + tanh u) + x (1 - tanh^2 u) (k/2 + 3/2 k c x^2)`.
+
+    ```mlir
+    %dx = tessel.gelu_grad %x, %dy {tanh_approximation} : (tensor<128x3072xf32>, tensor<128x3072xf32>) -> tensor<128x3072xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `input`, `grad` and the result have the same type.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$grad,
+                       UnitAttr:$tanh_approximation);
+  let results = (outs Tessel_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_LogSoftmaxGradOp : Tessel_ComputeOp<"log_softmax_grad",
+                                               "buildSoftmaxGradRule">,
+    Tessel_Instruction<124, "softmax_grad", [Tessel_RtAttr<"axis">]> {
+  let summary = "The gradient of log-softmax: `grad - exp(output) sum(grad)`";
+  let description = [{
+    With `output` the log-softmax's result and `grad` its gradient, the
+    gradient of its input, the sum over `axis`; one pass per row.
+
+    ```mlir
+    %dx = tessel.log_softmax_grad %y, %dy axis = 1 : (tensor<128x50257xf32>, tensor<128x50257xf32>) -> tensor<128x50257xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `axis` is in [0, rank).
+    * (C2) `output`, `grad` and the result have the same type.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$output, Tessel_FloatTensor:$grad,
+                       I64Attr:$axis);
+  let results = (outs Tessel_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $output `,` $grad `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+def Tessel_AdamUpdateOp : Tessel_ComputeOp<"adam_update", "buildElementwiseRule">,
+    Tessel_Instruction<121, "optimizer_update", [Tessel_RtAttr<"beta1">,
+        Tessel_RtAttr<"beta2">, Tessel_RtAttr<"eps">,
+        Tessel_RtAttr<"weight_decay">]> {
+  let summary = "One Adam / AdamW update of a parameter and its state, fused";
+  let description = [{
+    PyTorch's single-tensor Adam(W) step, operation for operation, per
+    element: `g = grad + weight_decay param` (Adam's L2 term; 0 for AdamW);
+    `p = param decay` (AdamW's decoupled decay factor, `1 - lr wd`; 1 for
+    Adam); `m = exp_avg beta1 + g (1 - beta1)`; `v = exp_avg_sq beta2 +
+    g g (1 - beta2)`; `denom = sqrt(v) / sqrt_bc2 + eps`; results
+    `p - (m / denom) step_size`, `m`, `v`. `step_size` (`lr / (1 -
+    beta1^t)`), `sqrt_bc2` (`sqrt(1 - beta2^t)`) and `decay` are scalars
+    computed in the step. The exporter writes the results into the state
+    buffers of the weights they are assigned to when nothing reads those
+    weights later: the update is then in place.
+
+    ```mlir
+    %p1, %m1, %v1 = tessel.adam_update %p, %g, %m, %v, %ss, %bc, %d {beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-08 : f32, weight_decay = 0.0 : f32} : (tensor<768xf32>, tensor<768xf32>, tensor<768xf32>, tensor<768xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<768xf32>)
+    ```
+
+    **Constraints**
+
+    * (C1) `param`, `grad`, `exp_avg`, `exp_avg_sq` and the three results
+      have one type, f32.
+    * (C2) `step_size`, `sqrt_bc2` and `decay` are f32 scalars (rank 0).
+  }];
+  let arguments = (ins Tessel_FloatTensor:$param, Tessel_FloatTensor:$grad,
+                       Tessel_FloatTensor:$exp_avg, Tessel_FloatTensor:$exp_avg_sq,
+                       Tessel_FloatTensor:$step_size, Tessel_FloatTensor:$sqrt_bc2,
+                       Tessel_FloatTensor:$decay,
+                       F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay);
+  let results = (outs Tessel_FloatTensor:$new_param,
+                      Tessel_FloatTensor:$new_exp_avg,
+                      Tessel_FloatTensor:$new_exp_avg_sq);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step_size `,` $sqrt_bc2 `,` $decay attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_SgdUpdateOp : Tessel_ComputeOp<"sgd_update", "buildElementwiseRule">,
+    Tessel_Instruction<122, "optimizer_update", [Tessel_RtAttr<"momentum">,
+        Tessel_RtAttr<"weight_decay">, Tessel_RtAttr<"nesterov">]> {
+  let summary = "One SGD-with-momentum update of a parameter, fused";
+  let description = [{
+    PyTorch's single-tensor SGD step with momentum, per element: `d = grad
+    + weight_decay param`; `b = momentum_buffer momentum + d`; `d = b`, or
+    `d + b momentum` with `nesterov`; results `param - d lr` and `b`. `lr`
+    is a scalar computed in the step (the schedule's). In place like
+    `tessel.adam_update`.
+
+    ```mlir
+    %p1, %b1 = tessel.sgd_update %p, %g, %b, %lr {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<f32>) -> (tensor<64xf32>, tensor<64xf32>)
+    ```
+
+    **Constraints**
+
+    * (C1) `param`, `grad`, `momentum_buffer` and the two results have one
+      type, f32.
+    * (C2) `lr` is an f32 scalar (rank 0).
+  }];
+  let arguments = (ins Tessel_FloatTensor:$param, Tessel_FloatTensor:$grad,
+                       Tessel_FloatTensor:$momentum_buffer, Tessel_FloatTensor:$lr,
+                       F32Attr:$momentum,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                       UnitAttr:$nesterov);
+  let results = (outs Tessel_FloatTensor:$new_param,
+                      Tessel_FloatTensor:$new_momentum_buffer);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `,` $lr attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+#endif // TESSEL_TRAINING_OPS_TD

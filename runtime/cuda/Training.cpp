@@ -1,0 +1,14 @@
+//===- Training.cpp - the training step's fused ops on CUDA ---------------===//
+//
+// gather_grad, gelu_grad, log_softmax_grad, adam_update and sgd_update
+// (dialects/tessel/TrainingOps.td) have CPU kernels only so far: a program
+// holding one fails to load on this backend, naming the op.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaKernelRegistry.h"
+
+namespace tessel::runtime::cuda {
+
+void registerTrainingKernels(KernelRegistry &) {}
+
+} // namespace tessel::runtime::cuda
