@@ -146,10 +146,8 @@ std::optional<int64_t> MeshOp::getAxisSize(StringRef axis) {
 }
 
 int64_t MeshOp::getNumDevices() {
-  int64_t n = 1;
-  for (int64_t s : getAxisSizes())
-    n *= s;
-  return n;
+  // A verified mesh has at most kMaxMeshDevices; 0 for one that is not.
+  return checkedShardCount(getAxisSizes()).value_or(0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -635,10 +633,10 @@ template <typename OpT> static int64_t groupSizeOf(OpT op) {
       SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, op.getMeshAttr());
   if (!mesh)
     return 1;
-  int64_t n = 1;
+  SmallVector<int64_t> sizes;
   for (Attribute a : op.getAxes())
-    n *= mesh.getAxisSize(cast<StringAttr>(a).getValue()).value_or(1);
-  return n;
+    sizes.push_back(mesh.getAxisSize(cast<StringAttr>(a).getValue()).value_or(1));
+  return checkedShardCount(sizes).value_or(1);
 }
 
 #define TESSEL_GROUP_SIZE(OP)                                                  \
