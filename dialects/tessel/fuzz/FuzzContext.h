@@ -1,4 +1,4 @@
-//===- FuzzContext.h - an MLIRContext per fuzz input ------------*- C++ -*-===//
+//===- FuzzContext.h - the MLIRContext of the compiler's fuzzers -*- C++ -*-===//
 #ifndef TESSEL_DIALECTS_TESSEL_FUZZ_FUZZCONTEXT_H
 #define TESSEL_DIALECTS_TESSEL_FUZZ_FUZZCONTEXT_H
 
@@ -10,32 +10,31 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include <memory>
+
 namespace mlir::tessel {
 
-/// A fresh single-threaded context per input (nothing uniqued by one input
-/// outlives it) with tessel-opt's dialects loaded (those of
-/// registerAllDialects, without linking every pass), its diagnostics dropped.
-class FuzzContext {
-public:
-  FuzzContext()
-      : context(registry(), MLIRContext::Threading::DISABLED),
-        quiet(&context, [](Diagnostic &) { return success(); }) {
-    context.loadAllAvailableDialects();
+/// A single-threaded context with tessel-opt's dialects loaded (those of
+/// registerAllDialects, without linking every pass) and its diagnostics
+/// dropped. Making one costs more than parsing a small input, so a context
+/// serves 256 inputs before a fresh one replaces it (what one input uniqued
+/// does not pile up). A finding that needs an earlier input reproduces with
+/// the whole corpus (the replay does that).
+inline MLIRContext *fuzzContext() {
+  static std::unique_ptr<MLIRContext> context;
+  static unsigned uses = 0;
+  if (!context || ++uses % 256 == 0) {
+    DialectRegistry registry;
+    registry.insert<TesselDialect, func::FuncDialect, arith::ArithDialect>();
+    context.reset();
+    context = std::make_unique<MLIRContext>(registry,
+                                            MLIRContext::Threading::DISABLED);
+    context->loadAllAvailableDialects();
+    context->getDiagEngine().registerHandler(
+        [](Diagnostic &) { return success(); });
   }
-  MLIRContext *get() { return &context; }
-
-private:
-  static const DialectRegistry &registry() {
-    static const DialectRegistry *r = [] {
-      auto *r = new DialectRegistry;
-      r->insert<TesselDialect, func::FuncDialect, arith::ArithDialect>();
-      return r;
-    }();
-    return *r;
-  }
-  MLIRContext context;
-  ScopedDiagnosticHandler quiet;
-};
+  return context.get();
+}
 
 } // namespace mlir::tessel
 

@@ -16,10 +16,10 @@
 #include <cstdint>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  mlir::tessel::FuzzContext context;
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(text, context.get());
+      mlir::parseSourceString<mlir::ModuleOp>(text,
+                                              mlir::tessel::fuzzContext());
   if (module)
     (void)mlir::verify(*module);
   return 0;

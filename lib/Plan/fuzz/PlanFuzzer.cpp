@@ -38,13 +38,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     llvm::consumeError(plan.takeError());
     return 0;
   }
-  mlir::tessel::FuzzContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(kModule, context.get());
+      mlir::parseSourceString<mlir::ModuleOp>(kModule,
+                                              mlir::tessel::fuzzContext());
   if (!module)
     std::abort(); // kModule itself must parse
   std::vector<std::string> unmatched;
-  if (llvm::Error e = mlir::tessel::applyPlan(*module, plan->mesh, *plan, &unmatched))
+  if (llvm::Error e =
+          mlir::tessel::applyPlan(*module, plan->mesh, *plan, &unmatched))
     llvm::consumeError(std::move(e));
   return 0;
 }
