@@ -14,9 +14,12 @@
 #include "mlir/Parser/Parser.h"
 
 #include <cstdint>
+#include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // A NUL-terminated copy: tools read files through llvm::MemoryBuffer,
+  // which guarantees the terminator MLIR's and LLVM's lexers rely on.
+  const std::string text(reinterpret_cast<const char *>(data), size);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text,
                                               mlir::tessel::fuzzContext());

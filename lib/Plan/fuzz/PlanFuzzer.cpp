@@ -14,6 +14,7 @@
 #include "mlir/Parser/Parser.h"
 
 #include <cstdint>
+#include <string>
 #include <cstdlib>
 
 namespace {
@@ -29,8 +30,11 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4x6xf32>
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
-  auto mesh = mlir::tessel::parseMeshSpec(text.split('\n').first);
+  // A NUL-terminated copy: tools read files through llvm::MemoryBuffer,
+  // which guarantees the terminator MLIR's and LLVM's lexers rely on.
+  const std::string text(reinterpret_cast<const char *>(data), size);
+  auto mesh =
+      mlir::tessel::parseMeshSpec(llvm::StringRef(text).split('\n').first);
   if (!mesh)
     llvm::consumeError(mesh.takeError());
   auto plan = mlir::tessel::parsePlan(text, "fuzz.yaml");
