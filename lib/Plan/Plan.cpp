@@ -100,7 +100,8 @@ private:
           return fail(kv.getValue(), "'dim' must be an integer");
         dim = d;
       } else if (key == "axes") {
-        if (auto *seq = dyn_cast<llvm::yaml::SequenceNode>(kv.getValue())) {
+        if (auto *seq =
+                dyn_cast_or_null<llvm::yaml::SequenceNode>(kv.getValue())) {
           for (auto &a : *seq)
             axes.push_back(scalar(&a));
         } else {
@@ -150,7 +151,8 @@ private:
           return fail(kv.getValue(), "'operand' must be a non-negative integer");
       } else if (key == "split") {
         hasSpec = true;
-        if (auto *seq = dyn_cast<llvm::yaml::SequenceNode>(kv.getValue())) {
+        if (auto *seq =
+                dyn_cast_or_null<llvm::yaml::SequenceNode>(kv.getValue())) {
           for (auto &s : *seq) {
             auto split = readSplit(&s);
             if (!split)
