@@ -262,12 +262,23 @@ BufferPlan planBuffers(const std::vector<BufferLifetime> &buffers,
     b.last.push_back(std::max(l.lastUse, l.firstUse));
   }
   BufferPlan sweep = planBySweep(b);
-  // Greedy by size gets O(n log n) work: 64 units per buffer and level
-  // (a chain takes 20 per buffer, GPT-2 training steps 30 per level).
+  // Greedy by size costs about the number of pairs of buffers that meet in
+  // time: counted first (pairs minus those apart, O(n log n)), it runs when
+  // they are at most 32 per buffer and level of the tree (a chain has 1 per
+  // buffer, a GPT-2 training step 8 per level), and a work budget of 64 per
+  // buffer and level stops it in any case.
   uint64_t levels = 1;
   while ((size_t(1) << levels) < n + 2)
     ++levels;
-  std::optional<BufferPlan> bySize = planBySize(b, 64 * (n + 64) * levels);
+  std::vector<int64_t> lasts(b.last);
+  std::sort(lasts.begin(), lasts.end());
+  uint64_t apart = 0;
+  for (int64_t f : b.first)
+    apart += std::lower_bound(lasts.begin(), lasts.end(), f) - lasts.begin();
+  const uint64_t meeting = uint64_t(n) * (n ? n - 1 : 0) / 2 - apart;
+  std::optional<BufferPlan> bySize;
+  if (meeting <= 32 * (n + 64) * levels)
+    bySize = planBySize(b, 64 * (n + 64) * levels);
   return bySize && bySize->arenaSize <= sweep.arenaSize ? std::move(*bySize)
                                                         : std::move(sweep);
 }
