@@ -1,7 +1,8 @@
 //===- plan_bench.cpp - the buffer planner alone, before and after --------===//
 //
 // Prints the time and arena of tessel::runtime::planBuffers against the
-// all-pairs greedy-by-size planner it replaced (issue 18), for
+// all-pairs greedy-by-size planner it replaced (planBuffersAllPairs, issue
+// 18), for
 //   - chains of N buffers, each live for two instructions (a Relu chain);
 //   - "training-like" programs: N/2 activations saved by a forward pass and
 //     freed in reverse order by the backward pass, plus short temporaries.
@@ -12,7 +13,6 @@
 //===----------------------------------------------------------------------===//
 #include "tessel/runtime/BufferPlanner.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -22,40 +22,6 @@
 using namespace tessel::runtime;
 
 namespace {
-
-uint64_t allPairs(const std::vector<BufferLifetime> &b) {
-  auto size = [&](size_t i) {
-    return (std::max<uint64_t>(b[i].size, 1) + 63) / 64 * 64;
-  };
-  std::vector<size_t> order(b.size());
-  for (size_t i = 0; i < b.size(); ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    return b[x].size != b[y].size ? b[x].size > b[y].size
-                                  : b[x].firstUse < b[y].firstUse;
-  });
-  std::vector<uint64_t> off(b.size());
-  std::vector<size_t> placed;
-  std::vector<std::pair<uint64_t, uint64_t>> busy;
-  uint64_t arena = 0;
-  for (size_t i : order) {
-    busy.clear();
-    for (size_t p : placed)
-      if (b[i].firstUse <= b[p].lastUse && b[p].firstUse <= b[i].lastUse)
-        busy.emplace_back(off[p], off[p] + size(p));
-    std::sort(busy.begin(), busy.end());
-    uint64_t o = 0;
-    for (auto [lo, hi] : busy) {
-      if (lo >= o + size(i))
-        break;
-      o = std::max(o, hi);
-    }
-    off[i] = o;
-    arena = std::max(arena, o + size(i));
-    placed.push_back(i);
-  }
-  return arena;
-}
 
 std::vector<BufferLifetime> chain(int64_t n) {
   std::vector<BufferLifetime> b;
@@ -99,7 +65,9 @@ int main() {
       if (n <= 25000 && !isValidPlan(b, p))
         std::printf("INVALID PLAN\n");
       uint64_t ref = 0;
-      double tr = n <= 100000 ? seconds([&] { ref = allPairs(b); }) : -1;
+      double tr = -1;
+      if (n <= 100000)
+        tr = seconds([&] { ref = planBuffersAllPairs(b).arenaSize; });
       if (tr < 0)
         std::printf("| %s | %zu | %.3f | %llu | (skipped) | |\n", name, b.size(),
                     t, (unsigned long long)p.arenaSize);

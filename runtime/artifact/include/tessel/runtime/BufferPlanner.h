@@ -34,6 +34,11 @@ struct BufferPlan {
 BufferPlan planBuffers(const std::vector<BufferLifetime> &buffers,
                        uint64_t alignment = 64);
 
+/// The planner before issue 18, kept as the reference of tests and
+/// bench/plan_bench: greedy by size checking every placed buffer, O(n^2).
+BufferPlan planBuffersAllPairs(const std::vector<BufferLifetime> &buffers,
+                               uint64_t alignment = 64);
+
 /// True when no two buffers with intersecting live ranges overlap in memory.
 bool isValidPlan(const std::vector<BufferLifetime> &buffers,
                  const BufferPlan &plan);
