@@ -146,10 +146,8 @@ std::optional<int64_t> MeshOp::getAxisSize(StringRef axis) {
 }
 
 int64_t MeshOp::getNumDevices() {
-  int64_t n = 1;
-  for (int64_t s : getAxisSizes())
-    n *= s;
-  return n;
+  // A verified mesh has at most kMaxMeshDevices; 0 for one that is not.
+  return checkedShardCount(getAxisSizes()).value_or(0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -419,7 +417,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                            ") needs 0 <= start <= limit <= size and stride >= "
                            "1, got " + Twine(s) + ":" + Twine(l) + ":" +
                            Twine(t));
-    shape.push_back((l - s + t - 1) / t);
+    // ceil((l - s) / t) without l - s + t - 1, which overflows for a huge
+    // stride (the importer fuzzer's find).
+    shape.push_back(l == s ? 0 : (l - s - 1) / t + 1);
   }
   types.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
@@ -487,18 +487,23 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-// Output size of a window of `k` (dilated) over `size` padded by `lo`+`hi`.
+// Output size of a window of `k` (dilated) over `size` padded by `lo`+`hi`
+// (strides and dilations are >= 1, checked before). In 128 bits: sizes,
+// pads, strides and dilations come from the model, and their sums and
+// products may not fit in 64; a result that does not fit is INT64_MAX,
+// which the shape's own checks refuse.
 static int64_t windowOutput(int64_t size, int64_t lo, int64_t hi, int64_t k,
                             int64_t stride, int64_t dilation, bool ceil) {
-  int64_t span = (k - 1) * dilation + 1;
-  int64_t num = size + lo + hi - span;
+  using Wide = __int128;
+  Wide span = (Wide(k) - 1) * dilation + 1;
+  Wide num = Wide(size) + lo + hi - span;
   if (num < 0)
     return 0;
-  int64_t out = (ceil ? (num + stride - 1) / stride : num / stride) + 1;
+  Wide out = (ceil ? (num + stride - 1) / stride : num / stride) + 1;
   // A last window that would start in the right padding is dropped (ONNX).
-  if (ceil && (out - 1) * stride >= size + lo)
+  if (ceil && (out - 1) * stride >= Wide(size) + lo)
     --out;
-  return out;
+  return out > Wide(INT64_MAX) ? INT64_MAX : int64_t(out);
 }
 
 static LogicalResult checkWindowAttrs(std::optional<Location> loc,
@@ -708,10 +713,10 @@ template <typename OpT> static int64_t groupSizeOf(OpT op) {
       SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, op.getMeshAttr());
   if (!mesh)
     return 1;
-  int64_t n = 1;
+  SmallVector<int64_t> sizes;
   for (Attribute a : op.getAxes())
-    n *= mesh.getAxisSize(cast<StringAttr>(a).getValue()).value_or(1);
-  return n;
+    sizes.push_back(mesh.getAxisSize(cast<StringAttr>(a).getValue()).value_or(1));
+  return checkedShardCount(sizes).value_or(1);
 }
 
 #define TESSEL_GROUP_SIZE(OP)                                                  \

@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -26,6 +27,17 @@ std::string mlir::tessel::formatShape(ArrayRef<int64_t> shape) {
   });
   os << "]";
   return s;
+}
+
+std::optional<int64_t> mlir::tessel::checkedShardCount(ArrayRef<int64_t> sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    std::optional<int64_t> p = s > 0 ? llvm::checkedMul(n, s) : std::nullopt;
+    if (!p || *p > kMaxMeshDevices)
+      return std::nullopt;
+    n = *p;
+  }
+  return n;
 }
 
 static std::string axesOf(MeshOp mesh) {
@@ -59,7 +71,7 @@ LogicalResult mlir::tessel::verifyShardingForType(TensorShardingAttr sharding,
                  << " dim specs but the tensor " << tensor << " has rank "
                  << tensor.getRank();
   for (auto [d, dim] : llvm::enumerate(sharding.getDims())) {
-    int64_t shards = 1;
+    SmallVector<int64_t> sizes;
     for (StringAttr axis : dim.getAxes()) {
       std::optional<int64_t> size = mesh.getAxisSize(axis.getValue());
       // C2
@@ -68,11 +80,25 @@ LogicalResult mlir::tessel::verifyShardingForType(TensorShardingAttr sharding,
                      << axis.getValue() << "\", which mesh @"
                      << mesh.getSymName() << " lacks (it has " << axesOf(mesh)
                      << ")";
-      shards *= *size;
+      sizes.push_back(*size);
     }
+    std::optional<int64_t> count = checkedShardCount(sizes);
+    if (!count)
+      return err() << "dim " << d << " is split over axes of sizes "
+                   << formatShape(sizes)
+                   << ", whose product is not a shard count (each must be "
+                      "positive, the product at most "
+                   << kMaxMeshDevices << ")";
+    int64_t shards = *count;
     // C4
     int64_t size = tensor.getDimSize(d), pad = dim.getPad();
-    if ((size + pad) % shards != 0) {
+    if (ShapedType::isDynamic(size))
+      continue;
+    std::optional<int64_t> padded = llvm::checkedAdd(size, pad);
+    if (!padded || pad < 0)
+      return err() << "dim " << d << " of size " << size << " has pad " << pad
+                   << ", which does not give a valid size";
+    if (*padded % shards != 0) {
       std::string axes;
       for (auto [i, a] : llvm::enumerate(dim.getAxes()))
         axes += (i ? ", \"" : "\"") + a.getValue().str() + "\"";
@@ -159,6 +185,11 @@ LogicalResult MeshOp::verify() {
     if (!seen.insert(axis).second)
       return emitOpError() << "axis \"" << axis << "\" is declared twice";
   }
+  // C1: every product of axis sizes (shard counts, group sizes) fits.
+  if (!checkedShardCount(getAxisSizes()))
+    return emitOpError() << "has axes of sizes " << formatShape(getAxisSizes())
+                         << ", more than " << kMaxMeshDevices
+                         << " devices in all";
   return success();
 }
 
@@ -320,7 +351,7 @@ static FailureOr<int64_t> verifyMeshAxes(OpT op,
   if (op.getAxes().empty())
     return op.emitOpError() << "needs at least one mesh axis";
   llvm::SmallSet<StringRef, 4> seen;
-  int64_t n = 1;
+  SmallVector<int64_t> sizes;
   for (Attribute a : op.getAxes()) {
     StringRef axis = cast<StringAttr>(a).getValue();
     std::optional<int64_t> size = mesh.getAxisSize(axis);
@@ -330,9 +361,15 @@ static FailureOr<int64_t> verifyMeshAxes(OpT op,
                               << axesOf(mesh) << ")";
     if (!seen.insert(axis).second)
       return op.emitOpError() << "axis \"" << axis << "\" appears twice";
-    n *= *size;
+    sizes.push_back(*size);
   }
-  return n;
+  std::optional<int64_t> count = checkedShardCount(sizes);
+  if (!count)
+    return op.emitOpError() << "axes of sizes " << formatShape(sizes)
+                            << " do not give a group size (each must be "
+                               "positive, the product at most "
+                            << kMaxMeshDevices << ")";
+  return *count;
 }
 
 static LogicalResult verifyDimInRange(Operation *op, StringRef name,
@@ -441,7 +478,12 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
                          << " is not divisible by the group size " << *n;
   SmallVector<int64_t> want(in.getShape());
   want[s] /= *n;
-  want[c] *= *n;
+  std::optional<int64_t> gathered = llvm::checkedMul(want[c], *n);
+  if (!gathered)
+    return emitOpError() << "concat_dim " << c << " of size " << want[c]
+                         << " times the group size " << *n
+                         << " overflows 64 bits";
+  want[c] = *gathered;
   if (out.getShape() != ArrayRef<int64_t>(want))
     return emitOpError() << "result shape must be " << formatShape(want)
                          << ", got " << formatShape(out.getShape());
@@ -532,7 +574,7 @@ LocalSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (getAxes().empty())
     return emitOpError() << "needs at least one mesh axis";
   llvm::SmallSet<StringRef, 4> seen;
-  int64_t n = 1;
+  SmallVector<int64_t> sizes;
   for (Attribute a : getAxes()) {
     StringRef axis = cast<StringAttr>(a).getValue();
     std::optional<int64_t> size = mesh.getAxisSize(axis);
@@ -541,13 +583,21 @@ LocalSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
                            << mesh.getSymName();
     if (!seen.insert(axis).second)
       return emitOpError() << "axis \"" << axis << "\" appears twice";
-    n *= *size;
+    sizes.push_back(*size);
   }
+  std::optional<int64_t> count = checkedShardCount(sizes);
+  if (!count)
+    return emitOpError() << "axes of sizes " << formatShape(sizes)
+                         << " do not give a rank count (each must be "
+                            "positive, the product at most "
+                         << kMaxMeshDevices << ")";
+  int64_t n = *count;
   // C4
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getType());
   int64_t d = getDim();
-  if (in.getDimSize(d) % n != 0 || out.getDimSize(d) * n != in.getDimSize(d))
+  std::optional<int64_t> whole = llvm::checkedMul(out.getDimSize(d), n);
+  if (in.getDimSize(d) % n != 0 || !whole || *whole != in.getDimSize(d))
     return emitOpError() << "dim " << d << " of size " << in.getDimSize(d)
                          << " over " << n << " ranks must give "
                          << in.getDimSize(d) / n << " per rank, not "

@@ -18,6 +18,16 @@ LogicalResult verifyShardingForType(TensorShardingAttr sharding, Type type,
 /// single-result op, an array of one spec per result otherwise.
 LogicalResult verifyResultShardings(Operation *op, Attribute value);
 
+/// The most devices a mesh may have (2^31): the product of every axis size
+/// is checked against it, so that products of axis sizes (shard counts,
+/// group sizes) can never overflow, whatever the input.
+constexpr int64_t kMaxMeshDevices = int64_t(1) << 31;
+
+/// The product of `sizes` (mesh axis sizes), or nullopt when one is not
+/// positive or the product exceeds kMaxMeshDevices. IR is untrusted input
+/// (tessel-opt reads it) and op verifiers may run before the mesh's own.
+std::optional<int64_t> checkedShardCount(ArrayRef<int64_t> sizes);
+
 /// A shape as diagnostics print it: "[2, 3]", "[?, 3]".
 std::string formatShape(ArrayRef<int64_t> shape);
 

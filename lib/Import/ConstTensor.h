@@ -35,7 +35,21 @@ llvm::StringRef getDTypeName(int32_t dtype);
 /// The largest tensor the importer folds (elements).
 constexpr int64_t kMaxFoldElements = int64_t(1) << 22;
 
+/// The element count of `shape`, saturated at INT64_MAX when the product
+/// overflows (so that `getNumElements(s) > kMaxFoldElements` guards hold);
+/// shapes that reach the op importers have passed checkedByteSize.
 int64_t getNumElements(llvm::ArrayRef<int64_t> shape);
+
+/// The one checked size helper of the importer: the element count of
+/// `shape` and its byte size with `width`-byte elements, or nullopt when a
+/// dim is negative or either does not fit in int64_t. Every size computed
+/// from a model's dims goes through it before anything is allocated.
+struct CheckedSize {
+  int64_t elements = 0;
+  int64_t bytes = 0;
+};
+std::optional<CheckedSize> checkedByteSize(llvm::ArrayRef<int64_t> shape,
+                                           uint64_t width);
 
 struct ConstTensor {
   int32_t dtype = kFloat;

@@ -10,6 +10,7 @@
 
 #include "tessel/Import/OnnxImporter.h"
 
+#include "ExternalData.h"
 #include "ImporterImpl.h"
 #include "OnnxChecker.h"
 
@@ -26,6 +27,7 @@
 #include "llvm/Support/Path.h"
 
 #include <climits>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -132,17 +134,31 @@ private:
 
 } // namespace mlir::tessel::detail
 
+/// "WHAT of dtype[d0, d1, ..]: its element count or byte size overflows 64
+/// bits", for a shape checkedByteSize refused.
+static std::string describeOversizedTensor(const Twine &what, int32_t dtype,
+                                           ArrayRef<int64_t> shape) {
+  return (what + " of " + getDTypeName(dtype) + formatShape(shape) +
+          ": its element count or byte size overflows 64 bits")
+      .str();
+}
+
 FailureOr<TensorData>
 GraphImporter::getTensorData(const onnx::TensorProto &t) {
   int32_t dtype = t.data_type();
   SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
-  int64_t n = getNumElements(shape);
   auto wdt = getWeightDType(dtype);
   if (!wdt)
     return fail("tensor '" + t.name() + "' has element type " +
                 getDTypeName(dtype) + ", which Tessel does not support");
   uint64_t width = getByteWidth(*wdt);
-  uint64_t expected = uint64_t(n) * width;
+  // Sizes from the model's dims, checked before anything is allocated.
+  std::optional<CheckedSize> size = checkedByteSize(shape, width);
+  if (!size)
+    return fail(describeOversizedTensor("tensor '" + t.name() + "'", dtype,
+                                        shape));
+  int64_t n = size->elements;
+  uint64_t expected = uint64_t(size->bytes);
   TensorData data;
 
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -150,38 +166,35 @@ GraphImporter::getTensorData(const onnx::TensorProto &t) {
     uint64_t offset = 0;
     std::optional<uint64_t> length;
     for (const auto &kv : t.external_data()) {
-      if (kv.key() == "location")
+      if (kv.key() == "location") {
         location = kv.value();
-      else if (kv.key() == "offset")
-        llvm::to_integer(kv.value(), offset, 10);
-      else if (kv.key() == "length") {
-        uint64_t l;
-        if (llvm::to_integer(kv.value(), l, 10))
-          length = l;
+      } else if (kv.key() == "offset" || kv.key() == "length") {
+        uint64_t v;
+        if (!llvm::to_integer(kv.value(), v, 10) ||
+            v > uint64_t(std::numeric_limits<int64_t>::max()))
+          return fail("tensor '" + t.name() + "': external data " + kv.key() +
+                      " '" + kv.value() + "' is not a byte count");
+        if (kv.key() == "offset")
+          offset = v;
+        else
+          length = v;
       }
     }
-    if (location.empty())
-      return fail("tensor '" + t.name() +
-                  "' has external data without a location");
-    SmallString<256> path(location);
-    if (!llvm::sys::path::is_absolute(path)) {
-      path = modelDir;
-      llvm::sys::path::append(path, location);
-    }
-    uint64_t fileSize;
-    if (llvm::sys::fs::file_size(path, fileSize))
-      return fail("tensor '" + t.name() + "': external data file '" +
-                  location + "' not found (looked for '" + path + "')");
+    ExternalFile file;
+    std::string refused;
+    if (!resolveExternalData(modelDir, t.name(), location, file, refused))
+      return fail(refused);
+    uint64_t fileSize = file.size;
     if (length && *length != expected)
       return fail("tensor '" + t.name() + "': external data length " +
                   Twine(*length) + " does not match " + getDTypeName(dtype) +
                   formatShape(shape) + " (" + Twine(expected) + " bytes)");
-    if (offset + expected > fileSize)
+    if (offset > fileSize || expected > fileSize - offset)
       return fail("tensor '" + t.name() + "': external data file '" +
                   location + "' is too short (" + Twine(fileSize) +
                   " bytes; the tensor needs bytes " + Twine(offset) + " to " +
                   Twine(offset + expected) + ")");
-    data.path = std::string(path);
+    data.path = file.path;
     data.offset = offset;
     return data;
   }
@@ -196,7 +209,19 @@ GraphImporter::getTensorData(const onnx::TensorProto &t) {
     return data;
   }
 
-  // Typed fields: re-encode as little-endian bytes.
+  // Typed fields: re-encode as little-endian bytes, once the field is known
+  // to hold exactly the n elements the dims promise.
+  int64_t present;
+  switch (dtype) {
+  case kFloat: present = t.float_data_size(); break;
+  case kDouble: present = t.double_data_size(); break;
+  case kInt64: present = t.int64_data_size(); break;
+  default: present = t.int32_data_size(); break;
+  }
+  if (present != n)
+    return fail("tensor '" + t.name() + "' holds " + Twine(present) +
+                " elements; " + getDTypeName(dtype) + formatShape(shape) +
+                " needs " + Twine(n));
   ConstTensor c = ConstTensor::zeros(dtype, shape);
   // Passes the first min(size, n) elements of a repeated field to `set`;
   // returns the field's size.
@@ -258,6 +283,9 @@ LogicalResult GraphImporter::defineTensor(const onnx::TensorProto &tensor,
       return fail("tensor '" + name + "' has a negative dim");
     shape.push_back(d);
   }
+  if (!checkedByteSize(shape, 8))
+    return fail(describeOversizedTensor("tensor '" + name + "'", info->dtype,
+                                        shape));
   info->type = RankedTensorType::get(shape, elemType);
   info->tensor = &tensor;
   info->isInitializer = isInitializer;
@@ -437,6 +465,9 @@ GraphImporter::getInputType(const onnx::ValueInfoProto &input,
       return fail("graph input '" + name +
                   "' has no shape; give it with --shape " + name +
                   "=D0xD1x...");
+    if (!checkedByteSize(*fixed, 8))
+      return fail(describeOversizedTensor("graph input '" + name + "'", dtype,
+                                          *fixed));
     return RankedTensorType::get(*fixed, elemType);
   }
   const auto &dims = tt.shape().dim();
@@ -469,6 +500,9 @@ GraphImporter::getInputType(const onnx::ValueInfoProto &input,
     }
     shape.push_back(dim.dim_value());
   }
+  if (!checkedByteSize(shape, 8))
+    return fail(describeOversizedTensor("graph input '" + name + "'", dtype,
+                                        shape));
   return RankedTensorType::get(shape, elemType);
 }
 
@@ -492,10 +526,19 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   NodeContext c(*this, node, loc);
   if (failed(imp->fn(c)))
     return failure();
-  for (int k = 0; k < node.output_size(); ++k)
-    if (c.isOutputUsed(k) && !lookup(node.output(k)))
+  for (int k = 0; k < node.output_size(); ++k) {
+    ValueInfo *out = node.output(k).empty() ? nullptr : lookup(node.output(k));
+    if (c.isOutputUsed(k) && !out)
       return c.error("output " + Twine(k) + " ('" + node.output(k) +
                      "') is used but Tessel does not produce it");
+    // Shapes computed from the model's values (Expand, ConstantOfShape,
+    // Tile, ...): every later size is computed from them.
+    if (out && out->type && out->type.hasStaticShape() &&
+        !checkedByteSize(out->type.getShape(), 8))
+      return c.error(describeOversizedTensor(
+          "output " + Twine(k) + " ('" + node.output(k) + "')", out->dtype,
+          out->type.getShape()));
+  }
   return success();
 }
 

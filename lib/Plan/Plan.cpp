@@ -67,9 +67,11 @@ public:
 
 private:
   std::string where(llvm::yaml::Node *n) {
-    if (!n)
+    // A node the scanner made up at a cut-off stream may point nowhere.
+    llvm::SMLoc loc = n ? n->getSourceRange().Start : llvm::SMLoc();
+    if (!loc.isValid() || !sm.FindBufferContainingLoc(loc))
       return name.str();
-    unsigned line = sm.getLineAndColumn(n->getSourceRange().Start).first;
+    unsigned line = sm.getLineAndColumn(loc).first;
     return (name + ":" + Twine(line)).str();
   }
   Error fail(llvm::yaml::Node *n, const Twine &msg) {
@@ -99,7 +101,8 @@ private:
           return fail(kv.getValue(), "'dim' must be an integer");
         dim = d;
       } else if (key == "axes") {
-        if (auto *seq = dyn_cast<llvm::yaml::SequenceNode>(kv.getValue())) {
+        if (auto *seq =
+                dyn_cast_or_null<llvm::yaml::SequenceNode>(kv.getValue())) {
           for (auto &a : *seq)
             axes.push_back(scalar(&a));
         } else {
@@ -149,7 +152,8 @@ private:
           return fail(kv.getValue(), "'operand' must be a non-negative integer");
       } else if (key == "split") {
         hasSpec = true;
-        if (auto *seq = dyn_cast<llvm::yaml::SequenceNode>(kv.getValue())) {
+        if (auto *seq =
+                dyn_cast_or_null<llvm::yaml::SequenceNode>(kv.getValue())) {
           for (auto &s : *seq) {
             auto split = readSplit(&s);
             if (!split)
@@ -193,6 +197,11 @@ Expected<Plan> mlir::tessel::parsePlan(StringRef text, StringRef name) {
           *out = (Twine(d.getLineNo()) + ": " + d.getMessage()).str();
       },
       &diag);
+  // YAML has no NUL character; llvm's scanner would stop at one.
+  if (size_t nul = text.find('\0'); nul != StringRef::npos)
+    return createStringError(llvm::inconvertibleErrorCode(),
+                             name + ": a NUL byte at offset " + Twine(nul) +
+                                 " (a plan is YAML or JSON text)");
   llvm::yaml::Stream stream(text, sm);
   auto doc = stream.begin();
   if (doc == stream.end())

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <functional>
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace tessel::runtime::cpu {
 
@@ -105,6 +106,18 @@ Status CpuExecutor::init() {
   setGemmThreads(threads);
   // Anonymous memory: page aligned, zeroed lazily, untouched until used.
   arenaBytes = std::max<size_t>((prog->arenaSize + 4095) / 4096 * 4096, 4096);
+  // The mapping is lazy (overcommitted): an arena larger than the machine
+  // would be accepted here and killed later. Refuse it now.
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && pageSize > 0 &&
+      arenaBytes / uint64_t(pageSize) > uint64_t(pages)) {
+    arenaBytes = 0;
+    return Status::error("the program's arena needs " +
+                         std::to_string(prog->arenaSize) +
+                         " bytes; this machine has " +
+                         std::to_string(uint64_t(pages) * uint64_t(pageSize)) +
+                         " bytes of memory");
+  }
   void *mem = mmap(nullptr, arenaBytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {

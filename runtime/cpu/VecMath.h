@@ -28,7 +28,9 @@ inline int32_t floatToBits(float f) {
 
 /// e^x; exact 0 below -87.3, +inf above 88.7, NaN propagates.
 inline float vexp(float x) {
-  float xc = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+  // NaN clamps to -87.3 (its result is replaced below): converting a NaN
+  // to int32_t would be undefined behaviour (the artifact fuzzer's find).
+  float xc = x > -87.3f ? (x < 88.7f ? x : 88.7f) : -87.3f;
   float n = std::floor(xc * 1.44269504088896341f + 0.5f);
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;

@@ -8,6 +8,7 @@
 // answer every input with a Status.
 //
 //===----------------------------------------------------------------------===//
+#include "FuzzTempDir.h"
 #include "artifact.pb.h"
 #include "tessel/runtime/Runtime.h"
 
@@ -30,19 +31,6 @@ void writeFile(const std::string &path, const uint8_t *data, size_t size) {
   out.write(reinterpret_cast<const char *>(data), static_cast<std::streamsize>(size));
 }
 
-std::string artifactDir() {
-  static std::string dir = [] {
-    // A fresh directory per run in the temp folder (TMPDIR respected).
-    const char *tmp = std::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") +
-                       "/tessel-fuzz-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    return std::string(mkdtemp(buf.data()) ? buf.data() : "");
-  }();
-  return dir;
-}
-
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -53,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   data += 4;
   size -= 4;
   progLen = static_cast<uint32_t>(std::min<size_t>(progLen, size));
-  const std::string dir = artifactDir();
+  const std::string &dir = fuzzTempDir();
   writeFile(dir + "/rank0.program.pb", data, progLen);
   writeFile(dir + "/rank0.weights.safetensors", data + progLen, size - progLen);
 

@@ -1047,7 +1047,7 @@ Status Program::create(const artifact::Program &proto,
   p->rank = proto.rank();
   p->arenaSize = proto.arena_size();
   p->storage = std::move(keepAlive);
-  if (p->arenaSize > (uint64_t(1) << 46))
+  if (p->arenaSize > kMaxArenaBytes)
     return fail("arena_size " + std::to_string(p->arenaSize) +
                 " is implausibly large");
 

@@ -121,8 +121,10 @@ public:
   }
 
 private:
+  static constexpr int kMaxDepth = 64;
   std::string s;
   size_t i = 0;
+  int depth = 0;
   char peek() const { return i < s.size() ? s[i] : '\0'; }
   void ws() {
     while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' ||
@@ -187,9 +189,18 @@ private:
     return true;
   }
   /// The members of an object ('{', keyed) or array ('['), each value
-  /// parsed by `value(key)`.
+  /// parsed by `value(key)`. Nesting is bounded: the index is untrusted,
+  /// and `[[[[...` must not exhaust the stack.
   template <typename F> bool members(char open, F value) {
     const char close = open == '{' ? '}' : ']';
+    struct Nest {
+      int &d;
+      explicit Nest(int &d) : d(++d) {}
+      ~Nest() { --d; }
+    } nest(depth);
+    if (depth > kMaxDepth)
+      return fail("values nested more than " + std::to_string(kMaxDepth) +
+                  " deep");
     if (!expect(open))
       return false;
     ws();

@@ -8,9 +8,9 @@
 // module or an error message.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/tessel/fuzz/FuzzContext.h"
 #include "tessel/Import/OnnxImporter.h"
 
-#include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -38,12 +38,10 @@ const std::string &emptyDir() {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  // A fresh context per input: nothing uniqued by one input outlives it.
-  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   mlir::tessel::OnnxImportOptions options;
   llvm::StringRef bytes(reinterpret_cast<const char *>(data), size);
-  auto model = mlir::tessel::importOnnxBuffer(context, bytes, emptyDir(),
-                                              "fuzz.onnx", options);
+  auto model = mlir::tessel::importOnnxBuffer(
+      *mlir::tessel::fuzzContext(), bytes, emptyDir(), "fuzz.onnx", options);
   if (!model) {
     llvm::consumeError(model.takeError());
     return 0;

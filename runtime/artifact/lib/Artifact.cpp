@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <sys/stat.h>
 
 namespace tessel::runtime {
 
@@ -25,6 +26,12 @@ Status mapChecked(const std::string &dir, const artifact::FileEntry &entry,
     return Status::error(dir + "/manifest.pb: invalid file name '" +
                          entry.path() + "'");
   std::string path = dir + "/" + entry.path();
+  // As ONNX external data (docs/security.md): the files are the folder's
+  // own, not links to files elsewhere.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+    return Status::error(path + ": is a symbolic link; an artifact's files "
+                                "must be regular files in its folder");
   TSL_RETURN_IF_ERROR(MappedFile::open(path, out));
   if (out->size() != entry.size())
     return Status::error(path + ": truncated or corrupted: " +

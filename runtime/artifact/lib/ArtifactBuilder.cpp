@@ -308,6 +308,19 @@ Status ArtifactBuilder::write(const std::string &dir) {
       return Status::error(dir + ": rank " + std::to_string(r) +
                            ": unknown op '" + pb.badOps.front() + "'");
     pb.planMemory();
+    // Sizes come from the model: refuse what no runtime would load.
+    for (const artifact::Buffer &b : pb.prog->buffers())
+      if (!byteSize(static_cast<DType>(b.dtype()),
+                    Shape(b.shape().begin(), b.shape().end())))
+        return Status::error(dir + ": rank " + std::to_string(r) +
+                             ": buffer " + std::to_string(b.id()) +
+                             (b.name().empty() ? "" : " '" + b.name() + "'") +
+                             ": its byte size overflows");
+    if (pb.prog->arena_size() > kMaxArenaBytes)
+      return Status::error(
+          dir + ": rank " + std::to_string(r) + ": the planned arena is " +
+          std::to_string(pb.prog->arena_size()) + " bytes, more than the " +
+          std::to_string(kMaxArenaBytes) + " (64 TiB) a program may use");
     std::string weights = pb.weightsImage();
     SafetensorsIndex idx;
     TSL_RETURN_IF_ERROR(parseSafetensors(

@@ -40,6 +40,14 @@ int64_t numElements(const Shape &shape) {
   return n;
 }
 
+std::optional<uint64_t> byteSize(DType dtype, const Shape &shape) {
+  int64_t n = numElements(shape);
+  uint64_t width = dtypeSize(dtype);
+  if (n < 0 || (width && uint64_t(n) > (uint64_t(1) << 62) / width))
+    return std::nullopt;
+  return uint64_t(n) * width;
+}
+
 std::string shapeToString(const Shape &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {

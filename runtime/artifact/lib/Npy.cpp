@@ -148,11 +148,11 @@ Status parseNpy(const void *data, size_t size, const std::string &what,
     return fail("unsupported dtype '" + descr +
                 "' (supported: <f4, <i8, <i4, |b1)");
   DType dtype = *parsed;
-  int64_t n = numElements(shape);
-  if (n < 0)
+  std::optional<uint64_t> bytes = byteSize(dtype, shape);
+  if (!bytes)
     return fail("shape " + shapeToString(shape) + " is too large");
   size_t dataStart = headerStart + headerLen;
-  size_t need = static_cast<size_t>(n) * dtypeSize(dtype);
+  size_t need = static_cast<size_t>(*bytes);
   if (size - dataStart < need)
     return fail("truncated data: shape " + shapeToString(shape) + " needs " +
                 std::to_string(need) + " bytes, file has " +

@@ -263,7 +263,7 @@ Status parseSafetensors(const unsigned char *data, size_t size,
     e.begin = off->items[0].integer;
     e.end = off->items[1].integer;
     int64_t numel = numElements(e.shape);
-    if (numel < 0)
+    if (numel < 0 || !byteSize(e.dtype, e.shape))
       return bad("shape is too large");
     if (e.begin > e.end || e.end > dataSize)
       return bad("data_offsets [" + std::to_string(e.begin) + ", " +

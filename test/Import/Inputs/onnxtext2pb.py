@@ -31,6 +31,11 @@ def main():
                    help="with --external-data: do not write the data file")
     p.add_argument("--short-external-data", type=int, metavar="BYTES",
                    help="with --external-data: write only BYTES bytes of it")
+    p.add_argument("--external-entry", action="append", default=[],
+                   metavar="KEY=VALUE",
+                   help="with --external-data: record KEY=VALUE in every "
+                        "external tensor (e.g. location=/etc/passwd; the data "
+                        "is still written to --external-data)")
     p.add_argument("--drop-input-shape", metavar="NAME",
                    help="remove the shape of graph input NAME (unknown rank)")
     p.add_argument("--name-nodes", action="store_true",
@@ -67,8 +72,10 @@ def main():
             init.data_type = dtype
             init.dims.extend(dims)
             init.data_location = onnx.TensorProto.EXTERNAL
-            for key, value in (("location", args.external_data),
-                               ("offset", str(offset)), ("length", str(len(raw)))):
+            entries = {"location": args.external_data, "offset": str(offset),
+                       "length": str(len(raw))}
+            entries.update(e.split("=", 1) for e in args.external_entry)
+            for key, value in entries.items():
                 entry = init.external_data.add()
                 entry.key = key
                 entry.value = value

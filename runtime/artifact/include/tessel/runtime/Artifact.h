@@ -37,6 +37,9 @@ struct ProgramData {
 
 /// The format version this runtime reads and ArtifactBuilder writes.
 constexpr uint32_t kFormatVersion = 1;
+/// The largest arena a program may plan (64 TiB): the compiler refuses to
+/// write a bigger one, the loader to read it.
+constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 46;
 
 struct LoadOptions {
   /// Check the CRC-32C of every file listed in the manifest.

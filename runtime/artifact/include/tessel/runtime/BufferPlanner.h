@@ -26,11 +26,18 @@ struct BufferPlan {
   uint64_t arenaSize = 0;        // bytes, a multiple of the alignment
 };
 
-/// Greedy-by-size placement (as TFLite's arena planner): the largest buffers
-/// first, each at the lowest aligned offset that does not overlap a placed
-/// buffer with an intersecting live range. `alignment` must be a power of 2.
+/// Places the buffers in O(n log n): greedy by size (the largest first, each
+/// at the lowest offset clear of the placed buffers it meets in time, as
+/// TFLite's arena planner) under a work budget, and a sweep over live ranges
+/// with a best-fit free list; the smaller arena wins (BufferPlanner.cpp).
+/// Offsets are aligned to `alignment`, a power of 2 (64 otherwise).
 BufferPlan planBuffers(const std::vector<BufferLifetime> &buffers,
                        uint64_t alignment = 64);
+
+/// The planner before issue 18, kept as the reference of tests and
+/// bench/plan_bench: greedy by size checking every placed buffer, O(n^2).
+BufferPlan planBuffersAllPairs(const std::vector<BufferLifetime> &buffers,
+                               uint64_t alignment = 64);
 
 /// True when no two buffers with intersecting live ranges overlap in memory.
 bool isValidPlan(const std::vector<BufferLifetime> &buffers,

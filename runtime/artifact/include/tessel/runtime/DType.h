@@ -28,6 +28,10 @@ bool isValidDType(int value);
 /// Number of elements, or -1 when a dim is negative or the product overflows
 /// 2^62.
 int64_t numElements(const Shape &shape);
+/// Bytes of a tensor of `dtype` and `shape`, or nullopt when a dim is
+/// negative or the size does not fit in 2^62: the runtime's one checked size,
+/// used before anything read from a file is allocated.
+std::optional<uint64_t> byteSize(DType dtype, const Shape &shape);
 /// "[2, 3, 4]".
 std::string shapeToString(const Shape &shape);
 /// "f32 [2, 3, 4]".

@@ -1,0 +1,55 @@
+//===- PlanFuzzer.cpp - libFuzzer target for sharding plans ---------------===//
+//
+// The input is a plan file (YAML or JSON) as `tesselc --plan` reads it:
+// parsePlan, then, when it parses, applyPlan onto a small module (a weight
+// and a graph input), and parseMeshSpec on the input's first line as
+// `--mesh` would. Any crash, signal or sanitizer report is a bug: every
+// input must end in a plan or an error.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/tessel/fuzz/FuzzContext.h"
+#include "tessel/Plan/Plan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include <cstdint>
+#include <string>
+#include <cstdlib>
+
+namespace {
+// What applyPlan needs to see: a weight, a graph input, a node.
+constexpr const char *kModule = R"mlir(
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x6xf32>
+    attributes {tessel.input_names = ["x"]} {
+  %w = tessel.weight "h.0.w" : tensor<8x6xf32>
+  %y = tessel.matmul %x, %w : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32> loc("/h.0/MatMul")
+  return %y : tensor<4x6xf32>
+}
+)mlir";
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  // A NUL-terminated copy: tools read files through llvm::MemoryBuffer,
+  // which guarantees the terminator MLIR's and LLVM's lexers rely on.
+  const std::string text(reinterpret_cast<const char *>(data), size);
+  auto mesh =
+      mlir::tessel::parseMeshSpec(llvm::StringRef(text).split('\n').first);
+  if (!mesh)
+    llvm::consumeError(mesh.takeError());
+  auto plan = mlir::tessel::parsePlan(text, "fuzz.yaml");
+  if (!plan) {
+    llvm::consumeError(plan.takeError());
+    return 0;
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(kModule,
+                                              mlir::tessel::fuzzContext());
+  if (!module)
+    std::abort(); // kModule itself must parse
+  std::vector<std::string> unmatched;
+  if (llvm::Error e =
+          mlir::tessel::applyPlan(*module, plan->mesh, *plan, &unmatched))
+    llvm::consumeError(std::move(e));
+  return 0;
+}
