@@ -18,6 +18,7 @@
 #include "tessel/Transforms/CompilePipeline.h"
 
 #include "dialects/tessel/TesselOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -157,6 +158,15 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   mlir::tessel::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Passes warn where the program they make costs more than it should (a
+  // reshape that gathers a split; docs/propagation.md): say so on stderr.
+  mlir::ScopedDiagnosticHandler warnings(&context, [](mlir::Diagnostic &d) {
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Warning)
+      return mlir::failure();
+    WithColor::warning(errs(), "tesselc") << d.getLocation() << ": " << d
+                                          << "\n";
+    return mlir::success();
+  });
 
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::unique_ptr<mlir::tessel::WeightTable> weights;
