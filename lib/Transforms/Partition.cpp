@@ -298,14 +298,24 @@ FailureOr<Value> Partitioner::reshardThroughFactors(ReshapeOp op,
 
   // The operand's own layout, on its factors; axes that do not project onto
   // them (a minor factor already split, a pad) are gathered first.
+  // A dim that is one factor alone keeps its pad.
   Layout cur = layouts.lookup(in);
   Layout keep = cur;
   SmallVector<AxisList> inFactorAxes(sizes.size());
+  SmallVector<int64_t> inPads(sizes.size(), 0), outPads(sizes.size(), 0);
   SmallVector<int64_t> expandedShape, expandedFactors;
   for (auto [d, dm] : llvm::enumerate(inMap.getDims())) {
     SmallVector<int64_t> fsizes;
     for (int64_t f : dm.getFactors())
       fsizes.push_back(sizes[f]);
+    if (fsizes.size() == 1 && cur.pads[d]) {
+      int64_t f = dm.getFactors()[0];
+      inFactorAxes[f] = cur.dims[d];
+      inPads[f] = cur.pads[d];
+      expandedShape.push_back(sizes[f]);
+      expandedFactors.push_back(f);
+      continue;
+    }
     bool complete = false;
     SmallVector<AxisList> proj =
         projectDimToFactors(fsizes, cur.dims[d], sizeFn, &complete);
@@ -337,6 +347,11 @@ FailureOr<Value> Partitioner::reshardThroughFactors(ReshapeOp op,
     SmallVector<int64_t> fsizes;
     for (int64_t f : dm.getFactors())
       fsizes.push_back(sizes[f]);
+    if (fsizes.size() == 1 && result.pads[d]) {
+      outFactorAxes[dm.getFactors()[0]] = result.dims[d];
+      outPads[dm.getFactors()[0]] = result.pads[d];
+      continue;
+    }
     SmallVector<AxisList> proj =
         projectDimToFactors(fsizes, result.dims[d], sizeFn);
     for (auto [k, f] : llvm::enumerate(dm.getFactors()))
@@ -350,11 +365,13 @@ FailureOr<Value> Partitioner::reshardThroughFactors(ReshapeOp op,
   from.partials = keep.partials;
   for (auto [e, f] : llvm::enumerate(expandedFactors)) {
     from.dims[e] = inFactorAxes[f];
+    from.pads[e] = inPads[f];
     to.dims[e] = outFactorAxes[f];
+    to.pads[e] = outPads[f];
   }
   SmallVector<int64_t> local(expandedShape);
   for (auto [e, axes] : llvm::enumerate(from.dims))
-    local[e] /= shards(axes);
+    local[e] = (local[e] + from.pads[e]) / shards(axes);
   OpBuilder b(op);
   Value expanded =
       ReshapeOp::create(b, op.getLoc(), global.clone(local), *kept);

@@ -132,3 +132,21 @@ func.func @merge_minor(%x: tensor<8x2x96xf32> {tessel.sharding = #tessel.shardin
   %r = tessel.reshape %x : (tensor<8x2x96xf32>) -> tensor<16x96xf32>
   return %r : tensor<16x96xf32>
 }
+
+// -----
+
+// A padded dim that is one factor alone keeps its pad through the dims per
+// factor (5 over tp=2 is 3 per rank).
+tessel.mesh @mesh ["dp"=2, "tp"=2]
+// CHECK-LABEL: func.func @minor_with_padded_dim
+// CHECK-SAME: (%arg0: tensor<34x3xf32>) -> tensor<17x1x3xf32>
+func.func @minor_with_padded_dim(%x: tensor<34x5xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp", pad = 1}]>}) -> tensor<17x2x5xf32> {
+  // CHECK-NOT: tessel.all_
+  // CHECK: %[[E:.*]] = tessel.reshape %arg0 : (tensor<34x3xf32>) -> tensor<17x2x3xf32>
+  // CHECK: %[[S:.*]] = tessel.local_slice %[[E]] on @mesh axes = ["dp"] dim = 1 : (tensor<17x2x3xf32>) -> tensor<17x1x3xf32>
+  // CHECK: tessel.reshape %[[S]] : (tensor<17x1x3xf32>) -> tensor<17x1x3xf32>
+  // CHECK-NOT: tessel.all_
+  %r = tessel.reshape %x : (tensor<34x5xf32>) -> tensor<17x2x5xf32>
+  %c = tessel.shard_constraint %r <@mesh, [{}, {"dp"}, {"tp", pad = 1}]> : tensor<17x2x5xf32>
+  return %c : tensor<17x2x5xf32>
+}
