@@ -797,8 +797,16 @@ LogicalResult mlir::tessel::exportArtifact(ModuleOp module,
       return failure();
   }
   rt::Status status = builder.write(path.str());
-  if (!status)
-    return module.emitError() << "cannot write the artifact " << path << ": "
-                              << status.message();
+  if (!status) {
+    // Name the artifact, not the temporary directory it is written into.
+    std::string message = status.message(), shown = path.str();
+    if (!options.displayPath.empty()) {
+      shown = options.displayPath;
+      for (size_t at; (at = message.find(path.str())) != std::string::npos;)
+        message.replace(at, path.size(), shown);
+    }
+    return module.emitError() << "cannot write the artifact " << shown << ": "
+                              << message;
+  }
   return success();
 }

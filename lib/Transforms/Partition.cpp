@@ -87,6 +87,10 @@ private:
   TensorShardingAttr toAttr(const Layout &l);
   ArrayAttr axesAttr(ArrayRef<StringAttr> axes);
   FailureOr<Value> reshard(Value v, const Layout &target, Operation *user);
+  FailureOr<Value> reshardThroughFactors(ReshapeOp op, OpShardingRuleAttr rule,
+                                         const Layout &result);
+  void warnLostMinorSplit(ReshapeOp op, OpShardingRuleAttr rule,
+                          ArrayRef<AxisList> chosen);
   LogicalResult partitionOp(Operation *op);
 
   MeshOp mesh;
@@ -276,6 +280,143 @@ FailureOr<Value> Partitioner::reshard(Value v, const Layout &target,
   return x;
 }
 
+// A reshape whose result splits a factor that is not the major sharded
+// factor of its operand dim (the batch of [seq*batch, d] -> [seq, batch, d]):
+// one rank's operand rows are strided, which no dim sharding of the operand
+// describes. The operand is reshaped locally into one dim per factor, where
+// every factor sharding is a dim sharding, resharded there (local_slice,
+// all_to_all, all_gather) to the factor shardings of the result, and the op
+// then reshapes that local value into the local result.
+FailureOr<Value> Partitioner::reshardThroughFactors(ReshapeOp op,
+                                                    OpShardingRuleAttr rule,
+                                                    const Layout &result) {
+  auto sizeFn = [&](StringAttr a) { return axisSize(a); };
+  ArrayRef<int64_t> sizes = rule.getFactorSizes();
+  Value in = op.getInput();
+  TensorMappingAttr inMap = rule.getOperandMappings()[0];
+  TensorMappingAttr outMap = rule.getResultMappings()[0];
+
+  // The operand's own layout, on its factors; axes that do not project onto
+  // them (a minor factor already split, a pad) are gathered first.
+  // A dim that is one factor alone keeps its pad.
+  Layout cur = layouts.lookup(in);
+  Layout keep = cur;
+  SmallVector<AxisList> inFactorAxes(sizes.size());
+  SmallVector<int64_t> inPads(sizes.size(), 0), outPads(sizes.size(), 0);
+  SmallVector<int64_t> expandedShape, expandedFactors;
+  for (auto [d, dm] : llvm::enumerate(inMap.getDims())) {
+    SmallVector<int64_t> fsizes;
+    for (int64_t f : dm.getFactors())
+      fsizes.push_back(sizes[f]);
+    if (fsizes.size() == 1 && cur.pads[d]) {
+      int64_t f = dm.getFactors()[0];
+      inFactorAxes[f] = cur.dims[d];
+      inPads[f] = cur.pads[d];
+      expandedShape.push_back(sizes[f]);
+      expandedFactors.push_back(f);
+      continue;
+    }
+    bool complete = false;
+    SmallVector<AxisList> proj =
+        projectDimToFactors(fsizes, cur.dims[d], sizeFn, &complete);
+    if (!complete || cur.pads[d]) {
+      if (!cur.dims[d].empty())
+        op.emitWarning() << "gathers dim " << d << " of " << describeValue(in)
+                         << " (size " << globalTypes.lookup(in).getDimSize(d)
+                         << ", pad " << cur.pads[d] << ", split over "
+                         << formatAxes(cur.dims[d])
+                         << "): its blocks are not blocks of the factors "
+                            "the reshape splits";
+      keep.dims[d].clear();
+      keep.pads[d] = 0;
+      proj.assign(fsizes.size(), AxisList());
+    }
+    for (auto [k, f] : llvm::enumerate(dm.getFactors())) {
+      inFactorAxes[f] = proj[k];
+      expandedShape.push_back(sizes[f]);
+      expandedFactors.push_back(f);
+    }
+  }
+  FailureOr<Value> kept = reshard(in, keep, op);
+  if (failed(kept))
+    return failure();
+
+  // The result's layout on its factors: where the expanded value must go.
+  SmallVector<AxisList> outFactorAxes(sizes.size());
+  for (auto [d, dm] : llvm::enumerate(outMap.getDims())) {
+    SmallVector<int64_t> fsizes;
+    for (int64_t f : dm.getFactors())
+      fsizes.push_back(sizes[f]);
+    if (fsizes.size() == 1 && result.pads[d]) {
+      outFactorAxes[dm.getFactors()[0]] = result.dims[d];
+      outPads[dm.getFactors()[0]] = result.pads[d];
+      continue;
+    }
+    SmallVector<AxisList> proj =
+        projectDimToFactors(fsizes, result.dims[d], sizeFn);
+    for (auto [k, f] : llvm::enumerate(dm.getFactors()))
+      outFactorAxes[f] = proj[k];
+  }
+
+  auto global = cast<RankedTensorType>(globalTypes.lookup(in))
+                    .clone(expandedShape);
+  Layout from = Layout::replicated(expandedShape.size());
+  Layout to = Layout::replicated(expandedShape.size());
+  from.partials = keep.partials;
+  for (auto [e, f] : llvm::enumerate(expandedFactors)) {
+    from.dims[e] = inFactorAxes[f];
+    from.pads[e] = inPads[f];
+    to.dims[e] = outFactorAxes[f];
+    to.pads[e] = outPads[f];
+  }
+  SmallVector<int64_t> local(expandedShape);
+  for (auto [e, axes] : llvm::enumerate(from.dims))
+    local[e] = (local[e] + from.pads[e]) / shards(axes);
+  OpBuilder b(op);
+  Value expanded =
+      ReshapeOp::create(b, op.getLoc(), global.clone(local), *kept);
+  globalTypes[expanded] = global;
+  layouts[expanded] = from;
+  return reshard(expanded, to, op);
+}
+
+// A reshape that merges a split factor into a result dim after an unsplit
+// one ([seq, batch, d] -> [seq*batch, d] with the batch split) cannot keep the
+// split: a dim splits only in blocks. The operand is gathered and the ops
+// that follow run on the whole tensor; say so rather than do it silently.
+void Partitioner::warnLostMinorSplit(ReshapeOp op, OpShardingRuleAttr rule,
+                                     ArrayRef<AxisList> chosen) {
+  auto sizeFn = [&](StringAttr a) { return axisSize(a); };
+  ArrayRef<int64_t> sizes = rule.getFactorSizes();
+  const Layout &cur = layouts[op.getInput()];
+  for (auto [d, dm] : llvm::enumerate(rule.getOperandMappings()[0].getDims())) {
+    SmallVector<int64_t> fsizes;
+    for (int64_t f : dm.getFactors())
+      fsizes.push_back(sizes[f]);
+    SmallVector<AxisList> proj =
+        projectDimToFactors(fsizes, cur.dims[d], sizeFn);
+    for (auto [k, f] : llvm::enumerate(dm.getFactors())) {
+      if (proj[k].empty() || !chosen[f].empty())
+        continue;
+      for (auto [rd, rdm] :
+           llvm::enumerate(rule.getResultMappings()[0].getDims())) {
+        ArrayRef<int64_t> rfs = rdm.getFactors();
+        if (rfs.empty() || rfs.front() == f || !llvm::is_contained(rfs, f))
+          continue;
+        op.emitWarning() << "gathers dim " << d << " of "
+                         << describeValue(op.getInput()) << " (split over "
+                         << formatAxes(proj[k]) << "): result dim " << rd
+                         << " (size " << op.getType().getDimSize(rd)
+                         << ") holds that factor (size " << sizes[f]
+                         << ") after an unsplit one, and a dim splits only in "
+                            "blocks, so the ops that follow run on the whole "
+                            "tensor";
+        return;
+      }
+    }
+  }
+}
+
 LogicalResult Partitioner::partitionOp(Operation *op) {
   StringRef attrName = TesselDialect::kShardingAttrName;
   auto isTensor = [](Type t) { return isa<RankedTensorType>(t); };
@@ -404,8 +545,31 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     return l;
   };
 
+  // A reshape that splits a factor its operand dim cannot show goes through
+  // one dim per factor.
+  auto countAxes = [](const Layout &l) {
+    size_t n = 0;
+    for (const AxisList &axes : l.dims)
+      n += axes.size();
+    return n;
+  };
+  bool throughFactors = false;
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    warnLostMinorSplit(reshape, rule, chosen);
+    Layout result = layoutOf(rule.getResultMappings()[0]);
+    if (countAxes(layoutOf(rule.getOperandMappings()[0])) != countAxes(result)) {
+      FailureOr<Value> v = reshardThroughFactors(reshape, rule, result);
+      if (failed(v))
+        return failure();
+      reshape.getInputMutable().assign(*v);
+      throughFactors = true;
+    }
+  }
+
   for (auto [i, m] : llvm::enumerate(rule.getOperandMappings())) {
     OpOperand &o = op->getOpOperand(i);
+    if (throughFactors)
+      break;
     Layout want = layoutOf(m);
     // A reduction over a padded dim would sum the pad in.
     for (auto [d, dm] : llvm::enumerate(m.getDims()))

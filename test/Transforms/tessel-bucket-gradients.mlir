@@ -66,16 +66,22 @@ func.func @step(%x: tensor<4xf32>) -> tensor<f32> attributes {tessel.output_name
 
 // -----
 
-// The first gradient is used before the second is computed: the bucket
-// cannot wait for the second, so each gradient is a bucket of its own.
+// The first gradient's update sits right after it (where -tessel-optimizer
+// puts it, to free the gradient early): it moves after the backward, with
+// its assign, so both gradients share one bucket.
 tessel.mesh @mesh ["dp"=2]
 
-// CHECK-LABEL: func.func @used_early
-// CHECK: %[[R1:.*]] = tessel.all_reduce sum %{{.*}} on @mesh axes = ["dp"] {tessel.bucket = 0 : i64} : tensor<4xf32>
-// CHECK-NEXT: tessel.sub %{{.*}}, %[[R1]]
-// CHECK: %[[R2:.*]] = tessel.all_reduce sum %{{.*}} on @mesh axes = ["dp"] {tessel.bucket = 1 : i64} : tensor<4xf32>
-// CHECK-NOT: tessel.concat
-func.func @used_early(%x: tensor<4xf32>) -> tensor<f32> attributes {tessel.output_names = ["loss"]} {
+// CHECK-LABEL: func.func @update_early
+// CHECK: %[[G1:.*]] = tessel.mul
+// CHECK-NEXT: %[[G2:.*]] = tessel.add
+// CHECK-NEXT: %[[CAT:.*]] = tessel.concat %[[G1]], %[[G2]] dim = 0
+// CHECK-NEXT: %[[R:.*]] = tessel.all_reduce sum %[[CAT]] on @mesh axes = ["dp"] {tessel.bucket = 0 : i64} : tensor<8xf32>
+// CHECK-NEXT: %[[S1:.*]] = tessel.slice %[[R]] [0:4:1]
+// CHECK-NEXT: %[[U1:.*]] = tessel.sub %{{.*}}, %[[S1]]
+// CHECK-NEXT: tessel.assign %{{.*}}, %[[U1]]
+// CHECK-NEXT: %[[S2:.*]] = tessel.slice %[[R]] [4:8:1]
+// CHECK-NOT: tessel.bucket = 1
+func.func @update_early(%x: tensor<4xf32>) -> tensor<f32> attributes {tessel.output_names = ["loss"]} {
   %w1 = tessel.weight "w1" : tensor<4xf32>
   %w2 = tessel.weight "w2" : tensor<4xf32>
   %loss = tessel.reduce_sum %x dims = [0] : (tensor<4xf32>) -> tensor<f32>

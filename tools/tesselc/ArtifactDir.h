@@ -34,6 +34,8 @@ public:
 
   /// Where to write the artifact's files.
   llvm::StringRef tempPath() const { return temp; }
+  /// The artifact's own path (what messages name).
+  llvm::StringRef finalPath() const { return path; }
 
   /// Puts the temporary directory in the destination's place, removing the
   /// artifact that was there.

@@ -22,6 +22,7 @@
 
 #include "dialects/tessel/TesselOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -284,6 +285,15 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   mlir::tessel::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Passes warn where the program they make costs more than it should (a
+  // reshape that gathers a split; docs/propagation.md): say so on stderr.
+  mlir::ScopedDiagnosticHandler warnings(&context, [](mlir::Diagnostic &d) {
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Warning)
+      return mlir::failure();
+    WithColor::warning(errs(), "tesselc") << d.getLocation() << ": " << d
+                                          << "\n";
+    return mlir::success();
+  });
 
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::unique_ptr<mlir::tessel::WeightTable> weights;
@@ -499,7 +509,10 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
                                     SmallVector<int64_t>(info->shape)};
   };
   StringRef dir = artifactDir->tempPath();
-  if (failed(mlir::tessel::exportArtifact(*module, lookup, dir)))
+  mlir::tessel::ExportOptions artifactOptions;
+  artifactOptions.displayPath = artifactDir->finalPath().str();
+  if (failed(mlir::tessel::exportArtifact(*module, lookup, dir,
+                                          artifactOptions)))
     return 1;
   if (training) {
     // The source model of --export-onnx: only an ONNX input is the graph the

@@ -40,6 +40,9 @@ struct ExportOptions {
   /// STATE buffers (no data stored) that the runtime fills: the gradient
   /// program of tessel-run --grads, which reads the training's parameters.
   bool gradientWeightsAsStates = false;
+  /// The path that errors name when `path` is a temporary directory that
+  /// becomes the artifact afterwards; `path` itself when empty.
+  std::string displayPath;
 };
 
 /// The name under which the artifact stores the `tessel.weight` `weight`
