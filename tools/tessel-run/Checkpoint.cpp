@@ -253,7 +253,11 @@ private:
   }
   bool layoutObject() {
     return members('{', [&](const std::string &key) {
-      auto &[global, offset] = layout[key];
+      // References, not a structured binding: C++17 lambdas (clang 14,
+      // the fuzz build) cannot capture bindings.
+      auto &entry = layout[key];
+      auto &global = entry.first;
+      auto &offset = entry.second;
       bool g = false, o = false;
       if (!members('{', [&](const std::string &field) {
             if (field == "global_shape")
