@@ -294,6 +294,9 @@ private:
   llvm::DenseSet<int> computed;
   // The STATE buffers (weights that persist across steps).
   llvm::DenseSet<int> states;
+  // The last op (assigns aside) that reads a weight of each name, directly
+  // or through a shard_constraint's alias: found once per function.
+  llvm::StringMap<Operation *> lastRead;
   // (value, state buffer) of the tessel.assigns whose weight is still read
   // later, by the op that reads it last: copied right after that op.
   llvm::DenseMap<Operation *, std::vector<std::pair<int, int>>> pendingAssigns;
@@ -459,6 +462,16 @@ LogicalResult Exporter::run(func::FuncOp fn) {
     if (failed(emitInput(fn, arg)))
       return failure();
   for (Operation &op : fn.getBody().front()) {
+    if (isa<AssignOp>(op))
+      continue;
+    for (Value v : op.getOperands()) {
+      while (auto sc = v.getDefiningOp<ShardConstraintOp>())
+        v = sc.getInput();
+      if (auto w = v.getDefiningOp<WeightOp>())
+        lastRead[w.getName()] = &op;
+    }
+  }
+  for (Operation &op : fn.getBody().front()) {
     if (!inFlight.empty())
       waitBefore(&op);
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -611,18 +624,9 @@ int Exporter::inPlaceState(Operation *op, Value result) {
   auto it = buffers.find(assign.getWeight());
   if (!weight || it == buffers.end() || !states.contains(it->second))
     return -1;
-  for (Operation *later = op->getNextNode(); later;
-       later = later->getNextNode()) {
-    if (isa<AssignOp>(later))
-      continue;
-    for (Value v : later->getOperands()) {
-      // A read of the weight, or of a shard_constraint's alias of it.
-      while (auto sc = v.getDefiningOp<ShardConstraintOp>())
-        v = sc.getInput();
-      if (auto w = v.getDefiningOp<WeightOp>(); w && w.getName() == weight.getName())
-        return -1;
-    }
-  }
+  Operation *last = lastRead.lookup(weight.getName());
+  if (last && last != op && op->isBeforeInBlock(last))
+    return -1;
   return it->second;
 }
 
