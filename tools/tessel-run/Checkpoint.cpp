@@ -294,9 +294,19 @@ private:
   }
 };
 
+/// A checkpoint's files are the folder's own (docs/security.md): a symbolic
+/// link, which could point anywhere, is refused, as in artifacts.
+Status openOwnFile(const std::string &path, std::shared_ptr<MappedFile> &f) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+    return Status::error(path + ": is a symbolic link; a checkpoint's files "
+                                "must be regular files in its folder");
+  return MappedFile::open(path, f);
+}
+
 Status readWhole(const std::string &path, std::string &out) {
   std::shared_ptr<MappedFile> f;
-  TSL_RETURN_IF_ERROR(MappedFile::open(path, f));
+  TSL_RETURN_IF_ERROR(openOwnFile(path, f));
   out.assign(reinterpret_cast<const char *>(f->data()), f->size());
   return Status::ok();
 }
@@ -551,7 +561,7 @@ Status SavedStates::read(const std::string &dirArg) {
       return Status::error(path + ": missing from the checkpoint of " +
                            std::to_string(info.ranks) + " rank" +
                            (info.ranks == 1 ? "" : "s"));
-    TSL_RETURN_IF_ERROR(MappedFile::open(path, files[r]));
+    TSL_RETURN_IF_ERROR(openOwnFile(path, files[r]));
     SafetensorsIndex st;
     if (Status s = parseSafetensors(files[r]->data(), files[r]->size(), path, st);
         !s)
