@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 ADAMW = ["--optimizer", "adamw", "--lr", "1e-4", "--weight-decay", "0.01",
          "--betas", "0.9,0.999", "--eps", "1e-8"]
-SGD = ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9"]
+SGD = ["--optimizer", "sgd", "--lr", "0.01", "--momentum", "0.9"]
 
 # (label, kind, onnx, batch, optimizer flags, samples per step)
 ROWS = [
@@ -70,7 +70,7 @@ else:
     labels = np.load(os.path.join(models, "resnet50_b8_train_labels.npy"))
     def batch_of(k):
         return torch.from_numpy(images[k % len(images)]), torch.from_numpy(labels[k % len(labels)])
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 model.train()
 times, cpu, losses = [], [], []
 for k in range(steps):
