@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Transforms/Passes.h"
+#include "tessel/Transforms/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -161,6 +162,7 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
       }
       for (Operation *op : ops) {
         Operation *copy = b.clone(*op, map);
+        copy->setAttr(kMicrobatchAttr, b.getI64IntegerAttr(m));
         if (failed(retype(op, copy)))
           return failure();
       }

@@ -56,11 +56,16 @@ struct PlanRule {
   std::vector<PlanSplit> splits;
   /// Where the rule was written, for messages ("plan.yaml:7").
   std::string where;
+  /// A pipeline stage rule (`node: PATTERN` + `stage: N`): the stage of the
+  /// ops of the nodes it matches (docs/pipeline.md); -1 for sharding rules.
+  int64_t stage = -1;
 };
 
 struct Plan {
   std::vector<std::pair<std::string, int64_t>> mesh;
   std::vector<PlanRule> rules;
+  /// Pipeline stage rules, in file order.
+  std::vector<PlanRule> stageRules;
 };
 
 /// Parses a plan from YAML or JSON text; `name` names it in messages.
