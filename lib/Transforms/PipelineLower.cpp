@@ -95,6 +95,8 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
   // The ops of each compute action, in program order.
   std::map<ActionKey, SmallVector<Operation *>> actionOps;
   SmallVector<AssignOp> freeAssigns;
+  // The assigns that belong to a stage (parameter and state updates).
+  SmallVector<AssignOp> assignsOf;
   int64_t tagWidth = 1;
 
   void runOnOperation() override {
@@ -184,6 +186,10 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
         homes[&op] = *latest;
       else if (auto a = dyn_cast<AssignOp>(op))
         freeAssigns.push_back(a);
+    }
+    for (Operation &op : block.without_terminator()) {
+      if (auto a = dyn_cast<AssignOp>(op); a && homes.count(a))
+        assignsOf.push_back(a);
     }
     if (numStages == 0)
       return fn.emitOpError() << "has no pipeline stages; run "
@@ -466,6 +472,22 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
     for (AssignOp a : freeAssigns)
       if (map.contains(a.getWeight()) && ensure(a.getValue()))
         b.clone(*a, map);
+    // A weight this rank reads must be updated here too, or its copy would
+    // go stale after the first step: a weight shared between stages.
+    for (AssignOp a : assignsOf) {
+      if (!map.contains(a.getWeight()) || map.contains(a.getResult()))
+        continue;
+      auto w = a.getWeight().getDefiningOp<WeightOp>();
+      auto h = homes.find(a);
+      return fn.emitOpError()
+             << "weight '" << (w ? w.getName() : StringRef("?"))
+             << "' is read on pp rank " << r << " but updated on stage "
+             << (h != homes.end() ? h->second.stage : -1) << " (pp rank "
+             << (h != homes.end() ? sched.getRank(h->second.stage) : -1)
+             << "): a weight shared between stages (a tied embedding and "
+                "head) is not supported yet; put every reader of it on one "
+                "stage";
+    }
     SmallVector<Value> outs;
     if (hasLoss)
       for (Value v : ret.getOperands()) {

@@ -431,6 +431,13 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (!meshSpec.empty())
       addOmittedAxes(plan, mesh);
     stageRules = plan.stageRules;
+    // pp is the pipeline's axis: stages, never a sharding spec.
+    for (const mlir::tessel::PlanRule &r : plan.rules)
+      for (const mlir::tessel::PlanSplit &split : r.splits)
+        if (llvm::is_contained(split.axes, mlir::tessel::kPipelineAxis.str()))
+          return fail("plan rule " + r.where + " splits '" + r.pattern +
+                      "' over 'pp', the pipeline axis: pipeline stages are "
+                      "'stage:' rules, never a sharding spec");
     for (const auto &[axis, size] : mesh)
       if (axis == mlir::tessel::kPipelineAxis)
         ppSize = size;
