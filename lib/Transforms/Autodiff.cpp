@@ -318,7 +318,15 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
       if (!tagged)
         return;
       if (isTagged(v)) {
-        copyTags(v.getDefiningOp(), add, "BW");
+        // Where the contributions are computed when they agree (a stage's
+        // two reads of what the previous stage sent are summed before the
+        // one gradient goes back), else with the value's producer.
+        Operation *pd = prev.getDefiningOp(), *gd = g.getDefiningOp();
+        bool together = pd && gd && isTagged(prev) && isTagged(g) &&
+                        pd->getAttr(kStageAttr) == gd->getAttr(kStageAttr) &&
+                        pd->getAttr(kMicrobatchAttr) ==
+                            gd->getAttr(kMicrobatchAttr);
+        copyTags(together ? gd : v.getDefiningOp(), add, "BW");
         return;
       }
       Operation *src = isTagged(g) ? g.getDefiningOp()

@@ -48,6 +48,8 @@ struct Rule {
 struct StageSplitPass : impl::StageSplitPassBase<StageSplitPass> {
   using Base::Base;
 
+  SmallVector<Rule> parsedRules;
+
   void runOnOperation() override {
     if (stages < 1) {
       getOperation().emitError()
@@ -124,10 +126,11 @@ struct StageSplitPass : impl::StageSplitPassBase<StageSplitPass> {
       FailureOr<SmallVector<Rule>> parsed = parseRules(fn);
       if (failed(parsed))
         return failure();
+      parsedRules = std::move(*parsed);
       for (Operation *op : ops) {
         std::string name = nodeName(op->getLoc());
         int64_t from = operandStage(op), s = from;
-        for (Rule &r : *parsed)
+        for (Rule &r : parsedRules)
           if (!name.empty() && r.glob.match(name)) {
             r.used = true;
             s = r.stage;
@@ -140,11 +143,49 @@ struct StageSplitPass : impl::StageSplitPassBase<StageSplitPass> {
                  << ": stages must follow the forward order";
         stageOf[op] = s;
       }
-      for (Rule &r : *parsed)
+      for (Rule &r : parsedRules)
         if (!r.used)
           return fn.emitOpError() << "stage rule '" << r.pattern
                                   << "' matches no node (tesselc --list-nodes "
                                      "shows the names)";
+    }
+    // Ops that compute from the data alone, without any weight (the
+    // labels' one-hot and mask for the loss), go where they are used: the
+    // first stage that reads them, so that no stage sends what its
+    // receiver can compute.
+    llvm::DenseSet<Value> weighted;
+    llvm::DenseSet<Operation *> anchored;
+    for (Operation &op : block.without_terminator()) {
+      bool fromWeight = isa<WeightOp>(op) ||
+                        llvm::any_of(op.getOperands(), [&](Value v) {
+                          return weighted.contains(v);
+                        });
+      if (!stageOf.count(&op)) {
+        if (fromWeight)
+          weighted.insert(op.result_begin(), op.result_end());
+        continue;
+      }
+      std::string name = nodeName(op.getLoc());
+      bool ruled = !autoSplit && !name.empty() &&
+                   llvm::any_of(parsedRules, [&](const Rule &r) {
+                     return r.glob.match(name);
+                   });
+      if (ruled || fromWeight ||
+          llvm::any_of(op.getOperands(), [&](Value v) {
+            Operation *d = v.getDefiningOp();
+            return d && anchored.contains(d);
+          }))
+        anchored.insert(&op);
+    }
+    for (Operation *op : llvm::reverse(ops)) {
+      if (anchored.contains(op))
+        continue;
+      int64_t first = -1;
+      for (Operation *user : op->getUsers())
+        if (auto it = stageOf.find(user); it != stageOf.end())
+          first = first < 0 ? it->second : std::min(first, it->second);
+      if (first >= 0)
+        stageOf[op] = first;
     }
     SmallVector<int64_t> count(n, 0);
     for (auto &[op, s] : stageOf)

@@ -17,6 +17,7 @@
 #include "tessel/Export/CollectiveReport.h"
 #include "tessel/Export/ExportArtifact.h"
 #include "tessel/Export/MemoryReport.h"
+#include "tessel/Export/PipelineReport.h"
 #include "tessel/InitAll.h"
 #include "tessel/Plan/Plan.h"
 #include "tessel/Transforms/CompilePipeline.h"
@@ -515,6 +516,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   if (report) {
     mlir::tessel::printCollectiveReport(*module, outs());
     mlir::tessel::printMemoryReport(*module, outs());
+    mlir::tessel::printPipelineReport(*module, outs());
   }
 
   if (stop != StopAfter::Artifact) {
