@@ -56,7 +56,7 @@ std::string describe(Operation *op) {
   llvm::raw_string_ostream os(s);
   os << "'" << op->getName() << "'";
   if (auto name = dyn_cast<NameLoc>(op->getLoc()))
-    os << " (ONNX node '" << name.getName() << "')";
+    os << " (ONNX node '" << name.getName().getValue() << "')";
   return s;
 }
 
@@ -243,6 +243,26 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
              << s->getNumMicrobatches() << " microbatches; the program "
              << ppSize << " ranks, " << numStages << " stages and "
              << numMicrobatches << " microbatches";
+    // Each weight's gradient accumulates in microbatch order (the one-rank
+    // program's, PyTorch's): a stage's weight-gradient work must follow it.
+    for (int64_t r = 0; r < s->getNumRanks(); ++r) {
+      std::map<int64_t, int64_t> next;
+      for (const pl::Action &a : s->getActions(r)) {
+        if (a.kind != ActionKind::BackwardWeight &&
+            a.kind != ActionKind::FullBackward)
+          continue;
+        int64_t &want = next[a.stage];
+        if (a.microbatch != want)
+          return fn.emitOpError()
+                 << "schedule '" << s->getName() << "' runs the weight "
+                 << "gradient of stage " << a.stage << " for microbatch "
+                 << a.microbatch << " where microbatch " << want
+                 << " is next: gradients accumulate in microbatch order "
+                    "(as in the one-rank program), so each stage's W and BW "
+                    "actions must run in microbatch order";
+        ++want;
+      }
+    }
     sched = std::move(*s);
     return success();
   }
