@@ -244,7 +244,9 @@ void warnIfNothingSharded(
   int64_t ranks = 1;
   std::string sizes;
   for (const auto &[name, size] : mesh) {
-    ranks *= size;
+    // The pipeline axis splits the program into stages, not tensors.
+    if (name != mlir::tessel::kPipelineAxis)
+      ranks *= size;
     sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(size);
   }
   if (ranks <= 1)
