@@ -21,7 +21,7 @@ struct StageFigures {
   int64_t rank = -1;
   int64_t forwardOps = 0, instructions = 0;
   int64_t params = 0, paramBytes = 0;
-  double flops = 0;
+  double flops = 0, forwardFlops = 0;
   // Per microbatch 0: (peer rank, type) of each send, in order.
   std::vector<std::pair<int64_t, RankedTensorType>> sends;
 };
@@ -56,8 +56,10 @@ void mlir::tessel::printPipelineReport(ModuleOp module, raw_ostream &os) {
       if (phase.getValue() == "RECV")
         return;
       ++s.instructions;
-      if (phase.getValue() == "F" && mb == 0)
+      if (phase.getValue() == "F" && mb == 0) {
         ++s.forwardOps;
+        s.forwardFlops += estimateFlops(op);
+      }
       s.flops += estimateFlops(op);
       if (auto a = dyn_cast<AssignOp>(op))
         if (auto w = a.getWeight().getDefiningOp<WeightOp>();
@@ -76,7 +78,9 @@ void mlir::tessel::printPipelineReport(ModuleOp module, raw_ostream &os) {
      << llvm::format("%.0f", kNominalFlopsPerSecond / 1e9) << " GFLOP/s):\n";
   for (auto &[s, f] : stages) {
     os << "  stage " << s << " (pp rank " << f.rank << "): " << f.forwardOps
-       << " forward ops per microbatch, " << f.instructions
+       << " forward ops ("
+       << llvm::format("%.4g", f.forwardFlops)
+       << " FLOPs) per microbatch, " << f.instructions
        << " instructions per step, " << f.params << " parameters ("
        << mib(f.paramBytes) << "), "
        << llvm::format("%.4g", f.flops) << " FLOPs, "

@@ -14,6 +14,8 @@
 //       split: {dim: 0, axes: [dp]}
 //     - node: "/lm_head/MatMul"             # vocab 50257 over tp=2: pad it
 //       split: {dim: -1, axes: [tp], pad: auto}
+//     - node: "/h.[23]/*"                   # pipeline stage rules (pp axis;
+//       stage: 1                            # docs/pipeline.md)
 //
 // A split of a dim that its axes do not divide is refused unless the split
 // says `pad: N` (exactly N padding entries) or `pad: auto` (the fewest that

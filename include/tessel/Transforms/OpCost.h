@@ -32,10 +32,24 @@ inline double estimateFlops(Operation *op) {
     if (auto lhs = dyn_cast<RankedTensorType>(op->getOperand(0).getType()))
       if (lhs.getRank() >= 1)
         return 2.0 * out * double(lhs.getShape().back());
-  if (name.contains("conv") && op->getNumOperands() >= 2)
-    if (auto w = dyn_cast<RankedTensorType>(op->getOperand(1).getType()))
-      if (w.hasStaticShape() && w.getRank() >= 2 && w.getDimSize(0) > 0)
-        return 2.0 * out * double(w.getNumElements() / w.getDimSize(0));
+  // A convolution's multiply-adds: 2 x (output elements of the forward)
+  // x (weight elements per output channel), for the forward and both of
+  // its backward ops (conv2d_backward_data(dy, w), _weight(x, dy) -> w).
+  auto conv = [&](Type y, Type w) -> double {
+    auto wt = dyn_cast<RankedTensorType>(w);
+    if (!wt || !wt.hasStaticShape() || wt.getRank() < 2 ||
+        wt.getDimSize(0) <= 0)
+      return out;
+    return 2.0 * numel(y) * double(wt.getNumElements() / wt.getDimSize(0));
+  };
+  if (op->getNumOperands() >= 2 && op->getNumResults() == 1) {
+    if (name == "tessel.conv2d")
+      return conv(op->getResult(0).getType(), op->getOperand(1).getType());
+    if (name == "tessel.conv2d_backward_data")
+      return conv(op->getOperand(0).getType(), op->getOperand(1).getType());
+    if (name == "tessel.conv2d_backward_weight")
+      return conv(op->getOperand(1).getType(), op->getResult(0).getType());
+  }
   return out;
 }
 
