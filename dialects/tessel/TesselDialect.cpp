@@ -1,5 +1,6 @@
 //===- TesselDialect.cpp - the tessel dialect -----------------------------===//
 
+#include "tessel/Transforms/PipelineAttrs.h"
 #include "dialects/tessel/TesselOps.h"
 #include "dialects/tessel/Verifiers.h"
 
@@ -113,6 +114,26 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
     if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitOpError() << "'" << kModelPathAttrName
                                << "' must be a string on a module";
+    return success();
+  }
+  // Pipelined training's tags (tessel/Transforms/PipelineAttrs.h).
+  if (attr.getName() == kStageAttr || attr.getName() == kMicrobatchAttr ||
+      attr.getName() == kPpRankAttr) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    const int64_t lowest = attr.getName() == kMicrobatchAttr ? -1 : 0;
+    if (!value || !value.getType().isInteger(64) || value.getInt() < lowest)
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be an i64 >= " << lowest;
+    return success();
+  }
+  if (attr.getName() == kPhaseAttr) {
+    auto phase = dyn_cast<StringAttr>(attr.getValue());
+    if (!phase || !llvm::is_contained({"F", "B", "W", "BW", "STEP", "SEND",
+                                       "RECV"},
+                                      phase.getValue()))
+      return op->emitOpError() << "'" << kPhaseAttr
+                               << "' must be one of F, B, W, BW, STEP, "
+                                  "SEND, RECV";
     return success();
   }
   return op->emitOpError() << "unknown tessel attribute '"

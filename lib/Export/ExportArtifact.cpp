@@ -13,6 +13,7 @@
 
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/runtime/ArtifactBuilder.h"
+#include "tessel/Transforms/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -259,6 +260,8 @@ class Exporter {
 public:
   /// Weights to export as zero-filled STATE buffers (by name).
   llvm::StringSet<> emptyStates;
+  /// A pipeline rank's program: instructions carry their schedule action.
+  bool pipelined = false;
   Exporter(rt::ProgramBuilder &program, const WeightLookup &weights,
            const MeshLayout &mesh, int64_t rank)
       : program(program), weights(weights), mesh(mesh), rank(rank) {}
@@ -736,6 +739,11 @@ LogicalResult Exporter::emitOp(Operation *op) {
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
     name = loc.getName().str();
   program.addOp(enc.name, operands, results, enc.attrs, name);
+  if (auto phase = op->getAttrOfType<StringAttr>(kPhaseAttr);
+      phase && pipelined)
+    program.setLastAction(phase.str(),
+                          int(getPipelineInt(op, kStageAttr, 0)),
+                          int(getPipelineInt(op, kMicrobatchAttr, -1)));
   // A gradient bucket's all_reduce runs asynchronously until its wait.
   if (bucket)
     inFlight[op->getResult(0)] = {operands[0], results[0]};
@@ -760,9 +768,19 @@ LogicalResult mlir::tessel::exportArtifact(ModuleOp module,
                                            StringRef path,
                                            const ExportOptions &options) {
   func::FuncOp entry;
+  // A pipelined step: one function per coordinate of the pp axis.
+  llvm::DenseMap<int64_t, func::FuncOp> ppFunctions;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (auto r = fn->getAttrOfType<IntegerAttr>(kPpRankAttr))
+      ppFunctions[r.getInt()] = fn;
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal() || fn.isPrivate())
       continue;
+    if (!ppFunctions.empty()) {
+      if (!entry && fn->hasAttr(kPpRankAttr))
+        entry = fn;
+      continue;
+    }
     if (!options.entry.empty() ? fn.getSymName() == options.entry : !entry) {
       entry = fn;
       continue;
@@ -797,7 +815,17 @@ LogicalResult mlir::tessel::exportArtifact(ModuleOp module,
   for (int64_t r = 0; r < mesh.numRanks(); ++r) {
     Exporter exporter(builder.rank(r), weights, mesh, r);
     exporter.emptyStates = emptyStates;
-    if (failed(exporter.run(entry)))
+    func::FuncOp fn = entry;
+    if (!ppFunctions.empty()) {
+      StringRef ppAxis = kPipelineAxis;
+      int64_t pp = mesh.indexAlong(ppAxis, r).first;
+      fn = ppFunctions.lookup(pp);
+      if (!fn)
+        return module.emitError() << "no function for pp rank " << pp
+                                  << " (tessel.pp_rank)";
+      exporter.pipelined = true;
+    }
+    if (failed(exporter.run(fn)))
       return failure();
   }
   rt::Status status = builder.write(path.str());

@@ -69,10 +69,14 @@ int64_t mlir::tessel::tensorBytes(Type t) {
 }
 
 MemoryPlan mlir::tessel::planMemory(ModuleOp module) {
-  MemoryPlan plan;
   func::FuncOp fn = entryOf(module);
   if (!fn)
-    return plan;
+    return MemoryPlan();
+  return planMemory(fn, lossOp(module));
+}
+
+MemoryPlan mlir::tessel::planMemory(func::FuncOp fn, Operation *lossDef) {
+  MemoryPlan plan;
   Block &block = fn.getBody().front();
   DenseMap<Operation *, int64_t> pos;
   std::vector<Operation *> order;
@@ -81,7 +85,6 @@ MemoryPlan mlir::tessel::planMemory(ModuleOp module) {
     order.push_back(&op);
   }
   const int64_t n = static_cast<int64_t>(order.size());
-  Operation *lossDef = lossOp(module);
   // Without a loss every computed value counts as an activation.
   const int64_t loss = lossDef ? pos.lookup(lossDef) : -2;
 

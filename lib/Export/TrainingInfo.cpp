@@ -2,6 +2,7 @@
 #include "tessel/Export/TrainingInfo.h"
 
 #include "dialects/tessel/TesselOps.h"
+#include "tessel/Transforms/PipelineAttrs.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -37,8 +38,10 @@ func::FuncOp entryOf(ModuleOp module) {
 
 /// Every weight a tessel.assign writes that starts from the model's data.
 template <typename F> void forEachTrained(ModuleOp module, F f) {
-  if (func::FuncOp fn = entryOf(module))
-    fn.walk([&](AssignOp a) {
+  // A pipelined step: every pp rank's function (PipelineAttrs.h).
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn == entryOf(module) || fn->hasAttr(kPpRankAttr))
+      fn.walk([&](AssignOp a) {
       if (auto w = a.getWeight().getDefiningOp<WeightOp>())
         if (!w.getZeros())
           f(w);
@@ -89,6 +92,23 @@ std::string writeTrainingInfo(ModuleOp module, const WeightLookup &weights,
     info.set_classes(options.classes);
   }
   info.set_source_model(options.sourceModel);
+  // Pipelined: the first rank (dp, tp coordinates 0) of the pp rank whose
+  // function returns the loss.
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    auto pp = fn->getAttrOfType<IntegerAttr>(kPpRankAttr);
+    if (!pp || fn.getNumResults() == 0)
+      continue;
+    int64_t stride = 1;
+    bool after = false;
+    for (MeshOp mesh : module.getOps<MeshOp>())
+      for (auto [name, size] :
+           llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes())) {
+        if (after)
+          stride *= size;
+        after |= cast<StringAttr>(name).getValue() == kPipelineAxis;
+      }
+    info.set_loss_rank(int32_t(pp.getInt() * stride));
+  }
   // Once per stored piece (the exporter's state name).
   std::map<std::string, ::tessel::artifact::TrainedTensor> tensors;
   std::string error;

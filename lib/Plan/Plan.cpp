@@ -55,7 +55,10 @@ public:
           Expected<PlanRule> rule = readRule(&r);
           if (!rule)
             return rule.takeError();
-          plan.rules.push_back(std::move(*rule));
+          if (rule->stage >= 0)
+            plan.stageRules.push_back(std::move(*rule));
+          else
+            plan.rules.push_back(std::move(*rule));
         }
       } else {
         return fail(kv.getKey(), "unknown key '" + key +
@@ -168,16 +171,27 @@ private:
         }
       } else if (key == "replicate") {
         hasSpec = true;
+      } else if (key == "stage") {
+        if (StringRef(scalar(kv.getValue())).getAsInteger(10, rule.stage) ||
+            rule.stage < 0)
+          return fail(kv.getValue(), "'stage' must be a non-negative integer");
       } else {
         return fail(kv.getKey(), "unknown key '" + key +
                                      "' in a rule (expected weight, node, "
-                                     "input, operand, split, replicate)");
+                                     "input, operand, split, replicate, "
+                                     "stage)");
       }
     }
     if (!hasTarget || rule.pattern.empty())
       return fail(n, "a rule needs a 'weight', 'node' or 'input' pattern");
+    if (rule.stage >= 0) {
+      if (hasSpec || rule.target != PlanRule::Target::Node)
+        return fail(n, "a stage rule is a 'node' pattern and a 'stage', "
+                       "without 'split' or 'replicate'");
+      return rule;
+    }
     if (!hasSpec)
-      return fail(n, "a rule needs 'split' or 'replicate: true'");
+      return fail(n, "a rule needs 'split', 'replicate: true' or 'stage'");
     return rule;
   }
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Transforms/Passes.h"
+#include "tessel/Transforms/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -20,6 +21,9 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <climits>
+#include <queue>
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_AUTODIFFPASS
@@ -70,6 +74,116 @@ std::string nodeOf(Location loc) {
 Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type) {
   return ConstantOp::create(
       b, loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+}
+
+
+/// Pipelined training (PipelineAttrs.h): an op is tagged when it has a
+/// phase. The forward's ops the microbatch pass or the stage split left
+/// untagged but that compute from tagged ones (BatchNorm's statistics, the
+/// sum of the microbatch losses) take the largest stage and microbatch of
+/// their operands; every tagged forward op gets phase F. Returns whether
+/// the function has tags at all (without, the backward is built as before).
+bool tagForward(Block &block) {
+  bool any = false;
+  for (Operation &op : block.without_terminator())
+    any |= op.hasAttr(kStageAttr) || op.hasAttr(kMicrobatchAttr);
+  if (!any)
+    return false;
+  Builder b(block.getParentOp()->getContext());
+  for (Operation &op : block.without_terminator()) {
+    if (!op.hasAttr(kStageAttr) && !op.hasAttr(kMicrobatchAttr)) {
+      int64_t stage = -1, mb = -1;
+      bool fromTagged = false;
+      for (Value v : op.getOperands())
+        if (Operation *d = v.getDefiningOp(); d && d->hasAttr(kPhaseAttr)) {
+          fromTagged = true;
+          stage = std::max(stage, getPipelineInt(d, kStageAttr));
+          mb = std::max(mb, getPipelineInt(d, kMicrobatchAttr));
+        }
+      if (!fromTagged)
+        continue;
+      if (stage >= 0)
+        op.setAttr(kStageAttr, b.getI64IntegerAttr(stage));
+      if (mb >= 0)
+        op.setAttr(kMicrobatchAttr, b.getI64IntegerAttr(mb));
+    }
+    op.setAttr(kPhaseAttr, b.getStringAttr("F"));
+  }
+  return true;
+}
+
+bool isTagged(Value v) {
+  Operation *d = v.getDefiningOp();
+  return d && d->hasAttr(kPhaseAttr);
+}
+
+void copyTags(Operation *from, Operation *to, StringRef phase) {
+  for (StringRef name : {kStageAttr.data(), kMicrobatchAttr.data()})
+    if (Attribute a = from->getAttr(name))
+      to->setAttr(name, a);
+  to->setAttr(kPhaseAttr, StringAttr::get(to->getContext(), phase));
+}
+
+/// The order in which the backward visits the forward's ops: reverse
+/// program order; with microbatches, a reverse topological order that
+/// finishes microbatch 0 before microbatch 1 and so on (PyTorch's
+/// accumulation loop), so that a weight's gradient is summed in microbatch
+/// order, and the ops shared by every microbatch (weights, constants) last.
+SmallVector<Operation *> backwardOrder(Block &block, bool tagged) {
+  SmallVector<Operation *> order;
+  if (!tagged) {
+    for (Operation &op : llvm::reverse(block.without_terminator()))
+      order.push_back(&op);
+    return order;
+  }
+  DenseMap<Operation *, int64_t> position, pendingUses;
+  int64_t n = 0;
+  for (Operation &op : block.without_terminator()) {
+    position[&op] = n++;
+    int64_t uses = 0;
+    for (Value r : op.getResults())
+      for (OpOperand &u : r.getUses())
+        if (u.getOwner()->getBlock() == &block)
+          ++uses;
+    pendingUses[&op] = uses;
+  }
+  using Key = std::tuple<int64_t, int64_t, Operation *>;
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> ready;
+  auto push = [&](Operation *op) {
+    int64_t mb = op->hasAttr(kPhaseAttr)
+                     ? getPipelineInt(op, kMicrobatchAttr, 0)
+                     : INT64_MAX;
+    ready.push({mb, -position[op], op});
+  };
+  auto release = [&](Operation *user) {
+    for (Value v : user->getOperands())
+      if (Operation *d = v.getDefiningOp(); d && d->getBlock() == &block)
+        if (--pendingUses[d] == 0)
+          push(d);
+  };
+  for (Operation &op : block.without_terminator())
+    if (pendingUses[&op] == 0)
+      push(&op);
+  release(block.getTerminator());
+  while (!ready.empty()) {
+    Operation *op = std::get<2>(ready.top());
+    ready.pop();
+    order.push_back(op);
+    release(op);
+  }
+  return order;
+}
+
+/// The weight a value shared by every microbatch is read from, for messages.
+std::string weightBehind(Value v) {
+  while (Operation *d = v.getDefiningOp()) {
+    if (auto w = dyn_cast<WeightOp>(d))
+      return w.getName().str();
+    if (d->getNumOperands() == 0)
+      break;
+    v = d->getOperand(0);
+  }
+  return "?";
 }
 
 struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
@@ -186,9 +300,54 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
     b.setListener(&created);
     Location lossLoc = NameLoc::get(StringAttr::get(ctx, "d_loss"), ret.getLoc());
     DenseMap<Value, Value> grads;
+    const bool tagged = tagForward(block);
+    bool sharedAcrossStages = false;
+    // A sum of gradients: that of a tagged value belongs to its producer's
+    // backward (BW); that of a value every microbatch shares (a weight) is
+    // accumulated in microbatch order, each add with the contribution's
+    // microbatch (W).
     auto accumulate = [&](Value v, Value g, Location loc) {
       Value &slot = grads[v];
-      slot = slot ? Value(AddOp::create(b, loc, slot, g)) : g;
+      if (!slot) {
+        slot = g;
+        return;
+      }
+      Value prev = slot;
+      auto add = AddOp::create(b, loc, prev, g);
+      slot = add;
+      if (!tagged)
+        return;
+      if (isTagged(v)) {
+        // Where the contributions are computed when they agree (a stage's
+        // two reads of what the previous stage sent are summed before the
+        // one gradient goes back), else with the value's producer.
+        Operation *pd = prev.getDefiningOp(), *gd = g.getDefiningOp();
+        bool together = pd && gd && isTagged(prev) && isTagged(g) &&
+                        pd->getAttr(kStageAttr) == gd->getAttr(kStageAttr) &&
+                        pd->getAttr(kMicrobatchAttr) ==
+                            gd->getAttr(kMicrobatchAttr);
+        copyTags(together ? gd : v.getDefiningOp(), add, "BW");
+        return;
+      }
+      Operation *src = isTagged(g) ? g.getDefiningOp()
+                       : isTagged(prev) ? prev.getDefiningOp()
+                                        : nullptr;
+      if (!src)
+        return;
+      if (isTagged(g) && isTagged(prev)) {
+        int64_t s1 = getPipelineInt(prev.getDefiningOp(), kStageAttr);
+        int64_t s2 = getPipelineInt(g.getDefiningOp(), kStageAttr);
+        if (s1 != s2 && !sharedAcrossStages) {
+          sharedAcrossStages = true;
+          emitError(loc) << "weight '" << weightBehind(v)
+                         << "' is read by pipeline stage " << std::min(s1, s2)
+                         << " and stage " << std::max(s1, s2)
+                         << ": put every reader of a parameter on one stage "
+                            "(a weight shared between stages, such as a tied "
+                            "embedding, is not supported yet)";
+        }
+      }
+      copyTags(src, add, "W");
     };
     if (onPath(loss)) {
       auto type = cast<RankedTensorType>(loss.getType());
@@ -197,7 +356,8 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
           DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 1.0)));
     }
 
-    for (Operation &op : llvm::reverse(block.without_terminator())) {
+    for (Operation *opPtr : backwardOrder(block, tagged)) {
+      Operation &op = *opPtr;
       SmallVector<Value> resultGrads;
       bool any = false;
       for (Value r : op.getResults()) {
@@ -220,8 +380,17 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
                << " is on a path from a differentiated value to the loss";
       }
       SmallVector<Value> operandGrads;
+      size_t firstCreated = created.ops.size();
       if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
         return failure();
+      // The backward of a tagged op: its stage and microbatch, where it
+      // computes from tagged values (not from constants alone).
+      if (tagged && op.hasAttr(kPhaseAttr))
+        for (size_t i = firstCreated; i < created.ops.size(); ++i) {
+          Operation *c = created.ops[i];
+          if (llvm::any_of(c->getOperands(), isTagged))
+            copyTags(&op, c, "BW");
+        }
       if (operandGrads.size() != op.getNumOperands())
         return op.emitOpError() << "gradient rule gave " << operandGrads.size()
                                 << " gradients for " << op.getNumOperands()
@@ -235,6 +404,8 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
                                   << g.getType();
         accumulate(v, g, op.getLoc());
       }
+      if (sharedAcrossStages)
+        return failure();
     }
 
     // One gradient per target: the sum over its values, or zeros.
@@ -243,8 +414,18 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
     for (const Target &t : *targets) {
       Value sum;
       for (Value v : t.values)
-        if (Value g = grads.lookup(v))
+        if (Value g = grads.lookup(v)) {
+          if (sum && tagged) {
+            Value prev = sum;
+            sum = AddOp::create(b, lossLoc, prev, g);
+            if (Operation *src = isTagged(g)      ? g.getDefiningOp()
+                                 : isTagged(prev) ? prev.getDefiningOp()
+                                                  : nullptr)
+              copyTags(src, sum.getDefiningOp(), "W");
+            continue;
+          }
           sum = sum ? Value(AddOp::create(b, lossLoc, sum, g)) : g;
+        }
       results.push_back(sum ? sum : zerosOf(b, lossLoc, t.type));
       names.push_back(StringAttr::get(ctx, t.name));
     }

@@ -43,6 +43,8 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     pm.addPass(createBatchNormTrainPass(batchNorm));
   if (train) {
     pm.addPass(createAddLossPass(train->loss));
+    if (train->pipelined)
+      pm.addPass(createStageSplitPass(train->stageSplit));
     if (train->microbatch.count != 1)
       pm.addPass(createMicrobatchPass(train->microbatch));
     pm.addPass(createBatchNormTrainPass(batchNorm));
@@ -62,6 +64,10 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     return;
   pm.addPass(createPartitionPass());
   pm.addPass(createSimplifyCollectivesPass());
+  if (train && train->pipelined) {
+    pm.addPass(createPipelineLowerPass(train->pipeline));
+    return;
+  }
   if (train && train->buckets.bucketMb != 0)
     pm.addPass(createBucketGradientsPass(train->buckets));
 }

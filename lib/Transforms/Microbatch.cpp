@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Transforms/Passes.h"
+#include "tessel/Transforms/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -118,9 +119,16 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
       auto t = dyn_cast<RankedTensorType>(arg.getType());
       if (!t || t.getRank() < 1 || t.isDynamicDim(0) ||
           t.getDimSize(0) % k != 0)
-        return fn.emitOpError()
-               << "argument " << arg.getArgNumber() << " (" << arg.getType()
-               << ") has no dim 0 that " << k << " microbatches divide";
+      {
+        InFlightDiagnostic d = fn.emitOpError()
+                               << "argument " << arg.getArgNumber() << " ("
+                               << arg.getType() << ") has no dim 0 that " << k
+                               << " microbatches divide";
+        if (t && t.getRank() >= 1 && !t.isDynamicDim(0))
+          d << ": its batch of " << t.getDimSize(0) << " is not a multiple of "
+            << k;
+        return d;
+      }
     }
 
     // The ops that depend on an argument: copied per microbatch.
@@ -161,6 +169,7 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
       }
       for (Operation *op : ops) {
         Operation *copy = b.clone(*op, map);
+        copy->setAttr(kMicrobatchAttr, b.getI64IntegerAttr(m));
         if (failed(retype(op, copy)))
           return failure();
       }

@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Transforms/Passes.h"
+#include "tessel/Transforms/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -91,6 +92,14 @@ public:
 private:
   OpBuilder &b;
   Location loc;
+};
+
+/// The ops a builder creates (a parameter's update, to tag it).
+struct UpdateOps : public OpBuilder::Listener {
+  SmallVector<Operation *> ops;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    ops.push_back(op);
+  }
 };
 
 struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
@@ -254,6 +263,12 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         else
           at.setInsertionPointToStart(&block);
       }
+      // Pipelined: the update belongs to its gradient's stage (STEP).
+      UpdateOps updateOps;
+      Operation *gradOp = g.getDefiningOp();
+      const bool staged = gradOp && gradOp->hasAttr(kStageAttr);
+      if (staged)
+        at.setListener(&updateOps);
       UpdateBuilder ua(at, loc);
       auto f32 = [&](double v) { return at.getF32FloatAttr(static_cast<float>(v)); };
       if (kind == "sgd" && momentum == 0.0) {
@@ -285,6 +300,10 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         AssignOp::create(at, loc, p, upd.getNewParam());
         AssignOp::create(at, loc, m, upd.getNewExpAvg());
         AssignOp::create(at, loc, v, upd.getNewExpAvgSq());
+      }
+      for (Operation *op : updateOps.ops) {
+        op->setAttr(kStageAttr, gradOp->getAttr(kStageAttr));
+        op->setAttr(kPhaseAttr, at.getStringAttr("STEP"));
       }
     }
 

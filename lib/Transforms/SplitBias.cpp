@@ -11,6 +11,15 @@ namespace mlir::tessel {
 
 namespace {
 
+/// The pieces keep the op's discardable attributes (a pipeline's stage,
+/// microbatch and phase: PipelineAttrs.h).
+void copyDiscardableAttrs(Operation *from, ArrayRef<Operation *> to) {
+  for (Operation *op : to)
+    if (op)
+      for (NamedAttribute a : from->getDiscardableAttrs())
+        op->setAttr(a.getName(), a.getValue());
+}
+
 void splitGemm(GemmOp gemm) {
   Value c = gemm.getC();
   if (!c)
@@ -22,14 +31,17 @@ void splitGemm(GemmOp gemm) {
                                   gemm.getTransBAttr(), gemm.getAlphaAttr(),
                                   b.getF32FloatAttr(1.0f));
   float beta = gemm.getBeta().convertToFloat();
+  Operation *scaled = nullptr;
   if (beta != 1.0f) {
     auto cType = cast<RankedTensorType>(c.getType());
     auto scalar = RankedTensorType::get({}, cType.getElementType());
     Value betaValue = ConstantOp::create(
         b, loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(beta)));
     c = MulOp::create(b, loc, c, betaValue);
+    scaled = c.getDefiningOp();
   }
   Value sum = AddOp::create(b, loc, product, c);
+  copyDiscardableAttrs(gemm, {product, scaled, sum.getDefiningOp()});
   gemm.replaceAllUsesWith(sum);
   gemm.erase();
 }
@@ -50,6 +62,7 @@ void splitConv(Conv2DOp conv) {
       b, loc, RankedTensorType::get({bType.getDimSize(0), 1, 1}, bType.getElementType()),
       bias);
   Value sum = AddOp::create(b, loc, product, shaped);
+  copyDiscardableAttrs(conv, {product, sum.getDefiningOp()});
   conv.replaceAllUsesWith(sum);
   conv.erase();
 }

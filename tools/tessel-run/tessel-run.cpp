@@ -332,6 +332,18 @@ int resolveOutputs(const Options &o, const Program &program,
   return 0;
 }
 
+/// --losses: the losses of the steps this run executed.
+int writeLosses(const Options &o, const std::vector<float> &losses) {
+  Tensor t = Tensor::fromVector(DType::F32,
+                                {static_cast<int64_t>(losses.size())}, losses);
+  if (Status s = writeNpy(o.train.losses, t); !s)
+    return fail("--losses: " + s.message());
+  std::printf("tessel-run: losses f32 [%zu] -> %s\n", losses.size(),
+              o.train.losses.c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
 /// --export-onnx: the states of the last step, put together on rank 0 from
 /// the checkpoint --save wrote (or a temporary one beside the output).
 Status exportTrained(const Options &o, Executor &exec,
@@ -438,6 +450,7 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                                                hasTraining);
       !s)
     return fail(s.message());
+  const int lossRank = hasTraining ? training.loss_rank() : 0;
   if (!o.train.exportOnnx.empty() &&
       (!hasTraining || training.source_model().empty()))
     return fail("--export-onnx " + o.train.exportOnnx + ": " + o.artifact +
@@ -570,8 +583,9 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   std::vector<double> times;
   tessel::run::StepResults steps;
   if (o.train.steps) {
-    // Rank 0 reports the steps and collects the losses.
-    bool first = rank == 0 || worldSize == 1;
+    // Rank 0 reports the steps and collects the losses; a pipelined step's
+    // loss is on its last stage's rank (training.pb's loss_rank).
+    bool first = rank == lossRank || worldSize == 1;
     int64_t lastSaved = -1;
     auto save = [&](int64_t step, int64_t dataPosition) -> Status {
       tessel::run::CheckpointInfo info;
@@ -643,7 +657,10 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
       return fail(s.message());
   }
   if (rank != 0 && worldSize > 1) {
-    // Outputs are replicated; rank 0 writes them.
+    // Outputs are replicated; rank 0 writes them. The losses: lossRank.
+    if (rank == lossRank && !o.train.losses.empty())
+      if (int rc = writeLosses(o, steps.losses))
+        return rc;
     if (Status s = session.finish(); !s)
       return fail(s.message());
     return 0;
@@ -674,15 +691,9 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                 dtypeName(t.dtype()), shapeToString(t.shape()).c_str(),
                 file.c_str());
   }
-  if (!o.train.losses.empty()) {
-    Tensor t = Tensor::fromVector(DType::F32,
-                                  {static_cast<int64_t>(steps.losses.size())},
-                                  steps.losses);
-    if (Status s = writeNpy(o.train.losses, t); !s)
-      return fail("--losses: " + s.message());
-    std::printf("tessel-run: losses f32 [%zu] -> %s\n", steps.losses.size(),
-                o.train.losses.c_str());
-  }
+  if (!o.train.losses.empty() && (rank == lossRank || worldSize == 1))
+    if (int rc = writeLosses(o, steps.losses))
+      return rc;
   std::fflush(stdout);
   if (Status s = session.finish(); !s)
     return fail(s.message());

@@ -11,14 +11,17 @@
 #include "Writable.h"
 #include "WeightFiles.h"
 #include "EmitMlir.h"
+#include "EmitSchedule.h"
 #include "TrainingInfo.h"
 
 #include "tessel/Export/CollectiveReport.h"
 #include "tessel/Export/ExportArtifact.h"
 #include "tessel/Export/MemoryReport.h"
+#include "tessel/Export/PipelineReport.h"
 #include "tessel/InitAll.h"
 #include "tessel/Plan/Plan.h"
 #include "tessel/Transforms/CompilePipeline.h"
+#include "tessel/Transforms/PipelineAttrs.h"
 
 #include "dialects/tessel/TesselOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -147,6 +150,52 @@ int64_t trainingMicrobatches() {
   return opt->getNumOccurrences() ? int64_t(*opt) : 1;
 }
 
+/// Pipeline parallelism (docs/pipeline.md): a `pp` mesh axis with --train
+/// turns on the stage split and the per-rank lowering. Returns an exit code
+/// (0: fine).
+int configurePipeline(mlir::tessel::TrainingOptions &t, int64_t ppSize,
+                      const std::vector<mlir::tessel::PlanRule> &rules) {
+  tessel::PipelineFlags flags = tessel::getPipelineFlags();
+  if (ppSize == 0) {
+    if (!rules.empty())
+      return tessel::fail("the plan has stage rules but the mesh no 'pp' "
+                          "axis (e.g. --mesh pp=2)");
+    if (!flags.schedule.empty() || flags.stages == "auto")
+      return tessel::fail("--schedule and --stages auto with --train need a "
+                          "'pp' mesh axis (e.g. --mesh pp=2)");
+    return 0;
+  }
+  if (!flags.stages.empty() && flags.stages != "auto")
+    return tessel::fail("--stages with --train takes 'auto' (the number of "
+                        "stages is pp times --chunks); got '" +
+                        flags.stages + "'");
+  const bool autoSplit = flags.stages == "auto";
+  if (autoSplit && !rules.empty())
+    return tessel::fail("--stages auto and the plan's stage rules: give one "
+                        "of them");
+  if (!autoSplit && rules.empty())
+    return tessel::fail("--mesh with pp=" + std::to_string(ppSize) +
+                        " needs stage rules in the plan (- node: \"/h.1*\" / "
+                        "stage: 1) or --stages auto");
+  if (flags.chunks < 1)
+    return tessel::fail("--chunks must be at least 1, got " +
+                        std::to_string(flags.chunks));
+  if (t.optimizer.clipGradNorm > 0)
+    return tessel::fail("--clip-grad-norm is not supported with a pipeline "
+                        "yet (the norm spans every stage)");
+  if (t.recompute)
+    return tessel::fail("--recompute is not supported with a pipeline yet");
+  t.pipelined = true;
+  t.stageSplit.stages = ppSize * flags.chunks;
+  t.stageSplit.autoSplit = autoSplit;
+  for (const mlir::tessel::PlanRule &r : rules)
+    t.stageSplit.rules.push_back(r.pattern + "=" + std::to_string(r.stage));
+  t.pipeline.schedule = flags.schedule.empty() ? "1f1b" : flags.schedule;
+  t.pipeline.scheduleFile = flags.scheduleFile;
+  t.pipeline.chunks = flags.chunks;
+  return 0;
+}
+
 cl::opt<std::string> weightsModel(
     "weights", cl::value_desc("model.onnx|FILE.safetensors|FILE.npz"),
     cl::desc("For a .mlir input: where its weights are: an ONNX model (its "
@@ -195,7 +244,9 @@ void warnIfNothingSharded(
   int64_t ranks = 1;
   std::string sizes;
   for (const auto &[name, size] : mesh) {
-    ranks *= size;
+    // The pipeline axis splits the program into stages, not tensors.
+    if (name != mlir::tessel::kPipelineAxis)
+      ranks *= size;
     sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(size);
   }
   if (ranks <= 1)
@@ -356,6 +407,8 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     return rc;
 
   // Annotate from a plan: the mesh, then the specs its rules give.
+  std::vector<mlir::tessel::PlanRule> stageRules;
+  int64_t ppSize = 0;
   if (!meshSpec.empty() || !planSpec.empty()) {
     if (!(*module).getOps<mlir::tessel::MeshOp>().empty())
       return fail("'" + inputPath +
@@ -380,6 +433,17 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
                   "with 'mesh'");
     if (!meshSpec.empty())
       addOmittedAxes(plan, mesh);
+    stageRules = plan.stageRules;
+    // pp is the pipeline's axis: stages, never a sharding spec.
+    for (const mlir::tessel::PlanRule &r : plan.rules)
+      for (const mlir::tessel::PlanSplit &split : r.splits)
+        if (llvm::is_contained(split.axes, mlir::tessel::kPipelineAxis.str()))
+          return fail("plan rule " + r.where + " splits '" + r.pattern +
+                      "' over 'pp', the pipeline axis: pipeline stages are "
+                      "'stage:' rules, never a sharding spec");
+    for (const auto &[axis, size] : mesh)
+      if (axis == mlir::tessel::kPipelineAxis)
+        ppSize = size;
     std::vector<std::string> unmatched;
     if (Error err = mlir::tessel::applyPlan(*module, mesh, plan, &unmatched))
       return fail(toString(std::move(err)));
@@ -411,6 +475,8 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       return fail("--bucket-mb must be >= 0 (got " + std::to_string(bucketMb) + ")");
     t.buckets.bucketMb = bucketMb;
     t.recompute = recompute;
+    if (int rc = configurePipeline(t, ppSize, stageRules))
+      return rc;
     SmallVector<StringRef, 2> b;
     StringRef(betas).split(b, ',');
     if (b.size() != 2 || b[0].trim().getAsDouble(o.beta1) ||
@@ -452,6 +518,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   if (report) {
     mlir::tessel::printCollectiveReport(*module, outs());
     mlir::tessel::printMemoryReport(*module, outs());
+    mlir::tessel::printPipelineReport(*module, outs());
   }
 
   if (stop != StopAfter::Artifact) {

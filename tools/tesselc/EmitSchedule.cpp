@@ -44,9 +44,12 @@ cl::opt<std::string> scheduleFile(
     cl::desc("Load the schedule from a text or CSV file of actions instead "
              "(see docs/pipeline.md)"),
     cl::cat(getScheduleCategory()));
-cl::opt<int> stages("stages", cl::value_desc("p"),
-                    cl::desc("Pipeline depth: number of pipeline ranks"),
-                    cl::cat(getScheduleCategory()));
+cl::opt<std::string> stagesOpt(
+    "stages", cl::value_desc("p|auto"),
+    cl::desc("Pipeline depth: number of pipeline ranks (--emit=schedule). "
+             "With --train and a pp mesh axis: 'auto' balances the stages "
+             "with the cost model instead of the plan's stage rules"),
+    cl::cat(getScheduleCategory()));
 cl::opt<int> microbatches("microbatches", cl::value_desc("m"),
                           cl::desc("Microbatches per training step"),
                           cl::cat(getScheduleCategory()));
@@ -99,9 +102,12 @@ Expected<Schedule> getSchedule() {
     Expected<Schedule> s = loadSchedule(scheduleFile);
     if (!s)
       return s.takeError();
-    if (stages.getNumOccurrences() && stages != s->getNumRanks())
+    int stages = 0;
+    if (stagesOpt.getNumOccurrences() &&
+        (StringRef(stagesOpt).getAsInteger(10, stages) ||
+         stages != s->getNumRanks()))
       return makeScheduleError(
-          "--stages " + Twine(stages) + " does not match the " +
+          "--stages " + Twine(stagesOpt) + " does not match the " +
           Twine(s->getNumRanks()) + " ranks of schedule file '" + scheduleFile +
           "'");
     if (microbatches.getNumOccurrences() &&
@@ -112,11 +118,18 @@ Expected<Schedule> getSchedule() {
           scheduleFile + "'");
     return s;
   }
-  if (!stages.getNumOccurrences())
+  if (!stagesOpt.getNumOccurrences())
     return makeScheduleError("--stages is required with --schedule");
+  int stages = 0;
+  if (StringRef(stagesOpt).getAsInteger(10, stages))
+    return makeScheduleError("--stages must be a number with --emit=schedule, "
+                             "got '" + Twine(stagesOpt) + "'");
   if (!microbatches.getNumOccurrences())
     return makeScheduleError("--microbatches is required with --schedule");
-  for (const cl::opt<int> *count : {&stages, &microbatches, &chunks})
+  if (stages < 1)
+    return makeScheduleError("--stages must be at least 1, got " +
+                             Twine(stages));
+  for (const cl::opt<int> *count : {&microbatches, &chunks})
     if (*count < 1)
       return makeScheduleError("--" + count->ArgStr +
                                " must be at least 1, got " +
@@ -128,6 +141,16 @@ Expected<Schedule> getSchedule() {
   return ScheduleRegistry::getGlobal().build(scheduleName, opts);
 }
 } // namespace
+
+PipelineFlags getPipelineFlags() {
+  PipelineFlags f;
+  if (scheduleName.getNumOccurrences())
+    f.schedule = scheduleName;
+  f.scheduleFile = scheduleFile;
+  f.chunks = chunks;
+  f.stages = stagesOpt;
+  return f;
+}
 
 int emitSchedule(StringRef outputPath) {
   if (listSchedules) {

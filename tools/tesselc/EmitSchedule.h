@@ -5,6 +5,8 @@
 
 #include "llvm/Support/CommandLine.h"
 
+#include <string>
+
 namespace tessel {
 
 /// The options of the schedule phase, for --help grouping.
@@ -14,6 +16,16 @@ llvm::cl::OptionCategory &getScheduleCategory();
 /// writes the report, the timelines and the schedule file asked for. Returns
 /// the process exit code; errors go to stderr as "tesselc: error: ...".
 int emitSchedule(llvm::StringRef outputPath);
+
+/// The schedule options as a pipelined training compile uses them
+/// (--schedule, --schedule-file, --chunks, --stages auto).
+struct PipelineFlags {
+  std::string schedule; // empty: not given
+  std::string scheduleFile;
+  int chunks = 1;
+  std::string stages; // "auto", or empty
+};
+PipelineFlags getPipelineFlags();
 
 } // namespace tessel
 

@@ -3,6 +3,7 @@
 #ifndef TESSEL_EXPORT_MEMORYREPORT_H
 #define TESSEL_EXPORT_MEMORYREPORT_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -44,6 +45,9 @@ struct MemoryPlan {
 /// Plans the memory of the module's entry function (one rank's program):
 /// live ranges in program order, as the exporter's buffer planner sees them.
 MemoryPlan planMemory(ModuleOp module);
+/// The plan of one function (a pipeline rank's), `lossDef` the op that
+/// computes its loss (null: none on this rank).
+MemoryPlan planMemory(func::FuncOp fn, Operation *lossDef);
 
 /// Prints planMemory's figures.
 void printMemoryReport(ModuleOp module, llvm::raw_ostream &os);

@@ -14,6 +14,8 @@
 //       split: {dim: 0, axes: [dp]}
 //     - node: "/lm_head/MatMul"             # vocab 50257 over tp=2: pad it
 //       split: {dim: -1, axes: [tp], pad: auto}
+//     - node: "/h.[23]/*"                   # pipeline stage rules (pp axis;
+//       stage: 1                            # docs/pipeline.md)
 //
 // A split of a dim that its axes do not divide is refused unless the split
 // says `pad: N` (exactly N padding entries) or `pad: auto` (the fewest that
@@ -56,11 +58,16 @@ struct PlanRule {
   std::vector<PlanSplit> splits;
   /// Where the rule was written, for messages ("plan.yaml:7").
   std::string where;
+  /// A pipeline stage rule (`node: PATTERN` + `stage: N`): the stage of the
+  /// ops of the nodes it matches (docs/pipeline.md); -1 for sharding rules.
+  int64_t stage = -1;
 };
 
 struct Plan {
   std::vector<std::pair<std::string, int64_t>> mesh;
   std::vector<PlanRule> rules;
+  /// Pipeline stage rules, in file order.
+  std::vector<PlanRule> stageRules;
 };
 
 /// Parses a plan from YAML or JSON text; `name` names it in messages.

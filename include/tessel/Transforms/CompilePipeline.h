@@ -46,6 +46,12 @@ struct TrainingOptions {
   bool recompute = false;
   /// -tessel-bucket-gradients on sharded programs (bucket-mb 0: none).
   BucketGradientsPassOptions buckets;
+  /// Pipeline parallelism (docs/pipeline.md): -tessel-stage-split after
+  /// -tessel-add-loss and -tessel-pipeline-lower after partitioning (no
+  /// gradient buckets then).
+  bool pipelined = false;
+  StageSplitPassOptions stageSplit;
+  PipelineLowerPassOptions pipeline;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)

@@ -521,4 +521,66 @@ def RecomputePass : Pass<"tessel-recompute", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def StageSplitPass : Pass<"tessel-stage-split", "::mlir::ModuleOp"> {
+  let summary = "Assigns every forward op a pipeline stage";
+  let description = [{
+    Between `-tessel-add-loss` and `-tessel-microbatch` (docs/pipeline.md):
+    every op that computes from the function's arguments gets
+    `tessel.stage = s`; ops on weights and constants alone get none (each
+    stage that needs them computes its own). With `rules`
+    (`PATTERN=STAGE`, a glob over the ONNX node name, first match wins), an
+    op no rule names takes the largest stage of its operands; with `auto`,
+    the ops in program order are cut into `stages` contiguous pieces whose
+    largest FLOP estimate is smallest. The loss must be on the last stage.
+    Errors: a stage left empty, a rule that matches no node, a rule whose
+    stage is out of range, an op placed before the stage of a value it
+    reads, more stages than ops.
+
+    **Options**
+
+    * `stages`: the number of stages S (pp size times chunks).
+    * `rules`: `PATTERN=STAGE` strings.
+    * `auto`: balance with the cost model instead.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"1", "Pipeline stages">,
+    ListOption<"rules", "rules", "std::string", "PATTERN=STAGE rules">,
+    Option<"autoSplit", "auto", "bool", /*default=*/"false",
+           "Balance the stages with the cost model">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def PipelineLowerPass : Pass<"tessel-pipeline-lower", "::mlir::ModuleOp"> {
+  let summary = "Builds one function per pipeline rank from a verified schedule";
+  let description = [{
+    After partitioning (docs/pipeline.md): the training step's function,
+    whose ops carry `tessel.stage`, `tessel.microbatch` and `tessel.phase`,
+    becomes one public function per coordinate of the mesh's `pp` axis
+    (`@NAME_pp<r>`, `tessel.pp_rank = r`). Each holds its rank's schedule
+    actions in order: an `F`, `B`, `W`, `BW` or `STEP` action clones the ops
+    of that stage, microbatch and phase; `SEND_F`/`RECV_F`/`SEND_B`/`RECV_B`
+    become `tessel.send`/`tessel.recv` of every value that crosses the cut,
+    with static types and tag `schedule tag * width + index`. Ops on
+    weights and constants alone are cloned where first needed. The backward
+    of a (stage, microbatch) splits into `B` (what the gradient sent to the
+    previous stage needs) and `W` (the rest) where the schedule asks.
+    The last stage's rank returns the loss; the others return nothing.
+
+    **Options**
+
+    * `schedule`: a registered schedule name (gpipe, 1f1b, ...).
+    * `schedule-file`: a schedule file instead.
+    * `chunks`: stages per rank (v).
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "Registered schedule">,
+    Option<"scheduleFile", "schedule-file", "std::string", /*default=*/"\"\"",
+           "Schedule file (docs/pipeline.md)">,
+    Option<"chunks", "chunks", "int64_t", /*default=*/"1", "Stages per rank">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 #endif // TESSEL_TRANSFORMS_PASSES_TD

@@ -7,6 +7,9 @@
       1e-4 relative.
   check_training.py same A.npy B.npy [--rtol 1e-5]
       two runs' losses agree (a sharded run and the 1-rank run).
+  check_training.py bitwise A.npy B.npy
+      two runs' losses are the same f32 values bit for bit (a pipelined
+      run and the one-rank run with the same microbatches).
   check_training.py lm-batch REF_DIR OUT_DIR
       writes batch 0 of REF_DIR/batches.npy as OUT_DIR/input_ids.npy and
       OUT_DIR/labels.npy ([:, :-1] and [:, 1:]).
@@ -67,6 +70,16 @@ def same(a, b, rtol):
     worst = np.max(np.abs(x - y) / np.abs(x))
     print("runs agree within %.2e" % worst)
     assert x.shape == y.shape and worst <= rtol, worst
+
+
+def bitwise(a, b):
+    x, y = np.load(a), np.load(b)
+    assert x.dtype == np.float32 and y.dtype == np.float32, (x.dtype, y.dtype)
+    assert x.shape == y.shape, (x.shape, y.shape)
+    differ = np.nonzero(x.view(np.uint32) != y.view(np.uint32))[0]
+    assert differ.size == 0, "step %d: %r vs %r" % (
+        differ[0] + 1, float(x[differ[0]]), float(y[differ[0]]))
+    print("bitwise equal: %d losses" % x.size)
 
 
 def lm_batch(ref_dir, out):
@@ -231,6 +244,9 @@ def main():
         pos, opts = options(sys.argv[2:], {"rtol": 1e-5})
         assert len(pos) == 2, "usage: same A.npy B.npy [--rtol R]"
         same(pos[0], pos[1], opts["rtol"])
+    elif cmd == "bitwise":
+        assert len(sys.argv) == 4, "usage: bitwise A.npy B.npy"
+        bitwise(sys.argv[2], sys.argv[3])
     elif cmd == "lm-batch":
         lm_batch(sys.argv[2], sys.argv[3])
     elif cmd == "lm-padded":

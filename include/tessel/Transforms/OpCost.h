@@ -1,0 +1,58 @@
+//===- OpCost.h - a FLOP estimate of one op ---------------------*- C++ -*-===//
+//
+// The cost model of --stages auto and of the pipeline report: matmuls and
+// convolutions count 2 multiply-adds per output element and reduction
+// element, everything else one FLOP per result element. Estimated time is
+// FLOPs over a nominal rate (kNominalFlopsPerSecond).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TRANSFORMS_OPCOST_H
+#define TESSEL_TRANSFORMS_OPCOST_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+
+namespace mlir::tessel {
+
+/// The nominal rate of the estimate: one CPU core's sustained f32 rate.
+inline constexpr double kNominalFlopsPerSecond = 2.0e10;
+
+inline double estimateFlops(Operation *op) {
+  auto numel = [](Type t) -> double {
+    auto rt = dyn_cast<RankedTensorType>(t);
+    return rt && rt.hasStaticShape() ? double(rt.getNumElements()) : 0.0;
+  };
+  double out = 0;
+  for (Type t : op->getResultTypes())
+    out += numel(t);
+  StringRef name = op->getName().getStringRef();
+  if ((name == "tessel.matmul" || name == "tessel.gemm") &&
+      op->getNumOperands() >= 2)
+    if (auto lhs = dyn_cast<RankedTensorType>(op->getOperand(0).getType()))
+      if (lhs.getRank() >= 1)
+        return 2.0 * out * double(lhs.getShape().back());
+  // A convolution's multiply-adds: 2 x (output elements of the forward)
+  // x (weight elements per output channel), for the forward and both of
+  // its backward ops (conv2d_backward_data(dy, w), _weight(x, dy) -> w).
+  auto conv = [&](Type y, Type w) -> double {
+    auto wt = dyn_cast<RankedTensorType>(w);
+    if (!wt || !wt.hasStaticShape() || wt.getRank() < 2 ||
+        wt.getDimSize(0) <= 0)
+      return out;
+    return 2.0 * numel(y) * double(wt.getNumElements() / wt.getDimSize(0));
+  };
+  if (op->getNumOperands() >= 2 && op->getNumResults() == 1) {
+    if (name == "tessel.conv2d")
+      return conv(op->getResult(0).getType(), op->getOperand(1).getType());
+    if (name == "tessel.conv2d_backward_data")
+      return conv(op->getOperand(0).getType(), op->getOperand(1).getType());
+    if (name == "tessel.conv2d_backward_weight")
+      return conv(op->getOperand(1).getType(), op->getResult(0).getType());
+  }
+  return out;
+}
+
+} // namespace mlir::tessel
+
+#endif // TESSEL_TRANSFORMS_OPCOST_H
