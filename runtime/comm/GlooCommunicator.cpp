@@ -342,6 +342,25 @@ public:
     });
   }
 
+  /// The receive is posted now; Gloo's transport thread fills `out` while
+  /// the caller computes.
+  Status irecv(const TensorView &out, int peer, int64_t tag,
+               std::unique_ptr<P2PRequest> &req) override {
+    TSL_RETURN_IF_ERROR(checkPeer(peer, tag, size(), me, "recv from"));
+    if (out.bytes() == 0)
+      return Communicator::irecv(out, peer, tag, req);
+    std::string what = "recv from rank " + std::to_string(members[peer]);
+    auto r = std::make_unique<PostedRecv>();
+    r->comm = this;
+    r->what = what;
+    TSL_RETURN_IF_ERROR(guarded(what, [&] {
+      r->buffer = context->createUnboundBuffer(out.data, out.bytes());
+      r->buffer->recv(peer, kP2PSlot | static_cast<uint64_t>(tag));
+    }));
+    req = std::move(r);
+    return Status::ok();
+  }
+
   Status barrier() override {
     while (!pending.empty())
       TSL_RETURN_IF_ERROR(waitOldestSend());
@@ -402,6 +421,15 @@ private:
     if (!b.waitSend(world->timeout))
       throw std::runtime_error("send aborted");
   }
+
+  struct PostedRecv : P2PRequest {
+    GlooCommunicator *comm = nullptr;
+    std::string what;
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    Status wait() override {
+      return comm->guarded(what, [&] { comm->awaitRecv(*buffer); });
+    }
+  };
 
   Status waitOldestSend() {
     PendingSend p = std::move(pending.front());

@@ -26,7 +26,55 @@ std::string where(size_t i, const Op &op) {
          (op.name.empty() ? "" : " '" + op.name + "'") + ")";
 }
 
+/// Whether buffers `a` and `b` share bytes: arena buffers by their range, a
+/// STATE buffer (storage of its own) only with itself.
+bool overlap(const BufferInfo &a, const BufferInfo &b) {
+  if (a.id == b.id)
+    return true;
+  if (a.kind != BufferInfo::Kind::Arena || b.kind != BufferInfo::Kind::Arena ||
+      !a.bytes || !b.bytes)
+    return false;
+  return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+}
+
+/// For each recv, the earliest instruction before which it may be posted:
+/// the one after the last instruction before it that reads or writes bytes
+/// of its result buffer (the buffer planner reuses arena bytes), or 0, the
+/// run's start. A `wait` names both buffers of its asynchronous all_reduce,
+/// so bytes that the all_reduce writes in the background count as touched
+/// up to the wait.
+std::vector<std::vector<size_t>> recvPostPoints(const Program &p) {
+  std::vector<std::vector<size_t>> at(p.ops.size());
+  for (size_t j = 0; j < p.ops.size(); ++j) {
+    if (p.ops[j].kind != OpKind::Recv)
+      continue;
+    const BufferInfo &out = p.buffers[p.ops[j].results[0]];
+    size_t from = 0;
+    for (size_t i = j; i-- > 0 && from == 0;) {
+      const Op &op = p.ops[i];
+      for (const std::vector<int> *ids : {&op.operands, &op.results})
+        for (int id : *ids)
+          if (overlap(p.buffers[id], out))
+            from = i + 1;
+    }
+    at[from].push_back(j);
+  }
+  return at;
+}
+
 } // namespace
+
+Status Collectives::post(const Program &p, size_t index,
+                         const std::vector<void *> &ptrs) {
+  for (size_t j : postAt[index]) {
+    const Op &op = p.ops[j];
+    const BufferInfo &b = p.buffers[op.results[0]];
+    TensorView out(ptrs[b.id], b.dtype, b.shape);
+    if (Status s = world->irecv(out, op.coll.peer, op.coll.tag, posted[j]); !s)
+      return Status::error(where(j, op) + ", posted early: " + s.message());
+  }
+  return Status::ok();
+}
 
 Status Collectives::init(const Program &program, Communicator *comm,
                          bool async) {
@@ -98,6 +146,9 @@ Status Collectives::init(const Program &program, Communicator *comm,
                            std::to_string(waitOf[found]) + " waits for"));
     waitOf[found] = static_cast<int64_t>(j);
   }
+  postAt = recvPostPoints(program);
+  posted.clear();
+  posted.resize(program.ops.size());
   if (async && std::any_of(waitOf.begin(), waitOf.end(),
                            [](int64_t w) { return w >= 0; }))
     thread = std::make_unique<CommThread>();
@@ -124,8 +175,22 @@ std::function<Status()> Collectives::step(const Program &p, size_t index,
       return s.isOk() ? s : Status::error(what + ": " + s.message());
     };
   }
+  if (op.kind == OpKind::Recv) {
+    // Posted before (post()); here it is waited for.
+    std::unique_ptr<P2PRequest> *req = &posted[index];
+    std::string what = where(index, op);
+    return [req, what] {
+      if (!*req)
+        return Status::error("internal: " + what + " was never posted");
+      std::unique_ptr<P2PRequest> r = std::move(*req);
+      return r->wait();
+    };
+  }
   std::function<Status()> run = direct(p, op, ptrs);
-  if (!thread)
+  // A send stages its bytes and returns (Communicator::send): it runs on
+  // this thread, never queued behind the collectives of the communication
+  // thread.
+  if (!thread || op.kind == OpKind::Send)
     return run;
   CommThread *t = thread.get();
   if (waitOf[index] >= 0) {

@@ -28,16 +28,33 @@ public:
   std::function<Status()> step(const Program &program, size_t index,
                                const std::vector<void *> &ptrs);
   /// Waits for every queued collective (after a failed step: they may
-  /// still read or write the arena).
+  /// still read or write the arena); forgets the receives posted early.
   void drain() {
     if (thread)
       thread->drain();
+    for (auto &r : posted)
+      r.reset();
   }
+
+  /// Whether receives are to be posted right before instruction `index`
+  /// runs (index == ops.size(): never).
+  bool postsBefore(size_t index) const {
+    return index < postAt.size() && !postAt[index].empty();
+  }
+  /// Posts them (Communicator::irecv): each recv's result buffer is
+  /// untouched from there to the recv, which waits for it.
+  Status post(const Program &program, size_t index,
+              const std::vector<void *> &ptrs);
 
 private:
   /// The step that runs instruction `op` on the calling thread.
   std::function<Status()> direct(const Program &program, const Op &op,
                                  const std::vector<void *> &ptrs);
+
+  /// The receives posted before each instruction, and the requests in
+  /// flight, by recv instruction.
+  std::vector<std::vector<size_t>> postAt;
+  std::vector<std::unique_ptr<P2PRequest>> posted;
 
   std::unique_ptr<Communicator> local;
   Communicator *world = nullptr;

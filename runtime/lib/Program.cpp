@@ -981,6 +981,15 @@ bool mayAliasInPlace(OpKind k) {
 
 } // namespace
 
+std::string PipelineAction::label() const {
+  if (phase.empty())
+    return "";
+  std::string s = phase + " " + std::to_string(stage);
+  if (microbatch >= 0)
+    s += "." + std::to_string(microbatch);
+  return s;
+}
+
 float Op::floatAttr(const std::string &name, float dflt) const {
   auto it = attrs.find(name);
   if (it == attrs.end())
@@ -1243,6 +1252,24 @@ Status Program::create(const artifact::Program &proto,
     }
     where += " (" + std::string(opKindName(op.kind)) +
              (op.name.empty() ? "" : " '" + op.name + "'") + ")";
+    if (inst.has_action() && !inst.action().phase().empty()) {
+      const artifact::PipelineAction &a = inst.action();
+      static const char *const phases[] = {"F",    "B",    "W",   "BW",
+                                           "STEP", "SEND", "RECV"};
+      if (std::find(std::begin(phases), std::end(phases), a.phase()) ==
+          std::end(phases))
+        return fail(where + ": pipeline action phase '" + a.phase() +
+                    "' is not one of F, B, W, BW, STEP, SEND, RECV");
+      if (a.stage() < 0 || a.microbatch() < -1)
+        return fail(where + ": pipeline action " + a.phase() + " has stage " +
+                    std::to_string(a.stage()) + " and microbatch " +
+                    std::to_string(a.microbatch()) +
+                    " (want stage >= 0, microbatch >= -1)");
+      op.action.phase = a.phase();
+      op.action.stage = a.stage();
+      op.action.microbatch = a.microbatch();
+      p->pipelined = true;
+    }
     for (int id : inst.operands()) {
       if (id < 0 || id >= nb)
         return fail(where + ": operand buffer " + std::to_string(id) +

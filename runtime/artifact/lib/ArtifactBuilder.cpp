@@ -120,6 +120,18 @@ int ProgramBuilder::addConstant(DType dtype, Shape shape, const void *data,
   return id;
 }
 
+void ProgramBuilder::setAction(const std::string &phase, int stage,
+                               int microbatch) {
+  int n = prog->instructions_size();
+  if (n == 0)
+    return;
+  artifact::PipelineAction *a =
+      prog->mutable_instructions(n - 1)->mutable_action();
+  a->set_phase(phase);
+  a->set_stage(stage);
+  a->set_microbatch(microbatch);
+}
+
 void ProgramBuilder::addOp(const std::string &op, std::vector<int> operands,
                            std::vector<int> results, Attrs attrs,
                            std::string name) {

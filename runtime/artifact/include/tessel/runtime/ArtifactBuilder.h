@@ -94,6 +94,11 @@ public:
              std::vector<int> results, Attrs attrs = {},
              std::string name = "");
 
+  /// Tags the last instruction added with a pipeline schedule action
+  /// (Instruction.action: phase "F", "B", "W", "BW", "STEP", "SEND",
+  /// "RECV"; microbatch -1 for STEP).
+  void setAction(const std::string &phase, int stage, int microbatch);
+
   /// Runs planBuffers() over the arena buffers without an offset.
   void planMemory();
   /// The protobuf message as it stands (after planMemory()).
