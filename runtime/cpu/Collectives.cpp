@@ -11,6 +11,7 @@
 #include "KernelResources.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace tessel::runtime::cpu {
 
@@ -74,6 +75,21 @@ Status Collectives::post(const Program &p, size_t index,
       return Status::error(where(j, op) + ", posted early: " + s.message());
   }
   return Status::ok();
+}
+
+Status Collectives::finish(const Program &p) {
+  if (!thread)
+    return Status::ok();
+  Status first = Status::ok();
+  for (size_t i = 0; i < sendTickets.size(); ++i) {
+    if (!sendTickets[i])
+      continue;
+    Status s = thread->wait(sendTickets[i]);
+    sendTickets[i] = 0;
+    if (!s && first.isOk())
+      first = Status::error(where(i, p.ops[i]) + ": " + s.message());
+  }
+  return first;
 }
 
 Status Collectives::init(const Program &program, Communicator *comm,
@@ -149,8 +165,13 @@ Status Collectives::init(const Program &program, Communicator *comm,
   postAt = recvPostPoints(program);
   posted.clear();
   posted.resize(program.ops.size());
-  if (async && std::any_of(waitOf.begin(), waitOf.end(),
-                           [](int64_t w) { return w >= 0; }))
+  const bool sends = std::any_of(
+      program.ops.begin(), program.ops.end(),
+      [](const Op &op) { return op.kind == OpKind::Send; });
+  sendTickets.assign(program.ops.size(), 0);
+  staging.assign(program.ops.size(), {});
+  if (async && (sends || std::any_of(waitOf.begin(), waitOf.end(),
+                                     [](int64_t w) { return w >= 0; })))
     thread = std::make_unique<CommThread>();
   // World ranks are the world communicator's indices.
   return world->createSubgroups(std::move(groups));
@@ -186,11 +207,39 @@ std::function<Status()> Collectives::step(const Program &p, size_t index,
       return r->wait();
     };
   }
+  if (op.kind == OpKind::Send && thread) {
+    // The bytes are copied here (the buffer planner may reuse them once
+    // this instruction has run) and the communication thread sends the
+    // copy: a send whose transport blocks (a full socket) never holds up
+    // this thread. The previous run's send of this instruction has long
+    // been handed over; its status is collected before the copy is reused,
+    // and every send's at the end of the run (finish()).
+    const BufferInfo &b = p.buffers[op.operands[0]];
+    const void *src = ptrs[b.id];
+    std::vector<char> *copy = &staging[index];
+    uint64_t *ticket = &sendTickets[index];
+    CommThread *t = thread.get();
+    Communicator *w = world;
+    const CollectiveAttrs *c = &op.coll;
+    TensorView view(static_cast<void *>(nullptr), b.dtype, b.shape);
+    std::string what = where(index, op);
+    return [=]() -> Status {
+      if (*ticket) {
+        Status s = t->wait(*ticket);
+        *ticket = 0;
+        if (!s)
+          return Status::error(what + " (the previous run's): " + s.message());
+      }
+      copy->resize(b.bytes);
+      std::memcpy(copy->data(), src, b.bytes);
+      TensorView v = view;
+      v.data = copy->data();
+      *ticket = t->submit([w, v, c] { return w->send(v, c->peer, c->tag); });
+      return Status::ok();
+    };
+  }
   std::function<Status()> run = direct(p, op, ptrs);
-  // A send stages its bytes and returns (Communicator::send): it runs on
-  // this thread, never queued behind the collectives of the communication
-  // thread.
-  if (!thread || op.kind == OpKind::Send)
+  if (!thread)
     return run;
   CommThread *t = thread.get();
   if (waitOf[index] >= 0) {

@@ -476,6 +476,10 @@ Status CpuExecutor::run() {
       return Status::error(where(i) + ": " + s.message());
     }
   }
+  if (Status s = collectives.finish(*prog); !s) {
+    collectives.drain();
+    return s;
+  }
   {
     using us = std::chrono::duration<double, std::micro>;
     runStats.wallUs = us(Clock::now() - start).count();
