@@ -35,6 +35,8 @@ actionSpans(const runtime::Program &program,
 }
 
 std::string BubbleMeter::describe(const char *unit) const {
+  if (wallUs <= 0)
+    return "bubble not measured (this backend does not time its runs)";
   char buf[256];
   const double n = runs > 0 ? runs : 1;
   std::snprintf(buf, sizeof(buf),
