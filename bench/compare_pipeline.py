@@ -41,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ADAMW = ["--optimizer", "adamw", "--lr", "1e-4", "--weight-decay", "0.01",
          "--betas", "0.9,0.999", "--eps", "1e-8"]
 MICROBATCHES = 4
+TRIALS = 5  # launches per bubble row (--trials)
 LAYERS_PER_STAGE = 6
 
 # One rank of PyTorch: world 1 runs the plain step on the whole batch of 4;
@@ -282,17 +283,33 @@ def bubble_rows(label, artifact_for, tessel_run, tesselc, out, extra_flags, env,
         trace = os.path.join(out, tag + ".json")
         measured_svg = os.path.join(out, tag + "_measured.svg")
         predicted_svg = os.path.join(out, tag + "_predicted.svg")
-        rc, log = run([tessel_run, art, "-n", "2", "--threads", "1", "--trace", trace,
-                       "--timeline", measured_svg] + extra_flags(repeat), env)
-        if rc != 0:
-            rows.append((label, m, "n/a (%s)" % first_error(log)))
+        # Several launches: each gives its traced run's bubbles and per-stage
+        # costs, and the simulator's prediction for those costs; the medians
+        # over the launches are reported (the pictures are the last's).
+        trials, failed = [], None
+        for _ in range(TRIALS):
+            rc, log = run([tessel_run, art, "-n", "2", "--threads", "1", "--trace", trace,
+                           "--timeline", measured_svg] + extra_flags(repeat), env)
+            if rc != 0:
+                failed = "n/a (%s)" % first_error(log)
+                break
+            costs = stage_costs(trace, 2)
+            pred, step = predicted(tesselc, m, costs, predicted_svg)
+            if pred is None:
+                failed = "n/a (simulator: %s)" % step
+                break
+            trials.append((bubbles_of(log), last_run_bubbles(trace), pred, costs, step))
+        if failed:
+            rows.append((label, m, failed))
             continue
-        measured = (bubbles_of(log), last_run_bubbles(trace))
-        costs = stage_costs(trace, 2)
-        pred, step = predicted(tesselc, m, costs, predicted_svg)
-        if pred is None:
-            rows.append((label, m, "n/a (simulator: %s)" % step))
-            continue
+
+        def med(pick):
+            return {r: statistics.median(pick(t)[r] for t in trials) for r in trials[0][2]}
+        measured = (med(lambda t: t[0]), med(lambda t: t[1]))
+        pred = med(lambda t: t[2])
+        costs = [tuple(statistics.median(t[3][s][k] for t in trials) for k in range(3))
+                 for s in range(2)]
+        step = statistics.median(t[4] for t in trials)
         side_by_side(os.path.join(out, tag + ".html"), "%s, 1F1B, p=2, m=%d" % (label, m),
                      measured_svg, predicted_svg)
         rows.append((label, m, (measured, pred, costs, step)))
@@ -308,9 +325,13 @@ def main():
     ap.add_argument("--repeat", type=int, default=5,
                     help="timed runs of the hand-built pipeline (default 5)")
     ap.add_argument("--only", default="", help="gpt2 or bubble")
+    ap.add_argument("--trials", type=int, default=5,
+                    help="launches per bubble row, medians reported (default 5)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--out", default="", help="where the pictures go (default: a temp dir)")
     args = ap.parse_args()
+    global TRIALS
+    TRIALS = max(1, args.trials)
     tesselc = os.path.join(args.build, "bin", "tesselc")
     tessel_run = os.path.join(args.build, "bin", "tessel-run")
     make_pipeline = os.path.join(args.build, "bin", "make-pipeline-artifact")
@@ -386,9 +407,9 @@ def main():
         rows += bubble_rows("hand-built 2x[256x1024]", hand_art, tessel_run, tesselc, out,
                             lambda r: ["--repeat", str(r)], env, args.repeat)
         print("Bubble, 1F1B, p=2, 2 ranks x 1 thread: measured (time blocked in recv/wait "
-              "over step time, in the traced last run; tessel-run's mean over the runs "
-              "beside it) vs the simulator's prediction for that run's per-stage F/B/W "
-              "medians (ms)")
+              "over step time, in a launch's traced last run; tessel-run's mean over the "
+              "launch's runs beside it) vs the simulator's prediction for that run's "
+              "per-stage F/B/W medians (ms); medians over %d launches" % TRIALS)
         for label, m, r in rows:
             if isinstance(r, str):
                 print("  %-24s m=%d  %s" % (label, m, r))
