@@ -5,7 +5,9 @@
 // threads over Gloo, where sends return at once and receives are posted
 // before their instruction: every rank's outputs equal the one-rank
 // program's bitwise, and a naive reference computed here within 1e-5. A
-// receive posted early never overwrites bytes still in use; the executor
+// receive posted early never overwrites bytes still in use; a send whose
+// transport blocks does not block its instruction; p2p and an asynchronous
+// all_reduce share the communication thread (dp x pp); the executor
 // reports the time blocked in receives; a bad pipeline action is refused
 // when the program is loaded.
 //
@@ -354,6 +356,52 @@ TEST_F(PipelineP2PTest, ASendDoesNotWaitForItsTransport) {
       for (const TraceEvent &t : e->lastTrace())
         if (prog->ops[t.op].kind == OpKind::Send)
           EXPECT_LT(t.durUs, 100000.0) << "the send waited for its transport";
+  });
+}
+
+/// dp x pp: a gradient bucket's asynchronous all_reduce and the stages'
+/// p2p share the communication thread. Each rank starts an all_reduce of
+/// a, sends a to the other, receives the other's a (posted at the start)
+/// and waits for the all_reduce: out = (a0 + a1) + a_other, three runs.
+TEST_F(PipelineP2PTest, P2PAndAnAsynchronousAllReduceShareTheCommThread) {
+  runWith(2, CommOptions(), createGlooCommunicator,
+          [&](Communicator &comm, int r) {
+    ArtifactBuilder a;
+    ProgramBuilder &b = a.rank(r);
+    const Shape shape{1000};
+    int in = b.addInput("a", DType::F32, shape);
+    int y = b.addBuffer(DType::F32, shape);
+    int other = b.addBuffer(DType::F32, shape);
+    int out = b.addBuffer(DType::F32, shape);
+    b.addOp("all_reduce", {in}, {y}, Attrs().s("kind", "sum").is("group", {0, 1}));
+    b.addOp("send", {in}, {}, Attrs().i("peer", 1 - r).i("tag", 3));
+    b.addOp("recv", {}, {other}, Attrs().i("peer", 1 - r).i("tag", 3));
+    b.addOp("wait", {in, y}, {});
+    b.addOp("add", {y, other}, {out});
+    b.addOutput("out", out);
+    std::shared_ptr<const Program> prog;
+    Status s = b.build(prog);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    ExecutorOptions eo;
+    eo.comm = &comm;
+    std::unique_ptr<Executor> e;
+    s = createExecutor("cpu", prog, eo, e);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    for (int run = 0; run < 3; ++run) {
+      Tensor mine = input(r, DType::F32, shape, run);
+      Tensor theirs = input(1 - r, DType::F32, shape, run);
+      ASSERT_TRUE(e->setInput("a", mine).isOk());
+      s = e->run();
+      ASSERT_TRUE(s.isOk()) << s.message();
+      Tensor got;
+      ASSERT_TRUE(e->getOutput("out", got).isOk());
+      for (int64_t i = 0; i < 1000; ++i) {
+        float a0 = input(0, DType::F32, shape, run).data<float>()[i];
+        float a1 = input(1, DType::F32, shape, run).data<float>()[i];
+        ASSERT_EQ(got.data<float>()[i], (a0 + a1) + theirs.data<float>()[i])
+            << "rank " << r << " run " << run << " at " << i;
+      }
+    }
   });
 }
 
