@@ -741,7 +741,7 @@ LogicalResult Exporter::emitOp(Operation *op) {
   program.addOp(enc.name, operands, results, enc.attrs, name);
   if (auto phase = op->getAttrOfType<StringAttr>(kPhaseAttr);
       phase && pipelined)
-    program.setLastAction(phase.str(),
+    program.setAction(phase.str(),
                           int(getPipelineInt(op, kStageAttr, 0)),
                           int(getPipelineInt(op, kMicrobatchAttr, -1)));
   // A gradient bucket's all_reduce runs asynchronously until its wait.

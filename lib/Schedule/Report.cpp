@@ -23,10 +23,17 @@ void printReport(raw_ostream &os, const Schedule &s, const ScheduleCosts &costs,
                  const SimulationResult &sim, bool printActions) {
   if (printActions)
     printSchedule(os, s);
-  os << "# simulated with F=" << num(costs.forward)
-     << " B=" << num(costs.backwardInput) << " W=" << num(costs.backwardWeight)
-     << " BW=" << num(costs.getCost(ActionKind::FullBackward))
-     << " STEP=" << num(costs.optimizerStep) << ", p2p latency "
+  os << "# simulated with ";
+  if (costs.stageForward.empty())
+    os << "F=" << num(costs.forward) << " B=" << num(costs.backwardInput)
+       << " W=" << num(costs.backwardWeight)
+       << " BW=" << num(costs.getCost(ActionKind::FullBackward));
+  else
+    for (size_t i = 0; i < costs.stageForward.size(); ++i)
+      os << (i ? "; " : "") << "stage " << i << " F=" << num(costs.stageForward[i])
+         << " B=" << num(costs.stageBackwardInput[i])
+         << " W=" << num(costs.stageBackwardWeight[i]);
+  os << " STEP=" << num(costs.optimizerStep) << ", p2p latency "
      << num(costs.p2pLatency) << ", bandwidth ";
   if (costs.p2pBandwidth > 0)
     os << num(costs.p2pBandwidth) << " bytes/unit, " << num(costs.messageBytes)

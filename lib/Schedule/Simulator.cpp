@@ -44,6 +44,17 @@ double ScheduleCosts::getCost(ActionKind k) const {
   }
 }
 
+double ScheduleCosts::getCost(ActionKind k, int32_t stage) const {
+  if (stageForward.empty() || stage < 0 ||
+      static_cast<size_t>(stage) >= stageForward.size())
+    return getCost(k);
+  ScheduleCosts one = *this;
+  one.forward = stageForward[stage];
+  one.backwardInput = stageBackwardInput[stage];
+  one.backwardWeight = stageBackwardWeight[stage];
+  return one.getCost(k);
+}
+
 double ScheduleCosts::getTransferTime() const {
   double t = p2pLatency;
   if (p2pBandwidth > 0)
@@ -65,10 +76,40 @@ Error ScheduleCosts::validate() const {
       return makeScheduleError(Twine(name) +
                                " must be a non-negative number, got " +
                                formatNumber(value));
+  if (stageBackwardInput.size() != stageForward.size() ||
+      stageBackwardWeight.size() != stageForward.size())
+    return makeScheduleError("per-stage costs need F, B and W of every stage");
+  for (const std::vector<double> *v :
+       {&stageForward, &stageBackwardInput, &stageBackwardWeight})
+    for (double c : *v)
+      if (!std::isfinite(c) || c < 0)
+        return makeScheduleError(
+            "a per-stage cost must be a non-negative number, got " +
+            formatNumber(c));
   return Error::success();
 }
 
 Expected<ScheduleCosts> ScheduleCosts::parse(StringRef text) {
+  if (text.contains(';')) {
+    SmallVector<StringRef, 8> stages;
+    text.split(stages, ';');
+    ScheduleCosts c;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      Expected<ScheduleCosts> one = parse(stages[i]);
+      if (!one)
+        return makeScheduleError("stage " + Twine(i) + ": " +
+                                 toString(one.takeError()));
+      if (i == 0) {
+        c.forward = one->forward;
+        c.backwardInput = one->backwardInput;
+        c.backwardWeight = one->backwardWeight;
+      }
+      c.stageForward.push_back(one->forward);
+      c.stageBackwardInput.push_back(one->backwardInput);
+      c.stageBackwardWeight.push_back(one->backwardWeight);
+    }
+    return c;
+  }
   SmallVector<StringRef, 4> parts;
   text.split(parts, ',');
   if (parts.size() != 3)
@@ -94,6 +135,12 @@ Expected<SimulationResult> simulate(const Schedule &s,
                                     const ScheduleCosts &costs) {
   if (Error e = costs.validate())
     return std::move(e);
+  if (!costs.stageForward.empty() &&
+      costs.stageForward.size() != static_cast<size_t>(s.getNumStages()))
+    return makeScheduleError(
+        "per-stage costs name " + Twine(costs.stageForward.size()) +
+        " stages, but schedule '" + s.getName() + "' has " +
+        Twine(s.getNumStages()));
   FlatLayout layout(s);
   ActionIndex index = ActionIndex::build(s, layout);
   const size_t n = layout.size();
@@ -115,7 +162,7 @@ Expected<SimulationResult> simulate(const Schedule &s,
   }
   std::vector<double> cost(n);
   for (size_t id = 0; id < n; ++id)
-    cost[id] = costs.getCost(layout.actions[id].kind);
+    cost[id] = costs.getCost(layout.actions[id].kind, layout.actions[id].stage);
   detail::TimedRun run = detail::runTimed(layout, dep, delay, cost);
   if (!run.complete) {
     for (int32_t r = 0; r < s.getNumRanks(); ++r)

@@ -134,6 +134,29 @@ Status checkPermutePairs(const std::vector<std::pair<int, int>> &pairs, int n) {
 //===----------------------------------------------------------------------===//
 
 Communicator::~Communicator() = default;
+P2PRequest::~P2PRequest() = default;
+
+namespace {
+/// The blocking recv, run when the request is waited for.
+class DeferredRecv : public P2PRequest {
+public:
+  DeferredRecv(Communicator *comm, TensorView out, int peer, int64_t tag)
+      : comm(comm), out(std::move(out)), peer(peer), tag(tag) {}
+  Status wait() override { return comm->recv(out, peer, tag); }
+
+private:
+  Communicator *comm;
+  TensorView out;
+  int peer;
+  int64_t tag;
+};
+} // namespace
+
+Status Communicator::irecv(const TensorView &out, int peer, int64_t tag,
+                           std::unique_ptr<P2PRequest> &req) {
+  req = std::make_unique<DeferredRecv>(this, out, peer, tag);
+  return Status::ok();
+}
 
 Status Communicator::createSubgroups(std::vector<std::vector<int>> groups) {
   std::sort(groups.begin(), groups.end());

@@ -36,6 +36,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <stdexcept>
@@ -99,6 +100,9 @@ private:
 struct GlooWorld : World {
   using World::World;
   std::shared_ptr<gloo::transport::Device> device;
+  /// Some operation of this world failed: its staged sends may never be
+  /// received (a peer died, or gave up), so nobody waits for them.
+  std::atomic<bool> broken{false};
 };
 
 // Slots of our own unbound-buffer transfers; gloo's algorithms use top
@@ -111,7 +115,7 @@ class GlooCommunicator : public HostCommunicator<GlooCommunicator> {
 public:
   using HostCommunicator::HostCommunicator;
   ~GlooCommunicator() override {
-    while (!pending.empty())
+    while (!pending.empty() && !static_cast<GlooWorld *>(world)->broken)
       if (!waitOldestSend())
         pending.clear();
   }
@@ -342,6 +346,25 @@ public:
     });
   }
 
+  /// The receive is posted now; Gloo's transport thread fills `out` while
+  /// the caller computes.
+  Status irecv(const TensorView &out, int peer, int64_t tag,
+               std::unique_ptr<P2PRequest> &req) override {
+    TSL_RETURN_IF_ERROR(checkPeer(peer, tag, size(), me, "recv from"));
+    if (out.bytes() == 0)
+      return Communicator::irecv(out, peer, tag, req);
+    std::string what = "recv from rank " + std::to_string(members[peer]);
+    auto r = std::make_unique<PostedRecv>();
+    r->comm = this;
+    r->what = what;
+    TSL_RETURN_IF_ERROR(guarded(what, [&] {
+      r->buffer = context->createUnboundBuffer(out.data, out.bytes());
+      r->buffer->recv(peer, kP2PSlot | static_cast<uint64_t>(tag));
+    }));
+    req = std::move(r);
+    return Status::ok();
+  }
+
   Status barrier() override {
     while (!pending.empty())
       TSL_RETURN_IF_ERROR(waitOldestSend());
@@ -403,6 +426,15 @@ private:
       throw std::runtime_error("send aborted");
   }
 
+  struct PostedRecv : P2PRequest {
+    GlooCommunicator *comm = nullptr;
+    std::string what;
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    Status wait() override {
+      return comm->guarded(what, [&] { comm->awaitRecv(*buffer); });
+    }
+  };
+
   Status waitOldestSend() {
     PendingSend p = std::move(pending.front());
     pending.erase(pending.begin());
@@ -440,6 +472,7 @@ private:
   /// The message of a failed operation, with what the store knows of the
   /// other members.
   Status fail(const std::string &op, const std::string &what) {
+    static_cast<GlooWorld *>(world)->broken = true;
     std::string msg = where(op) + " failed: " + what;
     KVStore &store = *world->store;
     std::string mark = world->prefix + "failed/";
@@ -454,9 +487,19 @@ private:
       std::vector<int> lost;
       if (Status s = store.lostRanks(lost); !s)
         return Status::error(msg + "; " + s.message());
-      for (int r : lost)
-        if (std::find(members.begin(), members.end(), r) != members.end())
+      for (int r : lost) {
+        if (std::find(members.begin(), members.end(), r) == members.end() ||
+            std::find(dead.begin(), dead.end(), r) != dead.end())
+          continue;
+        // A member that failed here itself (and then exited) did not die:
+        // it reports its own error.
+        std::string v;
+        bool failed = false;
+        if (Status s = store.check(mark + std::to_string(r), v, failed); !s)
+          return Status::error(msg + "; " + s.message());
+        if (!failed)
           dead.push_back(r);
+      }
       if (!dead.empty() || Clock::now() >= deadline)
         break;
       std::this_thread::sleep_for(milliseconds(50));

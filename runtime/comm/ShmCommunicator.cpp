@@ -595,6 +595,11 @@ public:
     TSL_RETURN_IF_ERROR(delegate("recv"));
     return fallback->recv(out, peer, tag);
   }
+  Status irecv(const TensorView &out, int peer, int64_t tag,
+               std::unique_ptr<P2PRequest> &req) override {
+    TSL_RETURN_IF_ERROR(delegate("recv"));
+    return fallback->irecv(out, peer, tag, req);
+  }
 
   void setTimeout(milliseconds timeout) override {
     world->timeout = timeout;

@@ -11,6 +11,7 @@
 #include "KernelResources.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace tessel::runtime::cpu {
 
@@ -26,7 +27,70 @@ std::string where(size_t i, const Op &op) {
          (op.name.empty() ? "" : " '" + op.name + "'") + ")";
 }
 
+/// Whether buffers `a` and `b` share bytes: arena buffers by their range, a
+/// STATE buffer (storage of its own) only with itself.
+bool overlap(const BufferInfo &a, const BufferInfo &b) {
+  if (a.id == b.id)
+    return true;
+  if (a.kind != BufferInfo::Kind::Arena || b.kind != BufferInfo::Kind::Arena ||
+      !a.bytes || !b.bytes)
+    return false;
+  return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+}
+
+/// For each recv, the earliest instruction before which it may be posted:
+/// the one after the last instruction before it that reads or writes bytes
+/// of its result buffer (the buffer planner reuses arena bytes), or 0, the
+/// run's start. A `wait` names both buffers of its asynchronous all_reduce,
+/// so bytes that the all_reduce writes in the background count as touched
+/// up to the wait.
+std::vector<std::vector<size_t>> recvPostPoints(const Program &p) {
+  std::vector<std::vector<size_t>> at(p.ops.size());
+  for (size_t j = 0; j < p.ops.size(); ++j) {
+    if (p.ops[j].kind != OpKind::Recv)
+      continue;
+    const BufferInfo &out = p.buffers[p.ops[j].results[0]];
+    size_t from = 0;
+    for (size_t i = j; i-- > 0 && from == 0;) {
+      const Op &op = p.ops[i];
+      for (const std::vector<int> *ids : {&op.operands, &op.results})
+        for (int id : *ids)
+          if (overlap(p.buffers[id], out))
+            from = i + 1;
+    }
+    at[from].push_back(j);
+  }
+  return at;
+}
+
 } // namespace
+
+Status Collectives::post(const Program &p, size_t index,
+                         const std::vector<void *> &ptrs) {
+  for (size_t j : postAt[index]) {
+    const Op &op = p.ops[j];
+    const BufferInfo &b = p.buffers[op.results[0]];
+    TensorView out(ptrs[b.id], b.dtype, b.shape);
+    if (Status s = world->irecv(out, op.coll.peer, op.coll.tag, posted[j]); !s)
+      return Status::error(where(j, op) + ", posted early: " + s.message());
+  }
+  return Status::ok();
+}
+
+Status Collectives::finish(const Program &p) {
+  if (!thread)
+    return Status::ok();
+  Status first = Status::ok();
+  for (size_t i = 0; i < sendTickets.size(); ++i) {
+    if (!sendTickets[i])
+      continue;
+    Status s = thread->wait(sendTickets[i]);
+    sendTickets[i] = 0;
+    if (!s && first.isOk())
+      first = Status::error(where(i, p.ops[i]) + ": " + s.message());
+  }
+  return first;
+}
 
 Status Collectives::init(const Program &program, Communicator *comm,
                          bool async) {
@@ -98,8 +162,16 @@ Status Collectives::init(const Program &program, Communicator *comm,
                            std::to_string(waitOf[found]) + " waits for"));
     waitOf[found] = static_cast<int64_t>(j);
   }
-  if (async && std::any_of(waitOf.begin(), waitOf.end(),
-                           [](int64_t w) { return w >= 0; }))
+  postAt = recvPostPoints(program);
+  posted.clear();
+  posted.resize(program.ops.size());
+  const bool sends = std::any_of(
+      program.ops.begin(), program.ops.end(),
+      [](const Op &op) { return op.kind == OpKind::Send; });
+  sendTickets.assign(program.ops.size(), 0);
+  staging.assign(program.ops.size(), {});
+  if (async && (sends || std::any_of(waitOf.begin(), waitOf.end(),
+                                     [](int64_t w) { return w >= 0; })))
     thread = std::make_unique<CommThread>();
   // World ranks are the world communicator's indices.
   return world->createSubgroups(std::move(groups));
@@ -122,6 +194,48 @@ std::function<Status()> Collectives::step(const Program &p, size_t index,
       Status s = t->wait(*ticket);
       *ticket = 0;
       return s.isOk() ? s : Status::error(what + ": " + s.message());
+    };
+  }
+  if (op.kind == OpKind::Recv) {
+    // Posted before (post()); here it is waited for.
+    std::unique_ptr<P2PRequest> *req = &posted[index];
+    std::string what = where(index, op);
+    return [req, what] {
+      if (!*req)
+        return Status::error("internal: " + what + " was never posted");
+      std::unique_ptr<P2PRequest> r = std::move(*req);
+      return r->wait();
+    };
+  }
+  if (op.kind == OpKind::Send && thread) {
+    // The bytes are copied here (the buffer planner may reuse them once
+    // this instruction has run) and the communication thread sends the
+    // copy: a send whose transport blocks (a full socket) never holds up
+    // this thread. The previous run's send of this instruction has long
+    // been handed over; its status is collected before the copy is reused,
+    // and every send's at the end of the run (finish()).
+    const BufferInfo &b = p.buffers[op.operands[0]];
+    const void *src = ptrs[b.id];
+    std::vector<char> *copy = &staging[index];
+    uint64_t *ticket = &sendTickets[index];
+    CommThread *t = thread.get();
+    Communicator *w = world;
+    const CollectiveAttrs *c = &op.coll;
+    TensorView view(static_cast<void *>(nullptr), b.dtype, b.shape);
+    std::string what = where(index, op);
+    return [=]() -> Status {
+      if (*ticket) {
+        Status s = t->wait(*ticket);
+        *ticket = 0;
+        if (!s)
+          return Status::error(what + " (the previous run's): " + s.message());
+      }
+      copy->resize(b.bytes);
+      std::memcpy(copy->data(), src, b.bytes);
+      TensorView v = view;
+      v.data = copy->data();
+      *ticket = t->submit([w, v, c] { return w->send(v, c->peer, c->tag); });
+      return Status::ok();
     };
   }
   std::function<Status()> run = direct(p, op, ptrs);

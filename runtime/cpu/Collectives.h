@@ -6,6 +6,7 @@
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Program.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 
@@ -18,26 +19,55 @@ public:
   /// `comm` is the world (nullptr: a local communicator of one rank). Checks
   /// that the world matches the program and creates every subgroup the
   /// program uses, in canonical order.
-  /// `async`: run the all_reduces that `wait`s name on a communication
-  /// thread (else every collective runs in place and waits do nothing).
+  /// `async`: run the all_reduces that `wait`s name, and sends (from a
+  /// copy), on a communication thread (else every collective runs in place
+  /// and waits do nothing).
   Status init(const Program &program, Communicator *comm, bool async = true);
   /// The step of collective, point-to-point or wait instruction `index`.
-  /// With a communication thread (the program has `wait`s), every
+  /// With a communication thread (the program has `wait`s or sends), every
   /// collective runs on it in program order; an all_reduce that a `wait`
-  /// names runs there asynchronously until that wait.
+  /// names runs there asynchronously until that wait, and so does a send
+  /// (of a copy of its operand). A recv waits for the receive post()
+  /// posted.
   std::function<Status()> step(const Program &program, size_t index,
                                const std::vector<void *> &ptrs);
   /// Waits for every queued collective (after a failed step: they may
-  /// still read or write the arena).
+  /// still read or write the arena); forgets the receives posted early.
   void drain() {
     if (thread)
       thread->drain();
+    for (auto &r : posted)
+      r.reset();
+    std::fill(sendTickets.begin(), sendTickets.end(), 0);
   }
+  /// At the end of a run: waits until the communication thread has handed
+  /// every send of the run to the communicator (staged there: this does not
+  /// wait for the receivers); the first failure.
+  Status finish(const Program &program);
+
+  /// Whether receives are to be posted right before instruction `index`
+  /// runs (index == ops.size(): never).
+  bool postsBefore(size_t index) const {
+    return index < postAt.size() && !postAt[index].empty();
+  }
+  /// Posts them (Communicator::irecv): each recv's result buffer is
+  /// untouched from there to the recv, which waits for it.
+  Status post(const Program &program, size_t index,
+              const std::vector<void *> &ptrs);
 
 private:
   /// The step that runs instruction `op` on the calling thread.
   std::function<Status()> direct(const Program &program, const Op &op,
                                  const std::vector<void *> &ptrs);
+
+  /// The receives posted before each instruction, and the requests in
+  /// flight, by recv instruction.
+  std::vector<std::vector<size_t>> postAt;
+  std::vector<std::unique_ptr<P2PRequest>> posted;
+  /// Sends (with a communication thread): the copy each sends, and the
+  /// ticket of its send, by instruction.
+  std::vector<std::vector<char>> staging;
+  std::vector<uint64_t> sendTickets;
 
   std::unique_ptr<Communicator> local;
   Communicator *world = nullptr;

@@ -80,6 +80,8 @@ private:
   size_t stateBytes = 0;
   std::vector<void *> ptrs;
   std::vector<Step> steps;
+  // Instructions that block on peers (recv, wait): RunStats::idleUs.
+  std::vector<bool> blocks;
   // Ops folded into others (ConvPlan.h), and the NCHW copies of NHWC
   // operands, by operand position.
   std::vector<bool> skipped;
@@ -133,9 +135,12 @@ Status CpuExecutor::init() {
   TSL_RETURN_IF_ERROR(initStates());
   TSL_RETURN_IF_ERROR(initConvs());
   TSL_RETURN_IF_ERROR(collectives.init(*prog, comm));
-  for (size_t i = 0; i < prog->ops.size(); ++i)
+  for (size_t i = 0; i < prog->ops.size(); ++i) {
     steps.push_back(skipped[i] ? Step([] { return Status::ok(); })
                                : makeStepWithLayouts(i));
+    blocks.push_back(prog->ops[i].kind == OpKind::Recv ||
+                     prog->ops[i].kind == OpKind::Wait);
+  }
   return stepError;
 }
 
@@ -439,11 +444,21 @@ Status CpuExecutor::run() {
   const bool timed = profile || tracing;
   if (tracing)
     traceEvents.clear();
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  Clock::duration idle{};
   for (size_t i = 0; i < steps.size(); ++i) {
-    auto t0 = timed ? std::chrono::steady_clock::now()
-                    : std::chrono::steady_clock::time_point();
+    // Receives whose buffer nobody touches from here to their recv.
+    if (collectives.postsBefore(i))
+      if (Status s = collectives.post(*prog, i, ptrs); !s) {
+        collectives.drain();
+        return s;
+      }
+    auto t0 = timed || blocks[i] ? Clock::now() : Clock::time_point();
     Status s = steps[i]();
-    const auto t1 = timed ? std::chrono::steady_clock::now() : t0;
+    const auto t1 = timed || blocks[i] ? Clock::now() : t0;
+    if (blocks[i])
+      idle += t1 - t0;
     if (tracing && !skipped[i]) {
       using us = std::chrono::duration<double, std::micro>;
       traceEvents.push_back({static_cast<int>(i),
@@ -460,6 +475,15 @@ Status CpuExecutor::run() {
       collectives.drain(); // nothing in flight may outlive the run
       return Status::error(where(i) + ": " + s.message());
     }
+  }
+  if (Status s = collectives.finish(*prog); !s) {
+    collectives.drain();
+    return s;
+  }
+  {
+    using us = std::chrono::duration<double, std::micro>;
+    runStats.wallUs = us(Clock::now() - start).count();
+    runStats.idleUs = us(idle).count();
   }
   if (profile) {
     std::fprintf(stderr, "tessel profile (ms):");

@@ -981,6 +981,42 @@ bool mayAliasInPlace(OpKind k) {
 
 } // namespace
 
+namespace {
+
+/// Instruction.action, read through protobuf's reflection: the generated
+/// accessors reference the generated descriptors, and this file is linked
+/// into the CUDA plugin too (libtessel-cuda.so), which must not register a
+/// second copy of them in the process (protobuf aborts on that).
+void readAction(const google::protobuf::Message &inst, PipelineAction &out) {
+  const google::protobuf::Descriptor *d = inst.GetDescriptor();
+  const google::protobuf::Reflection *r = inst.GetReflection();
+  const google::protobuf::FieldDescriptor *f = d->FindFieldByName("action");
+  if (!f || !r->HasField(inst, f))
+    return;
+  const google::protobuf::Message &a = r->GetMessage(inst, f);
+  const google::protobuf::Descriptor *ad = a.GetDescriptor();
+  const google::protobuf::Reflection *ar = a.GetReflection();
+  const auto *phase = ad->FindFieldByName("phase");
+  const auto *stage = ad->FindFieldByName("stage");
+  const auto *mb = ad->FindFieldByName("microbatch");
+  if (!phase || !stage || !mb)
+    return;
+  out.phase = ar->GetString(a, phase);
+  out.stage = ar->GetInt32(a, stage);
+  out.microbatch = ar->GetInt32(a, mb);
+}
+
+} // namespace
+
+std::string PipelineAction::label() const {
+  if (phase.empty())
+    return "";
+  std::string s = phase + " " + std::to_string(stage);
+  if (microbatch >= 0)
+    s += "." + std::to_string(microbatch);
+  return s;
+}
+
 float Op::floatAttr(const std::string &name, float dflt) const {
   auto it = attrs.find(name);
   if (it == attrs.end())
@@ -1243,6 +1279,23 @@ Status Program::create(const artifact::Program &proto,
     }
     where += " (" + std::string(opKindName(op.kind)) +
              (op.name.empty() ? "" : " '" + op.name + "'") + ")";
+    PipelineAction action;
+    readAction(inst, action);
+    if (!action.empty()) {
+      static const char *const phases[] = {"F",    "B",    "W",   "BW",
+                                           "STEP", "SEND", "RECV"};
+      if (std::find(std::begin(phases), std::end(phases), action.phase) ==
+          std::end(phases))
+        return fail(where + ": pipeline action phase '" + action.phase +
+                    "' is not one of F, B, W, BW, STEP, SEND, RECV");
+      if (action.stage < 0 || action.microbatch < -1)
+        return fail(where + ": pipeline action " + action.phase +
+                    " has stage " + std::to_string(action.stage) +
+                    " and microbatch " + std::to_string(action.microbatch) +
+                    " (want stage >= 0, microbatch >= -1)");
+      op.action = std::move(action);
+      p->pipelined = true;
+    }
     for (int id : inst.operands()) {
       if (id < 0 || id >= nb)
         return fail(where + ": operand buffer " + std::to_string(id) +

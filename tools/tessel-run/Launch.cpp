@@ -374,6 +374,19 @@ void testHooks(int rank) {
   if (parseNonNegative(env("TESSEL_TEST_HANG_RANK"), r) && r == rank)
     for (;;)
       ::pause();
+  // K:MS: rank K is killed MS milliseconds into its runs (mid-step).
+  if (const char *v = env("TESSEL_TEST_KILL_RANK_AFTER_MS")) {
+    std::string spec = v;
+    size_t colon = spec.find(':');
+    int ms = 0;
+    if (colon != std::string::npos &&
+        parseNonNegative(spec.substr(0, colon).c_str(), r) && r == rank &&
+        parseNonNegative(spec.substr(colon + 1).c_str(), ms))
+      std::thread([ms] {
+        std::this_thread::sleep_for(milliseconds(ms));
+        ::raise(SIGKILL);
+      }).detach();
+  }
 #else
   (void)rank;
 #endif

@@ -69,7 +69,8 @@ private:
 /// Test hooks (builds with TESSEL_RUN_TEST_HOOKS): TESSEL_TEST_CRASH_RANK=K
 /// makes rank K exit with status 3, TESSEL_TEST_KILL_RANK=K kill itself with
 /// SIGKILL, TESSEL_TEST_HANG_RANK=K sleep forever, right before its first
-/// run, when every rank is connected.
+/// run, when every rank is connected; TESSEL_TEST_KILL_RANK_AFTER_MS=K:MS
+/// has rank K killed by SIGKILL MS milliseconds after that point (mid-step).
 void testHooks(int rank);
 
 } // namespace tessel::run

@@ -1,6 +1,8 @@
 //===- Trace.cpp - Chrome-trace timelines of tessel-run -------------------===//
 #include "Trace.h"
 
+#include "Pipeline.h"
+
 #include "tessel/runtime/Json.h"
 #include "tessel/runtime/OpKind.h"
 
@@ -78,7 +80,27 @@ Status writeTrace(const std::string &path, int rank,
        << ", \"args\": {\"instruction\": " << e.op;
     if (!phases.empty())
       os << ", \"phase\": \"" << phases[e.op] << "\"";
+    if (!op.action.empty())
+      os << ", \"action\": " << runtime::jsonQuote(op.action.label());
     os << "}}";
+  }
+  // Pipelined programs: the schedule's actions on a track of their own
+  // (tid 1): F/B/W/STEP per microbatch, sends, and receives (their span is
+  // the time blocked waiting for the message).
+  if (program.pipelined) {
+    os << ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " << rank
+       << ", \"tid\": 1, \"args\": {\"name\": \"actions\"}}";
+    os << ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " << rank
+       << ", \"tid\": 0, \"args\": {\"name\": \"instructions\"}}";
+    for (const ActionSpan &a : actionSpans(program, events)) {
+      std::snprintf(num, sizeof(num), "%.3f, \"dur\": %.3f", a.beginUs,
+                    a.endUs - a.beginUs);
+      os << ",\n{\"name\": " << runtime::jsonQuote(a.action.label())
+         << ", \"cat\": " << runtime::jsonQuote(a.action.phase)
+         << ", \"ph\": \"X\", \"pid\": " << rank << ", \"tid\": 1, \"ts\": "
+         << num << ", \"args\": {\"stage\": " << a.action.stage
+         << ", \"microbatch\": " << a.action.microbatch << "}}";
+    }
   }
   os << "\n]}\n";
   std::ofstream f(path, std::ios::binary | std::ios::trunc);

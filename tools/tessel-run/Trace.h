@@ -5,7 +5,10 @@
 // (pid = rank), one complete event per instruction named by its ONNX node
 // and categorised by its op kind, collectives included, so time spent
 // waiting for a peer shows as a long collective; in a training step each
-// event's args.phase says forward, backward or optimizer. With -n N each
+// event's args.phase says forward, backward or optimizer. A pipelined
+// program's events name their schedule action (args.action), and a second
+// track per rank (tid 1, "actions") holds one span per action: F/B/W/STEP
+// per microbatch, SEND, RECV (the time blocked waiting). With -n N each
 // rank writes
 // FILE.rankR and the launcher merges them into FILE; ranks started by
 // mpirun/srun/torchrun leave their FILE.rankR files.

@@ -32,6 +32,7 @@
 #include "Grads.h"
 #include "Launch.h"
 #include "OnnxExport.h"
+#include "Pipeline.h"
 #include "Trace.h"
 #include "Train.h"
 #include "TrainingInfo.h"
@@ -58,6 +59,7 @@ const char kUsage[] =
     "                  [--threads N] [--repeat K] [--rank R] "
     "[--device cpu|cuda] [--no-verify]\n"
     "                  [-n N] [--timeout SECONDS] [--trace FILE.json]\n"
+    "                  [--timeline FILE.svg]\n"
     "                  [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]\n"
     "                   [--losses FILE.npy] [--save DIR [--save-every K]]\n"
     "                   [--resume DIR] [--export-onnx FILE.onnx]\n"
@@ -86,7 +88,11 @@ const char kUsage[] =
     "                      fails, naming the rank to blame (default 30)\n"
     "  --trace FILE.json   write the last run's instructions as a Chrome\n"
     "                      trace (chrome://tracing, ui.perfetto.dev), one\n"
-    "                      track per rank\n"
+    "                      track per rank (pipelined programs: and one of\n"
+    "                      their schedule's actions)\n"
+    "  --timeline FILE.svg draw the last run of a pipelined program: one row\n"
+    "                      per rank, a box per F/B/W/STEP action at its\n"
+    "                      measured time (the schedule simulator's picture)\n"
     "  --version           print the version and git revision\n"
     "\n"
     "training (a program with state buffers, run step after step):\n"
@@ -129,6 +135,7 @@ struct Options {
   bool rankGiven = false;
   int timeout = 30;     // seconds
   std::string trace;    // --trace FILE.json; empty: none
+  std::string timeline; // --timeline FILE.svg; empty: none
   tessel::run::TrainOptions train;
 };
 
@@ -232,6 +239,11 @@ int parseArgs(int argc, char **argv, Options &o) {
       if (!takeValue("--trace") || value.empty())
         return usageError("--trace needs a file name");
       o.trace = value;
+    } else if (is("--timeline")) {
+      if (!takeValue("--timeline") || value.size() < 5 ||
+          value.substr(value.size() - 4) != ".svg")
+        return usageError("--timeline needs a file name ending in .svg");
+      o.timeline = value;
     } else if (is("--steps")) {
       if (!takeValue("--steps") || !parseInt(value, 1, o.train.steps))
         return usageError("--steps needs an integer >= 1");
@@ -431,6 +443,15 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
       files.emplace_back("--trace", worldSize > 1 ? tessel::run::rankTracePath(
                                                         o.trace, rank)
                                                   : o.trace);
+    if (!o.timeline.empty()) {
+      if (!program->pipelined)
+        return fail("--timeline " + o.timeline + ": rank " +
+                    std::to_string(rank) + "'s program is not pipelined (no "
+                    "instruction carries a schedule action; compile with "
+                    "tesselc --mesh pp=N --schedule S)");
+      files.emplace_back("--timeline",
+                         tessel::run::rankTracePath(o.timeline, rank));
+    }
     for (const auto &[flag, file] : files)
       if (Status s = tessel::run::checkWritable(flag, file); !s)
         return fail(s.message());
@@ -579,8 +600,10 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
         !s)
       return fail(s.message());
   }
-  exec->setTracing(!o.trace.empty());
+  exec->setTracing(!o.trace.empty() || !o.timeline.empty());
   std::vector<double> times;
+  // Pipelined programs: the time of the timed runs blocked on peers.
+  tessel::run::BubbleMeter bubble;
   tessel::run::StepResults steps;
   if (o.train.steps) {
     // Rank 0 reports the steps and collects the losses; a pipelined step's
@@ -607,13 +630,13 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
       }
       return Status::ok();
     };
-    std::function<Status(int64_t, int64_t)> after;
-    if (o.train.saveEvery)
-      after = [&](int64_t step, int64_t dataPosition) -> Status {
-        if (step % o.train.saveEvery == 0)
-          return save(step, dataPosition);
-        return Status::ok();
-      };
+    std::function<Status(int64_t, int64_t)> after =
+        [&](int64_t step, int64_t dataPosition) -> Status {
+      bubble.add(exec->lastRunStats());
+      if (o.train.saveEvery && step % o.train.saveEvery == 0)
+        return save(step, dataPosition);
+      return Status::ok();
+    };
     if (Status s = tessel::run::runSteps(
             *exec, feeds, start.step, o.train.steps, start.dataPosition, first,
             first && !o.train.losses.empty(), steps, after);
@@ -640,9 +663,11 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
       if (Status s = exec->run(); !s)
         return fail(s.message());
       auto t1 = std::chrono::steady_clock::now();
-      if (!o.repeatGiven || r > 0)
+      if (!o.repeatGiven || r > 0) {
         times.push_back(
             std::chrono::duration<double, std::milli>(t1 - t0).count());
+        bubble.add(exec->lastRunStats());
+      }
     }
   }
   std::sort(times.begin(), times.end());
@@ -655,6 +680,16 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
     if (Status s = tessel::run::writeTrace(path, rank, *program, exec->lastTrace());
         !s)
       return fail(s.message());
+  }
+  if (!o.timeline.empty())
+    if (Status s = tessel::run::writeTimelineSpans(
+            o.timeline, rank, *program, exec->lastTrace(), bubble);
+        !s)
+      return fail(s.message());
+  if (program->pipelined) {
+    std::printf("tessel-run: rank %d: %s\n", rank,
+                bubble.describe(o.train.steps ? "step" : "run").c_str());
+    std::fflush(stdout);
   }
   if (rank != 0 && worldSize > 1) {
     // Outputs are replicated; rank 0 writes them. The losses: lossRank.
@@ -697,6 +732,12 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   std::fflush(stdout);
   if (Status s = session.finish(); !s)
     return fail(s.message());
+  if (!o.timeline.empty() && worldSize == 1) {
+    if (Status s = tessel::run::mergeTimeline(o.timeline, 1, o.artifact + ": 1 rank");
+        !s)
+      return fail(s.message());
+    std::printf("tessel-run: timeline -> %s\n", o.timeline.c_str());
+  }
   return 0;
 }
 
@@ -727,7 +768,19 @@ int main(int argc, char **argv) {
     if (!o.trace.empty())
       if (Status s = tessel::run::checkWritable("--trace", o.trace); !s)
         return fail(s.message());
+    if (!o.timeline.empty())
+      if (Status s = tessel::run::checkWritable("--timeline", o.timeline); !s)
+        return fail(s.message());
     int launched = tessel::run::launchLocalRanks(o.ranks, argc, argv);
+    if (launched == 0 && !o.timeline.empty()) {
+      if (Status s = tessel::run::mergeTimeline(
+              o.timeline, o.ranks,
+              o.artifact + ": " + std::to_string(o.ranks) + " ranks");
+          !s)
+        return fail(s.message());
+      std::printf("tessel-run: timeline of %d ranks -> %s\n", o.ranks,
+                  o.timeline.c_str());
+    }
     if (launched == 0 && !o.trace.empty()) {
       if (Status s = tessel::run::mergeTraces(o.trace, o.ranks); !s)
         return fail(s.message());

@@ -61,7 +61,7 @@ cl::opt<std::string>
     costsOpt("costs", cl::value_desc("F,B,W"), cl::init("1,1,1"),
              cl::desc("Cost of a forward, an input-gradient backward and a "
                       "weight-gradient backward; a fused backward costs B+W. "
-                      "Default 1,1,1"),
+                      "Default 1,1,1. Per stage: F0,B0,W0;F1,B1,W1;..."),
              cl::cat(getScheduleCategory()));
 cl::opt<double> stepCost("step-cost", cl::value_desc("t"), cl::init(0.0),
                          cl::desc("Cost of an optimizer step; default 0"),

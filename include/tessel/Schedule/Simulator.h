@@ -36,12 +36,22 @@ struct ScheduleCosts {
   /// Bytes in one activation or gradient message.
   double messageBytes = 0.0;
 
+  /// Per-stage F, B, W costs (a measured run's stages differ), by
+  /// (virtual) stage; empty: every stage costs forward, backwardInput,
+  /// backwardWeight.
+  std::vector<double> stageForward, stageBackwardInput, stageBackwardWeight;
+
   /// The cost of a compute action (0 for sends and receives).
   double getCost(ActionKind k) const;
+  /// The cost of a compute action of `stage` (the per-stage costs where
+  /// given).
+  double getCost(ActionKind k, int32_t stage) const;
   /// latency + bytes / bandwidth.
   double getTransferTime() const;
 
-  /// Parses "F,B,W" (three non-negative numbers) into the compute costs.
+  /// Parses "F,B,W" (three non-negative numbers) into the compute costs,
+  /// or "F0,B0,W0;F1,B1,W1;..." into per-stage costs (one triple per
+  /// stage; the uniform fields get the first).
   static llvm::Expected<ScheduleCosts> parse(llvm::StringRef text);
   /// Checks that every field is finite and non-negative.
   llvm::Error validate() const;

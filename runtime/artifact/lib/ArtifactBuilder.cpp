@@ -120,13 +120,13 @@ int ProgramBuilder::addConstant(DType dtype, Shape shape, const void *data,
   return id;
 }
 
-void ProgramBuilder::setLastAction(const std::string &phase, int stage,
-                                   int microbatch) {
-  if (prog->instructions_size() == 0)
+void ProgramBuilder::setAction(const std::string &phase, int stage,
+                               int microbatch) {
+  int n = prog->instructions_size();
+  if (n == 0)
     return;
   artifact::PipelineAction *a =
-      prog->mutable_instructions(prog->instructions_size() - 1)
-          ->mutable_action();
+      prog->mutable_instructions(n - 1)->mutable_action();
   a->set_phase(phase);
   a->set_stage(stage);
   a->set_microbatch(microbatch);

@@ -100,6 +100,31 @@ TEST(SimulatorTest, UnequalCostsScaleTheFormula) {
   expectEveryRank(sim, 3.0 / 11.0);
 }
 
+TEST(SimulatorTest, PerStageCostsSlowTheStageThatHasThem) {
+  // 1F1B, p = 2, m = 4; stage 0: F = 1, BW = 2; stage 1: F = 2, BW = 4.
+  // Stage 1 is busy 4 * 6 = 24 and waits only for the first forward (1)
+  // and at the end for rank 0's last backward (2): step 27. Worked out by
+  // hand.
+  llvm::Expected<ScheduleCosts> c = ScheduleCosts::parse("1,2,0;2,4,0");
+  ASSERT_TRUE(static_cast<bool>(c));
+  SimulationResult sim = run(build("1f1b", 2, 4), *c);
+  EXPECT_NEAR(sim.stepTime, 27.0, kEps);
+  EXPECT_NEAR(sim.ranks[0].busyTime, 12.0, kEps);
+  EXPECT_NEAR(sim.ranks[1].busyTime, 24.0, kEps);
+  EXPECT_NEAR(sim.ranks[1].bubbleFraction, 3.0 / 27.0, kEps);
+  // A triple per stage, or an error naming both counts.
+  llvm::Expected<ScheduleCosts> three = ScheduleCosts::parse("1,1,1;1,1,1;1,1,1");
+  ASSERT_TRUE(static_cast<bool>(three));
+  llvm::Expected<SimulationResult> bad = simulate(build("1f1b", 2, 4), *three);
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()),
+            "per-stage costs name 3 stages, but schedule '1f1b' has 2");
+  llvm::Expected<ScheduleCosts> junk = ScheduleCosts::parse("1,1,1;1,x,1");
+  ASSERT_FALSE(static_cast<bool>(junk));
+  EXPECT_NE(llvm::toString(junk.takeError()).find("stage 1: cost of B"),
+            std::string::npos);
+}
+
 TEST(SimulatorTest, P2PLatencyAndBandwidthDelayEveryHop) {
   // One microbatch crosses p-1 links forward and p-1 back:
   // step = p(F + BW) + 2(p-1)(latency + bytes/bandwidth).

@@ -86,6 +86,16 @@ Status checkAllToAllShapes(const TensorView &in, const TensorView &out,
                            int64_t splitDim, int64_t concatDim, int n, int index);
 Status checkPermutePairs(const std::vector<std::pair<int, int>> &pairs, int n);
 
+/// A point-to-point transfer in flight (Communicator::irecv).
+class P2PRequest {
+public:
+  virtual ~P2PRequest();
+  /// Blocks until the transfer is done (failing after the communicator's
+  /// timeout without progress, or when the peer dies); its status. Called
+  /// at most once.
+  virtual Status wait() = 0;
+};
+
 class Communicator {
 public:
   virtual ~Communicator();
@@ -132,6 +142,14 @@ public:
   /// tag from this member. A send returns once `in` may be reused.
   virtual Status send(const TensorView &in, int peer, int64_t tag) = 0;
   virtual Status recv(const TensorView &out, int peer, int64_t tag) = 0;
+  /// Starts the recv of `tag` from `peer` into `out` and returns at once;
+  /// `out` must stay valid, and nobody may touch it, until `req->wait()`
+  /// has returned. The bytes are those recv() would give. The default
+  /// runs recv() inside wait(); gloo (and shm through it) posts the
+  /// receive now. May be called while another thread runs this
+  /// communicator's collectives.
+  virtual Status irecv(const TensorView &out, int peer, int64_t tag,
+                       std::unique_ptr<P2PRequest> &req);
   virtual Status barrier() = 0;
 
   /// Every collective fails after this long without progress (default 30 s).

@@ -31,6 +31,15 @@ struct TraceEvent {
   double durUs = 0;
 };
 
+/// Where the last run's time went, for pipelines' bubbles: the run's wall
+/// time and the part of it spent blocked on peers (in recv instructions,
+/// which wait for a receive posted earlier, and in `wait`s of asynchronous
+/// all_reduces). Backends that do not measure leave zeros.
+struct RunStats {
+  double wallUs = 0;
+  double idleUs = 0;
+};
+
 /// Executes one rank's Program: owns its arena and its state buffers (which
 /// persist from one run to the next); bind inputs, run, fetch outputs.
 /// Backends (cpu, cuda) implement it.
@@ -59,8 +68,10 @@ public:
   /// last run's are kept). Backends that cannot record leave it empty.
   void setTracing(bool on) { tracing = on; }
   const std::vector<TraceEvent> &lastTrace() const { return traceEvents; }
+  const RunStats &lastRunStats() const { return runStats; }
 
 protected:
+  RunStats runStats;
   bool tracing = false;
   std::vector<TraceEvent> traceEvents;
 

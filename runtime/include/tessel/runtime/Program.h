@@ -88,6 +88,19 @@ struct AttrValue {
   std::string str;
 };
 
+/// The pipeline schedule action an instruction belongs to (artifact
+/// PipelineAction, docs/pipeline.md): phase "F", "B", "W", "BW", "STEP",
+/// "SEND" or "RECV" of (virtual) stage `stage` and microbatch `microbatch`
+/// (-1 for STEP). An empty phase: not part of an action.
+struct PipelineAction {
+  std::string phase;
+  int stage = 0;
+  int microbatch = -1;
+  bool empty() const { return phase.empty(); }
+  /// "F 1.3" (phase, stage, microbatch), "STEP 1": for traces.
+  std::string label() const;
+};
+
 /// A checked instruction. Only the fields of its kind are meaningful.
 struct Op {
   OpKind kind = OpKind::Copy;
@@ -115,6 +128,7 @@ struct Op {
   int64_t group = 1;                   // conv
   bool countIncludePad = false;        // avg_pool
   CollectiveAttrs coll;                // collectives, send, recv
+  PipelineAction action;               // pipelined programs
 
   /// Every attribute of the instruction, as the artifact held it and checked
   /// against the op table's declaration of its kind (name and type). Ops
@@ -150,6 +164,8 @@ public:
   /// a checkpoint saves.
   std::vector<std::pair<std::string, int>> states;
   std::vector<Op> ops;
+  /// Some instruction carries a pipeline action (a pipelined step program).
+  bool pipelined = false;
 
   /// Buffer id bound to input/output/state `name`, or -1.
   int findInput(const std::string &name) const;

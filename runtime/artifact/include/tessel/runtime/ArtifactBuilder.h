@@ -93,9 +93,10 @@ public:
   void addOp(const std::string &op, std::vector<int> operands,
              std::vector<int> results, Attrs attrs = {},
              std::string name = "");
-  /// Marks the last instruction added as part of a pipeline schedule action
-  /// (Instruction.action; docs/pipeline.md).
-  void setLastAction(const std::string &phase, int stage, int microbatch);
+  /// Tags the last instruction added with a pipeline schedule action
+  /// (Instruction.action: phase "F", "B", "W", "BW", "STEP", "SEND",
+  /// "RECV"; microbatch -1 for STEP).
+  void setAction(const std::string &phase, int stage, int microbatch);
 
   /// Runs planBuffers() over the arena buffers without an offset.
   void planMemory();
