@@ -311,7 +311,7 @@ specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
                                  dimAttrs, {});
 }
 
-static std::string nodeName(Operation *op) {
+std::string mlir::tessel::nodeName(Operation *op) {
   Location loc = op->getLoc();
   if (auto name = dyn_cast<NameLoc>(loc))
     return name.getName().str();

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessel/Plan/Plan.h"
 #include "tessel/Transforms/OpCost.h"
 #include "tessel/Transforms/Passes.h"
 #include "tessel/Transforms/PipelineAttrs.h"
@@ -26,17 +27,6 @@ namespace mlir::tessel {
 #include "tessel/Transforms/Passes.h.inc"
 
 namespace {
-
-/// The op's ONNX node name, or "".
-std::string nodeName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location l : fused.getLocations())
-      if (auto name = dyn_cast<NameLoc>(l))
-        return name.getName().str();
-  return "";
-}
 
 struct Rule {
   std::string pattern;
@@ -128,7 +118,7 @@ struct StageSplitPass : impl::StageSplitPassBase<StageSplitPass> {
         return failure();
       parsedRules = std::move(*parsed);
       for (Operation *op : ops) {
-        std::string name = nodeName(op->getLoc());
+        std::string name = nodeName(op);
         int64_t from = operandStage(op), s = from;
         for (Rule &r : parsedRules)
           if (!name.empty() && r.glob.match(name)) {
@@ -165,7 +155,7 @@ struct StageSplitPass : impl::StageSplitPassBase<StageSplitPass> {
           weighted.insert(op.result_begin(), op.result_end());
         continue;
       }
-      std::string name = nodeName(op.getLoc());
+      std::string name = nodeName(&op);
       bool ruled = !autoSplit && !name.empty() &&
                    llvm::any_of(parsedRules, [&](const Rule &r) {
                      return r.glob.match(name);

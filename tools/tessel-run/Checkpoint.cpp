@@ -468,16 +468,32 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
               ": {\"global_shape\": " + list(b.globalShape) +
               ", \"offset\": " + list(b.globalOffset) + "}";
   }
-  std::vector<std::string> layouts(g.size);
+  // This rank's entries of the index's weight_map: ranks hold different
+  // states in a pipeline (each stage its own).
+  std::string names;
+  for (const auto &[name, id] : p.states)
+    names += (names.empty() ? "\n    " : ",\n    ") +
+             jsonQuote(multi ? "rank" + std::to_string(g.rank) + "/" + name
+                             : name) +
+             ": " + jsonQuote(rankFile(g.rank));
+  std::vector<std::string> layouts(g.size), weightMaps(g.size);
   layouts[g.rank] = layout;
+  weightMaps[g.rank] = names;
   if (multi) {
     const std::string key =
         "tessel-run/ckpt-layout/" + std::to_string(info.step) + "/";
+    const std::string namesKey =
+        "tessel-run/ckpt-names/" + std::to_string(info.step) + "/";
     TSL_RETURN_IF_ERROR(g.store->set(key + std::to_string(g.rank), layout));
+    TSL_RETURN_IF_ERROR(
+        g.store->set(namesKey + std::to_string(g.rank), names));
     if (g.rank == 0)
-      for (int r = 1; r < g.size; ++r)
+      for (int r = 1; r < g.size; ++r) {
         TSL_RETURN_IF_ERROR(
             g.store->get(key + std::to_string(r), layouts[r], g.timeout));
+        TSL_RETURN_IF_ERROR(g.store->get(namesKey + std::to_string(r),
+                                         weightMaps[r], g.timeout));
+      }
   }
   if (multi) {
     TSL_RETURN_IF_ERROR(g.comm->barrier());
@@ -491,7 +507,7 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
   }
 
   if (g.rank == 0) {
-    // The index: every rank's names (the same program shape on each).
+    // The index: every rank's names.
     std::string json = "{\n  \"metadata\": {\"format\": \"tessel-checkpoint\", "
                        "\"step\": " +
                        std::to_string(info.step) +
@@ -502,12 +518,9 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
                        "},\n  \"weight_map\": {";
     bool first = true;
     for (int r = 0; r < g.size; ++r)
-      for (const auto &[name, id] : p.states) {
-        json += first ? "\n    " : ",\n    ";
+      if (!weightMaps[r].empty()) {
+        json += (first ? "" : ",") + weightMaps[r];
         first = false;
-        json += jsonQuote(multi ? "rank" + std::to_string(r) + "/" + name
-                                 : name) +
-                ": " + jsonQuote(rankFile(r));
       }
     json += "\n  },\n  \"layout\": {";
     bool any = false;

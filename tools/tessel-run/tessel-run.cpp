@@ -519,8 +519,14 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                   std::to_string(start.step) + " (" + o.train.resume +
                   "): --steps is the step to stop at, counted from the start "
                   "of the training");
+    // A pipeline's ranks hold different states (each stage its own): the
+    // checkpoint holds more than this rank's program.
+    bool pipelined = false;
+    for (const auto &[axis, size] : artifact->mesh())
+      pipelined |= axis == "pp" && size > 1;
     if (Status s = tessel::run::loadCheckpoint(*exec, o.train.resume, rank,
-                                               worldSize); !s)
+                                               worldSize, pipelined);
+        !s)
       return fail(s.message());
   }
 

@@ -493,6 +493,9 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   if (gradsProgram) {
     if (!train || stop != StopAfter::Artifact)
       return fail("--grads-program needs --train and an artifact");
+    if (training->pipelined)
+      return fail("--grads-program is not supported with a pipeline yet "
+                  "(compile the gradient program without the pp axis)");
     gradsModule = module->clone();
     mlir::PassManager pm(&context);
     mlir::tessel::TrainingOptions t = *training;

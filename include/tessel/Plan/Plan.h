@@ -77,6 +77,10 @@ llvm::Expected<Plan> parsePlan(llvm::StringRef text, llvm::StringRef name);
 /// over the "dp" axis) or a plan file.
 llvm::Expected<Plan> loadPlan(llvm::StringRef spec);
 
+/// The ONNX node name an op's location carries (what `node:` rules match),
+/// or "".
+std::string nodeName(Operation *op);
+
 /// Parses "dp=2,tp=2" into mesh axes.
 llvm::Expected<std::vector<std::pair<std::string, int64_t>>>
 parseMeshSpec(llvm::StringRef spec);
