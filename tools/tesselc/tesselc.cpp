@@ -116,11 +116,6 @@ int run() {
 
 } // namespace
 
-int tessel::fail(const Twine &message) {
-  WithColor::error(errs(), "tesselc") << message << "\n";
-  return 1;
-}
-
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::SetVersionPrinter([](raw_ostream &os) {
