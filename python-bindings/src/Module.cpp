@@ -9,6 +9,8 @@
 
 #include "TesselVersion.h"
 
+#include <nanobind/stl/string.h>
+
 #include "llvm/Config/llvm-config.h"
 
 namespace tessel::python {

@@ -30,11 +30,12 @@ def test_bubble_fraction_equals_cli(name, stages, microbatches, chunks,
 
 
 def test_costs_change_the_bubble(tesselc):
-    s = tessel.schedule("1f1b", 4, 8, costs=(1, 2, 1))
-    cli, _ = cli_bubble(tesselc, "--schedule=1f1b", "--stages=4",
-                        "--microbatches=8", "--costs=1,2,1")
+    s = tessel.schedule("zb-h1", 4, 8, costs=(1, 2, 1), p2p_latency=0.5)
+    cli, _ = cli_bubble(tesselc, "--schedule=zb-h1", "--stages=4",
+                        "--microbatches=8", "--costs=1,2,1",
+                        "--p2p-latency=0.5")
     assert round(s.bubble_fraction, 4) == cli
-    assert s.bubble_fraction != tessel.schedule("1f1b", 4, 8).bubble_fraction
+    assert s.bubble_fraction != tessel.schedule("zb-h1", 4, 8).bubble_fraction
 
 
 def test_1f1b_known_bubble():
