@@ -92,10 +92,13 @@ public:
            mlir::OwningOpRef<mlir::ModuleOp> module)
       : context(std::move(context)), module(std::move(module)) {}
 
-  std::string str() {
+  std::string str(bool debugInfo = false) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    module->print(os);
+    mlir::OpPrintingFlags flags;
+    if (debugInfo)
+      flags.enableDebugInfo(true, /*prettyForm=*/false).useLocalScope();
+    module->print(os, flags);
     os << "\n";
     return os.str();
   }
@@ -215,7 +218,12 @@ IrModule parse(const std::string &text, const std::string &filename,
 void bindIrModule(nb::module_ &m) {
   nb::class_<IrModule>(m, "Module",
                        "Tessel IR: an MLIR module of the tessel dialect.")
-      .def("__str__", &IrModule::str, "The textual IR (as tessel-opt prints it).")
+      .def("__str__", [](IrModule &m) { return m.str(); },
+           "The textual IR (as tessel-opt prints it).")
+      .def("text", &IrModule::str, nb::arg("debuginfo") = false,
+           "The textual IR; with debuginfo, each op's location (after the "
+           "import: its ONNX node's name, what a plan's node: rule "
+           "matches), as --mlir-print-debuginfo prints it.")
       .def("run_passes", &IrModule::runPasses, nb::arg("pipeline"),
            "Runs a pass pipeline in tessel-opt's syntax, e.g. "
            "'tessel-propagate,tessel-partition'.")

@@ -112,7 +112,7 @@ def compile(model, *, mesh=None, plan=None, shapes=None, train=None,
         if isinstance(model, Module):
             path = _os.path.join(work, "model.mlir")
             with open(path, "w") as f:
-                f.write(str(model))
+                f.write(model.text(debuginfo=True))
         elif hasattr(model, "SerializeToString"):
             path = _os.path.join(work, "model.onnx")
             with open(path, "wb") as f:
@@ -142,6 +142,8 @@ def compile(model, *, mesh=None, plan=None, shapes=None, train=None,
             args.append("--report")
             out = _os.path.join(work, "model.tsl")
         else:
+            # Locations (the ONNX node names) survive the text.
+            args.append("--mlir-print-debuginfo")
             out = _os.path.join(work, "out.mlir")
         _sys.stdout.flush()
         _sys.stderr.flush()
@@ -155,7 +157,7 @@ def compile(model, *, mesh=None, plan=None, shapes=None, train=None,
                 text = f.read()
             stage = {"propagated": "propagated",
                      "partitioned": "partitioned"}.get(emit, "import")
-            return _tessel.parse(text, out, stage)
+            return _tessel.parse(text, "<tesselc --emit=" + emit + ">", stage)
         with open(_os.path.join(out, _REPORT_FILE), "w") as f:
             f.write(stdout)
         art = Artifact(out, threads=threads, _owned=work)
