@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 
 namespace tessel::python {
@@ -87,6 +88,20 @@ nb::object toNumpy(Tensor t) {
   return nb::cast(array, nb::rv_policy::reference);
 }
 
+/// The artifact's lock, taken without the GIL: a run releases the GIL
+/// while it executes, and a second thread's call on the same artifact waits
+/// here (not holding the GIL) instead of racing on the executor.
+class Locked {
+public:
+  explicit Locked(std::mutex &m) {
+    nb::gil_scoped_release release;
+    lock = std::unique_lock<std::mutex>(m);
+  }
+
+private:
+  std::unique_lock<std::mutex> lock;
+};
+
 class RunArtifact {
 public:
   RunArtifact(const std::string &path, int threads, bool verify)
@@ -127,6 +142,7 @@ public:
 
   /// One run of rank 0's program (an artifact of one rank).
   nb::dict run(nb::dict inputs) {
+    Locked locked(mutex);
     Executor &e = executor();
     bind(e, inputs);
     runOnce(e, "");
@@ -142,6 +158,7 @@ public:
 
   /// One training step: the states carry over; returns the output 'loss'.
   float step(nb::dict batch) {
+    Locked locked(mutex);
     Executor &e = executor();
     int lossId = e.program().findOutput("loss");
     if (lossId < 0 || e.program().buffers[lossId].dtype != DType::F32 ||
@@ -160,6 +177,7 @@ public:
   }
 
   nb::object state(const std::string &name) {
+    Locked locked(mutex);
     Tensor t;
     if (Status s = executor().getState(name, t); !s)
       raise("RuntimeError", s.message());
@@ -168,6 +186,7 @@ public:
 
   /// tessel-run --save DIR after the steps so far (rank 0 of 1).
   void saveCheckpoint(const std::string &dir) {
+    Locked locked(mutex);
     Executor &e = executor();
     if (Status s = tessel::run::recoverCheckpointDir(dir, true); !s)
       raise("RuntimeError", s.message());
@@ -182,6 +201,7 @@ public:
 
   /// tessel-run --resume DIR: the states and the step count.
   void loadCheckpoint(const std::string &dir) {
+    Locked locked(mutex);
     Executor &e = executor();
     tessel::run::CheckpointInfo info;
     if (Status s = tessel::run::recoverCheckpointDir(dir, false); !s)
@@ -196,6 +216,7 @@ public:
   /// tessel-run --export-onnx FILE: the source model with the trained
   /// tensors, through a temporary checkpoint as tessel-run does.
   void exportOnnx(const std::string &file) {
+    Locked locked(mutex);
     Executor &e = executor();
     if (!hasTraining || training.source_model().empty())
       raise("RuntimeError",
@@ -222,6 +243,7 @@ public:
   }
 
   void close() {
+    Locked locked(mutex);
     exec.reset();
     prog.reset();
     artifact.reset();
@@ -356,6 +378,7 @@ private:
   bool hasTraining = false;
   bool closed = false;
   std::unordered_map<std::string, uintptr_t> lastAddress;
+  std::mutex mutex;
 };
 
 } // namespace

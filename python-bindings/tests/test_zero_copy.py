@@ -60,3 +60,45 @@ def test_outputs_outlive_the_artifact(tmp_path):
     art.close()
     del art
     assert float(y.max()) == 0.0
+
+
+class OnlyDlpack:
+    """An array known only through the DLPack protocol (as a torch.Tensor
+    is): what run() reads is its memory, not a copy."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_dlpack_input_is_not_copied(tmp_path):
+    art = tessel.compile(relu_model(tmp_path / "relu.onnx"))
+    x = np.random.default_rng(1).standard_normal((ROWS, COLS), np.float32)
+    out = art.run({"x": OnlyDlpack(x)})
+    assert art._native.input_address("x") == x.ctypes.data
+    np.testing.assert_array_equal(out["y"], np.maximum(x, 0))
+
+
+def test_runs_from_threads(tmp_path):
+    """Two threads running one artifact take turns (the GIL is released
+    during a run); every result is right."""
+    import threading
+    art = tessel.compile(relu_model(tmp_path / "relu.onnx"))
+    xs = [np.full((ROWS, COLS), float(i), np.float32) for i in range(4)]
+    results = {}
+
+    def work(i):
+        for _ in range(3):
+            results[i] = float(art.run({"x": xs[i]})["y"][0, 0])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {i: float(i) for i in range(4)}
