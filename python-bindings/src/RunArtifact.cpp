@@ -159,7 +159,7 @@ public:
   /// One training step: the states carry over; returns the output 'loss'.
   float step(nb::dict batch) {
     Locked locked(mutex);
-    Executor &e = executor();
+    Executor &e = executor("step()");
     int lossId = e.program().findOutput("loss");
     if (lossId < 0 || e.program().buffers[lossId].dtype != DType::F32 ||
         e.program().buffers[lossId].numel != 1)
@@ -179,7 +179,7 @@ public:
   nb::object state(const std::string &name) {
     Locked locked(mutex);
     Tensor t;
-    if (Status s = executor().getState(name, t); !s)
+    if (Status s = executor("state()").getState(name, t); !s)
       raise("RuntimeError", s.message());
     return toNumpy(std::move(t));
   }
@@ -187,7 +187,7 @@ public:
   /// tessel-run --save DIR after the steps so far (rank 0 of 1).
   void saveCheckpoint(const std::string &dir) {
     Locked locked(mutex);
-    Executor &e = executor();
+    Executor &e = executor("save_checkpoint()");
     if (Status s = tessel::run::recoverCheckpointDir(dir, true); !s)
       raise("RuntimeError", s.message());
     tessel::run::CheckpointInfo info;
@@ -202,7 +202,7 @@ public:
   /// tessel-run --resume DIR: the states and the step count.
   void loadCheckpoint(const std::string &dir) {
     Locked locked(mutex);
-    Executor &e = executor();
+    Executor &e = executor("load_checkpoint()");
     tessel::run::CheckpointInfo info;
     if (Status s = tessel::run::recoverCheckpointDir(dir, false); !s)
       raise("RuntimeError", s.message());
@@ -217,7 +217,7 @@ public:
   /// tensors, through a temporary checkpoint as tessel-run does.
   void exportOnnx(const std::string &file) {
     Locked locked(mutex);
-    Executor &e = executor();
+    Executor &e = executor("export_onnx()");
     if (!hasTraining || training.source_model().empty())
       raise("RuntimeError",
             "export_onnx " + file + ": " + path +
@@ -277,15 +277,21 @@ private:
     return *prog;
   }
 
-  Executor &executor() {
+  /// Rank 0's executor, made on first use; `what` says which call (a run
+  /// of several ranks goes to tessel-run, the others need one rank).
+  Executor &executor(const char *what = "") {
     const Program &p = program();
     (void)p;
     int compiled = artifact->numRanks();
     if (compiled != 1)
       raise("RuntimeError",
             path + " was compiled for " + std::to_string(compiled) +
-                " ranks, but 1 was started; run it with ranks=" +
-                std::to_string(compiled));
+                " ranks, but 1 was started; " +
+                (*what ? std::string(what) +
+                             " runs artifacts of one rank in this process "
+                             "(several ranks train with tessel-run -n " +
+                             std::to_string(compiled) + " --steps N)"
+                       : "run it with ranks=" + std::to_string(compiled)));
     if (!exec) {
       ExecutorOptions eo;
       eo.threads = threads;

@@ -100,3 +100,11 @@ def test_training_input_errors(batches):
         inference.step({"input_ids": ids[0]})
     with pytest.raises(tessel.RuntimeError, match="no source model"):
         inference.export_onnx("/tmp/never.onnx")
+
+
+def test_sharded_training_points_to_tessel_run(batches):
+    art = tessel.compile(GPT2 / "model.onnx", train=ADAMW, mesh={"dp": 2},
+                         plan="dp")
+    ids, labels = batches
+    with pytest.raises(tessel.RuntimeError, match="step\\(\\) runs artifacts of one rank"):
+        art.step({"input_ids": ids[0], "labels": labels[0]})
