@@ -33,8 +33,11 @@ def test_four_ranks_equal_one(mesh, ids, one_rank, tmp_path, tesselc,
 
     # The command line's 4 ranks: the same numbers, bit for bit.
     mesh_flag = ",".join(f"{k}={v}" for k, v in mesh.items())
-    run_cli(tesselc, GPT2 / "model.onnx", "--mesh", mesh_flag, "--plan",
-            MEGATRON, "-o", tmp_path / "cli.tsl")
+    cli = run_cli(tesselc, GPT2 / "model.onnx", "--mesh", mesh_flag,
+                  "--plan", MEGATRON, "--report", "-o", tmp_path / "cli.tsl")
+    assert art.report() == cli.stdout  # the collectives and memory, per rank
+    art.save(tmp_path / "saved.tsl")
+    assert tessel.load(tmp_path / "saved.tsl").report() == cli.stdout
     run_cli(tessel_run, tmp_path / "cli.tsl", "-n", "4", "--input",
             f"input_ids={GPT2 / 'input_input_ids.npy'}", "--output",
             tmp_path / "cli.npy")
