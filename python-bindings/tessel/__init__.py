@@ -39,6 +39,9 @@ Schedule = _tessel.Schedule
 
 _EMITS = ("tsl", "mlir", "autodiff", "propagated", "partitioned")
 _REPORT_FILE = "report.txt"
+# llvm::cl options that print and exit(): never in this process.
+_EXITING_FLAGS = {"help", "help-hidden", "help-list", "help-list-hidden",
+                  "version", "print-options", "print-all-options", "h"}
 
 
 def _tessel_run():
@@ -138,6 +141,11 @@ def compile(model, *, mesh=None, plan=None, shapes=None, train=None,
         if entry is not None:
             args.append("--entry=" + entry)
         args += list(flags)
+        for flag in args:
+            if flag.lstrip("-").split("=")[0] in _EXITING_FLAGS:
+                raise CompileError(
+                    f"{flag} prints and ends the process; run "
+                    f"`tesselc {flag}` in a shell instead")
         if emit == "tsl":
             args.append("--report")
             out = _os.path.join(work, "model.tsl")

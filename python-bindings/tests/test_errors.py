@@ -109,6 +109,12 @@ def test_missing_model_and_unknown_option():
         tessel.compile("nope.onnx")
     with pytest.raises(tessel.CompileError, match="no-such-flag"):
         tessel.compile(MLP, flags=["--no-such-flag"])
+    # Flags that would print and exit() are refused, not run.
+    for flag in ("--help", "-help-hidden", "--version"):
+        with pytest.raises(tessel.CompileError, match="ends the process"):
+            tessel.compile(MLP, flags=[flag])
+    with pytest.raises(tessel.CompileError, match="ends the process"):
+        tessel.compile(MLP, train=dict(help=True))
     # tesselc's options are reset after each call: the next compile is clean.
     assert tessel.compile(MLP).num_ranks == 1
 
