@@ -259,9 +259,6 @@ public:
   std::string path;
   int threads;
   int64_t steps = 0;
-  /// Bytes the binding copied before handing inputs to the executor (a
-  /// contiguous array of the right dtype: none).
-  uint64_t stagedBytes = 0;
 
 private:
   void check() {
@@ -397,7 +394,6 @@ void bindArtifact(nb::module_ &m) {
       .def_ro("path", &RunArtifact::path)
       .def_ro("threads", &RunArtifact::threads)
       .def_ro("steps", &RunArtifact::steps)
-      .def_ro("staged_bytes", &RunArtifact::stagedBytes)
       .def_prop_ro("num_ranks", &RunArtifact::numRanks)
       .def("inputs", [](RunArtifact &a) { return a.signature(false); })
       .def("outputs", [](RunArtifact &a) { return a.signature(true); })

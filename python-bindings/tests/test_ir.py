@@ -65,3 +65,15 @@ def test_compile_a_module(tmp_path):
     from_onnx = tessel.compile(MLP).run({"x": x})
     for name in from_onnx:
         assert from_module[name].tobytes() == from_onnx[name].tobytes()
+
+
+def test_compile_emits_each_phase(tesselc, tmp_path):
+    for emit in ("propagated", "partitioned"):
+        mod = tessel.compile(MLP, mesh={"tp": 2}, plan=PLAN, emit=emit)
+        assert mod.stage == emit
+        assert str(mod) == cli_ir(tesselc, emit, tmp_path, "--mesh=tp=2",
+                                  f"--plan={PLAN}")
+    grads = tessel.compile(MLP, emit="autodiff")
+    assert str(grads) == cli_ir(tesselc, "autodiff", tmp_path)
+    with pytest.raises(tessel.CompileError, match="emit='nope'"):
+        tessel.compile(MLP, emit="nope")
