@@ -65,3 +65,19 @@ def test_a_rank_failure_names_the_rank(ids, monkeypatch):
     monkeypatch.setenv("TESSEL_TEST_CRASH_RANK", "1")
     with pytest.raises(tessel.RuntimeError, match="rank 1"):
         art.run({"input_ids": ids}, ranks=2)
+
+
+def test_bad_inputs_of_a_sharded_run(ids):
+    """The one-rank run's checks and messages, before any rank starts."""
+    art = tessel.compile(GPT2 / "model.onnx", mesh={"dp": 2}, plan="dp")
+    with pytest.raises(tessel.InputError) as e:
+        art.run({"input_ids": ids.astype(np.int32)})
+    assert str(e.value) == ("input 'input_ids': expected i64 [2, 32], got "
+                            "i32 [2, 32]")
+    with pytest.raises(tessel.InputError,
+                       match=r"missing input 'input_ids' \(i64 \[2, 32\]\)"):
+        art.run({})
+    with pytest.raises(tessel.InputError, match="unknown input 'x'"):
+        art.run({"input_ids": ids, "x": ids})
+    with pytest.raises(tessel.RuntimeError, match="but 1 was started"):
+        art.run({"input_ids": ids}, ranks=1)
