@@ -11,6 +11,7 @@
 #include "Common.h"
 
 #include "Compile.h"
+#include "tessel/Import/ListNodes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "llvm/Support/CommandLine.h"
@@ -72,12 +73,25 @@ nb::tuple tesselc(const std::vector<std::string> &flags,
   return nb::make_tuple(rc, capture.out(), capture.err());
 }
 
+/// tesselc MODEL --list-nodes: what a plan can match.
+std::string listNodes(const std::string &model) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (llvm::Error err = mlir::tessel::listNodes(model, os))
+    raise("CompileError", "tesselc: error: " + llvm::toString(std::move(err)));
+  return os.str();
+}
+
 } // namespace
 
 void bindDriver(nb::module_ &m) {
   m.def("tesselc", &tesselc, nb::arg("flags"), nb::arg("input"),
         nb::arg("output"), nb::arg("emit"),
         "Runs tesselc's driver in this process: (exit code, stdout, stderr).");
+  m.def("list_nodes", &listNodes, nb::arg("model"),
+        "What a plan can match in an ONNX model: its graph inputs, every "
+        "node's name and op type, and the weights it takes with their shapes "
+        "(tesselc --list-nodes).");
 }
 
 } // namespace tessel::python

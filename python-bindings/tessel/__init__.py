@@ -30,7 +30,8 @@ from ._tessel import Module
 __version__ = _tessel.__version__
 
 __all__ = [
-    "compile", "load", "parse", "import_onnx", "schedule", "Artifact",
+    "compile", "load", "parse", "import_onnx", "list_nodes", "schedule",
+    "schedule_names", "Artifact",
     "Module", "Schedule", "TesselError", "CompileError", "ParseError",
     "ScheduleError", "RuntimeError", "InputError", "ClosedError",
 ]
@@ -207,6 +208,13 @@ def schedule(name, stages, microbatches, *, chunks=1, costs=(1, 1, 1),
     return _tessel.schedule(name, stages, microbatches, chunks, _join(costs),
                             step_cost, p2p_latency, p2p_bandwidth,
                             message_bytes)
+
+
+def list_nodes(model):
+    """What a plan can match in an ONNX model (a path): its graph inputs,
+    every node's name and op type, the weights each takes with their
+    shapes; the text of `tesselc MODEL --list-nodes`."""
+    return _tessel.list_nodes(_os.fspath(model))
 
 
 def schedule_names():

@@ -77,3 +77,13 @@ def test_compile_emits_each_phase(tesselc, tmp_path):
     assert str(grads) == cli_ir(tesselc, "autodiff", tmp_path)
     with pytest.raises(tessel.CompileError, match="emit='nope'"):
         tessel.compile(MLP, emit="nope")
+
+
+def test_list_nodes_equals_cli(tesselc, tmp_path):
+    cli = run_cli(tesselc, MLP, "--list-nodes")
+    assert tessel.list_nodes(MLP) == cli.stdout
+    missing = run_cli(tesselc, tmp_path / "nope.onnx", "--list-nodes",
+                      check=False)
+    with pytest.raises(tessel.CompileError) as e:
+        tessel.list_nodes(tmp_path / "nope.onnx")
+    assert str(e.value) == missing.stderr.strip()
