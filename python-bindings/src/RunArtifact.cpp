@@ -298,8 +298,31 @@ private:
     return *exec;
   }
 
+  /// Binds `inputs` to `e`'s program.
   void bind(Executor &e, nb::dict inputs) {
-    const Program &p = e.program();
+    forEachInput(e.program(), inputs,
+                 [&](const std::string &name, DType dt, const Shape &shape,
+                     const void *data) {
+                   if (Status s = e.setInputFrom(name, dt, shape, data); !s)
+                     raise("InputError", s.message());
+                   lastAddress[name] = reinterpret_cast<uintptr_t>(data);
+                 });
+  }
+
+public:
+  /// The checks of a run, binding nothing (before tessel-run's ranks start).
+  void checkInputs(nb::dict inputs) {
+    Locked locked(mutex);
+    forEachInput(program(), inputs,
+                 [](const std::string &, DType, const Shape &, const void *) {});
+  }
+
+private:
+  /// Checks every input of `p` in `inputs` (present, known, an array of the
+  /// right dtype and shape, C-contiguous; labels in range) and hands each
+  /// to `use`. An InputError names the first one at fault.
+  template <typename Use>
+  void forEachInput(const Program &p, nb::dict inputs, Use use) {
     for (auto [key, value] : inputs) {
       if (!nb::isinstance<nb::str>(key))
         raise("InputError", "input names are strings, got " +
@@ -351,9 +374,7 @@ private:
             !s)
           raise("InputError", s.message());
       }
-      if (Status s = e.setInputFrom(name, *dt, shape, a.data()); !s)
-        raise("InputError", s.message());
-      lastAddress[name] = reinterpret_cast<uintptr_t>(a.data());
+      use(name, *dt, shape, a.data());
     }
   }
 
@@ -405,6 +426,7 @@ void bindArtifact(nb::module_ &m) {
       .def("load_checkpoint", &RunArtifact::loadCheckpoint, nb::arg("dir"))
       .def("export_onnx", &RunArtifact::exportOnnx, nb::arg("path"))
       .def("input_address", &RunArtifact::inputAddress, nb::arg("name"))
+      .def("check_inputs", &RunArtifact::checkInputs, nb::arg("inputs"))
       .def("close", &RunArtifact::close);
 }
 

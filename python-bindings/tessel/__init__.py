@@ -222,14 +222,6 @@ def schedule_names():
     return _tessel.schedule_names()
 
 
-# NumPy's dtype codes -> the runtime's dtype names.
-_DTYPE_NAMES = {"f4": "f32", "i8": "i64", "i4": "i32", "b1": "bool"}
-
-
-def _shape_text(shape):
-    return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
 class Artifact:
     """A compiled artifact: one program and weights file per rank.
 
@@ -297,28 +289,14 @@ class Artifact:
                 f"{'was' if n == 1 else 'were'} started (ranks={n}); run it "
                 f"with ranks={compiled}")
         # The checks of the one-rank run, before any process starts.
-        expected = self.inputs
-        for name in inputs:
-            if name not in expected:
-                raise InputError(f"unknown input '{name}' (the program's "
-                                 f"inputs: {', '.join(expected)})")
-        for name, (dtype, shape) in expected.items():
-            want = f"{dtype} {_shape_text(shape)}"
-            if name not in inputs:
-                raise InputError(f"missing input '{name}' ({want})")
-            value = inputs[name]
-            if not isinstance(value, np.ndarray):
-                raise InputError(f"input '{name}': expected a NumPy array of "
-                                 f"{want}, got {type(value).__name__}")
-            got = _DTYPE_NAMES.get(value.dtype.str.lstrip("<=|"), str(value.dtype))
-            if got != dtype or tuple(value.shape) != shape:
-                raise InputError(f"input '{name}': expected {want}, got {got} "
-                                 f"{_shape_text(value.shape)}")
+        self._native.check_inputs(inputs)
         with _tempfile.TemporaryDirectory(prefix="tessel-ranks-") as tmp:
             cmd = [_tessel_run(), self.path, "-n", str(n),
                    "--threads", str(self.threads)]
             for name, value in inputs.items():
                 f = _os.path.join(tmp, f"in{len(cmd)}.npy")
+                if not isinstance(value, np.ndarray):
+                    value = np.from_dlpack(value)
                 np.save(f, value, allow_pickle=False)
                 cmd.append(f"--input={name}={f}")
             files = {}

@@ -79,5 +79,7 @@ def test_bad_inputs_of_a_sharded_run(ids):
         art.run({})
     with pytest.raises(tessel.InputError, match="unknown input 'x'"):
         art.run({"input_ids": ids, "x": ids})
+    with pytest.raises(tessel.InputError, match="not C-contiguous"):
+        art.run({"input_ids": np.asfortranarray(ids)})
     with pytest.raises(tessel.RuntimeError, match="but 1 was started"):
         art.run({"input_ids": ids}, ranks=1)
