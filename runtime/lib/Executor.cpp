@@ -68,17 +68,22 @@ Executor::Executor(std::shared_ptr<const Program> program)
 Executor::~Executor() = default;
 
 Status Executor::setInput(const std::string &name, const Tensor &t) {
+  return setInputFrom(name, t.dtype(), t.shape(), t.data());
+}
+
+Status Executor::setInputFrom(const std::string &name, DType dtype,
+                              const Shape &shape, const void *data) {
   int id = prog->findInput(name);
   if (id < 0)
     return Status::error("unknown input '" + name + "' (the program's inputs: " +
                          Program::namesOf(prog->inputs) + ")");
   const BufferInfo &b = prog->buffers[id];
-  if (t.dtype() != b.dtype || t.shape() != b.shape)
+  if (dtype != b.dtype || shape != b.shape)
     return Status::error("input '" + name + "': expected " +
                          dtypeName(b.dtype) + " " + shapeToString(b.shape) +
-                         ", got " + dtypeName(t.dtype()) + " " +
-                         shapeToString(t.shape()));
-  return writeBuffer(id, t.data());
+                         ", got " + dtypeName(dtype) + " " +
+                         shapeToString(shape));
+  return writeBuffer(id, data);
 }
 
 Status Executor::getOutput(const std::string &name, Tensor &out) {

@@ -16,7 +16,6 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
@@ -115,11 +114,6 @@ int run() {
 }
 
 } // namespace
-
-int tessel::fail(const Twine &message) {
-  WithColor::error(errs(), "tesselc") << message << "\n";
-  return 1;
-}
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);

@@ -53,6 +53,11 @@ public:
 
   /// Copies `t` into input `name`; checks its dtype and shape.
   Status setInput(const std::string &name, const Tensor &t);
+  /// setInput from the caller's memory: row-major `dtype` `shape` at `data`,
+  /// read once (no Tensor in between; the Python module binds NumPy arrays
+  /// so).
+  Status setInputFrom(const std::string &name, DType dtype, const Shape &shape,
+                      const void *data);
   /// Executes every instruction once.
   virtual Status run() = 0;
   /// Copies output `name` into a fresh tensor.
