@@ -35,6 +35,7 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   if (stopAfter == CompileStage::Import)
     return;
   pm.addPass(createFuseGeluPass());
+  pm.addPass(createFuseLayerNormPass());
   // Training-mode BatchNorm: its running statistics are updated only when
   // training, once per microbatch.
   BatchNormTrainPassOptions batchNorm;
