@@ -107,7 +107,7 @@ struct CompilePipelinePass
                                    "plan= apply to unannotated modules";
     Plan p;
     if (!plan.empty()) {
-      auto loaded = loadPlan(plan);
+      auto loaded = loadPlan(plan, module, llvm::errs());
       if (!loaded)
         return module.emitError() << toString(loaded.takeError());
       p = std::move(*loaded);

@@ -258,7 +258,7 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
     **Options**
 
     * `mesh`: a device mesh, e.g. `dp=2,tp=2` (overrides the plan's).
-    * `plan`: a plan file (YAML/JSON) or the built-in `dp`.
+    * `plan`: a plan file (YAML/JSON) or the built-in `dp` or `megatron`.
     * `stop-after`: `import` (annotations only), `autodiff` (with `train`:
       the loss and its gradients), `propagate`, or `partition` (the
       default).
@@ -271,7 +271,7 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
            "Device mesh, e.g. dp=2,tp=2">,
     Option<"plan", "plan", "std::string", /*default=*/"\"\"",
-           "Sharding plan: a YAML/JSON file or the built-in 'dp'">,
+           "Sharding plan: a YAML/JSON file or the built-in 'dp' or 'megatron'">,
     Option<"stopAfter", "stop-after", "std::string", /*default=*/"\"partition\"",
            "import | autodiff | propagate | partition">,
     Option<"train", "train", "bool", /*default=*/"false",
