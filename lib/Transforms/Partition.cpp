@@ -276,8 +276,14 @@ FailureOr<Value> Partitioner::reshard(Value v, const Layout &target,
       continue;
     ArrayRef<StringAttr> added = ArrayRef<StringAttr>(want).drop_front(axes.size());
     if (target.pads[d] != cur.pads[d])
-      return refuse(d, added, "splitting a dim locally with a pad is not "
-                              "supported yet");
+      return refuse(d, added,
+                    ("splitting a dim locally with a pad is not supported "
+                     "yet (a plan's `pad:` split meets a value its pad did "
+                     "not reach, e.g. attention heads reshaped out of the "
+                     "padded dim): give the axes a size that divides " +
+                     Twine(global.getDimSize(d)) +
+                     " (--mesh AXIS=K), or leave that weight unsplit")
+                        .str());
     int64_t n = shards(added);
     x = LocalSliceOp::create(b, loc, withDim(d, type().getDimSize(d) / n), x,
                              meshRef, axesAttr(added), i64(d));
