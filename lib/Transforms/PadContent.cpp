@@ -6,6 +6,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <cmath>
+
 namespace mlir::tessel {
 
 namespace {
@@ -62,7 +64,7 @@ std::pair<PadContent, Operation *> PadContentAnalysis::compute(Value v) {
     if (isa<ReshapeOp, TransposeOp, SliceOp, ExpandOp, SplitOp, ConcatOp,
             ShardConstraintOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
             AllToAllOp, LocalSliceOp, ReduceSumOp, ReduceMaxOp, ReduceMeanOp,
-            CastOp, NegOp, ReluOp, TanhOp, GeluOp, AbsOp, SqrtOp, ErfOp,
+            CastOp, NegOp, ReluOp, TanhOp, GeluOp, AbsOp, ErfOp,
             LeakyReluOp, HardSwishOp, AddOp, SubOp, MaxOp, MinOp>(op))
       return all();
     // f(0) != 0, finite.
@@ -89,11 +91,26 @@ std::pair<PadContent, Operation *> PadContentAnalysis::compute(Value v) {
         return anyZero ? State{PadContent::Zero, nullptr} : r;
       return paddedFinite ? r : State{PadContent::Zero, nullptr};
     }
-    // x / c and x^c with a constant c > 0 keep x's zeros.
-    if (isa<DivOp, PowOp>(op)) {
+    // sqrt(0) = 0; sqrt of a finite pad may be of a negative number.
+    if (isa<SqrtOp>(op)) {
+      State r = operand(0);
+      return r.first == PadContent::Zero ? r : State{PadContent::Unknown, op};
+    }
+    // x / c with a constant c != 0 keeps x's zeros and finiteness; x^c with
+    // c > 0 keeps zeros, and finiteness for a whole c (a fractional power of
+    // a negative pad is NaN).
+    if (isa<DivOp>(op)) {
       std::optional<double> c = splatOf(op->getOperand(1));
-      if (c && *c > 0)
+      if (c && *c != 0)
         return operand(0);
+      return {PadContent::Unknown, op};
+    }
+    if (isa<PowOp>(op)) {
+      std::optional<double> c = splatOf(op->getOperand(1));
+      State r = operand(0);
+      if (c && *c > 0 &&
+          (r.first == PadContent::Zero || std::floor(*c) == *c))
+        return r;
       return {PadContent::Unknown, op};
     }
     return {PadContent::Unknown, op}; // log(0), 1/0, rsqrt(0), ...
