@@ -6,6 +6,7 @@
 #include "dialects/tessel/TesselOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
@@ -20,7 +21,53 @@ struct Entry {
   int64_t bytes;
   // Training steps: 0 forward, 1 backward (and update); -1 otherwise.
   int section = -1;
+  // Whether a split weight is within reach (nextToSplitWeight); outputs'
+  // gathers count as needed.
+  bool needed = true;
 };
+
+/// Whether `w` is a weight the plan split (a dim with mesh axes).
+bool isSplitWeight(Operation *w) {
+  if (!isa_and_nonnull<WeightOp>(w))
+    return false;
+  auto spec = w->getAttrOfType<TensorShardingAttr>(
+      TesselDialect::kGlobalShardingAttrName);
+  return spec && llvm::any_of(spec.getDims(), [](DimShardingAttr d) {
+           return !d.getAxes().empty();
+         });
+}
+
+/// Whether the collective `c` moves what a split weight makes necessary: a
+/// matmul, gemm, convolution or gather reading a split weight made its
+/// operand, directly or through one more op (a row-parallel matmul's partial
+/// sum; a column-split embedding's lookup, through the sum of the
+/// embeddings). A collective with no such op near it comes from activations
+/// left sharded into ops that need them whole (norms, reductions): traffic
+/// the plan's weights do not require. (Elementwise readers do not count:
+/// propagation splits a norm's scale along with its sharded input.)
+bool nextToSplitWeight(Operation *c) {
+  SmallVector<std::pair<Operation *, int>> work;
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  for (Value v : c->getOperands())
+    if (Operation *def = v.getDefiningOp())
+      work.push_back({def, 1});
+  while (!work.empty()) {
+    auto [op, depth] = work.pop_back_val();
+    if (!seen.insert(op).second || op->hasAttr("axes")) // a collective
+      continue;
+    if (isa<MatmulOp, GemmOp, Conv2DOp, GatherOp>(op) &&
+        llvm::any_of(op->getOperands(), [](Value v) {
+          return isSplitWeight(v.getDefiningOp());
+        }))
+      return true;
+    if (depth >= 2)
+      continue;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        work.push_back({def, depth + 1});
+  }
+  return false;
+}
 
 std::string axesOf(ArrayAttr axes) {
   SmallVector<StringRef> names;
@@ -69,7 +116,8 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
     int section = -1;
     if (loss && loss->getBlock() == op->getBlock())
       section = loss->isBeforeInBlock(op) ? 1 : 0;
-    entries.push_back({what, axesOf(axes), tensorBytes(t), section});
+    entries.push_back({what, axesOf(axes), tensorBytes(t), section,
+                       nextToSplitWeight(op)});
   });
   // The runtime's own collectives: outputs leave whole (ExportArtifact's
   // emitOutput), a partial result all-reduced, a sharded one all-gathered
@@ -79,6 +127,7 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
     for (auto [n, size] : llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))
       axisSize[cast<StringAttr>(n).getValue()] = size;
   size_t outputCollectives = 0;
+  size_t programCollectives = entries.size();
   // They run after the step: in a training step's last section.
   int outSection = entries.empty() ? -1 : entries.back().section;
   for (auto fn : module.getOps<func::FuncOp>()) {
@@ -147,12 +196,42 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
         os << (e.section ? "  backward:\n" : "  forward:\n");
       section = e.section;
       os << (section >= 0 ? "    " : "  ") << e.what << " over " << e.axes
-         << ": " << e.bytes << " bytes\n";
+         << ": " << e.bytes << " bytes" << "\n";
     }
     os << "  total: " << perRank << " bytes\n";
   }
   os << "all ranks: " << perRank * ranks << " bytes in "
      << entries.size() * ranks << " collective calls\n";
+  // Far above what the split weights require (inference programs; a
+  // training step's gathers of weights and gradients have other reasons):
+  // more collectives away from any split weight than next to one, a plan
+  // whose activations stay sharded into norms and reductions (e.g. a norm
+  // the import did not recognise).
+  size_t stray = 0, near = 0;
+  int64_t strayBytes = 0;
+  const Entry *firstStray = nullptr;
+  for (const Entry &e : ArrayRef(entries).take_front(programCollectives)) {
+    if (e.needed) {
+      ++near;
+      continue;
+    }
+    ++stray;
+    strayBytes += e.bytes;
+    if (!firstStray)
+      firstStray = &e;
+  }
+  if (!loss && stray > near && stray >= 2)
+    os << "warning: " << stray << " of " << entries.size()
+       << " collectives per rank (" << strayBytes << " of " << perRank
+       << " bytes) have no split weight near them (first: "
+       << firstStray->what << " over " << firstStray->axes
+       << "): activations stay sharded into ops that need them whole, far "
+          "above the "
+       << near
+       << " the split weights require. Check that the model's norms are "
+          "recognised (tessel.layer_norm in --emit=propagated), or end each "
+          "column split in a row-parallel weight (split: {dim: 0}) so that "
+          "the activation after it is whole again (docs/plans.md)\n";
   if (!buckets.empty()) {
     os << "gradient buckets: " << buckets.size() << " per rank, issued during "
           "the backward (bytes:";

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Export/ExportArtifact.h"
+#include "tessel/Export/MemoryReport.h"
 
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/runtime/ArtifactBuilder.h"
@@ -22,6 +23,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -393,22 +395,51 @@ LogicalResult Exporter::emitInput(func::FuncOp fn, BlockArgument arg) {
     buffers[arg] = whole;
     return success();
   }
-  for (DimShardingAttr d : spec.getDims())
-    if (d.getPad())
-      return fn.emitOpError() << "input '" << name
-                              << "' has a padded sharded dim; pass it "
-                                 "replicated or unpadded";
   SmallVector<int64_t> starts, sizes;
   shardBlock(mesh, spec, rank, global, starts, sizes);
-  FailureOr<int> id = newBuffer(fn, arg);
-  if (failed(id))
-    return failure();
-  SmallVector<int64_t> ends, steps(starts.size(), 1);
-  for (auto [s, n] : llvm::zip(starts, sizes))
-    ends.push_back(s + n);
-  program.addOp("slice", {whole}, {*id},
-                rt::Attrs().is("starts", ints(starts)).is("ends", ints(ends)).is(
-                    "steps", ints(steps)));
+  // A padded dim: the rank's block may reach past the input's end (into the
+  // pad); its part inside is sliced and the rest filled with zeros, as a
+  // padded weight is on load, so that the pad adds nothing to the sums it
+  // enters.
+  SmallVector<int64_t> inside(sizes);
+  for (auto [d, size] : llvm::enumerate(global))
+    inside[d] = std::clamp<int64_t>(size - starts[d], 0, sizes[d]);
+  Type elem = local.getElementType();
+  int current = whole;
+  SmallVector<int64_t> shape(inside);
+  if (llvm::is_contained(inside, 0)) {
+    std::string zeros(tensorBytes(local), '\0');
+    current = program.addConstant(*dt, toShape(local), zeros.data());
+    shape.assign(local.getShape().begin(), local.getShape().end());
+  } else {
+    FailureOr<int> id = newBuffer(
+        fn, RankedTensorType::get(inside, elem));
+    if (failed(id))
+      return failure();
+    SmallVector<int64_t> ends, steps(starts.size(), 1);
+    for (auto [s, n] : llvm::zip(starts, inside))
+      ends.push_back(s + n);
+    program.addOp("slice", {whole}, {*id},
+                  rt::Attrs().is("starts", ints(starts)).is("ends", ints(ends)).is(
+                      "steps", ints(steps)));
+    current = *id;
+  }
+  for (auto [d, n] : llvm::enumerate(sizes)) {
+    if (shape[d] == n)
+      continue;
+    SmallVector<int64_t> zeroShape(shape);
+    zeroShape[d] = n - shape[d];
+    auto zeroType = RankedTensorType::get(zeroShape, elem);
+    std::string zeros(tensorBytes(zeroType), '\0');
+    int z = program.addConstant(*dt, toShape(zeroType), zeros.data());
+    shape[d] = n;
+    FailureOr<int> id = newBuffer(fn, RankedTensorType::get(shape, elem));
+    if (failed(id))
+      return failure();
+    program.addOp("concat", {current, z}, {*id}, rt::Attrs().i("axis", d));
+    current = *id;
+  }
+  buffers[arg] = current;
   return success();
 }
 

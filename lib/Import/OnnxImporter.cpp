@@ -631,6 +631,11 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
     info->dtype = argDTypes[k];
     info->type = cast<RankedTensorType>(argTypes[k]);
     info->value = entry->getArgument(k);
+    // The ONNX input name as the argument's location: printed with
+    // --mlir-print-debuginfo, and as its SSA name with
+    // --mlir-use-nameloc-as-prefix (%input_ids).
+    entry->getArgument(k).setLoc(
+        NameLoc::get(builder.getStringAttr(args[k]->name())));
     values[info->name] = std::move(info);
     inputNames.push_back(builder.getStringAttr(args[k]->name()));
   }

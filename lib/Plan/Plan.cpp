@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -303,6 +304,20 @@ specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
       pads[dim] = (shards - size % shards) % shards;
     else
       pads[dim] = split.pad;
+    // Said in the plan's words: the rule, and the key that fixes it.
+    if (!ShapedType::isDynamic(size) && (size + pads[dim]) % shards != 0)
+      return createStringError(
+          llvm::inconvertibleErrorCode(),
+          rule.where + ": dim " + Twine(d) + " of " + tensor + " (size " +
+              Twine(size) + (pads[dim] ? ", pad " + Twine(pads[dim]) : "") +
+              ") does not divide into " + Twine(shards) + " shards over [" +
+              llvm::join(split.axes, ", ") +
+              "]; " +
+              (pads[dim] ? "make the pad `pad: auto`" : "add `pad: auto` to the split") +
+              " (split: {dim: " + Twine(d) +
+              ", axes: [" + llvm::join(split.axes, ", ") +
+              "], pad: auto}: the last shards are padded with zeros), or "
+              "give the axes sizes that divide " + Twine(size));
   }
   SmallVector<DimShardingAttr> dimAttrs;
   for (int64_t dim = 0; dim < rank; ++dim)

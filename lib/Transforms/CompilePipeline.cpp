@@ -35,6 +35,7 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   if (stopAfter == CompileStage::Import)
     return;
   pm.addPass(createFuseGeluPass());
+  pm.addPass(createFuseLayerNormPass());
   // Training-mode BatchNorm: its running statistics are updated only when
   // training, once per microbatch.
   BatchNormTrainPassOptions batchNorm;
@@ -112,7 +113,7 @@ struct CompilePipelinePass
                                    "plan= apply to unannotated modules";
     Plan p;
     if (!plan.empty()) {
-      auto loaded = loadPlan(plan);
+      auto loaded = loadPlan(plan, module, llvm::errs());
       if (!loaded)
         return module.emitError() << toString(loaded.takeError());
       p = std::move(*loaded);

@@ -11,6 +11,7 @@
 
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/Transforms/FactorSharding.h"
+#include "tessel/Transforms/PadContent.h"
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -92,6 +93,15 @@ private:
   void warnLostMinorSplit(ReshapeOp op, OpShardingRuleAttr rule,
                           ArrayRef<AxisList> chosen);
   LogicalResult partitionOp(Operation *op);
+  bool exactOverPad(Operation *op, OpShardingRuleAttr rule, int64_t factor);
+  LogicalResult refusePaddedReduction(Operation *op, Value v, int64_t d,
+                                      const Layout &want);
+  bool hasPad(Value v) const {
+    auto it = layouts.find(v);
+    return it != layouts.end() &&
+           llvm::any_of(it->second.pads, [](int64_t p) { return p != 0; });
+  }
+  PadContentAnalysis padContent{[this](Value v) { return hasPad(v); }};
 
   MeshOp mesh;
   FlatSymbolRefAttr meshRef;
@@ -266,8 +276,14 @@ FailureOr<Value> Partitioner::reshard(Value v, const Layout &target,
       continue;
     ArrayRef<StringAttr> added = ArrayRef<StringAttr>(want).drop_front(axes.size());
     if (target.pads[d] != cur.pads[d])
-      return refuse(d, added, "splitting a dim locally with a pad is not "
-                              "supported yet");
+      return refuse(d, added,
+                    ("splitting a dim locally with a pad is not supported "
+                     "yet (a plan's `pad:` split meets a value its pad did "
+                     "not reach, e.g. attention heads reshaped out of the "
+                     "padded dim): give the axes a size that divides " +
+                     Twine(global.getDimSize(d)) +
+                     " (--mesh AXIS=K), or leave that weight unsplit")
+                        .str());
     int64_t n = shards(added);
     x = LocalSliceOp::create(b, loc, withDim(d, type().getDimSize(d) / n), x,
                              meshRef, axesAttr(added), i64(d));
@@ -415,6 +431,50 @@ void Partitioner::warnLostMinorSplit(ReshapeOp op, OpShardingRuleAttr rule,
       }
     }
   }
+}
+
+bool Partitioner::exactOverPad(Operation *op, OpShardingRuleAttr rule,
+                               int64_t factor) {
+  // The operands that carry the padded factor; one zero and all finite.
+  bool zero = false;
+  for (auto [i, m] : llvm::enumerate(rule.getOperandMappings())) {
+    Value v = op->getOperand(i);
+    PadContent c = padContent.get(v);
+    if (c == PadContent::Unknown)
+      return false;
+    bool carries = llvm::any_of(m.getDims(), [&](auto dm) {
+      return llvm::is_contained(dm.getFactors(), factor);
+    });
+    zero |= carries && c == PadContent::Zero;
+  }
+  return zero && isa<MatmulOp, GemmOp, ReduceSumOp>(op);
+}
+
+LogicalResult Partitioner::refusePaddedReduction(Operation *op, Value v,
+                                                 int64_t d,
+                                                 const Layout &want) {
+  int64_t size = globalTypes[v].getDimSize(d);
+  InFlightDiagnostic diag = op->emitOpError()
+      << "reduces over dim " << d << " of " << describeValue(v) << " (size "
+      << size << ", pad " << want.pads[d] << ") split over axes "
+      << formatAxes(want.dims[d]) << "; the pad would enter the reduction: ";
+  if (!isa<MatmulOp, GemmOp, ReduceSumOp>(op)) {
+    diag << "only sums and matmuls over a padded dim are exact";
+  } else {
+    Operation *why = nullptr;
+    for (Value o : op->getOperands())
+      if (!why)
+        why = padContent.culprit(o);
+    diag << "its padded entries are not known to be zero";
+    if (why)
+      diag << " ('" << why->getName() << "' at " << why->getLoc()
+           << " makes them f(0) != 0 or not finite)";
+  }
+  diag << ". In the plan, split a dim the axes divide (`split: {dim: N, "
+          "axes: [AXIS]}` on a weight whose dim divides), or give the mesh "
+          "axis a size that divides "
+       << size << " (--mesh AXIS=K)";
+  return diag;
 }
 
 LogicalResult Partitioner::partitionOp(Operation *op) {
@@ -571,18 +631,14 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     if (throughFactors)
       break;
     Layout want = layoutOf(m);
-    // A reduction over a padded dim would sum the pad in.
+    // A reduction over a padded dim sums the pad in: exact when each padded
+    // term is zero (a matmul with a zero-padded factor, the others finite;
+    // a sum of a zero pad), refused otherwise.
     for (auto [d, dm] : llvm::enumerate(m.getDims()))
       for (int64_t f : dm.getFactors())
-        if (rule.isReductionFactor(f) && want.pads[d])
-          return op->emitOpError()
-                 << "reduces over dim " << d << " of "
-                 << describeValue(o.get()) << " (size "
-                 << globalTypes[o.get()].getDimSize(d) << ", pad "
-                 << want.pads[d] << ") split over axes "
-                 << formatAxes(want.dims[d])
-                 << "; the pad would enter the reduction (masking is not "
-                    "implemented): choose an axis that divides the dim";
+        if (rule.isReductionFactor(f) && want.pads[d] &&
+            !exactOverPad(op, rule, f))
+          return refusePaddedReduction(op, o.get(), d, want);
     FailureOr<Value> v = reshard(o.get(), want, op);
     if (failed(v))
       return failure();

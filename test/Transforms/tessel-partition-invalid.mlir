@@ -10,12 +10,25 @@ func.func @not_propagated(%x: tensor<8xf32> {tessel.sharding = #tessel.sharding<
 
 // -----
 
-// A reduction over a padded dim would add the pad in: refused, naming the
-// value, the dim, its size, the pad and the axes.
+// A sum over a padded dim whose pad is not zero (exp(0) = 1) would add the
+// pad in: refused, naming the value, the dim, its size, the pad, the axes,
+// the op that made the pad non-zero, and the plan's way out.
 tessel.mesh @mesh ["tp"=4]
 func.func @reduce_padded(%x: tensor<8x30xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp", pad = 2}]>}) -> (tensor<8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}]>}) {
-  // expected-error @+1 {{'tessel.reduce_sum' op reduces over dim 1 of argument 0 (size 30, pad 2) split over axes {"tp"}; the pad would enter the reduction (masking is not implemented): choose an axis that divides the dim}}
-  %0 = tessel.reduce_sum %x dims = [1] {tessel.sharding = #tessel.sharding<@mesh, [{}], partial = [sum("tp")]>} : (tensor<8x30xf32>) -> tensor<8xf32>
+  %e = tessel.exp %x {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp", pad = 2}]>} : tensor<8x30xf32>
+  // expected-error @+1 {{'tessel.reduce_sum' op reduces over dim 1 of result 0 of 'tessel.exp' (size 30, pad 2) split over axes {"tp"}; the pad would enter the reduction: its padded entries are not known to be zero ('tessel.exp' at}}
+  %0 = tessel.reduce_sum %e dims = [1] {tessel.sharding = #tessel.sharding<@mesh, [{}], partial = [sum("tp")]>} : (tensor<8x30xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// A mean over a padded dim would divide by the wrong count, even with a
+// zero pad.
+tessel.mesh @mesh ["tp"=4]
+func.func @mean_padded(%x: tensor<8x30xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp", pad = 2}]>}) -> (tensor<8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}]>}) {
+  // expected-error @+1 {{'tessel.reduce_mean' op reduces over dim 1 of argument 0 (size 30, pad 2) split over axes {"tp"}; the pad would enter the reduction: only sums and matmuls over a padded dim are exact. In the plan, split a dim the axes divide (`split: {dim: N, axes: [AXIS]}` on a weight whose dim divides), or give the mesh axis a size that divides 30 (--mesh AXIS=K)}}
+  %0 = tessel.reduce_mean %x dims = [1] {tessel.sharding = #tessel.sharding<@mesh, [{}], partial = [mean("tp")]>} : (tensor<8x30xf32>) -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
 

@@ -61,9 +61,11 @@ cl::opt<std::string> meshSpec(
     cl::cat(tessel::getShardingCategory()));
 
 cl::opt<std::string> planSpec(
-    "plan", cl::value_desc("FILE|dp"),
+    "plan", cl::value_desc("FILE|dp|megatron"),
     cl::desc("Sharding plan: a YAML/JSON file of name patterns -> specs, or "
-             "the built-in 'dp' (batch over the dp axis)"),
+             "the built-in 'dp' (batch over the dp axis) or 'megatron' "
+             "(transformer blocks' column/row pairs over tp, found by graph "
+             "structure; it prints what it chose)"),
     cl::cat(tessel::getShardingCategory()));
 
 cl::opt<bool> report(
@@ -416,7 +418,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
                   "unannotated models");
     mlir::tessel::Plan plan;
     if (!planSpec.empty()) {
-      auto loaded = mlir::tessel::loadPlan(planSpec);
+      auto loaded = mlir::tessel::loadPlan(planSpec, *module, errs());
       if (!loaded)
         return fail(toString(loaded.takeError()));
       plan = std::move(*loaded);

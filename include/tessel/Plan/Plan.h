@@ -29,6 +29,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <string>
 #include <utility>
@@ -80,6 +81,19 @@ llvm::Expected<Plan> loadPlan(llvm::StringRef spec);
 /// The ONNX node name an op's location carries (what `node:` rules match),
 /// or "".
 std::string nodeName(Operation *op);
+/// `loadPlan`, and the built-in plans that read the model: `megatron`
+/// (lib/Plan/MegatronPlan.cpp) finds the column/row pairs of transformer
+/// blocks in `module` and writes what it chose to `chosen`.
+llvm::Expected<Plan> loadPlan(llvm::StringRef spec, ModuleOp module,
+                              llvm::raw_ostream &chosen);
+
+/// The Megatron-LM plan of `module` by graph structure: each matmul whose
+/// activation comes only from other weight matmuls through per-feature ops
+/// (attention's heads, an MLP's activation) is row-parallel (its weight's
+/// contracted dim split over "tp"), those matmuls column-parallel (their
+/// output dim and bias split over "tp"); graph inputs split on dim 0 over
+/// "dp". Writes one line per pair to `chosen`.
+Plan megatronPlan(ModuleOp module, llvm::raw_ostream &chosen);
 
 /// Parses "dp=2,tp=2" into mesh axes.
 llvm::Expected<std::vector<std::pair<std::string, int64_t>>>

@@ -204,6 +204,34 @@ def FuseGeluPass : Pass<"tessel-fuse-gelu"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def FuseLayerNormPass : Pass<"tessel-fuse-layer-norm"> {
+  let summary = "Folds decomposed layer norms into tessel.layer_norm";
+  let description = [{
+    ONNX has LayerNormalization only from opset 17; PyTorch's exporter at
+    lower opsets writes each `nn.LayerNorm` as `d = x - mean(x)`,
+    `d / sqrt(mean(d^2) + eps) * scale + bias` (ReduceMean, Sub, Pow,
+    ReduceMean, Add, Sqrt, Div, Mul, Add). This pass recognises that form
+    (the means over the same trailing dims with `keep_dims`, `d^2` as
+    `pow(d, 2)` or `d * d`, the division or a product with `rsqrt`, the
+    products and sums in either operand order, the bias optional, the scale
+    and bias of the normalised dims' shape) and replaces it by one
+    `tessel.layer_norm`, so that propagation applies the norm's rule and a
+    plan reaches the same collectives on every export. Ops of the
+    decomposition that nothing else reads are erased. tesselc runs it after
+    import.
+
+    ```mlir
+    %m = tessel.reduce_mean %x dims = [1] keep_dims : (tensor<4x8xf32>) -> tensor<4x1xf32>
+    %d = tessel.sub %x, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    ...
+    %y = tessel.add %s, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    // becomes
+    %y = tessel.layer_norm %x, %g, %b axis = 1 {epsilon = 9.99999974E-6 : f32} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
   let summary = "The compile pipeline of tesselc, from annotated IR to SPMD";
   let description = [{
@@ -214,7 +242,7 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
     1. with `mesh` or `plan`: the plan's annotations (`tesselc --mesh
        --plan`: the mesh, then the specs its rules give; the module must not
        have a mesh yet);
-    2. `-tessel-fuse-gelu`;
+    2. `-tessel-fuse-gelu`, `-tessel-fuse-layer-norm`;
     3. when the module has a mesh: `-tessel-split-bias`,
        `-tessel-propagate`, and unless `stop-after=propagate`,
        `-tessel-partition` and `-tessel-simplify-collectives`.
@@ -230,7 +258,7 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
     **Options**
 
     * `mesh`: a device mesh, e.g. `dp=2,tp=2` (overrides the plan's).
-    * `plan`: a plan file (YAML/JSON) or the built-in `dp`.
+    * `plan`: a plan file (YAML/JSON) or the built-in `dp` or `megatron`.
     * `stop-after`: `import` (annotations only), `autodiff` (with `train`:
       the loss and its gradients), `propagate`, or `partition` (the
       default).
@@ -243,7 +271,7 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
            "Device mesh, e.g. dp=2,tp=2">,
     Option<"plan", "plan", "std::string", /*default=*/"\"\"",
-           "Sharding plan: a YAML/JSON file or the built-in 'dp'">,
+           "Sharding plan: a YAML/JSON file or the built-in 'dp' or 'megatron'">,
     Option<"stopAfter", "stop-after", "std::string", /*default=*/"\"partition\"",
            "import | autodiff | propagate | partition">,
     Option<"train", "train", "bool", /*default=*/"false",

@@ -6,6 +6,11 @@ weights (seed 0), with PyTorch's ONNX exporter at opset 17, and PyTorch's own
 output for the saved input.
 
     /usr/bin/python3 test/models/llama_tiny/export.py test/models/llama_tiny
+
+With a second argument, the MLP's hidden size (test/models/llama_ff512:
+ff=512, which tp=3 does not divide):
+
+    /usr/bin/python3 test/models/llama_tiny/export.py test/models/llama_ff512 512
 """
 import json
 import math
@@ -114,7 +119,10 @@ class LlamaForCausalLM(nn.Module):
 
 
 def main():
+    global FF
     out = sys.argv[1] if len(sys.argv) > 1 else "."
+    if len(sys.argv) > 2:
+        FF = int(sys.argv[2])
     torch.manual_seed(0)
     model = LlamaForCausalLM().eval()
     for p in model.parameters():
@@ -130,8 +138,8 @@ def main():
     np.save(os.path.join(out, "output.npy"), ref.numpy())
     meta = {"opset": 17, "inputs": {"input_ids": [BATCH, SEQ]}, "output": list(ref.shape),
             "exporter": "torch %s torch.onnx.export" % torch.__version__,
-            "note": "tiny Llama, HuggingFace module names: RMSNorm (Pow/ReduceMean/Sqrt/Div), "
-                    "rotary (Slice/Neg/Concat), SwiGLU (Sigmoid/Mul), causal additive mask",
+            "note": "tiny Llama (ff=%d), HuggingFace module names: RMSNorm (Pow/ReduceMean/Sqrt/Div), "
+                    "rotary (Slice/Neg/Concat), SwiGLU (Sigmoid/Mul), causal additive mask" % FF,
             "parameters": sum(p.numel() for p in model.parameters())}
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)

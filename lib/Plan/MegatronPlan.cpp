@@ -1,0 +1,218 @@
+//===- MegatronPlan.cpp - the built-in plan `megatron` --------------------===//
+//
+// Megatron-LM's tensor parallelism found by graph structure, not by names:
+// the seed's ColoTensor loop (split_param_col_tp1d / _row_tp1d over
+// named_modules) without writing it. A matmul with a 2-D weight whose
+// activation is computed only from other such matmuls' outputs, through ops
+// that keep features apart (attention's head reshapes, transposes, score
+// matmuls and softmax, an MLP's activation and gating, rotary slices), is the
+// row-parallel half of a pair; those matmuls are the column-parallel half.
+// A norm, a reduction, an embedding lookup or a graph input on the way means
+// the activation is the residual stream: no pair. Fused or separate q/k/v,
+// GELU or SwiGLU MLPs, biases or none all have this shape.
+//
+// The plan it gives is ordinary rules naming the weights it chose, so
+// applyPlan and the rest of the pipeline treat it as a written plan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Plan/Plan.h"
+
+#include "dialects/tessel/TesselOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+/// A matmul or gemm with a 2-D weight operand: the weight, which of its dims
+/// is the output (column) dim, which the contracted (row) one.
+struct Projection {
+  Operation *op = nullptr;
+  WeightOp weight;
+  int64_t outDim = 1, inDim = 0;
+};
+
+std::optional<Projection> asProjection(Operation *op) {
+  if (!op)
+    return std::nullopt;
+  auto weightOf = [](Value v) -> WeightOp {
+    auto w = v.getDefiningOp<WeightOp>();
+    auto t = w ? dyn_cast<RankedTensorType>(w.getType()) : nullptr;
+    return t && t.getRank() == 2 ? w : WeightOp();
+  };
+  if (auto mm = dyn_cast<MatmulOp>(op)) {
+    // x @ W: W is [in, out].
+    if (WeightOp w = weightOf(mm->getOperand(1));
+        w && !weightOf(mm->getOperand(0)))
+      return Projection{op, w, 1, 0};
+    return std::nullopt;
+  }
+  if (auto g = dyn_cast<GemmOp>(op)) {
+    if (g.getTransA())
+      return std::nullopt;
+    if (WeightOp w = weightOf(g.getB()); w && !weightOf(g.getA()))
+      return g.getTransB() ? Projection{op, w, 0, 1} : Projection{op, w, 1, 0};
+  }
+  return std::nullopt;
+}
+
+/// The projections `v` is computed from, through ops that keep features
+/// apart; nothing when something else (a norm, a reduction, a lookup, a
+/// graph input) is on the way.
+std::optional<SmallVector<Operation *>> sourcesOf(Value v) {
+  SmallVector<Value> work{v};
+  llvm::SmallPtrSet<Value, 32> seen;
+  llvm::SetVector<Operation *> sources;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    Operation *def = x.getDefiningOp();
+    if (!def)
+      return std::nullopt; // a graph input: the residual stream
+    if (asProjection(def)) {
+      sources.insert(def);
+      continue;
+    }
+    if (isa<WeightOp, ConstantOp>(def))
+      continue; // masks, rotary tables, scales
+    if (!isa<ReshapeOp, TransposeOp, SliceOp, ConcatOp, SplitOp, ExpandOp,
+             CastOp, SoftmaxOp, MatmulOp, WhereOp, CompareOp, AddOp, SubOp,
+             MulOp, DivOp, PowOp, MaxOp, MinOp, NegOp, ExpOp, TanhOp, ErfOp,
+             SigmoidOp, ReluOp, GeluOp, LeakyReluOp, SoftplusOp, HardSwishOp,
+             AbsOp>(def))
+      return std::nullopt; // a norm, a reduction, a lookup, ...
+    for (Value o : def->getOperands())
+      work.push_back(o);
+    if (seen.size() > 4096)
+      return std::nullopt;
+  }
+  if (sources.empty())
+    return std::nullopt;
+  return SmallVector<Operation *>(sources.begin(), sources.end());
+}
+
+/// The 1-D weight added to a column projection's output (its bias).
+WeightOp biasOf(Operation *proj) {
+  for (Operation *user : proj->getResult(0).getUsers())
+    if (auto add = dyn_cast<AddOp>(user))
+      for (Value o : add->getOperands())
+        if (auto w = o.getDefiningOp<WeightOp>())
+          if (cast<RankedTensorType>(w.getType()).getRank() == 1)
+            return w;
+  if (auto g = dyn_cast<GemmOp>(proj); g && g->getNumOperands() > 2)
+    if (auto w = g->getOperand(2).getDefiningOp<WeightOp>())
+      if (cast<RankedTensorType>(w.getType()).getRank() == 1)
+        return w;
+  return WeightOp();
+}
+
+/// A glob that matches exactly `name`.
+std::string literalGlob(StringRef name) {
+  std::string out;
+  for (char c : name) {
+    if (StringRef("*?[]{}\\").contains(c))
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string nameOf(Operation *op) {
+  if (auto n = dyn_cast<NameLoc>(op->getLoc()))
+    return n.getName().str();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->getLoc().print(os);
+  return s;
+}
+
+} // namespace
+
+Plan mlir::tessel::megatronPlan(ModuleOp module, raw_ostream &chosen) {
+  Plan plan;
+  llvm::DenseMap<Operation *, int> role; // 1 column, 2 row
+  SmallVector<std::pair<SmallVector<Operation *>, Operation *>> pairs;
+  module.walk([&](Operation *op) {
+    std::optional<Projection> row = asProjection(op);
+    if (!row)
+      return;
+    std::optional<SmallVector<Operation *>> cols =
+        sourcesOf(op->getOperand(0));
+    if (!cols)
+      return;
+    // A projection is one half only: a column one never also a row one.
+    if (role.lookup(op) == 1 || llvm::any_of(*cols, [&](Operation *c) {
+          return role.lookup(c) == 2;
+        }))
+      return;
+    role[op] = 2;
+    llvm::sort(*cols, [](Operation *a, Operation *b) {
+      return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+    });
+    for (Operation *c : *cols)
+      role[c] = 1;
+    pairs.push_back({*cols, op});
+  });
+
+  llvm::StringSet<> named;
+  auto addRule = [&](WeightOp w, int64_t dim, Operation *node) {
+    if (!named.insert(w.getName()).second)
+      return;
+    PlanRule rule;
+    rule.target = PlanRule::Target::Weight;
+    rule.pattern = literalGlob(w.getName());
+    PlanSplit split;
+    split.dim = dim;
+    split.axes = {"tp"};
+    split.autoPad = true;
+    rule.splits.push_back(split);
+    rule.where = "built-in plan 'megatron' (" + nameOf(node) + ")";
+    plan.rules.push_back(std::move(rule));
+  };
+  chosen << "megatron: " << pairs.size() << " column/row pair"
+         << (pairs.size() == 1 ? "" : "s") << " over tp";
+  chosen << (pairs.empty() ? " (no transformer block found: the weights "
+                             "stay replicated)\n"
+                           : "\n");
+  for (auto &[cols, row] : pairs) {
+    chosen << "  column:";
+    for (auto [i, c] : llvm::enumerate(cols)) {
+      Projection p = *asProjection(c);
+      addRule(p.weight, p.outDim, c);
+      chosen << (i ? ", " : " ") << nameOf(c) << " (" << p.weight.getName();
+      if (WeightOp b = biasOf(c)) {
+        addRule(b, 0, c);
+        chosen << ", bias " << b.getName();
+      }
+      chosen << ")";
+    }
+    Projection r = *asProjection(row);
+    addRule(r.weight, r.inDim, row);
+    chosen << "\n  row:    " << nameOf(row) << " (" << r.weight.getName()
+           << ")\n";
+  }
+  // The batch over dp, as the built-in plan `dp`.
+  PlanRule batch;
+  batch.target = PlanRule::Target::Input;
+  batch.pattern = "*";
+  PlanSplit split;
+  split.dim = 0;
+  split.axes = {"dp"};
+  batch.splits.push_back(split);
+  batch.where = "built-in plan 'megatron' (the batch)";
+  plan.rules.push_back(batch);
+  return plan;
+}
+
+llvm::Expected<Plan> mlir::tessel::loadPlan(StringRef spec, ModuleOp module,
+                                      raw_ostream &chosen) {
+  if (spec == "megatron")
+    return megatronPlan(module, chosen);
+  return loadPlan(spec);
+}
