@@ -62,6 +62,8 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     return;
   pm.addPass(createPartitionPass());
   pm.addPass(createSimplifyCollectivesPass());
+  if (train && !train->gradHandler.empty())
+    pm.addPass(createGradHandlerPass({train->gradHandler}));
   if (train && train->buckets.bucketMb != 0)
     pm.addPass(createBucketGradientsPass(train->buckets));
 }

@@ -70,7 +70,9 @@ llvm::Expected<Plan> parsePlan(llvm::StringRef text, llvm::StringRef name);
 /// over the "dp" axis) or a plan file.
 llvm::Expected<Plan> loadPlan(llvm::StringRef spec);
 
-/// Parses "dp=2,tp=2" into mesh axes.
+/// Parses "dp=2,tp=2" into mesh axes. An axis "tp=4:MODE" of a registered
+/// parallel mode (docs/extending.md) becomes the mode's sub-axes, named
+/// "tp.SUB" (e.g. tp=4:tp2d -> tp.row=2, tp.col=2).
 llvm::Expected<std::vector<std::pair<std::string, int64_t>>>
 parseMeshSpec(llvm::StringRef spec);
 

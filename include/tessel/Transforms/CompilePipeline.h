@@ -46,6 +46,9 @@ struct TrainingOptions {
   bool recompute = false;
   /// -tessel-bucket-gradients on sharded programs (bucket-mb 0: none).
   BucketGradientsPassOptions buckets;
+  /// -tessel-grad-handler on sharded programs: the gradient handler ("":
+  /// none, the plain all_reduce).
+  std::string gradHandler;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
