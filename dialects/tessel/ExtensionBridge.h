@@ -20,6 +20,13 @@
 
 namespace mlir::tessel {
 
+/// On a `tessel.weight ... zeros` that a gradient handler added: the state
+/// is each rank's own (an error-feedback residual differs per rank), so the
+/// artifact records no global layout and a checkpoint restores it on the
+/// rank that saved it.
+inline constexpr ::llvm::StringLiteral kPerRankStateAttrName =
+    "tessel.per_rank_state";
+
 /// "f32", "f16", "bf16", "i64", "i32", "bool"; "" for other types.
 std::string dtypeName(Type elem);
 /// The element type named `name`, or null.

@@ -1,5 +1,6 @@
 //===- TesselDialect.cpp - the tessel dialect -----------------------------===//
 
+#include "dialects/tessel/ExtensionBridge.h"
 #include "dialects/tessel/TesselOps.h"
 #include "dialects/tessel/Verifiers.h"
 
@@ -113,6 +114,14 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
     if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitOpError() << "'" << kModelPathAttrName
                                << "' must be a string on a module";
+    return success();
+  }
+  if (attr.getName() == kPerRankStateAttrName) {
+    auto w = dyn_cast<WeightOp>(op);
+    if (!w || !w.getZeros() || !isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kPerRankStateAttrName
+                               << "' must be a unit attribute on a "
+                                  "tessel.weight ... zeros";
     return success();
   }
   return op->emitOpError() << "unknown tessel attribute '"

@@ -11,6 +11,7 @@
 
 #include "tessel/Export/ExportArtifact.h"
 
+#include "dialects/tessel/ExtensionBridge.h"
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/runtime/ArtifactBuilder.h"
 #include "tessel/ExtensionHost/Host.h"
@@ -567,6 +568,8 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
     buffers[w] = program.addState(name, *dt, toShape(t), nullptr);
     states.insert(buffers[w]);
     weightBuffers[name] = buffers[w];
+    if (w->hasAttr(kPerRankStateAttrName))
+      return success();
     setStateLayout(w, buffers[w],
                    globalShapeOf(mesh,
                                  w->getAttrOfType<TensorShardingAttr>(

@@ -74,8 +74,10 @@ public:
         return fail("state '" + name + "' exists already");
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&block);
-    return wrap(WeightOp::create(b, loc, t, b.getStringAttr(name),
-                                 b.getUnitAttr()));
+    auto w = WeightOp::create(b, loc, t, b.getStringAttr(name),
+                              b.getUnitAttr());
+    w->setAttr(kPerRankStateAttrName, b.getUnitAttr());
+    return wrap(w);
   }
 
   bool assign(ext::Value state, ext::Value value) override {
