@@ -4,6 +4,8 @@
 //   TESSEL_TEST_DUPLICATE_SCHEDULE  registers "1f1b", a built-in's name
 //   TESSEL_TEST_BAD_SCHEDULE        a schedule whose last rank runs a
 //                                   backward before its forward
+//   TESSEL_TEST_OTHER_VERSION       "example" at version 0.9 (an artifact
+//                                   compiled with 1.0 must refuse it)
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,4 +48,6 @@ TESSEL_PLUGIN("bad-schedule", "1.0") {
   };
   registrar.addSchedule(s);
 }
+#elif defined(TESSEL_TEST_OTHER_VERSION)
+TESSEL_PLUGIN("example", "0.9") {}
 #endif

@@ -5,6 +5,9 @@
       OUT_DIR/model.onnx: y = FancyGelu(x @ W) (com.example, alpha 1.5) on
       x [4, 8], W [8, 6]; x.npy, targets.npy, and x1.npy / targets1.npy
       (the same with a leading dim of 1: one training step's --data row).
+  fancy_gelu.py bad OUT_DIR
+      OUT_DIR/beta.onnx (FancyGelu with an attribute it does not take) and
+      OUT_DIR/two.onnx (FancyGelu on two inputs).
   fancy_gelu.py output OUT_DIR Y.npy
       Y against numpy's x @ W * sigmoid(1.5 x @ W).
   fancy_gelu.py grads OUT_DIR GRADS.safetensors
@@ -57,6 +60,27 @@ def model(out):
     np.save(os.path.join(out, "targets1.npy"), t[None])
 
 
+def bad(out):
+    import onnx
+    from onnx import TensorProto, helper
+
+    def save(name, node, inputs):
+        graph = helper.make_graph(
+            [node], name,
+            [helper.make_tensor_value_info(i, TensorProto.FLOAT, [4, 6])
+             for i in inputs],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])])
+        m = helper.make_model(graph, opset_imports=[
+            helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+        m.ir_version = 8
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+
+    save("beta", helper.make_node("FancyGelu", ["z"], ["y"], name="fancy",
+                                  domain="com.example", beta=2.0), ["z"])
+    save("two", helper.make_node("FancyGelu", ["a", "b"], ["y"], name="fancy",
+                                 domain="com.example"), ["a", "b"])
+
+
 def output(out, path):
     x, w, _ = data(out)
     want = fancy_gelu(x.astype(np.float64) @ w.astype(np.float64))
@@ -105,6 +129,8 @@ if __name__ == "__main__":
     cmd, out = sys.argv[1:3]
     if cmd == "model":
         model(out)
+    elif cmd == "bad":
+        bad(out)
     elif cmd == "output":
         output(out, sys.argv[3])
     elif cmd == "grads":
