@@ -12,10 +12,6 @@
 
 namespace tessel::ext::host {
 
-std::string registerPlugin(const PluginRecord &record,
-                           void (*registerAll)(Registrar &),
-                           const std::string &hostName);
-
 std::string loadPlugin(const std::string &path, const std::string &hostName) {
   if (path.empty())
     return "--load-plugin needs the path of a plugin library";

@@ -37,6 +37,13 @@ const std::vector<PluginRecord> &loadedPlugins();
 /// registration that failed (the name it registered).
 std::string loadPlugin(const std::string &path, const std::string &hostName);
 
+/// Runs `registerAll` as the plugin `record` (one linked into the process;
+/// loadPlugin() calls it for a loaded one). Returns "" or the registrations'
+/// failures, one per line, each naming the plugin; the tool then stops.
+std::string registerPlugin(const PluginRecord &record,
+                           void (*registerAll)(Registrar &),
+                           const std::string &hostName);
+
 /// Runs `registerAll` as the built-in plugin "tessel": how Tessel registers
 /// its own extensions through the plugins' API.
 std::string registerBuiltins(void (*registerAll)(Registrar &),
