@@ -22,6 +22,9 @@ using llvm::createStringError;
 using llvm::Error;
 using llvm::Expected;
 
+static Expected<std::vector<std::pair<std::string, int64_t>>>
+expandParallelMode(StringRef name, int64_t size, StringRef mode);
+
 namespace {
 
 /// Reads YAML nodes into a Plan, keeping the first error with its line.
@@ -43,11 +46,20 @@ public:
           return fail(kv.getValue(), "'mesh' must map axis names to sizes");
         for (auto &axis : *m) {
           int64_t size;
-          if (StringRef(scalar(axis.getValue())).getAsInteger(10, size) ||
-              size < 1)
+          // SIZE, or SIZE:MODE for an axis of a parallel mode.
+          std::string value = scalar(axis.getValue());
+          auto [sizeText, mode] = StringRef(value).split(':');
+          if (sizeText.getAsInteger(10, size) || size < 1)
             return fail(axis.getValue(), "mesh axis '" + scalar(axis.getKey()) +
                                              "' needs a positive size");
-          plan.mesh.emplace_back(scalar(axis.getKey()), size);
+          if (mode.empty()) {
+            plan.mesh.emplace_back(scalar(axis.getKey()), size);
+            continue;
+          }
+          auto sub = expandParallelMode(scalar(axis.getKey()), size, mode);
+          if (!sub)
+            return fail(axis.getValue(), toString(sub.takeError()));
+          plan.mesh.insert(plan.mesh.end(), sub->begin(), sub->end());
         }
       } else if (key == "rules") {
         auto *seq = dyn_cast_or_null<llvm::yaml::SequenceNode>(kv.getValue());
