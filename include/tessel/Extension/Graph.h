@@ -2,11 +2,13 @@
 //
 // What a gradient rule (Op.h) or a gradient handler (GradientHandler.h) sees
 // of the program it extends: values by handle, and a builder that appends
-// ops at the place Tessel chose. Ops are named as in Tessel IR ("tessel.add",
-// "tessel.mul", "tessel.tanh", ...: docs/generated/) or by a custom op's
-// name; their result types are inferred. A method that fails returns an
-// invalid Value (or nothing) and leaves the reason in error(); the caller
-// passes it on as its own error.
+// ops at the place Tessel chose. create() builds Tessel's elementwise ops by
+// their IR name ("tessel.add", "tessel.mul", "tessel.sigmoid", ...:
+// docs/generated/; numpy broadcasting, the result of the first operand's
+// element type) and custom ops by name (their type rule gives the results);
+// cast() and scalar() the rest of what a rule usually needs. A method that
+// fails returns an invalid Value (or nothing) and leaves the reason in
+// error(); the caller passes it on as its own error.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_EXTENSION_GRAPH_H
