@@ -16,6 +16,9 @@ config.test_exec_root = os.path.join(config.tessel_obj_root, "test")
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
 
 config.substitutions.append(("%tessel_src", config.tessel_src_root))
+# Where the example plugin and the tests' plugins are built.
+config.substitutions.append(("%plugins", os.path.join(config.tessel_obj_root, "lib")))
+config.substitutions.append(("%tessel_obj", config.tessel_obj_root))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 # `not`, `count` and FileCheck also where a RUN line starts with them.

@@ -1,6 +1,7 @@
 //===- TesselDialect.cpp - the tessel dialect -----------------------------===//
 
 #include "tessel/Transforms/PipelineAttrs.h"
+#include "dialects/tessel/ExtensionBridge.h"
 #include "dialects/tessel/TesselOps.h"
 #include "dialects/tessel/Verifiers.h"
 
@@ -134,6 +135,14 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "'" << kPhaseAttr
                                << "' must be one of F, B, W, BW, STEP, "
                                   "SEND, RECV";
+    return success();
+  }
+  if (attr.getName() == kPerRankStateAttrName) {
+    auto w = dyn_cast<WeightOp>(op);
+    if (!w || !w.getZeros() || !isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kPerRankStateAttrName
+                               << "' must be a unit attribute on a "
+                                  "tessel.weight ... zeros";
     return success();
   }
   return op->emitOpError() << "unknown tessel attribute '"

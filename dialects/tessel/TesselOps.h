@@ -46,6 +46,8 @@ OpShardingRuleAttr buildPoolBackwardRule(Operation *op);
 // The training ops' (TrainingOps.cpp).
 OpShardingRuleAttr buildGatherGradRule(GatherGradOp op);
 OpShardingRuleAttr buildSoftmaxGradRule(Operation *op);
+// tessel.custom_call's: its target's (CustomCall.cpp).
+OpShardingRuleAttr buildCustomCallRule(Operation *op);
 
 /// The numpy broadcast of `shapes`, or failure when they do not broadcast.
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes);

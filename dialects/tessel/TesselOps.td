@@ -1090,5 +1090,6 @@ def Tessel_AvgPoolBackwardOp
   let hasVerifier = 1;
 }
 include "dialects/tessel/TrainingOps.td"
+include "dialects/tessel/ExtensionOps.td"
 
 #endif // TESSEL_OPS_TD

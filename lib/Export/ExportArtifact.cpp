@@ -12,9 +12,11 @@
 #include "tessel/Export/ExportArtifact.h"
 #include "tessel/Export/MemoryReport.h"
 
+#include "dialects/tessel/ExtensionBridge.h"
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/runtime/ArtifactBuilder.h"
 #include "tessel/Transforms/PipelineAttrs.h"
+#include "tessel/ExtensionHost/Host.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -27,6 +29,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -257,6 +260,42 @@ std::string dtypeNameOf(Type t) {
 }
 
 #include "dialects/tessel/ExportEncoders.inc"
+
+/// Records in the manifest every plugin whose ops `module` runs.
+void recordPlugins(ModuleOp module, rt::ArtifactBuilder &builder) {
+  std::set<std::string> needed;
+  module.walk([&](CustomCallOp call) {
+    std::string plugin = ::tessel::ext::host::pluginOfOp(call.getTarget().str());
+    if (!plugin.empty() && plugin != "tessel")
+      needed.insert(plugin);
+  });
+  for (const ::tessel::ext::host::PluginRecord &p :
+       ::tessel::ext::host::loadedPlugins())
+    if (needed.count(p.name))
+      builder.requirePlugin(p.name, p.version);
+}
+
+/// The attributes of a tessel.custom_call (its `attrs` dictionary) as
+/// instruction attributes, which its kernel reads by name.
+void encodeCustomCallAttrs(CustomCallOp call, rt::Attrs &a) {
+  if (!call.getAttrsAttr())
+    return;
+  for (NamedAttribute n : call.getAttrsAttr()) {
+    std::string name = n.getName().str();
+    Attribute v = n.getValue();
+    if (auto i = dyn_cast<IntegerAttr>(v))
+      a.i(name, i.getValue().getSExtValue());
+    else if (auto f = dyn_cast<FloatAttr>(v))
+      a.f(name, static_cast<float>(f.getValueAsDouble()));
+    else if (auto str = dyn_cast<StringAttr>(v))
+      a.s(name, str.str());
+    else if (auto is = dyn_cast<DenseI64ArrayAttr>(v))
+      a.is(name, ints(is.asArrayRef()));
+    else if (auto fs = dyn_cast<DenseF32ArrayAttr>(v))
+      a.fs(name, std::vector<float>(fs.asArrayRef().begin(),
+                                    fs.asArrayRef().end()));
+  }
+}
 
 class Exporter {
 public:
@@ -563,6 +602,8 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
     buffers[w] = program.addState(name, *dt, toShape(t), nullptr);
     states.insert(buffers[w]);
     weightBuffers[name] = buffers[w];
+    if (w->hasAttr(kPerRankStateAttrName))
+      return success();
     setStateLayout(w, buffers[w],
                    globalShapeOf(mesh,
                                  w->getAttrOfType<TensorShardingAttr>(
@@ -766,6 +807,9 @@ LogicalResult Exporter::emitOp(Operation *op) {
   InstructionEncoding enc;
   if (!encodeInstruction(op, *this, enc))
     return op->emitOpError() << "has no runtime instruction";
+  // A plugin's op: its own attributes go beside `target`.
+  if (auto call = dyn_cast<CustomCallOp>(op))
+    encodeCustomCallAttrs(call, enc.attrs);
   std::string name;
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
     name = loc.getName().str();
@@ -859,6 +903,7 @@ LogicalResult mlir::tessel::exportArtifact(ModuleOp module,
     if (failed(exporter.run(fn)))
       return failure();
   }
+  recordPlugins(module, builder);
   rt::Status status = builder.write(path.str());
   if (!status) {
     // Name the artifact, not the temporary directory it is written into.

@@ -14,6 +14,9 @@
 #include "ConstTensor.h"
 
 #include "dialects/tessel/TesselOps.h"
+#include "tessel/Extension/Op.h"
+
+#include "llvm/ADT/StringMap.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -156,6 +159,16 @@ struct OpImporter {
 /// the oldest since-version known for the op (0 when the op is unknown).
 const OpImporter *lookupOpImporter(StringRef opType, int64_t opset,
                                    int *oldest = nullptr);
+
+/// Imports `c`'s node as the plugin op `def` (CustomOpImporter.cpp).
+LogicalResult importCustomOp(NodeContext &c, const ::tessel::ext::CustomOp &def);
+
+/// The plugin op that imports `node` (of a domain other than ai.onnx) at the
+/// model's opset of that domain (`opsets`: domain -> version); null when
+/// none, `*oldest` then gets the oldest since-version registered (0: none).
+const ::tessel::ext::CustomOp *
+lookupCustomOp(const onnx::NodeProto &node,
+               const llvm::StringMap<int64_t> &opsets, int *oldest = nullptr);
 
 } // namespace mlir::tessel::detail
 

@@ -105,6 +105,8 @@ public:
   std::string modelDir;
   std::string modelName;
   int64_t opset = 0;
+  /// The opset of every other domain the model imports (plugins' ops).
+  llvm::StringMap<int64_t> domainOpsets;
   llvm::StringMap<std::shared_ptr<ValueInfo>> values;
   llvm::StringMap<unsigned> useCounts;
   /// Diagnostics emitted while creating or verifying ops.
@@ -408,7 +410,13 @@ LogicalResult GraphImporter::checkOperators(const onnx::GraphProto &graph) {
         node.name().empty() ? "#" + std::to_string(k) : node.name();
     std::string key = node.op_type();
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      int oldest = 0;
+      if (lookupCustomOp(node, domainOpsets, &oldest))
+        continue;
       key = node.domain() + "." + node.op_type();
+      if (oldest)
+        key += " (needs opset " + std::to_string(oldest) + " of " +
+               node.domain() + ")";
     } else {
       int oldest = 0;
       if (lookupOpImporter(node.op_type(), opset, &oldest))
@@ -516,6 +524,14 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                   in +
                   "' is not defined by a graph input, an initializer or an "
                   "earlier node");
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    const ::tessel::ext::CustomOp *def = lookupCustomOp(node, domainOpsets);
+    if (!def)
+      return fail("node '" + nodeName + "': unsupported operator " +
+                  node.domain() + "." + node.op_type());
+    NodeContext c(*this, node, NameLoc::get(builder.getStringAttr(nodeName)));
+    return importCustomOp(c, *def);
+  }
   const OpImporter *imp = lookupOpImporter(node.op_type(), opset);
   if (!imp)
     return fail("node '" + nodeName + "': unsupported operator " +
@@ -551,6 +567,8 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
     if (o.domain().empty() || o.domain() == "ai.onnx") {
       opset = o.version();
       found = true;
+    } else {
+      domainOpsets[o.domain()] = o.version();
     }
   if (!found)
     return fail("the model imports no ai.onnx opset");

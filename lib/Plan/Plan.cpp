@@ -2,6 +2,8 @@
 
 #include "tessel/Plan/Plan.h"
 
+#include "tessel/ExtensionHost/Host.h"
+
 #include "dialects/tessel/TesselDialect.h"
 #include "dialects/tessel/TesselOps.h"
 
@@ -20,6 +22,9 @@ using namespace mlir::tessel;
 using llvm::createStringError;
 using llvm::Error;
 using llvm::Expected;
+
+static Expected<std::vector<std::pair<std::string, int64_t>>>
+expandParallelMode(StringRef name, int64_t size, StringRef mode);
 
 namespace {
 
@@ -42,11 +47,20 @@ public:
           return fail(kv.getValue(), "'mesh' must map axis names to sizes");
         for (auto &axis : *m) {
           int64_t size;
-          if (StringRef(scalar(axis.getValue())).getAsInteger(10, size) ||
-              size < 1)
+          // SIZE, or SIZE:MODE for an axis of a parallel mode.
+          std::string value = scalar(axis.getValue());
+          auto [sizeText, mode] = StringRef(value).split(':');
+          if (sizeText.getAsInteger(10, size) || size < 1)
             return fail(axis.getValue(), "mesh axis '" + scalar(axis.getKey()) +
                                              "' needs a positive size");
-          plan.mesh.emplace_back(scalar(axis.getKey()), size);
+          if (mode.empty()) {
+            plan.mesh.emplace_back(scalar(axis.getKey()), size);
+            continue;
+          }
+          auto sub = expandParallelMode(scalar(axis.getKey()), size, mode);
+          if (!sub)
+            return fail(axis.getValue(), toString(sub.takeError()));
+          plan.mesh.insert(plan.mesh.end(), sub->begin(), sub->end());
         }
       } else if (key == "rules") {
         auto *seq = dyn_cast_or_null<llvm::yaml::SequenceNode>(kv.getValue());
@@ -254,20 +268,60 @@ Expected<Plan> mlir::tessel::loadPlan(StringRef spec) {
   return parsePlan((*buffer)->getBuffer(), spec);
 }
 
+/// The sub-axes of axis `name` of `size` under the parallel mode `mode`.
+static Expected<std::vector<std::pair<std::string, int64_t>>>
+expandParallelMode(StringRef name, int64_t size, StringRef mode) {
+  namespace ext = ::tessel::ext;
+  const ext::ParallelModeDef *def = ext::host::findParallelMode(mode.str());
+  auto fail = [](const Twine &message) {
+    return createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (!def)
+    return fail("unknown parallel mode '" + mode + "' of mesh axis '" + name +
+                "' (a plugin's needs --load-plugin)");
+  const std::string who = "parallel mode '" + mode.str() + "' of plugin '" +
+                          ext::host::pluginOfParallelMode(mode.str()) + "'";
+  std::vector<std::pair<std::string, int64_t>> sub;
+  if (std::string why = def->split(size, sub); !why.empty())
+    return fail(who + " on axis '" + name + "': " + why);
+  int64_t product = 1;
+  for (auto &[subName, subSize] : sub) {
+    if (subName.empty() || subSize < 1)
+      return fail(who + " gives axis '" + name + "' a sub-axis '" + subName +
+                  "' of size " + Twine(subSize));
+    product *= subSize;
+    subName = name.str() + "." + subName;
+  }
+  if (sub.empty() || product != size)
+    return fail(who + " splits axis '" + name + "' of size " + Twine(size) +
+                " into sub-axes of " + Twine(product) + " ranks");
+  return sub;
+}
+
 Expected<std::vector<std::pair<std::string, int64_t>>>
 mlir::tessel::parseMeshSpec(StringRef spec) {
   std::vector<std::pair<std::string, int64_t>> axes;
   SmallVector<StringRef> parts;
   spec.split(parts, ',');
   for (StringRef part : parts) {
-    auto [name, size] = part.trim().split('=');
+    auto [name, sizeAndMode] = part.trim().split('=');
+    auto [size, mode] = sizeAndMode.split(':');
     int64_t n;
     if (name.empty() || size.getAsInteger(10, n) || n < 1)
       return createStringError(llvm::inconvertibleErrorCode(),
                                "bad mesh axis '" + part +
                                    "' in --mesh: expected NAME=SIZE with "
                                    "SIZE >= 1, e.g. --mesh dp=2,tp=2");
-    axes.emplace_back(name.str(), n);
+    if (mode.empty()) {
+      axes.emplace_back(name.str(), n);
+      continue;
+    }
+    // NAME=SIZE:MODE, an axis of a parallel mode (docs/extending.md): the
+    // mode's sub-axes NAME.SUB, major to minor.
+    auto sub = expandParallelMode(name, n, mode);
+    if (!sub)
+      return sub.takeError();
+    axes.insert(axes.end(), sub->begin(), sub->end());
   }
   return axes;
 }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GradientReductions.h"
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/Transforms/Passes.h"
 
@@ -22,11 +23,6 @@ namespace mlir::tessel {
 #include "tessel/Transforms/Passes.h.inc"
 
 namespace {
-
-bool isCollective(Operation *op) {
-  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-             CollectivePermuteOp, BroadcastOp, SendOp, RecvOp>(op);
-}
 
 int64_t bytesOf(RankedTensorType t) {
   return t.getNumElements() *
@@ -89,7 +85,7 @@ struct BucketGradientsPass
     SmallVector<Operation *> work(ar->getUsers().begin(), ar->getUsers().end());
     while (!work.empty()) {
       Operation *op = work.pop_back_val();
-      if (op->getBlock() != block || isCollective(op) ||
+      if (op->getBlock() != block || isCollectiveOp(op) ||
           isa<func::ReturnOp>(op))
         return;
       if (!users.insert(op))
@@ -116,16 +112,6 @@ struct BucketGradientsPass
     for (Operation &op : block)
       pos[&op] = static_cast<int64_t>(pos.size());
 
-    // Ops whose results reach a collective or the function's results.
-    DenseSet<Operation *> feeds;
-    for (Operation &op : llvm::reverse(block))
-      for (Operation *user : op.getUsers())
-        if (isCollective(user) || isa<func::ReturnOp>(user) ||
-            feeds.contains(user)) {
-          feeds.insert(&op);
-          break;
-        }
-
     auto firstUse = [&](Operation *op) {
       int64_t first = INT64_MAX;
       for (Operation *user : op->getUsers())
@@ -135,13 +121,7 @@ struct BucketGradientsPass
 
     // Gradients grouped by what their all_reduce is (kind, group, dtype),
     // each group bucketed in program order.
-    SmallVector<AllReduceOp> candidates;
-    for (Operation &op : block) {
-      auto ar = dyn_cast<AllReduceOp>(&op);
-      if (ar && !feeds.contains(&op) && !ar->use_empty() &&
-          !ar->hasAttr(TesselDialect::kBucketAttrName))
-        candidates.push_back(ar);
-    }
+    SmallVector<AllReduceOp> candidates = findGradientReductions(block);
     if (candidates.empty())
       return;
     // A gradient used before the backward's last all_reduce (an

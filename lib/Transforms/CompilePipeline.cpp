@@ -65,6 +65,8 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     return;
   pm.addPass(createPartitionPass());
   pm.addPass(createSimplifyCollectivesPass());
+  if (train && !train->gradHandler.empty())
+    pm.addPass(createGradHandlerPass({train->gradHandler}));
   if (train && train->pipelined) {
     pm.addPass(createPipelineLowerPass(train->pipeline));
     return;

@@ -26,7 +26,8 @@
   X(Conv)                                                                      \
   X(Pool)                                                                      \
   X(Collective)                                                                \
-  X(Training)
+  X(Training)                                                                  \
+  X(Custom)
 
 namespace tessel::runtime {
 

@@ -11,4 +11,7 @@ namespace tessel::runtime::cuda {
 
 void registerTrainingKernels(KernelRegistry &) {}
 
+// Plugins' ops (custom_call) have CPU kernels only.
+void registerCustomKernels(KernelRegistry &) {}
+
 } // namespace tessel::runtime::cuda

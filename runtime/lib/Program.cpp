@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tessel/runtime/Program.h"
+#include "tessel/runtime/CustomOp.h"
 
 #include "CollectiveAttrs.h"
 #include "tessel/runtime/MappedFile.h"
@@ -228,6 +229,7 @@ private:
   Status checkGatherGrad();
   Status checkOptimizerUpdate();
   Status checkSoftmaxGrad();
+  Status checkCustom();
 };
 
 // The check families of the op table (TESSEL_RUNTIME_OP_CHECKS): each kind
@@ -236,7 +238,7 @@ enum class CheckFamily {
   Unary, Binary, Compare, Where, Matmul, Gemm, Reduce, Softmax, Norm,
   BatchNorm, Gather, Reshape, Transpose, Slice, Concat, Split, Expand, Conv,
   Pool, GlobalPool, ConvBackward, PoolBackward, Collective, Wait, GatherGrad,
-  OptimizerUpdate, SoftmaxGrad
+  OptimizerUpdate, SoftmaxGrad, Custom
 };
 
 CheckFamily checkFamilyOf(OpKind kind) {
@@ -368,8 +370,21 @@ Status OpChecker::checkFamily() {
     return checkOptimizerUpdate();
   case CheckFamily::SoftmaxGrad:
     return checkSoftmaxGrad();
+  case CheckFamily::Custom:
+    return checkCustom();
   }
   return fail("unknown op");
+}
+
+// A plugin's op: its target is registered and its kernel accepts the
+// instance (CustomOp.h); the operands and results are whatever it takes.
+Status OpChecker::checkCustom() {
+  std::string target;
+  TSL_RETURN_IF_ERROR(strAttr("target", target, true));
+  ext::CpuKernelFn run;
+  if (Status s = buildCustomKernel(p.buffers, op, run); !s)
+    return fail(s.message());
+  return Status::ok();
 }
 
 Status OpChecker::checkUnary() {

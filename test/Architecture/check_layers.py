@@ -48,6 +48,8 @@ def graph(build):
                        check=True, stdout=subprocess.DEVNULL)
         text = open(dot).read()
     names = dict(re.findall(r'"(node\d+)" \[ label = "([^"]+)"', text))
+    # A target with an alias is labelled "Name\n(Alias)": the name.
+    names = {k: v.split("\\n")[0] for k, v in names.items()}
     edges = {}
     for a, b in re.findall(r'"(node\d+)" -> "(node\d+)"', text):
         edges.setdefault(names[a], set()).add(names[b])

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/InitAll.h"
+#include "tessel/ExtensionHost/Host.h"
 
 #include "TesselVersion.h"
 
@@ -30,7 +31,42 @@ static void hideLibraryOptions() {
   }
 }
 
+// `--load-plugin PATH` (docs/extending.md), taken out of argv before
+// MlirOptMain parses it: a plugin's ops must be registered before any IR
+// is read. Returns false after printing the error.
+static bool loadPlugins(int &argc, char **argv) {
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef a = argv[i];
+    std::string path;
+    if (a == "--load-plugin" || a == "-load-plugin") {
+      if (i + 1 >= argc) {
+        llvm::errs() << "tessel-opt: error: --load-plugin needs a plugin "
+                        "library\n";
+        return false;
+      }
+      path = argv[++i];
+    } else if (a.consume_front("--load-plugin=") ||
+               a.consume_front("-load-plugin=")) {
+      path = a.str();
+    } else {
+      argv[out++] = argv[i];
+      continue;
+    }
+    if (std::string err = tessel::ext::host::loadPlugin(path, "tessel-opt");
+        !err.empty()) {
+      llvm::errs() << "tessel-opt: error: " << err << "\n";
+      return false;
+    }
+  }
+  argc = out;
+  argv[argc] = nullptr;
+  return true;
+}
+
 int main(int argc, char **argv) {
+  if (!loadPlugins(argc, argv))
+    return 1;
   hideLibraryOptions();
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "tessel-opt " TESSEL_VERSION " (git " TESSEL_GIT_REVISION

@@ -37,6 +37,8 @@
 #include "Train.h"
 #include "TrainingInfo.h"
 #include "Writable.h"
+#include "tessel/ExtensionHost/Host.h"
+#include "tessel/runtime/CustomOp.h"
 #include "tessel/runtime/Runtime.h"
 
 #include "TesselVersion.h"
@@ -93,6 +95,8 @@ const char kUsage[] =
     "  --timeline FILE.svg draw the last run of a pipelined program: one row\n"
     "                      per rank, a box per F/B/W/STEP action at its\n"
     "                      measured time (the schedule simulator's picture)\n"
+    "  --load-plugin LIB   load a plugin (docs/extending.md): the kernels of\n"
+    "                      its ops; repeatable\n"
     "  --version           print the version and git revision\n"
     "\n"
     "training (a program with state buffers, run step after step):\n"
@@ -123,6 +127,7 @@ const char kUsage[] =
 
 struct Options {
   std::string artifact;
+  std::vector<std::string> plugins; // --load-plugin
   std::vector<std::pair<std::string, std::string>> inputs;  // name, file
   std::vector<std::string> outputs; // [NAME=]FILE, resolved by resolveOutputs
   int threads = 1;
@@ -196,7 +201,11 @@ int parseArgs(int argc, char **argv, Options &o) {
                   TESSEL_GIT_REVISION);
       return 0;
     }
-    if (is("--input")) {
+    if (is("--load-plugin")) {
+      if (!takeValue("--load-plugin"))
+        return usageError("--load-plugin needs a plugin library");
+      o.plugins.push_back(value);
+    } else if (is("--input")) {
       if (!takeValue("--input"))
         return usageError("--input needs NAME=FILE.npy");
       o.inputs.push_back(splitBinding(value));
@@ -398,6 +407,8 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   LoadOptions lo;
   lo.verifyChecksums = o.verify;
   if (Status s = Artifact::open(o.artifact, artifact, lo); !s)
+    return fail(s.message());
+  if (Status s = checkRequiredPlugins(artifact->manifest()); !s)
     return fail(s.message());
   int worldSize = w.fromEnv ? w.size : 1;
   std::string how = w.fromEnv ? w.source + " says " + std::to_string(w.size)
@@ -754,6 +765,10 @@ int main(int argc, char **argv) {
   int rc = parseArgs(argc, argv, o);
   if (rc >= 0)
     return rc;
+  for (const std::string &plugin : o.plugins)
+    if (std::string err = tessel::ext::host::loadPlugin(plugin, "tessel-run");
+        !err.empty())
+      return fail(err);
   tessel::run::WorldInfo w;
   if (Status s = tessel::run::readWorld(w); !s)
     return usageError("bad environment: " + s.message());
@@ -765,6 +780,8 @@ int main(int argc, char **argv) {
     LoadOptions lo;
     lo.verifyChecksums = false;
     if (Status s = Artifact::open(o.artifact, artifact, lo); !s)
+      return fail(s.message());
+    if (Status s = checkRequiredPlugins(artifact->manifest()); !s)
       return fail(s.message());
     if (int rc = checkRanks(o, *artifact, o.ranks,
                             "-n " + std::to_string(o.ranks)))

@@ -476,6 +476,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (bucketMb < 0)
       return fail("--bucket-mb must be >= 0 (got " + std::to_string(bucketMb) + ")");
     t.buckets.bucketMb = bucketMb;
+    t.gradHandler = gradHandlerName();
     t.recompute = recompute;
     if (int rc = configurePipeline(t, ppSize, stageRules))
       return rc;

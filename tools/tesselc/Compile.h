@@ -7,6 +7,8 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <string>
+
 namespace tessel {
 
 /// Where compilation stops.
@@ -27,6 +29,9 @@ enum class StopAfter {
 llvm::cl::OptionCategory &getShardingCategory();
 /// The options of --train, for --help grouping.
 llvm::cl::OptionCategory &getTrainingCategory();
+
+/// --grad-handler (Plugins.cpp): "" when not given.
+std::string gradHandlerName();
 
 /// Prints "tesselc: error: <message>"; returns 1, tesselc's exit code then.
 int fail(const llvm::Twine &message);

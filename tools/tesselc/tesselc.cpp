@@ -8,6 +8,7 @@
 #include "Compile.h"
 #include "EmitMlir.h"
 #include "EmitSchedule.h"
+#include "Plugins.h"
 
 #include "TesselVersion.h"
 #include "tessel/Import/ListNodes.h"
@@ -66,6 +67,8 @@ cl::opt<bool> listNodes(
     cl::init(false), cl::cat(generalCategory));
 
 int run() {
+  if (int rc = tessel::loadPlugins())
+    return rc;
   if (listNodes) {
     if (inputFile.empty() || StringRef(inputFile).ends_with(".mlir"))
       return tessel::fail("--list-nodes needs an ONNX model "
@@ -125,7 +128,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions({&generalCategory, &tessel::getImportCategory(),
                             &tessel::getShardingCategory(),
                             &tessel::getTrainingCategory(),
-                            &tessel::getScheduleCategory()});
+                            &tessel::getScheduleCategory(),
+                            &tessel::getPluginCategory()});
   // The ONNX node names a plan's `node:` rules match are the ops'
   // locations: --mlir-print-debuginfo prints them (listed in --help).
   if (auto *debugInfo = cl::getRegisteredOptions().lookup("mlir-print-debuginfo")) {

@@ -96,6 +96,9 @@ llvm::Expected<Plan> loadPlan(llvm::StringRef spec, ModuleOp module,
 Plan megatronPlan(ModuleOp module, llvm::raw_ostream &chosen);
 
 /// Parses "dp=2,tp=2" into mesh axes.
+/// Parses "dp=2,tp=2" into mesh axes. An axis "tp=4:MODE" of a registered
+/// parallel mode (docs/extending.md) becomes the mode's sub-axes, named
+/// "tp.SUB" (e.g. tp=4:tp2d -> tp.row=2, tp.col=2).
 llvm::Expected<std::vector<std::pair<std::string, int64_t>>>
 parseMeshSpec(llvm::StringRef spec);
 

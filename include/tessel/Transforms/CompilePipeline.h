@@ -52,6 +52,9 @@ struct TrainingOptions {
   bool pipelined = false;
   StageSplitPassOptions stageSplit;
   PipelineLowerPassOptions pipeline;
+  /// -tessel-grad-handler on sharded programs: the gradient handler ("":
+  /// none, the plain all_reduce).
+  std::string gradHandler;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)

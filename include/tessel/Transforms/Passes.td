@@ -486,6 +486,31 @@ def AutodiffPass : Pass<"tessel-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def GradHandlerPass : Pass<"tessel-grad-handler", "::mlir::ModuleOp"> {
+  let summary = "Replaces the gradient all_reduces with a gradient handler's reduction";
+  let description = [{
+    Colossal-AI's gradient handler, as a pass over a partitioned training
+    step: each `all_reduce` (sum) whose result feeds only the update (no
+    other collective, not the function's results: the data-parallel
+    gradient reduction, as `-tessel-bucket-gradients` finds it) is replaced
+    by what the gradient handler `handler` builds from the rank's partial
+    gradient (include/tessel/Extension/GradientHandler.h); the handler's
+    `reduce` is the replaced `all_reduce`. Handlers are registered by name,
+    the built-in `ddp` (the plain all_reduce) like a plugin's. Runs before
+    `-tessel-bucket-gradients`, which buckets the all_reduces the handler
+    leaves.
+
+    **Options**
+
+    * `handler`: the handler's name (`ddp`: unchanged).
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+  let options = [
+    Option<"handler", "handler", "std::string", /*default=*/"\"ddp\"",
+           "The gradient handler">,
+  ];
+}
+
 def BucketGradientsPass : Pass<"tessel-bucket-gradients", "::mlir::ModuleOp"> {
   let summary = "Fuses the gradient all_reduces of a partitioned program into buckets (DDP)";
   let description = [{

@@ -315,6 +315,11 @@ Status ArtifactBuilder::write(const std::string &dir) {
     a->set_size(s);
   }
   m.set_num_ranks(static_cast<int32_t>(numRanks));
+  for (auto &[name, version] : plugins) {
+    artifact::PluginRef *p = m.add_plugins();
+    p->set_name(name);
+    p->set_version(version);
+  }
   for (auto &[r, pb] : ranks) {
     if (!pb.badOps.empty())
       return Status::error(dir + ": rank " + std::to_string(r) +

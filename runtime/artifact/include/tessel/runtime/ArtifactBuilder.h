@@ -133,6 +133,10 @@ public:
 
   /// Mesh axes (name, size); defaults to a single rank, no axes.
   void setMesh(std::vector<std::pair<std::string, int64_t>> axes);
+  /// Records that running the artifact needs plugin `name` at `version`.
+  void requirePlugin(std::string name, std::string version) {
+    plugins.emplace_back(std::move(name), std::move(version));
+  }
   /// The program of rank `r` (created on first use).
   ProgramBuilder &rank(int r);
 
@@ -143,6 +147,7 @@ public:
 private:
   std::string producer;
   std::vector<std::pair<std::string, int64_t>> meshAxes;
+  std::vector<std::pair<std::string, std::string>> plugins;
   std::map<int, ProgramBuilder> ranks;
 };
 
