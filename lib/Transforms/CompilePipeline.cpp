@@ -57,11 +57,19 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   if (!sharded || stopAfter == CompileStage::Autodiff)
     return;
   pm.addPass(createSplitBiasPass());
+  const int64_t zeroStage = train && train->withOptimizer ? train->zero.stage : 0;
+  if (zeroStage)
+    pm.addPass(createZeroPass(train->zero));
   pm.addPass(createPropagatePass());
   if (stopAfter == CompileStage::Propagate)
     return;
   pm.addPass(createPartitionPass());
-  pm.addPass(createSimplifyCollectivesPass());
+  SimplifyCollectivesPassOptions simplify;
+  // ZeRO stage 1 keeps the gradients' all_reduces (bucketed as DDP's).
+  simplify.reduceScatter = zeroStage != 1;
+  pm.addPass(createSimplifyCollectivesPass(simplify));
+  if (zeroStage)
+    pm.addPass(createGatherAtUsePass());
   if (train && train->buckets.bucketMb != 0)
     pm.addPass(createBucketGradientsPass(train->buckets));
 }

@@ -12,6 +12,7 @@
 #include "WeightFiles.h"
 #include "EmitMlir.h"
 #include "TrainingInfo.h"
+#include "Plugins.h"
 
 #include "tessel/Export/CollectiveReport.h"
 #include "tessel/Export/ExportArtifact.h"
@@ -129,6 +130,13 @@ cl::opt<double> bucketMb(
              "overlapping the backward (DDP; 0: one synchronous all_reduce "
              "per gradient, where the partitioner put it)"),
     cl::init(25.0), cl::cat(tessel::getTrainingCategory()));
+cl::opt<std::string> pluginName(
+    "plugin", cl::value_desc("ddp|zero1|zero2|fsdp"),
+    cl::desc("With --train: how the step is spread over the mesh's dp axis, "
+             "a named set of options (tesselc --list-plugins; "
+             "docs/plugins.md); composes with --mesh and --plan (default "
+             "--plan=dp)"),
+    cl::cat(tessel::getTrainingCategory()));
 cl::opt<bool> recompute(
     "recompute",
     cl::desc("Activation checkpointing: recompute each layer's forward in "
@@ -281,6 +289,23 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       return fail(error);
   }
 
+  // --plugin: checked before any work.
+  const Plugin *plugin = nullptr;
+  if (!pluginName.empty()) {
+    plugin = findPlugin(pluginName);
+    if (!plugin)
+      return fail("unknown --plugin '" + pluginName + "' (known: " +
+                  pluginNames() + "; tesselc --list-plugins)");
+    if (!train && stop != StopAfter::Autodiff)
+      return fail("--plugin " + pluginName + " is for training: add --train");
+    if (meshSpec.empty() && planSpec.empty())
+      return fail("--plugin " + pluginName +
+                  " needs a mesh with a dp axis: give --mesh dp=N");
+    // The plugin's default plan: the batch over dp.
+    if (planSpec.empty())
+      planSpec = "dp";
+  }
+
   mlir::DialectRegistry registry;
   mlir::tessel::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -378,6 +403,9 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (mesh.empty())
       return fail("no mesh: give --mesh (e.g. --mesh dp=2,tp=2) or a plan "
                   "with 'mesh'");
+    if (plugin)
+      if (std::string error = checkPluginMesh(*plugin, mesh); !error.empty())
+        return fail(error);
     if (!meshSpec.empty())
       addOmittedAxes(plan, mesh);
     std::vector<std::string> unmatched;
@@ -411,6 +439,8 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       return fail("--bucket-mb must be >= 0 (got " + std::to_string(bucketMb) + ")");
     t.buckets.bucketMb = bucketMb;
     t.recompute = recompute;
+    if (plugin)
+      t.zero.stage = plugin->zeroStage;
     SmallVector<StringRef, 2> b;
     StringRef(betas).split(b, ',');
     if (b.size() != 2 || b[0].trim().getAsDouble(o.beta1) ||

@@ -144,6 +144,9 @@ def SimplifyCollectivesPass : Pass<"tessel-simplify-collectives"> {
     5. A collective (or local slice) over axes whose sizes multiply to 1 is
        its operand.
 
+    Option `reduce-scatter=false` leaves rewrite 1 out (ZeRO stage 1 keeps
+    the gradients' all_reduces, which `-tessel-bucket-gradients` buckets).
+
     Before (mesh `["tp"=4]`):
 
     ```mlir
@@ -157,6 +160,10 @@ def SimplifyCollectivesPass : Pass<"tessel-simplify-collectives"> {
     %s = tessel.reduce_scatter sum %y on @mesh axes = ["tp"] dim = 0 : (tensor<8x32xf32>) -> tensor<2x32xf32>
     ```
   }];
+  let options = [
+    Option<"reduceScatter", "reduce-scatter", "bool", /*default=*/"true",
+           "Fuse an all_reduce and a local_slice into a reduce_scatter">,
+  ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
@@ -517,6 +524,58 @@ def RecomputePass : Pass<"tessel-recompute", "::mlir::ModuleOp"> {
     backward reads the clones. The original activations then die in the
     forward, so only the layer boundaries stay alive until the backward:
     the same numbers, less memory, one more forward per layer.
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def ZeroPass : Pass<"tessel-zero", "::mlir::ModuleOp"> {
+  let summary = "ZeRO: shards the optimizer's updates over dp with sharding specs";
+  let description = [{
+    On a training step after `-tessel-optimizer`, before `-tessel-propagate`
+    (tesselc `--plugin zero1|zero2|fsdp`): each `tessel.adam_update` /
+    `tessel.sgd_update` is pinned to its parameter's layout with the `axis`
+    (dp) added to the first dim that divides (dim 0 first), and the
+    partitioner inserts the collectives of weight-update sharding:
+
+    * stage 1: the optimizer state (`exp_avg`, `exp_avg_sq`,
+      `momentum_buffer`) is sharded; the gradient is pinned whole (its
+      all_reduce, which `-tessel-bucket-gradients` buckets as DDP's) and
+      then to the block (a local slice); each rank updates its block of the
+      parameter, which the assign all-gathers back.
+    * stage 2: as 1, the gradient pinned straight to the block: one
+      `reduce_scatter` per gradient.
+    * stage 3 (FSDP): the parameter is sharded too; every other reader reads
+      it through a `shard_constraint` to its whole layout (an `all_gather`,
+      which `-tessel-gather-at-use` repeats right before each use); the
+      update runs on the block in place.
+
+    A parameter with no dim that divides over the axis (with the axes its
+    plan already splits it over) keeps its replicated update, with a warning.
+
+    **Options**
+
+    * `stage`: 1, 2 or 3.
+    * `axis`: the mesh axis (default `dp`).
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", /*default=*/"2", "ZeRO stage: 1, 2 or 3">,
+    Option<"axis", "axis", "std::string", /*default=*/"\"dp\"",
+           "The data-parallel mesh axis">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def GatherAtUsePass : Pass<"tessel-gather-at-use", "::mlir::ModuleOp"> {
+  let summary = "ZeRO: reshards a parameter (all_gather, local_slice) right before each use";
+  let description = [{
+    On a partitioned program: each `all_gather` whose operand is a
+    `tessel.weight` (a parameter that `-tessel-zero` stage 3 keeps in
+    blocks; the partitioner gathers it once, right after the weight) is
+    repeated right before each of its users and the original erased, so
+    the gathered copy lives from its use's gather to that use only: in the
+    forward and again in the backward (FSDP's gather, use, free). A
+    `local_slice` of a weight (the block of a whole parameter that a ZeRO
+    stage 1 or 2 update reads) moves to its users the same way.
   }];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
