@@ -17,6 +17,7 @@
 #include "tessel/Export/CollectiveReport.h"
 #include "tessel/Export/ExportArtifact.h"
 #include "tessel/Export/MemoryReport.h"
+#include "tessel/Export/ZeroReport.h"
 #include "tessel/InitAll.h"
 #include "tessel/Plan/Plan.h"
 #include "tessel/Transforms/CompilePipeline.h"
@@ -482,6 +483,9 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   if (report) {
     mlir::tessel::printCollectiveReport(*module, outs());
     mlir::tessel::printMemoryReport(*module, outs());
+    if (plugin && training && stop == StopAfter::Artifact)
+      mlir::tessel::printZeroReport(*module, plugin->name, plugin->zeroStage,
+                                    outs());
   }
 
   if (stop != StopAfter::Artifact) {
