@@ -46,6 +46,11 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     if (train->microbatch.count != 1)
       pm.addPass(createMicrobatchPass(train->microbatch));
     pm.addPass(createBatchNormTrainPass(batchNorm));
+    if (!train->precision.empty()) {
+      MixedPrecisionPassOptions mp;
+      mp.precision = train->precision;
+      pm.addPass(createMixedPrecisionPass(mp));
+    }
     pm.addPass(createAutodiffPass());
     if (train->recompute)
       pm.addPass(createRecomputePass());

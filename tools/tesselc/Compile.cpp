@@ -138,6 +138,12 @@ cl::opt<std::string> pluginName(
              "docs/plugins.md); composes with --mesh and --plan (default "
              "--plan=dp)"),
     cl::cat(tessel::getTrainingCategory()));
+cl::opt<std::string> precisionName(
+    "precision", cl::value_desc("fp32|bf16|fp16"),
+    cl::desc("With --train: mixed precision, the GEMMs (forward and "
+             "backward) in bf16 or fp16, parameters and optimizer state f32 "
+             "(docs/training.md)"),
+    cl::init("fp32"), cl::cat(tessel::getTrainingCategory()));
 cl::opt<bool> recompute(
     "recompute",
     cl::desc("Activation checkpointing: recompute each layer's forward in "
@@ -290,6 +296,10 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       return fail(error);
   }
 
+  if (precisionName.getNumOccurrences() && !train &&
+      stop != StopAfter::Autodiff)
+    return fail("--precision " + precisionName +
+                " is for training: add --train");
   // --plugin: checked before any work.
   const Plugin *plugin = nullptr;
   if (!pluginName.empty()) {
@@ -442,6 +452,12 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     t.recompute = recompute;
     if (plugin)
       t.zero.stage = plugin->zeroStage;
+    if (precisionName != "fp32" && precisionName != "bf16" &&
+        precisionName != "fp16")
+      return fail("unknown --precision '" + precisionName +
+                  "' (fp32, bf16, fp16)");
+    if (precisionName != "fp32")
+      t.precision = precisionName;
     SmallVector<StringRef, 2> b;
     StringRef(betas).split(b, ',');
     if (b.size() != 2 || b[0].trim().getAsDouble(o.beta1) ||

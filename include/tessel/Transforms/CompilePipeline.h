@@ -42,6 +42,8 @@ struct TrainingOptions {
   /// false: no -tessel-optimizer; the program returns the loss and the
   /// gradients (the gradient program of tessel-run --grads).
   bool withOptimizer = true;
+  /// -tessel-mixed-precision before -tessel-autodiff ("": f32 throughout).
+  std::string precision;
   /// -tessel-recompute after -tessel-autodiff (activation checkpointing).
   bool recompute = false;
   /// -tessel-bucket-gradients on sharded programs (bucket-mb 0: none).

@@ -580,4 +580,29 @@ def GatherAtUsePass : Pass<"tessel-gather-at-use", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def MixedPrecisionPass : Pass<"tessel-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Mixed precision: GEMMs computed in bf16 or fp16, master weights in f32";
+  let description = [{
+    Before `-tessel-autodiff` (tesselc `--precision bf16|fp16`): each
+    `matmul`, `gemm` and `conv2d` (what `torch.autocast` runs in the low
+    precision) reads its f32 operands through `tessel.round_float` to the
+    format and its result is rounded too; norms, softmax, the loss and the
+    optimizer stay f32, and the parameters and the optimizer state stay f32
+    (master weights). The gradient of `round_float` rounds `dy`, so the
+    backward's GEMMs see low-precision values as well. Values are held in
+    f32: the numerics of low-precision compute with f32 accumulation
+    (rounding, fp16's overflow to infinity and subnormals), not its memory
+    or speed.
+
+    **Options**
+
+    * `precision`: `bf16` (8 exponent, 7 mantissa bits) or `fp16` (5, 10).
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "bf16 | fp16">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 #endif // TESSEL_TRANSFORMS_PASSES_TD
