@@ -51,7 +51,10 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
       mp.precision = train->precision;
       pm.addPass(createMixedPrecisionPass(mp));
     }
-    pm.addPass(createAutodiffPass());
+    AutodiffPassOptions autodiff;
+    if (train->withOptimizer)
+      autodiff.lossScale = train->optimizer.lossScale;
+    pm.addPass(createAutodiffPass(autodiff));
     if (train->recompute)
       pm.addPass(createRecomputePass());
     if (stopAfter == CompileStage::Autodiff)

@@ -39,6 +39,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cmath>
+
 using namespace llvm;
 
 cl::OptionCategory &tessel::getTrainingCategory() {
@@ -144,6 +146,17 @@ cl::opt<std::string> precisionName(
              "backward) in bf16 or fp16, parameters and optimizer state f32 "
              "(docs/training.md)"),
     cl::init("fp32"), cl::cat(tessel::getTrainingCategory()));
+cl::opt<double> lossScale(
+    "loss-scale", cl::value_desc("S"),
+    cl::desc("Dynamic loss scaling (GradScaler) from the initial scale S: "
+             "a step whose gradients overflow is skipped and halves the "
+             "scale (default with --precision fp16: 65536; 0: none)"),
+    cl::init(65536.0), cl::cat(tessel::getTrainingCategory()));
+cl::opt<int64_t> lossScaleGrowthInterval(
+    "loss-scale-growth-interval", cl::value_desc("N"),
+    cl::desc("Loss scaling: the scale doubles after N steps without "
+             "overflow (GradScaler's growth_interval)"),
+    cl::init(2000), cl::cat(tessel::getTrainingCategory()));
 cl::opt<bool> recompute(
     "recompute",
     cl::desc("Activation checkpointing: recompute each layer's forward in "
@@ -458,6 +471,17 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
                   "' (fp32, bf16, fp16)");
     if (precisionName != "fp32")
       t.precision = precisionName;
+    // Loss scaling is fp16's (bf16 has f32's range); asked for, any
+    // precision gets it.
+    if (lossScale < 0 || !std::isfinite(lossScale))
+      return fail("--loss-scale must be a finite number >= 0 (got " +
+                  std::to_string(lossScale) + ")");
+    if (lossScaleGrowthInterval < 1)
+      return fail("--loss-scale-growth-interval must be >= 1 (got " +
+                  std::to_string(lossScaleGrowthInterval) + ")");
+    if (precisionName == "fp16" || lossScale.getNumOccurrences())
+      o.lossScale = lossScale;
+    o.growthInterval = lossScaleGrowthInterval;
     SmallVector<StringRef, 2> b;
     StringRef(betas).split(b, ',');
     if (b.size() != 2 || b[0].trim().getAsDouble(o.beta1) ||

@@ -411,6 +411,13 @@ def OptimizerPass : Pass<"tessel-optimizer", "::mlir::ModuleOp"> {
            "Steps of linear warmup from 0">,
     Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
            "Steps of the cosine schedule, warmup included">,
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
+           "Dynamic loss scaling (GradScaler) with this initial scale: the "
+           "gradients are unscaled, a step with a non-finite one is skipped "
+           "and halves the scale; 0: none">,
+    Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
+           "Loss scaling: the scale doubles after this many steps without "
+           "overflow">,
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
            "Clip the gradients' total L2 norm to this (0: off)">,
   ];
@@ -459,6 +466,9 @@ def AutodiffPass : Pass<"tessel-autodiff", "::mlir::ModuleOp"> {
       sums); `args`: every float function argument, named `arg<i>`.
   }];
   let options = [
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
+           "Dynamic loss scaling (GradScaler): the seed d loss is this "
+           "initial scale times 2^grad_scaler.log2_scale (a state); 0: 1">,
     Option<"wrt", "wrt", "std::string", /*default=*/"\"weights\"",
            "What to differentiate: weights | args">,
   ];
