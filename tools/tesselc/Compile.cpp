@@ -523,7 +523,8 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   if (report) {
     mlir::tessel::printCollectiveReport(*module, outs());
     mlir::tessel::printMemoryReport(*module, outs());
-    if (plugin && training && stop == StopAfter::Artifact)
+    if (plugin && training &&
+        (stop == StopAfter::Artifact || stop == StopAfter::Partition))
       mlir::tessel::printZeroReport(*module, plugin->name, plugin->zeroStage,
                                     outs());
   }
