@@ -109,6 +109,9 @@ struct CompilePipelinePass
     t.optimizer.momentum = momentum;
     t.recompute = recompute;
     t.buckets.bucketMb = bucketMb;
+    t.zero.stage = zeroStage;
+    t.precision = precision;
+    t.optimizer.lossScale = lossScale;
     buildCompilePipeline(pm, !module.getOps<MeshOp>().empty(), *stop,
                          train ? &t : nullptr);
     if (failed(runPipeline(pm, module)))

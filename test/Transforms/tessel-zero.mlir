@@ -5,6 +5,7 @@
 // RUN: tessel-opt %s --tessel-add-loss='kind=mse' --tessel-autodiff --tessel-optimizer --tessel-zero='stage=1' 2>&1 | FileCheck %s --check-prefix=S1
 // RUN: tessel-opt %s --tessel-add-loss='kind=mse' --tessel-autodiff --tessel-optimizer --tessel-zero='stage=2' --tessel-propagate --tessel-partition --tessel-simplify-collectives --tessel-gather-at-use 2>/dev/null | FileCheck %s --check-prefix=S2
 // RUN: tessel-opt %s --tessel-add-loss='kind=mse' --tessel-autodiff --tessel-optimizer --tessel-zero='stage=3' --tessel-propagate --tessel-partition --tessel-simplify-collectives --tessel-gather-at-use 2>/dev/null | FileCheck %s --check-prefix=S3
+// RUN: tessel-opt %s --tessel-compile-pipeline='train=true loss=mse zero-stage=3 precision=bf16' 2>/dev/null | FileCheck %s --check-prefix=PIPE
 // RUN: not tessel-opt %s --tessel-zero='stage=4' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not tessel-opt %s --tessel-zero='axis=tp' 2>&1 | FileCheck %s --check-prefix=AXIS
 
@@ -46,6 +47,11 @@ module {
 // S3: %[[G:.*]] = tessel.reduce_scatter sum
 // S3-NEXT: %[[NEW:.*]], %{{.*}}, %{{.*}} = tessel.adam_update %[[W]], %[[G]]
 // S3-NEXT: tessel.assign %[[W]], %[[NEW]] : tensor<2x3xf32>
+
+// The compile pipeline's options: FSDP and bf16 GEMMs.
+// PIPE: tessel.all_gather %{{.*}} on @mesh axes = ["dp"] dim = 0 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+// PIPE-NEXT: tessel.round_float
+// PIPE: tessel.reduce_scatter sum
 
 // BAD: error: tessel-zero: stage must be 1, 2 or 3 (got 4)
 // AXIS: error: tessel-zero: the mesh has no axis 'tp' to shard the optimizer over

@@ -245,6 +245,9 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
       `-tessel-add-loss{kind=loss output=loss-output}`, `-tessel-autodiff`
       and `-tessel-optimizer{kind=optimizer lr weight-decay momentum}` after
       `-tessel-fuse-gelu`, before the sharding passes.
+    * `zero-stage`, `precision`, `loss-scale` (with `train`):
+      `-tessel-zero{stage}` (docs/plugins.md), `-tessel-mixed-precision`
+      and dynamic loss scaling (docs/training.md).
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
@@ -270,6 +273,13 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
            "With train: recompute each layer's forward in the backward">,
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
            "With train and a mesh: gradient bucket cap in MiB (0: none)">,
+    Option<"zeroStage", "zero-stage", "int64_t", /*default=*/"0",
+           "With train and a mesh: -tessel-zero's stage (1, 2, 3; 0: none; "
+           "tesselc --plugin zero1|zero2|fsdp)">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"\"",
+           "With train: -tessel-mixed-precision's bf16 | fp16 (\"\": f32)">,
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
+           "With train: dynamic loss scaling's initial scale (0: none)">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
