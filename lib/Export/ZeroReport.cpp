@@ -81,6 +81,14 @@ ZeroMemory mlir::tessel::planZeroMemory(ModuleOp module, int stage,
       return;
     z.parameters += whole;
     z.paramBytes += tensorBytes(w.getType());
+    // This rank's block times the dp shards of it: what its dp group holds.
+    int64_t dpShards = 1;
+    if (spec)
+      for (DimShardingAttr d : spec.getDims())
+        if (llvm::any_of(d.getAxes(),
+                         [&](StringAttr a) { return a.getValue() == axis; }))
+          dpShards *= z.dp;
+    z.partitionParameters += w.getType().getNumElements() * dpShards;
     elemBytes = std::max<int64_t>(w.getType().getElementTypeBitWidth() / 8, 1);
   });
   // The gradient each update reads, before this rank keeps its block of it
@@ -95,8 +103,9 @@ ZeroMemory mlir::tessel::planZeroMemory(ModuleOp module, int stage,
   });
   z.activationBytes = planMemory(module).keptForBackward;
 
-  double psi = static_cast<double>(z.parameters), n = static_cast<double>(z.dp);
-  double k = z.parameters ? double(globalStateBytes) / psi : 0.0;
+  double n = static_cast<double>(z.dp);
+  double k = z.parameters ? double(globalStateBytes) / double(z.parameters) : 0.0;
+  double psi = static_cast<double>(z.partitionParameters);
   z.analyticParams = elemBytes * psi / (stage >= 3 ? n : 1.0);
   z.analyticGrads = elemBytes * psi / (stage >= 2 ? n : 1.0);
   z.analyticState = k * psi / (stage >= 1 ? n : 1.0);
@@ -106,7 +115,7 @@ ZeroMemory mlir::tessel::planZeroMemory(ModuleOp module, int stage,
 void mlir::tessel::printZeroReport(ModuleOp module, StringRef plugin,
                                    int stage, llvm::raw_ostream &os) {
   ZeroMemory z = planZeroMemory(module, stage);
-  double psi = static_cast<double>(z.parameters);
+  double psi = static_cast<double>(z.partitionParameters);
   auto ratio = [](double planned, double analytic) {
     return analytic > 0 ? planned / analytic : 0.0;
   };
@@ -121,8 +130,11 @@ void mlir::tessel::printZeroReport(ModuleOp module, StringRef plugin,
     return s;
   };
   os << "plugin " << plugin << ": model states per rank, planned, beside the "
-     << "ZeRO paper's figures (Psi = " << z.parameters
-     << " parameters, N = dp = " << z.dp << ")\n";
+     << "ZeRO paper's figures (Psi = " << z.partitionParameters
+     << " parameters";
+  if (z.partitionParameters != z.parameters)
+    os << " per model-parallel partition, of " << z.parameters;
+  os << ", N = dp = " << z.dp << ")\n";
   auto row = [&](StringRef what, int64_t planned, double analytic,
                  const std::string &formula) {
     os << llvm::format("  %-16s %12lld bytes   analytic %-19s %12.0f bytes",

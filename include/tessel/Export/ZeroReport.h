@@ -15,6 +15,9 @@ namespace mlir::tessel {
 struct ZeroMemory {
   /// Psi: the trained parameters' elements (whole, not per rank).
   int64_t parameters = 0;
+  /// The parameters' elements that one data-parallel group shares: Psi
+  /// divided by the other axes (tp) that split them; the paper's Psi then.
+  int64_t partitionParameters = 0;
   /// N: the size of the data-parallel axis.
   int64_t dp = 1;
   /// Per rank, planned: the trained parameters, the gradients the updates
