@@ -2,6 +2,7 @@
 """Writes a GPT-2-shaped tessel module with the Megatron plan as specs.
 
     gen_gpt2_ir.py --layers 48 --d 1600 --heads 25 --seq 1024 --vocab 50257 > gpt2_xl.mlir
+    gen_gpt2_ir.py --plain ...   # no mesh, no specs: for --train --mesh/--plugin
 
 Weights are `tessel.weight` ops (names only; no data), so any size is cheap to
 write. Used by bench/run-partition-bench to time propagation + partitioning.
@@ -18,12 +19,17 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--mesh", default='"dp"=2, "tp"=4')
+    ap.add_argument("--plain", action="store_true",
+                    help="no mesh and no specs; named input and output "
+                         "(tesselc --train --mesh ... --plugin ...)")
     a = ap.parse_args()
     b, t, d, h, v = a.batch, a.seq, a.d, a.heads, a.vocab
     hd = d // h
     col = '{tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>}'
     colb = '{tessel.sharding = #tessel.sharding<@mesh, [{"tp"}]>}'
     row = '{tessel.sharding = #tessel.sharding<@mesh, [{"tp"}, {}]>}'
+    if a.plain:
+        col = colb = row = ""
 
     def act(width):
         return "tensor<%dx%dx%dxf32>" % (b, t, width)
@@ -31,8 +37,11 @@ def main():
     X = act(d)
     out = []
     w = out.append
-    w("tessel.mesh @mesh [%s]" % a.mesh)
-    w('func.func @gpt2(%%ids: tensor<%dx%dxi64> {tessel.sharding = #tessel.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<%dx%dx%dxf32> {' % (b, t, b, t, v))
+    if a.plain:
+        w('func.func @gpt2(%%ids: tensor<%dx%dxi64>) -> tensor<%dx%dx%dxf32> attributes {tessel.input_names = ["input_ids"], tessel.output_names = ["logits"]} {' % (b, t, b, t, v))
+    else:
+        w("tessel.mesh @mesh [%s]" % a.mesh)
+        w('func.func @gpt2(%%ids: tensor<%dx%dxi64> {tessel.sharding = #tessel.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<%dx%dx%dxf32> {' % (b, t, b, t, v))
     w('  %%wte = tessel.weight "transformer.wte.weight" %s : tensor<%dx%dxf32>' % (col, v, d))
     w('  %%wpe = tessel.weight "transformer.wpe.weight" %s : tensor<%dx%dxf32>' % (col, t, d))
     w("  %%tok = tessel.gather %%wte[%%ids] axis = 0 : (tensor<%dx%dxf32>, tensor<%dx%dxi64>) -> %s" % (v, d, b, t, X))

@@ -361,6 +361,15 @@ LogicalResult buildGeluGradient(GeluOp op, OpBuilder &b, ArrayRef<Value> dy,
 }
 
 // float -> float: the gradient cast back; other casts have none.
+// The backward of a low-precision op is low-precision: dy rounded alike.
+LogicalResult buildRoundFloatGradient(RoundFloatOp op, OpBuilder &b,
+                                      ArrayRef<Value> dy, Grads &dx) {
+  dx.push_back(RoundFloatOp::create(b, op.getLoc(), dy[0].getType(), dy[0],
+                                    op.getExponentBitsAttr(),
+                                    op.getMantissaBitsAttr()));
+  return success();
+}
+
 LogicalResult buildCastGradient(CastOp op, OpBuilder &b, ArrayRef<Value> dy,
                                 Grads &dx) {
   Emitter e{b, op.getLoc()};

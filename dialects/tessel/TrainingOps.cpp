@@ -88,6 +88,16 @@ LogicalResult GeluGradOp::verify() {
                          {"input", "grad"});
 }
 
+LogicalResult RoundFloatOp::verify() {
+  if (getExponentBits() < 2 || getExponentBits() > 8) // C2
+    return emitOpError() << "exponent_bits must be in [2, 8] (got "
+                         << getExponentBits() << ")";
+  if (getMantissaBits() < 0 || getMantissaBits() > 23) // C2
+    return emitOpError() << "mantissa_bits must be in [0, 23] (got "
+                         << getMantissaBits() << ")";
+  return success();
+}
+
 LogicalResult LogSoftmaxGradOp::verify() {
   if (failed(verifyAxisIn(*this, getAxis(), getType().getRank()))) // C1
     return failure();

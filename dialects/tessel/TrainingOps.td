@@ -177,4 +177,42 @@ def Tessel_SgdUpdateOp : Tessel_ComputeOp<"sgd_update", "buildElementwiseRule">,
   }];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Mixed precision
+//===----------------------------------------------------------------------===//
+
+def Tessel_RoundFloatOp : Tessel_ComputeOp<"round_float", "buildElementwiseRule",
+                                           [SameOperandsAndResultType]>,
+    Tessel_Instruction<150, "unary", [Tessel_RtAttr<"exponent_bits">,
+                                      Tessel_RtAttr<"mantissa_bits">]>,
+    Tessel_GradientFrom<"buildRoundFloatGradient"> {
+  let summary = "Rounds f32 values to a narrower float format, kept in f32";
+  let description = [{
+    Each element rounded to the nearest value of the IEEE-style binary
+    format with `exponent_bits` exponent and `mantissa_bits` stored mantissa
+    bits (bf16: 8 and 7; fp16: 5 and 10), ties to even, with that format's
+    subnormals, and beyond its largest finite value infinity (fp16: from
+    65520 on); NaN and infinities stay. The result is that format's value
+    held in f32: `-tessel-mixed-precision` puts it where autocast computes
+    in bf16 or fp16 (a GEMM's operands and result), so the step has their
+    rounding and overflow. Its gradient rounds `dy` the same way (the
+    backward of the low-precision op is low-precision too).
+
+    ```mlir
+    %1 = tessel.round_float %0 {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<4x8xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) operand and result have the same type.
+    * (C2) `exponent_bits` in [2, 8], `mantissa_bits` in [0, 23].
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, I64Attr:$exponent_bits,
+                       I64Attr:$mantissa_bits);
+  let results = (outs Tessel_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 #endif // TESSEL_TRAINING_OPS_TD

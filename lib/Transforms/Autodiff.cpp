@@ -351,9 +351,20 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
     };
     if (onPath(loss)) {
       auto type = cast<RankedTensorType>(loss.getType());
-      grads[loss] = ConstantOp::create(
-          b, lossLoc,
-          DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 1.0)));
+      auto constant = [&](double v) -> Value {
+        return ConstantOp::create(
+            b, lossLoc,
+            DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), v)));
+      };
+      grads[loss] = constant(1.0);
+      // GradScaler's scaler.scale(loss).backward(): the seed is the scale,
+      // lossScale * 2^e with e a state the optimizer updates.
+      if (lossScale > 0.0) {
+        Value e = WeightOp::create(b, lossLoc, type, kLossScaleLog2Name,
+                                   /*zeros=*/true);
+        grads[loss] = MulOp::create(b, lossLoc, constant(lossScale),
+                                    PowOp::create(b, lossLoc, constant(2.0), e));
+      }
     }
 
     for (Operation *opPtr : backwardOrder(block, tagged)) {

@@ -24,6 +24,8 @@ namespace mlir::tessel {
 
 namespace {
 
+bool isUpdate(Operation *op) { return isa<AdamUpdateOp, SgdUpdateOp>(op); }
+
 int64_t bytesOf(RankedTensorType t) {
   return t.getNumElements() *
          std::max<int64_t>(t.getElementTypeBitWidth() / 8, 1);
@@ -79,19 +81,23 @@ struct BucketGradientsPass
   /// all-reduced with others in a bucket, the gradient is ready only after
   /// the bucket's wait. Nothing moves when the result reaches a collective
   /// or the function's results (it is no plain gradient then).
+  /// After an update (ZeRO stage 1: of this rank's block), the all_gather
+  /// of the updated parameter moves with it.
   static void sinkUpdates(AllReduceOp ar) {
     Block *block = ar->getBlock();
     SetVector<Operation *> users;
-    SmallVector<Operation *> work(ar->getUsers().begin(), ar->getUsers().end());
+    SmallVector<std::pair<Operation *, bool>> work;
+    for (Operation *user : ar->getUsers())
+      work.push_back({user, false});
     while (!work.empty()) {
-      Operation *op = work.pop_back_val();
-      if (op->getBlock() != block || isCollectiveOp(op) ||
-          isa<func::ReturnOp>(op))
+      auto [op, updated] = work.pop_back_val();
+      if (op->getBlock() != block || isa<func::ReturnOp>(op) ||
+          (isCollectiveOp(op) && !(updated && isa<AllGatherOp>(op))))
         return;
       if (!users.insert(op))
         continue;
       for (Operation *user : op->getUsers())
-        work.push_back(user);
+        work.push_back({user, updated || isUpdate(op)});
     }
     SmallVector<Operation *> order(users.begin(), users.end());
     llvm::sort(order, [](Operation *a, Operation *b) {
@@ -111,6 +117,17 @@ struct BucketGradientsPass
     DenseMap<Operation *, int64_t> pos;
     for (Operation &op : block)
       pos[&op] = static_cast<int64_t>(pos.size());
+
+    // Ops whose results reach a collective or the function's results
+    // (an optimizer update's all_gather, ZeRO stage 1's, aside).
+    DenseSet<Operation *> feeds;
+    for (Operation &op : llvm::reverse(block))
+      for (Operation *user : op.getUsers())
+        if (isCollectiveOp(user) || isa<func::ReturnOp>(user) ||
+            (feeds.contains(user) && !isUpdate(user))) {
+          feeds.insert(&op);
+          break;
+        }
 
     auto firstUse = [&](Operation *op) {
       int64_t first = INT64_MAX;

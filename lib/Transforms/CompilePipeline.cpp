@@ -49,7 +49,15 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     if (train->microbatch.count != 1)
       pm.addPass(createMicrobatchPass(train->microbatch));
     pm.addPass(createBatchNormTrainPass(batchNorm));
-    pm.addPass(createAutodiffPass());
+    if (!train->precision.empty()) {
+      MixedPrecisionPassOptions mp;
+      mp.precision = train->precision;
+      pm.addPass(createMixedPrecisionPass(mp));
+    }
+    AutodiffPassOptions autodiff;
+    if (train->withOptimizer)
+      autodiff.lossScale = train->optimizer.lossScale;
+    pm.addPass(createAutodiffPass(autodiff));
     if (train->recompute)
       pm.addPass(createRecomputePass());
     if (stopAfter == CompileStage::Autodiff)
@@ -60,11 +68,19 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   if (!sharded || stopAfter == CompileStage::Autodiff)
     return;
   pm.addPass(createSplitBiasPass());
+  const int64_t zeroStage = train && train->withOptimizer ? train->zero.stage : 0;
+  if (zeroStage)
+    pm.addPass(createZeroPass(train->zero));
   pm.addPass(createPropagatePass());
   if (stopAfter == CompileStage::Propagate)
     return;
   pm.addPass(createPartitionPass());
-  pm.addPass(createSimplifyCollectivesPass());
+  SimplifyCollectivesPassOptions simplify;
+  // ZeRO stage 1 keeps the gradients' all_reduces (bucketed as DDP's).
+  simplify.reduceScatter = zeroStage != 1;
+  pm.addPass(createSimplifyCollectivesPass(simplify));
+  if (zeroStage)
+    pm.addPass(createGatherAtUsePass());
   if (train && !train->gradHandler.empty())
     pm.addPass(createGradHandlerPass({train->gradHandler}));
   if (train && train->pipelined) {
@@ -102,6 +118,9 @@ struct CompilePipelinePass
     t.optimizer.momentum = momentum;
     t.recompute = recompute;
     t.buckets.bucketMb = bucketMb;
+    t.zero.stage = zeroStage;
+    t.precision = precision;
+    t.optimizer.lossScale = lossScale;
     buildCompilePipeline(pm, !module.getOps<MeshOp>().empty(), *stop,
                          train ? &t : nullptr);
     if (failed(runPipeline(pm, module)))

@@ -177,7 +177,6 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
       step = WeightOp::create(top, loc, scalarType, "optimizer.step",
                               /*zeros=*/true);
       t = ut.add(step, ut.scalar(1.0));
-      AssignOp::create(b, loc, step, t);
     }
 
     // The learning rate of this step: lr times LambdaLR's factor of the
@@ -219,9 +218,57 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         decay = ut.scalar(1.0);
     }
 
+    SmallVector<Value> grads(ret.getOperands().drop_front());
+    // Dynamic loss scaling (torch.amp.GradScaler): the gradients are the
+    // scale's multiples (-tessel-autodiff seeded the backward with it):
+    // unscaled here; `ok` is false when one of them is not finite, and
+    // then every assign of the step keeps the old value (the step is
+    // skipped) and the scale halves; after growth-interval good steps it
+    // doubles. It needs every gradient first: the updates sit at the end.
+    Value ok;
+    if (lossScale > 0.0 && !grads.empty()) {
+      if (growthInterval < 1)
+        return fn.emitOpError() << "growth-interval must be positive";
+      // The scale's state (autodiff read the same weight for its seed).
+      auto state = [&](StringRef name) -> Value {
+        if (WeightOp w = params.lookup(name))
+          return w;
+        return WeightOp::create(top, loc, scalarType, name, /*zeros=*/true);
+      };
+      Value e = state(kLossScaleLog2Name);
+      Value tracker = state(kLossScaleTrackerName);
+      Value scale = u.mul(u.pow(u.scalar(2.0), e), lossScale);
+      Value inv = u.div(u.scalar(1.0), scale);
+      Value bad;
+      for (Value &g : grads) {
+        g = u.mul(g, inv);
+        // 0 * g is 0 where g is finite, NaN where it is not.
+        Value s = u.sumAll(u.mul(g, u.scalar(0.0)));
+        bad = bad ? u.add(bad, s) : s;
+      }
+      auto boolType = RankedTensorType::get({}, b.getI1Type());
+      ok = CompareOp::create(b, loc, boolType, ComparePredicate::EQ, bad, bad);
+      Value next = u.add(tracker, u.scalar(1.0));
+      Value grow = CompareOp::create(b, loc, boolType, ComparePredicate::GE,
+                                     next,
+                                     u.scalar(static_cast<double>(growthInterval)));
+      Value one = u.scalar(1.0), zero = u.scalar(0.0);
+      Value eOk = WhereOp::create(b, loc, grow, u.add(e, one), e);
+      AssignOp::create(b, loc, e,
+                       WhereOp::create(b, loc, ok, eOk, u.sub(e, one)));
+      Value tOk = WhereOp::create(b, loc, grow, zero, next);
+      AssignOp::create(b, loc, tracker, WhereOp::create(b, loc, ok, tOk, zero));
+    }
+    // An assign of the update: skipped with the step when loss scaling
+    // found an overflow.
+    auto assignUpdate = [&](OpBuilder &at, Value w, Value v) {
+      if (ok)
+        v = WhereOp::create(at, loc, ok, v, w);
+      AssignOp::create(at, loc, w, v);
+    };
+
     // clip_grad_norm_: every gradient scaled by min(1, max / (norm + 1e-6)).
     // It needs every gradient first: the updates then all sit at the end.
-    SmallVector<Value> grads(ret.getOperands().drop_front());
     const bool clip = clipGradNorm > 0.0 && !grads.empty();
     if (clip) {
       Value sq;
@@ -252,7 +299,7 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
       // Where the update goes: after the gradient and every read of the
       // parameter (the update may then overwrite it in place).
       OpBuilder at(ret);
-      if (!clip) {
+      if (!clip && !ok) {
         Operation *last = g.getDefiningOp();
         for (Operation *user : p->getUsers())
           if (user->getBlock() == &block &&
@@ -276,7 +323,7 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         Value d = g;
         if (weightDecay != 0.0)
           d = ua.add(d, ua.mul(p, weightDecay));
-        AssignOp::create(at, loc, p, ua.sub(p, ua.mul(d, lrT)));
+        assignUpdate(at, p, ua.sub(p, ua.mul(d, lrT)));
       } else if (kind == "sgd") {
         // torch.optim.SGD: d = g + wd p; buf = momentum buf + d (the first
         // step's buf is d: the zero state gives the same); d = buf, or
@@ -286,8 +333,8 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
             at, loc, TypeRange{p.getType(), p.getType()}, p, g, buf, lrT,
             f32(momentum), f32(weightDecay),
             nesterov ? at.getUnitAttr() : UnitAttr());
-        AssignOp::create(at, loc, p, upd.getNewParam());
-        AssignOp::create(at, loc, buf, upd.getNewMomentumBuffer());
+        assignUpdate(at, p, upd.getNewParam());
+        assignUpdate(at, buf, upd.getNewMomentumBuffer());
       } else {
         // torch.optim.Adam / AdamW (1.13's single-tensor path); Adam's
         // weight decay is an L2 term added to the gradient.
@@ -297,9 +344,9 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
             at, loc, TypeRange{p.getType(), p.getType(), p.getType()}, p, g,
             m, v, stepSize, sqrtBc2, decay, f32(beta1), f32(beta2), f32(eps),
             f32(kind == "adam" ? weightDecay : 0.0));
-        AssignOp::create(at, loc, p, upd.getNewParam());
-        AssignOp::create(at, loc, m, upd.getNewExpAvg());
-        AssignOp::create(at, loc, v, upd.getNewExpAvgSq());
+        assignUpdate(at, p, upd.getNewParam());
+        assignUpdate(at, m, upd.getNewExpAvg());
+        assignUpdate(at, v, upd.getNewExpAvgSq());
       }
       for (Operation *op : updateOps.ops) {
         op->setAttr(kStageAttr, gradOp->getAttr(kStageAttr));
@@ -307,6 +354,10 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
       }
     }
 
+    // The step count (a skipped step does not count: GradScaler skips
+    // optimizer.step()).
+    if (step)
+      assignUpdate(b, step, t);
     func::ReturnOp::create(b, ret.getLoc(), ret.getOperand(0));
     ret.erase();
     fn.setType(FunctionType::get(ctx, fn.getArgumentTypes(),

@@ -124,8 +124,10 @@ struct SimplifyCollectivesPass
     patterns.add<TrivialGroup<AllReduceOp>, TrivialGroup<AllGatherOp>,
                  TrivialGroup<ReduceScatterOp>, TrivialGroup<AllToAllOp>,
                  TrivialGroup<LocalSliceOp>>(&getContext(), /*benefit=*/2);
-    patterns.add<AllReduceThenSlice, SliceOfGather, GatherOfSlice,
-                 NestedAllReduce>(&getContext());
+    patterns.add<SliceOfGather, GatherOfSlice, NestedAllReduce>(
+        &getContext());
+    if (reduceScatter)
+      patterns.add<AllReduceThenSlice>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

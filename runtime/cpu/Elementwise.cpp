@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace tessel::runtime::cpu {
@@ -73,6 +74,32 @@ template <typename T, typename F> Step mapStep(const KernelContext &c, F f) {
 }
 
 /// An f32 op.
+/// `x` rounded to the nearest value (ties to even) of the binary format
+/// with `e` exponent and `m` mantissa bits: its subnormals below
+/// 2^(2 - 2^(e-1)), infinity beyond its largest finite value.
+float roundToFormat(float x, int e, int m) {
+  if (!std::isfinite(x))
+    return x;
+  const int emax = (1 << (e - 1)) - 1;
+  if (e < 8 && std::fabs(x) < std::ldexp(1.0f, 1 - emax)) {
+    const float quantum = std::ldexp(1.0f, 1 - emax - m);
+    return std::nearbyint(x / quantum) * quantum;
+  }
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  const int shift = 23 - m;
+  if (shift > 0) {
+    u += (1u << (shift - 1)) - 1 + ((u >> shift) & 1u);
+    u &= ~((1u << shift) - 1);
+  }
+  float y;
+  std::memcpy(&y, &u, sizeof y);
+  if (e < 8 &&
+      std::fabs(y) > std::ldexp(2.0f - std::ldexp(1.0f, -m), emax))
+    return std::copysign(std::numeric_limits<float>::infinity(), x);
+  return y;
+}
+
 template <typename F> Step floatStep(const KernelContext &c, F f) {
   return mapStep<float>(c, f);
 }
@@ -183,6 +210,12 @@ void registerElementwiseKernels(KernelRegistry &r) {
   r.add(OpKind::LeakyRelu, [](const KernelContext &c) {
     const float alpha = c.op.floatAttr("alpha", 0.01f);
     return floatStep(c, [alpha](float v) { return v < 0.0f ? alpha * v : v; });
+  });
+  // The nearest value of a narrower float format (bf16, fp16), in f32.
+  r.add(OpKind::RoundFloat, [](const KernelContext &c) {
+    const int e = static_cast<int>(c.op.intAttr("exponent_bits", 8));
+    const int m = static_cast<int>(c.op.intAttr("mantissa_bits", 7));
+    return floatStep(c, [e, m](float v) { return roundToFormat(v, e, m); });
   });
 }
 

@@ -13,11 +13,13 @@
 #include "EmitMlir.h"
 #include "EmitSchedule.h"
 #include "TrainingInfo.h"
+#include "BoosterPlugins.h"
 
 #include "tessel/Export/CollectiveReport.h"
 #include "tessel/Export/ExportArtifact.h"
 #include "tessel/Export/MemoryReport.h"
 #include "tessel/Export/PipelineReport.h"
+#include "tessel/Export/ZeroReport.h"
 #include "tessel/InitAll.h"
 #include "tessel/Plan/Plan.h"
 #include "tessel/Transforms/CompilePipeline.h"
@@ -39,6 +41,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+
+#include <cmath>
 
 using namespace llvm;
 
@@ -134,6 +138,30 @@ cl::opt<double> bucketMb(
              "overlapping the backward (DDP; 0: one synchronous all_reduce "
              "per gradient, where the partitioner put it)"),
     cl::init(25.0), cl::cat(tessel::getTrainingCategory()));
+cl::opt<std::string> pluginName(
+    "plugin", cl::value_desc("ddp|zero1|zero2|fsdp"),
+    cl::desc("With --train: how the step is spread over the mesh's dp axis, "
+             "a named set of options (tesselc --list-plugins; "
+             "docs/plugins.md); composes with --mesh and --plan (default "
+             "--plan=dp)"),
+    cl::cat(tessel::getTrainingCategory()));
+cl::opt<std::string> precisionName(
+    "precision", cl::value_desc("fp32|bf16|fp16"),
+    cl::desc("With --train: mixed precision, the GEMMs (forward and "
+             "backward) in bf16 or fp16, parameters and optimizer state f32 "
+             "(docs/training.md)"),
+    cl::init("fp32"), cl::cat(tessel::getTrainingCategory()));
+cl::opt<double> lossScale(
+    "loss-scale", cl::value_desc("S"),
+    cl::desc("Dynamic loss scaling (GradScaler) from the initial scale S: "
+             "a step whose gradients overflow is skipped and halves the "
+             "scale (default with --precision fp16: 65536; 0: none)"),
+    cl::init(65536.0), cl::cat(tessel::getTrainingCategory()));
+cl::opt<int64_t> lossScaleGrowthInterval(
+    "loss-scale-growth-interval", cl::value_desc("N"),
+    cl::desc("Loss scaling: the scale doubles after N steps without "
+             "overflow (GradScaler's growth_interval)"),
+    cl::init(2000), cl::cat(tessel::getTrainingCategory()));
 cl::opt<bool> recompute(
     "recompute",
     cl::desc("Activation checkpointing: recompute each layer's forward in "
@@ -334,6 +362,27 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       return fail(error);
   }
 
+  if (precisionName.getNumOccurrences() && !train &&
+      stop != StopAfter::Autodiff)
+    return fail("--precision " + precisionName +
+                " is for training: add --train");
+  // --plugin: checked before any work.
+  const Plugin *plugin = nullptr;
+  if (!pluginName.empty()) {
+    plugin = findPlugin(pluginName);
+    if (!plugin)
+      return fail("unknown --plugin '" + pluginName + "' (known: " +
+                  pluginNames() + "; tesselc --list-plugins)");
+    if (!train && stop != StopAfter::Autodiff)
+      return fail("--plugin " + pluginName + " is for training: add --train");
+    if (meshSpec.empty() && planSpec.empty())
+      return fail("--plugin " + pluginName +
+                  " needs a mesh with a dp axis: give --mesh dp=N");
+    // The plugin's default plan: the batch over dp.
+    if (planSpec.empty())
+      planSpec = "dp";
+  }
+
   mlir::DialectRegistry registry;
   mlir::tessel::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -433,6 +482,9 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (mesh.empty())
       return fail("no mesh: give --mesh (e.g. --mesh dp=2,tp=2) or a plan "
                   "with 'mesh'");
+    if (plugin)
+      if (std::string error = checkPluginMesh(*plugin, mesh); !error.empty())
+        return fail(error);
     if (!meshSpec.empty())
       addOmittedAxes(plan, mesh);
     stageRules = plan.stageRules;
@@ -478,6 +530,30 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     t.buckets.bucketMb = bucketMb;
     t.gradHandler = gradHandlerName();
     t.recompute = recompute;
+    if (plugin)
+      t.zero.stage = plugin->zeroStage;
+    if (precisionName != "fp32" && precisionName != "bf16" &&
+        precisionName != "fp16")
+      return fail("unknown --precision '" + precisionName +
+                  "' (fp32, bf16, fp16)");
+    if (precisionName != "fp32")
+      t.precision = precisionName;
+    // Loss scaling is fp16's (bf16 has f32's range); asked for, any
+    // precision gets it.
+    if (lossScale < 0 || !std::isfinite(lossScale))
+      return fail("--loss-scale must be a finite number >= 0 (got " +
+                  std::to_string(lossScale) + ")");
+    if (lossScaleGrowthInterval < 1)
+      return fail("--loss-scale-growth-interval must be >= 1 (got " +
+                  std::to_string(lossScaleGrowthInterval) + ")");
+    if (precisionName == "fp16" || lossScale.getNumOccurrences())
+      o.lossScale = lossScale;
+    o.growthInterval = lossScaleGrowthInterval;
+    if (plugin && ppSize > 1)
+      return fail("--plugin " + plugin->name.str() +
+                  " with a pp axis is not supported yet: ZeRO and FSDP "
+                  "shard over dp within one pipeline stage (issue 13's "
+                  "hybrid); use --mesh without pp");
     if (int rc = configurePipeline(t, ppSize, stageRules))
       return rc;
     SmallVector<StringRef, 2> b;
@@ -525,6 +601,10 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     mlir::tessel::printCollectiveReport(*module, outs());
     mlir::tessel::printMemoryReport(*module, outs());
     mlir::tessel::printPipelineReport(*module, outs());
+    if (plugin && training &&
+        (stop == StopAfter::Artifact || stop == StopAfter::Partition))
+      mlir::tessel::printZeroReport(*module, plugin->name, plugin->zeroStage,
+                                    outs());
   }
 
   if (stop != StopAfter::Artifact) {

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Compile.h"
+#include "BoosterPlugins.h"
 #include "EmitMlir.h"
 #include "EmitSchedule.h"
 #include "Plugins.h"
@@ -66,9 +67,18 @@ cl::opt<bool> listNodes(
              "takes with their shapes; compile nothing"),
     cl::init(false), cl::cat(generalCategory));
 
+cl::opt<bool> listPluginsFlag(
+    "list-plugins",
+    cl::desc("Print the --plugin names, one line each; compile nothing"),
+    cl::init(false), cl::cat(generalCategory));
+
 int run() {
   if (int rc = tessel::loadPlugins())
     return rc;
+  if (listPluginsFlag) {
+    tessel::listPlugins(outs());
+    return 0;
+  }
   if (listNodes) {
     if (inputFile.empty() || StringRef(inputFile).ends_with(".mlir"))
       return tessel::fail("--list-nodes needs an ONNX model "

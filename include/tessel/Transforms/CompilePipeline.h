@@ -42,6 +42,8 @@ struct TrainingOptions {
   /// false: no -tessel-optimizer; the program returns the loss and the
   /// gradients (the gradient program of tessel-run --grads).
   bool withOptimizer = true;
+  /// -tessel-mixed-precision before -tessel-autodiff ("": f32 throughout).
+  std::string precision;
   /// -tessel-recompute after -tessel-autodiff (activation checkpointing).
   bool recompute = false;
   /// -tessel-bucket-gradients on sharded programs (bucket-mb 0: none).
@@ -55,6 +57,9 @@ struct TrainingOptions {
   /// -tessel-grad-handler on sharded programs: the gradient handler ("":
   /// none, the plain all_reduce).
   std::string gradHandler;
+  /// ZeRO (tesselc --plugin zero1|zero2|fsdp): -tessel-zero's stage over
+  /// its axis on sharded programs (0: none).
+  ZeroPassOptions zero{/*stage=*/0};
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
@@ -63,8 +68,9 @@ struct TrainingOptions {
 /// running statistics), -tessel-autodiff, -tessel-recompute (when asked) and
 /// -tessel-optimizer (without, -tessel-batch-norm-train with no updates);
 /// then for sharded modules -tessel-split-bias, -tessel-propagate,
-/// -tessel-partition, -tessel-simplify-collectives and, training,
-/// -tessel-bucket-gradients.
+/// -tessel-zero (training with a ZeRO stage), -tessel-partition,
+/// -tessel-simplify-collectives, -tessel-gather-at-use (ZeRO) and,
+/// training, -tessel-bucket-gradients.
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
                           const TrainingOptions *train = nullptr);

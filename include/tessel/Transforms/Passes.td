@@ -144,6 +144,9 @@ def SimplifyCollectivesPass : Pass<"tessel-simplify-collectives"> {
     5. A collective (or local slice) over axes whose sizes multiply to 1 is
        its operand.
 
+    Option `reduce-scatter=false` leaves rewrite 1 out (ZeRO stage 1 keeps
+    the gradients' all_reduces, which `-tessel-bucket-gradients` buckets).
+
     Before (mesh `["tp"=4]`):
 
     ```mlir
@@ -157,6 +160,10 @@ def SimplifyCollectivesPass : Pass<"tessel-simplify-collectives"> {
     %s = tessel.reduce_scatter sum %y on @mesh axes = ["tp"] dim = 0 : (tensor<8x32xf32>) -> tensor<2x32xf32>
     ```
   }];
+  let options = [
+    Option<"reduceScatter", "reduce-scatter", "bool", /*default=*/"true",
+           "Fuse an all_reduce and a local_slice into a reduce_scatter">,
+  ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
@@ -266,6 +273,9 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
       `-tessel-add-loss{kind=loss output=loss-output}`, `-tessel-autodiff`
       and `-tessel-optimizer{kind=optimizer lr weight-decay momentum}` after
       `-tessel-fuse-gelu`, before the sharding passes.
+    * `zero-stage`, `precision`, `loss-scale` (with `train`):
+      `-tessel-zero{stage}` (docs/plugins.md), `-tessel-mixed-precision`
+      and dynamic loss scaling (docs/training.md).
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
@@ -291,6 +301,13 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
            "With train: recompute each layer's forward in the backward">,
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
            "With train and a mesh: gradient bucket cap in MiB (0: none)">,
+    Option<"zeroStage", "zero-stage", "int64_t", /*default=*/"0",
+           "With train and a mesh: -tessel-zero's stage (1, 2, 3; 0: none; "
+           "tesselc --plugin zero1|zero2|fsdp)">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"\"",
+           "With train: -tessel-mixed-precision's bf16 | fp16 (\"\": f32)">,
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
+           "With train: dynamic loss scaling's initial scale (0: none)">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
@@ -432,6 +449,13 @@ def OptimizerPass : Pass<"tessel-optimizer", "::mlir::ModuleOp"> {
            "Steps of linear warmup from 0">,
     Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
            "Steps of the cosine schedule, warmup included">,
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
+           "Dynamic loss scaling (GradScaler) with this initial scale: the "
+           "gradients are unscaled, a step with a non-finite one is skipped "
+           "and halves the scale; 0: none">,
+    Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
+           "Loss scaling: the scale doubles after this many steps without "
+           "overflow">,
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
            "Clip the gradients' total L2 norm to this (0: off)">,
   ];
@@ -480,6 +504,9 @@ def AutodiffPass : Pass<"tessel-autodiff", "::mlir::ModuleOp"> {
       sums); `args`: every float function argument, named `arg<i>`.
   }];
   let options = [
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
+           "Dynamic loss scaling (GradScaler): the seed d loss is this "
+           "initial scale times 2^grad_scaler.log2_scale (a state); 0: 1">,
     Option<"wrt", "wrt", "std::string", /*default=*/"\"weights\"",
            "What to differentiate: weights | args">,
   ];
@@ -604,6 +631,43 @@ def StageSplitPass : Pass<"tessel-stage-split", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def ZeroPass : Pass<"tessel-zero", "::mlir::ModuleOp"> {
+  let summary = "ZeRO: shards the optimizer's updates over dp with sharding specs";
+  let description = [{
+    On a training step after `-tessel-optimizer`, before `-tessel-propagate`
+    (tesselc `--plugin zero1|zero2|fsdp`): each `tessel.adam_update` /
+    `tessel.sgd_update` is pinned to its parameter's layout with the `axis`
+    (dp) added to the first dim that divides (dim 0 first), and the
+    partitioner inserts the collectives of weight-update sharding:
+
+    * stage 1: the optimizer state (`exp_avg`, `exp_avg_sq`,
+      `momentum_buffer`) is sharded; the gradient is pinned whole (its
+      all_reduce, which `-tessel-bucket-gradients` buckets as DDP's) and
+      then to the block (a local slice); each rank updates its block of the
+      parameter, which the assign all-gathers back.
+    * stage 2: as 1, the gradient pinned straight to the block: one
+      `reduce_scatter` per gradient.
+    * stage 3 (FSDP): the parameter is sharded too; every other reader reads
+      it through a `shard_constraint` to its whole layout (an `all_gather`,
+      which `-tessel-gather-at-use` repeats right before each use); the
+      update runs on the block in place.
+
+    A parameter with no dim that divides over the axis (with the axes its
+    plan already splits it over) keeps its replicated update, with a warning.
+
+    **Options**
+
+    * `stage`: 1, 2 or 3.
+    * `axis`: the mesh axis (default `dp`).
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", /*default=*/"2", "ZeRO stage: 1, 2 or 3">,
+    Option<"axis", "axis", "std::string", /*default=*/"\"dp\"",
+           "The data-parallel mesh axis">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 def PipelineLowerPass : Pass<"tessel-pipeline-lower", "::mlir::ModuleOp"> {
   let summary = "Builds one function per pipeline rank from a verified schedule";
   let description = [{
@@ -632,6 +696,46 @@ def PipelineLowerPass : Pass<"tessel-pipeline-lower", "::mlir::ModuleOp"> {
     Option<"scheduleFile", "schedule-file", "std::string", /*default=*/"\"\"",
            "Schedule file (docs/pipeline.md)">,
     Option<"chunks", "chunks", "int64_t", /*default=*/"1", "Stages per rank">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def GatherAtUsePass : Pass<"tessel-gather-at-use", "::mlir::ModuleOp"> {
+  let summary = "ZeRO: reshards a parameter (all_gather, local_slice) right before each use";
+  let description = [{
+    On a partitioned program: each `all_gather` whose operand is a
+    `tessel.weight` (a parameter that `-tessel-zero` stage 3 keeps in
+    blocks; the partitioner gathers it once, right after the weight) is
+    repeated right before each of its users and the original erased, so
+    the gathered copy lives from its use's gather to that use only: in the
+    forward and again in the backward (FSDP's gather, use, free). A
+    `local_slice` of a weight (the block of a whole parameter that a ZeRO
+    stage 1 or 2 update reads) moves to its users the same way.
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def MixedPrecisionPass : Pass<"tessel-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Mixed precision: GEMMs computed in bf16 or fp16, master weights in f32";
+  let description = [{
+    Before `-tessel-autodiff` (tesselc `--precision bf16|fp16`): each
+    `matmul`, `gemm` and `conv2d` (what `torch.autocast` runs in the low
+    precision) reads its f32 operands through `tessel.round_float` to the
+    format and its result is rounded too; norms, softmax, the loss and the
+    optimizer stay f32, and the parameters and the optimizer state stay f32
+    (master weights). The gradient of `round_float` rounds `dy`, so the
+    backward's GEMMs see low-precision values as well. Values are held in
+    f32: the numerics of low-precision compute with f32 accumulation
+    (rounding, fp16's overflow to infinity and subnormals), not its memory
+    or speed.
+
+    **Options**
+
+    * `precision`: `bf16` (8 exponent, 7 mantissa bits) or `fp16` (5, 10).
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "bf16 | fp16">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }

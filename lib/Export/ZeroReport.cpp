@@ -1,0 +1,160 @@
+//===- ZeroReport.cpp - a plugin's memory beside ZeRO's figures -----------===//
+//
+// tesselc --plugin ... --report: per rank, the planned bytes of the model
+// states (parameters, gradients, optimizer state) and the activations,
+// beside the ZeRO paper's analytic figures for Psi parameters over N ranks
+// (fp32 Adam: DDP 16 Psi, zero1 4 Psi + 4 Psi + 8 Psi / N, zero2 4 Psi +
+// 12 Psi / N, fsdp 16 Psi / N).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Export/ZeroReport.h"
+
+#include "tessel/Export/MemoryReport.h"
+
+#include "dialects/tessel/TesselOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+/// The elements of the whole tensor whose block `local` is under `spec`.
+int64_t globalElements(MeshOp mesh, TensorShardingAttr spec,
+                       RankedTensorType local) {
+  int64_t n = 1;
+  for (auto [d, size] : llvm::enumerate(local.getShape())) {
+    int64_t whole = size;
+    if (spec && d < spec.getDims().size()) {
+      DimShardingAttr dim = spec.getDims()[d];
+      for (StringAttr a : dim.getAxes())
+        whole *= mesh ? mesh.getAxisSize(a.getValue()).value_or(1) : 1;
+      whole -= dim.getPad();
+    }
+    n *= whole;
+  }
+  return n;
+}
+
+} // namespace
+
+ZeroMemory mlir::tessel::planZeroMemory(ModuleOp module, int stage,
+                                        StringRef axis) {
+  ZeroMemory z;
+  MeshOp mesh;
+  for (MeshOp m : module.getOps<MeshOp>())
+    mesh = m;
+  if (mesh)
+    z.dp = mesh.getAxisSize(axis).value_or(1);
+  func::FuncOp fn;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (!f.isExternal() && !f.isPrivate())
+      fn = f;
+  if (!fn)
+    return z;
+
+  // The trained parameters: weights with data that the step assigns.
+  llvm::StringSet<> assigned, seen;
+  fn.walk([&](AssignOp a) {
+    if (auto w = a.getWeight().getDefiningOp<WeightOp>(); w && !w.getZeros())
+      assigned.insert(w.getName());
+  });
+  int64_t elemBytes = 4, globalStateBytes = 0;
+  fn.walk([&](WeightOp w) {
+    auto spec = w->getAttrOfType<TensorShardingAttr>(
+        TesselDialect::kGlobalShardingAttrName);
+    int64_t whole = globalElements(mesh, spec, w.getType());
+    if (!seen.insert(w.getName()).second)
+      return;
+    if (w.getZeros()) {
+      z.stateBytes += tensorBytes(w.getType());
+      // Per-parameter state (not the scalar step count).
+      if (w.getType().getRank() > 0)
+        globalStateBytes +=
+            whole * std::max<int64_t>(w.getType().getElementTypeBitWidth() / 8, 1);
+      return;
+    }
+    if (!assigned.contains(w.getName()))
+      return;
+    z.parameters += whole;
+    z.paramBytes += tensorBytes(w.getType());
+    // This rank's block times the dp shards of it: what its dp group holds.
+    int64_t dpShards = 1;
+    if (spec)
+      for (DimShardingAttr d : spec.getDims())
+        if (llvm::any_of(d.getAxes(),
+                         [&](StringAttr a) { return a.getValue() == axis; }))
+          dpShards *= z.dp;
+    z.partitionParameters += w.getType().getNumElements() * dpShards;
+    elemBytes = std::max<int64_t>(w.getType().getElementTypeBitWidth() / 8, 1);
+  });
+  // The gradient each update reads, before this rank keeps its block of it
+  // (ZeRO stage 1 slices the all-reduced gradient).
+  fn.walk([&](Operation *op) {
+    if (!isa<AdamUpdateOp, SgdUpdateOp>(op))
+      return;
+    Value g = op->getOperand(1);
+    while (auto slice = g.getDefiningOp<LocalSliceOp>())
+      g = slice.getInput();
+    z.gradBytes += tensorBytes(g.getType());
+  });
+  z.activationBytes = planMemory(module).keptForBackward;
+
+  double n = static_cast<double>(z.dp);
+  double k = z.parameters ? double(globalStateBytes) / double(z.parameters) : 0.0;
+  double psi = static_cast<double>(z.partitionParameters);
+  z.analyticParams = elemBytes * psi / (stage >= 3 ? n : 1.0);
+  z.analyticGrads = elemBytes * psi / (stage >= 2 ? n : 1.0);
+  z.analyticState = k * psi / (stage >= 1 ? n : 1.0);
+  return z;
+}
+
+void mlir::tessel::printZeroReport(ModuleOp module, StringRef plugin,
+                                   int stage, llvm::raw_ostream &os) {
+  ZeroMemory z = planZeroMemory(module, stage);
+  double psi = static_cast<double>(z.partitionParameters);
+  auto ratio = [](double planned, double analytic) {
+    return analytic > 0 ? planned / analytic : 0.0;
+  };
+  // The paper's formula for this stage, in multiples of Psi.
+  double pk = psi ? z.analyticParams * (stage >= 3 ? z.dp : 1) / psi : 0;
+  double gk = psi ? z.analyticGrads * (stage >= 2 ? z.dp : 1) / psi : 0;
+  double sk = psi ? z.analyticState * (stage >= 1 ? z.dp : 1) / psi : 0;
+  auto term = [](double k, bool sharded) {
+    std::string s;
+    llvm::raw_string_ostream ss(s);
+    ss << llvm::format("%g", k) << " Psi" << (sharded ? " / N" : "");
+    return s;
+  };
+  os << "plugin " << plugin << ": model states per rank, planned, beside the "
+     << "ZeRO paper's figures (Psi = " << z.partitionParameters
+     << " parameters";
+  if (z.partitionParameters != z.parameters)
+    os << " per model-parallel partition, of " << z.parameters;
+  os << ", N = dp = " << z.dp << ")\n";
+  auto row = [&](StringRef what, int64_t planned, double analytic,
+                 const std::string &formula) {
+    os << llvm::format("  %-16s %12lld bytes   analytic %-19s %12.0f bytes",
+                       what.str().c_str(), static_cast<long long>(planned),
+                       formula.c_str(), analytic);
+    os << llvm::format("   (x%.3f)\n", ratio(planned, analytic));
+  };
+  row("parameters", z.paramBytes, z.analyticParams, term(pk, stage >= 3));
+  row("gradients", z.gradBytes, z.analyticGrads, term(gk, stage >= 2));
+  row("optimizer state", z.stateBytes, z.analyticState, term(sk, stage >= 1));
+  int64_t total = z.paramBytes + z.gradBytes + z.stateBytes;
+  double analytic = z.analyticParams + z.analyticGrads + z.analyticState;
+  double whole = (stage < 3 ? pk : 0) + (stage < 2 ? gk : 0) + (stage < 1 ? sk : 0);
+  double split = pk + gk + sk - whole;
+  std::string formula = whole ? term(whole, false) : "";
+  if (split)
+    formula += (formula.empty() ? "" : " + ") + term(split, true);
+  row("total", total, analytic, formula);
+  os << "  activations      " << llvm::format("%12lld", static_cast<long long>(
+                                                          z.activationBytes))
+     << " bytes   (the forward's values kept for the backward; the paper "
+        "counts them apart)\n";
+}
