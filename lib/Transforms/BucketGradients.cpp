@@ -118,17 +118,6 @@ struct BucketGradientsPass
     for (Operation &op : block)
       pos[&op] = static_cast<int64_t>(pos.size());
 
-    // Ops whose results reach a collective or the function's results
-    // (an optimizer update's all_gather, ZeRO stage 1's, aside).
-    DenseSet<Operation *> feeds;
-    for (Operation &op : llvm::reverse(block))
-      for (Operation *user : op.getUsers())
-        if (isCollectiveOp(user) || isa<func::ReturnOp>(user) ||
-            (feeds.contains(user) && !isUpdate(user))) {
-          feeds.insert(&op);
-          break;
-        }
-
     auto firstUse = [&](Operation *op) {
       int64_t first = INT64_MAX;
       for (Operation *user : op->getUsers())

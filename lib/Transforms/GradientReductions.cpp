@@ -13,12 +13,14 @@ bool isCollectiveOp(Operation *op) {
 }
 
 SmallVector<AllReduceOp> findGradientReductions(Block &block) {
-  // Ops whose results reach a collective or the function's results.
+  // Ops whose results reach a collective or the function's results (an
+  // optimizer update's all_gather, ZeRO stage 1's, aside: a gradient that
+  // feeds an update is still a gradient).
   DenseSet<Operation *> feeds;
   for (Operation &op : llvm::reverse(block))
     for (Operation *user : op.getUsers())
       if (isCollectiveOp(user) || isa<func::ReturnOp>(user) ||
-          feeds.contains(user)) {
+          (feeds.contains(user) && !isa<AdamUpdateOp, SgdUpdateOp>(user))) {
         feeds.insert(&op);
         break;
       }
