@@ -181,16 +181,6 @@ struct Emitter {
   }
 };
 
-/// The value of a splat float constant, if `v` is one.
-std::optional<double> splatValue(Value v) {
-  auto c = v.getDefiningOp<ConstantOp>();
-  if (!c)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue());
-  if (!dense || !dense.isSplat())
-    return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
-}
 
 bool isConstant(Value v) { return v.getDefiningOp<ConstantOp>() != nullptr; }
 
@@ -202,6 +192,16 @@ Value ifFloat(Value operand, function_ref<Value()> build) {
 } // namespace
 
 namespace mlir::tessel {
+
+std::optional<double> splatFloatValue(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue());
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  return dense.getSplatValue<APFloat>().convertToDouble();
+}
 
 //===----------------------------------------------------------------------===//
 // Sources and identity
@@ -431,7 +431,7 @@ LogicalResult buildPowGradient(PowOp op, OpBuilder &b, ArrayRef<Value> dy,
   Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
   dx.push_back(ifFloat(l, [&]() -> Value {
     Value d;
-    if (std::optional<double> p = splatValue(r)) {
+    if (std::optional<double> p = splatFloatValue(r)) {
       if (*p == 0.0)
         return e.sumTo(e.mul(g, 0.0), l);
       if (*p == 1.0)

@@ -51,6 +51,10 @@ OpShardingRuleAttr buildCustomCallRule(Operation *op);
 
 /// The numpy broadcast of `shapes`, or failure when they do not broadcast.
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes);
+
+/// The value of a splat float `tessel.constant`, if `v` is one (what
+/// gradient rules and pattern passes test, e.g. `pow(x, 2)`).
+std::optional<double> splatFloatValue(Value v);
 } // namespace mlir::tessel
 
 #endif // TESSEL_DIALECT_TESSELOPS_H

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EraseDead.h"
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -143,19 +144,8 @@ struct FuseGeluPass : public impl::FuseGeluPassBase<FuseGeluPass> {
     if (!changed)
       return;
     // The decomposition's ops (and constants) that nothing reads now.
-    bool erased = true;
-    while (erased) {
-      erased = false;
-      SmallVector<Operation *> dead;
-      getOperation()->walk([&](Operation *op) {
-        if (isa<MulOp, AddOp, DivOp, PowOp, TanhOp, ErfOp, ConstantOp>(op) &&
-            op->use_empty())
-          dead.push_back(op);
-      });
-      for (Operation *op : dead)
-        op->erase();
-      erased = !dead.empty();
-    }
+    eraseDeadOps<MulOp, AddOp, DivOp, PowOp, TanhOp, ErfOp, ConstantOp>(
+        getOperation());
   }
 };
 

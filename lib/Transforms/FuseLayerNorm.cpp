@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EraseDead.h"
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -20,17 +21,6 @@ namespace mlir::tessel {
 #include "tessel/Transforms/Passes.h.inc"
 
 namespace {
-
-/// The splat value of a float constant, if `v` is one.
-std::optional<double> splatOf(Value v) {
-  auto c = v.getDefiningOp<ConstantOp>();
-  if (!c)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue());
-  if (!dense || !dense.isSplat())
-    return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
-}
 
 /// The operands of `v`'s defining OpTy as (a, b) and (b, a): the first order
 /// for which `match` holds, or false.
@@ -69,7 +59,7 @@ bool isMeanOverSuffix(Value r, Value of, int64_t &axis) {
 /// d^2 as pow(d, 2) or d * d.
 bool isSquare(Value v, Value d) {
   if (auto pow = v.getDefiningOp<PowOp>())
-    return pow.getLhs() == d && splatOf(pow.getRhs()) == 2.0;
+    return pow.getLhs() == d && splatFloatValue(pow.getRhs()) == 2.0;
   auto mul = v.getDefiningOp<MulOp>();
   return mul && mul.getLhs() == d && mul.getRhs() == d;
 }
@@ -115,7 +105,7 @@ bool isNormalized(Value v, Match &m) {
   }
   double eps = 0;
   bool ok = either<AddOp>(root, [&](Value var, Value e) {
-    std::optional<double> epsValue = splatOf(e);
+    std::optional<double> epsValue = splatFloatValue(e);
     auto mean = var.getDefiningOp<ReduceMeanOp>();
     if (!epsValue || *epsValue < 0 || !mean ||
         !isSquare(mean.getInput(), d) ||
@@ -194,20 +184,8 @@ struct FuseLayerNormPass
     }
     if (!changed)
       return;
-    bool erased = true;
-    while (erased) {
-      erased = false;
-      SmallVector<Operation *> dead;
-      getOperation()->walk([&](Operation *op) {
-        if (isa<MulOp, AddOp, SubOp, DivOp, PowOp, SqrtOp, RsqrtOp,
-                ReduceMeanOp, ConstantOp>(op) &&
-            op->use_empty())
-          dead.push_back(op);
-      });
-      for (Operation *op : dead)
-        op->erase();
-      erased = !dead.empty();
-    }
+    eraseDeadOps<MulOp, AddOp, SubOp, DivOp, PowOp, SqrtOp, RsqrtOp,
+                 ReduceMeanOp, ConstantOp>(getOperation());
   }
 };
 

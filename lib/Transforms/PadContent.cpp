@@ -12,16 +12,6 @@ namespace mlir::tessel {
 
 namespace {
 
-std::optional<double> splatOf(Value v) {
-  auto c = v.getDefiningOp<ConstantOp>();
-  if (!c)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue());
-  if (!dense || !dense.isSplat())
-    return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
-}
-
 using State = std::pair<PadContent, Operation *>;
 
 /// The worse of two: Unknown over Finite over Zero; the culprit of the
@@ -42,7 +32,7 @@ std::pair<PadContent, Operation *> PadContentAnalysis::compute(Value v) {
   memo[v] = {PadContent::Unknown, nullptr};
   State s = [&]() -> State {
     Operation *op = v.getDefiningOp();
-    if (std::optional<double> c = splatOf(v))
+    if (std::optional<double> c = splatFloatValue(v))
       return {*c == 0 ? PadContent::Zero : PadContent::Finite, nullptr};
     if (!padded(v) && !isa_and_nonnull<AllGatherOp, AllReduceOp,
                                        ReduceScatterOp, AllToAllOp,
@@ -84,7 +74,7 @@ std::pair<PadContent, Operation *> PadContentAnalysis::compute(Value v) {
       bool anyZero = false, paddedFinite = false;
       for (Value o : op->getOperands()) {
         PadContent c = compute(o).first;
-        anyZero |= c == PadContent::Zero && (padded(o) || splatOf(o));
+        anyZero |= c == PadContent::Zero && (padded(o) || splatFloatValue(o));
         paddedFinite |= c == PadContent::Finite && padded(o);
       }
       if (isa<MulOp>(op))
@@ -100,13 +90,13 @@ std::pair<PadContent, Operation *> PadContentAnalysis::compute(Value v) {
     // c > 0 keeps zeros, and finiteness for a whole c (a fractional power of
     // a negative pad is NaN).
     if (isa<DivOp>(op)) {
-      std::optional<double> c = splatOf(op->getOperand(1));
+      std::optional<double> c = splatFloatValue(op->getOperand(1));
       if (c && *c != 0)
         return operand(0);
       return {PadContent::Unknown, op};
     }
     if (isa<PowOp>(op)) {
-      std::optional<double> c = splatOf(op->getOperand(1));
+      std::optional<double> c = splatFloatValue(op->getOperand(1));
       State r = operand(0);
       if (c && *c > 0 &&
           (r.first == PadContent::Zero || std::floor(*c) == *c))
