@@ -11,6 +11,13 @@
 // the activation is the residual stream: no pair. Fused or separate q/k/v,
 // GELU or SwiGLU MLPs, biases or none all have this shape.
 //
+// Then, as examples/plans/gpt2_megatron.yaml: the token embedding (a 2-D
+// table indexed by an integer graph input) and the lookups added to it
+// split on the hidden dim when a layer norm takes their sum (one all_gather
+// there; into an RMSNorm's pow and mean the residual stream would stay
+// split, so Llama's stays replicated), and the LM head (the last projection
+// whose output is the model's, over the vocab) split on the vocab.
+//
 // The plan it gives is ordinary rules naming the weights it chose, so
 // applyPlan and the rest of the pipeline treat it as a written plan.
 //
@@ -112,6 +119,98 @@ WeightOp biasOf(Operation *proj) {
   return WeightOp();
 }
 
+/// A lookup (a gather on dim 0) in a 2-D weight: an embedding table.
+WeightOp tableOf(GatherOp g) {
+  auto w = g.getData().getDefiningOp<WeightOp>();
+  if (!w || g.getAxis() != 0 ||
+      cast<RankedTensorType>(w.getType()).getRank() != 2)
+    return WeightOp();
+  return w;
+}
+
+/// The embeddings: the token lookup (a table indexed by an integer graph
+/// input) first, then the lookups added to it (positions, token types).
+/// `sum` is their sum, the residual stream's start.
+struct Embeddings {
+  SmallVector<GatherOp> lookups;
+  Value sum;
+};
+
+std::optional<Embeddings> embeddingsOf(ModuleOp module) {
+  GatherOp token;
+  module.walk([&](GatherOp g) {
+    auto ids = dyn_cast<BlockArgument>(g.getIndices());
+    if (!token && tableOf(g) && ids &&
+        isa<IntegerType>(getElementTypeOrSelf(ids.getType())))
+      token = g;
+  });
+  if (!token)
+    return std::nullopt;
+  int64_t hidden =
+      cast<RankedTensorType>(tableOf(token).getType()).getDimSize(1);
+  Embeddings e{{token}, token.getResult()};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (Operation *user : e.sum.getUsers()) {
+      auto add = dyn_cast<AddOp>(user);
+      if (!add)
+        continue;
+      Value other = add->getOperand(add->getOperand(0) == e.sum ? 1 : 0);
+      auto g = other.getDefiningOp<GatherOp>();
+      if (!g || !tableOf(g) ||
+          cast<RankedTensorType>(tableOf(g).getType()).getDimSize(1) != hidden)
+        continue;
+      e.lookups.push_back(g);
+      e.sum = add.getResult();
+      grew = true;
+      break;
+    }
+  }
+  return e;
+}
+
+/// Whether `v` enters a layer norm: the op, or the decomposed form that
+/// -tessel-fuse-layer-norm folds into it (x - mean(x)). Propagation then
+/// gathers a hidden-split `v` once, before the norm; into anything else (an
+/// RMSNorm's pow and mean, say) the residual stream would stay split.
+bool entersLayerNorm(Value v) {
+  for (Operation *user : v.getUsers()) {
+    if (isa<LayerNormOp>(user))
+      return true;
+    if (isa<ReduceMeanOp>(user))
+      for (Operation *sub : user->getResult(0).getUsers())
+        if (isa<SubOp>(sub) && sub->getOperand(0) == v)
+          return true;
+  }
+  return false;
+}
+
+/// The LM head: the last projection whose output is the model's output
+/// (through reshapes) and whose output dim is the vocab.
+std::optional<Projection> lmHeadOf(ModuleOp module, int64_t vocab) {
+  std::optional<Projection> head;
+  module.walk([&](Operation *op) {
+    std::optional<Projection> p = asProjection(op);
+    if (!p ||
+        cast<RankedTensorType>(p->weight.getType()).getDimSize(p->outDim) !=
+            vocab)
+      return;
+    SmallVector<Value> work{op->getResult(0)};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (isa<func::ReturnOp>(user)) {
+          head = p;
+          return;
+        }
+        if (isa<ReshapeOp, TransposeOp, CastOp>(user))
+          work.push_back(user->getResult(0));
+      }
+    }
+  });
+  return head;
+}
+
 /// A glob that matches exactly `name`.
 std::string literalGlob(StringRef name) {
   std::string out;
@@ -196,6 +295,37 @@ Plan mlir::tessel::megatronPlan(ModuleOp module, raw_ostream &chosen) {
     addRule(r.weight, r.inDim, row);
     chosen << "\n  row:    " << nameOf(row) << " (" << r.weight.getName()
            << ")\n";
+  }
+  // The embeddings and the LM head, as gpt2_megatron.yaml splits them: the
+  // tables' hidden dim (one all_gather where the residual stream starts),
+  // the head's vocab (the logits gathered at the end).
+  if (std::optional<Embeddings> e = embeddingsOf(module)) {
+    bool split = entersLayerNorm(e->sum);
+    chosen << "  embedding:";
+    for (auto [i, g] : llvm::enumerate(e->lookups)) {
+      if (split)
+        addRule(tableOf(g), 1, g);
+      chosen << (i ? ", " : " ") << nameOf(g) << " (" << tableOf(g).getName()
+             << ")";
+    }
+    chosen << (split ? ": hidden dim split\n"
+                     : ": replicated (no layer norm takes it, which would "
+                       "gather it once: split, the residual stream would "
+                       "stay split into every norm)\n");
+    int64_t vocab =
+        cast<RankedTensorType>(tableOf(e->lookups.front()).getType())
+            .getDimSize(0);
+    if (std::optional<Projection> head = lmHeadOf(module, vocab);
+        head && !role.lookup(head->op)) {
+      chosen << "  lm head:   " << nameOf(head->op) << " ("
+             << head->weight.getName() << "): ";
+      // A head tied to an embedding table follows the table's split.
+      if (named.contains(head->weight.getName()))
+        chosen << "tied to the embedding, split as it is\n";
+      else
+        chosen << "vocab split, the logits gathered\n";
+      addRule(head->weight, head->outDim, head->op);
+    }
   }
   // The batch over dp, as the built-in plan `dp`.
   PlanRule batch;
