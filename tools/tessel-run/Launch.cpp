@@ -243,7 +243,14 @@ int launchLocalRanks(int n, int argc, char **argv) {
   return 0;
 }
 
-RankSession::~RankSession() = default;
+RankSession::~RankSession() {
+  // A failed run on rank 0, which hosts the store: the other ranks ask the
+  // store who died to name the rank in their own errors, so it keeps
+  // serving until they have gone too (or a few seconds), rather than taking
+  // the store down and leaving them only "rank 0 is gone".
+  if (server && !finished)
+    server->waitForGoodbyes(world.size - 1, milliseconds(3000));
+}
 
 /// Every rank marks its arrival in the store, then waits for all others:
 /// a rank that never started (or never reached the store) is named as such,
@@ -357,6 +364,7 @@ Status RankSession::finish() {
   store->goodbye();
   if (server)
     server->waitForGoodbyes(world.size, milliseconds(10000));
+  finished = true;
   return Status::ok();
 }
 

@@ -61,6 +61,7 @@ public:
 
 private:
   WorldInfo world;
+  bool finished = false;
   std::unique_ptr<runtime::TcpStoreServer> server;
   std::shared_ptr<runtime::TcpStore> store;
   std::unique_ptr<runtime::Communicator> communicator;
