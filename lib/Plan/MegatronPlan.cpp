@@ -328,15 +328,7 @@ Plan mlir::tessel::megatronPlan(ModuleOp module, raw_ostream &chosen) {
     }
   }
   // The batch over dp, as the built-in plan `dp`.
-  PlanRule batch;
-  batch.target = PlanRule::Target::Input;
-  batch.pattern = "*";
-  PlanSplit split;
-  split.dim = 0;
-  split.axes = {"dp"};
-  batch.splits.push_back(split);
-  batch.where = "built-in plan 'megatron' (the batch)";
-  plan.rules.push_back(batch);
+  plan.rules.push_back(batchOverDpRule("built-in plan 'megatron' (the batch)"));
   return plan;
 }
 

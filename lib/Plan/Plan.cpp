@@ -246,18 +246,22 @@ Expected<Plan> mlir::tessel::parsePlan(StringRef text, StringRef name) {
   return plan;
 }
 
+PlanRule mlir::tessel::batchOverDpRule(StringRef where) {
+  PlanRule rule;
+  rule.target = PlanRule::Target::Input;
+  rule.pattern = "*";
+  PlanSplit batch;
+  batch.dim = 0;
+  batch.axes = {"dp"};
+  rule.splits.push_back(batch);
+  rule.where = where.str();
+  return rule;
+}
+
 Expected<Plan> mlir::tessel::loadPlan(StringRef spec) {
   if (spec == "dp") {
     Plan plan;
-    PlanRule rule;
-    rule.target = PlanRule::Target::Input;
-    rule.pattern = "*";
-    PlanSplit batch;
-    batch.dim = 0;
-    batch.axes = {"dp"};
-    rule.splits.push_back(batch);
-    rule.where = "built-in plan 'dp'";
-    plan.rules.push_back(rule);
+    plan.rules.push_back(batchOverDpRule("built-in plan 'dp'"));
     return plan;
   }
   auto buffer = llvm::MemoryBuffer::getFile(spec);

@@ -78,6 +78,10 @@ llvm::Expected<Plan> parsePlan(llvm::StringRef text, llvm::StringRef name);
 /// over the "dp" axis) or a plan file.
 llvm::Expected<Plan> loadPlan(llvm::StringRef spec);
 
+/// The rule of the built-in plan `dp`: every graph input's dim 0 over "dp";
+/// `where` names the plan it belongs to in messages.
+PlanRule batchOverDpRule(llvm::StringRef where);
+
 /// The ONNX node name an op's location carries (what `node:` rules match),
 /// or "".
 std::string nodeName(Operation *op);
