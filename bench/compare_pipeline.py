@@ -214,15 +214,23 @@ def bubbles_of(log):
 
 def stage_costs(trace, stages):
     """Median F, B, W (ms) of each stage's actions in a tessel-run trace; a
-    fused BW counts as B (W = 0)."""
+    fused BW counts as B (W = 0). An action's cost is the sum of its
+    instructions' times (tid 0, grouped by their `action` argument) less the
+    time blocked in recv and wait: the span of the action's box on the
+    actions track would count the wait for the neighbour's message, which
+    the simulator adds itself."""
     events = json.load(open(trace))["traceEvents"]
-    by = {}
+    sums = {}
     for e in events:
-        if e.get("ph") != "X" or e.get("tid") != 1:
+        if e.get("ph") != "X" or e.get("tid") != 0 or e.get("cat") in ("recv", "wait"):
             continue
-        m = re.match(r"(F|B|W|BW) (\d+)\.(\d+)$", e["name"])
+        m = re.match(r"(F|B|W|BW) (\d+)\.(\d+)$", e.get("args", {}).get("action", ""))
         if m:
-            by.setdefault((int(m.group(2)), m.group(1)), []).append(e["dur"] / 1000)
+            key = (e["pid"], int(m.group(2)), m.group(1), int(m.group(3)))
+            sums[key] = sums.get(key, 0.0) + e["dur"] / 1000
+    by = {}
+    for (_, s, phase, _), ms in sums.items():
+        by.setdefault((s, phase), []).append(ms)
     costs = []
     for s in range(stages):
         f = statistics.median(by.get((s, "F"), [0]))
@@ -289,7 +297,7 @@ def bubble_rows(label, artifact_for, tessel_run, tesselc, out, extra_flags, env,
         trials, failed = [], None
         for _ in range(TRIALS):
             rc, log = run([tessel_run, art, "-n", "2", "--threads", "1", "--trace", trace,
-                           "--timeline", measured_svg] + extra_flags(repeat), env)
+                           "--timeline", measured_svg] + extra_flags(repeat, m), env)
             if rc != 0:
                 failed = "n/a (%s)" % first_error(log)
                 break
@@ -341,13 +349,21 @@ def main():
     tmp = tempfile.mkdtemp(prefix="tessel-pipeline-bench-")
     out = args.out or tmp
     os.makedirs(out, exist_ok=True)
-    model = os.path.join(args.models, "gpt2_small_train_b4.onnx")
-    lm = ["--data-lm", os.path.join(args.models, "gpt2_small_b4_batches.npy")]
+    # One sequence per microbatch: the batch-4 export for m = 4, the batch-8
+    # one for the m = 8 bubble row.
+    def model_of(m):
+        return os.path.join(args.models, "gpt2_small_train_b%d.onnx" % m)
+
+    def lm_of(m):
+        return ["--data-lm", os.path.join(args.models, "gpt2_small_b%d_batches.npy" % m)]
+    model, lm = model_of(MICROBATCHES), lm_of(MICROBATCHES)
     plan = os.path.join(tmp, "gpt2_pp2.yaml")
     stage_rules(plan)
 
     def compile_pp(m, path):
-        rc, log = run([tesselc, model, "--train", "--loss", "cross_entropy"] + ADAMW
+        if not os.path.exists(model_of(m)):
+            return "n/a (no %s: rerun bench/models/export_models.py --train)" % model_of(m)
+        rc, log = run([tesselc, model_of(m), "--train", "--loss", "cross_entropy"] + ADAMW
                       + ["--mesh", "pp=2", "--schedule", "1f1b", "--microbatches", str(m),
                          "--plan", plan, "-o", path], env)
         return None if rc == 0 else "n/a (%s)" % first_error(log)
@@ -397,7 +413,8 @@ def main():
             path = os.path.join(tmp, "gpt2_pp2_m%d.tsl" % m)
             return compile_pp(m, path) or path
         rows += bubble_rows("gpt2-small", gpt2_art, tessel_run, tesselc, out,
-                            lambda r: ["--steps", str(args.steps)] + lm, env, args.repeat)
+                            lambda r, m: ["--steps", str(args.steps)] + lm_of(m), env,
+                            args.repeat)
 
         def hand_art(m):
             path = os.path.join(tmp, "hand_m%d.tsl" % m)
@@ -405,7 +422,7 @@ def main():
                            "--rows", "256", "--width", "1024", path])
             return path if rc == 0 else "n/a (%s)" % first_error(log)
         rows += bubble_rows("hand-built 2x[256x1024]", hand_art, tessel_run, tesselc, out,
-                            lambda r: ["--repeat", str(r)], env, args.repeat)
+                            lambda r, m: ["--repeat", str(r)], env, args.repeat)
         print("Bubble, 1F1B, p=2, 2 ranks x 1 thread: measured (time blocked in recv/wait "
               "over step time, in a launch's traced last run; tessel-run's mean over the "
               "launch's runs beside it) vs the simulator's prediction for that run's "

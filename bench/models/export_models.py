@@ -8,9 +8,9 @@
   weights, eval mode), images [1|8, 3, 224, 224].
 
 With --train, the training benchmark's models instead (bench/run-train-compare):
-- gpt2_small_train_b1.onnx, gpt2_small_train_b4.onnx: the same GPT-2-small
+- gpt2_small_train_b{1,4,8}.onnx: the same GPT-2-small
   with input_ids [1|4, 128]; gpt2_small_state.pt its PyTorch state dict (the
-  same weights for PyTorch's side); gpt2_small_b{1,4}_batches.npy token
+  same weights for PyTorch's side); gpt2_small_b{1,4,8}_batches.npy token
   batches [steps, batch, 129] (input = [:, :-1], labels = [:, 1:]);
   gpt2_small_train.json: whether the export keeps lm_head tied to wte.
 - resnet50_b8_train.onnx: ResNet-50 exported in training mode (BatchNorm
@@ -148,7 +148,7 @@ def export_train(out):
     gpt2 = Named(GPT2()).eval()
     torch.save(gpt2.state_dict(), os.path.join(out, "gpt2_small_state.pt"))
     tied = {}
-    for batch in (1, 4):
+    for batch in (1, 4, 8):
         ids = torch.zeros(batch, 128, dtype=torch.long)
         path = os.path.join(out, "gpt2_small_train_b%d.onnx" % batch)
         with torch.no_grad():
