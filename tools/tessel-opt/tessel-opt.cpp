@@ -9,11 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessel/InitAll.h"
 #include "tessel/ExtensionHost/Host.h"
+#include "tessel/InitAll.h"
 #include "tessel/Transforms/ArgumentNames.h"
 
 #include "TesselVersion.h"
+#include "tools/UsageErrors.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/OperationSupport.h"
@@ -80,8 +81,17 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::tessel::registerAllDialects(registry);
   mlir::tessel::registerAllPasses();
-  auto [inputFile, outputFile] = mlir::registerAndParseCLIOptions(
-      argc, argv, "Tessel optimizer driver\n", registry);
+  // mlir::registerAndParseCLIOptions, with a usage error in one line.
+  std::string helpHeader =
+      mlir::registerCLIOptions("Tessel optimizer driver\n", registry);
+  static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
+                                              llvm::cl::desc("<input file>"),
+                                              llvm::cl::init("-"));
+  static llvm::cl::opt<std::string> outputFile(
+      "o", llvm::cl::desc("Output filename"), llvm::cl::value_desc("filename"),
+      llvm::cl::init("-"));
+  if (!tessel::parseCommandLine(argc, argv, helpHeader, "tessel-opt"))
+    return 1;
   auto config = mlir::MlirOptMainConfig::createFromCLOptions();
   if (config.shouldShowDialects() || config.shouldListPasses())
     return mlir::asMainReturnCode(
@@ -111,8 +121,8 @@ int main(int argc, char **argv) {
     mlir::MlirOptMainConfig given = config;
     config.setPassPipelineSetupFn(
         [given, name, text](mlir::PassManager &pm) -> mlir::LogicalResult {
-          pm.addPass(mlir::tessel::createNameArgumentsFromSourcePass(
-              name, *text));
+          pm.addPass(
+              mlir::tessel::createNameArgumentsFromSourcePass(name, *text));
           if (mlir::failed(given.setupPassPipeline(pm)))
             return mlir::failure();
           pm.addPass(mlir::tessel::createForgetResultNamesPass());
