@@ -2,8 +2,6 @@
 
 #include "tessel/Transforms/ArgumentNames.h"
 
-#include "dialects/tessel/TesselDialect.h"
-
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Operation.h"
@@ -14,7 +12,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 using namespace mlir;
-using mlir::tessel::TesselDialect;
 
 namespace {
 
@@ -142,26 +139,6 @@ void tessel::nameArgumentsFromSource(Operation *root,
         continue;
       arg.setLoc(NameLoc::get(StringAttr::get(root->getContext(), name), at));
     }
-  });
-}
-
-void tessel::recordInputNames(Operation *root) {
-  root->walk([&](FunctionOpInterface fn) {
-    if (fn->hasAttr(TesselDialect::kInputNamesAttrName) || fn.isExternal())
-      return;
-    SmallVector<Attribute> names;
-    bool any = false;
-    for (BlockArgument arg : fn.getArguments()) {
-      auto name = arg.getLoc()->findInstanceOf<NameLoc>();
-      any |= bool(name);
-      names.push_back(
-          name ? name.getName()
-               : StringAttr::get(root->getContext(),
-                                 "input" + Twine(arg.getArgNumber())));
-    }
-    if (any)
-      fn->setAttr(TesselDialect::kInputNamesAttrName,
-                  ArrayAttr::get(root->getContext(), names));
   });
 }
 

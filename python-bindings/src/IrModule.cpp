@@ -211,7 +211,6 @@ IrModule parse(const std::string &text, const std::string &filename,
   if (!module)
     raiseParseError(os.str(), line, column);
   mlir::tessel::nameArgumentsFromSource(module->getOperation(), *sm);
-  mlir::tessel::recordInputNames(module->getOperation());
   IrModule result(std::move(context), std::move(module));
   result.stage = stage;
   return result;

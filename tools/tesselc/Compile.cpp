@@ -408,7 +408,6 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (!module)
       return 1;
     mlir::tessel::nameArgumentsFromSource(module->getOperation(), sm);
-    mlir::tessel::recordInputNames(module->getOperation());
     if (auto from = (*module)->getAttrOfType<mlir::StringAttr>(kModelAttr))
       weightsFrom = from.str();
     if (!weightsModel.empty())

@@ -35,13 +35,6 @@ namespace mlir::tessel {
 /// left alone.
 void nameArgumentsFromSource(Operation *root, llvm::SourceMgr &sourceMgr);
 
-/// Gives each function of `root` without `tessel.input_names` whose
-/// arguments have names (NameLoc) those names as its input names: what a
-/// plan's `input:` rules match and the artifact's inputs are called
-/// (`input<N>` for an argument without one). tesselc does this to the
-/// programs it reads from text, so `%tokens` is the input `tokens`.
-void recordInputNames(Operation *root);
-
 /// Whether printing with `flags` names the arguments only: neither
 /// --mlir-print-debuginfo nor an explicit --mlir-use-nameloc-as-prefix.
 bool printsArgumentNames(const OpPrintingFlags &flags);
