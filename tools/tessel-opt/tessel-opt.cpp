@@ -121,10 +121,13 @@ int main(int argc, char **argv) {
     mlir::MlirOptMainConfig given = config;
     config.setPassPipelineSetupFn(
         [given, name, text](mlir::PassManager &pm) -> mlir::LogicalResult {
-          pm.addPass(
-              mlir::tessel::createNameArgumentsFromSourcePass(name, *text));
+          // After the user's pipeline (--pass-pipeline replaces what the
+          // pass manager held): the arguments' locations still point at
+          // their `%name` in the text.
           if (mlir::failed(given.setupPassPipeline(pm)))
             return mlir::failure();
+          pm.addPass(
+              mlir::tessel::createNameArgumentsFromSourcePass(name, *text));
           pm.addPass(mlir::tessel::createForgetResultNamesPass());
           return mlir::success();
         });

@@ -45,8 +45,9 @@ bool printsArgumentNames(const OpPrintingFlags &flags);
 void printWithArgumentNames(Operation *root, llvm::raw_ostream &os,
                             OpPrintingFlags flags);
 
-/// tessel-opt's first pass: nameArgumentsFromSource over the input text
-/// (`text`, called `bufferName`). It must outlive the pass.
+/// tessel-opt's pass after the user's pipeline: nameArgumentsFromSource
+/// over the input text (`text`, called `bufferName`; it must outlive the
+/// pass). The arguments' locations still point at their `%name` there.
 std::unique_ptr<Pass> createNameArgumentsFromSourcePass(StringRef bufferName,
                                                         StringRef text);
 
