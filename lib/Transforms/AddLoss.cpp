@@ -152,7 +152,9 @@ struct AddLossPass : impl::AddLossPassBase<AddLossPass> {
             : Type(type);
     std::string argName = kind == "cross_entropy" ? "labels" : "targets";
     unsigned argIndex = fn.getNumArguments();
-    if (failed(fn.insertArgument(argIndex, argType, {}, fn.getLoc())))
+    // Printed by name, like the inputs the importer names (%labels).
+    if (failed(fn.insertArgument(argIndex, argType, {},
+                                 NameLoc::get(StringAttr::get(ctx, argName)))))
       return failure();
     Value arg = fn.getArgument(argIndex);
 

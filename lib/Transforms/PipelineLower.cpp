@@ -408,8 +408,10 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
     Block *body = f.addEntryBlock();
     OpBuilder b = OpBuilder::atBlockBegin(body);
     IRMapping map;
-    for (auto [from, to] : llvm::zip(fn.getArguments(), f.getArguments()))
+    for (auto [from, to] : llvm::zip(fn.getArguments(), f.getArguments())) {
       map.map(from, to);
+      to.setLoc(from.getLoc()); // the input names (not the function's)
+    }
 
     // Free values: cloned where first needed.
     std::function<bool(Value)> ensure = [&](Value v) -> bool {

@@ -11,6 +11,7 @@
 
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/InitAll.h"
+#include "tessel/Transforms/ArgumentNames.h"
 #include "tessel/Transforms/CompilePipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -98,7 +99,8 @@ public:
     mlir::OpPrintingFlags flags;
     if (debugInfo)
       flags.enableDebugInfo(true, /*prettyForm=*/false).useLocalScope();
-    module->print(os, flags);
+    // Arguments by name, as tesselc and tessel-opt print them.
+    mlir::tessel::printWithArgumentNames(module->getOperation(), os, flags);
     os << "\n";
     return os.str();
   }
@@ -208,6 +210,7 @@ IrModule parse(const std::string &text, const std::string &filename,
       mlir::parseSourceFile<mlir::ModuleOp>(sm, config);
   if (!module)
     raiseParseError(os.str(), line, column);
+  mlir::tessel::nameArgumentsFromSource(module->getOperation(), *sm);
   IrModule result(std::move(context), std::move(module));
   result.stage = stage;
   return result;

@@ -3,9 +3,9 @@
 // RUN: tessel-opt %s -split-input-file -verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: func.func @ok
-// CHECK: tessel.gather_grad %arg0, %arg1 axis = 0
-// CHECK: tessel.gelu_grad %arg2, %arg2 {tanh_approximation}
-// CHECK: tessel.log_softmax_grad %arg2, %arg2 axis = 1
+// CHECK: tessel.gather_grad %dy, %ids axis = 0
+// CHECK: tessel.gelu_grad %x, %x {tanh_approximation}
+// CHECK: tessel.log_softmax_grad %x, %x axis = 1
 // CHECK: tessel.adam_update
 // CHECK: tessel.sgd_update {{.*}}nesterov
 func.func @ok(%dy: tensor<2x3x4xf32>, %ids: tensor<2x3xi64>, %x: tensor<6x4xf32>, %s: tensor<f32>) {

@@ -2,7 +2,7 @@
 
 // PyTorch's export of F.gelu(x, approximate="tanh") (opset 17).
 // CHECK-LABEL: func.func @tanh_torch
-// CHECK-NEXT: %[[G:.*]] = tessel.gelu %arg0 {tanh_approximation} : tensor<4x8xf32>
+// CHECK-NEXT: %[[G:.*]] = tessel.gelu %x {tanh_approximation} : tensor<4x8xf32>
 // CHECK-NEXT: return %[[G]]
 func.func @tanh_torch(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = tessel.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -23,7 +23,7 @@ func.func @tanh_torch(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // HuggingFace's NewGELU: 0.5 * x first, pow(x, 3), constants on the right.
 // CHECK-LABEL: func.func @tanh_hf
-// CHECK-NEXT: %[[G:.*]] = tessel.gelu %arg0 {tanh_approximation} : tensor<2x3xf32>
+// CHECK-NEXT: %[[G:.*]] = tessel.gelu %x {tanh_approximation} : tensor<2x3xf32>
 // CHECK-NEXT: return %[[G]]
 func.func @tanh_hf(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %half = tessel.constant dense<5.000000e-01> : tensor<f32>
@@ -44,7 +44,7 @@ func.func @tanh_hf(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // The exact form, as torch.nn.GELU() exports it (BERT, ViT).
 // CHECK-LABEL: func.func @erf
-// CHECK-NEXT: %[[G:.*]] = tessel.gelu %arg0 : tensor<2x3xf32>
+// CHECK-NEXT: %[[G:.*]] = tessel.gelu %x : tensor<2x3xf32>
 // CHECK-NEXT: return %[[G]]
 func.func @erf(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %s = tessel.constant dense<1.41421354> : tensor<f32>
@@ -78,7 +78,7 @@ func.func @not_gelu(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // An intermediate that something else reads stays; the GELU is still fused.
 // CHECK-LABEL: func.func @shared_intermediate
 // CHECK-DAG: %[[E:.*]] = tessel.erf
-// CHECK-DAG: %[[G:.*]] = tessel.gelu %arg0 : tensor<2x3xf32>
+// CHECK-DAG: %[[G:.*]] = tessel.gelu %x : tensor<2x3xf32>
 // CHECK: return %[[G]], %[[E]]
 func.func @shared_intermediate(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
   %s = tessel.constant dense<0.707106769> : tensor<f32>

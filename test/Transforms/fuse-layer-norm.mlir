@@ -3,7 +3,7 @@
 // PyTorch's export of nn.LayerNorm(8) at opset 14 (torch 1.13).
 // CHECK-LABEL: func.func @torch_opset14
 // (epsilon 1e-5 is the default, not printed)
-// CHECK-NEXT: %[[N:.*]] = tessel.layer_norm %arg0, %arg1, %arg2 axis = 2 : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32>
+// CHECK-NEXT: %[[N:.*]] = tessel.layer_norm %x, %w, %b axis = 2 : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32>
 // CHECK-NEXT: return %[[N]]
 func.func @torch_opset14(%x: tensor<2x3x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x3x8xf32> {
   %0 = tessel.reduce_mean %x dims = [2] keep_dims : (tensor<2x3x8xf32>) -> tensor<2x3x1xf32>
@@ -22,7 +22,7 @@ func.func @torch_opset14(%x: tensor<2x3x8xf32>, %w: tensor<8xf32>, %b: tensor<8x
 
 // Two normalised dims, d * d, rsqrt, operands swapped, no bias.
 // CHECK-LABEL: func.func @two_dims_rsqrt_no_bias
-// CHECK-NEXT: %[[N:.*]] = tessel.layer_norm %arg0, %arg1 axis = 1 {epsilon = 1.000000e-03 : f32} : (tensor<4x3x8xf32>, tensor<3x8xf32>) -> tensor<4x3x8xf32>
+// CHECK-NEXT: %[[N:.*]] = tessel.layer_norm %x, %w axis = 1 {epsilon = 1.000000e-03 : f32} : (tensor<4x3x8xf32>, tensor<3x8xf32>) -> tensor<4x3x8xf32>
 // CHECK-NEXT: return %[[N]]
 func.func @two_dims_rsqrt_no_bias(%x: tensor<4x3x8xf32>, %w: tensor<3x8xf32>) -> tensor<4x3x8xf32> {
   %0 = tessel.reduce_mean %x dims = [2, 1] keep_dims : (tensor<4x3x8xf32>) -> tensor<4x1x1xf32>
@@ -65,9 +65,9 @@ func.func @not_norms(%x: tensor<4x8xf32>, %w: tensor<4x8xf32>, %v: tensor<8xf32>
 // The centred value has another reader: the norm is fused and the
 // subtraction stays for it.
 // CHECK-LABEL: func.func @shared_centre
-// CHECK: %[[M:.*]] = tessel.reduce_mean %arg0
-// CHECK-NEXT: %[[D:.*]] = tessel.sub %arg0, %[[M]]
-// CHECK-NEXT: %[[N:.*]] = tessel.layer_norm %arg0, %arg1, %arg2 axis = 1
+// CHECK: %[[M:.*]] = tessel.reduce_mean %x
+// CHECK-NEXT: %[[D:.*]] = tessel.sub %x, %[[M]]
+// CHECK-NEXT: %[[N:.*]] = tessel.layer_norm %x, %w, %b axis = 1
 // CHECK-NEXT: return %[[N]], %[[D]]
 func.func @shared_centre(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %0 = tessel.reduce_mean %x dims = [1] keep_dims : (tensor<4x8xf32>) -> tensor<4x1xf32>

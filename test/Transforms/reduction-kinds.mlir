@@ -13,7 +13,7 @@ tessel.mesh @mesh ["dp"=2, "tp"=4]
 // PROP-LABEL: func.func @reduce_max
 // PROP: tessel.reduce_max {{.*}}#tessel.sharding<@mesh, [{"dp"}], partial = [max("tp")]>
 // PART-LABEL: func.func @reduce_max
-// PART: %[[R:.*]] = tessel.reduce_max %arg0 dims = [1] : (tensor<4x16xf32>) -> tensor<4xf32>
+// PART: %[[R:.*]] = tessel.reduce_max %x dims = [1] : (tensor<4x16xf32>) -> tensor<4xf32>
 // PART: tessel.all_reduce max %[[R]] on @mesh axes = ["tp"] : tensor<4xf32>
 func.func @reduce_max(%x: tensor<8x64xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"dp"}, {"tp"}]>}) -> tensor<8xf32> {
   %0 = tessel.reduce_max %x dims = [1] : (tensor<8x64xf32>) -> tensor<8xf32>
@@ -36,7 +36,7 @@ func.func @reduce_max_scatter(%x: tensor<8x64xf32> {tessel.sharding = #tessel.sh
 // PROP-LABEL: func.func @reduce_mean
 // PROP: tessel.reduce_mean {{.*}}#tessel.sharding<@mesh, [{}, {}], partial = [mean("tp")]>
 // PART-LABEL: func.func @reduce_mean
-// PART: %[[R:.*]] = tessel.reduce_mean %arg0 dims = [1] keep_dims : (tensor<8x16xf32>) -> tensor<8x1xf32>
+// PART: %[[R:.*]] = tessel.reduce_mean %x dims = [1] keep_dims : (tensor<8x16xf32>) -> tensor<8x1xf32>
 // PART: tessel.all_reduce mean %[[R]] on @mesh axes = ["tp"] : tensor<8x1xf32>
 func.func @reduce_mean(%x: tensor<8x64xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<8x1xf32> {
   %0 = tessel.reduce_mean %x dims = [1] keep_dims : (tensor<8x64xf32>) -> tensor<8x1xf32>
@@ -46,7 +46,7 @@ func.func @reduce_mean(%x: tensor<8x64xf32> {tessel.sharding = #tessel.sharding<
 // PROP-LABEL: func.func @global_avg_pool
 // PROP: tessel.global_avg_pool {{.*}}#tessel.sharding<@mesh, [{}, {}, {}, {}], partial = [mean("tp")]>
 // PART-LABEL: func.func @global_avg_pool
-// PART: %[[R:.*]] = tessel.global_avg_pool %arg0 : (tensor<4x16x2x8xf32>) -> tensor<4x16x1x1xf32>
+// PART: %[[R:.*]] = tessel.global_avg_pool %x : (tensor<4x16x2x8xf32>) -> tensor<4x16x1x1xf32>
 // PART: tessel.all_reduce mean %[[R]] on @mesh axes = ["tp"] : tensor<4x16x1x1xf32>
 func.func @global_avg_pool(%x: tensor<4x16x8x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {}, {"tp"}, {}]>}) -> tensor<4x16x1x1xf32> {
   %0 = tessel.global_avg_pool %x : (tensor<4x16x8x8xf32>) -> tensor<4x16x1x1xf32>
@@ -56,7 +56,7 @@ func.func @global_avg_pool(%x: tensor<4x16x8x8xf32> {tessel.sharding = #tessel.s
 // PROP-LABEL: func.func @reduce_sum
 // PROP: tessel.reduce_sum {{.*}}#tessel.sharding<@mesh, [{}], partial = [sum("tp")]>
 // PART-LABEL: func.func @reduce_sum
-// PART: %[[R:.*]] = tessel.reduce_sum %arg0 dims = [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+// PART: %[[R:.*]] = tessel.reduce_sum %x dims = [1] : (tensor<8x16xf32>) -> tensor<8xf32>
 // PART: tessel.all_reduce sum %[[R]] on @mesh axes = ["tp"] : tensor<8xf32>
 func.func @reduce_sum(%x: tensor<8x64xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<8xf32> {
   %0 = tessel.reduce_sum %x dims = [1] : (tensor<8x64xf32>) -> tensor<8xf32>
@@ -66,7 +66,7 @@ func.func @reduce_sum(%x: tensor<8x64xf32> {tessel.sharding = #tessel.sharding<@
 // PROP-LABEL: func.func @matmul
 // PROP: tessel.matmul {{.*}}#tessel.sharding<@mesh, [{}, {}], partial = [sum("tp")]>
 // PART-LABEL: func.func @matmul
-// PART: %[[R:.*]] = tessel.matmul %arg0, %arg1 : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+// PART: %[[R:.*]] = tessel.matmul %a, %b : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
 // PART: tessel.all_reduce sum %[[R]] on @mesh axes = ["tp"] : tensor<8x16xf32>
 func.func @matmul(%a: tensor<8x64xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>}, %b: tensor<64x16xf32>) -> tensor<8x16xf32> {
   %0 = tessel.matmul %a, %b : (tensor<8x64xf32>, tensor<64x16xf32>) -> tensor<8x16xf32>
@@ -76,7 +76,7 @@ func.func @matmul(%a: tensor<8x64xf32> {tessel.sharding = #tessel.sharding<@mesh
 // PROP-LABEL: func.func @gemm
 // PROP: tessel.gemm {{.*}}#tessel.sharding<@mesh, [{}, {}], partial = [sum("tp")]>
 // PART-LABEL: func.func @gemm
-// PART: %[[R:.*]] = tessel.gemm %arg0, %arg1 : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+// PART: %[[R:.*]] = tessel.gemm %a, %b : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
 // PART: tessel.all_reduce sum %[[R]] on @mesh axes = ["tp"] : tensor<8x16xf32>
 func.func @gemm(%a: tensor<8x64xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>}, %b: tensor<64x16xf32>) -> tensor<8x16xf32> {
   %0 = tessel.gemm %a, %b : (tensor<8x64xf32>, tensor<64x16xf32>) -> tensor<8x16xf32>
@@ -86,7 +86,7 @@ func.func @gemm(%a: tensor<8x64xf32> {tessel.sharding = #tessel.sharding<@mesh, 
 // PROP-LABEL: func.func @conv2d
 // PROP: tessel.conv2d {{.*}}#tessel.sharding<@mesh, [{}, {}, {}, {}], partial = [sum("tp")]>
 // PART-LABEL: func.func @conv2d
-// PART: %[[R:.*]] = tessel.conv2d %arg0, %arg1 : (tensor<4x4x8x8xf32>, tensor<8x4x3x3xf32>) -> tensor<4x8x6x6xf32>
+// PART: %[[R:.*]] = tessel.conv2d %x, %w : (tensor<4x4x8x8xf32>, tensor<8x4x3x3xf32>) -> tensor<4x8x6x6xf32>
 // PART: tessel.all_reduce sum %[[R]] on @mesh axes = ["tp"] : tensor<4x8x6x6xf32>
 func.func @conv2d(%x: tensor<4x16x8x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}, {}, {}]>}, %w: tensor<8x16x3x3xf32>) -> tensor<4x8x6x6xf32> {
   %0 = tessel.conv2d %x, %w : (tensor<4x16x8x8xf32>, tensor<8x16x3x3xf32>) -> tensor<4x8x6x6xf32>

@@ -8,12 +8,12 @@
 // CHECK-LABEL: func.func @one
 // CHECK: %[[RM:.*]] = tessel.weight "bn.running_mean"
 // CHECK: %[[RV:.*]] = tessel.weight "bn.running_var"
-// CHECK: %[[M:.*]] = tessel.reduce_mean %arg0 dims = [0, 2] : (tensor<2x4x3xf32>) -> tensor<4xf32>
+// CHECK: %[[M:.*]] = tessel.reduce_mean %x dims = [0, 2] : (tensor<2x4x3xf32>) -> tensor<4xf32>
 // CHECK: %[[MB:.*]] = tessel.reshape %[[M]] : (tensor<4xf32>) -> tensor<4x1xf32>
-// CHECK: %[[C:.*]] = tessel.sub %arg0, %[[MB]]
+// CHECK: %[[C:.*]] = tessel.sub %x, %[[MB]]
 // CHECK: %[[SQ:.*]] = tessel.mul %[[C]], %[[C]]
 // CHECK: %[[V:.*]] = tessel.reduce_mean %[[SQ]] dims = [0, 2] : (tensor<2x4x3xf32>) -> tensor<4xf32>
-// CHECK: %[[Y:.*]] = tessel.batch_norm %arg0, %{{.*}}, %{{.*}}, %[[M]], %[[V]] {epsilon = 1.000000e-03 : f32}
+// CHECK: %[[Y:.*]] = tessel.batch_norm %x, %{{.*}}, %{{.*}}, %[[M]], %[[V]] {epsilon = 1.000000e-03 : f32}
 // CHECK: %[[N:.*]] = tessel.constant dense<1.200000e+00> : tensor<f32>
 // CHECK: %[[UV:.*]] = tessel.mul %[[V]], %[[N]]
 // CHECK: %[[KEEP:.*]] = tessel.constant dense<0.899999976> : tensor<f32>

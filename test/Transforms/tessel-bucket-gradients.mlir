@@ -13,7 +13,7 @@ tessel.mesh @mesh ["dp"=2]
 // CHECK-LABEL: func.func @step
 // CHECK: %[[L:.*]] = tessel.all_reduce sum %{{.*}} on @mesh axes = ["dp"] : tensor<f32>
 // CHECK-NOT: tessel.bucket
-// CHECK: %[[G1:.*]] = tessel.mul %arg0, %arg0
+// CHECK: %[[G1:.*]] = tessel.mul %x, %x
 // CHECK-NEXT: %[[G2:.*]] = tessel.reshape %[[G1]] : (tensor<4xf32>) -> tensor<2x2xf32>
 // CHECK-NEXT: %[[G3:.*]] = tessel.concat %[[G1]], %[[G1]] dim = 0
 // CHECK-NEXT: %[[F2:.*]] = tessel.reshape %[[G2]] : (tensor<2x2xf32>) -> tensor<4xf32>

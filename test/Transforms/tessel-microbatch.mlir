@@ -5,14 +5,14 @@
 // went to); weights are shared; the loss is the mean of the two.
 // CHECK-LABEL: func.func @main
 // CHECK: %[[W:.*]] = tessel.weight "w" : tensor<4x3xf32>
-// CHECK: %[[X0:.*]] = tessel.slice %arg0 [0:2:1, 0:5:1, 0:4:1] : (tensor<4x5x4xf32>) -> tensor<2x5x4xf32>
-// CHECK: %[[T0:.*]] = tessel.slice %arg1 [0:2:1, 0:5:1, 0:3:1] : (tensor<4x5x3xf32>) -> tensor<2x5x3xf32>
+// CHECK: %[[X0:.*]] = tessel.slice %x [0:2:1, 0:5:1, 0:4:1] : (tensor<4x5x4xf32>) -> tensor<2x5x4xf32>
+// CHECK: %[[T0:.*]] = tessel.slice %t [0:2:1, 0:5:1, 0:3:1] : (tensor<4x5x3xf32>) -> tensor<2x5x3xf32>
 // CHECK: %[[F0:.*]] = tessel.reshape %[[X0]] {tessel.microbatch = 0 : i64} : (tensor<2x5x4xf32>) -> tensor<10x4xf32>
 // CHECK: %[[Y0:.*]] = tessel.matmul %[[F0]], %[[W]] {tessel.microbatch = 0 : i64} : (tensor<10x4xf32>, tensor<4x3xf32>) -> tensor<10x3xf32>
 // CHECK: %[[R0:.*]] = tessel.reshape %[[Y0]] {tessel.microbatch = 0 : i64} : (tensor<10x3xf32>) -> tensor<2x5x3xf32>
 // CHECK: %[[L0:.*]] = tessel.reduce_mean {{.*}} : (tensor<2x5x3xf32>) -> tensor<f32>
-// CHECK: tessel.slice %arg0 [2:4:1, 0:5:1, 0:4:1]
-// CHECK: tessel.slice %arg1 [2:4:1, 0:5:1, 0:3:1]
+// CHECK: tessel.slice %x [2:4:1, 0:5:1, 0:4:1]
+// CHECK: tessel.slice %t [2:4:1, 0:5:1, 0:3:1]
 // CHECK: %[[L1:.*]] = tessel.reduce_mean {{.*}} : (tensor<2x5x3xf32>) -> tensor<f32>
 // CHECK: %[[S:.*]] = tessel.add %[[L0]], %[[L1]]
 // CHECK: %[[K:.*]] = tessel.constant dense<2.000000e+00> : tensor<f32>

@@ -6,8 +6,8 @@
 
 // A row-parallel matmul over two zero-padded operands: a partial sum.
 // CHECK-LABEL: func.func @matmul_over_pad
-// CHECK-SAME: %arg0: tensor<5x8xf32>, %arg1: tensor<8x3xf32>
-// CHECK-NEXT: %[[M:.*]] = tessel.matmul %arg0, %arg1 : (tensor<5x8xf32>, tensor<8x3xf32>) -> tensor<5x3xf32>
+// CHECK-SAME: %x: tensor<5x8xf32>, %y: tensor<8x3xf32>
+// CHECK-NEXT: %[[M:.*]] = tessel.matmul %x, %y : (tensor<5x8xf32>, tensor<8x3xf32>) -> tensor<5x3xf32>
 // CHECK-NEXT: tessel.all_reduce sum %[[M]]
 tessel.mesh @mesh ["tp"=4]
 func.func @matmul_over_pad(%x: tensor<5x30xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp", pad = 2}]>}, %y: tensor<30x3xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"tp", pad = 2}, {}]>}) -> tensor<5x3xf32> {

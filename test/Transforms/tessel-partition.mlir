@@ -57,9 +57,9 @@ func.func @gather_slice_all_to_all(%x: tensor<8x16xf32> {tessel.sharding = #tess
     -> (tensor<8x16xf32>, tensor<8x16xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"tp"}, {}]>},
         tensor<8x16xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"tp"}, {}]>}) {
   // Reshards of an argument go to the top of the body.
-  // CHECK-DAG: %[[G:.*]] = tessel.all_gather %arg0 on @mesh axes = ["tp"] dim = 1 : (tensor<8x4xf32>) -> tensor<8x16xf32>
-  // CHECK-DAG: %[[L:.*]] = tessel.local_slice %arg1 on @mesh axes = ["tp"] dim = 0 : (tensor<8x16xf32>) -> tensor<2x16xf32>
-  // CHECK-DAG: %[[A:.*]] = tessel.all_to_all %arg0 on @mesh axes = ["tp"] split_dim = 0 concat_dim = 1 : (tensor<8x4xf32>) -> tensor<2x16xf32>
+  // CHECK-DAG: %[[G:.*]] = tessel.all_gather %x on @mesh axes = ["tp"] dim = 1 : (tensor<8x4xf32>) -> tensor<8x16xf32>
+  // CHECK-DAG: %[[L:.*]] = tessel.local_slice %y on @mesh axes = ["tp"] dim = 0 : (tensor<8x16xf32>) -> tensor<2x16xf32>
+  // CHECK-DAG: %[[A:.*]] = tessel.all_to_all %x on @mesh axes = ["tp"] split_dim = 0 concat_dim = 1 : (tensor<8x4xf32>) -> tensor<2x16xf32>
   // CHECK: %[[S:.*]] = tessel.softmax %[[G]] axis = 1 : tensor<8x16xf32>
   %0 = tessel.softmax %x axis = 1 : tensor<8x16xf32>
   // CHECK: %[[E:.*]] = tessel.exp %[[L]] : tensor<2x16xf32>
@@ -77,7 +77,7 @@ func.func @gather_slice_all_to_all(%x: tensor<8x16xf32> {tessel.sharding = #tess
 tessel.mesh @mesh ["tp"=4]
 // CHECK-LABEL: func.func @reshard_once
 func.func @reshard_once(%x: tensor<4x64xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>}, %g: tensor<64xf32>) -> tensor<4x64xf32> {
-  // CHECK: %[[E:.*]] = tessel.exp %arg0 : tensor<4x16xf32>
+  // CHECK: %[[E:.*]] = tessel.exp %x : tensor<4x16xf32>
   // CHECK-NEXT: %[[A:.*]] = tessel.all_gather %[[E]] on @mesh axes = ["tp"] dim = 1
   // CHECK-NOT: tessel.all_gather
   // CHECK: tessel.layer_norm %[[A]]
@@ -93,9 +93,9 @@ func.func @reshard_once(%x: tensor<4x64xf32> {tessel.sharding = #tessel.sharding
 // A padded dim: 30 rows over tp=4 are 8 per rank; gathering drops the pad.
 tessel.mesh @mesh ["tp"=4]
 // CHECK-LABEL: func.func @pad
-// CHECK-SAME: (%arg0: tensor<8x8xf32>) -> tensor<30x8xf32>
+// CHECK-SAME: (%x: tensor<8x8xf32>) -> tensor<30x8xf32>
 func.func @pad(%x: tensor<30x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"tp", pad = 2}, {}]>}) -> (tensor<30x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {}]>}) {
-  // CHECK: %[[E:.*]] = tessel.exp %arg0 : tensor<8x8xf32>
+  // CHECK: %[[E:.*]] = tessel.exp %x : tensor<8x8xf32>
   %y = tessel.exp %x : tensor<30x8xf32>
   // CHECK: %[[G:.*]] = tessel.all_gather %[[E]] on @mesh axes = ["tp"] dim = 0 : (tensor<8x8xf32>) -> tensor<32x8xf32>
   // CHECK: tessel.slice %[[G]] [0:30:1, 0:8:1] : (tensor<32x8xf32>) -> tensor<30x8xf32>
@@ -109,7 +109,7 @@ func.func @pad(%x: tensor<30x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [
 tessel.mesh @mesh ["dp"=2, "tp"=2]
 // CHECK-LABEL: func.func @local_shapes
 func.func @local_shapes(%x: tensor<8x32x64xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"dp", "tp"}, {}, {}]>}) -> tensor<8x32x4x16xf32> {
-  // CHECK: tessel.reshape %arg0 : (tensor<2x32x64xf32>) -> tensor<2x32x4x16xf32>
+  // CHECK: tessel.reshape %x : (tensor<2x32x64xf32>) -> tensor<2x32x4x16xf32>
   %0 = tessel.reshape %x : (tensor<8x32x64xf32>) -> tensor<8x32x4x16xf32>
   // CHECK: tessel.constant dense<2.000000e+00> : tensor<2x32x4x16xf32>
   %c = tessel.constant dense<2.0> : tensor<8x32x4x16xf32>

@@ -23,7 +23,7 @@ func.func @megatron_mlp(%x: tensor<8x64xf32> {tessel.sharding = #tessel.sharding
 // Backward: the result spec reaches the argument through exp and transpose.
 tessel.mesh @mesh ["tp"=4]
 // CHECK-LABEL: func.func @backward
-// CHECK-SAME: %arg0: tensor<16x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>}
+// CHECK-SAME: %x: tensor<16x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp"}]>}
 func.func @backward(%x: tensor<16x8xf32>) -> (tensor<8x16xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"tp"}, {}]>}) {
   // CHECK: tessel.exp {{.*}}#tessel.sharding<@mesh, [{}, {"tp"}]>
   %0 = tessel.exp %x : tensor<16x8xf32>
@@ -96,7 +96,7 @@ func.func @reduction_kinds(%x: tensor<8x16xf32> {tessel.sharding = #tessel.shard
 // never changed.
 tessel.mesh @mesh ["dp"=2, "tp"=4]
 // CHECK-LABEL: func.func @constraint
-// CHECK-SAME: %arg0: tensor<8x16xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"dp"}, {}]>}
+// CHECK-SAME: %x: tensor<8x16xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"dp"}, {}]>}
 func.func @constraint(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // CHECK: tessel.exp {{.*}}#tessel.sharding<@mesh, [{"dp"}, {}]>
   %0 = tessel.exp %x : tensor<8x16xf32>

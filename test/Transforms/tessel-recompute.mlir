@@ -8,7 +8,7 @@
 // next layer and by the loss) are kept.
 // CHECK-LABEL: func.func @main
 // CHECK: %[[W0:.*]] = tessel.weight "l0.w"
-// CHECK: %[[H0:.*]] = tessel.matmul %arg0, %[[W0]]
+// CHECK: %[[H0:.*]] = tessel.matmul %x, %[[W0]]
 // CHECK-NEXT: tessel.mul %[[H0]], %[[H0]]
 // CHECK-NEXT: %[[A0:.*]] = tessel.tanh
 // CHECK: %[[W1:.*]] = tessel.weight "l1.w"
@@ -17,7 +17,7 @@
 // CHECK: %[[R1:.*]] = tessel.matmul %[[A0]], %[[W1]]
 // CHECK-NEXT: tessel.mul %{{.*}}, %[[R1]]
 // CHECK-NEXT: tessel.mul %{{.*}}, %[[R1]]
-// CHECK: %[[R0:.*]] = tessel.matmul %arg0, %[[W0]]
+// CHECK: %[[R0:.*]] = tessel.matmul %x, %[[W0]]
 // CHECK-NEXT: tessel.mul %{{.*}}, %[[R0]]
 // CHECK-NEXT: tessel.mul %{{.*}}, %[[R0]]
 // CHECK-NOT: %[[H0]]{{[^0-9]}}

@@ -9,15 +9,21 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessel/InitAll.h"
 #include "tessel/ExtensionHost/Host.h"
+#include "tessel/InitAll.h"
+#include "tessel/Transforms/ArgumentNames.h"
 
 #include "TesselVersion.h"
+#include "tools/UsageErrors.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 /// Hides every option registered before main: LLVM's, not this tool's (MLIR
@@ -75,6 +81,60 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::tessel::registerAllDialects(registry);
   mlir::tessel::registerAllPasses();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "Tessel optimizer driver\n", registry));
+  // mlir::registerAndParseCLIOptions, with a usage error in one line.
+  std::string helpHeader =
+      mlir::registerCLIOptions("Tessel optimizer driver\n", registry);
+  static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
+                                              llvm::cl::desc("<input file>"),
+                                              llvm::cl::init("-"));
+  static llvm::cl::opt<std::string> outputFile(
+      "o", llvm::cl::desc("Output filename"), llvm::cl::value_desc("filename"),
+      llvm::cl::init("-"));
+  if (!tessel::parseCommandLine(argc, argv, helpHeader, "tessel-opt"))
+    return 1;
+  auto config = mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return mlir::asMainReturnCode(
+        mlir::MlirOptMain(argc, argv, inputFile, outputFile, registry));
+
+  std::string error;
+  auto file = mlir::openInputFile(inputFile, &error);
+  if (!file) {
+    llvm::errs() << "tessel-opt: error: " << error << "\n";
+    return 1;
+  }
+  auto output = mlir::openOutputFile(outputFile, &error);
+  if (!output) {
+    llvm::errs() << "tessel-opt: error: " << error << "\n";
+    return 1;
+  }
+  // Function arguments printed by name (tessel/Transforms/ArgumentNames.h):
+  // the names the text gave them, or the importer's input names; op results
+  // stay numbered.
+  if (!config.shouldEmitBytecode() &&
+      mlir::tessel::printsArgumentNames(mlir::OpPrintingFlags())) {
+    auto &options = llvm::cl::getRegisteredOptions();
+    static_cast<llvm::cl::opt<bool> *>(options["mlir-use-nameloc-as-prefix"])
+        ->setValue(true);
+    auto name = file->getBufferIdentifier().str();
+    auto text = std::make_shared<std::string>(file->getBuffer().str());
+    mlir::MlirOptMainConfig given = config;
+    config.setPassPipelineSetupFn(
+        [given, name, text](mlir::PassManager &pm) -> mlir::LogicalResult {
+          // After the user's pipeline (--pass-pipeline replaces what the
+          // pass manager held): the arguments' locations still point at
+          // their `%name` in the text.
+          if (mlir::failed(given.setupPassPipeline(pm)))
+            return mlir::failure();
+          pm.addPass(
+              mlir::tessel::createNameArgumentsFromSourcePass(name, *text));
+          pm.addPass(mlir::tessel::createForgetResultNamesPass());
+          return mlir::success();
+        });
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(file), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
 }

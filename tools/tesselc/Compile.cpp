@@ -22,6 +22,7 @@
 #include "tessel/Export/ZeroReport.h"
 #include "tessel/InitAll.h"
 #include "tessel/Plan/Plan.h"
+#include "tessel/Transforms/ArgumentNames.h"
 #include "tessel/Transforms/CompilePipeline.h"
 #include "tessel/Transforms/PipelineAttrs.h"
 
@@ -406,6 +407,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     module = mlir::parseSourceFile<mlir::ModuleOp>(inputPath, sm, &context);
     if (!module)
       return 1;
+    mlir::tessel::nameArgumentsFromSource(module->getOperation(), sm);
     if (auto from = (*module)->getAttrOfType<mlir::StringAttr>(kModelAttr))
       weightsFrom = from.str();
     if (!weightsModel.empty())
@@ -614,11 +616,12 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       return fail(message);
     // --mlir-print-debuginfo: each op's location (after the import its ONNX
     // node name, what a plan's `node:` rule matches) beside it, not as an
-    // alias at the end of the file.
+    // alias at the end of the file. Without it, the arguments by name.
     mlir::OpPrintingFlags flags;
     if (flags.shouldPrintDebugInfo())
       flags.useLocalScope();
-    module->print(output->os(), flags);
+    mlir::tessel::printWithArgumentNames(module->getOperation(), output->os(),
+                                         flags);
     output->os() << "\n";
     if (weights)
       printWeightsIfAsked(*weights, output->os());

@@ -12,6 +12,7 @@
 #include "Plugins.h"
 
 #include "TesselVersion.h"
+#include "tools/UsageErrors.h"
 #include "tessel/Import/ListNodes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -146,7 +147,7 @@ int main(int argc, char **argv) {
     debugInfo->setHiddenFlag(cl::NotHidden);
     debugInfo->addCategory(generalCategory);
   }
-  cl::ParseCommandLineOptions(
+  if (!tessel::parseCommandLine(
       argc, argv,
       "tesselc: the Tessel tensor-sharding compiler\n\n"
       "  tesselc model.onnx -o model.tsl && tessel-run model.tsl ...\n"
@@ -159,6 +160,8 @@ int main(int argc, char **argv) {
       "  tesselc --emit=schedule --schedule=1f1b --stages 4 --microbatches 8\n"
       "  tesselc --emit=schedule --schedule=interleaved-1f1b --stages 4 \\\n"
       "          --microbatches 8 --chunks 2 --timeline steps.svg\n"
-      "  tesselc --emit=schedule --schedule-file=my.sched --costs 1,2,1\n");
+      "  tesselc --emit=schedule --schedule-file=my.sched --costs 1,2,1\n",
+      "tesselc"))
+    return 1;
   return run();
 }

@@ -7,6 +7,7 @@ Importer tests keep their models readable as .onnxtext (onnx.parser syntax,
   %python %S/Inputs/onnxtext2pb.py %s %t.onnx
   %python %S/Inputs/onnxtext2pb.py %s %t/m.onnx --external-data weights.bin
   %python %S/Inputs/onnxtext2pb.py %s %t.onnx --truncate 40
+  %python %S/Inputs/onnxtext2pb.py %s %t.onnx --rename "x=input.1"
 
 Needs Debian's python3-onnx (run it with /usr/bin/python3).
 """
@@ -40,6 +41,10 @@ def main():
                    help="remove the shape of graph input NAME (unknown rank)")
     p.add_argument("--name-nodes", action="store_true",
                    help="name node k '/OpType_k', as exporters name nodes")
+    p.add_argument("--rename", action="append", default=[],
+                   metavar="OLD=NEW",
+                   help="rename value OLD to NEW everywhere (names the text "
+                        "syntax cannot spell: 'input.1', 'onnx::Gather_0')")
     p.add_argument("--truncate", type=int, metavar="BYTES",
                    help="keep only the first BYTES bytes of the model")
     args = p.parse_args()
@@ -50,6 +55,17 @@ def main():
     if args.name_nodes:
         for k, node in enumerate(model.graph.node):
             node.name = "/%s_%d" % (node.op_type, k)
+
+    renames = dict(r.split("=", 1) for r in args.rename)
+    if renames:
+        g = model.graph
+        for value in list(g.input) + list(g.output) + list(g.value_info):
+            value.name = renames.get(value.name, value.name)
+        for init in g.initializer:
+            init.name = renames.get(init.name, init.name)
+        for node in g.node:
+            node.input[:] = [renames.get(n, n) for n in node.input]
+            node.output[:] = [renames.get(n, n) for n in node.output]
 
     if args.drop_input_shape:
         for value in model.graph.input:
