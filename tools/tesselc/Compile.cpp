@@ -139,11 +139,13 @@ cl::opt<double> bucketMb(
              "per gradient, where the partitioner put it)"),
     cl::init(25.0), cl::cat(tessel::getTrainingCategory()));
 cl::opt<std::string> pluginName(
-    "plugin", cl::value_desc("ddp|zero1|zero2|fsdp"),
+    "plugin", cl::value_desc("ddp|zero1|zero2|fsdp|hybrid:KEY=VALUE,..."),
     cl::desc("With --train: how the step is spread over the mesh's dp axis, "
              "a named set of options (tesselc --list-plugins; "
              "docs/plugins.md); composes with --mesh and --plan (default "
-             "--plan=dp)"),
+             "--plan=dp). hybrid:tp=T,pp=P,dp=D,zero=Z,microbatches=M,"
+             "schedule=S,chunks=V,precision=P makes the mesh dp x tp x pp "
+             "(default --plan=megatron with tp > 1)"),
     cl::cat(tessel::getTrainingCategory()));
 cl::opt<std::string> precisionName(
     "precision", cl::value_desc("fp32|bf16|fp16"),
