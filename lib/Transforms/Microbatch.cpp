@@ -130,7 +130,8 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
       return {};
     if (rows % shards) {
       if (warn)
-        fn.emitWarning() << "microbatches of " << rows << " rows of argument "
+        fn.emitWarning() << "microbatches of " << rows
+                         << (rows == 1 ? " row" : " rows") << " of argument "
                          << arg.getArgNumber() << " do not divide over "
                          << axes << " (" << shards
                          << " ranks): every one of those ranks computes "
