@@ -261,6 +261,9 @@ int configurePipeline(mlir::tessel::TrainingOptions &t, int64_t ppSize,
   return 0;
 }
 
+/// Whether --mesh was made by --plugin hybrid:... (for the remarks).
+bool meshFromPlugin = false;
+
 /// --plugin hybrid:...: the mesh dp x tp x pp from its options, or its
 /// options checked against --mesh (an axis --mesh leaves out has size 1);
 /// the default plan (Megatron's tp split with tp > 1, else the batch over
@@ -297,6 +300,7 @@ int configureHybrid(tessel::HybridOptions &h) {
     for (Axis &a : axes)
       *a.size = std::max<int64_t>(*a.size, 1);
     // dp always (the batch's axis, ZeRO's); tp and pp where they split.
+    meshFromPlugin = true;
     meshSpec = "dp=" + std::to_string(h.dp);
     if (h.tp > 1)
       meshSpec += ",tp=" + std::to_string(h.tp);
@@ -357,8 +361,11 @@ void addOmittedAxes(const mlir::tessel::Plan &plan,
       continue;
     mesh.emplace_back(axis, 1);
     WithColor::remark(errs(), "tesselc")
-        << "mesh axis '" << axis << "' of the plan is not in --mesh "
-        << meshSpec << ": it has size 1\n";
+        << "mesh axis '" << axis << "' of the plan is not in "
+        << (meshFromPlugin ? "the mesh " + meshSpec + " of --plugin " +
+                                 pluginName
+                           : "--mesh " + meshSpec)
+        << ": it has size 1\n";
   }
 }
 
