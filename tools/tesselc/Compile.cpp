@@ -172,15 +172,16 @@ cl::opt<bool> recompute(
 
 /// --microbatches: with --train, the step's batch in K microbatches
 /// (gradient accumulation); with --emit=schedule, the pipeline schedule's.
-/// One option, declared by EmitSchedule.cpp.
-/// 0 when not given.
-int64_t trainingMicrobatches() {
+/// One option, declared by EmitSchedule.cpp. nullopt when not given.
+std::optional<int64_t> trainingMicrobatches() {
   auto &opts = cl::getRegisteredOptions();
   auto it = opts.find("microbatches");
   if (it == opts.end())
-    return 0;
+    return std::nullopt;
   auto *opt = static_cast<cl::opt<int> *>(it->second);
-  return opt->getNumOccurrences() ? int64_t(*opt) : 0;
+  if (!opt->getNumOccurrences())
+    return std::nullopt;
+  return int64_t(*opt);
 }
 
 /// --plugin hybrid:...'s options against a flag that says the same: one
@@ -650,12 +651,12 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     o.warmupSteps = warmupSteps;
     o.totalSteps = totalSteps;
     o.clipGradNorm = clipGradNorm;
-    t.microbatch.count = std::max<int64_t>(trainingMicrobatches(), 1);
+    std::optional<int64_t> microbatches = trainingMicrobatches();
+    t.microbatch.count = microbatches.value_or(1);
     if (hybrid && hybrid->microbatches) {
-      int64_t given = trainingMicrobatches();
       if (int rc = agree(pluginName, "microbatches",
                          std::to_string(hybrid->microbatches), "microbatches",
-                         given ? std::to_string(given) : ""))
+                         microbatches ? std::to_string(*microbatches) : ""))
         return rc;
       t.microbatch.count = hybrid->microbatches;
     }
