@@ -4,12 +4,15 @@
 #include "tessel/Export/MemoryReport.h"
 
 #include "dialects/tessel/TesselOps.h"
+#include "tessel/Transforms/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -24,7 +27,17 @@ struct Entry {
   // Whether a split weight is within reach (nextToSplitWeight); outputs'
   // gathers count as needed.
   bool needed = true;
+  // A pipeline: the pp coordinate whose function runs it (-1: every rank).
+  int64_t ppRank = -1;
 };
+
+/// A pipeline rank's function's pp coordinate, or -1.
+int64_t ppRankOf(Operation *op) {
+  auto fn = isa<func::FuncOp>(op) ? cast<func::FuncOp>(op)
+                                  : op->getParentOfType<func::FuncOp>();
+  auto r = fn ? fn->getAttrOfType<IntegerAttr>(kPpRankAttr) : IntegerAttr();
+  return r ? r.getInt() : -1;
+}
 
 /// Whether `w` is a weight the plan split (a dim with mesh axes).
 bool isSplitWeight(Operation *w) {
@@ -80,8 +93,23 @@ std::string axesOf(ArrayAttr axes) {
 void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
   int64_t ranks = 1;
   std::string meshDesc = "one device";
+  // The pp coordinate of each rank (the first axis major), with a pipeline.
+  std::vector<int64_t> ppOfRank;
   for (MeshOp mesh : module.getOps<MeshOp>()) {
     ranks = mesh.getNumDevices();
+    int64_t inner = 1, ppSize = 0;
+    for (auto [n, size] :
+         llvm::reverse(llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))) {
+      if (cast<StringAttr>(n).getValue() == kPipelineAxis) {
+        ppSize = size;
+        break;
+      }
+      inner *= size;
+    }
+    ppOfRank.clear();
+    if (ppSize > 0)
+      for (int64_t r = 0; r < ranks; ++r)
+        ppOfRank.push_back(r / inner % ppSize);
     meshDesc.clear();
     llvm::raw_string_ostream ms(meshDesc);
     for (auto [i, n, s] :
@@ -117,7 +145,7 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
     if (loss && loss->getBlock() == op->getBlock())
       section = loss->isBeforeInBlock(op) ? 1 : 0;
     entries.push_back({what, axesOf(axes), tensorBytes(t), section,
-                       nextToSplitWeight(op)});
+                       nextToSplitWeight(op), ppRankOf(op)});
   });
   // The runtime's own collectives: outputs leave whole (ExportArtifact's
   // emitOutput), a partial result all-reduced, a sharded one all-gathered
@@ -159,7 +187,7 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
                                stringifyReductionKind(p.getKind()).str() +
                                " (output '" + output + "')",
                            "[" + p.getAxis().getValue().str() + "]", bytes(),
-                           outSection});
+                           outSection, true, ppRankOf(fn)});
         ++outputCollectives;
       }
       for (auto [d, dim] : llvm::enumerate(spec.getDims())) {
@@ -173,35 +201,63 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
         }
         entries.push_back({"all_gather (output '" + output + "')",
                            "[" + llvm::join(axes, ", ") + "]", bytes(),
-                           outSection});
+                           outSection, true, ppRankOf(fn)});
         ++outputCollectives;
         shape[d] = shape[d] * count - dim.getPad();
       }
     }
   }
-  int64_t perRank = 0;
-  for (const Entry &e : entries)
-    perRank += e.bytes;
+  // A pipeline: each rank runs the function of its pp coordinate, and its
+  // collectives only.
+  const bool pipelined =
+      !ppOfRank.empty() &&
+      llvm::any_of(entries, [](const Entry &e) { return e.ppRank >= 0; });
+  auto runsOn = [&](const Entry &e, int64_t r) {
+    return !pipelined || e.ppRank < 0 || e.ppRank == ppOfRank[r];
+  };
+  auto countOn = [&](int64_t r) {
+    return llvm::count_if(entries, [&](const Entry &e) { return runsOn(e, r); });
+  };
   os << "collective report: mesh " << meshDesc << ", " << ranks << " rank"
-     << (ranks == 1 ? "" : "s") << ", " << entries.size()
-     << " collectives per rank";
+     << (ranks == 1 ? "" : "s") << ", ";
+  if (pipelined) {
+    std::map<int64_t, int64_t> perPp;
+    for (int64_t r = 0; r < ranks; ++r)
+      perPp[ppOfRank[r]] = countOn(r);
+    os << "collectives per rank:";
+    for (auto [i, pp] : llvm::enumerate(perPp))
+      os << (i ? "," : "") << " " << pp.second << " on pp rank " << pp.first;
+  } else {
+    os << entries.size() << " collectives per rank";
+  }
   if (outputCollectives)
     os << " (" << outputCollectives << " of them making the outputs whole)";
   os << "\n";
+  int64_t allBytes = 0, allCalls = 0, perRank = 0;
   for (int64_t r = 0; r < ranks; ++r) {
-    os << "rank " << r << ":\n";
+    os << "rank " << r;
+    if (pipelined)
+      os << " (pp rank " << ppOfRank[r] << ")";
+    os << ":\n";
     int section = -1;
+    int64_t bytes = 0;
     for (const Entry &e : entries) {
+      if (!runsOn(e, r))
+        continue;
       if (e.section != section && e.section >= 0)
         os << (e.section ? "  backward:\n" : "  forward:\n");
       section = e.section;
       os << (section >= 0 ? "    " : "  ") << e.what << " over " << e.axes
          << ": " << e.bytes << " bytes" << "\n";
+      bytes += e.bytes;
     }
-    os << "  total: " << perRank << " bytes\n";
+    os << "  total: " << bytes << " bytes\n";
+    allBytes += bytes;
+    allCalls += countOn(r);
+    perRank = std::max(perRank, bytes);
   }
-  os << "all ranks: " << perRank * ranks << " bytes in "
-     << entries.size() * ranks << " collective calls\n";
+  os << "all ranks: " << allBytes << " bytes in " << allCalls
+     << " collective calls\n";
   // Far above what the split weights require (inference programs; a
   // training step's gathers of weights and gradients have other reasons):
   // more collectives away from any split weight than next to one, a plan
@@ -220,7 +276,7 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
     if (!firstStray)
       firstStray = &e;
   }
-  if (!loss && stray > near && stray >= 2)
+  if (!loss && !pipelined && stray > near && stray >= 2)
     os << "warning: " << stray << " of " << entries.size()
        << " collectives per rank (" << strayBytes << " of " << perRank
        << " bytes) have no split weight near them (first: "

@@ -4,18 +4,23 @@
 // states (parameters, gradients, optimizer state) and the activations,
 // beside the ZeRO paper's analytic figures for Psi parameters over N ranks
 // (fp32 Adam: DDP 16 Psi, zero1 4 Psi + 4 Psi + 8 Psi / N, zero2 4 Psi +
-// 12 Psi / N, fsdp 16 Psi / N).
+// 12 Psi / N, fsdp 16 Psi / N). A pipeline's figures are per pp rank:
+// each holds its stages' states, sharded over dp within the stage.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Export/ZeroReport.h"
 
 #include "tessel/Export/MemoryReport.h"
+#include "tessel/Transforms/PipelineAttrs.h"
 
 #include "dialects/tessel/TesselOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
+
+#include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -43,18 +48,30 @@ int64_t globalElements(MeshOp mesh, TensorShardingAttr spec,
 
 ZeroMemory mlir::tessel::planZeroMemory(ModuleOp module, int stage,
                                         StringRef axis) {
-  ZeroMemory z;
-  MeshOp mesh;
-  for (MeshOp m : module.getOps<MeshOp>())
-    mesh = m;
-  if (mesh)
-    z.dp = mesh.getAxisSize(axis).value_or(1);
   func::FuncOp fn;
   for (auto f : module.getOps<func::FuncOp>())
     if (!f.isExternal() && !f.isPrivate())
       fn = f;
-  if (!fn)
+  if (!fn) {
+    ZeroMemory z;
+    for (MeshOp m : module.getOps<MeshOp>())
+      z.dp = m.getAxisSize(axis).value_or(1);
     return z;
+  }
+  ZeroMemory z = planZeroMemory(fn, stage, axis);
+  z.activationBytes = planMemory(module).keptForBackward;
+  return z;
+}
+
+ZeroMemory mlir::tessel::planZeroMemory(func::FuncOp fn, int stage,
+                                        StringRef axis) {
+  ZeroMemory z;
+  MeshOp mesh;
+  if (auto module = fn->getParentOfType<ModuleOp>())
+    for (MeshOp m : module.getOps<MeshOp>())
+      mesh = m;
+  if (mesh)
+    z.dp = mesh.getAxisSize(axis).value_or(1);
 
   // The trained parameters: weights with data that the step assigns.
   llvm::StringSet<> assigned, seen;
@@ -101,7 +118,6 @@ ZeroMemory mlir::tessel::planZeroMemory(ModuleOp module, int stage,
       g = slice.getInput();
     z.gradBytes += tensorBytes(g.getType());
   });
-  z.activationBytes = planMemory(module).keptForBackward;
 
   double n = static_cast<double>(z.dp);
   double k = z.parameters ? double(globalStateBytes) / double(z.parameters) : 0.0;
@@ -114,7 +130,40 @@ ZeroMemory mlir::tessel::planZeroMemory(ModuleOp module, int stage,
 
 void mlir::tessel::printZeroReport(ModuleOp module, StringRef plugin,
                                    int stage, llvm::raw_ostream &os) {
-  ZeroMemory z = planZeroMemory(module, stage);
+  // A pipeline: each pp rank's program holds its stages' model states.
+  std::map<int64_t, func::FuncOp> ranks;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (auto r = fn->getAttrOfType<IntegerAttr>(kPpRankAttr))
+      ranks[r.getInt()] = fn;
+  if (ranks.empty()) {
+    printZeroFigures(planZeroMemory(module, stage), plugin, stage, "", os);
+    return;
+  }
+  for (auto &[r, fn] : ranks) {
+    ZeroMemory z = planZeroMemory(fn, stage);
+    std::set<int64_t> stages;
+    fn.walk([&](Operation *op) {
+      if (op->hasAttr(kPhaseAttr) && getPipelineInt(op, kStageAttr, -1) >= 0)
+        stages.insert(getPipelineInt(op, kStageAttr, -1));
+    });
+    std::string where = ", pp rank " + std::to_string(r) + " (stage";
+    where += stages.size() == 1 ? " " : "s ";
+    for (auto [i, s] : llvm::enumerate(stages))
+      where += (i ? ", " : "") + std::to_string(s);
+    where += ")";
+    // The arena holds the microbatches in flight (the schedule's), with the
+    // backward's values: the pipeline's memory, not the forward's alone.
+    auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+    Operation *loss = ret.getNumOperands() ? ret.getOperand(0).getDefiningOp()
+                                           : nullptr;
+    z.pipelineArenaBytes = planMemory(fn, loss).arena;
+    printZeroFigures(z, plugin, stage, where, os);
+  }
+}
+
+void mlir::tessel::printZeroFigures(const ZeroMemory &z, StringRef plugin,
+                                    int stage, StringRef where,
+                                    llvm::raw_ostream &os) {
   double psi = static_cast<double>(z.partitionParameters);
   auto ratio = [](double planned, double analytic) {
     return analytic > 0 ? planned / analytic : 0.0;
@@ -129,7 +178,8 @@ void mlir::tessel::printZeroReport(ModuleOp module, StringRef plugin,
     ss << llvm::format("%g", k) << " Psi" << (sharded ? " / N" : "");
     return s;
   };
-  os << "plugin " << plugin << ": model states per rank, planned, beside the "
+  os << "plugin " << plugin << where
+     << ": model states per rank, planned, beside the "
      << "ZeRO paper's figures (Psi = " << z.partitionParameters
      << " parameters";
   if (z.partitionParameters != z.parameters)
@@ -153,6 +203,13 @@ void mlir::tessel::printZeroReport(ModuleOp module, StringRef plugin,
   if (split)
     formula += (formula.empty() ? "" : " + ") + term(split, true);
   row("total", total, analytic, formula);
+  if (z.pipelineArenaBytes >= 0) {
+    os << "  arena            "
+       << llvm::format("%12lld", static_cast<long long>(z.pipelineArenaBytes))
+       << " bytes   (the microbatches in flight and the backward's values, "
+          "as the schedule runs them; the paper counts them apart)\n";
+    return;
+  }
   os << "  activations      " << llvm::format("%12lld", static_cast<long long>(
                                                           z.activationBytes))
      << " bytes   (the forward's values kept for the backward; the paper "

@@ -103,6 +103,48 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
     return success();
   }
 
+  /// The spec that keeps a microbatch of `rows` rows of `arg` split over
+  /// the axes that split the argument's batch (data parallelism: each rank
+  /// computes its rows of every microbatch), or null (no such axes, or
+  /// they do not divide the microbatch: it is computed whole, with a
+  /// warning when `warn`). The microbatch is the contiguous rows of the
+  /// one-rank program's, so the argument's blocks are gathered and each
+  /// rank slices its part.
+  TensorShardingAttr batchSpec(func::FuncOp fn, BlockArgument arg,
+                               int64_t rows, bool warn) {
+    auto spec = fn.getArgAttrOfType<TensorShardingAttr>(
+        arg.getArgNumber(), TesselDialect::kShardingAttrName);
+    if (!spec || spec.getDims().empty() || spec.getDims()[0].getAxes().empty())
+      return {};
+    auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(fn, spec.getMesh());
+    if (!mesh)
+      return {};
+    DimShardingAttr d = spec.getDims()[0];
+    int64_t shards = 1;
+    std::string axes;
+    for (StringAttr a : d.getAxes()) {
+      shards *= mesh.getAxisSize(a.getValue()).value_or(1);
+      axes += (axes.empty() ? "" : ",") + a.getValue().str();
+    }
+    if (shards <= 1 || d.getPad())
+      return {};
+    if (rows % shards) {
+      if (warn)
+        fn.emitWarning() << "microbatches of " << rows
+                         << (rows == 1 ? " row" : " rows") << " of argument "
+                         << arg.getArgNumber() << " do not divide over "
+                         << axes << " (" << shards
+                         << " ranks): every one of those ranks computes "
+                            "each microbatch whole";
+      return {};
+    }
+    SmallVector<DimShardingAttr> dims(spec.getDims());
+    for (DimShardingAttr &other : llvm::drop_begin(dims))
+      if (other.getPad())
+        return {};
+    return TensorShardingAttr::get(fn.getContext(), spec.getMesh(), dims, {});
+  }
+
   LogicalResult split(func::FuncOp fn) {
     Block &block = fn.getBody().front();
     auto ret = cast<func::ReturnOp>(block.getTerminator());
@@ -161,11 +203,13 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
         starts[0] = m * rows;
         limits[0] = (m + 1) * rows;
         shape[0] = rows;
-        map.map(arg, SliceOp::create(b, loc, withShape(t, shape), arg,
-                                     b.getDenseI64ArrayAttr(starts),
-                                     b.getDenseI64ArrayAttr(limits),
-                                     b.getDenseI64ArrayAttr(strides))
-                         .getResult());
+        Value slice = SliceOp::create(b, loc, withShape(t, shape), arg,
+                                      b.getDenseI64ArrayAttr(starts),
+                                      b.getDenseI64ArrayAttr(limits),
+                                      b.getDenseI64ArrayAttr(strides));
+        if (TensorShardingAttr spec = batchSpec(fn, arg, rows, m == 0))
+          slice = ShardConstraintOp::create(b, loc, slice, spec);
+        map.map(arg, slice);
       }
       for (Operation *op : ops) {
         Operation *copy = b.clone(*op, map);

@@ -626,11 +626,40 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     }
   }
 
+  // A sum of two partial sums over the same axes stays partial: each rank
+  // adds its addends and one reduction follows the last add (a weight's
+  // gradient accumulated over microbatches is reduced once, not once per
+  // microbatch). So does a reshape of a partial sum (it moves elements,
+  // combines none). Only for a result with one user (the reduction is then
+  // one, wherever it lands), and not where the result is split over one of
+  // those axes.
+  SmallVector<PartialAxisAttr> sumPartials;
+  auto keepsSum = [&](ArrayRef<PartialAxisAttr> partials) {
+    return !partials.empty() &&
+           llvm::all_of(partials, [&](PartialAxisAttr p) {
+             return p.getKind() == ReductionKind::Sum &&
+                    !used.contains(p.getAxis());
+           });
+  };
+  if (!throughFactors && op->getNumResults() == 1 &&
+      op->getResult(0).hasOneUse()) {
+    if (isa<ReshapeOp>(op)) {
+      const Layout &a = layouts[op->getOperand(0)];
+      if (keepsSum(a.partials))
+        sumPartials = a.partials;
+    } else if (isa<AddOp>(op) && op->getNumOperands() == 2) {
+      const Layout &a = layouts[op->getOperand(0)];
+      const Layout &b = layouts[op->getOperand(1)];
+      if (a.partials == b.partials && keepsSum(a.partials))
+        sumPartials = a.partials;
+    }
+  }
   for (auto [i, m] : llvm::enumerate(rule.getOperandMappings())) {
     OpOperand &o = op->getOpOperand(i);
     if (throughFactors)
       break;
     Layout want = layoutOf(m);
+    want.partials = sumPartials;
     // A reduction over a padded dim sums the pad in: exact when each padded
     // term is zero (a matmul with a zero-padded factor, the others finite;
     // a sum of a zero pad), refused otherwise.
@@ -649,6 +678,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   for (auto [i, m] : llvm::enumerate(rule.getResultMappings())) {
     Value r = op->getResult(i);
     Layout l = layoutOf(m);
+    l.partials = sumPartials;
     for (int64_t f : rule.getReductionFactors())
       for (StringAttr a : chosen[f])
         l.partials.push_back(PartialAxisAttr::get(op->getContext(), a, kind));

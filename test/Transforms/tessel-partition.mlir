@@ -118,3 +118,31 @@ func.func @local_shapes(%x: tensor<8x32x64xf32> {tessel.sharding = #tessel.shard
   %2 = tessel.slice %1 [0:8:1, 0:32:1, 0:4:1, 0:16:1] : (tensor<8x32x4x16xf32>) -> tensor<8x32x4x16xf32>
   return %2 : tensor<8x32x4x16xf32>
 }
+
+// -----
+
+// Gradient accumulation: two partial sums over dp (each a matmul that
+// contracts the dp-split batch) added, then reshaped: the add and the
+// reshape keep the partial sum, and one all_reduce follows them, not one
+// per addend.
+tessel.mesh @mesh ["dp"=2]
+// CHECK-LABEL: func.func @sum_of_partials
+func.func @sum_of_partials(%a: tensor<64x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"dp"}, {}]>},
+                           %b: tensor<64x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"dp"}, {}]>},
+                           %g: tensor<64x16xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<128xf32> {
+  // CHECK: %[[P0:.*]] = tessel.matmul %{{.*}}, %{{.*}} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  // CHECK: %[[P1:.*]] = tessel.matmul
+  // CHECK-NOT: tessel.all_reduce
+  // CHECK: %[[S:.*]] = tessel.add %[[P0]], %[[P1]] :
+  // CHECK-NOT: tessel.all_reduce
+  // CHECK: %[[R:.*]] = tessel.reshape %[[S]] : (tensor<8x16xf32>) -> tensor<128xf32>
+  // CHECK: tessel.all_reduce sum %[[R]] on @mesh axes = ["dp"] : tensor<128xf32>
+  // CHECK-NOT: tessel.all_reduce
+  %at = tessel.transpose %a perm = [1, 0] : (tensor<64x8xf32>) -> tensor<8x64xf32>
+  %bt = tessel.transpose %b perm = [1, 0] : (tensor<64x8xf32>) -> tensor<8x64xf32>
+  %p0 = tessel.matmul %at, %g : (tensor<8x64xf32>, tensor<64x16xf32>) -> tensor<8x16xf32>
+  %p1 = tessel.matmul %bt, %g : (tensor<8x64xf32>, tensor<64x16xf32>) -> tensor<8x16xf32>
+  %s = tessel.add %p0, %p1 : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %r = tessel.reshape %s : (tensor<8x16xf32>) -> tensor<128xf32>
+  return %r : tensor<128xf32>
+}

@@ -1,8 +1,10 @@
-//===- Plugins.cpp - tesselc --plugin: named sets of options --------------===//
+//===- BoosterPlugins.cpp - tesselc --plugin: named sets of options -------===//
 
 #include "BoosterPlugins.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
 
 using namespace llvm;
@@ -26,6 +28,13 @@ ArrayRef<Plugin> plugins() {
        "ZeRO-3/FSDP: as zero2, parameters sharded too, all-gathered right "
        "before each use in the forward and the backward",
        3},
+      {"hybrid",
+       "hybrid:tp=T,pp=P,dp=D,zero=0|1|2|3,microbatches=M,schedule=S,"
+       "chunks=V,precision=fp32|bf16|fp16 (HybridParallelPlugin): the mesh "
+       "dp x tp x pp, Megatron's tp (--plan=megatron unless --plan), "
+       "pipeline stages (the plan's or --stages auto), ZeRO over dp within "
+       "each stage",
+       0},
   };
   return all;
 }
@@ -42,6 +51,60 @@ std::string pluginNames() {
   for (const Plugin &p : plugins())
     names += (names.empty() ? "" : ", ") + p.name.str();
   return names;
+}
+
+Expected<HybridOptions> parseHybridOptions(StringRef options) {
+  HybridOptions h;
+  if (options.empty())
+    return h;
+  const std::string whole = "--plugin hybrid" + options.str();
+  auto error = [&](const Twine &message) {
+    return createStringError(inconvertibleErrorCode(),
+                             whole + ": " + message);
+  };
+  if (!options.consume_front(":"))
+    return error("options follow a colon: hybrid:tp=2,pp=2,zero=1");
+  SmallVector<StringRef> items;
+  options.split(items, ',');
+  for (StringRef item : items) {
+    auto [key, value] = item.split('=');
+    key = key.trim();
+    value = value.trim();
+    if (!item.contains('=') || value.empty())
+      return error("'" + item + "' is not KEY=VALUE");
+    if (key == "schedule") {
+      h.schedule = value.str();
+      continue;
+    }
+    if (key == "precision") {
+      if (value != "fp32" && value != "bf16" && value != "fp16")
+        return error("precision=" + value + " is none of fp32, bf16, fp16");
+      h.precision = value.str();
+      continue;
+    }
+    int64_t *slot = StringSwitch<int64_t *>(key)
+                        .Case("dp", &h.dp)
+                        .Case("tp", &h.tp)
+                        .Case("pp", &h.pp)
+                        .Case("zero", &h.zero)
+                        .Case("microbatches", &h.microbatches)
+                        .Case("chunks", &h.chunks)
+                        .Default(nullptr);
+    if (!slot)
+      return error("unknown option '" + key +
+                   "' (known: dp, tp, pp, zero, microbatches, schedule, "
+                   "chunks, precision)");
+    int64_t n = 0;
+    if (value.getAsInteger(10, n))
+      return error(key + "=" + value + " is not a whole number");
+    if (key == "zero" ? (n < 0 || n > 3) : n < 1)
+      return error(key + "=" + value + (key == "zero"
+                                            ? " is not a ZeRO stage (0, 1, 2 "
+                                              "or 3)"
+                                            : " must be at least 1"));
+    *slot = n;
+  }
+  return h;
 }
 
 void listPlugins(raw_ostream &os) {

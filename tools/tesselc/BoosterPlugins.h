@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -22,9 +23,24 @@ struct Plugin {
   llvm::StringRef name;
   /// One line for --list-plugins.
   llvm::StringRef summary;
-  /// -tessel-zero's stage (0: none).
+  /// -tessel-zero's stage (0: none; hybrid's: its zero= option).
   int zeroStage;
 };
+
+/// --plugin hybrid:KEY=VALUE,... (Colossal-AI's HybridParallelPlugin): the
+/// mesh's sizes, the ZeRO stage over dp and the pipeline's options. 0 or
+/// "": not given.
+struct HybridOptions {
+  int64_t dp = 0, tp = 0, pp = 0;
+  /// -tessel-zero's stage over dp (0: none, 3: fsdp).
+  int64_t zero = 0;
+  int64_t microbatches = 0, chunks = 0;
+  std::string schedule, precision;
+};
+
+/// Parses what follows "hybrid" in --plugin: "" or ":KEY=VALUE,...", the
+/// keys dp, tp, pp, zero, microbatches, chunks, schedule, precision.
+llvm::Expected<HybridOptions> parseHybridOptions(llvm::StringRef options);
 
 /// Every plugin, in --list-plugins order.
 llvm::ArrayRef<Plugin> plugins();

@@ -140,11 +140,13 @@ cl::opt<double> bucketMb(
              "per gradient, where the partitioner put it)"),
     cl::init(25.0), cl::cat(tessel::getTrainingCategory()));
 cl::opt<std::string> pluginName(
-    "plugin", cl::value_desc("ddp|zero1|zero2|fsdp"),
+    "plugin", cl::value_desc("ddp|zero1|zero2|fsdp|hybrid:KEY=VALUE,..."),
     cl::desc("With --train: how the step is spread over the mesh's dp axis, "
              "a named set of options (tesselc --list-plugins; "
              "docs/plugins.md); composes with --mesh and --plan (default "
-             "--plan=dp)"),
+             "--plan=dp). hybrid:tp=T,pp=P,dp=D,zero=Z,microbatches=M,"
+             "schedule=S,chunks=V,precision=P makes the mesh dp x tp x pp "
+             "(default --plan=megatron with tp > 1)"),
     cl::cat(tessel::getTrainingCategory()));
 cl::opt<std::string> precisionName(
     "precision", cl::value_desc("fp32|bf16|fp16"),
@@ -171,22 +173,56 @@ cl::opt<bool> recompute(
 
 /// --microbatches: with --train, the step's batch in K microbatches
 /// (gradient accumulation); with --emit=schedule, the pipeline schedule's.
-/// One option, declared by EmitSchedule.cpp.
-int64_t trainingMicrobatches() {
+/// One option, declared by EmitSchedule.cpp. nullopt when not given.
+std::optional<int64_t> trainingMicrobatches() {
   auto &opts = cl::getRegisteredOptions();
   auto it = opts.find("microbatches");
   if (it == opts.end())
-    return 1;
+    return std::nullopt;
   auto *opt = static_cast<cl::opt<int> *>(it->second);
-  return opt->getNumOccurrences() ? int64_t(*opt) : 1;
+  if (!opt->getNumOccurrences())
+    return std::nullopt;
+  return int64_t(*opt);
+}
+
+/// --plugin hybrid:...'s options against a flag that says the same: one
+/// clear error when both are given and differ. Returns an exit code.
+int agree(StringRef plugin, StringRef key, const std::string &option,
+          StringRef flag, const std::string &value) {
+  if (option.empty() || value.empty() || option == value)
+    return 0;
+  return tessel::fail("--plugin " + plugin + " contradicts --" + flag + " " +
+                      value + ": " + key + "=" + option +
+                      " in the plugin; give one of them");
 }
 
 /// Pipeline parallelism (docs/pipeline.md): a `pp` mesh axis with --train
 /// turns on the stage split and the per-rank lowering. Returns an exit code
 /// (0: fine).
 int configurePipeline(mlir::tessel::TrainingOptions &t, int64_t ppSize,
-                      const std::vector<mlir::tessel::PlanRule> &rules) {
+                      const std::vector<mlir::tessel::PlanRule> &rules,
+                      const tessel::HybridOptions *hybrid) {
   tessel::PipelineFlags flags = tessel::getPipelineFlags();
+  if (hybrid) {
+    // hybrid's schedule= and chunks= are --schedule's and --chunks'; its
+    // stages the plan's rules, else --stages auto.
+    const std::string plugin = pluginName;
+    if (int rc = agree(plugin, "schedule", hybrid->schedule, "schedule",
+                       flags.schedule))
+      return rc;
+    if (!hybrid->schedule.empty())
+      flags.schedule = hybrid->schedule;
+    if (hybrid->chunks) {
+      if (int rc = agree(plugin, "chunks", std::to_string(hybrid->chunks),
+                         "chunks",
+                         flags.chunks != 1 ? std::to_string(flags.chunks)
+                                           : ""))
+        return rc;
+      flags.chunks = hybrid->chunks;
+    }
+    if (ppSize > 1 && rules.empty() && flags.stages.empty())
+      flags.stages = "auto";
+  }
   if (ppSize == 0) {
     if (!rules.empty())
       return tessel::fail("the plan has stage rules but the mesh no 'pp' "
@@ -227,6 +263,71 @@ int configurePipeline(mlir::tessel::TrainingOptions &t, int64_t ppSize,
   return 0;
 }
 
+/// Whether --mesh was made by --plugin hybrid:... (for the remarks).
+bool meshFromPlugin = false;
+
+/// --plugin hybrid:...: the mesh dp x tp x pp from its options, or its
+/// options checked against --mesh (an axis --mesh leaves out has size 1);
+/// the default plan (Megatron's tp split with tp > 1, else the batch over
+/// dp); its precision. Fills the options --mesh gave. Returns an exit code.
+int configureHybrid(tessel::HybridOptions &h) {
+  const std::string plugin = pluginName;
+  struct Axis {
+    const char *name;
+    int64_t *size;
+  } axes[] = {{"dp", &h.dp}, {"tp", &h.tp}, {"pp", &h.pp}};
+  if (!meshSpec.empty()) {
+    auto parsed = mlir::tessel::parseMeshSpec(meshSpec);
+    if (!parsed)
+      return tessel::fail(toString(parsed.takeError()));
+    for (Axis &a : axes) {
+      int64_t size = 1;
+      bool named = false;
+      for (const auto &[name, n] : *parsed)
+        if (name == a.name) {
+          size = n;
+          named = true;
+        }
+      if (*a.size && *a.size != size)
+        return tessel::fail(
+            "--plugin " + plugin + " contradicts --mesh " + meshSpec + ": " +
+            a.name + "=" + std::to_string(*a.size) + " in the plugin, " +
+            (named ? std::string(a.name) + "=" + std::to_string(size)
+                   : "no " + std::string(a.name) + " axis (size 1)") +
+            " in the mesh; give the sizes once (the plugin's options alone "
+            "make the mesh dp x tp x pp)");
+      *a.size = size;
+    }
+  } else {
+    for (Axis &a : axes)
+      *a.size = std::max<int64_t>(*a.size, 1);
+    // dp always (the batch's axis, ZeRO's); tp and pp where they split.
+    meshFromPlugin = true;
+    meshSpec = "dp=" + std::to_string(h.dp);
+    if (h.tp > 1)
+      meshSpec += ",tp=" + std::to_string(h.tp);
+    if (h.pp > 1)
+      meshSpec += ",pp=" + std::to_string(h.pp);
+  }
+  if (planSpec.empty())
+    planSpec = h.tp > 1 ? "megatron" : "dp";
+  if (!h.precision.empty()) {
+    if (int rc = agree(plugin, "precision", h.precision, "precision",
+                       precisionName.getNumOccurrences() ? precisionName
+                                                         : std::string()))
+      return rc;
+    precisionName = h.precision;
+  }
+  if (h.zero && h.dp == 1) {
+    WithColor::remark(errs(), "tesselc")
+        << "--plugin " << plugin << ": zero=" << h.zero
+        << " with dp=1 shards nothing (ZeRO splits over dp): every state "
+           "stays whole, as zero=0\n";
+    h.zero = 0;
+  }
+  return 0;
+}
+
 cl::opt<std::string> weightsModel(
     "weights", cl::value_desc("model.onnx|FILE.safetensors|FILE.npz"),
     cl::desc("For a .mlir input: where its weights are: an ONNX model (its "
@@ -262,8 +363,11 @@ void addOmittedAxes(const mlir::tessel::Plan &plan,
       continue;
     mesh.emplace_back(axis, 1);
     WithColor::remark(errs(), "tesselc")
-        << "mesh axis '" << axis << "' of the plan is not in --mesh "
-        << meshSpec << ": it has size 1\n";
+        << "mesh axis '" << axis << "' of the plan is not in "
+        << (meshFromPlugin ? "the mesh " + meshSpec + " of --plugin " +
+                                 pluginName
+                           : "--mesh " + meshSpec)
+        << ": it has size 1\n";
   }
 }
 
@@ -369,19 +473,42 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
                 " is for training: add --train");
   // --plugin: checked before any work.
   const Plugin *plugin = nullptr;
+  // hybrid: its options, and the plugin with its ZeRO stage.
+  std::optional<HybridOptions> hybrid;
+  Plugin hybridPlugin{};
   if (!pluginName.empty()) {
-    plugin = findPlugin(pluginName);
+    auto [head, options] = StringRef(pluginName).split(':');
+    plugin = findPlugin(head);
     if (!plugin)
       return fail("unknown --plugin '" + pluginName + "' (known: " +
                   pluginNames() + "; tesselc --list-plugins)");
+    if (plugin->name == "hybrid") {
+      auto parsed = parseHybridOptions(
+          StringRef(pluginName).drop_front(head.size()));
+      if (!parsed)
+        return fail(toString(parsed.takeError()));
+      hybrid = *parsed;
+    } else if (StringRef(pluginName).contains(':')) {
+      return fail("--plugin " + head + " takes no options (got '" +
+                  pluginName + "'); hybrid:KEY=VALUE,... does");
+    }
     if (!train && stop != StopAfter::Autodiff)
       return fail("--plugin " + pluginName + " is for training: add --train");
-    if (meshSpec.empty() && planSpec.empty())
-      return fail("--plugin " + pluginName +
-                  " needs a mesh with a dp axis: give --mesh dp=N");
-    // The plugin's default plan: the batch over dp.
-    if (planSpec.empty())
-      planSpec = "dp";
+    if (hybrid) {
+      if (int rc = configureHybrid(*hybrid))
+        return rc;
+      hybridPlugin = *plugin;
+      hybridPlugin.name = pluginName;
+      hybridPlugin.zeroStage = hybrid->zero;
+      plugin = &hybridPlugin;
+    } else {
+      if (meshSpec.empty() && planSpec.empty())
+        return fail("--plugin " + pluginName +
+                    " needs a mesh with a dp axis: give --mesh dp=N");
+      // The plugin's default plan: the batch over dp.
+      if (planSpec.empty())
+        planSpec = "dp";
+    }
   }
 
   mlir::DialectRegistry registry;
@@ -484,7 +611,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (mesh.empty())
       return fail("no mesh: give --mesh (e.g. --mesh dp=2,tp=2) or a plan "
                   "with 'mesh'");
-    if (plugin)
+    if (plugin && !hybrid)
       if (std::string error = checkPluginMesh(*plugin, mesh); !error.empty())
         return fail(error);
     if (!meshSpec.empty())
@@ -526,7 +653,15 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     o.warmupSteps = warmupSteps;
     o.totalSteps = totalSteps;
     o.clipGradNorm = clipGradNorm;
-    t.microbatch.count = trainingMicrobatches();
+    std::optional<int64_t> microbatches = trainingMicrobatches();
+    t.microbatch.count = microbatches.value_or(1);
+    if (hybrid && hybrid->microbatches) {
+      if (int rc = agree(pluginName, "microbatches",
+                         std::to_string(hybrid->microbatches), "microbatches",
+                         microbatches ? std::to_string(*microbatches) : ""))
+        return rc;
+      t.microbatch.count = hybrid->microbatches;
+    }
     if (bucketMb < 0)
       return fail("--bucket-mb must be >= 0 (got " + std::to_string(bucketMb) + ")");
     t.buckets.bucketMb = bucketMb;
@@ -551,12 +686,8 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (precisionName == "fp16" || lossScale.getNumOccurrences())
       o.lossScale = lossScale;
     o.growthInterval = lossScaleGrowthInterval;
-    if (plugin && ppSize > 1)
-      return fail("--plugin " + plugin->name.str() +
-                  " with a pp axis is not supported yet: ZeRO and FSDP "
-                  "shard over dp within one pipeline stage (issue 13's "
-                  "hybrid); use --mesh without pp");
-    if (int rc = configurePipeline(t, ppSize, stageRules))
+    if (int rc = configurePipeline(t, ppSize, stageRules,
+                                   hybrid ? &*hybrid : nullptr))
       return rc;
     SmallVector<StringRef, 2> b;
     StringRef(betas).split(b, ',');

@@ -3,6 +3,7 @@
 #ifndef TESSEL_EXPORT_ZEROREPORT_H
 #define TESSEL_EXPORT_ZEROREPORT_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -24,6 +25,10 @@ struct ZeroMemory {
   /// read (whole where all-reduced, a block where reduce-scattered), the
   /// optimizer state, the forward's activations kept for the backward.
   int64_t paramBytes = 0, gradBytes = 0, stateBytes = 0, activationBytes = 0;
+  /// A pipeline rank's arena (its microbatches in flight and the backward's
+  /// values, interleaved by the schedule), printed instead of the
+  /// activations; -1: not a pipeline rank.
+  int64_t pipelineArenaBytes = -1;
   /// The analytic figures for the stage: params 4 Psi (/ N from stage 3),
   /// grads 4 Psi (/ N from stage 2), state K Psi (/ N from stage 1), with
   /// 4 = the parameters' element bytes and K = the whole optimizer state's
@@ -35,7 +40,14 @@ struct ZeroMemory {
 /// over the mesh axis `axis`.
 ZeroMemory planZeroMemory(ModuleOp module, int stage, StringRef axis = "dp");
 
-/// Prints them for --plugin `plugin`.
+/// The figures of one rank's program `fn` (a pipeline rank's: its stages'
+/// model states); activationBytes left 0.
+ZeroMemory planZeroMemory(func::FuncOp fn, int stage, StringRef axis = "dp");
+/// Prints `z` for --plugin `plugin`; `where` follows the plugin's name in
+/// the heading (", pp rank 1 (stage 1)").
+void printZeroFigures(const ZeroMemory &z, StringRef plugin, int stage,
+                      StringRef where, llvm::raw_ostream &os);
+/// Prints them for --plugin `plugin`: one table, or one per pp rank.
 void printZeroReport(ModuleOp module, StringRef plugin, int stage,
                      llvm::raw_ostream &os);
 
