@@ -89,6 +89,11 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   }
   if (train && train->buckets.bucketMb != 0)
     pm.addPass(createBucketGradientsPass(train->buckets));
+  // Gemini places the chunks on the step's final op order.
+  if (train && train->gemini && train->withOptimizer) {
+    pm.addPass(createGeminiChunksPass(train->geminiChunks));
+    pm.addPass(createGeminiPlacementPass(train->geminiPlacement));
+  }
 }
 
 namespace {

@@ -715,6 +715,76 @@ def GatherAtUsePass : Pass<"tessel-gather-at-use", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def GeminiChunksPass : Pass<"tessel-gemini-chunks", "::mlir::ModuleOp"> {
+  let summary = "Gemini: packs the parameters into fixed-size chunks in order of first use";
+  let description = [{
+    On a partitioned training step (tesselc `--plugin gemini`, after
+    `-tessel-zero` stage 3 and `-tessel-gather-at-use`): every parameter (a
+    `tessel.weight` an optimizer update reads as operand 0), in program
+    order of its first reader, is packed into chunks of at most
+    `chunk-bytes` bytes of this rank's block (Gemini's ChunkManager); a
+    parameter larger than a chunk gets a chunk of its own, of its size.
+    Each parameter and each of its zero-initialised optimizer states gets
+    `tessel.chunk = <index>`.
+
+    ```mlir
+    %w = tessel.weight "h.0.attn.c_attn.weight" : tensor<64x384xf32>
+    // becomes
+    %w = tessel.weight "h.0.attn.c_attn.weight" {tessel.chunk = 2 : i64} : tensor<64x384xf32>
+    ```
+
+    **Options**
+
+    * `chunk-bytes`: a chunk's capacity in bytes (> 0).
+  }];
+  let options = [
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"32 << 20",
+           "A chunk's capacity in bytes">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def GeminiPlacementPass : Pass<"tessel-gemini-placement", "::mlir::ModuleOp"> {
+  let summary = "Gemini: places each chunk in device or host memory under a budget, fetching host chunks ahead of use";
+  let description = [{
+    After `-tessel-gemini-chunks`, on the step in its final op order: a
+    chunk is either resident in device memory for the whole step (its
+    parameters and optimizer state, updated in place there) or kept in host
+    memory, from where a `tessel.chunk_fetch` copies its parameters into
+    device memory (the arena) before its first reader in each phase
+    (forward, backward) and its readers in that phase read the copy, which
+    dies after the last of them (the eviction; the host copy stays
+    authoritative). A host chunk's update runs on the host copy (Gemini's
+    CPU optimizer). The planner counts device memory as the resident
+    chunks' bytes plus the arena (the buffer planner's, over the same live
+    ranges as the exporter's): every chunk starts in host memory; chunks
+    are made resident in order of first use while that stays within
+    `device-memory-limit`; then each fetch moves ahead to the first reader
+    of the phase's previous chunk (prefetch) where that stays within it.
+    A chunk larger than the limit, or a step whose activations and fetched
+    chunks exceed it at some op with every chunk in host memory, is an
+    error that names them. The plan is recorded on the module
+    (`tessel.gemini`).
+
+    ```mlir
+    %0 = tessel.all_gather %w on @mesh axes = ["dp"] dim = 0 : ...
+    // becomes, when %w's chunk 3 is in host memory
+    %c:2 = tessel.chunk_fetch %w, %v {chunk = 3 : i64} : ...
+    %0 = tessel.all_gather %c#0 on @mesh axes = ["dp"] dim = 0 : ...
+    ```
+
+    **Options**
+
+    * `device-memory-limit`: bytes of device memory per rank (0: no limit,
+      every chunk resident).
+  }];
+  let options = [
+    Option<"deviceMemoryLimit", "device-memory-limit", "int64_t",
+           /*default=*/"0", "Bytes of device memory per rank (0: no limit)">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 def MixedPrecisionPass : Pass<"tessel-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Mixed precision: GEMMs computed in bf16 or fp16, master weights in f32";
   let description = [{

@@ -1,0 +1,395 @@
+//===- GeminiPlacement.cpp - Gemini: chunks between device and host -------===//
+//
+// tesselc --plugin gemini --device-memory-limit (docs/plugins.md#gemini).
+// After -tessel-gemini-chunks, on the step in its final op order, a
+// compile-time planner decides where each chunk lives:
+//
+//   device: its parameters and optimizer state stay in device memory for
+//           the whole step; nothing moves.
+//   host:   they stay in host memory; before its first reader in each phase
+//           (forward, backward) a tessel.chunk_fetch copies the parameters
+//           into device memory (the arena), the phase's readers read the
+//           copy, and the copy dies after the last of them (the eviction:
+//           the host copy is authoritative, nothing is copied back). The
+//           update runs on the host copy, as Gemini's CPU optimizer does.
+//
+// Device memory is the resident chunks' bytes plus the arena, which the
+// planner computes as the exporter will: the same live ranges (as
+// lib/Export/MemoryReport.cpp) and the same buffer planner. Every chunk
+// starts in host memory; chunks become resident in order of first use
+// while the total stays within the limit; then each fetch moves ahead to
+// the first reader of the phase's previous chunk (prefetch) where that
+// stays within it too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/TesselOps.h"
+#include "tessel/Transforms/Passes.h"
+#include "tessel/runtime/BufferPlanner.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <map>
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_GEMINIPLACEMENTPASS
+#include "tessel/Transforms/Passes.h.inc"
+
+namespace {
+
+int64_t bytesOf(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  if (!tensor)
+    return 0;
+  return tensor.getNumElements() *
+         std::max<int64_t>(tensor.getElementTypeBitWidth() / 8, 1);
+}
+
+/// The arena's buffers of `block` (every computed value from its writer to
+/// its last reader), as the exporter plans them.
+std::vector<::tessel::runtime::BufferLifetime>
+arenaBuffers(Block &block, const DenseMap<Operation *, int64_t> &pos,
+             int64_t n) {
+  struct Range {
+    int64_t bytes, first, last;
+  };
+  std::vector<Range> ranges;
+  DenseMap<Value, size_t> rangeOf;
+  auto use = [&](Value v, int64_t at) {
+    auto it = rangeOf.find(v);
+    if (it != rangeOf.end())
+      ranges[it->second].last = std::max(ranges[it->second].last, at);
+  };
+  for (BlockArgument arg : block.getArguments()) {
+    rangeOf[arg] = ranges.size();
+    ranges.push_back({bytesOf(arg.getType()), -1, n});
+  }
+  for (Operation &op : block) {
+    const int64_t at = pos.lookup(&op);
+    if (isa<WeightOp, ConstantOp>(op))
+      continue;
+    for (Value v : op.getOperands())
+      use(v, at);
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands())
+        use(v, n);
+      continue;
+    }
+    if (auto a = dyn_cast<AssignOp>(op)) {
+      int64_t copy = at;
+      for (Operation *user : a.getWeight().getUsers())
+        copy = std::max(copy, isa<func::ReturnOp>(user) ? n : pos.lookup(user));
+      use(a.getValue(), copy);
+      continue;
+    }
+    if (auto sc = dyn_cast<ShardConstraintOp>(op)) {
+      if (auto it = rangeOf.find(sc.getInput()); it != rangeOf.end())
+        rangeOf[sc.getResult()] = it->second;
+      continue;
+    }
+    const bool bucket =
+        isa<AllReduceOp>(op) && op.hasAttr(TesselDialect::kBucketAttrName);
+    if (bucket && op.getOperand(0).hasOneUse() &&
+        rangeOf.count(op.getOperand(0))) {
+      rangeOf[op.getResult(0)] = rangeOf.lookup(op.getOperand(0));
+    } else {
+      for (Value r : op.getResults()) {
+        rangeOf[r] = ranges.size();
+        ranges.push_back({bytesOf(r.getType()), at, at});
+      }
+    }
+    if (bucket) {
+      int64_t wait = n;
+      for (Operation *user : op.getResult(0).getUsers())
+        wait = std::min(wait, pos.lookup(user));
+      use(op.getOperand(0), wait);
+      use(op.getResult(0), wait);
+    }
+  }
+  std::vector<::tessel::runtime::BufferLifetime> out;
+  for (const Range &r : ranges)
+    out.push_back({static_cast<uint64_t>(r.bytes), r.first, r.last});
+  return out;
+}
+
+int64_t arenaOf(const std::vector<::tessel::runtime::BufferLifetime> &b) {
+  return static_cast<int64_t>(::tessel::runtime::planBuffers(b, 64).arenaSize);
+}
+
+/// A chunk's parameters (and its optimizer state's bytes).
+struct Chunk {
+  SmallVector<WeightOp> params;
+  int64_t bytes = 0, stateBytes = 0;
+  bool resident = false;
+};
+
+/// A host chunk's stay in device memory within one phase (0: the forward,
+/// 1: the backward): fetched before the op at `fetch`, read from `first`
+/// to `last`.
+struct Window {
+  int64_t chunk, phase, fetch, first, last;
+};
+
+struct GeminiPlacementPass
+    : impl::GeminiPlacementPassBase<GeminiPlacementPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (deviceMemoryLimit < 0) {
+      module.emitError() << "tessel-gemini-placement: device-memory-limit "
+                            "must be >= 0 (got "
+                         << int64_t(deviceMemoryLimit) << ")";
+      return signalPassFailure();
+    }
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal() && fn.getBody().hasOneBlock())
+        if (failed(place(module, fn)))
+          return signalPassFailure();
+  }
+
+  LogicalResult place(ModuleOp module, func::FuncOp fn) {
+    Block &block = fn.getBody().front();
+    // The chunks, from -tessel-gemini-chunks' marks; their parameters move
+    // to the top of the step, so a fetch anywhere sees them.
+    std::map<int64_t, Chunk> byIndex;
+    Operation *top = &block.front();
+    for (auto w : llvm::make_early_inc_range(block.getOps<WeightOp>())) {
+      auto c = w->getAttrOfType<IntegerAttr>(TesselDialect::kChunkAttrName);
+      if (!c)
+        continue;
+      Chunk &chunk = byIndex[c.getInt()];
+      if (w.getZeros()) {
+        chunk.stateBytes += bytesOf(w.getType());
+        continue;
+      }
+      chunk.params.push_back(w);
+      chunk.bytes += bytesOf(w.getType());
+      if (w != top)
+        w->moveBefore(top);
+    }
+    if (byIndex.empty())
+      return success();
+    std::vector<Chunk> chunks;
+    for (auto &[i, c] : byIndex) {
+      if (i != static_cast<int64_t>(chunks.size()))
+        return fn.emitError() << "gemini: chunk " << chunks.size()
+                              << " has no parameter";
+      chunks.push_back(std::move(c));
+    }
+
+    DenseMap<Operation *, int64_t> pos;
+    std::vector<Operation *> order;
+    for (Operation &op : block) {
+      pos[&op] = static_cast<int64_t>(order.size());
+      order.push_back(&op);
+    }
+    const int64_t n = static_cast<int64_t>(order.size());
+    const int64_t loss = lossPosition(fn, block, pos);
+    auto phaseOf = [&](int64_t at) { return at <= loss ? 0 : 1; };
+
+    // Each chunk's readers by phase (the updates and assigns excepted: they
+    // run where the chunk lives).
+    std::vector<Window> windows;
+    for (auto [ci, c] : llvm::enumerate(chunks)) {
+      std::map<int64_t, std::pair<int64_t, int64_t>> range; // phase -> uses
+      for (WeightOp w : c.params)
+        for (Operation *user : w->getUsers()) {
+          if (isa<AdamUpdateOp, SgdUpdateOp, AssignOp>(user))
+            continue;
+          Operation *top = block.findAncestorOpInBlock(*user);
+          int64_t at = pos.lookup(top);
+          auto [it, fresh] = range.try_emplace(phaseOf(at), at, at);
+          if (!fresh) {
+            it->second.first = std::min(it->second.first, at);
+            it->second.second = std::max(it->second.second, at);
+          }
+        }
+      for (auto &[phase, r] : range)
+        windows.push_back({static_cast<int64_t>(ci), phase, r.first, r.first,
+                           r.second});
+    }
+
+    const std::vector<::tessel::runtime::BufferLifetime> base =
+        arenaBuffers(block, pos, n);
+    // Device memory of a plan: the resident chunks plus the arena with the
+    // host chunks' fetched copies (one buffer per parameter).
+    auto deviceBytes = [&](int64_t *arenaOut = nullptr) {
+      std::vector<::tessel::runtime::BufferLifetime> all = base;
+      int64_t resident = 0;
+      for (const Chunk &c : chunks)
+        if (c.resident)
+          resident += c.bytes + c.stateBytes;
+      for (const Window &w : windows)
+        if (!chunks[w.chunk].resident)
+          for (WeightOp p : chunks[w.chunk].params)
+            all.push_back({static_cast<uint64_t>(bytesOf(p.getType())),
+                           w.fetch, w.last});
+      int64_t arena = arenaOf(all);
+      if (arenaOut)
+        *arenaOut = arena;
+      return resident + arena;
+    };
+
+    const int64_t limit = deviceMemoryLimit;
+    if (limit == 0) {
+      for (Chunk &c : chunks)
+        c.resident = true;
+    } else {
+      // A chunk must fit whole while it is read.
+      for (auto [ci, c] : llvm::enumerate(chunks))
+        if (c.bytes > limit) {
+          InFlightDiagnostic d = c.params.front().emitError()
+                                 << "gemini: chunk " << ci << " ("
+                                 << c.params.size() << " parameter"
+                                 << (c.params.size() == 1 ? "" : "s")
+                                 << ": " << namesOf(c) << ") holds " << c.bytes
+                                 << " bytes on this rank, more than the "
+                                    "device memory limit of "
+                                 << limit << " bytes";
+          return d;
+        }
+      if (deviceBytes() > limit)
+        return tooSmall(fn, chunks, windows, base, order, n, limit);
+      // Resident chunks, in order of first use, while they fit.
+      for (Chunk &c : chunks) {
+        c.resident = true;
+        if (deviceBytes() > limit)
+          c.resident = false;
+      }
+      // Prefetch: each host chunk's fetch one chunk ahead in its phase.
+      SmallVector<size_t> host;
+      for (auto [i, w] : llvm::enumerate(windows))
+        if (!chunks[w.chunk].resident)
+          host.push_back(i);
+      llvm::stable_sort(host, [&](size_t a, size_t b) {
+        return windows[a].first < windows[b].first;
+      });
+      for (size_t k = 1; k < host.size(); ++k) {
+        Window &w = windows[host[k]];
+        const Window &prev = windows[host[k - 1]];
+        if (prev.phase != w.phase || prev.first >= w.first)
+          continue;
+        int64_t keep = w.fetch;
+        w.fetch = prev.first;
+        if (deviceBytes() > limit)
+          w.fetch = keep;
+      }
+    }
+    int64_t arena = 0;
+    const int64_t peak = deviceBytes(&arena);
+    int64_t resident = peak - arena;
+
+    // The fetches, and the readers of each phase read the copies.
+    for (const Window &w : windows) {
+      const Chunk &c = chunks[w.chunk];
+      if (c.resident)
+        continue;
+      OpBuilder b(order[w.fetch]);
+      SmallVector<Value> params;
+      SmallVector<Type> types;
+      for (WeightOp p : c.params) {
+        params.push_back(p);
+        types.push_back(p.getType());
+      }
+      auto fetch = ChunkFetchOp::create(b, order[w.fetch]->getLoc(), types,
+                                        params, w.chunk);
+      for (auto [i, copy] : llvm::enumerate(fetch.getResults()))
+        params[i].replaceUsesWithIf(copy, [&](OpOperand &use) {
+          Operation *top = block.findAncestorOpInBlock(*use.getOwner());
+          if (!top || !pos.count(top) ||
+              isa<AdamUpdateOp, SgdUpdateOp, AssignOp>(top))
+            return false;
+          int64_t at = pos.lookup(top);
+          return at >= w.first && at <= w.last;
+        });
+    }
+
+    // The plan, for --report.
+    Builder b(module.getContext());
+    SmallVector<Attribute> placement;
+    for (const Chunk &c : chunks)
+      placement.push_back(b.getStringAttr(c.resident ? "device" : "host"));
+    module->setAttr(
+        TesselDialect::kGeminiPlanAttrName,
+        b.getDictionaryAttr({
+            b.getNamedAttr("limit", b.getI64IntegerAttr(limit)),
+            b.getNamedAttr("resident", b.getI64IntegerAttr(resident)),
+            b.getNamedAttr("arena", b.getI64IntegerAttr(arena)),
+            b.getNamedAttr("peak", b.getI64IntegerAttr(peak)),
+            b.getNamedAttr("placement", b.getArrayAttr(placement)),
+        }));
+    return success();
+  }
+
+  /// The instruction of the loss: the forward is up to it, the backward
+  /// (with the updates, interleaved) after it. Without a loss, the whole
+  /// step is one phase.
+  int64_t lossPosition(func::FuncOp fn, Block &block,
+                       const DenseMap<Operation *, int64_t> &pos) {
+    auto names =
+        fn->getAttrOfType<ArrayAttr>(TesselDialect::kOutputNamesAttrName);
+    Operation *ret = block.getTerminator();
+    if (names)
+      for (auto [i, name] : llvm::enumerate(names))
+        if (auto s = dyn_cast<StringAttr>(name);
+            s && s.getValue() == "loss" && i < ret->getNumOperands())
+          if (Operation *def = ret->getOperand(i).getDefiningOp())
+            return pos.lookup(def);
+    return static_cast<int64_t>(pos.size());
+  }
+
+  static std::string namesOf(const Chunk &c) {
+    std::string s;
+    for (auto [i, w] : llvm::enumerate(c.params)) {
+      if (i == 3) {
+        s += ", ... " + std::to_string(c.params.size() - 3) + " more";
+        break;
+      }
+      s += (i ? ", '" : "'") + WeightOp(w).getName().str() + "'";
+    }
+    return s;
+  }
+
+  /// Every chunk in host memory, fetched right before its use, and still
+  /// above the limit: the error names the fullest op and what is live there.
+  LogicalResult
+  tooSmall(func::FuncOp fn, const std::vector<Chunk> &chunks,
+           const std::vector<Window> &windows,
+           const std::vector<::tessel::runtime::BufferLifetime> &base,
+           const std::vector<Operation *> &order, int64_t n, int64_t limit) {
+    std::vector<int64_t> act(n + 2, 0), fetched(n + 2, 0);
+    for (const auto &b : base)
+      for (int64_t i = std::max<int64_t>(b.firstUse, 0);
+           i <= std::min(b.lastUse, n - 1); ++i)
+        act[i] += static_cast<int64_t>(b.size);
+    for (const Window &w : windows)
+      for (int64_t i = w.fetch; i <= w.last; ++i)
+        fetched[i] += chunks[w.chunk].bytes;
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (act[i] + fetched[i] > act[at] + fetched[at])
+        at = i;
+    std::string which;
+    for (const Window &w : windows)
+      if (w.fetch <= at && at <= w.last)
+        which += (which.empty() ? "" : ", ") + std::to_string(w.chunk);
+    std::string what = order[at]->getName().getStringRef().str();
+    if (auto name = dyn_cast<NameLoc>(order[at]->getLoc()))
+      what += " '" + name.getName().str() + "'";
+    return fn.emitError()
+           << "gemini: the step needs more device memory than the limit of "
+           << limit << " bytes with every chunk in host memory: at " << what
+           << " (instruction " << at << ") " << act[at]
+           << " bytes of activations and " << fetched[at]
+           << " bytes of fetched chunks ("
+           << (which.empty() ? std::string("none") : which)
+           << ") are live at once";
+  }
+};
+
+} // namespace
+} // namespace mlir::tessel
