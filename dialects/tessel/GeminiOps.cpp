@@ -23,7 +23,8 @@ LogicalResult ChunkFetchOp::verify() {
       return emitOpError() << "result " << i << " has type " << c.getType()
                            << ", operand " << i << " " << p.getType();
   // C3
-  if (getChunk() < 0)
-    return emitOpError() << "chunk " << getChunk() << " is negative";
+  if (static_cast<int64_t>(getChunk()) < 0)
+    return emitOpError() << "chunk " << static_cast<int64_t>(getChunk())
+                         << " is negative";
   return success();
 }

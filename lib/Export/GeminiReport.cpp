@@ -71,7 +71,7 @@ void mlir::tessel::printGeminiReport(ModuleOp module, llvm::raw_ostream &os) {
       for (Operation *user : copy.getUsers())
         if (Operation *top = block.findAncestorOpInBlock(*user))
           last = std::max(last, pos.lookup(top));
-    std::string &moves = chunks[fetch.getChunk()].moves[phaseOf(at)];
+    std::string &moves = chunks[static_cast<int64_t>(fetch.getChunk())].moves[phaseOf(at)];
     moves += (moves.empty() ? "" : ", ") + ("fetch " + std::to_string(at)) +
              " evict " + std::to_string(last);
   }

@@ -249,11 +249,13 @@ struct GeminiPlacementPass
                                  << ": " << namesOf(c) << ") holds " << c.bytes
                                  << " bytes on this rank, more than the "
                                     "device memory limit of "
-                                 << limit << " bytes";
+                                 << limit
+                                 << " bytes (a chunk is fetched whole: give a "
+                                    "larger limit or smaller chunks)";
           return d;
         }
-      if (deviceBytes() > limit)
-        return tooSmall(fn, chunks, windows, base, order, n, limit);
+      if (int64_t need = deviceBytes(); need > limit)
+        return tooSmall(fn, chunks, windows, base, order, n, need, limit);
       // Resident chunks, in order of first use, while they fit.
       for (Chunk &c : chunks) {
         c.resident = true;
@@ -360,15 +362,20 @@ struct GeminiPlacementPass
   tooSmall(func::FuncOp fn, const std::vector<Chunk> &chunks,
            const std::vector<Window> &windows,
            const std::vector<::tessel::runtime::BufferLifetime> &base,
-           const std::vector<Operation *> &order, int64_t n, int64_t limit) {
+           const std::vector<Operation *> &order, int64_t n, int64_t need,
+           int64_t limit) {
+    // Live bytes at each op, each buffer rounded up to the arena's 64-byte
+    // alignment.
+    auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
     std::vector<int64_t> act(n + 2, 0), fetched(n + 2, 0);
     for (const auto &b : base)
       for (int64_t i = std::max<int64_t>(b.firstUse, 0);
            i <= std::min(b.lastUse, n - 1); ++i)
-        act[i] += static_cast<int64_t>(b.size);
+        act[i] += aligned(static_cast<int64_t>(b.size));
     for (const Window &w : windows)
       for (int64_t i = w.fetch; i <= w.last; ++i)
-        fetched[i] += chunks[w.chunk].bytes;
+        for (WeightOp p : chunks[w.chunk].params)
+          fetched[i] += aligned(bytesOf(p.getType()));
     int64_t at = 0;
     for (int64_t i = 0; i < n; ++i)
       if (act[i] + fetched[i] > act[at] + fetched[at])
@@ -381,8 +388,9 @@ struct GeminiPlacementPass
     if (auto name = dyn_cast<NameLoc>(order[at]->getLoc()))
       what += " '" + name.getName().str() + "'";
     return fn.emitError()
-           << "gemini: the step needs more device memory than the limit of "
-           << limit << " bytes with every chunk in host memory: at " << what
+           << "gemini: with every chunk in host memory the step still needs "
+           << need << " bytes of device memory (its arena), more than the "
+           << "device memory limit of " << limit << " bytes: at " << what
            << " (instruction " << at << ") " << act[at]
            << " bytes of activations and " << fetched[at]
            << " bytes of fetched chunks ("

@@ -38,6 +38,8 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -414,7 +416,9 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   }
   if (!(chunkMb > 0) || !std::isfinite(chunkMb))
     return fail("--chunk-mb must be a number > 0 (got " +
-                std::to_string(chunkMb) + ")");
+                llvm::formatv("{0}", llvm::format("%g", double(chunkMb)))
+                    .str() +
+                ")");
 
   mlir::DialectRegistry registry;
   mlir::tessel::registerAllDialects(registry);
