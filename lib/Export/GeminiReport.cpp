@@ -71,7 +71,8 @@ void mlir::tessel::printGeminiReport(ModuleOp module, llvm::raw_ostream &os) {
       for (Operation *user : copy.getUsers())
         if (Operation *top = block.findAncestorOpInBlock(*user))
           last = std::max(last, pos.lookup(top));
-    std::string &moves = chunks[static_cast<int64_t>(fetch.getChunk())].moves[phaseOf(at)];
+    std::string &moves =
+        chunks[static_cast<int64_t>(fetch.getChunk())].moves[phaseOf(at)];
     moves += (moves.empty() ? "" : ", ") + ("fetch " + std::to_string(at)) +
              " evict " + std::to_string(last);
   }
@@ -115,19 +116,19 @@ void mlir::tessel::printGeminiReport(ModuleOp module, llvm::raw_ostream &os) {
     StringRef where = whereOf(c);
     std::string cells[2];
     for (int p = 0; p < 2; ++p)
-      cells[p] = where == "device"      ? "device"
+      cells[p] = where == "device"        ? "device"
                  : !info.moves[p].empty() ? info.moves[p]
                                           : "host (not read)";
     os << llvm::format("  %-6lld %-7s %-26s %-26s %s\n", (long long)c,
-                       where.str().c_str(), cells[0].c_str(),
-                       cells[1].c_str(), where.str().c_str());
+                       where.str().c_str(), cells[0].c_str(), cells[1].c_str(),
+                       where.str().c_str());
   }
   const int64_t arena = planMemory(module).arena;
   const int64_t peak = resident + arena;
   os << "  planned device peak: " << peak << " bytes (resident chunks "
      << resident << " + arena " << arena << ")";
   if (limit)
-    os << ", limit " << limit << " bytes: "
-       << (peak <= limit ? "within" : "ABOVE THE LIMIT");
+    os << ", limit " << limit
+       << " bytes: " << (peak <= limit ? "within" : "ABOVE THE LIMIT");
   os << "\n";
 }

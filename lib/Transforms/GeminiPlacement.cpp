@@ -176,8 +176,8 @@ struct GeminiPlacementPass
     std::vector<Chunk> chunks;
     for (auto &[i, c] : byIndex) {
       if (i != static_cast<int64_t>(chunks.size()))
-        return fn.emitError() << "gemini: chunk " << chunks.size()
-                              << " has no parameter";
+        return fn.emitError()
+               << "gemini: chunk " << chunks.size() << " has no parameter";
       chunks.push_back(std::move(c));
     }
 
@@ -209,8 +209,8 @@ struct GeminiPlacementPass
           }
         }
       for (auto &[phase, r] : range)
-        windows.push_back({static_cast<int64_t>(ci), phase, r.first, r.first,
-                           r.second});
+        windows.push_back(
+            {static_cast<int64_t>(ci), phase, r.first, r.first, r.second});
     }
 
     const std::vector<::tessel::runtime::BufferLifetime> base =
@@ -226,8 +226,8 @@ struct GeminiPlacementPass
       for (const Window &w : windows)
         if (!chunks[w.chunk].resident)
           for (WeightOp p : chunks[w.chunk].params)
-            all.push_back({static_cast<uint64_t>(bytesOf(p.getType())),
-                           w.fetch, w.last});
+            all.push_back(
+                {static_cast<uint64_t>(bytesOf(p.getType())), w.fetch, w.last});
       int64_t arena = arenaOf(all);
       if (arenaOut)
         *arenaOut = arena;
@@ -245,8 +245,8 @@ struct GeminiPlacementPass
           InFlightDiagnostic d = c.params.front().emitError()
                                  << "gemini: chunk " << ci << " ("
                                  << c.params.size() << " parameter"
-                                 << (c.params.size() == 1 ? "" : "s")
-                                 << ": " << namesOf(c) << ") holds " << c.bytes
+                                 << (c.params.size() == 1 ? "" : "s") << ": "
+                                 << namesOf(c) << ") holds " << c.bytes
                                  << " bytes on this rank, more than the "
                                     "device memory limit of "
                                  << limit
