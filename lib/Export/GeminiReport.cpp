@@ -28,8 +28,8 @@ namespace {
 struct ChunkInfo {
   std::vector<std::string> params;
   int64_t bytes = 0, stateBytes = 0;
-  /// Per phase (forward, backward): "fetch I evict J" moves.
-  std::string moves[2];
+  /// Its moves in program order: (fetch, evict) instructions.
+  std::vector<std::pair<int64_t, int64_t>> moves;
 };
 
 } // namespace
@@ -48,11 +48,7 @@ void mlir::tessel::printGeminiReport(ModuleOp module, llvm::raw_ostream &os) {
   int64_t n = 0;
   for (Operation &op : block)
     pos[&op] = n++;
-  // The forward up to the loss, the backward (the updates interleaved)
-  // after it.
   Operation *lossDef = lossOp(module);
-  const int64_t loss = lossDef ? pos.lookup(lossDef) : n;
-  auto phaseOf = [&](int64_t at) { return at <= loss ? 0 : 1; };
 
   std::map<int64_t, ChunkInfo> chunks;
   for (auto w : block.getOps<WeightOp>())
@@ -71,11 +67,10 @@ void mlir::tessel::printGeminiReport(ModuleOp module, llvm::raw_ostream &os) {
       for (Operation *user : copy.getUsers())
         if (Operation *top = block.findAncestorOpInBlock(*user))
           last = std::max(last, pos.lookup(top));
-    std::string &moves =
-        chunks[static_cast<int64_t>(fetch.getChunk())].moves[phaseOf(at)];
-    moves += (moves.empty() ? "" : ", ") + ("fetch " + std::to_string(at)) +
-             " evict " + std::to_string(last);
+    chunks[static_cast<int64_t>(fetch.getChunk())].moves.push_back({at, last});
   }
+  for (auto &[c, info] : chunks)
+    llvm::sort(info.moves);
 
   auto placement = plan.getAs<ArrayAttr>("placement");
   auto whereOf = [&](int64_t c) -> StringRef {
@@ -107,21 +102,23 @@ void mlir::tessel::printGeminiReport(ModuleOp module, llvm::raw_ostream &os) {
       os << " " << p;
     os << "\n";
   }
-  os << "  placement over the step (at instructions of the step: a fetch "
-        "copies a host chunk into device memory, the copy is evicted after "
-        "its last reader; the update runs where the chunk lives):\n";
-  os << llvm::format("  %-6s %-7s %-26s %-26s %s\n", "chunk", "where",
-                     "forward", "backward", "update");
+  os << "  placement over the step (instructions of the step";
+  if (lossDef)
+    os << ", the loss at " << pos.lookup(lossDef);
+  os << "; a move fetches a host chunk into device memory before its "
+        "readers and evicts the copy after the last; the update runs where "
+        "the chunk lives):\n";
+  os << llvm::format("  %-6s %-7s %s\n", "chunk", "where",
+                     "moves (fetch-evict)");
   for (auto &[c, info] : chunks) {
-    StringRef where = whereOf(c);
-    std::string cells[2];
-    for (int p = 0; p < 2; ++p)
-      cells[p] = where == "device"        ? "device"
-                 : !info.moves[p].empty() ? info.moves[p]
-                                          : "host (not read)";
-    os << llvm::format("  %-6lld %-7s %-26s %-26s %s\n", (long long)c,
-                       where.str().c_str(), cells[0].c_str(), cells[1].c_str(),
-                       where.str().c_str());
+    std::string moves;
+    for (auto [fetch, evict] : info.moves)
+      moves += (moves.empty() ? "" : " ") + std::to_string(fetch) + "-" +
+               std::to_string(evict);
+    if (moves.empty())
+      moves = whereOf(c) == "device" ? "none" : "none (not read)";
+    os << llvm::format("  %-6lld %-7s %s\n", (long long)c,
+                       whereOf(c).str().c_str(), moves.c_str());
   }
   const int64_t arena = planMemory(module).arena;
   const int64_t peak = resident + arena;

@@ -6,20 +6,23 @@
 //
 //   device: its parameters and optimizer state stay in device memory for
 //           the whole step; nothing moves.
-//   host:   they stay in host memory; before its first reader in each phase
-//           (forward, backward) a tessel.chunk_fetch copies the parameters
-//           into device memory (the arena), the phase's readers read the
-//           copy, and the copy dies after the last of them (the eviction:
-//           the host copy is authoritative, nothing is copied back). The
-//           update runs on the host copy, as Gemini's CPU optimizer does.
+//   host:   they stay in host memory; before each run of its readers that
+//           no other chunk's reader interrupts (its use in the forward,
+//           again in the backward; per microbatch with several) a
+//           tessel.chunk_fetch copies the parameters into device memory
+//           (the arena), the run reads the copy, and the copy dies after
+//           its last reader (the eviction: the host copy is authoritative,
+//           nothing is copied back). The update runs on the host copy, as
+//           Gemini's CPU optimizer does.
 //
 // Device memory is the resident chunks' bytes plus the arena, which the
 // planner computes as the exporter will: the same live ranges (as
 // lib/Export/MemoryReport.cpp) and the same buffer planner. Every chunk
 // starts in host memory; chunks become resident in order of first use
-// while the total stays within the limit; then each fetch moves ahead to
-// the first reader of the phase's previous chunk (prefetch) where that
-// stays within it too.
+// while the total stays within the limit; then two stays of a host chunk
+// merge into one (fewer moves) where that fits, the shortest gaps first;
+// then each fetch moves ahead to the first reader of the host stay before
+// it (prefetch) where that fits too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,11 +129,10 @@ struct Chunk {
   bool resident = false;
 };
 
-/// A host chunk's stay in device memory within one phase (0: the forward,
-/// 1: the backward): fetched before the op at `fetch`, read from `first`
-/// to `last`.
+/// A host chunk's stay in device memory: fetched before the op at `fetch`,
+/// read from `first` to `last`.
 struct Window {
-  int64_t chunk, phase, fetch, first, last;
+  int64_t chunk, fetch, first, last;
 };
 
 struct GeminiPlacementPass
@@ -188,29 +190,40 @@ struct GeminiPlacementPass
       order.push_back(&op);
     }
     const int64_t n = static_cast<int64_t>(order.size());
-    const int64_t loss = lossPosition(fn, block, pos);
-    auto phaseOf = [&](int64_t at) { return at <= loss ? 0 : 1; };
-
-    // Each chunk's readers by phase (the updates and assigns excepted: they
-    // run where the chunk lives).
-    std::vector<Window> windows;
+    // Each chunk's readers (the updates and assigns excepted: they run
+    // where the chunk lives), in program order.
+    std::vector<std::vector<int64_t>> readers(chunks.size());
+    std::vector<std::pair<int64_t, int64_t>> events; // (instruction, chunk)
     for (auto [ci, c] : llvm::enumerate(chunks)) {
-      std::map<int64_t, std::pair<int64_t, int64_t>> range; // phase -> uses
       for (WeightOp w : c.params)
         for (Operation *user : w->getUsers()) {
           if (isa<AdamUpdateOp, SgdUpdateOp, AssignOp>(user))
             continue;
-          Operation *top = block.findAncestorOpInBlock(*user);
-          int64_t at = pos.lookup(top);
-          auto [it, fresh] = range.try_emplace(phaseOf(at), at, at);
-          if (!fresh) {
-            it->second.first = std::min(it->second.first, at);
-            it->second.second = std::max(it->second.second, at);
-          }
+          readers[ci].push_back(pos.lookup(block.findAncestorOpInBlock(*user)));
         }
-      for (auto &[phase, r] : range)
-        windows.push_back(
-            {static_cast<int64_t>(ci), phase, r.first, r.first, r.second});
+      llvm::sort(readers[ci]);
+      readers[ci].erase(llvm::unique(readers[ci]), readers[ci].end());
+      for (int64_t at : readers[ci])
+        events.push_back({at, static_cast<int64_t>(ci)});
+    }
+    llvm::sort(events);
+    // Its stays in device memory when it lives in host memory: a run of
+    // readers that no other chunk's reader interrupts (the chunk's use in
+    // the forward, again in the backward; per microbatch with several).
+    std::vector<Window> windows;
+    for (auto [ci, r] : llvm::enumerate(readers)) {
+      const int64_t c = static_cast<int64_t>(ci);
+      for (size_t i = 0; i < r.size(); ++i) {
+        bool interrupted = false;
+        if (i > 0)
+          for (auto it = llvm::upper_bound(events, std::make_pair(r[i - 1], c));
+               it != events.end() && it->first < r[i]; ++it)
+            interrupted |= it->second != c;
+        if (i == 0 || interrupted)
+          windows.push_back({c, r[i], r[i], r[i]});
+        else
+          windows.back().last = r[i];
+      }
     }
 
     const std::vector<::tessel::runtime::BufferLifetime> base =
@@ -262,7 +275,30 @@ struct GeminiPlacementPass
         if (deviceBytes() > limit)
           c.resident = false;
       }
-      // Prefetch: each host chunk's fetch one chunk ahead in its phase.
+      // Fewer moves: two stays of a chunk become one (it stays in device
+      // memory in between) where that fits, the shortest gaps first.
+      for (bool merged = true; merged;) {
+        merged = false;
+        SmallVector<std::pair<int64_t, size_t>> gaps; // (gap, window)
+        for (size_t i = 0; i + 1 < windows.size(); ++i)
+          if (windows[i].chunk == windows[i + 1].chunk &&
+              !chunks[windows[i].chunk].resident)
+            gaps.push_back({windows[i + 1].first - windows[i].last, i});
+        llvm::sort(gaps);
+        for (auto [gap, i] : gaps) {
+          std::vector<Window> keep = windows;
+          windows[i].last = windows[i + 1].last;
+          windows.erase(windows.begin() + i + 1);
+          if (deviceBytes() <= limit) {
+            merged = true;
+            break;
+          }
+          windows = std::move(keep);
+        }
+      }
+      // Prefetch: each host chunk's fetch one stay ahead, at the first
+      // reader of the host stay before it (after the chunk's own previous
+      // stay), where that fits.
       SmallVector<size_t> host;
       for (auto [i, w] : llvm::enumerate(windows))
         if (!chunks[w.chunk].resident)
@@ -273,7 +309,11 @@ struct GeminiPlacementPass
       for (size_t k = 1; k < host.size(); ++k) {
         Window &w = windows[host[k]];
         const Window &prev = windows[host[k - 1]];
-        if (prev.phase != w.phase || prev.first >= w.first)
+        int64_t own = -1;
+        for (const Window &o : windows)
+          if (o.chunk == w.chunk && o.last < w.first)
+            own = std::max(own, o.last);
+        if (prev.first >= w.first || prev.first <= own)
           continue;
         int64_t keep = w.fetch;
         w.fetch = prev.first;
@@ -285,7 +325,7 @@ struct GeminiPlacementPass
     const int64_t peak = deviceBytes(&arena);
     int64_t resident = peak - arena;
 
-    // The fetches, and the readers of each phase read the copies.
+    // The fetches, and the readers of each stay read the copies.
     for (const Window &w : windows) {
       const Chunk &c = chunks[w.chunk];
       if (c.resident)
@@ -325,23 +365,6 @@ struct GeminiPlacementPass
             b.getNamedAttr("placement", b.getArrayAttr(placement)),
         }));
     return success();
-  }
-
-  /// The instruction of the loss: the forward is up to it, the backward
-  /// (with the updates, interleaved) after it. Without a loss, the whole
-  /// step is one phase.
-  int64_t lossPosition(func::FuncOp fn, Block &block,
-                       const DenseMap<Operation *, int64_t> &pos) {
-    auto names =
-        fn->getAttrOfType<ArrayAttr>(TesselDialect::kOutputNamesAttrName);
-    Operation *ret = block.getTerminator();
-    if (names)
-      for (auto [i, name] : llvm::enumerate(names))
-        if (auto s = dyn_cast<StringAttr>(name);
-            s && s.getValue() == "loss" && i < ret->getNumOperands())
-          if (Operation *def = ret->getOperand(i).getDefiningOp())
-            return pos.lookup(def);
-    return static_cast<int64_t>(pos.size());
   }
 
   static std::string namesOf(const Chunk &c) {

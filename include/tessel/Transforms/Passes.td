@@ -751,16 +751,18 @@ def GeminiPlacementPass : Pass<"tessel-gemini-placement", "::mlir::ModuleOp"> {
     chunk is either resident in device memory for the whole step (its
     parameters and optimizer state, updated in place there) or kept in host
     memory, from where a `tessel.chunk_fetch` copies its parameters into
-    device memory (the arena) before its first reader in each phase
-    (forward, backward) and its readers in that phase read the copy, which
-    dies after the last of them (the eviction; the host copy stays
-    authoritative). A host chunk's update runs on the host copy (Gemini's
-    CPU optimizer). The planner counts device memory as the resident
-    chunks' bytes plus the arena (the buffer planner's, over the same live
-    ranges as the exporter's): every chunk starts in host memory; chunks
-    are made resident in order of first use while that stays within
-    `device-memory-limit`; then each fetch moves ahead to the first reader
-    of the phase's previous chunk (prefetch) where that stays within it.
+    device memory (the arena) before each run of its readers that no other
+    chunk's reader interrupts (its use in the forward, in the backward, per
+    microbatch), the run reads the copy, and the copy dies after its last
+    reader (the eviction; the host copy stays authoritative). A host
+    chunk's update runs on the host copy (Gemini's CPU optimizer). The
+    planner counts device memory as the resident chunks' bytes plus the
+    arena (the buffer planner's, over the same live ranges as the
+    exporter's): every chunk starts in host memory; chunks are made
+    resident in order of first use while that stays within
+    `device-memory-limit`; two stays of a host chunk merge (fewer moves)
+    where that fits, the shortest gaps first; then each fetch moves ahead to
+    the first reader of the host stay before it (prefetch) where that fits.
     A chunk larger than the limit, or a step whose activations and fetched
     chunks exceed it at some op with every chunk in host memory, is an
     error that names them. The plan is recorded on the module

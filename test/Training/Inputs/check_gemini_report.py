@@ -27,7 +27,7 @@ def main():
     assert peak <= limit, f"planned device peak {peak} > limit {limit}"
     host = [c for c, w in where.items() if w == "host"]
     assert host, "no chunk in host memory"
-    assert re.search(r"fetch \d+ evict \d+", report), "no fetch"
+    assert re.search(r"^  \d+ +host +\d+-\d+", report, re.M), "no move"
     print(f"device peak {peak} <= {limit}: resident {resident} + arena "
           f"{arena}; {len(host)} of {len(where)} chunks in host memory")
 
