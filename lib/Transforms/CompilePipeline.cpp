@@ -126,6 +126,9 @@ struct CompilePipelinePass
     t.zero.stage = zeroStage;
     t.precision = precision;
     t.optimizer.lossScale = lossScale;
+    t.gemini = gemini;
+    t.geminiChunks.chunkBytes = chunkBytes;
+    t.geminiPlacement.deviceMemoryLimit = deviceMemoryLimit;
     buildCompilePipeline(pm, !module.getOps<MeshOp>().empty(), *stop,
                          train ? &t : nullptr);
     if (failed(runPipeline(pm, module)))

@@ -276,6 +276,10 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
     * `zero-stage`, `precision`, `loss-scale` (with `train`):
       `-tessel-zero{stage}` (docs/plugins.md), `-tessel-mixed-precision`
       and dynamic loss scaling (docs/training.md).
+    * `gemini`, `chunk-bytes`, `device-memory-limit` (with `train` and
+      `zero-stage=3`): `-tessel-gemini-chunks{chunk-bytes}` and
+      `-tessel-gemini-placement{device-memory-limit}` at the end
+      (tesselc --plugin gemini).
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
@@ -308,6 +312,14 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
            "With train: -tessel-mixed-precision's bf16 | fp16 (\"\": f32)">,
     Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
            "With train: dynamic loss scaling's initial scale (0: none)">,
+    Option<"gemini", "gemini", "bool", /*default=*/"false",
+           "With train and a mesh: Gemini's chunks and their placement "
+           "(tesselc --plugin gemini)">,
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"32 << 20",
+           "With gemini: a chunk's capacity in bytes">,
+    Option<"deviceMemoryLimit", "device-memory-limit", "int64_t",
+           /*default=*/"0", "With gemini: device memory per rank in bytes "
+           "(0: no limit)">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
