@@ -35,6 +35,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <limits>
 #include <map>
 
 namespace mlir::tessel {
@@ -216,7 +217,9 @@ struct GeminiPlacementPass
       for (size_t i = 0; i < r.size(); ++i) {
         bool interrupted = false;
         if (i > 0)
-          for (auto it = llvm::upper_bound(events, std::make_pair(r[i - 1], c));
+          for (auto it = llvm::upper_bound(
+                   events, std::make_pair(r[i - 1],
+                                          std::numeric_limits<int64_t>::max()));
                it != events.end() && it->first < r[i]; ++it)
             interrupted |= it->second != c;
         if (i == 0 || interrupted)
