@@ -124,6 +124,11 @@ void mlir::tessel::printGeminiReport(ModuleOp module, llvm::raw_ostream &os) {
   const int64_t peak = resident + arena;
   os << "  planned device peak: " << peak << " bytes (resident chunks "
      << resident << " + arena " << arena << ")";
+  // The placement pass planned the same arena; say so when it did not.
+  if (auto planned = plan.getAs<IntegerAttr>("arena");
+      planned && planned.getInt() != arena)
+    os << " [the placement planned an arena of " << planned.getInt()
+       << " bytes]";
   if (limit)
     os << ", limit " << limit
        << " bytes: " << (peak <= limit ? "within" : "ABOVE THE LIMIT");

@@ -52,13 +52,31 @@ int64_t bytesOf(Type t) {
          std::max<int64_t>(tensor.getElementTypeBitWidth() / 8, 1);
 }
 
-/// The arena's buffers of `block` (every computed value from its writer to
-/// its last reader), as the exporter plans them.
+/// What a plan adds to the step: its fetches, each before an instruction,
+/// with the bytes of each copy and the copy's last reader (-1: none); and,
+/// for each
+/// parameter of a host chunk, the instructions its fetches precede (in the
+/// placed step the weight's readers are those fetches, its update and its
+/// assign: the others read the copies).
+struct Moves {
+  std::map<int64_t, SmallVector<std::pair<int64_t, int64_t>>> before;
+  DenseMap<Operation *, SmallVector<int64_t>> weightFetches;
+};
+
+/// The arena's buffers of the step `block` with `moves` inserted (every
+/// computed value from its writer to its last reader), as the exporter
+/// plans them over the placed step (lib/Export/MemoryReport.cpp's rules).
+/// Instruction i of `block` is at time 2i + 1, a fetch before it at 2i: the
+/// placed step's order.
 std::vector<::tessel::runtime::BufferLifetime>
-arenaBuffers(Block &block, const DenseMap<Operation *, int64_t> &pos,
-             int64_t n) {
+arenaBuffers(Block &block, const DenseMap<Operation *, int64_t> &pos, int64_t n,
+             const Moves &moves) {
   struct Range {
     int64_t bytes, first, last;
+  };
+  const int64_t end = 2 * n + 2;
+  auto time = [&](Operation *op) {
+    return isa<func::ReturnOp>(op) ? end : 2 * pos.lookup(op) + 1;
   };
   std::vector<Range> ranges;
   DenseMap<Value, size_t> rangeOf;
@@ -69,23 +87,34 @@ arenaBuffers(Block &block, const DenseMap<Operation *, int64_t> &pos,
   };
   for (BlockArgument arg : block.getArguments()) {
     rangeOf[arg] = ranges.size();
-    ranges.push_back({bytesOf(arg.getType()), -1, n});
+    ranges.push_back({bytesOf(arg.getType()), -1, end});
   }
   for (Operation &op : block) {
-    const int64_t at = pos.lookup(&op);
+    const int64_t at = time(&op);
+    if (auto it = moves.before.find(pos.lookup(&op)); it != moves.before.end())
+      for (auto [bytes, last] : it->second)
+        ranges.push_back({bytes, at - 1, last < 0 ? at - 1 : 2 * last + 1});
     if (isa<WeightOp, ConstantOp>(op))
       continue;
     for (Value v : op.getOperands())
       use(v, at);
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (Value v : ret.getOperands())
-        use(v, n);
+        use(v, end);
       continue;
     }
     if (auto a = dyn_cast<AssignOp>(op)) {
+      // Copied into the weight's state after the weight's last reader.
       int64_t copy = at;
+      Operation *w = a.getWeight().getDefiningOp();
+      auto fetched = moves.weightFetches.find(w);
       for (Operation *user : a.getWeight().getUsers())
-        copy = std::max(copy, isa<func::ReturnOp>(user) ? n : pos.lookup(user));
+        if (fetched == moves.weightFetches.end() ||
+            isa<AdamUpdateOp, SgdUpdateOp, AssignOp, func::ReturnOp>(user))
+          copy = std::max(copy, time(user));
+      if (fetched != moves.weightFetches.end())
+        for (int64_t f : fetched->second)
+          copy = std::max(copy, 2 * f);
       use(a.getValue(), copy);
       continue;
     }
@@ -106,9 +135,9 @@ arenaBuffers(Block &block, const DenseMap<Operation *, int64_t> &pos,
       }
     }
     if (bucket) {
-      int64_t wait = n;
+      int64_t wait = end;
       for (Operation *user : op.getResult(0).getUsers())
-        wait = std::min(wait, pos.lookup(user));
+        wait = std::min(wait, time(user));
       use(op.getOperand(0), wait);
       use(op.getResult(0), wait);
     }
@@ -134,6 +163,8 @@ struct Chunk {
 /// read from `first` to `last`.
 struct Window {
   int64_t chunk, fetch, first, last;
+  /// Merged into the chunk's stay before it.
+  bool merged = false;
 };
 
 struct GeminiPlacementPass
@@ -194,14 +225,19 @@ struct GeminiPlacementPass
     // Each chunk's readers (the updates and assigns excepted: they run
     // where the chunk lives), in program order.
     std::vector<std::vector<int64_t>> readers(chunks.size());
+    DenseMap<Operation *, SmallVector<int64_t>> paramReaders;
     std::vector<std::pair<int64_t, int64_t>> events; // (instruction, chunk)
     for (auto [ci, c] : llvm::enumerate(chunks)) {
-      for (WeightOp w : c.params)
+      for (WeightOp w : c.params) {
+        SmallVector<int64_t> &mine = paramReaders[w];
         for (Operation *user : w->getUsers()) {
           if (isa<AdamUpdateOp, SgdUpdateOp, AssignOp>(user))
             continue;
-          readers[ci].push_back(pos.lookup(block.findAncestorOpInBlock(*user)));
+          mine.push_back(pos.lookup(block.findAncestorOpInBlock(*user)));
         }
+        llvm::sort(mine);
+        readers[ci].insert(readers[ci].end(), mine.begin(), mine.end());
+      }
       llvm::sort(readers[ci]);
       readers[ci].erase(llvm::unique(readers[ci]), readers[ci].end());
       for (int64_t at : readers[ci])
@@ -229,22 +265,30 @@ struct GeminiPlacementPass
       }
     }
 
-    const std::vector<::tessel::runtime::BufferLifetime> base =
-        arenaBuffers(block, pos, n);
-    // Device memory of a plan: the resident chunks plus the arena with the
-    // host chunks' fetched copies (one buffer per parameter).
+    // Device memory of a plan: the resident chunks plus the arena of the
+    // step with the host chunks' fetches (one copy per parameter).
+    auto movesOf = [&]() {
+      Moves m;
+      for (const Window &w : windows)
+        if (!chunks[w.chunk].resident && !w.merged)
+          for (WeightOp p : chunks[w.chunk].params) {
+            // Each copy dies after its own last reader in the stay (one
+            // that no reader reads dies at once).
+            int64_t last = -1;
+            for (int64_t r : paramReaders.lookup(p))
+              if (r >= w.first && r <= w.last)
+                last = r;
+            m.before[w.fetch].push_back({bytesOf(p.getType()), last});
+            m.weightFetches[p].push_back(w.fetch);
+          }
+      return m;
+    };
     auto deviceBytes = [&](int64_t *arenaOut = nullptr) {
-      std::vector<::tessel::runtime::BufferLifetime> all = base;
       int64_t resident = 0;
       for (const Chunk &c : chunks)
         if (c.resident)
           resident += c.bytes + c.stateBytes;
-      for (const Window &w : windows)
-        if (!chunks[w.chunk].resident)
-          for (WeightOp p : chunks[w.chunk].params)
-            all.push_back(
-                {static_cast<uint64_t>(bytesOf(p.getType())), w.fetch, w.last});
-      int64_t arena = arenaOf(all);
+      int64_t arena = arenaOf(arenaBuffers(block, pos, n, movesOf()));
       if (arenaOut)
         *arenaOut = arena;
       return resident + arena;
@@ -271,7 +315,9 @@ struct GeminiPlacementPass
           return d;
         }
       if (int64_t need = deviceBytes(); need > limit)
-        return tooSmall(fn, chunks, windows, base, order, n, need, limit);
+        return tooSmall(fn, chunks, windows,
+                        arenaBuffers(block, pos, n, Moves()), order, n, need,
+                        limit);
       // Resident chunks, in order of first use, while they fit.
       for (Chunk &c : chunks) {
         c.resident = true;
@@ -279,24 +325,25 @@ struct GeminiPlacementPass
           c.resident = false;
       }
       // Fewer moves: two stays of a chunk become one (it stays in device
-      // memory in between) where that fits, the shortest gaps first.
-      for (bool merged = true; merged;) {
-        merged = false;
-        SmallVector<std::pair<int64_t, size_t>> gaps; // (gap, window)
-        for (size_t i = 0; i + 1 < windows.size(); ++i)
-          if (windows[i].chunk == windows[i + 1].chunk &&
-              !chunks[windows[i].chunk].resident)
-            gaps.push_back({windows[i + 1].first - windows[i].last, i});
-        llvm::sort(gaps);
-        for (auto [gap, i] : gaps) {
-          std::vector<Window> keep = windows;
-          windows[i].last = windows[i + 1].last;
-          windows.erase(windows.begin() + i + 1);
-          if (deviceBytes() <= limit) {
-            merged = true;
-            break;
-          }
-          windows = std::move(keep);
+      // memory in between) where that fits, the shortest gaps first. A
+      // merge only adds memory, so one that does not fit never will: one
+      // pass.
+      SmallVector<std::pair<int64_t, size_t>> gaps; // (gap, window)
+      for (size_t i = 0; i + 1 < windows.size(); ++i)
+        if (windows[i].chunk == windows[i + 1].chunk &&
+            !chunks[windows[i].chunk].resident)
+          gaps.push_back({windows[i + 1].first - windows[i].last, i});
+      llvm::sort(gaps);
+      for (auto [gap, i] : gaps) {
+        size_t left = i;
+        while (windows[left].merged)
+          --left;
+        const int64_t keep = windows[left].last;
+        windows[left].last = windows[i + 1].last;
+        windows[i + 1].merged = true;
+        if (deviceBytes() > limit) {
+          windows[left].last = keep;
+          windows[i + 1].merged = false;
         }
       }
       // Prefetch: each host chunk's fetch one stay ahead, at the first
@@ -304,7 +351,7 @@ struct GeminiPlacementPass
       // stay), where that fits.
       SmallVector<size_t> host;
       for (auto [i, w] : llvm::enumerate(windows))
-        if (!chunks[w.chunk].resident)
+        if (!chunks[w.chunk].resident && !w.merged)
           host.push_back(i);
       llvm::stable_sort(host, [&](size_t a, size_t b) {
         return windows[a].first < windows[b].first;
@@ -314,7 +361,7 @@ struct GeminiPlacementPass
         const Window &prev = windows[host[k - 1]];
         int64_t own = -1;
         for (const Window &o : windows)
-          if (o.chunk == w.chunk && o.last < w.first)
+          if (o.chunk == w.chunk && !o.merged && o.last < w.first)
             own = std::max(own, o.last);
         if (prev.first >= w.first || prev.first <= own)
           continue;
@@ -325,13 +372,12 @@ struct GeminiPlacementPass
       }
     }
     int64_t arena = 0;
-    const int64_t peak = deviceBytes(&arena);
-    int64_t resident = peak - arena;
+    const int64_t resident = deviceBytes(&arena) - arena;
 
     // The fetches, and the readers of each stay read the copies.
     for (const Window &w : windows) {
       const Chunk &c = chunks[w.chunk];
-      if (c.resident)
+      if (c.resident || w.merged)
         continue;
       OpBuilder b(order[w.fetch]);
       SmallVector<Value> params;
@@ -353,6 +399,15 @@ struct GeminiPlacementPass
         });
     }
 
+    // What the placed step needs, by the same rules over its own order
+    // (the planner's model of it above is exact; --report checks again).
+    {
+      DenseMap<Operation *, int64_t> placed;
+      int64_t m = 0;
+      for (Operation &op : block)
+        placed[&op] = m++;
+      arena = arenaOf(arenaBuffers(block, placed, m, Moves()));
+    }
     // The plan, for --report.
     Builder b(module.getContext());
     SmallVector<Attribute> placement;
@@ -364,7 +419,7 @@ struct GeminiPlacementPass
             b.getNamedAttr("limit", b.getI64IntegerAttr(limit)),
             b.getNamedAttr("resident", b.getI64IntegerAttr(resident)),
             b.getNamedAttr("arena", b.getI64IntegerAttr(arena)),
-            b.getNamedAttr("peak", b.getI64IntegerAttr(peak)),
+            b.getNamedAttr("peak", b.getI64IntegerAttr(resident + arena)),
             b.getNamedAttr("placement", b.getArrayAttr(placement)),
         }));
     return success();
@@ -394,9 +449,10 @@ struct GeminiPlacementPass
     // alignment.
     auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
     std::vector<int64_t> act(n + 2, 0), fetched(n + 2, 0);
+    // (`base` in arenaBuffers' time: instruction i at 2i + 1.)
     for (const auto &b : base)
-      for (int64_t i = std::max<int64_t>(b.firstUse, 0);
-           i <= std::min(b.lastUse, n - 1); ++i)
+      for (int64_t i = std::max<int64_t>((b.firstUse - 1) / 2, 0);
+           i <= std::min((b.lastUse - 1) / 2, n - 1); ++i)
         act[i] += aligned(static_cast<int64_t>(b.size));
     for (const Window &w : windows)
       for (int64_t i = w.fetch; i <= w.last; ++i)

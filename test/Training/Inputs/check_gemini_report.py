@@ -24,6 +24,8 @@ def main():
     arena = int(re.search(r"^  arena: (\d+) bytes", report, re.M).group(1))
     peak = int(re.search(r"planned device peak: (\d+) bytes", report).group(1))
     assert peak == resident + arena, (peak, resident, arena)
+    # The placement pass planned the arena the memory report finds.
+    assert "[the placement planned" not in report, report
     assert peak <= limit, f"planned device peak {peak} > limit {limit}"
     host = [c for c, w in where.items() if w == "host"]
     assert host, "no chunk in host memory"
