@@ -7,8 +7,9 @@
 //   device: its parameters and optimizer state stay in device memory for
 //           the whole step; nothing moves.
 //   host:   they stay in host memory; before each run of its readers that
-//           no other chunk's reader interrupts (its use in the forward,
-//           again in the backward; per microbatch with several) a
+//           neither another chunk's reader nor the loss interrupts (its
+//           use in the forward, again in the backward; per microbatch with
+//           several) a
 //           tessel.chunk_fetch copies the parameters into device memory
 //           (the arena), the run reads the copy, and the copy dies after
 //           its last reader (the eviction: the host copy is authoritative,
@@ -245,8 +246,10 @@ struct GeminiPlacementPass
     }
     llvm::sort(events);
     // Its stays in device memory when it lives in host memory: a run of
-    // readers that no other chunk's reader interrupts (the chunk's use in
-    // the forward, again in the backward; per microbatch with several).
+    // readers that no other chunk's reader interrupts, nor the loss (the
+    // chunk's use in the forward, again in the backward; per microbatch
+    // with several).
+    const int64_t loss = lossPosition(fn, block, pos);
     std::vector<Window> windows;
     for (auto [ci, r] : llvm::enumerate(readers)) {
       const int64_t c = static_cast<int64_t>(ci);
@@ -258,6 +261,8 @@ struct GeminiPlacementPass
                                           std::numeric_limits<int64_t>::max()));
                it != events.end() && it->first < r[i]; ++it)
             interrupted |= it->second != c;
+        if (i > 0 && r[i - 1] <= loss && loss < r[i])
+          interrupted = true;
         if (i == 0 || interrupted)
           windows.push_back({c, r[i], r[i], r[i]});
         else
@@ -423,6 +428,22 @@ struct GeminiPlacementPass
             b.getNamedAttr("placement", b.getArrayAttr(placement)),
         }));
     return success();
+  }
+
+  /// The instruction of the step's loss (the function's output named
+  /// "loss"), or -1.
+  static int64_t lossPosition(func::FuncOp fn, Block &block,
+                              const DenseMap<Operation *, int64_t> &pos) {
+    auto names =
+        fn->getAttrOfType<ArrayAttr>(TesselDialect::kOutputNamesAttrName);
+    Operation *ret = block.getTerminator();
+    if (names)
+      for (auto [i, name] : llvm::enumerate(names))
+        if (auto s = dyn_cast<StringAttr>(name);
+            s && s.getValue() == "loss" && i < ret->getNumOperands())
+          if (Operation *def = ret->getOperand(i).getDefiningOp())
+            return pos.lookup(def);
+    return -1;
   }
 
   static std::string namesOf(const Chunk &c) {

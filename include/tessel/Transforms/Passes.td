@@ -763,9 +763,9 @@ def GeminiPlacementPass : Pass<"tessel-gemini-placement", "::mlir::ModuleOp"> {
     chunk is either resident in device memory for the whole step (its
     parameters and optimizer state, updated in place there) or kept in host
     memory, from where a `tessel.chunk_fetch` copies its parameters into
-    device memory (the arena) before each run of its readers that no other
-    chunk's reader interrupts (its use in the forward, in the backward, per
-    microbatch), the run reads the copy, and the copy dies after its last
+    device memory (the arena) before each run of its readers that neither
+    another chunk's reader nor the loss interrupts (its use in the forward,
+    in the backward, per microbatch), the run reads the copy, and the copy dies after its last
     reader (the eviction; the host copy stays authoritative). A host
     chunk's update runs on the host copy (Gemini's CPU optimizer). The
     planner counts device memory as the resident chunks' bytes plus the
