@@ -27,9 +27,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GeminiArena.h"
+
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/Transforms/Passes.h"
-#include "tessel/runtime/BufferPlanner.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -45,113 +46,10 @@ namespace mlir::tessel {
 
 namespace {
 
-int64_t bytesOf(Type t) {
-  auto tensor = dyn_cast<RankedTensorType>(t);
-  if (!tensor)
-    return 0;
-  return tensor.getNumElements() *
-         std::max<int64_t>(tensor.getElementTypeBitWidth() / 8, 1);
-}
-
-/// What a plan adds to the step: its fetches, each before an instruction,
-/// with the bytes of each copy and the copy's last reader (-1: none); and,
-/// for each
-/// parameter of a host chunk, the instructions its fetches precede (in the
-/// placed step the weight's readers are those fetches, its update and its
-/// assign: the others read the copies).
-struct Moves {
-  std::map<int64_t, SmallVector<std::pair<int64_t, int64_t>>> before;
-  DenseMap<Operation *, SmallVector<int64_t>> weightFetches;
-};
-
-/// The arena's buffers of the step `block` with `moves` inserted (every
-/// computed value from its writer to its last reader), as the exporter
-/// plans them over the placed step (lib/Export/MemoryReport.cpp's rules).
-/// Instruction i of `block` is at time 2i + 1, a fetch before it at 2i: the
-/// placed step's order.
-std::vector<::tessel::runtime::BufferLifetime>
-arenaBuffers(Block &block, const DenseMap<Operation *, int64_t> &pos, int64_t n,
-             const Moves &moves) {
-  struct Range {
-    int64_t bytes, first, last;
-  };
-  const int64_t end = 2 * n + 2;
-  auto time = [&](Operation *op) {
-    return isa<func::ReturnOp>(op) ? end : 2 * pos.lookup(op) + 1;
-  };
-  std::vector<Range> ranges;
-  DenseMap<Value, size_t> rangeOf;
-  auto use = [&](Value v, int64_t at) {
-    auto it = rangeOf.find(v);
-    if (it != rangeOf.end())
-      ranges[it->second].last = std::max(ranges[it->second].last, at);
-  };
-  for (BlockArgument arg : block.getArguments()) {
-    rangeOf[arg] = ranges.size();
-    ranges.push_back({bytesOf(arg.getType()), -1, end});
-  }
-  for (Operation &op : block) {
-    const int64_t at = time(&op);
-    if (auto it = moves.before.find(pos.lookup(&op)); it != moves.before.end())
-      for (auto [bytes, last] : it->second)
-        ranges.push_back({bytes, at - 1, last < 0 ? at - 1 : 2 * last + 1});
-    if (isa<WeightOp, ConstantOp>(op))
-      continue;
-    for (Value v : op.getOperands())
-      use(v, at);
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (Value v : ret.getOperands())
-        use(v, end);
-      continue;
-    }
-    if (auto a = dyn_cast<AssignOp>(op)) {
-      // Copied into the weight's state after the weight's last reader.
-      int64_t copy = at;
-      Operation *w = a.getWeight().getDefiningOp();
-      auto fetched = moves.weightFetches.find(w);
-      for (Operation *user : a.getWeight().getUsers())
-        if (fetched == moves.weightFetches.end() ||
-            isa<AdamUpdateOp, SgdUpdateOp, AssignOp, func::ReturnOp>(user))
-          copy = std::max(copy, time(user));
-      if (fetched != moves.weightFetches.end())
-        for (int64_t f : fetched->second)
-          copy = std::max(copy, 2 * f);
-      use(a.getValue(), copy);
-      continue;
-    }
-    if (auto sc = dyn_cast<ShardConstraintOp>(op)) {
-      if (auto it = rangeOf.find(sc.getInput()); it != rangeOf.end())
-        rangeOf[sc.getResult()] = it->second;
-      continue;
-    }
-    const bool bucket =
-        isa<AllReduceOp>(op) && op.hasAttr(TesselDialect::kBucketAttrName);
-    if (bucket && op.getOperand(0).hasOneUse() &&
-        rangeOf.count(op.getOperand(0))) {
-      rangeOf[op.getResult(0)] = rangeOf.lookup(op.getOperand(0));
-    } else {
-      for (Value r : op.getResults()) {
-        rangeOf[r] = ranges.size();
-        ranges.push_back({bytesOf(r.getType()), at, at});
-      }
-    }
-    if (bucket) {
-      int64_t wait = end;
-      for (Operation *user : op.getResult(0).getUsers())
-        wait = std::min(wait, time(user));
-      use(op.getOperand(0), wait);
-      use(op.getResult(0), wait);
-    }
-  }
-  std::vector<::tessel::runtime::BufferLifetime> out;
-  for (const Range &r : ranges)
-    out.push_back({static_cast<uint64_t>(r.bytes), r.first, r.last});
-  return out;
-}
-
-int64_t arenaOf(const std::vector<::tessel::runtime::BufferLifetime> &b) {
-  return static_cast<int64_t>(::tessel::runtime::planBuffers(b, 64).arenaSize);
-}
+using gemini::arenaBuffers;
+using gemini::arenaOf;
+using gemini::bytesOf;
+using gemini::Moves;
 
 /// A chunk's parameters (and its optimizer state's bytes).
 struct Chunk {
