@@ -111,6 +111,20 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
                                << "' must be an i64 >= 0 on a tessel.all_reduce";
     return success();
   }
+  if (attr.getName() == kChunkAttrName) {
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<WeightOp>(op) || !index || !index.getType().isInteger(64) ||
+        index.getInt() < 0)
+      return op->emitOpError() << "'" << kChunkAttrName
+                               << "' must be an i64 >= 0 on a tessel.weight";
+    return success();
+  }
+  if (attr.getName() == kGeminiPlanAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kGeminiPlanAttrName
+                               << "' must be a dictionary on a module";
+    return success();
+  }
   if (attr.getName() == kModelPathAttrName) {
     if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitOpError() << "'" << kModelPathAttrName

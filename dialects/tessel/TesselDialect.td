@@ -84,6 +84,16 @@ def Tessel_Dialect : Dialect {
     /// waits before the first use of its result. Written by
     /// -tessel-bucket-gradients, read by the exporter and --report.
     static constexpr ::llvm::StringLiteral kBucketAttrName = "tessel.bucket";
+    /// On a tessel.weight of a partitioned program (tesselc --plugin
+    /// gemini): the index of the chunk (i64 >= 0) its parameter, or the
+    /// optimizer state of that parameter, is packed into. Written by
+    /// -tessel-gemini-chunks, read by -tessel-gemini-placement and --report.
+    static constexpr ::llvm::StringLiteral kChunkAttrName = "tessel.chunk";
+    /// On the module: what -tessel-gemini-placement planned (a dictionary:
+    /// `limit`, `resident`, `arena`, `peak` in bytes, `chunk_bytes`, and
+    /// `placement`, "device" or "host" per chunk); read by --report.
+    static constexpr ::llvm::StringLiteral kGeminiPlanAttrName =
+        "tessel.gemini";
   }];
 }
 

@@ -1091,5 +1091,6 @@ def Tessel_AvgPoolBackwardOp
 }
 include "dialects/tessel/TrainingOps.td"
 include "dialects/tessel/ExtensionOps.td"
+include "dialects/tessel/GeminiOps.td"
 
 #endif // TESSEL_OPS_TD

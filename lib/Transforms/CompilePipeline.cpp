@@ -89,6 +89,11 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   }
   if (train && train->buckets.bucketMb != 0)
     pm.addPass(createBucketGradientsPass(train->buckets));
+  // Gemini places the chunks on the step's final op order.
+  if (train && train->gemini && train->withOptimizer) {
+    pm.addPass(createGeminiChunksPass(train->geminiChunks));
+    pm.addPass(createGeminiPlacementPass(train->geminiPlacement));
+  }
 }
 
 namespace {
@@ -121,6 +126,9 @@ struct CompilePipelinePass
     t.zero.stage = zeroStage;
     t.precision = precision;
     t.optimizer.lossScale = lossScale;
+    t.gemini = gemini;
+    t.geminiChunks.chunkBytes = chunkBytes;
+    t.geminiPlacement.deviceMemoryLimit = deviceMemoryLimit;
     buildCompilePipeline(pm, !module.getOps<MeshOp>().empty(), *stop,
                          train ? &t : nullptr);
     if (failed(runPipeline(pm, module)))

@@ -5,6 +5,8 @@
 #include "ThreadPool.h"
 
 #include <cstring>
+#include <tuple>
+#include <vector>
 
 namespace tessel::runtime::cpu {
 
@@ -219,6 +221,21 @@ Step copyStep(const KernelContext &c) {
   };
 }
 
+/// chunk_fetch (Gemini): each parameter of the chunk copied from its host
+/// buffer (the state) into its device buffer (the arena). On the CPU both
+/// are host memory, two distinct allocations; the device budget is the
+/// compiler's (-tessel-gemini-placement).
+Step chunkFetchStep(const KernelContext &c) {
+  std::vector<std::tuple<const void *, void *, size_t>> copies;
+  for (size_t i = 0; i < c.op.operands.size(); ++i)
+    copies.emplace_back(c.operand(i), c.result(i), c.in(i).bytes);
+  return [copies = std::move(copies)] {
+    for (const auto &[x, y, bytes] : copies)
+      std::memcpy(y, x, bytes);
+    return Status::ok();
+  };
+}
+
 Step gatherStep(const KernelContext &c) {
   const Op *o = &c.op;
   const BufferInfo *a = &c.in(0), *idx = &c.in(1);
@@ -284,6 +301,7 @@ Step expandStep(const KernelContext &c) {
 void registerDataMovementKernels(KernelRegistry &r) {
   addKernels(r, {{OpKind::Reshape, copyStep},
                  {OpKind::Copy, copyStep},
+                 {OpKind::ChunkFetch, chunkFetchStep},
                  {OpKind::Gather, gatherStep},
                  {OpKind::Transpose, transposeStep},
                  {OpKind::Slice, sliceStep},

@@ -31,6 +31,25 @@ Status makeCopy(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
+/// chunk_fetch (Gemini): every buffer of a CUDA run, the states included,
+/// is device memory, so the chunk's move is a device-to-device copy per
+/// parameter on the one stream (numbers as on the CPU). Host-resident
+/// chunks (pinned host states) and a copy stream are not written yet
+/// (docs/plugins.md#gemini).
+Status makeChunkFetch(const KernelContext &ctx, Step &out) {
+  std::vector<Step> copies;
+  for (size_t i = 0; i < ctx.op.operands.size(); ++i)
+    copies.push_back(deviceCopyStep(ctx.operand(i), ctx.result(i),
+                                    ctx.in(i).bytes, ctx.stream));
+  out = [copies = std::move(copies)] {
+    for (const Step &copy : copies)
+      if (Status s = copy(); !s)
+        return s;
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 /// The result gathered from the first operand through `ix` (element
 /// offsets into the operand, by result index).
 Step stridedCopyStep(const KernelContext &ctx, const Indexer &ix) {
@@ -177,6 +196,7 @@ Status makeGather(const KernelContext &ctx, Step &out) {
 void registerDataMovementKernels(KernelRegistry &registry) {
   addKernels(registry, {{OpKind::Reshape, makeCopy},
                         {OpKind::Copy, makeCopy},
+                        {OpKind::ChunkFetch, makeChunkFetch},
                         {OpKind::Transpose, makeTranspose},
                         {OpKind::Slice, makeSlice},
                         {OpKind::Concat, makeConcat},

@@ -230,6 +230,7 @@ private:
   Status checkOptimizerUpdate();
   Status checkSoftmaxGrad();
   Status checkCustom();
+  Status checkChunk();
 };
 
 // The check families of the op table (TESSEL_RUNTIME_OP_CHECKS): each kind
@@ -238,7 +239,7 @@ enum class CheckFamily {
   Unary, Binary, Compare, Where, Matmul, Gemm, Reduce, Softmax, Norm,
   BatchNorm, Gather, Reshape, Transpose, Slice, Concat, Split, Expand, Conv,
   Pool, GlobalPool, ConvBackward, PoolBackward, Collective, Wait, GatherGrad,
-  OptimizerUpdate, SoftmaxGrad, Custom
+  OptimizerUpdate, SoftmaxGrad, Custom, Chunk
 };
 
 CheckFamily checkFamilyOf(OpKind kind) {
@@ -372,6 +373,8 @@ Status OpChecker::checkFamily() {
     return checkSoftmaxGrad();
   case CheckFamily::Custom:
     return checkCustom();
+  case CheckFamily::Chunk:
+    return checkChunk();
   }
   return fail("unknown op");
 }
@@ -384,6 +387,26 @@ Status OpChecker::checkCustom() {
   ext::CpuKernelFn run;
   if (Status s = buildCustomKernel(p.buffers, op, run); !s)
     return fail(s.message());
+  return Status::ok();
+}
+
+// chunk_fetch (Gemini): each result a copy of the operand at its position.
+Status OpChecker::checkChunk() {
+  if (op.operands.empty())
+    return fail("expects at least one operand");
+  if (op.results.size() != op.operands.size())
+    return fail("expects as many results as operands (" +
+                std::to_string(op.operands.size()) + "), got " +
+                std::to_string(op.results.size()));
+  int64_t chunk;
+  TSL_RETURN_IF_ERROR(intAttr("chunk", chunk, 0));
+  if (chunk < 0)
+    return fail("attribute 'chunk' = " + std::to_string(chunk) +
+                " is negative");
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    TSL_RETURN_IF_ERROR(sameDType(in(i), out(i), "result"));
+    TSL_RETURN_IF_ERROR(shapeIs(out(i), in(i).shape, "result"));
+  }
   return Status::ok();
 }
 

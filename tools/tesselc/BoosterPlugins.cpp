@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -28,6 +29,11 @@ ArrayRef<Plugin> plugins() {
        "ZeRO-3/FSDP: as zero2, parameters sharded too, all-gathered right "
        "before each use in the forward and the backward",
        3},
+      {"gemini",
+       "Gemini: as fsdp, parameters packed into chunks (--chunk-mb) kept in "
+       "device memory up to --device-memory-limit, the rest in host memory "
+       "and fetched ahead of use",
+       3, /*gemini=*/true},
       {"hybrid",
        "hybrid:tp=T,pp=P,dp=D,zero=0|1|2|3,microbatches=M,schedule=S,"
        "chunks=V,precision=fp32|bf16|fp16 (HybridParallelPlugin): the mesh "
@@ -110,6 +116,33 @@ Expected<HybridOptions> parseHybridOptions(StringRef options) {
 void listPlugins(raw_ostream &os) {
   for (const Plugin &p : plugins())
     os << format("%-6s", p.name.str().c_str()) << "  " << p.summary << "\n";
+}
+
+std::optional<int64_t> parseByteSize(StringRef text) {
+  StringRef s = text.trim();
+  // The unit: the trailing letters; the number: what precedes them.
+  size_t digits = s.size();
+  while (digits > 0 && isAlpha(s[digits - 1]))
+    --digits;
+  double value;
+  if (digits == 0 || s.take_front(digits).trim().getAsDouble(value))
+    return std::nullopt;
+  StringRef unit = s.drop_front(digits);
+  double scale = StringSwitch<double>(unit)
+                     .Cases({"", "B"}, 1)
+                     .Case("KiB", 1024.0)
+                     .Case("MiB", 1024.0 * 1024)
+                     .Case("GiB", 1024.0 * 1024 * 1024)
+                     .Case("TiB", 1024.0 * 1024 * 1024 * 1024)
+                     .Cases({"kB", "KB"}, 1e3)
+                     .Case("MB", 1e6)
+                     .Case("GB", 1e9)
+                     .Case("TB", 1e12)
+                     .Default(0);
+  double bytes = value * scale;
+  if (scale == 0 || !(bytes >= 0) || bytes >= 9.2e18)
+    return std::nullopt;
+  return static_cast<int64_t>(bytes);
 }
 
 std::string checkPluginMesh(

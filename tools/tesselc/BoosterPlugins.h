@@ -13,6 +13,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,8 @@ struct Plugin {
   llvm::StringRef summary;
   /// -tessel-zero's stage (0: none; hybrid's: its zero= option).
   int zeroStage;
+  /// Gemini's chunks and their placement (--device-memory-limit, --chunk-mb).
+  bool gemini = false;
 };
 
 /// --plugin hybrid:KEY=VALUE,... (Colossal-AI's HybridParallelPlugin): the
@@ -58,6 +61,12 @@ void listPlugins(llvm::raw_ostream &os);
 /// error.
 std::string checkPluginMesh(const Plugin &plugin,
                             const std::vector<std::pair<std::string, int64_t>> &mesh);
+
+/// A byte count as --device-memory-limit takes it: a number with an
+/// optional unit, binary (KiB, MiB, GiB, TiB) or decimal (kB, KB, MB, GB,
+/// TB; B), e.g. 2GiB, 512MiB, 1.5GB, 1e9. std::nullopt when unparsable,
+/// negative or beyond int64.
+std::optional<int64_t> parseByteSize(llvm::StringRef text);
 
 } // namespace tessel
 

@@ -17,6 +17,7 @@
 
 #include "tessel/Export/CollectiveReport.h"
 #include "tessel/Export/ExportArtifact.h"
+#include "tessel/Export/GeminiReport.h"
 #include "tessel/Export/MemoryReport.h"
 #include "tessel/Export/PipelineReport.h"
 #include "tessel/Export/ZeroReport.h"
@@ -38,6 +39,8 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -140,7 +143,7 @@ cl::opt<double> bucketMb(
              "per gradient, where the partitioner put it)"),
     cl::init(25.0), cl::cat(tessel::getTrainingCategory()));
 cl::opt<std::string> pluginName(
-    "plugin", cl::value_desc("ddp|zero1|zero2|fsdp|hybrid:KEY=VALUE,..."),
+    "plugin", cl::value_desc("ddp|zero1|zero2|fsdp|gemini|hybrid:KEY=VALUE,..."),
     cl::desc("With --train: how the step is spread over the mesh's dp axis, "
              "a named set of options (tesselc --list-plugins; "
              "docs/plugins.md); composes with --mesh and --plan (default "
@@ -148,6 +151,18 @@ cl::opt<std::string> pluginName(
              "schedule=S,chunks=V,precision=P makes the mesh dp x tp x pp "
              "(default --plan=megatron with tp > 1)"),
     cl::cat(tessel::getTrainingCategory()));
+cl::opt<std::string> deviceMemoryLimit(
+    "device-memory-limit", cl::value_desc("BYTES"),
+    cl::desc("With --plugin gemini: device memory per rank for the chunks "
+             "kept there and the step's arena, e.g. 2GiB, 512MiB, 1e9; the "
+             "other chunks stay in host memory and are fetched ahead of use "
+             "(default: no limit, every chunk in device memory)"),
+    cl::cat(tessel::getTrainingCategory()));
+cl::opt<double> chunkMb(
+    "chunk-mb", cl::value_desc("MiB"),
+    cl::desc("With --plugin gemini: the chunks' size in MiB of a rank's "
+             "parameter blocks (a larger parameter gets a chunk of its own)"),
+    cl::init(32.0), cl::cat(tessel::getTrainingCategory()));
 cl::opt<std::string> precisionName(
     "precision", cl::value_desc("fp32|bf16|fp16"),
     cl::desc("With --train: mixed precision, the GEMMs (forward and "
@@ -510,6 +525,28 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
         planSpec = "dp";
     }
   }
+  // Gemini's options: with --plugin gemini only.
+  std::optional<int64_t> deviceLimit;
+  if (!deviceMemoryLimit.empty() || chunkMb.getNumOccurrences()) {
+    const char *flag =
+        !deviceMemoryLimit.empty() ? "--device-memory-limit" : "--chunk-mb";
+    if (!plugin || !plugin->gemini)
+      return fail(std::string(flag) + " is for --plugin gemini (got " +
+                  (plugin ? "--plugin " + pluginName : std::string("no --plugin")) +
+                  ")");
+  }
+  if (!deviceMemoryLimit.empty()) {
+    deviceLimit = parseByteSize(deviceMemoryLimit);
+    if (!deviceLimit || *deviceLimit == 0)
+      return fail("--device-memory-limit '" + deviceMemoryLimit +
+                  "' is not a size in bytes > 0 (e.g. 2GiB, 512MiB, 1.5GB, "
+                  "1e9)");
+  }
+  if (!(chunkMb > 0) || !std::isfinite(chunkMb))
+    return fail("--chunk-mb must be a number > 0 (got " +
+                llvm::formatv("{0}", llvm::format("%g", double(chunkMb)))
+                    .str() +
+                ")");
 
   mlir::DialectRegistry registry;
   mlir::tessel::registerAllDialects(registry);
@@ -667,8 +704,13 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     t.buckets.bucketMb = bucketMb;
     t.gradHandler = gradHandlerName();
     t.recompute = recompute;
-    if (plugin)
+    if (plugin) {
       t.zero.stage = plugin->zeroStage;
+      t.gemini = plugin->gemini;
+      t.geminiChunks.chunkBytes =
+          std::max<int64_t>(1, static_cast<int64_t>(chunkMb * (1 << 20)));
+      t.geminiPlacement.deviceMemoryLimit = deviceLimit.value_or(0);
+    }
     if (precisionName != "fp32" && precisionName != "bf16" &&
         precisionName != "fp16")
       return fail("unknown --precision '" + precisionName +
@@ -738,6 +780,9 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
         (stop == StopAfter::Artifact || stop == StopAfter::Partition))
       mlir::tessel::printZeroReport(*module, plugin->name, plugin->zeroStage,
                                     outs());
+    if (plugin && plugin->gemini && training &&
+        (stop == StopAfter::Artifact || stop == StopAfter::Partition))
+      mlir::tessel::printGeminiReport(*module, outs());
   }
 
   if (stop != StopAfter::Artifact) {

@@ -60,6 +60,11 @@ struct TrainingOptions {
   /// ZeRO (tesselc --plugin zero1|zero2|fsdp): -tessel-zero's stage over
   /// its axis on sharded programs (0: none).
   ZeroPassOptions zero{/*stage=*/0};
+  /// Gemini (tesselc --plugin gemini): -tessel-gemini-chunks and
+  /// -tessel-gemini-placement at the end of a sharded step.
+  bool gemini = false;
+  GeminiChunksPassOptions geminiChunks;
+  GeminiPlacementPassOptions geminiPlacement;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
@@ -70,7 +75,8 @@ struct TrainingOptions {
 /// then for sharded modules -tessel-split-bias, -tessel-propagate,
 /// -tessel-zero (training with a ZeRO stage), -tessel-partition,
 /// -tessel-simplify-collectives, -tessel-gather-at-use (ZeRO) and,
-/// training, -tessel-bucket-gradients.
+/// training, -tessel-bucket-gradients, then -tessel-gemini-chunks and
+/// -tessel-gemini-placement (Gemini).
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
                           const TrainingOptions *train = nullptr);

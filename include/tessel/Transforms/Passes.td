@@ -276,6 +276,10 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
     * `zero-stage`, `precision`, `loss-scale` (with `train`):
       `-tessel-zero{stage}` (docs/plugins.md), `-tessel-mixed-precision`
       and dynamic loss scaling (docs/training.md).
+    * `gemini`, `chunk-bytes`, `device-memory-limit` (with `train` and
+      `zero-stage=3`): `-tessel-gemini-chunks{chunk-bytes}` and
+      `-tessel-gemini-placement{device-memory-limit}` at the end
+      (tesselc --plugin gemini).
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
@@ -308,6 +312,14 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
            "With train: -tessel-mixed-precision's bf16 | fp16 (\"\": f32)">,
     Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
            "With train: dynamic loss scaling's initial scale (0: none)">,
+    Option<"gemini", "gemini", "bool", /*default=*/"false",
+           "With train and a mesh: Gemini's chunks and their placement "
+           "(tesselc --plugin gemini)">,
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"32 << 20",
+           "With gemini: a chunk's capacity in bytes">,
+    Option<"deviceMemoryLimit", "device-memory-limit", "int64_t",
+           /*default=*/"0", "With gemini: device memory per rank in bytes "
+           "(0: no limit)">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
@@ -712,6 +724,78 @@ def GatherAtUsePass : Pass<"tessel-gather-at-use", "::mlir::ModuleOp"> {
     `local_slice` of a weight (the block of a whole parameter that a ZeRO
     stage 1 or 2 update reads) moves to its users the same way.
   }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def GeminiChunksPass : Pass<"tessel-gemini-chunks", "::mlir::ModuleOp"> {
+  let summary = "Gemini: packs the parameters into fixed-size chunks in order of first use";
+  let description = [{
+    On a partitioned training step (tesselc `--plugin gemini`, after
+    `-tessel-zero` stage 3 and `-tessel-gather-at-use`): every parameter (a
+    `tessel.weight` an optimizer update reads as operand 0), in program
+    order of its first reader, is packed into chunks of at most
+    `chunk-bytes` bytes of this rank's block (Gemini's ChunkManager); a
+    parameter larger than a chunk gets a chunk of its own, of its size.
+    Each parameter and each of its zero-initialised optimizer states gets
+    `tessel.chunk = <index>`.
+
+    ```mlir
+    %w = tessel.weight "h.0.attn.c_attn.weight" : tensor<64x384xf32>
+    // becomes
+    %w = tessel.weight "h.0.attn.c_attn.weight" {tessel.chunk = 2 : i64} : tensor<64x384xf32>
+    ```
+
+    **Options**
+
+    * `chunk-bytes`: a chunk's capacity in bytes (> 0).
+  }];
+  let options = [
+    Option<"chunkBytes", "chunk-bytes", "int64_t", /*default=*/"32 << 20",
+           "A chunk's capacity in bytes">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def GeminiPlacementPass : Pass<"tessel-gemini-placement", "::mlir::ModuleOp"> {
+  let summary = "Gemini: places each chunk in device or host memory under a budget, fetching host chunks ahead of use";
+  let description = [{
+    After `-tessel-gemini-chunks`, on the step in its final op order: a
+    chunk is either resident in device memory for the whole step (its
+    parameters and optimizer state, updated in place there) or kept in host
+    memory, from where a `tessel.chunk_fetch` copies its parameters into
+    device memory (the arena) before each run of its readers that neither
+    another chunk's reader nor the loss interrupts (its use in the forward,
+    in the backward, per microbatch), the run reads the copy, and the copy dies after its last
+    reader (the eviction; the host copy stays authoritative). A host
+    chunk's update runs on the host copy (Gemini's CPU optimizer). The
+    planner counts device memory as the resident chunks' bytes plus the
+    arena (the buffer planner's, over the same live ranges as the
+    exporter's): every chunk starts in host memory; chunks are made
+    resident in order of first use while that stays within
+    `device-memory-limit`; two stays of a host chunk merge (fewer moves)
+    where that fits, the shortest gaps first; then each fetch moves ahead to
+    the first reader of the host stay before it (prefetch) where that fits.
+    A chunk larger than the limit, or a step whose activations and fetched
+    chunks exceed it at some op with every chunk in host memory, is an
+    error that names them. The plan is recorded on the module
+    (`tessel.gemini`).
+
+    ```mlir
+    %0 = tessel.all_gather %w on @mesh axes = ["dp"] dim = 0 : ...
+    // becomes, when %w's chunk 3 is in host memory
+    %c:2 = tessel.chunk_fetch %w, %v {chunk = 3 : i64} : ...
+    %0 = tessel.all_gather %c#0 on @mesh axes = ["dp"] dim = 0 : ...
+    ```
+
+    **Options**
+
+    * `device-memory-limit`: bytes of device memory per rank (0: no limit,
+      every chunk resident).
+  }];
+  let options = [
+    Option<"deviceMemoryLimit", "device-memory-limit", "int64_t",
+           /*default=*/"0", "Bytes of device memory per rank (0: no limit)">,
+  ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 

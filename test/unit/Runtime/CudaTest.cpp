@@ -581,6 +581,14 @@ TEST(CudaConformance, ConcatSplitReshapeCopy) {
   conformOp("copy", {randomI64({5}, rng, 0, 9)}, {{DType::I64, {5}}});
 }
 
+// Gemini's chunk_fetch: a copy of each parameter (device to device on CUDA).
+TEST(CudaConformance, ChunkFetch) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(18);
+  conformOp("chunk_fetch", {randomF32({3, 4}, rng), randomF32({5}, rng)},
+            {{DType::F32, {3, 4}}, {DType::F32, {5}}}, Attrs().i("chunk", 1));
+}
+
 //===----------------------------------------------------------------------===//
 // Collectives of a single-rank run: what the local communicator does
 //===----------------------------------------------------------------------===//

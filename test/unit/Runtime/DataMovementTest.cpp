@@ -205,3 +205,37 @@ TEST(Constant, MaterialisedFromProgram) {
 }
 
 } // namespace
+
+namespace {
+
+// chunk_fetch (Gemini): each parameter of a chunk copied into its own
+// result buffer, unchanged.
+TEST(ChunkFetch, CopiesEachParameter) {
+  std::mt19937 rng(47);
+  Tensor w = randomF32({3, 4}, rng), b = randomF32({5}, rng);
+  auto out = runOp("chunk_fetch", {w, b}, {{DType::F32, {3, 4}}, {DType::F32, {5}}},
+                   Attrs().i("chunk", 2));
+  ASSERT_EQ(out.size(), 2u);
+  expectNear(out[0], std::vector<double>(w.data<float>(), w.data<float>() + 12), 0, 0);
+  expectNear(out[1], std::vector<double>(b.data<float>(), b.data<float>() + 5), 0, 0);
+}
+
+TEST(ChunkFetch, LoadChecksResultsAndChunk) {
+  std::mt19937 rng(48);
+  Tensor w = randomF32({3, 4}, rng), b = randomF32({5}, rng);
+  auto fails = [&](std::vector<std::pair<DType, Shape>> results, Attrs attrs,
+                   const std::string &needle) {
+    std::shared_ptr<const Program> prog;
+    Status s = buildOneOp("chunk_fetch", {w, b}, results, std::move(attrs), prog);
+    ASSERT_FALSE(s.isOk()) << "expected an error mentioning " << needle;
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  fails({{DType::F32, {3, 4}}}, Attrs(),
+        "expects as many results as operands (2), got 1");
+  fails({{DType::F32, {3, 4}}, {DType::F32, {6}}}, Attrs(),
+        "result has shape [6], expected [5]");
+  fails({{DType::F32, {3, 4}}, {DType::F32, {5}}}, Attrs().i("chunk", -1),
+        "attribute 'chunk' = -1 is negative");
+}
+
+} // namespace
