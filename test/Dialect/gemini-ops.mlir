@@ -3,7 +3,7 @@
 // RUN: tessel-opt %s -split-input-file -verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: func.func @ok
-// CHECK: %[[C:.*]]:2 = tessel.chunk_fetch %arg0, %arg1 {chunk = 3 : i64} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+// CHECK: %[[C:.*]]:2 = tessel.chunk_fetch %w, %b {chunk = 3 : i64} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
 // CHECK: return %[[C]]#1
 func.func @ok(%w: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
   %c:2 = tessel.chunk_fetch %w, %b {chunk = 3 : i64} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
