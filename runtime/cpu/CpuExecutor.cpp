@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -68,6 +69,7 @@ private:
   Step makeStep(size_t i);
   Step makeStepWithLayouts(size_t i);
   Status initConvs();
+  Status initBf16Gemms();
   Status initStates();
 
   int threads;
@@ -134,6 +136,7 @@ Status CpuExecutor::init() {
                        : const_cast<void *>(b.data));
   TSL_RETURN_IF_ERROR(initStates());
   TSL_RETURN_IF_ERROR(initConvs());
+  TSL_RETURN_IF_ERROR(initBf16Gemms());
   TSL_RETURN_IF_ERROR(collectives.init(*prog, comm));
   for (size_t i = 0; i < prog->ops.size(); ++i) {
     steps.push_back(skipped[i] ? Step([] { return Status::ok(); })
@@ -400,6 +403,79 @@ Status CpuExecutor::initConvs() {
   for (const BufferInfo &b : B)
     if (b.fileBacked && readers[b.id] > 0 && readers[b.id] == prepacked[b.id])
       dropFileBackedPages(b.data, b.bytes);
+  return Status::ok();
+}
+
+Status CpuExecutor::initBf16Gemms() {
+  const size_t nOps = prog->ops.size();
+  const auto &B = prog->buffers;
+  bf16MatMuls.resize(nOps);
+  bf16Operands.resize(nOps);
+  // Each operand's value: its buffer and the instruction that last wrote it
+  // before the GEMM (-1: none in this program, a weight or a state as the
+  // step found it). The same value read by several GEMMs is one key.
+  std::vector<int> lastWriter(B.size(), -1);
+  std::map<std::pair<int, int>, std::vector<std::pair<size_t, int>>> readers;
+  bool checked = false, available = false;
+  for (size_t i = 0; i < nOps; ++i) {
+    const Op &op = prog->ops[i];
+    if ((op.kind == OpKind::MatMul || op.kind == OpKind::Gemm) &&
+        op.intAttr("bf16_operands", 0) && !dnnlMatMuls[i] && !skipped[i]) {
+      if (!checked) {
+        checked = true;
+        std::string why;
+        available = bf16GemmsAvailable(why);
+        static bool said = false;
+        if (!available && !said) {
+          said = true;
+          std::fprintf(stderr,
+                       "tessel: remark: GEMMs with bf16 operands run as f32 "
+                       "GEMMs on the rounded values (the same numbers, no "
+                       "speed-up): %s\n",
+                       why.c_str());
+        }
+      }
+      if (available) {
+        if (!dnnl)
+          dnnl = createDnnlContext();
+        bf16MatMuls[i] = Bf16MatMul::create(dnnl, *prog, op);
+        if (bf16MatMuls[i])
+          for (int k = 0; k < 2; ++k)
+            readers[{op.operands[k], lastWriter[op.operands[k]]}].push_back(
+                {i, k});
+      }
+    }
+    for (int r : op.results)
+      lastWriter[r] = static_cast<int>(i);
+  }
+  for (auto &[key, list] : readers) {
+    const auto [id, writer] = key;
+    // A parameter's rounded value (round_float of a weight or state), read
+    // by several GEMMs (forward and backward): one conversion per step.
+    const bool parameter =
+        writer >= 0 && prog->ops[writer].kind == OpKind::RoundFloat &&
+        B[prog->ops[writer].operands[0]].kind != BufferInfo::Kind::Arena;
+    if (list.size() > 1 && parameter) {
+      const size_t bytes = (B[id].numel * sizeof(uint16_t) + 63) / 64 * 64;
+      bf16Copies.emplace_back(static_cast<float *>(std::aligned_alloc(64, bytes)),
+                              std::free);
+      if (!bf16Copies.back())
+        return Status::error("cannot allocate " + std::to_string(bytes) +
+                             " bytes for the bf16 copy of buffer " +
+                             std::to_string(id));
+      auto *copy = reinterpret_cast<uint16_t *>(bf16Copies.back().get());
+      for (size_t j = 0; j < list.size(); ++j) {
+        auto [op, k] = list[j];
+        bf16Operands[op].copy[k] = copy;
+        bf16Operands[op].convert[k] = j == 0;
+      }
+      continue;
+    }
+    for (auto [op, k] : list)
+      if (!bf16Scratch[k].reserve(B[id].numel * sizeof(uint16_t)))
+        return Status::error("cannot allocate the bf16 copy of buffer " +
+                             std::to_string(id));
+  }
   return Status::ok();
 }
 

@@ -8,6 +8,7 @@
 #ifndef TESSEL_RUNTIME_CPU_KERNELRESOURCES_H
 #define TESSEL_RUNTIME_CPU_KERNELRESOURCES_H
 
+#include "Bf16MatMul.h"
 #include "Collectives.h"
 #include "ConvPlan.h"
 #include "DnnlConv.h"
@@ -68,6 +69,20 @@ struct KernelResources {
   // The source, weight and result of trained convs in oneDNN's layouts
   // (ConvTraining.cpp).
   Scratch trainedConv[3];
+  // Matmuls and gemms marked bf16_operands on oneDNN's bf16 matmul, by op
+  // index (null: the f32 GEMM on the rounded values), and the bf16 copies
+  // of their two operands (Bf16MatMul.h): a parameter's rounded value that
+  // several GEMMs read is converted once per step, by the first, into a
+  // copy of its own (`copies`); other operands are converted by each GEMM
+  // into the shared scratch of their position.
+  std::vector<std::unique_ptr<Bf16MatMul>> bf16MatMuls;
+  struct Bf16Operands {
+    uint16_t *copy[2] = {nullptr, nullptr}; // null: bf16Scratch[k]
+    bool convert[2] = {true, true};
+  };
+  std::vector<Bf16Operands> bf16Operands;
+  Scratch bf16Scratch[2];
+  std::vector<AlignedBuffer> bf16Copies;
   // Expanded copies of norm scale/bias operands that broadcast.
   std::vector<std::vector<float>> expanded;
   Collectives collectives;

@@ -70,7 +70,8 @@ struct TrainingOptions {
 /// then for sharded modules -tessel-split-bias, -tessel-propagate,
 /// -tessel-zero (training with a ZeRO stage), -tessel-partition,
 /// -tessel-simplify-collectives, -tessel-gather-at-use (ZeRO) and,
-/// training, -tessel-bucket-gradients.
+/// training, -tessel-bucket-gradients; last, with --precision bf16 through
+/// Partition, -tessel-mark-bf16-operands.
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
                           const TrainingOptions *train = nullptr);
