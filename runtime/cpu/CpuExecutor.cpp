@@ -411,14 +411,19 @@ Status CpuExecutor::initBf16Gemms() {
   const auto &B = prog->buffers;
   bf16MatMuls.resize(nOps);
   bf16Operands.resize(nOps);
+  bf16RoundCopies.assign(nOps, nullptr);
+  bf16RoundCopyOnly.assign(nOps, false);
   // Each operand's value: its buffer and the instruction that last wrote it
   // before the GEMM (-1: none in this program, a weight or a state as the
   // step found it). The same value read by several GEMMs is one key.
   std::vector<int> lastWriter(B.size(), -1);
   std::map<std::pair<int, int>, std::vector<std::pair<size_t, int>>> readers;
+  std::map<std::pair<int, int>, size_t> reads; // every reader's, by key
   bool checked = false, available = false;
   for (size_t i = 0; i < nOps; ++i) {
     const Op &op = prog->ops[i];
+    for (int id : op.operands)
+      ++reads[{id, lastWriter[id]}];
     if ((op.kind == OpKind::MatMul || op.kind == OpKind::Gemm) &&
         op.intAttr("bf16_operands", 0) && !dnnlMatMuls[i] && !skipped[i]) {
       if (!checked) {
@@ -450,12 +455,16 @@ Status CpuExecutor::initBf16Gemms() {
   }
   for (auto &[key, list] : readers) {
     const auto [id, writer] = key;
-    // A parameter's rounded value (round_float of a weight or state), read
-    // by several GEMMs (forward and backward): one conversion per step.
+    // A parameter's rounded value (round_float to bf16 of a weight or
+    // state), read by several GEMMs (forward and backward): converted once
+    // per step, by the round_float itself.
+    const Op *def = writer >= 0 ? &prog->ops[writer] : nullptr;
     const bool parameter =
-        writer >= 0 && prog->ops[writer].kind == OpKind::RoundFloat &&
-        B[prog->ops[writer].operands[0]].kind != BufferInfo::Kind::Arena;
-    if (list.size() > 1 && parameter) {
+        def && def->kind == OpKind::RoundFloat &&
+        def->intAttr("exponent_bits", 8) == 8 &&
+        def->intAttr("mantissa_bits", 7) == 7 &&
+        B[def->operands[0]].kind != BufferInfo::Kind::Arena;
+    if (parameter) {
       const size_t bytes = (B[id].numel * sizeof(uint16_t) + 63) / 64 * 64;
       bf16Copies.emplace_back(static_cast<float *>(std::aligned_alloc(64, bytes)),
                               std::free);
@@ -464,10 +473,14 @@ Status CpuExecutor::initBf16Gemms() {
                              " bytes for the bf16 copy of buffer " +
                              std::to_string(id));
       auto *copy = reinterpret_cast<uint16_t *>(bf16Copies.back().get());
-      for (size_t j = 0; j < list.size(); ++j) {
-        auto [op, k] = list[j];
+      bf16RoundCopies[writer] = copy;
+      const bool output =
+          std::any_of(prog->outputs.begin(), prog->outputs.end(),
+                      [&](const auto &o) { return o.second == id; });
+      bf16RoundCopyOnly[writer] = !output && reads[key] == list.size();
+      for (auto [op, k] : list) {
         bf16Operands[op].copy[k] = copy;
-        bf16Operands[op].convert[k] = j == 0;
+        bf16Operands[op].convert[k] = false;
       }
       continue;
     }

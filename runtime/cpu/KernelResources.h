@@ -72,9 +72,9 @@ struct KernelResources {
   // Matmuls and gemms marked bf16_operands on oneDNN's bf16 matmul, by op
   // index (null: the f32 GEMM on the rounded values), and the bf16 copies
   // of their two operands (Bf16MatMul.h): a parameter's rounded value that
-  // several GEMMs read is converted once per step, by the first, into a
-  // copy of its own (`copies`); other operands are converted by each GEMM
-  // into the shared scratch of their position.
+  // several GEMMs read is converted once per step into a copy of its own
+  // (`bf16Copies`), by its round_float as it rounds; other operands are
+  // converted by each GEMM into the shared scratch of their position.
   std::vector<std::unique_ptr<Bf16MatMul>> bf16MatMuls;
   struct Bf16Operands {
     uint16_t *copy[2] = {nullptr, nullptr}; // null: bf16Scratch[k]
@@ -83,6 +83,12 @@ struct KernelResources {
   std::vector<Bf16Operands> bf16Operands;
   Scratch bf16Scratch[2];
   std::vector<AlignedBuffer> bf16Copies;
+  // By op index: the bf16 copy a round_float writes beside its result
+  // (the copy its readers share), or null.
+  std::vector<uint16_t *> bf16RoundCopies;
+  // By op index: the round_float's f32 result has no reader but the GEMMs
+  // that read the copy, so it writes the copy alone.
+  std::vector<bool> bf16RoundCopyOnly;
   // Expanded copies of norm scale/bias operands that broadcast.
   std::vector<std::vector<float>> expanded;
   Collectives collectives;
