@@ -38,10 +38,10 @@ dnnl::memory::dims denseStrides(const dnnl::memory::dims &dims) {
   return s;
 }
 
-/// `batch` with leading 1s up to `rank` dims, then `rows`, `cols`.
-dnnl::memory::dims batched(const Shape &batch, size_t rank, int64_t rows,
+/// `batch` with leading 1s up to `batchRank` dims, then `rows`, `cols`.
+dnnl::memory::dims batched(const Shape &batch, size_t batchRank, int64_t rows,
                            int64_t cols) {
-  dnnl::memory::dims d(rank - batch.size(), 1);
+  dnnl::memory::dims d(batchRank - batch.size(), 1);
   d.insert(d.end(), batch.begin(), batch.end());
   d.push_back(rows);
   d.push_back(cols);
@@ -112,7 +112,7 @@ std::unique_ptr<Bf16MatMul> Bf16MatMul::create(std::shared_ptr<DnnlContext> ctx,
       bd = {md.k, md.n};
       yd = {md.m * md.batches, md.n};
     } else {
-      const size_t rank = md.outBatch.size() + 2;
+      const size_t rank = md.outBatch.size();
       ad = batched(md.aBatch, rank, md.m, md.k);
       bd = batched(md.bBatch, rank, md.k, md.n);
       yd = batched(md.outBatch, rank, md.m, md.n);

@@ -14,6 +14,7 @@
 #include "tessel/runtime/Executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -430,15 +431,13 @@ Status CpuExecutor::initBf16Gemms() {
         checked = true;
         std::string why;
         available = bf16GemmsAvailable(why);
-        static bool said = false;
-        if (!available && !said) {
-          said = true;
+        static std::atomic<bool> said{false};
+        if (!available && !said.exchange(true))
           std::fprintf(stderr,
                        "tessel: remark: GEMMs with bf16 operands run as f32 "
                        "GEMMs on the rounded values (the same numbers, no "
                        "speed-up): %s\n",
                        why.c_str());
-        }
       }
       if (available) {
         if (!dnnl)
@@ -456,7 +455,7 @@ Status CpuExecutor::initBf16Gemms() {
   for (auto &[key, list] : readers) {
     const auto [id, writer] = key;
     // A parameter's rounded value (round_float to bf16 of a weight or
-    // state), read by several GEMMs (forward and backward): converted once
+    // state), read by GEMMs (forward and backward): converted once
     // per step, by the round_float itself.
     const Op *def = writer >= 0 ? &prog->ops[writer] : nullptr;
     const bool parameter =
