@@ -407,6 +407,14 @@ Status CpuExecutor::initConvs() {
   return Status::ok();
 }
 
+namespace {
+/// A round_float to bf16 (8 exponent, 7 mantissa bits).
+bool isBf16Round(const Op &op) {
+  return op.kind == OpKind::RoundFloat && op.intAttr("exponent_bits", 8) == 8 &&
+         op.intAttr("mantissa_bits", 7) == 7;
+}
+} // namespace
+
 Status CpuExecutor::initBf16Gemms() {
   const size_t nOps = prog->ops.size();
   const auto &B = prog->buffers;
@@ -452,41 +460,93 @@ Status CpuExecutor::initBf16Gemms() {
     for (int r : op.results)
       lastWriter[r] = static_cast<int>(i);
   }
+  // Where each value's bf16 copy lives. A parameter's rounded value has a
+  // copy of its own for the executor's life. An activation that a
+  // round_float rounds, or that several GEMMs read, has a copy from its
+  // round_float (or first reader) to its last reader, packed with the
+  // others by those intervals into one block; the rest convert per GEMM
+  // into the shared scratch of their position.
+  struct Interval {
+    size_t start, end, bytes, offset = 0;
+    std::pair<int, int> key;
+  };
+  std::vector<Interval> intervals;
+  auto isOutput = [&](int id) {
+    return std::any_of(prog->outputs.begin(), prog->outputs.end(),
+                       [&](const auto &o) { return o.second == id; });
+  };
+  // The copy of `key` is at `copy`: its round_float writes it (alone where
+  // the GEMMs are the f32 result's only readers), else its first reader.
+  auto place = [&](const std::pair<int, int> &key, uint16_t *copy) {
+    const auto [id, writer] = key;
+    const std::vector<std::pair<size_t, int>> &list = readers[key];
+    const bool rounds = writer >= 0 && isBf16Round(prog->ops[writer]);
+    if (rounds) {
+      bf16RoundCopies[writer] = copy;
+      bf16RoundCopyOnly[writer] = !isOutput(id) && reads[key] == list.size();
+    }
+    for (size_t j = 0; j < list.size(); ++j) {
+      auto [op, k] = list[j];
+      bf16Operands[op].copy[k] = copy;
+      bf16Operands[op].convert[k] = !rounds && j == 0;
+    }
+  };
   for (auto &[key, list] : readers) {
     const auto [id, writer] = key;
-    // A parameter's rounded value (round_float to bf16 of a weight or
-    // state), read by GEMMs (forward and backward): converted once
-    // per step, by the round_float itself.
-    const Op *def = writer >= 0 ? &prog->ops[writer] : nullptr;
-    const bool parameter =
-        def && def->kind == OpKind::RoundFloat &&
-        def->intAttr("exponent_bits", 8) == 8 &&
-        def->intAttr("mantissa_bits", 7) == 7 &&
-        B[def->operands[0]].kind != BufferInfo::Kind::Arena;
-    if (parameter) {
-      const size_t bytes = (B[id].numel * sizeof(uint16_t) + 63) / 64 * 64;
+    const bool rounds = writer >= 0 && isBf16Round(prog->ops[writer]);
+    const size_t bytes = (B[id].numel * sizeof(uint16_t) + 63) / 64 * 64;
+    if (rounds &&
+        B[prog->ops[writer].operands[0]].kind != BufferInfo::Kind::Arena) {
       bf16Copies.emplace_back(static_cast<float *>(std::aligned_alloc(64, bytes)),
                               std::free);
       if (!bf16Copies.back())
         return Status::error("cannot allocate " + std::to_string(bytes) +
                              " bytes for the bf16 copy of buffer " +
                              std::to_string(id));
-      auto *copy = reinterpret_cast<uint16_t *>(bf16Copies.back().get());
-      bf16RoundCopies[writer] = copy;
-      const bool output =
-          std::any_of(prog->outputs.begin(), prog->outputs.end(),
-                      [&](const auto &o) { return o.second == id; });
-      bf16RoundCopyOnly[writer] = !output && reads[key] == list.size();
-      for (auto [op, k] : list) {
-        bf16Operands[op].copy[k] = copy;
-        bf16Operands[op].convert[k] = false;
-      }
+      place(key, reinterpret_cast<uint16_t *>(bf16Copies.back().get()));
+      continue;
+    }
+    if (rounds || list.size() > 1) {
+      intervals.push_back({rounds ? size_t(writer) : list.front().first,
+                           list.back().first, bytes, 0, key});
       continue;
     }
     for (auto [op, k] : list)
       if (!bf16Scratch[k].reserve(B[id].numel * sizeof(uint16_t)))
         return Status::error("cannot allocate the bf16 copy of buffer " +
                              std::to_string(id));
+  }
+  // First fit, by start: the lowest offset clear of every placed copy whose
+  // interval overlaps.
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval &a, const Interval &b) { return a.start < b.start; });
+  size_t total = 0;
+  for (size_t n = 0; n < intervals.size(); ++n) {
+    Interval &v = intervals[n];
+    std::vector<std::pair<size_t, size_t>> taken; // [offset, offset + bytes)
+    for (size_t m = 0; m < n; ++m)
+      if (intervals[m].end >= v.start)
+        taken.emplace_back(intervals[m].offset,
+                           intervals[m].offset + intervals[m].bytes);
+    std::sort(taken.begin(), taken.end());
+    size_t offset = 0;
+    for (auto [from, to] : taken) {
+      if (offset + v.bytes <= from)
+        break;
+      offset = std::max(offset, to);
+    }
+    v.offset = offset;
+    total = std::max(total, offset + v.bytes);
+  }
+  if (total) {
+    bf16Copies.emplace_back(static_cast<float *>(std::aligned_alloc(64, total)),
+                            std::free);
+    if (!bf16Copies.back())
+      return Status::error("cannot allocate " + std::to_string(total) +
+                           " bytes for the bf16 copies of activations");
+    auto *block = reinterpret_cast<unsigned char *>(bf16Copies.back().get());
+    for (const Interval &v : intervals)
+      place(v.key, reinterpret_cast<uint16_t *>(block + v.offset));
   }
   return Status::ok();
 }
