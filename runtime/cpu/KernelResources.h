@@ -71,10 +71,12 @@ struct KernelResources {
   Scratch trainedConv[3];
   // Matmuls and gemms marked bf16_operands on oneDNN's bf16 matmul, by op
   // index (null: the f32 GEMM on the rounded values), and the bf16 copies
-  // of their two operands (Bf16MatMul.h): a parameter's rounded value that
-  // several GEMMs read is converted once per step into a copy of its own
-  // (`bf16Copies`), by its round_float as it rounds; other operands are
-  // converted by each GEMM into the shared scratch of their position.
+  // of their two operands (Bf16MatMul.h), in `bf16Copies`: a parameter's
+  // rounded value in a copy of its own, written once per step by its
+  // round_float as it rounds; an activation that a round_float rounds or
+  // several GEMMs read in a block shared by lifetime, written by its
+  // round_float or its first reader; other operands are converted by each
+  // GEMM into the shared scratch of their position.
   std::vector<std::unique_ptr<Bf16MatMul>> bf16MatMuls;
   struct Bf16Operands {
     uint16_t *copy[2] = {nullptr, nullptr}; // null: bf16Scratch[k]
