@@ -42,6 +42,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 kind, models, batch, threads, steps, losses_out, here = sys.argv[1:8]
+# "bf16": the forward under CPU autocast to bf16 (its GEMMs in bf16, the
+# loss in f32), as a bf16 training step is written in PyTorch.
+precision = sys.argv[8] if len(sys.argv) > 8 else "f32"
 batch, threads, steps = int(batch), int(threads), int(steps)
 torch.set_num_threads(threads)
 torch.set_num_interop_threads(1)
@@ -76,7 +79,12 @@ times, cpu, losses = [], [], []
 for k in range(steps):
     x, y = batch_of(k)
     t0, c0 = time.perf_counter(), time.process_time()
-    out = model(x)
+    if precision == "bf16":
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = model(x)
+        out = out.float()
+    else:
+        out = model(x)
     loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
     opt.zero_grad(set_to_none=True)
     loss.backward()
@@ -133,6 +141,66 @@ def rel_diff(a, b):
     return float(np.max(np.abs(a[:n] - b[:n]) / np.maximum(np.abs(b[:n]), 1e-12)))
 
 
+def bf16_row(args, env, tmp, model, opt, kind, batch, th, f32_row):
+    """The bf16 columns of one GPT-2 row: {name: (ms, cpu ms, losses) or an
+    n/a string}, with the f32 runs of `f32_row` beside them."""
+    out = {}
+    for name, res in (("tessel f32", f32_row.get("tessel")),
+                      ("torch f32", f32_row.get("torch"))):
+        out[name] = (res[0], res[3], res[2]) if isinstance(res, tuple) else res or "-"
+    art = os.path.join(tmp, "bf16_" + os.path.basename(model).replace(".onnx", ".tsl"))
+    rc, log, _ = run_measured([args.tesselc, model, "--train", "--loss", "cross_entropy",
+                               "--precision", "bf16"] + opt + ["-o", art], env)
+    for name, extra in (("tessel bf16 emulated", {"TESSEL_BF16": "emulate"}),
+                        ("tessel bf16 oneDNN", {})):
+        if rc != 0:
+            out[name] = "n/a (%s)" % first_error(log)
+            continue
+        losses = os.path.join(tmp, "bf16_losses.npy")
+        r, rlog, _ = run_measured(
+            [args.tessel_run, art, "--steps", str(args.steps), "--threads", str(th),
+             "--losses", losses] + data_flags(kind, args.models, batch), dict(env, **extra))
+        out[name] = ((tessel_step_ms(rlog), tessel_step_ms(rlog, "ms CPU"), np.load(losses))
+                     if r == 0 else "n/a (%s)" % first_error(rlog))
+    if args.no_torch:
+        out["torch autocast bf16"] = "-"
+    else:
+        losses = os.path.join(tmp, "torch_bf16_losses.npy")
+        r, tlog, _ = run_measured(
+            [sys.executable, "-c", TORCH_CHILD, kind, args.models, str(batch), str(th),
+             str(args.steps), losses, HERE, "bf16"], env)
+        out["torch autocast bf16"] = (
+            (float(re.search(r"\bms ([\d.]+)", tlog).group(1)),
+             float(re.search(r"cpu_ms ([\d.]+)", tlog).group(1)), np.load(losses))
+            if r == 0 else "n/a (%s)" % first_error(tlog))
+    return out
+
+
+BF16_COLUMNS = ["tessel f32", "tessel bf16 emulated", "tessel bf16 oneDNN",
+                "torch f32", "torch autocast bf16"]
+
+
+def print_bf16(bf16_rows):
+    print()
+    print("Mixed precision, GPT-2: median ms per step (wall / process CPU), and each "
+          "run's largest loss difference from its engine's f32 run, relative")
+    print()
+    print("| model | threads | " + " | ".join(BF16_COLUMNS) + " |")
+    print("|---|---|" + "---|" * len(BF16_COLUMNS))
+    for label, th, cols in bf16_rows:
+        cells = [label, str(th)]
+        for name in BF16_COLUMNS:
+            v = cols.get(name, "-")
+            if not isinstance(v, tuple):
+                cells.append(v)
+                continue
+            ref = cols["torch f32" if name.startswith("torch") else "tessel f32"]
+            diff = ("" if name.endswith("f32") or not isinstance(ref, tuple)
+                    else ", loss %.1e" % rel_diff(v[2], ref[2]))
+            cells.append("%.0f / %.0f%s" % (v[0], v[1], diff))
+        print("| " + " | ".join(cells) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tesselc", required=True)
@@ -144,6 +212,10 @@ def main():
     ap.add_argument("--only", default="", help="run the rows whose label has this text")
     ap.add_argument("--no-torch", action="store_true", help="Tessel's side alone")
     ap.add_argument("--no-dp", action="store_true", help="skip the dp=2 row")
+    ap.add_argument("--bf16", action="store_true",
+                    help="GPT-2 rows also in bf16: Tessel's --precision bf16 "
+                         "emulated (TESSEL_BF16=emulate) and on oneDNN's bf16 "
+                         "GEMMs, PyTorch under CPU autocast bf16")
     args = ap.parse_args()
 
     env = dict(os.environ)
@@ -153,7 +225,7 @@ def main():
     threads = [int(t) for t in args.threads.split(",")]
 
     tmp = tempfile.mkdtemp(prefix="tessel-train-bench-")
-    rows, dp_rows = [], []
+    rows, dp_rows, bf16_rows = [], [], []
     torch_version = ""
     single_b4_1t = None
     for label, kind, onnx_file, batch, opt in ROWS:
@@ -196,6 +268,9 @@ def main():
                                     float(re.search(r"cpu_ms ([\d.]+)", log).group(1)))
                     torch_version = re.search(r"torch (\S+)", log).group(1)
             rows.append((label, row, None))
+            if args.bf16 and kind == "gpt2" and tessel_na is None:
+                bf16_rows.append((label, th, bf16_row(args, env, tmp, model, opt, kind,
+                                                      batch, th, row)))
 
     if not args.no_dp and (not args.only or "b4" in args.only or "dp" in args.only):
         model = os.path.join(args.models, "gpt2_small_train_b4.onnx")
@@ -251,6 +326,8 @@ def main():
         cells.append("%.0f" % (o[1] / 1024) if isinstance(o, tuple) else "-")
         cells.append("%.1e" % rel_diff(t[2], o[2]) if both else "-")
         print("| " + " | ".join(cells) + " |")
+    if bf16_rows:
+        print_bf16(bf16_rows)
     for r in dp_rows:
         print()
         print("Data parallel, GPT-2-small b4 (2 per rank), 2 ranks x 1 thread:")

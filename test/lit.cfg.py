@@ -38,3 +38,12 @@ if os.path.exists(config.tessel_python) and subprocess.call(
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
     config.available_features.add("onnx-python")
 config.substitutions.append(("%python", config.tessel_python))
+
+# CPUs with bf16 dot products, where GEMMs marked bf16_operands run on
+# oneDNN's bf16 kernels (runtime/cpu/Bf16MatMul.h).
+try:
+    with open("/proc/cpuinfo") as f:
+        if "avx512_bf16" in f.read().split():
+            config.available_features.add("cpu-bf16")
+except OSError:
+    pass

@@ -472,7 +472,7 @@ def Tessel_WhereOp : Tessel_ComputeOp<"where", "buildElementwiseRule",
 
 def Tessel_MatmulOp : Tessel_ComputeOp<"matmul", "buildMatmulRule",
                                        [InferTypeOpAdaptor]>,
-    Tessel_Instruction<40, "matmul", [], "", "MatMul">,
+    Tessel_Instruction<40, "matmul", [Tessel_RtAttr<"bf16_operands">], "", "MatMul">,
     Tessel_GradientFrom<"buildMatmulGradient"> {
   let summary = "Batched matrix product with numpy broadcasting";
   let description = [{
@@ -488,15 +488,21 @@ def Tessel_MatmulOp : Tessel_ComputeOp<"matmul", "buildMatmulRule",
     * (C1) both operands have rank at least 1 and the same element type.
     * (C2) the contracting dims have the same size.
     * (C3) the batch dims broadcast.
+
+    `bf16_operands` (set by `-tessel-mark-bf16-operands`) says that every
+    operand holds bf16 values (f32 whose low 16 bits are zero): a backend
+    may run the product with bf16 operands and f32 accumulation, which
+    changes nothing but the order of the f32 sums.
   }];
-  let arguments = (ins Tessel_FloatTensor:$lhs, Tessel_FloatTensor:$rhs);
+  let arguments = (ins Tessel_FloatTensor:$lhs, Tessel_FloatTensor:$rhs,
+                       UnitAttr:$bf16_operands);
   let results = (outs Tessel_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
 def Tessel_GemmOp : Tessel_ComputeOp<"gemm", "buildGemmRule",
                                      [InferTypeOpAdaptor]>,
-    Tessel_Instruction<41, "gemm", [Tessel_RtAttr<"trans_a">, Tessel_RtAttr<"trans_b">, Tessel_RtAttr<"alpha">, Tessel_RtAttr<"beta">]>,
+    Tessel_Instruction<41, "gemm", [Tessel_RtAttr<"trans_a">, Tessel_RtAttr<"trans_b">, Tessel_RtAttr<"alpha">, Tessel_RtAttr<"beta">, Tessel_RtAttr<"bf16_operands">]>,
     Tessel_GradientFrom<"buildGemmGradient"> {
   let summary = "General matrix product: alpha * op(a) * op(b) + beta * c";
   let description = [{
@@ -513,12 +519,17 @@ def Tessel_GemmOp : Tessel_ComputeOp<"gemm", "buildGemmRule",
     * (C1) `a` and `b` have rank 2.
     * (C2) the contracting dims have the same size.
     * (C3) `c` broadcasts to [M, N].
+
+    `bf16_operands` (set by `-tessel-mark-bf16-operands`): `a` and `b` hold
+    bf16 values (f32 whose low 16 bits are zero), so a backend may multiply
+    them in bf16 with f32 accumulation; `c` is added in f32.
   }];
   let arguments = (ins Tessel_FloatTensor:$a, Tessel_FloatTensor:$b,
                        Optional<Tessel_FloatTensor>:$c,
                        UnitAttr:$trans_a, UnitAttr:$trans_b,
                        DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$beta);
+                       DefaultValuedAttr<F32Attr, "1.0f">:$beta,
+                       UnitAttr:$bf16_operands);
   let results = (outs Tessel_FloatTensor:$result);
   let assemblyFormat = [{
     $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)

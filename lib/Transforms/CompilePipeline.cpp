@@ -29,9 +29,10 @@ std::optional<CompileStage> parseCompileStage(StringRef name) {
       .Default(std::nullopt);
 }
 
-void buildCompilePipeline(OpPassManager &pm, bool sharded,
-                          CompileStage stopAfter,
-                          const TrainingOptions *train) {
+namespace {
+
+void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
+               const TrainingOptions *train) {
   if (stopAfter == CompileStage::Import)
     return;
   pm.addPass(createFuseGeluPass());
@@ -94,6 +95,19 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
     pm.addPass(createGeminiChunksPass(train->geminiChunks));
     pm.addPass(createGeminiPlacementPass(train->geminiPlacement));
   }
+}
+
+} // namespace
+
+void buildCompilePipeline(OpPassManager &pm, bool sharded,
+                          CompileStage stopAfter,
+                          const TrainingOptions *train) {
+  addPhases(pm, sharded, stopAfter, train);
+  // On the final program, after every pass that creates GEMMs or moves
+  // their operands (autodiff, partition, pipeline lowering).
+  if (train && train->precision == "bf16" &&
+      stopAfter == CompileStage::Partition)
+    pm.addPass(createMarkBf16OperandsPass());
 }
 
 namespace {

@@ -29,7 +29,8 @@ void splitGemm(GemmOp gemm) {
   auto product = GemmOp::create(b, loc, gemm.getType(), gemm.getA(), gemm.getB(),
                                   Value(), gemm.getTransAAttr(),
                                   gemm.getTransBAttr(), gemm.getAlphaAttr(),
-                                  b.getF32FloatAttr(1.0f));
+                                  b.getF32FloatAttr(1.0f),
+                                  gemm.getBf16OperandsAttr());
   float beta = gemm.getBeta().convertToFloat();
   Operation *scaled = nullptr;
   if (beta != 1.0f) {

@@ -14,11 +14,13 @@
 #include "tessel/runtime/Executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -68,6 +70,7 @@ private:
   Step makeStep(size_t i);
   Step makeStepWithLayouts(size_t i);
   Status initConvs();
+  Status initBf16Gemms();
   Status initStates();
 
   int threads;
@@ -134,6 +137,7 @@ Status CpuExecutor::init() {
                        : const_cast<void *>(b.data));
   TSL_RETURN_IF_ERROR(initStates());
   TSL_RETURN_IF_ERROR(initConvs());
+  TSL_RETURN_IF_ERROR(initBf16Gemms());
   TSL_RETURN_IF_ERROR(collectives.init(*prog, comm));
   for (size_t i = 0; i < prog->ops.size(); ++i) {
     steps.push_back(skipped[i] ? Step([] { return Status::ok(); })
@@ -400,6 +404,150 @@ Status CpuExecutor::initConvs() {
   for (const BufferInfo &b : B)
     if (b.fileBacked && readers[b.id] > 0 && readers[b.id] == prepacked[b.id])
       dropFileBackedPages(b.data, b.bytes);
+  return Status::ok();
+}
+
+namespace {
+/// A round_float to bf16 (8 exponent, 7 mantissa bits).
+bool isBf16Round(const Op &op) {
+  return op.kind == OpKind::RoundFloat && op.intAttr("exponent_bits", 8) == 8 &&
+         op.intAttr("mantissa_bits", 7) == 7;
+}
+} // namespace
+
+Status CpuExecutor::initBf16Gemms() {
+  const size_t nOps = prog->ops.size();
+  const auto &B = prog->buffers;
+  bf16MatMuls.resize(nOps);
+  bf16Operands.resize(nOps);
+  bf16RoundCopies.assign(nOps, nullptr);
+  bf16RoundCopyOnly.assign(nOps, false);
+  // Each operand's value: its buffer and the instruction that last wrote it
+  // before the GEMM (-1: none in this program, a weight or a state as the
+  // step found it). The same value read by several GEMMs is one key.
+  std::vector<int> lastWriter(B.size(), -1);
+  std::map<std::pair<int, int>, std::vector<std::pair<size_t, int>>> readers;
+  std::map<std::pair<int, int>, size_t> reads; // every reader's, by key
+  bool checked = false, available = false;
+  for (size_t i = 0; i < nOps; ++i) {
+    const Op &op = prog->ops[i];
+    for (int id : op.operands)
+      ++reads[{id, lastWriter[id]}];
+    if ((op.kind == OpKind::MatMul || op.kind == OpKind::Gemm) &&
+        op.intAttr("bf16_operands", 0) && !dnnlMatMuls[i] && !skipped[i]) {
+      if (!checked) {
+        checked = true;
+        std::string why;
+        available = bf16GemmsAvailable(why);
+        static std::atomic<bool> said{false};
+        if (!available && !said.exchange(true))
+          std::fprintf(stderr,
+                       "tessel: remark: GEMMs with bf16 operands run as f32 "
+                       "GEMMs on the rounded values (the same numbers, no "
+                       "speed-up): %s\n",
+                       why.c_str());
+      }
+      if (available) {
+        if (!dnnl)
+          dnnl = createDnnlContext();
+        bf16MatMuls[i] = Bf16MatMul::create(dnnl, *prog, op);
+        if (bf16MatMuls[i])
+          for (int k = 0; k < 2; ++k)
+            readers[{op.operands[k], lastWriter[op.operands[k]]}].push_back(
+                {i, k});
+      }
+    }
+    for (int r : op.results)
+      lastWriter[r] = static_cast<int>(i);
+  }
+  // Where each value's bf16 copy lives. A parameter's rounded value has a
+  // copy of its own for the executor's life. An activation that a
+  // round_float rounds, or that several GEMMs read, has a copy from its
+  // round_float (or first reader) to its last reader, packed with the
+  // others by those intervals into one block; the rest convert per GEMM
+  // into the shared scratch of their position.
+  struct Interval {
+    size_t start, end, bytes, offset = 0;
+    std::pair<int, int> key;
+  };
+  std::vector<Interval> intervals;
+  auto isOutput = [&](int id) {
+    return std::any_of(prog->outputs.begin(), prog->outputs.end(),
+                       [&](const auto &o) { return o.second == id; });
+  };
+  // The copy of `key` is at `copy`: its round_float writes it (alone where
+  // the GEMMs are the f32 result's only readers), else its first reader.
+  auto place = [&](const std::pair<int, int> &key, uint16_t *copy) {
+    const auto [id, writer] = key;
+    const std::vector<std::pair<size_t, int>> &list = readers[key];
+    const bool rounds = writer >= 0 && isBf16Round(prog->ops[writer]);
+    if (rounds) {
+      bf16RoundCopies[writer] = copy;
+      bf16RoundCopyOnly[writer] = !isOutput(id) && reads[key] == list.size();
+    }
+    for (size_t j = 0; j < list.size(); ++j) {
+      auto [op, k] = list[j];
+      bf16Operands[op].copy[k] = copy;
+      bf16Operands[op].convert[k] = !rounds && j == 0;
+    }
+  };
+  for (auto &[key, list] : readers) {
+    const auto [id, writer] = key;
+    const bool rounds = writer >= 0 && isBf16Round(prog->ops[writer]);
+    const size_t bytes = (B[id].numel * sizeof(uint16_t) + 63) / 64 * 64;
+    if (rounds &&
+        B[prog->ops[writer].operands[0]].kind != BufferInfo::Kind::Arena) {
+      bf16Copies.emplace_back(static_cast<float *>(std::aligned_alloc(64, bytes)),
+                              std::free);
+      if (!bf16Copies.back())
+        return Status::error("cannot allocate " + std::to_string(bytes) +
+                             " bytes for the bf16 copy of buffer " +
+                             std::to_string(id));
+      place(key, reinterpret_cast<uint16_t *>(bf16Copies.back().get()));
+      continue;
+    }
+    if (rounds || list.size() > 1) {
+      intervals.push_back({rounds ? size_t(writer) : list.front().first,
+                           list.back().first, bytes, 0, key});
+      continue;
+    }
+    for (auto [op, k] : list)
+      if (!bf16Scratch[k].reserve(B[id].numel * sizeof(uint16_t)))
+        return Status::error("cannot allocate the bf16 copy of buffer " +
+                             std::to_string(id));
+  }
+  // First fit, by start: the lowest offset clear of every placed copy whose
+  // interval overlaps.
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval &a, const Interval &b) { return a.start < b.start; });
+  size_t total = 0;
+  for (size_t n = 0; n < intervals.size(); ++n) {
+    Interval &v = intervals[n];
+    std::vector<std::pair<size_t, size_t>> taken; // [offset, offset + bytes)
+    for (size_t m = 0; m < n; ++m)
+      if (intervals[m].end >= v.start)
+        taken.emplace_back(intervals[m].offset,
+                           intervals[m].offset + intervals[m].bytes);
+    std::sort(taken.begin(), taken.end());
+    size_t offset = 0;
+    for (auto [from, to] : taken) {
+      if (offset + v.bytes <= from)
+        break;
+      offset = std::max(offset, to);
+    }
+    v.offset = offset;
+    total = std::max(total, offset + v.bytes);
+  }
+  if (total) {
+    bf16Copies.emplace_back(static_cast<float *>(std::aligned_alloc(64, total)),
+                            std::free);
+    if (!bf16Copies.back())
+      return Status::error("cannot allocate " + std::to_string(total) +
+                           " bytes for the bf16 copies of activations");
+    auto *block = reinterpret_cast<unsigned char *>(bf16Copies.back().get());
+    for (const Interval &v : intervals)
+      place(v.key, reinterpret_cast<uint16_t *>(block + v.offset));
+  }
   return Status::ok();
 }
 

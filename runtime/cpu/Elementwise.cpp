@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "DTypeDispatch.h"
 #include "KernelRegistry.h"
+#include "KernelResources.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 #include "VecMath.h"
@@ -69,6 +70,56 @@ template <typename T, typename F> Step mapStep(const KernelContext &c, F f) {
   ThreadPool *pool = &c.pool;
   return [=] {
     map(x, y, n, *pool, f);
+    return Status::ok();
+  };
+}
+
+/// roundToFormat(x, 8, 7) on the bits, without branches (it vectorises): the
+/// top 16 bits rounded to nearest, ties to even; infinities and NaNs as
+/// they are. `*bf16` gets the result's top half (a NaN stays a quiet NaN).
+inline uint32_t roundBf16Bits(uint32_t u, uint16_t *bf16) {
+  const bool finite = (u & 0x7f800000u) != 0x7f800000u;
+  const uint32_t r = finite ? (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u : u;
+  const uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u ? 0x40u : 0u;
+  *bf16 = static_cast<uint16_t>((r >> 16) | nan);
+  return r;
+}
+
+/// round_float to bf16. Where its result is a parameter's rounded value
+/// that bf16 GEMMs read (KernelResources::bf16RoundCopies), the bf16 copy
+/// they read is written in the same pass, and when nothing else reads the
+/// f32 result (bf16RoundCopyOnly) only the copy.
+Step roundBf16Step(const KernelContext &c) {
+  const float *x = static_cast<const float *>(c.operand(0));
+  float *y = static_cast<float *>(c.result(0));
+  const int64_t n = c.in(0).numel;
+  ThreadPool *pool = &c.pool;
+  const KernelResources &res = c.resources;
+  uint16_t *copy = c.index < res.bf16RoundCopies.size()
+                       ? res.bf16RoundCopies[c.index]
+                       : nullptr;
+  if (!copy)
+    return mapStep<float>(c, [](float v) {
+      uint32_t u;
+      uint16_t unused;
+      std::memcpy(&u, &v, sizeof u);
+      u = roundBf16Bits(u, &unused);
+      std::memcpy(&v, &u, sizeof u);
+      return v;
+    });
+  const bool copyOnly = res.bf16RoundCopyOnly[c.index];
+  return [=] {
+    pool->parallelFor(n, kGrain, [=](int64_t b, int64_t e) {
+      const uint32_t *__restrict in = reinterpret_cast<const uint32_t *>(x);
+      uint32_t *__restrict out = reinterpret_cast<uint32_t *>(y);
+      uint16_t *__restrict half = copy;
+      if (copyOnly)
+        for (int64_t i = b; i < e; ++i)
+          roundBf16Bits(in[i], half + i);
+      else
+        for (int64_t i = b; i < e; ++i)
+          out[i] = roundBf16Bits(in[i], half + i);
+    });
     return Status::ok();
   };
 }
@@ -215,6 +266,8 @@ void registerElementwiseKernels(KernelRegistry &r) {
   r.add(OpKind::RoundFloat, [](const KernelContext &c) {
     const int e = static_cast<int>(c.op.intAttr("exponent_bits", 8));
     const int m = static_cast<int>(c.op.intAttr("mantissa_bits", 7));
+    if (e == 8 && m == 7)
+      return roundBf16Step(c);
     return floatStep(c, [e, m](float v) { return roundToFormat(v, e, m); });
   });
 }

@@ -8,6 +8,7 @@
 #ifndef TESSEL_RUNTIME_CPU_KERNELRESOURCES_H
 #define TESSEL_RUNTIME_CPU_KERNELRESOURCES_H
 
+#include "Bf16MatMul.h"
 #include "Collectives.h"
 #include "ConvPlan.h"
 #include "DnnlConv.h"
@@ -68,6 +69,28 @@ struct KernelResources {
   // The source, weight and result of trained convs in oneDNN's layouts
   // (ConvTraining.cpp).
   Scratch trainedConv[3];
+  // Matmuls and gemms marked bf16_operands on oneDNN's bf16 matmul, by op
+  // index (null: the f32 GEMM on the rounded values), and the bf16 copies
+  // of their two operands (Bf16MatMul.h), in `bf16Copies`: a parameter's
+  // rounded value in a copy of its own, written once per step by its
+  // round_float as it rounds; an activation that a round_float rounds or
+  // several GEMMs read in a block shared by lifetime, written by its
+  // round_float or its first reader; other operands are converted by each
+  // GEMM into the shared scratch of their position.
+  std::vector<std::unique_ptr<Bf16MatMul>> bf16MatMuls;
+  struct Bf16Operands {
+    uint16_t *copy[2] = {nullptr, nullptr}; // null: bf16Scratch[k]
+    bool convert[2] = {true, true};
+  };
+  std::vector<Bf16Operands> bf16Operands;
+  Scratch bf16Scratch[2];
+  std::vector<AlignedBuffer> bf16Copies;
+  // By op index: the bf16 copy a round_float writes beside its result
+  // (the copy its readers share), or null.
+  std::vector<uint16_t *> bf16RoundCopies;
+  // By op index: the round_float's f32 result has no reader but the GEMMs
+  // that read the copy, so it writes the copy alone.
+  std::vector<bool> bf16RoundCopyOnly;
   // Expanded copies of norm scale/bias operands that broadcast.
   std::vector<std::vector<float>> expanded;
   Collectives collectives;

@@ -76,7 +76,8 @@ struct TrainingOptions {
 /// -tessel-zero (training with a ZeRO stage), -tessel-partition,
 /// -tessel-simplify-collectives, -tessel-gather-at-use (ZeRO) and,
 /// training, -tessel-bucket-gradients, then -tessel-gemini-chunks and
-/// -tessel-gemini-placement (Gemini).
+/// -tessel-gemini-placement (Gemini); last, with --precision bf16 through
+/// Partition, -tessel-mark-bf16-operands.
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
                           const TrainingOptions *train = nullptr);

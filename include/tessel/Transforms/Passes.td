@@ -824,4 +824,32 @@ def MixedPrecisionPass : Pass<"tessel-mixed-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def MarkBf16OperandsPass : Pass<"tessel-mark-bf16-operands"> {
+  let summary = "Marks the GEMMs whose operands hold bf16 values";
+  let description = [{
+    Sets `bf16_operands` on each `matmul` and `gemm` whose two multiplied
+    operands (a gemm's `c` is added in f32) are f32 tensors that bf16
+    represents exactly: results of `tessel.round_float` to a format of at
+    most 8 exponent and 7 mantissa bits, or of ops that only move such
+    values (reshape, transpose, slice, split, concat, expand, gather,
+    local_slice, all_gather, all_to_all, collective_permute,
+    shard_constraint), or constants whose floats have their low 16 bits
+    zero. Converting such a value to bf16 is exact, so a backend may
+    multiply in bf16 with f32 accumulation and give the same product up to
+    the order of its f32 sums: the CPU runtime then runs it on oneDNN's
+    bf16 matmul where the CPU has bf16 instructions (docs/training.md,
+    "Mixed precision"). tesselc `--precision bf16` runs it last, on the
+    per-rank program, so the backward's GEMMs are marked too.
+
+    ```mlir
+    %a = tessel.round_float %x {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<8x64xf32>
+    %b = tessel.round_float %w {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<64x32xf32>
+    %y = tessel.matmul %a, %b : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+    // becomes
+    %y = tessel.matmul %a, %b {bf16_operands} : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 #endif // TESSEL_TRANSFORMS_PASSES_TD

@@ -1,0 +1,101 @@
+//===- MarkBf16Operands.cpp - GEMMs whose operands are bf16 values --------===//
+//
+// After -tessel-mixed-precision (bf16) every GEMM of the training step reads
+// round_float results, directly or through ops that only move values
+// (reshape, transpose, slice, all_gather, ...). Such an operand is exactly a
+// bf16 value held in f32, so the GEMM may run on bf16 hardware with f32
+// accumulation and the same result up to the order of its f32 sums. This
+// pass says so on the op (`bf16_operands`); the runtime decides whether the
+// CPU can (runtime/cpu/Bf16MatMul.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Transforms/Passes.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_MARKBF16OPERANDSPASS
+#include "tessel/Transforms/Passes.h.inc"
+
+namespace {
+
+bool isF32Tensor(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getElementType().isF32();
+}
+
+/// Whether `v` holds only values that bf16 represents exactly, as far as
+/// its defining ops show: a round_float to a format no wider than bf16 (at
+/// most 8 exponent and 7 mantissa bits), a constant whose floats have their
+/// low 16 bits zero, or ops that move such values without computing.
+class Bf16Values {
+public:
+  bool exact(Value v) {
+    if (!isF32Tensor(v))
+      return false;
+    auto [it, inserted] = known.try_emplace(v, false);
+    if (!inserted)
+      return it->second; // false while in progress: no cycles in SSA anyway
+    bool result = compute(v);
+    known[v] = result;
+    return result;
+  }
+
+private:
+  bool compute(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    return llvm::TypeSwitch<Operation *, bool>(def)
+        .Case([](RoundFloatOp r) {
+          return r.getExponentBits() <= 8 && r.getMantissaBits() <= 7;
+        })
+        .Case([](ConstantOp c) {
+          auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+          if (!dense || !dense.getElementType().isF32())
+            return false;
+          for (const APFloat &f : dense.getValues<APFloat>())
+            if (f.bitcastToAPInt().getZExtValue() & 0xffffu)
+              return false;
+          return true;
+        })
+        .Case<ReshapeOp, TransposeOp, SliceOp, SplitOp, ExpandOp,
+              ShardConstraintOp, LocalSliceOp, AllGatherOp, AllToAllOp,
+              CollectivePermuteOp>(
+            [&](Operation *op) { return exact(op->getOperand(0)); })
+        .Case([&](GatherOp g) { return exact(g.getData()); })
+        .Case([&](ConcatOp c) {
+          return llvm::all_of(c.getInputs(),
+                              [&](Value x) { return exact(x); });
+        })
+        .Default([](Operation *) { return false; });
+  }
+
+  llvm::DenseMap<Value, bool> known;
+};
+
+struct MarkBf16OperandsPass
+    : impl::MarkBf16OperandsPassBase<MarkBf16OperandsPass> {
+  using Base::Base;
+
+  void runOnOperation() final {
+    Bf16Values values;
+    UnitAttr unit = UnitAttr::get(&getContext());
+    getOperation()->walk([&](Operation *op) {
+      if (auto mm = dyn_cast<MatmulOp>(op)) {
+        if (isF32Tensor(mm.getResult()) && values.exact(mm.getLhs()) &&
+            values.exact(mm.getRhs()))
+          mm.setBf16OperandsAttr(unit);
+      } else if (auto g = dyn_cast<GemmOp>(op)) {
+        if (isF32Tensor(g.getResult()) && values.exact(g.getA()) &&
+            values.exact(g.getB()))
+          g.setBf16OperandsAttr(unit);
+      }
+    });
+  }
+};
+
+} // namespace
+} // namespace mlir::tessel

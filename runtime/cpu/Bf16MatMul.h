@@ -1,0 +1,63 @@
+//===- Bf16MatMul.h - bf16 GEMMs on oneDNN ----------------------*- C++ -*-===//
+//
+// tesselc --precision bf16 marks each matmul and gemm whose operands hold
+// bf16 values (f32 with the low 16 bits zero: -tessel-mark-bf16-operands)
+// with `bf16_operands`. Where the CPU has bf16 dot products (oneDNN's ISA
+// avx512_core_bf16 or better), such an op runs as a oneDNN matmul with bf16
+// source and weights and an f32 destination: the operands are converted by
+// taking the upper half of their bits (exact for those values), the
+// products and sums are f32 as in the emulated f32 GEMM, so only the order
+// of the sums differs. Elsewhere the op stays the f32 GEMM on the rounded
+// values (the emulation), with a remark once per process.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_CPU_BF16MATMUL_H
+#define TESSEL_RUNTIME_CPU_BF16MATMUL_H
+
+#include "DnnlConv.h"
+#include "tessel/runtime/Program.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tessel::runtime::cpu {
+
+class ThreadPool;
+
+/// Whether oneDNN runs bf16 matmuls on this CPU's bf16 instructions. When
+/// not, `why` says which ISA oneDNN found. TESSEL_BF16=emulate answers no
+/// (to compare the two paths).
+bool bf16GemmsAvailable(std::string &why);
+
+/// dst[i] = the upper 16 bits of src[i]: the bf16 of an f32 that holds a
+/// bf16 value, exactly.
+void toBf16(const float *src, uint16_t *dst, int64_t n, ThreadPool &pool);
+
+/// A matmul or gemm instruction on oneDNN's bf16 matmul.
+class Bf16MatMul {
+public:
+  /// For instruction `op` (a matmul or gemm with f32 operands) of `prog`;
+  /// null when oneDNN has no bf16 kernel for its shapes (the caller keeps
+  /// the f32 GEMM).
+  static std::unique_ptr<Bf16MatMul> create(std::shared_ptr<DnnlContext> ctx,
+                                            const Program &prog,
+                                            const Op &op);
+  ~Bf16MatMul();
+  /// y = alpha * op(a) op(b) + beta * y over bf16 operands in the
+  /// instruction's shapes (beta 0 unless a gemm's c was written into y).
+  Status run(const uint16_t *a, const uint16_t *b, float *y);
+  /// Whether the gemm adds c: run() expects it broadcast into y first.
+  bool addsC() const;
+  /// The kernel oneDNN chose ("brg:avx512_core_bf16", ...).
+  const char *kernelName() const;
+
+private:
+  struct Impl;
+  explicit Bf16MatMul(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace tessel::runtime::cpu
+
+#endif // TESSEL_RUNTIME_CPU_BF16MATMUL_H

@@ -1,0 +1,70 @@
+// RUN: tessel-opt %s -split-input-file -tessel-mark-bf16-operands | FileCheck %s
+
+// Both operands rounded to bf16: marked.
+// CHECK-LABEL: func.func @rounded
+// CHECK: tessel.matmul %{{.*}}, %{{.*}} {bf16_operands}
+func.func @rounded(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>) -> tensor<8x32xf32> {
+  %a = tessel.round_float %x {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<8x64xf32>
+  %b = tessel.round_float %w {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<64x32xf32>
+  %y = tessel.matmul %a, %b : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// Through ops that only move values (the backward's transposes and
+// reshapes), and a narrower format (fp8 e5m2 values are bf16 values).
+// CHECK-LABEL: func.func @moved
+// CHECK: tessel.gemm %{{.*}}, %{{.*}} {bf16_operands, trans_b}
+func.func @moved(%x: tensor<8x4x64xf32>, %w: tensor<64x32xf32>) -> tensor<32x32xf32> {
+  %a = tessel.round_float %x {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<8x4x64xf32>
+  %r = tessel.reshape %a : (tensor<8x4x64xf32>) -> tensor<32x64xf32>
+  %b = tessel.round_float %w {exponent_bits = 5 : i64, mantissa_bits = 2 : i64} : tensor<64x32xf32>
+  %t = tessel.transpose %b perm = [1, 0] : (tensor<64x32xf32>) -> tensor<32x64xf32>
+  %y = tessel.gemm %r, %t {trans_b} : (tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x32xf32>
+  return %y : tensor<32x32xf32>
+}
+
+// -----
+
+// A gemm's c is added in f32: it need not be a bf16 value.
+// CHECK-LABEL: func.func @bias
+// CHECK: tessel.gemm %{{.*}}, %{{.*}}, %{{.*}} {bf16_operands}
+func.func @bias(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>, %c: tensor<32xf32>) -> tensor<8x32xf32> {
+  %a = tessel.round_float %x {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<8x64xf32>
+  %b = tessel.round_float %w {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<64x32xf32>
+  %y = tessel.gemm %a, %b, %c : (tensor<8x64xf32>, tensor<64x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// A constant of bf16 values counts; one with more mantissa bits does not.
+// CHECK-LABEL: func.func @constants
+// CHECK: tessel.matmul %{{.*}}, %{{.*}} {bf16_operands}
+// CHECK: tessel.matmul %{{.*}}, %{{.*}} :
+func.func @constants(%x: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %a = tessel.round_float %x {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<2x2xf32>
+  %half = tessel.constant dense<[[0.5, 1.0], [2.0, -3.0]]> : tensor<2x2xf32>
+  %third = tessel.constant dense<0.333333343> : tensor<2x2xf32>
+  %y = tessel.matmul %a, %half : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %z = tessel.matmul %a, %third : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %y, %z : tensor<2x2xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// Not marked: an operand that is not rounded, one rounded to fp16 (10
+// mantissa bits), one computed from rounded values.
+// CHECK-LABEL: func.func @unmarked
+// CHECK-NOT: bf16_operands
+func.func @unmarked(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>) {
+  %a = tessel.round_float %x {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<8x64xf32>
+  %y = tessel.matmul %a, %w : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  %h = tessel.round_float %w {exponent_bits = 5 : i64, mantissa_bits = 10 : i64} : tensor<64x32xf32>
+  %z = tessel.matmul %a, %h : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  %b = tessel.round_float %w {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<64x32xf32>
+  %s = tessel.add %b, %b : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+  %u = tessel.matmul %a, %s : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  return %y, %z, %u : tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>
+}
