@@ -11,6 +11,7 @@
 
 #include "tessel/InitAll.h"
 #include "tessel/ExtensionHost/Host.h"
+#include "dialects/tessel/TextNesting.h"
 
 #include "TesselVersion.h"
 
@@ -18,6 +19,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 /// Hides every option registered before main: LLVM's, not this tool's (MLIR
@@ -75,6 +77,23 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::tessel::registerAllDialects(registry);
   mlir::tessel::registerAllPasses();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "Tessel optimizer driver\n", registry));
+  // What MlirOptMain(argc, argv, name, registry) does, with the input's
+  // bracket depth checked before MLIR's parser, which recurses once per
+  // level without a limit (dialects/tessel/TextNesting.h). Standard input
+  // is read by MLIR alone (not checked).
+  auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
+      argc, argv, "Tessel optimizer driver\n", registry);
+  if (inputFilename != "-") {
+    if (auto file = llvm::MemoryBuffer::getFile(inputFilename)) {
+      std::string err =
+          mlir::tessel::checkTextNesting((*file)->getBuffer());
+      if (!err.empty()) {
+        llvm::errs() << "tessel-opt: error: " << inputFilename << ": " << err
+                     << "\n";
+        return 1;
+      }
+    }
+  }
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
 }
