@@ -157,7 +157,7 @@ void ConstTensor::set(int64_t k, double v) {
   else if (std::isnan(v))
     i[k] = 0;
   else
-    i[k] = wrapInt(dtype, int64_t(v));
+    i[k] = wrapInt(dtype, truncToInt64(v));
 }
 
 void ConstTensor::setInt(int64_t k, int64_t v) {

@@ -51,6 +51,35 @@ struct CheckedSize {
 std::optional<CheckedSize> checkedByteSize(llvm::ArrayRef<int64_t> shape,
                                            uint64_t width);
 
+/// `v` truncated to int64 as x86 converts it (and so the runtime's Cast and
+/// PyTorch on x86): NaN and values outside int64's range give INT64_MIN
+/// (a plain int64_t(v) is undefined behaviour there).
+inline int64_t truncToInt64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    return INT64_MIN;
+  return int64_t(v);
+}
+
+/// Integer arithmetic of the folds, wrapping (two's complement) as the
+/// runtime's integer kernels (runtime/cpu/Binary.cpp) and PyTorch do; x / 0
+/// gives 0 like the runtime, INT64_MIN / -1 wraps to INT64_MIN.
+inline int64_t wrapAdd(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) + uint64_t(b));
+}
+inline int64_t wrapSub(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) - uint64_t(b));
+}
+inline int64_t wrapMul(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) * uint64_t(b));
+}
+inline int64_t wrapDiv(int64_t a, int64_t b) {
+  if (b == 0)
+    return 0;
+  if (b == -1)
+    return int64_t(uint64_t(0) - uint64_t(a));
+  return a / b;
+}
+
 struct ConstTensor {
   int32_t dtype = kFloat;
   llvm::SmallVector<int64_t> shape;
@@ -60,7 +89,9 @@ struct ConstTensor {
   bool isFloat() const { return isFloatDType(dtype); }
   int64_t size() const { return isFloat() ? f.size() : i.size(); }
   double getDouble(int64_t k) const { return isFloat() ? f[k] : double(i[k]); }
-  int64_t getInt(int64_t k) const { return isFloat() ? int64_t(f[k]) : i[k]; }
+  int64_t getInt(int64_t k) const {
+    return isFloat() ? truncToInt64(f[k]) : i[k];
+  }
   bool isSplat() const;
 
   static ConstTensor zeros(int32_t dtype, llvm::ArrayRef<int64_t> shape);

@@ -201,23 +201,32 @@ LogicalResult arith(NodeContext &c, BinaryFn fn, BinaryIntFn intFn) {
 }
 
 LogicalResult importAdd(NodeContext &c) {
-  return arith<AddOp>(c, std::plus<double>(), std::plus<int64_t>());
+  return arith<AddOp>(c, std::plus<double>(), wrapAdd);
 }
 LogicalResult importSub(NodeContext &c) {
-  return arith<SubOp>(c, std::minus<double>(), std::minus<int64_t>());
+  return arith<SubOp>(c, std::minus<double>(), wrapSub);
 }
 LogicalResult importMul(NodeContext &c) {
-  return arith<MulOp>(c, std::multiplies<double>(), std::multiplies<int64_t>());
+  return arith<MulOp>(c, std::multiplies<double>(), wrapMul);
 }
 LogicalResult importDiv(NodeContext &c) {
-  return arith<DivOp>(c, std::divides<double>(), [](int64_t a, int64_t b) {
-    return b == 0 ? 0 : a / b;
-  });
+  return arith<DivOp>(c, std::divides<double>(), wrapDiv);
+}
+/// Integer powers: a non-negative exponent by squaring, wrapping like Mul;
+/// a negative one as pow() truncated (1, -1 or 0; 0 to a negative power,
+/// infinite, gives INT64_MIN as the conversion does).
+int64_t intPow(int64_t a, int64_t b) {
+  if (b < 0)
+    return truncToInt64(std::pow(double(a), double(b)));
+  int64_t r = 1;
+  for (; b; b >>= 1, a = wrapMul(a, a))
+    if (b & 1)
+      r = wrapMul(r, a);
+  return r;
 }
 LogicalResult importPow(NodeContext &c) {
   return arith<PowOp>(
-      c, [](double a, double b) { return std::pow(a, b); },
-      [](int64_t a, int64_t b) { return int64_t(std::pow(double(a), double(b))); });
+      c, [](double a, double b) { return std::pow(a, b); }, intPow);
 }
 
 /// Max and Min take one or more inputs.
@@ -608,15 +617,23 @@ LogicalResult importRange(NodeContext &c) {
          d = delta->getDouble(0);
   if (d == 0)
     return c.error("delta is 0");
-  int64_t n = std::max<int64_t>(int64_t(std::ceil((l - s) / d)), 0);
-  if (n > kMaxFoldElements)
-    return c.error("the range has " + Twine(n) + " elements, too many to fold");
+  // The count in double: an infinite or NaN bound gives no int64 count.
+  const double count = std::ceil((l - s) / d);
+  if (std::isnan(count))
+    return c.error("the range's length is not a number (start, limit or "
+                   "delta is NaN or infinite)");
+  if (count > double(kMaxFoldElements))
+    return c.error("the range has " +
+                   (count < 0x1p62 ? Twine(int64_t(count)).str()
+                                   : std::string("more than 2^62")) +
+                   " elements, too many to fold");
+  const int64_t n = count > 0 ? int64_t(count) : 0;
   ConstTensor r = ConstTensor::zeros(start->dtype, {n});
   for (int64_t k = 0; k < n; ++k) {
     if (r.isFloat())
       r.set(k, s + k * d);
     else
-      r.setInt(k, start->getInt(0) + k * delta->getInt(0));
+      r.setInt(k, wrapAdd(start->getInt(0), wrapMul(k, delta->getInt(0))));
   }
   c.setConst(0, std::move(r));
   return success();

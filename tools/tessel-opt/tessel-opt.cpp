@@ -12,6 +12,7 @@
 #include "tessel/ExtensionHost/Host.h"
 #include "tessel/InitAll.h"
 #include "tessel/Transforms/ArgumentNames.h"
+#include "dialects/tessel/TextNesting.h"
 
 #include "TesselVersion.h"
 #include "tools/UsageErrors.h"
@@ -24,6 +25,7 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 /// Hides every option registered before main: LLVM's, not this tool's (MLIR
@@ -101,6 +103,14 @@ int main(int argc, char **argv) {
   auto file = mlir::openInputFile(inputFile, &error);
   if (!file) {
     llvm::errs() << "tessel-opt: error: " << error << "\n";
+    return 1;
+  }
+  // The input's bracket depth checked before MLIR's parser, which recurses
+  // once per level without a limit (dialects/tessel/TextNesting.h).
+  if (std::string err = mlir::tessel::checkTextNesting(file->getBuffer());
+      !err.empty()) {
+    llvm::errs() << "tessel-opt: error: " << file->getBufferIdentifier()
+                 << ": " << err << "\n";
     return 1;
   }
   auto output = mlir::openOutputFile(outputFile, &error);

@@ -311,14 +311,10 @@ Status readWhole(const std::string &path, std::string &out) {
   return Status::ok();
 }
 
-Status parseIndex(const std::string &dir, IndexParser &p,
-                  CheckpointInfo &info) {
-  const std::string path = dir + "/" + kIndex;
-  std::string text;
-  if (!exists(path))
-    return Status::error(dir + ": not a checkpoint (no " + kIndex + ")");
-  TSL_RETURN_IF_ERROR(readWhole(path, text));
-  IndexParser q(text);
+/// The index's text, as read from `path`, into `p` and `info`.
+Status parseIndexText(const std::string &path, std::string text,
+                      IndexParser &p, CheckpointInfo &info) {
+  IndexParser q(std::move(text));
   if (!q.parse())
     return Status::error(path + ": corrupt index: " + q.error);
   for (const char *key : {"step", "data_position", "ranks"})
@@ -336,6 +332,16 @@ Status parseIndex(const std::string &dir, IndexParser &p,
   p.weightMap = std::move(q.weightMap);
   p.layout = std::move(q.layout);
   return Status::ok();
+}
+
+Status parseIndex(const std::string &dir, IndexParser &p,
+                  CheckpointInfo &info) {
+  const std::string path = dir + "/" + kIndex;
+  std::string text;
+  if (!exists(path))
+    return Status::error(dir + ": not a checkpoint (no " + kIndex + ")");
+  TSL_RETURN_IF_ERROR(readWhole(path, text));
+  return parseIndexText(path, std::move(text), p, info);
 }
 
 } // namespace
@@ -556,6 +562,12 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
 Status readCheckpointInfo(const std::string &dirArg, CheckpointInfo &info) {
   IndexParser p("");
   return parseIndex(trimmed(dirArg), p, info);
+}
+
+Status parseCheckpointIndex(const std::string &path, const std::string &text,
+                            CheckpointInfo &info) {
+  IndexParser p("");
+  return parseIndexText(path, text, p, info);
 }
 
 Status SavedStates::read(const std::string &dirArg) {

@@ -67,6 +67,13 @@ runtime::Status saveCheckpoint(runtime::Executor &exec, const std::string &dir,
 runtime::Status readCheckpointInfo(const std::string &dir,
                                    CheckpointInfo &info);
 
+/// What readCheckpointInfo does once it has read the index: parses `text`,
+/// the index read from `path` (named in errors). The checkpoint index fuzz
+/// target calls it with its input, without a file per input.
+runtime::Status parseCheckpointIndex(const std::string &path,
+                                     const std::string &text,
+                                     CheckpointInfo &info);
+
 /// A checkpoint's states as their saved blocks (the rank files mapped).
 struct SavedState {
   runtime::DType dtype;

@@ -28,6 +28,7 @@
 #include "tessel/Transforms/PipelineAttrs.h"
 
 #include "dialects/tessel/TesselOps.h"
+#include "dialects/tessel/TextNesting.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -566,9 +567,19 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
   std::unique_ptr<mlir::tessel::WeightTable> weights;
   std::string weightsFrom;
   if (inputPath.ends_with(".mlir")) {
+    // The file read once: its bracket depth checked before MLIR's parser,
+    // which recurses once per level (dialects/tessel/TextNesting.h).
+    auto file = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
+    if (!file)
+      return fail("cannot open '" + inputPath + "': " +
+                  file.getError().message());
+    if (std::string err = mlir::tessel::checkTextNesting((*file)->getBuffer());
+        !err.empty())
+      return fail(inputPath + ": " + err);
     llvm::SourceMgr sm;
+    sm.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
     mlir::SourceMgrDiagnosticHandler handler(sm, &context);
-    module = mlir::parseSourceFile<mlir::ModuleOp>(inputPath, sm, &context);
+    module = mlir::parseSourceFile<mlir::ModuleOp>(sm, &context);
     if (!module)
       return 1;
     mlir::tessel::nameArgumentsFromSource(module->getOperation(), sm);

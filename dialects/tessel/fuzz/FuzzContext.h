@@ -9,6 +9,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <memory>
 
@@ -19,11 +20,16 @@ namespace mlir::tessel {
 /// dropped. Making one costs more than parsing a small input, so a context
 /// serves 256 inputs before a fresh one replaces it (what one input uniqued
 /// does not pile up). A finding that needs an earlier input reproduces with
-/// the whole corpus (the replay does that).
-inline MLIRContext *fuzzContext() {
+/// the whole corpus (the replay does that). `beforeReset` runs before a
+/// context is replaced: a target drops there what it keeps in the context
+/// across inputs (the plan target's module).
+inline MLIRContext *
+fuzzContext(llvm::function_ref<void()> beforeReset = nullptr) {
   static std::unique_ptr<MLIRContext> context;
   static unsigned uses = 0;
   if (!context || ++uses % 256 == 0) {
+    if (context && beforeReset)
+      beforeReset();
     DialectRegistry registry;
     registry.insert<TesselDialect, func::FuncDialect, arith::ArithDialect>();
     context.reset();

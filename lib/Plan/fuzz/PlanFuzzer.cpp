@@ -27,6 +27,10 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4x6xf32>
   return %y : tensor<4x6xf32>
 }
 )mlir";
+
+/// kModule, parsed in the current fuzz context (which outlives it: it is
+/// erased before fuzzContext replaces the context).
+mlir::ModuleOp base;
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -42,11 +46,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     llvm::consumeError(plan.takeError());
     return 0;
   }
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(kModule,
-                                              mlir::tessel::fuzzContext());
-  if (!module)
-    std::abort(); // kModule itself must parse
+  // kModule is parsed once per context; each input gets a copy.
+  mlir::MLIRContext *context = mlir::tessel::fuzzContext([] {
+    base.erase();
+    base = nullptr;
+  });
+  if (!base) {
+    base = mlir::parseSourceString<mlir::ModuleOp>(kModule, context).release();
+    if (!base)
+      std::abort(); // kModule itself must parse
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module = base.clone();
   std::vector<std::string> unmatched;
   if (llvm::Error e =
           mlir::tessel::applyPlan(*module, plan->mesh, *plan, &unmatched))
