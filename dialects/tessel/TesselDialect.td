@@ -84,6 +84,11 @@ def Tessel_Dialect : Dialect {
     /// waits before the first use of its result. Written by
     /// -tessel-bucket-gradients, read by the exporter and --report.
     static constexpr ::llvm::StringLiteral kBucketAttrName = "tessel.bucket";
+    /// On an all_gather of a weight in a partitioned program (FSDP's
+    /// prefetch; unit): issued ahead of its use, the runtime runs it
+    /// asynchronously and waits before the first use of its result.
+    /// Written by -tessel-gather-at-use, read by the exporter.
+    static constexpr ::llvm::StringLiteral kAsyncAttrName = "tessel.async";
   }];
 }
 

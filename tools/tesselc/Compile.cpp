@@ -145,6 +145,13 @@ cl::opt<std::string> pluginName(
              "docs/plugins.md); composes with --mesh and --plan (default "
              "--plan=dp)"),
     cl::cat(tessel::getTrainingCategory()));
+cl::opt<int> fsdpPrefetch(
+    "fsdp-prefetch", cl::value_desc("N"),
+    cl::desc("With --plugin fsdp: parameter all_gathers issued ahead of "
+             "their use, asynchronously, so that they overlap the compute "
+             "before it: at most N in flight (0: each gathered synchronously "
+             "right before its use)"),
+    cl::init(2), cl::cat(tessel::getTrainingCategory()));
 cl::opt<std::string> precisionName(
     "precision", cl::value_desc("fp32|bf16|fp16"),
     cl::desc("With --train: mixed precision, the GEMMs (forward and "
@@ -382,6 +389,12 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     if (planSpec.empty())
       planSpec = "dp";
   }
+  if (fsdpPrefetch.getNumOccurrences() &&
+      (!plugin || plugin->zeroStage != 3))
+    return fail("--fsdp-prefetch is for --plugin fsdp");
+  if (fsdpPrefetch < 0)
+    return fail("--fsdp-prefetch must be >= 0 (got " +
+                std::to_string(fsdpPrefetch) + ")");
 
   mlir::DialectRegistry registry;
   mlir::tessel::registerAllDialects(registry);
@@ -532,6 +545,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     t.recompute = recompute;
     if (plugin)
       t.zero.stage = plugin->zeroStage;
+    t.gatherAtUse.prefetch = fsdpPrefetch;
     if (precisionName != "fp32" && precisionName != "bf16" &&
         precisionName != "fp16")
       return fail("unknown --precision '" + precisionName +

@@ -60,6 +60,9 @@ struct TrainingOptions {
   /// ZeRO (tesselc --plugin zero1|zero2|fsdp): -tessel-zero's stage over
   /// its axis on sharded programs (0: none).
   ZeroPassOptions zero{/*stage=*/0};
+  /// -tessel-gather-at-use after partitioning (ZeRO): with stage 3, how many
+  /// parameter gathers are issued ahead of their use (0: synchronous).
+  GatherAtUsePassOptions gatherAtUse;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
