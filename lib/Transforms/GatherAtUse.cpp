@@ -55,7 +55,8 @@ struct GatherAtUsePass : impl::GatherAtUsePassBase<GatherAtUsePass> {
     }
     if (prefetch < 0) {
       getOperation().emitError()
-          << "prefetch must be >= 0 (got " << prefetch << ")";
+          << "prefetch must be >= 0 (got " << static_cast<int64_t>(prefetch)
+          << ")";
       return signalPassFailure();
     }
     if (prefetch > 0)
