@@ -125,6 +125,13 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a dictionary on a module";
     return success();
   }
+  if (attr.getName() == kAsyncAttrName) {
+    if (!isa<AllGatherOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kAsyncAttrName
+                               << "' must be a unit attribute on a "
+                                  "tessel.all_gather";
+    return success();
+  }
   if (attr.getName() == kModelPathAttrName) {
     if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitOpError() << "'" << kModelPathAttrName

@@ -94,6 +94,11 @@ def Tessel_Dialect : Dialect {
     /// `placement`, "device" or "host" per chunk); read by --report.
     static constexpr ::llvm::StringLiteral kGeminiPlanAttrName =
         "tessel.gemini";
+    /// On an all_gather of a weight in a partitioned program (FSDP's
+    /// prefetch; unit): issued ahead of its use, the runtime runs it
+    /// asynchronously and waits before the first use of its result.
+    /// Written by -tessel-gather-at-use, read by the exporter.
+    static constexpr ::llvm::StringLiteral kAsyncAttrName = "tessel.async";
   }];
 }
 

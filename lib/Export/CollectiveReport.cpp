@@ -138,8 +138,15 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
       what += " (bucket " + std::to_string(bucket.getInt()) + ": " +
               std::to_string(n) + " gradient" + (n == 1 ? "" : "s") + ")";
       buckets.push_back(tensorBytes(t));
-    } else if (auto loc = dyn_cast<NameLoc>(op->getLoc())) {
-      what += " (" + loc.getName().str() + ")";
+    } else {
+      // FSDP's prefetch: issued ahead of its use, waited for right before.
+      std::string async =
+          op->hasAttr(TesselDialect::kAsyncAttrName) ? "prefetched" : "";
+      if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+        what += " (" + loc.getName().str() + (async.empty() ? "" : ", ") +
+                async + ")";
+      else if (!async.empty())
+        what += " (" + async + ")";
     }
     int section = -1;
     if (loss && loss->getBlock() == op->getBlock())

@@ -344,13 +344,28 @@ private:
   // (value, state buffer) of the tessel.assigns whose weight is still read
   // later, by the op that reads it last: copied right after that op.
   llvm::DenseMap<Operation *, std::vector<std::pair<int, int>>> pendingAssigns;
-  // Asynchronous all_reduces (gradient buckets) not waited for yet: their
-  // result -> (operand buffer, result buffer).
+  // Asynchronous collectives (gradient buckets' all_reduces, prefetched
+  // parameters' all_gathers) not waited for yet: their result -> (operand
+  // buffer, result buffer).
   llvm::MapVector<Value, std::pair<int, int>> inFlight;
-  /// The `wait` of each in-flight all_reduce whose result `op` reads (all
+  /// The `wait` of each in-flight collective whose result `op` reads (all
   /// of them before the return).
   void waitBefore(Operation *op);
 };
+
+/// Where `op`'s read of its operands ends: an asynchronous all_gather (FSDP's
+/// prefetch) reads its operand until its wait, right before the first user
+/// of its result; any other op when it runs.
+static Operation *readEnd(Operation *op) {
+  if (!isa<AllGatherOp>(op) || !op->hasAttr(TesselDialect::kAsyncAttrName))
+    return op;
+  Operation *first = nullptr;
+  for (Operation *user : op->getUsers())
+    if (user->getBlock() == op->getBlock() &&
+        (!first || user->isBeforeInBlock(first)))
+      first = user;
+  return first ? first : op;
+}
 
 void Exporter::waitBefore(Operation *op) {
   bool all = isa<func::ReturnOp>(op);
@@ -540,8 +555,12 @@ LogicalResult Exporter::run(func::FuncOp fn) {
     for (Value v : op.getOperands()) {
       while (auto sc = v.getDefiningOp<ShardConstraintOp>())
         v = sc.getInput();
-      if (auto w = v.getDefiningOp<WeightOp>())
-        lastRead[w.getName()] = &op;
+      if (auto w = v.getDefiningOp<WeightOp>()) {
+        Operation *end = readEnd(&op);
+        Operation *&last = lastRead[w.getName()];
+        if (!last || last->isBeforeInBlock(end))
+          last = end;
+      }
     }
   }
   for (Operation &op : fn.getBody().front()) {
@@ -722,8 +741,9 @@ LogicalResult Exporter::emitOp(Operation *op) {
     // Readers of the weight, and of a shard_constraint's alias of it.
     std::function<void(Value)> readers = [&](Value v) {
       for (Operation *user : v.getUsers()) {
-        if (user->getBlock() == op->getBlock() && last->isBeforeInBlock(user))
-          last = user;
+        Operation *end = readEnd(user);
+        if (end->getBlock() == op->getBlock() && last->isBeforeInBlock(end))
+          last = end;
         if (auto sc = dyn_cast<ShardConstraintOp>(user))
           readers(sc.getResult());
       }
@@ -819,8 +839,10 @@ LogicalResult Exporter::emitOp(Operation *op) {
     program.setAction(phase.str(),
                           int(getPipelineInt(op, kStageAttr, 0)),
                           int(getPipelineInt(op, kMicrobatchAttr, -1)));
-  // A gradient bucket's all_reduce runs asynchronously until its wait.
-  if (bucket)
+  // A gradient bucket's all_reduce, and a prefetched parameter's
+  // all_gather, run asynchronously until their wait.
+  if (bucket ||
+      (isa<AllGatherOp>(op) && op->hasAttr(TesselDialect::kAsyncAttrName)))
     inFlight[op->getResult(0)] = {operands[0], results[0]};
   return success();
 }

@@ -130,8 +130,16 @@ MemoryPlan mlir::tessel::planMemory(func::FuncOp fn, Operation *lossDef) {
     if (auto a = dyn_cast<AssignOp>(op)) {
       // Copied into the weight's state after the weight's last reader.
       int64_t copy = at;
-      for (Operation *user : a.getWeight().getUsers())
+      for (Operation *user : a.getWeight().getUsers()) {
         copy = std::max(copy, isa<func::ReturnOp>(user) ? n : pos.lookup(user));
+        // A prefetched gather reads the weight until its wait, right
+        // before its first use.
+        if (isa<AllGatherOp>(user) &&
+            user->hasAttr(TesselDialect::kAsyncAttrName))
+          for (Operation *use : user->getUsers())
+            if (pos.count(use))
+              copy = std::max(copy, pos.lookup(use));
+      }
       use(a.getValue(), copy);
       continue;
     }

@@ -80,8 +80,12 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
   // ZeRO stage 1 keeps the gradients' all_reduces (bucketed as DDP's).
   simplify.reduceScatter = zeroStage != 1;
   pm.addPass(createSimplifyCollectivesPass(simplify));
-  if (zeroStage)
-    pm.addPass(createGatherAtUsePass());
+  if (zeroStage) {
+    GatherAtUsePassOptions gather = train->gatherAtUse;
+    if (zeroStage != 3)
+      gather.prefetch = 0; // only stage 3 gathers parameters for their use
+    pm.addPass(createGatherAtUsePass(gather));
+  }
   if (train && !train->gradHandler.empty())
     pm.addPass(createGradHandlerPass({train->gradHandler}));
   if (train && train->pipelined) {
@@ -138,6 +142,7 @@ struct CompilePipelinePass
     t.recompute = recompute;
     t.buckets.bucketMb = bucketMb;
     t.zero.stage = zeroStage;
+    t.gatherAtUse.prefetch = fsdpPrefetch;
     t.precision = precision;
     t.optimizer.lossScale = lossScale;
     t.gemini = gemini;

@@ -10,6 +10,12 @@
 // parameter that the sharded update reads) moves to its use likewise,
 // instead of living from the top of the step.
 //
+// With prefetch=K, the parameter gathers become asynchronous and move ahead:
+// the one for the i-th use is issued right before the (i-K)-th use (the
+// first K before the first use), so the next K gathers run on the runtime's
+// communication thread while a use computes; each is waited for right
+// before its own use, and its copy still dies there.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/tessel/TesselOps.h"
@@ -46,6 +52,47 @@ struct GatherAtUsePass : impl::GatherAtUsePassBase<GatherAtUsePass> {
         user->replaceUsesOfWith(g->getResult(0), copy->getResult(0));
       }
       g->erase();
+    }
+    if (prefetch < 0) {
+      getOperation().emitError()
+          << "prefetch must be >= 0 (got " << static_cast<int64_t>(prefetch)
+          << ")";
+      return signalPassFailure();
+    }
+    if (prefetch > 0)
+      for (auto fn : getOperation().getOps<func::FuncOp>())
+        if (!fn.isExternal() && fn.getBody().hasOneBlock())
+          issueAhead(fn.getBody().front());
+  }
+
+  /// Moves each parameter gather of `block` `prefetch` uses ahead and marks
+  /// it asynchronous. Gathers keep their order (every rank issues them in
+  /// program order on one thread).
+  void issueAhead(Block &block) {
+    SmallVector<std::pair<AllGatherOp, Operation *>> uses;
+    for (auto g : block.getOps<AllGatherOp>()) {
+      if (!g.getInput().getDefiningOp<WeightOp>() || !g->hasOneUse())
+        continue;
+      Operation *user = *g->getUsers().begin();
+      // A shard_constraint is an alias, no instruction: the runtime could
+      // not wait before what reads through it.
+      if (user->getBlock() != &block || isa<ShardConstraintOp>(user))
+        continue;
+      uses.push_back({g, user});
+    }
+    const size_t k = static_cast<size_t>(prefetch);
+    for (size_t i = 0; i < uses.size(); ++i) {
+      auto [g, user] = uses[i];
+      Operation *at = uses[i < k ? 0 : i - k].second;
+      if (at->isBeforeInBlock(g)) {
+        // The weight (no operands: it names a state) moves along when
+        // defined after that point.
+        Operation *weight = g.getInput().getDefiningOp();
+        if (at->isBeforeInBlock(weight))
+          weight->moveBefore(at);
+        g->moveBefore(at);
+      }
+      g->setAttr(TesselDialect::kAsyncAttrName, UnitAttr::get(&getContext()));
     }
   }
 };

@@ -134,8 +134,9 @@ Status Collectives::init(const Program &program, Communicator *comm,
       continue; // a group of the one rank: the local communicator
     groups.push_back(c.group);
   }
-  // Asynchronous all_reduces: each `wait` names the one that reads its
-  // operand 0 and writes its operand 1, earlier in the program.
+  // Asynchronous collectives (all_reduces, all_gathers): each `wait` names
+  // the one that reads its operand 0 and writes its operand 1, earlier in
+  // the program.
   waitOf.assign(program.ops.size(), -1);
   tickets.assign(program.ops.size(), 0);
   for (size_t j = 0; j < program.ops.size(); ++j) {
@@ -145,7 +146,8 @@ Status Collectives::init(const Program &program, Communicator *comm,
     int64_t found = -1;
     for (size_t i = j; i-- > 0;) {
       const Op &op = program.ops[i];
-      if (op.kind == OpKind::AllReduce && op.operands[0] == w.operands[0] &&
+      if ((op.kind == OpKind::AllReduce || op.kind == OpKind::AllGather) &&
+          op.operands[0] == w.operands[0] &&
           op.results[0] == w.operands[1]) {
         found = static_cast<int64_t>(i);
         break;
@@ -154,10 +156,10 @@ Status Collectives::init(const Program &program, Communicator *comm,
     if (found < 0 || waitOf[found] >= 0)
       return Status::error(
           where(j, w) + ": " +
-          (found < 0 ? "no all_reduce before it reads buffer " +
+          (found < 0 ? "no all_reduce or all_gather before it reads buffer " +
                            std::to_string(w.operands[0]) + " and writes buffer " +
                            std::to_string(w.operands[1])
-                     : "waits for the all_reduce (instruction " +
+                     : "waits for the collective (instruction " +
                            std::to_string(found) + ") that instruction " +
                            std::to_string(waitOf[found]) + " waits for"));
     waitOf[found] = static_cast<int64_t>(j);

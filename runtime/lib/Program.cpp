@@ -359,12 +359,21 @@ Status OpChecker::checkFamily() {
   case CheckFamily::Collective:
     return checkCollective();
   case CheckFamily::Wait:
-    // wait(in, out) of an asynchronous all_reduce(in) -> out.
+    // wait(in, out) of an asynchronous all_reduce(in) -> out (the same
+    // shape) or all_gather(in) -> out (whole blocks of in); which one is
+    // matched when the executor is created.
     TSL_RETURN_IF_ERROR(counts(2, 2, 0));
     if (!op.results.empty())
       return fail("expects no results, got " +
                   std::to_string(op.results.size()));
-    return shapeIs(in(1), in(0).shape, "operand 1");
+    TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
+    if (in(1).shape != in(0).shape &&
+        (in(1).shape.size() != in(0).shape.size() || in(0).numel == 0 ||
+         in(1).numel % in(0).numel != 0))
+      return fail("operand 1 has shape " + shapeStr(in(1).shape) +
+                  ", expected " + shapeStr(in(0).shape) +
+                  " or whole blocks of it (an all_gather's)");
+    return Status::ok();
   case CheckFamily::GatherGrad:
     return checkGatherGrad();
   case CheckFamily::OptimizerUpdate:

@@ -205,3 +205,22 @@ func.func @recv_c3(%x: tensor<8xf32>) {
   %0 = tessel.recv on @mesh axes = ["tp"] source = -1 tag = 0 : tensor<8xf32>
   return
 }
+
+// -----
+
+// tessel.async (FSDP's prefetched gathers) is a unit attribute of all_gathers.
+tessel.mesh @mesh ["dp"=2, "tp"=4]
+func.func @async_not_a_gather(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{'tessel.add' op 'tessel.async' must be a unit attribute on a tessel.all_gather}}
+  %0 = tessel.add %x, %x {tessel.async} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+tessel.mesh @mesh ["dp"=2, "tp"=4]
+func.func @async_not_unit(%x: tensor<8xf32>) -> tensor<16xf32> {
+  // expected-error@+1 {{'tessel.all_gather' op 'tessel.async' must be a unit attribute on a tessel.all_gather}}
+  %0 = tessel.all_gather %x on @mesh axes = ["dp"] dim = 0 {tessel.async = 1 : i64} : (tensor<8xf32>) -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}

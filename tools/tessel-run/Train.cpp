@@ -276,13 +276,33 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
     std::fputs("\n", stdout);
     std::fflush(stdout);
   }
-  if (report && !out.ms.empty()) {
-    // The measured peak: this process's resident set at its largest.
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    std::fprintf(stderr, "tessel-run: peak RSS %.1f MiB (rank 0's process)\n",
-                 static_cast<double>(ru.ru_maxrss) / 1024.0);
+  return Status::ok();
+}
+
+double peakRssMiB() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+Status reportPeakRss(Communicator *comm, int rank, int worldSize,
+                     bool report) {
+  std::vector<float> peaks(worldSize, 0.0f);
+  float mine = static_cast<float>(peakRssMiB());
+  if (worldSize > 1 && comm) {
+    TensorView in(&mine, DType::F32, Shape{1});
+    TensorView all(peaks.data(), DType::F32, Shape{worldSize});
+    if (Status s = comm->allGather(in, all, 0); !s)
+      return Status::error("gathering each rank's peak RSS: " + s.message());
+  } else {
+    peaks.assign(1, mine);
   }
+  if (!report)
+    return Status::ok();
+  for (size_t r = 0; r < peaks.size(); ++r)
+    std::fprintf(stderr, "tessel-run: peak RSS %.1f MiB (rank %zu's process)\n",
+                 peaks[r], peaks.size() == 1 ? size_t(rank) : r);
+  std::fflush(stderr);
   return Status::ok();
 }
 

@@ -12,6 +12,7 @@
 #ifndef TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
 #define TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
 
+#include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Runtime.h"
 
 #include "artifact.pb.h"
@@ -97,6 +98,15 @@ runSteps(runtime::Executor &exec, StepFeeds &feeds, int64_t start,
          int64_t stop, int64_t dataPosition, bool report, bool needLoss,
          StepResults &out,
          const std::function<runtime::Status(int64_t, int64_t)> &after = {});
+
+/// This process's peak resident set (getrusage's ru_maxrss), in MiB.
+double peakRssMiB();
+/// After the steps: every rank's peak RSS, gathered over `comm` (a
+/// collective: every rank of a `worldSize` > 1 run calls it); with
+/// `report`, one line per rank to stderr ("tessel-run: peak RSS 41.7 MiB
+/// (rank 1's process)").
+runtime::Status reportPeakRss(runtime::Communicator *comm, int rank,
+                              int worldSize, bool report);
 
 } // namespace tessel::run
 

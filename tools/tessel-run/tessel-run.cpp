@@ -665,6 +665,11 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
           !s)
         return fail(s.message());
     times = steps.ms;
+    // The measured peak of every rank, reported by the one that reports.
+    if (Status s = tessel::run::reportPeakRss(session.comm(), rank, worldSize,
+                                              first);
+        !s)
+      return fail(s.message());
     if (!o.train.exportOnnx.empty())
       if (Status s = exportTrained(o, *exec, group, training, worldSize,
                                    o.train.steps,

@@ -26,8 +26,9 @@ ArrayRef<Plugin> plugins() {
        "ZeRO-2: as zero1, gradients reduce-scattered instead of all-reduced",
        2},
       {"fsdp",
-       "ZeRO-3/FSDP: as zero2, parameters sharded too, all-gathered right "
-       "before each use in the forward and the backward",
+       "ZeRO-3/FSDP: as zero2, parameters sharded too, all-gathered for "
+       "each use in the forward and the backward, prefetched "
+       "(--fsdp-prefetch)",
        3},
       {"gemini",
        "Gemini: as fsdp, parameters packed into chunks (--chunk-mb) kept in "

@@ -164,6 +164,13 @@ cl::opt<double> chunkMb(
     cl::desc("With --plugin gemini: the chunks' size in MiB of a rank's "
              "parameter blocks (a larger parameter gets a chunk of its own)"),
     cl::init(32.0), cl::cat(tessel::getTrainingCategory()));
+cl::opt<int> fsdpPrefetch(
+    "fsdp-prefetch", cl::value_desc("N"),
+    cl::desc("With --plugin fsdp: parameter all_gathers issued ahead of "
+             "their use, asynchronously, so that they overlap the compute "
+             "before it: at most N in flight (0: each gathered synchronously "
+             "right before its use)"),
+    cl::init(2), cl::cat(tessel::getTrainingCategory()));
 cl::opt<std::string> precisionName(
     "precision", cl::value_desc("fp32|bf16|fp16"),
     cl::desc("With --train: mixed precision, the GEMMs (forward and "
@@ -549,6 +556,13 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
                     .str() +
                 ")");
 
+  if (fsdpPrefetch.getNumOccurrences() &&
+      (!plugin || plugin->zeroStage != 3 || plugin->gemini))
+    return fail("--fsdp-prefetch is for --plugin fsdp");
+  if (fsdpPrefetch < 0)
+    return fail("--fsdp-prefetch must be >= 0 (got " +
+                std::to_string(fsdpPrefetch) + ")");
+
   mlir::DialectRegistry registry;
   mlir::tessel::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -721,6 +735,8 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       t.geminiChunks.chunkBytes =
           std::max<int64_t>(1, static_cast<int64_t>(chunkMb * (1 << 20)));
       t.geminiPlacement.deviceMemoryLimit = deviceLimit.value_or(0);
+      // Gemini places its chunks around synchronous gathers.
+      t.gatherAtUse.prefetch = plugin->gemini ? 0 : int(fsdpPrefetch);
     }
     if (precisionName != "fp32" && precisionName != "bf16" &&
         precisionName != "fp16")

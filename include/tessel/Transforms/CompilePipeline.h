@@ -65,6 +65,9 @@ struct TrainingOptions {
   bool gemini = false;
   GeminiChunksPassOptions geminiChunks;
   GeminiPlacementPassOptions geminiPlacement;
+  /// -tessel-gather-at-use after partitioning (ZeRO): with stage 3, how many
+  /// parameter gathers are issued ahead of their use (0: synchronous).
+  GatherAtUsePassOptions gatherAtUse;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)

@@ -308,6 +308,9 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
     Option<"zeroStage", "zero-stage", "int64_t", /*default=*/"0",
            "With train and a mesh: -tessel-zero's stage (1, 2, 3; 0: none; "
            "tesselc --plugin zero1|zero2|fsdp)">,
+    Option<"fsdpPrefetch", "fsdp-prefetch", "int64_t", /*default=*/"0",
+           "With zero-stage 3: parameter gathers issued ahead of their use "
+           "(-tessel-gather-at-use's prefetch; 0: synchronous)">,
     Option<"precision", "precision", "std::string", /*default=*/"\"\"",
            "With train: -tessel-mixed-precision's bf16 | fp16 (\"\": f32)">,
     Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
@@ -723,7 +726,25 @@ def GatherAtUsePass : Pass<"tessel-gather-at-use", "::mlir::ModuleOp"> {
     forward and again in the backward (FSDP's gather, use, free). A
     `local_slice` of a weight (the block of a whole parameter that a ZeRO
     stage 1 or 2 update reads) moves to its users the same way.
+
+    With `prefetch=K` (K > 0; tesselc `--fsdp-prefetch`), the gathers are
+    asynchronous and issued ahead (FSDP's forward and backward prefetch):
+    in program order, the gather for the i-th use moves to right before
+    the (i-K)-th use, is marked `tessel.async`, and the runtime runs it on
+    its communication thread and waits for it right before its own use.
+    While a use computes, at most the next K gathers are in flight, and
+    each gathered copy still dies after its use. The order of the gathers
+    (the same on every rank) does not change.
+
+    **Options**
+
+    * `prefetch`: gathers issued ahead of their use (0: each gathered
+      synchronously right before its use).
   }];
+  let options = [
+    Option<"prefetch", "prefetch", "int64_t", /*default=*/"0",
+           "Parameter gathers in flight ahead of their use (0: synchronous)">,
+  ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
