@@ -126,10 +126,11 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kAsyncAttrName) {
-    if (!isa<AllGatherOp>(op) || !isa<UnitAttr>(attr.getValue()))
+    if (!isa<AllGatherOp, ReduceScatterOp>(op) ||
+        !isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "'" << kAsyncAttrName
                                << "' must be a unit attribute on a "
-                                  "tessel.all_gather";
+                                  "tessel.all_gather or tessel.reduce_scatter";
     return success();
   }
   if (attr.getName() == kModelPathAttrName) {

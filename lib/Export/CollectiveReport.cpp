@@ -141,7 +141,9 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
     } else {
       // FSDP's prefetch: issued ahead of its use, waited for right before.
       std::string async =
-          op->hasAttr(TesselDialect::kAsyncAttrName) ? "prefetched" : "";
+          !op->hasAttr(TesselDialect::kAsyncAttrName) ? ""
+          : isa<ReduceScatterOp>(op)                   ? "async"
+                                                       : "prefetched";
       if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
         what += " (" + loc.getName().str() + (async.empty() ? "" : ", ") +
                 async + ")";

@@ -345,7 +345,7 @@ private:
   // later, by the op that reads it last: copied right after that op.
   llvm::DenseMap<Operation *, std::vector<std::pair<int, int>>> pendingAssigns;
   // Asynchronous collectives (gradient buckets' all_reduces, prefetched
-  // parameters' all_gathers) not waited for yet: their result -> (operand
+  // parameters' all_gathers, gradients' reduce_scatters) not waited for yet: their result -> (operand
   // buffer, result buffer).
   llvm::MapVector<Value, std::pair<int, int>> inFlight;
   /// The `wait` of each in-flight collective whose result `op` reads (all
@@ -354,10 +354,12 @@ private:
 };
 
 /// Where `op`'s read of its operands ends: an asynchronous all_gather (FSDP's
-/// prefetch) reads its operand until its wait, right before the first user
-/// of its result; any other op when it runs.
+/// prefetch) or reduce_scatter (ZeRO's gradients) reads its operand until
+/// its wait, right before the first user of its result; any other op when it
+/// runs.
 static Operation *readEnd(Operation *op) {
-  if (!isa<AllGatherOp>(op) || !op->hasAttr(TesselDialect::kAsyncAttrName))
+  if (!isa<AllGatherOp, ReduceScatterOp>(op) ||
+      !op->hasAttr(TesselDialect::kAsyncAttrName))
     return op;
   Operation *first = nullptr;
   for (Operation *user : op->getUsers())
@@ -839,10 +841,11 @@ LogicalResult Exporter::emitOp(Operation *op) {
     program.setAction(phase.str(),
                           int(getPipelineInt(op, kStageAttr, 0)),
                           int(getPipelineInt(op, kMicrobatchAttr, -1)));
-  // A gradient bucket's all_reduce, and a prefetched parameter's
-  // all_gather, run asynchronously until their wait.
-  if (bucket ||
-      (isa<AllGatherOp>(op) && op->hasAttr(TesselDialect::kAsyncAttrName)))
+  // A gradient bucket's all_reduce, a prefetched parameter's all_gather and
+  // a gradient's asynchronous reduce_scatter run until their wait, which
+  // names both buffers: neither is reused before it.
+  if (bucket || (isa<AllGatherOp, ReduceScatterOp>(op) &&
+                 op->hasAttr(TesselDialect::kAsyncAttrName)))
     inFlight[op->getResult(0)] = {operands[0], results[0]};
   return success();
 }

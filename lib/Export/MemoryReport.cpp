@@ -161,9 +161,10 @@ MemoryPlan mlir::tessel::planMemory(func::FuncOp fn, Operation *lossDef) {
             {tensorBytes(r.getType()), at, at, loss >= -1 && at > loss});
       }
     }
-    // An asynchronous all_reduce reads its operand until its wait, before
-    // the first use of its result.
-    if (bucket) {
+    // An asynchronous all_reduce or reduce_scatter reads its operand until
+    // its wait, before the first use of its result.
+    if (bucket || (isa<ReduceScatterOp>(op) &&
+                   op->hasAttr(TesselDialect::kAsyncAttrName))) {
       int64_t wait = n;
       for (Operation *user : op->getResult(0).getUsers())
         wait = std::min(wait, pos.lookup(user));

@@ -92,6 +92,8 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
     pm.addPass(createPipelineLowerPass(train->pipeline));
     return;
   }
+  if (zeroStage >= 2 && train->asyncReduceScatter && !train->gemini)
+    pm.addPass(createAsyncReduceScatterPass());
   if (train && train->buckets.bucketMb != 0)
     pm.addPass(createBucketGradientsPass(train->buckets));
   // Gemini places the chunks on the step's final op order.

@@ -134,7 +134,8 @@ Status Collectives::init(const Program &program, Communicator *comm,
       continue; // a group of the one rank: the local communicator
     groups.push_back(c.group);
   }
-  // Asynchronous collectives (all_reduces, all_gathers): each `wait` names
+  // Asynchronous collectives (all_reduces, all_gathers, reduce_scatters):
+  // each `wait` names
   // the one that reads its operand 0 and writes its operand 1, earlier in
   // the program.
   waitOf.assign(program.ops.size(), -1);
@@ -146,7 +147,8 @@ Status Collectives::init(const Program &program, Communicator *comm,
     int64_t found = -1;
     for (size_t i = j; i-- > 0;) {
       const Op &op = program.ops[i];
-      if ((op.kind == OpKind::AllReduce || op.kind == OpKind::AllGather) &&
+      if ((op.kind == OpKind::AllReduce || op.kind == OpKind::AllGather ||
+           op.kind == OpKind::ReduceScatter) &&
           op.operands[0] == w.operands[0] &&
           op.results[0] == w.operands[1]) {
         found = static_cast<int64_t>(i);
@@ -156,7 +158,8 @@ Status Collectives::init(const Program &program, Communicator *comm,
     if (found < 0 || waitOf[found] >= 0)
       return Status::error(
           where(j, w) + ": " +
-          (found < 0 ? "no all_reduce or all_gather before it reads buffer " +
+          (found < 0 ? "no all_reduce, all_gather or reduce_scatter before it "
+                           "reads buffer " +
                            std::to_string(w.operands[0]) + " and writes buffer " +
                            std::to_string(w.operands[1])
                      : "waits for the collective (instruction " +

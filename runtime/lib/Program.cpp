@@ -360,8 +360,9 @@ Status OpChecker::checkFamily() {
     return checkCollective();
   case CheckFamily::Wait:
     // wait(in, out) of an asynchronous all_reduce(in) -> out (the same
-    // shape) or all_gather(in) -> out (whole blocks of in); which one is
-    // matched when the executor is created.
+    // shape), all_gather(in) -> out (whole blocks of in) or
+    // reduce_scatter(in) -> out (a whole block of in); which one is matched
+    // when the executor is created.
     TSL_RETURN_IF_ERROR(counts(2, 2, 0));
     if (!op.results.empty())
       return fail("expects no results, got " +
@@ -369,10 +370,12 @@ Status OpChecker::checkFamily() {
     TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
     if (in(1).shape != in(0).shape &&
         (in(1).shape.size() != in(0).shape.size() || in(0).numel == 0 ||
-         in(1).numel % in(0).numel != 0))
+         in(1).numel == 0 ||
+         (in(1).numel % in(0).numel != 0 && in(0).numel % in(1).numel != 0)))
       return fail("operand 1 has shape " + shapeStr(in(1).shape) +
                   ", expected " + shapeStr(in(0).shape) +
-                  " or whole blocks of it (an all_gather's)");
+                  ", whole blocks of it (an all_gather's) or a whole block "
+                  "of it (a reduce_scatter's)");
     return Status::ok();
   case CheckFamily::GatherGrad:
     return checkGatherGrad();

@@ -208,10 +208,11 @@ func.func @recv_c3(%x: tensor<8xf32>) {
 
 // -----
 
-// tessel.async (FSDP's prefetched gathers) is a unit attribute of all_gathers.
+// tessel.async (FSDP's prefetched gathers, ZeRO's gradient reduce_scatters)
+// is a unit attribute of all_gathers and reduce_scatters.
 tessel.mesh @mesh ["dp"=2, "tp"=4]
 func.func @async_not_a_gather(%x: tensor<8xf32>) -> tensor<8xf32> {
-  // expected-error@+1 {{'tessel.add' op 'tessel.async' must be a unit attribute on a tessel.all_gather}}
+  // expected-error@+1 {{'tessel.add' op 'tessel.async' must be a unit attribute on a tessel.all_gather or tessel.reduce_scatter}}
   %0 = tessel.add %x, %x {tessel.async} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
@@ -220,7 +221,25 @@ func.func @async_not_a_gather(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 tessel.mesh @mesh ["dp"=2, "tp"=4]
 func.func @async_not_unit(%x: tensor<8xf32>) -> tensor<16xf32> {
-  // expected-error@+1 {{'tessel.all_gather' op 'tessel.async' must be a unit attribute on a tessel.all_gather}}
+  // expected-error@+1 {{'tessel.all_gather' op 'tessel.async' must be a unit attribute on a tessel.all_gather or tessel.reduce_scatter}}
   %0 = tessel.all_gather %x on @mesh axes = ["dp"] dim = 0 {tessel.async = 1 : i64} : (tensor<8xf32>) -> tensor<16xf32>
   return %0 : tensor<16xf32>
+}
+
+// -----
+
+tessel.mesh @mesh ["dp"=2, "tp"=4]
+func.func @async_rs_not_unit(%x: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tessel.reduce_scatter' op 'tessel.async' must be a unit attribute on a tessel.all_gather or tessel.reduce_scatter}}
+  %0 = tessel.reduce_scatter sum %x on @mesh axes = ["dp"] dim = 0 {tessel.async = true} : (tensor<8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+tessel.mesh @mesh ["dp"=2, "tp"=4]
+func.func @async_not_a_collective(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{'tessel.all_reduce' op 'tessel.async' must be a unit attribute on a tessel.all_gather or tessel.reduce_scatter}}
+  %0 = tessel.all_reduce sum %x on @mesh axes = ["dp"] {tessel.async} : tensor<8xf32>
+  return %0 : tensor<8xf32>
 }

@@ -171,6 +171,13 @@ cl::opt<int> fsdpPrefetch(
              "before it: at most N in flight (0: each gathered synchronously "
              "right before its use)"),
     cl::init(2), cl::cat(tessel::getTrainingCategory()));
+cl::opt<bool> zeroAsyncReduceScatter(
+    "zero-async-reduce-scatter",
+    cl::desc("With --plugin zero2|fsdp: the gradients' reduce_scatters run "
+             "asynchronously, waited for right before the update, so that "
+             "they overlap the backward (=0: each synchronously where its "
+             "gradient is computed)"),
+    cl::init(true), cl::cat(tessel::getTrainingCategory()));
 cl::opt<std::string> precisionName(
     "precision", cl::value_desc("fp32|bf16|fp16"),
     cl::desc("With --train: mixed precision, the GEMMs (forward and "
@@ -737,6 +744,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       t.geminiPlacement.deviceMemoryLimit = deviceLimit.value_or(0);
       // Gemini places its chunks around synchronous gathers.
       t.gatherAtUse.prefetch = plugin->gemini ? 0 : int(fsdpPrefetch);
+      t.asyncReduceScatter = zeroAsyncReduceScatter;
     }
     if (precisionName != "fp32" && precisionName != "bf16" &&
         precisionName != "fp16")

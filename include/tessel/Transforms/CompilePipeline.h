@@ -68,6 +68,10 @@ struct TrainingOptions {
   /// -tessel-gather-at-use after partitioning (ZeRO): with stage 3, how many
   /// parameter gathers are issued ahead of their use (0: synchronous).
   GatherAtUsePassOptions gatherAtUse;
+  /// -tessel-async-reduce-scatter after partitioning (ZeRO stage 2 or 3,
+  /// not pipelined, not Gemini): the gradients' reduce_scatters overlap the
+  /// backward.
+  bool asyncReduceScatter = false;
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)

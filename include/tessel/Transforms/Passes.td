@@ -748,6 +748,23 @@ def GatherAtUsePass : Pass<"tessel-gather-at-use", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def AsyncReduceScatterPass : Pass<"tessel-async-reduce-scatter", "::mlir::ModuleOp"> {
+  let summary = "ZeRO 2/3: runs the gradients' reduce_scatters asynchronously";
+  let description = [{
+    On a partitioned training step with ZeRO stage 2 or 3 (tesselc
+    `--plugin zero2|fsdp`, unless `--zero-async-reduce-scatter=0`): each
+    `reduce_scatter` of a function's body (the gradients', which the
+    partitioner inserts right where each gradient is computed) whose result
+    is read directly by ops of that body is marked `tessel.async`. The
+    runtime issues it on its communication thread and waits for it right
+    before the first op that reads its result (the sharded update at the
+    end of the step), so the rest of the backward overlaps it; its operand
+    stays alive, not reused, until that wait. The order of the
+    reduce_scatters, and every value, stay the same.
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 def GeminiChunksPass : Pass<"tessel-gemini-chunks", "::mlir::ModuleOp"> {
   let summary = "Gemini: packs the parameters into fixed-size chunks in order of first use";
   let description = [{

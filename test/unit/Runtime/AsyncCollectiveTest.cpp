@@ -187,6 +187,57 @@ TEST_F(AsyncCollectiveTest, APrefetchedAllGatherOverlapsTheNextInstructions) {
   });
 }
 
+/// Rank `rank`'s program (ZeRO's gradients): w = reduce_scatter(a) along dim
+/// 0 issued asynchronously, z = a * a computed meanwhile, the wait, then
+/// out = w + w.
+std::shared_ptr<const Program> reduceScatterProgram(int rank) {
+  ArtifactBuilder b;
+  ProgramBuilder &p = b.rank(rank);
+  int a = p.addInput("a", DType::F32, {1000});
+  int w = p.addBuffer(DType::F32, {500});
+  int z = p.addBuffer(DType::F32, {1000});
+  int o = p.addBuffer(DType::F32, {500});
+  p.addOp("reduce_scatter", {a}, {w},
+          Attrs().s("kind", "sum").i("dim", 0).is("group", {0, 1}));
+  p.addOp("mul", {a, a}, {z});
+  p.addOp("wait", {a, w}, {});
+  p.addOp("add", {w, w}, {o});
+  p.addOutput("out", o);
+  p.addOutput("z", z);
+  std::shared_ptr<const Program> prog;
+  Status st = p.build(prog);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return prog;
+}
+
+TEST_F(AsyncCollectiveTest, AGradientsReduceScatterOverlapsTheNextInstructions) {
+  runWith(2, CommOptions(), createGlooCommunicator,
+          [&](Communicator &comm, int r) {
+    std::shared_ptr<const Program> prog = reduceScatterProgram(r);
+    ASSERT_TRUE(prog);
+    ExecutorOptions eo;
+    eo.comm = &comm;
+    std::unique_ptr<Executor> e;
+    Status s = createExecutor("cpu", prog, eo, e);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    for (int run = 0; run < 2; ++run) {
+      Tensor in[2] = {input(0, DType::F32, {1000}, run),
+                      input(1, DType::F32, {1000}, run)};
+      ASSERT_TRUE(e->setInput("a", in[r]).isOk());
+      s = e->run();
+      ASSERT_TRUE(s.isOk()) << s.message();
+      Tensor out;
+      ASSERT_TRUE(e->getOutput("out", out).isOk());
+      for (int64_t i = 0; i < 500; ++i) {
+        float sum = in[0].data<float>()[r * 500 + i] +
+                    in[1].data<float>()[r * 500 + i];
+        ASSERT_FLOAT_EQ(out.data<float>()[i], sum * 2)
+            << "rank " << r << " at " << i;
+      }
+    }
+  });
+}
+
 /// A one-rank program: y = all_reduce(a), z = a * a, then a wait of
 /// `waitOperands` (buffers by name: a, y, z) with `waitResults`; the error
 /// of building it, then of creating its executor ("" for none).
@@ -221,8 +272,8 @@ TEST(AsyncCollectiveValidation, AWaitNamesAnEarlierAllReduce) {
   EXPECT_EQ(waitError({'a', 'y'}, {}), "");
   // Operand 0 is not what the all_reduce reads.
   std::string e = waitError({'z', 'y'}, {});
-  EXPECT_NE(e.find("instruction 2 (wait): no all_reduce or all_gather before "
-                   "it reads buffer"),
+  EXPECT_NE(e.find("instruction 2 (wait): no all_reduce, all_gather or "
+                   "reduce_scatter before it reads buffer"),
             std::string::npos)
       << e;
 }
