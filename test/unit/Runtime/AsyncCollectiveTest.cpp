@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <vector>
 
@@ -103,7 +104,34 @@ std::shared_ptr<const Program> bucketProgram(int rank) {
   return prog;
 }
 
-class AsyncCollectiveTest : public RankThreadsTest {};
+class AsyncCollectiveTest : public RankThreadsTest {
+protected:
+  /// Runs rank r's `program(r)` on 2 ranks over Gloo, twice (the second run
+  /// reuses the tickets of the first), with input `a` of `n` floats, and
+  /// hands each run's inputs of both ranks to `check`.
+  void runTwice(std::shared_ptr<const Program> (*program)(int), int64_t n,
+                const std::function<void(Executor &, int, const Tensor *)>
+                    &check) {
+    runWith(2, CommOptions(), createGlooCommunicator,
+            [&](Communicator &comm, int r) {
+      std::shared_ptr<const Program> prog = program(r);
+      ASSERT_TRUE(prog);
+      ExecutorOptions eo;
+      eo.comm = &comm;
+      std::unique_ptr<Executor> e;
+      Status s = createExecutor("cpu", prog, eo, e);
+      ASSERT_TRUE(s.isOk()) << s.message();
+      for (int run = 0; run < 2; ++run) {
+        Tensor in[2] = {input(0, DType::F32, {n}, run),
+                        input(1, DType::F32, {n}, run)};
+        ASSERT_TRUE(e->setInput("a", in[r]).isOk());
+        s = e->run();
+        ASSERT_TRUE(s.isOk()) << s.message();
+        check(*e, r, in);
+      }
+    });
+  }
+};
 
 TEST_F(AsyncCollectiveTest, ABucketsAllReduceOverlapsTheNextInstructions) {
   runWith(2, CommOptions(), createGlooCommunicator,
@@ -163,27 +191,12 @@ std::shared_ptr<const Program> prefetchProgram(int rank) {
 }
 
 TEST_F(AsyncCollectiveTest, APrefetchedAllGatherOverlapsTheNextInstructions) {
-  runWith(2, CommOptions(), createGlooCommunicator,
-          [&](Communicator &comm, int r) {
-    std::shared_ptr<const Program> prog = prefetchProgram(r);
-    ASSERT_TRUE(prog);
-    ExecutorOptions eo;
-    eo.comm = &comm;
-    std::unique_ptr<Executor> e;
-    Status s = createExecutor("cpu", prog, eo, e);
-    ASSERT_TRUE(s.isOk()) << s.message();
-    for (int run = 0; run < 2; ++run) {
-      Tensor in[2] = {input(0, DType::F32, {500}, run),
-                      input(1, DType::F32, {500}, run)};
-      ASSERT_TRUE(e->setInput("a", in[r]).isOk());
-      s = e->run();
-      ASSERT_TRUE(s.isOk()) << s.message();
-      Tensor out;
-      ASSERT_TRUE(e->getOutput("out", out).isOk());
-      for (int64_t i = 0; i < 1000; ++i)
-        ASSERT_EQ(out.data<float>()[i], in[i / 500].data<float>()[i % 500] * 2)
-            << "rank " << r << " at " << i;
-    }
+  runTwice(prefetchProgram, 500, [](Executor &e, int r, const Tensor *in) {
+    Tensor out;
+    ASSERT_TRUE(e.getOutput("out", out).isOk());
+    for (int64_t i = 0; i < 1000; ++i)
+      ASSERT_EQ(out.data<float>()[i], in[i / 500].data<float>()[i % 500] * 2)
+          << "rank " << r << " at " << i;
   });
 }
 
@@ -211,29 +224,14 @@ std::shared_ptr<const Program> reduceScatterProgram(int rank) {
 }
 
 TEST_F(AsyncCollectiveTest, AGradientsReduceScatterOverlapsTheNextInstructions) {
-  runWith(2, CommOptions(), createGlooCommunicator,
-          [&](Communicator &comm, int r) {
-    std::shared_ptr<const Program> prog = reduceScatterProgram(r);
-    ASSERT_TRUE(prog);
-    ExecutorOptions eo;
-    eo.comm = &comm;
-    std::unique_ptr<Executor> e;
-    Status s = createExecutor("cpu", prog, eo, e);
-    ASSERT_TRUE(s.isOk()) << s.message();
-    for (int run = 0; run < 2; ++run) {
-      Tensor in[2] = {input(0, DType::F32, {1000}, run),
-                      input(1, DType::F32, {1000}, run)};
-      ASSERT_TRUE(e->setInput("a", in[r]).isOk());
-      s = e->run();
-      ASSERT_TRUE(s.isOk()) << s.message();
-      Tensor out;
-      ASSERT_TRUE(e->getOutput("out", out).isOk());
-      for (int64_t i = 0; i < 500; ++i) {
-        float sum = in[0].data<float>()[r * 500 + i] +
-                    in[1].data<float>()[r * 500 + i];
-        ASSERT_FLOAT_EQ(out.data<float>()[i], sum * 2)
-            << "rank " << r << " at " << i;
-      }
+  runTwice(reduceScatterProgram, 1000, [](Executor &e, int r, const Tensor *in) {
+    Tensor out;
+    ASSERT_TRUE(e.getOutput("out", out).isOk());
+    for (int64_t i = 0; i < 500; ++i) {
+      float sum = in[0].data<float>()[r * 500 + i] +
+                  in[1].data<float>()[r * 500 + i];
+      ASSERT_FLOAT_EQ(out.data<float>()[i], sum * 2)
+          << "rank " << r << " at " << i;
     }
   });
 }
