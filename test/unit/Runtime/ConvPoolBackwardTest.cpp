@@ -8,6 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
+#include <cstdlib>
+#include <cstring>
+
 using namespace tessel::runtime;
 using namespace tessel::runtime::test;
 
@@ -44,6 +47,36 @@ TEST(ConvBackward, DataAndWeightMatchLoops) {
                       convAttrs(c), threads);
       expectNear(gw[0], dw, 1e-4, 1e-5);
     }
+}
+
+// TESSEL_WINOGRAD=1: 3x3 stride-1 convs on maps of at least 14x14 run
+// oneDNN's Winograd F(4x4, 3x3) backward kernels (ConvTraining.cpp); they
+// round differently from the direct ones, but stay within 1e-4 of the loops.
+TEST(ConvBackward, WinogradMatchesLoops) {
+  std::mt19937 rng(33);
+  ::setenv("TESSEL_WINOGRAD", "1", 1);
+  const ConvCase c{{2, 16, 16, 16}, {32, 16, 3, 3}, {1, 1}, {1, 1, 1, 1},
+                   {1, 1}, 1};
+  const Shape ys = convResult(c);
+  Tensor x = randomF32(c.x, rng), w = randomF32(c.w, rng),
+         dy = randomF32(ys, rng);
+  std::vector<double> dx(numElements(c.x), 0.0), dw(numElements(c.w), 0.0);
+  forEachConvTerm(c, [&](int64_t xi, int64_t wi, int64_t yi) {
+    dx[xi] += double(dy.data<float>()[yi]) * w.data<float>()[wi];
+    dw[wi] += double(dy.data<float>()[yi]) * x.data<float>()[xi];
+  });
+  auto gx = runOp("conv2d_backward_data", {dy, w}, {{DType::F32, c.x}},
+                  convAttrs(c), 1);
+  auto gw = runOp("conv2d_backward_weight", {x, dy}, {{DType::F32, c.w}},
+                  convAttrs(c), 1);
+  ::unsetenv("TESSEL_WINOGRAD");
+  expectNear(gx[0], dx, 1e-4, 1e-4);
+  expectNear(gw[0], dw, 1e-4, 1e-4);
+  // And not the direct kernel's rounding: Winograd really ran.
+  auto directX = runOp("conv2d_backward_data", {dy, w}, {{DType::F32, c.x}},
+                       convAttrs(c), 1);
+  EXPECT_NE(0, std::memcmp(gx[0].data<float>(), directX[0].data<float>(),
+                           numElements(c.x) * sizeof(float)));
 }
 
 TEST(PoolBackward, MaxAndAvgMatchLoops) {
