@@ -5,9 +5,10 @@ For each model and thread count: the median time of a training step
 (forward + loss + backward + optimizer update; the first step excluded as
 warm-up) of each engine, their ratio (PyTorch / Tessel: >= 1.0 means Tessel
 is no slower), the peak RSS of each engine's process, and how far the two
-engines' losses are apart (the same weights and batches on both sides). Then
-data parallelism: dp=2 on 2 ranks x 1 thread against one rank, on the same
-batches. Run bench/run-train-compare, which sets up and calls this with a
+engines' losses are apart (the same weights and batches on both sides);
+ResNet-50 also with Winograd for its trained 3x3 convs (TESSEL_WINOGRAD=1).
+Then data parallelism (bench/train_dp.py): dp=2 on 2 ranks x 1 thread
+against one rank, strong and weak scaling, beside PyTorch's DDP over gloo. Run bench/run-train-compare, which sets up and calls this with a
 python that has PyTorch 2.x.
 
     python3 bench/compare_train.py --tesselc BIN --tessel-run BIN --models DIR
@@ -23,17 +24,24 @@ import tempfile
 
 import numpy as np
 
+import train_dp
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 ADAMW = ["--optimizer", "adamw", "--lr", "1e-4", "--weight-decay", "0.01",
          "--betas", "0.9,0.999", "--eps", "1e-8"]
 SGD = ["--optimizer", "sgd", "--lr", "0.01", "--momentum", "0.9"]
 
-# (label, kind, onnx, batch, optimizer flags, samples per step)
+# (label, kind, onnx, batch, optimizer flags, tessel-run's extra environment)
 ROWS = [
-    ("gpt2-small seq128 b1", "gpt2", "gpt2_small_train_b1.onnx", 1, ADAMW),
-    ("gpt2-small seq128 b4", "gpt2", "gpt2_small_train_b4.onnx", 4, ADAMW),
-    ("resnet50 b8 (SGD)", "resnet", "resnet50_b8_train.onnx", 8, SGD),
+    ("gpt2-small seq128 b1", "gpt2", "gpt2_small_train_b1.onnx", 1, ADAMW, {}),
+    ("gpt2-small seq128 b4", "gpt2", "gpt2_small_train_b4.onnx", 4, ADAMW, {}),
+    ("resnet50 b8 (SGD)", "resnet", "resnet50_b8_train.onnx", 8, SGD, {}),
+    # Winograd for the trained 3x3 convs (opt-in: rounds unlike PyTorch's
+    # direct convolution; runtime/cpu/ConvTraining.cpp). PyTorch's column is
+    # the row above's run.
+    ("resnet50 b8 (SGD) TESSEL_WINOGRAD=1", "resnet", "resnet50_b8_train.onnx", 8, SGD,
+     {"TESSEL_WINOGRAD": "1"}),
 ]
 
 TORCH_CHILD = r"""
@@ -227,8 +235,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="tessel-train-bench-")
     rows, dp_rows, bf16_rows = [], [], []
     torch_version = ""
-    single_b4_1t = None
-    for label, kind, onnx_file, batch, opt in ROWS:
+    single_b4_1t = torch_b4_1t = None
+    torch_runs = {}  # (kind, batch, threads) -> PyTorch's result, run once
+    for label, kind, onnx_file, batch, opt, extra_env in ROWS:
         if args.only and args.only not in label:
             continue
         model = os.path.join(args.models, onnx_file)
@@ -245,17 +254,20 @@ def main():
                 t_losses = os.path.join(tmp, "tessel_losses.npy")
                 rc, log, rss = run_measured(
                     [args.tessel_run, art, "--steps", str(args.steps), "--threads", str(th),
-                     "--losses", t_losses] + data_flags(kind, args.models, batch), env)
+                     "--losses", t_losses] + data_flags(kind, args.models, batch),
+                    dict(env, **extra_env))
                 if rc != 0:
                     row["tessel"] = "n/a (%s)" % first_error(log)
                 else:
                     row["tessel"] = (tessel_step_ms(log), rss, np.load(t_losses),
                                      tessel_step_ms(log, "ms CPU"))
-                    if batch == 4 and th == 1:
-                        single_b4_1t = (row["tessel"][0], row["tessel"][3])
+                    if batch == 4 and th == 1 and not extra_env:
+                        single_b4_1t = row["tessel"][:3]
             else:
                 row["tessel"] = tessel_na
-            if not args.no_torch:
+            if not args.no_torch and (kind, batch, th) in torch_runs:
+                row["torch"] = torch_runs[(kind, batch, th)]
+            elif not args.no_torch:
                 o_losses = os.path.join(tmp, "torch_losses.npy")
                 rc, log, rss = run_measured(
                     [sys.executable, "-c", TORCH_CHILD, kind, args.models, str(batch), str(th),
@@ -267,36 +279,35 @@ def main():
                                     np.load(o_losses),
                                     float(re.search(r"cpu_ms ([\d.]+)", log).group(1)))
                     torch_version = re.search(r"torch (\S+)", log).group(1)
+                    if batch == 4 and th == 1:
+                        torch_b4_1t = row["torch"][:3]
+                torch_runs[(kind, batch, th)] = row["torch"]
             rows.append((label, row, None))
             if args.bf16 and kind == "gpt2" and tessel_na is None:
                 bf16_rows.append((label, th, bf16_row(args, env, tmp, model, opt, kind,
                                                       batch, th, row)))
 
     if not args.no_dp and (not args.only or "b4" in args.only or "dp" in args.only):
-        model = os.path.join(args.models, "gpt2_small_train_b4.onnx")
-        art = os.path.join(tmp, "gpt2_dp2.tsl")
-        rc, log, _ = run_measured([args.tesselc, model, "--train", "--loss", "cross_entropy"]
-                                  + ADAMW + ["--mesh", "dp=2", "--plan=dp", "-o", art], env)
-        if rc != 0:
-            dp_rows.append(("n/a (%s)" % first_error(log),))
-        else:
-            if single_b4_1t is None:
-                # The one-rank baseline, when the b4 row did not run at 1 thread.
-                one = os.path.join(tmp, "gpt2_b4.tsl")
-                subprocess.run([args.tesselc, model, "--train", "--loss", "cross_entropy"]
-                               + ADAMW + ["-o", one], check=True, env=env)
-                rc, log, _ = run_measured([args.tessel_run, one, "--steps", str(args.steps),
-                                           "--threads", "1"] + data_flags("gpt2", args.models, 4), env)
-                single_b4_1t = ((tessel_step_ms(log), tessel_step_ms(log, "ms CPU"))
-                                if rc == 0 else (float("nan"), float("nan")))
+        if single_b4_1t is None:
+            # The one-rank baseline, when the b4 row did not run at 1 thread.
+            model = os.path.join(args.models, "gpt2_small_train_b4.onnx")
+            one = os.path.join(tmp, "gpt2_b4.tsl")
+            subprocess.run([args.tesselc, model, "--train", "--loss", "cross_entropy"]
+                           + ADAMW + ["-o", one], check=True, env=env)
+            rc, log, rss = run_measured([args.tessel_run, one, "--steps", str(args.steps),
+                                         "--threads", "1"] + data_flags("gpt2", args.models, 4),
+                                        env)
+            single_b4_1t = (tessel_step_ms(log) if rc == 0 else float("nan"), rss, None)
+        if torch_b4_1t is None and not args.no_torch:
+            o_losses = os.path.join(tmp, "torch_losses.npy")
             rc, log, rss = run_measured(
-                [args.tessel_run, art, "-n", "2", "--threads", "1", "--steps", str(args.steps)]
-                + data_flags("gpt2", args.models, 4), env)
-            if rc != 0:
-                dp_rows.append(("n/a (%s)" % first_error(log),))
-            else:
-                dp_rows.append((tessel_step_ms(log), rss, single_b4_1t,
-                                tessel_step_ms(log, "ms CPU")))
+                [sys.executable, "-c", TORCH_CHILD, "gpt2", args.models, "4", "1",
+                 str(args.steps), o_losses, HERE], env)
+            if rc == 0:
+                torch_b4_1t = (float(re.search(r"\bms ([\d.]+)", log).group(1)), rss,
+                               np.load(o_losses))
+        dp_rows = train_dp.dp_rows(args, env, tmp, single_b4_1t, torch_b4_1t, run_measured,
+                                   first_error, tessel_step_ms, rel_diff, ADAMW)
 
     print()
     print("Training step (forward + loss + backward + optimizer), median ms of "
@@ -328,20 +339,8 @@ def main():
         print("| " + " | ".join(cells) + " |")
     if bf16_rows:
         print_bf16(bf16_rows)
-    for r in dp_rows:
-        print()
-        print("Data parallel, GPT-2-small b4 (2 per rank), 2 ranks x 1 thread:")
-        if len(r) == 1:
-            print("  " + r[0])
-            continue
-        ms, rss, (one, one_cpu), cpu = r
-        print("  dp=2: %.0f ms/step, %.2f samples/s, peak RSS %.0f MB per rank; "
-              "one rank: %.0f ms/step, %.2f samples/s; speedup %.2fx" %
-              (ms, 4000.0 / ms, rss / 1024, one, 4000.0 / one, one / ms))
-        print("  CPU per step: rank 0 of dp=2 %.0f ms, one rank %.0f ms (%.2fx: the "
-              "speedup with a free core per rank, waiting excluded)" %
-              (cpu, one_cpu, one_cpu / cpu))
-
+    if dp_rows:
+        train_dp.print_dp(dp_rows, rel_diff)
 
 if __name__ == "__main__":
     main()
