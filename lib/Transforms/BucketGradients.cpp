@@ -99,6 +99,20 @@ struct BucketGradientsPass
       for (Operation *user : op->getUsers())
         work.push_back({user, updated || isUpdate(op)});
     }
+    // ZeRO stage 1: the block of the parameter that the update reads (a
+    // local_slice of the weight, which -tessel-gather-at-use put right
+    // before the update) moves with it; left behind, every parameter's
+    // block would be alive from the backward to the end of the step.
+    for (Operation *op : SmallVector<Operation *>(users.begin(), users.end())) {
+      if (!isUpdate(op))
+        continue;
+      for (Value v : op->getOperands()) {
+        auto slice = v.getDefiningOp<LocalSliceOp>();
+        if (slice && slice->getBlock() == block && slice->hasOneUse() &&
+            slice.getInput().getDefiningOp<WeightOp>())
+          users.insert(slice);
+      }
+    }
     SmallVector<Operation *> order(users.begin(), users.end());
     llvm::sort(order, [](Operation *a, Operation *b) {
       return a->isBeforeInBlock(b);

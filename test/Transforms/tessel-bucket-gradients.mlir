@@ -115,3 +115,54 @@ func.func @feeds_collective(%x: tensor<4xf32>) -> tensor<f32> attributes {tessel
   %a1 = tessel.assign %w1, %u1 : tensor<4xf32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// ZeRO stage 1: each update reads this rank's block of its parameter (a
+// local_slice of the weight, right before the update) and of its
+// all-reduced gradient. The block of the parameter moves with the update:
+// left in the backward, every parameter's block would be alive from there
+// to the end of the step, beside the buckets.
+tessel.mesh @mesh ["dp"=2]
+
+// CHECK-LABEL: func.func @zero1_blocks
+// CHECK: %[[G1:.*]] = tessel.mul
+// CHECK-NEXT: %[[G2:.*]] = tessel.add
+// CHECK-NEXT: %[[CAT:.*]] = tessel.concat %[[G1]], %[[G2]] dim = 0
+// CHECK-NEXT: %[[R:.*]] = tessel.all_reduce sum %[[CAT]] on @mesh axes = ["dp"] {tessel.bucket = 0 : i64} : tensor<8xf32>
+// CHECK-NEXT: %[[P1:.*]] = tessel.local_slice %[[W1:.*]] on @mesh axes = ["dp"] dim = 0
+// CHECK-NEXT: %[[S1:.*]] = tessel.slice %[[R]] [0:4:1]
+// CHECK-NEXT: %[[B1:.*]] = tessel.local_slice %[[S1]] on @mesh axes = ["dp"] dim = 0
+// CHECK-NEXT: %[[U1:.*]], %{{.*}} = tessel.sgd_update %[[P1]], %[[B1]]
+// CHECK-NEXT: %[[A1:.*]] = tessel.all_gather %[[U1]]
+// CHECK-NEXT: tessel.assign %[[W1]], %[[A1]]
+// CHECK-NEXT: tessel.assign
+// CHECK-NEXT: %[[P2:.*]] = tessel.local_slice %[[W2:.*]] on @mesh axes = ["dp"] dim = 0
+// CHECK-NEXT: %[[S2:.*]] = tessel.slice %[[R]] [4:8:1]
+// CHECK-NEXT: %[[B2:.*]] = tessel.local_slice %[[S2]] on @mesh axes = ["dp"] dim = 0
+// CHECK-NEXT: tessel.sgd_update %[[P2]], %[[B2]]
+func.func @zero1_blocks(%x: tensor<4xf32>) -> tensor<f32> attributes {tessel.output_names = ["loss"]} {
+  %w1 = tessel.weight "w1" : tensor<4xf32>
+  %w2 = tessel.weight "w2" : tensor<4xf32>
+  %m1 = tessel.weight "momentum_buffer.w1" zeros : tensor<2xf32>
+  %m2 = tessel.weight "momentum_buffer.w2" zeros : tensor<2xf32>
+  %lr = tessel.constant dense<0.1> : tensor<f32>
+  %loss = tessel.reduce_sum %x dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  %g1 = tessel.mul %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %r1 = tessel.all_reduce sum %g1 on @mesh axes = ["dp"] : tensor<4xf32>
+  %p1 = tessel.local_slice %w1 on @mesh axes = ["dp"] dim = 0 : (tensor<4xf32>) -> tensor<2xf32>
+  %b1 = tessel.local_slice %r1 on @mesh axes = ["dp"] dim = 0 : (tensor<4xf32>) -> tensor<2xf32>
+  %u1:2 = tessel.sgd_update %p1, %b1, %m1, %lr {momentum = 0.9 : f32} : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<f32>) -> (tensor<2xf32>, tensor<2xf32>)
+  %n1 = tessel.all_gather %u1#0 on @mesh axes = ["dp"] dim = 0 : (tensor<2xf32>) -> tensor<4xf32>
+  %a1 = tessel.assign %w1, %n1 : tensor<4xf32>
+  %c1 = tessel.assign %m1, %u1#1 : tensor<2xf32>
+  %g2 = tessel.add %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %r2 = tessel.all_reduce sum %g2 on @mesh axes = ["dp"] : tensor<4xf32>
+  %p2 = tessel.local_slice %w2 on @mesh axes = ["dp"] dim = 0 : (tensor<4xf32>) -> tensor<2xf32>
+  %b2 = tessel.local_slice %r2 on @mesh axes = ["dp"] dim = 0 : (tensor<4xf32>) -> tensor<2xf32>
+  %u2:2 = tessel.sgd_update %p2, %b2, %m2, %lr {momentum = 0.9 : f32} : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<f32>) -> (tensor<2xf32>, tensor<2xf32>)
+  %n2 = tessel.all_gather %u2#0 on @mesh axes = ["dp"] dim = 0 : (tensor<2xf32>) -> tensor<4xf32>
+  %a2 = tessel.assign %w2, %n2 : tensor<4xf32>
+  %c2 = tessel.assign %m2, %u2#1 : tensor<2xf32>
+  return %loss : tensor<f32>
+}

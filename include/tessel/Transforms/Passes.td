@@ -572,7 +572,10 @@ def BucketGradientsPass : Pass<"tessel-bucket-gradients", "::mlir::ModuleOp"> {
 
     What only a gradient all_reduce's result feeds (the fused optimizer
     update `-tessel-optimizer` puts right after the gradient, and its
-    assigns) first moves to the end of the block. A gradient still read
+    assigns) first moves to the end of the block; with ZeRO stage 1 the
+    update's block of its parameter (a `local_slice` of the weight) and the
+    `all_gather` of its result move along, so no parameter's block is alive
+    from the backward to the end of the step. A gradient still read
     before the last of these all_reduces (a value all-reduced in the middle
     of its gradient's computation) is a bucket of its own, so that it does not make
     a large bucket wait early. Any other gradient joins the open bucket
