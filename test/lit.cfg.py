@@ -39,6 +39,19 @@ if os.path.exists(config.tessel_python) and subprocess.call(
     config.available_features.add("onnx-python")
 config.substitutions.append(("%python", config.tessel_python))
 
+# protoc (the build's schema compiler) decodes artifacts for tests that
+# check what the exporter wrote.
+import shutil
+if shutil.which("protoc"):
+    config.available_features.add("protoc")
+config.substitutions.append((
+    "%decode_program",
+    "protoc --decode=tessel.artifact.Program -I %s -I %s %s" % (
+        os.path.join(config.tessel_src_root, "runtime", "artifact", "schema"),
+        os.path.join(config.tessel_obj_root, "op-table"),
+        os.path.join(config.tessel_src_root, "runtime", "artifact", "schema",
+                     "artifact.proto"))))
+
 # CPUs with bf16 dot products, where GEMMs marked bf16_operands run on
 # oneDNN's bf16 kernels (runtime/cpu/Bf16MatMul.h).
 try:

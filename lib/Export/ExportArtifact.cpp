@@ -599,6 +599,24 @@ LogicalResult Exporter::run(func::FuncOp fn) {
   return success();
 }
 
+// Gemini: whether `w` (a parameter or its optimizer state) belongs to a
+// chunk that -tessel-gemini-placement keeps in host memory (the module's
+// plan), so that its STATE buffer is kept there (Buffer.host).
+static bool inHostChunk(WeightOp w) {
+  auto chunk = w->getAttrOfType<IntegerAttr>(TesselDialect::kChunkAttrName);
+  auto module = w->getParentOfType<ModuleOp>();
+  if (!chunk || !module)
+    return false;
+  auto plan =
+      module->getAttrOfType<DictionaryAttr>(TesselDialect::kGeminiPlanAttrName);
+  auto placement = plan ? plan.getAs<ArrayAttr>("placement") : ArrayAttr();
+  const int64_t c = chunk.getInt();
+  if (!placement || c < 0 || c >= static_cast<int64_t>(placement.size()))
+    return false;
+  auto where = dyn_cast<StringAttr>(placement[c]);
+  return where && where.getValue() == "host";
+}
+
 // A weight's block for this rank: its global data, cut by `tessel.source_slice`
 // (a piece of a fused projection), then by its global spec.
 LogicalResult Exporter::emitWeight(WeightOp w) {
@@ -623,6 +641,8 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
     buffers[w] = program.addState(name, *dt, toShape(t), nullptr);
     states.insert(buffers[w]);
     weightBuffers[name] = buffers[w];
+    if (inHostChunk(w))
+      program.setHostMemory(buffers[w]);
     if (w->hasAttr(kPerRankStateAttrName))
       return success();
     setStateLayout(w, buffers[w],
@@ -688,6 +708,8 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
                    : program.addWeight(name, *dt, toShape(t), block.data());
   if (assigned)
     states.insert(buffers[w]);
+  if (assigned && inHostChunk(w))
+    program.setHostMemory(buffers[w]);
   weightBuffers[key] = buffers[w];
   if (assigned)
     setStateLayout(w, buffers[w], shape);

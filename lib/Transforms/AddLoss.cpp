@@ -33,11 +33,6 @@ SmallVector<int64_t> allDims(int64_t rank) {
   return d;
 }
 
-Value scalarF32(OpBuilder &b, Location loc, float v) {
-  auto t = RankedTensorType::get({}, b.getF32Type());
-  return ConstantOp::create(b, loc, DenseElementsAttr::get(t, v));
-}
-
 /// The sum of every element of `x` as a tensor<f32>.
 Value sumAll(OpBuilder &b, Location loc, Value x) {
   auto t = cast<RankedTensorType>(x.getType());

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/tessel/TesselOps.h"
+#include "tessel/Lifetimes/BufferLifetimes.h"
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,12 +23,6 @@ namespace mlir::tessel {
 #include "tessel/Transforms/Passes.h.inc"
 
 namespace {
-
-int64_t bytesOf(Type t) {
-  auto tensor = cast<RankedTensorType>(t);
-  return tensor.getNumElements() *
-         std::max<int64_t>(tensor.getElementTypeBitWidth() / 8, 1);
-}
 
 struct GeminiChunksPass : impl::GeminiChunksPassBase<GeminiChunksPass> {
   using Base::Base;
@@ -82,7 +77,7 @@ struct GeminiChunksPass : impl::GeminiChunksPassBase<GeminiChunksPass> {
     Builder b(block.getParentOp()->getContext());
     int64_t chunk = -1, used = 0;
     for (Param &p : params) {
-      int64_t bytes = bytesOf(p.weight.getType());
+      int64_t bytes = tensorBytes(p.weight.getType());
       if (chunk < 0 || used + bytes > chunkBytes) {
         ++chunk;
         used = 0;

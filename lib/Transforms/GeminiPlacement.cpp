@@ -17,8 +17,9 @@
 //           Gemini's CPU optimizer does.
 //
 // Device memory is the resident chunks' bytes plus the arena, which the
-// planner computes as the exporter will: the same live ranges (as
-// lib/Export/MemoryReport.cpp) and the same buffer planner. Every chunk
+// planner computes as the exporter will: the step's buffer lifetimes by the
+// rules that --report's memory plan uses (tessel/Lifetimes), with a hook
+// that adds the fetches of the plan at hand, and the same buffer planner. Every chunk
 // starts in host memory; chunks become resident in order of first use
 // while the total stays within the limit; then two stays of a host chunk
 // merge into one (fewer moves) where that fits, the shortest gaps first;
@@ -27,9 +28,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GeminiArena.h"
-
 #include "dialects/tessel/TesselOps.h"
+#include "tessel/Lifetimes/BufferLifetimes.h"
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -46,10 +46,36 @@ namespace mlir::tessel {
 
 namespace {
 
-using gemini::arenaBuffers;
-using gemini::arenaOf;
-using gemini::bytesOf;
-using gemini::Moves;
+/// What a plan adds to the step, for its buffer lifetimes before the
+/// fetches are in the IR: its fetches, each before an instruction, with the
+/// bytes of each copy and the copy's last reader (-1: none); and, for each
+/// parameter of a host chunk, the instructions its fetches precede (in the
+/// placed step the weight's readers are those fetches, its update and its
+/// assign: the others read the copies).
+struct Moves : LifetimeHook {
+  std::map<int64_t, SmallVector<Inserted>> before;
+  DenseMap<Operation *, SmallVector<int64_t>> weightFetches;
+
+  void insertedBefore(int64_t at,
+                      SmallVectorImpl<Inserted> &out) const override {
+    if (auto it = before.find(at); it != before.end())
+      out.append(it->second.begin(), it->second.end());
+  }
+  bool readsWeight(Operation *weight, Operation *user) const override {
+    return !weightFetches.count(weight) ||
+           isa<AdamUpdateOp, SgdUpdateOp, AssignOp, func::ReturnOp>(user);
+  }
+  void weightReadsBefore(Operation *weight,
+                         SmallVectorImpl<int64_t> &at) const override {
+    if (auto it = weightFetches.find(weight); it != weightFetches.end())
+      at.append(it->second.begin(), it->second.end());
+  }
+};
+
+/// The arena the exporter will plan for the step `block` with `moves`.
+int64_t arenaOf(Block &block, const Moves &moves) {
+  return planArena(stepLifetimes(block, &moves).buffers);
+}
 
 /// A chunk's parameters (and its optimizer state's bytes).
 struct Chunk {
@@ -96,11 +122,11 @@ struct GeminiPlacementPass
         continue;
       Chunk &chunk = byIndex[c.getInt()];
       if (w.getZeros()) {
-        chunk.stateBytes += bytesOf(w.getType());
+        chunk.stateBytes += tensorBytes(w.getType());
         continue;
       }
       chunk.params.push_back(w);
-      chunk.bytes += bytesOf(w.getType());
+      chunk.bytes += tensorBytes(w.getType());
       if (w != top)
         w->moveBefore(top);
     }
@@ -147,7 +173,8 @@ struct GeminiPlacementPass
     // readers that no other chunk's reader interrupts, nor the loss (the
     // chunk's use in the forward, again in the backward; per microbatch
     // with several).
-    const int64_t loss = lossPosition(fn, block, pos);
+    Operation *lossDef = lossOf(fn);
+    const int64_t loss = lossDef ? pos.lookup(lossDef) : -1;
     std::vector<Window> windows;
     for (auto [ci, r] : llvm::enumerate(readers)) {
       const int64_t c = static_cast<int64_t>(ci);
@@ -181,7 +208,7 @@ struct GeminiPlacementPass
             for (int64_t r : paramReaders.lookup(p))
               if (r >= w.first && r <= w.last)
                 last = r;
-            m.before[w.fetch].push_back({bytesOf(p.getType()), last});
+            m.before[w.fetch].push_back({tensorBytes(p.getType()), last});
             m.weightFetches[p].push_back(w.fetch);
           }
       return m;
@@ -191,7 +218,7 @@ struct GeminiPlacementPass
       for (const Chunk &c : chunks)
         if (c.resident)
           resident += c.bytes + c.stateBytes;
-      int64_t arena = arenaOf(arenaBuffers(block, pos, n, movesOf()));
+      int64_t arena = arenaOf(block, movesOf());
       if (arenaOut)
         *arenaOut = arena;
       return resident + arena;
@@ -218,9 +245,8 @@ struct GeminiPlacementPass
           return d;
         }
       if (int64_t need = deviceBytes(); need > limit)
-        return tooSmall(fn, chunks, windows,
-                        arenaBuffers(block, pos, n, Moves()), order, n, need,
-                        limit);
+        return tooSmall(fn, chunks, windows, stepLifetimes(block).buffers,
+                        order, n, need, limit);
       // Resident chunks, in order of first use, while they fit.
       for (Chunk &c : chunks) {
         c.resident = true;
@@ -304,13 +330,7 @@ struct GeminiPlacementPass
 
     // What the placed step needs, by the same rules over its own order
     // (the planner's model of it above is exact; --report checks again).
-    {
-      DenseMap<Operation *, int64_t> placed;
-      int64_t m = 0;
-      for (Operation &op : block)
-        placed[&op] = m++;
-      arena = arenaOf(arenaBuffers(block, placed, m, Moves()));
-    }
+    arena = planArena(stepLifetimes(block).buffers);
     // The plan, for --report.
     Builder b(module.getContext());
     SmallVector<Attribute> placement;
@@ -326,22 +346,6 @@ struct GeminiPlacementPass
             b.getNamedAttr("placement", b.getArrayAttr(placement)),
         }));
     return success();
-  }
-
-  /// The instruction of the step's loss (the function's output named
-  /// "loss"), or -1.
-  static int64_t lossPosition(func::FuncOp fn, Block &block,
-                              const DenseMap<Operation *, int64_t> &pos) {
-    auto names =
-        fn->getAttrOfType<ArrayAttr>(TesselDialect::kOutputNamesAttrName);
-    Operation *ret = block.getTerminator();
-    if (names)
-      for (auto [i, name] : llvm::enumerate(names))
-        if (auto s = dyn_cast<StringAttr>(name);
-            s && s.getValue() == "loss" && i < ret->getNumOperands())
-          if (Operation *def = ret->getOperand(i).getDefiningOp())
-            return pos.lookup(def);
-    return -1;
   }
 
   static std::string namesOf(const Chunk &c) {
@@ -368,15 +372,15 @@ struct GeminiPlacementPass
     // alignment.
     auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
     std::vector<int64_t> act(n + 2, 0), fetched(n + 2, 0);
-    // (`base` in arenaBuffers' time: instruction i at 2i + 1.)
     for (const auto &b : base)
-      for (int64_t i = std::max<int64_t>((b.firstUse - 1) / 2, 0);
-           i <= std::min((b.lastUse - 1) / 2, n - 1); ++i)
+      for (int64_t i = std::max<int64_t>(
+               StepLifetimes::instructionAt(b.firstUse), 0);
+           i <= std::min(StepLifetimes::instructionAt(b.lastUse), n - 1); ++i)
         act[i] += aligned(static_cast<int64_t>(b.size));
     for (const Window &w : windows)
       for (int64_t i = w.fetch; i <= w.last; ++i)
         for (WeightOp p : chunks[w.chunk].params)
-          fetched[i] += aligned(bytesOf(p.getType()));
+          fetched[i] += aligned(tensorBytes(p.getType()));
     int64_t at = 0;
     for (int64_t i = 0; i < n; ++i)
       if (act[i] + fetched[i] > act[at] + fetched[at])

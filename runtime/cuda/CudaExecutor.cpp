@@ -8,6 +8,13 @@
 // itself knows no op: it owns the device memory, the stream, the cuBLAS
 // handle and the resources that factories reserve (DeviceResources.h).
 //
+// States kept in host memory (Buffer.host: Gemini's host chunks) live in one
+// pinned, mapped host allocation: kernels (the optimizer's update) read and
+// write them through the mapping, chunk_fetch copies them into the arena on
+// a copy stream whose events the compute stream waits on before the copies'
+// first readers (DataMovement.cpp), and reading or writing them from the
+// host (checkpoints) is a memcpy once the streams are idle.
+//
 // Gather's out-of-range indices cannot stop the stream: a check kernel
 // records the first bad position in a per-instruction device slot, the
 // gather writes zeros there, and run() reports the first failing gather
@@ -26,6 +33,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -43,6 +51,10 @@ public:
   const char *backend() const override { return "cuda"; }
   Status init();
   Status run() override;
+  const void *address(int id) const {
+    return id >= 0 && static_cast<size_t>(id) < ptrs.size() ? ptrs[id]
+                                                             : nullptr;
+  }
 
 protected:
   Status writeBuffer(int id, const void *src) override;
@@ -62,6 +74,10 @@ private:
   // Weights and constants, uploaded once, and the state buffers (persistent
   // across runs: initial values uploaded, or zeros).
   void *constants = nullptr;
+  // The states kept in host memory: one pinned allocation (cudaHostAlloc,
+  // mapped), and each such state's host address (nullptr for the others).
+  void *hostStates = nullptr;
+  std::vector<char *> hostPtrs;
   // Scratch, extras (expanded norm parameters, gather slots), collectives.
   DeviceResources res;
   std::vector<void *> ptrs;
@@ -72,13 +88,26 @@ CudaExecutor::~CudaExecutor() {
   cudaSetDevice(device);
   if (stream)
     cudaStreamSynchronize(stream);
+  if (res.moves.stream)
+    cudaStreamSynchronize(res.moves.stream);
   if (blas)
     cublasDestroy(blas);
   for (void *p : {arena, constants, res.scratch, res.extra})
     if (p)
       cudaFree(p);
+  if (hostStates)
+    cudaFreeHost(hostStates);
+  for (cudaEvent_t e : res.moves.events)
+    cudaEventDestroy(e);
+  if (res.moves.stream)
+    cudaStreamDestroy(res.moves.stream);
   if (stream)
     cudaStreamDestroy(stream);
+}
+
+/// Whether buffer `b` is kept in pinned host memory.
+static bool inHostMemory(const BufferInfo &b) {
+  return b.kind == BufferInfo::Kind::State && b.host;
 }
 
 Status CudaExecutor::instructionError(size_t i,
@@ -114,18 +143,41 @@ Status CudaExecutor::init() {
   TSL_CUDA(cudaMalloc(&arena, std::max<uint64_t>(p.arenaSize, 256)),
            "cudaMalloc of the arena (" + std::to_string(p.arenaSize) +
                " bytes)");
-  size_t constBytes = 0;
+  size_t constBytes = 0, hostBytes = 0;
   std::vector<size_t> constOff(p.buffers.size(), 0);
   for (const BufferInfo &b : p.buffers)
-    if (b.kind != BufferInfo::Kind::Arena)
+    if (inHostMemory(b))
+      constOff[b.id] = DeviceResources::reserve(b.bytes, hostBytes);
+    else if (b.kind != BufferInfo::Kind::Arena)
       constOff[b.id] = DeviceResources::reserve(b.bytes, constBytes);
   TSL_CUDA(cudaMalloc(&constants, std::max<size_t>(constBytes, 256)),
            "cudaMalloc of the weights (" + std::to_string(constBytes) +
                " bytes)");
+  void *hostMapped = nullptr;
+  if (hostBytes) {
+    TSL_CUDA(cudaHostAlloc(&hostStates, hostBytes,
+                           cudaHostAllocMapped | cudaHostAllocPortable),
+             "cudaHostAlloc of the host chunks (" + std::to_string(hostBytes) +
+                 " bytes)");
+    TSL_CUDA(cudaHostGetDevicePointer(&hostMapped, hostStates, 0),
+             "cudaHostGetDevicePointer of the host chunks");
+  }
   ptrs.resize(p.buffers.size());
+  hostPtrs.assign(p.buffers.size(), nullptr);
   for (const BufferInfo &b : p.buffers) {
     if (b.kind == BufferInfo::Kind::Arena) {
       ptrs[b.id] = static_cast<char *>(arena) + b.offset;
+      continue;
+    }
+    if (inHostMemory(b)) {
+      // Kernels use the mapped address, the host the host one (the same
+      // under unified addressing).
+      ptrs[b.id] = static_cast<char *>(hostMapped) + constOff[b.id];
+      hostPtrs[b.id] = static_cast<char *>(hostStates) + constOff[b.id];
+      if (b.data)
+        std::memcpy(hostPtrs[b.id], b.data, b.bytes);
+      else
+        std::memset(hostPtrs[b.id], 0, b.bytes);
       continue;
     }
     ptrs[b.id] = static_cast<char *>(constants) + constOff[b.id];
@@ -168,6 +220,19 @@ Status CudaExecutor::init() {
     if (!st)
       return instructionError(i, st.message());
     steps.push_back(std::move(s));
+  }
+  // The compute stream waits for each chunk fetch's copies right before
+  // their first reader (DataMovement.cpp).
+  for (auto [j, event] : res.moves.waits) {
+    if (j >= steps.size())
+      continue;
+    Step inner = std::move(steps[j]);
+    cudaStream_t s = stream;
+    cudaEvent_t e = event;
+    steps[j] = [s, e, inner = std::move(inner)]() -> Status {
+      TSL_CUDA(cudaStreamWaitEvent(s, e, 0), "waiting for a chunk's fetch");
+      return inner();
+    };
   }
   // The scratch and extras are allocated last, once every step has reserved
   // its part: closures hold their addresses' addresses (LateAddress).
@@ -212,10 +277,16 @@ Status CudaExecutor::run() {
     }
     if (!s) {
       cudaStreamSynchronize(stream);
+      if (res.moves.stream)
+        cudaStreamSynchronize(res.moves.stream);
       return instructionError(i, s.message());
     }
   }
   TSL_CUDA(cudaStreamSynchronize(stream), "running the program");
+  // Every copy came before a wait of the compute stream: done already.
+  if (res.moves.stream)
+    TSL_CUDA(cudaStreamSynchronize(res.moves.stream),
+             "running the program (chunk copies)");
   if (!gathers.empty()) {
     std::vector<unsigned long long> host(gathers.size() * 2);
     TSL_CUDA(cudaMemcpyAsync(host.data(), res.slots,
@@ -252,6 +323,12 @@ Status CudaExecutor::writeBuffer(int id, const void *src) {
   if (!bytes)
     return Status::ok();
   TSL_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  if (hostPtrs[id]) {
+    // Pinned host memory that kernels may still be reading: idle first.
+    TSL_CUDA(cudaStreamSynchronize(stream), "writing a host state");
+    std::memcpy(hostPtrs[id], src, bytes);
+    return Status::ok();
+  }
   TSL_CUDA(cudaMemcpyAsync(ptrs[id], src, bytes, cudaMemcpyHostToDevice, stream),
            "copying an input to the device");
   TSL_CUDA(cudaStreamSynchronize(stream), "copying an input to the device");
@@ -263,6 +340,11 @@ Status CudaExecutor::readBuffer(int id, void *dst) {
   if (!bytes)
     return Status::ok();
   TSL_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  if (hostPtrs[id]) {
+    TSL_CUDA(cudaStreamSynchronize(stream), "reading a host state");
+    std::memcpy(dst, hostPtrs[id], bytes);
+    return Status::ok();
+  }
   TSL_CUDA(cudaMemcpyAsync(dst, ptrs[id], bytes, cudaMemcpyDeviceToHost, stream),
            "copying an output from the device");
   TSL_CUDA(cudaStreamSynchronize(stream), "copying an output from the device");
@@ -283,6 +365,12 @@ int deviceCount(std::string *why) {
   if (n == 0 && why)
     *why = "cudaGetDeviceCount found 0 devices";
   return n;
+}
+
+const void *bufferAddress(const Executor &exec, int id) {
+  if (std::string(exec.backend()) != "cuda")
+    return nullptr;
+  return static_cast<const CudaExecutor &>(exec).address(id);
 }
 
 Status createCudaExecutor(std::shared_ptr<const Program> program,

@@ -29,6 +29,12 @@ Status createCudaExecutor(std::shared_ptr<const Program> program,
                           const ExecutorOptions &options,
                           std::unique_ptr<Executor> &out);
 
+/// Where buffer `id` of a CUDA executor lives: its address as kernels see
+/// it (device memory; pinned host memory for a state kept in host memory,
+/// Buffer.host), for tests and diagnostics. nullptr when `exec` is not a
+/// CUDA executor or `id` is out of range.
+const void *bufferAddress(const Executor &exec, int id);
+
 } // namespace tessel::runtime::cuda
 
 #endif // TESSEL_RUNTIME_CUDA_CUDAEXECUTOR_H

@@ -2,7 +2,8 @@
 //
 // reshape and copy are device copies (none when in place); transpose, slice,
 // expand, concat and split are strided copies (launchStridedCopy); gather
-// checks its indices first (see DeviceResources::addGatherCheck).
+// checks its indices first (see DeviceResources::addGatherCheck);
+// chunk_fetch copies host chunks on the copy stream (DeviceResources::moves).
 //
 //===----------------------------------------------------------------------===//
 #include "Broadcast.h"
@@ -11,12 +12,17 @@
 #include "CudaStatus.h"
 #include "IndexPlan.h"
 
+#include <algorithm>
+
 namespace tessel::runtime::cuda {
 
 Step deviceCopyStep(const void *x, void *y, size_t bytes, cudaStream_t s) {
+  // cudaMemcpyDefault: either side may be a state in pinned host memory (an
+  // assign into a host chunk's parameter), the direction follows from the
+  // addresses (unified addressing).
   return [=] {
     if (x != y && bytes)
-      TSL_CUDA(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s),
+      TSL_CUDA(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDefault, s),
                "cudaMemcpyAsync");
     return Status::ok();
   };
@@ -31,18 +37,83 @@ Status makeCopy(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
-/// chunk_fetch (Gemini): every buffer of a CUDA run, the states included,
-/// is device memory, so the chunk's move is a device-to-device copy per
-/// parameter on the one stream (numbers as on the CPU). Host-resident
-/// chunks (pinned host states) and a copy stream are not written yet
-/// (docs/plugins.md#gemini).
+/// The first instruction after `index` that reads or writes buffer `id`,
+/// or ops.size() when none does.
+size_t firstUseAfter(const Program &p, size_t index, int id) {
+  for (size_t j = index + 1; j < p.ops.size(); ++j) {
+    const Op &op = p.ops[j];
+    if (std::find(op.operands.begin(), op.operands.end(), id) !=
+            op.operands.end() ||
+        std::find(op.results.begin(), op.results.end(), id) != op.results.end())
+      return j;
+  }
+  return p.ops.size();
+}
+
+bool isOutput(const Program &p, int id) {
+  return std::any_of(p.outputs.begin(), p.outputs.end(),
+                     [&](const auto &o) { return o.second == id; });
+}
+
+/// chunk_fetch (Gemini): a copy of each parameter of a host chunk into the
+/// arena. A parameter kept in host memory (a STATE with Buffer.host: pinned
+/// host memory) is copied on the copy stream (DeviceResources::moves):
+/// when the compute stream reaches the fetch it records an event that the
+/// copy stream waits on (what ran before, the update that wrote the
+/// parameter and the last reader of the arena bytes the copy takes
+/// included), the copies follow (cudaMemcpyAsync, host to device) and an
+/// event after them, which the compute stream waits on right before the
+/// first instruction that reads a copy: the instructions in between, which
+/// by the buffer planner touch none of the copies' bytes, overlap the copy.
+/// The CPU backend orders it the same way, synchronously (a memcpy at the
+/// fetch). A copy that no instruction reads (its parameter is not read in
+/// this stay: its bytes may be reused at once) is not made. A parameter in
+/// device memory is copied on the compute stream.
 Status makeChunkFetch(const KernelContext &ctx, Step &out) {
-  std::vector<Step> copies;
-  for (size_t i = 0; i < ctx.op.operands.size(); ++i)
-    copies.push_back(deviceCopyStep(ctx.operand(i), ctx.result(i),
-                                    ctx.in(i).bytes, ctx.stream));
-  out = [copies = std::move(copies)] {
-    for (const Step &copy : copies)
+  const Program &p = ctx.program;
+  struct Copy {
+    const void *src;
+    void *dst;
+    size_t bytes;
+  };
+  std::vector<Copy> fromHost;
+  std::vector<Step> onCompute;
+  size_t firstReader = p.ops.size();
+  for (size_t i = 0; i < ctx.op.operands.size(); ++i) {
+    const BufferInfo &x = ctx.in(i);
+    const int copy = ctx.op.results[i];
+    const size_t first = firstUseAfter(p, ctx.index, copy);
+    if (x.kind != BufferInfo::Kind::State || !x.host || isOutput(p, copy)) {
+      onCompute.push_back(deviceCopyStep(ctx.operand(i), ctx.result(i),
+                                         x.bytes, ctx.stream));
+      continue;
+    }
+    if (first == p.ops.size() || !x.bytes)
+      continue; // never read
+    fromHost.push_back({ctx.operand(i), ctx.result(i), x.bytes});
+    firstReader = std::min(firstReader, first);
+  }
+  cudaStream_t compute = ctx.stream, copies = nullptr;
+  cudaEvent_t ready = nullptr, done = nullptr;
+  if (!fromHost.empty()) {
+    ChunkMoves &moves = ctx.resources.moves;
+    TSL_CUDA(moves.copyStream(copies), "creating the chunk copy stream");
+    TSL_CUDA(moves.newEvent(ready), "creating a chunk fetch's event");
+    TSL_CUDA(moves.newEvent(done), "creating a chunk fetch's event");
+    moves.waits.emplace_back(firstReader, done);
+  }
+  out = [=, fromHost = std::move(fromHost),
+         onCompute = std::move(onCompute)]() -> Status {
+    if (!fromHost.empty()) {
+      TSL_CUDA(cudaEventRecord(ready, compute), "cudaEventRecord");
+      TSL_CUDA(cudaStreamWaitEvent(copies, ready, 0), "cudaStreamWaitEvent");
+      for (const Copy &c : fromHost)
+        TSL_CUDA(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDefault,
+                                 copies),
+                 "cudaMemcpyAsync of a host chunk");
+      TSL_CUDA(cudaEventRecord(done, copies), "cudaEventRecord");
+    }
+    for (const Step &copy : onCompute)
       if (Status s = copy(); !s)
         return s;
     return Status::ok();

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cuda_runtime.h>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,40 @@ public:
 private:
   void *const *base = nullptr;
   size_t offset = 0; // bytes
+};
+
+/// Gemini's moves of host chunks (DataMovement.cpp, chunk_fetch): copies
+/// from pinned host memory into the arena on a copy stream of their own,
+/// each fetch's copies followed by an event that the compute stream waits
+/// on right before the first instruction that reads a copy.
+struct ChunkMoves {
+  /// The copy stream, created by the first fetch that needs it.
+  cudaStream_t stream = nullptr;
+  /// Every event the fetches created (the executor destroys them).
+  std::vector<cudaEvent_t> events;
+  /// (instruction, event): the compute stream waits on the event right
+  /// before running the instruction.
+  std::vector<std::pair<size_t, cudaEvent_t>> waits;
+
+  /// A new event (no timing), owned here.
+  cudaError_t newEvent(cudaEvent_t &out) {
+    cudaError_t e = cudaEventCreateWithFlags(&out, cudaEventDisableTiming);
+    if (e == cudaSuccess)
+      events.push_back(out);
+    return e;
+  }
+  cudaError_t copyStream(cudaStream_t &out) {
+    if (!stream) {
+      cudaError_t e =
+          cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      if (e != cudaSuccess) {
+        stream = nullptr;
+        return e;
+      }
+    }
+    out = stream;
+    return cudaSuccess;
+  }
 };
 
 struct DeviceResources {
@@ -68,6 +103,9 @@ struct DeviceResources {
   // created at creation); otherwise collectives are device copies.
   bool multiRank = false;
   cpu::Collectives collectives;
+
+  // Host chunks' fetches: the copy stream and its events.
+  ChunkMoves moves;
 
   // Allocated by the executor once every step is built.
   void *extra = nullptr;   // per-instruction memory; the gather slots last

@@ -690,6 +690,50 @@ __global__ void globalAvgPoolKernel(const float *x, float *y, int64_t planes,
   }
 }
 
+// Optimizer updates ------------------------------------------------------
+// The CPU kernels' formulas (cpu/Training.cpp adamRange, sgdRange), each
+// operation rounded once as there (no fused multiply-add), so both backends
+// give the same bits. Results may alias operands (in place): each thread
+// reads its element before it writes it. The parameter and its state may be
+// pinned host memory (Gemini's host chunks), read through its mapping.
+
+__global__ void adamUpdateKernel(const float *p, const float *g,
+                                 const float *m, const float *v,
+                                 const float *stepSize, const float *sqrtBc2,
+                                 const float *decay, float *p1, float *m1,
+                                 float *v1, int64_t n, AdamParams k) {
+  const float step = *stepSize, bc2 = *sqrtBc2, dec = *decay;
+  TSL_GRID_LOOP(i, n) {
+    const float pi = p[i];
+    float gi = g[i];
+    if (k.weightDecay != 0.0f)
+      gi = __fadd_rn(gi, __fmul_rn(pi, k.weightDecay));
+    const float mi = __fadd_rn(__fmul_rn(m[i], k.beta1), __fmul_rn(gi, k.omb1));
+    const float vi = __fadd_rn(__fmul_rn(v[i], k.beta2),
+                               __fmul_rn(__fmul_rn(gi, gi), k.omb2));
+    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2), k.eps);
+    p1[i] = __fsub_rn(__fmul_rn(pi, dec), __fmul_rn(__fdiv_rn(mi, denom), step));
+    m1[i] = mi;
+    v1[i] = vi;
+  }
+}
+
+__global__ void sgdUpdateKernel(const float *p, const float *g,
+                                const float *buf, const float *lr, float *p1,
+                                float *buf1, int64_t n, SgdParams k) {
+  const float rate = *lr;
+  TSL_GRID_LOOP(i, n) {
+    const float pi = p[i];
+    float di = g[i];
+    if (k.weightDecay != 0.0f)
+      di = __fadd_rn(di, __fmul_rn(pi, k.weightDecay));
+    const float bi = __fadd_rn(__fmul_rn(buf[i], k.momentum), di);
+    const float d = k.nesterov ? __fadd_rn(di, __fmul_rn(bi, k.momentum)) : bi;
+    p1[i] = __fsub_rn(pi, __fmul_rn(d, rate));
+    buf1[i] = bi;
+  }
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -905,6 +949,21 @@ cudaError_t launchGlobalAvgPool(const float *x, float *y, int64_t planes,
   globalAvgPoolKernel<<<gridRows(planes), kThreads, 0, s>>>(x, y, planes,
                                                             spatial);
   return cudaGetLastError();
+}
+
+cudaError_t launchAdamUpdate(const float *p, const float *g, const float *m,
+                             const float *v, const float *stepSize,
+                             const float *sqrtBc2, const float *decay,
+                             float *p1, float *m1, float *v1, int64_t n,
+                             const AdamParams &k, cudaStream_t s) {
+  return launchOver(n, s, adamUpdateKernel, p, g, m, v, stepSize, sqrtBc2,
+                    decay, p1, m1, v1, n, k);
+}
+
+cudaError_t launchSgdUpdate(const float *p, const float *g, const float *buf,
+                            const float *lr, float *p1, float *buf1, int64_t n,
+                            const SgdParams &k, cudaStream_t s) {
+  return launchOver(n, s, sgdUpdateKernel, p, g, buf, lr, p1, buf1, n, k);
 }
 
 } // namespace tessel::runtime::cuda

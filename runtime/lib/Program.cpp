@@ -1163,6 +1163,9 @@ Status Program::create(const artifact::Program &proto,
     if (info.numel < 0)
       return fail(bw + ": invalid shape " + shapeToString(info.shape));
     info.bytes = static_cast<uint64_t>(info.numel) * dtypeSize(info.dtype);
+    if (b.host() && b.kind() != artifact::Buffer::STATE)
+      return fail(bw + ": only a STATE buffer can be kept in host memory "
+                       "(Buffer.host)");
     switch (b.kind()) {
     case artifact::Buffer::ARENA:
       info.kind = BufferInfo::Kind::Arena;
@@ -1189,6 +1192,7 @@ Status Program::create(const artifact::Program &proto,
         return fail(bw + ": another STATE buffer is named '" + info.name +
                     "'");
       p->states.emplace_back(info.name, i);
+      info.host = b.host();
       if (b.global_shape_size() == 0 && b.global_offset_size() == 0) {
         // No layout recorded; a scalar is whole wherever it is.
         info.globalShape = info.shape;

@@ -3,6 +3,8 @@
 #ifndef TESSEL_EXPORT_MEMORYREPORT_H
 #define TESSEL_EXPORT_MEMORYREPORT_H
 
+#include "tessel/Lifetimes/BufferLifetimes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -10,10 +12,6 @@
 #include <cstdint>
 
 namespace mlir::tessel {
-
-/// The bytes of a ranked tensor type (at least one per element); 0 for
-/// other types.
-int64_t tensorBytes(Type type);
 
 /// The op computing the training step's loss (the entry function's output
 /// named "loss"), or null: ops after it are the backward and the update.

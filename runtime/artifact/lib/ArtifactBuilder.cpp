@@ -110,6 +110,10 @@ void ProgramBuilder::setStateLayout(int buffer, const Shape &globalShape,
     b->add_global_offset(o);
 }
 
+void ProgramBuilder::setHostMemory(int buffer) {
+  prog->mutable_buffers(buffer)->set_host(true);
+}
+
 int ProgramBuilder::addConstant(DType dtype, Shape shape, const void *data,
                                 std::string name) {
   int id = addBuffer(dtype, std::move(shape), std::move(name));

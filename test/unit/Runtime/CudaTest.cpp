@@ -7,6 +7,7 @@
 // one is skipped with "no CUDA device (...)"; ctest lists them as skipped.
 //
 //===----------------------------------------------------------------------===//
+#include "CudaExecutor.h"
 #include "GemmPlan.h"
 #include "../ScratchDir.h"
 #include "MlpFixture.h"
@@ -589,6 +590,32 @@ TEST(CudaConformance, ChunkFetch) {
             {{DType::F32, {3, 4}}, {DType::F32, {5}}}, Attrs().i("chunk", 1));
 }
 
+// The optimizer's fused updates: the CPU kernels' formulas, each operation
+// rounded once, so within a few ulps of the CPU (in practice the same bits).
+TEST(CudaConformance, AdamAndSgdUpdates) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(19);
+  const Shape s = {5, 7};
+  Tensor p = randomF32(s, rng), g = randomF32(s, rng), m = randomF32(s, rng),
+         v = randomF32(s, rng, 0.0f, 2.0f);
+  auto scalar = [](float x) { return Tensor::fromVector(DType::F32, {}, std::vector<float>{x}); };
+  const std::pair<DType, Shape> t = {DType::F32, s};
+  const Tol tol{1e-6, 1e-6};
+  conformOp("adam_update",
+            {p, g, m, v, scalar(0.01f), scalar(0.7f), scalar(0.999f)},
+            {t, t, t},
+            Attrs().f("beta1", 0.9f).f("beta2", 0.99f).f("eps", 1e-6f)
+                .f("weight_decay", 0.1f),
+            tol);
+  conformOp("adam_update",
+            {p, g, m, v, scalar(0.05f), scalar(1.0f), scalar(1.0f)}, {t, t, t},
+            Attrs(), tol);
+  conformOp("sgd_update", {p, g, m, scalar(0.2f)}, {t, t},
+            Attrs().f("momentum", 0.9f).f("weight_decay", 0.01f).i("nesterov", 1),
+            tol);
+  conformOp("sgd_update", {p, g, m, scalar(0.1f)}, {t, t}, Attrs(), tol);
+}
+
 //===----------------------------------------------------------------------===//
 // Collectives of a single-rank run: what the local communicator does
 //===----------------------------------------------------------------------===//
@@ -859,10 +886,9 @@ TEST(CudaPlan, GemmMappingReplaysLikeTheCpu) {
 // tessel-run --device
 //===----------------------------------------------------------------------===//
 
-/// Runs tessel-run with `args`; returns its exit code, output in `out`.
-int runTool(const std::string &args, std::string &out) {
-  std::string cmd = std::string(TESSEL_RUN_PATH) + " " + args + " 2>&1";
-  FILE *p = popen(cmd.c_str(), "r");
+/// Runs shell command `cmd`; returns its exit code, output in `out`.
+int runCommand(const std::string &cmd, std::string &out) {
+  FILE *p = popen((cmd + " 2>&1").c_str(), "r");
   if (!p)
     return -1;
   char buf[4096];
@@ -872,6 +898,11 @@ int runTool(const std::string &args, std::string &out) {
     out.append(buf, n);
   int status = pclose(p);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// Runs tessel-run with `args`; returns its exit code, output in `out`.
+int runTool(const std::string &args, std::string &out) {
+  return runCommand(std::string(TESSEL_RUN_PATH) + " " + args, out);
 }
 
 TEST(CudaTesselRun, DeviceFlag) {
@@ -910,6 +941,210 @@ TEST(CudaTesselRun, DeviceFlag) {
   ASSERT_TRUE(readNpy(yCpu, want).isOk());
   ASSERT_TRUE(readNpy(yGpu, got).isOk());
   expectSame(want, got, 1e-5, 1e-4, "tessel-run --device cuda");
+}
+
+//===----------------------------------------------------------------------===//
+// Gemini's host chunks: pinned host memory and the copy stream
+//===----------------------------------------------------------------------===//
+
+/// The kind of memory at `p` (cudaPointerGetAttributes).
+cudaMemoryType memoryAt(const void *p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return cudaMemoryTypeUnregistered;
+  }
+  return a.type;
+}
+
+// A step as -tessel-gemini-placement leaves it: chunk 0 in host memory (w
+// and its Adam moments; u, fetched with it but not read in this stay) and
+// b in device memory, all fetched by one chunk_fetch; work that does not
+// read the copies between the fetch and their first reader; the update in
+// place on the host states. Three runs on cuda against the cpu, and where
+// each buffer lives.
+TEST(CudaGemini, HostChunkFetchOnTheCopyStream) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(41);
+  Tensor w0 = randomF32({3, 2}, rng), u0 = randomF32({5}, rng),
+         b0 = randomF32({2}, rng);
+  ProgramBuilder pb;
+  int x = pb.addInput("x", DType::F32, {4, 3});
+  int w = pb.addState("w", DType::F32, {3, 2}, w0.data());
+  int m = pb.addState("exp_avg.w", DType::F32, {3, 2}, nullptr);
+  int v = pb.addState("exp_avg_sq.w", DType::F32, {3, 2}, nullptr);
+  int u = pb.addState("u", DType::F32, {5}, u0.data());
+  int b = pb.addState("b", DType::F32, {2}, b0.data());
+  for (int h : {w, m, v, u})
+    pb.setHostMemory(h);
+  int wc = pb.addBuffer(DType::F32, {3, 2});
+  int uc = pb.addBuffer(DType::F32, {5});
+  int bc = pb.addBuffer(DType::F32, {2});
+  int t = pb.addBuffer(DType::F32, {4, 3});
+  int t2 = pb.addBuffer(DType::F32, {4, 3});
+  int y = pb.addBuffer(DType::F32, {4, 2});
+  int yb = pb.addBuffer(DType::F32, {4, 2});
+  int tt = pb.addBuffer(DType::F32, {3, 4});
+  int g = pb.addBuffer(DType::F32, {3, 2});
+  const float stepSize = 0.01f, sqrtBc2 = 0.5f, decay = 0.999f;
+  int c0 = pb.addConstant(DType::F32, {}, &stepSize);
+  int c1 = pb.addConstant(DType::F32, {}, &sqrtBc2);
+  int c2 = pb.addConstant(DType::F32, {}, &decay);
+  pb.addOp("chunk_fetch", {w, u, b}, {wc, uc, bc}, Attrs().i("chunk", 0));
+  pb.addOp("mul", {x, x}, {t});
+  pb.addOp("tanh", {t}, {t2});
+  pb.addOp("matmul", {t2, wc}, {y}); // the first reader of the host copy
+  pb.addOp("add", {y, bc}, {yb});
+  pb.addOp("transpose", {t2}, {tt}, Attrs().is("perm", {1, 0}));
+  pb.addOp("matmul", {tt, yb}, {g});
+  pb.addOp("adam_update", {w, g, m, v, c0, c1, c2}, {w, m, v},
+           Attrs().f("weight_decay", 0.01f));
+  pb.addOutput("y", yb);
+  pb.addOutput("w", w);
+  std::shared_ptr<const Program> prog;
+  Status s = pb.build(prog);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  ASSERT_TRUE(prog->buffers[w].host && !prog->buffers[b].host);
+
+  Tensor in = randomF32({4, 3}, rng, -1.0f, 1.0f);
+  std::vector<Tensor> want, got;
+  ASSERT_TRUE(runProgram("cpu", prog, {{"x", in}}, want, 3).isOk());
+  s = runProgram("cuda", prog, {{"x", in}}, got, 3);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < want.size(); ++i)
+    expectSame(want[i], got[i], 1e-5, 1e-5, "output " + std::to_string(i));
+
+  std::unique_ptr<Executor> exec;
+  s = createExecutor("cuda", prog, {}, exec);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  for (int h : {w, m, v, u})
+    EXPECT_EQ(memoryAt(cuda::bufferAddress(*exec, h)), cudaMemoryTypeHost)
+        << "state " << prog->buffers[h].name << " is not pinned host memory";
+  for (int d : {b, wc, uc, bc, g})
+    EXPECT_EQ(memoryAt(cuda::bufferAddress(*exec, d)), cudaMemoryTypeDevice)
+        << "buffer " << d;
+  // A host state reads back and loads like any state (checkpoints).
+  Tensor moment;
+  ASSERT_TRUE(exec->setInput("x", in).isOk());
+  ASSERT_TRUE(exec->run().isOk());
+  ASSERT_TRUE(exec->getState("exp_avg.w", moment).isOk());
+  EXPECT_NE(moment.data<float>()[0], 0.0f);
+  ASSERT_TRUE(exec->setState("w", w0).isOk());
+  Tensor back;
+  ASSERT_TRUE(exec->getState("w", back).isOk());
+  expectSame(w0, back, 0, 0, "a host state written and read back");
+}
+
+// tesselc --plugin gemini end to end: a linear model (fc3 of test/models/mlp,
+// mse, AdamW) on dp=1 with chunks small enough that the weight and the bias
+// are chunks of their own and a limit that keeps the weight's chunk in host
+// memory. The artifact marks that chunk's states (the weight and its Adam
+// moments) as host memory; on a GPU they are pinned and the losses of 5
+// steps are the CPU run's within 1e-5.
+class CudaGeminiTraining : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+#if defined(TESSEL_C_PATH) && defined(TESSEL_SOURCE_DIR)
+    scratch = new tessel::test::ScratchDir;
+    dir = scratch->path("gemini");
+    const std::string src = TESSEL_SOURCE_DIR;
+    std::string out;
+    int rc = runCommand(std::string(TESSEL_C_PATH) + " " + src +
+                            "/test/Training/Inputs/linear.mlir --weights " +
+                            src +
+                            "/test/models/mlp/model.onnx --train --loss mse "
+                            "--optimizer adamw --lr 0.05 --weight-decay 0.1 "
+                            "--plugin gemini --mesh dp=1 --chunk-mb 0.001 "
+                            "--device-memory-limit 60000 --report -o " +
+                            dir + ".tsl",
+                        out);
+    compileError = rc == 0 ? "" : "tesselc failed (" + std::to_string(rc) + "): " + out;
+    report = out;
+    std::mt19937 rng(43);
+    Tensor x = randomF32({5, 8, 256}, rng, -1.0f, 1.0f),
+           t = randomF32({5, 8, 10}, rng, -1.0f, 1.0f);
+    if (!writeNpy(dir + ".x.npy", x).isOk() ||
+        !writeNpy(dir + ".t.npy", t).isOk())
+      compileError = "cannot write the data";
+#endif
+  }
+  static void TearDownTestSuite() {
+    delete scratch;
+    scratch = nullptr;
+  }
+  void SetUp() override {
+#if !defined(TESSEL_C_PATH) || !defined(TESSEL_SOURCE_DIR)
+    GTEST_SKIP() << "tesselc is not built here (a runtime-only build)";
+#endif
+    ASSERT_TRUE(compileError.empty()) << compileError;
+  }
+  /// Trains 5 steps on `device`; the losses in `out`.
+  static void train(const std::string &device, Tensor &out) {
+    std::string log;
+    const std::string losses = dir + "." + device + ".npy";
+    ASSERT_EQ(runTool(dir + ".tsl --steps 5 --data x=" + dir +
+                          ".x.npy --data targets=" + dir +
+                          ".t.npy --losses " + losses + " --device " + device,
+                      log),
+              0)
+        << log;
+    ASSERT_TRUE(readNpy(losses, out).isOk());
+  }
+
+  static tessel::test::ScratchDir *scratch;
+  static std::string dir, compileError, report;
+};
+tessel::test::ScratchDir *CudaGeminiTraining::scratch = nullptr;
+std::string CudaGeminiTraining::dir, CudaGeminiTraining::compileError,
+    CudaGeminiTraining::report;
+
+TEST_F(CudaGeminiTraining, ArtifactKeepsTheHostChunkInHostMemory) {
+  EXPECT_NE(report.find("0      host    "), std::string::npos) << report;
+  EXPECT_NE(report.find("1      device  none"), std::string::npos) << report;
+  std::unique_ptr<Artifact> art;
+  Status s = Artifact::open(dir + ".tsl", art);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  std::shared_ptr<const Program> prog;
+  s = art->loadProgram(0, prog);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  std::vector<std::string> host;
+  for (const BufferInfo &b : prog->buffers)
+    if (b.host)
+      host.push_back(b.name);
+  std::sort(host.begin(), host.end());
+  EXPECT_EQ(host, (std::vector<std::string>{"exp_avg.fc3.weight",
+                                            "exp_avg_sq.fc3.weight",
+                                            "fc3.weight"}));
+}
+
+TEST_F(CudaGeminiTraining, LossesMatchCpuWithPinnedHostChunks) {
+  TSL_REQUIRE_CUDA();
+  Tensor cpu, gpu;
+  train("cpu", cpu);
+  train("cuda", gpu);
+  ASSERT_EQ(cpu.shape(), (Shape{5}));
+  expectSame(cpu, gpu, 0, 1e-5, "losses, cuda against cpu");
+
+  std::unique_ptr<Artifact> art;
+  ASSERT_TRUE(Artifact::open(dir + ".tsl", art).isOk());
+  std::shared_ptr<const Program> prog;
+  ASSERT_TRUE(art->loadProgram(0, prog).isOk());
+  std::unique_ptr<Executor> exec;
+  Status s = createExecutor("cuda", prog, {}, exec);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  int hostStates = 0;
+  for (const BufferInfo &b : prog->buffers) {
+    const cudaMemoryType where = memoryAt(cuda::bufferAddress(*exec, b.id));
+    if (b.host) {
+      ++hostStates;
+      EXPECT_EQ(where, cudaMemoryTypeHost) << b.name << " is not pinned";
+    } else if (b.kind == BufferInfo::Kind::State ||
+               b.kind == BufferInfo::Kind::Arena) {
+      EXPECT_EQ(where, cudaMemoryTypeDevice) << "buffer " << b.id;
+    }
+  }
+  EXPECT_EQ(hostStates, 3);
 }
 
 } // namespace

@@ -316,6 +316,27 @@ TEST(State, ValidationKeepsArenaChecksForArenaBuffers) {
         b->set_buffer(0);
       },
       "input 's' is not an ARENA buffer");
+  // Host memory (Gemini's host chunks) is for states only: loads as a
+  // state, refused on an arena buffer.
+  expectStateError(
+      [](artifact::Program &p) {
+        artifact::Buffer *b = p.add_buffers();
+        b->set_id(2);
+        b->set_dtype(artifact::F32);
+        b->add_shape(4);
+        b->set_host(true);
+      },
+      "buffer 2: only a STATE buffer can be kept in host memory (Buffer.host)");
+  {
+    ProgramBuilder pb;
+    int s = pb.addState("s", DType::F32, {4}, nullptr);
+    int a = pb.addBuffer(DType::F32, {4}, "a");
+    pb.setHostMemory(s);
+    pb.addOp("exp", {s}, {a});
+    ASSERT_TRUE(create(pb, prog).isOk());
+    EXPECT_TRUE(prog->buffers[s].host);
+    EXPECT_FALSE(prog->buffers[a].host);
+  }
 }
 
 TEST(State, AddStateRoundTripsThroughAnArtifact) {

@@ -55,6 +55,9 @@ struct BufferInfo {
   /// (else each rank's state is its own, and a checkpoint of it loads on
   /// the same rank only).
   bool hasLayout = false;
+  /// State: kept in host memory (Buffer.host: Gemini's host chunks). The
+  /// CUDA backend allocates it in pinned host memory; the CPU ignores it.
+  bool host = false;
 
   /// Bytes that never change while the program runs (Weight, Constant):
   /// kernels may prepare (prepack) them once at executor creation.

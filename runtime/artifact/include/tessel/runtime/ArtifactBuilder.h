@@ -85,6 +85,9 @@ public:
   /// global shape and the block's offset in each dim (Buffer.global_shape).
   void setStateLayout(int buffer, const Shape &globalShape,
                       const std::vector<int64_t> &offset);
+  /// Keeps state `buffer` in host memory (Buffer.host: Gemini's host
+  /// chunks; pinned host memory on CUDA).
+  void setHostMemory(int buffer);
   /// A small constant held inline in the program (bytes are copied).
   int addConstant(DType dtype, Shape shape, const void *data,
                   std::string name = "");
