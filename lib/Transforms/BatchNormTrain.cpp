@@ -3,10 +3,11 @@
 // Each tessel.batch_norm_train becomes the batch's per-channel mean and
 // biased variance (reduce_mean over every dim but 1; the variance as the
 // mean of squared deviations, PyTorch's two passes) and an inference
-// tessel.batch_norm with them. Autodiff then differentiates through the
-// statistics with the rules of those ops (the full training-mode gradient),
-// and with the batch sharded over dp the reductions are partial and
-// all-reduced by propagation: SyncBN.
+// tessel.batch_norm with them, marked `batch_stats`: its gradient rule then
+// gives x the full training-mode gradient, through the statistics, in two
+// fused passes (batch_norm_grad_sums, batch_norm_grad_input). With the
+// batch sharded over dp the reductions, forward and backward, are partial
+// and all-reduced by propagation: SyncBN.
 //
 // With update-running-stats, the running statistics (tessel.weight) are
 // assigned PyTorch's update, running = (1 - m) running + m batch, m = 1 -
@@ -73,8 +74,11 @@ struct BatchNormTrainPass : impl::BatchNormTrainPassBase<BatchNormTrainPass> {
       Value var = ReduceMeanOp::create(
           b, loc, perChannel, MulOp::create(b, loc, centred, centred),
           dimsAttr, /*keep_dims=*/false);
+      // batch_stats: the statistics are x's own; the gradient rule
+      // differentiates through them in two fused passes (Gradients.cpp).
       Value y = BatchNormOp::create(b, loc, xt, x, op.getScale(), op.getBias(),
-                                    mean, var, op.getEpsilonAttr());
+                                    mean, var, op.getEpsilonAttr(),
+                                    b.getUnitAttr());
       if (updateRunningStats) {
         double m = 1.0 - op.getMomentum().convertToDouble();
         auto update = [&](Value stat, Value batch, StringRef what) -> LogicalResult {

@@ -2,7 +2,9 @@
 //
 // The ops only training programs hold (dialects/tessel/TrainingOps.td):
 // gather_grad (the embedding's backward, a scatter-add), gelu_grad,
-// log_softmax_grad, and the optimizer updates adam_update and sgd_update,
+// log_softmax_grad, relu_grad, BatchNorm's training backward
+// (batch_norm_grad_sums, batch_norm_grad_input), and the optimizer updates
+// adam_update and sgd_update,
 // each one pass over memory where their compositions made several. The
 // updates run in place when the exporter binds their results to the state
 // buffers they read (every element is read before it is written).
@@ -161,6 +163,122 @@ Step logSoftmaxGradStep(const KernelContext &c) {
   };
 }
 
+/// grad where output > 0, else 0 (relu_grad), on [b, e).
+void reluGradRange(const float *out, const float *g, float *y, int64_t b,
+                   int64_t e) {
+  for (int64_t i = b; i < e; ++i)
+    y[i] = out[i] > 0.0f ? g[i] : 0.0f;
+}
+
+Step reluGradStep(const KernelContext &c) {
+  const float *out = static_cast<const float *>(c.operand(0));
+  const float *g = static_cast<const float *>(c.operand(1));
+  float *y = static_cast<float *>(c.result(0));
+  const int64_t n = c.in(0).numel;
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    pool->parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+      reluGradRange(out, g, y, b, e);
+    });
+    return Status::ok();
+  };
+}
+
+/// [N, C, spatial...] as its three extents.
+struct ChannelGeometry {
+  int64_t batch, channels, spatial;
+  explicit ChannelGeometry(const Shape &s)
+      : batch(s[0]), channels(s[1]), spatial(1) {
+    for (size_t d = 2; d < s.size(); ++d)
+      spatial *= s[d];
+  }
+};
+
+/// sum(g) and sum(g (x - mean)) of each channel in [cb, ce): each plane of
+/// `spatial` elements in f32 vector lanes, the planes of a channel summed
+/// in double, in batch order (the same sums on any thread count).
+void channelSums(const float *g, const float *x, const float *mean,
+                 const ChannelGeometry k, float *sumG, float *sumGC,
+                 int64_t cb, int64_t ce) {
+  for (int64_t ch = cb; ch < ce; ++ch) {
+    const float m = mean[ch];
+    double sg = 0.0, sgc = 0.0;
+    for (int64_t n = 0; n < k.batch; ++n) {
+      const int64_t base = (n * k.channels + ch) * k.spatial;
+      const float *__restrict gp = g + base;
+      const float *__restrict xp = x + base;
+      float a = 0.0f, b = 0.0f;
+#pragma omp simd reduction(+ : a, b)
+      for (int64_t i = 0; i < k.spatial; ++i) {
+        a += gp[i];
+        b += gp[i] * (xp[i] - m);
+      }
+      sg += a;
+      sgc += b;
+    }
+    sumG[ch] = static_cast<float>(sg);
+    sumGC[ch] = static_cast<float>(sgc);
+  }
+}
+
+Step batchNormGradSumsStep(const KernelContext &c) {
+  const float *g = static_cast<const float *>(c.operand(0));
+  const float *x = static_cast<const float *>(c.operand(1));
+  const float *mean = static_cast<const float *>(c.operand(2));
+  float *sumG = static_cast<float *>(c.result(0));
+  float *sumGC = static_cast<float *>(c.result(1));
+  const ChannelGeometry k(c.in(0).shape);
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    const int64_t perChannel = std::max<int64_t>(1, k.batch * k.spatial);
+    pool->parallelFor(k.channels, std::max<int64_t>(1, kGrain / perChannel),
+                      [&](int64_t b, int64_t e) {
+                        channelSums(g, x, mean, k, sumG, sumGC, b, e);
+                      });
+    return Status::ok();
+  };
+}
+
+/// dx = (g - gradMean - (x - mean) proj) coef per channel, for the planes
+/// [pb, pe) of [N * C] (PyTorch's batch_norm_backward_elemt, its order).
+void batchNormGradInputPlanes(const float *g, const float *x,
+                              const float *mean, const float *gradMean,
+                              const float *proj, const float *coef,
+                              const ChannelGeometry k, float *dx, int64_t pb,
+                              int64_t pe) {
+  for (int64_t p = pb; p < pe; ++p) {
+    const int64_t ch = p % k.channels, base = p * k.spatial;
+    const float m = mean[ch], gm = gradMean[ch], pj = proj[ch], s = coef[ch];
+    const float *__restrict gp = g + base;
+    const float *__restrict xp = x + base;
+    float *__restrict yp = dx + base;
+    for (int64_t i = 0; i < k.spatial; ++i)
+      yp[i] = (gp[i] - gm - (xp[i] - m) * pj) * s;
+  }
+}
+
+Step batchNormGradInputStep(const KernelContext &c) {
+  const float *g = static_cast<const float *>(c.operand(0));
+  const float *x = static_cast<const float *>(c.operand(1));
+  const float *mean = static_cast<const float *>(c.operand(2));
+  const float *gradMean = static_cast<const float *>(c.operand(3));
+  const float *proj = static_cast<const float *>(c.operand(4));
+  const float *coef = static_cast<const float *>(c.operand(5));
+  float *dx = static_cast<float *>(c.result(0));
+  const ChannelGeometry k(c.in(0).shape);
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    pool->parallelFor(
+        k.batch * k.channels,
+        std::max<int64_t>(1, kGrain / std::max<int64_t>(1, k.spatial)),
+        [&](int64_t b, int64_t e) {
+          batchNormGradInputPlanes(g, x, mean, gradMean, proj, coef, k, dx, b,
+                                   e);
+        });
+    return Status::ok();
+  };
+}
+
 // The updates run in blocks: each block's operands are loaded into local
 // arrays, updated there and stored, so the loops vectorise although results
 // alias operands (in place) and GCC would not version 7 pointers for aliasing.
@@ -290,6 +408,9 @@ void registerTrainingKernels(KernelRegistry &r) {
   addKernels(r, {{OpKind::GatherGrad, gatherGradStep},
                  {OpKind::GeluGrad, geluGradStep},
                  {OpKind::LogSoftmaxGrad, logSoftmaxGradStep},
+                 {OpKind::ReluGrad, reluGradStep},
+                 {OpKind::BatchNormGradSums, batchNormGradSumsStep},
+                 {OpKind::BatchNormGradInput, batchNormGradInputStep},
                  {OpKind::AdamUpdate, adamUpdateStep},
                  {OpKind::SgdUpdate, sgdUpdateStep}});
 }

@@ -13,7 +13,7 @@
 // CHECK: %[[C:.*]] = tessel.sub %x, %[[MB]]
 // CHECK: %[[SQ:.*]] = tessel.mul %[[C]], %[[C]]
 // CHECK: %[[V:.*]] = tessel.reduce_mean %[[SQ]] dims = [0, 2] : (tensor<2x4x3xf32>) -> tensor<4xf32>
-// CHECK: %[[Y:.*]] = tessel.batch_norm %x, %{{.*}}, %{{.*}}, %[[M]], %[[V]] {epsilon = 1.000000e-03 : f32}
+// CHECK: %[[Y:.*]] = tessel.batch_norm %x, %{{.*}}, %{{.*}}, %[[M]], %[[V]] {batch_stats, epsilon = 1.000000e-03 : f32}
 // CHECK: %[[N:.*]] = tessel.constant dense<1.200000e+00> : tensor<f32>
 // CHECK: %[[UV:.*]] = tessel.mul %[[V]], %[[N]]
 // CHECK: %[[KEEP:.*]] = tessel.constant dense<0.899999976> : tensor<f32>
