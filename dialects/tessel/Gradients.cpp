@@ -667,9 +667,12 @@ static bool isChannelMean(Value v, Value x) {
 }
 
 /// Whether `var` is the biased batch variance of `x` about `mean`:
-/// `reduce_mean(c * c)` over every dim but 1, c = x - mean (the mean
-/// broadcast over dim 1, through a reshape or not).
+/// `batch_norm_variance(x, mean)`, or `reduce_mean(c * c)` over every dim
+/// but 1, c = x - mean (the mean broadcast over dim 1, through a reshape or
+/// not).
 static bool isChannelVariance(Value var, Value x, Value mean) {
+  if (auto v = var.getDefiningOp<BatchNormVarianceOp>())
+    return v.getInput() == x && v.getMean() == mean;
   auto r = var.getDefiningOp<ReduceMeanOp>();
   if (!r)
     return false;
@@ -714,8 +717,8 @@ LogicalResult buildBatchNormGradient(BatchNormOp op, OpBuilder &b,
         !isChannelVariance(op.getVariance(), x, op.getMean()))
       return op.emitOpError()
              << "has batch_stats, but its mean and variance are not "
-                "reduce_mean(x) and reduce_mean((x - mean)^2) of its input "
-                "over every dim but 1";
+                "reduce_mean(x) and batch_norm_variance(x, mean) (or "
+                "reduce_mean((x - mean)^2)) of its input over every dim but 1";
     int64_t n = product(shapeOf(x)) / channels;
     auto sums = BatchNormGradSumsOp::create(b, e.loc, op.getMean().getType(),
                                             op.getMean().getType(), g, x,
@@ -741,6 +744,26 @@ LogicalResult buildBatchNormGradient(BatchNormOp op, OpBuilder &b,
   dx.push_back(sumG);
   dx.push_back(e.neg(e.mul(sumG, s)));
   dx.push_back(e.mul(e.mul(e.mul(sumGC, s), e.mul(inv, inv)), -0.5));
+  return success();
+}
+
+// v = mean((x - m)^2) per channel over the other dims, n of them:
+// dx = 2/n (x - m) dv, dm = -2/n sum(x - m) dv.
+LogicalResult buildBatchNormVarianceGradient(BatchNormVarianceOp op,
+                                             OpBuilder &b, ArrayRef<Value> dy,
+                                             Grads &dx) {
+  Emitter e{b, op.getLoc()};
+  Value x = op.getInput(), m = op.getMean();
+  int64_t rank = typeOf(x).getRank(), channels = shapeOf(x)[1];
+  int64_t n = product(shapeOf(x)) / channels;
+  SmallVector<int64_t> perChannel(rank - 1, 1);
+  perChannel[0] = channels;
+  SmallVector<int64_t> others = range(0, rank);
+  others.erase(others.begin() + 1);
+  Value centred = e.sub(x, e.reshape(m, perChannel));
+  Value g = e.mul(dy[0], 2.0 / static_cast<double>(n));
+  dx.push_back(e.mul(centred, e.reshape(g, perChannel)));
+  dx.push_back(e.neg(e.mul(e.reduceSum(centred, others, false), g)));
   return success();
 }
 

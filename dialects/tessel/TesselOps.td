@@ -665,9 +665,9 @@ def Tessel_BatchNormOp : Tessel_ComputeOp<"batch_norm", "buildBatchNormRule",
     statistics; `x` is [N, C, ...].
 
     `batch_stats` says that `mean` and `variance` are the batch statistics
-    of `x` itself: `mean = reduce_mean(x)` and `variance =
-    reduce_mean((x - mean)^2)` over every dim but 1, as
-    `-tessel-batch-norm-train` builds them. The gradient rule then gives
+    of `x` itself: `mean = reduce_mean(x)` over every dim but 1 and
+    `variance = batch_norm_variance(x, mean)` (or `reduce_mean((x -
+    mean)^2)`), as `-tessel-batch-norm-train` builds them. The gradient rule then gives
     `x` the whole training-mode gradient (through the statistics) with
     `tessel.batch_norm_grad_sums` and `tessel.batch_norm_grad_input`, and
     the statistics none; without it, each operand gets its own gradient.

@@ -2,8 +2,8 @@
 //
 // The ops of TrainingOps.td: the fused backward kernels (gather_grad,
 // gelu_grad, log_softmax_grad, relu_grad, batch_norm_grad_sums,
-// batch_norm_grad_input) and the fused optimizer updates (adam_update,
-// sgd_update). Each check carries the constraint label of its
+// batch_norm_grad_input), the forward's batch_norm_variance, and the fused
+// optimizer updates (adam_update, sgd_update). Each check carries the constraint label of its
 // ODS description.
 //
 //===----------------------------------------------------------------------===//
@@ -123,6 +123,22 @@ LogicalResult BatchNormGradSumsOp::verify() {
                               {getSumGradCentred(), "sum_grad_centred"}});
 }
 
+LogicalResult BatchNormVarianceOp::verify() {
+  RankedTensorType x = getInput().getType();
+  // C1
+  if (x.getRank() < 2)
+    return emitOpError() << "input must have rank at least 2, got "
+                         << x.getRank();
+  // C2
+  auto want = RankedTensorType::get({x.getDimSize(1)}, x.getElementType());
+  for (auto [v, name] : {std::pair<Value, StringRef>{getMean(), "mean"},
+                         {getResult(), "result"}})
+    if (v.getType() != want)
+      return emitOpError() << name << " has type " << v.getType()
+                           << ", expected " << want << " (one per channel)";
+  return success();
+}
+
 LogicalResult BatchNormGradInputOp::verify() {
   if (failed(verifyBatchNormGrad(*this, getGrad(), getInput(),
                                  {{getMean(), "mean"},
@@ -194,19 +210,28 @@ OpShardingRuleAttr mlir::tessel::buildSoftmaxGradRule(Operation *op) {
   return b.build();
 }
 
-// The channels (dim 1) pass, shared with the per-channel operands and
-// results; every other dim of grad and input is reduced: sharded (the batch
-// over dp), both sums are partial.
-OpShardingRuleAttr
-mlir::tessel::buildBatchNormGradSumsRule(BatchNormGradSumsOp op) {
+// batch_norm_grad_sums and batch_norm_variance: the channels (dim 1) pass,
+// shared with the per-channel operands and results; every other dim of the
+// [N, C, ...] operands is reduced: sharded (the batch over dp), the results
+// are partial (sums, or means for the variance).
+OpShardingRuleAttr mlir::tessel::buildChannelReduceRule(Operation *op) {
   ShardingRuleBuilder b(op);
-  for (auto [d, size] : llvm::enumerate(typeOf(op.getGrad()).getShape())) {
-    SmallVector<TensorDim> dims{operandDim(0, d), operandDim(1, d)};
+  ArrayRef<int64_t> shape = typeOf(op->getOperand(0)).getShape();
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    SmallVector<TensorDim> dims;
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      int64_t r = typeOf(v).getRank();
+      if (r == static_cast<int64_t>(shape.size()))
+        dims.push_back(operandDim(i, d));
+      else if (r == 1 && d == 1)
+        dims.push_back(operandDim(i, 0));
+    }
     if (d != 1) {
       b.addFactor(size, dims, FactorKind::Reduction);
       continue;
     }
-    dims.append({operandDim(2, 0), resultDim(0, 0), resultDim(1, 0)});
+    for (unsigned i = 0; i < op->getNumResults(); ++i)
+      dims.push_back(resultDim(i, 0));
     b.addFactor(size, dims);
   }
   return b.build();

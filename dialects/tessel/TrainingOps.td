@@ -124,8 +124,8 @@ def Tessel_ReluGradOp : Tessel_ComputeOp<"relu_grad", "buildElementwiseRule">,
 }
 
 def Tessel_BatchNormGradSumsOp
-    : Tessel_ComputeOp<"batch_norm_grad_sums", "buildBatchNormGradSumsRule">,
-    Tessel_Instruction<141, "batch_norm_grad"> {
+    : Tessel_ComputeOp<"batch_norm_grad_sums", "buildChannelReduceRule">,
+    Tessel_Instruction<141, "batch_norm_train"> {
   let summary = "The per-channel sums of BatchNorm's training-mode backward";
   let description = [{
     With `x` [N, C, ...] and `grad` its gradient, per channel `c` (dim 1),
@@ -156,7 +156,7 @@ def Tessel_BatchNormGradSumsOp
 
 def Tessel_BatchNormGradInputOp
     : Tessel_ComputeOp<"batch_norm_grad_input", "buildChannelwiseRule">,
-    Tessel_Instruction<142, "batch_norm_grad"> {
+    Tessel_Instruction<142, "batch_norm_train"> {
   let summary = "BatchNorm's training-mode input gradient, per element";
   let description = [{
     `(grad - grad_mean[c] - (x - mean[c]) proj[c]) coef[c]` with `x`
@@ -184,6 +184,41 @@ def Tessel_BatchNormGradInputOp
   let hasVerifier = 1;
   let assemblyFormat = [{
     $grad `,` $input `,` $mean `,` $grad_mean `,` $proj `,` $coef attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Forward kernels
+//===----------------------------------------------------------------------===//
+
+def Tessel_BatchNormVarianceOp
+    : Tessel_ComputeOp<"batch_norm_variance", "buildChannelReduceRule", [],
+                       "Mean">,
+    Tessel_Instruction<143, "batch_norm_train">,
+    Tessel_GradientFrom<"buildBatchNormVarianceGradient"> {
+  let summary = "The biased batch variance per channel about a given mean";
+  let description = [{
+    With `x` [N, C, ...], per channel `c` (dim 1), the mean over every
+    other dim of `(x - mean[c])^2`: the second of PyTorch's two passes
+    (`reduce_mean((x - mean)^2)`) in one pass over `x`, without the
+    centred and squared tensors. `-tessel-batch-norm-train` builds the
+    batch statistics with it. Sharding a reduced dim (the batch over dp)
+    makes the result a partial mean, all-reduced by propagation (SyncBN).
+
+    ```mlir
+    %var = tessel.batch_norm_variance %x, %mean : (tensor<8x64x56x56xf32>, tensor<64xf32>) -> tensor<64xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `input` has rank at least 2.
+    * (C2) `mean` and the result are [C], of `input`'s element type.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$mean);
+  let results = (outs Tessel_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $input `,` $mean attr-dict `:` functional-type(operands, results)
   }];
 }
 

@@ -3,7 +3,8 @@
 // The ops only training programs hold (dialects/tessel/TrainingOps.td):
 // gather_grad (the embedding's backward, a scatter-add), gelu_grad,
 // log_softmax_grad, relu_grad, BatchNorm's training backward
-// (batch_norm_grad_sums, batch_norm_grad_input), and the optimizer updates
+// (batch_norm_grad_sums, batch_norm_grad_input) and its forward variance
+// (batch_norm_variance), and the optimizer updates
 // adam_update and sgd_update,
 // each one pass over memory where their compositions made several. The
 // updates run in place when the exporter binds their results to the state
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -264,6 +266,60 @@ Step batchNormGradSumsStep(const KernelContext &c) {
   };
 }
 
+/// mean((x - mean)^2) of each channel in [cb, ce) (batch_norm_variance) as
+/// PyTorch's CPU kernel sums it: each square rounded to f32, the sum in
+/// double (here in kLanes double partial sums per plane, the planes in batch
+/// order: the same on any thread count), divided by n in double. Planes in
+/// memory order, as channelSums.
+void channelVariance(const float *x, const float *mean,
+                     const ChannelGeometry k, float *var, int64_t cb,
+                     int64_t ce) {
+  constexpr int64_t kLanes = 16;
+  std::vector<double> ss(ce - cb, 0.0);
+  for (int64_t n = 0; n < k.batch; ++n)
+    for (int64_t ch = cb; ch < ce; ++ch) {
+      const float m = mean[ch];
+      const float *__restrict xp = x + (n * k.channels + ch) * k.spatial;
+      double a[kLanes] = {};
+      int64_t i = 0;
+      for (; i + kLanes <= k.spatial; i += kLanes)
+        for (int64_t j = 0; j < kLanes; ++j) {
+          const float c = xp[i + j] - m;
+          const float sq = c * c; // rounded: no fused multiply-add
+          a[j] += static_cast<double>(sq);
+        }
+      for (int64_t j = 0; i < k.spatial; ++i, ++j) {
+        const float c = xp[i] - m;
+        const float sq = c * c;
+        a[j] += static_cast<double>(sq);
+      }
+      double t = 0.0;
+      for (int64_t j = 0; j < kLanes; ++j)
+        t += a[j];
+      ss[ch - cb] += t;
+    }
+  const double count = static_cast<double>(k.batch * k.spatial);
+  for (int64_t ch = cb; ch < ce; ++ch)
+    var[ch] = count ? static_cast<float>(ss[ch - cb] / count)
+                    : std::numeric_limits<float>::quiet_NaN();
+}
+
+Step batchNormVarianceStep(const KernelContext &c) {
+  const float *x = static_cast<const float *>(c.operand(0));
+  const float *mean = static_cast<const float *>(c.operand(1));
+  float *var = static_cast<float *>(c.result(0));
+  const ChannelGeometry k(c.in(0).shape);
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    const int64_t perChannel = std::max<int64_t>(1, k.batch * k.spatial);
+    pool->parallelFor(k.channels, std::max<int64_t>(1, kGrain / perChannel),
+                      [&](int64_t b, int64_t e) {
+                        channelVariance(x, mean, k, var, b, e);
+                      });
+    return Status::ok();
+  };
+}
+
 /// dx = (g - gradMean - (x - mean) proj) coef per channel, for the planes
 /// [pb, pe) of [N * C] (PyTorch's batch_norm_backward_elemt, its order);
 /// dx may be g's or x's buffer, as in reluGradRange.
@@ -437,6 +493,7 @@ void registerTrainingKernels(KernelRegistry &r) {
                  {OpKind::ReluGrad, reluGradStep},
                  {OpKind::BatchNormGradSums, batchNormGradSumsStep},
                  {OpKind::BatchNormGradInput, batchNormGradInputStep},
+                 {OpKind::BatchNormVariance, batchNormVarianceStep},
                  {OpKind::AdamUpdate, adamUpdateStep},
                  {OpKind::SgdUpdate, sgdUpdateStep}});
 }

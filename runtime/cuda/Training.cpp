@@ -1,7 +1,7 @@
 //===- Training.cpp - the training step's fused ops on CUDA ---------------===//
 //
-// gather_grad, gelu_grad, log_softmax_grad, batch_norm_grad_sums,
-// batch_norm_grad_input, adam_update and sgd_update
+// gather_grad, gelu_grad, log_softmax_grad, batch_norm_variance,
+// batch_norm_grad_sums, batch_norm_grad_input, adam_update and sgd_update
 // (dialects/tessel/TrainingOps.td) have CPU kernels only so far: a program
 // holding one fails to load on this backend, naming the op. relu_grad is
 // a case of the binary kernel (Binary.cpp), since relu's gradient was

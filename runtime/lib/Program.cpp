@@ -229,7 +229,7 @@ private:
   Status checkGatherGrad();
   Status checkOptimizerUpdate();
   Status checkSoftmaxGrad();
-  Status checkBatchNormGrad();
+  Status checkBatchNormTrain();
   Status checkCustom();
   Status checkChunk();
 };
@@ -240,7 +240,7 @@ enum class CheckFamily {
   Unary, Binary, Compare, Where, Matmul, Gemm, Reduce, Softmax, Norm,
   BatchNorm, Gather, Reshape, Transpose, Slice, Concat, Split, Expand, Conv,
   Pool, GlobalPool, ConvBackward, PoolBackward, Collective, Wait, GatherGrad,
-  OptimizerUpdate, SoftmaxGrad, BatchNormGrad, Custom, Chunk
+  OptimizerUpdate, SoftmaxGrad, BatchNormTrain, Custom, Chunk
 };
 
 CheckFamily checkFamilyOf(OpKind kind) {
@@ -384,8 +384,8 @@ Status OpChecker::checkFamily() {
     return checkOptimizerUpdate();
   case CheckFamily::SoftmaxGrad:
     return checkSoftmaxGrad();
-  case CheckFamily::BatchNormGrad:
-    return checkBatchNormGrad();
+  case CheckFamily::BatchNormTrain:
+    return checkBatchNormTrain();
   case CheckFamily::Custom:
     return checkCustom();
   case CheckFamily::Chunk:
@@ -676,22 +676,31 @@ Status OpChecker::checkBatchNorm() {
   return Status::ok();
 }
 
-// batch_norm_grad_sums (grad, x, mean) -> (sum_grad, sum_grad_centred) and
-// batch_norm_grad_input (grad, x, mean, grad_mean, proj, coef) -> dx: grad
-// and x one f32 [N, C, ...] shape, the per-channel values [C].
-Status OpChecker::checkBatchNormGrad() {
-  const bool sums = op.kind == OpKind::BatchNormGradSums;
-  TSL_RETURN_IF_ERROR(counts(sums ? 3 : 6, sums ? 3 : 6, sums ? 2 : 1));
+// The pieces of training-mode BatchNorm: batch_norm_variance (x, mean) ->
+// var, batch_norm_grad_sums (grad, x, mean) -> (sum_grad,
+// sum_grad_centred) and batch_norm_grad_input (grad, x, mean, grad_mean,
+// proj, coef) -> dx: f32 throughout; grad and x one [N, C, ...] shape, the
+// per-channel values [C].
+Status OpChecker::checkBatchNormTrain() {
+  const bool var = op.kind == OpKind::BatchNormVariance,
+             sums = op.kind == OpKind::BatchNormGradSums;
+  const size_t operands = var ? 2 : sums ? 3 : 6;
+  TSL_RETURN_IF_ERROR(counts(operands, operands, sums ? 2 : 1));
   for (size_t i = 0; i < op.operands.size(); ++i)
     TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
   for (size_t i = 0; i < op.results.size(); ++i)
     TSL_RETURN_IF_ERROR(dtypeIs(out(i), "result", {DType::F32}));
   if (in(0).shape.size() < 2)
-    return fail("grad must have rank >= 2 ([N, C, ...])");
-  TSL_RETURN_IF_ERROR(shapeIs(in(1), in(0).shape, "input"));
+    return fail(std::string(var ? "input" : "grad") +
+                " must have rank >= 2 ([N, C, ...])");
   const Shape channels = {in(0).shape[1]};
-  for (size_t i = 2; i < op.operands.size(); ++i)
+  const size_t firstPerChannel = var ? 1 : 2;
+  if (!var)
+    TSL_RETURN_IF_ERROR(shapeIs(in(1), in(0).shape, "input"));
+  for (size_t i = firstPerChannel; i < op.operands.size(); ++i)
     TSL_RETURN_IF_ERROR(shapeIs(in(i), channels, "per-channel operand"));
+  if (var)
+    return shapeIs(out(0), channels, "result");
   if (sums) {
     TSL_RETURN_IF_ERROR(shapeIs(out(0), channels, "sum_grad"));
     return shapeIs(out(1), channels, "sum_grad_centred");

@@ -66,7 +66,7 @@ func.func @batch_stats_not_the_batch_statistics(%x: tensor<2x3x4xf32>) -> tensor
   %b = tessel.weight "b" : tensor<3xf32>
   %m = tessel.weight "m" : tensor<3xf32>
   %v = tessel.weight "v" : tensor<3xf32>
-  // expected-error @below {{'tessel.batch_norm' op has batch_stats, but its mean and variance are not reduce_mean(x) and reduce_mean((x - mean)^2) of its input over every dim but 1}}
+  // expected-error @below {{'tessel.batch_norm' op has batch_stats, but its mean and variance are not reduce_mean(x) and batch_norm_variance(x, mean) (or reduce_mean((x - mean)^2)) of its input over every dim but 1}}
   %y = tessel.batch_norm %x, %s, %b, %m, %v {batch_stats} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
   %l = tessel.reduce_sum %y dims = [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
   return %l : tensor<f32>

@@ -12,6 +12,7 @@
 // CHECK: tessel.batch_norm_grad_sums %dy, %dy, %c :
 // CHECK: tessel.batch_norm_grad_input %dy, %dy, %c, %c, %c, %c :
 // CHECK: tessel.batch_norm %dy, %c, %c, %c, %c {batch_stats, epsilon = 1.000000e-03 : f32}
+// CHECK: tessel.batch_norm_variance %dy, %c :
 func.func @ok(%dy: tensor<2x3x4xf32>, %ids: tensor<2x3xi64>, %x: tensor<6x4xf32>, %s: tensor<f32>, %c: tensor<3xf32>) {
   %0 = tessel.gather_grad %dy, %ids axis = 0 : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<10x4xf32>
   %1 = tessel.gelu_grad %x, %x {tanh_approximation} : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
@@ -22,6 +23,7 @@ func.func @ok(%dy: tensor<2x3x4xf32>, %ids: tensor<2x3xi64>, %x: tensor<6x4xf32>
   %6:2 = tessel.batch_norm_grad_sums %dy, %dy, %c : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
   %7 = tessel.batch_norm_grad_input %dy, %dy, %c, %c, %c, %c : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
   %8 = tessel.batch_norm %dy, %c, %c, %c, %c {batch_stats, epsilon = 1.0e-03 : f32} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
+  %9 = tessel.batch_norm_variance %dy, %c : (tensor<2x3x4xf32>, tensor<3xf32>) -> tensor<3xf32>
   return
 }
 
@@ -130,5 +132,23 @@ func.func @f(%g: tensor<2x3x4xf32>, %m: tensor<3xf32>) {
 func.func @f(%g: tensor<2x3x4xf32>, %m: tensor<3xf32>, %p: tensor<3x1xf32>) {
   // expected-error@+1 {{'tessel.batch_norm_grad_input' op proj has type 'tensor<3x1xf32>', expected 'tensor<3xf32>' (one per channel)}}
   %0 = tessel.batch_norm_grad_input %g, %g, %m, %m, %p, %m : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3x1xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+// batch_norm_variance_c1
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'tessel.batch_norm_variance' op input must have rank at least 2, got 1}}
+  %0 = tessel.batch_norm_variance %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// batch_norm_variance_c2
+func.func @f(%x: tensor<2x3x4xf32>, %m: tensor<3xf32>) {
+  // expected-error@+1 {{'tessel.batch_norm_variance' op result has type 'tensor<4xf32>', expected 'tensor<3xf32>' (one per channel)}}
+  %0 = tessel.batch_norm_variance %x, %m : (tensor<2x3x4xf32>, tensor<3xf32>) -> tensor<4xf32>
   return
 }

@@ -125,6 +125,9 @@ func.func @norm_backward(%x: tensor<4x3x8x8xf32>, %c: tensor<3xf32>) {
   %0:2 = tessel.batch_norm_grad_sums %x, %x, %c : (tensor<4x3x8x8xf32>, tensor<4x3x8x8xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
   // CHECK: tessel.batch_norm_grad_input {{.*}}#tessel.rule<([i, j, k, l], [i, j, k, l], [j], [j], [j], [j]) -> ([i, j, k, l]) {i=4, j=3, k=8, l=8}>
   %1 = tessel.batch_norm_grad_input %x, %x, %c, %c, %c, %c : (tensor<4x3x8x8xf32>, tensor<4x3x8x8xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<4x3x8x8xf32>
+  // Likewise the forward's variance, a partial mean.
+  // CHECK: tessel.batch_norm_variance {{.*}}#tessel.rule<([i, j, k, l], [j]) -> ([j]) {i=4, j=3, k=8, l=8} reduction={i, k, l}>
+  %3 = tessel.batch_norm_variance %x, %c : (tensor<4x3x8x8xf32>, tensor<3xf32>) -> tensor<3xf32>
   // CHECK: tessel.relu_grad {{.*}}#tessel.rule<([i, j, k, l], [i, j, k, l]) -> ([i, j, k, l]) {i=4, j=3, k=8, l=8}>
   %2 = tessel.relu_grad %x, %x : (tensor<4x3x8x8xf32>, tensor<4x3x8x8xf32>) -> tensor<4x3x8x8xf32>
   return

@@ -186,8 +186,8 @@ TEST(BatchNorm, Inference) {
   expectNear(out[0], want, 1e-5, 1e-5);
 }
 
-// BatchNorm's training backward (batch_norm_grad_sums, batch_norm_grad_input)
-// against double references, on [N, C], [N, C, L] and [N, C, H, W] inputs
+// BatchNorm's training pieces (batch_norm_variance, batch_norm_grad_sums,
+// batch_norm_grad_input) against double references, on [N, C], [N, C, L] and [N, C, H, W] inputs
 // and 1 and 2 threads; the sums are the same on any thread count.
 TEST(BatchNorm, TrainingBackward) {
   std::mt19937 rng(35);
@@ -200,12 +200,13 @@ TEST(BatchNorm, TrainingBackward) {
       Tensor mean = randomF32({c}, rng, 0.5f, 1.5f), gm = randomF32({c}, rng),
              proj = randomF32({c}, rng), coef = randomF32({c}, rng);
       auto channel = [&](int64_t i) { return (i / spatial) % c; };
-      std::vector<double> sumG(c, 0.0), sumGC(c, 0.0), dx;
+      std::vector<double> sumG(c, 0.0), sumGC(c, 0.0), sq(c, 0.0), dx;
       for (int64_t i = 0; i < x.numElements(); ++i) {
         int64_t ch = channel(i);
         double gi = g.data<float>()[i], xi = x.data<float>()[i];
         sumG[ch] += gi;
         sumGC[ch] += gi * (xi - mean.data<float>()[ch]);
+        sq[ch] += (xi - mean.data<float>()[ch]) * (xi - mean.data<float>()[ch]) / n;
         dx.push_back((gi - gm.data<float>()[ch] -
                       (xi - mean.data<float>()[ch]) * proj.data<float>()[ch]) *
                      coef.data<float>()[ch]);
@@ -214,6 +215,9 @@ TEST(BatchNorm, TrainingBackward) {
                         {{DType::F32, {c}}, {DType::F32, {c}}}, {}, threads);
       expectNear(sums[0], sumG, 1e-5 * n, 1e-5);
       expectNear(sums[1], sumGC, 1e-5 * n, 1e-5);
+      auto var = runOp("batch_norm_variance", {x, mean}, {{DType::F32, {c}}}, {},
+                       threads);
+      expectNear(var[0], sq, 1e-5, 1e-5);
       auto in = runOp("batch_norm_grad_input", {g, x, mean, gm, proj, coef},
                       {{DType::F32, shape}}, {}, threads);
       expectNear(in[0], dx, 1e-5, 1e-5);
