@@ -310,12 +310,12 @@ LogicalResult buildSigmoidGradient(SigmoidOp op, OpBuilder &b,
   return success();
 }
 
-// dy where x > 0 (0 at 0, as PyTorch).
+// dy where y > 0 (0 at 0, as PyTorch), one fused op (tessel.relu_grad)
+// reading the result, as PyTorch's threshold_backward does.
 LogicalResult buildReluGradient(ReluOp op, OpBuilder &b, ArrayRef<Value> dy,
                                 Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  dx.push_back(
-      e.selectOrZero(e.cmp(ComparePredicate::GT, op.getInput(), 0.0), dy[0]));
+  dx.push_back(ReluGradOp::create(b, op.getLoc(), op.getType(), op.getResult(),
+                                  dy[0]));
   return success();
 }
 
@@ -653,9 +653,53 @@ LogicalResult buildRmsNormGradient(RmsNormOp op, OpBuilder &b,
   return success();
 }
 
+/// Whether `v` is `reduce_mean(x)` over every dim of `x` but 1, the dims
+/// dropped.
+static bool isChannelMean(Value v, Value x) {
+  auto mean = v.getDefiningOp<ReduceMeanOp>();
+  if (!mean || mean.getInput() != x || mean.getKeepDims())
+    return false;
+  SmallVector<int64_t> others = range(0, typeOf(x).getRank());
+  others.erase(others.begin() + 1);
+  SmallVector<int64_t> dims(mean.getDims());
+  llvm::sort(dims);
+  return dims == others;
+}
+
+/// Whether `var` is the biased batch variance of `x` about `mean`:
+/// `batch_norm_variance(x, mean)`, or `reduce_mean(c * c)` over every dim
+/// but 1, c = x - mean (the mean broadcast over dim 1, through a reshape or
+/// not).
+static bool isChannelVariance(Value var, Value x, Value mean) {
+  if (auto v = var.getDefiningOp<BatchNormVarianceOp>())
+    return v.getInput() == x && v.getMean() == mean;
+  auto r = var.getDefiningOp<ReduceMeanOp>();
+  if (!r)
+    return false;
+  auto sq = r.getInput().getDefiningOp<MulOp>();
+  if (!sq || sq.getLhs() != sq.getRhs() || !isChannelMean(var, sq))
+    return false;
+  auto c = sq.getLhs().getDefiningOp<SubOp>();
+  if (!c || c.getLhs() != x)
+    return false;
+  Value m = c.getRhs();
+  if (auto reshape = m.getDefiningOp<ReshapeOp>())
+    m = reshape.getInput();
+  return m == mean;
+}
+
 // Inference-mode batch norm, per channel (dim 1), s = scale rsqrt(var + eps):
 // dx = dy s, dscale = sum(dy (x - mean)) rsqrt(var + eps), dbias = sum(dy),
 // dmean = -sum(dy) s, dvar = -1/2 sum(dy (x - mean)) scale (var + eps)^(-3/2).
+//
+// With batch_stats (mean and var the batch's own, training mode), the
+// whole gradient of x through the statistics, as PyTorch computes it, in
+// two passes over dy and x: sumG = sum(dy), dot = sum(dy (x - mean))
+// (tessel.batch_norm_grad_sums; partial sums where the batch is sharded),
+// then with inv = rsqrt(var + eps) and n the count per channel,
+// dx = (dy - sumG / n - (x - mean) dot inv^2 / n) inv scale
+// (tessel.batch_norm_grad_input), dscale = dot inv, dbias = sumG; the
+// statistics get no gradient of their own (it is in dx already).
 LogicalResult buildBatchNormGradient(BatchNormOp op, OpBuilder &b,
                                      ArrayRef<Value> dy, Grads &dx) {
   Emitter e{b, op.getLoc()};
@@ -668,6 +712,30 @@ LogicalResult buildBatchNormGradient(BatchNormOp op, OpBuilder &b,
   others.erase(others.begin() + 1);
   Value inv = RsqrtOp::create(
       b, e.loc, e.add(op.getVariance(), op.getEpsilon().convertToDouble()));
+  if (op.getBatchStats()) {
+    if (!isChannelMean(op.getMean(), x) ||
+        !isChannelVariance(op.getVariance(), x, op.getMean()))
+      return op.emitOpError()
+             << "has batch_stats, but its mean and variance are not "
+                "reduce_mean(x) and batch_norm_variance(x, mean) (or "
+                "reduce_mean((x - mean)^2)) of its input over every dim but 1";
+    int64_t n = product(shapeOf(x)) / channels;
+    auto sums = BatchNormGradSumsOp::create(b, e.loc, op.getMean().getType(),
+                                            op.getMean().getType(), g, x,
+                                            op.getMean());
+    Value sumG = sums.getSumGrad(), dot = sums.getSumGradCentred();
+    Value count = e.scalar(sumG, static_cast<double>(n));
+    Value proj = e.div(e.mul(e.mul(dot, inv), inv), count);
+    Value gradMean = e.div(sumG, count);
+    Value coef = e.mul(inv, op.getScale());
+    dx.push_back(BatchNormGradInputOp::create(b, e.loc, typeOf(x), g, x,
+                                              op.getMean(), gradMean, proj,
+                                              coef));
+    dx.push_back(e.mul(dot, inv));
+    dx.push_back(sumG);
+    dx.append({Value(), Value()});
+    return success();
+  }
   Value s = e.mul(op.getScale(), inv);
   Value sumG = e.reduceSum(g, others, false);
   Value sumGC = e.reduceSum(e.mul(g, e.sub(x, bc(op.getMean()))), others, false);
@@ -676,6 +744,26 @@ LogicalResult buildBatchNormGradient(BatchNormOp op, OpBuilder &b,
   dx.push_back(sumG);
   dx.push_back(e.neg(e.mul(sumG, s)));
   dx.push_back(e.mul(e.mul(e.mul(sumGC, s), e.mul(inv, inv)), -0.5));
+  return success();
+}
+
+// v = mean((x - m)^2) per channel over the other dims, n of them:
+// dx = 2/n (x - m) dv, dm = -2/n sum(x - m) dv.
+LogicalResult buildBatchNormVarianceGradient(BatchNormVarianceOp op,
+                                             OpBuilder &b, ArrayRef<Value> dy,
+                                             Grads &dx) {
+  Emitter e{b, op.getLoc()};
+  Value x = op.getInput(), m = op.getMean();
+  int64_t rank = typeOf(x).getRank(), channels = shapeOf(x)[1];
+  int64_t n = product(shapeOf(x)) / channels;
+  SmallVector<int64_t> perChannel(rank - 1, 1);
+  perChannel[0] = channels;
+  SmallVector<int64_t> others = range(0, rank);
+  others.erase(others.begin() + 1);
+  Value centred = e.sub(x, e.reshape(m, perChannel));
+  Value g = e.mul(dy[0], 2.0 / static_cast<double>(n));
+  dx.push_back(e.mul(centred, e.reshape(g, perChannel)));
+  dx.push_back(e.neg(e.mul(e.reduceSum(centred, others, false), g)));
   return success();
 }
 

@@ -46,6 +46,8 @@ OpShardingRuleAttr buildPoolBackwardRule(Operation *op);
 // The training ops' (TrainingOps.cpp).
 OpShardingRuleAttr buildGatherGradRule(GatherGradOp op);
 OpShardingRuleAttr buildSoftmaxGradRule(Operation *op);
+OpShardingRuleAttr buildChannelReduceRule(Operation *op);
+OpShardingRuleAttr buildChannelwiseRule(Operation *op);
 // tessel.custom_call's: its target's (CustomCall.cpp).
 OpShardingRuleAttr buildCustomCallRule(Operation *op);
 

@@ -664,8 +664,19 @@ def Tessel_BatchNormOp : Tessel_ComputeOp<"batch_norm", "buildBatchNormRule",
     `(x - mean) / sqrt(var + epsilon) * scale + bias` with per-channel
     statistics; `x` is [N, C, ...].
 
+    `batch_stats` says that `mean` and `variance` are the batch statistics
+    of `x` itself: `mean = reduce_mean(x)` over every dim but 1 and
+    `variance = batch_norm_variance(x, mean)` (or `reduce_mean((x -
+    mean)^2)`), as `-tessel-batch-norm-train` builds them. The gradient rule then gives
+    `x` the whole training-mode gradient (through the statistics) with
+    `tessel.batch_norm_grad_sums` and `tessel.batch_norm_grad_input`, and
+    the statistics none; without it, each operand gets its own gradient.
+    The rule checks the claim and fails, naming the op, where the
+    statistics are not built that way.
+
     ```mlir
     %y = tessel.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32} : (tensor<4x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x16x8x8xf32>
+    %z = tessel.batch_norm %x, %s, %b, %bm, %bv {batch_stats, epsilon = 1.0e-05 : f32} : (tensor<4x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x16x8x8xf32>
     ```
 
     **Constraints**
@@ -676,7 +687,8 @@ def Tessel_BatchNormOp : Tessel_ComputeOp<"batch_norm", "buildBatchNormRule",
   let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$scale,
                        Tessel_FloatTensor:$bias, Tessel_FloatTensor:$mean,
                        Tessel_FloatTensor:$variance,
-                       DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+                       DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon,
+                       UnitAttr:$batch_stats);
   let results = (outs Tessel_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:` functional-type(operands, results)

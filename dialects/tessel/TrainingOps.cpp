@@ -1,8 +1,9 @@
 //===- TrainingOps.cpp - verifiers and sharding rules of the training ops -===//
 //
 // The ops of TrainingOps.td: the fused backward kernels (gather_grad,
-// gelu_grad, log_softmax_grad) and the fused optimizer updates
-// (adam_update, sgd_update). Each check carries the constraint label of its
+// gelu_grad, log_softmax_grad, relu_grad, batch_norm_grad_sums,
+// batch_norm_grad_input), the forward's batch_norm_variance, and the fused
+// optimizer updates (adam_update, sgd_update). Each check carries the constraint label of its
 // ODS description.
 //
 //===----------------------------------------------------------------------===//
@@ -88,6 +89,69 @@ LogicalResult GeluGradOp::verify() {
                          {"input", "grad"});
 }
 
+LogicalResult ReluGradOp::verify() {
+  return verifySameTypes(*this, getType(), {getOutput(), getGrad()}, // C1
+                         {"output", "grad"});
+}
+
+/// C1 and C2 of the BatchNorm backward ops: `grad` [N, C, ...], `input` of
+/// its type, each named per-channel value [C] of its element type.
+static LogicalResult
+verifyBatchNormGrad(Operation *op, Value grad, Value input,
+                    ArrayRef<std::pair<Value, StringRef>> perChannel) {
+  RankedTensorType g = typeOf(grad);
+  // C1
+  if (g.getRank() < 2)
+    return op->emitOpError() << "grad must have rank at least 2, got "
+                             << g.getRank();
+  if (input.getType() != g)
+    return op->emitOpError() << "input has type " << input.getType()
+                             << ", expected " << g;
+  // C2
+  auto want = RankedTensorType::get({g.getDimSize(1)}, g.getElementType());
+  for (auto [v, name] : perChannel)
+    if (v.getType() != want)
+      return op->emitOpError() << name << " has type " << v.getType()
+                               << ", expected " << want << " (one per channel)";
+  return success();
+}
+
+LogicalResult BatchNormGradSumsOp::verify() {
+  return verifyBatchNormGrad(*this, getGrad(), getInput(),
+                             {{getMean(), "mean"},
+                              {getSumGrad(), "sum_grad"},
+                              {getSumGradCentred(), "sum_grad_centred"}});
+}
+
+LogicalResult BatchNormVarianceOp::verify() {
+  RankedTensorType x = getInput().getType();
+  // C1
+  if (x.getRank() < 2)
+    return emitOpError() << "input must have rank at least 2, got "
+                         << x.getRank();
+  // C2
+  auto want = RankedTensorType::get({x.getDimSize(1)}, x.getElementType());
+  for (auto [v, name] : {std::pair<Value, StringRef>{getMean(), "mean"},
+                         {getResult(), "result"}})
+    if (v.getType() != want)
+      return emitOpError() << name << " has type " << v.getType()
+                           << ", expected " << want << " (one per channel)";
+  return success();
+}
+
+LogicalResult BatchNormGradInputOp::verify() {
+  if (failed(verifyBatchNormGrad(*this, getGrad(), getInput(),
+                                 {{getMean(), "mean"},
+                                  {getGradMean(), "grad_mean"},
+                                  {getProj(), "proj"},
+                                  {getCoef(), "coef"}})))
+    return failure();
+  if (getType() != getGrad().getType()) // C1
+    return emitOpError() << "result has type " << getType() << ", expected "
+                         << getGrad().getType();
+  return success();
+}
+
 LogicalResult RoundFloatOp::verify() {
   if (getExponentBits() < 2 || getExponentBits() > 8) // C2
     return emitOpError() << "exponent_bits must be in [2, 8] (got "
@@ -143,5 +207,51 @@ OpShardingRuleAttr mlir::tessel::buildSoftmaxGradRule(Operation *op) {
     b.addFactor(size, {operandDim(0, d), operandDim(1, d), resultDim(0, d)},
                 static_cast<int64_t>(d) == axis ? FactorKind::NeedReplication
                                                 : FactorKind::Pass);
+  return b.build();
+}
+
+// batch_norm_grad_sums and batch_norm_variance: the channels (dim 1) pass,
+// shared with the per-channel operands and results; every other dim of the
+// [N, C, ...] operands is reduced: sharded (the batch over dp), the results
+// are partial (sums, or means for the variance).
+OpShardingRuleAttr mlir::tessel::buildChannelReduceRule(Operation *op) {
+  ShardingRuleBuilder b(op);
+  ArrayRef<int64_t> shape = typeOf(op->getOperand(0)).getShape();
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    SmallVector<TensorDim> dims;
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      int64_t r = typeOf(v).getRank();
+      if (r == static_cast<int64_t>(shape.size()))
+        dims.push_back(operandDim(i, d));
+      else if (r == 1 && d == 1)
+        dims.push_back(operandDim(i, 0));
+    }
+    if (d != 1) {
+      b.addFactor(size, dims, FactorKind::Reduction);
+      continue;
+    }
+    for (unsigned i = 0; i < op->getNumResults(); ++i)
+      dims.push_back(resultDim(i, 0));
+    b.addFactor(size, dims);
+  }
+  return b.build();
+}
+
+// Operands of the result's rank correspond to it dim by dim; [C] operands
+// to its dim 1.
+OpShardingRuleAttr mlir::tessel::buildChannelwiseRule(Operation *op) {
+  ShardingRuleBuilder b(op);
+  auto rank = typeOf(op->getResult(0)).getRank();
+  for (auto [d, size] : llvm::enumerate(typeOf(op->getResult(0)).getShape())) {
+    SmallVector<TensorDim> dims{resultDim(0, d)};
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      int64_t r = typeOf(v).getRank();
+      if (r == rank)
+        dims.push_back(operandDim(i, d));
+      else if (r == 1 && d == 1)
+        dims.push_back(operandDim(i, 0));
+    }
+    b.addFactor(size, dims);
+  }
   return b.build();
 }

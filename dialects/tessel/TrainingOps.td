@@ -97,6 +97,131 @@ def Tessel_LogSoftmaxGradOp : Tessel_ComputeOp<"log_softmax_grad",
   }];
 }
 
+def Tessel_ReluGradOp : Tessel_ComputeOp<"relu_grad", "buildElementwiseRule">,
+    Tessel_Instruction<140, "binary"> {
+  let summary = "The gradient of ReLU: `grad` where `output > 0`, else 0";
+  let description = [{
+    One pass for the `compare` and `where` that the rule of `tessel.relu`
+    would compose. It reads the ReLU's result rather than its input, as
+    PyTorch's `threshold_backward` does (`output > 0` exactly when
+    `input > 0`): the result is what the next layer reads anyway, so the
+    backward keeps no extra activation alive.
+
+    ```mlir
+    %dx = tessel.relu_grad %y, %dy : (tensor<8x64x56x56xf32>, tensor<8x64x56x56xf32>) -> tensor<8x64x56x56xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `output`, `grad` and the result have the same type.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$output, Tessel_FloatTensor:$grad);
+  let results = (outs Tessel_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $output `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_BatchNormGradSumsOp
+    : Tessel_ComputeOp<"batch_norm_grad_sums", "buildChannelReduceRule">,
+    Tessel_Instruction<141, "batch_norm_train"> {
+  let summary = "The per-channel sums of BatchNorm's training-mode backward";
+  let description = [{
+    With `x` [N, C, ...] and `grad` its gradient, per channel `c` (dim 1),
+    the sums over every other dim of `grad` and of `grad (x - mean[c])`:
+    PyTorch's `batch_norm_backward_reduce` (`sum_dy`, `sum_dy_xmu`), both in
+    one pass over `grad` and `x`. The gradient rule of a `tessel.batch_norm`
+    with `batch_stats` emits it; sharding a reduced dim (the batch over dp)
+    makes both results partial sums, whose all_reduce is SyncBN's.
+
+    ```mlir
+    %sg, %sgc = tessel.batch_norm_grad_sums %dy, %x, %mean : (tensor<8x64x56x56xf32>, tensor<8x64x56x56xf32>, tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>)
+    ```
+
+    **Constraints**
+
+    * (C1) `grad` has rank at least 2; `input` has its type.
+    * (C2) `mean` and both results are [C], of `grad`'s element type.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$grad, Tessel_FloatTensor:$input,
+                       Tessel_FloatTensor:$mean);
+  let results = (outs Tessel_FloatTensor:$sum_grad,
+                      Tessel_FloatTensor:$sum_grad_centred);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $grad `,` $input `,` $mean attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_BatchNormGradInputOp
+    : Tessel_ComputeOp<"batch_norm_grad_input", "buildChannelwiseRule">,
+    Tessel_Instruction<142, "batch_norm_train"> {
+  let summary = "BatchNorm's training-mode input gradient, per element";
+  let description = [{
+    `(grad - grad_mean[c] - (x - mean[c]) proj[c]) coef[c]` with `x`
+    [N, C, ...] and `c` its channel (dim 1), in one pass: PyTorch's
+    `batch_norm_backward_elemt` in its CPU kernel's order of operations.
+    The per-channel coefficients come from `tessel.batch_norm_grad_sums`
+    by small ops on [C] tensors (`grad_mean = sum_grad / n`, `proj =
+    sum_grad_centred invstd^2 / n`, `coef = invstd scale`, `n` the count of
+    every dim but 1).
+
+    ```mlir
+    %dx = tessel.batch_norm_grad_input %dy, %x, %mean, %gm, %proj, %coef : (tensor<8x64x56x56xf32>, tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<8x64x56x56xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `grad` has rank at least 2; `input` and the result have its type.
+    * (C2) `mean`, `grad_mean`, `proj` and `coef` are [C], of `grad`'s
+      element type.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$grad, Tessel_FloatTensor:$input,
+                       Tessel_FloatTensor:$mean, Tessel_FloatTensor:$grad_mean,
+                       Tessel_FloatTensor:$proj, Tessel_FloatTensor:$coef);
+  let results = (outs Tessel_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $grad `,` $input `,` $mean `,` $grad_mean `,` $proj `,` $coef attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Forward kernels
+//===----------------------------------------------------------------------===//
+
+def Tessel_BatchNormVarianceOp
+    : Tessel_ComputeOp<"batch_norm_variance", "buildChannelReduceRule", [],
+                       "Mean">,
+    Tessel_Instruction<143, "batch_norm_train">,
+    Tessel_GradientFrom<"buildBatchNormVarianceGradient"> {
+  let summary = "The biased batch variance per channel about a given mean";
+  let description = [{
+    With `x` [N, C, ...], per channel `c` (dim 1), the mean over every
+    other dim of `(x - mean[c])^2`: the second of PyTorch's two passes
+    (`reduce_mean((x - mean)^2)`) in one pass over `x`, without the
+    centred and squared tensors. `-tessel-batch-norm-train` builds the
+    batch statistics with it. Sharding a reduced dim (the batch over dp)
+    makes the result a partial mean, all-reduced by propagation (SyncBN).
+
+    ```mlir
+    %var = tessel.batch_norm_variance %x, %mean : (tensor<8x64x56x56xf32>, tensor<64xf32>) -> tensor<64xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `input` has rank at least 2.
+    * (C2) `mean` and the result are [C], of `input`'s element type.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$mean);
+  let results = (outs Tessel_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $input `,` $mean attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//

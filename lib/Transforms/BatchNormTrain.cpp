@@ -2,11 +2,13 @@
 //
 // Each tessel.batch_norm_train becomes the batch's per-channel mean and
 // biased variance (reduce_mean over every dim but 1; the variance as the
-// mean of squared deviations, PyTorch's two passes) and an inference
-// tessel.batch_norm with them. Autodiff then differentiates through the
-// statistics with the rules of those ops (the full training-mode gradient),
-// and with the batch sharded over dp the reductions are partial and
-// all-reduced by propagation: SyncBN.
+// mean of squared deviations, PyTorch's two passes, the second one
+// tessel.batch_norm_variance) and an inference
+// tessel.batch_norm with them, marked `batch_stats`: its gradient rule then
+// gives x the full training-mode gradient, through the statistics, in two
+// fused passes (batch_norm_grad_sums, batch_norm_grad_input). With the
+// batch sharded over dp the reductions, forward and backward, are partial
+// and all-reduced by propagation: SyncBN.
 //
 // With update-running-stats, the running statistics (tessel.weight) are
 // assigned PyTorch's update, running = (1 - m) running + m batch, m = 1 -
@@ -67,14 +69,14 @@ struct BatchNormTrainPass : impl::BatchNormTrainPassBase<BatchNormTrainPass> {
       DenseI64ArrayAttr dimsAttr = b.getDenseI64ArrayAttr(dims);
       Value mean = ReduceMeanOp::create(b, loc, perChannel, x, dimsAttr,
                                         /*keep_dims=*/false);
-      Value meanB = ReshapeOp::create(
-          b, loc, RankedTensorType::get(bshape, elem), mean);
-      Value centred = SubOp::create(b, loc, x, meanB);
-      Value var = ReduceMeanOp::create(
-          b, loc, perChannel, MulOp::create(b, loc, centred, centred),
-          dimsAttr, /*keep_dims=*/false);
+      // PyTorch's second pass, mean((x - mean)^2), in one op: no centred
+      // or squared tensor is materialised.
+      Value var = BatchNormVarianceOp::create(b, loc, perChannel, x, mean);
+      // batch_stats: the statistics are x's own; the gradient rule
+      // differentiates through them in two fused passes (Gradients.cpp).
       Value y = BatchNormOp::create(b, loc, xt, x, op.getScale(), op.getBias(),
-                                    mean, var, op.getEpsilonAttr());
+                                    mean, var, op.getEpsilonAttr(),
+                                    b.getUnitAttr());
       if (updateRunningStats) {
         double m = 1.0 - op.getMomentum().convertToDouble();
         auto update = [&](Value stat, Value batch, StringRef what) -> LogicalResult {

@@ -2,7 +2,10 @@
 //
 // The ops only training programs hold (dialects/tessel/TrainingOps.td):
 // gather_grad (the embedding's backward, a scatter-add), gelu_grad,
-// log_softmax_grad, and the optimizer updates adam_update and sgd_update,
+// log_softmax_grad, relu_grad, BatchNorm's training backward
+// (batch_norm_grad_sums, batch_norm_grad_input) and its forward variance
+// (batch_norm_variance), and the optimizer updates
+// adam_update and sgd_update,
 // each one pass over memory where their compositions made several. The
 // updates run in place when the exporter binds their results to the state
 // buffers they read (every element is read before it is written).
@@ -16,7 +19,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <vector>
 
 namespace tessel::runtime::cpu {
 
@@ -161,6 +166,201 @@ Step logSoftmaxGradStep(const KernelContext &c) {
   };
 }
 
+/// grad where output > 0, else 0 (relu_grad), on [b, e). The result may
+/// be grad's own buffer (the planner reuses a dying operand's slot): each
+/// element is read before it is written, so `omp simd` vectorises without
+/// the aliasing check that would otherwise fall back to scalar code.
+void reluGradRange(const float *out, const float *g, float *y, int64_t b,
+                   int64_t e) {
+#pragma omp simd
+  for (int64_t i = b; i < e; ++i) {
+    // Both loaded unconditionally: a conditional g[i] becomes a masked
+    // load (vmaskmovps), which halves the kernel's speed on AMD's cores.
+    const float gi = g[i], yi = out[i];
+    y[i] = yi > 0.0f ? gi : 0.0f;
+  }
+}
+
+Step reluGradStep(const KernelContext &c) {
+  const float *out = static_cast<const float *>(c.operand(0));
+  const float *g = static_cast<const float *>(c.operand(1));
+  float *y = static_cast<float *>(c.result(0));
+  const int64_t n = c.in(0).numel;
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    pool->parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+      reluGradRange(out, g, y, b, e);
+    });
+    return Status::ok();
+  };
+}
+
+/// [N, C, spatial...] as its three extents.
+struct ChannelGeometry {
+  int64_t batch, channels, spatial;
+  explicit ChannelGeometry(const Shape &s)
+      : batch(s[0]), channels(s[1]), spatial(1) {
+    for (size_t d = 2; d < s.size(); ++d)
+      spatial *= s[d];
+  }
+};
+
+/// sum(g) and sum(g (x - mean)) of each channel in [cb, ce): each plane of
+/// `spatial` elements in kLanes f32 partial sums (several vector
+/// accumulators, so the adds do not wait on each other), the planes of a
+/// channel summed in double in batch order (the same sums on any thread
+/// count). The planes are visited in memory order, sample by sample, so
+/// the reads stream (a channel's planes alone are a sample's size apart).
+void channelSums(const float *g, const float *x, const float *mean,
+                 const ChannelGeometry k, float *sumG, float *sumGC,
+                 int64_t cb, int64_t ce) {
+  constexpr int64_t kLanes = 32;
+  std::vector<double> sg(ce - cb, 0.0), sgc(ce - cb, 0.0);
+  for (int64_t n = 0; n < k.batch; ++n)
+    for (int64_t ch = cb; ch < ce; ++ch) {
+      const float m = mean[ch];
+      const int64_t base = (n * k.channels + ch) * k.spatial;
+      const float *__restrict gp = g + base;
+      const float *__restrict xp = x + base;
+      float a[kLanes] = {}, b[kLanes] = {};
+      int64_t i = 0;
+      for (; i + kLanes <= k.spatial; i += kLanes)
+        for (int64_t j = 0; j < kLanes; ++j) {
+          const float gj = gp[i + j];
+          a[j] += gj;
+          b[j] += gj * (xp[i + j] - m);
+        }
+      for (int64_t j = 0; i < k.spatial; ++i, ++j) {
+        a[j] += gp[i];
+        b[j] += gp[i] * (xp[i] - m);
+      }
+      float ta = 0.0f, tb = 0.0f;
+      for (int64_t j = 0; j < kLanes; ++j) {
+        ta += a[j];
+        tb += b[j];
+      }
+      sg[ch - cb] += ta;
+      sgc[ch - cb] += tb;
+    }
+  for (int64_t ch = cb; ch < ce; ++ch) {
+    sumG[ch] = static_cast<float>(sg[ch - cb]);
+    sumGC[ch] = static_cast<float>(sgc[ch - cb]);
+  }
+}
+
+Step batchNormGradSumsStep(const KernelContext &c) {
+  const float *g = static_cast<const float *>(c.operand(0));
+  const float *x = static_cast<const float *>(c.operand(1));
+  const float *mean = static_cast<const float *>(c.operand(2));
+  float *sumG = static_cast<float *>(c.result(0));
+  float *sumGC = static_cast<float *>(c.result(1));
+  const ChannelGeometry k(c.in(0).shape);
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    const int64_t perChannel = std::max<int64_t>(1, k.batch * k.spatial);
+    pool->parallelFor(k.channels, std::max<int64_t>(1, kGrain / perChannel),
+                      [&](int64_t b, int64_t e) {
+                        channelSums(g, x, mean, k, sumG, sumGC, b, e);
+                      });
+    return Status::ok();
+  };
+}
+
+/// mean((x - mean)^2) of each channel in [cb, ce) (batch_norm_variance) as
+/// PyTorch's CPU kernel sums it: each square rounded to f32, the sum in
+/// double (here in kLanes double partial sums per plane, the planes in batch
+/// order: the same on any thread count), divided by n in double. Planes in
+/// memory order, as channelSums.
+void channelVariance(const float *x, const float *mean,
+                     const ChannelGeometry k, float *var, int64_t cb,
+                     int64_t ce) {
+  constexpr int64_t kLanes = 16;
+  std::vector<double> ss(ce - cb, 0.0);
+  for (int64_t n = 0; n < k.batch; ++n)
+    for (int64_t ch = cb; ch < ce; ++ch) {
+      const float m = mean[ch];
+      const float *__restrict xp = x + (n * k.channels + ch) * k.spatial;
+      double a[kLanes] = {};
+      int64_t i = 0;
+      for (; i + kLanes <= k.spatial; i += kLanes)
+        for (int64_t j = 0; j < kLanes; ++j) {
+          const float c = xp[i + j] - m;
+          const float sq = c * c; // rounded: no fused multiply-add
+          a[j] += static_cast<double>(sq);
+        }
+      for (int64_t j = 0; i < k.spatial; ++i, ++j) {
+        const float c = xp[i] - m;
+        const float sq = c * c;
+        a[j] += static_cast<double>(sq);
+      }
+      double t = 0.0;
+      for (int64_t j = 0; j < kLanes; ++j)
+        t += a[j];
+      ss[ch - cb] += t;
+    }
+  const double count = static_cast<double>(k.batch * k.spatial);
+  for (int64_t ch = cb; ch < ce; ++ch)
+    var[ch] = count ? static_cast<float>(ss[ch - cb] / count)
+                    : std::numeric_limits<float>::quiet_NaN();
+}
+
+Step batchNormVarianceStep(const KernelContext &c) {
+  const float *x = static_cast<const float *>(c.operand(0));
+  const float *mean = static_cast<const float *>(c.operand(1));
+  float *var = static_cast<float *>(c.result(0));
+  const ChannelGeometry k(c.in(0).shape);
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    const int64_t perChannel = std::max<int64_t>(1, k.batch * k.spatial);
+    pool->parallelFor(k.channels, std::max<int64_t>(1, kGrain / perChannel),
+                      [&](int64_t b, int64_t e) {
+                        channelVariance(x, mean, k, var, b, e);
+                      });
+    return Status::ok();
+  };
+}
+
+/// dx = (g - gradMean - (x - mean) proj) coef per channel, for the planes
+/// [pb, pe) of [N * C] (PyTorch's batch_norm_backward_elemt, its order);
+/// dx may be g's or x's buffer, as in reluGradRange.
+void batchNormGradInputPlanes(const float *g, const float *x,
+                              const float *mean, const float *gradMean,
+                              const float *proj, const float *coef,
+                              const ChannelGeometry k, float *dx, int64_t pb,
+                              int64_t pe) {
+  for (int64_t p = pb; p < pe; ++p) {
+    const int64_t ch = p % k.channels, base = p * k.spatial;
+    const float m = mean[ch], gm = gradMean[ch], pj = proj[ch], s = coef[ch];
+    const float *gp = g + base, *xp = x + base;
+    float *yp = dx + base;
+#pragma omp simd
+    for (int64_t i = 0; i < k.spatial; ++i)
+      yp[i] = (gp[i] - gm - (xp[i] - m) * pj) * s;
+  }
+}
+
+Step batchNormGradInputStep(const KernelContext &c) {
+  const float *g = static_cast<const float *>(c.operand(0));
+  const float *x = static_cast<const float *>(c.operand(1));
+  const float *mean = static_cast<const float *>(c.operand(2));
+  const float *gradMean = static_cast<const float *>(c.operand(3));
+  const float *proj = static_cast<const float *>(c.operand(4));
+  const float *coef = static_cast<const float *>(c.operand(5));
+  float *dx = static_cast<float *>(c.result(0));
+  const ChannelGeometry k(c.in(0).shape);
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    pool->parallelFor(
+        k.batch * k.channels,
+        std::max<int64_t>(1, kGrain / std::max<int64_t>(1, k.spatial)),
+        [&](int64_t b, int64_t e) {
+          batchNormGradInputPlanes(g, x, mean, gradMean, proj, coef, k, dx, b,
+                                   e);
+        });
+    return Status::ok();
+  };
+}
+
 // The updates run in blocks: each block's operands are loaded into local
 // arrays, updated there and stored, so the loops vectorise although results
 // alias operands (in place) and GCC would not version 7 pointers for aliasing.
@@ -290,6 +490,10 @@ void registerTrainingKernels(KernelRegistry &r) {
   addKernels(r, {{OpKind::GatherGrad, gatherGradStep},
                  {OpKind::GeluGrad, geluGradStep},
                  {OpKind::LogSoftmaxGrad, logSoftmaxGradStep},
+                 {OpKind::ReluGrad, reluGradStep},
+                 {OpKind::BatchNormGradSums, batchNormGradSumsStep},
+                 {OpKind::BatchNormGradInput, batchNormGradInputStep},
+                 {OpKind::BatchNormVariance, batchNormVarianceStep},
                  {OpKind::AdamUpdate, adamUpdateStep},
                  {OpKind::SgdUpdate, sgdUpdateStep}});
 }

@@ -62,7 +62,7 @@ Status makeWhere(const KernelContext &ctx, Step &out) {
 
 void registerBinaryKernels(KernelRegistry &registry) {
   for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
-                   OpKind::Pow, OpKind::Max, OpKind::Min})
+                   OpKind::Pow, OpKind::Max, OpKind::Min, OpKind::ReluGrad})
     registry.add(k, makeBinary);
   registry.add(OpKind::Compare, makeCompare);
   registry.add(OpKind::Where, makeWhere);

@@ -261,6 +261,8 @@ __device__ __forceinline__ float binaryF32(OpKind kind, float x, float y,
     return powf(x, y);
   case OpKind::Max: // NaN propagates, as numpy.maximum
     return (x > y || x != x) ? x : y;
+  case OpKind::ReluGrad: // x the relu's result, y its gradient
+    return x > 0.0f ? y : 0.0f;
   case OpKind::Min:
     return (x < y || x != x) ? x : y;
   default:

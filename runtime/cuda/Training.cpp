@@ -3,9 +3,11 @@
 // adam_update and sgd_update: the CPU kernels' formulas (cpu/Training.cpp),
 // in place on the state buffers, which may be pinned host memory (Gemini's
 // host chunks: the update runs where the chunk lives). gather_grad,
-// gelu_grad and log_softmax_grad (dialects/tessel/TrainingOps.td) have CPU
+// gelu_grad, log_softmax_grad, batch_norm_variance, batch_norm_grad_sums
+// and batch_norm_grad_input (dialects/tessel/TrainingOps.td) have CPU
 // kernels only so far: a program holding one fails to load on this
-// backend, naming the op.
+// backend, naming the op. relu_grad is a case of the binary kernel
+// (Binary.cpp), since relu's gradient was compare + where, which run here.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelRegistry.h"

@@ -229,6 +229,7 @@ private:
   Status checkGatherGrad();
   Status checkOptimizerUpdate();
   Status checkSoftmaxGrad();
+  Status checkBatchNormTrain();
   Status checkCustom();
   Status checkChunk();
 };
@@ -239,7 +240,7 @@ enum class CheckFamily {
   Unary, Binary, Compare, Where, Matmul, Gemm, Reduce, Softmax, Norm,
   BatchNorm, Gather, Reshape, Transpose, Slice, Concat, Split, Expand, Conv,
   Pool, GlobalPool, ConvBackward, PoolBackward, Collective, Wait, GatherGrad,
-  OptimizerUpdate, SoftmaxGrad, Custom, Chunk
+  OptimizerUpdate, SoftmaxGrad, BatchNormTrain, Custom, Chunk
 };
 
 CheckFamily checkFamilyOf(OpKind kind) {
@@ -383,6 +384,8 @@ Status OpChecker::checkFamily() {
     return checkOptimizerUpdate();
   case CheckFamily::SoftmaxGrad:
     return checkSoftmaxGrad();
+  case CheckFamily::BatchNormTrain:
+    return checkBatchNormTrain();
   case CheckFamily::Custom:
     return checkCustom();
   case CheckFamily::Chunk:
@@ -464,13 +467,15 @@ Status OpChecker::checkUnary() {
 
 Status OpChecker::checkBinary() {
   TSL_RETURN_IF_ERROR(counts(2, 2, 1));
-  if (op.kind == OpKind::GeluGrad) {
-    // input, grad and result: one f32 shape.
+  if (op.kind == OpKind::GeluGrad || op.kind == OpKind::ReluGrad) {
+    // input (relu_grad: output), grad and result: one f32 shape.
     TSL_RETURN_IF_ERROR(dtypeIs(in(0), "input", {DType::F32}));
     TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "grad"));
     TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
     TSL_RETURN_IF_ERROR(shapeIs(in(1), in(0).shape, "grad"));
     TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
+    if (op.kind == OpKind::ReluGrad)
+      return Status::ok();
     int64_t approx;
     TSL_RETURN_IF_ERROR(intAttr("tanh_approximation", approx, 0));
     if (approx != 0 && approx != 1)
@@ -669,6 +674,38 @@ Status OpChecker::checkBatchNorm() {
   for (size_t i = 1; i < 5; ++i)
     TSL_RETURN_IF_ERROR(shapeIs(in(i), {in(0).shape[1]}, roles[i]));
   return Status::ok();
+}
+
+// The pieces of training-mode BatchNorm: batch_norm_variance (x, mean) ->
+// var, batch_norm_grad_sums (grad, x, mean) -> (sum_grad,
+// sum_grad_centred) and batch_norm_grad_input (grad, x, mean, grad_mean,
+// proj, coef) -> dx: f32 throughout; grad and x one [N, C, ...] shape, the
+// per-channel values [C].
+Status OpChecker::checkBatchNormTrain() {
+  const bool var = op.kind == OpKind::BatchNormVariance,
+             sums = op.kind == OpKind::BatchNormGradSums;
+  const size_t operands = var ? 2 : sums ? 3 : 6;
+  TSL_RETURN_IF_ERROR(counts(operands, operands, sums ? 2 : 1));
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  for (size_t i = 0; i < op.results.size(); ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(out(i), "result", {DType::F32}));
+  if (in(0).shape.size() < 2)
+    return fail(std::string(var ? "input" : "grad") +
+                " must have rank >= 2 ([N, C, ...])");
+  const Shape channels = {in(0).shape[1]};
+  const size_t firstPerChannel = var ? 1 : 2;
+  if (!var)
+    TSL_RETURN_IF_ERROR(shapeIs(in(1), in(0).shape, "input"));
+  for (size_t i = firstPerChannel; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(shapeIs(in(i), channels, "per-channel operand"));
+  if (var)
+    return shapeIs(out(0), channels, "result");
+  if (sums) {
+    TSL_RETURN_IF_ERROR(shapeIs(out(0), channels, "sum_grad"));
+    return shapeIs(out(1), channels, "sum_grad_centred");
+  }
+  return shapeIs(out(0), in(0).shape, "result");
 }
 
 Status OpChecker::checkGather() {

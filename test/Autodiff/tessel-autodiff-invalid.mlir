@@ -56,3 +56,33 @@ func.func @twice(%x: tensor<2xf32>) -> (tensor<f32>, tensor<f32>) attributes {te
   %d = tessel.add %w, %w : (tensor<f32>, tensor<f32>) -> tensor<f32>
   return %l, %d : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// batch_stats claims that the statistics are the input's own; the rule
+// checks it (here the mean is a weight, not reduce_mean(x)).
+func.func @batch_stats_not_the_batch_statistics(%x: tensor<2x3x4xf32>) -> tensor<f32> {
+  %s = tessel.weight "s" : tensor<3xf32>
+  %b = tessel.weight "b" : tensor<3xf32>
+  %m = tessel.weight "m" : tensor<3xf32>
+  %v = tessel.weight "v" : tensor<3xf32>
+  // expected-error @below {{'tessel.batch_norm' op has batch_stats, but its mean and variance are not reduce_mean(x) and batch_norm_variance(x, mean) (or reduce_mean((x - mean)^2)) of its input over every dim but 1}}
+  %y = tessel.batch_norm %x, %s, %b, %m, %v {batch_stats} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
+  %l = tessel.reduce_sum %y dims = [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Nor is a variance about 0 (the mean of x^2).
+func.func @batch_stats_uncentred_variance(%x: tensor<2x3x4xf32>) -> tensor<f32> {
+  %s = tessel.weight "s" : tensor<3xf32>
+  %b = tessel.weight "b" : tensor<3xf32>
+  %m = tessel.reduce_mean %x dims = [0, 2] : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  %sq = tessel.mul %x, %x : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %v = tessel.reduce_mean %sq dims = [0, 2] : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  // expected-error @below {{'tessel.batch_norm' op has batch_stats}}
+  %y = tessel.batch_norm %x, %s, %b, %m, %v {batch_stats} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
+  %l = tessel.reduce_sum %y dims = [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

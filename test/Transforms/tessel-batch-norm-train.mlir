@@ -2,18 +2,16 @@
 // RUN: tessel-opt %s -split-input-file -tessel-batch-norm-train=update-running-stats=false | FileCheck %s --check-prefix=NOUPDATE
 
 // Batch statistics over every dim but 1 (mean, then the mean of squared
-// deviations), an inference batch_norm with them; the running statistics
+// deviations, one batch_norm_variance), an inference batch_norm with them,
+// marked batch_stats; the running statistics
 // get PyTorch's update (ONNX momentum 0.9: 0.1 of the batch; the variance
 // unbiased, n = 2 * 3 = 6) and are assigned at the end.
 // CHECK-LABEL: func.func @one
 // CHECK: %[[RM:.*]] = tessel.weight "bn.running_mean"
 // CHECK: %[[RV:.*]] = tessel.weight "bn.running_var"
 // CHECK: %[[M:.*]] = tessel.reduce_mean %x dims = [0, 2] : (tensor<2x4x3xf32>) -> tensor<4xf32>
-// CHECK: %[[MB:.*]] = tessel.reshape %[[M]] : (tensor<4xf32>) -> tensor<4x1xf32>
-// CHECK: %[[C:.*]] = tessel.sub %x, %[[MB]]
-// CHECK: %[[SQ:.*]] = tessel.mul %[[C]], %[[C]]
-// CHECK: %[[V:.*]] = tessel.reduce_mean %[[SQ]] dims = [0, 2] : (tensor<2x4x3xf32>) -> tensor<4xf32>
-// CHECK: %[[Y:.*]] = tessel.batch_norm %x, %{{.*}}, %{{.*}}, %[[M]], %[[V]] {epsilon = 1.000000e-03 : f32}
+// CHECK: %[[V:.*]] = tessel.batch_norm_variance %x, %[[M]] : (tensor<2x4x3xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK: %[[Y:.*]] = tessel.batch_norm %x, %{{.*}}, %{{.*}}, %[[M]], %[[V]] {batch_stats, epsilon = 1.000000e-03 : f32}
 // CHECK: %[[N:.*]] = tessel.constant dense<1.200000e+00> : tensor<f32>
 // CHECK: %[[UV:.*]] = tessel.mul %[[V]], %[[N]]
 // CHECK: %[[KEEP:.*]] = tessel.constant dense<0.899999976> : tensor<f32>

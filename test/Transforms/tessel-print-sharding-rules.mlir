@@ -116,3 +116,19 @@ func.func @conv_and_pool(%x: tensor<4x3x32x32xf32>, %w: tensor<16x3x3x3xf32>,
   %4 = tessel.global_avg_pool %y : (tensor<4x16x32x32xf32>) -> tensor<4x16x1x1xf32>
   return
 }
+
+// CHECK-LABEL: func.func @norm_backward
+func.func @norm_backward(%x: tensor<4x3x8x8xf32>, %c: tensor<3xf32>) {
+  // The channels pass; the other dims are reduced: sharded, both sums are
+  // partial (SyncBN's all_reduce in the backward).
+  // CHECK: tessel.batch_norm_grad_sums {{.*}}#tessel.rule<([i, j, k, l], [i, j, k, l], [j]) -> ([j], [j]) {i=4, j=3, k=8, l=8} reduction={i, k, l}>
+  %0:2 = tessel.batch_norm_grad_sums %x, %x, %c : (tensor<4x3x8x8xf32>, tensor<4x3x8x8xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  // CHECK: tessel.batch_norm_grad_input {{.*}}#tessel.rule<([i, j, k, l], [i, j, k, l], [j], [j], [j], [j]) -> ([i, j, k, l]) {i=4, j=3, k=8, l=8}>
+  %1 = tessel.batch_norm_grad_input %x, %x, %c, %c, %c, %c : (tensor<4x3x8x8xf32>, tensor<4x3x8x8xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<4x3x8x8xf32>
+  // Likewise the forward's variance, a partial mean.
+  // CHECK: tessel.batch_norm_variance {{.*}}#tessel.rule<([i, j, k, l], [j]) -> ([j]) {i=4, j=3, k=8, l=8} reduction={i, k, l}>
+  %3 = tessel.batch_norm_variance %x, %c : (tensor<4x3x8x8xf32>, tensor<3xf32>) -> tensor<3xf32>
+  // CHECK: tessel.relu_grad {{.*}}#tessel.rule<([i, j, k, l], [i, j, k, l]) -> ([i, j, k, l]) {i=4, j=3, k=8, l=8}>
+  %2 = tessel.relu_grad %x, %x : (tensor<4x3x8x8xf32>, tensor<4x3x8x8xf32>) -> tensor<4x3x8x8xf32>
+  return
+}

@@ -389,10 +389,13 @@ def BatchNormTrainPass : Pass<"tessel-batch-norm-train", "::mlir::ModuleOp"> {
   let description = [{
     Each `tessel.batch_norm_train` (ONNX BatchNormalization with
     `training_mode=1`) becomes ordinary ops: the batch's mean and biased
-    variance per channel (`reduce_mean` over every dim but 1, two passes)
-    and an inference `tessel.batch_norm` with them, so autodiff reaches the
-    input through the statistics too, and, with the batch sharded over dp,
-    the statistics are partial sums that propagation all-reduces (SyncBN).
+    variance per channel (`reduce_mean` over every dim but 1, then
+    `tessel.batch_norm_variance`: PyTorch's two passes) and an inference
+    `tessel.batch_norm` with them, marked `batch_stats`,
+    so autodiff gives the input the gradient through the statistics too
+    (in two fused passes: the op's gradient rule), and, with the batch
+    sharded over dp, the statistics are partial sums that propagation
+    all-reduces (SyncBN).
     With `update-running-stats`, the running mean and variance weights are
     assigned PyTorch's update, `(1 - m) running + m batch` with
     `m = 1 - momentum` (ONNX's momentum) and the unbiased variance, applied

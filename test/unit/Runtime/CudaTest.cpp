@@ -250,6 +250,11 @@ TEST(CudaConformance, BinaryBroadcastF32) {
   b.data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
   conformOp("max", {a, b}, {{DType::F32, {64}}});
   conformOp("min", {a, b}, {{DType::F32, {64}}});
+  // relu_grad (same shapes only): 0 and -0 pass nothing.
+  Tensor y = randomF32({64}, rng);
+  y.data<float>()[2] = 0.0f;
+  y.data<float>()[3] = -0.0f;
+  conformOp("relu_grad", {y, b}, {{DType::F32, {64}}});
   for (float e : {2.0f, 3.0f, 1.0f, 0.5f, -1.0f, 1.7f}) {
     Tensor ex = Tensor::fromVector(DType::F32, {}, std::vector<float>{e});
     conformOp("pow", {a, ex}, {{DType::F32, {64}}});
