@@ -171,8 +171,11 @@ void sliceKernel(size_t elemSize, const void *x, const Shape &shape,
     offset += starts[d] * inStr[d];
     srcStr[d] = steps[d] * inStr[d];
   }
-  stridedCopy(elemSize, static_cast<const char *>(x) + offset * elemSize,
-              outShape, srcStr, y, pool);
+  const char *src = static_cast<const char *>(x) + offset * elemSize;
+  // A view the buffer planner placed where the slice lies in its operand.
+  if (src == y)
+    return;
+  stridedCopy(elemSize, src, outShape, srcStr, y, pool);
 }
 
 void concatKernel(size_t elemSize, const std::vector<const void *> &inputs,

@@ -164,13 +164,13 @@ Status makeSlice(const KernelContext &ctx, Step &out) {
   void *y = ctx.result(0);
   cudaStream_t s = ctx.stream;
   out = [=] {
-    if (empty)
+    const char *src =
+        static_cast<const char *>(x) + offset * static_cast<int64_t>(es);
+    // Empty, or a view the buffer planner placed where the slice lies in
+    // its operand.
+    if (empty || src == y)
       return Status::ok();
-    return launched(launchStridedCopy(es,
-                                      static_cast<const char *>(x) +
-                                          offset * static_cast<int64_t>(es),
-                                      y, ix, s),
-                    "slice");
+    return launched(launchStridedCopy(es, src, y, ix, s), "slice");
   };
   return Status::ok();
 }

@@ -13,6 +13,7 @@
 #include "tessel/runtime/MappedFile.h"
 #include "artifact.pb.h"
 #include "tessel/runtime/Artifact.h"
+#include "tessel/runtime/BufferPlanner.h"
 
 #include <algorithm>
 #include <cstring>
@@ -1066,6 +1067,19 @@ bool mayAliasInPlace(OpKind k) {
   }
 }
 
+/// A slice's result placed inside its operand's bytes where it lies there
+/// (contiguousSliceOffset; the buffer planner's views): the kernel skips
+/// the copy.
+bool isSliceView(const BufferInfo &x, const BufferInfo &y,
+                 const std::vector<int64_t> &starts,
+                 const std::vector<int64_t> &steps) {
+  if (x.kind != BufferInfo::Kind::Arena || x.dtype != y.dtype)
+    return false;
+  int64_t at = contiguousSliceOffset(x.shape, starts, steps, y.shape);
+  return at >= 0 &&
+         y.offset == x.offset + static_cast<uint64_t>(at) * dtypeSize(x.dtype);
+}
+
 } // namespace
 
 namespace {
@@ -1429,6 +1443,9 @@ Status Program::create(const artifact::Program &proto,
           continue;
         bool exact = ob.id == rb.id ||
                      (ob.offset == rb.offset && ob.bytes == rb.bytes);
+        if (op.kind == OpKind::Slice && !rState &&
+            isSliceView(ob, rb, op.starts, op.steps))
+          continue;
         if (!exact || !mayAliasInPlace(op.kind))
           return fail(where + ": result buffer " + std::to_string(rb.id) +
                       " overlaps operand buffer " + std::to_string(id) +

@@ -82,6 +82,25 @@ Status writeTrace(const std::string &path, int rank,
       os << ", \"phase\": \"" << phases[e.op] << "\"";
     if (!op.action.empty())
       os << ", \"action\": " << runtime::jsonQuote(op.action.label());
+    // Where the instruction reads and writes in the rank's arena: [offset,
+    // bytes] per operand and result, null for one outside it (a weight, a
+    // state, a constant). A result inside an operand's bytes is a view (a
+    // reshape or a contiguous slice the buffer planner placed there): no
+    // copy.
+    auto ranges = [&](const char *key, const std::vector<int> &ids) {
+      os << ", \"" << key << "\": [";
+      for (size_t k = 0; k < ids.size(); ++k) {
+        const runtime::BufferInfo &b = program.buffers[ids[k]];
+        os << (k ? ", " : "");
+        if (b.kind == runtime::BufferInfo::Kind::Arena)
+          os << "[" << b.offset << ", " << b.bytes << "]";
+        else
+          os << "null";
+      }
+      os << "]";
+    };
+    ranges("arena_reads", op.operands);
+    ranges("arena_writes", op.results);
     os << "}}";
   }
   // Pipelined programs: the schedule's actions on a track of their own

@@ -209,28 +209,86 @@ void ProgramBuilder::planMemory() {
       last[o.buffer()] = n;
   // A reshape whose operand dies there writes into the operand's bytes: the
   // two share one slot (both backends skip a copy onto itself), so a
-  // reshape costs neither a copy nor memory. `root` maps a buffer to the
-  // first of its chain.
+  // reshape costs neither a copy nor memory. A slice of a 1-D buffer by
+  // step 1 (contiguousSliceOffset; a gradient sliced out of its all-reduced
+  // bucket; 1-D: the CPU backend keeps no other layout of such a buffer,
+  // which its slice would reorder into the operand's bytes) is a view: it lives
+  // inside the operand's slot at its offset (both backends skip the copy),
+  // and the slot lives as long as any view of it. Only when nothing writes
+  // the operand from the slice on (the view would change) nor the result
+  // again, and the view's offset keeps the arena's 64-byte alignment:
+  // nothing overwrites a view's bytes while it lives.
+  // `root` maps a buffer to the first of its chain, `inRoot` gives its
+  // byte offset in the root's.
   std::vector<int> root(nb);
+  std::vector<uint64_t> inRoot(nb, 0);
   for (int i = 0; i < nb; ++i)
     root[i] = i;
   std::vector<bool> planned(nb, false);
   for (int id : todo)
     planned[id] = true;
+  std::vector<int64_t> lastWrite(nb, INT64_MIN), writes(nb, 0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int id : prog->instructions(i).results())
+      if (id >= 0 && id < nb) {
+        lastWrite[id] = i;
+        ++writes[id];
+      }
+  // The last write into any buffer of each chain (by its first buffer),
+  // and whether the chain has a view: a buffer written again after it
+  // joins joins no chain with a view, and no view is taken of a chain
+  // written again after the slice.
+  std::vector<int64_t> chainWrite(lastWrite);
+  std::vector<bool> viewed(nb, false);
+  auto intsAttr = [](const artifact::Instruction &inst, const char *name) {
+    std::vector<int64_t> v;
+    auto it = inst.attrs().find(name);
+    if (it != inst.attrs().end() && it->second.has_ints())
+      v.assign(it->second.ints().values().begin(),
+               it->second.ints().values().end());
+    return v;
+  };
   for (int64_t i = 0; i < n; ++i) {
     const artifact::Instruction &inst = prog->instructions(i);
-    if (inst.op() != artifact::RESHAPE || inst.operands_size() != 1 ||
+    const bool reshape = inst.op() == artifact::RESHAPE,
+               slice = inst.op() == artifact::SLICE;
+    if ((!reshape && !slice) || inst.operands_size() != 1 ||
         inst.results_size() != 1)
       continue;
     int x = inst.operands(0), y = inst.results(0);
     if (x < 0 || x >= nb || y < 0 || y >= nb || x == y || !planned[x] ||
-        !planned[y] || last[x] != i || first[y] != i ||
-        bufferBytes(prog->buffers(x)) != bufferBytes(prog->buffers(y)))
+        !planned[y] || first[y] != i)
+      continue;
+    const artifact::Buffer &bx = prog->buffers(x), &by = prog->buffers(y);
+    if (reshape) {
+      if (last[x] != i || bufferBytes(bx) != bufferBytes(by) ||
+          (viewed[root[x]] && writes[y] != 1))
+        continue;
+      root[y] = root[x];
+      inRoot[y] = inRoot[x];
+      chainWrite[root[y]] = std::max(chainWrite[root[y]], lastWrite[y]);
+      continue;
+    }
+    if (bx.dtype() != by.dtype() || bx.shape_size() != 1 ||
+        chainWrite[root[x]] >= i || writes[y] != 1)
+      continue;
+    int64_t at = contiguousSliceOffset(
+        std::vector<int64_t>(bx.shape().begin(), bx.shape().end()),
+        intsAttr(inst, "starts"), intsAttr(inst, "steps"),
+        std::vector<int64_t>(by.shape().begin(), by.shape().end()));
+    if (at < 0)
+      continue;
+    uint64_t offset =
+        inRoot[x] + static_cast<uint64_t>(at) *
+                        dtypeSize(static_cast<DType>(bx.dtype()));
+    if (offset % 64 != 0)
       continue;
     root[y] = root[x];
+    inRoot[y] = offset;
+    viewed[root[y]] = true;
   }
-  // One lifetime per chain: from its first buffer's first use to its last
-  // buffer's last use.
+  // One lifetime per chain, the size of its first buffer: from the first
+  // use of any of its buffers to the last.
   std::vector<int> slot(nb, -1);
   std::vector<BufferLifetime> lifetimes;
   for (int id : todo) {
@@ -240,7 +298,7 @@ void ProgramBuilder::planMemory() {
     if (slot[r] < 0) {
       slot[r] = static_cast<int>(lifetimes.size());
       BufferLifetime b;
-      b.size = bufferBytes(prog->buffers(id));
+      b.size = bufferBytes(prog->buffers(r));
       b.firstUse = f;
       b.lastUse = l;
       lifetimes.push_back(b);
@@ -252,7 +310,8 @@ void ProgramBuilder::planMemory() {
   }
   BufferPlan plan = planBuffers(lifetimes, 64);
   for (int id : todo)
-    prog->mutable_buffers(id)->set_offset(base + plan.offsets[slot[root[id]]]);
+    prog->mutable_buffers(id)->set_offset(base + plan.offsets[slot[root[id]]] +
+                                          inRoot[id]);
   prog->set_arena_size(std::max<uint64_t>(
       base + plan.arenaSize, std::max<uint64_t>(prog->arena_size(), base)));
 }

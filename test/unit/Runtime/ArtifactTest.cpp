@@ -293,4 +293,64 @@ TEST(ProgramValidation, RejectsBadPrograms) {
       "attribute 'to' = 'f64'");
 }
 
+// A slice of a 1-D buffer by step 1 is a view: the planner places it
+// inside its operand at its offset (64-byte aligned), keeps the operand's
+// slot alive while it lives, and the loader accepts it; an unaligned or
+// strided slice, or one of a buffer written again later, gets bytes of its
+// own. A result inside its operand elsewhere is refused.
+TEST(ProgramValidation, SliceViews) {
+  auto slice = [](int64_t start, int64_t end, int64_t step) {
+    return Attrs().is("starts", {start}).is("ends", {end}).is("steps", {step});
+  };
+  ProgramBuilder pb;
+  int a = pb.addInput("a", DType::F32, {256});
+  int b = pb.addBuffer(DType::F32, {256});
+  pb.addOp("neg", {a}, {b});
+  int v1 = pb.addBuffer(DType::F32, {16}), v2 = pb.addBuffer(DType::F32, {32});
+  pb.addOp("slice", {b}, {v1}, slice(0, 16, 1));
+  pb.addOp("slice", {b}, {v2}, slice(32, 64, 1));
+  int odd = pb.addBuffer(DType::F32, {8}), strided = pb.addBuffer(DType::F32, {8});
+  pb.addOp("slice", {b}, {odd}, slice(3, 11, 1));
+  pb.addOp("slice", {b}, {strided}, slice(0, 16, 2));
+  // b's last use; the views keep its bytes alive past it.
+  int big = pb.addBuffer(DType::F32, {256});
+  pb.addOp("neg", {b}, {big});
+  int c1 = pb.addBuffer(DType::F32, {16}), c2 = pb.addBuffer(DType::F32, {32});
+  pb.addOp("neg", {v1}, {c1});
+  pb.addOp("neg", {v2}, {c2});
+  // d is written again after its slice: the slice copies.
+  int d = pb.addBuffer(DType::F32, {256});
+  pb.addOp("neg", {big}, {d});
+  int w = pb.addBuffer(DType::F32, {16});
+  pb.addOp("slice", {d}, {w}, slice(0, 16, 1));
+  pb.addOp("relu", {d}, {d});
+  for (int o : {odd, strided, c1, c2, w, d})
+    pb.addOutput("o" + std::to_string(o), o);
+  pb.planMemory();
+  auto off = [&](int id) { return pb.proto().buffers(id).offset(); };
+  EXPECT_EQ(off(v1), off(b));
+  EXPECT_EQ(off(v2), off(b) + 32 * 4);
+  auto outside = [&](int id, int of) {
+    return off(id) + pb.proto().buffers(id).shape(0) * 4 <= off(of) ||
+           off(of) + 256 * 4 <= off(id);
+  };
+  EXPECT_TRUE(outside(odd, b));
+  EXPECT_TRUE(outside(strided, b));
+  EXPECT_TRUE(outside(w, d));
+  // The views live to c1 and c2: neither big nor them share b's bytes.
+  EXPECT_TRUE(outside(big, b));
+  EXPECT_TRUE(outside(c1, b));
+  EXPECT_TRUE(outside(c2, b));
+  std::shared_ptr<const Program> p;
+  Status s = Program::create(pb.proto(), {}, {}, "prog.pb", p);
+  EXPECT_TRUE(s.isOk()) << s.message();
+
+  // The same view one element off is not where the slice lies.
+  pb.proto().mutable_buffers(v2)->set_offset(off(b) + 31 * 4);
+  s = Program::create(pb.proto(), {}, {}, "prog.pb", p);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("overlaps operand buffer"), std::string::npos)
+      << s.message();
+}
+
 } // namespace
