@@ -45,7 +45,7 @@ ROWS = [
 ]
 
 TORCH_CHILD = r"""
-import json, os, resource, sys, time
+import os, resource, sys, time
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -59,14 +59,8 @@ torch.set_num_interop_threads(1)
 torch.manual_seed(0)
 if kind == "gpt2":
     sys.path.insert(0, os.path.join(here, "models"))
-    from export_models import GPT2, Named
-    model = Named(GPT2())
-    model.load_state_dict(torch.load(os.path.join(models, "gpt2_small_state.pt")))
-    with open(os.path.join(models, "gpt2_small_train.json")) as f:
-        meta = json.load(f)
-    if not meta["lm_head_tied"]:
-        # The export's lm_head is an initializer of its own: untie it here too.
-        model.lm_head.weight = torch.nn.Parameter(model.transformer.wte.weight.detach().clone())
+    from export_models import load_gpt2_small
+    model = load_gpt2_small(models)
     data = np.load(os.path.join(models, "gpt2_small_b%d_batches.npy" % batch))
     def batch_of(k):
         x = torch.from_numpy(data[k % len(data)])

@@ -6,7 +6,6 @@ Tessel's dp=2 row in bench/train_dp.py. Rank 0 prints the median ms of steps
 
     torch_ddp_child.py RANK WORLD PORT MODELS GLOBAL_BATCH STEPS LOSSES.npy
 """
-import json
 import os
 import sys
 import time
@@ -18,7 +17,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "models"))
-from export_models import GPT2, Named  # noqa: E402
+from export_models import load_gpt2_small  # noqa: E402
 
 
 def main():
@@ -29,12 +28,7 @@ def main():
     torch.manual_seed(0)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
     dist.init_process_group("gloo", rank=rank, world_size=world)
-    model = Named(GPT2())
-    model.load_state_dict(torch.load(os.path.join(models, "gpt2_small_state.pt")))
-    with open(os.path.join(models, "gpt2_small_train.json")) as f:
-        if not json.load(f)["lm_head_tied"]:
-            model.lm_head.weight = torch.nn.Parameter(
-                model.transformer.wte.weight.detach().clone())
+    model = load_gpt2_small(models)
     model.train()
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.AdamW(ddp.parameters(), lr=1e-4, betas=(0.9, 0.999),

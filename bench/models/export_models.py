@@ -121,6 +121,18 @@ class Named(nn.Module):
         return self.lm_head(self.transformer(input_ids))
 
 
+def load_gpt2_small(models):
+    """The benchmark's GPT-2-small as PyTorch trains it: the exported weights
+    (gpt2_small_state.pt in `models`), lm_head untied where the export keeps
+    it as an initializer of its own (gpt2_small_train.json)."""
+    model = Named(GPT2())
+    model.load_state_dict(torch.load(os.path.join(models, "gpt2_small_state.pt")))
+    with open(os.path.join(models, "gpt2_small_train.json")) as f:
+        if not json.load(f)["lm_head_tied"]:
+            model.lm_head.weight = nn.Parameter(model.transformer.wte.weight.detach().clone())
+    return model
+
+
 def export(model, args, names, path):
     torch.onnx.export(model, args, path, input_names=names, output_names=["output"],
                       opset_version=17, do_constant_folding=True)

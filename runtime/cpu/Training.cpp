@@ -167,7 +167,7 @@ Step logSoftmaxGradStep(const KernelContext &c) {
 }
 
 /// grad where output > 0, else 0 (relu_grad), on [b, e). The result may
-/// be grad's own buffer (the planner reuses a dying operand's slot): each
+/// be grad's own buffer (in place, as the elementwise kernels allow): each
 /// element is read before it is written, so `omp simd` vectorises without
 /// the aliasing check that would otherwise fall back to scalar code.
 void reluGradRange(const float *out, const float *g, float *y, int64_t b,

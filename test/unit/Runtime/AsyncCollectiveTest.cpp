@@ -168,17 +168,19 @@ TEST_F(AsyncCollectiveTest, ABucketsAllReduceOverlapsTheNextInstructions) {
   });
 }
 
-/// Rank `rank`'s program (FSDP's prefetch): w = all_gather(a) along dim 0
-/// issued asynchronously, z = a * a computed meanwhile, the wait, then
-/// out = w + w.
-std::shared_ptr<const Program> prefetchProgram(int rank) {
+/// Rank `rank`'s program: w = `collective`(a) (`attrs`, group {0, 1}) of an
+/// input of `in` elements into `out`, issued asynchronously, z = a * a
+/// computed meanwhile, the wait, then out = w + w.
+std::shared_ptr<const Program> overlapProgram(int rank, const char *collective,
+                                              Attrs attrs, int64_t in,
+                                              int64_t out) {
   ArtifactBuilder b;
   ProgramBuilder &p = b.rank(rank);
-  int a = p.addInput("a", DType::F32, {500});
-  int w = p.addBuffer(DType::F32, {1000});
-  int z = p.addBuffer(DType::F32, {500});
-  int o = p.addBuffer(DType::F32, {1000});
-  p.addOp("all_gather", {a}, {w}, Attrs().i("dim", 0).is("group", {0, 1}));
+  int a = p.addInput("a", DType::F32, {in});
+  int w = p.addBuffer(DType::F32, {out});
+  int z = p.addBuffer(DType::F32, {in});
+  int o = p.addBuffer(DType::F32, {out});
+  p.addOp(collective, {a}, {w}, attrs.is("group", {0, 1}));
   p.addOp("mul", {a, a}, {z});
   p.addOp("wait", {a, w}, {});
   p.addOp("add", {w, w}, {o});
@@ -188,6 +190,11 @@ std::shared_ptr<const Program> prefetchProgram(int rank) {
   Status st = p.build(prog);
   EXPECT_TRUE(st.isOk()) << st.message();
   return prog;
+}
+
+/// FSDP's prefetch: an all_gather along dim 0, 500 -> 1000.
+std::shared_ptr<const Program> prefetchProgram(int rank) {
+  return overlapProgram(rank, "all_gather", Attrs().i("dim", 0), 500, 1000);
 }
 
 TEST_F(AsyncCollectiveTest, APrefetchedAllGatherOverlapsTheNextInstructions) {
@@ -200,27 +207,10 @@ TEST_F(AsyncCollectiveTest, APrefetchedAllGatherOverlapsTheNextInstructions) {
   });
 }
 
-/// Rank `rank`'s program (ZeRO's gradients): w = reduce_scatter(a) along dim
-/// 0 issued asynchronously, z = a * a computed meanwhile, the wait, then
-/// out = w + w.
+/// ZeRO's gradients: a reduce_scatter (sum) along dim 0, 1000 -> 500.
 std::shared_ptr<const Program> reduceScatterProgram(int rank) {
-  ArtifactBuilder b;
-  ProgramBuilder &p = b.rank(rank);
-  int a = p.addInput("a", DType::F32, {1000});
-  int w = p.addBuffer(DType::F32, {500});
-  int z = p.addBuffer(DType::F32, {1000});
-  int o = p.addBuffer(DType::F32, {500});
-  p.addOp("reduce_scatter", {a}, {w},
-          Attrs().s("kind", "sum").i("dim", 0).is("group", {0, 1}));
-  p.addOp("mul", {a, a}, {z});
-  p.addOp("wait", {a, w}, {});
-  p.addOp("add", {w, w}, {o});
-  p.addOutput("out", o);
-  p.addOutput("z", z);
-  std::shared_ptr<const Program> prog;
-  Status st = p.build(prog);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return prog;
+  return overlapProgram(rank, "reduce_scatter",
+                        Attrs().s("kind", "sum").i("dim", 0), 1000, 500);
 }
 
 TEST_F(AsyncCollectiveTest, AGradientsReduceScatterOverlapsTheNextInstructions) {

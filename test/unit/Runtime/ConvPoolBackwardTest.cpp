@@ -16,6 +16,18 @@ using namespace tessel::runtime::test;
 
 namespace {
 
+/// conv2d's input and weight gradients for `dy`, by direct loops in double.
+void loopGradients(const ConvCase &c, const Tensor &x, const Tensor &w,
+                   const Tensor &dy, std::vector<double> &dx,
+                   std::vector<double> &dw) {
+  dx.assign(numElements(c.x), 0.0);
+  dw.assign(numElements(c.w), 0.0);
+  forEachConvTerm(c, [&](int64_t xi, int64_t wi, int64_t yi) {
+    dx[xi] += double(dy.data<float>()[yi]) * w.data<float>()[wi];
+    dw[wi] += double(dy.data<float>()[yi]) * x.data<float>()[xi];
+  });
+}
+
 TEST(ConvBackward, DataAndWeightMatchLoops) {
   std::mt19937 rng(31);
   const std::vector<ConvCase> cases = {
@@ -33,11 +45,8 @@ TEST(ConvBackward, DataAndWeightMatchLoops) {
       const Shape ys = convResult(c);
       Tensor x = randomF32(c.x, rng), w = randomF32(c.w, rng),
              dy = randomF32(ys, rng);
-      std::vector<double> dx(numElements(c.x), 0.0), dw(numElements(c.w), 0.0);
-      forEachConvTerm(c, [&](int64_t xi, int64_t wi, int64_t yi) {
-        dx[xi] += double(dy.data<float>()[yi]) * w.data<float>()[wi];
-        dw[wi] += double(dy.data<float>()[yi]) * x.data<float>()[xi];
-      });
+      std::vector<double> dx, dw;
+      loopGradients(c, x, w, dy, dx, dw);
       SCOPED_TRACE("x " + shapeToString(c.x) + " w " + shapeToString(c.w) +
                    " threads " + std::to_string(threads));
       auto gx = runOp("conv2d_backward_data", {dy, w}, {{DType::F32, c.x}},
@@ -60,11 +69,8 @@ TEST(ConvBackward, WinogradMatchesLoops) {
   const Shape ys = convResult(c);
   Tensor x = randomF32(c.x, rng), w = randomF32(c.w, rng),
          dy = randomF32(ys, rng);
-  std::vector<double> dx(numElements(c.x), 0.0), dw(numElements(c.w), 0.0);
-  forEachConvTerm(c, [&](int64_t xi, int64_t wi, int64_t yi) {
-    dx[xi] += double(dy.data<float>()[yi]) * w.data<float>()[wi];
-    dw[wi] += double(dy.data<float>()[yi]) * x.data<float>()[xi];
-  });
+  std::vector<double> dx, dw;
+  loopGradients(c, x, w, dy, dx, dw);
   auto gx = runOp("conv2d_backward_data", {dy, w}, {{DType::F32, c.x}},
                   convAttrs(c), 1);
   auto gw = runOp("conv2d_backward_weight", {x, dy}, {{DType::F32, c.w}},
