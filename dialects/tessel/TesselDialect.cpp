@@ -133,6 +133,38 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
                                   "tessel.all_gather or tessel.reduce_scatter";
     return success();
   }
+  if (attr.getName() == kWeightOriginsAttrName ||
+      attr.getName() == kParameterClassesAttrName) {
+    // name -> [kind, detail] (two strings) / [trainable, reason].
+    const bool classes = attr.getName() == kParameterClassesAttrName;
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    bool ok = isa<ModuleOp>(op) && dict;
+    for (NamedAttribute e : ok ? dict.getValue() : ArrayRef<NamedAttribute>()) {
+      auto pair = dyn_cast<ArrayAttr>(e.getValue());
+      ok = pair && (pair.size() == 2 || (!classes && pair.size() == 3)) &&
+           (classes ? isa<BoolAttr>(pair[0]) : isa<StringAttr>(pair[0])) &&
+           llvm::all_of(pair.getValue().drop_front(),
+                        [](Attribute a) { return isa<StringAttr>(a); });
+      if (!ok)
+        return op->emitOpError()
+               << "'" << attr.getName().getValue() << "' entry '"
+               << e.getName().getValue() << "' must be "
+               << (classes ? "[bool, string]"
+                           : "[string, string] or [string, string, string]");
+    }
+    if (!ok)
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be a dictionary on a module";
+    return success();
+  }
+  if (attr.getName() == kTrainableAttrName) {
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !names ||
+        !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitOpError() << "'" << kTrainableAttrName
+                               << "' must be an array of strings on a module";
+    return success();
+  }
   if (attr.getName() == kModelPathAttrName) {
     if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitOpError() << "'" << kModelPathAttrName

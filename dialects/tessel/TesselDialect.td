@@ -79,6 +79,24 @@ def Tessel_Dialect : Dialect {
     /// read by -tessel-optimizer.
     static constexpr ::llvm::StringLiteral kGradientsAttrName =
         "tessel.gradients";
+    /// On an imported module: what the importer learnt of each weight from
+    /// the model (exporter metadata, folding), a dictionary name ->
+    /// `[kind, detail]` or `[kind, detail, parameter]`, kind one of
+    /// "parameter", "buffer", "constant", "initializer" (nothing known),
+    /// `parameter` the PyTorch parameter an exporter's folded copy holds;
+    /// read by -tessel-classify-parameters.
+    static constexpr ::llvm::StringLiteral kWeightOriginsAttrName =
+        "tessel.weight_origins";
+    /// On a training module: the names of the weights that train, written
+    /// by -tessel-classify-parameters, read by -tessel-autodiff (which then
+    /// differentiates these and no other weight).
+    static constexpr ::llvm::StringLiteral kTrainableAttrName =
+        "tessel.trainable";
+    /// On a training module: each float weight's class, name ->
+    /// `[trainable, reason]`; written by -tessel-classify-parameters, read
+    /// by --report.
+    static constexpr ::llvm::StringLiteral kParameterClassesAttrName =
+        "tessel.parameter_classes";
     /// On an all_reduce of a partitioned program: the index of the gradient
     /// bucket it reduces (i64 >= 0); the runtime runs it asynchronously and
     /// waits before the first use of its result. Written by

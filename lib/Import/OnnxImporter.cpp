@@ -11,6 +11,7 @@
 #include "tessel/Import/OnnxImporter.h"
 
 #include "ExternalData.h"
+#include "ExporterMetadata.h"
 #include "ImporterImpl.h"
 #include "OnnxChecker.h"
 
@@ -27,6 +28,7 @@
 #include "llvm/Support/Path.h"
 
 #include <climits>
+#include <cstring>
 #include <limits>
 
 using namespace mlir;
@@ -132,6 +134,38 @@ private:
 
   std::string errorMessage;
   llvm::StringMap<Value> weightOps;
+
+public:
+  /// What torch.export recorded of the model's tensors (ExporterMetadata.h).
+  ExporterMetadata exporterMeta;
+  /// What is known of each weight created, by weight name: the module
+  /// attribute tessel.weight_origins.
+  llvm::StringMap<WeightOrigin> origins;
+  /// Parameters the exporter merged into one initializer because their
+  /// contents were equal, apart again: by parameter name.
+  llvm::StringMap<std::shared_ptr<ValueInfo>> mergedParameters;
+  /// The nodes that read each value, in graph order.
+  llvm::StringMap<SmallVector<const onnx::NodeProto *, 1>> readers;
+  const onnx::GraphProto *graph = nullptr;
+  /// The parameter an initializer that the TorchScript exporter folded
+  /// (onnx::MatMul_N: nn.Linear's weight, transposed) was made from, named
+  /// after the module scope of the one node that reads it.
+  std::optional<std::string> legacyTransposedParameter(StringRef name) const;
+  /// The initializers `info` could be a copy of (retie()): those the
+  /// metadata names, or for a folded initializer without metadata, the
+  /// named initializers of the same or the transposed shape.
+  SmallVector<std::string> tieCandidates(const ValueInfo &info, StringRef name) const;
+  /// `info` as `node` reads it: the parameter the exporter merged into it
+  /// where it was one, else `info` itself.
+  ValueInfo &asReadBy(const onnx::NodeProto &node, StringRef input,
+                      ValueInfo &info);
+  /// The origin of the weight `name` materialised from `info`.
+  WeightOrigin originOf(const ValueInfo &info, StringRef name) const;
+  /// `info` (an initializer that the exporter folded from the parameter
+  /// `source` alone) as a read of that parameter, when its contents are the
+  /// parameter's or its transpose: the tie PyTorch had (GPT-2's LM head and
+  /// embedding). Null when not.
+  FailureOr<Value> retie(ValueInfo &info, StringRef source, Location loc);
 };
 
 } // namespace mlir::tessel::detail
@@ -375,6 +409,17 @@ FailureOr<Value> GraphImporter::materialize(ValueInfo &info, Location loc) {
     info.value = w;
     return w;
   }
+  if (info.isInitializer && info.parameterName.empty())
+    for (const std::string &source : tieCandidates(info, name)) {
+      auto tied = retie(info, source, loc);
+      if (failed(tied))
+        return failure();
+      if (*tied) {
+        info.value = *tied;
+        return *tied;
+      }
+    }
+  origins[name] = originOf(info, name);
   WeightInfo entry;
   entry.name = name;
   entry.dtype = *getWeightDType(info.dtype);
@@ -399,6 +444,154 @@ FailureOr<Value> GraphImporter::materialize(ValueInfo &info, Location loc) {
   weightOps[name] = w;
   info.value = w;
   return w;
+}
+
+ValueInfo &GraphImporter::asReadBy(const onnx::NodeProto &node,
+                                   StringRef input, ValueInfo &info) {
+  if (!info.isInitializer || !info.tensor || !info.parameterName.empty() ||
+      !exporterMeta.present())
+    return info;
+  std::optional<std::string> merged = exporterMeta.mergedParameter(node, input);
+  if (!merged)
+    return info;
+  std::shared_ptr<ValueInfo> &slot = mergedParameters[*merged];
+  if (!slot) {
+    slot = std::make_shared<ValueInfo>(info);
+    slot->parameterName = *merged;
+    slot->value = Value();
+  }
+  return *slot;
+}
+
+WeightOrigin GraphImporter::originOf(const ValueInfo &info,
+                                     StringRef name) const {
+  if (!info.isInitializer)
+    return {"constant", "a Constant node, or computed from constants at import"};
+  if (!info.parameterName.empty()) {
+    std::string from = info.tensor ? info.tensor->name() : "";
+    if (mergedParameters.count(name))
+      return {"parameter", "torch.export PARAMETER that the exporter merged "
+                           "into '" + from + "' (equal contents); its "
+                           "readers' FX nodes name it"};
+    return {"initializer",
+            "the exporter's Identity of '" + from + "' (equal contents)"};
+  }
+  if (auto o = exporterMeta.recorded(name))
+    return *o;
+  if (auto o = exporterMeta.origin(name))
+    return *o;
+  if (auto p = legacyTransposedParameter(name)) {
+    auto source = exporterMeta.recorded(*p);
+    if (!exporterMeta.hasRecord() || (source && source->kind == "parameter"))
+      return {"parameter", "folded by the exporter from " + *p, *p};
+    if (source)
+      return {source->kind, "folded by the exporter from " + *p + ", " +
+                                source->detail};
+  }
+  if (exporterMeta.hasRecord())
+    return {"constant", "no parameter or buffer of the torch.nn.Module "
+                        "(tessel.export): a value the exporter folded"};
+  return {"initializer", ""};
+}
+
+std::optional<std::string>
+GraphImporter::legacyTransposedParameter(StringRef name) const {
+  if (!name.starts_with("onnx::MatMul_") && !name.starts_with("onnx::Gemm_"))
+    return std::nullopt;
+  auto it = readers.find(name);
+  if (it == readers.end() || it->second.size() != 1)
+    return std::nullopt;
+  // "/model/layers.0/self_attn/q_proj/MatMul" -> model.layers.0.self_attn.q_proj
+  StringRef node = it->second.front()->name();
+  if (!node.consume_front("/"))
+    return std::nullopt;
+  StringRef scope = node.rsplit('/').first;
+  if (scope.empty() || scope == node)
+    return std::nullopt;
+  std::string dotted = scope.str();
+  std::replace(dotted.begin(), dotted.end(), '/', '.');
+  return dotted + ".weight";
+}
+
+SmallVector<std::string> GraphImporter::tieCandidates(const ValueInfo &info,
+                                                      StringRef name) const {
+  SmallVector<std::string> out;
+  if (auto source = exporterMeta.foldedFromOne(name)) {
+    out.push_back(*source);
+    return out;
+  }
+  if (!graph || !name.starts_with("onnx::") || info.type.getRank() != 2)
+    return out;
+  ArrayRef<int64_t> a = info.type.getShape();
+  for (const onnx::TensorProto &t : graph->initializer()) {
+    if (StringRef(t.name()).starts_with("onnx::") || t.dims_size() != 2 ||
+        t.data_type() != info.dtype)
+      continue;
+    bool same = t.dims(0) == a[0] && t.dims(1) == a[1];
+    bool transposed = t.dims(0) == a[1] && t.dims(1) == a[0];
+    if (same || transposed)
+      out.push_back(t.name());
+  }
+  return out;
+}
+
+FailureOr<Value> GraphImporter::retie(ValueInfo &info, StringRef source,
+                                      Location loc) {
+  ValueInfo *src = lookup(source);
+  if (!src || !src->isInitializer || !src->tensor || !src->parameterName.empty() ||
+      src->dtype != info.dtype || !isFloatDType(info.dtype))
+    return Value();
+  ArrayRef<int64_t> a = info.type.getShape(), b = src->type.getShape();
+  bool same = a == b;
+  bool transposed = a.size() == 2 && b.size() == 2 && a[0] == b[1] && a[1] == b[0];
+  if (!same && !transposed)
+    return Value();
+  size_t width = getByteWidth(*getWeightDType(info.dtype));
+  size_t n = size_t(info.type.getNumElements());
+  // Both tensors' bytes (external data read from its file).
+  std::unique_ptr<llvm::MemoryBuffer> keep[2];
+  ArrayRef<char> bytes[2];
+  const onnx::TensorProto *tensors[2] = {info.tensor, src->tensor};
+  for (int k = 0; k < 2; ++k) {
+    auto data = getTensorData(*tensors[k]);
+    if (failed(data))
+      return failure();
+    bytes[k] = data->bytes;
+    if (!data->path.empty()) {
+      auto buffer = llvm::MemoryBuffer::getFileSlice(data->path, n * width,
+                                                     data->offset);
+      if (!buffer)
+        return fail("tensor '" + tensors[k]->name() + "': cannot read '" +
+                    data->path + "': " + buffer.getError().message());
+      keep[k] = std::move(*buffer);
+      bytes[k] = ArrayRef<char>(keep[k]->getBufferStart(), keep[k]->getBufferSize());
+    }
+    if (bytes[k].size() != n * width)
+      return Value();
+  }
+  bool equal = true;
+  if (same) {
+    equal = std::memcmp(bytes[0].data(), bytes[1].data(), n * width) == 0;
+  } else {
+    for (int64_t i = 0; equal && i < a[0]; ++i)
+      for (int64_t j = 0; equal && j < a[1]; ++j)
+        equal = std::memcmp(bytes[0].data() + (i * a[1] + j) * width,
+                            bytes[1].data() + (j * a[0] + i) * width,
+                            width) == 0;
+  }
+  // Equal contents tie only where they cannot be chance: a tensor whose
+  // elements are all equal (ones, zeros) is left alone.
+  bool uniform = true;
+  for (size_t k = 1; uniform && k < n; ++k)
+    uniform = std::memcmp(bytes[0].data(), bytes[0].data() + k * width, width) == 0;
+  if (!equal || uniform)
+    return Value();
+  FailureOr<Value> p = materialize(*src, loc);
+  if (failed(p) || same)
+    return p;
+  return TransposeOp::create(builder, NameLoc::get(builder.getStringAttr(info.name)),
+                             info.type, *p, builder.getDenseI64ArrayAttr({1, 0}))
+      .getResult();
 }
 
 LogicalResult GraphImporter::checkOperators(const onnx::GraphProto &graph) {
@@ -583,6 +776,8 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
   // Every unsupported operator at once, before anything else complains.
   if (failed(checkOperators(graph)))
     return failure();
+  if (auto error = exporterMeta.read(model))
+    return fail(*error);
 
   // libonnx's checker knows opsets up to its own release; newer models are
   // checked by the importer alone. External data is checked below, relative
@@ -611,8 +806,11 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
 
   for (const auto &node : graph.node())
     for (const std::string &in : node.input())
-      if (!in.empty())
+      if (!in.empty()) {
         ++useCounts[in];
+        readers[in].push_back(&node);
+      }
+  this->graph = &graph;
   for (const auto &out : graph.output())
     ++useCounts[out.name()];
 
@@ -706,6 +904,18 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
   func.setFunctionType(builder.getFunctionType(argTypes, TypeRange(results)));
   func->setAttr(TesselDialect::kInputNamesAttrName, builder.getArrayAttr(inputNames));
   func->setAttr(TesselDialect::kOutputNamesAttrName, builder.getArrayAttr(outputNames));
+  SmallVector<NamedAttribute> originAttrs;
+  for (const auto &entry : origins)
+    if (entry.getValue().kind != "initializer" || !entry.getValue().detail.empty())
+      originAttrs.push_back(builder.getNamedAttr(
+        entry.getKey(),
+        entry.getValue().parameter.empty()
+            ? builder.getStrArrayAttr({entry.getValue().kind, entry.getValue().detail})
+            : builder.getStrArrayAttr({entry.getValue().kind, entry.getValue().detail,
+                                       entry.getValue().parameter})));
+  if (!originAttrs.empty())
+    module->setAttr(TesselDialect::kWeightOriginsAttrName,
+                    builder.getDictionaryAttr(originAttrs));
   return success();
 }
 
@@ -721,7 +931,7 @@ OpBuilder &NodeContext::getBuilder() { return importer.builder; }
 MLIRContext *NodeContext::getContext() { return importer.ctx; }
 
 ValueInfo &NodeContext::getInput(unsigned i) {
-  return *importer.lookup(node.input(i));
+  return importer.asReadBy(node, node.input(i), *importer.lookup(node.input(i)));
 }
 
 const ConstTensor *NodeContext::getConst(unsigned i) {

@@ -238,9 +238,18 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
       if (auto w = a.getWeight().getDefiningOp<WeightOp>())
         assigned.insert(w.getName());
     });
+    // -tessel-classify-parameters chose the parameters: only those train.
+    std::optional<llvm::StringSet<>> trainable;
+    if (auto names = fn->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+            TesselDialect::kTrainableAttrName)) {
+      trainable.emplace();
+      for (auto n : names.getAsRange<StringAttr>())
+        trainable->insert(n.getValue());
+    }
     llvm::StringMap<size_t> byName;
     WalkResult walk = fn.walk([&](WeightOp w) {
-      if (!isFloatTensor(w.getType()) || assigned.contains(w.getName()))
+      if (!isFloatTensor(w.getType()) || assigned.contains(w.getName()) ||
+          (trainable && !trainable->contains(w.getName())))
         return WalkResult::advance();
       auto [it, inserted] = byName.try_emplace(w.getName(), targets.size());
       if (inserted) {

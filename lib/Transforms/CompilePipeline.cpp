@@ -45,6 +45,7 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
     pm.addPass(createBatchNormTrainPass(batchNorm));
   if (train) {
     pm.addPass(createAddLossPass(train->loss));
+    pm.addPass(createClassifyParametersPass(train->classify));
     if (train->pipelined)
       pm.addPass(createStageSplitPass(train->stageSplit));
     if (train->microbatch.count != 1)

@@ -26,11 +26,12 @@ from .errors import (ClosedError, CompileError, InputError, ParseError,
                      RuntimeError, ScheduleError, TesselError)
 from . import _tessel
 from ._tessel import Module
+from ._export import export
 
 __version__ = _tessel.__version__
 
 __all__ = [
-    "compile", "load", "parse", "import_onnx", "list_nodes", "schedule",
+    "compile", "export", "load", "parse", "import_onnx", "list_nodes", "schedule",
     "schedule_names", "Artifact",
     "Module", "Schedule", "TesselError", "CompileError", "ParseError",
     "ScheduleError", "RuntimeError", "InputError", "ClosedError",

@@ -19,6 +19,7 @@
 #include "tessel/Export/ExportArtifact.h"
 #include "tessel/Export/GeminiReport.h"
 #include "tessel/Export/MemoryReport.h"
+#include "tessel/Export/ParameterReport.h"
 #include "tessel/Export/PipelineReport.h"
 #include "tessel/Export/ZeroReport.h"
 #include "tessel/InitAll.h"
@@ -92,6 +93,17 @@ cl::opt<bool> train("train",
                              "gradients and the optimizer's update "
                              "(docs/training.md)"),
                     cl::init(false), cl::cat(tessel::getTrainingCategory()));
+cl::list<std::string> trainablePatterns(
+    "trainable", cl::value_desc("PATTERN"), cl::CommaSeparated,
+    cl::desc("With --train: exactly the weights whose names match these "
+             "globs train (repeatable; comma-separated); --report lists the "
+             "classes"),
+    cl::cat(tessel::getTrainingCategory()));
+cl::list<std::string> frozenPatterns(
+    "frozen", cl::value_desc("PATTERN"), cl::CommaSeparated,
+    cl::desc("With --train: the weights whose names match these globs never "
+             "train (repeatable; comma-separated)"),
+    cl::cat(tessel::getTrainingCategory()));
 cl::opt<std::string> lossKind("loss", cl::desc("cross_entropy | mse"),
                               cl::init("cross_entropy"),
                               cl::cat(tessel::getTrainingCategory()));
@@ -501,6 +513,11 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       stop != StopAfter::Autodiff)
     return fail("--precision " + precisionName +
                 " is for training: add --train");
+  for (cl::list<std::string> *patterns :
+       {std::addressof(trainablePatterns), std::addressof(frozenPatterns)})
+    if (!patterns->empty() && !train && stop != StopAfter::Autodiff)
+      return fail("--" + patterns->ArgStr.str() + " " + patterns->front() +
+                  " is for training: add --train");
   // --plugin: checked before any work.
   const Plugin *plugin = nullptr;
   // hybrid: its options, and the plugin with its ZeRO stage.
@@ -711,6 +728,9 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
     mlir::tessel::TrainingOptions t;
     t.loss.kind = lossKind;
     t.loss.output = lossOutput;
+    t.classify.trainable.assign(trainablePatterns.begin(),
+                                trainablePatterns.end());
+    t.classify.frozen.assign(frozenPatterns.begin(), frozenPatterns.end());
     mlir::tessel::OptimizerPassOptions &o = t.optimizer;
     o.kind = optimizer;
     o.lr = lr;
@@ -808,6 +828,7 @@ int tessel::compile(StringRef inputPath, StringRef outputPath,
       return 1;
   }
   if (report) {
+    mlir::tessel::printParameterReport(*module, outs());
     mlir::tessel::printCollectiveReport(*module, outs());
     mlir::tessel::printMemoryReport(*module, outs());
     mlir::tessel::printPipelineReport(*module, outs());

@@ -37,6 +37,8 @@ std::optional<CompileStage> parseCompileStage(StringRef name);
 /// the options of -tessel-add-loss, -tessel-microbatch and -tessel-optimizer.
 struct TrainingOptions {
   AddLossPassOptions loss;
+  /// Which weights train (-tessel-classify-parameters, after the loss).
+  ClassifyParametersPassOptions classify;
   MicrobatchPassOptions microbatch;
   OptimizerPassOptions optimizer;
   /// false: no -tessel-optimizer; the program returns the loss and the

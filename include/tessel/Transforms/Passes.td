@@ -327,6 +327,65 @@ def CompilePipelinePass : Pass<"tessel-compile-pipeline", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def ClassifyParametersPass : Pass<"tessel-classify-parameters", "::mlir::ModuleOp"> {
+  let summary = "Decides which weights train: the model's parameters, not "
+                "its constants";
+  let description = [{
+    Runs after `-tessel-add-loss`, before `-tessel-autodiff`. Every float
+    `tessel.weight` of the loss function is classed trainable or frozen, with
+    the reason, and the trainable names are written to the module attribute
+    `tessel.trainable` (which `-tessel-autodiff` differentiates, and nothing
+    else); the module attribute `tessel.parameter_classes` keeps, for each
+    weight, `[trainable (bool), reason (string)]` for `--report`.
+
+    In order, the first rule that speaks decides:
+
+    1. a `frozen` pattern matches the name: frozen;
+    2. `trainable` patterns were given: trainable if one matches, else frozen;
+    3. the loss does not depend on it through a differentiable operand, it
+       is a scalar, or it is a BatchNorm running statistic: frozen (PyTorch
+       gives such a tensor no gradient, and its optimizers skip it);
+    4. what the importer learnt of it (module attribute
+       `tessel.weight_origins`, name -> `[kind, detail]`): `parameter`
+       trains; `buffer` and `constant` (a buffer or a constant the exporter
+       folded, or a Constant node) are frozen;
+    5. otherwise (an initializer the exporter said nothing about) it trains,
+       with a warning when its name looks like a folded value rather than a
+       parameter.
+
+    Patterns are globs over weight names (`*`, `?`), as plans match.
+    A pattern that matches no weight, a `trainable` pattern that matches a
+    non-float tensor, and a loss with nothing left to train are errors.
+
+    ```mlir
+    module attributes {tessel.weight_origins = {
+        "fc.weight" = ["parameter", "torch.export PARAMETER"],
+        "mask" = ["constant", "folded from: arange, triu"]}} {
+      ...
+    }
+    // becomes
+    module attributes {tessel.trainable = ["fc.weight"],
+        tessel.parameter_classes = {
+          "fc.weight" = [true, "parameter (torch.export PARAMETER)"],
+          "mask" = [false, "constant (folded from: arange, triu)"]}, ...}
+    ```
+
+    **Options**
+
+    * `trainable`: glob patterns; when given, exactly the matching weights
+      train (ONNX Runtime Training's `requires_grad`).
+    * `frozen`: glob patterns of weights that never train
+      (`frozen_params`).
+  }];
+  let options = [
+    ListOption<"trainable", "trainable", "std::string",
+               "Globs: exactly these weights train">,
+    ListOption<"frozen", "frozen", "std::string",
+               "Globs: these weights never train">,
+  ];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 def AddLossPass : Pass<"tessel-add-loss", "::mlir::ModuleOp"> {
   let summary = "Appends the training loss to the forward function";
   let description = [{

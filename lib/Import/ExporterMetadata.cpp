@@ -1,0 +1,278 @@
+//===- ExporterMetadata.cpp - what the exporter recorded of each tensor ---===//
+
+#include "ExporterMetadata.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/JSON.h"
+
+#include <google/protobuf/unknown_field_set.h>
+#include <onnx/onnx_pb.h>
+
+namespace mlir::tessel::detail {
+
+namespace {
+
+constexpr llvm::StringLiteral kKindKey =
+    "pkg.torch.export.graph_signature.InputSpec.kind";
+constexpr llvm::StringLiteral kPlaceholderKey =
+    "pkg.torch.onnx.original_node_name";
+constexpr llvm::StringLiteral kFoldedFromKey =
+    "pkg.onnxscript.optimizer.folded_from";
+constexpr llvm::StringLiteral kFxNodeKey = "pkg.torch.onnx.fx_node";
+constexpr llvm::StringLiteral kScopesKey = "pkg.torch.onnx.name_scopes";
+
+/// The metadata_props of `m` (field `number` of its message: 4 on a
+/// ValueInfoProto, 9 on a NodeProto), whether this libonnx knows the field
+/// or keeps it as an unknown field.
+std::vector<std::pair<std::string, std::string>>
+metadataProps(const google::protobuf::Message &m, int number) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const google::protobuf::Reflection *r = m.GetReflection();
+  if (const auto *f = m.GetDescriptor()->FindFieldByNumber(number);
+      f && f->name() == "metadata_props") {
+    for (int i = 0; i < r->FieldSize(m, f); ++i) {
+      const auto &e = static_cast<const onnx::StringStringEntryProto &>(
+          r->GetRepeatedMessage(m, f, i));
+      out.emplace_back(e.key(), e.value());
+    }
+    return out;
+  }
+  const google::protobuf::UnknownFieldSet &unknown = r->GetUnknownFields(m);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &f = unknown.field(i);
+    if (f.number() != number ||
+        f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      continue;
+    onnx::StringStringEntryProto e;
+    if (e.ParseFromString(f.length_delimited()))
+      out.emplace_back(e.key(), e.value());
+  }
+  return out;
+}
+
+std::string lookupProp(
+    const std::vector<std::pair<std::string, std::string>> &props,
+    llvm::StringRef key) {
+  for (const auto &[k, v] : props)
+    if (k == key)
+      return v;
+  return "";
+}
+
+/// The strings of a Python list literal: "['a', 'b.c']" -> {a, b.c}.
+std::vector<std::string> parseList(llvm::StringRef text) {
+  std::vector<std::string> out;
+  while (true) {
+    size_t open = text.find('\'');
+    if (open == llvm::StringRef::npos)
+      break;
+    size_t close = text.find('\'', open + 1);
+    if (close == llvm::StringRef::npos)
+      break;
+    out.push_back(text.slice(open + 1, close).str());
+    text = text.drop_front(close + 1);
+  }
+  return out;
+}
+
+/// The FX values a node's `fx_node` text reads: "%y : ... = f(args = (%a,
+/// %b), ...)" -> {a, b} (the node's own name, before '=', left out).
+std::vector<std::string> fxOperands(llvm::StringRef fx) {
+  std::vector<std::string> out;
+  size_t eq = fx.find('=');
+  if (eq == llvm::StringRef::npos)
+    return out;
+  llvm::StringRef rest = fx.drop_front(eq);
+  while (true) {
+    size_t pct = rest.find('%');
+    if (pct == llvm::StringRef::npos)
+      break;
+    rest = rest.drop_front(pct + 1);
+    size_t len = 0;
+    while (len < rest.size() &&
+           (llvm::isAlnum(rest[len]) || rest[len] == '_'))
+      ++len;
+    if (len)
+      out.push_back(rest.take_front(len).str());
+    rest = rest.drop_front(len);
+  }
+  return out;
+}
+
+llvm::StringRef lastComponent(llvm::StringRef dotted) {
+  return dotted.rsplit('.').second.empty() ? dotted : dotted.rsplit('.').second;
+}
+
+std::string joinFirst(llvm::ArrayRef<std::string> names, size_t max) {
+  std::string s;
+  for (size_t k = 0; k < names.size() && k < max; ++k)
+    s += (k ? ", " : "") + names[k];
+  if (names.size() > max)
+    s += ", ...";
+  return s;
+}
+
+} // namespace
+
+std::optional<std::string> ExporterMetadata::read(const onnx::ModelProto &model) {
+  const onnx::GraphProto &graph = model.graph();
+  auto take = [&](const onnx::ValueInfoProto &v) {
+    auto props = metadataProps(v, /*metadata_props=*/4);
+    if (props.empty())
+      return;
+    Spec s;
+    s.kind = lookupProp(props, kKindKey);
+    s.placeholder = lookupProp(props, kPlaceholderKey);
+    s.foldedFrom = parseList(lookupProp(props, kFoldedFromKey));
+    if (!s.kind.empty() || !s.foldedFrom.empty())
+      specs[v.name()] = std::move(s);
+  };
+  for (const auto &v : graph.input())
+    take(v);
+  for (const auto &v : graph.value_info())
+    take(v);
+  for (const auto &prop : model.metadata_props()) {
+    if (prop.key() != "tessel.parameters")
+      continue;
+    auto bad = [](const llvm::Twine &why) -> std::optional<std::string> {
+      return ("the model's metadata 'tessel.parameters' (tessel.export) " + why)
+          .str();
+    };
+    llvm::Expected<llvm::json::Value> json = llvm::json::parse(prop.value());
+    if (!json)
+      return bad("is not JSON: " + llvm::toString(json.takeError()));
+    const llvm::json::Object *root = json->getAsObject();
+    if (!root)
+      return bad("is not a JSON object");
+    record = true;
+    for (llvm::StringRef list : {"parameters", "buffers"}) {
+      const llvm::json::Array *items = root->getArray(list);
+      if (!items)
+        return bad("has no array '" + list + "'");
+      for (const llvm::json::Value &item : *items) {
+        const llvm::json::Object *o = item.getAsObject();
+        std::optional<llvm::StringRef> name = o ? o->getString("name") : std::nullopt;
+        if (!name)
+          return bad("has an entry of '" + list + "' without a name");
+        if (list == "buffers") {
+          torchBuffers[*name] = true;
+          continue;
+        }
+        std::optional<bool> grad = o->getBoolean("requires_grad");
+        torchParameters[*name] = grad.value_or(true);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<WeightOrigin>
+ExporterMetadata::recorded(llvm::StringRef name) const {
+  if (!record)
+    return std::nullopt;
+  auto p = torchParameters.find(name);
+  if (p != torchParameters.end())
+    return p->second
+               ? WeightOrigin{"parameter", "a parameter of the torch.nn.Module "
+                                           "(tessel.export)"}
+               : WeightOrigin{"buffer", "a parameter with requires_grad=False "
+                                        "(tessel.export)"};
+  if (torchBuffers.count(name))
+    return WeightOrigin{"buffer",
+                        "a buffer of the torch.nn.Module (tessel.export)"};
+  return std::nullopt;
+}
+
+bool ExporterMetadata::isParameterName(llvm::StringRef name) const {
+  if (record)
+    return torchParameters.lookup(name);
+  auto it = specs.find(name);
+  if (it != specs.end() && !it->second.kind.empty())
+    return it->second.kind == "PARAMETER";
+  // A name the graph no longer holds (the optimizer folded it away): a
+  // module's parameters are its weights and biases; its buffers have names
+  // of their own (inv_freq, position_ids, running_mean, ...).
+  return name.contains('.') &&
+         (name.ends_with(".weight") || name.ends_with(".bias"));
+}
+
+std::optional<WeightOrigin>
+ExporterMetadata::origin(llvm::StringRef name) const {
+  auto it = specs.find(name);
+  if (it == specs.end())
+    return std::nullopt;
+  const Spec &s = it->second;
+  if (s.kind == "PARAMETER")
+    return WeightOrigin{"parameter", "torch.export PARAMETER"};
+  if (s.kind == "BUFFER")
+    return WeightOrigin{"buffer", "torch.export BUFFER"};
+  if (s.kind == "CONSTANT_TENSOR")
+    return WeightOrigin{"constant", "torch.export CONSTANT_TENSOR"};
+  if (s.foldedFrom.empty())
+    return std::nullopt;
+  std::vector<std::string> params, named;
+  for (const std::string &n : s.foldedFrom) {
+    if (isParameterName(n))
+      params.push_back(n);
+    else if (llvm::StringRef(n).contains('.'))
+      named.push_back(n);
+  }
+  if (!params.empty())
+    return WeightOrigin{"parameter",
+                        "folded by the exporter from " + joinFirst(params, 4),
+                        params.size() == 1 ? params.front() : ""};
+  return WeightOrigin{
+      "constant",
+      "folded by the exporter from " +
+          (named.empty() ? std::string("constants") : joinFirst(named, 4))};
+}
+
+std::optional<std::string>
+ExporterMetadata::foldedFromOne(llvm::StringRef name) const {
+  auto it = specs.find(name);
+  if (it == specs.end() || it->second.foldedFrom.size() != 1)
+    return std::nullopt;
+  const std::string &from = it->second.foldedFrom.front();
+  auto src = specs.find(from);
+  if (src == specs.end() || src->second.kind != "PARAMETER")
+    return std::nullopt;
+  return from;
+}
+
+std::optional<std::string>
+ExporterMetadata::mergedParameter(const onnx::NodeProto &node,
+                                  llvm::StringRef name) const {
+  auto it = specs.find(name);
+  if (it == specs.end() || it->second.kind != "PARAMETER" ||
+      it->second.placeholder.empty())
+    return std::nullopt;
+  auto props = metadataProps(node, /*metadata_props=*/9);
+  std::vector<std::string> reads = fxOperands(lookupProp(props, kFxNodeKey));
+  if (reads.empty() || llvm::is_contained(reads, it->second.placeholder))
+    return std::nullopt;
+  // The parameter of the same local name ("weight", "bias") that the FX
+  // node reads instead.
+  std::string local = lastComponent(name).lower();
+  std::vector<std::string> candidates;
+  for (const std::string &r : reads)
+    if (llvm::StringRef(r).starts_with("p_") &&
+        llvm::StringRef(llvm::StringRef(r).lower()).ends_with("_" + local))
+      candidates.push_back(r);
+  if (candidates.size() != 1)
+    return std::nullopt;
+  std::string placeholder = llvm::StringRef(candidates.front()).lower();
+  // Its dotted name: the module scope whose mangled form prefixes it.
+  std::vector<std::string> scopes = parseList(lookupProp(props, kScopesKey));
+  for (const std::string &scope : llvm::reverse(scopes)) {
+    if (scope.empty())
+      continue;
+    std::string mangled = "p_" + scope + "_" + local;
+    std::replace(mangled.begin(), mangled.end(), '.', '_');
+    if (llvm::StringRef(mangled).lower() == placeholder)
+      return scope + "." + lastComponent(name).str();
+  }
+  return candidates.front().substr(2);
+}
+
+} // namespace mlir::tessel::detail

@@ -1,0 +1,94 @@
+//===- ExporterMetadata.h - what the exporter recorded of each tensor -----===//
+//
+// torch.onnx.export's default (dynamo) exporter records, in ONNX's
+// metadata_props, what torch.export knew and ONNX does not:
+//   - on an initializer's value: its InputSpec kind (PARAMETER, BUFFER,
+//     CONSTANT_TENSOR) and its torch.export placeholder name (p_...);
+//   - on a value the optimizer folded into an initializer: the values it was
+//     folded from (a transposed nn.Linear weight: its parameter; a rotary
+//     table: the inv_freq buffer and the arithmetic);
+//   - on a node: the FX node it came from, naming the placeholders it reads,
+//     and its module scopes.
+// The optimizer also merges initializers with equal contents (every
+// LayerNorm's ones, every zero bias) into one; the FX node of each reader
+// still names the parameter it read, which undoes the merge.
+//
+// ONNX 1.12 (Debian's libonnx) predates metadata_props on values and nodes;
+// the fields arrive as unknown fields and are read from there.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_LIB_IMPORT_EXPORTERMETADATA_H
+#define TESSEL_LIB_IMPORT_EXPORTERMETADATA_H
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace onnx {
+class GraphProto;
+class ModelProto;
+class NodeProto;
+} // namespace onnx
+
+namespace mlir::tessel::detail {
+
+/// What an importer knows of a weight: `kind` is "parameter", "buffer",
+/// "constant" or "initializer" (nothing known); `detail` says why.
+struct WeightOrigin {
+  std::string kind;
+  std::string detail;
+  /// The PyTorch parameter it holds, when its own name is the exporter's
+  /// (a folded copy: val_12, onnx::MatMul_7); plans and patterns match it.
+  std::string parameter = {};
+};
+
+class ExporterMetadata {
+public:
+  /// Reads the graph's values' metadata and the model's
+  /// `tessel.parameters` record (tessel.export, python-bindings/tessel).
+  /// Fails with a message when that record is not valid JSON of its form.
+  std::optional<std::string> read(const onnx::ModelProto &model);
+
+  /// Whether the model carries torch.export's metadata at all.
+  bool present() const { return !specs.empty(); }
+
+  /// What tessel.export recorded of `name` (a parameter of the module, its
+  /// requires_grad, or a buffer); nullopt when it has no record or the
+  /// record does not name it.
+  std::optional<WeightOrigin> recorded(llvm::StringRef name) const;
+  /// Whether a tessel.export record came with the model.
+  bool hasRecord() const { return record; }
+
+  /// What the metadata says of initializer `name`; nullopt when nothing.
+  std::optional<WeightOrigin> origin(llvm::StringRef name) const;
+
+  /// The parameter initializer `name` was folded from when it was folded
+  /// from exactly one known parameter and nothing else (a transposed copy).
+  std::optional<std::string> foldedFromOne(llvm::StringRef name) const;
+
+  /// The parameter that `node` reads where it reads initializer `name`,
+  /// when that is another parameter whose contents the exporter merged
+  /// into `name`; nullopt when it reads `name` itself (or nothing is known).
+  std::optional<std::string> mergedParameter(const onnx::NodeProto &node,
+                                             llvm::StringRef name) const;
+
+private:
+  struct Spec {
+    std::string kind;        // PARAMETER, BUFFER, CONSTANT_TENSOR, ...
+    std::string placeholder; // torch.export's p_... name
+    std::vector<std::string> foldedFrom;
+  };
+  llvm::StringMap<Spec> specs;
+  bool record = false;
+  llvm::StringMap<bool> torchParameters; // name -> requires_grad
+  llvm::StringMap<bool> torchBuffers;
+  bool isParameterName(llvm::StringRef name) const;
+};
+
+} // namespace mlir::tessel::detail
+
+#endif // TESSEL_LIB_IMPORT_EXPORTERMETADATA_H

@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""Runs a zoo model (test/models/zoo/ARCH/EXPORT) through tesselc and
+tessel-run and checks it against PyTorch's references (make_zoo.py).
+
+  zoo.py forward ZOO ARCH EXPORT TMP
+      one device: the output within 1e-5 of PyTorch's.
+  zoo.py sharded ZOO ARCH EXPORT TMP MESH PLAN
+      the output on MESH (e.g. tp=2) with PLAN (megatron, dp) equals the
+      one-device output (within 1e-6 relative; dp: bit for bit).
+  zoo.py train ZOO ARCH EXPORT TMP [tesselc flags...]
+      a causal LM trained with AdamW as make_zoo.py trained it: the
+      trainable set is PyTorch's parameters (each parameter trains as one
+      tensor: itself, or the exporter's folded copy of it), the first step's
+      gradients within 1e-4 x max|grad| of PyTorch's, the losses within 1e-4
+      relative. Extra flags go to tesselc (a plugin, a mesh); then the run
+      uses as many ranks as the mesh has.
+  zoo.py microbatches ZOO ARCH EXPORT TMP K
+      the first step's loss with --microbatches K within 1e-6 of the whole
+      batch's.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+# The tools of the build under test (test/Zoo/lit.local.cfg), else PATH's.
+BIN = os.environ.get("TESSEL_BIN", "")
+TESSELC = os.path.join(BIN, "tesselc") if BIN else "tesselc"
+TESSEL_RUN = os.path.join(BIN, "tessel-run") if BIN else "tessel-run"
+
+
+def run(args):
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit("command failed (%d): %s\n%s" % (p.returncode, " ".join(args), p.stdout))
+    return p.stdout
+
+
+def model_dir(zoo, arch, export):
+    return os.path.join(zoo, arch, export)
+
+
+def meta(zoo, arch):
+    return json.load(open(os.path.join(zoo, arch, "meta.json")))
+
+
+def compile_and_run(zoo, arch, export, tmp, tag, flags=(), ranks=1):
+    m = meta(zoo, arch)
+    art = os.path.join(tmp, tag + ".tsl")
+    run([TESSELC, os.path.join(model_dir(zoo, arch, export), "model.onnx"),
+         "-o", art] + list(flags))
+    out = os.path.join(tmp, tag + ".npy")
+    args = [TESSEL_RUN, art, "--input", "%s=%s" % (
+        m["input"], os.path.join(zoo, arch, "input_%s.npy" % m["input"])),
+        "--output", "%s=%s" % (m["output"], out)]
+    if ranks > 1:
+        args += ["-n", str(ranks)]
+    run(args)
+    return np.load(out)
+
+
+def forward(zoo, arch, export, tmp):
+    got = compile_and_run(zoo, arch, export, tmp, "one")
+    want = np.load(os.path.join(zoo, arch, "output.npy"))
+    assert got.shape == want.shape, (got.shape, want.shape)
+    err = np.max(np.abs(got.astype(np.float64) - want))
+    scale = max(1.0, float(np.max(np.abs(want))))
+    print("%s/%s: max |tessel - torch| = %.3g (scale %.3g)" % (arch, export, err, scale))
+    assert err <= 1e-5 * scale, "%s/%s differs from PyTorch by %g" % (arch, export, err)
+
+
+def sharded(zoo, arch, export, tmp, mesh, plan):
+    one = compile_and_run(zoo, arch, export, tmp, "one")
+    ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
+    got = compile_and_run(zoo, arch, export, tmp, "sharded",
+                          ["--mesh", mesh, "--plan=" + plan], ranks)
+    # (dp: a rank's batch of 1 may take other kernels than the batch of 2,
+    # so equal within f32 rounding, not bit for bit.)
+    err = np.max(np.abs(got.astype(np.float64) - one)) / max(1.0, np.max(np.abs(one)))
+    print("%s/%s %s: max relative difference to one device %.3g" % (arch, export, mesh, err))
+    assert err <= 1e-6, err
+
+
+def parse_report(text):
+    """--report's parameter classes: {name: (trainable, reason)}."""
+    classes, current = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^(trainable|frozen) tensors: ", line)
+        if m:
+            current = m.group(1) == "trainable"
+            continue
+        m = re.match(r"^  (\S+)  (\d+)  (.*)$", line)
+        if m and current is not None:
+            classes[m.group(1)] = (current, m.group(3))
+        elif not line.startswith("  "):
+            current = None
+    return classes
+
+
+def match_grad(tessel, torch_grad):
+    """Tessel's gradient of a tensor that holds torch's parameter as is,
+    transposed, or as its first rows (an embedding the exporter sliced)."""
+    t = tessel.astype(np.float64)
+    p = torch_grad.astype(np.float64)
+    if t.shape == p.shape and t.ndim == 2 and t.shape[0] == t.shape[1]:
+        # Square: the exporter's transposed copy has the parameter's shape.
+        return min((t, p), (t.T, p), key=lambda tp: np.max(np.abs(tp[0] - tp[1])))
+    if t.shape == p.shape:
+        return t, p
+    if t.ndim == 2 and t.shape == p.shape[::-1]:
+        return t.T, p
+    if t.size % p.shape[-1] == 0 and t.size <= p.size:
+        rows = t.size // p.shape[-1]
+        return t.reshape(rows, p.shape[-1]), p.reshape(-1, p.shape[-1])[:rows]
+    raise AssertionError("gradient shapes %s and %s do not match" % (t.shape, p.shape))
+
+
+def read_safetensors(path):
+    import struct
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, h in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = h["data_offsets"]
+        out[name] = np.frombuffer(data[8 + n + b:8 + n + e], dtype=np.float32).reshape(h["shape"])
+    return out
+
+
+def train(zoo, arch, export, tmp, extra):
+    m = meta(zoo, arch)
+    ref = os.path.join(zoo, arch, "train")
+    cfg = json.load(open(os.path.join(ref, "train.json")))
+    adamw = cfg["optimizer"]["adamw"]
+    onnx_path = os.path.join(model_dir(zoo, arch, export), "model.onnx")
+    flags = ["--train", "--optimizer", "adamw", "--lr", str(adamw["lr"]),
+             "--betas", "%s,%s" % tuple(adamw["betas"]), "--eps", str(adamw["eps"]),
+             "--weight-decay", str(adamw["weight_decay"])] + extra
+    ranks = 1
+    if "--mesh" in extra:
+        mesh = extra[extra.index("--mesh") + 1]
+        ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
+    art = os.path.join(tmp, "train.tsl")
+    report = run([TESSELC, onnx_path, "--report", "-o", art] + flags)
+    classes = parse_report(report)
+    trainable = {n: r for n, (t, r) in classes.items() if t}
+
+    # Which PyTorch parameter each trainable tensor is.
+    grads = dict(np.load(os.path.join(ref, "grads.npz")))
+    params = {p["name"] for p in m["parameters"] if p["tied_to"] is None and p["requires_grad"]}
+    covers = {}
+    for name, reason in trainable.items():
+        if name in params:
+            covers[name] = name
+            continue
+        src = re.search(r"folded by the exporter from ([^\s)]+)", reason)
+        assert src and src.group(1) in params, \
+            "Tessel trains '%s' (%s), which is no PyTorch parameter" % (name, reason)
+        covers[name] = src.group(1)
+    trained = sorted(covers.values())
+    assert len(trained) == len(set(trained)), "a parameter trains twice: %s" % trained
+    want = sorted(grads)  # the parameters the loss depends on
+    assert trained == want, "trainable set differs from PyTorch's:\n only Tessel: %s\n only PyTorch: %s" % (
+        sorted(set(trained) - set(want)), sorted(set(want) - set(trained)))
+    print("%s/%s: %d trainable tensors = PyTorch's parameters" % (arch, export, len(trained)))
+
+    # The first step's gradients (one rank: the grads program).
+    if ranks == 1:
+        gart = os.path.join(tmp, "grads.tsl")
+        run([TESSELC, onnx_path, "--grads-program", "-o", gart] + flags)
+        gfile = os.path.join(tmp, "grads.safetensors")
+        run([TESSEL_RUN, gart, "--steps", "1", "--data-lm", os.path.join(ref, "batches.npy"),
+             "--grads", gfile])
+        got = read_safetensors(gfile)
+        worst = 0.0
+        for name, param in covers.items():
+            t, p = match_grad(got[name], grads[param])
+            err = np.max(np.abs(t - p)) / max(np.max(np.abs(p)), 1e-30)
+            worst = max(worst, err)
+            assert err <= 1e-4, "gradient of %s (%s): %g of max|grad|" % (name, param, err)
+        print("%s/%s: gradients within %.3g of max|grad|" % (arch, export, worst))
+
+    losses = os.path.join(tmp, "losses.npy")
+    args = [TESSEL_RUN, art, "--steps", str(len(cfg["trajectory_full"])),
+            "--data-lm", os.path.join(ref, "batches.npy"), "--losses", losses]
+    if ranks > 1:
+        args += ["-n", str(ranks)]
+    run(args)
+    got = np.load(losses).astype(np.float64)
+    want = np.array(cfg["trajectory_full"])
+    rel = np.max(np.abs(got - want) / np.abs(want))
+    print("%s/%s: %d losses within %.3g relative of PyTorch's" % (arch, export, len(got), rel))
+    assert rel <= 1e-4, (got, want)
+    np.save(os.path.join(tmp, "losses-checked.npy"), got)
+
+
+def microbatches(zoo, arch, export, tmp, k):
+    ref = os.path.join(zoo, arch, "train")
+    onnx_path = os.path.join(model_dir(zoo, arch, export), "model.onnx")
+    out = []
+    for mb in (1, k):
+        art = os.path.join(tmp, "mb%d.tsl" % mb)
+        run([TESSELC, onnx_path, "--train", "--optimizer", "sgd", "--lr", "0",
+             "--microbatches", str(mb), "-o", art])
+        losses = os.path.join(tmp, "mb%d.npy" % mb)
+        run([TESSEL_RUN, art, "--steps", "1", "--data-lm",
+             os.path.join(ref, "batches.npy"), "--losses", losses])
+        out.append(float(np.load(losses)[0]))
+    rel = abs(out[1] - out[0]) / abs(out[0])
+    print("%s/%s: --microbatches %d loss %.9g vs %.9g (%.3g relative)" % (arch, export, k, out[1], out[0], rel))
+    assert rel <= 1e-6, rel
+
+
+def main():
+    cmd, zoo, arch, export, tmp = sys.argv[1:6]
+    os.makedirs(tmp, exist_ok=True)
+    rest = sys.argv[6:]
+    if cmd == "forward":
+        forward(zoo, arch, export, tmp)
+    elif cmd == "sharded":
+        sharded(zoo, arch, export, tmp, rest[0], rest[1])
+    elif cmd == "train":
+        train(zoo, arch, export, tmp, rest)
+    elif cmd == "microbatches":
+        microbatches(zoo, arch, export, tmp, int(rest[0]))
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()
