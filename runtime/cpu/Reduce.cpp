@@ -26,7 +26,13 @@ template <typename T> struct SumOp {
 };
 
 template <typename T> struct MaxOp {
-  static T init() { return std::numeric_limits<T>::lowest(); }
+  // -inf for floats: the max of a row of -inf is -inf, not -FLT_MAX.
+  static T init() {
+    if constexpr (std::numeric_limits<T>::has_infinity)
+      return -std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::lowest();
+  }
   static T combine(T a, T b) { return b > a ? b : a; }
   static T row(const T *x, int64_t n) {
     T m = init();

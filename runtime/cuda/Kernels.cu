@@ -471,7 +471,7 @@ cudaError_t gatherTyped(const T *data, DType indexType, const void *indices,
 
 template <typename T> __device__ __forceinline__ T lowestOf();
 template <> __device__ __forceinline__ float lowestOf<float>() {
-  return -FLT_MAX;
+  return -INFINITY; // as the CPU: the max of a row of -inf is -inf
 }
 template <> __device__ __forceinline__ int64_t lowestOf<int64_t>() {
   return INT64_MIN;
