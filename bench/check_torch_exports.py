@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Exports tiny random-weight models with torch.onnx.export (dynamo, opset 20,
-external data) and dynamo=False (opset 17), saves their inputs and PyTorch's
-output, runs them through tesselc and tessel-run and prints the largest
-difference. Needs a venv with torch, transformers and torchvision.
+"""Exports tiny random-weight models with torch.onnx.export (dynamo, opset 20
+or --opset, external data) and dynamo=False (opset 17), saves their inputs
+and PyTorch's output, runs them through tesselc and tessel-run and prints
+the largest difference. Needs a venv with torch, transformers and
+torchvision (not a test: the tests must not need torch).
 
-    exporter_check.py --tesselc build/bin/tesselc --tessel-run build/bin/tessel-run \
-        --workdir /tmp/x [MODEL...]
+    check_torch_exports.py --tesselc build/bin/tesselc \
+        --tessel-run build/bin/tessel-run --workdir /tmp/x [MODEL...]
 """
 import argparse, os, subprocess, sys, warnings
 warnings.filterwarnings("ignore")
@@ -66,6 +67,8 @@ def main():
     ap.add_argument("--tessel-run", required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--tol", type=float, default=1e-5)
+    ap.add_argument("--opset", type=int, help="the dynamo export's opset (default: torch's)")
+    ap.add_argument("--modes", default="dynamo,ts", help="exporters: dynamo, ts (dynamo=False)")
     ap.add_argument("models", nargs="*", default=["bert", "gpt2", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc"])
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
@@ -81,13 +84,14 @@ def main():
         args = tuple(inputs.values())
         with torch.no_grad():
             ref = w(*args).numpy()
-        for mode in ("dynamo", "ts"):
+        for mode in a.modes.split(","):
             d = os.path.join(a.workdir, name + "-" + mode)
             os.makedirs(d, exist_ok=True)
             path = os.path.join(d, "model.onnx")
             try:
                 if mode == "dynamo":
-                    torch.onnx.export(w, args, path, input_names=names, output_names=["out"], dynamo=True, external_data=True)
+                    kw = {"opset_version": a.opset} if a.opset else {}
+                    torch.onnx.export(w, args, path, input_names=names, output_names=["out"], dynamo=True, external_data=True, **kw)
                 else:
                     torch.onnx.export(w, args, path, input_names=names, output_names=["out"], dynamo=False, opset_version=17)
             except Exception as e:

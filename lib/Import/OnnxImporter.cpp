@@ -413,10 +413,9 @@ static StringRef exporterHint(StringRef opType) {
                          opType))
     return "torch.onnx.export(dynamo=True) writes it with optimize=False; "
            "export with optimize=True (the default)";
-  // From opset 23 the dynamo exporter writes scaled_dot_product_attention
-  // (without dropout) as one Attention node; at lower opsets as MatMul,
-  // Softmax and the mask's ops.
-  if (opType == "Attention" || opType == "RotaryEmbedding")
+  // From opset 23 the dynamo exporter may write ops Tessel does not import
+  // (RotaryEmbedding); at lower opsets their decompositions.
+  if (opType == "RotaryEmbedding")
     return "torch.onnx.export writes it from opset 23; export with "
            "opset_version=20 (the dynamo exporter's default) or lower";
   if (opType == "ATen")

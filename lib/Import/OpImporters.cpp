@@ -1395,6 +1395,187 @@ LogicalResult importRMSNormalization(NodeContext &c) {
                     c.getDType(0));
 }
 
+/// Attention (opset 23), as its function body computes it, from existing
+/// ops: Q and K each scaled by sqrt(scale), softmax(Q K^T [softcapped] +
+/// bias) V, the bias the mask (a bool mask as 0 / -inf) plus the causal
+/// mask; rows whose bias is -inf throughout give 0 (no key to attend).
+/// Grouped-query K and V heads repeat ([h0, h0, h1, h1, ...]); 3-D inputs
+/// are [batch, seq, heads * size]. The KV cache (past_key, past_value) and
+/// the extra outputs are not supported.
+FailureOr<Value> reshapeValue(NodeContext &c, Value v, ArrayRef<int64_t> shape);
+
+LogicalResult importAttention(NodeContext &c) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(requireFloat(c, i)))
+      return failure();
+  if (c.hasInput(4) || c.hasInput(5) || c.hasInput(6))
+    return c.error("the KV cache inputs (past_key, past_value, "
+                   "nonpad_kv_seqlen) are not supported");
+  for (unsigned k = 1; k < c.getNumOutputs(); ++k)
+    if (c.isOutputUsed(k))
+      return c.error("output " + Twine(k) +
+                     " (present_key, present_value, qk_matmul_output) is not "
+                     "supported");
+  const int64_t rank = c.getRank(0);
+  if ((rank != 3 && rank != 4) || c.getRank(1) != rank || c.getRank(2) != rank)
+    return c.error("Q, K and V must all have rank 3 or all rank 4");
+  Type et = c.getType(0).getElementType();
+  auto q = c.getValue(0), k = c.getValue(1), v = c.getValue(2);
+  if (failed(q) || failed(k) || failed(v))
+    return failure();
+  auto transpose = [&](Value x, ArrayRef<int64_t> perm) {
+    return createValue<TransposeOp>(c, {x}, {named(c, "perm", arrayAttr(c, perm))});
+  };
+  // [B, S, H * E] -> [B, H, S, E].
+  auto split = [&](Value x, int64_t heads) -> FailureOr<Value> {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(x.getType()).getShape();
+    if (heads <= 0 || s[2] % heads)
+      return c.error("the hidden size " + Twine(s[2]) +
+                     " does not split into " + Twine(heads) + " heads");
+    auto r = reshapeValue(c, x, {s[0], s[1], heads, s[2] / heads});
+    if (failed(r))
+      return failure();
+    return transpose(*r, {0, 2, 1, 3});
+  };
+  if (rank == 3) {
+    const int64_t qh = c.getInt("q_num_heads", 0), kvh = c.getInt("kv_num_heads", 0);
+    q = split(*q, qh);
+    k = split(*k, kvh);
+    v = split(*v, kvh);
+    if (failed(q) || failed(k) || failed(v))
+      return failure();
+  }
+  ArrayRef<int64_t> qs = cast<RankedTensorType>(q->getType()).getShape(),
+                    ks = cast<RankedTensorType>(k->getType()).getShape(),
+                    vs = cast<RankedTensorType>(v->getType()).getShape();
+  const int64_t b = qs[0], hq = qs[1], l = qs[2], e = qs[3], hkv = ks[1],
+                sk = ks[2];
+  if (ks[0] != b || vs[0] != b || vs[1] != hkv || vs[2] != sk || ks[3] != e ||
+      hq % hkv)
+    return c.error("Q " + formatShape(qs) + ", K " + formatShape(ks) +
+                   " and V " + formatShape(vs) + " do not fit");
+  if (hq != hkv) {
+    const int64_t reps = hq / hkv;
+    auto repeat = [&](Value x) -> FailureOr<Value> {
+      ArrayRef<int64_t> s = cast<RankedTensorType>(x.getType()).getShape();
+      auto r = reshapeValue(c, x, {s[0], s[1], 1, s[2], s[3]});
+      if (failed(r))
+        return failure();
+      auto ex = c.create<ExpandOp>(
+          {*r}, {}, {RankedTensorType::get({s[0], s[1], reps, s[2], s[3]}, et)});
+      if (failed(ex))
+        return failure();
+      return reshapeValue(c, (*ex)->getResult(0), {s[0], hq, s[2], s[3]});
+    };
+    k = repeat(*k);
+    v = repeat(*v);
+    if (failed(k) || failed(v))
+      return failure();
+  }
+  float scale = c.getFloat("scale", 1.0f / std::sqrt(float(e)));
+  Value root = c.scalarConstant(float(std::sqrt(scale)), et);
+  auto qScaled = createValue<MulOp>(c, {*q, root});
+  auto kScaled = createValue<MulOp>(c, {*k, root});
+  if (failed(qScaled) || failed(kScaled))
+    return failure();
+  auto kt = transpose(*kScaled, {0, 1, 3, 2});
+  if (failed(kt))
+    return failure();
+  auto scores = createValue<MatmulOp>(c, {*qScaled, *kt});
+  if (failed(scores))
+    return failure();
+  auto scoreType = cast<RankedTensorType>(scores->getType());
+  if (float cap = c.getFloat("softcap", 0.0f); cap > 0) {
+    auto d = createValue<DivOp>(c, {*scores, c.scalarConstant(cap, et)});
+    if (failed(d))
+      return failure();
+    auto t = c.create<TanhOp>({*d}, {}, {scoreType});
+    if (failed(t))
+      return failure();
+    scores = createValue<MulOp>(c, {(*t)->getResult(0), c.scalarConstant(cap, et)});
+    if (failed(scores))
+      return failure();
+  }
+  // The additive bias: the mask's, then the causal mask's.
+  Value bias;
+  Value negInf = c.scalarConstant(-INFINITY, et), zero = c.scalarConstant(0, et);
+  if (c.hasInput(3)) {
+    if (c.getShape(3).empty() || c.getShape(3).back() != sk)
+      return c.error("attn_mask " + formatShape(c.getShape(3)) +
+                     " must end in the key length " + Twine(sk));
+    auto m = c.getValue(3);
+    if (failed(m))
+      return failure();
+    bias = *m;
+    if (c.getDType(3) == kBool) {
+      auto w = createValue<WhereOp>(c, {*m, zero, negInf});
+      if (failed(w))
+        return failure();
+      bias = *w;
+    } else if (failed(requireFloat(c, 3))) {
+      return failure();
+    }
+  }
+  if (c.getInt("is_causal", 0)) {
+    ConstTensor allowed = ConstTensor::zeros(kBool, {l, sk});
+    for (int64_t i = 0; i < l; ++i)
+      for (int64_t j = 0; j <= std::min(i, sk - 1); ++j)
+        allowed.setInt(i * sk + j, 1);
+    auto m = c.materialize(allowed, c.getNode().output(0) + ".causal_mask");
+    if (failed(m))
+      return failure();
+    auto w = createValue<WhereOp>(c, {*m, bias ? bias : zero, negInf});
+    if (failed(w))
+      return failure();
+    bias = *w;
+  }
+  if (bias) {
+    auto sum = createValue<AddOp>(c, {*scores, bias});
+    if (failed(sum))
+      return failure();
+    scores = sum;
+    scoreType = cast<RankedTensorType>(scores->getType());
+  }
+  auto probs = c.create<SoftmaxOp>({*scores}, {named(c, "axis", i64Attr(c, 3))},
+                                   {scoreType});
+  if (failed(probs))
+    return failure();
+  Value p = (*probs)->getResult(0);
+  if (bias) {
+    // Rows with no key to attend: 0, not softmax's NaN.
+    int64_t last = cast<RankedTensorType>(bias.getType()).getRank() - 1;
+    auto mx = createValue<ReduceMaxOp>(
+        c, {bias},
+        {named(c, "dims", arrayAttr(c, {last})),
+         named(c, "keep_dims", c.getBuilder().getUnitAttr())});
+    if (failed(mx))
+      return failure();
+    auto none = createValue<CompareOp>(
+        c, {*mx, negInf},
+        {named(c, "predicate",
+               ComparePredicateAttr::get(c.getContext(), ComparePredicate::EQ))});
+    if (failed(none))
+      return failure();
+    auto guarded = createValue<WhereOp>(c, {*none, zero, p});
+    if (failed(guarded))
+      return failure();
+    p = *guarded;
+  }
+  auto y = createValue<MatmulOp>(c, {p, *v});
+  if (failed(y))
+    return failure();
+  if (rank == 3) {
+    auto t = transpose(*y, {0, 2, 1, 3});
+    if (failed(t))
+      return failure();
+    y = reshapeValue(c, *t, {b, l, hq * vs[3]});
+    if (failed(y))
+      return failure();
+  }
+  c.setOutput(0, *y, c.getDType(0));
+  return success();
+}
+
 /// CumSum: the axis is a constant input (rank 0 or 1).
 LogicalResult importCumSum(NodeContext &c) {
   auto axes = c.getConstInts(1, "axis");
@@ -1768,6 +1949,7 @@ const OpImporter kOpImporters[] = {
     {"Abs", 13, importAbs},
     {"Add", 13, importAdd},
     {"And", 7, logical<true>},
+    {"Attention", 23, importAttention},
     {"AveragePool", 11, pool<AvgPoolOp, false>},
     {"BatchNormalization", 9, importBatchNormalization},
     {"BatchNormalization", 14, importBatchNormalization}, // training_mode,
