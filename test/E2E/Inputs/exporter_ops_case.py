@@ -102,9 +102,8 @@ def gather_nd(batch_dims, data_shape, idx_shape):
     return case
 
 
-def cumsum(dtype, axis, exclusive, reverse):
+def cumsum(dtype, axis, exclusive, reverse, shape=(3, 5, 4)):
     def case():
-        shape = (3, 5, 4)
         x = (rng.standard_normal(shape) * 4).astype(dtype)
         y = np.zeros(shape, dtype)
         n = shape[axis]
@@ -218,12 +217,15 @@ CASES = {
     "fmod_float": float_fmod,
     "gather_elements_axis1": gather_elements(1, (3, 5), (3, 4), np.int64),
     "gather_elements_smaller": gather_elements(0, (4, 5, 2), (6, 3, 2), np.int32),
+    "gather_elements_axis0_dp": gather_elements(0, (4, 5), (6, 5), np.int64),
     "gathernd": gather_nd(0, (3, 4, 5), (2, 6, 2)),
     "gathernd_batch": gather_nd(1, (2, 3, 4, 5), (2, 7, 1)),
     "cumsum_f32": cumsum(np.float32, 1, 0, 0),
     "cumsum_f32_excl_rev": cumsum(np.float32, 2, 1, 1),
     "cumsum_i64_rev": cumsum(np.int64, 0, 0, 1),
     "cumsum_i32_excl": cumsum(np.int32, 2, 1, 0),
+    # Scanning dim 0, which the dp plan splits (the scan needs all of it).
+    "cumsum_scan_dp": cumsum(np.float32, 0, 0, 1, (4, 5, 2)),
     "conv1d": conv((2, 4, 11), (6, 4, 3), True, pads=[1, 2], strides=[2], dilations=[2]),
     "conv1d_group": conv((1, 4, 9), (4, 1, 5), False, group=4, pads=[2, 2]),
     "conv3d": conv((2, 3, 5, 6, 4), (4, 3, 3, 3, 2), True, pads=[1, 1, 0, 1, 0, 1], strides=[2, 1, 2], dilations=[1, 2, 1]),
