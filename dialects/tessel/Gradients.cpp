@@ -453,6 +453,20 @@ LogicalResult buildPowGradient(PowOp op, OpBuilder &b, ArrayRef<Value> dy,
   return success();
 }
 
+// fmod(l, r) = l - n r with n = trunc(l / r) an integer constant almost
+// everywhere: dl = dy, dr = -n dy, n computed as (l - y) / r.
+LogicalResult buildFModGradient(FModOp op, OpBuilder &b, ArrayRef<Value> dy,
+                                Grads &dx) {
+  Emitter e{b, op.getLoc()};
+  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
+  dx.push_back(ifFloat(l, [&] { return e.sumTo(g, l); }));
+  dx.push_back(ifFloat(r, [&] {
+    Value n = e.div(e.sub(l, op.getResult()), r);
+    return e.sumTo(e.neg(e.mul(g, n)), r);
+  }));
+  return success();
+}
+
 // The gradient goes to the selected operand; on a tie, to the left one.
 template <typename OpTy>
 static LogicalResult buildSelectGradient(OpTy op, OpBuilder &b,
@@ -595,6 +609,21 @@ LogicalResult buildReduceMaxGradient(ReduceMaxOp op, OpBuilder &b,
 }
 
 // dx = y (dy - sum(dy y))
+// Each input element reaches every output of the scan after it (before
+// it, reversed): the gradient is the same scan of dy in the other
+// direction.
+LogicalResult buildCumSumGradient(CumSumOp op, OpBuilder &b, ArrayRef<Value> dy,
+                                  Grads &dx) {
+  if (!isFloat(op.getInput())) {
+    dx.push_back(Value());
+    return success();
+  }
+  dx.push_back(CumSumOp::create(b, op.getLoc(), typeOf(dy[0]), dy[0],
+                                op.getAxis(), op.getExclusive(),
+                                !op.getReverse()));
+  return success();
+}
+
 LogicalResult buildSoftmaxGradient(SoftmaxOp op, OpBuilder &b,
                                    ArrayRef<Value> dy, Grads &dx) {
   Emitter e{b, op.getLoc()};
@@ -832,6 +861,50 @@ LogicalResult buildGatherGradient(GatherOp op, OpBuilder &b, ArrayRef<Value> dy,
   }
   dx.push_back(GatherGradOp::create(b, op.getLoc(), typeOf(data), dy[0],
                                     op.getIndices(), op.getAxis()));
+  dx.push_back(Value());
+  return success();
+}
+
+// d data: dy added into zeros at the elements the indices name. Each
+// index becomes its element's offset in the flattened data (its own
+// position in every dim but `axis`, the index along it), and
+// tessel.gather_grad scatter-adds the flattened dy there.
+LogicalResult buildGatherElementsGradient(GatherElementsOp op, OpBuilder &b,
+                                          ArrayRef<Value> dy, Grads &dx) {
+  Value data = op.getData(), idx = op.getIndices();
+  if (!isFloat(data)) {
+    dx.append({Value(), Value()});
+    return success();
+  }
+  Emitter e{b, op.getLoc()};
+  ArrayRef<int64_t> ds = shapeOf(data), is = shapeOf(idx);
+  const int64_t rank = ds.size(), axis = op.getAxis();
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 1; d > 0; --d)
+    strides[d - 1] = strides[d] * ds[d];
+  Type i64 = b.getI64Type();
+  Value n = e.cast(idx, i64);
+  n = e.select(e.cmp(ComparePredicate::LT, n, 0.0), e.add(n, double(ds[axis])),
+               n);
+  Value linear = e.mul(n, double(strides[axis]));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis || is[d] == 1)
+      continue;
+    SmallVector<int64_t> shape(rank, 1), offsets;
+    shape[d] = is[d];
+    for (int64_t k = 0; k < is[d]; ++k)
+      offsets.push_back(k * strides[d]);
+    auto type = RankedTensorType::get(shape, i64);
+    linear = e.add(linear, ConstantOp::create(
+                               b, e.loc, DenseElementsAttr::get(
+                                             type, ArrayRef<int64_t>(offsets))));
+  }
+  const int64_t count = product(is);
+  auto flat = RankedTensorType::get({product(ds)}, typeOf(data).getElementType());
+  Value scattered =
+      GatherGradOp::create(b, e.loc, flat, e.reshape(dy[0], {count}),
+                           e.reshape(linear, {count}), uint64_t(0));
+  dx.push_back(e.reshape(scattered, ds));
   dx.push_back(Value());
   return success();
 }

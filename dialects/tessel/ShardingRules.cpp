@@ -327,6 +327,31 @@ OpShardingRuleAttr mlir::tessel::buildGatherRule(GatherOp op) {
   return b.build();
 }
 
+// Every dim but `axis` pairs a result position with the data element at
+// the same position, so indices, result and data share its factor where
+// they have the same size; where the indices are shorter, the positions
+// only match when all of data is there (both replicated). Along `axis` the
+// indices pick data anywhere: data's axis is replicated, the indices' and
+// the result's share a factor.
+OpShardingRuleAttr
+mlir::tessel::buildGatherElementsRule(GatherElementsOp op) {
+  ShardingRuleBuilder b(op);
+  ArrayRef<int64_t> data = shapeOf(op.getData()), idx = shapeOf(op.getIndices());
+  int64_t axis = op.getAxis();
+  for (int64_t d = 0; d < static_cast<int64_t>(idx.size()); ++d) {
+    SmallVector<TensorDim> dims{operandDim(1, d), resultDim(0, d)};
+    if (d != axis && idx[d] == data[d]) {
+      dims.push_back(operandDim(0, d));
+      b.addFactor(idx[d], dims);
+      continue;
+    }
+    b.addFactor(data[d], {operandDim(0, d)}, FactorKind::NeedReplication);
+    b.addFactor(idx[d], dims,
+                d == axis ? FactorKind::Pass : FactorKind::NeedReplication);
+  }
+  return b.build();
+}
+
 OpShardingRuleAttr mlir::tessel::buildReshapeRule(ReshapeOp op) {
   ReshapeFactors r =
       factorReshape(shapeOf(op.getInput()), shapeOf(op.getResult()));

@@ -216,6 +216,8 @@ TESSEL_BINARY_INFERENCE(DivOp)
 TESSEL_BINARY_INFERENCE(PowOp)
 TESSEL_BINARY_INFERENCE(MaxOp)
 TESSEL_BINARY_INFERENCE(MinOp)
+TESSEL_BINARY_INFERENCE(ModOp)
+TESSEL_BINARY_INFERENCE(FModOp)
 #undef TESSEL_BINARY_INFERENCE
 
 LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
@@ -363,6 +365,32 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   llvm::append_range(shape, idx);
   llvm::append_range(shape, data.getShape().drop_front(axis + 1));
   types.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  RankedTensorType data = tensorOf(adaptor.getData());
+  ArrayRef<int64_t> idx = tensorOf(adaptor.getIndices()).getShape();
+  int64_t axis = adaptor.getAxis();
+  // C1
+  if (!inRange(axis, data.getRank()))
+    return fail(loc, "gather_elements axis " + Twine(axis) +
+                         " is out of range [0, " + Twine(data.getRank()) + ")");
+  // C2
+  if (static_cast<int64_t>(idx.size()) != data.getRank())
+    return fail(loc, "gather_elements indices " + formatShape(idx) +
+                         " and data " + formatShape(data.getShape()) +
+                         " have different ranks");
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != axis && idx[d] > data.getDimSize(d))
+      return fail(loc, "gather_elements indices " + formatShape(idx) +
+                           " are larger than data " +
+                           formatShape(data.getShape()) + " in dim " +
+                           Twine(d));
+  types.push_back(RankedTensorType::get(idx, data.getElementType()));
   return success();
 }
 

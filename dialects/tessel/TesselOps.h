@@ -32,6 +32,7 @@ OpShardingRuleAttr buildNormRule(Operation *op);
 OpShardingRuleAttr buildBatchNormRule(BatchNormOp op);
 OpShardingRuleAttr buildBatchNormTrainRule(BatchNormTrainOp op);
 OpShardingRuleAttr buildGatherRule(GatherOp op);
+OpShardingRuleAttr buildGatherElementsRule(GatherElementsOp op);
 OpShardingRuleAttr buildReshapeRule(ReshapeOp op);
 OpShardingRuleAttr buildTransposeRule(TransposeOp op);
 OpShardingRuleAttr buildSliceRule(SliceOp op);

@@ -419,6 +419,50 @@ def Tessel_MinOp : Tessel_BinaryOp<"min", "minimum">,
     Tessel_Instruction<26, "binary">,
     Tessel_GradientFrom<"buildMinGradient">;
 
+def Tessel_ModOp : Tessel_BinaryOp<"mod", "integer remainder">,
+    Tessel_Instruction<29, "binary"> {
+  let summary = "Elementwise integer remainder with the divisor's sign";
+  let description = [{
+    ONNX Mod with `fmod = 0`, Python's `%`: `lhs - floor(lhs / rhs) * rhs`,
+    whose sign is the divisor's; `x mod 0` is 0. Operand shapes broadcast
+    as in numpy.
+
+    ```mlir
+    %2 = tessel.mod %0, %1 : (tensor<4x1xi64>, tensor<5xi64>) -> tensor<4x5xi64>
+    ```
+
+    **Constraints**
+
+    * (C1) operands have the same element type.
+    * (C2) operand shapes broadcast; the result has the broadcast shape.
+  }];
+  let arguments = (ins Tessel_IndexTensor:$lhs, Tessel_IndexTensor:$rhs);
+  let results = (outs Tessel_IndexTensor:$result);
+}
+
+def Tessel_FModOp : Tessel_BinaryOp<"fmod", "remainder">,
+    Tessel_Instruction<30, "binary">,
+    Tessel_GradientFrom<"buildFModGradient"> {
+  let summary = "Elementwise remainder with the dividend's sign";
+  let description = [{
+    ONNX Mod with `fmod = 1`, C's `fmod`: `lhs - trunc(lhs / rhs) * rhs`,
+    exact, whose sign is the dividend's; an integer `x fmod 0` is 0, a
+    float one NaN. Operand shapes broadcast as in numpy.
+
+    ```mlir
+    %2 = tessel.fmod %0, %1 : (tensor<4x1xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) operands have the same element type.
+    * (C2) operand shapes broadcast; the result has the broadcast shape.
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat, I32, I64]>:$lhs,
+                       RankedTensorOf<[AnyFloat, I32, I64]>:$rhs);
+  let results = (outs RankedTensorOf<[AnyFloat, I32, I64]>:$result);
+}
+
 def Tessel_CompareOp : Tessel_ComputeOp<"compare", "buildElementwiseRule",
                                         [InferTypeOpAdaptor]>,
     Tessel_Instruction<27, "compare", [Tessel_RtAttr<"predicate">]> {
@@ -573,6 +617,33 @@ def Tessel_ReduceMeanOp : Tessel_ReduceOp<"reduce_mean", "mean", "Mean">,
 def Tessel_ReduceMaxOp : Tessel_ReduceOp<"reduce_max", "maximum", "Max">,
     Tessel_Instruction<52, "reduce", [Tessel_RtAttr<"dims">, Tessel_RtAttr<"keep_dims">]>,
     Tessel_GradientFrom<"buildReduceMaxGradient">;
+
+def Tessel_CumSumOp : Tessel_ComputeOp<"cumsum", "buildAxisReplicatedRule",
+                                       [SameOperandsAndResultType]>,
+    Tessel_Instruction<53, "cumsum", [Tessel_RtAttr<"axis">, Tessel_RtAttr<"exclusive">, Tessel_RtAttr<"reverse">]>,
+    Tessel_GradientFrom<"buildCumSumGradient"> {
+  let summary = "Cumulative sum along one axis";
+  let description = [{
+    ONNX CumSum: `result[.., i, ..] = sum(input[.., j, ..])` over `j <= i`
+    (`j < i` with `exclusive`); with `reverse`, over `j >= i` (`j > i`).
+    Floats are summed in order from the first element of the scan; integers
+    wrap. The scanned axis must be replicated to shard.
+
+    ```mlir
+    %1 = tessel.cumsum %0 axis = 1 : tensor<2x8xi64>
+    %2 = tessel.cumsum %x axis = 0 {exclusive, reverse} : tensor<4x3xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `axis` is in [0, rank).
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat, I32, I64]>:$input,
+                       I64Attr:$axis, UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs RankedTensorOf<[AnyFloat, I32, I64]>:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
 
 class Tessel_SoftmaxLikeOp<string mnemonic, string what>
     : Tessel_ComputeOp<mnemonic, "buildAxisReplicatedRule",
@@ -751,6 +822,36 @@ def Tessel_GatherOp : Tessel_ComputeOp<"gather", "buildGatherRule",
     **Constraints**
 
     * (C1) `axis` is in [0, rank(data)).
+  }];
+  let arguments = (ins Tessel_AnyTensor:$data, Tessel_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = [{
+    $data `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_GatherElementsOp
+    : Tessel_ComputeOp<"gather_elements", "buildGatherElementsRule",
+                       [InferTypeOpAdaptor]>,
+    Tessel_Instruction<78, "gather_elements", [Tessel_RtAttr<"axis">]>,
+    Tessel_GradientFrom<"buildGatherElementsGradient"> {
+  let summary = "Gathers elements along one axis (torch.gather)";
+  let description = [{
+    ONNX GatherElements: the result has the indices' shape, and
+    `result[i0, .., ia, .., in] = data[i0, .., indices[i0, .., ia, .., in], .., in]`
+    for `a = axis`. A negative index counts from the end of the axis; an
+    index out of range is an error at run time naming it.
+
+    ```mlir
+    %y = tessel.gather_elements %x[%idx] axis = 1 : (tensor<2x5xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+    ```
+
+    **Constraints**
+
+    * (C1) `axis` is in [0, rank(data)).
+    * (C2) `indices` has the rank of `data`, and no dim but `axis` larger
+      than `data`'s.
   }];
   let arguments = (ins Tessel_AnyTensor:$data, Tessel_IndexTensor:$indices,
                        I64Attr:$axis);

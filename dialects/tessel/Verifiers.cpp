@@ -240,6 +240,10 @@ LogicalResult SoftmaxOp::verify() {
   return verifyAxis(*this, getAxis(), getType().getRank()); // C1
 }
 
+LogicalResult CumSumOp::verify() {
+  return verifyAxis(*this, getAxis(), getType().getRank()); // C1
+}
+
 LogicalResult LogSoftmaxOp::verify() {
   return verifyAxis(*this, getAxis(), getType().getRank()); // C1
 }

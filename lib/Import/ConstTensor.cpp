@@ -486,3 +486,50 @@ mlir::tessel::detail::foldGather(const ConstTensor &data,
     }
   return r;
 }
+
+std::optional<ConstTensor>
+mlir::tessel::detail::foldGatherElements(const ConstTensor &data,
+                                         const ConstTensor &indices,
+                                         int64_t axis) {
+  ConstTensor r = ConstTensor::zeros(data.dtype, indices.shape);
+  SmallVector<int64_t> strides = rowMajorStrides(data.shape);
+  const int64_t rank = indices.shape.size();
+  SmallVector<int64_t> coord(rank, 0);
+  for (int64_t j = 0; j < indices.size(); ++j) {
+    int64_t from = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      from += (d == axis ? indices.getInt(j) : coord[d]) * strides[d];
+    copyElement(r, j, data, from);
+    for (int64_t d = rank - 1; d >= 0 && ++coord[d] == indices.shape[d]; --d)
+      coord[d] = 0;
+  }
+  return r;
+}
+
+std::optional<ConstTensor>
+mlir::tessel::detail::foldCumSum(const ConstTensor &x, int64_t axis,
+                                 bool exclusive, bool reverse) {
+  ConstTensor r = ConstTensor::zeros(x.dtype, x.shape);
+  ArrayRef<int64_t> shape = x.shape;
+  const int64_t outer = getNumElements(shape.take_front(axis)),
+                len = shape[axis],
+                inner = getNumElements(shape.drop_front(axis + 1));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < inner; ++k) {
+      double accF = 0;
+      int64_t accI = 0;
+      for (int64_t t = 0; t < len; ++t) {
+        const int64_t at = (o * len + (reverse ? len - 1 - t : t)) * inner + k;
+        if (r.isFloat()) {
+          const double next = roundFloat(x.dtype, accF + x.f[at]);
+          r.set(at, exclusive ? accF : next);
+          accF = next;
+        } else {
+          const int64_t next = wrapAdd(accI, x.i[at]);
+          r.setInt(at, exclusive ? accI : next);
+          accI = next;
+        }
+      }
+    }
+  return r;
+}

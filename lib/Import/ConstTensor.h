@@ -147,6 +147,14 @@ std::optional<ConstTensor> foldExpand(const ConstTensor &x,
 std::optional<ConstTensor> foldGather(const ConstTensor &data,
                                       const ConstTensor &indices, int64_t axis);
 
+/// ONNX GatherElements; `indices` already normalised to [0, size).
+std::optional<ConstTensor> foldGatherElements(const ConstTensor &data,
+                                              const ConstTensor &indices,
+                                              int64_t axis);
+/// ONNX CumSum along `axis` (integers wrap).
+std::optional<ConstTensor> foldCumSum(const ConstTensor &x, int64_t axis,
+                                      bool exclusive, bool reverse);
+
 } // namespace mlir::tessel::detail
 
 #endif // TESSEL_LIB_IMPORT_CONSTTENSOR_H

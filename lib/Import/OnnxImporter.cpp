@@ -594,6 +594,30 @@ FailureOr<Value> GraphImporter::retie(ValueInfo &info, StringRef source,
       .getResult();
 }
 
+/// How PyTorch's exporters avoid writing `opType` (an ai.onnx op Tessel
+/// does not import), or "" when no option of theirs does.
+static StringRef exporterHint(StringRef opType) {
+  // torch.onnx.export(dynamo=True)'s torchlib writes split, chunk and
+  // unbind through sequences; its optimizer (optimize=True, the default)
+  // rewrites them into Split and plain values.
+  if (llvm::is_contained({"SplitToSequence", "SequenceAt", "SequenceConstruct",
+                          "SequenceEmpty", "SequenceInsert", "SequenceErase",
+                          "SequenceLength", "ConcatFromSequence"},
+                         opType))
+    return "torch.onnx.export(dynamo=True) writes it with optimize=False; "
+           "export with optimize=True (the default)";
+  // From opset 23 the dynamo exporter may write ops Tessel does not import
+  // (RotaryEmbedding); at lower opsets their decompositions.
+  if (opType == "RotaryEmbedding")
+    return "torch.onnx.export writes it from opset 23; export with "
+           "opset_version=20 (the dynamo exporter's default) or lower";
+  if (opType == "ATen")
+    return "torch.onnx.export(dynamo=False) writes it with "
+           "operator_export_type=ONNX_ATEN_FALLBACK; export with the default "
+           "ONNX";
+  return "";
+}
+
 LogicalResult GraphImporter::checkOperators(const onnx::GraphProto &graph) {
   // Every unsupported operator at once: "Foo in node 'a', Bar in nodes ...".
   std::vector<std::pair<std::string, std::vector<std::string>>> unsupported;
@@ -641,6 +665,10 @@ LogicalResult GraphImporter::checkOperators(const onnx::GraphProto &graph) {
       }
       message += (k ? ", '" : "'") + nodes[k] + "'";
     }
+    // The op type of an ai.onnx key ("Foo" or "Foo (needs opset N)").
+    if (StringRef hint = exporterHint(StringRef(op).split(' ').first);
+        !hint.empty())
+      message += " (" + hint.str() + ")";
   }
   return fail(message);
 }

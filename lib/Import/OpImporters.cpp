@@ -293,6 +293,58 @@ LogicalResult compare(NodeContext &c) {
                            comparison<Pred, int64_t>, kBool, Pred);
 }
 
+/// IsNaN: NaN is the one value unequal to itself, so `compare ne, x, x`
+/// (its elementwise rule and kernels on every backend).
+LogicalResult importIsNaN(NodeContext &c) {
+  if (failed(requireFloat(c, 0)))
+    return failure();
+  if (const ConstTensor *x = c.getConst(0)) {
+    ConstTensor r = ConstTensor::zeros(kBool, x->shape);
+    for (int64_t k = 0; k < x->size(); ++k)
+      r.setInt(k, std::isnan(x->getDouble(k)));
+    c.setConst(0, std::move(r));
+    return success();
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  return defineFrom(
+      c,
+      c.create<CompareOp>({*x, *x},
+                          {named(c, "predicate",
+                                 ComparePredicateAttr::get(
+                                     c.getContext(), ComparePredicate::NE))}),
+      kBool);
+}
+
+/// C's remainder (sign of a); x % 0 = 0 and no trap on INT64_MIN % -1, as
+/// the runtime's kernels.
+int64_t intFMod(int64_t a, int64_t b) {
+  return b == 0 || b == -1 ? 0 : a % b;
+}
+/// Python's remainder (sign of b).
+int64_t intMod(int64_t a, int64_t b) {
+  int64_t r = intFMod(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+/// Mod: fmod=1 is C's fmod (tessel.fmod, any numeric type), fmod=0 the
+/// remainder with the divisor's sign (tessel.mod), which ONNX defines on
+/// integers only.
+LogicalResult importMod(NodeContext &c) {
+  if (c.getInt("fmod", 0)) {
+    return binary<FModOp>(
+        c, [](double a, double b) { return std::fmod(a, b); }, intFMod);
+  }
+  if (isFloatDType(c.getDType(0)))
+    return c.error("fmod=0 on " + getDTypeName(c.getDType(0)) +
+                   " inputs: ONNX defines Mod with fmod=0 on integers only "
+                   "(set fmod=1 for C's fmod)");
+  return binary<ModOp>(
+      c, [](double a, double b) { return double(intMod(int64_t(a), int64_t(b))); },
+      intMod);
+}
+
 /// And / Or: folded only (Tessel has no logical binary ops yet).
 template <bool IsAnd>
 LogicalResult logical(NodeContext &c) {
@@ -468,8 +520,8 @@ LogicalResult importClip(NodeContext &c) {
   return success();
 }
 
-LogicalResult importCast(NodeContext &c) {
-  int32_t to = int32_t(c.getInt("to", 0));
+/// Input 0 converted to ONNX dtype `to` (Cast, CastLike).
+LogicalResult castTo(NodeContext &c, int32_t to) {
   Type et = getElementType(c.getContext(), to);
   if (!et)
     return c.error("cannot cast to " + getDTypeName(to) +
@@ -478,6 +530,15 @@ LogicalResult importCast(NodeContext &c) {
   return foldForwardOrCreate<CastOp>(
       c, [&](const ConstTensor &x) { return foldCast(x, to); },
       c.getDType(0) == to, {}, {type}, to);
+}
+
+LogicalResult importCast(NodeContext &c) {
+  return castTo(c, int32_t(c.getInt("to", 0)));
+}
+
+/// CastLike: a Cast to input 1's element type (its values are not read).
+LogicalResult importCastLike(NodeContext &c) {
+  return castTo(c, c.getDType(1));
 }
 
 LogicalResult importIdentity(NodeContext &c) {
@@ -992,12 +1053,12 @@ LogicalResult importExpand(NodeContext &c) {
       ArrayRef<int64_t>(*shape) == c.getShape(0), {}, {type}, c.getDType(0));
 }
 
-LogicalResult importGather(NodeContext &c) {
-  ArrayRef<int64_t> in = c.getShape(0);
-  auto axis = getAxisAttr(c, 0);
-  if (failed(axis))
-    return failure();
-  int64_t dim = in[*axis];
+/// Gather and GatherElements along `axis`: constant indices are checked
+/// against the axis and made non-negative at import, and folded with
+/// constant data by `fold`; otherwise an OpTy.
+template <typename OpTy, typename FoldFn>
+LogicalResult importIndexed(NodeContext &c, int64_t axis, FoldFn fold) {
+  int64_t dim = c.getShape(0)[axis];
   const ConstTensor *indices = c.getConst(1);
   std::optional<ConstTensor> normalized;
   if (indices) {
@@ -1006,11 +1067,11 @@ LogicalResult importGather(NodeContext &c) {
       int64_t i = normalized->getInt(k);
       if (i < -dim || i >= dim)
         return c.error("index " + Twine(i) + " is out of range for dim " +
-                       Twine(*axis) + " of size " + Twine(dim));
+                       Twine(axis) + " of size " + Twine(dim));
       normalized->setInt(k, i < 0 ? i + dim : i);
     }
     if (const ConstTensor *data = c.getConst(0);
-        data && setFolded(c, foldGather(*data, *normalized, *axis)))
+        data && setFolded(c, fold(*data, *normalized)))
       return success();
   }
   auto data = c.getValue(0);
@@ -1022,7 +1083,135 @@ LogicalResult importGather(NodeContext &c) {
   if (failed(idx))
     return failure();
   return defineFrom(c,
-                    c.create<GatherOp>({*data, *idx}, {named(c, "axis", i64Attr(c, *axis))}),
+                    c.create<OpTy>({*data, *idx}, {named(c, "axis", i64Attr(c, axis))}),
+                    c.getDType(0));
+}
+
+LogicalResult importGather(NodeContext &c) {
+  auto axis = getAxisAttr(c, 0);
+  if (failed(axis))
+    return failure();
+  return importIndexed<GatherOp>(
+      c, *axis, [&](const ConstTensor &data, const ConstTensor &indices) {
+        return foldGather(data, indices, *axis);
+      });
+}
+
+LogicalResult importGatherElements(NodeContext &c) {
+  ArrayRef<int64_t> in = c.getShape(0), idxShape = c.getShape(1);
+  auto axis = getAxisAttr(c, 0);
+  if (failed(axis))
+    return failure();
+  if (idxShape.size() != in.size())
+    return c.error("indices " + formatShape(idxShape) + " and data " +
+                   formatShape(in) + " have different ranks");
+  return importIndexed<GatherElementsOp>(
+      c, *axis, [&](const ConstTensor &data, const ConstTensor &indices) {
+        return foldGatherElements(data, indices, *axis);
+      });
+}
+
+/// GatherND as one gather of the flattened data: each index tuple becomes
+/// its row of data viewed as [batch * indexed, rest...]. Each component is
+/// first looked up in [0, dim) (a gather of that range with the component:
+/// it wraps negative indices and fails at run time on one out of range, as
+/// GatherND must).
+LogicalResult importGatherND(NodeContext &c) {
+  ArrayRef<int64_t> data = c.getShape(0), idx = c.getShape(1);
+  const int64_t b = c.getInt("batch_dims", 0);
+  const int64_t r = data.size(), q = idx.size();
+  if (q < 1 || b < 0 || b >= q || b >= r)
+    return c.error("batch_dims " + Twine(b) + " does not fit data " +
+                   formatShape(data) + " and indices " + formatShape(idx));
+  const int64_t k = idx.back();
+  if (k < 1 || b + k > r)
+    return c.error("index tuples of " + Twine(k) + " do not fit data " +
+                   formatShape(data) + " after " + Twine(b) + " batch dims");
+  if (data.take_front(b) != idx.take_front(b))
+    return c.error("the batch dims of data " + formatShape(data) +
+                   " and indices " + formatShape(idx) + " differ");
+  Type i64 = c.getBuilder().getI64Type();
+  auto dataValue = c.getValue(0), idxValue = c.getValue(1);
+  if (failed(dataValue) || failed(idxValue))
+    return failure();
+  Value indices = *idxValue;
+  if (c.getType(1).getElementType() != i64) {
+    auto op = c.create<CastOp>({indices}, {}, {RankedTensorType::get(idx, i64)});
+    if (failed(op))
+      return failure();
+    indices = (*op)->getResult(0);
+  }
+  SmallVector<int64_t> tupleShape(idx.drop_back());
+  auto tupleType = RankedTensorType::get(tupleShape, i64);
+  SmallVector<int64_t> lo(q, 0), hi(idx), steps(q, 1);
+  const std::string base = c.getNode().output(0);
+  Value linear;
+  int64_t stride = 1;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    const int64_t dim = data[b + j];
+    lo.back() = j;
+    hi.back() = j + 1;
+    auto comp = createValue<SliceOp>(c, {indices},
+                                     {named(c, "starts", arrayAttr(c, lo)),
+                                      named(c, "limits", arrayAttr(c, hi)),
+                                      named(c, "strides", arrayAttr(c, steps))});
+    if (failed(comp))
+      return failure();
+    auto tuple = c.create<ReshapeOp>({*comp}, {}, {tupleType});
+    if (failed(tuple))
+      return failure();
+    SmallVector<int64_t> iota(dim);
+    std::iota(iota.begin(), iota.end(), int64_t(0));
+    auto range = c.materialize(ConstTensor::fromInts(iota, {dim}),
+                               base + ".gathernd_range" + std::to_string(j));
+    if (failed(range))
+      return failure();
+    auto wrapped = createValue<GatherOp>(
+        c, {*range, (*tuple)->getResult(0)}, {named(c, "axis", i64Attr(c, 0))});
+    if (failed(wrapped))
+      return failure();
+    Value term = *wrapped;
+    if (stride != 1) {
+      auto scaled = createValue<MulOp>(c, {term, c.scalarConstant(stride, i64)});
+      if (failed(scaled))
+        return failure();
+      term = *scaled;
+    }
+    if (linear) {
+      auto sum = createValue<AddOp>(c, {linear, term});
+      if (failed(sum))
+        return failure();
+      term = *sum;
+    }
+    linear = term;
+    stride *= dim;
+  }
+  const int64_t batch = getNumElements(data.take_front(b));
+  if (batch > 1) {
+    // Each batch position's first row: [B..., 1, ...] broadcast over M.
+    SmallVector<int64_t> shape(data.take_front(b)), rows;
+    shape.append(q - 1 - b, 1);
+    for (int64_t p = 0; p < batch; ++p)
+      rows.push_back(p * stride);
+    auto offsets = c.materialize(ConstTensor::fromInts(rows, shape),
+                                 base + ".gathernd_batch");
+    if (failed(offsets))
+      return failure();
+    auto sum = createValue<AddOp>(c, {linear, *offsets});
+    if (failed(sum))
+      return failure();
+    linear = *sum;
+  }
+  SmallVector<int64_t> flatShape = {batch * stride};
+  llvm::append_range(flatShape, data.drop_front(b + k));
+  auto flat = c.create<ReshapeOp>(
+      {*dataValue}, {},
+      {RankedTensorType::get(flatShape, c.getType(0).getElementType())});
+  if (failed(flat))
+    return failure();
+  return defineFrom(c,
+                    c.create<GatherOp>({(*flat)->getResult(0), linear},
+                                       {named(c, "axis", i64Attr(c, 0))}),
                     c.getDType(0));
 }
 
@@ -1166,6 +1355,254 @@ LogicalResult importLayerNormalization(NodeContext &c) {
       c.getDType(0));
 }
 
+/// RMSNormalization (opset 23) is tessel.rms_norm over dims [axis, rank).
+/// A scale of other shape (PyTorch writes ones of the input's whole shape
+/// for rms_norm without a weight) multiplies, broadcast, the rms_norm with
+/// a unit scale.
+LogicalResult importRMSNormalization(NodeContext &c) {
+  if (failed(requireFloat(c, 0)) || failed(requireFloat(c, 1)))
+    return failure();
+  auto axis = getAxisAttr(c, -1);
+  if (failed(axis))
+    return failure();
+  auto x = c.getValue(0), scale = c.getValue(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  ArrayRef<int64_t> norm = c.getShape(0).drop_front(*axis);
+  const bool direct = c.getShape(1) == norm;
+  if (!direct) {
+    auto shape = broadcastShape(c.getShape(1), c.getShape(0));
+    if (!shape || ArrayRef<int64_t>(*shape) != c.getShape(0))
+      return c.error("scale " + formatShape(c.getShape(1)) +
+                     " does not broadcast to the input " +
+                     formatShape(c.getShape(0)));
+  }
+  Type et = c.getType(0).getElementType();
+  Value s = *scale;
+  if (!direct) {
+    auto type = RankedTensorType::get(norm, et);
+    s = ConstantOp::create(c.getBuilder(), c.getLoc(), type,
+                           DenseElementsAttr::get(type, FloatAttr::get(et, 1.0)));
+  }
+  auto y = c.create<RmsNormOp>(
+      {*x, s},
+      {named(c, "axis", i64Attr(c, *axis)),
+       named(c, "epsilon",
+             c.getBuilder().getF32FloatAttr(c.getFloat("epsilon", 1e-5f)))});
+  if (failed(y) || direct)
+    return defineFrom(c, y, c.getDType(0));
+  return defineFrom(c, c.create<MulOp>({(*y)->getResult(0), *scale}),
+                    c.getDType(0));
+}
+
+/// Attention (opset 23), as its function body computes it, from existing
+/// ops: Q and K each scaled by sqrt(scale), softmax(Q K^T [softcapped] +
+/// bias) V, the bias the mask (a bool mask as 0 / -inf) plus the causal
+/// mask; rows whose bias is -inf throughout give 0 (no key to attend).
+/// Grouped-query K and V heads repeat ([h0, h0, h1, h1, ...]); 3-D inputs
+/// are [batch, seq, heads * size]. The KV cache (past_key, past_value) and
+/// the extra outputs are not supported.
+FailureOr<Value> reshapeValue(NodeContext &c, Value v, ArrayRef<int64_t> shape);
+
+LogicalResult importAttention(NodeContext &c) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(requireFloat(c, i)))
+      return failure();
+  if (c.hasInput(4) || c.hasInput(5) || c.hasInput(6))
+    return c.error("the KV cache inputs (past_key, past_value, "
+                   "nonpad_kv_seqlen) are not supported");
+  for (unsigned k = 1; k < c.getNumOutputs(); ++k)
+    if (c.isOutputUsed(k))
+      return c.error("output " + Twine(k) +
+                     " (present_key, present_value, qk_matmul_output) is not "
+                     "supported");
+  const int64_t rank = c.getRank(0);
+  if ((rank != 3 && rank != 4) || c.getRank(1) != rank || c.getRank(2) != rank)
+    return c.error("Q, K and V must all have rank 3 or all rank 4");
+  Type et = c.getType(0).getElementType();
+  auto q = c.getValue(0), k = c.getValue(1), v = c.getValue(2);
+  if (failed(q) || failed(k) || failed(v))
+    return failure();
+  auto transpose = [&](Value x, ArrayRef<int64_t> perm) {
+    return createValue<TransposeOp>(c, {x}, {named(c, "perm", arrayAttr(c, perm))});
+  };
+  // [B, S, H * E] -> [B, H, S, E].
+  auto split = [&](Value x, int64_t heads) -> FailureOr<Value> {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(x.getType()).getShape();
+    if (heads <= 0 || s[2] % heads)
+      return c.error("the hidden size " + Twine(s[2]) +
+                     " does not split into " + Twine(heads) + " heads");
+    auto r = reshapeValue(c, x, {s[0], s[1], heads, s[2] / heads});
+    if (failed(r))
+      return failure();
+    return transpose(*r, {0, 2, 1, 3});
+  };
+  if (rank == 3) {
+    const int64_t qh = c.getInt("q_num_heads", 0), kvh = c.getInt("kv_num_heads", 0);
+    q = split(*q, qh);
+    k = split(*k, kvh);
+    v = split(*v, kvh);
+    if (failed(q) || failed(k) || failed(v))
+      return failure();
+  }
+  ArrayRef<int64_t> qs = cast<RankedTensorType>(q->getType()).getShape(),
+                    ks = cast<RankedTensorType>(k->getType()).getShape(),
+                    vs = cast<RankedTensorType>(v->getType()).getShape();
+  const int64_t b = qs[0], hq = qs[1], l = qs[2], e = qs[3], hkv = ks[1],
+                sk = ks[2];
+  if (ks[0] != b || vs[0] != b || vs[1] != hkv || vs[2] != sk || ks[3] != e ||
+      hq % hkv)
+    return c.error("Q " + formatShape(qs) + ", K " + formatShape(ks) +
+                   " and V " + formatShape(vs) + " do not fit");
+  if (hq != hkv) {
+    const int64_t reps = hq / hkv;
+    auto repeat = [&](Value x) -> FailureOr<Value> {
+      ArrayRef<int64_t> s = cast<RankedTensorType>(x.getType()).getShape();
+      auto r = reshapeValue(c, x, {s[0], s[1], 1, s[2], s[3]});
+      if (failed(r))
+        return failure();
+      auto ex = c.create<ExpandOp>(
+          {*r}, {}, {RankedTensorType::get({s[0], s[1], reps, s[2], s[3]}, et)});
+      if (failed(ex))
+        return failure();
+      return reshapeValue(c, (*ex)->getResult(0), {s[0], hq, s[2], s[3]});
+    };
+    k = repeat(*k);
+    v = repeat(*v);
+    if (failed(k) || failed(v))
+      return failure();
+  }
+  float scale = c.getFloat("scale", 1.0f / std::sqrt(float(e)));
+  Value root = c.scalarConstant(float(std::sqrt(scale)), et);
+  auto qScaled = createValue<MulOp>(c, {*q, root});
+  auto kScaled = createValue<MulOp>(c, {*k, root});
+  if (failed(qScaled) || failed(kScaled))
+    return failure();
+  auto kt = transpose(*kScaled, {0, 1, 3, 2});
+  if (failed(kt))
+    return failure();
+  auto scores = createValue<MatmulOp>(c, {*qScaled, *kt});
+  if (failed(scores))
+    return failure();
+  auto scoreType = cast<RankedTensorType>(scores->getType());
+  if (float cap = c.getFloat("softcap", 0.0f); cap > 0) {
+    auto d = createValue<DivOp>(c, {*scores, c.scalarConstant(cap, et)});
+    if (failed(d))
+      return failure();
+    auto t = c.create<TanhOp>({*d}, {}, {scoreType});
+    if (failed(t))
+      return failure();
+    scores = createValue<MulOp>(c, {(*t)->getResult(0), c.scalarConstant(cap, et)});
+    if (failed(scores))
+      return failure();
+  }
+  // The additive bias: the mask's, then the causal mask's.
+  Value bias;
+  Value negInf = c.scalarConstant(-INFINITY, et), zero = c.scalarConstant(0, et);
+  if (c.hasInput(3)) {
+    if (c.getShape(3).empty() || c.getShape(3).back() != sk)
+      return c.error("attn_mask " + formatShape(c.getShape(3)) +
+                     " must end in the key length " + Twine(sk));
+    auto m = c.getValue(3);
+    if (failed(m))
+      return failure();
+    bias = *m;
+    if (c.getDType(3) == kBool) {
+      auto w = createValue<WhereOp>(c, {*m, zero, negInf});
+      if (failed(w))
+        return failure();
+      bias = *w;
+    } else if (failed(requireFloat(c, 3))) {
+      return failure();
+    }
+  }
+  if (c.getInt("is_causal", 0)) {
+    ConstTensor allowed = ConstTensor::zeros(kBool, {l, sk});
+    for (int64_t i = 0; i < l; ++i)
+      for (int64_t j = 0; j <= std::min(i, sk - 1); ++j)
+        allowed.setInt(i * sk + j, 1);
+    auto m = c.materialize(allowed, c.getNode().output(0) + ".causal_mask");
+    if (failed(m))
+      return failure();
+    auto w = createValue<WhereOp>(c, {*m, bias ? bias : zero, negInf});
+    if (failed(w))
+      return failure();
+    bias = *w;
+  }
+  if (bias) {
+    auto sum = createValue<AddOp>(c, {*scores, bias});
+    if (failed(sum))
+      return failure();
+    scores = sum;
+    scoreType = cast<RankedTensorType>(scores->getType());
+  }
+  auto probs = c.create<SoftmaxOp>({*scores}, {named(c, "axis", i64Attr(c, 3))},
+                                   {scoreType});
+  if (failed(probs))
+    return failure();
+  Value p = (*probs)->getResult(0);
+  if (bias) {
+    // Rows with no key to attend: 0, not softmax's NaN.
+    int64_t last = cast<RankedTensorType>(bias.getType()).getRank() - 1;
+    auto mx = createValue<ReduceMaxOp>(
+        c, {bias},
+        {named(c, "dims", arrayAttr(c, {last})),
+         named(c, "keep_dims", c.getBuilder().getUnitAttr())});
+    if (failed(mx))
+      return failure();
+    auto none = createValue<CompareOp>(
+        c, {*mx, negInf},
+        {named(c, "predicate",
+               ComparePredicateAttr::get(c.getContext(), ComparePredicate::EQ))});
+    if (failed(none))
+      return failure();
+    auto guarded = createValue<WhereOp>(c, {*none, zero, p});
+    if (failed(guarded))
+      return failure();
+    p = *guarded;
+  }
+  auto y = createValue<MatmulOp>(c, {p, *v});
+  if (failed(y))
+    return failure();
+  if (rank == 3) {
+    auto t = transpose(*y, {0, 2, 1, 3});
+    if (failed(t))
+      return failure();
+    y = reshapeValue(c, *t, {b, l, hq * vs[3]});
+    if (failed(y))
+      return failure();
+  }
+  c.setOutput(0, *y, c.getDType(0));
+  return success();
+}
+
+/// CumSum: the axis is a constant input (rank 0 or 1).
+LogicalResult importCumSum(NodeContext &c) {
+  auto axes = c.getConstInts(1, "axis");
+  if (failed(axes))
+    return failure();
+  if (axes->size() != 1)
+    return c.error("axis must hold one integer, holds " + Twine(axes->size()));
+  auto axis = c.normalizeAxis((*axes)[0], c.getRank(0), "axis");
+  if (failed(axis))
+    return failure();
+  const bool exclusive = c.getInt("exclusive", 0) != 0,
+             reverse = c.getInt("reverse", 0) != 0;
+  if (const ConstTensor *x = c.getConst(0);
+      x && setFolded(c, foldCumSum(*x, *axis, exclusive, reverse)))
+    return success();
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  SmallVector<NamedAttribute> attrs = {named(c, "axis", i64Attr(c, *axis))};
+  if (exclusive)
+    attrs.push_back(named(c, "exclusive", c.getBuilder().getUnitAttr()));
+  if (reverse)
+    attrs.push_back(named(c, "reverse", c.getBuilder().getUnitAttr()));
+  return defineFrom(c, c.create<CumSumOp>({*x}, attrs, {x->getType()}),
+                    c.getDType(0));
+}
+
 // training_mode=1 (torch.onnx.export with TrainingMode.TRAINING): batch
 // statistics, running statistics updated when training
 // (-tessel-batch-norm-train). The updated statistics are not outputs of the
@@ -1197,66 +1634,214 @@ LogicalResult importBatchNormalization(NodeContext &c) {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-/// A 2-D window attribute (strides, dilations); [1, 1] when absent.
-SmallVector<int64_t> getPair(NodeContext &c, StringRef name) {
-  return c.getInts(name).value_or(SmallVector<int64_t>{1, 1});
+/// A window attribute (strides, dilations) of `n` spatial dims; all 1 when
+/// absent.
+SmallVector<int64_t> getWindowAttr(NodeContext &c, StringRef name,
+                                   size_t n = 2) {
+  return c.getInts(name).value_or(SmallVector<int64_t>(n, 1));
 }
 
-/// Pads from auto_pad / pads, as [top, left, bottom, right].
+/// Pads from auto_pad / pads for the `kernel.size()` spatial dims of input
+/// 0, as [begin..., end...] (2-D: [top, left, bottom, right]).
 FailureOr<SmallVector<int64_t>> getPads(NodeContext &c, ArrayRef<int64_t> kernel,
                                         ArrayRef<int64_t> strides,
                                         ArrayRef<int64_t> dilations) {
+  const size_t n = kernel.size();
   std::string autoPad = c.getString("auto_pad", "NOTSET");
   ArrayRef<int64_t> in = c.getShape(0);
   if (autoPad == "NOTSET") {
-    SmallVector<int64_t> pads = c.getInts("pads").value_or(SmallVector<int64_t>{0, 0, 0, 0});
-    if (pads.size() != 4)
-      return c.error("pads must have 4 entries, has " + Twine(pads.size()));
+    SmallVector<int64_t> pads =
+        c.getInts("pads").value_or(SmallVector<int64_t>(2 * n, 0));
+    if (pads.size() != 2 * n)
+      return c.error("pads must have " + Twine(2 * n) + " entries, has " +
+                     Twine(pads.size()));
     return pads;
   }
   if (autoPad == "VALID")
-    return SmallVector<int64_t>{0, 0, 0, 0};
+    return SmallVector<int64_t>(2 * n, 0);
   if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
     return c.error("unknown auto_pad '" + autoPad + "'");
-  SmallVector<int64_t> pads(4);
-  for (int d = 0; d < 2; ++d) {
+  SmallVector<int64_t> pads(2 * n);
+  for (size_t d = 0; d < n; ++d) {
     int64_t size = in[2 + d];
     int64_t out = (size + strides[d] - 1) / strides[d];
     int64_t total = std::max<int64_t>(
         (out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - size, 0);
     int64_t small = total / 2, large = total - small;
     pads[d] = autoPad == "SAME_UPPER" ? small : large;
-    pads[d + 2] = autoPad == "SAME_UPPER" ? large : small;
+    pads[d + n] = autoPad == "SAME_UPPER" ? large : small;
   }
   return pads;
 }
 
+/// `v` reshaped to `shape` (same element type).
+FailureOr<Value> reshapeValue(NodeContext &c, Value v, ArrayRef<int64_t> shape) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getShape() == shape)
+    return v;
+  auto op = c.create<ReshapeOp>({v}, {},
+                                {RankedTensorType::get(shape, t.getElementType())});
+  if (failed(op))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+FailureOr<Value> conv2d(NodeContext &c, ValueRange operands,
+                        ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                        ArrayRef<int64_t> dilations, int64_t group) {
+  return createValue<Conv2DOp>(c, operands,
+                               {named(c, "strides", arrayAttr(c, strides)),
+                                named(c, "pads", arrayAttr(c, pads)),
+                                named(c, "dilations", arrayAttr(c, dilations)),
+                                named(c, "group", i64Attr(c, group))});
+}
+
+/// A 3-D convolution as a sum of 2-D ones, one per kernel depth kd: the
+/// input's depth planes kd * dd + od * sd (zero-padded), each a batch of
+/// images [N * OD, C, H, W], convolved with the weight's plane kd.
+FailureOr<Value> conv3dAsConv2d(NodeContext &c, Value x, Value w, Value bias,
+                                ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> pads,
+                                ArrayRef<int64_t> dilations, int64_t group) {
+  ArrayRef<int64_t> xs = c.getShape(0), ws = c.getShape(1);
+  const int64_t n = xs[0], ch = xs[1], h = xs[3], wd = xs[4];
+  const int64_t kd = ws[2], sd = strides[0], dd = dilations[0];
+  const int64_t padded = xs[2] + pads[0] + pads[3];
+  const int64_t od = (padded - dd * (kd - 1) - 1) / sd + 1;
+  if (od <= 0)
+    return c.error("the output depth is not positive");
+  Type et = c.getType(0).getElementType();
+  if (pads[0] || pads[3]) {
+    SmallVector<Value> parts;
+    for (int64_t p : {pads[0], int64_t(-1), pads[3]}) {
+      if (p == -1) {
+        parts.push_back(x);
+        continue;
+      }
+      if (p == 0)
+        continue;
+      auto type = RankedTensorType::get({n, ch, p, h, wd}, et);
+      parts.push_back(ConstantOp::create(
+          c.getBuilder(), c.getLoc(), type,
+          DenseElementsAttr::get(type, c.getBuilder().getZeroAttr(et))));
+    }
+    auto cat = createValue<ConcatOp>(c, parts, {named(c, "dim", i64Attr(c, 2))});
+    if (failed(cat))
+      return failure();
+    x = *cat;
+  }
+  // [N, C, D, H, W] -> [N, D, C, H, W]: a depth plane per (n, d).
+  SmallVector<int64_t> perm = {0, 2, 1, 3, 4};
+  auto planes = createValue<TransposeOp>(c, {x}, {named(c, "perm", arrayAttr(c, perm))});
+  if (failed(planes))
+    return failure();
+  SmallVector<int64_t> strides2(strides.drop_front()),
+      dil2(dilations.drop_front()), pads2 = {pads[1], pads[2], pads[4], pads[5]};
+  Value sum;
+  for (int64_t k = 0; k < kd; ++k) {
+    SmallVector<int64_t> lo = {0, k * dd, 0, 0, 0},
+                         hi = {n, k * dd + (od - 1) * sd + 1, ch, h, wd},
+                         st = {1, sd, 1, 1, 1};
+    auto sl = createValue<SliceOp>(c, {*planes},
+                                   {named(c, "starts", arrayAttr(c, lo)),
+                                    named(c, "limits", arrayAttr(c, hi)),
+                                    named(c, "strides", arrayAttr(c, st))});
+    if (failed(sl))
+      return failure();
+    auto images = reshapeValue(c, *sl, {n * od, ch, h, wd});
+    SmallVector<int64_t> wlo = {0, 0, k, 0, 0}, whi(ws), wst(5, 1);
+    whi[2] = k + 1;
+    auto wk = createValue<SliceOp>(c, {w},
+                                   {named(c, "starts", arrayAttr(c, wlo)),
+                                    named(c, "limits", arrayAttr(c, whi)),
+                                    named(c, "strides", arrayAttr(c, wst))});
+    if (failed(images) || failed(wk))
+      return failure();
+    auto w2 = reshapeValue(c, *wk, {ws[0], ws[1], ws[3], ws[4]});
+    if (failed(w2))
+      return failure();
+    SmallVector<Value> operands = {*images, *w2};
+    if (bias && k == 0)
+      operands.push_back(bias);
+    auto y = conv2d(c, operands, strides2, pads2, dil2, group);
+    if (failed(y))
+      return failure();
+    if (sum) {
+      auto s = createValue<AddOp>(c, {sum, *y});
+      if (failed(s))
+        return failure();
+      y = s;
+    }
+    sum = *y;
+  }
+  ArrayRef<int64_t> ys = cast<RankedTensorType>(sum.getType()).getShape();
+  auto split = reshapeValue(c, sum, {n, od, ys[1], ys[2], ys[3]});
+  if (failed(split))
+    return failure();
+  return createValue<TransposeOp>(c, {*split}, {named(c, "perm", arrayAttr(c, perm))});
+}
+
+/// Conv over 1, 2 or 3 spatial dims: 2-D is tessel.conv2d; 1-D a conv2d
+/// over [N, C, 1, L] (exact: the unit dim has a unit kernel, stride and no
+/// pads); 3-D a sum of conv2d's over the kernel's depth.
 LogicalResult importConv(NodeContext &c) {
-  if (c.getRank(0) != 4 || c.getRank(1) != 4)
-    return c.error("only 2-D convolutions are supported (input rank " +
-                   Twine(c.getRank(0)) + ")");
+  const int64_t rank = c.getRank(0);
+  if (rank < 3 || rank > 5 || c.getRank(1) != rank)
+    return c.error("only 1-D, 2-D and 3-D convolutions are supported (input "
+                   "rank " + Twine(rank) + ", weight rank " +
+                   Twine(c.getRank(1)) + ")");
+  const size_t n = rank - 2;
   ArrayRef<int64_t> w = c.getShape(1);
-  SmallVector<int64_t> kernel = {w[2], w[3]};
+  SmallVector<int64_t> kernel(w.drop_front(2));
   if (auto ks = c.getInts("kernel_shape"); ks && ArrayRef<int64_t>(*ks) != ArrayRef<int64_t>(kernel))
     return c.error("kernel_shape " + formatShape(*ks) +
                    " does not match the weight " + formatShape(w));
-  SmallVector<int64_t> strides = getPair(c, "strides"),
-                       dilations = getPair(c, "dilations");
-  if (strides.size() != 2 || dilations.size() != 2)
-    return c.error("strides and dilations must have 2 entries");
+  SmallVector<int64_t> strides = getWindowAttr(c, "strides", n),
+                       dilations = getWindowAttr(c, "dilations", n);
+  if (strides.size() != n || dilations.size() != n)
+    return c.error("strides and dilations must have " + Twine(n) + " entries");
   auto pads = getPads(c, kernel, strides, dilations);
   if (failed(pads))
     return failure();
   auto operands = getValues(c, 3);
   if (failed(operands))
     return failure();
-  return defineFrom(c,
-                    c.create<Conv2DOp>(*operands,
-                                       {named(c, "strides", arrayAttr(c, strides)),
-                                        named(c, "pads", arrayAttr(c, *pads)),
-                                        named(c, "dilations", arrayAttr(c, dilations)),
-                                        named(c, "group", i64Attr(c, c.getInt("group", 1)))}),
-                    c.getDType(0));
+  const int64_t group = c.getInt("group", 1);
+  if (n == 2)
+    return defineFrom(c,
+                      c.create<Conv2DOp>(*operands,
+                                         {named(c, "strides", arrayAttr(c, strides)),
+                                          named(c, "pads", arrayAttr(c, *pads)),
+                                          named(c, "dilations", arrayAttr(c, dilations)),
+                                          named(c, "group", i64Attr(c, group))}),
+                      c.getDType(0));
+  Value bias = operands->size() > 2 ? (*operands)[2] : Value();
+  if (n == 3) {
+    auto y = conv3dAsConv2d(c, (*operands)[0], (*operands)[1], bias, strides,
+                            *pads, dilations, group);
+    if (failed(y))
+      return failure();
+    c.setOutput(0, *y, c.getDType(0));
+    return success();
+  }
+  ArrayRef<int64_t> xs = c.getShape(0);
+  auto x4 = reshapeValue(c, (*operands)[0], {xs[0], xs[1], 1, xs[2]});
+  auto w4 = reshapeValue(c, (*operands)[1], {w[0], w[1], 1, w[2]});
+  if (failed(x4) || failed(w4))
+    return failure();
+  SmallVector<Value> ops4 = {*x4, *w4};
+  if (bias)
+    ops4.push_back(bias);
+  auto y = conv2d(c, ops4, {1, strides[0]}, {0, (*pads)[0], 0, (*pads)[1]},
+                  {1, dilations[0]}, group);
+  if (failed(y))
+    return failure();
+  ArrayRef<int64_t> ys = cast<RankedTensorType>(y->getType()).getShape();
+  auto y3 = reshapeValue(c, *y, {ys[0], ys[1], ys[3]});
+  if (failed(y3))
+    return failure();
+  c.setOutput(0, *y3, c.getDType(0));
+  return success();
 }
 
 template <typename OpTy, bool IsMax>
@@ -1269,8 +1854,8 @@ LogicalResult pool(NodeContext &c) {
   auto kernel = c.getInts("kernel_shape");
   if (!kernel || kernel->size() != 2)
     return c.error("kernel_shape must have 2 entries");
-  SmallVector<int64_t> strides = getPair(c, "strides"),
-                       dilations = getPair(c, "dilations");
+  SmallVector<int64_t> strides = getWindowAttr(c, "strides"),
+                       dilations = getWindowAttr(c, "dilations");
   if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
     return c.error("dilated pooling is not supported");
   auto pads = getPads(c, *kernel, strides, dilations);
@@ -1364,16 +1949,19 @@ const OpImporter kOpImporters[] = {
     {"Abs", 13, importAbs},
     {"Add", 13, importAdd},
     {"And", 7, logical<true>},
+    {"Attention", 23, importAttention},
     {"AveragePool", 11, pool<AvgPoolOp, false>},
     {"BatchNormalization", 9, importBatchNormalization},
     {"BatchNormalization", 14, importBatchNormalization}, // training_mode,
     {"Cast", 13, importCast},
+    {"CastLike", 15, importCastLike},
     {"Clip", 13, importClip},
     {"Concat", 13, importConcat},
     {"Constant", 13, importConstant},
     {"ConstantOfShape", 9, importConstantOfShape},
     {"Conv", 11, importConv},
     {"Cos", 7, foldOnlyUnary<cosF>},
+    {"CumSum", 11, importCumSum},
     {"Div", 13, importDiv},
     {"Dropout", 13, importDropout},
     {"Equal", 13, compare<ComparePredicate::EQ>},
@@ -1382,12 +1970,15 @@ const OpImporter kOpImporters[] = {
     {"Expand", 13, importExpand},
     {"Flatten", 13, importFlatten},
     {"Gather", 13, importGather},
+    {"GatherElements", 13, importGatherElements},
+    {"GatherND", 13, importGatherND},
     {"Gelu", 20, importGelu},
     {"Gemm", 13, importGemm},
     {"GlobalAveragePool", 1, importGlobalAveragePool},
     {"Greater", 13, compare<ComparePredicate::GT>},
     {"GreaterOrEqual", 12, compare<ComparePredicate::GE>},
     {"Identity", 13, importIdentity},
+    {"IsNaN", 13, importIsNaN},
     {"LayerNormalization", 17, importLayerNormalization},
     {"Less", 13, compare<ComparePredicate::LT>},
     {"LessOrEqual", 12, compare<ComparePredicate::LE>},
@@ -1397,6 +1988,7 @@ const OpImporter kOpImporters[] = {
     {"Max", 13, importMax},
     {"MaxPool", 12, pool<MaxPoolOp, true>},
     {"Min", 13, importMin},
+    {"Mod", 13, importMod},
     {"Mul", 13, importMul},
     {"Neg", 13, importNeg},
     {"Not", 1, importNot},
@@ -1409,6 +2001,7 @@ const OpImporter kOpImporters[] = {
     {"ReduceMean", 13, reduce<ReduceMeanOp, false>},
     {"ReduceMean", 18, reduce<ReduceMeanOp, true>},
     {"ReduceSum", 13, reduce<ReduceSumOp, true>},
+    {"RMSNormalization", 23, importRMSNormalization},
     {"Relu", 13, importRelu},
     {"Reshape", 13, importReshape},
     {"Reshape", 14, importReshape}, // allowzero,

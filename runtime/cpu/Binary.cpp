@@ -57,6 +57,14 @@ template <typename T> struct Wrap {
       return static_cast<T>(U(0) - U(a));
     return a / b;
   }
+  // C's remainder (ONNX Mod fmod=1), sign of a; x % 0 (and MIN % -1) = 0.
+  static T fmod(T a, T b) { return b == 0 || b == -1 ? T(0) : T(a % b); }
+  // Python's remainder (ONNX Mod fmod=0), sign of b; |r| < |b|, so r + b
+  // cannot overflow.
+  static T mod(T a, T b) {
+    const T r = fmod(a, b);
+    return r != 0 && ((r < 0) != (b < 0)) ? T(r + b) : r;
+  }
 };
 
 template <typename T>
@@ -71,6 +79,10 @@ void binaryInt(OpKind kind, const T *a, const T *b, T *out,
     return binaryLoop(a, b, out, plan, pool, Wrap<T>::mul);
   case OpKind::Div:
     return binaryLoop(a, b, out, plan, pool, Wrap<T>::div);
+  case OpKind::Mod:
+    return binaryLoop(a, b, out, plan, pool, Wrap<T>::mod);
+  case OpKind::FMod:
+    return binaryLoop(a, b, out, plan, pool, Wrap<T>::fmod);
   case OpKind::Max:
     return binaryLoop(a, b, out, plan, pool, [](T x, T y) { return x > y ? x : y; });
   case OpKind::Min:
@@ -183,6 +195,9 @@ void binaryKernel(OpKind kind, DType dtype, const void *a, const Shape &aShape,
     return binaryLoop(fa, fb, fo, plan, pool, [](float x, float y) { return x / y; });
   case OpKind::Pow:
     return powF32(fa, fb, bShape, fo, plan, pool);
+  case OpKind::FMod:
+    return binaryLoop(fa, fb, fo, plan, pool,
+                      [](float x, float y) { return std::fmod(x, y); });
   case OpKind::Max: // NaN propagates, as numpy.maximum
     return binaryLoop(fa, fb, fo, plan, pool,
                       [](float x, float y) { return (x > y || x != x) ? x : y; });
@@ -259,7 +274,8 @@ Step whereStep(const KernelContext &c) {
 
 void registerBinaryKernels(KernelRegistry &r) {
   for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
-                   OpKind::Pow, OpKind::Max, OpKind::Min})
+                   OpKind::Pow, OpKind::Max, OpKind::Min, OpKind::Mod,
+                   OpKind::FMod})
     r.add(k, binaryStep);
   r.add(OpKind::Compare, compareStep);
   r.add(OpKind::Where, whereStep);

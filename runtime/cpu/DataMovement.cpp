@@ -141,6 +141,63 @@ Status gatherKernel(size_t elemSize, const void *data, const Shape &dataShape,
   return Status::ok();
 }
 
+namespace {
+
+template <typename T>
+void gatherElementsTyped(const T *data, const std::vector<int64_t> &strides,
+                         const std::vector<int64_t> &wrapped,
+                         const Shape &idxShape, int64_t axis, T *out) {
+  const int64_t rank = static_cast<int64_t>(idxShape.size());
+  std::vector<int64_t> coord(rank, 0);
+  for (size_t j = 0; j < wrapped.size(); ++j) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      off += (d == axis ? wrapped[j] : coord[d]) * strides[d];
+    out[j] = data[off];
+    for (int64_t d = rank - 1; d >= 0 && ++coord[d] == idxShape[d]; --d)
+      coord[d] = 0;
+  }
+}
+
+} // namespace
+
+Status gatherElementsKernel(size_t elemSize, const void *data,
+                            const Shape &dataShape, DType indexType,
+                            const void *indices, const Shape &idxShape,
+                            int64_t axis, void *out) {
+  const int64_t dim = dataShape[axis], n = numElements(idxShape);
+  std::vector<int64_t> wrapped(n);
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t i = indexType == DType::I64
+                          ? static_cast<const int64_t *>(indices)[j]
+                          : static_cast<const int32_t *>(indices)[j];
+    if (i < -dim || i >= dim)
+      return Status::error("gather_elements: index " + std::to_string(i) +
+                           " at position " + std::to_string(j) +
+                           " is out of range for an axis of size " +
+                           std::to_string(dim));
+    wrapped[j] = i < 0 ? i + dim : i;
+  }
+  std::vector<int64_t> strides(dataShape.size(), 1);
+  for (size_t d = dataShape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * dataShape[d];
+  switch (elemSize) {
+  case 1:
+    gatherElementsTyped(static_cast<const uint8_t *>(data), strides, wrapped,
+                        idxShape, axis, static_cast<uint8_t *>(out));
+    break;
+  case 4:
+    gatherElementsTyped(static_cast<const uint32_t *>(data), strides, wrapped,
+                        idxShape, axis, static_cast<uint32_t *>(out));
+    break;
+  default:
+    gatherElementsTyped(static_cast<const uint64_t *>(data), strides, wrapped,
+                        idxShape, axis, static_cast<uint64_t *>(out));
+    break;
+  }
+  return Status::ok();
+}
+
 void transposeKernel(size_t elemSize, const void *x, const Shape &shape,
                      const std::vector<int64_t> &perm, void *y,
                      ThreadPool &pool) {
@@ -249,6 +306,16 @@ Step gatherStep(const KernelContext &c) {
   };
 }
 
+Step gatherElementsStep(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *idx = &c.in(1);
+  void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);
+  return [=] {
+    return gatherElementsKernel(dtypeSize(a->dtype), x0, a->shape, idx->dtype,
+                                x1, idx->shape, o->axis, y0);
+  };
+}
+
 Step transposeStep(const KernelContext &c) {
   return kernelStep(c, [](const StepArgs &s) {
     transposeKernel(dtypeSize(s.a->dtype), s.x0, s.a->shape, s.o->perm, s.y0,
@@ -306,6 +373,7 @@ void registerDataMovementKernels(KernelRegistry &r) {
                  {OpKind::Copy, copyStep},
                  {OpKind::ChunkFetch, chunkFetchStep},
                  {OpKind::Gather, gatherStep},
+                 {OpKind::GatherElements, gatherElementsStep},
                  {OpKind::Transpose, transposeStep},
                  {OpKind::Slice, sliceStep},
                  {OpKind::Concat, concatStep},

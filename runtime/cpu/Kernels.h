@@ -47,6 +47,10 @@ void reduceKernel(OpKind kind, DType dtype, const void *x, const Shape &shape,
                   const std::vector<int64_t> &dims, void *out,
                   ThreadPool &pool);
 
+/// ONNX CumSum along `axis`: floats summed in scan order, integers wrap.
+void cumsumKernel(DType dtype, const void *x, const Shape &shape, int64_t axis,
+                  bool exclusive, bool reverse, void *y, ThreadPool &pool);
+
 // Normalization.cpp
 void softmaxKernel(bool logSoftmax, const float *x, const Shape &shape,
                    int64_t axis, float *y, ThreadPool &pool);
@@ -67,6 +71,12 @@ void stridedCopy(size_t elemSize, const void *src, const Shape &dims,
 Status gatherKernel(size_t elemSize, const void *data, const Shape &dataShape,
                     DType indexType, const void *indices, int64_t numIndices,
                     int64_t axis, void *out);
+/// out[j] = data at idx position j, with its index along `axis` (ONNX
+/// GatherElements); fails naming the first index out of range.
+Status gatherElementsKernel(size_t elemSize, const void *data,
+                            const Shape &dataShape, DType indexType,
+                            const void *indices, const Shape &idxShape,
+                            int64_t axis, void *out);
 void transposeKernel(size_t elemSize, const void *x, const Shape &shape,
                      const std::vector<int64_t> &perm, void *y,
                      ThreadPool &pool);

@@ -1,4 +1,4 @@
-//===- Reduce.cpp - reduce_sum, reduce_mean, reduce_max -------------------===//
+//===- Reduce.cpp - reduce_sum, reduce_mean, reduce_max, cumsum -----------===//
 #include "Broadcast.h"
 #include "DTypeDispatch.h"
 #include "KernelRegistry.h"
@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 namespace tessel::runtime::cpu {
 
@@ -25,7 +26,13 @@ template <typename T> struct SumOp {
 };
 
 template <typename T> struct MaxOp {
-  static T init() { return std::numeric_limits<T>::lowest(); }
+  // -inf for floats: the max of a row of -inf is -inf, not -FLT_MAX.
+  static T init() {
+    if constexpr (std::numeric_limits<T>::has_infinity)
+      return -std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::lowest();
+  }
   static T combine(T a, T b) { return b > a ? b : a; }
   static T row(const T *x, int64_t n) {
     T m = init();
@@ -139,6 +146,65 @@ void reduceKernel(OpKind kind, DType dtype, const void *x, const Shape &shape,
 
 namespace {
 
+/// Integers add wrapping (two's complement), as the binary kernels do.
+template <typename T> T scanAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(std::make_unsigned_t<T>(a) +
+                          std::make_unsigned_t<T>(b));
+  else
+    return a + b;
+}
+
+/// One sequential scan per line (outer, inner), from the scan's first
+/// element: the CUDA kernel's order, so both agree bit for bit.
+template <typename T>
+void cumsumTyped(const T *x, const AxisView v, bool exclusive, bool reverse,
+                 T *y, ThreadPool &pool) {
+  const int64_t len = v.len, inner = v.inner;
+  pool.parallelFor(v.outer * inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)),
+                   [&](int64_t b, int64_t e) {
+    for (int64_t line = b; line < e; ++line) {
+      const int64_t base = (line / inner) * len * inner + line % inner;
+      T acc = T(0);
+      for (int64_t t = 0; t < len; ++t) {
+        const int64_t at = base + (reverse ? len - 1 - t : t) * inner;
+        const T v = x[at];
+        if (exclusive) {
+          y[at] = acc;
+          acc = scanAdd(acc, v);
+        } else {
+          acc = scanAdd(acc, v);
+          y[at] = acc;
+        }
+      }
+    }
+  });
+}
+
+} // namespace
+
+void cumsumKernel(DType dtype, const void *x, const Shape &shape, int64_t axis,
+                  bool exclusive, bool reverse, void *y, ThreadPool &pool) {
+  const AxisView v = aroundAxis(shape, axis);
+  visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!kIsBool<T>)
+      cumsumTyped(static_cast<const T *>(x), v, exclusive, reverse,
+                  static_cast<T *>(y), pool);
+  });
+}
+
+namespace {
+
+Step cumsumStep(const KernelContext &c) {
+  const bool exclusive = c.op.intAttr("exclusive", 0) != 0,
+             reverse = c.op.intAttr("reverse", 0) != 0;
+  return kernelStep(c, [exclusive, reverse](const StepArgs &s) {
+    cumsumKernel(s.a->dtype, s.x0, s.a->shape, s.o->axis, exclusive, reverse,
+                 s.y0, *s.tp);
+  });
+}
+
 Step reduceStep(const KernelContext &c) {
   return kernelStep(c, [](const StepArgs &s) {
     reduceKernel(s.o->kind, s.a->dtype, s.x0, s.a->shape, s.o->dims, s.y0,
@@ -151,6 +217,7 @@ Step reduceStep(const KernelContext &c) {
 void registerReduceKernels(KernelRegistry &r) {
   for (OpKind k : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax})
     r.add(k, reduceStep);
+  r.add(OpKind::CumSum, cumsumStep);
 }
 
 } // namespace tessel::runtime::cpu

@@ -62,7 +62,8 @@ Status makeWhere(const KernelContext &ctx, Step &out) {
 
 void registerBinaryKernels(KernelRegistry &registry) {
   for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
-                   OpKind::Pow, OpKind::Max, OpKind::Min, OpKind::ReluGrad})
+                   OpKind::Pow, OpKind::Max, OpKind::Min, OpKind::ReluGrad,
+                   OpKind::Mod, OpKind::FMod})
     registry.add(k, makeBinary);
   registry.add(OpKind::Compare, makeCompare);
   registry.add(OpKind::Where, makeWhere);

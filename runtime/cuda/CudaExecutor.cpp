@@ -300,8 +300,9 @@ Status CudaExecutor::run() {
       const Op &op = *gathers[g].second;
       const int64_t dim = prog->buffers[op.operands[0]].shape[op.axis];
       return Status::error(
-          "instruction " + std::to_string(gathers[g].first) + " (gather" +
-          (op.name.empty() ? "" : " '" + op.name + "'") + "): gather: index " +
+          "instruction " + std::to_string(gathers[g].first) + " (" +
+          opKindName(op.kind) + (op.name.empty() ? "" : " '" + op.name + "'") +
+          "): " + opKindName(op.kind) + ": index " +
           std::to_string(static_cast<int64_t>(host[2 * g + 1])) +
           " at position " + std::to_string(host[2 * g]) +
           " is out of range for an axis of size " + std::to_string(dim));

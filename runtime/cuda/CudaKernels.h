@@ -98,7 +98,20 @@ cudaError_t launchGather(size_t elemSize, const void *data, DType indexType,
                          int64_t outer, int64_t dim, int64_t inner, void *out,
                          cudaStream_t s);
 
+/// out[i] = data[offset0(ix, i) + wrap(idx[i]) * axisStride] (ONNX
+/// GatherElements; `ix` iterates the indices with data's strides, 0 along
+/// the axis); out-of-range indices give 0 (launchGatherCheck reports them).
+cudaError_t launchGatherElements(size_t elemSize, const void *data,
+                                 DType indexType, const void *indices,
+                                 const Indexer &ix, int64_t dim,
+                                 int64_t axisStride, void *out,
+                                 cudaStream_t s);
+
 // Reductions and normalisation -------------------------------------------
+/// ONNX CumSum over [outer, len, inner] along len, in the CPU's order.
+cudaError_t launchCumSum(DType dtype, const void *x, void *y, int64_t outer,
+                         int64_t len, int64_t inner, bool exclusive,
+                         bool reverse, cudaStream_t s);
 /// `kept` iterates the outputs (operand 0: input strides of the kept dims),
 /// `reduced` the reduced elements of one output (operand 0: input strides of
 /// the reduced dims; total 0 for an empty reduction). reduce_mean multiplies

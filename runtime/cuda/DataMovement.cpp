@@ -2,7 +2,8 @@
 //
 // reshape and copy are device copies (none when in place); transpose, slice,
 // expand, concat and split are strided copies (launchStridedCopy); gather
-// checks its indices first (see DeviceResources::addGatherCheck);
+// and gather_elements check their indices first (see
+// DeviceResources::addGatherCheck);
 // chunk_fetch copies host chunks on the copy stream (DeviceResources::moves).
 //
 //===----------------------------------------------------------------------===//
@@ -262,6 +263,35 @@ Status makeGather(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
+/// The indices are checked as gather's are (one dim: data's axis); the
+/// kernel reads data at each index's own position in every other dim.
+Status makeGatherElements(const KernelContext &ctx, Step &out) {
+  const Op &op = ctx.op;
+  const BufferInfo &a = ctx.in(0), &idx = ctx.in(1);
+  std::vector<int64_t> strides = rowMajorStrides(a.shape);
+  const int64_t axisStride = strides[op.axis], dim = a.shape[op.axis];
+  strides[op.axis] = 0;
+  Indexer ix;
+  TSL_RETURN_IF_ERROR(stridedIndexer(idx.shape, {strides}, ix));
+  const LateAddress slot = ctx.resources.addGatherCheck(ctx.index, op);
+  const void *x = ctx.operand(0), *indices = ctx.operand(1);
+  void *y = ctx.result(0);
+  const size_t es = dtypeSize(a.dtype);
+  const DType indexType = idx.dtype;
+  const int64_t numIndices = idx.numel;
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    unsigned long long *sl = slot.get<unsigned long long>();
+    TSL_RETURN_IF_ERROR(
+        launched(launchGatherCheck(indexType, indices, numIndices, dim, sl, s),
+                 "gather_elements"));
+    return launched(launchGatherElements(es, x, indexType, indices, ix, dim,
+                                         axisStride, y, s),
+                    "gather_elements");
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerDataMovementKernels(KernelRegistry &registry) {
@@ -273,7 +303,8 @@ void registerDataMovementKernels(KernelRegistry &registry) {
                         {OpKind::Concat, makeConcat},
                         {OpKind::Split, makeSplit},
                         {OpKind::Expand, makeExpand},
-                        {OpKind::Gather, makeGather}});
+                        {OpKind::Gather, makeGather},
+                        {OpKind::GatherElements, makeGatherElements}});
 }
 
 } // namespace tessel::runtime::cuda

@@ -245,6 +245,8 @@ __device__ __forceinline__ float binaryF32(OpKind kind, float x, float y,
     return x * y;
   case OpKind::Div:
     return x / y;
+  case OpKind::FMod:
+    return fmodf(x, y);
   case OpKind::Pow:
     if (bScalar) { // the CPU backend's fast paths, for identical results
       if (y == 2.0f)
@@ -300,6 +302,12 @@ __global__ void binaryIntKernel(OpKind kind, const T *a, const T *b, T *y,
       break;
     case OpKind::Div: // truncating; x / 0 = 0; no trap on MIN / -1
       r = z == 0 ? T(0) : z == -1 ? static_cast<T>(U(0) - U(x)) : x / z;
+      break;
+    case OpKind::FMod: // sign of x; x % 0 = 0; no trap on MIN % -1
+    case OpKind::Mod:  // sign of z: the C remainder moved by z (no overflow)
+      r = z == 0 || z == -1 ? T(0) : static_cast<T>(x % z);
+      if (kind == OpKind::Mod && r != 0 && ((r < 0) != (z < 0)))
+        r = static_cast<T>(r + z);
       break;
     case OpKind::Max:
       r = x > z ? x : z;
@@ -406,6 +414,43 @@ __global__ void gatherKernel(const T *data, const I *idx, int64_t numIdx,
   }
 }
 
+/// GatherElements: `ix` iterates the indices (= the result) with data's
+/// strides of every dim but the axis (0 there) as operand 0.
+template <typename T, typename I>
+__global__ void gatherElementsKernel(const T *data, const I *idx, Indexer ix,
+                                     int64_t dim, int64_t axisStride, T *out) {
+  TSL_GRID_LOOP(i, ix.total) {
+    int64_t v = static_cast<int64_t>(idx[i]);
+    if (v < 0)
+      v += dim;
+    out[i] = (v >= 0 && v < dim) ? data[offset0(ix, i) + v * axisStride] : T(0);
+  }
+}
+
+/// CumSum: one thread per line (outer, inner), summing in scan order as the
+/// CPU kernel does; integers wrap.
+template <typename T>
+__global__ void cumsumKernel(const T *x, T *y, int64_t lines, int64_t len,
+                             int64_t inner, bool exclusive, bool reverse) {
+  TSL_GRID_LOOP(line, lines) {
+    const int64_t base = (line / inner) * len * inner + line % inner;
+    T acc = T(0);
+    for (int64_t t = 0; t < len; ++t) {
+      const int64_t at = base + (reverse ? len - 1 - t : t) * inner;
+      const T v = x[at];
+      T next;
+      if constexpr (std::is_integral<T>::value) {
+        using U = typename std::make_unsigned<T>::type;
+        next = static_cast<T>(U(acc) + U(v));
+      } else {
+        next = acc + v;
+      }
+      y[at] = exclusive ? acc : next;
+      acc = next;
+    }
+  }
+}
+
 template <typename T>
 cudaError_t gatherTyped(const T *data, DType indexType, const void *indices,
                         int64_t numIdx, int64_t outer, int64_t dim,
@@ -426,7 +471,7 @@ cudaError_t gatherTyped(const T *data, DType indexType, const void *indices,
 
 template <typename T> __device__ __forceinline__ T lowestOf();
 template <> __device__ __forceinline__ float lowestOf<float>() {
-  return -FLT_MAX;
+  return -INFINITY; // as the CPU: the max of a row of -inf is -inf
 }
 template <> __device__ __forceinline__ int64_t lowestOf<int64_t>() {
   return INT64_MIN;
@@ -869,6 +914,39 @@ cudaError_t launchGather(size_t elemSize, const void *data, DType indexType,
     using T = typename decltype(tag)::type;
     return gatherTyped(static_cast<const T *>(data), indexType, indices,
                        numIndices, outer, dim, inner, static_cast<T *>(out), s);
+  });
+}
+
+cudaError_t launchGatherElements(size_t elemSize, const void *data,
+                                 DType indexType, const void *indices,
+                                 const Indexer &ix, int64_t dim,
+                                 int64_t axisStride, void *out,
+                                 cudaStream_t s) {
+  return visitElementSize(elemSize, cudaErrorInvalidValue, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *d = static_cast<const T *>(data);
+    T *o = static_cast<T *>(out);
+    if (indexType == DType::I64)
+      return launchOver(ix.total, s, gatherElementsKernel<T, int64_t>, d,
+                        static_cast<const int64_t *>(indices), ix, dim,
+                        axisStride, o);
+    return launchOver(ix.total, s, gatherElementsKernel<T, int32_t>, d,
+                      static_cast<const int32_t *>(indices), ix, dim,
+                      axisStride, o);
+  });
+}
+
+cudaError_t launchCumSum(DType dtype, const void *x, void *y, int64_t outer,
+                         int64_t len, int64_t inner, bool exclusive,
+                         bool reverse, cudaStream_t s) {
+  return visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsBool<T>)
+      return cudaErrorInvalidValue;
+    else
+      return launchOver(outer * inner, s, cumsumKernel<T>,
+                        static_cast<const T *>(x), static_cast<T *>(y),
+                        outer * inner, len, inner, exclusive, reverse);
   });
 }
 

@@ -1,4 +1,4 @@
-//===- Reduce.cpp - Reductions, softmax and log_softmax on CUDA -----------===//
+//===- Reduce.cpp - Reductions, cumsum, softmax, log_softmax on CUDA ------===//
 #include "Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
@@ -54,9 +54,25 @@ Status makeSoftmax(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
+Status makeCumSum(const KernelContext &ctx, Step &out) {
+  const BufferInfo &a = ctx.in(0);
+  const cpu::AxisView v = cpu::aroundAxis(a.shape, ctx.op.axis);
+  const int64_t outer = v.outer, len = v.len, inner = v.inner;
+  const bool exclusive = ctx.op.intAttr("exclusive", 0) != 0,
+             reverse = ctx.op.intAttr("reverse", 0) != 0;
+  const void *x = ctx.operand(0);
+  void *y = ctx.result(0);
+  const DType dtype = a.dtype;
+  out = launchStep(ctx, [=](cudaStream_t s) {
+    return launchCumSum(dtype, x, y, outer, len, inner, exclusive, reverse, s);
+  });
+  return Status::ok();
+}
+
 } // namespace
 
 void registerReduceKernels(KernelRegistry &registry) {
+  registry.add(OpKind::CumSum, makeCumSum);
   for (OpKind k : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax})
     registry.add(k, makeReduce);
   registry.add(OpKind::Softmax, makeSoftmax);

@@ -211,6 +211,8 @@ private:
   Status checkNorm();
   Status checkBatchNorm();
   Status checkGather();
+  Status checkGatherElements();
+  Status checkCumsum();
   Status checkTranspose();
   Status checkSlice();
   Status checkConcat();
@@ -241,7 +243,8 @@ enum class CheckFamily {
   Unary, Binary, Compare, Where, Matmul, Gemm, Reduce, Softmax, Norm,
   BatchNorm, Gather, Reshape, Transpose, Slice, Concat, Split, Expand, Conv,
   Pool, GlobalPool, ConvBackward, PoolBackward, Collective, Wait, GatherGrad,
-  OptimizerUpdate, SoftmaxGrad, BatchNormTrain, Custom, Chunk
+  OptimizerUpdate, SoftmaxGrad, BatchNormTrain, Custom, Chunk,
+  GatherElements, Cumsum
 };
 
 CheckFamily checkFamilyOf(OpKind kind) {
@@ -391,6 +394,10 @@ Status OpChecker::checkFamily() {
     return checkCustom();
   case CheckFamily::Chunk:
     return checkChunk();
+  case CheckFamily::GatherElements:
+    return checkGatherElements();
+  case CheckFamily::Cumsum:
+    return checkCumsum();
   }
   return fail("unknown op");
 }
@@ -486,6 +493,8 @@ Status OpChecker::checkBinary() {
   }
   if (op.kind == OpKind::Pow)
     TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::F32}));
+  else if (op.kind == OpKind::Mod)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::I64, DType::I32}));
   else
     TSL_RETURN_IF_ERROR(
         dtypeIs(in(0), "operand 0", {DType::F32, DType::I64, DType::I32}));
@@ -723,6 +732,42 @@ Status OpChecker::checkGather() {
   r.insert(r.end(), in(1).shape.begin(), in(1).shape.end());
   r.insert(r.end(), in(0).shape.begin() + op.axis + 1, in(0).shape.end());
   return shapeIs(out(0), r, "result");
+}
+
+// gather_elements: data, indices (data's rank, no dim but `axis` larger)
+// -> result (the indices' shape, data's dtype).
+Status OpChecker::checkGatherElements() {
+  TSL_RETURN_IF_ERROR(counts(2, 2, 1));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(1), "indices", {DType::I64, DType::I32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  const Shape &data = in(0).shape, &idx = in(1).shape;
+  int64_t rank = static_cast<int64_t>(data.size());
+  if (rank == 0)
+    return fail("data must have rank >= 1");
+  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, 0, op.axis));
+  if (static_cast<int64_t>(idx.size()) != rank)
+    return fail("indices " + shapeStr(idx) + " and data " + shapeStr(data) +
+                " have different ranks");
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != op.axis && idx[d] > data[d])
+      return fail("indices " + shapeStr(idx) + " are larger than data " +
+                  shapeStr(data) + " in dim " + std::to_string(d));
+  if (data[op.axis] == 0 && in(1).numel > 0)
+    return fail("gather from an empty axis");
+  return shapeIs(out(0), idx, "result");
+}
+
+// cumsum: one f32, i64 or i32 operand -> result of its type; `axis`.
+Status OpChecker::checkCumsum() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(
+      dtypeIs(in(0), "operand", {DType::F32, DType::I64, DType::I32}));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
+  int64_t rank = static_cast<int64_t>(in(0).shape.size());
+  if (rank == 0)
+    return fail("operand must have rank >= 1");
+  return axisAttr("axis", rank, 0, op.axis);
 }
 
 // gather_grad: grad [data[:axis] ++ indices ++ data[axis+1:]], indices ->

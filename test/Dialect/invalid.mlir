@@ -480,3 +480,38 @@ func.func @global_avg_pool_c1(%x: tensor<3x32xf32>) {
   %0 = tessel.global_avg_pool %x : (tensor<3x32xf32>) -> tensor<3x32xf32>
   return
 }
+
+// -----
+
+func.func @cumsum_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'tessel.cumsum' op axis 2 is out of range [0, 2)}}
+  %0 = tessel.cumsum %x axis = 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_c1(%d: tensor<3x5xf32>, %i: tensor<3x2xi64>) {
+  // expected-error@+2 {{gather_elements axis 2 is out of range [0, 2)}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = tessel.gather_elements %d[%i] axis = 2 : (tensor<3x5xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_c2_rank(%d: tensor<3x5xf32>, %i: tensor<6xi64>) {
+  // expected-error@+2 {{gather_elements indices [6] and data [3, 5] have different ranks}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = tessel.gather_elements %d[%i] axis = 1 : (tensor<3x5xf32>, tensor<6xi64>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_c2_size(%d: tensor<3x5xf32>, %i: tensor<4x2xi64>) {
+  // expected-error@+2 {{gather_elements indices [4, 2] are larger than data [3, 5] in dim 0}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = tessel.gather_elements %d[%i] axis = 1 : (tensor<3x5xf32>, tensor<4x2xi64>) -> tensor<4x2xf32>
+  return
+}

@@ -158,3 +158,17 @@ func.func @constraint(%x: tensor<8x32xf32>) -> tensor<8x32xf32> {
   %0 = tessel.shard_constraint %x <@mesh, [{"dp"}, {"tp"}]> : tensor<8x32xf32>
   return %0 : tensor<8x32xf32>
 }
+
+// CHECK-LABEL: func.func @exporter_ops
+func.func @exporter_ops(%i: tensor<4x5xi64>, %j: tensor<5xi64>, %x: tensor<4x5xf32>,
+                        %idx: tensor<4x2xi32>) {
+  // CHECK: tessel.mod %{{.*}}, %{{.*}} : (tensor<4x5xi64>, tensor<5xi64>) -> tensor<4x5xi64>
+  %0 = tessel.mod %i, %j : (tensor<4x5xi64>, tensor<5xi64>) -> tensor<4x5xi64>
+  // CHECK: tessel.fmod %{{.*}}, %{{.*}} : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+  %1 = tessel.fmod %x, %x : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+  // CHECK: tessel.cumsum %{{.*}} axis = 1 {exclusive, reverse} : tensor<4x5xi64>
+  %2 = tessel.cumsum %i axis = 1 {exclusive, reverse} : tensor<4x5xi64>
+  // CHECK: tessel.gather_elements %{{.*}}[%{{.*}}] axis = 1 : (tensor<4x5xf32>, tensor<4x2xi32>) -> tensor<4x2xf32>
+  %3 = tessel.gather_elements %x[%idx] axis = 1 : (tensor<4x5xf32>, tensor<4x2xi32>) -> tensor<4x2xf32>
+  return
+}

@@ -132,3 +132,27 @@ func.func @norm_backward(%x: tensor<4x3x8x8xf32>, %c: tensor<3xf32>) {
   %2 = tessel.relu_grad %x, %x : (tensor<4x3x8x8xf32>, tensor<4x3x8x8xf32>) -> tensor<4x3x8x8xf32>
   return
 }
+
+// CHECK-LABEL: func.func @exporter_ops
+func.func @exporter_ops(%i: tensor<4x5xi64>, %j: tensor<5xi64>, %x: tensor<4x5xf32>,
+                        %d: tensor<3x5xf32>, %idx: tensor<3x4xi64>,
+                        %e: tensor<4x3x2xf32>, %small: tensor<6x2x2xi32>) {
+  // Both remainders are elementwise.
+  // CHECK: tessel.mod {{.*}}#tessel.rule<([i, j], [j]) -> ([i, j]) {i=4, j=5}>
+  %0 = tessel.mod %i, %j : (tensor<4x5xi64>, tensor<5xi64>) -> tensor<4x5xi64>
+  // CHECK: tessel.fmod {{.*}}#tessel.rule<([i, j], [i, j]) -> ([i, j]) {i=4, j=5}>
+  %1 = tessel.fmod %x, %x : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+  // The scanned dim needs all of it; the others pass.
+  // CHECK: tessel.cumsum {{.*}}#tessel.rule<([i, j]) -> ([i, j]) {i=4, j=5} need_replication={j}>
+  %2 = tessel.cumsum %x axis = 1 {exclusive} : tensor<4x5xf32>
+  // Rows pair up (same size); along the axis the indices may pick any
+  // column of data (replicated), while the indices' and the result's
+  // columns correspond.
+  // CHECK: tessel.gather_elements {{.*}}#tessel.rule<([i, j], [i, k]) -> ([i, k]) {i=3, j=5, k=4} need_replication={j}>
+  %3 = tessel.gather_elements %d[%idx] axis = 1 : (tensor<3x5xf32>, tensor<3x4xi64>) -> tensor<3x4xf32>
+  // Indices shorter than data in dim 1: both replicated there (an index's
+  // position is a global one); dim 2 has one size and pairs up.
+  // CHECK: tessel.gather_elements {{.*}}#tessel.rule<([i, k, m], [j, l, m]) -> ([j, l, m]) {i=4, j=6, k=3, l=2, m=2} need_replication={i, k, l}>
+  %4 = tessel.gather_elements %e[%small] axis = 0 : (tensor<4x3x2xf32>, tensor<6x2x2xi32>) -> tensor<6x2x2xf32>
+  return
+}

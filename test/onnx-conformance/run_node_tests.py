@@ -51,7 +51,7 @@ from onnx import numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA = "/usr/share/libonnx-testdata/data/node"
 DEFAULT_SCOPE = os.path.join(HERE, "scope.txt")
-MIN_OPSET, MAX_OPSET = 13, 21
+MIN_OPSET, MAX_OPSET = 13, 23
 RTOL, ATOL = 1e-3, 1e-7
 # What the runtime holds (runtime/README.md): f32, i64, i32, bool.
 HELD = {onnx.TensorProto.FLOAT: "f32", onnx.TensorProto.INT64: "i64",

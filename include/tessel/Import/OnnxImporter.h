@@ -31,7 +31,7 @@ namespace mlir::tessel {
 
 /// The lowest and highest ai.onnx opset the importer accepts.
 constexpr int64_t kMinOnnxOpset = 13;
-constexpr int64_t kMaxOnnxOpset = 21;
+constexpr int64_t kMaxOnnxOpset = 23;
 
 struct OnnxImportOptions {
   /// Static shapes for graph inputs, by input name; they fix dynamic dims

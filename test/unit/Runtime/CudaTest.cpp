@@ -243,6 +243,7 @@ TEST(CudaConformance, BinaryBroadcastF32) {
     Shape rs = broadcastShape(as, bs);
     for (const char *op : {"add", "sub", "mul", "div", "max", "min", "pow"})
       conformOp(op, {a, b}, {{DType::F32, rs}}, {}, {1e-5, 1e-5});
+    conformOp("fmod", {a, b}, {{DType::F32, rs}}, {}, {0, 0}); // exact
   }
   // NaN propagation of max/min; pow's scalar fast paths.
   Tensor a = randomF32({64}, rng, 0.1f, 3.0f), b = randomF32({64}, rng);
@@ -270,7 +271,7 @@ TEST(CudaConformance, BinaryInt) {
          b32 = randomI32({6, 1}, rng, -5, 5);
   a64.data<int64_t>()[0] = std::numeric_limits<int64_t>::min();
   b64.data<int64_t>()[0] = -1;
-  for (const char *op : {"add", "sub", "mul", "div", "max", "min"}) {
+  for (const char *op : {"add", "sub", "mul", "div", "max", "min", "mod", "fmod"}) {
     conformOp(op, {a64, b64}, {{DType::I64, {6, 7}}});
     conformOp(op, {a32, b32}, {{DType::I32, {6, 7}}});
   }
@@ -511,6 +512,37 @@ TEST(CudaConformance, Gather) {
             {{DType::I64, {5, 7}}}, Attrs().i("axis", -1));
   conformOp("gather", {randomBool({4, 2}, rng), randomI64({3}, rng, 0, 3)},
             {{DType::Bool, {3, 2}}}, Attrs().i("axis", 0));
+}
+
+TEST(CudaConformance, GatherElements) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(16);
+  Tensor data = randomF32({5, 4, 3}, rng);
+  conformOp("gather_elements", {data, randomI64({5, 6, 3}, rng, -4, 4)},
+            {{DType::F32, {5, 6, 3}}}, Attrs().i("axis", 1));
+  // Indices shorter than data in the other dims; i32; a negative axis.
+  conformOp("gather_elements", {data, randomI32({2, 3, 7}, rng, -3, 3)},
+            {{DType::F32, {2, 3, 7}}}, Attrs().i("axis", -1));
+  conformOp("gather_elements",
+            {randomI64({4, 2}, rng, -9, 9), randomI64({6, 2}, rng, 0, 4)},
+            {{DType::I64, {6, 2}}}, Attrs().i("axis", 0));
+}
+
+TEST(CudaConformance, CumSum) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(17);
+  // One scan order on both backends: floats agree bit for bit.
+  Tensor x = randomF32({3, 50, 4}, rng);
+  for (int64_t axis : {0, 1, 2})
+    for (int64_t exclusive : {0, 1})
+      for (int64_t reverse : {0, 1}) {
+        Attrs a = Attrs().i("axis", axis).i("exclusive", exclusive).i("reverse", reverse);
+        conformOp("cumsum", {x}, {{DType::F32, x.shape()}}, a, {0, 0});
+        conformOp("cumsum", {randomI64({3, 5, 4}, rng, -9, 9)},
+                  {{DType::I64, {3, 5, 4}}}, a);
+        conformOp("cumsum", {randomI32({3, 5, 4}, rng, -9, 9)},
+                  {{DType::I32, {3, 5, 4}}}, a);
+      }
 }
 
 TEST(CudaConformance, GatherOutOfRangeFailsLikeCpu) {

@@ -2,6 +2,7 @@
 #include "TestUtil.h"
 
 #include <algorithm>
+#include <limits>
 
 using namespace tessel::runtime;
 using namespace tessel::runtime::test;
@@ -69,6 +70,17 @@ TEST(Reduce, IntegerSumAndMax) {
       {2, 3});
   expectEqual<int64_t>(
       runOp("reduce_max", {x}, {{DType::I64, {1, 3}}}, Attrs().is("dims", {0}))[0], {4, 5, 3});
+}
+
+// A row of -inf has max -inf (not -FLT_MAX): attention's guard for rows
+// that attend nothing tests it.
+TEST(Reduce, MaxOfMinusInfinities) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor x = Tensor::fromVector<float>(DType::F32, {2, 3},
+                                       {-inf, -inf, -inf, 1, -inf, 2});
+  expectEqual<float>(runOp("reduce_max", {x}, {{DType::F32, {2}}},
+                           Attrs().is("dims", {1}).i("keep_dims", 0))[0],
+                     {-inf, 2});
 }
 
 std::vector<double> refSoftmax(const Tensor &x, int64_t axis, bool log) {

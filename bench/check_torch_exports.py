@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Exports tiny random-weight models with torch.onnx.export (dynamo, opset 20
+or --opset, external data) and dynamo=False (opset 17), saves their inputs
+and PyTorch's output, runs them through tesselc and tessel-run and prints
+the largest difference. Needs a venv with torch, transformers and
+torchvision (not a test: the tests must not need torch).
+
+    check_torch_exports.py --tesselc build/bin/tesselc \
+        --tessel-run build/bin/tessel-run --workdir /tmp/x [MODEL...]
+"""
+import argparse, os, subprocess, sys, warnings
+warnings.filterwarnings("ignore")
+import numpy as np
+import torch
+
+def build(name):
+    torch.manual_seed(0)
+    import transformers as tf
+    import torchvision
+    small = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
+                 intermediate_size=128, vocab_size=100, max_position_embeddings=64)
+    ids = torch.randint(0, 100, (2, 8))
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, 6:] = 0  # padding: the masked softmax rows
+    if name == "bert":
+        return tf.BertModel(tf.BertConfig(**small)), {"input_ids": ids, "attention_mask": mask}
+    if name == "gpt2":
+        return tf.GPT2Model(tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=64)), {"input_ids": ids}
+    if name in ("llama", "mistral", "qwen2"):
+        cfg = {"llama": (tf.LlamaConfig, tf.LlamaModel), "mistral": (tf.MistralConfig, tf.MistralModel),
+               "qwen2": (tf.Qwen2Config, tf.Qwen2Model)}[name]
+        return cfg[1](cfg[0](**small, num_key_value_heads=2)), {"input_ids": ids, "attention_mask": mask}
+    if name == "neox":
+        return tf.GPTNeoXModel(tf.GPTNeoXConfig(**small)), {"input_ids": ids, "attention_mask": mask}
+    if name == "phi":
+        return tf.PhiModel(tf.PhiConfig(**small)), {"input_ids": ids, "attention_mask": mask}
+    if name == "t5enc":
+        return tf.T5EncoderModel(tf.T5Config(num_layers=2, d_model=64, num_heads=4, d_ff=128, d_kv=16, vocab_size=100)), {"input_ids": ids, "attention_mask": mask}
+    if name == "vit":
+        return tf.ViTModel(tf.ViTConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, image_size=32, patch_size=8)), {"pixel_values": torch.randn(2, 3, 32, 32)}
+    if name == "whisper":
+        from transformers.models.whisper.modeling_whisper import WhisperEncoder
+        return WhisperEncoder(tf.WhisperConfig(encoder_layers=2, d_model=64, encoder_attention_heads=4, encoder_ffn_dim=128, num_mel_bins=16, max_source_positions=16)), {"input_features": torch.randn(2, 16, 32)}
+    if name == "resnet":
+        return torchvision.models.resnet18(num_classes=10), {"x": torch.randn(1, 3, 32, 32)}
+    if name == "mobilenet":
+        return torchvision.models.mobilenet_v2(num_classes=10), {"x": torch.randn(1, 3, 32, 32)}
+    if name == "convnext":
+        return torchvision.models.convnext_tiny(num_classes=10), {"x": torch.randn(1, 3, 32, 32)}
+    if name == "tenc":
+        layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+        return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), {"src": torch.randn(2, 8, 64)}
+    raise SystemExit("unknown model " + name)
+
+class Wrap(torch.nn.Module):
+    def __init__(self, m, names):
+        super().__init__(); self.m = m; self.names = names
+    def forward(self, *args):
+        out = self.m(**dict(zip(self.names, args))) if not isinstance(self.m, torch.nn.Sequential) else self.m(*args)
+        if hasattr(out, "last_hidden_state"):
+            return out.last_hidden_state
+        return out[0] if isinstance(out, tuple) else out
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tesselc", required=True)
+    ap.add_argument("--tessel-run", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--tol", type=float, default=1e-5)
+    ap.add_argument("--opset", type=int, help="the dynamo export's opset (default: torch's)")
+    ap.add_argument("--modes", default="dynamo,ts", help="exporters: dynamo, ts (dynamo=False)")
+    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc"])
+    a = ap.parse_args()
+    os.makedirs(a.workdir, exist_ok=True)
+    bad = 0
+    for name in a.models:
+        m, inputs = build(name)
+        m.eval()
+        names = list(inputs)
+        if name in ("resnet", "mobilenet", "convnext", "tenc"):
+            w = m
+        else:
+            w = Wrap(m, names)
+        args = tuple(inputs.values())
+        with torch.no_grad():
+            ref = w(*args).numpy()
+        for mode in a.modes.split(","):
+            d = os.path.join(a.workdir, name + "-" + mode)
+            os.makedirs(d, exist_ok=True)
+            path = os.path.join(d, "model.onnx")
+            try:
+                if mode == "dynamo":
+                    kw = {"opset_version": a.opset} if a.opset else {}
+                    torch.onnx.export(w, args, path, input_names=names, output_names=["out"], dynamo=True, external_data=True, **kw)
+                else:
+                    torch.onnx.export(w, args, path, input_names=names, output_names=["out"], dynamo=False, opset_version=17)
+            except Exception as e:
+                print("%-10s %-6s EXPORT FAILED %s" % (name, mode, str(e).splitlines()[0][:100]), flush=True)
+                continue
+            feeds = []
+            for k, v in inputs.items():
+                np.save(os.path.join(d, k + ".npy"), v.numpy())
+                feeds += ["--input", "%s=%s" % (k, os.path.join(d, k + ".npy"))]
+            shapes = []
+            for k, v in inputs.items():
+                shapes += ["--shape", "%s=%s" % (k, "x".join(map(str, v.shape)))]
+            r = subprocess.run([a.tesselc, path, "-o", os.path.join(d, "m.tsl")] + shapes, capture_output=True, text=True)
+            if r.returncode:
+                print("%-10s %-6s COMPILE FAILED %s" % (name, mode, r.stderr.strip()[:300]), flush=True)
+                bad += 1
+                continue
+            out = os.path.join(d, "out.npy")
+            r = subprocess.run([a.tessel_run, os.path.join(d, "m.tsl")] + feeds + ["--output", "out=" + out], capture_output=True, text=True)
+            if r.returncode:
+                print("%-10s %-6s RUN FAILED %s" % (name, mode, r.stderr.strip()[:300]), flush=True)
+                bad += 1
+                continue
+            got = np.load(out)
+            err = float(np.max(np.abs(got.astype(np.float64) - ref))) if got.shape == ref.shape else float("inf")
+            ok = err <= a.tol * max(1.0, float(np.max(np.abs(ref))))
+            bad += not ok
+            print("%-10s %-6s max abs diff %.2e %s" % (name, mode, err, "ok" if ok else "MISMATCH"), flush=True)
+    sys.exit(1 if bad else 0)
+
+if __name__ == "__main__":
+    main()
