@@ -50,8 +50,17 @@ int launchLocalRanks(int n, int argc, char **argv);
 class RankSession {
 public:
   ~RankSession();
-  runtime::Status start(const WorldInfo &w, std::chrono::milliseconds timeout,
-                        const std::string &backend = "cpu");
+  struct SessionOptions {
+    std::chrono::milliseconds timeout{30000};
+    std::string backend = "cpu";
+    /// Print the address each rank listens on, and why.
+    bool verbose = false;
+    /// The hang finder's options (--check-collectives).
+    runtime::OpLogOptions log;
+  };
+  /// Joins the world; the communicator records every operation (the hang
+  /// finder: runtime::opLogReport after a failure).
+  runtime::Status start(const WorldInfo &w, const SessionOptions &options);
   runtime::Communicator *comm() const { return communicator.get(); }
   /// The store every rank shares (null before start).
   runtime::KVStore *kvStore() const { return store.get(); }
@@ -60,6 +69,12 @@ public:
   runtime::Status finish();
 
 private:
+  /// Gloo listens on the address of TESSEL_SOCKET_IFNAME (or
+  /// GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME), else on the one from which
+  /// this host routes to MASTER_ADDR; `verbose` prints which, and why.
+  runtime::Status connect(const WorldInfo &w, std::chrono::milliseconds timeout,
+                          const std::string &backend, bool verbose);
+
   WorldInfo world;
   bool finished = false;
   std::unique_ptr<runtime::TcpStoreServer> server;

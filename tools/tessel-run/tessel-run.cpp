@@ -59,8 +59,9 @@ const char kUsage[] =
     "usage: tessel-run ART.tsl [--input NAME=FILE.npy]... "
     "[--output [NAME=]FILE.npy]...\n"
     "                  [--threads N] [--repeat K] [--rank R] "
-    "[--device cpu|cuda] [--no-verify]\n"
-    "                  [-n N] [--timeout SECONDS] [--trace FILE.json]\n"
+    "[--device cpu|cuda] [--no-verify] [--verbose]\n"
+    "                  [-n N] [--timeout SECONDS] [--check-collectives]\n"
+    "                  [--trace FILE.json]\n"
     "                  [--timeline FILE.svg]\n"
     "                  [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]\n"
     "                   [--losses FILE.npy] [--save DIR [--save-every K]]\n"
@@ -82,6 +83,10 @@ const char kUsage[] =
     "  --device cpu|cuda   where to run: the cpu or cuda backend (default\n"
     "                      cpu; --backend B is the same)\n"
     "  --no-verify         skip the CRC-32C checks of the artifact files\n"
+    "  --verbose, -v       say which address each rank listens on, and why\n"
+    "  --check-collectives compare every collective and send/recv with the\n"
+    "                      peers' before it runs (debug): ranks whose programs\n"
+    "                      differ fail at the first difference, naming both\n"
     "  -n N                run N ranks: starts N local processes, or checks\n"
     "                      the world that RANK/WORLD_SIZE (or mpirun, srun) give;\n"
     "                      ranks of one host share memory (TESSEL_COMM=gloo:\n"
@@ -136,6 +141,8 @@ struct Options {
   int rank = 0;
   std::string backend = "cpu";
   bool verify = true;
+  bool verbose = false; // --verbose
+  bool checkCollectives = false; // --check-collectives
   int ranks = 0;        // -n; 0 when not given
   bool rankGiven = false;
   int timeout = 30;     // seconds
@@ -146,6 +153,43 @@ struct Options {
 
 /// "rank K: " in a world of several ranks.
 std::string gRankPrefix;
+/// The world communicator of a multi-rank run: its hang finder's report
+/// follows an error.
+Communicator *gComm = nullptr;
+
+/// Names a group of world ranks by the mesh axes along which its members
+/// differ ("dp", "dp,tp"), the mesh's first axis major; "" when the group
+/// is no such line or plane.
+std::function<std::string(const std::vector<int> &)>
+meshGroupNamer(std::vector<std::pair<std::string, int64_t>> mesh) {
+  return [mesh](const std::vector<int> &group) -> std::string {
+    if (mesh.empty() || group.empty())
+      return "";
+    auto coords = [&](int r) {
+      std::vector<int64_t> c(mesh.size());
+      for (size_t a = mesh.size(); a-- > 0;) {
+        c[a] = r % mesh[a].second;
+        r = static_cast<int>(r / mesh[a].second);
+      }
+      return c;
+    };
+    std::vector<int64_t> first = coords(group[0]);
+    std::vector<bool> varies(mesh.size(), false);
+    for (int r : group) {
+      std::vector<int64_t> c = coords(r);
+      for (size_t a = 0; a < mesh.size(); ++a)
+        varies[a] = varies[a] || c[a] != first[a];
+    }
+    std::string name;
+    int64_t count = 1;
+    for (size_t a = 0; a < mesh.size(); ++a)
+      if (varies[a]) {
+        name += (name.empty() ? "" : ",") + mesh[a].first;
+        count *= mesh[a].second;
+      }
+    return count == static_cast<int64_t>(group.size()) ? name : "";
+  };
+}
 
 int usageError(const std::string &msg) {
   std::fprintf(stderr, "tessel-run: %s (see tessel-run --help)\n",
@@ -290,6 +334,10 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.train.grads = value;
     } else if (a == "--no-verify") {
       o.verify = false;
+    } else if (a == "--verbose" || a == "-v") {
+      o.verbose = true;
+    } else if (a == "--check-collectives") {
+      o.checkCollectives = true;
     } else if (!a.empty() && a[0] == '-') {
       return usageError("unknown option '" + a + "'");
     } else if (o.artifact.empty()) {
@@ -314,6 +362,9 @@ int parseArgs(int argc, char **argv, Options &o) {
 int fail(const std::string &msg) {
   std::fprintf(stderr, "tessel-run: %serror: %s\n", gRankPrefix.c_str(),
                msg.c_str());
+  for (const std::string &line : opLogReport(gComm))
+    std::fprintf(stderr, "tessel-run: %s%s\n", gRankPrefix.c_str(),
+                 line.c_str());
   return 1;
 }
 
@@ -424,8 +475,15 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   int rank = worldSize > 1 ? w.rank : o.rank;
   tessel::run::RankSession session;
   if (worldSize > 1) {
-    if (Status s = session.start(w, std::chrono::seconds(o.timeout), o.backend);
-        !s)
+    tessel::run::RankSession::SessionOptions so;
+    so.timeout = std::chrono::seconds(o.timeout);
+    so.backend = o.backend;
+    so.verbose = o.verbose;
+    so.log.check = o.checkCollectives;
+    so.log.groupName = meshGroupNamer(artifact->mesh());
+    Status s = session.start(w, so);
+    gComm = session.comm();
+    if (!s)
       return fail(s.message());
   }
   std::shared_ptr<const Program> program;
