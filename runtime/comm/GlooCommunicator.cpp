@@ -652,7 +652,9 @@ private:
 
   /// The message of a failed operation, with what the store knows of the
   /// other members and what probing them says. Bounded: the store answers
-  /// within its reply slack or is taken as gone, the probes take a second.
+  /// within its reply slack or is taken as gone, the probes take a second,
+  /// and only a member whose process may be gone is waited for (1.5 s) to
+  /// show among the store's lost ranks.
   Status fail(const std::string &op, const std::string &what) {
     GlooWorld &gw = *static_cast<GlooWorld *>(world);
     gw.broken = true;
@@ -667,44 +669,12 @@ private:
         storeError = s.message();
       return s.isOk();
     };
-    std::vector<int> dead;
-    if (storeOk(store.set(mark + std::to_string(worldRank()), op))) {
-      // A dead rank's store connection closes about when its sockets do:
-      // give the server a moment to notice.
-      auto deadline = Clock::now() + std::min<milliseconds>(
-                                          world->timeout, milliseconds(1500));
-      for (;;) {
-        std::vector<int> lost;
-        if (!storeOk(store.lostRanks(lost)))
-          break;
-        for (int r : lost) {
-          if (std::find(members.begin(), members.end(), r) == members.end() ||
-              std::find(dead.begin(), dead.end(), r) != dead.end())
-            continue;
-          // A member that failed here itself (and then exited) did not die:
-          // it reports its own error.
-          std::string v;
-          bool failed = false;
-          if (!storeOk(store.check(mark + std::to_string(r), v, failed)))
-            break;
-          if (!failed)
-            dead.push_back(r);
-        }
-        if (!dead.empty() || !storeError.empty() || Clock::now() >= deadline)
-          break;
-        std::this_thread::sleep_for(milliseconds(50));
-      }
-    }
-    if (!dead.empty()) {
-      std::string who;
-      for (int r : dead)
-        who += (who.empty() ? "rank " : ", rank ") + std::to_string(r);
-      return Status::error(msg + "; " + who +
-                           " died (its connection to the store closed)");
-    }
-    // Members that did not fail here (or, without a store, all): probe them.
+    storeOk(store.set(mark + std::to_string(worldRank()), op));
+    // Members that did not fail here (or, without a store, all): probe them
+    // (a second at most).
     std::vector<int> silent;
     std::vector<const Peer *> toProbe;
+    static const Peer kNone;
     for (int r : members) {
       if (r == worldRank())
         continue;
@@ -715,13 +685,46 @@ private:
         continue;
       silent.push_back(r);
       toProbe.push_back(r < static_cast<int>(gw.peers.size()) ? &gw.peers[r]
-                                                              : nullptr);
+                                                              : &kNone);
     }
-    static const Peer kNone;
-    for (const Peer *&p : toProbe)
-      if (!p)
-        p = &kNone;
     std::vector<Probe> probes = probePeers(toProbe, milliseconds(1000));
+    // A member whose process is gone (or that no probe could tell): its
+    // store connection closes about when its sockets do; give the server a
+    // moment to notice, and name it as dead.
+    bool maybeDead = false;
+    for (Probe p : probes)
+      maybeDead = maybeDead || p == Probe::Gone || p == Probe::Unknown;
+    std::vector<int> dead;
+    auto deadline = Clock::now() + std::min<milliseconds>(world->timeout,
+                                                          milliseconds(1500));
+    while (storeError.empty()) {
+      std::vector<int> lost;
+      if (!storeOk(store.lostRanks(lost)))
+        break;
+      for (int r : lost) {
+        if (std::find(members.begin(), members.end(), r) == members.end() ||
+            std::find(dead.begin(), dead.end(), r) != dead.end())
+          continue;
+        // A member that failed here itself (and then exited) did not die:
+        // it reports its own error.
+        std::string v;
+        bool failed = false;
+        if (!storeOk(store.check(mark + std::to_string(r), v, failed)))
+          break;
+        if (!failed)
+          dead.push_back(r);
+      }
+      if (!dead.empty() || !maybeDead || Clock::now() >= deadline)
+        break;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    if (!dead.empty()) {
+      std::string who;
+      for (int r : dead)
+        who += (who.empty() ? "rank " : ", rank ") + std::to_string(r);
+      return Status::error(msg + "; " + who +
+                           " died (its connection to the store closed)");
+    }
     std::string alive, gone, cut;
     for (size_t i = 0; i < silent.size(); ++i) {
       std::string r = std::to_string(silent[i]);

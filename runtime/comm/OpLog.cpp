@@ -97,10 +97,6 @@ bool deserialize(const std::string &line, Record &r) {
   return true;
 }
 
-std::string describe(const char *kind, const TensorView &t) {
-  return std::string(kind) + " " + dtypeName(t.dtype) + " " +
-         shapeToString(t.shape);
-}
 
 class LoggedComm;
 

@@ -55,7 +55,7 @@ constexpr const char *kStoreHello = "tessel-store 1";
 /// How long a client waits for an answer beyond the server's own deadline
 /// (a healthy server answers in microseconds): past it, the server's host
 /// is taken to be unreachable, or rank 0 stopped.
-constexpr milliseconds kReplySlack(3000);
+constexpr milliseconds kReplySlack(2000);
 
 void putU32(std::string &s, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -128,6 +128,9 @@ struct TcpStoreServer::Impl {
   std::mutex mu;
   std::condition_variable cv;
   int departed = 0;
+  /// When a request last arrived (waitForGoodbyes stops waiting for ranks
+  /// that no longer use the store: cut off, or hung).
+  Clock::time_point lastRequest = Clock::now();
 
   ~Impl() {
     if (thread.joinable()) {
@@ -241,6 +244,10 @@ struct TcpStoreServer::Impl {
     if (n <= 0)
       return false;
     c.in.append(buf, static_cast<size_t>(n));
+    {
+      std::lock_guard<std::mutex> l(mu);
+      lastRequest = Clock::now();
+    }
     while (c.in.size() >= kHeader) {
       uint32_t kl = getU32(c.in.data() + 1), vl = getU32(c.in.data() + 5);
       if (kl > kMaxField || vl > kMaxField)
@@ -334,9 +341,19 @@ Status TcpStoreServer::start(int port, bool loopbackOnly,
   return Status::ok();
 }
 
-void TcpStoreServer::waitForGoodbyes(int clients, milliseconds timeout) {
+void TcpStoreServer::waitForGoodbyes(int clients, milliseconds timeout,
+                                     milliseconds idle) {
   std::unique_lock<std::mutex> l(impl->mu);
-  impl->cv.wait_for(l, timeout, [&] { return impl->departed >= clients; });
+  auto deadline = Clock::now() + timeout;
+  while (impl->departed < clients) {
+    auto now = Clock::now();
+    if (now >= deadline ||
+        std::chrono::duration_cast<milliseconds>(now - impl->lastRequest) >=
+            idle)
+      return;
+    impl->cv.wait_for(l, std::min<Clock::duration>(
+                             deadline - now, std::chrono::milliseconds(50)));
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -403,7 +420,7 @@ int connectWithin(const addrinfo *ai, milliseconds left, std::string &why,
 std::string connectHint(int err) {
   switch (err) {
   case ECONNREFUSED:
-    return "nothing listens there: is rank 0 running?";
+    return "is rank 0 running?";
   case ETIMEDOUT:
   case EHOSTUNREACH:
   case ENETUNREACH:

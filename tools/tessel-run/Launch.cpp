@@ -354,13 +354,16 @@ int launchLocalRanks(int n, int argc, char **argv) {
   return 0;
 }
 
+bool launcherStopped() { return gStopSignal != 0; }
+
 RankSession::~RankSession() {
   // A failed run on rank 0, which hosts the store: the other ranks ask the
   // store who died to name the rank in their own errors, so it keeps
   // serving until they have gone too (or a few seconds), rather than taking
   // the store down and leaving them only "rank 0 is gone".
   if (server && !finished)
-    server->waitForGoodbyes(world.size - 1, milliseconds(3000));
+    server->waitForGoodbyes(world.size - 1, milliseconds(3000),
+                            milliseconds(1000));
 }
 
 /// Every rank marks its arrival in the store, then waits for all others:
@@ -561,6 +564,29 @@ void testHooks(int rank) {
   }
 #else
   (void)rank;
+#endif
+}
+
+void testStepHook(int rank, int64_t step) {
+#ifdef TESSEL_RUN_TEST_HOOKS
+  const char *v = env("TESSEL_TEST_KILL_RANK_AT_STEP");
+  if (!v || env("TESSEL_RESTART"))
+    return;
+  std::string spec = v;
+  size_t colon = spec.find(':');
+  int r = -1, s = -1;
+  if (colon != std::string::npos &&
+      parseNonNegative(spec.substr(0, colon).c_str(), r) && r == rank &&
+      parseNonNegative(spec.substr(colon + 1).c_str(), s) && s == step) {
+    std::fprintf(stderr, "tessel-run: rank %d: TESSEL_TEST_KILL_RANK_AT_STEP: "
+                         "killed after step %lld\n",
+                 rank, static_cast<long long>(step));
+    std::fflush(stderr);
+    ::raise(SIGKILL);
+  }
+#else
+  (void)rank;
+  (void)step;
 #endif
 }
 

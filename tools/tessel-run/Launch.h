@@ -41,6 +41,8 @@ runtime::Status readWorld(WorldInfo &w);
 /// moment to report, then are killed; the message names the rank. Returns
 /// the exit status for tessel-run.
 int launchLocalRanks(int n, int argc, char **argv);
+/// Whether the launcher was stopped by SIGINT or SIGTERM (no restart then).
+bool launcherStopped();
 
 /// A rank's connection to the others: rank 0 hosts the store; everybody
 /// connects to it and creates the communicator of `backend`'s memory: Gloo
@@ -88,6 +90,10 @@ private:
 /// run, when every rank is connected; TESSEL_TEST_KILL_RANK_AFTER_MS=K:MS
 /// has rank K killed by SIGKILL MS milliseconds after that point (mid-step).
 void testHooks(int rank);
+/// TESSEL_TEST_KILL_RANK_AT_STEP=K:S: rank K kills itself (SIGKILL) right
+/// after step S (and its checkpoint, when one is due), in a first attempt
+/// only (not with TESSEL_RESTART set): a restart then runs to the end.
+void testStepHook(int rank, int64_t step);
 
 } // namespace tessel::run
 

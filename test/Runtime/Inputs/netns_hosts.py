@@ -13,6 +13,7 @@ address, MASTER_PORT), with no tessel-run launcher watching them:
                        appears in a rank's output: HOW is `down` (its link
                        set down) or `delete` (its veth and namespace deleted)
   --after TEXT         (default "step 2/")
+  --delay SECONDS      instead of --after: act this long after the start
   --env R:NAME=VALUE   an extra variable for rank R only (repeatable)
   --stop R             SIGSTOP rank R once --after's text appears
   --setup-only         create the hosts, print `hosts ok`, clean up
@@ -139,13 +140,16 @@ def main():
     ap.add_argument("--unplug")
     ap.add_argument("--stop", type=int)
     ap.add_argument("--after", default="step 2/")
+    ap.add_argument("--delay", type=float)
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--setup-only", action="store_true")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
-    if os.geteuid() != 0 or not shutil.which("ip"):
-        sys.stderr.write("netns_hosts.py: needs root and iproute2's `ip` to "
+    if os.geteuid() != 0 or not shutil.which("ip") or \
+            not shutil.which("nsenter"):
+        sys.stderr.write("netns_hosts.py: needs root, iproute2's `ip` and "
+                         "nsenter to "
                          "make network namespaces\n")
         return 77
     sweep_stale()
@@ -191,7 +195,11 @@ def run(a, cmd, hosts):
                    LOCAL_WORLD_SIZE=str(a.ranks_per_host),
                    MASTER_ADDR=hosts.address(0), MASTER_PORT="29500")
         env.update(extra.get(r, {}))
-        p = subprocess.Popen(["ip", "netns", "exec", hosts.hosts[h]] + cmd,
+        # nsenter switches the network namespace alone (`ip netns exec`
+        # also gives each process a mount namespace of its own, which would
+        # hide from tessel-run that the ranks of one host share /dev/shm).
+        p = subprocess.Popen(["nsenter", "--net=/var/run/netns/" +
+                              hosts.hosts[h], "--"] + cmd,
                              env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         hosts.procs.append(p)
@@ -203,14 +211,15 @@ def run(a, cmd, hosts):
     codes = [None] * n
     ended = [None] * n
     while time.time() - start < a.limit and None in codes:
-        if acted is None and (a.unplug or a.stop is not None) and \
-                trigger.is_set():
+        due = trigger.is_set() if a.delay is None else \
+            time.time() - start >= a.delay
+        if acted is None and (a.unplug or a.stop is not None) and due:
             if a.unplug:
                 h, how = a.unplug.split(":")
                 hosts.unplug(int(h), how)
             if a.stop is not None:
                 os.kill(hosts.procs[a.stop].pid, signal.SIGSTOP)
-                # `ip netns exec` execs the command: the pid is the rank's.
+                # nsenter execs the command: the pid is the rank's.
             acted = time.time()
         for r, p in enumerate(hosts.procs):
             if codes[r] is None and (a.stop != r or acted is None):
@@ -239,7 +248,8 @@ def run(a, cmd, hosts):
                 print("rank %d: ended within %d s of the unplug" %
                       (r, int(ended[r] - acted) + 1))
     elif a.unplug or a.stop is not None:
-        print("never unplugged: no rank printed %r" % a.after)
+        print("never acted: every rank ended first" if a.delay is not None
+              else "never acted: no rank printed %r" % a.after)
     sys.stdout.flush()
     return 0
 
