@@ -656,6 +656,7 @@ private:
   /// and only a member whose process may be gone is waited for (1.5 s) to
   /// show among the store's lost ranks.
   Status fail(const std::string &op, const std::string &what) {
+    const auto started = Clock::now();
     GlooWorld &gw = *static_cast<GlooWorld *>(world);
     gw.broken = true;
     std::string msg = where(op) + " failed: " + what;
@@ -688,15 +689,17 @@ private:
                                                               : &kNone);
     }
     std::vector<Probe> probes = probePeers(toProbe, milliseconds(1000));
-    // A member whose process is gone (or that no probe could tell): its
-    // store connection closes about when its sockets do; give the server a
-    // moment to notice, and name it as dead.
-    bool maybeDead = false;
+    // A failure other than a timeout (a connection closed) comes from a
+    // peer that died or failed; a dying process may still accept a probe.
+    bool maybeDead = what.find("Timed out") == std::string::npos;
     for (Probe p : probes)
       maybeDead = maybeDead || p == Probe::Gone || p == Probe::Unknown;
+    // Until 1.5 s after the failure: a member whose process may be gone
+    // shows among the store's lost ranks when the server notices its
+    // connection closed (named dead), and a live member that times out too
+    // leaves its mark (not named).
     std::vector<int> dead;
-    auto deadline = Clock::now() + std::min<milliseconds>(world->timeout,
-                                                          milliseconds(1500));
+    std::vector<bool> marked(silent.size(), false);
     while (storeError.empty()) {
       std::vector<int> lost;
       if (!storeOk(store.lostRanks(lost)))
@@ -714,7 +717,19 @@ private:
         if (!failed)
           dead.push_back(r);
       }
-      if (!dead.empty() || !maybeDead || Clock::now() >= deadline)
+      bool waitMarks = false;
+      for (size_t i = 0; i < silent.size() && storeError.empty(); ++i) {
+        if (marked[i] || probes[i] != Probe::Alive)
+          continue;
+        std::string v;
+        bool found = false;
+        if (storeOk(store.check(mark + std::to_string(silent[i]), v, found)))
+          marked[i] = found;
+        waitMarks = waitMarks || !marked[i];
+      }
+      if (!dead.empty() || (!maybeDead && !waitMarks) ||
+          Clock::now() >= started + std::min<milliseconds>(
+                                        world->timeout, milliseconds(1500)))
         break;
       std::this_thread::sleep_for(milliseconds(50));
     }
@@ -727,6 +742,8 @@ private:
     }
     std::string alive, gone, cut;
     for (size_t i = 0; i < silent.size(); ++i) {
+      if (marked[i])
+        continue;
       std::string r = std::to_string(silent[i]);
       std::string at = toProbe[i]->address.empty()
                            ? ""
