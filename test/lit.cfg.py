@@ -60,3 +60,16 @@ try:
             config.available_features.add("cpu-bf16")
 except OSError:
     pass
+
+# Tests of several hosts run ranks in network namespaces joined by veth
+# pairs (test/Runtime/Inputs/netns_hosts.py): they need root and iproute2's
+# `ip`; without them they are UNSUPPORTED, and lit says why.
+config.substitutions.append((
+    "%netns-hosts", "%s %s" % (config.tessel_python, os.path.join(
+        config.tessel_src_root, "test", "Runtime", "Inputs", "netns_hosts.py"))))
+if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("ip"):
+    config.available_features.add("netns")
+else:
+    lit_config.note("tests marked REQUIRES: netns (several hosts as network "
+                    "namespaces) are skipped: they need root and iproute2's "
+                    "`ip`")

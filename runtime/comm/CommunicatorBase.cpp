@@ -2,8 +2,33 @@
 #include "CommunicatorBase.h"
 
 #include <cstring>
+#include <fstream>
+#include <unistd.h>
 
 namespace tessel::runtime::comm {
+
+namespace {
+std::string readFirstLine(const char *path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+std::string readLink(const char *path) {
+  char buf[256];
+  ssize_t n = ::readlink(path, buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, n) : std::string();
+}
+} // namespace
+
+std::string hostIdentity() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return std::string(host) + "\n" +
+         readFirstLine("/proc/sys/kernel/random/boot_id") + "\n" +
+         readLink("/proc/self/ns/pid") + "\n" + readLink("/proc/self/ns/mnt") +
+         "\n" + readLink("/proc/self/ns/net");
+}
 
 std::string listToString(const std::vector<int> &v) {
   std::string s = "[";

@@ -62,6 +62,10 @@ Status checkPermute(const TensorView &in, const TensorView &out,
 /// member `peer` of `n` with `tag`.
 Status checkPeer(int peer, int64_t tag, int n, int me, const char *what);
 
+/// Where this process runs, to tell hosts apart: hostname, boot id, and the
+/// PID, mount and network namespaces, one per line.
+std::string hostIdentity();
+
 /// out = in, in host memory (nothing when they are the same buffer).
 Status copyHost(const TensorView &in, const TensorView &out);
 

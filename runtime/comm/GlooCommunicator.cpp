@@ -12,7 +12,16 @@
 // whose message says which rank is to blame when the store can tell: the
 // store server notes connections that closed without a goodbye (a rank
 // died), and each failing rank leaves a mark (a rank that never fails while
-// the others time out is hung).
+// the others time out is hung, or cut off).
+//
+// Several hosts: each rank publishes the address its device listens on, its
+// host (hostIdentity()) and the port of a probe socket it listens on but
+// never accepts from. A rank listening on a loopback address while a peer
+// runs on another host is refused at once, naming both. A failed operation
+// probes each member that did not fail: a connection the kernel accepts
+// means the rank lives (hung, or stopped, or at another collective), a
+// refusal that its process is gone, no answer at all that its host is
+// unreachable (down, or its link cut).
 //
 //===----------------------------------------------------------------------===//
 #include "CommunicatorBase.h"
@@ -36,11 +45,18 @@
 #endif
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdexcept>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 namespace tessel::runtime {
 
@@ -97,13 +113,178 @@ private:
   milliseconds timeout;
 };
 
+/// What a rank published of itself (meetPeers).
+struct Peer {
+  std::string address; // what its device listens on; empty: unknown
+  std::string host;    // hostIdentity()
+  int probePort = 0;   // 0: none
+};
+
 struct GlooWorld : World {
   using World::World;
+  ~GlooWorld() override {
+    if (probeFd >= 0)
+      ::close(probeFd);
+  }
   std::shared_ptr<gloo::transport::Device> device;
   /// Some operation of this world failed: its staged sends may never be
   /// received (a peer died, or gave up), so nobody waits for them.
   std::atomic<bool> broken{false};
+  /// By world rank.
+  std::vector<Peer> peers;
+  /// Listens (never accepting) so that peers can tell this process lives.
+  int probeFd = -1;
 };
+
+bool isLoopbackAddress(const std::string &a) {
+  return a.rfind("127.", 0) == 0 || a == "::1" || a == "localhost";
+}
+
+/// A socket listening on `address` (an IP) at a free port, never accepted
+/// from: its port, or 0.
+int openProbe(const std::string &address, int &fd) {
+  fd = -1;
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+  if (address.empty() ||
+      getaddrinfo(address.c_str(), "0", &hints, &res) != 0 || !res)
+    return 0;
+  int s = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int port = 0;
+  if (s >= 0 && ::bind(s, res->ai_addr, res->ai_addrlen) == 0 &&
+      ::listen(s, 64) == 0) {
+    sockaddr_storage a{};
+    socklen_t len = sizeof(a);
+    getsockname(s, reinterpret_cast<sockaddr *>(&a), &len);
+    port = a.ss_family == AF_INET6
+               ? ntohs(reinterpret_cast<sockaddr_in6 *>(&a)->sin6_port)
+               : ntohs(reinterpret_cast<sockaddr_in *>(&a)->sin_port);
+    fd = s;
+  } else if (s >= 0) {
+    ::close(s);
+  }
+  freeaddrinfo(res);
+  return port;
+}
+
+enum class Probe { Alive, Gone, Unreachable, Unknown };
+
+/// Connects to every peer's probe port at once and waits up to `limit`:
+/// accepted, refused, or no answer (or an unreachable network).
+std::vector<Probe> probePeers(const std::vector<const Peer *> &peers,
+                              milliseconds limit) {
+  std::vector<Probe> result(peers.size(), Probe::Unknown);
+  std::vector<pollfd> fds;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const Peer &p = *peers[i];
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST;
+    if (!p.probePort ||
+        getaddrinfo(p.address.c_str(), std::to_string(p.probePort).c_str(),
+                    &hints, &res) != 0 ||
+        !res)
+      continue;
+    int s = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                     0);
+    if (s >= 0) {
+      int rc = ::connect(s, res->ai_addr, res->ai_addrlen);
+      if (rc == 0) {
+        result[i] = Probe::Alive;
+        ::close(s);
+      } else if (errno == EINPROGRESS) {
+        fds.push_back({s, POLLOUT, 0});
+        which.push_back(i);
+      } else {
+        result[i] = errno == ECONNREFUSED ? Probe::Gone : Probe::Unreachable;
+        ::close(s);
+      }
+    }
+    freeaddrinfo(res);
+  }
+  auto deadline = Clock::now() + limit;
+  size_t open = fds.size();
+  while (open > 0) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0)
+      break;
+    int r = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+    if (r < 0 && errno != EINTR)
+      break;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].fd < 0 || !fds[k].revents)
+        continue;
+      int err = 0;
+      socklen_t len = sizeof(err);
+      getsockopt(fds[k].fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      result[which[k]] = err == 0              ? Probe::Alive
+                         : err == ECONNREFUSED ? Probe::Gone
+                                               : Probe::Unreachable;
+      ::close(fds[k].fd);
+      fds[k].fd = -1;
+      --open;
+    }
+  }
+  for (size_t k = 0; k < fds.size(); ++k)
+    if (fds[k].fd >= 0) {
+      result[which[k]] = Probe::Unreachable;
+      ::close(fds[k].fd);
+    }
+  return result;
+}
+
+/// Every rank publishes its address, host and probe port, then reads the
+/// others'; a loopback address facing a peer on another host is an error
+/// that names both.
+Status meetPeers(GlooWorld &w, const CommOptions &o) {
+  Peer me;
+  me.address = o.hostname;
+  me.host = hostIdentity();
+  me.probePort = openProbe(o.hostname, w.probeFd);
+  std::string keys = o.prefix + "peer/";
+  TSL_RETURN_IF_ERROR(w.store->set(keys + std::to_string(o.rank),
+                                   me.address + "\n" +
+                                       std::to_string(me.probePort) + "\n" +
+                                       me.host));
+  w.peers.assign(o.size, Peer());
+  w.peers[o.rank] = me;
+  for (int r = 0; r < o.size; ++r) {
+    if (r == o.rank)
+      continue;
+    std::string v;
+    TSL_RETURN_IF_ERROR(w.store->get(keys + std::to_string(r), v, o.timeout));
+    size_t a = v.find('\n'), b = v.find('\n', a + 1);
+    if (a == std::string::npos || b == std::string::npos)
+      return Status::error("rank " + std::to_string(r) +
+                           " published a malformed address");
+    Peer &p = w.peers[r];
+    p.address = v.substr(0, a);
+    p.probePort = std::atoi(v.substr(a + 1, b - a - 1).c_str());
+    p.host = v.substr(b + 1);
+  }
+  for (int r = 0; r < o.size; ++r) {
+    const Peer &p = w.peers[r];
+    if (r == o.rank || p.host == me.host)
+      continue;
+    const char *fix = ": every rank needs an address the others reach (set "
+                      "TESSEL_SOCKET_IFNAME to the interface of the network "
+                      "between the hosts)";
+    if (isLoopbackAddress(me.address))
+      return Status::error("rank " + std::to_string(o.rank) + " listens on " +
+                           me.address + ", a loopback address, but rank " +
+                           std::to_string(r) + " runs on another host (at " +
+                           p.address + ")" + fix);
+    if (isLoopbackAddress(p.address))
+      return Status::error("rank " + std::to_string(r) + " listens on " +
+                           p.address + ", a loopback address, but runs on "
+                           "another host than rank " +
+                           std::to_string(o.rank) + " (at " + me.address +
+                           ")" + fix);
+  }
+  return Status::ok();
+}
 
 // Slots of our own unbound-buffer transfers; gloo's algorithms use top
 // bytes 0x01-0x08.
@@ -470,23 +651,59 @@ private:
   }
 
   /// The message of a failed operation, with what the store knows of the
-  /// other members.
+  /// other members and what probing them says. Bounded: the store answers
+  /// within its reply slack or is taken as gone, the probes take a second,
+  /// and only a member whose process may be gone is waited for (1.5 s) to
+  /// show among the store's lost ranks.
   Status fail(const std::string &op, const std::string &what) {
-    static_cast<GlooWorld *>(world)->broken = true;
+    const auto started = Clock::now();
+    GlooWorld &gw = *static_cast<GlooWorld *>(world);
+    gw.broken = true;
     std::string msg = where(op) + " failed: " + what;
     KVStore &store = *world->store;
     std::string mark = world->prefix + "failed/";
-    if (Status s = store.set(mark + std::to_string(worldRank()), op); !s)
-      return Status::error(msg + "; " + s.message());
-    // A dead rank's store connection closes about when its sockets do: give
-    // the server a moment to notice.
-    auto deadline = Clock::now() + std::min<milliseconds>(world->timeout,
-                                                          milliseconds(1500));
+    // The first store error: the store (rank 0's host) is gone too; what
+    // the probes find still goes into the message.
+    std::string storeError;
+    auto storeOk = [&](const Status &s) {
+      if (!s && storeError.empty())
+        storeError = s.message();
+      return s.isOk();
+    };
+    storeOk(store.set(mark + std::to_string(worldRank()), op));
+    // Members that did not fail here (or, without a store, all): probe them
+    // (a second at most).
+    std::vector<int> silent;
+    std::vector<const Peer *> toProbe;
+    static const Peer kNone;
+    for (int r : members) {
+      if (r == worldRank())
+        continue;
+      std::string v;
+      bool found = false;
+      if (storeError.empty() &&
+          storeOk(store.check(mark + std::to_string(r), v, found)) && found)
+        continue;
+      silent.push_back(r);
+      toProbe.push_back(r < static_cast<int>(gw.peers.size()) ? &gw.peers[r]
+                                                              : &kNone);
+    }
+    std::vector<Probe> probes = probePeers(toProbe, milliseconds(1000));
+    // A failure other than a timeout (a connection closed) comes from a
+    // peer that died or failed; a dying process may still accept a probe.
+    bool maybeDead = what.find("Timed out") == std::string::npos;
+    for (Probe p : probes)
+      maybeDead = maybeDead || p == Probe::Gone || p == Probe::Unknown;
+    // Until 1.5 s after the failure: a member whose process may be gone
+    // shows among the store's lost ranks when the server notices its
+    // connection closed (named dead), and a live member that times out too
+    // leaves its mark (not named).
     std::vector<int> dead;
-    for (;;) {
+    std::vector<bool> marked(silent.size(), false);
+    while (storeError.empty()) {
       std::vector<int> lost;
-      if (Status s = store.lostRanks(lost); !s)
-        return Status::error(msg + "; " + s.message());
+      if (!storeOk(store.lostRanks(lost)))
+        break;
       for (int r : lost) {
         if (std::find(members.begin(), members.end(), r) == members.end() ||
             std::find(dead.begin(), dead.end(), r) != dead.end())
@@ -495,12 +712,24 @@ private:
         // it reports its own error.
         std::string v;
         bool failed = false;
-        if (Status s = store.check(mark + std::to_string(r), v, failed); !s)
-          return Status::error(msg + "; " + s.message());
+        if (!storeOk(store.check(mark + std::to_string(r), v, failed)))
+          break;
         if (!failed)
           dead.push_back(r);
       }
-      if (!dead.empty() || Clock::now() >= deadline)
+      bool waitMarks = false;
+      for (size_t i = 0; i < silent.size() && storeError.empty(); ++i) {
+        if (marked[i] || probes[i] != Probe::Alive)
+          continue;
+        std::string v;
+        bool found = false;
+        if (storeOk(store.check(mark + std::to_string(silent[i]), v, found)))
+          marked[i] = found;
+        waitMarks = waitMarks || !marked[i];
+      }
+      if (!dead.empty() || (!maybeDead && !waitMarks) ||
+          Clock::now() >= started + std::min<milliseconds>(
+                                        world->timeout, milliseconds(1500)))
         break;
       std::this_thread::sleep_for(milliseconds(50));
     }
@@ -511,21 +740,39 @@ private:
       return Status::error(msg + "; " + who +
                            " died (its connection to the store closed)");
     }
-    std::string silent;
-    for (int r : members) {
-      if (r == worldRank())
+    std::string alive, gone, cut;
+    for (size_t i = 0; i < silent.size(); ++i) {
+      if (marked[i])
         continue;
-      std::string v;
-      bool found = false;
-      if (Status s = store.check(mark + std::to_string(r), v, found); !s)
-        return Status::error(msg + "; " + s.message());
-      if (!found)
-        silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+      std::string r = std::to_string(silent[i]);
+      std::string at = toProbe[i]->address.empty()
+                           ? ""
+                           : " (at " + toProbe[i]->address + ")";
+      switch (probes[i]) {
+      case Probe::Unreachable:
+        cut += "; rank " + r + at +
+               " is unreachable: no answer within 1 s, its host is down or "
+               "cut off";
+        break;
+      case Probe::Gone:
+        gone += "; rank " + r + at +
+                " is gone: its host refuses connections to it (the process "
+                "exited)";
+        break;
+      case Probe::Alive:
+      case Probe::Unknown:
+        if (storeError.empty())
+          alive += (alive.empty() ? "" : ", ") + r;
+        break;
+      }
     }
-    if (!silent.empty())
-      msg += "; rank " + silent +
+    msg += cut + gone;
+    if (!alive.empty())
+      msg += "; rank " + alive +
              " did not fail here and is alive: hung, or not at this "
              "collective";
+    if (!storeError.empty())
+      msg += "; " + storeError;
     return Status::error(msg);
   }
 
@@ -563,9 +810,13 @@ Status createGlooCommunicator(const CommOptions &options,
       attr.hostname = options.hostname;
     world->device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception &e) {
-    return Status::error(std::string("gloo: cannot create the TCP device: ") +
-                         e.what());
+    return Status::error(std::string("gloo: cannot create the TCP device") +
+                         (options.hostname.empty()
+                              ? ""
+                              : " at " + options.hostname) +
+                         ": " + e.what());
   }
+  TSL_RETURN_IF_ERROR(meetPeers(*world, options));
   auto c = std::make_unique<GlooCommunicator>(
       world.get(), allRanks(options.size), options.rank);
   TSL_RETURN_IF_ERROR(c->connect());

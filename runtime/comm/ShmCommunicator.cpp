@@ -839,46 +839,144 @@ private:
   std::vector<char> block;
 };
 
-std::string readFirstLine(const char *path) {
-  std::ifstream f(path);
-  std::string s;
-  std::getline(f, s);
-  return s;
-}
+/// Ranks on several hosts: the world's collectives (and every group that
+/// spans hosts) go to the fallback, Gloo's; a subgroup whose members share
+/// a host gets a segment of its own, as under createShmCommunicator.
+class SplitCommunicator : public CommunicatorBase {
+public:
+  SplitCommunicator(ShmWorld *world, std::vector<int> hostOf)
+      : CommunicatorBase(world, world->fallback->worldRanks(),
+                         world->fallback->rank()),
+        fallback(world->fallback.get()), hostOf(std::move(hostOf)) {}
 
-std::string readLink(const char *path) {
-  char buf[256];
-  ssize_t n = ::readlink(path, buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, n) : std::string();
-}
+  const char *backend() const override { return "gloo+shm"; }
+  Status allReduce(const TensorView &in, const TensorView &out,
+                   ReduceKind kind) override {
+    return fallback->allReduce(in, out, kind);
+  }
+  Status allGather(const TensorView &in, const TensorView &out,
+                   int64_t dim) override {
+    return fallback->allGather(in, out, dim);
+  }
+  Status reduceScatter(const TensorView &in, const TensorView &out,
+                       ReduceKind kind, int64_t dim) override {
+    return fallback->reduceScatter(in, out, kind, dim);
+  }
+  Status allToAll(const TensorView &in, const TensorView &out, int64_t splitDim,
+                  int64_t concatDim) override {
+    return fallback->allToAll(in, out, splitDim, concatDim);
+  }
+  Status
+  collectivePermute(const TensorView &in, const TensorView &out,
+                    const std::vector<std::pair<int, int>> &pairs) override {
+    return fallback->collectivePermute(in, out, pairs);
+  }
+  Status broadcast(const TensorView &in, const TensorView &out,
+                   int root) override {
+    return fallback->broadcast(in, out, root);
+  }
+  Status send(const TensorView &in, int peer, int64_t tag) override {
+    return fallback->send(in, peer, tag);
+  }
+  Status recv(const TensorView &out, int peer, int64_t tag) override {
+    return fallback->recv(out, peer, tag);
+  }
+  Status irecv(const TensorView &out, int peer, int64_t tag,
+               std::unique_ptr<P2PRequest> &req) override {
+    return fallback->irecv(out, peer, tag, req);
+  }
+  Status barrier() override { return fallback->barrier(); }
+  void setTimeout(milliseconds timeout) override {
+    world->timeout = timeout;
+    fallback->setTimeout(timeout);
+  }
+
+private:
+  Status newSubgroup(const std::vector<int> &ranks, const std::vector<int> &wr,
+                     int index, Communicator *&out) override {
+    Communicator *fb = nullptr;
+    TSL_RETURN_IF_ERROR(fallback->subgroup(ranks, fb));
+    out = fb;
+    for (int r : wr)
+      if (hostOf[r] != hostOf[wr[0]])
+        return Status::ok();
+    Mapping m;
+    Status s = openSegment(static_cast<ShmWorld &>(*world), wr, index, m);
+    // On a failure every member saw it: the group runs on the fallback.
+    if (s)
+      out = adopt(std::make_unique<ShmCommunicator>(
+          static_cast<ShmWorld *>(world), fb, wr, index, std::move(m)));
+    return Status::ok();
+  }
+
+  Communicator *fallback;
+  std::vector<int> hostOf;
+};
 
 } // namespace
 
-Status shmUsable(const CommOptions &options, bool want, bool &usable) {
-  usable = false;
+Status shmHosts(const CommOptions &options, bool want,
+                std::vector<int> &hostOf) {
+  hostOf.assign(options.size, 0);
   if (!options.store)
     return Status::error("shm needs a store to compare the ranks' hosts");
-  char host[256] = {};
-  ::gethostname(host, sizeof(host) - 1);
-  // Same machine and boot, and the same PID (pids are checked for liveness)
-  // and mount (/dev/shm) namespaces.
-  std::string where = std::string(host) + "\n" +
-                      readFirstLine("/proc/sys/kernel/random/boot_id") + "\n" +
-                      readLink("/proc/self/ns/pid") + "\n" +
-                      readLink("/proc/self/ns/mnt");
+  // Same machine and boot, the same PID (pids are checked for liveness)
+  // and mount (/dev/shm) namespaces, and the same network namespace (ranks
+  // in two are two hosts, whose traffic goes over TCP).
+  std::string where = hostIdentity();
   std::string keys = options.prefix + "shm-host/";
   TSL_RETURN_IF_ERROR(options.store->set(keys + std::to_string(options.rank),
                                          (want ? "1" : "0") + where));
-  bool all = want;
+  std::vector<std::string> all(options.size);
   for (int r = 0; r < options.size; ++r) {
-    if (r == options.rank)
+    if (r == options.rank) {
+      all[r] = (want ? "1" : "0") + where;
       continue;
-    std::string v;
+    }
     TSL_RETURN_IF_ERROR(
-        options.store->get(keys + std::to_string(r), v, options.timeout));
-    all = all && v == "1" + where;
+        options.store->get(keys + std::to_string(r), all[r], options.timeout));
   }
-  usable = all;
+  // A rank that does not want shm is a host of its own.
+  for (int r = 0; r < options.size; ++r) {
+    hostOf[r] = r;
+    if (all[r][0] == '1')
+      for (int q = 0; q < r; ++q)
+        if (all[q] == all[r]) {
+          hostOf[r] = hostOf[q];
+          break;
+        }
+  }
+  return Status::ok();
+}
+
+Status shmUsable(const CommOptions &options, bool want, bool &usable) {
+  std::vector<int> hostOf;
+  usable = false;
+  TSL_RETURN_IF_ERROR(shmHosts(options, want, hostOf));
+  usable = want;
+  for (int h : hostOf)
+    usable = usable && h == 0;
+  return Status::ok();
+}
+
+Status createHostLocalShmCommunicator(const CommOptions &options,
+                                      const std::vector<int> &hostOf,
+                                      std::unique_ptr<Communicator> fallback,
+                                      std::unique_ptr<Communicator> &out) {
+  out = std::move(fallback);
+  TSL_RETURN_IF_ERROR(
+      checkOptions(options, "shm needs a store for the rendezvous"));
+  if (!out || out->size() != options.size ||
+      static_cast<int>(hostOf.size()) != options.size)
+    return Status::error("shm across hosts needs a fallback communicator of "
+                         "the world and a host per rank");
+  auto world = std::make_unique<ShmWorld>(options);
+  if (options.shmSlotBytes)
+    world->slotBytes = options.shmSlotBytes;
+  world->fallback = std::move(out);
+  auto comm = std::make_unique<SplitCommunicator>(world.get(), hostOf);
+  comm->ownedWorld = std::move(world);
+  out = std::move(comm);
   return Status::ok();
 }
 

@@ -2,7 +2,7 @@
 //
 // Wire format. Request: op (1 byte), key length, value length (u32 little
 // endian each), key, value. Reply: status (1 byte), length (u32), bytes.
-//   'H' hello   value = the client's rank          -> 'O'
+//   'H' hello   value = the client's rank          -> 'O' kStoreHello
 //   'S' set     key, value                         -> 'O'
 //   'G' get     key, value = timeout in ms         -> 'O' value | 'T'
 //   'C' check   key                                -> 'O' value | 'M'
@@ -11,6 +11,12 @@
 //   'B' goodbye                                    -> 'O', then close
 // The server is one thread polling every connection; a get on a missing key
 // waits on the server side until a set provides it or its deadline passes.
+//
+// Every wait is bounded: a connect by its timeout (non-blocking, so that an
+// address that never answers, a host down or cut off, does not hold it for
+// the kernel's two minutes of SYN retries), a reply by kReplySlack beyond
+// the server's own deadline. A hello answered by something other than this
+// store (another program on MASTER_PORT) is an error that says so.
 //
 //===----------------------------------------------------------------------===//
 #include "tessel/runtime/Store.h"
@@ -43,6 +49,13 @@ using std::chrono::milliseconds;
 
 constexpr size_t kHeader = 9;
 constexpr uint32_t kMaxField = 64u << 20;
+/// What the server answers a hello with: the client knows it reached a
+/// tessel store, not another program listening on the port.
+constexpr const char *kStoreHello = "tessel-store 1";
+/// How long a client waits for an answer beyond the server's own deadline
+/// (a healthy server answers in microseconds): past it, the server's host
+/// is taken to be unreachable, or rank 0 stopped.
+constexpr milliseconds kReplySlack(2000);
 
 void putU32(std::string &s, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -115,6 +128,9 @@ struct TcpStoreServer::Impl {
   std::mutex mu;
   std::condition_variable cv;
   int departed = 0;
+  /// When a request last arrived (waitForGoodbyes stops waiting for ranks
+  /// that no longer use the store: cut off, or hung).
+  Clock::time_point lastRequest = Clock::now();
 
   ~Impl() {
     if (thread.joinable()) {
@@ -153,9 +169,11 @@ struct TcpStoreServer::Impl {
   bool handle(int fd, Client &c, char op, const std::string &key,
               const std::string &value) {
     switch (op) {
-    case 'H':
+    case 'H': {
       c.rank = std::atoi(value.c_str());
-      return sendAll(fd, reply('O', "").data(), 5);
+      std::string r = reply('O', kStoreHello);
+      return sendAll(fd, r.data(), r.size());
+    }
     case 'S': {
       data[key] = value;
       std::string r = reply('O', "");
@@ -226,6 +244,10 @@ struct TcpStoreServer::Impl {
     if (n <= 0)
       return false;
     c.in.append(buf, static_cast<size_t>(n));
+    {
+      std::lock_guard<std::mutex> l(mu);
+      lastRequest = Clock::now();
+    }
     while (c.in.size() >= kHeader) {
       uint32_t kl = getU32(c.in.data() + 1), vl = getU32(c.in.data() + 5);
       if (kl > kMaxField || vl > kMaxField)
@@ -319,9 +341,19 @@ Status TcpStoreServer::start(int port, bool loopbackOnly,
   return Status::ok();
 }
 
-void TcpStoreServer::waitForGoodbyes(int clients, milliseconds timeout) {
+void TcpStoreServer::waitForGoodbyes(int clients, milliseconds timeout,
+                                     milliseconds idle) {
   std::unique_lock<std::mutex> l(impl->mu);
-  impl->cv.wait_for(l, timeout, [&] { return impl->departed >= clients; });
+  auto deadline = Clock::now() + timeout;
+  while (impl->departed < clients) {
+    auto now = Clock::now();
+    if (now >= deadline ||
+        std::chrono::duration_cast<milliseconds>(now - impl->lastRequest) >=
+            idle)
+      return;
+    impl->cv.wait_for(l, std::min<Clock::duration>(
+                             deadline - now, std::chrono::milliseconds(50)));
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -342,6 +374,66 @@ struct TcpStore::Impl {
 
 TcpStore::~TcpStore() = default;
 
+namespace {
+
+/// Connects a socket of `ai` within `left`; -1 with `why` (errno's text) and
+/// `err` (errno) on failure.
+int connectWithin(const addrinfo *ai, milliseconds left, std::string &why,
+                  int &err) {
+  int s = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                   ai->ai_protocol);
+  if (s < 0) {
+    err = errno;
+    why = std::strerror(errno);
+    return -1;
+  }
+  int rc = ::connect(s, ai->ai_addr, ai->ai_addrlen);
+  if (rc != 0 && errno == EINPROGRESS) {
+    pollfd p{s, POLLOUT, 0};
+    int ms = static_cast<int>(std::max<long long>(left.count(), 1));
+    int pr;
+    do
+      pr = ::poll(&p, 1, ms);
+    while (pr < 0 && errno == EINTR);
+    if (pr == 0) {
+      err = ETIMEDOUT;
+    } else {
+      socklen_t len = sizeof(err);
+      err = 0;
+      getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+    }
+    rc = err ? -1 : 0;
+  } else if (rc != 0) {
+    err = errno;
+  }
+  if (rc != 0) {
+    why = err == ETIMEDOUT ? "no answer" : std::strerror(err);
+    ::close(s);
+    return -1;
+  }
+  int flags = ::fcntl(s, F_GETFL);
+  ::fcntl(s, F_SETFL, flags & ~O_NONBLOCK);
+  return s;
+}
+
+/// What a failed connect to rank 0's store most likely means.
+std::string connectHint(int err) {
+  switch (err) {
+  case ECONNREFUSED:
+    return "is rank 0 running?";
+  case ETIMEDOUT:
+  case EHOSTUNREACH:
+  case ENETUNREACH:
+  case EHOSTDOWN:
+    return "the address is unreachable from this host (rank 0's host down or "
+           "cut off, a firewall, or a wrong MASTER_ADDR)";
+  default:
+    return "is rank 0 running?";
+  }
+}
+
+} // namespace
+
 Status TcpStore::connect(const std::string &host, int port, int rank,
                          milliseconds timeout, std::unique_ptr<TcpStore> &out) {
   auto impl = std::make_unique<Impl>();
@@ -357,19 +449,14 @@ Status TcpStore::connect(const std::string &host, int port, int rank,
                          "': " + gai_strerror(gai));
   auto deadline = Clock::now() + timeout;
   std::string lastError;
+  int lastErrno = 0;
   int fd = -1;
   while (fd < 0) {
     for (addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-      int s = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-                       ai->ai_protocol);
-      if (s < 0)
-        continue;
-      if (::connect(s, ai->ai_addr, ai->ai_addrlen) == 0) {
-        fd = s;
-      } else {
-        lastError = std::strerror(errno);
-        ::close(s);
-      }
+      auto left = std::chrono::duration_cast<milliseconds>(deadline -
+                                                           Clock::now());
+      fd = connectWithin(ai, std::max(left, milliseconds(1)), lastError,
+                         lastErrno);
     }
     if (fd >= 0 || Clock::now() >= deadline)
       break;
@@ -379,17 +466,28 @@ Status TcpStore::connect(const std::string &host, int port, int rank,
   if (fd < 0)
     return Status::error("store: cannot connect to " + where + " within " +
                          std::to_string(timeout.count() / 1000.0).substr(0, 5) +
-                         " s (" + lastError + "); is rank 0 running?");
+                         " s (" + lastError + "); " + connectHint(lastErrno));
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  // A send into a full socket (the server's host gone) ends too.
+  timeval tv{static_cast<time_t>(kReplySlack.count() / 1000), 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   impl->fd = fd;
   out.reset(new TcpStore());
   out->impl = std::move(impl);
   if (rank >= 0) {
     char st;
     std::string r;
-    TSL_RETURN_IF_ERROR(
-        out->request('H', "", std::to_string(rank), st, r, milliseconds(0)));
+    Status s = out->request('H', "", std::to_string(rank), st, r,
+                            milliseconds(0));
+    if (!s || st != 'O' || r != kStoreHello) {
+      out.reset();
+      return Status::error(
+          "store: " + where +
+          " accepts connections but does not answer as tessel-run's store "
+          "(another program holds MASTER_PORT " +
+          std::to_string(port) + "?)" + (s ? "" : ": " + s.message()));
+    }
   }
   return Status::ok();
 }
@@ -407,19 +505,27 @@ Status TcpStore::request(char op, const std::string &key,
     return Status::error("lost the connection to the store at " + where() +
                          " (" + why + "): rank 0, which hosts it, is gone");
   };
+  auto silentServer = [&] {
+    impl->broken = true;
+    return Status::error(
+        "no answer from the store at " + where() + " within " +
+        std::to_string(kReplySlack.count() / 1000) +
+        " s: rank 0's host is unreachable (down or cut off), or rank 0 is "
+        "stopped");
+  };
   if (impl->broken)
     return lostServer("closed earlier");
   std::string msg = frame(op, key, value);
   if (!sendAll(impl->fd, msg.data(), msg.size()))
     return lostServer(std::strerror(errno));
-  // The server answers a get by its deadline; allow it generous slack.
-  auto deadline = Clock::now() + wait + std::chrono::seconds(30);
+  // The server answers a get by its deadline, anything else at once.
+  auto deadline = Clock::now() + wait + kReplySlack;
   std::string buf;
   size_t need = 5;
   while (buf.size() < need) {
     auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (left.count() <= 0)
-      return lostServer("no answer");
+      return silentServer();
     pollfd p{impl->fd, POLLIN, 0};
     int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
     if (r < 0 && errno == EINTR)

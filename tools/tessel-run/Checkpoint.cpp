@@ -3,6 +3,7 @@
 
 #include "tessel/runtime/Json.h"
 #include "tessel/runtime/MappedFile.h"
+#include "tessel/runtime/Npy.h"
 #include "tessel/runtime/Safetensors.h"
 #include "StateBlocks.h"
 
@@ -28,6 +29,8 @@ namespace tessel::run {
 namespace {
 
 const char kIndex[] = "model.safetensors.index.json";
+/// Every step's loss from the training's first (CheckpointInfo::losses).
+const char kLosses[] = "losses.npy";
 
 std::string rankFile(int rank) {
   return "rank" + std::to_string(rank) + ".safetensors";
@@ -455,6 +458,10 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
   }
   TSL_RETURN_IF_ERROR(
       writeBytesSynced(tmp + "/" + rankFile(g.rank), encodeSafetensors(tensors)));
+  if (info.losses && static_cast<int64_t>(info.losses->size()) == info.step)
+    TSL_RETURN_IF_ERROR(writeNpy(
+        tmp + "/" + kLosses,
+        Tensor::fromVector(DType::F32, {info.step}, *info.losses)));
   saveKillHook("write", info.step);
   // Where each block lies in its whole state, for rank 0's index.
   std::string layout;
@@ -562,6 +569,23 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
 Status readCheckpointInfo(const std::string &dirArg, CheckpointInfo &info) {
   IndexParser p("");
   return parseIndex(trimmed(dirArg), p, info);
+}
+
+Status readCheckpointLosses(const std::string &dirArg,
+                            std::vector<float> &losses, bool &found) {
+  const std::string path = trimmed(dirArg) + "/" + kLosses;
+  losses.clear();
+  found = exists(path);
+  if (!found)
+    return Status::ok();
+  Tensor t;
+  TSL_RETURN_IF_ERROR(readNpy(path, t));
+  if (t.dtype() != DType::F32 || t.shape().size() != 1)
+    return Status::error(path + ": expected f32 [steps], got " +
+                         std::string(dtypeName(t.dtype())) + " " +
+                         shapeToString(t.shape()));
+  losses.assign(t.data<float>(), t.data<float>() + t.shape()[0]);
+  return Status::ok();
 }
 
 Status parseCheckpointIndex(const std::string &path, const std::string &text,

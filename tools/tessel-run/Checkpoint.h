@@ -40,7 +40,16 @@ struct CheckpointInfo {
   int64_t step = 0;         // steps done since the start of training
   int64_t dataPosition = 0; // the next step's data row index
   int ranks = 1;
+  /// Saving: the loss of every step from the training's first (`step` of
+  /// them), on the rank that has them (else null): written as losses.npy
+  /// in the checkpoint, so that a restarted training can give every loss.
+  const std::vector<float> *losses = nullptr;
 };
+
+/// The losses.npy of checkpoint `dir`: `found` is false when it has none
+/// (saved without the whole history, or by an older tessel-run).
+runtime::Status readCheckpointLosses(const std::string &dir,
+                                     std::vector<float> &losses, bool &found);
 
 /// The ranks that save one checkpoint together (size 1: no comm, no store).
 struct CheckpointGroup {

@@ -3,6 +3,9 @@
 
 #include <arpa/inet.h>
 #include <cerrno>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +50,114 @@ Status intVar(const char *name, int &out, int minValue) {
 
 bool isLoopback(const std::string &addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+/// The numeric form of a socket address.
+std::string numericHost(const sockaddr *a, socklen_t len) {
+  char host[NI_MAXHOST] = {};
+  if (getnameinfo(a, len, host, sizeof(host), nullptr, 0, NI_NUMERICHOST) != 0)
+    return "";
+  return host;
+}
+
+/// The interface that holds address `addr` (numeric), or "".
+std::string interfaceOf(const std::string &addr) {
+  ifaddrs *list = nullptr;
+  if (getifaddrs(&list) != 0)
+    return "";
+  std::string name;
+  for (ifaddrs *i = list; i && name.empty(); i = i->ifa_next) {
+    if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
+                         i->ifa_addr->sa_family != AF_INET6))
+      continue;
+    socklen_t len = i->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in)
+                                                      : sizeof(sockaddr_in6);
+    std::string a = numericHost(i->ifa_addr, len);
+    // fe80::1%eth0: the scope is not part of the address.
+    if (a.substr(0, a.find('%')) == addr)
+      name = i->ifa_name;
+  }
+  freeifaddrs(list);
+  return name;
+}
+
+/// The first IPv4 address of interface `name` (else its first IPv6 one);
+/// an error that lists the interfaces when it has none.
+Status interfaceAddress(const std::string &name, const char *var,
+                        std::string &addr) {
+  ifaddrs *list = nullptr;
+  if (getifaddrs(&list) != 0)
+    return Status::error(std::string("getifaddrs: ") + std::strerror(errno));
+  std::string v4, v6, all;
+  for (ifaddrs *i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr)
+      continue;
+    int fam = i->ifa_addr->sa_family;
+    if (fam != AF_INET && fam != AF_INET6)
+      continue;
+    if (all.find(std::string(" ") + i->ifa_name + ",") == std::string::npos)
+      all += std::string(" ") + i->ifa_name + ",";
+    if (name != i->ifa_name)
+      continue;
+    socklen_t len = fam == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    std::string a = numericHost(i->ifa_addr, len);
+    if (fam == AF_INET && v4.empty())
+      v4 = a;
+    if (fam == AF_INET6 && v6.empty() && a.find('%') == std::string::npos)
+      v6 = a;
+  }
+  freeifaddrs(list);
+  addr = !v4.empty() ? v4 : v6;
+  if (addr.empty()) {
+    if (!all.empty())
+      all.pop_back();
+    return Status::error(std::string(var) + "=" + name +
+                         ": no network interface of that name has an IP "
+                         "address (this host has:" +
+                         all + ")");
+  }
+  return Status::ok();
+}
+
+/// The address of this host from which the kernel routes to `host`: a UDP
+/// socket connected to it (nothing is sent) and getsockname, as NCCL's
+/// bootstrap finds its interface.
+Status routeTo(const std::string &host, int port, std::string &addr) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_DGRAM;
+  int gai = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (gai != 0)
+    return Status::error("MASTER_ADDR=" + host + " does not resolve: " +
+                         gai_strerror(gai));
+  std::string why = "no address";
+  // IPv4 first, as the store listens on IPv4.
+  std::vector<addrinfo *> order;
+  for (int v6 = 0; v6 < 2; ++v6)
+    for (addrinfo *ai = res; ai; ai = ai->ai_next)
+      if ((ai->ai_family == AF_INET6) == (v6 == 1))
+        order.push_back(ai);
+  for (addrinfo *ai : order) {
+    if (!addr.empty())
+      break;
+    int fd = ::socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+      continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr *>(&local), &len) == 0)
+      addr = numericHost(reinterpret_cast<sockaddr *>(&local), len);
+    else
+      why = std::strerror(errno);
+    ::close(fd);
+  }
+  freeaddrinfo(res);
+  if (addr.empty())
+    return Status::error("MASTER_ADDR=" + host +
+                         " is unreachable from this host: no route to it (" +
+                         why + "); set TESSEL_SOCKET_IFNAME to the interface "
+                         "that reaches rank 0's host");
+  return Status::ok();
 }
 
 /// A TCP port free right now on 127.0.0.1.
@@ -243,13 +354,16 @@ int launchLocalRanks(int n, int argc, char **argv) {
   return 0;
 }
 
+bool launcherStopped() { return gStopSignal != 0; }
+
 RankSession::~RankSession() {
   // A failed run on rank 0, which hosts the store: the other ranks ask the
   // store who died to name the rank in their own errors, so it keeps
   // serving until they have gone too (or a few seconds), rather than taking
   // the store down and leaving them only "rank 0 is gone".
   if (server && !finished)
-    server->waitForGoodbyes(world.size - 1, milliseconds(3000));
+    server->waitForGoodbyes(world.size - 1, milliseconds(3000),
+                            milliseconds(1000));
 }
 
 /// Every rank marks its arrival in the store, then waits for all others:
@@ -258,7 +372,10 @@ RankSession::~RankSession() {
 static Status awaitJoined(KVStore &store, const WorldInfo &w,
                           milliseconds timeout) {
   const std::string prefix = "tessel-run/joined/";
-  TSL_RETURN_IF_ERROR(store.set(prefix + std::to_string(w.rank), "1"));
+  // Each rank's mark is the world size it was started with: a rank started
+  // with another WORLD_SIZE is named, not waited for.
+  const std::string mine = std::to_string(w.size);
+  TSL_RETURN_IF_ERROR(store.set(prefix + std::to_string(w.rank), mine));
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<bool> joined(w.size, false);
   joined[w.rank] = true;
@@ -270,6 +387,11 @@ static Status awaitJoined(KVStore &store, const WorldInfo &w,
         std::string v;
         bool found = false;
         TSL_RETURN_IF_ERROR(store.check(prefix + std::to_string(r), v, found));
+        if (found && v != mine)
+          return Status::error("rank " + std::to_string(r) +
+                               " was started with a world of " + v +
+                               " ranks, this rank with " + mine + " (" +
+                               w.source + ")");
         joined[r] = found;
       }
       if (!joined[r]) {
@@ -294,8 +416,26 @@ static Status awaitJoined(KVStore &store, const WorldInfo &w,
   }
 }
 
-Status RankSession::start(const WorldInfo &w, milliseconds timeout,
-                          const std::string &backend) {
+Status RankSession::start(const WorldInfo &w, const SessionOptions &so) {
+  TSL_RETURN_IF_ERROR(connect(w, so.timeout, so.backend, so.verbose));
+  if (so.backend == "cuda" && so.log.check)
+    return Status::error("--check-collectives compares descriptions in host "
+                         "memory: it needs --device cpu");
+  // The hang finder around whatever connect() made.
+  CommOptions o;
+  o.rank = w.rank;
+  o.size = w.size;
+  o.store = store;
+  o.timeout = so.timeout;
+  std::unique_ptr<Communicator> logged;
+  TSL_RETURN_IF_ERROR(
+      createOpLogCommunicator(o, so.log, std::move(communicator), logged));
+  communicator = std::move(logged);
+  return Status::ok();
+}
+
+Status RankSession::connect(const WorldInfo &w, milliseconds timeout,
+                            const std::string &backend, bool verbose) {
   world = w;
   bool loopback = isLoopback(w.masterAddr);
   if (w.rank == 0)
@@ -320,12 +460,27 @@ Status RankSession::start(const WorldInfo &w, milliseconds timeout,
     o.device = w.localRank;
     return createNcclCommunicator(o, communicator);
   }
-  if (loopback)
-    o.hostname = "127.0.0.1";
-  else if (const char *ifname = env("TESSEL_SOCKET_IFNAME"))
-    o.iface = ifname;
-  else if (const char *gloo = env("GLOO_SOCKET_IFNAME"))
-    o.iface = gloo;
+  // The address Gloo listens on: that of the interface named, else the one
+  // that routes to MASTER_ADDR (loopback only when MASTER_ADDR is).
+  std::string how;
+  for (const char *var :
+       {"TESSEL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"})
+    if (const char *ifname = env(var)) {
+      TSL_RETURN_IF_ERROR(interfaceAddress(ifname, var, o.hostname));
+      how = std::string("interface ") + ifname + ", from " + var;
+      break;
+    }
+  if (how.empty()) {
+    TSL_RETURN_IF_ERROR(routeTo(w.masterAddr, w.masterPort, o.hostname));
+    std::string ifname = interfaceOf(o.hostname);
+    how = (ifname.empty() ? std::string("") : "interface " + ifname + ", ") +
+          "the route to MASTER_ADDR " + w.masterAddr;
+  }
+  if (verbose) {
+    std::fprintf(stderr, "tessel-run: rank %d: gloo listens on %s (%s)\n",
+                 w.rank, o.hostname.c_str(), how.c_str());
+    std::fflush(stderr);
+  }
   // TESSEL_COMM: "shm" (ranks of one host through shared memory, around
   // Gloo), "gloo" (TCP only), or unset/"auto": shm when every rank is on
   // this host (and none asks for gloo).
@@ -335,13 +490,25 @@ Status RankSession::start(const WorldInfo &w, milliseconds timeout,
     return Status::error("TESSEL_COMM='" + mode +
                          "' is not one of auto, shm, gloo");
   TSL_RETURN_IF_ERROR(createGlooCommunicator(o, communicator));
-  bool usable = false;
-  TSL_RETURN_IF_ERROR(shmUsable(o, mode != "gloo", usable));
-  if (!usable) {
+  std::vector<int> hostOf;
+  TSL_RETURN_IF_ERROR(shmHosts(o, mode != "gloo", hostOf));
+  bool oneHost = mode != "gloo", someShare = false;
+  for (int r = 0; r < w.size; ++r) {
+    oneHost = oneHost && hostOf[r] == 0;
+    someShare = someShare || hostOf[r] != r;
+  }
+  if (!oneHost) {
     if (mode == "shm")
       return Status::error("TESSEL_COMM=shm, but the ranks are not all on "
                            "one host (or some rank has TESSEL_COMM=gloo)");
-    return Status::ok();
+    // Several hosts: groups within one host still share memory.
+    if (!someShare || mode == "gloo")
+      return Status::ok();
+    std::unique_ptr<Communicator> split;
+    Status made = createHostLocalShmCommunicator(o, hostOf,
+                                                 std::move(communicator), split);
+    communicator = std::move(split);
+    return made;
   }
   std::unique_ptr<Communicator> shm;
   Status made = createShmCommunicator(o, std::move(communicator), shm);
@@ -397,6 +564,29 @@ void testHooks(int rank) {
   }
 #else
   (void)rank;
+#endif
+}
+
+void testStepHook(int rank, int64_t step) {
+#ifdef TESSEL_RUN_TEST_HOOKS
+  const char *v = env("TESSEL_TEST_KILL_RANK_AT_STEP");
+  if (!v || env("TESSEL_RESTART"))
+    return;
+  std::string spec = v;
+  size_t colon = spec.find(':');
+  int r = -1, s = -1;
+  if (colon != std::string::npos &&
+      parseNonNegative(spec.substr(0, colon).c_str(), r) && r == rank &&
+      parseNonNegative(spec.substr(colon + 1).c_str(), s) && s == step) {
+    std::fprintf(stderr, "tessel-run: rank %d: TESSEL_TEST_KILL_RANK_AT_STEP: "
+                         "killed after step %lld\n",
+                 rank, static_cast<long long>(step));
+    std::fflush(stderr);
+    ::raise(SIGKILL);
+  }
+#else
+  (void)rank;
+  (void)step;
 #endif
 }
 

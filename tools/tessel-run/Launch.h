@@ -41,6 +41,8 @@ runtime::Status readWorld(WorldInfo &w);
 /// moment to report, then are killed; the message names the rank. Returns
 /// the exit status for tessel-run.
 int launchLocalRanks(int n, int argc, char **argv);
+/// Whether the launcher was stopped by SIGINT or SIGTERM (no restart then).
+bool launcherStopped();
 
 /// A rank's connection to the others: rank 0 hosts the store; everybody
 /// connects to it and creates the communicator of `backend`'s memory: Gloo
@@ -50,8 +52,17 @@ int launchLocalRanks(int n, int argc, char **argv);
 class RankSession {
 public:
   ~RankSession();
-  runtime::Status start(const WorldInfo &w, std::chrono::milliseconds timeout,
-                        const std::string &backend = "cpu");
+  struct SessionOptions {
+    std::chrono::milliseconds timeout{30000};
+    std::string backend = "cpu";
+    /// Print the address each rank listens on, and why.
+    bool verbose = false;
+    /// The hang finder's options (--check-collectives).
+    runtime::OpLogOptions log;
+  };
+  /// Joins the world; the communicator records every operation (the hang
+  /// finder: runtime::opLogReport after a failure).
+  runtime::Status start(const WorldInfo &w, const SessionOptions &options);
   runtime::Communicator *comm() const { return communicator.get(); }
   /// The store every rank shares (null before start).
   runtime::KVStore *kvStore() const { return store.get(); }
@@ -60,6 +71,12 @@ public:
   runtime::Status finish();
 
 private:
+  /// Gloo listens on the address of TESSEL_SOCKET_IFNAME (or
+  /// GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME), else on the one from which
+  /// this host routes to MASTER_ADDR; `verbose` prints which, and why.
+  runtime::Status connect(const WorldInfo &w, std::chrono::milliseconds timeout,
+                          const std::string &backend, bool verbose);
+
   WorldInfo world;
   bool finished = false;
   std::unique_ptr<runtime::TcpStoreServer> server;
@@ -73,6 +90,10 @@ private:
 /// run, when every rank is connected; TESSEL_TEST_KILL_RANK_AFTER_MS=K:MS
 /// has rank K killed by SIGKILL MS milliseconds after that point (mid-step).
 void testHooks(int rank);
+/// TESSEL_TEST_KILL_RANK_AT_STEP=K:S: rank K kills itself (SIGKILL) right
+/// after step S (and its checkpoint, when one is due), in a first attempt
+/// only (not with TESSEL_RESTART set): a restart then runs to the end.
+void testStepHook(int rank, int64_t step);
 
 } // namespace tessel::run
 

@@ -59,11 +59,13 @@ const char kUsage[] =
     "usage: tessel-run ART.tsl [--input NAME=FILE.npy]... "
     "[--output [NAME=]FILE.npy]...\n"
     "                  [--threads N] [--repeat K] [--rank R] "
-    "[--device cpu|cuda] [--no-verify]\n"
-    "                  [-n N] [--timeout SECONDS] [--trace FILE.json]\n"
+    "[--device cpu|cuda] [--no-verify] [--verbose]\n"
+    "                  [-n N] [--timeout SECONDS] [--check-collectives]\n"
+    "                  [--trace FILE.json]\n"
     "                  [--timeline FILE.svg]\n"
     "                  [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]\n"
     "                   [--losses FILE.npy] [--save DIR [--save-every K]]\n"
+    "                   [--max-restarts N]\n"
     "                   [--resume DIR] [--export-onnx FILE.onnx]\n"
     "                   [--grads FILE.safetensors]]\n"
     "\n"
@@ -82,6 +84,10 @@ const char kUsage[] =
     "  --device cpu|cuda   where to run: the cpu or cuda backend (default\n"
     "                      cpu; --backend B is the same)\n"
     "  --no-verify         skip the CRC-32C checks of the artifact files\n"
+    "  --verbose, -v       say which address each rank listens on, and why\n"
+    "  --check-collectives compare every collective and send/recv with the\n"
+    "                      peers' before it runs (debug): ranks whose programs\n"
+    "                      differ fail at the first difference, naming both\n"
     "  -n N                run N ranks: starts N local processes, or checks\n"
     "                      the world that RANK/WORLD_SIZE (or mpirun, srun) give;\n"
     "                      ranks of one host share memory (TESSEL_COMM=gloo:\n"
@@ -118,6 +124,10 @@ const char kUsage[] =
     "  --save-every K      also write the checkpoint after every K-th step\n"
     "  --resume DIR        start from a checkpoint (saved on this mesh or\n"
     "                      another): its states, its step, its data position\n"
+    "  --max-restarts N    with -n and --save: when a rank dies, stop the\n"
+    "                      others and restart the whole group from the last\n"
+    "                      checkpoint, up to N times (torchrun's elastic agent);\n"
+    "                      --losses then holds every step's loss\n"
     "  --export-onnx FILE  after the last step, write the source ONNX model\n"
     "                      with its trained tensors (parameters, running\n"
     "                      statistics)\n"
@@ -136,9 +146,12 @@ struct Options {
   int rank = 0;
   std::string backend = "cpu";
   bool verify = true;
+  bool verbose = false; // --verbose
+  bool checkCollectives = false; // --check-collectives
   int ranks = 0;        // -n; 0 when not given
   bool rankGiven = false;
   int timeout = 30;     // seconds
+  int maxRestarts = 0;  // --max-restarts (the launcher's)
   std::string trace;    // --trace FILE.json; empty: none
   std::string timeline; // --timeline FILE.svg; empty: none
   tessel::run::TrainOptions train;
@@ -146,6 +159,43 @@ struct Options {
 
 /// "rank K: " in a world of several ranks.
 std::string gRankPrefix;
+/// The world communicator of a multi-rank run: its hang finder's report
+/// follows an error.
+Communicator *gComm = nullptr;
+
+/// Names a group of world ranks by the mesh axes along which its members
+/// differ ("dp", "dp,tp"), the mesh's first axis major; "" when the group
+/// is no such line or plane.
+std::function<std::string(const std::vector<int> &)>
+meshGroupNamer(std::vector<std::pair<std::string, int64_t>> mesh) {
+  return [mesh](const std::vector<int> &group) -> std::string {
+    if (mesh.empty() || group.empty())
+      return "";
+    auto coords = [&](int r) {
+      std::vector<int64_t> c(mesh.size());
+      for (size_t a = mesh.size(); a-- > 0;) {
+        c[a] = r % mesh[a].second;
+        r = static_cast<int>(r / mesh[a].second);
+      }
+      return c;
+    };
+    std::vector<int64_t> first = coords(group[0]);
+    std::vector<bool> varies(mesh.size(), false);
+    for (int r : group) {
+      std::vector<int64_t> c = coords(r);
+      for (size_t a = 0; a < mesh.size(); ++a)
+        varies[a] = varies[a] || c[a] != first[a];
+    }
+    std::string name;
+    int64_t count = 1;
+    for (size_t a = 0; a < mesh.size(); ++a)
+      if (varies[a]) {
+        name += (name.empty() ? "" : ",") + mesh[a].first;
+        count *= mesh[a].second;
+      }
+    return count == static_cast<int64_t>(group.size()) ? name : "";
+  };
+}
 
 int usageError(const std::string &msg) {
   std::fprintf(stderr, "tessel-run: %s (see tessel-run --help)\n",
@@ -290,6 +340,13 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.train.grads = value;
     } else if (a == "--no-verify") {
       o.verify = false;
+    } else if (a == "--verbose" || a == "-v") {
+      o.verbose = true;
+    } else if (a == "--check-collectives") {
+      o.checkCollectives = true;
+    } else if (is("--max-restarts")) {
+      if (!takeValue("--max-restarts") || !parseInt(value, 0, o.maxRestarts))
+        return usageError("--max-restarts needs an integer >= 0");
     } else if (!a.empty() && a[0] == '-') {
       return usageError("unknown option '" + a + "'");
     } else if (o.artifact.empty()) {
@@ -305,6 +362,9 @@ int parseArgs(int argc, char **argv, Options &o) {
                       "--resume, --export-onnx and --grads need --steps N");
   if (o.train.saveEvery && o.train.save.empty())
     return usageError("--save-every needs --save DIR");
+  if (o.maxRestarts && (o.train.save.empty() || o.ranks < 2))
+    return usageError("--max-restarts needs -n N (N > 1) and --save DIR (a "
+                      "restart resumes from the last checkpoint)");
   if (o.train.steps && o.repeat > 1)
     return usageError("--repeat cannot be combined with --steps (every step "
                       "is timed)");
@@ -314,6 +374,9 @@ int parseArgs(int argc, char **argv, Options &o) {
 int fail(const std::string &msg) {
   std::fprintf(stderr, "tessel-run: %serror: %s\n", gRankPrefix.c_str(),
                msg.c_str());
+  for (const std::string &line : opLogReport(gComm))
+    std::fprintf(stderr, "tessel-run: %s%s\n", gRankPrefix.c_str(),
+                 line.c_str());
   return 1;
 }
 
@@ -363,6 +426,25 @@ int writeLosses(const Options &o, const std::vector<float> &losses) {
               o.train.losses.c_str());
   std::fflush(stdout);
   return 0;
+}
+
+/// The exit status of a rank whose group cannot go on (a peer died, hung or
+/// was cut off) in a training that saves checkpoints: a job script (srun,
+/// mpirun) restarts the job with --resume when it sees it.
+constexpr int kRestartable = 75; // EX_TEMPFAIL
+
+int restartable(const std::string &saveDir) {
+  tessel::run::CheckpointInfo info;
+  std::string from =
+      tessel::run::readCheckpointInfo(saveDir, info)
+          ? "the checkpoint of step " + std::to_string(info.step) + " in " +
+                saveDir + " (rerun with --resume " + saveDir + ")"
+          : "the start (no checkpoint in " + saveDir + " yet)";
+  std::fprintf(stderr,
+               "tessel-run: %srestartable: the training stopped with its "
+               "group; it can restart from %s; exit status %d\n",
+               gRankPrefix.c_str(), from.c_str(), kRestartable);
+  return kRestartable;
 }
 
 /// --export-onnx: the states of the last step, put together on rank 0 from
@@ -424,8 +506,15 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   int rank = worldSize > 1 ? w.rank : o.rank;
   tessel::run::RankSession session;
   if (worldSize > 1) {
-    if (Status s = session.start(w, std::chrono::seconds(o.timeout), o.backend);
-        !s)
+    tessel::run::RankSession::SessionOptions so;
+    so.timeout = std::chrono::seconds(o.timeout);
+    so.backend = o.backend;
+    so.verbose = o.verbose;
+    so.log.check = o.checkCollectives;
+    so.log.groupName = meshGroupNamer(artifact->mesh());
+    Status s = session.start(w, so);
+    gComm = session.comm();
+    if (!s)
       return fail(s.message());
   }
   std::shared_ptr<const Program> program;
@@ -506,6 +595,10 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   group.timeout = std::chrono::seconds(o.timeout);
   tessel::run::CheckpointInfo start;
   start.ranks = worldSize;
+  // Every step's loss before this run's (from --resume's losses.npy):
+  // saved with each checkpoint, and written by --losses after a restart.
+  std::vector<float> history;
+  bool historyComplete = true;
   if (!o.train.resume.empty() || !o.train.save.empty()) {
     if (rank == 0) {
       if (!o.train.resume.empty())
@@ -539,6 +632,14 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                                                worldSize, pipelined);
         !s)
       return fail(s.message());
+    // The losses before it, when it has them all.
+    bool found = false;
+    if (Status s = tessel::run::readCheckpointLosses(o.train.resume, history,
+                                                     found);
+        !s)
+      return fail("--resume " + o.train.resume + ": " + s.message());
+    historyComplete =
+        found && static_cast<int64_t>(history.size()) == start.step;
   }
 
   // Inputs: every one bound exactly once, with the right dtype and shape.
@@ -627,11 +728,18 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
     // loss is on its last stage's rank (training.pb's loss_rank).
     bool first = rank == lossRank || worldSize == 1;
     int64_t lastSaved = -1;
+    std::vector<float> allLosses;
     auto save = [&](int64_t step, int64_t dataPosition) -> Status {
       tessel::run::CheckpointInfo info;
       info.step = step;
       info.dataPosition = dataPosition;
       info.ranks = worldSize;
+      if (rank == lossRank && historyComplete) {
+        allLosses = history;
+        allLosses.insert(allLosses.end(), steps.losses.begin(),
+                         steps.losses.end());
+        info.losses = &allLosses;
+      }
       if (Status s = tessel::run::saveCheckpoint(*exec, o.train.save, info,
                                                  group);
           !s)
@@ -650,15 +758,21 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
     std::function<Status(int64_t, int64_t)> after =
         [&](int64_t step, int64_t dataPosition) -> Status {
       bubble.add(exec->lastRunStats());
+      Status saved = Status::ok();
       if (o.train.saveEvery && step % o.train.saveEvery == 0)
-        return save(step, dataPosition);
-      return Status::ok();
+        saved = save(step, dataPosition);
+      tessel::run::testStepHook(rank, step);
+      return saved;
     };
     if (Status s = tessel::run::runSteps(
             *exec, feeds, start.step, o.train.steps, start.dataPosition, first,
             first && !o.train.losses.empty(), steps, after);
-        !s)
-      return fail(s.message());
+        !s) {
+      int rc = fail(s.message());
+      if (worldSize > 1 && !o.train.save.empty())
+        return restartable(o.train.save);
+      return rc;
+    }
     if (!o.train.save.empty() && lastSaved != o.train.steps)
       if (Status s = save(o.train.steps, start.dataPosition + o.train.steps -
                                              start.step);
@@ -692,6 +806,15 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
       }
     }
   }
+  // A restarted group (the launcher's --max-restarts) writes every step's
+  // loss, those before its checkpoint too.
+  auto lossesToWrite = [&] {
+    if (!std::getenv("TESSEL_RESTART") || !historyComplete)
+      return steps.losses;
+    std::vector<float> all = history;
+    all.insert(all.end(), steps.losses.begin(), steps.losses.end());
+    return all;
+  };
   std::sort(times.begin(), times.end());
   double median = times.size() % 2
                       ? times[times.size() / 2]
@@ -716,7 +839,7 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   if (rank != 0 && worldSize > 1) {
     // Outputs are replicated; rank 0 writes them. The losses: lossRank.
     if (rank == lossRank && !o.train.losses.empty())
-      if (int rc = writeLosses(o, steps.losses))
+      if (int rc = writeLosses(o, lossesToWrite()))
         return rc;
     if (Status s = session.finish(); !s)
       return fail(s.message());
@@ -749,7 +872,7 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                 file.c_str());
   }
   if (!o.train.losses.empty() && (rank == lossRank || worldSize == 1))
-    if (int rc = writeLosses(o, steps.losses))
+    if (int rc = writeLosses(o, lossesToWrite()))
       return rc;
   std::fflush(stdout);
   if (Status s = session.finish(); !s)
@@ -761,6 +884,52 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
     std::printf("tessel-run: timeline -> %s\n", o.timeline.c_str());
   }
   return 0;
+}
+
+/// The launcher's ranks, restarted up to --max-restarts times from the
+/// last checkpoint of --save (each restart's ranks see TESSEL_RESTART=K).
+int launchWithRestarts(const Options &o, int argc, char **argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (int attempt = 0;; ++attempt) {
+    std::vector<char *> ptrs;
+    for (std::string &a : args)
+      ptrs.push_back(a.data());
+    ptrs.push_back(nullptr);
+    if (attempt > 0)
+      setenv("TESSEL_RESTART", std::to_string(attempt).c_str(), 1);
+    int rc = tessel::run::launchLocalRanks(o.ranks, static_cast<int>(args.size()),
+                                           ptrs.data());
+    if (rc == 0 || attempt >= o.maxRestarts ||
+        tessel::run::launcherStopped())
+      return rc;
+    // Resume from the last checkpoint, if the run saved one (else from
+    // where the first attempt started).
+    tessel::run::CheckpointInfo info;
+    if (!tessel::run::readCheckpointInfo(o.train.save, info)) {
+      std::fprintf(stderr, "tessel-run: restart %d of %d: no checkpoint in "
+                           "%s yet: from the start\n",
+                   attempt + 1, o.maxRestarts, o.train.save.c_str());
+      continue;
+    }
+    std::fprintf(stderr,
+                 "tessel-run: restart %d of %d: the %d ranks again, from the "
+                 "checkpoint of step %lld in %s\n",
+                 attempt + 1, o.maxRestarts, o.ranks,
+                 static_cast<long long>(info.step), o.train.save.c_str());
+    std::vector<std::string> next;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--resume") {
+        ++i;
+        continue;
+      }
+      if (args[i].rfind("--resume=", 0) == 0)
+        continue;
+      next.push_back(args[i]);
+    }
+    next.push_back("--resume");
+    next.push_back(o.train.save);
+    args = std::move(next);
+  }
 }
 
 } // namespace
@@ -799,7 +968,7 @@ int main(int argc, char **argv) {
     if (!o.timeline.empty())
       if (Status s = tessel::run::checkWritable("--timeline", o.timeline); !s)
         return fail(s.message());
-    int launched = tessel::run::launchLocalRanks(o.ranks, argc, argv);
+    int launched = launchWithRestarts(o, argc, argv);
     if (launched == 0 && !o.timeline.empty()) {
       if (Status s = tessel::run::mergeTimeline(
               o.timeline, o.ranks,

@@ -201,6 +201,8 @@ TEST_F(TrainRunTest, StepsDataLossesAndSavedState) {
     EXPECT_NEAR(saved["s"].values[i], s[i], 1e-6f);
   EXPECT_EQ(saved["count"].shape, Shape{});
   EXPECT_EQ(saved["count"].values, std::vector<float>{3});
+  // Every step's loss so far (what a restarted training's --losses needs).
+  expectLosses(dir + "/losses.npy", 3, 1);
   // Nothing but the checkpoint's files: no temporary is left behind.
   std::vector<std::string> files;
   if (DIR *d = opendir(dir.c_str())) {
@@ -210,7 +212,8 @@ TEST_F(TrainRunTest, StepsDataLossesAndSavedState) {
     closedir(d);
   }
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"model.safetensors.index.json",
+  EXPECT_EQ(files, (std::vector<std::string>{"losses.npy",
+                                             "model.safetensors.index.json",
                                              "rank0.safetensors"}));
 
   // --output gives the last step's value.

@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -216,11 +217,51 @@ Status createGlooCommunicator(const CommOptions &options,
 Status createNcclCommunicator(const CommOptions &options,
                               std::unique_ptr<Communicator> &out);
 
+/// The hang finder (runtime/comm/OpLog.cpp).
+struct OpLogOptions {
+  /// Operations kept (a ring buffer).
+  size_t capacity = 256;
+  /// Compare every operation with its peers' before it runs (an extra
+  /// exchange per operation: a debug mode).
+  bool check = false;
+  /// A group's name for messages ("dp"), from its world ranks; "" for none.
+  std::function<std::string(const std::vector<int> &)> groupName;
+};
+
+/// Wraps the world communicator `inner` (and each subgroup it hands out) so
+/// that every collective and point-to-point operation is recorded, in order,
+/// with its group, dtype, shape and tag; on the first failure the rank
+/// publishes its log in `options.store` and cross-checks it with those the
+/// other ranks publish. With `log.check`, an operation that differs from a
+/// peer's fails at once, naming both.
+Status createOpLogCommunicator(const CommOptions &options,
+                               const OpLogOptions &log,
+                               std::unique_ptr<Communicator> inner,
+                               std::unique_ptr<Communicator> &out);
+/// After an operation of `c` (an op-log communicator or one of its
+/// subgroups) failed: this rank's last operations and the cross-check, one
+/// line each; empty for another communicator, or before a failure.
+std::vector<std::string> opLogReport(Communicator *c);
+
 /// Whether the ranks of `options` may use shm, a collective through the
 /// store: each rank says whether it `want`s it and where it runs (hostname,
 /// boot id, PID and mount namespaces); every rank gets `usable` = all want
 /// it and run in one place.
 Status shmUsable(const CommOptions &options, bool want, bool &usable);
+/// Where each rank of `options` runs, through the store (a collective):
+/// `hostOf[r]` is the lowest world rank on rank r's host (same hostname,
+/// boot, PID, mount and network namespaces) among those that `want` shm; a
+/// rank that does not want it is a host of its own.
+Status shmHosts(const CommOptions &options, bool want, std::vector<int> &hostOf);
+/// Ranks on several hosts, `hostOf` as shmHosts gives it: the world's
+/// collectives, and those of groups that span hosts, go to `fallback`
+/// (Gloo's communicator of the world); a subgroup whose members share a
+/// host gets a segment of its own (as createShmCommunicator's subgroups).
+/// On an error `out` holds `fallback` again.
+Status createHostLocalShmCommunicator(const CommOptions &options,
+                                      const std::vector<int> &hostOf,
+                                      std::unique_ptr<Communicator> fallback,
+                                      std::unique_ptr<Communicator> &out);
 /// Collectives between ranks of one host in a POSIX shared-memory segment
 /// (unlinked once every rank has mapped it): all_reduce, all_gather,
 /// reduce_scatter, broadcast and barrier on host memory, each element

@@ -50,9 +50,12 @@ public:
                       std::unique_ptr<TcpStoreServer> &out);
   int port() const { return boundPort; }
   /// Waits until `clients` connections said goodbye (or closed), at most
-  /// `timeout`; the host rank calls it before exiting so that no other rank
-  /// loses the store while it still needs it.
-  void waitForGoodbyes(int clients, std::chrono::milliseconds timeout);
+  /// `timeout`, and no longer than `idle` without any request; the host rank
+  /// calls it before exiting so that no other rank loses the store while it
+  /// still needs it (a rank cut off, or hung, does not hold it up).
+  void waitForGoodbyes(int clients, std::chrono::milliseconds timeout,
+                       std::chrono::milliseconds idle =
+                           std::chrono::milliseconds::max());
 
 private:
   TcpStoreServer() = default;
