@@ -113,6 +113,25 @@ std::string joinFirst(llvm::ArrayRef<std::string> names, size_t max) {
   return s;
 }
 
+/// torch.export's placeholder `p_model_h_0_ln_1_weight` as the dotted
+/// parameter name, from the FX node's module scopes: the scope whose mangled
+/// form prefixes it ("model.h.0.ln_1") and `local` ("weight", as cased in
+/// the model); the placeholder without its p_ when no scope fits.
+std::string dottedName(llvm::StringRef placeholder,
+                       const std::vector<std::string> &scopes,
+                       llvm::StringRef local) {
+  std::string want = placeholder.lower();
+  for (const std::string &scope : llvm::reverse(scopes)) {
+    if (scope.empty())
+      continue;
+    std::string mangled = "p_" + scope + "_" + local.str();
+    std::replace(mangled.begin(), mangled.end(), '.', '_');
+    if (llvm::StringRef(mangled).lower() == want)
+      return scope + "." + local.str();
+  }
+  return placeholder.drop_front(2).str();
+}
+
 } // namespace
 
 std::optional<std::string> ExporterMetadata::read(const onnx::ModelProto &model) {
@@ -261,18 +280,24 @@ ExporterMetadata::mergedParameter(const onnx::NodeProto &node,
       candidates.push_back(r);
   if (candidates.size() != 1)
     return std::nullopt;
-  std::string placeholder = llvm::StringRef(candidates.front()).lower();
-  // Its dotted name: the module scope whose mangled form prefixes it.
-  std::vector<std::string> scopes = parseList(lookupProp(props, kScopesKey));
-  for (const std::string &scope : llvm::reverse(scopes)) {
-    if (scope.empty())
-      continue;
-    std::string mangled = "p_" + scope + "_" + local;
-    std::replace(mangled.begin(), mangled.end(), '.', '_');
-    if (llvm::StringRef(mangled).lower() == placeholder)
-      return scope + "." + lastComponent(name).str();
-  }
-  return candidates.front().substr(2);
+  return dottedName(candidates.front(),
+                    parseList(lookupProp(props, kScopesKey)),
+                    lastComponent(name));
+}
+
+std::optional<std::string>
+ExporterMetadata::droppedBias(const onnx::NodeProto &node) const {
+  if (node.input_size() > 2 && !node.input(2).empty())
+    return std::nullopt;
+  auto props = metadataProps(node, /*metadata_props=*/9);
+  llvm::StringRef fx = lookupProp(props, kFxNodeKey);
+  if (!fx.contains("aten.addmm"))
+    return std::nullopt;
+  std::vector<std::string> reads = fxOperands(fx);
+  if (reads.empty() || !llvm::StringRef(reads.front()).starts_with("p_"))
+    return std::nullopt;
+  return dottedName(reads.front(), parseList(lookupProp(props, kScopesKey)),
+                    llvm::StringRef(reads.front()).rsplit('_').second);
 }
 
 } // namespace mlir::tessel::detail

@@ -76,6 +76,12 @@ public:
   std::optional<std::string> mergedParameter(const onnx::NodeProto &node,
                                              llvm::StringRef name) const;
 
+  /// When `node`'s FX node is an addmm (nn.Linear, GPT-2's Conv1D) that
+  /// reads a parameter as its bias while the ONNX node has no bias input
+  /// (the exporter's optimizer drops a bias whose initial value is zero):
+  /// that parameter's name.
+  std::optional<std::string> droppedBias(const onnx::NodeProto &node) const;
+
 private:
   struct Spec {
     std::string kind;        // PARAMETER, BUFFER, CONSTANT_TENSOR, ...

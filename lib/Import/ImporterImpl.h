@@ -78,6 +78,10 @@ public:
   bool allInputsConst();
   /// The SSA value of input `i`, materialising weights and constants.
   FailureOr<Value> getValue(unsigned i);
+  /// A zero bias of `n` floats, named after the parameter, when the
+  /// exporter's optimizer dropped the parameter the node's FX node reads as
+  /// its bias (its initial value was zero); a null value otherwise.
+  FailureOr<Value> droppedBias(int64_t n);
   /// The integer contents of constant input `i`; fails naming `what`.
   FailureOr<SmallVector<int64_t>> getConstInts(unsigned i, StringRef what);
 

@@ -133,9 +133,9 @@ private:
   LogicalResult importNode(const onnx::NodeProto &node, unsigned index);
 
   std::string errorMessage;
-  llvm::StringMap<Value> weightOps;
 
 public:
+  llvm::StringMap<Value> weightOps;
   /// What torch.export recorded of the model's tensors (ExporterMetadata.h).
   ExporterMetadata exporterMeta;
   /// What is known of each weight created, by weight name: the module
@@ -467,6 +467,8 @@ WeightOrigin GraphImporter::originOf(const ValueInfo &info,
                                      StringRef name) const {
   if (!info.isInitializer)
     return {"constant", "a Constant node, or computed from constants at import"};
+  if (auto o = exporterMeta.recorded(name))
+    return *o;
   if (!info.parameterName.empty()) {
     std::string from = info.tensor ? info.tensor->name() : "";
     if (mergedParameters.count(name))
@@ -476,8 +478,6 @@ WeightOrigin GraphImporter::originOf(const ValueInfo &info,
     return {"initializer",
             "the exporter's Identity of '" + from + "' (equal contents)"};
   }
-  if (auto o = exporterMeta.recorded(name))
-    return *o;
   if (auto o = exporterMeta.origin(name))
     return *o;
   if (auto p = legacyTransposedParameter(name)) {
@@ -971,6 +971,29 @@ bool NodeContext::allInputsConst() {
     if (hasInput(i) && !getConst(i))
       return false;
   return true;
+}
+
+FailureOr<Value> NodeContext::droppedBias(int64_t n) {
+  std::optional<std::string> name = importer.exporterMeta.droppedBias(node);
+  if (!name)
+    return Value();
+  if (Value w = importer.weightOps.lookup(*name))
+    return w;
+  auto type = RankedTensorType::get({n}, Float32Type::get(getContext()));
+  WeightInfo entry;
+  entry.name = *name;
+  entry.dtype = WeightDType::F32;
+  entry.shape = {n};
+  entry.bytes = importer.weights.own(std::vector<char>(size_t(n) * 4, 0));
+  importer.weights.add(std::move(entry));
+  importer.origins[*name] = {
+      "parameter", "torch.export PARAMETER read as the bias of node '" +
+                       node.name() + "', which the exporter's optimizer "
+                       "dropped (its value was zero): restored as zeros"};
+  Value w = WeightOp::create(getBuilder(), NameLoc::get(getBuilder().getStringAttr(*name)),
+                             type, getBuilder().getStringAttr(*name));
+  importer.weightOps[*name] = w;
+  return w;
 }
 
 FailureOr<Value> NodeContext::getValue(unsigned i) {

@@ -1246,6 +1246,15 @@ LogicalResult importGemm(NodeContext &c) {
     attrs.push_back(named(c, "alpha", b.getF32FloatAttr(alpha)));
   if (beta != 1.0f && operands->size() == 3)
     attrs.push_back(named(c, "beta", b.getF32FloatAttr(beta)));
+  // A zero bias the exporter dropped is a parameter all the same.
+  if (operands->size() == 2 && beta != 0.0f && c.getDType(0) == kFloat &&
+      c.getRank(1) == 2) {
+    auto bias = c.droppedBias(c.getShape(1)[c.getInt("transB", 0) ? 0 : 1]);
+    if (failed(bias))
+      return failure();
+    if (*bias)
+      operands->push_back(*bias);
+  }
   return defineFrom(c, c.create<GemmOp>(*operands, attrs), c.getDType(0));
 }
 

@@ -33,10 +33,11 @@ TESSEL_RUN = os.path.join(BIN, "tessel-run") if BIN else "tessel-run"
 
 
 def run(args):
-    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=600)
     if p.returncode != 0:
-        sys.exit("command failed (%d): %s\n%s" % (p.returncode, " ".join(args), p.stdout))
+        sys.exit("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(args),
+                                                   p.stdout, p.stderr))
     return p.stdout
 
 
@@ -154,15 +155,18 @@ def train(zoo, arch, export, tmp, extra):
     # Which PyTorch parameter each trainable tensor is.
     grads = dict(np.load(os.path.join(ref, "grads.npz")))
     params = {p["name"] for p in m["parameters"] if p["tied_to"] is None and p["requires_grad"]}
+    # A tied parameter under any of its names (torch.export may keep the
+    # LM head's name for GPT-2's embedding).
+    canonical = {p["name"]: p["tied_to"] or p["name"] for p in m["parameters"]}
     covers = {}
     for name, reason in trainable.items():
-        if name in params:
-            covers[name] = name
+        if canonical.get(name) in params:
+            covers[name] = canonical[name]
             continue
         src = re.search(r"folded by the exporter from ([^\s)]+)", reason)
-        assert src and src.group(1) in params, \
+        assert src and canonical.get(src.group(1)) in params, \
             "Tessel trains '%s' (%s), which is no PyTorch parameter" % (name, reason)
-        covers[name] = src.group(1)
+        covers[name] = canonical[src.group(1)]
     trained = sorted(covers.values())
     assert len(trained) == len(set(trained)), "a parameter trains twice: %s" % trained
     want = sorted(grads)  # the parameters the loss depends on
