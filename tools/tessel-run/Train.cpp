@@ -199,7 +199,7 @@ void drawProgressBar(int64_t done, int64_t total, int64_t step, int64_t stop,
 
 Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
                 int64_t dataPosition, bool report, bool needLoss,
-                StepResults &out,
+                const NumericsGuard &numerics, StepResults &out,
                 const std::function<Status(int64_t, int64_t)> &after) {
   const Program &p = exec.program();
   int lossId = p.findOutput("loss");
@@ -232,9 +232,13 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
     const double c0 = cpuMs();
     const int64_t row = dataPosition + (k - start);
     TSL_RETURN_IF_ERROR(feeds.bind(exec, row));
-    if (Status s = exec.run(); !s)
-      return Status::error("step " + std::to_string(k + 1) + ": " +
-                           s.message());
+    if (Status s = exec.run(); !s) {
+      // A value found non-finite before the failure comes first.
+      std::string found = numerics.finding(exec, k + 1, stop);
+      return Status::error(
+          found.empty() ? "step " + std::to_string(k + 1) + ": " + s.message()
+                        : found + "; then: " + s.message());
+    }
     float loss = 0;
     if (lossId >= 0) {
       Tensor t;
@@ -242,6 +246,8 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
       loss = t.data<float>()[0];
       out.losses.push_back(loss);
     }
+    TSL_RETURN_IF_ERROR(
+        numerics.afterStep(exec, k + 1, stop, lossId >= 0 ? &loss : nullptr));
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - t0)
                     .count();

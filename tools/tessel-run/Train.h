@@ -12,6 +12,7 @@
 #ifndef TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
 #define TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
 
+#include "Numerics.h"
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Runtime.h"
 
@@ -90,13 +91,15 @@ struct StepResults {
 /// on `exec`, binding `feeds`' rows for data position `dataPosition` + k - 
 /// `start` before step k+1; with `report` prints one line per step to stderr
 /// (step/stop, loss, ms/step). Collects the output `loss` (a one-element
-/// f32) at each step when the program has it; `needLoss`: it must. After
+/// f32) at each step when the program has it; `needLoss`: it must. A
+/// non-finite loss (or, with numerics.instructions, value) stops the
+/// steps with an error naming the step, on every rank (Numerics.h). After
 /// each step, `after(step done, next data position)` (a checkpoint) when
 /// given.
 runtime::Status
 runSteps(runtime::Executor &exec, StepFeeds &feeds, int64_t start,
          int64_t stop, int64_t dataPosition, bool report, bool needLoss,
-         StepResults &out,
+         const NumericsGuard &numerics, StepResults &out,
          const std::function<runtime::Status(int64_t, int64_t)> &after = {});
 
 /// This process's peak resident set (getrusage's ru_maxrss), in MiB.
