@@ -66,6 +66,14 @@ std::string describeFinding(const Program &p, const NumericsFinding &f,
     s += " read NaN from its operand " + std::to_string(f.sourceOperand) +
          (id >= 0 ? " (" + describeBuffer(p, id) + ")" : std::string()) +
          ": result " + std::to_string(f.result) + " is " + value + at;
+  } else if (op.kind == OpKind::Recv) {
+    s += " received " + value + " from rank " + std::to_string(op.coll.peer) +
+         ": result " + std::to_string(f.result) + at;
+  } else if (static_cast<int>(op.kind) >= static_cast<int>(OpKind::AllReduce) &&
+             static_cast<int>(op.kind) <= static_cast<int>(OpKind::Recv)) {
+    // A collective whose operands here were finite: another rank's were not.
+    s += " received " + value + " from another rank: result " +
+         std::to_string(f.result) + at;
   } else {
     s += " produced " + value + " from finite operands: result " +
          std::to_string(f.result) + at;
