@@ -117,22 +117,31 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
   /// microbatch, and each operand that is shared by the microbatches (not
   /// in `dependent`) but meets the batch (a dim of the batch's factor in
   /// the op's rule) is replaced by its rows of microbatch `m`. `batchDim`:
-  /// each dependent value's batch dim (-1: none).
+  /// each dependent value's batch dim (-1: none); `inner`: the dependent
+  /// values whose batch dim holds the batch inside another factor (a
+  /// reshape merged it after a dim that is not the batch), so that a
+  /// microbatch's rows there are strided. Sets `rule` and `factor` (the
+  /// batch's factor, -1: none) for the caller.
   LogicalResult shareRows(Operation *orig, Operation *copy, int64_t m,
                           int64_t k, const llvm::DenseSet<Value> &dependent,
                           const DenseMap<Value, int64_t> &batchDim,
+                          const llvm::DenseSet<Value> &inner,
                           DenseMap<std::pair<Value, int64_t>, Value> &rows,
-                          OpBuilder &b) {
+                          OpBuilder &b, OpShardingRuleAttr &rule,
+                          int64_t &factor, bool &innerBatch) {
     auto iface = dyn_cast<ShardingRuleOpInterface>(orig);
-    OpShardingRuleAttr rule = iface ? iface.getShardingRule() : nullptr;
+    rule = iface ? iface.getShardingRule() : nullptr;
+    factor = -1;
+    innerBatch = false;
     // The batch's factor: the first factor of a dependent operand's batch
     // dim (a reshape that merged it with the next dims keeps it outermost).
-    int64_t factor = -1, from = -1, fromDim = -1;
+    int64_t from = -1, fromDim = -1;
     for (auto [i, v] : llvm::enumerate(orig->getOperands())) {
       auto it = batchDim.find(v);
       if (!dependent.contains(v) || it == batchDim.end() || it->second < 0)
         continue;
       from = i, fromDim = it->second;
+      innerBatch = inner.contains(v);
       if (rule && i < rule.getOperandMappings().size()) {
         ArrayRef<DimMappingAttr> dims =
             rule.getOperandMappings()[i].getDims();
@@ -167,11 +176,6 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
     }
     if (factor < 0 || !rule)
       return success();
-    if (rule.isNeedReplicationFactor(factor))
-      return orig->emitOpError()
-             << "cannot be split into microbatches: dim " << fromDim
-             << " of operand " << from << " holds the batch, and the op "
-             << "mixes its rows (the dim must stay whole)";
     for (auto [i, v] : llvm::enumerate(orig->getOperands())) {
       if (dependent.contains(v) || i >= rule.getOperandMappings().size())
         continue;
@@ -182,7 +186,7 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
           continue;
         auto t = cast<RankedTensorType>(v.getType());
         const int64_t size = t.getDimSize(d);
-        if (fs[0] != factor || size % k)
+        if (fs[0] != factor || innerBatch || size % k)
           return orig->emitOpError()
                  << "cannot be split into microbatches: operand " << i
                  << " (shared by the microbatches: it depends on no "
@@ -309,6 +313,7 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
     DenseMap<Value, int64_t> batchDim;
     for (BlockArgument arg : fn.getArguments())
       batchDim[arg] = 0;
+    llvm::DenseSet<Value> inner;
     DenseMap<std::pair<Value, int64_t>, Value> sharedRows;
     Value total;
     for (int64_t m = 0; m < k; ++m) {
@@ -332,21 +337,35 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
       for (Operation *op : ops) {
         Operation *copy = b.clone(*op, map);
         copy->setAttr(kMicrobatchAttr, b.getI64IntegerAttr(m));
-        if (failed(shareRows(op, copy, m, k, dependent, batchDim, sharedRows,
-                             b)) ||
+        OpShardingRuleAttr rule;
+        int64_t factor = -1;
+        bool innerBatch = false;
+        if (failed(shareRows(op, copy, m, k, dependent, batchDim, inner,
+                             sharedRows, b, rule, factor, innerBatch)) ||
             failed(retype(op, copy)))
           return failure();
         if (m != 0)
           continue;
-        for (auto [r, c] : llvm::zip(op->getResults(), copy->getResults())) {
+        for (auto [ri, r] : llvm::enumerate(op->getResults())) {
           auto ot = dyn_cast<RankedTensorType>(r.getType());
-          auto ct = dyn_cast<RankedTensorType>(c.getType());
+          auto ct = dyn_cast<RankedTensorType>(copy->getResult(ri).getType());
           int64_t d = -1;
           if (ot && ct && ot.getRank() == ct.getRank())
             for (int64_t i = 0; i < ot.getRank() && d < 0; ++i)
               if (ot.getDimSize(i) != ct.getDimSize(i))
                 d = i;
           batchDim[r] = d;
+          // Inside another factor: already so, or the op's rule puts
+          // another factor before the batch's in the result dim.
+          bool in = innerBatch;
+          if (d >= 0 && rule && factor >= 0 &&
+              ri < rule.getResultMappings().size()) {
+            ArrayRef<int64_t> fs =
+                rule.getResultMappings()[ri].getDims()[d].getFactors();
+            in |= !fs.empty() && fs[0] != factor;
+          }
+          if (in)
+            inner.insert(r);
         }
       }
       Value l = map.lookup(loss);
