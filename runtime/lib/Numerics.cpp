@@ -68,7 +68,7 @@ std::string multiIndex(const Shape &shape, int64_t flat) {
   }
   for (size_t d = 0; d < idx.size(); ++d)
     s += (d ? ", " : "") + std::to_string(idx[d]);
-  return "[" + s + "]";
+  return s;
 }
 
 } // namespace tessel::runtime

@@ -55,7 +55,7 @@ std::string describeFinding(const Program &p, const NumericsFinding &f,
   s += ", rank " + std::to_string(rank) + ")";
   const BufferInfo &r = p.buffers[op.results[f.result]];
   const std::string at =
-      f.plainLayout ? " at " + multiIndex(r.shape, f.element)
+      f.plainLayout ? " at [" + multiIndex(r.shape, f.element) + "]"
                     : " at element " + std::to_string(f.element) +
                           " (of a blocked layout)";
   const std::string value = floatText(f.value);
@@ -152,7 +152,7 @@ Status NumericsGuard::checkStates(Executor &exec, int64_t step,
       continue;
     mine = where + ": state '" + name + "' holds " +
            floatText(t.data<float>()[first]) + " at " +
-           multiIndex(t.shape(), first) + ": " +
+           "[" + multiIndex(t.shape(), first) + "]: " +
            what + " is not written and the training stops" +
            (instructions ? "" : " (tessel-run --check-numerics names the "
                                 "instruction that made the first non-finite "

@@ -109,10 +109,8 @@ Status StepFeeds::load(const TrainOptions &o, const Program &program) {
       TSL_RETURN_IF_ERROR(add(program, std::move(f), true));
     }
   }
-  // Every row's labels, before the first step runs.
-  if (training)
-    TSL_RETURN_IF_ERROR(checkLabelRows());
-  return Status::ok();
+  // Every row's labels and gather indices, before the first step runs.
+  return checkRows(program);
 }
 
 bool StepFeeds::feeds(const std::string &name) const {
@@ -137,18 +135,21 @@ void StepFeeds::stage(Feed &f, int64_t row) {
                 width * es);
 }
 
-Status StepFeeds::checkLabelRows() {
+Status StepFeeds::checkRows(const Program &program) {
   for (Feed &f : list) {
-    if (f.input != training->labels_input())
-      continue;
+    auto check = [&](const Tensor &t, const std::string &what) -> Status {
+      if (training && f.input == training->labels_input())
+        TSL_RETURN_IF_ERROR(checkLabels(*training, t, what));
+      return checkGatherIndices(program, f.input, t, what);
+    };
     if (!f.perStep) {
-      TSL_RETURN_IF_ERROR(checkLabels(*training, f.data, f.what));
+      TSL_RETURN_IF_ERROR(check(f.data, f.what));
       continue;
     }
     for (int64_t r = 0; r < f.rows; ++r) {
       stage(f, r);
-      TSL_RETURN_IF_ERROR(checkLabels(
-          *training, f.staging, f.what + " (row " + std::to_string(r) + ")"));
+      TSL_RETURN_IF_ERROR(check(f.staging, f.what + " (row " +
+                                               std::to_string(r) + ")"));
     }
   }
   return Status::ok();

@@ -47,8 +47,9 @@ struct TrainOptions {
 /// checked against the program once.
 class StepFeeds {
 public:
-  /// Reads the files; a file that fits no input (name, dtype, shape) is an
-  /// error naming the input and both shapes.
+  /// Reads the files; a file that fits no input (name, dtype, shape), or a
+  /// label or gather index out of range in any row, is an error naming the
+  /// input (and the row, the index, the value and the range).
   runtime::Status load(const TrainOptions &o, const runtime::Program &program);
   /// Whether input `name` is fed from a data file.
   bool feeds(const std::string &name) const;
@@ -76,7 +77,9 @@ private:
   runtime::Status add(const runtime::Program &program, Feed f, bool lm);
   /// Copies row `row` of `f` (cut to [begin, end)) into its staging tensor.
   static void stage(Feed &f, int64_t row);
-  runtime::Status checkLabelRows();
+  /// Every row of every feed: labels in range (checkLabelsOf), and the
+  /// indices a gather reads (an embedding's token ids) in range.
+  runtime::Status checkRows(const runtime::Program &program);
   std::vector<Feed> list;
   const artifact::TrainingInfo *training = nullptr;
 };

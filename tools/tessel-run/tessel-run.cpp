@@ -25,7 +25,10 @@
 // on one executor, its state buffers carrying over; --data feeds a row of a
 // file per step; rank 0 prints a line per step and writes --losses; every
 // rank writes its states to the checkpoint --save DIR (Checkpoint.h), and
-// --resume DIR continues a training from one.
+// --resume DIR continues a training from one. A non-finite loss (or state
+// about to be saved) stops the training on every rank, and
+// --check-numerics names the first instruction that made a NaN or an
+// infinity (Numerics.h).
 //
 //===----------------------------------------------------------------------===//
 #include "Checkpoint.h"
@@ -587,6 +590,11 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                                                                "=" + file);
           !s)
         return fail(s.message());
+    if (Status s = tessel::run::checkGatherIndices(*program, name, t,
+                                                   "--input " + name + "=" +
+                                                       file);
+        !s)
+      return fail(s.message());
     if (Status s = exec->setInput(name, t); !s)
       return fail(s.message() + " (from " + file + ")");
     bound[idx] = true;

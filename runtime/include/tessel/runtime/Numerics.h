@@ -26,7 +26,7 @@ Finiteness scanFinite(const float *p, int64_t n, int64_t &first);
 /// "NaN", "inf", "-inf", or the value as printf's %g.
 std::string floatText(float v);
 
-/// "[1, 5, 3]": the multi-index of row-major element `flat` of `shape`.
+/// "1, 5, 3": the multi-index of row-major element `flat` of `shape`.
 std::string multiIndex(const Shape &shape, int64_t flat);
 
 } // namespace tessel::runtime
