@@ -68,8 +68,8 @@ def Tessel_TensorShardingAttr : Tessel_Attr<"TensorSharding", "sharding"> {
     * (C2) when attached to a value: the mesh exists and names every axis.
     * (C3) when attached to a value: one dim spec per tensor dimension.
     * (C4) when attached to a value: each split dimension, plus its pad, is
-      divisible by the product of its axis sizes, and a pad is smaller than
-      that product.
+      divisible by the product of its axis sizes, and the pad fits in the
+      shards after the first (the first shard holds none of it).
   }];
   let parameters = (ins
     "::mlir::FlatSymbolRefAttr":$mesh,

@@ -211,6 +211,16 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, NamedAttribute attr,
     return op->emitOpError() << "'tessel.sharding' is only allowed on function "
                                 "arguments and results";
   StringRef what = isResult ? "function result" : "argument";
+  if (!isResult && attr.getName() == TesselDialect::kPadValueAttrName) {
+    auto t = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[index]);
+    auto typed = dyn_cast<TypedAttr>(attr.getValue());
+    if (!t || !typed || !isa<IntegerAttr, FloatAttr>(typed) ||
+        typed.getType() != t.getElementType())
+      return op->emitOpError()
+             << "argument " << index << ": 'tessel.pad_value' must be an "
+             << "integer or float attribute of the argument's element type";
+    return success();
+  }
   if (attr.getName() != TesselDialect::kShardingAttrName)
     return op->emitOpError() << "unknown tessel attribute '"
                              << attr.getName().getValue() << "' on " << what

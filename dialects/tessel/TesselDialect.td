@@ -70,6 +70,13 @@ def Tessel_Dialect : Dialect {
         "tessel.input_names";
     static constexpr ::llvm::StringLiteral kOutputNamesAttrName =
         "tessel.output_names";
+    /// On a function argument: the value the pad of its padded dim holds
+    /// (an integer or float attribute of the argument's element type; zero
+    /// without it); written by -tessel-add-loss on `labels` (-100, the
+    /// ignored label), read by -tessel-partition (what the pad holds) and
+    /// the exporter (which fills it).
+    static constexpr ::llvm::StringLiteral kPadValueAttrName =
+        "tessel.pad_value";
     /// On an imported module: the absolute path of the ONNX model whose
     /// weights it names; written and read by tesselc.
     static constexpr ::llvm::StringLiteral kModelPathAttrName = "tessel.model";

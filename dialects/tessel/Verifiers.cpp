@@ -113,10 +113,14 @@ LogicalResult mlir::tessel::verifyShardingForType(TensorShardingAttr sharding,
              << " to the dim or choose another axis";
       return diag;
     }
-    if (pad >= shards)
-      return err() << "dim " << d << " has pad " << pad
-                   << ", which is not smaller than its " << shards
-                   << " shards";
+    // The pad lies in the last shards; the first holds none. (A padded
+    // batch merged with the sequence pads whole rows of it: more than one
+    // entry per shard, FactorSharding.h.)
+    const int64_t perShard = *padded / shards;
+    if (pad > (shards - 1) * perShard)
+      return err() << "dim " << d << " has pad " << pad << ", more than the "
+                   << "shards after the first hold (" << shards - 1 << " of "
+                   << perShard << ")";
   }
   for (PartialAxisAttr p : sharding.getPartials())
     if (!mesh.getAxisSize(p.getAxis().getValue()))

@@ -457,14 +457,31 @@ LogicalResult Exporter::emitInput(func::FuncOp fn, BlockArgument arg) {
   // pad); its part inside is sliced and the rest filled with zeros, as a
   // padded weight is on load, so that the pad adds nothing to the sums it
   // enters.
+  // An argument's `tessel.pad_value` fills it instead (the labels' -100).
   SmallVector<int64_t> inside(sizes);
   for (auto [d, size] : llvm::enumerate(global))
     inside[d] = std::clamp<int64_t>(size - starts[d], 0, sizes[d]);
   Type elem = local.getElementType();
+  Attribute padValue = fn.getArgAttr(i, TesselDialect::kPadValueAttrName);
+  auto padBytes = [&](RankedTensorType t) {
+    std::string bytes(tensorBytes(t), '\0');
+    const size_t es = elem.getIntOrFloatBitWidth() / 8;
+    const int64_t n = t.getNumElements();
+    if (auto iv = dyn_cast_if_present<IntegerAttr>(padValue)) {
+      const int64_t v = iv.getInt();
+      for (int64_t k = 0; k < n; ++k)
+        std::memcpy(bytes.data() + k * es, &v, std::min(es, sizeof(v)));
+    } else if (auto fv = dyn_cast_if_present<FloatAttr>(padValue)) {
+      const float v = static_cast<float>(fv.getValueAsDouble());
+      for (int64_t k = 0; k < n; ++k)
+        std::memcpy(bytes.data() + k * es, &v, std::min(es, sizeof(v)));
+    }
+    return bytes;
+  };
   int current = whole;
   SmallVector<int64_t> shape(inside);
   if (llvm::is_contained(inside, 0)) {
-    std::string zeros(tensorBytes(local), '\0');
+    std::string zeros = padBytes(local);
     current = program.addConstant(*dt, toShape(local), zeros.data());
     shape.assign(local.getShape().begin(), local.getShape().end());
   } else {
@@ -486,7 +503,7 @@ LogicalResult Exporter::emitInput(func::FuncOp fn, BlockArgument arg) {
     SmallVector<int64_t> zeroShape(shape);
     zeroShape[d] = n - shape[d];
     auto zeroType = RankedTensorType::get(zeroShape, elem);
-    std::string zeros(tensorBytes(zeroType), '\0');
+    std::string zeros = padBytes(zeroType);
     int z = program.addConstant(*dt, toShape(zeroType), zeros.data());
     shape[d] = n;
     FailureOr<int> id = newBuffer(fn, RankedTensorType::get(shape, elem));

@@ -285,6 +285,9 @@ PlanRule mlir::tessel::batchOverDpRule(StringRef where) {
   PlanSplit batch;
   batch.dim = 0;
   batch.axes = {"dp"};
+  // A batch dp does not divide is padded, as `pad: auto` pads it in a plan
+  // file (a built-in plan cannot be given the key).
+  batch.autoPad = true;
   rule.splits.push_back(batch);
   rule.where = where.str();
   return rule;

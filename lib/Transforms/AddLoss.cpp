@@ -152,6 +152,22 @@ struct AddLossPass : impl::AddLossPassBase<AddLossPass> {
                                  NameLoc::get(StringAttr::get(ctx, argName)))))
       return failure();
     Value arg = fn.getArgument(argIndex);
+    // A batch padded to divide over its axes (an input split with a pad:
+    // --plan=dp's `pad: auto`) is padded with ignored labels: the pad adds
+    // nothing to the loss, its count or the gradients.
+    auto padded = [&](unsigned i) {
+      auto spec = fn.getArgAttrOfType<TensorShardingAttr>(
+          i, TesselDialect::kShardingAttrName);
+      return spec && llvm::any_of(spec.getDims(), [](DimShardingAttr d) {
+               return d.getPad() != 0;
+             });
+    };
+    bool anyPadded = false;
+    for (unsigned i = 0; i < argIndex; ++i)
+      anyPadded |= padded(i);
+    if (kind == "cross_entropy" && anyPadded)
+      fn.setArgAttr(argIndex, TesselDialect::kPadValueAttrName,
+                    IntegerAttr::get(IntegerType::get(ctx, 64), kIgnoreIndex));
 
     OpBuilder b(ret);
     Location loc = NameLoc::get(StringAttr::get(ctx, "loss"), fn.getLoc());

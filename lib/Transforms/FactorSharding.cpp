@@ -52,6 +52,29 @@ AxisList mlir::tessel::projectFactorsToDim(ArrayRef<int64_t> factorSizes,
   return out;
 }
 
+std::optional<int64_t>
+mlir::tessel::factorPadOfDim(ArrayRef<int64_t> factorSizes, int64_t dimPad) {
+  int64_t inner = 1;
+  for (int64_t s : llvm::drop_begin(factorSizes))
+    inner *= s;
+  if (factorSizes.empty() || inner <= 0 || dimPad % inner)
+    return std::nullopt;
+  return dimPad / inner;
+}
+
+int64_t mlir::tessel::dimPadOfFactor(ArrayRef<int64_t> factorSizes,
+                                     ArrayRef<AxisList> factorAxes,
+                                     int64_t factorPad) {
+  if (factorSizes.empty() || !factorPad || factorAxes[0].empty() ||
+      llvm::any_of(llvm::drop_begin(factorAxes),
+                   [](const AxisList &a) { return !a.empty(); }))
+    return 0;
+  int64_t inner = 1;
+  for (int64_t s : llvm::drop_begin(factorSizes))
+    inner *= s;
+  return factorPad * inner;
+}
+
 ReductionKind mlir::tessel::getReductionKind(Operation *op) {
   if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
     return iface.getReductionKind();

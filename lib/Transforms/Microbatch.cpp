@@ -9,6 +9,15 @@
 // (loss / K per microbatch, backward, one optimizer step), and its loss, the
 // mean of the microbatch means. See docs/training.md.
 //
+// Only the ops that depend on an argument are copied: weights, constants
+// and tables computed from them (a rotary cos/sin table, a causal mask) are
+// shared by the copies, whatever their leading dim. Where a copy meets a
+// shared operand along the batch (the op's sharding rule maps a dim of the
+// shared operand to the factor of the batch: a [2, 1, 16, 16] mask added to
+// [2, 4, 16, 16] scores), the copy reads that operand's rows of its
+// microbatch, a slice; a slice that takes the whole batch takes the whole
+// microbatch. The batch dim of each value is the dim its copy shrank.
+//
 // The copies' types are the originals' with the batch divided: re-inferred
 // by ops that infer their types, the operand's shape for same-shape ops,
 // and for reshape and expand the dim the batch went to.
@@ -103,6 +112,113 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
     return success();
   }
 
+  /// Before `copy` (a clone of `orig` for microbatch `m` of `k`) is
+  /// retyped: a slice that takes the whole batch takes the whole
+  /// microbatch, and each operand that is shared by the microbatches (not
+  /// in `dependent`) but meets the batch (a dim of the batch's factor in
+  /// the op's rule) is replaced by its rows of microbatch `m`. `batchDim`:
+  /// each dependent value's batch dim (-1: none); `inner`: the dependent
+  /// values whose batch dim holds the batch inside another factor (a
+  /// reshape merged it after a dim that is not the batch), so that a
+  /// microbatch's rows there are strided. Sets `rule` and `factor` (the
+  /// batch's factor, -1: none) for the caller.
+  LogicalResult shareRows(Operation *orig, Operation *copy, int64_t m,
+                          int64_t k, const llvm::DenseSet<Value> &dependent,
+                          const DenseMap<Value, int64_t> &batchDim,
+                          const llvm::DenseSet<Value> &inner,
+                          DenseMap<std::pair<Value, int64_t>, Value> &rows,
+                          OpBuilder &b, OpShardingRuleAttr &rule,
+                          int64_t &factor, bool &innerBatch) {
+    auto iface = dyn_cast<ShardingRuleOpInterface>(orig);
+    rule = iface ? iface.getShardingRule() : nullptr;
+    factor = -1;
+    innerBatch = false;
+    // The batch's factor: the first factor of a dependent operand's batch
+    // dim (a reshape that merged it with the next dims keeps it outermost).
+    int64_t from = -1, fromDim = -1;
+    for (auto [i, v] : llvm::enumerate(orig->getOperands())) {
+      auto it = batchDim.find(v);
+      if (!dependent.contains(v) || it == batchDim.end() || it->second < 0)
+        continue;
+      from = i, fromDim = it->second;
+      innerBatch = inner.contains(v);
+      if (rule && i < rule.getOperandMappings().size()) {
+        ArrayRef<DimMappingAttr> dims =
+            rule.getOperandMappings()[i].getDims();
+        if (fromDim < int64_t(dims.size()) &&
+            !dims[fromDim].getFactors().empty())
+          factor = dims[fromDim].getFactors()[0];
+      }
+      break;
+    }
+    if (from < 0)
+      return success(); // no operand holds the batch
+    auto batchRows = [&](Value v, int64_t d) {
+      return cast<RankedTensorType>(v.getType()).getDimSize(d);
+    };
+    // A slice of the whole batch: of the whole microbatch.
+    if (auto slice = dyn_cast<SliceOp>(copy)) {
+      auto origSlice = cast<SliceOp>(orig);
+      const int64_t d = fromDim, whole = batchRows(orig->getOperand(0), d);
+      if (origSlice.getStarts()[d] != 0 || origSlice.getLimits()[d] != whole ||
+          origSlice.getStrides()[d] != 1)
+        return orig->emitOpError()
+               << "cannot be split into microbatches: it takes rows "
+               << origSlice.getStarts()[d] << ":" << origSlice.getLimits()[d]
+               << ":" << origSlice.getStrides()[d] << " of dim " << d
+               << " of its operand, which holds the batch (" << whole
+               << " rows, " << whole / k << " per microbatch); only the "
+                  "whole batch can be sliced so";
+      SmallVector<int64_t> limits(origSlice.getLimits());
+      limits[d] = batchRows(copy->getOperand(0), d);
+      slice.setLimits(limits);
+      return success();
+    }
+    if (factor < 0 || !rule)
+      return success();
+    for (auto [i, v] : llvm::enumerate(orig->getOperands())) {
+      if (dependent.contains(v) || i >= rule.getOperandMappings().size())
+        continue;
+      ArrayRef<DimMappingAttr> dims = rule.getOperandMappings()[i].getDims();
+      for (auto [d, dm] : llvm::enumerate(dims)) {
+        ArrayRef<int64_t> fs = dm.getFactors();
+        if (!llvm::is_contained(fs, factor))
+          continue;
+        auto t = cast<RankedTensorType>(v.getType());
+        const int64_t size = t.getDimSize(d);
+        if (fs[0] != factor || innerBatch || size % k)
+          return orig->emitOpError()
+                 << "cannot be split into microbatches: operand " << i
+                 << " (shared by the microbatches: it depends on no "
+                    "argument) meets the batch in its dim "
+                 << d << " of size " << size
+                 << (size % k ? ", which the microbatches do not divide"
+                              : ", where the batch is not the outermost "
+                                "factor");
+        Value &part = rows[{v, m}];
+        if (!part) {
+          SmallVector<int64_t> starts(t.getRank(), 0),
+              limits(t.getShape()), strides(t.getRank(), 1),
+              shape(t.getShape());
+          starts[d] = m * (size / k);
+          limits[d] = (m + 1) * (size / k);
+          shape[d] = size / k;
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(copy);
+          part = SliceOp::create(b, orig->getLoc(), withShape(t, shape), v,
+                                 b.getDenseI64ArrayAttr(starts),
+                                 b.getDenseI64ArrayAttr(limits),
+                                 b.getDenseI64ArrayAttr(strides));
+          part.getDefiningOp()->setAttr(kMicrobatchAttr,
+                                        b.getI64IntegerAttr(m));
+        }
+        copy->setOperand(i, part);
+        break;
+      }
+    }
+    return success();
+  }
+
   /// The spec that keeps a microbatch of `rows` rows of `arg` split over
   /// the axes that split the argument's batch (data parallelism: each rank
   /// computes its rows of every microbatch), or null (no such axes, or
@@ -192,6 +308,13 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
 
     OpBuilder b(ret);
     Location loc = NameLoc::get(b.getStringAttr("microbatch"), fn.getLoc());
+    // The batch dim of each dependent value, found on microbatch 0's copies
+    // (the dim the copy shrank; -1: the batch was reduced away).
+    DenseMap<Value, int64_t> batchDim;
+    for (BlockArgument arg : fn.getArguments())
+      batchDim[arg] = 0;
+    llvm::DenseSet<Value> inner;
+    DenseMap<std::pair<Value, int64_t>, Value> sharedRows;
     Value total;
     for (int64_t m = 0; m < k; ++m) {
       IRMapping map;
@@ -214,8 +337,36 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
       for (Operation *op : ops) {
         Operation *copy = b.clone(*op, map);
         copy->setAttr(kMicrobatchAttr, b.getI64IntegerAttr(m));
-        if (failed(retype(op, copy)))
+        OpShardingRuleAttr rule;
+        int64_t factor = -1;
+        bool innerBatch = false;
+        if (failed(shareRows(op, copy, m, k, dependent, batchDim, inner,
+                             sharedRows, b, rule, factor, innerBatch)) ||
+            failed(retype(op, copy)))
           return failure();
+        if (m != 0)
+          continue;
+        for (auto [ri, r] : llvm::enumerate(op->getResults())) {
+          auto ot = dyn_cast<RankedTensorType>(r.getType());
+          auto ct = dyn_cast<RankedTensorType>(copy->getResult(ri).getType());
+          int64_t d = -1;
+          if (ot && ct && ot.getRank() == ct.getRank())
+            for (int64_t i = 0; i < ot.getRank() && d < 0; ++i)
+              if (ot.getDimSize(i) != ct.getDimSize(i))
+                d = i;
+          batchDim[r] = d;
+          // Inside another factor: already so, or the op's rule puts
+          // another factor before the batch's in the result dim.
+          bool in = innerBatch;
+          if (d >= 0 && rule && factor >= 0 &&
+              ri < rule.getResultMappings().size()) {
+            ArrayRef<int64_t> fs =
+                rule.getResultMappings()[ri].getDims()[d].getFactors();
+            in |= !fs.empty() && fs[0] != factor;
+          }
+          if (in)
+            inner.insert(r);
+        }
       }
       Value l = map.lookup(loss);
       total = total ? Value(AddOp::create(b, loc, total, l)) : l;

@@ -101,7 +101,12 @@ private:
     return it != layouts.end() &&
            llvm::any_of(it->second.pads, [](int64_t p) { return p != 0; });
   }
-  PadContentAnalysis padContent{[this](Value v) { return hasPad(v); }};
+  SmallVector<int64_t> padsOf(Value v) const {
+    auto it = layouts.find(v);
+    return it == layouts.end() ? SmallVector<int64_t>() : it->second.pads;
+  }
+  PadContentAnalysis padContent{[this](Value v) { return hasPad(v); },
+                                [this](Value v) { return padsOf(v); }};
 
   MeshOp mesh;
   FlatSymbolRefAttr meshRef;
@@ -447,7 +452,9 @@ bool Partitioner::exactOverPad(Operation *op, OpShardingRuleAttr rule,
     });
     zero |= carries && c == PadContent::Zero;
   }
-  return zero && isa<MatmulOp, GemmOp, ReduceSumOp>(op);
+  // gather_grad sums the gradient rows of equal indices: a zero padded row
+  // adds nothing, whichever row its index names.
+  return zero && isa<MatmulOp, GemmOp, ReduceSumOp, GatherGradOp>(op);
 }
 
 LogicalResult Partitioner::refusePaddedReduction(Operation *op, Value v,
@@ -458,7 +465,7 @@ LogicalResult Partitioner::refusePaddedReduction(Operation *op, Value v,
       << "reduces over dim " << d << " of " << describeValue(v) << " (size "
       << size << ", pad " << want.pads[d] << ") split over axes "
       << formatAxes(want.dims[d]) << "; the pad would enter the reduction: ";
-  if (!isa<MatmulOp, GemmOp, ReduceSumOp>(op)) {
+  if (!isa<MatmulOp, GemmOp, ReduceSumOp, GatherGradOp>(op)) {
     diag << "only sums and matmuls over a padded dim are exact";
   } else {
     Operation *why = nullptr;
@@ -540,20 +547,22 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   auto sizeFn = [&](StringAttr a) { return axisSize(a); };
   auto take = [&](ArrayRef<int64_t> fs, ArrayRef<StringAttr> axes,
                   int64_t pad, bool reductionOnly) {
-    if (pad && fs.size() == 1) {
-      if (chosen[fs[0]].empty() && !rule.isNeedReplicationFactor(fs[0]) &&
+    SmallVector<int64_t> fsizes;
+    for (int64_t f : fs)
+      fsizes.push_back(sizes[f]);
+    // A padded dim: its major factor takes the axes and the pad
+    // (FactorSharding.h).
+    if (pad) {
+      std::optional<int64_t> fp = factorPadOfDim(fsizes, pad);
+      if (fp && chosen[fs[0]].empty() &&
+          !rule.isNeedReplicationFactor(fs[0]) &&
           llvm::none_of(axes, [&](StringAttr a) { return used.contains(a); })) {
         chosen[fs[0]].assign(axes.begin(), axes.end());
-        pads[fs[0]] = pad;
+        pads[fs[0]] = *fp;
         used.insert(axes.begin(), axes.end());
       }
       return;
     }
-    if (pad)
-      return;
-    SmallVector<int64_t> fsizes;
-    for (int64_t f : fs)
-      fsizes.push_back(sizes[f]);
     SmallVector<AxisList> proj = projectDimToFactors(fsizes, axes, sizeFn);
     for (auto [k, f] : llvm::enumerate(fs)) {
       if (!chosen[f].empty() || proj[k].empty() ||
@@ -599,8 +608,8 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
         faxes.push_back(chosen[f]);
       }
       l.dims[d] = projectFactorsToDim(fsizes, faxes, sizeFn);
-      if (fs.size() == 1 && !l.dims[d].empty())
-        l.pads[d] = pads[fs[0]];
+      if (!fs.empty() && !l.dims[d].empty())
+        l.pads[d] = dimPadOfFactor(fsizes, faxes, pads[fs[0]]);
     }
     return l;
   };

@@ -233,16 +233,16 @@ bool Propagator::processOp(Operation *op, OpShardingRuleAttr rule,
       SmallVector<int64_t> fsizes;
       for (int64_t f : fs)
         fsizes.push_back(sizes[f]);
-      // A padded dim carries its pad to a factor only when it is that
-      // factor alone.
+      // A padded dim carries its pad to its major factor: the factor
+      // alone, or a padded batch merged with the minor factors (the pad
+      // whole rows of them).
       int64_t pad = v.state->pads[d];
-      if (pad && fs.size() == 1) {
-        cands[fs[0]].push_back({axes, pad, static_cast<unsigned>(vi),
-                                v.state->fixed});
+      if (pad) {
+        if (std::optional<int64_t> fp = factorPadOfDim(fsizes, pad))
+          cands[fs[0]].push_back({axes, *fp, static_cast<unsigned>(vi),
+                                  v.state->fixed});
         continue;
       }
-      if (pad)
-        continue;
       SmallVector<AxisList> proj = projectDimToFactors(fsizes, axes, sizeFn);
       for (auto [k, f] : llvm::enumerate(fs))
         if (!proj[k].empty())
@@ -364,7 +364,9 @@ bool Propagator::processOp(Operation *op, OpShardingRuleAttr rule,
       if (fresh.empty())
         continue;
       s.dims[d] = fresh;
-      s.pads[d] = fs.size() == 1 && fresh == chosen[fs[0]] ? chosenPad[fs[0]] : 0;
+      s.pads[d] = fresh == chosen[fs[0]]
+                      ? dimPadOfFactor(fsizes, faxes, chosenPad[fs[0]])
+                      : 0;
       changed = true;
     }
     if (!v.isResult || !s.partials.empty())

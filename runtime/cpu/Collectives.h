@@ -45,6 +45,12 @@ public:
   /// wait for the receivers); the first failure.
   Status finish(const Program &program);
 
+  /// The `wait` that completes instruction `index` (an asynchronous
+  /// collective), or -1: its results are complete when its step returns.
+  int64_t completedBy(size_t index) const {
+    return index < waitOf.size() ? waitOf[index] : -1;
+  }
+
   /// Whether receives are to be posted right before instruction `index`
   /// runs (index == ops.size(): never).
   bool postsBefore(size_t index) const {

@@ -12,6 +12,7 @@
 #include "tessel/runtime/MappedFile.h"
 #include "ThreadPool.h"
 #include "tessel/runtime/Executor.h"
+#include "tessel/runtime/Numerics.h"
 
 #include <algorithm>
 #include <atomic>
@@ -53,6 +54,7 @@ public:
   const char *backend() const override { return "cpu"; }
   Status init();
   Status run() override;
+  bool setCheckNumerics(bool on) override;
 
 protected:
   Status writeBuffer(int id, const void *src) override {
@@ -72,6 +74,10 @@ private:
   Status initConvs();
   Status initBf16Gemms();
   Status initStates();
+  /// Numerics checks (setCheckNumerics): scans what instruction `i`
+  /// completed; records the first finding in `numerics`.
+  void checkCompleted(size_t i);
+  Finiteness finitenessOf(int id);
 
   int threads;
   ThreadPool pool;
@@ -90,6 +96,22 @@ private:
   std::vector<bool> skipped;
   std::vector<AlignedBuffer> plainCopies;
   Communicator *comm;
+  // Numerics checks: by instruction, the (instruction, result position,
+  // buffer) triples complete once it has run (an asynchronous collective's
+  // at its wait; a fused op's in the buffer its kernel writes); the
+  // operands each instruction reads (a fused conv's addend too); what each
+  // buffer held in this run (Unknown: not yet known), and the weights' and
+  // constants', known for good once scanned.
+  struct Completed {
+    size_t op;
+    int result;
+    int id;
+  };
+  bool checkNumerics = false;
+  std::vector<std::vector<Completed>> completes;
+  std::vector<std::vector<int>> reads;
+  std::vector<Finiteness> held, readOnlyHeld;
+  std::vector<bool> isInput;
 };
 
 std::string CpuExecutor::where(size_t i) const {
@@ -595,6 +617,12 @@ Status CpuExecutor::run() {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   Clock::duration idle{};
+  numerics = NumericsFinding();
+  if (checkNumerics)
+    held.assign(prog->buffers.size(), Finiteness::Unknown);
+  // Alone, a run stops at its first finding; with peers it goes on, so
+  // that every rank's collectives match.
+  const bool alone = !comm || comm->size() == 1;
   for (size_t i = 0; i < steps.size(); ++i) {
     // Receives whose buffer nobody touches from here to their recv.
     if (collectives.postsBefore(i))
@@ -622,6 +650,11 @@ Status CpuExecutor::run() {
     if (!s) {
       collectives.drain(); // nothing in flight may outlive the run
       return Status::error(where(i) + ": " + s.message());
+    }
+    if (checkNumerics && !numerics.found) {
+      checkCompleted(i);
+      if (numerics.found && alone)
+        break;
     }
   }
   if (Status s = collectives.finish(*prog); !s) {
@@ -653,6 +686,103 @@ Status CpuExecutor::run() {
     }
   }
   return Status::ok();
+}
+
+bool CpuExecutor::setCheckNumerics(bool on) {
+  checkNumerics = on;
+  if (!on || !completes.empty())
+    return true;
+  const size_t n = prog->ops.size();
+  completes.assign(n, {});
+  reads.assign(n, {});
+  readOnlyHeld.assign(prog->buffers.size(), Finiteness::Unknown);
+  isInput.assign(prog->buffers.size(), false);
+  for (const auto &[name, id] : prog->inputs)
+    isInput[id] = true;
+  for (size_t i = 0; i < n; ++i) {
+    if (skipped[i])
+      continue; // folded into another op, which writes its result
+    const Op &op = prog->ops[i];
+    reads[i] = op.operands;
+    if (!fusions.empty() && fusions[i].addend >= 0)
+      reads[i].push_back(fusions[i].addend);
+    const int64_t wait = collectives.completedBy(i);
+    const size_t at = wait >= 0 ? static_cast<size_t>(wait) : i;
+    // The buffer the kernel writes where a fusion moved it (a conv's
+    // folded relu or add, a matmul's bias and gelu); none where a
+    // round_float writes its bf16 copy alone.
+    int moved = !dnnlWrites.empty() && dnnlWrites[i] >= 0     ? dnnlWrites[i]
+                : !matmulWrites.empty() && matmulWrites[i] >= 0 ? matmulWrites[i]
+                                                                : -1;
+    if (!bf16RoundCopyOnly.empty() && bf16RoundCopyOnly[i])
+      continue;
+    for (size_t r = 0; r < op.results.size(); ++r)
+      completes[at].push_back(
+          {i, static_cast<int>(r), moved >= 0 && r == 0 ? moved : op.results[r]});
+  }
+  return true;
+}
+
+Finiteness CpuExecutor::finitenessOf(int id) {
+  const BufferInfo &b = prog->buffers[id];
+  if (b.dtype != DType::F32)
+    return Finiteness::Finite;
+  if (held[id] != Finiteness::Unknown)
+    return held[id];
+  if (b.isReadOnly() && readOnlyHeld[id] != Finiteness::Unknown)
+    return held[id] = readOnlyHeld[id];
+  int64_t first = 0;
+  held[id] = scanFinite(static_cast<const float *>(ptrs[id]), b.numel, first);
+  if (b.isReadOnly())
+    readOnlyHeld[id] = held[id];
+  return held[id];
+}
+
+void CpuExecutor::checkCompleted(size_t j) {
+  for (const Completed &c : completes[j]) {
+    const BufferInfo &b = prog->buffers[c.id];
+    if (b.dtype != DType::F32)
+      continue;
+    int64_t first = 0;
+    const Finiteness f =
+        scanFinite(static_cast<const float *>(ptrs[c.id]), b.numel, first);
+    held[c.id] = f;
+    if (f == Finiteness::Finite)
+      continue;
+    // Made here, or carried in from an operand: a NaN from a source (a
+    // weight, constant, state or input: no instruction of the run wrote
+    // it) is a finding at its first reader; a NaN from an earlier result
+    // was found there; an infinity from any operand is carried (an
+    // additive mask's -inf).
+    int source = -1;
+    bool carried = false;
+    for (size_t k = 0; k < reads[c.op].size(); ++k) {
+      const int id = reads[c.op][k];
+      const Finiteness o = finitenessOf(id);
+      if (f == Finiteness::NaN && o == Finiteness::NaN) {
+        const BufferInfo &ob = prog->buffers[id];
+        if (ob.kind != BufferInfo::Kind::Arena || isInput[id]) {
+          if (source < 0)
+            source = static_cast<int>(k);
+        } else {
+          carried = true;
+        }
+      } else if (f == Finiteness::Inf && o != Finiteness::Finite) {
+        carried = true;
+      }
+    }
+    if (carried && source < 0)
+      continue;
+    numerics.found = true;
+    numerics.op = static_cast<int>(c.op);
+    numerics.result = c.result;
+    numerics.element = first;
+    numerics.plainLayout =
+        layouts.layout.empty() || layouts.layout[c.id] == Layout::NCHW;
+    numerics.value = static_cast<const float *>(ptrs[c.id])[first];
+    numerics.sourceOperand = source;
+    return;
+  }
 }
 
 Step CpuExecutor::makeStep(size_t i) {

@@ -103,8 +103,8 @@ func.func @sharding_c4_wrong_pad(%a: tensor<30x8xf32> {tessel.sharding = #tessel
 // -----
 
 tessel.mesh @mesh ["dp"=2, "tp"=4]
-// expected-error@+1 {{'func.func' op argument 0: dim 0 has pad 4, which is not smaller than its 4 shards}}
-func.func @sharding_c4_pad_too_big(%a: tensor<8x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"tp", pad = 4}, {}]>}) {
+// expected-error@+1 {{'func.func' op argument 0: dim 0 has pad 10, more than the shards after the first hold (3 of 3)}}
+func.func @sharding_c4_pad_too_big(%a: tensor<2x8xf32> {tessel.sharding = #tessel.sharding<@mesh, [{"tp", pad = 10}, {}]>}) {
   return
 }
 

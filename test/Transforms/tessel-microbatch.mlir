@@ -43,3 +43,32 @@ func.func @odd(%x: tensor<3x4xf32>) -> tensor<f32> {
 func.func @no_loss(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   return %x : tensor<2x4xf32>
 }
+
+// -----
+
+// Tables shared by the microbatches (they depend on no argument) are not
+// split, whatever their leading dim: a [1, 4] table broadcast over the
+// batch stays whole; a [4, 1] mask whose dim 0 meets the batch (the add's
+// rule maps it to the batch's factor) gives each microbatch its rows; a
+// slice of the whole batch takes the whole microbatch.
+// CHECK-LABEL: func.func @shared
+// CHECK: %[[TAB:.*]] = tessel.weight "table" : tensor<1x4xf32>
+// CHECK: %[[MASK:.*]] = tessel.weight "mask" : tensor<4x1xf32>
+// CHECK: %[[X0:.*]] = tessel.slice %x [0:2:1, 0:4:1]
+// CHECK: tessel.mul %[[X0]], %[[TAB]] {tessel.microbatch = 0 : i64} : (tensor<2x4xf32>, tensor<1x4xf32>) -> tensor<2x4xf32>
+// CHECK: %[[M0:.*]] = tessel.slice %[[MASK]] [0:2:1, 0:1:1] {tessel.microbatch = 0 : i64} : (tensor<4x1xf32>) -> tensor<2x1xf32>
+// CHECK: tessel.add %{{.*}}, %[[M0]] {tessel.microbatch = 0 : i64} : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+// CHECK: tessel.slice %{{.*}} [0:2:1, 0:2:1] {tessel.microbatch = 0 : i64} : (tensor<2x4xf32>) -> tensor<2x2xf32>
+// CHECK: tessel.slice %x [2:4:1, 0:4:1]
+// CHECK: %[[M1:.*]] = tessel.slice %[[MASK]] [2:4:1, 0:1:1] {tessel.microbatch = 1 : i64} : (tensor<4x1xf32>) -> tensor<2x1xf32>
+// CHECK: tessel.add %{{.*}}, %[[M1]] {tessel.microbatch = 1 : i64}
+// CHECK: tessel.slice %{{.*}} [0:2:1, 0:2:1] {tessel.microbatch = 1 : i64} : (tensor<2x4xf32>) -> tensor<2x2xf32>
+func.func @shared(%x: tensor<4x4xf32>) -> tensor<f32> {
+  %table = tessel.weight "table" : tensor<1x4xf32>
+  %mask = tessel.weight "mask" : tensor<4x1xf32>
+  %a = tessel.mul %x, %table : (tensor<4x4xf32>, tensor<1x4xf32>) -> tensor<4x4xf32>
+  %b = tessel.add %a, %mask : (tensor<4x4xf32>, tensor<4x1xf32>) -> tensor<4x4xf32>
+  %c = tessel.slice %b [0:4:1, 0:2:1] : (tensor<4x4xf32>) -> tensor<4x2xf32>
+  %l = tessel.reduce_mean %c dims = [0, 1] : (tensor<4x2xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -16,7 +16,6 @@ using runtime::Status;
 
 namespace {
 
-
 /// The events of one trace file, without the enclosing object.
 std::string eventsOf(const std::string &text) {
   size_t b = text.find('['), e = text.rfind(']');
@@ -25,12 +24,14 @@ std::string eventsOf(const std::string &text) {
   return text.substr(b + 1, e - b - 1);
 }
 
+} // namespace
+
 /// The phase of each instruction of a training step (a program with an
 /// output `loss`): "forward" up to the instruction that computes the loss,
 /// then "optimizer" for the update (instructions the optimizer pass names
 /// after itself: sgd, adam, adamw; the copies into STATE buffers that end
 /// the step) and "backward" for the rest. Empty for other programs.
-std::vector<const char *> phasesOf(const runtime::Program &program) {
+std::vector<const char *> stepPhases(const runtime::Program &program) {
   const int loss = program.findOutput("loss");
   int last = -1;
   for (size_t i = 0; i < program.ops.size(); ++i)
@@ -54,8 +55,6 @@ std::vector<const char *> phasesOf(const runtime::Program &program) {
   return phases;
 }
 
-} // namespace
-
 std::string rankTracePath(const std::string &path, int rank) {
   return path + ".rank" + std::to_string(rank);
 }
@@ -69,7 +68,7 @@ Status writeTrace(const std::string &path, int rank,
      << ", \"args\": {\"name\": " << runtime::jsonQuote("rank " + std::to_string(rank))
      << "}}";
   char num[64];
-  const std::vector<const char *> phases = phasesOf(program);
+  const std::vector<const char *> phases = stepPhases(program);
   for (const runtime::TraceEvent &e : events) {
     const runtime::Op &op = program.ops[e.op];
     const std::string kind = runtime::opKindName(op.kind);

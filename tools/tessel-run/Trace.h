@@ -29,6 +29,12 @@ runtime::Status writeTrace(const std::string &path, int rank,
                            const runtime::Program &program,
                            const std::vector<runtime::TraceEvent> &events);
 
+/// The phase of each instruction of a training step (a program with an
+/// output `loss` and states): "forward" up to the instruction that computes
+/// the loss, then "optimizer" (the update, and the copies into the states)
+/// and "backward"; empty for other programs.
+std::vector<const char *> stepPhases(const runtime::Program &program);
+
 /// The file rank `rank` of a multi-rank run writes: PATH.rankR.
 std::string rankTracePath(const std::string &path, int rank);
 

@@ -109,10 +109,8 @@ Status StepFeeds::load(const TrainOptions &o, const Program &program) {
       TSL_RETURN_IF_ERROR(add(program, std::move(f), true));
     }
   }
-  // Every row's labels, before the first step runs.
-  if (training)
-    TSL_RETURN_IF_ERROR(checkLabelRows());
-  return Status::ok();
+  // Every row's labels and gather indices, before the first step runs.
+  return checkRows(program);
 }
 
 bool StepFeeds::feeds(const std::string &name) const {
@@ -137,18 +135,21 @@ void StepFeeds::stage(Feed &f, int64_t row) {
                 width * es);
 }
 
-Status StepFeeds::checkLabelRows() {
+Status StepFeeds::checkRows(const Program &program) {
   for (Feed &f : list) {
-    if (f.input != training->labels_input())
-      continue;
+    auto check = [&](const Tensor &t, const std::string &what) -> Status {
+      if (training && f.input == training->labels_input())
+        TSL_RETURN_IF_ERROR(checkLabels(*training, t, what));
+      return checkGatherIndices(program, f.input, t, what);
+    };
     if (!f.perStep) {
-      TSL_RETURN_IF_ERROR(checkLabels(*training, f.data, f.what));
+      TSL_RETURN_IF_ERROR(check(f.data, f.what));
       continue;
     }
     for (int64_t r = 0; r < f.rows; ++r) {
       stage(f, r);
-      TSL_RETURN_IF_ERROR(checkLabels(
-          *training, f.staging, f.what + " (row " + std::to_string(r) + ")"));
+      TSL_RETURN_IF_ERROR(check(f.staging, f.what + " (row " +
+                                               std::to_string(r) + ")"));
     }
   }
   return Status::ok();
@@ -199,7 +200,7 @@ void drawProgressBar(int64_t done, int64_t total, int64_t step, int64_t stop,
 
 Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
                 int64_t dataPosition, bool report, bool needLoss,
-                StepResults &out,
+                const NumericsGuard &numerics, StepResults &out,
                 const std::function<Status(int64_t, int64_t)> &after) {
   const Program &p = exec.program();
   int lossId = p.findOutput("loss");
@@ -232,9 +233,13 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
     const double c0 = cpuMs();
     const int64_t row = dataPosition + (k - start);
     TSL_RETURN_IF_ERROR(feeds.bind(exec, row));
-    if (Status s = exec.run(); !s)
-      return Status::error("step " + std::to_string(k + 1) + ": " +
-                           s.message());
+    if (Status s = exec.run(); !s) {
+      // A value found non-finite before the failure comes first.
+      std::string found = numerics.finding(exec, k + 1, stop);
+      return Status::error(
+          found.empty() ? "step " + std::to_string(k + 1) + ": " + s.message()
+                        : found + "; then: " + s.message());
+    }
     float loss = 0;
     if (lossId >= 0) {
       Tensor t;
@@ -242,6 +247,8 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
       loss = t.data<float>()[0];
       out.losses.push_back(loss);
     }
+    TSL_RETURN_IF_ERROR(
+        numerics.afterStep(exec, k + 1, stop, lossId >= 0 ? &loss : nullptr));
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - t0)
                     .count();

@@ -12,6 +12,7 @@
 #ifndef TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
 #define TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
 
+#include "Numerics.h"
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Runtime.h"
 
@@ -46,8 +47,9 @@ struct TrainOptions {
 /// checked against the program once.
 class StepFeeds {
 public:
-  /// Reads the files; a file that fits no input (name, dtype, shape) is an
-  /// error naming the input and both shapes.
+  /// Reads the files; a file that fits no input (name, dtype, shape), or a
+  /// label or gather index out of range in any row, is an error naming the
+  /// input (and the row, the index, the value and the range).
   runtime::Status load(const TrainOptions &o, const runtime::Program &program);
   /// Whether input `name` is fed from a data file.
   bool feeds(const std::string &name) const;
@@ -75,7 +77,9 @@ private:
   runtime::Status add(const runtime::Program &program, Feed f, bool lm);
   /// Copies row `row` of `f` (cut to [begin, end)) into its staging tensor.
   static void stage(Feed &f, int64_t row);
-  runtime::Status checkLabelRows();
+  /// Every row of every feed: labels in range (checkLabelsOf), and the
+  /// indices a gather reads (an embedding's token ids) in range.
+  runtime::Status checkRows(const runtime::Program &program);
   std::vector<Feed> list;
   const artifact::TrainingInfo *training = nullptr;
 };
@@ -90,13 +94,15 @@ struct StepResults {
 /// on `exec`, binding `feeds`' rows for data position `dataPosition` + k - 
 /// `start` before step k+1; with `report` prints one line per step to stderr
 /// (step/stop, loss, ms/step). Collects the output `loss` (a one-element
-/// f32) at each step when the program has it; `needLoss`: it must. After
+/// f32) at each step when the program has it; `needLoss`: it must. A
+/// non-finite loss (or, with numerics.instructions, value) stops the
+/// steps with an error naming the step, on every rank (Numerics.h). After
 /// each step, `after(step done, next data position)` (a checkpoint) when
 /// given.
 runtime::Status
 runSteps(runtime::Executor &exec, StepFeeds &feeds, int64_t start,
          int64_t stop, int64_t dataPosition, bool report, bool needLoss,
-         StepResults &out,
+         const NumericsGuard &numerics, StepResults &out,
          const std::function<runtime::Status(int64_t, int64_t)> &after = {});
 
 /// This process's peak resident set (getrusage's ru_maxrss), in MiB.

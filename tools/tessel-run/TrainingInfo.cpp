@@ -2,6 +2,7 @@
 #include "TrainingInfo.h"
 
 #include "tessel/runtime/MappedFile.h"
+#include "tessel/runtime/Numerics.h"
 
 #include <sys/stat.h>
 
@@ -35,21 +36,55 @@ Status checkLabels(const artifact::TrainingInfo &info, const Tensor &labels,
   for (int64_t i = 0; i < n; ++i) {
     if ((v[i] >= 0 && v[i] < classes) || v[i] == -100)
       continue;
-    // The multi-index of element i.
-    const Shape &s = labels.shape();
-    std::vector<int64_t> idx(s.size());
-    int64_t rest = i;
-    for (size_t d = s.size(); d-- > 0;) {
-      idx[d] = s[d] ? rest % s[d] : 0;
-      rest = s[d] ? rest / s[d] : 0;
-    }
-    std::string at;
-    for (size_t d = 0; d < idx.size(); ++d)
-      at += (d ? ", " : "") + std::to_string(idx[d]);
-    return Status::error(what + ": " + info.labels_input() + "[" + at +
+    return Status::error(what + ": " + info.labels_input() + "[" +
+                         multiIndex(labels.shape(), i) +
                          "] = " + std::to_string(v[i]) +
                          " is not a class: cross_entropy's classes are [0, " +
                          std::to_string(classes) + ") (-100: ignored)");
+  }
+  return Status::ok();
+}
+
+Status checkGatherIndices(const Program &program, const std::string &input,
+                          const Tensor &indices, const std::string &what) {
+  const int id = program.findInput(input);
+  if (id < 0 || (indices.dtype() != DType::I64 && indices.dtype() != DType::I32))
+    return Status::ok();
+  // The buffers that hold the input's values, moved but not computed on.
+  std::vector<bool> holds(program.buffers.size(), false);
+  holds[id] = true;
+  for (const Op &op : program.ops) {
+    const bool moves = op.kind == OpKind::Slice || op.kind == OpKind::Reshape ||
+                       op.kind == OpKind::Copy || op.kind == OpKind::Concat;
+    if (moves && !op.operands.empty() && holds[op.operands[0]])
+      for (int r : op.results)
+        holds[r] = true;
+  }
+  const int64_t n = indices.numElements();
+  auto value = [&](int64_t k) -> int64_t {
+    return indices.dtype() == DType::I64 ? indices.data<int64_t>()[k]
+                                         : indices.data<int32_t>()[k];
+  };
+  for (const Op &op : program.ops) {
+    if (op.kind != OpKind::Gather || op.operands.size() < 2 ||
+        !holds[op.operands[1]])
+      continue;
+    const BufferInfo &data = program.buffers[op.operands[0]];
+    const int64_t rows = data.shape[op.axis];
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t v = value(k);
+      if (v >= -rows && v < rows)
+        continue;
+      const std::string table =
+          data.name.empty() ? "its table" : "'" + data.name + "'";
+      return Status::error(
+          what + ": " + input + "[" + multiIndex(indices.shape(), k) + "] = " +
+          std::to_string(v) + " is out of range for the gather" +
+          (op.name.empty() ? "" : " '" + op.name + "'") + " that reads it: " +
+          "axis " + std::to_string(op.axis) + " of " + table + " has " +
+          std::to_string(rows) + " entries, indices lie in [" +
+          std::to_string(-rows) + ", " + std::to_string(rows) + ")");
+    }
   }
   return Status::ok();
 }

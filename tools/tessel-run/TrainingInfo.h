@@ -3,6 +3,8 @@
 // `ART.tsl/training.pb` (artifact.proto's TrainingInfo, written by
 // `tesselc --train`): the labels' range, checked before every step, and the
 // tensors of the source ONNX model that training changes (OnnxExport.h).
+// The indices an input gives a gather (an embedding's token ids) are
+// checked likewise, from the program.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_TOOLS_TESSEL_RUN_TRAININGINFO_H
@@ -27,6 +29,17 @@ runtime::Status readTrainingInfo(const std::string &artifactDir,
 runtime::Status checkLabels(const artifact::TrainingInfo &info,
                             const runtime::Tensor &labels,
                             const std::string &what);
+
+/// Checks that every value of `indices`, the value of input `input` of
+/// `program`, is an index of each gather that reads it (directly, or
+/// through slices, reshapes, copies and concatenations: an embedding's
+/// lookup), [-n, n) for an axis of n entries; else an error naming `what`,
+/// the first offending index, its value and the gather (its ONNX node and
+/// weight). Inputs that no gather reads pass.
+runtime::Status checkGatherIndices(const runtime::Program &program,
+                                   const std::string &input,
+                                   const runtime::Tensor &indices,
+                                   const std::string &what);
 
 } // namespace tessel::run
 

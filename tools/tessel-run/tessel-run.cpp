@@ -25,12 +25,16 @@
 // on one executor, its state buffers carrying over; --data feeds a row of a
 // file per step; rank 0 prints a line per step and writes --losses; every
 // rank writes its states to the checkpoint --save DIR (Checkpoint.h), and
-// --resume DIR continues a training from one.
+// --resume DIR continues a training from one. A non-finite loss (or state
+// about to be saved) stops the training on every rank, and
+// --check-numerics names the first instruction that made a NaN or an
+// infinity (Numerics.h).
 //
 //===----------------------------------------------------------------------===//
 #include "Checkpoint.h"
 #include "Grads.h"
 #include "Launch.h"
+#include "Numerics.h"
 #include "OnnxExport.h"
 #include "Pipeline.h"
 #include "Trace.h"
@@ -62,7 +66,7 @@ const char kUsage[] =
     "[--device cpu|cuda] [--no-verify] [--verbose]\n"
     "                  [-n N] [--timeout SECONDS] [--check-collectives]\n"
     "                  [--trace FILE.json]\n"
-    "                  [--timeline FILE.svg]\n"
+    "                  [--timeline FILE.svg] [--check-numerics]\n"
     "                  [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]\n"
     "                   [--losses FILE.npy] [--save DIR [--save-every K]]\n"
     "                   [--max-restarts N]\n"
@@ -101,11 +105,16 @@ const char kUsage[] =
     "  --timeline FILE.svg draw the last run of a pipelined program: one row\n"
     "                      per rank, a box per F/B/W/STEP action at its\n"
     "                      measured time (the schedule simulator's picture)\n"
+    "  --check-numerics    check every instruction's f32 results: the first\n"
+    "                      NaN or infinity an instruction produces is an\n"
+    "                      error naming the instruction, its ONNX node and\n"
+    "                      the rank (slower: each result is read once more)\n"
     "  --load-plugin LIB   load a plugin (docs/extending.md): the kernels of\n"
     "                      its ops; repeatable\n"
     "  --version           print the version and git revision\n"
     "\n"
-    "training (a program with state buffers, run step after step):\n"
+    "training (a program with state buffers, run step after step; a\n"
+    "non-finite loss, or state about to be saved, stops it with an error):\n"
     "  --steps N           train up to step N (counted from the start of the\n"
     "                      training: a resumed run continues from its\n"
     "                      checkpoint's step); the states carry over\n"
@@ -154,6 +163,7 @@ struct Options {
   int maxRestarts = 0;  // --max-restarts (the launcher's)
   std::string trace;    // --trace FILE.json; empty: none
   std::string timeline; // --timeline FILE.svg; empty: none
+  bool checkNumerics = false; // --check-numerics
   tessel::run::TrainOptions train;
 };
 
@@ -347,6 +357,8 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (is("--max-restarts")) {
       if (!takeValue("--max-restarts") || !parseInt(value, 0, o.maxRestarts))
         return usageError("--max-restarts needs an integer >= 0");
+    } else if (a == "--check-numerics") {
+      o.checkNumerics = true;
     } else if (!a.empty() && a[0] == '-') {
       return usageError("unknown option '" + a + "'");
     } else if (o.artifact.empty()) {
@@ -562,6 +574,14 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
   eo.comm = session.comm();
   if (Status s = createExecutor(o.backend, program, eo, exec); !s)
     return fail(s.message());
+  tessel::run::NumericsGuard numerics;
+  numerics.comm = session.comm();
+  numerics.rank = rank;
+  numerics.worldSize = worldSize;
+  numerics.instructions = o.checkNumerics;
+  if (o.checkNumerics && !exec->setCheckNumerics(true))
+    return fail(std::string("--check-numerics: the ") + exec->backend() +
+                " backend cannot check instructions; run with --device cpu");
 
   // What tesselc --train says beyond the program: the labels' range, the
   // source model of --export-onnx.
@@ -671,6 +691,11 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                                                                "=" + file);
           !s)
         return fail(s.message());
+    if (Status s = tessel::run::checkGatherIndices(*program, name, t,
+                                                   "--input " + name + "=" +
+                                                       file);
+        !s)
+      return fail(s.message());
     if (Status s = exec->setInput(name, t); !s)
       return fail(s.message() + " (from " + file + ")");
     bound[idx] = true;
@@ -730,6 +755,11 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
     int64_t lastSaved = -1;
     std::vector<float> allLosses;
     auto save = [&](int64_t step, int64_t dataPosition) -> Status {
+      // Never a checkpoint with a non-finite state: the previous one stays.
+      TSL_RETURN_IF_ERROR(numerics.checkStates(
+          *exec, step,
+          "the checkpoint of step " + std::to_string(step) + " (--save " +
+              o.train.save + ")"));
       tessel::run::CheckpointInfo info;
       info.step = step;
       info.dataPosition = dataPosition;
@@ -766,10 +796,13 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
     };
     if (Status s = tessel::run::runSteps(
             *exec, feeds, start.step, o.train.steps, start.dataPosition, first,
-            first && !o.train.losses.empty(), steps, after);
+            first && !o.train.losses.empty(), numerics, steps, after);
         !s) {
       int rc = fail(s.message());
-      if (worldSize > 1 && !o.train.save.empty())
+      // A rank that died is worth a restart from the checkpoint; a training
+      // that went non-finite (every rank agreed on it) is not.
+      bool nonFinite = s.message().find("the training stops") != std::string::npos;
+      if (worldSize > 1 && !o.train.save.empty() && !nonFinite)
         return restartable(o.train.save);
       return rc;
     }
@@ -784,6 +817,11 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
                                               first);
         !s)
       return fail(s.message());
+    if (!o.train.exportOnnx.empty() && o.train.save.empty())
+      if (Status s = numerics.checkStates(*exec, o.train.steps,
+                                          "--export-onnx " + o.train.exportOnnx);
+          !s)
+        return fail(s.message());
     if (!o.train.exportOnnx.empty())
       if (Status s = exportTrained(o, *exec, group, training, worldSize,
                                    o.train.steps,
@@ -796,9 +834,14 @@ int runMain(const Options &o, const tessel::run::WorldInfo &w) {
     int runs = o.repeatGiven ? o.repeat + 1 : 1;
     for (int r = 0; r < runs; ++r) {
       auto t0 = std::chrono::steady_clock::now();
-      if (Status s = exec->run(); !s)
-        return fail(s.message());
+      if (Status s = exec->run(); !s) {
+        std::string found = numerics.finding(*exec, r + 1, 0);
+        return fail(found.empty() ? s.message()
+                                  : found + "; then: " + s.message());
+      }
       auto t1 = std::chrono::steady_clock::now();
+      if (Status s = numerics.afterStep(*exec, r + 1, 0, nullptr); !s)
+        return fail(s.message());
       if (!o.repeatGiven || r > 0) {
         times.push_back(
             std::chrono::duration<double, std::milli>(t1 - t0).count());

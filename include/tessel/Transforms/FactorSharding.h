@@ -15,6 +15,8 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
+
 namespace mlir::tessel {
 
 /// Mesh axes, major to minor.
@@ -42,6 +44,20 @@ SmallVector<AxisList> projectDimToFactors(ArrayRef<int64_t> factorSizes,
 AxisList projectFactorsToDim(ArrayRef<int64_t> factorSizes,
                              ArrayRef<AxisList> factorAxes,
                              AxisSizeFn axisSize);
+
+/// Padded dims made of several factors (a padded batch merged with the
+/// sequence, [B (pad p), T] -> [B*T]): the pad belongs to the major factor,
+/// the only one split, and the dim's pad is that factor's pad times the
+/// minor factors' sizes (p*T: whole rows of the minor factors).
+/// `factorPadOfDim`: the major factor's pad of a dim of `dimPad` over factors
+/// `factorSizes`, or nullopt where the pad is no whole number of rows.
+std::optional<int64_t> factorPadOfDim(ArrayRef<int64_t> factorSizes,
+                                      int64_t dimPad);
+/// `dimPadOfFactor`: the dim's pad when its major factor has `factorPad`
+/// and is split by `factorAxes[0]` alone (the minor factors unsplit); 0
+/// otherwise.
+int64_t dimPadOfFactor(ArrayRef<int64_t> factorSizes,
+                       ArrayRef<AxisList> factorAxes, int64_t factorPad);
 
 /// The pending reduction that sharding a reduction factor of `op` leaves in
 /// its results, as the op declares it through

@@ -13,6 +13,7 @@
 
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir::tessel {
@@ -24,8 +25,13 @@ enum class PadContent { Zero, Finite, Unknown };
 /// finite; a splat zero constant is zero everywhere).
 class PadContentAnalysis {
 public:
-  explicit PadContentAnalysis(llvm::function_ref<bool(Value)> padded)
-      : padded(padded) {}
+  /// `padsOf` (optional): each dim's pad of a value (empty: none known),
+  /// which lets a product of two padded values be shown zero factor by
+  /// factor.
+  explicit PadContentAnalysis(
+      llvm::function_ref<bool(Value)> padded,
+      llvm::function_ref<llvm::SmallVector<int64_t>(Value)> padsOf = nullptr)
+      : padded(padded), padsOf(padsOf) {}
 
   PadContent get(Value v);
   /// The op that first made `v`'s pad non-zero (or not finite), if any.
@@ -33,8 +39,12 @@ public:
 
 private:
   llvm::function_ref<bool(Value)> padded;
+  llvm::function_ref<llvm::SmallVector<int64_t>(Value)> padsOf;
   llvm::DenseMap<Value, std::pair<PadContent, Operation *>> memo;
   std::pair<PadContent, Operation *> compute(Value v);
+  /// A matmul or gemm whose every padded result dim has a zero-padded
+  /// operand holding that dim's factor.
+  bool zeroByFactor(Operation *op);
 };
 
 } // namespace mlir::tessel

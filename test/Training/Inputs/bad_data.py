@@ -10,6 +10,8 @@ BATCHES.npy is [steps, batch, seq+1] (the --data-lm layout). Writes
   labels_neg.npy     labels, [0, 0, 3] = -1
   ids_short.npy      ids without its last position
   ids_f32.npy        ids as float32
+  ids_oob.npy        ids, [1, 1, 5] = 600 (not a row of the 512-token
+                     embedding)
 """
 import os
 import sys
@@ -32,3 +34,6 @@ neg[0, 0, 3] = -1
 np.save(os.path.join(out, "labels_neg.npy"), neg)
 np.save(os.path.join(out, "ids_short.npy"), ids[:, :, :-1])
 np.save(os.path.join(out, "ids_f32.npy"), ids.astype(np.float32))
+oob_ids = ids.copy()
+oob_ids[1, 1, 5] = 600
+np.save(os.path.join(out, "ids_oob.npy"), oob_ids)

@@ -96,6 +96,19 @@ TEST_F(FactorShardingTest, RoundTrip) {
   EXPECT_EQ(projectFactorsToDim(factors, proj, sizeFn()), dim);
 }
 
+// A padded batch merged with the sequence ([3 (pad 1), 8] -> [24]): the
+// merged dim's pad is whole rows of the minor factors, and back.
+TEST_F(FactorShardingTest, PadsOfMergedDims) {
+  EXPECT_EQ(factorPadOfDim({3, 8}, 8), std::optional<int64_t>(1));
+  EXPECT_EQ(factorPadOfDim({5}, 1), std::optional<int64_t>(1));
+  EXPECT_EQ(factorPadOfDim({3, 8}, 4), std::nullopt); // not whole rows
+  EXPECT_EQ(dimPadOfFactor({3, 8}, {axes({"dp"}), AxisList()}, 1), 8);
+  EXPECT_EQ(dimPadOfFactor({5}, {axes({"dp"})}, 1), 1);
+  // A split minor factor, or an unsplit major one: no pad on the dim.
+  EXPECT_EQ(dimPadOfFactor({3, 8}, {axes({"dp"}), axes({"tp"})}, 1), 0);
+  EXPECT_EQ(dimPadOfFactor({3, 8}, {AxisList(), AxisList()}, 1), 0);
+}
+
 TEST_F(FactorShardingTest, NumShardsAndFormat) {
   EXPECT_EQ(getNumShards(axes({"dp", "tp"}), sizeFn()), 8);
   EXPECT_EQ(getNumShards({}, sizeFn()), 1);

@@ -40,6 +40,22 @@ struct RunStats {
   double idleUs = 0;
 };
 
+/// The first non-finite value a run's instructions produced, found with
+/// Executor::setCheckNumerics (tessel-run --check-numerics).
+struct NumericsFinding {
+  bool found = false;
+  int op = -1;          // the instruction (index into Program::ops)
+  int result = 0;       // which of its results
+  int64_t element = 0;  // the element, flat, in the result's stored bytes
+  bool plainLayout = true; // false: the buffer is in a blocked layout
+  float value = 0;      // NaN or an infinity
+  /// An operand that already held a NaN and that no instruction of the
+  /// run wrote (a weight, constant, state or input): the value came in
+  /// there. -1: the instruction made it from finite operands (or, for an
+  /// infinity, from operands without NaN or infinities).
+  int sourceOperand = -1;
+};
+
 /// Executes one rank's Program: owns its arena and its state buffers (which
 /// persist from one run to the next); bind inputs, run, fetch outputs.
 /// Backends (cpu, cuda) implement it.
@@ -75,8 +91,27 @@ public:
   const std::vector<TraceEvent> &lastTrace() const { return traceEvents; }
   const RunStats &lastRunStats() const { return runStats; }
 
+  /// With numerics checks on, run() scans every f32 result of every
+  /// instruction once it is complete (an asynchronous collective's at its
+  /// wait) and records the first that holds a NaN or an infinity the
+  /// instruction produced: a NaN where no operand held one, an infinity
+  /// where every operand was finite (an infinity carried from an operand,
+  /// like an additive mask's -inf, is no finding), or any non-finite value
+  /// carried from a weight, constant, state or input holding a NaN. A run
+  /// without peers stops at the finding (its remaining instructions do not
+  /// run); with peers it runs to its end, so that every rank's collectives
+  /// match, and reports the first. Returns false where the backend cannot
+  /// check.
+  virtual bool setCheckNumerics(bool on) {
+    (void)on;
+    return false;
+  }
+  /// The last run's finding (found == false: none, or checks are off).
+  const NumericsFinding &lastNumerics() const { return numerics; }
+
 protected:
   RunStats runStats;
+  NumericsFinding numerics;
   bool tracing = false;
   std::vector<TraceEvent> traceEvents;
 
