@@ -16,6 +16,7 @@
 
 #include "dialects/tessel/TesselOps.h"
 #include "dialects/tessel/Verifiers.h"
+#include "tessel/support/Checked.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -172,8 +173,7 @@ GraphImporter::getTensorData(const onnx::TensorProto &t) {
         location = kv.value();
       } else if (kv.key() == "offset" || kv.key() == "length") {
         uint64_t v;
-        if (!llvm::to_integer(kv.value(), v, 10) ||
-            v > uint64_t(std::numeric_limits<int64_t>::max()))
+        if (!llvm::to_integer(kv.value(), v, 10))
           return fail("tensor '" + t.name() + "': external data " + kv.key() +
                       " '" + kv.value() + "' is not a byte count");
         if (kv.key() == "offset")
@@ -189,13 +189,15 @@ GraphImporter::getTensorData(const onnx::TensorProto &t) {
     uint64_t fileSize = file.size;
     if (length && *length != expected)
       return fail("tensor '" + t.name() + "': external data length " +
-                  Twine(*length) + " does not match " + getDTypeName(dtype) +
-                  formatShape(shape) + " (" + Twine(expected) + " bytes)");
-    if (offset > fileSize || expected > fileSize - offset)
+                  Twine(*length) + " in '" + location + "' does not match " +
+                  getDTypeName(dtype) + formatShape(shape) + " (" +
+                  Twine(expected) + " bytes)");
+    // Never offset + length: an offset near 2^64 wraps it into range.
+    if (!::tessel::rangeInside(offset, expected, fileSize))
       return fail("tensor '" + t.name() + "': external data file '" +
-                  location + "' is too short (" + Twine(fileSize) +
-                  " bytes; the tensor needs bytes " + Twine(offset) + " to " +
-                  Twine(offset + expected) + ")");
+                  location + "' is too short: offset " + Twine(offset) +
+                  " and length " + Twine(expected) + " lie outside its " +
+                  Twine(fileSize) + " bytes");
     data.path = file.path;
     data.offset = offset;
     return data;

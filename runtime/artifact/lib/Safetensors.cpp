@@ -2,6 +2,7 @@
 #include "tessel/runtime/Safetensors.h"
 #include "tessel/runtime/Json.h"
 #include "DTypeNames.h"
+#include "tessel/support/JsonNesting.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,6 +11,9 @@
 namespace tessel::runtime {
 
 namespace {
+
+/// How deep a header's arrays and objects may nest (a real one nests 3).
+constexpr size_t kMaxJsonDepth = 32;
 
 /// Just enough JSON for safetensors headers: objects, arrays, strings,
 /// integers (other numbers and literals are parsed and ignored).
@@ -73,8 +77,9 @@ private:
     }
   }
   bool value(Json &out, int depth) {
-    if (depth > 32)
-      return fail("JSON nested too deeply");
+    if (depth > int(kMaxJsonDepth)) // jsonNesting refused it before
+      return fail("JSON nested more than " + std::to_string(kMaxJsonDepth) +
+                  " deep");
     space();
     if (pos >= s.size())
       return fail("unexpected end of JSON");
@@ -217,8 +222,12 @@ Status parseSafetensors(const unsigned char *data, size_t size,
   if (n > size - 8)
     return fail("truncated: header length " + std::to_string(n) +
                 " exceeds the file size " + std::to_string(size));
-  JsonParser parser(std::string_view(reinterpret_cast<const char *>(data + 8),
-                                     static_cast<size_t>(n)));
+  const std::string_view header(reinterpret_cast<const char *>(data + 8),
+                                static_cast<size_t>(n));
+  // The parser recurses once per level: the depth is checked first.
+  if (JsonNesting depth = jsonNesting(header, kMaxJsonDepth); depth.exceeds())
+    return fail("JSON header " + depth.describe(kMaxJsonDepth));
+  JsonParser parser(header);
   Json root;
   if (!parser.parse(root))
     return fail("bad JSON header: " + parser.error);

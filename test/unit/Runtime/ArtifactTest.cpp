@@ -264,8 +264,36 @@ TEST(ProgramValidation, RejectsBadPrograms) {
     std::shared_ptr<const Program> p;
     Status s = Program::create(pb.proto(), {}, {}, "prog.pb", p);
     ASSERT_FALSE(s.isOk());
-    EXPECT_NE(s.message().find("prog.pb: buffer 1: bytes [1048576, 1048600) exceed "
-                               "the arena of"),
+    EXPECT_NE(s.message().find("prog.pb: buffer 1: offset 1048576 and length "
+                               "24 lie outside the arena of"),
+              std::string::npos)
+        << s.message();
+    // An offset near 2^64: offset + length wraps into the arena, and the
+    // check must not form that sum.
+    pb.proto().mutable_buffers(c)->set_offset(UINT64_MAX - 7);
+    s = Program::create(pb.proto(), {}, {}, "prog.pb", p);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("offset 18446744073709551608 and length 24 lie "
+                               "outside the arena of"),
+              std::string::npos)
+        << s.message();
+  }
+  {
+    // An arena of a petabyte: both numbers, the bytes needed and available.
+    ProgramBuilder pb;
+    int a = pb.addInput("a", DType::F32, {2, 3});
+    int c = pb.addBuffer(DType::F32, {2, 3});
+    pb.addOp("relu", {a}, {c});
+    pb.planMemory();
+    pb.proto().set_arena_size(uint64_t(1) << 50);
+    std::shared_ptr<const Program> p;
+    Status s = Program::create(pb.proto(), {}, {}, "prog.pb", p);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find(
+                  "prog.pb: the program's arena needs 1125899906842624 bytes, "
+                  "more than the 70368744177664 (64 TiB) a program may use; "
+                  "this machine has " +
+                  std::to_string(physicalMemoryBytes()) + " bytes of memory"),
               std::string::npos)
         << s.message();
   }
