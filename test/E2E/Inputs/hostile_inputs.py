@@ -13,6 +13,8 @@ CASE:
   deep-safetensors N a safetensors file whose header nests N arrays deep
   const-of-shape     ONNX: ConstantOfShape of float[2^20, 2^20] (4 TiB) from
                      a constant shape, then used by an Add
+  const-of-shape-run ONNX: ConstantOfShape of float[2^22 + 1] (one element
+                     past the fold budget) of 2.5, plus an input X [1]
   extdata-wrap       ONNX: an external-data offset of 2^64 - 16
   extdata-past-end   ONNX: an offset of 2^63 - 8 and length 256, which end
                      past 2^63
@@ -70,6 +72,15 @@ def main():
                  helper.make_node("Add", ["C", "one"], ["Y"], name="/add")],
                 [], [helper.make_tensor_value_info("Y", f32, [2 ** 20, 2 ** 20])],
                 [shape, one])
+        elif case == "const-of-shape-run":
+            n = 2 ** 22 + 1
+            model = onnx_model(
+                [helper.make_node("ConstantOfShape", ["S"], ["C"], name="/fill",
+                                  value=helper.make_tensor("v", f32, [1], [2.5])),
+                 helper.make_node("Add", ["C", "X"], ["Y"], name="/add")],
+                [helper.make_tensor_value_info("X", f32, [1])],
+                [helper.make_tensor_value_info("Y", f32, [n])],
+                [helper.make_tensor("S", TensorProto.INT64, [1], [n])])
         elif case in ("extdata-wrap", "extdata-past-end"):
             w = helper.make_tensor("W", f32, [8, 8], [0.0] * 64)
             w.ClearField("float_data")
