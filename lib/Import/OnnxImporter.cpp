@@ -137,12 +137,21 @@ private:
 
 } // namespace mlir::tessel::detail
 
-/// "WHAT of dtype[d0, d1, ..]: its element count or byte size overflows 64
-/// bits", for a shape checkedByteSize refused.
+/// "WHAT of dtype[d0, d1, ..]: N elements, more than the M a tensor may
+/// have", for a shape checkedByteSize refused. The importer sizes every
+/// tensor at 8 bytes an element (what folding holds), so M is
+/// (2^63 - 1) / 8 whatever the dtype.
 static std::string describeOversizedTensor(const Twine &what, int32_t dtype,
                                            ArrayRef<int64_t> shape) {
-  return (what + " of " + getDTypeName(dtype) + formatShape(shape) +
-          ": its element count or byte size overflows 64 bits")
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return (what + " of " + getDTypeName(dtype) + formatShape(shape) +
+            ": a negative dim")
+        .str();
+  std::optional<int64_t> n = ::tessel::checkedProduct(shape);
+  return (what + " of " + getDTypeName(dtype) + formatShape(shape) + ": " +
+          (n ? Twine(*n) : Twine("more than 2^63")) +
+          " elements, more than the " + Twine(INT64_MAX / 8) +
+          " a tensor may have (2^63 - 1 bytes at 8 bytes an element)")
       .str();
 }
 

@@ -20,6 +20,7 @@ CASE:
                      past 2^63
   arena-tb           ONNX: Relu of float[2^18, 2^20] inputs (1 TiB each)
   arena-pb           ONNX: Relu of float[2^28, 2^20] (1 PiB each)
+  arena-eb           ONNX: Relu of float[2^40, 2^20] (2^60 elements)
 Needs Debian's python3-onnx for the ONNX cases (run with /usr/bin/python3).
 """
 import json
@@ -96,8 +97,8 @@ def main():
                 [helper.make_node("MatMul", ["X", "W"], ["Y"], name="/mm")],
                 [helper.make_tensor_value_info("X", f32, [2, 8])],
                 [helper.make_tensor_value_info("Y", f32, [2, 8])], [w])
-        elif case in ("arena-tb", "arena-pb"):
-            rows = 2 ** 18 if case == "arena-tb" else 2 ** 28
+        elif case in ("arena-tb", "arena-pb", "arena-eb"):
+            rows = {"arena-tb": 2 ** 18, "arena-pb": 2 ** 28, "arena-eb": 2 ** 40}[case]
             model = onnx_model(
                 [helper.make_node("Relu", ["X"], ["Y"], name="/relu")],
                 [helper.make_tensor_value_info("X", f32, [rows, 2 ** 20])],
