@@ -96,10 +96,8 @@ public:
     }
   }
   int64_t numRanks() const {
-    int64_t n = 1;
-    for (int64_t s : sizes)
-      n *= s;
-    return n;
+    // A verified mesh has at most kMaxMeshDevices; saturated all the same.
+    return ::tessel::checkedProduct(sizes).value_or(INT64_MAX);
   }
   int64_t axisIndex(StringRef axis) const {
     return llvm::find(names, axis) - names.begin();

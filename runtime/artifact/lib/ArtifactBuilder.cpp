@@ -361,9 +361,14 @@ ProgramBuilder &ArtifactBuilder::rank(int r) {
 }
 
 Status ArtifactBuilder::write(const std::string &dir) {
-  int64_t numRanks = 1;
-  for (auto &[n, s] : meshAxes)
-    numRanks *= s;
+  std::vector<int64_t> sizes;
+  for (auto &axis : meshAxes)
+    sizes.push_back(axis.second);
+  std::optional<int64_t> devices = checkedProduct(sizes);
+  if (!devices)
+    return Status::error(dir + ": the mesh " + shapeToString(sizes) +
+                         " has more than 2^63 ranks");
+  const int64_t numRanks = *devices;
   if (static_cast<int64_t>(ranks.size()) != numRanks ||
       (numRanks && ranks.rbegin()->first != numRanks - 1))
     return Status::error(dir + ": the mesh has " + std::to_string(numRanks) +
