@@ -3,6 +3,7 @@
 #include "../ScratchDir.h"
 
 #include "artifact.pb.h"
+#include "tessel/runtime/Safetensors.h"
 
 #include <fstream>
 #include <sstream>
@@ -382,3 +383,22 @@ TEST(ProgramValidation, SliceViews) {
 }
 
 } // namespace
+
+// A safetensors header nested deeper than any real one: refused before the
+// recursive parser sees it, with the depth found and the limit.
+TEST(Safetensors, DeepHeaderNamesDepthAndLimit) {
+  const std::string header = "{\"__metadata__\": {\"x\": " +
+                             std::string(100000, '[') +
+                             std::string(100000, ']') + "}}";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    file[i] = char((header.size() >> (8 * i)) & 0xff);
+  file += header;
+  SafetensorsIndex idx;
+  Status s = parseSafetensors(reinterpret_cast<const unsigned char *>(file.data()),
+                              file.size(), "deep.safetensors", idx);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message(), "deep.safetensors: invalid safetensors file: JSON "
+                         "header nested 100002 deep at byte 53 (the limit is "
+                         "32)");
+}
