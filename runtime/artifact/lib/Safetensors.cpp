@@ -271,18 +271,18 @@ Status parseSafetensors(const unsigned char *data, size_t size,
       return bad("data_offsets must be integers");
     e.begin = off->items[0].integer;
     e.end = off->items[1].integer;
-    int64_t numel = numElements(e.shape);
-    if (numel < 0 || !byteSize(e.dtype, e.shape))
-      return bad("shape is too large");
+    std::optional<uint64_t> bytes = byteSize(e.dtype, e.shape);
+    if (!bytes)
+      return bad("shape " + shapeToString(e.shape) + " is too large (more "
+                 "than 2^62 bytes of " + dtypeName(e.dtype) + ")");
     if (e.begin > e.end || e.end > dataSize)
       return bad("data_offsets [" + std::to_string(e.begin) + ", " +
                  std::to_string(e.end) + "] outside the data section of " +
                  std::to_string(dataSize) + " bytes (truncated file?)");
-    if (e.end - e.begin != static_cast<uint64_t>(numel) * dtypeSize(e.dtype))
+    if (e.end - e.begin != *bytes)
       return bad("data_offsets span " + std::to_string(e.end - e.begin) +
                  " bytes but " + dt->str + " " + shapeToString(e.shape) +
-                 " needs " +
-                 std::to_string(static_cast<uint64_t>(numel) * dtypeSize(e.dtype)));
+                 " needs " + std::to_string(*bytes));
     if (!out.tensors.emplace(name, std::move(e)).second)
       return bad("duplicate tensor name");
   }
