@@ -1,6 +1,7 @@
 //===- TextNesting.cpp - bracket depth of textual IR ----------------------===//
 #include "dialects/tessel/TextNesting.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstddef>
 #include <vector>
@@ -11,13 +12,17 @@ std::string mlir::tessel::checkTextNesting(llvm::StringRef text,
   // last ',', ':' or '=' (MLIR's affine expression parser recurses once per
   // term of a sum and once per unary minus). `runs` holds each open level's
   // count, restored when its bracket closes.
-  unsigned depth = 0, run = 0;
+  // Past the limit the scan goes on, to name the depth found; `where` is
+  // the first place past it.
+  unsigned depth = 0, run = 0, deepest = 0;
   std::vector<unsigned> runs;
   size_t line = 1, lineStart = 0;
-  auto error = [&](size_t i) {
-    return "brackets or an expression nested more than " +
-           std::to_string(maxDepth) + " deep at line " + std::to_string(line) +
-           ", column " + std::to_string(i - lineStart + 1);
+  std::string where;
+  auto deeper = [&](size_t i) {
+    deepest = std::max(deepest, depth);
+    if (depth > maxDepth && where.empty())
+      where = " at line " + std::to_string(line) + ", column " +
+              std::to_string(i - lineStart + 1);
   };
   for (size_t i = 0, n = text.size(); i < n; ++i) {
     const char c = text[i];
@@ -44,8 +49,8 @@ std::string mlir::tessel::checkTextNesting(llvm::StringRef text,
     case '<':
       runs.push_back(run);
       run = 0;
-      if (++depth > maxDepth)
-        return error(i);
+      ++depth;
+      deeper(i);
       break;
     case '>':
       if ((i > 0 && text[i - 1] == '-') || (i + 1 < n && text[i + 1] == '='))
@@ -78,13 +83,16 @@ std::string mlir::tessel::checkTextNesting(llvm::StringRef text,
            text[i - 2] == '.'))
         break;
       ++run;
-      if (++depth > maxDepth)
-        return error(i);
+      ++depth;
+      deeper(i);
       break;
     }
     default:
       break;
     }
   }
-  return "";
+  if (where.empty())
+    return "";
+  return "brackets or an expression nested " + std::to_string(deepest) +
+         " deep" + where + " (the limit is " + std::to_string(maxDepth) + ")";
 }

@@ -23,8 +23,9 @@ namespace mlir::tessel {
 constexpr unsigned kMaxTextNesting = 256;
 
 /// Empty when `text` nests at most `maxDepth` deep, else the error
-/// "brackets or an expression nested more than 256 deep at line L, column
-/// C". The depth counts open ( [ { < and, at each level, the '+' and '-'
+/// "brackets or an expression nested N deep at line L, column C (the limit
+/// is 256)": N the deepest level found, L and C where the limit was first
+/// passed. The depth counts open ( [ { < and, at each level, the '+' and '-'
 /// since its last ',', ':' or '='; string literals and // comments are
 /// skipped, "->", ">=" and exponent signs (1e-5) do not count.
 std::string checkTextNesting(llvm::StringRef text,

@@ -11,7 +11,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
-#include "llvm/Support/CheckedArithmetic.h"
+#include "tessel/support/Checked.h"
 
 using namespace mlir;
 using namespace mlir::tessel;
@@ -30,14 +30,9 @@ std::string mlir::tessel::formatShape(ArrayRef<int64_t> shape) {
 }
 
 std::optional<int64_t> mlir::tessel::checkedShardCount(ArrayRef<int64_t> sizes) {
-  int64_t n = 1;
-  for (int64_t s : sizes) {
-    std::optional<int64_t> p = s > 0 ? llvm::checkedMul(n, s) : std::nullopt;
-    if (!p || *p > kMaxMeshDevices)
-      return std::nullopt;
-    n = *p;
-  }
-  return n;
+  if (llvm::any_of(sizes, [](int64_t s) { return s < 1; }))
+    return std::nullopt;
+  return ::tessel::checkedProduct(sizes, kMaxMeshDevices);
 }
 
 static std::string axesOf(MeshOp mesh) {
@@ -94,7 +89,7 @@ LogicalResult mlir::tessel::verifyShardingForType(TensorShardingAttr sharding,
     int64_t size = tensor.getDimSize(d), pad = dim.getPad();
     if (ShapedType::isDynamic(size))
       continue;
-    std::optional<int64_t> padded = llvm::checkedAdd(size, pad);
+    std::optional<int64_t> padded = ::tessel::checkedAdd(size, pad);
     if (!padded || pad < 0)
       return err() << "dim " << d << " of size " << size << " has pad " << pad
                    << ", which does not give a valid size";
@@ -486,7 +481,7 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
                          << " is not divisible by the group size " << *n;
   SmallVector<int64_t> want(in.getShape());
   want[s] /= *n;
-  std::optional<int64_t> gathered = llvm::checkedMul(want[c], *n);
+  std::optional<int64_t> gathered = ::tessel::checkedMul(want[c], *n);
   if (!gathered)
     return emitOpError() << "concat_dim " << c << " of size " << want[c]
                          << " times the group size " << *n
@@ -604,7 +599,7 @@ LocalSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getType());
   int64_t d = getDim();
-  std::optional<int64_t> whole = llvm::checkedMul(out.getDimSize(d), n);
+  std::optional<int64_t> whole = ::tessel::checkedMul(out.getDimSize(d), n);
   if (in.getDimSize(d) % n != 0 || !whole || *whole != in.getDimSize(d))
     return emitOpError() << "dim " << d << " of size " << in.getDimSize(d)
                          << " over " << n << " ranks must give "

@@ -15,6 +15,7 @@
 #include "dialects/tessel/ExtensionBridge.h"
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/runtime/ArtifactBuilder.h"
+#include "tessel/support/Checked.h"
 #include "tessel/Transforms/PipelineAttrs.h"
 #include "tessel/ExtensionHost/Host.h"
 
@@ -57,6 +58,10 @@ std::vector<int64_t> ints(ArrayRef<int64_t> v) {
   return std::vector<int64_t>(v.begin(), v.end());
 }
 
+/// The most bytes one constant of a program may hold: the program (a
+/// protobuf message) carries them and cannot pass 2 GiB.
+constexpr uint64_t kMaxConstantBytes = uint64_t(1) << 30;
+
 // The bytes of a dense constant, row-major, bools one byte each.
 FailureOr<std::string> constantBytes(DenseElementsAttr attr) {
   Type et = attr.getElementType();
@@ -91,10 +96,8 @@ public:
     }
   }
   int64_t numRanks() const {
-    int64_t n = 1;
-    for (int64_t s : sizes)
-      n *= s;
-    return n;
+    // A verified mesh has at most kMaxMeshDevices; saturated all the same.
+    return ::tessel::checkedProduct(sizes).value_or(INT64_MAX);
   }
   int64_t axisIndex(StringRef axis) const {
     return llvm::find(names, axis) - names.begin();
@@ -799,9 +802,26 @@ LogicalResult Exporter::emitOp(Operation *op) {
   }
   if (auto c = dyn_cast<ConstantOp>(op)) {
     auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+    std::optional<rt::DType> dt = toDType(c.getType().getElementType());
+    // The bytes are made here, from a splat too: a budget first, checked
+    // before anything is allocated (a splat of 4 TiB aborted tesselc).
+    std::optional<uint64_t> need =
+        dt ? ::tessel::checkedBytes(
+                 ::tessel::checkedProduct(c.getType().getShape()).value_or(-1),
+                 rt::dtypeSize(*dt))
+           : std::nullopt;
+    if (dt && (!need || *need > kMaxConstantBytes)) {
+      InFlightDiagnostic diag = c.emitOpError() << "constant " << c.getType()
+                                                << " needs ";
+      if (need)
+        diag << *need;
+      else
+        diag << "more than 2^63";
+      return diag << " bytes; one constant may hold at most "
+                  << kMaxConstantBytes << " bytes";
+    }
     FailureOr<std::string> bytes =
         dense ? constantBytes(dense) : FailureOr<std::string>(failure());
-    std::optional<rt::DType> dt = toDType(c.getType().getElementType());
     if (failed(bytes) || !dt)
       return c.emitOpError() << "has a constant of type " << c.getType()
                              << " that the runtime cannot hold";

@@ -4,7 +4,7 @@
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/CheckedArithmetic.h"
+#include "tessel/support/Checked.h"
 
 #include <array>
 #include <cmath>
@@ -41,41 +41,21 @@ llvm::StringRef mlir::tessel::detail::getDTypeName(int32_t dtype) {
 }
 
 int64_t mlir::tessel::detail::getNumElements(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d == 0)
-      return 0;
-    if (std::optional<int64_t> p = llvm::checkedMul(n, d))
-      n = *p;
-    else
-      n = std::numeric_limits<int64_t>::max(); // keep scanning for a 0
-  }
-  return n;
+  // Saturated: an overflowing product (with no 0 dim) is INT64_MAX.
+  return ::tessel::checkedProduct(shape).value_or(
+      std::numeric_limits<int64_t>::max());
 }
 
 std::optional<CheckedSize>
 mlir::tessel::detail::checkedByteSize(ArrayRef<int64_t> shape,
                                       uint64_t width) {
-  CheckedSize s;
-  s.elements = 1;
-  bool overflow = false;
-  for (int64_t d : shape) {
-    if (d < 0)
-      return std::nullopt;
-    if (std::optional<int64_t> p = llvm::checkedMul(s.elements, d))
-      s.elements = *p;
-    else
-      overflow = true;
-  }
-  if (llvm::is_contained(shape, 0))
-    return CheckedSize{0, 0};
-  if (overflow || width > uint64_t(std::numeric_limits<int64_t>::max()))
+  std::optional<int64_t> elements = ::tessel::checkedProduct(shape);
+  if (!elements)
     return std::nullopt;
-  std::optional<int64_t> bytes = llvm::checkedMul(s.elements, int64_t(width));
+  std::optional<uint64_t> bytes = ::tessel::checkedBytes(*elements, width);
   if (!bytes)
     return std::nullopt;
-  s.bytes = *bytes;
-  return s;
+  return CheckedSize{*elements, int64_t(*bytes)};
 }
 
 static unsigned byteWidth(int32_t dtype) {

@@ -17,6 +17,7 @@
 
 #include "dialects/tessel/TesselOps.h"
 #include "dialects/tessel/Verifiers.h"
+#include "tessel/support/Checked.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -170,12 +171,21 @@ public:
 
 } // namespace mlir::tessel::detail
 
-/// "WHAT of dtype[d0, d1, ..]: its element count or byte size overflows 64
-/// bits", for a shape checkedByteSize refused.
+/// "WHAT of dtype[d0, d1, ..]: N elements, more than the M a tensor may
+/// have", for a shape checkedByteSize refused. The importer sizes every
+/// tensor at 8 bytes an element (what folding holds), so M is
+/// (2^63 - 1) / 8 whatever the dtype.
 static std::string describeOversizedTensor(const Twine &what, int32_t dtype,
                                            ArrayRef<int64_t> shape) {
-  return (what + " of " + getDTypeName(dtype) + formatShape(shape) +
-          ": its element count or byte size overflows 64 bits")
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return (what + " of " + getDTypeName(dtype) + formatShape(shape) +
+            ": a negative dim")
+        .str();
+  std::optional<int64_t> n = ::tessel::checkedProduct(shape);
+  return (what + " of " + getDTypeName(dtype) + formatShape(shape) + ": " +
+          (n ? Twine(*n) : Twine("more than 2^63")) +
+          " elements, more than the " + Twine(INT64_MAX / 8) +
+          " a tensor may have (2^63 - 1 bytes at 8 bytes an element)")
       .str();
 }
 
@@ -206,8 +216,7 @@ GraphImporter::getTensorData(const onnx::TensorProto &t) {
         location = kv.value();
       } else if (kv.key() == "offset" || kv.key() == "length") {
         uint64_t v;
-        if (!llvm::to_integer(kv.value(), v, 10) ||
-            v > uint64_t(std::numeric_limits<int64_t>::max()))
+        if (!llvm::to_integer(kv.value(), v, 10))
           return fail("tensor '" + t.name() + "': external data " + kv.key() +
                       " '" + kv.value() + "' is not a byte count");
         if (kv.key() == "offset")
@@ -223,13 +232,15 @@ GraphImporter::getTensorData(const onnx::TensorProto &t) {
     uint64_t fileSize = file.size;
     if (length && *length != expected)
       return fail("tensor '" + t.name() + "': external data length " +
-                  Twine(*length) + " does not match " + getDTypeName(dtype) +
-                  formatShape(shape) + " (" + Twine(expected) + " bytes)");
-    if (offset > fileSize || expected > fileSize - offset)
+                  Twine(*length) + " in '" + location + "' does not match " +
+                  getDTypeName(dtype) + formatShape(shape) + " (" +
+                  Twine(expected) + " bytes)");
+    // Never offset + length: an offset near 2^64 wraps it into range.
+    if (!::tessel::rangeInside(offset, expected, fileSize))
       return fail("tensor '" + t.name() + "': external data file '" +
-                  location + "' is too short (" + Twine(fileSize) +
-                  " bytes; the tensor needs bytes " + Twine(offset) + " to " +
-                  Twine(offset + expected) + ")");
+                  location + "' is too short: offset " + Twine(offset) +
+                  " and length " + Twine(expected) + " lie outside its " +
+                  Twine(fileSize) + " bytes");
     data.path = file.path;
     data.offset = offset;
     return data;

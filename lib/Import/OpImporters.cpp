@@ -638,13 +638,18 @@ LogicalResult importConstantOfShape(NodeContext &c) {
     c.setConst(0, std::move(t));
     return success();
   }
-  // Too large to fold: a splat constant.
-  auto type = RankedTensorType::get(*shape, et);
+  // Too large to fold: it stays an op, one element expanded to the shape
+  // when the program runs. A splat constant of the whole shape was
+  // materialized by the exporter: float[2^20, 2^20] asked for 4 TiB at
+  // compile time (LLVM ERROR: out of memory, abort).
+  auto one = RankedTensorType::get(SmallVector<int64_t>(shape->size(), 1), et);
   Attribute scalar = isa<FloatType>(et)
                          ? Attribute(FloatAttr::get(et, value))
                          : Attribute(IntegerAttr::get(et, int64_t(value)));
-  Value v = ConstantOp::create(c.getBuilder(), c.getLoc(), type,
-                               DenseElementsAttr::get(type, scalar));
+  Value v = ConstantOp::create(c.getBuilder(), c.getLoc(), one,
+                               DenseElementsAttr::get(one, scalar));
+  v = ExpandOp::create(c.getBuilder(), c.getLoc(),
+                       RankedTensorType::get(*shape, et), v);
   c.setOutput(0, v, dtype);
   return success();
 }

@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Errc.h"
+#include "tessel/support/Checked.h"
 
 using namespace mlir::tessel;
 
@@ -40,10 +41,8 @@ unsigned mlir::tessel::getByteWidth(WeightDType dtype) {
 }
 
 int64_t WeightInfo::getNumElements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
+  // The readers checked the shape; saturated all the same.
+  return ::tessel::checkedProduct(shape).value_or(INT64_MAX);
 }
 
 WeightTable::WeightTable() = default;

@@ -142,7 +142,9 @@ StepLifetimes stepLifetimes(Block &block, const LifetimeHook *hook) {
 }
 
 int64_t planArena(const std::vector<::tessel::runtime::BufferLifetime> &b) {
-  return static_cast<int64_t>(::tessel::runtime::planBuffers(b, 64).arenaSize);
+  // Saturated: an arena past int64 (or no plan, kNoArena) is INT64_MAX.
+  const uint64_t arena = ::tessel::runtime::planBuffers(b, 64).arenaSize;
+  return arena > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(arena);
 }
 
 } // namespace mlir::tessel

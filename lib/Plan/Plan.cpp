@@ -6,6 +6,9 @@
 
 #include "dialects/tessel/TesselDialect.h"
 #include "dialects/tessel/TesselOps.h"
+#include "dialects/tessel/Verifiers.h"
+#include "tessel/support/Checked.h"
+#include "tessel/support/JsonNesting.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -25,6 +28,34 @@ using llvm::Expected;
 
 static Expected<std::vector<std::pair<std::string, int64_t>>>
 expandParallelMode(StringRef name, int64_t size, StringRef mode);
+
+/// "a=2, b=4" for messages.
+static std::string meshText(
+    const std::vector<std::pair<std::string, int64_t>> &mesh) {
+  std::string s;
+  for (const auto &[n, size] : mesh)
+    s += (s.empty() ? "" : ", ") + n + "=" + std::to_string(size);
+  return s;
+}
+
+/// A mesh has at most kMaxMeshDevices (2^31) devices, the product of its
+/// axis sizes computed with checked arithmetic: two axes of 2^32 once gave
+/// a product of 0 that specFor divided by (SIGFPE).
+static Error checkMeshDevices(
+    const std::vector<std::pair<std::string, int64_t>> &mesh,
+    const Twine &where) {
+  SmallVector<int64_t> sizes;
+  for (const auto &axis : mesh)
+    sizes.push_back(axis.second);
+  if (checkedShardCount(sizes))
+    return Error::success();
+  std::optional<int64_t> n = ::tessel::checkedProduct(sizes);
+  return createStringError(
+      llvm::inconvertibleErrorCode(),
+      where + "the mesh " + meshText(mesh) + " has " +
+          (n ? Twine(*n) : Twine("more than 2^63")) +
+          " devices; a mesh may have at most " + Twine(kMaxMeshDevices));
+}
 
 namespace {
 
@@ -62,6 +93,8 @@ public:
             return fail(axis.getValue(), toString(sub.takeError()));
           plan.mesh.insert(plan.mesh.end(), sub->begin(), sub->end());
         }
+        if (Error e = checkMeshDevices(plan.mesh, where(m) + ": "))
+          return std::move(e);
       } else if (key == "rules") {
         auto *seq = dyn_cast_or_null<llvm::yaml::SequenceNode>(kv.getValue());
         if (!seq)
@@ -243,6 +276,106 @@ static size_t findLongCommaRun(StringRef text) {
   return 0;
 }
 
+namespace {
+/// Where a plan nests deeper than the limit: the line of the first
+/// collection past it (0: nowhere), and how deep it goes there.
+struct PlanNesting {
+  unsigned line = 0;
+  size_t depth = 0;
+};
+} // namespace
+
+/// llvm's YAML parser builds nodes lazily and skips a value the plan reader
+/// does not read (a rule's `replicate: [[[...]]]`) by recursing once per
+/// level: a million brackets overflowed the stack (SIGSEGV; YAML and JSON
+/// plans alike, JSON being YAML's flow syntax). This walk visits the nodes
+/// of the first document depth first with a stack of its own, consuming
+/// each collection before its parent moves on, so that the parser's own
+/// skips find nothing left to do and never recurse. It measures what the
+/// parser would (flow brackets, block indentation, compact `- - -`
+/// entries, complex keys) and stops at the first collection past `limit`
+/// (llvm's scanner costs time in proportion to the flow depth per token:
+/// walking a million levels took 17 s); how deep the text goes from there is
+/// counted by its brackets. The reader then parses the text afresh.
+static PlanNesting measurePlanNesting(StringRef text, size_t limit) {
+  llvm::SourceMgr sm;
+  // Syntax errors are the real parse's to report.
+  sm.setDiagHandler([](const llvm::SMDiagnostic &, void *) {}, nullptr);
+  llvm::yaml::Stream stream(text, sm);
+  auto doc = stream.begin();
+  if (doc == stream.end())
+    return {};
+  // A collection being walked: its iterator, and for a mapping's current
+  // entry whether its key (1) and value (2) were visited.
+  struct Frame {
+    llvm::yaml::SequenceNode *seq = nullptr;
+    llvm::yaml::MappingNode *map = nullptr;
+    llvm::yaml::SequenceNode::iterator seqIt;
+    llvm::yaml::MappingNode::iterator mapIt;
+    int visited = 0;
+  };
+  std::vector<Frame> stack;
+  llvm::yaml::Node *deep = nullptr;
+  // Starts walking `n` when it is a collection; false past the limit.
+  auto enter = [&](llvm::yaml::Node *n) {
+    Frame f;
+    if ((f.seq = dyn_cast_or_null<llvm::yaml::SequenceNode>(n)))
+      f.seqIt = f.seq->begin();
+    else if ((f.map = dyn_cast_or_null<llvm::yaml::MappingNode>(n)))
+      f.mapIt = f.map->begin();
+    else
+      return true;
+    if (stack.size() == limit) {
+      deep = n;
+      return false;
+    }
+    stack.push_back(std::move(f));
+    return true;
+  };
+  bool within = enter(doc->getRoot());
+  while (within && !stack.empty()) {
+    Frame &f = stack.back();
+    if (f.seq) {
+      if (f.seqIt == f.seq->end()) {
+        stack.pop_back();
+      } else if (!f.visited) {
+        f.visited = 1;
+        within = enter(&*f.seqIt);
+      } else {
+        f.visited = 0;
+        ++f.seqIt;
+      }
+      continue;
+    }
+    if (f.mapIt == f.map->end()) {
+      stack.pop_back();
+    } else if (f.visited == 0) {
+      f.visited = 1;
+      within = enter(f.mapIt->getKey());
+    } else if (f.visited == 1) {
+      f.visited = 2;
+      within = enter(f.mapIt->getValue());
+    } else {
+      f.visited = 0;
+      ++f.mapIt;
+    }
+  }
+  if (within)
+    return {};
+  PlanNesting out;
+  out.line = 1;
+  out.depth = limit + 1;
+  llvm::SMLoc loc = deep->getSourceRange().Start;
+  if (loc.isValid() && sm.FindBufferContainingLoc(loc)) {
+    out.line = sm.getLineAndColumn(loc).first;
+    // A node's range starts after its own bracket, at its first entry.
+    size_t at = loc.getPointer() - text.data();
+    if (at < text.size())
+      out.depth += ::tessel::jsonNesting(text.substr(at), SIZE_MAX).depth;
+  }
+  return out;
+}
+
 Expected<Plan> mlir::tessel::parsePlan(StringRef text, StringRef name) {
   llvm::SourceMgr sm;
   std::string diag;
@@ -263,6 +396,14 @@ Expected<Plan> mlir::tessel::parsePlan(StringRef text, StringRef name) {
                              name + ":" + Twine(line) +
                                  ": more than 256 commas in a row (empty "
                                  "entries)");
+  // A plan nests 6 deep (rules, a rule, its splits, a split, its axes).
+  constexpr size_t kMaxPlanDepth = 64;
+  if (PlanNesting nest = measurePlanNesting(text, kMaxPlanDepth); nest.line)
+    return createStringError(
+        llvm::inconvertibleErrorCode(),
+        name + ":" + Twine(nest.line) + ": values nested at least " +
+            Twine(nest.depth) + " deep, more than the " +
+            Twine(kMaxPlanDepth) + " a plan may nest");
   llvm::yaml::Stream stream(text, sm);
   auto doc = stream.begin();
   if (doc == stream.end())
@@ -323,17 +464,20 @@ expandParallelMode(StringRef name, int64_t size, StringRef mode) {
   std::vector<std::pair<std::string, int64_t>> sub;
   if (std::string why = def->split(size, sub); !why.empty())
     return fail(who + " on axis '" + name + "': " + why);
-  int64_t product = 1;
+  SmallVector<int64_t> sizes;
   for (auto &[subName, subSize] : sub) {
     if (subName.empty() || subSize < 1)
       return fail(who + " gives axis '" + name + "' a sub-axis '" + subName +
                   "' of size " + Twine(subSize));
-    product *= subSize;
+    sizes.push_back(subSize);
     subName = name.str() + "." + subName;
   }
+  std::optional<int64_t> product = ::tessel::checkedProduct(sizes);
   if (sub.empty() || product != size)
     return fail(who + " splits axis '" + name + "' of size " + Twine(size) +
-                " into sub-axes of " + Twine(product) + " ranks");
+                " into sub-axes of " +
+                (product ? Twine(*product) : Twine("more than 2^63")) +
+                " ranks");
   return sub;
 }
 
@@ -362,6 +506,8 @@ mlir::tessel::parseMeshSpec(StringRef spec) {
       return sub.takeError();
     axes.insert(axes.end(), sub->begin(), sub->end());
   }
+  if (Error e = checkMeshDevices(axes, "--mesh " + spec + ": "))
+    return std::move(e);
   return axes;
 }
 
@@ -381,7 +527,7 @@ specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
                                rule.where + ": dim " + Twine(d) +
                                    " is out of range for " + tensor +
                                    " of rank " + Twine(rank));
-    int64_t shards = 1;
+    SmallVector<int64_t> sizes;
     for (const std::string &axis : split.axes) {
       auto it = llvm::find_if(mesh, [&](auto &a) { return a.first == axis; });
       if (it == mesh.end())
@@ -389,16 +535,34 @@ specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
                                  rule.where + ": axis \"" + axis +
                                      "\" (for " + tensor +
                                      ") is not in the mesh");
-      shards *= it->second;
+      sizes.push_back(it->second);
       dims[dim].push_back(StringAttr::get(ctx, axis));
     }
+    // Checked: an axis named twice multiplies past what the mesh allows.
+    std::optional<int64_t> count = checkedShardCount(sizes);
+    if (!count)
+      return createStringError(
+          llvm::inconvertibleErrorCode(),
+          rule.where + ": dim " + Twine(d) + " of " + tensor +
+              " is split over [" + llvm::join(split.axes, ", ") +
+              "] of sizes " + formatShape(sizes) +
+              ", whose product is more than the " + Twine(kMaxMeshDevices) +
+              " shards a mesh may have");
+    const int64_t shards = *count;
     int64_t size = type.getDimSize(dim);
     if (split.autoPad && !ShapedType::isDynamic(size))
       pads[dim] = (shards - size % shards) % shards;
     else
       pads[dim] = split.pad;
+    std::optional<int64_t> padded = ::tessel::checkedAdd(size, pads[dim]);
+    if (!ShapedType::isDynamic(size) && !padded)
+      return createStringError(llvm::inconvertibleErrorCode(),
+                               rule.where + ": dim " + Twine(d) + " of " +
+                                   tensor + " (size " + Twine(size) +
+                                   ") with pad " + Twine(pads[dim]) +
+                                   " overflows 64 bits");
     // Said in the plan's words: the rule, and the key that fixes it.
-    if (!ShapedType::isDynamic(size) && (size + pads[dim]) % shards != 0)
+    if (!ShapedType::isDynamic(size) && *padded % shards != 0)
       return createStringError(
           llvm::inconvertibleErrorCode(),
           rule.where + ": dim " + Twine(d) + " of " + tensor + " (size " +
@@ -434,6 +598,8 @@ Error mlir::tessel::applyPlan(
     ModuleOp module, const std::vector<std::pair<std::string, int64_t>> &mesh,
     const Plan &plan, std::vector<std::string> *unmatched) {
   MLIRContext *ctx = module.getContext();
+  if (Error e = checkMeshDevices(mesh, ""))
+    return e;
   OpBuilder b(ctx);
   b.setInsertionPointToStart(module.getBody());
   SmallVector<StringRef> names;

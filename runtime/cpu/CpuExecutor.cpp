@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -135,22 +136,22 @@ Status CpuExecutor::init() {
   arenaBytes = std::max<size_t>((prog->arenaSize + 4095) / 4096 * 4096, 4096);
   // The mapping is lazy (overcommitted): an arena larger than the machine
   // would be accepted here and killed later. Refuse it now.
-  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && pageSize > 0 &&
-      arenaBytes / uint64_t(pageSize) > uint64_t(pages)) {
+  const uint64_t memory = physicalMemoryBytes();
+  if (memory && arenaBytes > memory) {
     arenaBytes = 0;
     return Status::error("the program's arena needs " +
                          std::to_string(prog->arenaSize) +
-                         " bytes; this machine has " +
-                         std::to_string(uint64_t(pages) * uint64_t(pageSize)) +
+                         " bytes; this machine has " + std::to_string(memory) +
                          " bytes of memory");
   }
   void *mem = mmap(nullptr, arenaBytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
     arenaBytes = 0;
-    return Status::error("cannot allocate the arena of " +
-                         std::to_string(prog->arenaSize) + " bytes");
+    return Status::error("cannot allocate the arena: it needs " +
+                         std::to_string(prog->arenaSize) +
+                         " bytes; this machine has " + std::to_string(memory) +
+                         " bytes of memory (" + std::strerror(errno) + ")");
   }
   arena = static_cast<unsigned char *>(mem);
   for (const BufferInfo &b : prog->buffers)

@@ -14,10 +14,12 @@
 #include "artifact.pb.h"
 #include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/BufferPlanner.h"
+#include "tessel/support/Checked.h"
 
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <unistd.h>
 
 namespace tessel::runtime {
 
@@ -1212,6 +1214,13 @@ int Program::findState(const std::string &name) const {
   return -1;
 }
 
+uint64_t physicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return 0;
+  return checkedMul(uint64_t(pages), uint64_t(pageSize)).value_or(UINT64_MAX);
+}
+
 Status Program::create(const artifact::Program &proto,
                        const std::vector<const void *> &weightData,
                        std::vector<std::shared_ptr<Storage>> keepAlive,
@@ -1230,8 +1239,10 @@ Status Program::create(const artifact::Program &proto,
   p->arenaSize = proto.arena_size();
   p->storage = std::move(keepAlive);
   if (p->arenaSize > kMaxArenaBytes)
-    return fail("arena_size " + std::to_string(p->arenaSize) +
-                " is implausibly large");
+    return fail("the program's arena needs " + std::to_string(p->arenaSize) +
+                " bytes, more than the " + std::to_string(kMaxArenaBytes) +
+                " (64 TiB) a program may use; this machine has " +
+                std::to_string(physicalMemoryBytes()) + " bytes of memory");
 
   // Buffers.
   int nb = proto.buffers_size();
@@ -1256,9 +1267,12 @@ Status Program::create(const artifact::Program &proto,
     info.shape.assign(b.shape().begin(), b.shape().end());
     info.numel = numElements(info.shape);
     info.name = b.name();
-    if (info.numel < 0)
-      return fail(bw + ": invalid shape " + shapeToString(info.shape));
-    info.bytes = static_cast<uint64_t>(info.numel) * dtypeSize(info.dtype);
+    std::optional<uint64_t> bytes = byteSize(info.dtype, info.shape);
+    if (info.numel < 0 || !bytes)
+      return fail(bw + ": invalid shape " + shapeToString(info.shape) +
+                  " (a negative dim, or more than 2^62 bytes of " +
+                  dtypeName(info.dtype) + ")");
+    info.bytes = *bytes;
     if (b.host() && b.kind() != artifact::Buffer::STATE)
       return fail(bw + ": only a STATE buffer can be kept in host memory "
                        "(Buffer.host)");
@@ -1269,11 +1283,11 @@ Status Program::create(const artifact::Program &proto,
       if (info.offset % dtypeSize(info.dtype))
         return fail(bw + ": offset " + std::to_string(info.offset) +
                     " is not aligned to its element size");
-      if (info.offset > p->arenaSize || info.bytes > p->arenaSize - info.offset)
-        return fail(bw + ": bytes [" + std::to_string(info.offset) + ", " +
-                    std::to_string(info.offset + info.bytes) +
-                    ") exceed the arena of " + std::to_string(p->arenaSize) +
-                    " bytes");
+      if (!rangeInside(info.offset, info.bytes, p->arenaSize))
+        return fail(bw + ": offset " + std::to_string(info.offset) +
+                    " and length " + std::to_string(info.bytes) +
+                    " lie outside the arena of " +
+                    std::to_string(p->arenaSize) + " bytes");
       break;
     case artifact::Buffer::WEIGHT:
       info.kind = BufferInfo::Kind::Weight;

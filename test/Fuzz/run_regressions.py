@@ -10,8 +10,9 @@ dump (docs/fuzzing.md).
   tessel-plan-fuzzer/crash-*         tesselc mlp --mesh tp=4 --plan FILE
   tessel-npy-fuzzer/crash-*          tessel-run MLP --input x=FILE
   tessel-checkpoint-index-fuzzer/crash-*  tessel-run MLP --steps 1 --resume DIR
-(the artifact, safetensors and fuzzer-only inputs are replayed by ctest's
-fuzz-replay-* tests).
+  tessel-safetensors-fuzzer/crash-*  tesselc linear.mlir --weights FILE
+(the artifact and fuzzer-only inputs are replayed by ctest's fuzz-replay-*
+tests; ctest replays the safetensors inputs through the runtime's reader).
 """
 import glob
 import os
@@ -38,6 +39,10 @@ def main():
         os.makedirs(d, exist_ok=True)
         shutil.copy(f, os.path.join(d, "model.safetensors.index.json"))
         cases.append((f, [run, mlp, "--steps", "1", "--resume", d]))
+    linear = os.path.join(os.path.dirname(corpus), "..", "Training", "Inputs", "linear.mlir")
+    for f in glob.glob(os.path.join(corpus, "tessel-safetensors-fuzzer", "crash-*")):
+        cases.append((f, [tesselc, linear, "--weights", f,
+                          "-o", os.path.join(work, "w.tsl")]))
     bad = 0
     for f, cmd in sorted(cases):
         p = subprocess.run(cmd, capture_output=True, text=True)

@@ -2,6 +2,7 @@
 #include "Checkpoint.h"
 
 #include "tessel/runtime/Json.h"
+#include "tessel/support/JsonNesting.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Npy.h"
 #include "tessel/runtime/Safetensors.h"
@@ -111,6 +112,12 @@ public:
   std::map<std::string, std::pair<Shape, std::vector<int64_t>>> layout;
 
   bool parse() {
+    // The depth first: members() recurses once per level.
+    if (::tessel::JsonNesting n = ::tessel::jsonNesting(s, kMaxDepth);
+        n.exceeds()) {
+      error = "values " + n.describe(kMaxDepth);
+      return false;
+    }
     ws();
     return members('{',
                    [&](const std::string &key) {

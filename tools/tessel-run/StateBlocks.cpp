@@ -1,6 +1,8 @@
 //===- StateBlocks.cpp - Blocks of a global tensor, copied across meshes --===//
 #include "StateBlocks.h"
 
+#include "tessel/support/Checked.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -62,10 +64,12 @@ void copyBox(const std::vector<int64_t> &lo, const std::vector<int64_t> &hi,
 }
 
 int64_t volume(const std::vector<int64_t> &lo, const std::vector<int64_t> &hi) {
-  int64_t v = 1;
+  // Shapes from the artifact and the checkpoint (dims up to 2^48 each):
+  // checked, saturated at INT64_MAX, which no block's bytes can match.
+  std::vector<int64_t> extent;
   for (size_t d = 0; d < lo.size(); ++d)
-    v *= hi[d] - lo[d];
-  return v;
+    extent.push_back(hi[d] - lo[d]);
+  return ::tessel::checkedProduct(extent).value_or(INT64_MAX);
 }
 
 } // namespace

@@ -48,6 +48,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include "tessel/support/Checked.h"
+
 #include <cmath>
 
 using namespace llvm;
@@ -418,14 +420,16 @@ void addOmittedAxes(const mlir::tessel::Plan &plan,
 void warnIfNothingSharded(
     mlir::ModuleOp module,
     const std::vector<std::pair<std::string, int64_t>> &mesh) {
-  int64_t ranks = 1;
+  std::vector<int64_t> tensorAxes;
   std::string sizes;
   for (const auto &[name, size] : mesh) {
     // The pipeline axis splits the program into stages, not tensors.
     if (name != mlir::tessel::kPipelineAxis)
-      ranks *= size;
+      tensorAxes.push_back(size);
     sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(size);
   }
+  // The mesh was checked when parsed (at most 2^31 devices).
+  const int64_t ranks = ::tessel::checkedProduct(tensorAxes).value_or(INT64_MAX);
   if (ranks <= 1)
     return;
   auto splitsOverSeveral = [&](mlir::Attribute attr) {

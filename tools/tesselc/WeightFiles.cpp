@@ -9,6 +9,9 @@
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include "tessel/support/Checked.h"
+#include "tessel/support/JsonNesting.h"
+
 using namespace llvm;
 using mlir::tessel::WeightDType;
 
@@ -56,6 +59,14 @@ std::string shapeText(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
+/// The byte size of a tensor of `shape` and `dtype` from a weights file, or
+/// nullopt when it overflows.
+std::optional<uint64_t> shapeBytes(ArrayRef<int64_t> shape, WeightDType dtype) {
+  std::optional<int64_t> n = ::tessel::checkedProduct(shape);
+  return n ? ::tessel::checkedBytes(*n, mlir::tessel::getByteWidth(dtype))
+           : std::nullopt;
+}
+
 } // namespace
 
 Expected<std::unique_ptr<mlir::tessel::WeightTable>>
@@ -75,6 +86,13 @@ readSafetensorsWeights(StringRef path) {
     return failure("--weights " + path + ": the header length " +
                    Twine(headerSize) + " exceeds the file (" +
                    Twine(data.size()) + " bytes)");
+  // llvm::json::parse recurses once per level: the depth is checked first.
+  constexpr size_t kMaxHeaderDepth = 32;
+  if (::tessel::JsonNesting n =
+          ::tessel::jsonNesting(data.substr(8, headerSize), kMaxHeaderDepth);
+      n.exceeds())
+    return failure("--weights " + path + ": the header is " +
+                   n.describe(kMaxHeaderDepth));
   Expected<json::Value> header = json::parse(data.substr(8, headerSize));
   if (!header)
     return failure("--weights " + path + ": bad header: " +
@@ -106,16 +124,17 @@ readSafetensorsWeights(StringRef path) {
     mlir::tessel::WeightInfo info;
     info.name = name.str();
     info.dtype = *dtype;
-    uint64_t bytes = mlir::tessel::getByteWidth(*dtype);
     for (const json::Value &d : *shape) {
       std::optional<int64_t> n = d.getAsInteger();
       if (!n || *n < 0)
         return bad("bad shape");
-      if (*n && bytes > UINT64_MAX / uint64_t(*n))
-        return bad("its size overflows");
-      bytes *= uint64_t(*n);
       info.shape.push_back(*n);
     }
+    std::optional<uint64_t> checked = shapeBytes(info.shape, *dtype);
+    if (!checked)
+      return bad("shape " + shapeText(info.shape) +
+                 ": its byte size overflows 64 bits");
+    const uint64_t bytes = *checked;
     std::optional<int64_t> begin = (*offsets)[0].getAsInteger();
     std::optional<int64_t> end = (*offsets)[1].getAsInteger();
     if (!begin || !end || *begin < 0 || *end < *begin ||
@@ -187,7 +206,6 @@ Error readNpy(StringRef npy, const Twine &where, mlir::tessel::WeightInfo &info)
   shape = shape.take_until([](char c) { return c == ')'; });
   SmallVector<StringRef> dims;
   shape.split(dims, ',', -1, /*KeepEmpty=*/false);
-  uint64_t bytes = mlir::tessel::getByteWidth(*dtype);
   info.shape.clear();
   for (StringRef d : dims) {
     int64_t n;
@@ -195,11 +213,12 @@ Error readNpy(StringRef npy, const Twine &where, mlir::tessel::WeightInfo &info)
       continue;
     if (d.trim().getAsInteger(10, n) || n < 0)
       return bad("bad shape (" + shape + ")");
-    if (n && bytes > UINT64_MAX / uint64_t(n))
-      return bad("its size overflows");
-    bytes *= uint64_t(n);
     info.shape.push_back(n);
   }
+  std::optional<uint64_t> checked = shapeBytes(info.shape, *dtype);
+  if (!checked)
+    return bad("shape (" + shape + "): its byte size overflows 64 bits");
+  const uint64_t bytes = *checked;
   if (data.size() != bytes)
     return bad("holds " + Twine(data.size()) + " data bytes; " + descr +
                " (" + shape + ") needs " + Twine(bytes));

@@ -3,8 +3,12 @@
 // The input is a plan file (YAML or JSON) as `tesselc --plan` reads it:
 // parsePlan, then, when it parses, applyPlan onto a small module (a weight
 // and a graph input), and parseMeshSpec on the input's first line as
-// `--mesh` would. Any crash, signal or sanitizer report is a bug: every
-// input must end in a plan or an error.
+// `--mesh` would. An input that starts as a flow value (`[` or `{`) is also
+// parsed as the value of a rule, where a plan nests what the reader skips
+// (issue 31: a million brackets there overflowed the stack); the
+// dictionary (test/Fuzz/dict/tessel-plan-fuzzer.dict) holds runs of
+// brackets and block indicators. Any crash, signal or sanitizer report is a
+// bug: every input must end in a plan or an error.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tessel/fuzz/FuzzContext.h"
@@ -41,6 +45,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       mlir::tessel::parseMeshSpec(llvm::StringRef(text).split('\n').first);
   if (!mesh)
     llvm::consumeError(mesh.takeError());
+  if (!text.empty() && (text[0] == '[' || text[0] == '{')) {
+    auto nested = mlir::tessel::parsePlan(
+        "rules:\n  - {weight: h.0.w, replicate: " + text + "}\n", "fuzz.yaml");
+    if (!nested)
+      llvm::consumeError(nested.takeError());
+  }
   auto plan = mlir::tessel::parsePlan(text, "fuzz.yaml");
   if (!plan) {
     llvm::consumeError(plan.takeError());

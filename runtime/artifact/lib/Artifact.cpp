@@ -4,6 +4,7 @@
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Safetensors.h"
 #include "artifact.pb.h"
+#include "tessel/support/Checked.h"
 
 #include <algorithm>
 #include <climits>
@@ -94,15 +95,19 @@ Status Artifact::open(const std::string &path, std::unique_ptr<Artifact> &out,
                          std::to_string(m.num_ranks()) + " but " +
                          std::to_string(m.ranks_size()) +
                          " rank entries are listed");
-  int64_t meshSize = 1;
+  std::vector<int64_t> sizes;
   for (const auto &axis : m.mesh()) {
     if (axis.size() < 1 || axis.size() > (1 << 20))
       return Status::error(mpath + ": mesh axis '" + axis.name() +
                            "' has invalid size " + std::to_string(axis.size()));
-    meshSize *= axis.size();
-    if (meshSize > (1 << 24))
-      return Status::error(mpath + ": mesh is too large");
+    sizes.push_back(axis.size());
   }
+  std::optional<int64_t> devices = checkedProduct(sizes, int64_t(1) << 24);
+  if (!devices)
+    return Status::error(mpath + ": the mesh " + shapeToString(sizes) +
+                         " has more than " + std::to_string(1 << 24) +
+                         " devices");
+  const int64_t meshSize = *devices;
   if (meshSize != m.num_ranks())
     return Status::error(mpath + ": the mesh has " + std::to_string(meshSize) +
                          " devices but num_ranks is " +

@@ -7,6 +7,7 @@
 #include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/BufferPlanner.h"
 #include "tessel/runtime/OpKind.h"
+#include "tessel/support/Checked.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -23,9 +24,10 @@ namespace {
 constexpr uint64_t kUnplanned = ~uint64_t(0);
 
 uint64_t bufferBytes(const artifact::Buffer &b) {
-  Shape s(b.shape().begin(), b.shape().end());
-  int64_t n = numElements(s);
-  return n < 0 ? 0 : static_cast<uint64_t>(n) * dtypeSize(static_cast<DType>(b.dtype()));
+  // 0 for a size that overflows: write() refuses such a buffer.
+  return byteSize(static_cast<DType>(b.dtype()),
+                  Shape(b.shape().begin(), b.shape().end()))
+      .value_or(0);
 }
 
 Status writeFile(const std::string &path, const std::string &bytes) {
@@ -313,7 +315,8 @@ void ProgramBuilder::planMemory() {
     prog->mutable_buffers(id)->set_offset(base + plan.offsets[slot[root[id]]] +
                                           inRoot[id]);
   prog->set_arena_size(std::max<uint64_t>(
-      base + plan.arenaSize, std::max<uint64_t>(prog->arena_size(), base)));
+      checkedAdd(base, plan.arenaSize).value_or(kNoArena),
+      std::max<uint64_t>(prog->arena_size(), base)));
 }
 
 std::string ProgramBuilder::weightsImage() const {
@@ -358,9 +361,14 @@ ProgramBuilder &ArtifactBuilder::rank(int r) {
 }
 
 Status ArtifactBuilder::write(const std::string &dir) {
-  int64_t numRanks = 1;
-  for (auto &[n, s] : meshAxes)
-    numRanks *= s;
+  std::vector<int64_t> sizes;
+  for (auto &axis : meshAxes)
+    sizes.push_back(axis.second);
+  std::optional<int64_t> devices = checkedProduct(sizes);
+  if (!devices)
+    return Status::error(dir + ": the mesh " + shapeToString(sizes) +
+                         " has more than 2^63 ranks");
+  const int64_t numRanks = *devices;
   if (static_cast<int64_t>(ranks.size()) != numRanks ||
       (numRanks && ranks.rbegin()->first != numRanks - 1))
     return Status::error(dir + ": the mesh has " + std::to_string(numRanks) +
@@ -399,8 +407,12 @@ Status ArtifactBuilder::write(const std::string &dir) {
     if (pb.prog->arena_size() > kMaxArenaBytes)
       return Status::error(
           dir + ": rank " + std::to_string(r) + ": the planned arena is " +
-          std::to_string(pb.prog->arena_size()) + " bytes, more than the " +
-          std::to_string(kMaxArenaBytes) + " (64 TiB) a program may use");
+          (pb.prog->arena_size() == kNoArena
+               ? std::string("more than 2^64 bytes (its buffers' sizes sum "
+                             "past 64 bits)")
+               : std::to_string(pb.prog->arena_size()) + " bytes") +
+          ", more than the " + std::to_string(kMaxArenaBytes) +
+          " (64 TiB) a program may use");
     std::string weights = pb.weightsImage();
     SafetensorsIndex idx;
     TSL_RETURN_IF_ERROR(parseSafetensors(

@@ -18,6 +18,8 @@
 //===----------------------------------------------------------------------===//
 #include "tessel/runtime/BufferPlanner.h"
 
+#include "tessel/support/Checked.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
@@ -256,8 +258,23 @@ BufferPlan planBuffers(const std::vector<BufferLifetime> &buffers,
     alignment = 64;
   const size_t n = buffers.size();
   Lifetimes b;
+  // No arena the planners make exceeds the sum of the aligned sizes: when
+  // that sum fits in 64 bits, no offset they compute can wrap. Sizes come
+  // from the model; a sum that does not fit gets no plan.
+  uint64_t total = 0;
   for (const BufferLifetime &l : buffers) {
-    b.size.push_back(alignUp(std::max<uint64_t>(l.size, 1), alignment));
+    std::optional<uint64_t> padded =
+        checkedAdd<uint64_t>(std::max<uint64_t>(l.size, 1), alignment - 1);
+    std::optional<uint64_t> sum =
+        padded ? checkedAdd(total, *padded & ~(alignment - 1)) : std::nullopt;
+    if (!sum) {
+      BufferPlan none;
+      none.offsets.assign(n, 0);
+      none.arenaSize = kNoArena;
+      return none;
+    }
+    total = *sum;
+    b.size.push_back(*padded & ~(alignment - 1));
     b.first.push_back(l.firstUse);
     b.last.push_back(std::max(l.lastUse, l.firstUse));
   }

@@ -3,6 +3,8 @@
 
 #include "DTypeNames.h"
 
+#include "tessel/support/Checked.h"
+
 namespace tessel::runtime {
 
 namespace {
@@ -24,28 +26,13 @@ std::optional<DType> parseDType(std::string_view name) {
 bool isValidDType(int value) { return value >= 1 && value <= 4; }
 
 int64_t numElements(const Shape &shape) {
-  constexpr int64_t kLimit = int64_t(1) << 62;
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      return -1;
-    if (d == 0)
-      n = 0;
-    else if (n > kLimit / d)
-      return -1;
-    else
-      n *= d;
-  }
   // A zero dim after an overflowing prefix still gives 0 elements.
-  return n;
+  return checkedProduct(shape, int64_t(1) << 62).value_or(-1);
 }
 
 std::optional<uint64_t> byteSize(DType dtype, const Shape &shape) {
-  int64_t n = numElements(shape);
-  uint64_t width = dtypeSize(dtype);
-  if (n < 0 || (width && uint64_t(n) > (uint64_t(1) << 62) / width))
-    return std::nullopt;
-  return uint64_t(n) * width;
+  return checkedBytes(numElements(shape), dtypeSize(dtype),
+                      uint64_t(1) << 62);
 }
 
 std::string shapeToString(const Shape &shape) {

@@ -2,6 +2,7 @@
 #include "tessel/runtime/Safetensors.h"
 #include "tessel/runtime/Json.h"
 #include "DTypeNames.h"
+#include "tessel/support/JsonNesting.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,6 +11,9 @@
 namespace tessel::runtime {
 
 namespace {
+
+/// How deep a header's arrays and objects may nest (a real one nests 3).
+constexpr size_t kMaxJsonDepth = 32;
 
 /// Just enough JSON for safetensors headers: objects, arrays, strings,
 /// integers (other numbers and literals are parsed and ignored).
@@ -73,8 +77,9 @@ private:
     }
   }
   bool value(Json &out, int depth) {
-    if (depth > 32)
-      return fail("JSON nested too deeply");
+    if (depth > int(kMaxJsonDepth)) // jsonNesting refused it before
+      return fail("JSON nested more than " + std::to_string(kMaxJsonDepth) +
+                  " deep");
     space();
     if (pos >= s.size())
       return fail("unexpected end of JSON");
@@ -217,8 +222,12 @@ Status parseSafetensors(const unsigned char *data, size_t size,
   if (n > size - 8)
     return fail("truncated: header length " + std::to_string(n) +
                 " exceeds the file size " + std::to_string(size));
-  JsonParser parser(std::string_view(reinterpret_cast<const char *>(data + 8),
-                                     static_cast<size_t>(n)));
+  const std::string_view header(reinterpret_cast<const char *>(data + 8),
+                                static_cast<size_t>(n));
+  // The parser recurses once per level: the depth is checked first.
+  if (JsonNesting depth = jsonNesting(header, kMaxJsonDepth); depth.exceeds())
+    return fail("JSON header " + depth.describe(kMaxJsonDepth));
+  JsonParser parser(header);
   Json root;
   if (!parser.parse(root))
     return fail("bad JSON header: " + parser.error);
@@ -262,18 +271,18 @@ Status parseSafetensors(const unsigned char *data, size_t size,
       return bad("data_offsets must be integers");
     e.begin = off->items[0].integer;
     e.end = off->items[1].integer;
-    int64_t numel = numElements(e.shape);
-    if (numel < 0 || !byteSize(e.dtype, e.shape))
-      return bad("shape is too large");
+    std::optional<uint64_t> bytes = byteSize(e.dtype, e.shape);
+    if (!bytes)
+      return bad("shape " + shapeToString(e.shape) + " is too large (more "
+                 "than 2^62 bytes of " + dtypeName(e.dtype) + ")");
     if (e.begin > e.end || e.end > dataSize)
       return bad("data_offsets [" + std::to_string(e.begin) + ", " +
                  std::to_string(e.end) + "] outside the data section of " +
                  std::to_string(dataSize) + " bytes (truncated file?)");
-    if (e.end - e.begin != static_cast<uint64_t>(numel) * dtypeSize(e.dtype))
+    if (e.end - e.begin != *bytes)
       return bad("data_offsets span " + std::to_string(e.end - e.begin) +
                  " bytes but " + dt->str + " " + shapeToString(e.shape) +
-                 " needs " +
-                 std::to_string(static_cast<uint64_t>(numel) * dtypeSize(e.dtype)));
+                 " needs " + std::to_string(*bytes));
     if (!out.tensors.emplace(name, std::move(e)).second)
       return bad("duplicate tensor name");
   }

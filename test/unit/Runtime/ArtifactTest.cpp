@@ -3,6 +3,7 @@
 #include "../ScratchDir.h"
 
 #include "artifact.pb.h"
+#include "tessel/runtime/Safetensors.h"
 
 #include <fstream>
 #include <sstream>
@@ -264,8 +265,36 @@ TEST(ProgramValidation, RejectsBadPrograms) {
     std::shared_ptr<const Program> p;
     Status s = Program::create(pb.proto(), {}, {}, "prog.pb", p);
     ASSERT_FALSE(s.isOk());
-    EXPECT_NE(s.message().find("prog.pb: buffer 1: bytes [1048576, 1048600) exceed "
-                               "the arena of"),
+    EXPECT_NE(s.message().find("prog.pb: buffer 1: offset 1048576 and length "
+                               "24 lie outside the arena of"),
+              std::string::npos)
+        << s.message();
+    // An offset near 2^64: offset + length wraps into the arena, and the
+    // check must not form that sum.
+    pb.proto().mutable_buffers(c)->set_offset(UINT64_MAX - 7);
+    s = Program::create(pb.proto(), {}, {}, "prog.pb", p);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("offset 18446744073709551608 and length 24 lie "
+                               "outside the arena of"),
+              std::string::npos)
+        << s.message();
+  }
+  {
+    // An arena of a petabyte: both numbers, the bytes needed and available.
+    ProgramBuilder pb;
+    int a = pb.addInput("a", DType::F32, {2, 3});
+    int c = pb.addBuffer(DType::F32, {2, 3});
+    pb.addOp("relu", {a}, {c});
+    pb.planMemory();
+    pb.proto().set_arena_size(uint64_t(1) << 50);
+    std::shared_ptr<const Program> p;
+    Status s = Program::create(pb.proto(), {}, {}, "prog.pb", p);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find(
+                  "prog.pb: the program's arena needs 1125899906842624 bytes, "
+                  "more than the 70368744177664 (64 TiB) a program may use; "
+                  "this machine has " +
+                  std::to_string(physicalMemoryBytes()) + " bytes of memory"),
               std::string::npos)
         << s.message();
   }
@@ -354,3 +383,22 @@ TEST(ProgramValidation, SliceViews) {
 }
 
 } // namespace
+
+// A safetensors header nested deeper than any real one: refused before the
+// recursive parser sees it, with the depth found and the limit.
+TEST(Safetensors, DeepHeaderNamesDepthAndLimit) {
+  const std::string header = "{\"__metadata__\": {\"x\": " +
+                             std::string(100000, '[') +
+                             std::string(100000, ']') + "}}";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    file[i] = char((header.size() >> (8 * i)) & 0xff);
+  file += header;
+  SafetensorsIndex idx;
+  Status s = parseSafetensors(reinterpret_cast<const unsigned char *>(file.data()),
+                              file.size(), "deep.safetensors", idx);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message(), "deep.safetensors: invalid safetensors file: JSON "
+                         "header nested 100002 deep at byte 53 (the limit is "
+                         "32)");
+}

@@ -129,3 +129,22 @@ TEST(BufferPlanner, DetectsInvalidPlans) {
 }
 
 } // namespace
+
+// Sizes come from the model: buffers whose aligned sizes sum past 2^64
+// get no plan (kNoArena) rather than offsets that wrapped.
+TEST(BufferPlanner, SizesSummingPast64BitsGetNoPlan) {
+  const uint64_t big = uint64_t(1) << 62;
+  std::vector<BufferLifetime> b(5, BufferLifetime{big, 0, 1});
+  BufferPlan plan = planBuffers(b);
+  EXPECT_EQ(plan.arenaSize, kNoArena);
+  ASSERT_EQ(plan.offsets.size(), b.size());
+  b.pop_back();
+  b.pop_back();
+  // Three of 2^62 fit: a real plan of 3 * 2^62 bytes.
+  plan = planBuffers(b);
+  EXPECT_EQ(plan.arenaSize, 3 * big);
+  EXPECT_TRUE(isValidPlan(b, plan));
+  // A size near 2^64 that rounding up to the alignment would wrap.
+  plan = planBuffers({BufferLifetime{UINT64_MAX - 3, 0, 0}});
+  EXPECT_EQ(plan.arenaSize, kNoArena);
+}

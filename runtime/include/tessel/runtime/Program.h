@@ -144,6 +144,10 @@ struct Op {
   int64_t intAttr(const std::string &name, int64_t dflt) const;
 };
 
+/// This machine's physical memory in bytes (0 when unknown): what an arena
+/// is compared with, and what refusals name beside the bytes needed.
+uint64_t physicalMemoryBytes();
+
 class Program {
 public:
   /// Validates `proto` and resolves its buffers. `weightData[i]` and

@@ -27,11 +27,16 @@ struct BufferPlan {
   uint64_t arenaSize = 0;        // bytes, a multiple of the alignment
 };
 
+/// The arenaSize of planBuffers' answer when the buffers' aligned sizes
+/// sum past 2^64 bytes: no plan (every offset 0); writers refuse it.
+constexpr uint64_t kNoArena = UINT64_MAX;
+
 /// Places the buffers in O(n log n): greedy by size (the largest first, each
 /// at the lowest offset clear of the placed buffers it meets in time, as
 /// TFLite's arena planner) under a work budget, and a sweep over live ranges
 /// with a best-fit free list; the smaller arena wins (BufferPlanner.cpp).
-/// Offsets are aligned to `alignment`, a power of 2 (64 otherwise).
+/// Offsets are aligned to `alignment`, a power of 2 (64 otherwise). When the
+/// aligned sizes sum past 2^64 the answer is no plan (arenaSize kNoArena).
 BufferPlan planBuffers(const std::vector<BufferLifetime> &buffers,
                        uint64_t alignment = 64);
 
