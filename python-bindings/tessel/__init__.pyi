@@ -110,7 +110,8 @@ def compile(model: Union[_Path, Module, Any], *,
     """An Artifact (emit='tsl'), or a Module (emit='mlir', 'autodiff',
     'propagated', 'partitioned')."""
 def export(module: Any, args: Sequence[Any], path: _Path, *,
-           dynamo: bool = True, **kwargs: Any) -> _Path:
+           dynamo: bool = True,
+           options: Optional[Mapping[str, Any]] = None) -> _Path:
     """torch.onnx.export, then the module's parameters, buffers, ties and
     requires_grad recorded in the model (metadata 'tessel.parameters')."""
 def load(path: _Path, *, threads: int = 1, verify: bool = True) -> Artifact: ...

@@ -34,16 +34,17 @@ def parameter_record(module):
     return {"parameters": params, "buffers": buffers}
 
 
-def export(module, args, path, *, dynamo=True, **kwargs):
+def export(module, args, path, *, dynamo=True, options=None):
     """Exports `module` called on `args` (a tuple) to the ONNX file `path`
     with torch.onnx.export (dynamo=True: torch's default exporter, weights
     in path + ".data"; dynamo=False: the TorchScript exporter), then records
-    its parameters (see the module's doc). kwargs go to torch.onnx.export
-    (input_names, output_names, opset_version, ...). Returns `path`."""
+    its parameters (see the module's doc). `options` (a dict) goes to
+    torch.onnx.export (input_names, output_names, opset_version, ...).
+    Returns `path`."""
     import onnx
     import torch
 
-    torch.onnx.export(module, args, path, dynamo=dynamo, **kwargs)
+    torch.onnx.export(module, args, path, dynamo=dynamo, **(options or {}))
     model = onnx.load(path, load_external_data=False)
     for prop in list(model.metadata_props):
         if prop.key == _KEY:

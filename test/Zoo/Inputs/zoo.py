@@ -147,6 +147,9 @@ def train(zoo, arch, export, tmp, extra):
     if "--mesh" in extra:
         mesh = extra[extra.index("--mesh") + 1]
         ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
+    if "--plugin" in extra and extra[extra.index("--plugin") + 1].startswith("hybrid:"):
+        opts = dict(o.split("=") for o in extra[extra.index("--plugin") + 1][7:].split(","))
+        ranks = int(np.prod([int(opts.get(a, 1)) for a in ("dp", "tp", "pp")]))
     art = os.path.join(tmp, "train.tsl")
     report = run([TESSELC, onnx_path, "--report", "-o", art] + flags)
     classes = parse_report(report)
