@@ -126,7 +126,7 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
                           int64_t k, const llvm::DenseSet<Value> &dependent,
                           const DenseMap<Value, int64_t> &batchDim,
                           const llvm::DenseSet<Value> &inner,
-                          DenseMap<std::pair<Value, int64_t>, Value> &rows,
+                          DenseMap<std::tuple<Value, int64_t, int64_t>, Value> &rows,
                           OpBuilder &b, OpShardingRuleAttr &rule,
                           int64_t &factor, bool &innerBatch) {
     auto iface = dyn_cast<ShardingRuleOpInterface>(orig);
@@ -195,7 +195,10 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
                  << (size % k ? ", which the microbatches do not divide"
                               : ", where the batch is not the outermost "
                                 "factor");
-        Value &part = rows[{v, m}];
+        // One slice per microbatch, and per pipeline stage: each stage
+        // reads its rows of a shared value itself (nothing crosses stages).
+        auto stage = copy->getAttrOfType<IntegerAttr>(kStageAttr);
+        Value &part = rows[{v, m, stage ? stage.getInt() : -1}];
         if (!part) {
           SmallVector<int64_t> starts(t.getRank(), 0),
               limits(t.getShape()), strides(t.getRank(), 1),
@@ -211,6 +214,8 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
                                  b.getDenseI64ArrayAttr(strides));
           part.getDefiningOp()->setAttr(kMicrobatchAttr,
                                         b.getI64IntegerAttr(m));
+          if (stage)
+            part.getDefiningOp()->setAttr(kStageAttr, stage);
         }
         copy->setOperand(i, part);
         break;
@@ -314,7 +319,7 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
     for (BlockArgument arg : fn.getArguments())
       batchDim[arg] = 0;
     llvm::DenseSet<Value> inner;
-    DenseMap<std::pair<Value, int64_t>, Value> sharedRows;
+    DenseMap<std::tuple<Value, int64_t, int64_t>, Value> sharedRows;
     Value total;
     for (int64_t m = 0; m < k; ++m) {
       IRMapping map;

@@ -51,11 +51,26 @@ Status checkGatherIndices(const Program &program, const std::string &input,
   if (id < 0 || (indices.dtype() != DType::I64 && indices.dtype() != DType::I32))
     return Status::ok();
   // The buffers that hold the input's values, moved but not computed on.
+  // A slice counts only when it takes whole rows (a microbatch's): one that
+  // cuts an inner dim (GatherND's index components) feeds each gather a
+  // part of the input, which that gather alone can judge.
   std::vector<bool> holds(program.buffers.size(), false);
   holds[id] = true;
+  auto wholeRows = [&](const Op &op) {
+    const Shape &in = program.buffers[op.operands[0]].shape;
+    const Shape &out = program.buffers[op.results[0]].shape;
+    if (in.size() != out.size() || op.starts.size() != in.size())
+      return false;
+    for (size_t d = 1; d < in.size(); ++d)
+      if (op.starts[d] != 0 || out[d] != in[d])
+        return false;
+    return true;
+  };
   for (const Op &op : program.ops) {
-    const bool moves = op.kind == OpKind::Slice || op.kind == OpKind::Reshape ||
-                       op.kind == OpKind::Copy || op.kind == OpKind::Concat;
+    const bool moves = (op.kind == OpKind::Slice && !op.results.empty() &&
+                        !op.operands.empty() && wholeRows(op)) ||
+                       op.kind == OpKind::Reshape || op.kind == OpKind::Copy ||
+                       op.kind == OpKind::Concat;
     if (moves && !op.operands.empty() && holds[op.operands[0]])
       for (int r : op.results)
         holds[r] = true;
