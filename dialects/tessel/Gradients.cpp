@@ -291,6 +291,23 @@ LogicalResult buildTanhGradient(TanhOp op, OpBuilder &b, ArrayRef<Value> dy,
   return success();
 }
 
+// d sin = cos x
+LogicalResult buildSinGradient(SinOp op, OpBuilder &b, ArrayRef<Value> dy,
+                               Grads &dx) {
+  Emitter e{b, op.getLoc()};
+  dx.push_back(e.mul(dy[0], CosOp::create(b, e.loc, op.getInput())));
+  return success();
+}
+
+// d cos = -sin x
+LogicalResult buildCosGradient(CosOp op, OpBuilder &b, ArrayRef<Value> dy,
+                               Grads &dx) {
+  Emitter e{b, op.getLoc()};
+  Value s = SinOp::create(b, e.loc, op.getInput());
+  dx.push_back(e.mul(dy[0], e.mul(s, -1.0)));
+  return success();
+}
+
 // d erf = 2/sqrt(pi) exp(-x^2)
 LogicalResult buildErfGradient(ErfOp op, OpBuilder &b, ArrayRef<Value> dy,
                                Grads &dx) {

@@ -335,6 +335,13 @@ def Tessel_HardSwishOp
       Tessel_Instruction<16, "unary">, Tessel_OnnxOneToOne<"HardSwish", 14>,
     Tessel_GradientFrom<"buildHardSwishGradient">;
 
+def Tessel_SinOp : Tessel_UnaryOp<"sin", AnyFloat, "sine">,
+    Tessel_Instruction<18, "unary">,
+    Tessel_GradientFrom<"buildSinGradient">;
+def Tessel_CosOp : Tessel_UnaryOp<"cos", AnyFloat, "cosine">,
+    Tessel_Instruction<19, "unary">,
+    Tessel_GradientFrom<"buildCosGradient">;
+
 def Tessel_LeakyReluOp : Tessel_ComputeOp<"leaky_relu", "buildElementwiseRule",
                                           [SameOperandsAndResultType]>,
     Tessel_Instruction<17, "unary", [Tessel_RtAttr<"alpha">]>,

@@ -410,19 +410,12 @@ LogicalResult importReciprocal(NodeContext &c) {
 LogicalResult importExp(NodeContext &c) { return unary<ExpOp>(c, expF); }
 LogicalResult importLog(NodeContext &c) { return unary<LogOp>(c, logF); }
 LogicalResult importTanh(NodeContext &c) { return unary<TanhOp>(c, tanhF); }
+LogicalResult importSin(NodeContext &c) { return unary<SinOp>(c, sinF); }
+LogicalResult importCos(NodeContext &c) { return unary<CosOp>(c, cosF); }
 LogicalResult importErf(NodeContext &c) { return unary<ErfOp>(c, erfF); }
 LogicalResult importSigmoid(NodeContext &c) { return unary<SigmoidOp>(c, sigmoidF); }
 LogicalResult importRelu(NodeContext &c) { return unary<ReluOp>(c, reluF); }
 LogicalResult importAbs(NodeContext &c) { return unary<AbsOp>(c, absF); }
-
-/// Sin and Cos: folded only (rotary tables computed from constants).
-template <double (*Fn)(double)>
-LogicalResult foldOnlyUnary(NodeContext &c) {
-  if (const ConstTensor *x = c.getConst(0);
-      x && setFolded(c, foldUnary(*x, Fn)))
-    return success();
-  return c.error("is supported only on inputs known at import time");
-}
 
 LogicalResult importNot(NodeContext &c) { return unary<NotOp>(c, notF, kBool); }
 
@@ -1974,7 +1967,7 @@ const OpImporter kOpImporters[] = {
     {"Constant", 13, importConstant},
     {"ConstantOfShape", 9, importConstantOfShape},
     {"Conv", 11, importConv},
-    {"Cos", 7, foldOnlyUnary<cosF>},
+    {"Cos", 7, importCos},
     {"CumSum", 11, importCumSum},
     {"Div", 13, importDiv},
     {"Dropout", 13, importDropout},
@@ -2022,7 +2015,7 @@ const OpImporter kOpImporters[] = {
     {"Shape", 13, importShape},
     {"Shape", 15, importShape}, // start, end,
     {"Sigmoid", 13, importSigmoid},
-    {"Sin", 7, foldOnlyUnary<sinF>},
+    {"Sin", 7, importSin},
     {"Size", 13, importSize},
     {"Slice", 13, importSlice},
     {"Softmax", 13, softmaxLike<SoftmaxOp>},

@@ -216,6 +216,12 @@ void registerElementwiseKernels(KernelRegistry &r) {
   r.add(OpKind::Tanh, [](const KernelContext &c) {
     return floatStep(c, [](float v) { return vtanh(v); });
   });
+  r.add(OpKind::Sin, [](const KernelContext &c) {
+    return floatStep(c, [](float v) { return std::sin(v); });
+  });
+  r.add(OpKind::Cos, [](const KernelContext &c) {
+    return floatStep(c, [](float v) { return std::cos(v); });
+  });
   r.add(OpKind::Erf, [](const KernelContext &c) {
     return floatStep(c, [](float v) { return verf(v); });
   });

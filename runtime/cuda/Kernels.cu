@@ -148,6 +148,10 @@ __device__ __forceinline__ float unaryF32(OpKind kind, bool tanhApprox,
     return 1.0f / sqrtf(v);
   case OpKind::Tanh:
     return tanhf(v);
+  case OpKind::Sin:
+    return sinf(v);
+  case OpKind::Cos:
+    return cosf(v);
   case OpKind::Erf:
     return erff(v);
   case OpKind::Sigmoid:
@@ -792,7 +796,8 @@ bool cudaSupportsUnary(OpKind kind) {
       OpKind::Neg,   OpKind::Exp,      OpKind::Log,        OpKind::Sqrt,
       OpKind::Rsqrt, OpKind::Tanh,     OpKind::Erf,        OpKind::Sigmoid,
       OpKind::Relu,  OpKind::Gelu,     OpKind::Reciprocal, OpKind::Abs,
-      OpKind::Not,   OpKind::Softplus, OpKind::HardSwish,  OpKind::LeakyRelu};
+      OpKind::Not,   OpKind::Softplus, OpKind::HardSwish,  OpKind::LeakyRelu,
+      OpKind::Sin,   OpKind::Cos};
   for (OpKind k : kUnary)
     if (k == kind)
       return true;
