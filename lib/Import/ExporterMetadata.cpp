@@ -180,6 +180,9 @@ std::optional<std::string> ExporterMetadata::read(const onnx::ModelProto &model)
         }
         std::optional<bool> grad = o->getBoolean("requires_grad");
         torchParameters[*name] = grad.value_or(true);
+        const llvm::json::Value *tied = o->get("tied_to");
+        if (grad.value_or(true) && (!tied || tied->kind() == llvm::json::Value::Null))
+          trainableOrder.push_back(name->str());
       }
     }
   }

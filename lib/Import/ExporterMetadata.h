@@ -62,6 +62,11 @@ public:
   std::optional<WeightOrigin> recorded(llvm::StringRef name) const;
   /// Whether a tessel.export record came with the model.
   bool hasRecord() const { return record; }
+  /// The record's trainable parameters (requires_grad, not a second name
+  /// of a tied one), in its order.
+  const std::vector<std::string> &recordedTrainable() const {
+    return trainableOrder;
+  }
 
   /// What the metadata says of initializer `name`; nullopt when nothing.
   std::optional<WeightOrigin> origin(llvm::StringRef name) const;
@@ -92,6 +97,7 @@ private:
   bool record = false;
   llvm::StringMap<bool> torchParameters; // name -> requires_grad
   llvm::StringMap<bool> torchBuffers;
+  std::vector<std::string> trainableOrder;
   bool isParameterName(llvm::StringRef name) const;
 };
 

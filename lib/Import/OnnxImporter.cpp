@@ -27,6 +27,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <climits>
 #include <cstring>
@@ -955,6 +957,30 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
   if (!originAttrs.empty())
     module->setAttr(TesselDialect::kWeightOriginsAttrName,
                     builder.getDictionaryAttr(originAttrs));
+  // tessel.export's parameters that no weight holds: the graph does not
+  // read them (an unused module), or the exporter merged what reads them
+  // into an equal computation. Say so: they will not train.
+  if (exporterMeta.hasRecord()) {
+    llvm::StringSet<> held;
+    for (const auto &entry : origins) {
+      held.insert(entry.getKey());
+      if (!entry.getValue().parameter.empty())
+        held.insert(entry.getValue().parameter);
+    }
+    std::vector<std::string> missing;
+    for (const std::string &p : exporterMeta.recordedTrainable())
+      if (!held.contains(p) && !weightOps.count(p))
+        missing.push_back(p);
+    if (!missing.empty())
+      llvm::WithColor::warning(llvm::errs(), "tesselc")
+          << missing.size() << " of the module's parameters (tessel.export) "
+          << "are not in the exported graph, so they will not train: "
+          << llvm::join(llvm::ArrayRef(missing).take_front(6), ", ")
+          << (missing.size() > 6 ? ", ..." : "")
+          << " (the outputs do not use them, or the exporter merged the "
+             "computation that reads them with an equal one: "
+             "docs/training.md)\n";
+  }
   return success();
 }
 
