@@ -147,6 +147,8 @@ public:
   /// Parameters the exporter merged into one initializer because their
   /// contents were equal, apart again: by parameter name.
   llvm::StringMap<std::shared_ptr<ValueInfo>> mergedParameters;
+  /// What NodeContext::getInput gives for an input the node lacks.
+  ValueInfo missingInput;
   /// The nodes that read each value, in graph order.
   llvm::StringMap<SmallVector<const onnx::NodeProto *, 1>> readers;
   const onnx::GraphProto *graph = nullptr;
@@ -996,6 +998,12 @@ OpBuilder &NodeContext::getBuilder() { return importer.builder; }
 MLIRContext *NodeContext::getContext() { return importer.ctx; }
 
 ValueInfo &NodeContext::getInput(unsigned i) {
+  // An input the node does not have (models are untrusted; importers check
+  // hasInput() first): an undefined value, which nothing can materialise.
+  if (!hasInput(i)) {
+    importer.missingInput = ValueInfo();
+    return importer.missingInput;
+  }
   return importer.asReadBy(node, node.input(i), *importer.lookup(node.input(i)));
 }
 

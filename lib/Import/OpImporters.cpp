@@ -130,6 +130,9 @@ getIntsInputOrAttr(NodeContext &c, unsigned i, StringRef name) {
 }
 
 LogicalResult requireFloat(NodeContext &c, unsigned i) {
+  if (!c.hasInput(i))
+    return c.error("needs input " + Twine(i) + " (it has " +
+                   Twine(c.getNumInputs()) + ")");
   if (!isFloatDType(c.getDType(i)))
     return c.error("input " + Twine(i) + " must be a float tensor, not " +
                    getDTypeName(c.getDType(i)));
