@@ -245,7 +245,9 @@ static SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
   for (int64_t k = int64_t(shape.size()) - 1; k >= 0; --k) {
     int64_t o = k + int64_t(out.size() - shape.size());
     strides[o] = shape[k] == 1 ? 0 : stride;
-    stride *= shape[k];
+    // Saturates: past the product's range only the stride of a dim that
+    // no index reaches (the tensor has a zero dim) could be asked for.
+    stride = ::tessel::checkedMul(stride, shape[k]).value_or(INT64_MAX);
   }
   return strides;
 }
