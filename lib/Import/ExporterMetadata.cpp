@@ -101,16 +101,13 @@ std::vector<std::string> fxOperands(llvm::StringRef fx) {
 }
 
 llvm::StringRef lastComponent(llvm::StringRef dotted) {
-  return dotted.rsplit('.').second.empty() ? dotted : dotted.rsplit('.').second;
+  llvm::StringRef tail = dotted.rsplit('.').second;
+  return tail.empty() ? dotted : tail;
 }
 
 std::string joinFirst(llvm::ArrayRef<std::string> names, size_t max) {
-  std::string s;
-  for (size_t k = 0; k < names.size() && k < max; ++k)
-    s += (k ? ", " : "") + names[k];
-  if (names.size() > max)
-    s += ", ...";
-  return s;
+  return llvm::join(names.take_front(max), ", ") +
+         (names.size() > max ? ", ..." : "");
 }
 
 /// torch.export's placeholder `p_model_h_0_ln_1_weight` as the dotted
@@ -293,8 +290,8 @@ ExporterMetadata::droppedBias(const onnx::NodeProto &node) const {
   if (node.input_size() > 2 && !node.input(2).empty())
     return std::nullopt;
   auto props = metadataProps(node, /*metadata_props=*/9);
-  llvm::StringRef fx = lookupProp(props, kFxNodeKey);
-  if (!fx.contains("aten.addmm"))
+  const std::string fx = lookupProp(props, kFxNodeKey);
+  if (!llvm::StringRef(fx).contains("aten.addmm"))
     return std::nullopt;
   std::vector<std::string> reads = fxOperands(fx);
   if (reads.empty() || !llvm::StringRef(reads.front()).starts_with("p_"))

@@ -124,6 +124,10 @@ public:
   const ConstTensor *getConst(ValueInfo &info);
   FailureOr<Value> materialize(ValueInfo &info, Location loc);
   FailureOr<TensorData> getTensorData(const onnx::TensorProto &tensor);
+  /// The bytes of `info`'s tensor, read from its external-data file into
+  /// `file` when it has one.
+  FailureOr<ArrayRef<char>> readBytes(const ValueInfo &info,
+                                      std::unique_ptr<llvm::MemoryBuffer> &file);
   LogicalResult defineTensor(const onnx::TensorProto &tensor, StringRef name,
                              bool isInitializer);
   DenseElementsAttr toAttr(const ConstTensor &c, RankedTensorType type);
@@ -166,11 +170,11 @@ public:
                       ValueInfo &info);
   /// The origin of the weight `name` materialised from `info`.
   WeightOrigin originOf(const ValueInfo &info, StringRef name) const;
-  /// `info` (an initializer that the exporter folded from the parameter
-  /// `source` alone) as a read of that parameter, when its contents are the
-  /// parameter's or its transpose: the tie PyTorch had (GPT-2's LM head and
-  /// embedding). Null when not.
-  FailureOr<Value> retie(ValueInfo &info, StringRef source, Location loc);
+  /// `info` (an initializer the exporter folded) as a read of the first of
+  /// `sources` whose contents it holds as they are or transposed: the tie
+  /// PyTorch had (GPT-2's LM head and embedding). Null when none.
+  FailureOr<Value> retie(ValueInfo &info, ArrayRef<std::string> sources,
+                         Location loc);
 };
 
 } // namespace mlir::tessel::detail
@@ -344,6 +348,25 @@ LogicalResult GraphImporter::defineTensor(const onnx::TensorProto &tensor,
   return success();
 }
 
+FailureOr<ArrayRef<char>>
+GraphImporter::readBytes(const ValueInfo &info,
+                         std::unique_ptr<llvm::MemoryBuffer> &file) {
+  auto data = getTensorData(*info.tensor);
+  if (failed(data))
+    return failure();
+  if (data->path.empty())
+    return data->bytes;
+  auto buffer = llvm::MemoryBuffer::getFileSlice(
+      data->path,
+      info.type.getNumElements() * getByteWidth(*getWeightDType(info.dtype)),
+      data->offset);
+  if (!buffer)
+    return fail("tensor '" + info.name + "': cannot read '" + data->path +
+                "': " + buffer.getError().message());
+  file = std::move(*buffer);
+  return ArrayRef<char>(file->getBufferStart(), file->getBufferSize());
+}
+
 const ConstTensor *GraphImporter::getConst(ValueInfo &info) {
   if (info.cst)
     return info.cst.get();
@@ -355,24 +378,11 @@ const ConstTensor *GraphImporter::getConst(ValueInfo &info) {
     return nullptr;
   if (info.type.getNumElements() > kMaxFoldElements)
     return nullptr;
-  auto data = getTensorData(*info.tensor);
-  if (failed(data))
-    return nullptr;
-  ArrayRef<char> bytes = data->bytes;
   std::unique_ptr<llvm::MemoryBuffer> file;
-  if (!data->path.empty()) {
-    auto buffer = llvm::MemoryBuffer::getFileSlice(
-        data->path, info.type.getNumElements() * getByteWidth(*getWeightDType(info.dtype)),
-        data->offset);
-    if (!buffer) {
-      (void)fail("tensor '" + info.name + "': cannot read '" + data->path +
-           "': " + buffer.getError().message());
-      return nullptr;
-    }
-    file = std::move(*buffer);
-    bytes = ArrayRef<char>(file->getBufferStart(), file->getBufferSize());
-  }
-  auto c = ConstTensor::fromBytes(info.dtype, info.type.getShape(), bytes);
+  auto bytes = readBytes(info, file);
+  if (failed(bytes))
+    return nullptr;
+  auto c = ConstTensor::fromBytes(info.dtype, info.type.getShape(), *bytes);
   if (!c)
     return nullptr;
   info.cst = std::make_shared<ConstTensor>(std::move(*c));
@@ -424,16 +434,15 @@ FailureOr<Value> GraphImporter::materialize(ValueInfo &info, Location loc) {
     info.value = w;
     return w;
   }
-  if (info.isInitializer && info.parameterName.empty())
-    for (const std::string &source : tieCandidates(info, name)) {
-      auto tied = retie(info, source, loc);
-      if (failed(tied))
-        return failure();
-      if (*tied) {
-        info.value = *tied;
-        return *tied;
-      }
+  if (info.isInitializer && info.parameterName.empty()) {
+    auto tied = retie(info, tieCandidates(info, name), loc);
+    if (failed(tied))
+      return failure();
+    if (*tied) {
+      info.value = *tied;
+      return *tied;
     }
+  }
   origins[name] = originOf(info, name);
   WeightInfo entry;
   entry.name = name;
@@ -550,63 +559,65 @@ SmallVector<std::string> GraphImporter::tieCandidates(const ValueInfo &info,
   return out;
 }
 
-FailureOr<Value> GraphImporter::retie(ValueInfo &info, StringRef source,
+FailureOr<Value> GraphImporter::retie(ValueInfo &info,
+                                      ArrayRef<std::string> sources,
                                       Location loc) {
-  ValueInfo *src = lookup(source);
-  if (!src || !src->isInitializer || !src->tensor || !src->parameterName.empty() ||
-      src->dtype != info.dtype || !isFloatDType(info.dtype))
+  if (sources.empty() || !isFloatDType(info.dtype))
     return Value();
-  ArrayRef<int64_t> a = info.type.getShape(), b = src->type.getShape();
-  bool same = a == b;
-  bool transposed = a.size() == 2 && b.size() == 2 && a[0] == b[1] && a[1] == b[0];
-  if (!same && !transposed)
+  const size_t width = getByteWidth(*getWeightDType(info.dtype));
+  const size_t n = size_t(info.type.getNumElements());
+  std::unique_ptr<llvm::MemoryBuffer> mineFile;
+  auto mine = readBytes(info, mineFile);
+  if (failed(mine))
+    return failure();
+  if (mine->size() != n * width)
     return Value();
-  size_t width = getByteWidth(*getWeightDType(info.dtype));
-  size_t n = size_t(info.type.getNumElements());
-  // Both tensors' bytes (external data read from its file).
-  std::unique_ptr<llvm::MemoryBuffer> keep[2];
-  ArrayRef<char> bytes[2];
-  const onnx::TensorProto *tensors[2] = {info.tensor, src->tensor};
-  for (int k = 0; k < 2; ++k) {
-    auto data = getTensorData(*tensors[k]);
-    if (failed(data))
-      return failure();
-    bytes[k] = data->bytes;
-    if (!data->path.empty()) {
-      auto buffer = llvm::MemoryBuffer::getFileSlice(data->path, n * width,
-                                                     data->offset);
-      if (!buffer)
-        return fail("tensor '" + tensors[k]->name() + "': cannot read '" +
-                    data->path + "': " + buffer.getError().message());
-      keep[k] = std::move(*buffer);
-      bytes[k] = ArrayRef<char>(keep[k]->getBufferStart(), keep[k]->getBufferSize());
-    }
-    if (bytes[k].size() != n * width)
-      return Value();
-  }
-  bool equal = true;
-  if (same) {
-    equal = std::memcmp(bytes[0].data(), bytes[1].data(), n * width) == 0;
-  } else {
-    for (int64_t i = 0; equal && i < a[0]; ++i)
-      for (int64_t j = 0; equal && j < a[1]; ++j)
-        equal = std::memcmp(bytes[0].data() + (i * a[1] + j) * width,
-                            bytes[1].data() + (j * a[0] + i) * width,
-                            width) == 0;
-  }
   // Equal contents tie only where they cannot be chance: a tensor whose
   // elements are all equal (ones, zeros) is left alone.
   bool uniform = true;
   for (size_t k = 1; uniform && k < n; ++k)
-    uniform = std::memcmp(bytes[0].data(), bytes[0].data() + k * width, width) == 0;
-  if (!equal || uniform)
+    uniform = std::memcmp(mine->data(), mine->data() + k * width, width) == 0;
+  if (uniform)
     return Value();
-  FailureOr<Value> p = materialize(*src, loc);
-  if (failed(p) || same)
-    return p;
-  return TransposeOp::create(builder, NameLoc::get(builder.getStringAttr(info.name)),
-                             info.type, *p, builder.getDenseI64ArrayAttr({1, 0}))
-      .getResult();
+  ArrayRef<int64_t> a = info.type.getShape();
+  for (const std::string &source : sources) {
+    ValueInfo *src = lookup(source);
+    if (!src || !src->isInitializer || !src->tensor ||
+        !src->parameterName.empty() || src->dtype != info.dtype)
+      continue;
+    ArrayRef<int64_t> b = src->type.getShape();
+    const bool same = a == b;
+    const bool transposed =
+        a.size() == 2 && b.size() == 2 && a[0] == b[1] && a[1] == b[0];
+    if (!same && !transposed)
+      continue;
+    std::unique_ptr<llvm::MemoryBuffer> theirFile;
+    auto theirs = readBytes(*src, theirFile);
+    if (failed(theirs))
+      return failure();
+    if (theirs->size() != n * width)
+      continue;
+    bool equal = true;
+    if (same) {
+      equal = std::memcmp(mine->data(), theirs->data(), n * width) == 0;
+    } else {
+      for (int64_t i = 0; equal && i < a[0]; ++i)
+        for (int64_t j = 0; equal && j < a[1]; ++j)
+          equal = std::memcmp(mine->data() + (i * a[1] + j) * width,
+                              theirs->data() + (j * a[0] + i) * width,
+                              width) == 0;
+    }
+    if (!equal)
+      continue;
+    FailureOr<Value> p = materialize(*src, loc);
+    if (failed(p) || same)
+      return p;
+    return TransposeOp::create(builder,
+                               NameLoc::get(builder.getStringAttr(info.name)),
+                               info.type, *p, builder.getDenseI64ArrayAttr({1, 0}))
+        .getResult();
+  }
+  return Value();
 }
 
 /// How PyTorch's exporters avoid writing `opType` (an ai.onnx op Tessel
@@ -971,7 +982,7 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
     }
     std::vector<std::string> missing;
     for (const std::string &p : exporterMeta.recordedTrainable())
-      if (!held.contains(p) && !weightOps.count(p))
+      if (!held.contains(p))
         missing.push_back(p);
     if (!missing.empty())
       llvm::WithColor::warning(llvm::errs(), "tesselc")
