@@ -19,7 +19,9 @@ config.substitutions.append(("%tessel_src", config.tessel_src_root))
 # Where the example plugin and the tests' plugins are built.
 config.substitutions.append(("%plugins", os.path.join(config.tessel_obj_root, "lib")))
 config.substitutions.append(("%tessel_obj", config.tessel_obj_root))
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# ONEDNN_MAX_CPU_ISA=AVX2 runs the suite as an AVX2-only CPU would.
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                     "ONEDNN_MAX_CPU_ISA"])
 llvm_config.use_default_substitutions()
 # `not`, `count` and FileCheck also where a RUN line starts with them.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
@@ -52,14 +54,25 @@ config.substitutions.append((
         os.path.join(config.tessel_src_root, "runtime", "artifact", "schema",
                      "artifact.proto"))))
 
-# CPUs with bf16 dot products, where GEMMs marked bf16_operands run on
-# oneDNN's bf16 kernels (runtime/cpu/Bf16MatMul.h).
+# What oneDNN's kernels can use: the CPU's flags, capped where
+# ONEDNN_MAX_CPU_ISA asks (ONEDNN_MAX_CPU_ISA=AVX2 runs the suite as an
+# AVX2-only CPU would).
 try:
     with open("/proc/cpuinfo") as f:
-        if "avx512_bf16" in f.read().split():
-            config.available_features.add("cpu-bf16")
+        cpu_flags = set(f.read().split())
 except OSError:
-    pass
+    cpu_flags = set()
+isa_cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+below_avx512 = isa_cap in ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2")
+avx512_core = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= cpu_flags
+# CPUs with bf16 dot products, where GEMMs marked bf16_operands run on
+# oneDNN's bf16 kernels (runtime/cpu/Bf16MatMul.h).
+if "avx512_bf16" in cpu_flags and not below_avx512 and \
+        isa_cap not in ("AVX512_CORE", "AVX512_CORE_VNNI"):
+    config.available_features.add("cpu-bf16")
+# oneDNN's Winograd convolutions (runtime/cpu/DnnlConv.h) need AVX-512.
+if avx512_core and not below_avx512:
+    config.available_features.add("dnnl-winograd")
 
 # Tests of several hosts run ranks in network namespaces joined by veth
 # pairs (test/Runtime/Inputs/netns_hosts.py): they need root and iproute2's

@@ -25,8 +25,10 @@
 // forward and backward) is opt-in for training: TESSEL_WINOGRAD=1 runs every
 // trained 3x3 stride-1 conv on maps of at least 14x14 with it (the trajectory
 // then drifts from PyTorch's by ~3e-4 relative over 8 steps on the test's
-// ResNet, as PyTorch f32 does from f64); TESSEL_WINOGRAD=0 also turns it off
-// for inference (DnnlConv.cpp), where it is on by default.
+// ResNet, as one ReLU flip does: oneDNN's AVX2 direct kernel, rounding one
+// element differently from its AVX-512 one, drifts 4.0e-4 from f64 there;
+// test/models/resnet_train/train/f64_reference.py); TESSEL_WINOGRAD=0 also
+// turns it off for inference (DnnlConv.cpp), where it is on by default.
 //
 //===----------------------------------------------------------------------===//
 #include "DnnlStep.h"

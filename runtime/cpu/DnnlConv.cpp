@@ -58,10 +58,8 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     impl->post = post;
     impl->plainSrc = dnnl::memory::desc(xd, dt::f32, tag::nchw);
     impl->plainDst = dnnl::memory::desc(yd, dt::f32, tag::nchw);
-    // NCHW asks oneDNN to choose.
-    const tag act = algo.layout == Layout::NCHW ? tag::any : formatTag(algo.layout);
-    dnnl::memory::desc anySrc(xd, dt::f32, act), anyDst(yd, dt::f32, act),
-        anyW(wd, dt::f32, tag::any), biasDesc({w[0]}, dt::f32, tag::x);
+    dnnl::memory::desc anyW(wd, dt::f32, tag::any),
+        biasDesc({w[0]}, dt::f32, tag::x);
     // oneDNN counts dilation from 0 (no dilation); ONNX from 1.
     dnnl::memory::dims st = {strides[0], strides[1]},
                        dil = {dilations[0] - 1, dilations[1] - 1},
@@ -75,9 +73,11 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     attr.set_post_ops(ops);
     // Only oneDNN's JIT kernels beat im2col + GEMM; its own gemm-based and
     // reference convs do not. Winograd first where asked for and possible.
-    auto kernel = [&](dnnl::algorithm alg)
+    // `act`: the activations' layout (any: oneDNN's choice).
+    auto kernel = [&](dnnl::algorithm alg, tag act)
         -> std::optional<dnnl::convolution_forward::primitive_desc> {
       try {
+        dnnl::memory::desc anySrc(xd, dt::f32, act), anyDst(yd, dt::f32, act);
         auto desc = bias ? dnnl::convolution_forward::desc(
                                dnnl::prop_kind::forward_inference, alg, anySrc,
                                anyW, biasDesc, anyDst, st, dil, padL, padR)
@@ -97,10 +97,18 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     const bool wino = algo.winograd && w[2] == 3 && w[3] == 3 &&
                       strides[0] == 1 && strides[1] == 1 &&
                       dilations[0] == 1 && dilations[1] == 1;
-    auto found = wino ? kernel(dnnl::algorithm::convolution_winograd)
-                      : std::nullopt;
-    if (!found)
-      found = kernel(dnnl::algorithm::convolution_direct);
+    // The asked-for layout first, then oneDNN's own (NCHW asks for that):
+    // an AVX2 CPU has no JIT kernel for nChw16c (its blocks are 8 wide).
+    std::vector<tag> acts = {tag::any};
+    if (algo.layout != Layout::NCHW)
+      acts.insert(acts.begin(), formatTag(algo.layout));
+    std::optional<dnnl::convolution_forward::primitive_desc> found;
+    for (tag act : acts) {
+      if (!found && wino)
+        found = kernel(dnnl::algorithm::convolution_winograd, act);
+      if (!found)
+        found = kernel(dnnl::algorithm::convolution_direct, act);
+    }
     if (!found)
       return nullptr;
     const dnnl::convolution_forward::primitive_desc &pd = *found;
@@ -123,6 +131,22 @@ DnnlConv::create(std::shared_ptr<DnnlContext> ctx, const Shape &x,
     return conv;
   } catch (const dnnl::error &) {
     return nullptr;
+  }
+}
+
+bool dnnlHasWinograd() {
+  try {
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    const dnnl::memory::dims x = {1, 16, 16, 16}, w = {16, 16, 3, 3};
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd,
+        dnnl::memory::desc(x, dt::f32, tag::any),
+        dnnl::memory::desc(w, dt::f32, tag::any),
+        dnnl::memory::desc(x, dt::f32, tag::any), {1, 1}, {1, 1}, {1, 1});
+    dnnl::convolution_forward::primitive_desc pd(desc, eng);
+    return true;
+  } catch (const dnnl::error &) {
+    return false; // no Winograd kernel on this CPU
   }
 }
 

@@ -44,6 +44,10 @@ struct ConvAlgo {
   Layout layout = Layout::NCHW;
 };
 
+/// Whether oneDNN has a Winograd convolution on this CPU (its kernels need
+/// AVX-512; ONEDNN_MAX_CPU_ISA=AVX2 shows an AVX2-only machine's answer).
+bool dnnlHasWinograd();
+
 class DnnlConv {
 public:
   /// A conv of these shapes and attributes with constant `weights` (and
