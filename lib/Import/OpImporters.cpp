@@ -1657,6 +1657,17 @@ FailureOr<SmallVector<int64_t>> getPads(NodeContext &c, ArrayRef<int64_t> kernel
                                         ArrayRef<int64_t> strides,
                                         ArrayRef<int64_t> dilations) {
   const size_t n = kernel.size();
+  // Window arithmetic on these stays far inside int64 (a fuzz finding: a
+  // Conv with strides 0 divided by zero, in 3-D and with auto_pad SAME).
+  constexpr int64_t kMaxWindow = int64_t(1) << 31;
+  for (auto [name, values, low] :
+       {std::tuple("strides", strides, int64_t(1)),
+        std::tuple("dilations", dilations, int64_t(1)),
+        std::tuple("kernel_shape", kernel, int64_t(1))})
+    for (int64_t v : values)
+      if (v < low || v > kMaxWindow)
+        return c.error(Twine(name) + " " + formatShape(values) +
+                       ": each must be in [" + Twine(low) + ", 2^31]");
   std::string autoPad = c.getString("auto_pad", "NOTSET");
   ArrayRef<int64_t> in = c.getShape(0);
   if (autoPad == "NOTSET") {
@@ -1665,6 +1676,10 @@ FailureOr<SmallVector<int64_t>> getPads(NodeContext &c, ArrayRef<int64_t> kernel
     if (pads.size() != 2 * n)
       return c.error("pads must have " + Twine(2 * n) + " entries, has " +
                      Twine(pads.size()));
+    for (int64_t v : pads)
+      if (v < 0 || v > kMaxWindow)
+        return c.error("pads " + formatShape(pads) +
+                       ": each must be in [0, 2^31]");
     return pads;
   }
   if (autoPad == "VALID")

@@ -126,10 +126,16 @@ struct ClassifyParametersPass
         if (auto a = dyn_cast<AssignOp>(op))
           if (auto w = a.getWeight().getDefiningOp<WeightOp>())
             weights[w.getName()].assigned = true;
+        SmallVector<Value, 2> stats;
         if (auto bn = dyn_cast<BatchNormOp>(op))
-          for (Value v : {bn.getMean(), bn.getVariance()})
-            if (auto w = v.getDefiningOp<WeightOp>())
-              weights[w.getName()].runningStat = true;
+          stats = {bn.getMean(), bn.getVariance()};
+        // Training mode (ONNX training_mode=1): the running statistics are
+        // read and updated, never used to normalise.
+        if (auto bn = dyn_cast<BatchNormTrainOp>(op))
+          stats = {bn.getRunningMean(), bn.getRunningVar()};
+        for (Value v : stats)
+          if (auto w = v.getDefiningOp<WeightOp>())
+            weights[w.getName()].runningStat = true;
         auto w = dyn_cast<WeightOp>(op);
         if (!w)
           return;
