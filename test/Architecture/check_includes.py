@@ -13,7 +13,11 @@ inline function, a declaration another layer defines). This checks every
   or, for public include roots (include/tessel/X, runtime/*/include), the
   "headers" table of the doc (`include root | target`);
 - a file of target T may include headers of T, and of the targets T may
-  link, transitively, per the doc's table.
+  link, transitively, per the doc's table;
+- inside one target, the doc's "directory | never includes" table keeps
+  parts apart (the runtime's communicators from its CPU kernels).
+A bare name resolves as the compiler's private include paths would: next to
+the including file, then in the directories of its target's sources.
 An include that resolves to no file in the tree (a generated header, a
 library's) is not Tessel's wall to check. Prints every violation as
 `file: includes header (A -> B, not an arrow)`; exit 1 if any.
@@ -31,7 +35,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 def arrows(doc):
     """target -> the targets it may link (Tessel's only), and the header
     roots table (path prefix -> target)."""
-    may, roots = {}, {}
+    may, roots, walls = {}, {}, {}
     for t in tables(doc):
         head = [c.lower() for c in t[0]]
         if head[:2] == ["target", "may link"]:
@@ -40,7 +44,10 @@ def arrows(doc):
         elif head[:2] == ["include root", "target"]:
             for row in t[1:]:
                 roots[row[0].strip("`").rstrip("/")] = row[1]
-    return may, roots
+        elif head[:2] == ["directory", "never includes"]:
+            for row in t[1:]:
+                walls[row[0].rstrip("/")] = [x.rstrip("/") for x in split(row[1])]
+    return may, roots, walls
 
 
 def closure(may, target):
@@ -57,7 +64,7 @@ def closure(may, target):
 def main():
     doc, build = sys.argv[1:3]
     src = os.path.dirname(os.path.dirname(os.path.abspath(doc)))
-    may, roots = arrows(doc)
+    may, roots, walls = arrows(doc)
     if not roots:
         sys.exit("check_includes.py: %s has no 'include root | target' table" % doc)
     # Sources -> targets, from the compile commands.
@@ -89,8 +96,14 @@ def main():
                for d in sorted(os.listdir(os.path.join(src, "runtime")))
                if os.path.isdir(os.path.join(src, "runtime", d, "include"))]
 
+    target_dirs = {}
+    for d, ts in dir_owner.items():
+        for t in ts:
+            target_dirs.setdefault(t, []).append(d)
+
     def resolve(including, name):
-        for base in [os.path.dirname(including)] + search:
+        private = [d for t in target_of(including) for d in sorted(target_dirs.get(t, ()))]
+        for base in [os.path.dirname(including)] + search + private:
             p = os.path.realpath(os.path.join(base, name))
             if os.path.isfile(p) and p.startswith(src + os.sep):
                 return p
@@ -115,6 +128,13 @@ def main():
                 continue
             checked += 1
             theirs = target_of(h)
+            rel, hrel = os.path.relpath(f, src), os.path.relpath(h, src)
+            for d, never in walls.items():
+                if rel.startswith(d + "/"):
+                    for n in never:
+                        if hrel.startswith(n + "/"):
+                            bad.append("%s: includes %s (%s never includes %s)"
+                                       % (rel, name, d, n))
             if theirs and not theirs & allowed:
                 bad.append("%s: includes %s (%s -> %s, not an arrow)" % (
                     os.path.relpath(f, src), name, "/".join(sorted(mine)),
