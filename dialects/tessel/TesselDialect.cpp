@@ -1,6 +1,6 @@
 //===- TesselDialect.cpp - the tessel dialect -----------------------------===//
 
-#include "tessel/Transforms/PipelineAttrs.h"
+#include "dialects/tessel/PipelineAttrs.h"
 #include "dialects/tessel/ExtensionBridge.h"
 #include "dialects/tessel/TesselOps.h"
 #include "dialects/tessel/Verifiers.h"
@@ -171,7 +171,7 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a string on a module";
     return success();
   }
-  // Pipelined training's tags (tessel/Transforms/PipelineAttrs.h).
+  // Pipelined training's tags (dialects/tessel/PipelineAttrs.h).
   if (attr.getName() == kStageAttr || attr.getName() == kMicrobatchAttr ||
       attr.getName() == kPpRankAttr) {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());

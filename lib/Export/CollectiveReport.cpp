@@ -4,7 +4,7 @@
 #include "tessel/Export/MemoryReport.h"
 
 #include "dialects/tessel/TesselOps.h"
-#include "tessel/Transforms/PipelineAttrs.h"
+#include "dialects/tessel/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SmallPtrSet.h"

@@ -16,7 +16,7 @@
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/runtime/ArtifactBuilder.h"
 #include "tessel/support/Checked.h"
-#include "tessel/Transforms/PipelineAttrs.h"
+#include "dialects/tessel/PipelineAttrs.h"
 #include "tessel/ExtensionHost/Host.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -4,7 +4,7 @@
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/Export/MemoryReport.h"
 #include "tessel/Transforms/OpCost.h"
-#include "tessel/Transforms/PipelineAttrs.h"
+#include "dialects/tessel/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSet.h"

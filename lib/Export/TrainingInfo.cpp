@@ -2,7 +2,7 @@
 #include "tessel/Export/TrainingInfo.h"
 
 #include "dialects/tessel/TesselOps.h"
-#include "tessel/Transforms/PipelineAttrs.h"
+#include "dialects/tessel/PipelineAttrs.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"

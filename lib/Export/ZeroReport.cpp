@@ -12,7 +12,7 @@
 #include "tessel/Export/ZeroReport.h"
 
 #include "tessel/Export/MemoryReport.h"
-#include "tessel/Transforms/PipelineAttrs.h"
+#include "dialects/tessel/PipelineAttrs.h"
 
 #include "dialects/tessel/TesselOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Transforms/Passes.h"
-#include "tessel/Transforms/PipelineAttrs.h"
+#include "dialects/tessel/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

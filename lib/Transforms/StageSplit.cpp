@@ -15,7 +15,7 @@
 #include "tessel/Plan/Plan.h"
 #include "tessel/Transforms/OpCost.h"
 #include "tessel/Transforms/Passes.h"
-#include "tessel/Transforms/PipelineAttrs.h"
+#include "dialects/tessel/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -26,7 +26,7 @@
 #include "tessel/Plan/Plan.h"
 #include "tessel/Transforms/ArgumentNames.h"
 #include "tessel/Transforms/CompilePipeline.h"
-#include "tessel/Transforms/PipelineAttrs.h"
+#include "dialects/tessel/PipelineAttrs.h"
 
 #include "dialects/tessel/TesselOps.h"
 #include "dialects/tessel/TextNesting.h"

@@ -1,8 +1,10 @@
 //===- PipelineAttrs.h - the attributes of pipelined training ---*- C++ -*-===//
 //
-// What -tessel-stage-split, -tessel-microbatch, -tessel-autodiff and
-// -tessel-optimizer write on ops, -tessel-pipeline-lower reads and the
-// exporter turns into Instruction.action (docs/pipeline.md):
+// Part of the dialect (its verifier checks them; passes and the exporter
+// read them): what -tessel-stage-split, -tessel-microbatch,
+// -tessel-autodiff and -tessel-optimizer write on ops,
+// -tessel-pipeline-lower reads and the exporter turns into
+// Instruction.action (docs/pipeline.md):
 //   tessel.stage      i64: the pipeline stage of a forward op (and of the
 //                     backward and update ops derived from it)
 //   tessel.microbatch i64: the microbatch of an op the microbatch pass copied
@@ -15,8 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSEL_TRANSFORMS_PIPELINEATTRS_H
-#define TESSEL_TRANSFORMS_PIPELINEATTRS_H
+#ifndef TESSEL_DIALECT_PIPELINEATTRS_H
+#define TESSEL_DIALECT_PIPELINEATTRS_H
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringRef.h"
@@ -40,4 +42,4 @@ inline int64_t getPipelineInt(Operation *op, llvm::StringRef name,
 
 } // namespace mlir::tessel
 
-#endif // TESSEL_TRANSFORMS_PIPELINEATTRS_H
+#endif // TESSEL_DIALECT_PIPELINEATTRS_H
