@@ -7,11 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Driver/CompileOptions.h"
+#include "tessel/Driver/Driver.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/ADT/StringSet.h"
 
 using namespace llvm;
 
@@ -186,9 +186,9 @@ ArrayRef<CompileFlag> getCompileFlags() {
 
 namespace {
 
+/// tesselc's usage errors: "tesselc: error: <message> (see --help)".
 Error usage(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(),
-                           message + " (see --help)");
+  return make_error<DriverError>((message + " (see --help)").str());
 }
 Error invalid(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
@@ -254,7 +254,6 @@ StringRef nearest(StringRef name) {
 } // namespace
 
 Error parseCompileFlags(ArrayRef<std::string> args, CompileOptions &options) {
-  StringSet<> seen;
   for (size_t i = 0; i < args.size(); ++i) {
     StringRef arg = args[i];
     if (!arg.starts_with("-") || arg == "-")
@@ -276,12 +275,6 @@ Error parseCompileFlags(ArrayRef<std::string> args, CompileOptions &options) {
                    "'. Did you mean '--" + nearest(name) + "'?");
     const bool isBool =
         std::holds_alternative<bool CompileOptions::*>(flag->field);
-    const bool isList =
-        std::holds_alternative<std::vector<std::string> CompileOptions::*>(
-            flag->field);
-    if (!isList && !seen.insert(name).second)
-      return usage("for the --" + name +
-                   " option: may only occur zero or one times!");
     if (!hasValue && !isBool) {
       if (i + 1 == args.size())
         return usage("for the --" + name + " option: requires a value!");

@@ -184,7 +184,8 @@ int run(const CompileOptions &options) {
       });
   if (!result)
     return report(result.takeError());
-  outs() << result->text << result->reports.str();
+  // The reports first: with -o -, the IR follows them on stdout.
+  outs() << result->reports.str() << result->text;
   return 0;
 }
 

@@ -128,7 +128,8 @@ llvm::ArrayRef<CompileFlag> getCompileFlags();
 
 /// Applies command-line flags ("--lr=0.1", "--lr", "0.1", "--recompute",
 /// "--trainable=a,b", "--mlir-print-debuginfo") to `options`, as tesselc
-/// parses them. The error is one line ending "(see --help)", as tesselc's.
+/// parses them. The error is a DriverError (Driver.h), one line ending
+/// "(see --help)", as tesselc's.
 llvm::Error parseCompileFlags(llvm::ArrayRef<std::string> args,
                               CompileOptions &options);
 

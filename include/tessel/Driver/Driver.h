@@ -64,8 +64,9 @@ struct CompileResult {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   /// The artifact directory written (Emit::Artifact).
   std::string artifactPath;
-  /// What goes to stdout before the reports: the IR (and --print-weights'
-  /// table) with -o "" or "-", the schedule's report with -o "-".
+  /// What goes to stdout after the reports: the IR (and --print-weights'
+  /// table) with -o "" or "-", the schedule's report with -o "" or "-", the
+  /// list of schedules.
   std::string text;
   Reports reports;
 };
