@@ -1,4 +1,4 @@
-//===- BoosterPlugins.cpp - tesselc --plugin: named sets of options -------===//
+//===- BoosterPlugins.cpp - --plugin: named sets of options ---------------===//
 
 #include "tessel/Driver/BoosterPlugins.h"
 
