@@ -42,7 +42,7 @@ Schedule = _tessel.Schedule
 
 _EMITS = ("tsl", "mlir", "autodiff", "propagated", "partitioned")
 _REPORT_FILE = "report.txt"
-# llvm::cl options that print and exit(): never in this process.
+# tesselc's flags that print and exit: the command line's, not compile's.
 _EXITING_FLAGS = {"help", "help-hidden", "help-list", "help-list-hidden",
                   "version", "print-options", "print-all-options", "h"}
 
