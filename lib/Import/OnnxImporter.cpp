@@ -27,7 +27,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <climits>
@@ -985,14 +984,14 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
       if (!held.contains(p))
         missing.push_back(p);
     if (!missing.empty())
-      llvm::WithColor::warning(llvm::errs(), "tesselc")
+      emitWarning(UnknownLoc::get(builder.getContext()))
           << missing.size() << " of the module's parameters (tessel.export) "
           << "are not in the exported graph, so they will not train: "
           << llvm::join(llvm::ArrayRef(missing).take_front(6), ", ")
           << (missing.size() > 6 ? ", ..." : "")
           << " (the outputs do not use them, or the exporter merged the "
              "computation that reads them with an equal one: "
-             "docs/training.md)\n";
+             "docs/training.md)";
   }
   return success();
 }
@@ -1287,6 +1286,9 @@ mlir::tessel::importOnnxBuffer(MLIRContext &context, StringRef bytes,
 
   GraphImporter importer(&context, *result.weights, modelDir, bufferName);
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    // A warning goes on to the caller's handler (the driver's prints it).
+    if (diag.getSeverity() == DiagnosticSeverity::Warning)
+      return failure();
     importer.diagnostics.push_back(diag.str());
     return success();
   });

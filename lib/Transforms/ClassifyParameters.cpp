@@ -23,7 +23,6 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/GlobPattern.h"
-#include "llvm/Support/WithColor.h"
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_CLASSIFYPARAMETERSPASS
@@ -217,11 +216,11 @@ struct ClassifyParametersPass
       if (c.trainable && looksFolded(name) &&
           !llvm::any_of(*trainablePatterns,
                         [&](const Pattern &p) { return matches(p, name); }))
-        llvm::WithColor::warning(llvm::errs(), "tesselc")
+        emitWarning(UnknownLoc::get(&getContext()))
             << "trains '" << name
             << "', whose name looks like a value the exporter folded, not a "
                "parameter; --frozen '"
-            << name << "' keeps it fixed\n";
+            << name << "' keeps it fixed";
     module->setAttr(TesselDialect::kTrainableAttrName,
                     b.getArrayAttr(trainableNames));
     module->setAttr(TesselDialect::kParameterClassesAttrName,

@@ -1,93 +1,97 @@
-//===- Driver.cpp - tesselc's phases, called from Python ------------------===//
+//===- Driver.cpp - The compile driver, called from Python ----------------===//
 //
-// tessel.compile() runs tesselc's own driver (tools/tesselc, the
-// TesselcDriver library): the Python side turns its keyword arguments into
-// tesselc's flags (--mesh=..., --plan=..., --train ...), which are parsed by
-// tesselc's llvm::cl options, reset before each call. The messages,
-// warnings and --report text are captured from stdout and stderr.
+// tessel.compile() runs the compile driver (lib/Driver, the library tesselc
+// is a main over): its keyword arguments become tesselc's flags, which
+// parseCompileFlags reads into CompileOptions; the compile runs in a
+// context of its own with the GIL released, so that threads compile at
+// once. Its warnings, reports and IR come back as strings, its error as the
+// text tesselc prints.
 //
 //===----------------------------------------------------------------------===//
-#include "Capture.h"
 #include "Common.h"
 
-#include "Compile.h"
-#include "tessel/Import/ListNodes.h"
+#include "tessel/Driver/Driver.h"
 
-#include "mlir/IR/AsmState.h"
-#include "llvm/Support/CommandLine.h"
-#include "llvm/Support/raw_ostream.h"
+#include "mlir/IR/MLIRContext.h"
 
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+
+#include <optional>
 
 namespace tessel::python {
 
 namespace {
 
-/// What compilation produces: "tsl" (the artifact), "mlir" (after import),
-/// "autodiff", "propagated", "partitioned": tesselc's --emit values.
-StopAfter parseStop(const std::string &emit) {
-  if (emit == "tsl")
-    return StopAfter::Artifact;
-  if (emit == "mlir")
-    return StopAfter::Import;
-  if (emit == "autodiff")
-    return StopAfter::Autodiff;
-  if (emit == "propagated")
-    return StopAfter::Propagate;
-  if (emit == "partitioned")
-    return StopAfter::Partition;
+using namespace tessel::driver;
+
+/// tesselc's --emit values, but schedule (tessel.schedule()).
+Emit parseEmit(const std::string &emit) {
+  for (auto [name, value] : {std::pair("tsl", Emit::Artifact),
+                             std::pair("mlir", Emit::Mlir),
+                             std::pair("autodiff", Emit::Autodiff),
+                             std::pair("propagated", Emit::Propagated),
+                             std::pair("partitioned", Emit::Partitioned)})
+    if (emit == name)
+      return value;
   raise("CompileError", "emit='" + emit +
                             "': expected tsl, mlir, autodiff, propagated or "
                             "partitioned");
 }
 
-/// Runs `tesselc <flags> <input> -o <output> --emit=<emit>`: returns
-/// (exit code, stdout, stderr). A flag tesselc refuses raises CompileError.
-nb::tuple tesselc(const std::vector<std::string> &flags,
+/// `tesselc <flags> <input> -o <output> --emit=<emit>` in this process:
+/// (error, text, reports, messages). error: None, or what tesselc prints on
+/// stderr when it fails (its messages included); text: the IR for an IR
+/// phase (output ""); reports: --report's; messages: the warnings and
+/// remarks. A flag tesselc refuses raises CompileError.
+nb::tuple compile(const std::vector<std::string> &flags,
                   const std::string &input, const std::string &output,
                   const std::string &emit) {
-  static const bool registered = [] {
-    mlir::registerAsmPrinterCLOptions();
-    return true;
-  }();
-  (void)registered;
-  StopAfter stop = parseStop(emit);
-  std::vector<const char *> argv = {"tesselc"};
-  for (const std::string &f : flags)
-    argv.push_back(f.c_str());
-  llvm::cl::ResetAllOptionOccurrences();
-  std::string usage;
-  llvm::raw_string_ostream usageOs(usage);
-  int rc;
-  Capture capture;
-  if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()),
-                                         argv.data(), "", &usageOs)) {
-    capture.finish();
-    llvm::cl::ResetAllOptionOccurrences();
-    raise("CompileError", usageOs.str());
+  CompileOptions options;
+  options.emit = parseEmit(emit);
+  if (llvm::Error err = parseCompileFlags(flags, options))
+    raise("CompileError", llvm::toString(std::move(err)));
+  options.input = input;
+  options.output = output;
+  std::string messages, text, reports;
+  std::optional<std::string> error;
+  {
+    nb::gil_scoped_release released;
+    std::unique_ptr<mlir::MLIRContext> context = createContext();
+    auto run = [&]() -> llvm::Expected<CompileResult> {
+      if (llvm::Error err = loadExtensions(options))
+        return std::move(err);
+      return driver::compile(*context, options, [&](const Message &m) {
+        messages += m.str();
+      });
+    };
+    // The result's module lives in `context`: only its strings leave.
+    if (llvm::Expected<CompileResult> result = run()) {
+      text = std::move(result->text);
+      reports = result->reports.str();
+    } else {
+      error = messages + llvm::toString(result.takeError());
+    }
   }
-  rc = tessel::compile(input, output, stop);
-  capture.finish();
-  llvm::cl::ResetAllOptionOccurrences();
-  return nb::make_tuple(rc, capture.out(), capture.err());
+  return nb::make_tuple(error, text, reports, messages);
 }
 
 /// tesselc MODEL --list-nodes: what a plan can match.
 std::string listNodes(const std::string &model) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (llvm::Error err = mlir::tessel::listNodes(model, os))
-    raise("CompileError", "tesselc: error: " + llvm::toString(std::move(err)));
-  return os.str();
+  llvm::Expected<std::string> text = driver::listNodes(model);
+  if (!text)
+    raise("CompileError", llvm::toString(text.takeError()));
+  return *text;
 }
 
 } // namespace
 
 void bindDriver(nb::module_ &m) {
-  m.def("tesselc", &tesselc, nb::arg("flags"), nb::arg("input"),
+  m.def("compile", &compile, nb::arg("flags"), nb::arg("input"),
         nb::arg("output"), nb::arg("emit"),
-        "Runs tesselc's driver in this process: (exit code, stdout, stderr).");
+        "Runs the compile driver in this process: (error or None, IR text, "
+        "reports, warnings).");
   m.def("list_nodes", &listNodes, nb::arg("model"),
         "What a plan can match in an ONNX model: its graph inputs, every "
         "node's name and op type, and the weights it takes with their shapes "

@@ -1,8 +1,8 @@
 //===- PipelineSchedule.cpp - Pipeline schedules from Python --------------===//
 //
 // tessel.schedule(): TesselSchedule's registry, simulator, report and SVG
-// timeline, as tesselc --emit=schedule runs them (tools/tesselc/
-// EmitSchedule.cpp); the checks of stages, microbatches and costs are the
+// timeline, as tesselc --emit=schedule runs them (lib/Driver/
+// Schedule.cpp); the checks of stages, microbatches and costs are the
 // library's, with its messages.
 //
 //===----------------------------------------------------------------------===//

@@ -6,7 +6,8 @@
     out = art.run({"input_ids": ids}, ranks=4)   # dict name -> np.ndarray
 
 Everything runs the same code as the command-line tools: ``compile`` is
-tesselc's driver (in this process), ``Artifact.run`` the runtime of
+tesselc's compile driver (in this process; threads may compile at once),
+``Artifact.run`` the runtime of
 tessel-run (one rank in this process; ``ranks=N`` starts tessel-run's rank
 processes), ``schedule`` the library behind ``tesselc --emit=schedule``.
 See docs/python.md.
@@ -41,7 +42,7 @@ Schedule = _tessel.Schedule
 
 _EMITS = ("tsl", "mlir", "autodiff", "propagated", "partitioned")
 _REPORT_FILE = "report.txt"
-# llvm::cl options that print and exit(): never in this process.
+# tesselc's flags that print and exit: the command line's, not compile's.
 _EXITING_FLAGS = {"help", "help-hidden", "help-list", "help-list-hidden",
                   "version", "print-options", "print-all-options", "h"}
 
@@ -154,22 +155,18 @@ def compile(model, *, mesh=None, plan=None, shapes=None, train=None,
         else:
             # Locations (the ONNX node names) survive the text.
             args.append("--mlir-print-debuginfo")
-            out = _os.path.join(work, "out.mlir")
-        _sys.stdout.flush()
-        _sys.stderr.flush()
-        rc, stdout, stderr = _tessel.tesselc(args, path, out, emit)
-        if rc != 0:
-            _raise_compile_error(stderr, path)
-        if stderr:
-            _sys.stderr.write(stderr)
+            out = ""  # the IR comes back as text
+        error, text, reports, warnings = _tessel.compile(args, path, out, emit)
+        if error is not None:
+            _raise_compile_error(error, path)
+        if warnings:
+            _sys.stderr.write(warnings)
         if emit != "tsl":
-            with open(out) as f:
-                text = f.read()
             stage = {"propagated": "propagated",
                      "partitioned": "partitioned"}.get(emit, "import")
             return _tessel.parse(text, "<tesselc --emit=" + emit + ">", stage)
         with open(_os.path.join(out, _REPORT_FILE), "w") as f:
-            f.write(stdout)
+            f.write(reports)
         art = Artifact(out, threads=threads, _owned=work)
         keep = True
         return art

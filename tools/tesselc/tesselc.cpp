@@ -1,50 +1,59 @@
 //===- tesselc.cpp - The Tessel compiler driver ---------------------------===//
 //
-// `tesselc --emit=<phase>` stops after one phase of compilation. Each phase is
-// one entry of kPhases below; phases not written yet say so and exit 1.
+// The command line of the compile driver (tessel/Driver/Driver.h): its flags
+// are llvm::cl options made from the driver's table (getCompileFlags), read
+// into CompileOptions; compile() does the work; this prints its messages,
+// its error, its output and its reports.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Compile.h"
-#include "BoosterPlugins.h"
-#include "EmitMlir.h"
-#include "EmitSchedule.h"
-#include "Plugins.h"
+#include "tessel/Driver/Driver.h"
 
 #include "TesselVersion.h"
 #include "tools/UsageErrors.h"
-#include "tessel/Import/ListNodes.h"
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
+
 using namespace llvm;
+using namespace tessel::driver;
 
 namespace {
 
-enum class EmitPhase { Artifact, Mlir, Autodiff, Propagated, Partitioned, Schedule };
-
 cl::OptionCategory generalCategory("General options");
+cl::OptionCategory importCategory("ONNX import options");
+cl::OptionCategory shardingCategory("Sharding options");
+cl::OptionCategory trainingCategory("Training options");
+cl::OptionCategory scheduleCategory(
+    "Pipeline schedule options (--emit=schedule)",
+    "Generate or load a per-rank pipeline schedule, verify it, simulate it "
+    "and print the action lists and figures.");
+cl::OptionCategory pluginCategory("Plugin options");
 
-cl::opt<EmitPhase>
-    emit("emit", cl::desc("What to produce:"), cl::init(EmitPhase::Artifact),
+cl::opt<Emit>
+    emit("emit", cl::desc("What to produce:"), cl::init(Emit::Artifact),
          cl::values(
-             clEnumValN(EmitPhase::Artifact, "tsl",
+             clEnumValN(Emit::Artifact, "tsl",
                         "compile the model to a .tsl artifact (default)"),
-             clEnumValN(EmitPhase::Mlir, "mlir",
+             clEnumValN(Emit::Mlir, "mlir",
                         "stop after the ONNX import (and the plan's specs) "
                         "and print the Tessel IR"),
-             clEnumValN(EmitPhase::Autodiff, "autodiff",
+             clEnumValN(Emit::Autodiff, "autodiff",
                         "stop after the loss and its gradients (training; "
                         "implies --train)"),
-             clEnumValN(EmitPhase::Propagated, "propagated",
+             clEnumValN(Emit::Propagated, "propagated",
                         "stop after sharding propagation"),
-             clEnumValN(EmitPhase::Partitioned, "partitioned",
+             clEnumValN(Emit::Partitioned, "partitioned",
                         "stop after partitioning: the per-rank program"),
-             clEnumValN(EmitPhase::Schedule, "schedule",
+             clEnumValN(Emit::Schedule, "schedule",
                         "print per-rank pipeline schedules and their simulated "
                         "bubble")),
          cl::cat(generalCategory));
@@ -61,7 +70,7 @@ cl::opt<std::string> outputFile(
              "file, default stdout ('-')"),
     cl::init(""), cl::cat(generalCategory));
 
-cl::opt<bool> listNodes(
+cl::opt<bool> listNodesFlag(
     "list-nodes",
     cl::desc("Print what a plan can match in the ONNX model: its graph "
              "inputs, every node's name and op type, and the weights it "
@@ -73,58 +82,111 @@ cl::opt<bool> listPluginsFlag(
     cl::desc("Print the --plugin names, one line each; compile nothing"),
     cl::init(false), cl::cat(generalCategory));
 
-int run() {
-  if (int rc = tessel::loadPlugins())
-    return rc;
-  if (listPluginsFlag) {
-    tessel::listPlugins(outs());
-    return 0;
+/// The driver's flags as cl options: each, once parsed, writes its field.
+struct Flags {
+  std::vector<std::unique_ptr<cl::Option>> options;
+  std::vector<std::function<void(CompileOptions &)>> readers;
+
+  static cl::OptionCategory &category(FlagCategory c) {
+    switch (c) {
+    case FlagCategory::Import:
+      return importCategory;
+    case FlagCategory::Sharding:
+      return shardingCategory;
+    case FlagCategory::Training:
+      return trainingCategory;
+    case FlagCategory::Schedule:
+      return scheduleCategory;
+    case FlagCategory::Plugin:
+      break;
+    }
+    return pluginCategory;
   }
-  if (listNodes) {
-    if (inputFile.empty() || StringRef(inputFile).ends_with(".mlir"))
-      return tessel::fail("--list-nodes needs an ONNX model "
-                          "(tesselc model.onnx --list-nodes)");
-    if (Error err = mlir::tessel::listNodes(inputFile, outs()))
-      return tessel::fail(toString(std::move(err)));
-    return 0;
+  // A plain field: its default is CompileOptions' own.
+  template <typename T>
+  void add(const CompileFlag &f, T CompileOptions::*field) {
+    auto *opt = new cl::opt<T>(StringRef(f.name), cl::desc(f.help),
+                               cl::value_desc(f.valueDesc),
+                               cl::init(CompileOptions().*field),
+                               cl::cat(category(f.category)));
+    options.emplace_back(opt);
+    readers.push_back([=](CompileOptions &o) { o.*field = opt->getValue(); });
   }
-  switch (emit) {
-  case EmitPhase::Schedule:
-    if (!inputFile.empty())
-      return tessel::fail("--emit=schedule takes no input model (got '" +
-                        inputFile + "'); it builds a schedule from "
-                        "--schedule, --stages, --microbatches");
-    return tessel::emitSchedule(outputFile.empty() ? StringRef("-")
-                                                    : StringRef(outputFile));
-  case EmitPhase::Mlir:
-    if (inputFile.empty())
-      return tessel::fail(
-          "--emit=mlir needs an input model (tesselc model.onnx --emit=mlir)");
-    return tessel::compile(inputFile, outputFile, tessel::StopAfter::Import);
-  case EmitPhase::Autodiff:
-    if (inputFile.empty())
-      return tessel::fail("--emit=autodiff needs an input model");
-    return tessel::compile(inputFile, outputFile, tessel::StopAfter::Autodiff);
-  case EmitPhase::Propagated:
-  case EmitPhase::Partitioned:
-    if (inputFile.empty())
-      return tessel::fail("no input file (see --help)");
-    return tessel::compile(inputFile, outputFile,
-                           emit == EmitPhase::Propagated
-                               ? tessel::StopAfter::Propagate
-                               : tessel::StopAfter::Partition);
-  case EmitPhase::Artifact:
-    if (inputFile.empty())
-      return tessel::fail(
-          "no input file; give a model, or --emit=schedule (see --help)");
-    if (outputFile == "-")
-      return tessel::fail("-o -: an artifact is a directory of files (one "
-                          "program and weights file per rank), it cannot go "
-                          "to stdout; give a directory name, e.g. -o "
-                          "model.tsl, or print IR with --emit=mlir");
-    return tessel::compile(inputFile, outputFile, tessel::StopAfter::Artifact);
+  // An optional field: set when the flag is given.
+  template <typename T>
+  void add(const CompileFlag &f, std::optional<T> CompileOptions::*field) {
+    auto *opt = new cl::opt<T>(StringRef(f.name), cl::desc(f.help),
+                               cl::value_desc(f.valueDesc),
+                               cl::cat(category(f.category)));
+    options.emplace_back(opt);
+    readers.push_back([=](CompileOptions &o) {
+      if (opt->getNumOccurrences())
+        o.*field = opt->getValue();
+    });
   }
+  void add(const CompileFlag &f,
+           std::vector<std::string> CompileOptions::*field) {
+    auto *opt = new cl::list<std::string>(StringRef(f.name), cl::desc(f.help),
+                                          cl::value_desc(f.valueDesc),
+                                          cl::cat(category(f.category)));
+    if (f.commaSeparated)
+      opt->setMiscFlag(cl::CommaSeparated);
+    options.emplace_back(opt);
+    readers.push_back([=](CompileOptions &o) {
+      (o.*field).assign(opt->begin(), opt->end());
+    });
+  }
+
+  Flags() {
+    for (const CompileFlag &f : getCompileFlags())
+      std::visit([&](auto field) { add(f, field); }, f.field);
+  }
+};
+
+int report(Error err) {
+  handleAllErrors(
+      std::move(err),
+      [](const DriverError &e) {
+        if (e.diagnostics)
+          errs() << e.message;
+        else
+          WithColor::error(errs(), "tesselc") << e.message << "\n";
+      },
+      [](const ErrorInfoBase &e) {
+        WithColor::error(errs(), "tesselc") << e.message() << "\n";
+      });
   return 1;
+}
+
+int run(const CompileOptions &options) {
+  if (Error err = loadExtensions(options))
+    return report(std::move(err));
+  if (listPluginsFlag) {
+    outs() << listPlugins();
+    return 0;
+  }
+  if (listNodesFlag) {
+    Expected<std::string> nodes = listNodes(options.input);
+    if (!nodes)
+      return report(nodes.takeError());
+    outs() << *nodes;
+    return 0;
+  }
+  std::unique_ptr<mlir::MLIRContext> context = createContext();
+  Expected<CompileResult> result =
+      compile(*context, options, [](const Message &m) {
+        if (m.kind == Message::Warning)
+          WithColor::warning(errs(), "tesselc") << m.text << "\n";
+        else if (m.kind == Message::Remark)
+          WithColor::remark(errs(), "tesselc") << m.text << "\n";
+        else
+          errs() << m.text;
+      });
+  if (!result)
+    return report(result.takeError());
+  // The reports first: with -o -, the IR follows them on stdout.
+  outs() << result->reports.str() << result->text;
+  return 0;
 }
 
 } // namespace
@@ -136,11 +198,10 @@ int main(int argc, char **argv) {
           "), MLIR/LLVM " LLVM_VERSION_STRING "\n";
   });
   mlir::registerAsmPrinterCLOptions();
-  cl::HideUnrelatedOptions({&generalCategory, &tessel::getImportCategory(),
-                            &tessel::getShardingCategory(),
-                            &tessel::getTrainingCategory(),
-                            &tessel::getScheduleCategory(),
-                            &tessel::getPluginCategory()});
+  Flags flags;
+  cl::HideUnrelatedOptions({&generalCategory, &importCategory,
+                            &shardingCategory, &trainingCategory,
+                            &scheduleCategory, &pluginCategory});
   // The ONNX node names a plan's `node:` rules match are the ops'
   // locations: --mlir-print-debuginfo prints them (listed in --help).
   if (auto *debugInfo = cl::getRegisteredOptions().lookup("mlir-print-debuginfo")) {
@@ -163,5 +224,12 @@ int main(int argc, char **argv) {
       "  tesselc --emit=schedule --schedule-file=my.sched --costs 1,2,1\n",
       "tesselc"))
     return 1;
-  return run();
+  CompileOptions options;
+  for (const auto &read : flags.readers)
+    read(options);
+  options.emit = emit;
+  options.input = inputFile;
+  options.output = outputFile;
+  options.printDebugInfo = mlir::OpPrintingFlags().shouldPrintDebugInfo();
+  return run(options);
 }

@@ -1,6 +1,6 @@
-//===- BoosterPlugins.cpp - tesselc --plugin: named sets of options -------===//
+//===- BoosterPlugins.cpp - --plugin: named sets of options ---------------===//
 
-#include "BoosterPlugins.h"
+#include "tessel/Driver/BoosterPlugins.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"

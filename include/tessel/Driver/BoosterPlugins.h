@@ -1,12 +1,12 @@
-//===- BoosterPlugins.h - tesselc --plugin: named option sets ---*- C++ -*-===//
+//===- BoosterPlugins.h - --plugin: named option sets -----------*- C++ -*-===//
 //
 // Colossal-AI's Booster plugins as Tessel option sets (docs/plugins.md):
 // each composes with --mesh and --plan.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSEL_TOOLS_TESSELC_BOOSTERPLUGINS_H
-#define TESSEL_TOOLS_TESSELC_BOOSTERPLUGINS_H
+#ifndef TESSEL_DRIVER_BOOSTERPLUGINS_H
+#define TESSEL_DRIVER_BOOSTERPLUGINS_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -70,4 +70,4 @@ std::optional<int64_t> parseByteSize(llvm::StringRef text);
 
 } // namespace tessel
 
-#endif // TESSEL_TOOLS_TESSELC_BOOSTERPLUGINS_H
+#endif // TESSEL_DRIVER_BOOSTERPLUGINS_H

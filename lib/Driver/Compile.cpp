@@ -1,0 +1,986 @@
+//===- Compile.cpp - The compile driver: model -> IR -> artifact ----------===//
+//
+// load: import (ONNX) or parse (.mlir) -> plan (--mesh, --plan, --plugin)
+// -> the pass pipeline to the phase asked for -> emit the IR or export the
+// artifact. One device is a mesh of size 1: without --mesh the same path
+// runs with no mesh and every tensor whole.
+//
+// A Compilation is one call's state: its options (which --plugin hybrid
+// completes), its messages and the MLIR errors its diagnostic handler
+// collected. Every failure is a DriverError with the text tesselc prints.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include "tools/tesselc/ArtifactDir.h"
+#include "tools/tesselc/TrainingInfo.h"
+#include "tools/tesselc/WeightFiles.h"
+#include "tools/tesselc/Writable.h"
+
+#include "tessel/Driver/BoosterPlugins.h"
+#include "tessel/Export/CollectiveReport.h"
+#include "tessel/Export/ExportArtifact.h"
+#include "tessel/Export/GeminiReport.h"
+#include "tessel/Export/MemoryReport.h"
+#include "tessel/Export/ParameterReport.h"
+#include "tessel/Export/PipelineReport.h"
+#include "tessel/Export/ZeroReport.h"
+#include "tessel/Import/OnnxImporter.h"
+#include "tessel/InitAll.h"
+#include "tessel/Plan/Plan.h"
+#include "tessel/Transforms/ArgumentNames.h"
+#include "tessel/Transforms/CompilePipeline.h"
+#include "dialects/tessel/PipelineAttrs.h"
+
+#include "dialects/tessel/TesselOps.h"
+#include "dialects/tessel/TextNesting.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include "tessel/support/Checked.h"
+
+#include <cmath>
+
+using namespace llvm;
+
+namespace tessel::driver {
+
+char DriverError::ID = 0;
+
+void DriverError::log(raw_ostream &os) const {
+  if (diagnostics)
+    os << StringRef(message).rtrim('\n');
+  else
+    os << kTool << ": error: " << message;
+}
+
+Error fail(const Twine &message) {
+  return make_error<DriverError>(message.str());
+}
+
+std::string Message::str() const {
+  switch (kind) {
+  case Warning:
+    return (kTool + ": warning: " + text + "\n").str();
+  case Remark:
+    return (kTool + ": remark: " + text + "\n").str();
+  case Text:
+    break;
+  }
+  return text;
+}
+
+std::string Reports::str() const {
+  return parameters + collectives + memory + pipeline + zero + gemini;
+}
+
+std::unique_ptr<mlir::MLIRContext> createContext() {
+  mlir::DialectRegistry registry;
+  mlir::tessel::registerAllDialects(registry);
+  auto context = std::make_unique<mlir::MLIRContext>(registry);
+  context->loadAllAvailableDialects();
+  return context;
+}
+
+namespace {
+
+// The key on an imported module that records where its weights are.
+constexpr StringLiteral kModelAttr =
+    mlir::tessel::TesselDialect::kModelPathAttrName;
+
+using Mesh = std::vector<std::pair<std::string, int64_t>>;
+
+class Compilation {
+public:
+  Compilation(mlir::MLIRContext &context, const CompileOptions &options,
+              MessageHandler onMessage)
+      : context(context), o(options), onMessage(onMessage),
+        handler(&context, [this](mlir::Diagnostic &d) { return handle(d); }) {
+  }
+
+  Expected<CompileResult> run();
+
+private:
+  // The phases, in order.
+  Error checkOptions();
+  Error load();
+  Error plan();
+  Error configureTraining();
+  Error runPipeline();
+  Error emitIr();
+  Error exportArtifact();
+
+  // The steps of the phases.
+  Error configurePlugin();
+  Error configureHybrid(HybridOptions &h);
+  Error configurePipeline(mlir::tessel::TrainingOptions &t);
+  Error agree(StringRef key, const std::string &option, StringRef flag,
+              const std::string &value);
+  Error loadMlir();
+  Error selectEntry();
+  void addOmittedAxes(const mlir::tessel::Plan &plan, Mesh &mesh);
+  void warnIfNothingSharded(const Mesh &mesh);
+  void makeReports();
+  Expected<mlir::tessel::ImportedModel> importModel(StringRef path);
+
+  /// The MLIR errors so far, as the error of the phase that failed.
+  Error diagnosed() {
+    return make_error<DriverError>(std::exchange(errors, ""), true);
+  }
+  Error fail(const Twine &message) {
+    flushErrors();
+    return driver::fail(message);
+  }
+  void flushErrors() {
+    if (!errors.empty())
+      text(std::exchange(errors, ""));
+  }
+  void warn(const Twine &text) {
+    onMessage({Message::Warning, text.str()});
+  }
+  void remark(const Twine &text) {
+    onMessage({Message::Remark, text.str()});
+  }
+  void text(std::string text) {
+    if (!text.empty())
+      onMessage({Message::Text, std::move(text)});
+  }
+  /// Passes warn where the program they make costs more than it should (a
+  /// reshape that gathers a split; docs/propagation.md); errors are kept
+  /// for the phase's DriverError, as MLIR's default handler prints them.
+  mlir::LogicalResult handle(mlir::Diagnostic &d) {
+    std::string line;
+    raw_string_ostream os(line);
+    if (!isa<mlir::UnknownLoc>(d.getLocation()))
+      os << d.getLocation() << ": ";
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Warning)
+      warn(os.str() + d.str());
+    else if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
+      errors += os.str() + "error: " + d.str() + "\n";
+    return mlir::success();
+  }
+  bool training() const { return o.train || o.emit == Emit::Autodiff; }
+  bool hasMesh() { return !(*module).getOps<mlir::tessel::MeshOp>().empty(); }
+
+  mlir::MLIRContext &context;
+  CompileOptions o;
+  MessageHandler onMessage;
+  std::string errors;
+  mlir::ScopedDiagnosticHandler handler;
+
+  std::unique_ptr<::tessel::ArtifactDir> artifactDir;
+  std::string out;
+  /// --plugin, and hybrid's options with the plugin made of them.
+  const Plugin *plugin = nullptr;
+  std::optional<HybridOptions> hybrid;
+  Plugin hybridPlugin{};
+  /// Whether the mesh was made by --plugin hybrid:... (for the remarks).
+  bool meshFromPlugin = false;
+  std::optional<int64_t> deviceLimit;
+
+  mlir::OwningOpRef<mlir::ModuleOp> module, gradsModule;
+  std::unique_ptr<mlir::tessel::WeightTable> weights;
+  std::string weightsFrom;
+  std::vector<mlir::tessel::PlanRule> stageRules;
+  int64_t ppSize = 0;
+  std::optional<mlir::tessel::TrainingOptions> trainingOptions;
+  mlir::tessel::TrainingInfoOptions loss;
+  CompileResult result;
+};
+
+Expected<CompileResult> Compilation::run() {
+  for (Error (Compilation::*phase)() :
+       {&Compilation::checkOptions, &Compilation::load, &Compilation::plan,
+        &Compilation::configureTraining, &Compilation::runPipeline})
+    if (Error err = (this->*phase)())
+      return std::move(err);
+  makeReports();
+  if (Error err = o.emit == Emit::Artifact ? exportArtifact() : emitIr())
+    return std::move(err);
+  flushErrors();
+  result.module = std::move(module);
+  return std::move(result);
+}
+
+/// Everything that can be checked before any work: the inputs the phase
+/// needs, the files to write, the options that go together.
+Error Compilation::checkOptions() {
+  if (o.input.empty())
+    switch (o.emit) {
+    case Emit::Mlir:
+      return fail(
+          "--emit=mlir needs an input model (tesselc model.onnx --emit=mlir)");
+    case Emit::Autodiff:
+      return fail("--emit=autodiff needs an input model");
+    case Emit::Propagated:
+    case Emit::Partitioned:
+      return fail("no input file (see --help)");
+    case Emit::Artifact:
+      return fail(
+          "no input file; give a model, or --emit=schedule (see --help)");
+    case Emit::Schedule:
+      break;
+    }
+  if (o.emit == Emit::Artifact && o.output == "-")
+    return fail("-o -: an artifact is a directory of files (one program and "
+                "weights file per rank), it cannot go to stdout; give a "
+                "directory name, e.g. -o model.tsl, or print IR with "
+                "--emit=mlir");
+
+  // The artifact's directory first: an unusable -o fails before any work.
+  out = o.output;
+  if (o.emit == Emit::Artifact) {
+    if (out.empty()) {
+      SmallString<128> path(o.input);
+      sys::path::replace_extension(path, "tsl");
+      out = sys::path::filename(path).str();
+    }
+    auto prepared = ::tessel::ArtifactDir::prepare(out);
+    if (!prepared)
+      return fail(toString(prepared.takeError()));
+    artifactDir = std::move(*prepared);
+  } else if (!out.empty() && out != "-") {
+    if (std::string error = ::tessel::unwritable("-o", out); !error.empty())
+      return fail(error);
+  }
+
+  if (o.precision && !training())
+    return fail("--precision " + *o.precision +
+                " is for training: add --train");
+  for (auto [flag, patterns] :
+       {std::pair("trainable", &o.trainable), std::pair("frozen", &o.frozen)})
+    if (!patterns->empty() && !training())
+      return fail(Twine("--") + flag + " " + patterns->front() +
+                  " is for training: add --train");
+  if (Error err = configurePlugin())
+    return err;
+  // Gemini's options: with --plugin gemini only.
+  if (!o.deviceMemoryLimit.empty() || o.chunkMb) {
+    const char *flag =
+        !o.deviceMemoryLimit.empty() ? "--device-memory-limit" : "--chunk-mb";
+    if (!plugin || !plugin->gemini)
+      return fail(std::string(flag) + " is for --plugin gemini (got " +
+                  (plugin ? "--plugin " + o.plugin
+                          : std::string("no --plugin")) +
+                  ")");
+  }
+  if (!o.deviceMemoryLimit.empty()) {
+    deviceLimit = parseByteSize(o.deviceMemoryLimit);
+    if (!deviceLimit || *deviceLimit == 0)
+      return fail("--device-memory-limit '" + o.deviceMemoryLimit +
+                  "' is not a size in bytes > 0 (e.g. 2GiB, 512MiB, 1.5GB, "
+                  "1e9)");
+  }
+  const double chunkMb = o.chunkMb.value_or(32.0);
+  if (!(chunkMb > 0) || !std::isfinite(chunkMb))
+    return fail("--chunk-mb must be a number > 0 (got " +
+                formatv("{0}", format("%g", chunkMb)).str() + ")");
+  if (o.fsdpPrefetch && (!plugin || plugin->zeroStage != 3 || plugin->gemini))
+    return fail("--fsdp-prefetch is for --plugin fsdp");
+  if (o.fsdpPrefetch.value_or(2) < 0)
+    return fail("--fsdp-prefetch must be >= 0 (got " +
+                std::to_string(*o.fsdpPrefetch) + ")");
+  return Error::success();
+}
+
+/// --plugin: the named option set, checked before any work; hybrid's
+/// options complete --mesh, --plan and --precision.
+Error Compilation::configurePlugin() {
+  if (o.plugin.empty())
+    return Error::success();
+  auto [head, options] = StringRef(o.plugin).split(':');
+  plugin = findPlugin(head);
+  if (!plugin)
+    return fail("unknown --plugin '" + o.plugin + "' (known: " +
+                pluginNames() + "; tesselc --list-plugins)");
+  if (plugin->name == "hybrid") {
+    auto parsed =
+        parseHybridOptions(StringRef(o.plugin).drop_front(head.size()));
+    if (!parsed)
+      return fail(toString(parsed.takeError()));
+    hybrid = *parsed;
+  } else if (StringRef(o.plugin).contains(':')) {
+    return fail("--plugin " + head + " takes no options (got '" + o.plugin +
+                "'); hybrid:KEY=VALUE,... does");
+  }
+  if (!training())
+    return fail("--plugin " + o.plugin + " is for training: add --train");
+  if (hybrid) {
+    if (Error err = configureHybrid(*hybrid))
+      return err;
+    hybridPlugin = *plugin;
+    hybridPlugin.name = o.plugin;
+    hybridPlugin.zeroStage = hybrid->zero;
+    plugin = &hybridPlugin;
+    return Error::success();
+  }
+  if (o.mesh.empty() && o.plan.empty())
+    return fail("--plugin " + o.plugin +
+                " needs a mesh with a dp axis: give --mesh dp=N");
+  // The plugin's default plan: the batch over dp.
+  if (o.plan.empty())
+    o.plan = "dp";
+  return Error::success();
+}
+
+/// --plugin hybrid:...'s options against a flag that says the same: one
+/// clear error when both are given and differ.
+Error Compilation::agree(StringRef key, const std::string &option,
+                         StringRef flag, const std::string &value) {
+  if (option.empty() || value.empty() || option == value)
+    return Error::success();
+  return fail("--plugin " + o.plugin + " contradicts --" + flag + " " + value +
+              ": " + key + "=" + option + " in the plugin; give one of them");
+}
+
+/// --plugin hybrid:...: the mesh dp x tp x pp from its options, or its
+/// options checked against --mesh (an axis --mesh leaves out has size 1);
+/// the default plan (Megatron's tp split with tp > 1, else the batch over
+/// dp); its precision.
+Error Compilation::configureHybrid(HybridOptions &h) {
+  struct Axis {
+    const char *name;
+    int64_t *size;
+  } axes[] = {{"dp", &h.dp}, {"tp", &h.tp}, {"pp", &h.pp}};
+  if (!o.mesh.empty()) {
+    auto parsed = mlir::tessel::parseMeshSpec(o.mesh);
+    if (!parsed)
+      return fail(toString(parsed.takeError()));
+    for (Axis &a : axes) {
+      int64_t size = 1;
+      bool named = false;
+      for (const auto &[name, n] : *parsed)
+        if (name == a.name) {
+          size = n;
+          named = true;
+        }
+      if (*a.size && *a.size != size)
+        return fail(
+            "--plugin " + o.plugin + " contradicts --mesh " + o.mesh + ": " +
+            a.name + "=" + std::to_string(*a.size) + " in the plugin, " +
+            (named ? std::string(a.name) + "=" + std::to_string(size)
+                   : "no " + std::string(a.name) + " axis (size 1)") +
+            " in the mesh; give the sizes once (the plugin's options alone "
+            "make the mesh dp x tp x pp)");
+      *a.size = size;
+    }
+  } else {
+    for (Axis &a : axes)
+      *a.size = std::max<int64_t>(*a.size, 1);
+    // dp always (the batch's axis, ZeRO's); tp and pp where they split.
+    meshFromPlugin = true;
+    o.mesh = "dp=" + std::to_string(h.dp);
+    if (h.tp > 1)
+      o.mesh += ",tp=" + std::to_string(h.tp);
+    if (h.pp > 1)
+      o.mesh += ",pp=" + std::to_string(h.pp);
+  }
+  if (o.plan.empty())
+    o.plan = h.tp > 1 ? "megatron" : "dp";
+  if (!h.precision.empty()) {
+    if (Error err = agree("precision", h.precision, "precision",
+                          o.precision.value_or("")))
+      return err;
+    o.precision = h.precision;
+  }
+  if (h.zero && h.dp == 1) {
+    remark("--plugin " + o.plugin + ": zero=" + Twine(h.zero) +
+           " with dp=1 shards nothing (ZeRO splits over dp): every state "
+           "stays whole, as zero=0");
+    h.zero = 0;
+  }
+  return Error::success();
+}
+
+Expected<mlir::tessel::ImportedModel>
+Compilation::importModel(StringRef path) {
+  mlir::tessel::OnnxImportOptions options;
+  for (const std::string &spec : o.shapes)
+    if (Error err = mlir::tessel::parseInputShape(spec, options))
+      return std::move(err);
+  return mlir::tessel::importOnnxFile(context, path, options);
+}
+
+/// The load phase: the ONNX import or the .mlir parse (and its weights),
+/// then the function to compile.
+Error Compilation::load() {
+  if (StringRef(o.input).ends_with(".mlir")) {
+    if (Error err = loadMlir())
+      return err;
+  } else {
+    if (!o.entry.empty())
+      return fail("--entry is for a .mlir input with several functions; an "
+                  "ONNX model has one graph");
+    auto imported = importModel(o.input);
+    if (!imported)
+      return fail(toString(imported.takeError()));
+    module = std::move(imported->module);
+    weights = std::move(imported->weights);
+    SmallString<256> abs(o.input);
+    sys::fs::make_absolute(abs);
+    (*module)->setAttr(kModelAttr, mlir::StringAttr::get(&context, abs));
+  }
+  return selectEntry();
+}
+
+Error Compilation::loadMlir() {
+  // The file read once: its bracket depth checked before MLIR's parser,
+  // which recurses once per level (dialects/tessel/TextNesting.h).
+  auto file = MemoryBuffer::getFileOrSTDIN(o.input);
+  if (!file)
+    return fail("cannot open '" + o.input + "': " + file.getError().message());
+  if (std::string err = mlir::tessel::checkTextNesting((*file)->getBuffer());
+      !err.empty())
+    return fail(o.input + ": " + err);
+  {
+    SourceMgr sm;
+    sm.AddNewSourceBuffer(std::move(*file), SMLoc());
+    std::string parsed;
+    raw_string_ostream os(parsed);
+    mlir::SourceMgrDiagnosticHandler sourceHandler(sm, &context, os);
+    module = mlir::parseSourceFile<mlir::ModuleOp>(sm, &context);
+    if (!module)
+      return make_error<DriverError>(parsed, true);
+    mlir::tessel::nameArgumentsFromSource(module->getOperation(), sm);
+    text(parsed);
+  }
+  if (auto from = (*module)->getAttrOfType<mlir::StringAttr>(kModelAttr))
+    weightsFrom = from.str();
+  StringRef model = o.weights;
+  if (!model.empty())
+    weightsFrom = model.str();
+  if (model.ends_with(".safetensors") || model.ends_with(".npz")) {
+    // Tensors by name, checked against the program before any work.
+    auto table = model.ends_with(".npz")
+                     ? ::tessel::readNpzWeights(model)
+                     : ::tessel::readSafetensorsWeights(model);
+    if (!table)
+      return fail(toString(table.takeError()));
+    if (Error err = ::tessel::checkWeights(*module, **table, model))
+      return fail(toString(std::move(err)));
+    weights = std::move(*table);
+  } else if (!model.empty()) {
+    // An ONNX model's initializers, its graph not imported (any model
+    // holding those tensors will do). A program imported from that model
+    // may also name constants the import folded: then the whole model is
+    // imported at export, as before.
+    auto table = mlir::tessel::readOnnxInitializers(context, model);
+    if (!table)
+      return fail("--weights: " + toString(table.takeError()));
+    bool all = true;
+    module->walk([&](mlir::tessel::WeightOp w) {
+      if (!(*table)->lookup(w.getName()))
+        all = false;
+    });
+    if (all) {
+      if (Error err = ::tessel::checkWeights(*module, **table, model))
+        return fail(toString(std::move(err)));
+      weights = std::move(*table);
+    }
+  }
+  return Error::success();
+}
+
+/// The function to compile: the one --entry names (the others are dropped),
+/// or the module's only function.
+Error Compilation::selectEntry() {
+  std::vector<mlir::func::FuncOp> fns;
+  for (auto fn : module->getOps<mlir::func::FuncOp>())
+    if (!fn.isExternal())
+      fns.push_back(fn);
+  std::string names;
+  for (auto fn : fns)
+    names += (names.empty() ? "@" : ", @") + fn.getSymName().str();
+  if (o.entry.empty()) {
+    if (fns.size() > 1)
+      return fail("'" + o.input + "' has " + std::to_string(fns.size()) +
+                  " functions (" + names + "): pick one with --entry NAME");
+    return Error::success();
+  }
+  auto it = llvm::find_if(
+      fns, [&](mlir::func::FuncOp fn) { return fn.getSymName() == o.entry; });
+  if (it == fns.end())
+    return fail("--entry " + o.entry + ": '" + o.input +
+                "' has no function @" + o.entry + " (it has " +
+                (names.empty() ? std::string("none") : names) + ")");
+  for (auto fn : fns)
+    if (fn != *it && !fn.isPrivate())
+      fn.erase();
+  (*it).setPublic();
+  return Error::success();
+}
+
+/// --mesh gives the mesh; the axes the plan names (in its mesh or its rules)
+/// that --mesh omits get size 1, with a remark: `--mesh tp=4` runs a dp x tp
+/// plan as tp alone. (Without --mesh, a rule's axis missing from the plan's
+/// own mesh stays an error: a typo, most likely.)
+void Compilation::addOmittedAxes(const mlir::tessel::Plan &plan, Mesh &mesh) {
+  std::vector<std::string> named;
+  for (const auto &axis : plan.mesh)
+    named.push_back(axis.first);
+  for (const mlir::tessel::PlanRule &rule : plan.rules)
+    for (const mlir::tessel::PlanSplit &split : rule.splits)
+      named.insert(named.end(), split.axes.begin(), split.axes.end());
+  for (const std::string &axis : named) {
+    if (llvm::any_of(mesh, [&](auto &a) { return a.first == axis; }))
+      continue;
+    mesh.emplace_back(axis, 1);
+    remark("mesh axis '" + axis + "' of the plan is not in " +
+           (meshFromPlugin
+                ? "the mesh " + o.mesh + " of --plugin " + o.plugin
+                : "--mesh " + o.mesh) +
+           ": it has size 1");
+  }
+}
+
+/// A mesh of several ranks on which no tensor is split runs the whole
+/// program on every rank: most likely not what was meant.
+void Compilation::warnIfNothingSharded(const Mesh &mesh) {
+  std::vector<int64_t> tensorAxes;
+  std::string sizes;
+  for (const auto &[name, size] : mesh) {
+    // The pipeline axis splits the program into stages, not tensors.
+    if (name != mlir::tessel::kPipelineAxis)
+      tensorAxes.push_back(size);
+    sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(size);
+  }
+  // The mesh was checked when parsed (at most 2^31 devices).
+  const int64_t ranks =
+      ::tessel::checkedProduct(tensorAxes).value_or(INT64_MAX);
+  if (ranks <= 1)
+    return;
+  auto splitsOverSeveral = [&](mlir::Attribute attr) {
+    auto spec = dyn_cast_or_null<mlir::tessel::TensorShardingAttr>(attr);
+    if (!spec)
+      return false;
+    for (mlir::tessel::DimShardingAttr dim : spec.getDims())
+      for (mlir::StringAttr axis : dim.getAxes())
+        for (const auto &[name, size] : mesh)
+          if (name == axis.getValue() && size > 1)
+            return true;
+    return false;
+  };
+  StringRef key = mlir::tessel::TesselDialect::kShardingAttrName;
+  bool sharded = false;
+  module->walk([&](mlir::Operation *op) {
+    if (splitsOverSeveral(op->getAttr(key)))
+      sharded = true;
+    if (auto fn = dyn_cast<mlir::func::FuncOp>(op))
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        if (splitsOverSeveral(fn.getArgAttr(i, key)))
+          sharded = true;
+    return sharded ? mlir::WalkResult::interrupt()
+                   : mlir::WalkResult::advance();
+  });
+  if (!sharded)
+    warn("the mesh " + sizes + " has " + Twine(ranks) +
+         " ranks but the plan splits no tensor over an axis of size > 1: "
+         "the whole program is replicated on every rank");
+}
+
+/// The plan phase: the mesh, then the specs the plan's rules give.
+Error Compilation::plan() {
+  if (!o.mesh.empty() || !o.plan.empty()) {
+    if (hasMesh())
+      return fail("'" + o.input +
+                  "' already has a mesh; --mesh and --plan apply to "
+                  "unannotated models");
+    mlir::tessel::Plan plan;
+    if (!o.plan.empty()) {
+      std::string chosen;
+      raw_string_ostream os(chosen);
+      auto loaded = mlir::tessel::loadPlan(o.plan, *module, os);
+      text(chosen);
+      if (!loaded)
+        return fail(toString(loaded.takeError()));
+      plan = std::move(*loaded);
+    }
+    Mesh mesh = plan.mesh;
+    if (!o.mesh.empty()) {
+      auto parsed = mlir::tessel::parseMeshSpec(o.mesh);
+      if (!parsed)
+        return fail(toString(parsed.takeError()));
+      mesh = std::move(*parsed);
+    }
+    if (mesh.empty())
+      return fail("no mesh: give --mesh (e.g. --mesh dp=2,tp=2) or a plan "
+                  "with 'mesh'");
+    if (plugin && !hybrid)
+      if (std::string error = checkPluginMesh(*plugin, mesh); !error.empty())
+        return fail(error);
+    if (!o.mesh.empty())
+      addOmittedAxes(plan, mesh);
+    stageRules = plan.stageRules;
+    // pp is the pipeline's axis: stages, never a sharding spec.
+    for (const mlir::tessel::PlanRule &r : plan.rules)
+      for (const mlir::tessel::PlanSplit &split : r.splits)
+        if (llvm::is_contained(split.axes, mlir::tessel::kPipelineAxis.str()))
+          return fail("plan rule " + r.where + " splits '" + r.pattern +
+                      "' over 'pp', the pipeline axis: pipeline stages are "
+                      "'stage:' rules, never a sharding spec");
+    for (const auto &[axis, size] : mesh)
+      if (axis == mlir::tessel::kPipelineAxis)
+        ppSize = size;
+    std::vector<std::string> unmatched;
+    if (Error err = mlir::tessel::applyPlan(*module, mesh, plan, &unmatched))
+      return fail(toString(std::move(err)));
+    for (const std::string &u : unmatched)
+      warn("plan rule " + u);
+    warnIfNothingSharded(mesh);
+  }
+  if (failed(mlir::verify(*module)))
+    return diagnosed();
+  return Error::success();
+}
+
+/// Pipeline parallelism (docs/pipeline.md): a `pp` mesh axis with --train
+/// turns on the stage split and the per-rank lowering.
+Error Compilation::configurePipeline(mlir::tessel::TrainingOptions &t) {
+  std::string schedule = o.schedule, stages = o.stages.value_or("");
+  int chunks = o.chunks;
+  if (hybrid) {
+    // hybrid's schedule= and chunks= are --schedule's and --chunks'; its
+    // stages the plan's rules, else --stages auto.
+    if (Error err = agree("schedule", hybrid->schedule, "schedule", schedule))
+      return err;
+    if (!hybrid->schedule.empty())
+      schedule = hybrid->schedule;
+    if (hybrid->chunks) {
+      if (Error err =
+              agree("chunks", std::to_string(hybrid->chunks), "chunks",
+                    chunks != 1 ? std::to_string(chunks) : ""))
+        return err;
+      chunks = hybrid->chunks;
+    }
+    if (ppSize > 1 && stageRules.empty() && stages.empty())
+      stages = "auto";
+  }
+  if (ppSize == 0) {
+    if (!stageRules.empty())
+      return fail("the plan has stage rules but the mesh no 'pp' axis (e.g. "
+                  "--mesh pp=2)");
+    if (!schedule.empty() || stages == "auto")
+      return fail("--schedule and --stages auto with --train need a 'pp' "
+                  "mesh axis (e.g. --mesh pp=2)");
+    return Error::success();
+  }
+  if (!stages.empty() && stages != "auto")
+    return fail("--stages with --train takes 'auto' (the number of stages is "
+                "pp times --chunks); got '" +
+                stages + "'");
+  const bool autoSplit = stages == "auto";
+  if (autoSplit && !stageRules.empty())
+    return fail("--stages auto and the plan's stage rules: give one of them");
+  if (!autoSplit && stageRules.empty())
+    return fail("--mesh with pp=" + std::to_string(ppSize) +
+                " needs stage rules in the plan (- node: \"/h.1*\" / "
+                "stage: 1) or --stages auto");
+  if (chunks < 1)
+    return fail("--chunks must be at least 1, got " + std::to_string(chunks));
+  if (t.optimizer.clipGradNorm > 0)
+    return fail("--clip-grad-norm is not supported with a pipeline yet (the "
+                "norm spans every stage)");
+  if (t.recompute)
+    return fail("--recompute is not supported with a pipeline yet");
+  t.pipelined = true;
+  t.stageSplit.stages = ppSize * chunks;
+  t.stageSplit.autoSplit = autoSplit;
+  for (const mlir::tessel::PlanRule &r : stageRules)
+    t.stageSplit.rules.push_back(r.pattern + "=" + std::to_string(r.stage));
+  t.pipeline.schedule = schedule.empty() ? "1f1b" : schedule;
+  t.pipeline.scheduleFile = o.scheduleFile;
+  t.pipeline.chunks = chunks;
+  return Error::success();
+}
+
+/// The training step's options (--train, or --emit=autodiff).
+Error Compilation::configureTraining() {
+  if (!training())
+    return Error::success();
+  mlir::tessel::TrainingOptions t;
+  t.loss.kind = o.loss;
+  t.loss.output = o.lossOutput;
+  t.classify.trainable.assign(o.trainable.begin(), o.trainable.end());
+  t.classify.frozen.assign(o.frozen.begin(), o.frozen.end());
+  mlir::tessel::OptimizerPassOptions &opt = t.optimizer;
+  opt.kind = o.optimizer;
+  opt.lr = o.lr;
+  opt.eps = o.eps;
+  opt.weightDecay = o.weightDecay;
+  opt.momentum = o.momentum;
+  opt.nesterov = o.nesterov;
+  opt.lrSchedule = o.lrSchedule;
+  opt.warmupSteps = o.warmupSteps;
+  opt.totalSteps = o.totalSteps;
+  opt.clipGradNorm = o.clipGradNorm;
+  t.microbatch.count = o.microbatches.value_or(1);
+  if (hybrid && hybrid->microbatches) {
+    if (Error err = agree("microbatches", std::to_string(hybrid->microbatches),
+                          "microbatches",
+                          o.microbatches ? std::to_string(*o.microbatches)
+                                         : ""))
+      return err;
+    t.microbatch.count = hybrid->microbatches;
+  }
+  if (o.bucketMb < 0)
+    return fail("--bucket-mb must be >= 0 (got " + std::to_string(o.bucketMb) +
+                ")");
+  t.buckets.bucketMb = o.bucketMb;
+  t.gradHandler = o.gradHandler;
+  t.recompute = o.recompute;
+  if (plugin) {
+    t.zero.stage = plugin->zeroStage;
+    t.gemini = plugin->gemini;
+    t.geminiChunks.chunkBytes = std::max<int64_t>(
+        1, static_cast<int64_t>(o.chunkMb.value_or(32.0) * (1 << 20)));
+    t.geminiPlacement.deviceMemoryLimit = deviceLimit.value_or(0);
+    // Gemini places its chunks around synchronous gathers.
+    t.gatherAtUse.prefetch = plugin->gemini ? 0 : o.fsdpPrefetch.value_or(2);
+    t.asyncReduceScatter = o.zeroAsyncReduceScatter;
+  }
+  const std::string precision = o.precision.value_or("fp32");
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    return fail("unknown --precision '" + precision + "' (fp32, bf16, fp16)");
+  if (precision != "fp32")
+    t.precision = precision;
+  // Loss scaling is fp16's (bf16 has f32's range); asked for, any precision
+  // gets it.
+  const double lossScale = o.lossScale.value_or(65536.0);
+  if (lossScale < 0 || !std::isfinite(lossScale))
+    return fail("--loss-scale must be a finite number >= 0 (got " +
+                std::to_string(lossScale) + ")");
+  if (o.lossScaleGrowthInterval < 1)
+    return fail("--loss-scale-growth-interval must be >= 1 (got " +
+                std::to_string(o.lossScaleGrowthInterval) + ")");
+  if (precision == "fp16" || o.lossScale)
+    opt.lossScale = lossScale;
+  opt.growthInterval = o.lossScaleGrowthInterval;
+  if (Error err = configurePipeline(t))
+    return err;
+  SmallVector<StringRef, 2> b;
+  StringRef(o.betas).split(b, ',');
+  if (b.size() != 2 || b[0].trim().getAsDouble(opt.beta1) ||
+      b[1].trim().getAsDouble(opt.beta2))
+    return fail("--betas needs two numbers, e.g. --betas 0.9,0.999 (got '" +
+                o.betas + "')");
+  trainingOptions = t;
+  loss = mlir::tessel::summarizeLoss(*module, o.loss, o.lossOutput);
+  return Error::success();
+}
+
+/// The pass pipeline to the phase asked for (and --grads-program's: the
+/// same step without the optimizer, compiled apart).
+Error Compilation::runPipeline() {
+  if (o.gradsProgram) {
+    if (!o.train || o.emit != Emit::Artifact)
+      return fail("--grads-program needs --train and an artifact");
+    if (trainingOptions->pipelined)
+      return fail("--grads-program is not supported with a pipeline yet "
+                  "(compile the gradient program without the pp axis)");
+    gradsModule = module->clone();
+    mlir::PassManager pm(&context);
+    mlir::tessel::TrainingOptions t = *trainingOptions;
+    t.withOptimizer = false;
+    mlir::tessel::buildCompilePipeline(
+        pm, !(*gradsModule).getOps<mlir::tessel::MeshOp>().empty(),
+        mlir::tessel::CompileStage::Partition, &t);
+    if (failed(pm.run(*gradsModule)))
+      return diagnosed();
+  }
+  if (o.emit == Emit::Mlir)
+    return Error::success();
+  mlir::PassManager pm(&context);
+  mlir::tessel::CompileStage stage =
+      o.emit == Emit::Autodiff     ? mlir::tessel::CompileStage::Autodiff
+      : o.emit == Emit::Propagated ? mlir::tessel::CompileStage::Propagate
+                                   : mlir::tessel::CompileStage::Partition;
+  mlir::tessel::buildCompilePipeline(
+      pm, hasMesh(), stage, trainingOptions ? &*trainingOptions : nullptr);
+  if (failed(pm.run(*module)))
+    return diagnosed();
+  return Error::success();
+}
+
+void Compilation::makeReports() {
+  if (!o.report)
+    return;
+  Reports &r = result.reports;
+  auto print = [&](std::string &into, auto &&printer) {
+    raw_string_ostream os(into);
+    printer(os);
+  };
+  print(r.parameters, [&](raw_ostream &os) {
+    mlir::tessel::printParameterReport(*module, os);
+  });
+  print(r.collectives, [&](raw_ostream &os) {
+    mlir::tessel::printCollectiveReport(*module, os);
+  });
+  print(r.memory,
+        [&](raw_ostream &os) { mlir::tessel::printMemoryReport(*module, os); });
+  print(r.pipeline, [&](raw_ostream &os) {
+    mlir::tessel::printPipelineReport(*module, os);
+  });
+  const bool step = plugin && trainingOptions &&
+                    (o.emit == Emit::Artifact || o.emit == Emit::Partitioned);
+  if (step)
+    print(r.zero, [&](raw_ostream &os) {
+      mlir::tessel::printZeroReport(*module, plugin->name, plugin->zeroStage,
+                                    os);
+    });
+  if (step && plugin->gemini)
+    print(r.gemini, [&](raw_ostream &os) {
+      mlir::tessel::printGeminiReport(*module, os);
+    });
+}
+
+/// With --print-weights: each weight's dtype, shape, size and origin as
+/// comments.
+void printWeightTable(const mlir::tessel::WeightTable &weights,
+                      raw_ostream &os) {
+  os << "// weights: " << weights.size() << "\n";
+  for (const auto &w : weights.getWeights()) {
+    os << "// weight \"" << w.name << "\" "
+       << mlir::tessel::getSafetensorsDType(w.dtype) << " [";
+    llvm::interleaveComma(w.shape, os);
+    os << "] " << w.getNumBytes() << " bytes "
+       << (w.origin == mlir::tessel::WeightInfo::Origin::Initializer
+               ? "initializer"
+               : "constant");
+    if (w.isExternal())
+      os << " external " << w.externalPath << "@" << w.offset;
+    os << "\n";
+  }
+}
+
+/// The IR phases' output: the module's text, to -o or to result.text.
+Error Compilation::emitIr() {
+  std::string message;
+  std::unique_ptr<ToolOutputFile> file;
+  if (!out.empty() && out != "-") {
+    file = mlir::openOutputFile(out, &message);
+    if (!file)
+      return fail(message);
+  }
+  raw_string_ostream text(result.text);
+  raw_ostream &os = file ? static_cast<raw_ostream &>(file->os()) : text;
+  // --mlir-print-debuginfo: each op's location (after the import its ONNX
+  // node name, what a plan's `node:` rule matches) beside it, not as an
+  // alias at the end of the file. Without it, the arguments by name.
+  mlir::OpPrintingFlags flags;
+  if (o.printDebugInfo)
+    flags.enableDebugInfo();
+  if (flags.shouldPrintDebugInfo())
+    flags.useLocalScope();
+  mlir::tessel::printWithArgumentNames(module->getOperation(), os, flags);
+  os << "\n";
+  if (weights && o.printWeights)
+    printWeightTable(*weights, os);
+  if (file)
+    file->keep();
+  return Error::success();
+}
+
+/// The export phase: the artifact directory, its training files and
+/// --grads-program's program, swapped in whole.
+Error Compilation::exportArtifact() {
+  bool hasWeights = false;
+  module->walk([&](mlir::tessel::WeightOp) {
+    hasWeights = true;
+    return mlir::WalkResult::interrupt();
+  });
+  if (!weights && !hasWeights) {
+    // A program without weights needs no weights file.
+    weights = std::make_unique<mlir::tessel::WeightTable>();
+  } else if (!weights) {
+    if (weightsFrom.empty())
+      return fail("'" + o.input +
+                  "' does not say where its weights are: give --weights "
+                  "model.onnx");
+    auto imported = importModel(weightsFrom);
+    if (!imported)
+      return fail("reading the weights of '" + weightsFrom +
+                  "': " + toString(imported.takeError()));
+    weights = std::move(imported->weights);
+  }
+  mlir::tessel::WeightTable &table = *weights;
+  auto lookup = [&](StringRef name, std::string &error)
+      -> mlir::FailureOr<mlir::tessel::WeightData> {
+    const mlir::tessel::WeightInfo *info = table.lookup(name);
+    if (!info) {
+      error = "no data for this weight in the model";
+      return mlir::failure();
+    }
+    auto bytes = table.getData(*info);
+    if (!bytes) {
+      error = toString(bytes.takeError());
+      return mlir::failure();
+    }
+    return mlir::tessel::WeightData{bytes->data(), bytes->size(),
+                                    SmallVector<int64_t>(info->shape)};
+  };
+  StringRef dir = artifactDir->tempPath();
+  mlir::tessel::ExportOptions artifactOptions;
+  artifactOptions.displayPath = artifactDir->finalPath().str();
+  if (failed(mlir::tessel::exportArtifact(*module, lookup, dir,
+                                          artifactOptions)))
+    return diagnosed();
+  if (trainingOptions) {
+    // The source model of --export-onnx: only an ONNX input is the graph the
+    // trained tensors go back into (a .mlir may be any program).
+    std::string onnx = StringRef(o.input).ends_with(".mlir") ? "" : o.input;
+    std::string error =
+        ::tessel::writeTrainingFiles(*module, loss, lookup, onnx, dir);
+    if (!error.empty())
+      return fail(error);
+  }
+  if (gradsModule) {
+    mlir::tessel::ExportOptions eo;
+    eo.gradientWeightsAsStates = true;
+    SmallString<256> grads(dir);
+    sys::path::append(grads, "grads");
+    if (failed(mlir::tessel::exportArtifact(*gradsModule, lookup, grads, eo)))
+      return diagnosed();
+  }
+  if (Error err = artifactDir->commit())
+    return fail(toString(std::move(err)));
+  result.artifactPath = artifactDir->finalPath().str();
+  return Error::success();
+}
+
+} // namespace
+
+Expected<CompileResult> compile(mlir::MLIRContext &context,
+                                const CompileOptions &options,
+                                MessageHandler onMessage) {
+  if (options.emit == Emit::Schedule) {
+    if (!options.input.empty())
+      return fail("--emit=schedule takes no input model (got '" +
+                  options.input +
+                  "'); it builds a schedule from --schedule, --stages, "
+                  "--microbatches");
+    CompileResult result;
+    Expected<std::string> text = emitSchedule(options);
+    if (!text)
+      return text.takeError();
+    result.text = std::move(*text);
+    return std::move(result);
+  }
+  return Compilation(context, options, onMessage).run();
+}
+
+} // namespace tessel::driver

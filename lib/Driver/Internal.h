@@ -1,0 +1,26 @@
+//===- Internal.h - lib/Driver's shared helpers -----------------*- C++ -*-===//
+#ifndef TESSEL_LIB_DRIVER_INTERNAL_H
+#define TESSEL_LIB_DRIVER_INTERNAL_H
+
+#include "tessel/Driver/Driver.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+
+namespace tessel::driver {
+
+/// The name messages start with ("tesselc: error: ...").
+constexpr llvm::StringLiteral kTool = "tesselc";
+
+/// The DriverError tesselc prints as "tesselc: error: <message>".
+llvm::Error fail(const llvm::Twine &message);
+
+/// --emit=schedule (Schedule.cpp): builds or loads the schedule, simulates
+/// it, writes -o (unless "-"), the timelines and the schedule file asked
+/// for. Returns the report when -o is "" or "-" (else ""), or the list of
+/// schedules with --list-schedules.
+llvm::Expected<std::string> emitSchedule(const CompileOptions &options);
+
+} // namespace tessel::driver
+
+#endif // TESSEL_LIB_DRIVER_INTERNAL_H
