@@ -669,12 +669,11 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
              << "' is read on pp rank " << r << " but updated on stage "
              << (h != homes.end() ? h->second.stage : -1) << " (pp rank "
              << (h != homes.end() ? sched.getRank(h->second.stage) : -1)
-             << "), and no stage of pp rank " << r
-             << " computes part of its gradient: a rank keeps a copy of a "
-                "shared weight only where its stages add to the weight's "
-                "gradient (a read that is not differentiated, through a "
-                "comparison or a shape, is not supported); put every reader "
-                "of it on stages that differentiate it";
+             << "), and pp rank " << r
+             << " computes no part of its gradient, so its copy would go "
+                "stale: only the ranks that compute parts of a shared "
+                "weight's gradient keep a copy of it; put every reader of it "
+                "on one stage";
     }
     SmallVector<Value> outs;
     if (hasLoss)
