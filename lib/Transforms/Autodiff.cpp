@@ -7,7 +7,9 @@
 // dialects/tessel/Gradients.cpp), summed where a value has several uses.
 // The gradients are appended to the function's results and named in
 // `tessel.gradients`. Weights the function assigns (BatchNorm's running
-// statistics) are state and get none. See docs/training.md.
+// statistics) are state and get none. See docs/training.md. Pipelined, a
+// weight that ops of several stages read gets one part of its gradient per
+// stage, added in stage order (docs/pipeline.md).
 //
 //===----------------------------------------------------------------------===//
 

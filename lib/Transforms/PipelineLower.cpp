@@ -15,6 +15,12 @@
 // its home's is sent at the cut it crosses (forward values in SEND_F of
 // every stage between, gradients in SEND_B), with its static type.
 //
+// A weight whose gradient has parts from several stages (a tied embedding
+// and head) is kept by every rank that computes a part: after its last
+// action each holder sends its parts to the others, receives theirs and
+// runs the sum and the update, the same ops in the same order, on its own
+// copy (Megatron's embedding group; docs/pipeline.md).
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Schedule/Registry.h"
