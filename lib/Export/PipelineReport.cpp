@@ -24,6 +24,9 @@ struct StageFigures {
   double flops = 0, forwardFlops = 0;
   // Per microbatch 0: (peer rank, type) of each send, in order.
   std::vector<std::pair<int64_t, RankedTensorType>> sends;
+  // Once per step: the parts of shared weights' gradients it sends to the
+  // other holders (docs/pipeline.md).
+  std::vector<std::pair<int64_t, RankedTensorType>> stepSends;
 };
 
 } // namespace
@@ -46,11 +49,10 @@ void mlir::tessel::printPipelineReport(ModuleOp module, raw_ostream &os) {
       s.rank = r;
       const int64_t mb = getPipelineInt(op, kMicrobatchAttr, -1);
       if (phase.getValue() == "SEND") {
-        if (mb == 0)
-          if (auto send = dyn_cast<SendOp>(op))
-            s.sends.emplace_back(send.getTarget(),
-                                 cast<RankedTensorType>(
-                                     send.getInput().getType()));
+        if (auto send = dyn_cast<SendOp>(op); send && (mb == 0 || mb == -1))
+          (mb == 0 ? s.sends : s.stepSends)
+              .emplace_back(send.getTarget(),
+                            cast<RankedTensorType>(send.getInput().getType()));
         return;
       }
       if (phase.getValue() == "RECV")
@@ -93,6 +95,10 @@ void mlir::tessel::printPipelineReport(ModuleOp module, raw_ostream &os) {
       os << "    sends to pp rank " << peer << ": " << t << " ("
          << tensorBytes(t) << " bytes) per microbatch\n";
     }
+    for (auto &[peer, t] : f.stepSends)
+      os << "    sends to pp rank " << peer << ": " << t << " ("
+         << tensorBytes(t)
+         << " bytes) per step, its part of a shared weight's gradient\n";
   }
   for (auto &[r, fn] : ranks) {
     Operation *loss = nullptr;

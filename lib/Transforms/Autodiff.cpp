@@ -7,7 +7,9 @@
 // dialects/tessel/Gradients.cpp), summed where a value has several uses.
 // The gradients are appended to the function's results and named in
 // `tessel.gradients`. Weights the function assigns (BatchNorm's running
-// statistics) are state and get none. See docs/training.md.
+// statistics) are state and get none. See docs/training.md. Pipelined, a
+// weight that ops of several stages read gets one part of its gradient per
+// stage, added in stage order (docs/pipeline.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +25,9 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <climits>
+#include <map>
 #include <queue>
+#include <set>
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_AUTODIFFPASS
@@ -174,18 +178,6 @@ SmallVector<Operation *> backwardOrder(Block &block, bool tagged) {
   return order;
 }
 
-/// The weight a value shared by every microbatch is read from, for messages.
-std::string weightBehind(Value v) {
-  while (Operation *d = v.getDefiningOp()) {
-    if (auto w = dyn_cast<WeightOp>(d))
-      return w.getName().str();
-    if (d->getNumOperands() == 0)
-      break;
-    v = d->getOperand(0);
-  }
-  return "?";
-}
-
 struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
   using Base::Base;
 
@@ -310,13 +302,36 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
     Location lossLoc = NameLoc::get(StringAttr::get(ctx, "d_loss"), ret.getLoc());
     DenseMap<Value, Value> grads;
     const bool tagged = tagForward(block);
-    bool sharedAcrossStages = false;
+    // A value every microbatch shares (a weight) that ops of several
+    // pipeline stages read directly: each stage's part of its gradient is
+    // summed on its own, in microbatch order, and the parts are added in
+    // stage order where the gradient is read (readGrad), so that each stage
+    // holding a copy can compute its part alone (docs/pipeline.md, a weight
+    // shared by stages). Without stages the order is the one-rank
+    // program's: every contribution in the backward's order.
+    DenseMap<Value, std::map<int64_t, Value>> stageParts;
+    DenseSet<Value> multiStage;
+    if (tagged)
+      for (Operation &op : block.without_terminator())
+        for (Value r : op.getResults()) {
+          if (isTagged(r))
+            continue;
+          std::set<int64_t> stages;
+          for (Operation *user : r.getUsers())
+            if (user->hasAttr(kPhaseAttr) && user->hasAttr(kStageAttr))
+              stages.insert(getPipelineInt(user, kStageAttr));
+          if (stages.size() > 1)
+            multiStage.insert(r);
+        }
     // A sum of gradients: that of a tagged value belongs to its producer's
     // backward (BW); that of a value every microbatch shares (a weight) is
     // accumulated in microbatch order, each add with the contribution's
     // microbatch (W).
     auto accumulate = [&](Value v, Value g, Location loc) {
-      Value &slot = grads[v];
+      Value &slot = multiStage.contains(v) && isTagged(g)
+                        ? stageParts[v][getPipelineInt(g.getDefiningOp(),
+                                                       kStageAttr)]
+                        : grads[v];
       if (!slot) {
         slot = g;
         return;
@@ -341,22 +356,34 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
       Operation *src = isTagged(g) ? g.getDefiningOp()
                        : isTagged(prev) ? prev.getDefiningOp()
                                         : nullptr;
-      if (!src)
-        return;
-      if (isTagged(g) && isTagged(prev)) {
-        int64_t s1 = getPipelineInt(prev.getDefiningOp(), kStageAttr);
-        int64_t s2 = getPipelineInt(g.getDefiningOp(), kStageAttr);
-        if (s1 != s2 && !sharedAcrossStages) {
-          sharedAcrossStages = true;
-          emitError(loc) << "weight '" << weightBehind(v)
-                         << "' is read by pipeline stage " << std::min(s1, s2)
-                         << " and stage " << std::max(s1, s2)
-                         << ": put every reader of a parameter on one stage "
-                            "(a weight shared between stages, such as a tied "
-                            "embedding, is not supported yet)";
+      if (src)
+        copyTags(src, add, "W");
+    };
+    // The gradient of `v`: with parts of several stages, their sum in stage
+    // order (each add the earlier stage's W), then what the ops on weights
+    // alone gave (e.g. a transpose's backward).
+    auto readGrad = [&](Value v) -> Value {
+      auto it = stageParts.find(v);
+      if (it == stageParts.end())
+        return grads.lookup(v);
+      Value sum;
+      for (auto &[stage, part] : it->second) {
+        if (!sum) {
+          sum = part;
+          continue;
         }
+        Value prev = sum;
+        sum = AddOp::create(b, lossLoc, prev, part);
+        copyTags(prev.getDefiningOp(), sum.getDefiningOp(), "W");
       }
-      copyTags(src, add, "W");
+      if (Value rest = grads.lookup(v)) {
+        Value prev = sum;
+        sum = AddOp::create(b, lossLoc, prev, rest);
+        copyTags(prev.getDefiningOp(), sum.getDefiningOp(), "W");
+      }
+      stageParts.erase(it);
+      grads[v] = sum;
+      return sum;
     };
     if (onPath(loss)) {
       auto type = cast<RankedTensorType>(loss.getType());
@@ -381,7 +408,7 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
       SmallVector<Value> resultGrads;
       bool any = false;
       for (Value r : op.getResults()) {
-        resultGrads.push_back(grads.lookup(r));
+        resultGrads.push_back(readGrad(r));
         any |= static_cast<bool>(resultGrads.back());
       }
       if (!any)
@@ -424,8 +451,6 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
                                   << g.getType();
         accumulate(v, g, op.getLoc());
       }
-      if (sharedAcrossStages)
-        return failure();
     }
 
     // One gradient per target: the sum over its values, or zeros.
@@ -434,7 +459,7 @@ struct AutodiffPass : public impl::AutodiffPassBase<AutodiffPass> {
     for (const Target &t : *targets) {
       Value sum;
       for (Value v : t.values)
-        if (Value g = grads.lookup(v)) {
+        if (Value g = readGrad(v)) {
           if (sum && tagged) {
             Value prev = sum;
             sum = AddOp::create(b, lossLoc, prev, g);

@@ -15,6 +15,12 @@
 // its home's is sent at the cut it crosses (forward values in SEND_F of
 // every stage between, gradients in SEND_B), with its static type.
 //
+// A weight whose gradient has parts from several stages (a tied embedding
+// and head) is kept by every rank that computes a part: after its last
+// action each holder sends its parts to the others, receives theirs and
+// runs the sum and the update, the same ops in the same order, on its own
+// copy (Megatron's embedding group; docs/pipeline.md).
+//
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Schedule/Registry.h"
@@ -24,10 +30,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <map>
+#include <set>
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_PIPELINELOWERPASS
@@ -98,6 +106,22 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
   // The assigns that belong to a stage (parameter and state updates).
   SmallVector<AssignOp> assignsOf;
   int64_t tagWidth = 1;
+  // A weight shared by stages (docs/pipeline.md): the ops that sum parts of
+  // its gradient computed on different stages ...
+  DenseSet<Operation *> combines;
+  // ... and everything after them in the update, in program order; every
+  // holder of the weight runs them after its last action.
+  SmallVector<Operation *> sharedOps;
+  DenseMap<Operation *, unsigned> sharedGroup;
+  struct SharedGroup {
+    // The parts the shared ops read, computed on one holder each.
+    SmallVector<Value> parts;
+    // The stages that compute a part or the shared ops.
+    std::set<int64_t> stages;
+    // Their ranks, ascending.
+    SmallVector<int64_t> holders;
+  };
+  SmallVector<SharedGroup> groups;
 
   void runOnOperation() override {
     if (failed(run()))
@@ -128,7 +152,8 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
       return mesh.emitOpError() << "has no '" << kPipelineAxis
                                 << "' axis to pipeline over";
     if (failed(computeHomes()) || failed(buildSchedule()) ||
-        failed(computeMessages()) || failed(assignActions()))
+        failed(computeMessages()) || failed(computeShared()) ||
+        failed(assignActions()))
       return failure();
     OpBuilder b(fn);
     SmallVector<func::FuncOp> ranks;
@@ -283,6 +308,14 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
         if (it == homes.end() || it->second.stage == su)
           continue;
         const Home &h = it->second;
+        // A sum of parts of a weight's gradient from two stages: the
+        // holders exchange their parts (computeShared).
+        if (!isRet && h.phase == Phase::W &&
+            (uit->second.phase == Phase::W ||
+             uit->second.phase == Phase::STEP)) {
+          combines.insert(&op);
+          continue;
+        }
         if (su > h.stage) {
           if (h.phase != Phase::F)
             return op.emitOpError()
@@ -306,6 +339,139 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
     }
     for (auto &[key, values] : messages)
       tagWidth = std::max<int64_t>(tagWidth, values.size());
+    return success();
+  }
+
+  // --- Weights shared by stages ------------------------------------------
+
+  /// The shared updates: each combine and the W and STEP ops that compute
+  /// from it, grouped by the values they pass on to each other; each
+  /// group's parts (the values of other ops they read, each computed on one
+  /// stage) and holders (the ranks of those stages).
+  LogicalResult computeShared() {
+    if (combines.empty())
+      return success();
+    llvm::EquivalenceClasses<Operation *> classes;
+    DenseSet<Operation *> shared;
+    for (Operation &op : fn.getBody().front().without_terminator()) {
+      auto it = homes.find(&op);
+      if (it == homes.end())
+        continue;
+      SmallVector<Operation *> from;
+      for (Value v : op.getOperands())
+        if (Operation *d = v.getDefiningOp(); d && shared.contains(d))
+          from.push_back(d);
+      if (!combines.contains(&op) && from.empty())
+        continue;
+      if (it->second.phase != Phase::W && it->second.phase != Phase::STEP)
+        return op.emitOpError()
+               << describe(&op) << " of stage " << it->second.stage
+               << " reads the sum of a weight's gradient over stages, which "
+                  "only the update of that weight may read";
+      shared.insert(&op);
+      sharedOps.push_back(&op);
+      classes.insert(&op);
+      for (Operation *d : from)
+        classes.unionSets(d, &op);
+    }
+    // A part read by two groups joins them.
+    DenseMap<Value, Operation *> partReader;
+    for (Operation *op : sharedOps)
+      for (Value v : op->getOperands())
+        if (Operation *d = v.getDefiningOp();
+            d && homes.count(d) && !shared.contains(d)) {
+          auto [it, fresh] = partReader.try_emplace(v, op);
+          if (!fresh)
+            classes.unionSets(it->second, op);
+        }
+    DenseMap<Operation *, unsigned> groupOfLeader;
+    for (Operation *op : sharedOps) {
+      Operation *leader = classes.getLeaderValue(op);
+      auto [it, fresh] = groupOfLeader.try_emplace(leader, groups.size());
+      if (fresh)
+        groups.emplace_back();
+      sharedGroup[op] = it->second;
+      SharedGroup &g = groups[it->second];
+      g.stages.insert(homes.lookup(op).stage);
+      for (Value v : op->getOperands())
+        if (Operation *d = v.getDefiningOp();
+            d && homes.count(d) && !shared.contains(d) &&
+            !llvm::is_contained(g.parts, v)) {
+          g.parts.push_back(v);
+          g.stages.insert(homes.lookup(d).stage);
+        }
+    }
+    for (SharedGroup &g : groups) {
+      std::set<int64_t> ranks;
+      for (int64_t s : g.stages)
+        ranks.insert(sched.getRank(s));
+      g.holders.assign(ranks.begin(), ranks.end());
+    }
+    return success();
+  }
+
+  /// Rank r's part of the shared updates, after its last action: the
+  /// exchange of the parts, then the shared ops of every group it holds.
+  /// Messages go in one order on every rank (part by part in program
+  /// order, receivers ascending), so blocking p2p cannot deadlock.
+  LogicalResult buildShared(OpBuilder &b, int64_t r, IRMapping &map,
+                            llvm::function_ref<bool(Value)> ensure) {
+    auto meshRef = FlatSymbolRefAttr::get(fn.getContext(), mesh.getSymName());
+    auto axes = b.getStrArrayAttr({kPipelineAxis});
+    // Tags after every tag of the schedule's messages.
+    int64_t tag = 2 * numMicrobatches * numStages * tagWidth;
+    auto localStage = [&](const SharedGroup &g) {
+      for (int64_t s : g.stages)
+        if (sched.getRank(s) == r)
+          return s;
+      return int64_t(-1);
+    };
+    auto tagShared = [&](Operation *op, StringRef phase, int64_t stage) {
+      op->setAttr(kPhaseAttr, b.getStringAttr(phase));
+      op->setAttr(kStageAttr, b.getI64IntegerAttr(stage));
+      op->setAttr(kMicrobatchAttr, b.getI64IntegerAttr(-1));
+    };
+    for (const SharedGroup &g : groups) {
+      const bool holds = llvm::is_contained(g.holders, r);
+      for (Value part : g.parts) {
+        const int64_t owner =
+            sched.getRank(homes.lookup(part.getDefiningOp()).stage);
+        const int64_t partTag = tag++;
+        if (!holds)
+          continue;
+        if (owner == r) {
+          if (!ensure(part))
+            return fn.emitOpError()
+                   << "pp rank " << r << " must send its part of a shared "
+                   << "weight's gradient, " << describe(part.getDefiningOp())
+                   << ", before it has it";
+          for (int64_t h : g.holders)
+            if (h != r)
+              tagShared(SendOp::create(b, part.getLoc(), map.lookup(part),
+                                       meshRef, axes, b.getI64IntegerAttr(h),
+                                       b.getI64IntegerAttr(partTag)),
+                        "SEND", localStage(g));
+          continue;
+        }
+        auto recv = RecvOp::create(b, part.getLoc(), part.getType(), meshRef,
+                                   axes, b.getI64IntegerAttr(owner),
+                                   b.getI64IntegerAttr(partTag));
+        map.map(part, recv.getResult());
+        tagShared(recv, "RECV", localStage(g));
+      }
+    }
+    for (Operation *op : sharedOps) {
+      const SharedGroup &g = groups[sharedGroup.lookup(op)];
+      if (!llvm::is_contained(g.holders, r))
+        continue;
+      for (Value v : op->getOperands())
+        if (!ensure(v))
+          return op->emitOpError()
+                 << describe(op) << " of a shared weight's update reads "
+                 << describe(v.getDefiningOp()) << ", which pp rank " << r
+                 << " does not have";
+      tagShared(b.clone(*op, map), "STEP", localStage(g));
+    }
     return success();
   }
 
@@ -351,7 +517,7 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
         scheduled.insert(keyOf(a.kind, a.stage, a.microbatch));
     for (Operation &op : fn.getBody().front().without_terminator()) {
       auto it = homes.find(&op);
-      if (it == homes.end())
+      if (it == homes.end() || sharedGroup.count(&op))
         continue;
       const Home &h = it->second;
       ActionKind k = ActionKind::Forward;
@@ -490,12 +656,15 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
         tagClone(c, phaseName(a.kind), a.stage, a.microbatch);
       }
     }
+    if (failed(buildShared(b, r, map, ensure)))
+      return failure();
     // State every rank keeps (the optimizer's step count), where it is read.
     for (AssignOp a : freeAssigns)
       if (map.contains(a.getWeight()) && ensure(a.getValue()))
         b.clone(*a, map);
     // A weight this rank reads must be updated here too, or its copy would
-    // go stale after the first step: a weight shared between stages.
+    // go stale after the first step: only the ranks that compute part of a
+    // weight's gradient hold a copy of it.
     for (AssignOp a : assignsOf) {
       if (!map.contains(a.getWeight()) || map.contains(a.getResult()))
         continue;
@@ -506,9 +675,11 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
              << "' is read on pp rank " << r << " but updated on stage "
              << (h != homes.end() ? h->second.stage : -1) << " (pp rank "
              << (h != homes.end() ? sched.getRank(h->second.stage) : -1)
-             << "): a weight shared between stages (a tied embedding and "
-                "head) is not supported yet; put every reader of it on one "
-                "stage";
+             << "), and pp rank " << r
+             << " computes no part of its gradient, so its copy would go "
+                "stale: only the ranks that compute parts of a shared "
+                "weight's gradient keep a copy of it; put every reader of it "
+                "on one stage";
     }
     SmallVector<Value> outs;
     if (hasLoss)
