@@ -271,11 +271,14 @@ def Tessel_ShardConstraintOp
 // Elementwise
 //===----------------------------------------------------------------------===//
 
+// An elementwise unary op whose runtime math is its scalar function
+// (Tessel_ScalarFunction) over `types` ("Float", "Numeric", "Bool").
 // `props`: what else holds of it (Tessel_ZeroPreserving, ...).
 class Tessel_UnaryOp<string mnemonic, Type elemTy, string what,
-                     list<Trait> props = []>
+                     list<Trait> props = [], string types = "Float">
     : Tessel_ComputeOp<mnemonic, "buildElementwiseRule",
-                       [SameOperandsAndResultType, Tessel_Elementwise] # props> {
+                       [SameOperandsAndResultType, Tessel_Elementwise] # props>,
+      Tessel_ScalarFunction<types> {
   let summary = "Elementwise " # what;
   let description = [{
     Elementwise }] # what # [{; the result has the operand's type.
@@ -293,10 +296,12 @@ class Tessel_UnaryOp<string mnemonic, Type elemTy, string what,
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Tessel_NegOp : Tessel_UnaryOp<"neg", AnyFloat, "negation", [Tessel_ZeroPreserving]>,
+def Tessel_NegOp : Tessel_UnaryOp<"neg", AnyFloat, "negation",
+                                  [Tessel_ZeroPreserving], "Numeric">,
     Tessel_Instruction<1, "unary">,
     Tessel_GradientFrom<"buildNegGradient">;
-def Tessel_ExpOp : Tessel_UnaryOp<"exp", AnyFloat, "exponential", [Tessel_FinitePreserving]>,
+def Tessel_ExpOp : Tessel_UnaryOp<"exp", AnyFloat, "exponential",
+                                  [Tessel_FinitePreserving]>,
     Tessel_Instruction<2, "unary">,
     Tessel_GradientFrom<"buildExpGradient">;
 def Tessel_LogOp : Tessel_UnaryOp<"log", AnyFloat, "natural logarithm">,
@@ -311,27 +316,33 @@ def Tessel_RsqrtOp : Tessel_UnaryOp<"rsqrt", AnyFloat, "reciprocal square root">
 def Tessel_ReciprocalOp : Tessel_UnaryOp<"reciprocal", AnyFloat, "reciprocal">,
     Tessel_Instruction<11, "unary">,
     Tessel_GradientFrom<"buildReciprocalGradient">;
-def Tessel_AbsOp : Tessel_UnaryOp<"abs", AnyFloat, "absolute value", [Tessel_ZeroPreserving]>,
+def Tessel_AbsOp : Tessel_UnaryOp<"abs", AnyFloat, "absolute value",
+                                  [Tessel_ZeroPreserving], "Numeric">,
     Tessel_Instruction<12, "unary">,
     Tessel_GradientFrom<"buildAbsGradient">;
-def Tessel_TanhOp : Tessel_UnaryOp<"tanh", AnyFloat, "hyperbolic tangent", [Tessel_ZeroPreserving]>,
+def Tessel_TanhOp : Tessel_UnaryOp<"tanh", AnyFloat, "hyperbolic tangent",
+                                   [Tessel_ZeroPreserving]>,
     Tessel_Instruction<6, "unary">,
     Tessel_GradientFrom<"buildTanhGradient">;
-def Tessel_ErfOp : Tessel_UnaryOp<"erf", AnyFloat, "error function", [Tessel_ZeroPreserving]>,
+def Tessel_ErfOp : Tessel_UnaryOp<"erf", AnyFloat, "error function",
+                                  [Tessel_ZeroPreserving]>,
     Tessel_Instruction<7, "unary">,
     Tessel_GradientFrom<"buildErfGradient">;
-def Tessel_SigmoidOp : Tessel_UnaryOp<"sigmoid", AnyFloat, "logistic sigmoid", [Tessel_FinitePreserving]>,
+def Tessel_SigmoidOp : Tessel_UnaryOp<"sigmoid", AnyFloat, "logistic sigmoid",
+                                      [Tessel_FinitePreserving]>,
     Tessel_Instruction<8, "unary">,
     Tessel_GradientFrom<"buildSigmoidGradient">;
-def Tessel_ReluOp : Tessel_UnaryOp<"relu", AnyFloat, "max(x, 0)", [Tessel_ZeroPreserving]>,
+def Tessel_ReluOp : Tessel_UnaryOp<"relu", AnyFloat, "max(x, 0)",
+                                   [Tessel_ZeroPreserving], "Numeric">,
     Tessel_Instruction<9, "unary">,
     Tessel_GradientFrom<"buildReluGradient">;
-def Tessel_NotOp : Tessel_UnaryOp<"not", I1, "logical not">,
+def Tessel_NotOp : Tessel_UnaryOp<"not", I1, "logical not", [], "Bool">,
     Tessel_Instruction<13, "unary">;
 
 def Tessel_GeluOp : Tessel_ComputeOp<"gelu", "buildElementwiseRule",
     [SameOperandsAndResultType, Tessel_Elementwise, Tessel_ZeroPreserving]>,
     Tessel_Instruction<10, "unary", [Tessel_RtAttr<"tanh_approximation">]>,
+    Tessel_ScalarFunction,
     Tessel_GradientFrom<"buildGeluGradient"> {
   let summary = "Elementwise GELU";
   let description = [{
@@ -362,16 +373,19 @@ def Tessel_HardSwishOp
       Tessel_Instruction<16, "unary">, Tessel_OnnxOneToOne<"HardSwish", 14>,
     Tessel_GradientFrom<"buildHardSwishGradient">;
 
-def Tessel_SinOp : Tessel_UnaryOp<"sin", AnyFloat, "sine", [Tessel_ZeroPreserving]>,
+def Tessel_SinOp : Tessel_UnaryOp<"sin", AnyFloat, "sine",
+                                  [Tessel_ZeroPreserving]>,
     Tessel_Instruction<18, "unary">,
     Tessel_GradientFrom<"buildSinGradient">;
-def Tessel_CosOp : Tessel_UnaryOp<"cos", AnyFloat, "cosine", [Tessel_FinitePreserving]>,
+def Tessel_CosOp : Tessel_UnaryOp<"cos", AnyFloat, "cosine",
+                                  [Tessel_FinitePreserving]>,
     Tessel_Instruction<19, "unary">,
     Tessel_GradientFrom<"buildCosGradient">;
 
 def Tessel_LeakyReluOp : Tessel_ComputeOp<"leaky_relu", "buildElementwiseRule",
     [SameOperandsAndResultType, Tessel_Elementwise, Tessel_ZeroPreserving]>,
     Tessel_Instruction<17, "unary", [Tessel_RtAttr<"alpha">]>,
+    Tessel_ScalarFunction,
     Tessel_OnnxOneToOne<"LeakyRelu", 6, [Tessel_OnnxAttr<"alpha", "0.01">]>,
     Tessel_GradientFrom<"buildLeakyReluGradient"> {
   let summary = "Elementwise leaky ReLU";
