@@ -373,6 +373,11 @@ def Tessel_HardSwishOp
       Tessel_Instruction<16, "unary">, Tessel_OnnxOneToOne<"HardSwish", 14>,
     Tessel_GradientFrom<"buildHardSwishGradient">;
 
+def Tessel_SoftsignOp : Tessel_UnaryOp<"softsign", AnyFloat, "x / (1 + |x|)",
+                                       [Tessel_ZeroPreserving]>,
+    Tessel_Instruction<31, "unary">, Tessel_OnnxOneToOne<"Softsign", 1>,
+    Tessel_GradientFrom<"buildSoftsignGradient">;
+
 def Tessel_SinOp : Tessel_UnaryOp<"sin", AnyFloat, "sine",
                                   [Tessel_ZeroPreserving]>,
     Tessel_Instruction<18, "unary">,

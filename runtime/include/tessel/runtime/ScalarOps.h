@@ -141,6 +141,12 @@ template <class M> struct HardSwish {
     return v * maxOf(0.0f, minOf(1.0f, v * (1.0f / 6.0f) + 0.5f));
   }
 };
+/// x / (1 + |x|) (ONNX Softsign, torch.nn.Softsign).
+template <class M> struct Softsign {
+  TESSEL_HOST_DEVICE float operator()(float v) const {
+    return v / (1.0f + M::fabs(v));
+  }
+};
 template <class M> struct LeakyRelu {
   float alpha = 0.01f;
   TESSEL_HOST_DEVICE float operator()(float v) const {
