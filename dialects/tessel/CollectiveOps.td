@@ -17,10 +17,11 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "dialects/tessel/TesselDialect.td"
 include "dialects/tessel/TesselEnums.td"
+include "dialects/tessel/TesselInterfaces.td"
 include "dialects/tessel/TesselRuntime.td"
 
 class Tessel_CollectiveOp<string mnemonic, list<Trait> traits = []>
-    : Tessel_Op<mnemonic, traits # [
+    : Tessel_Op<mnemonic, traits # [Tessel_Collective,
           DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   code commonConstraints = [{
     * (C1) `mesh` names a `tessel.mesh`.
@@ -34,7 +35,8 @@ class Tessel_CollectiveOp<string mnemonic, list<Trait> traits = []>
   }];
 }
 
-def Tessel_AllReduceOp : Tessel_CollectiveOp<"all_reduce", [SameOperandsAndResultType]>,
+def Tessel_AllReduceOp : Tessel_CollectiveOp<"all_reduce",
+                                             [SameOperandsAndResultType, Tessel_ZeroPreserving]>,
     Tessel_Instruction<100, "collective", [Tessel_RtAttr<"group", "$_ctx.groupOf($_op.getAxes())", "ints">, Tessel_RtAttr<"kind">]> {
   let summary = "Reduces a value over the group; every rank gets the result";
   let description = [{
@@ -56,7 +58,7 @@ def Tessel_AllReduceOp : Tessel_CollectiveOp<"all_reduce", [SameOperandsAndResul
   }];
 }
 
-def Tessel_AllGatherOp : Tessel_CollectiveOp<"all_gather">,
+def Tessel_AllGatherOp : Tessel_CollectiveOp<"all_gather", [Tessel_DataMovement]>,
     Tessel_Instruction<101, "collective", [Tessel_RtAttr<"group", "$_ctx.groupOf($_op.getAxes())", "ints">, Tessel_RtAttr<"dim">]> {
   let summary = "Concatenates the group's shards along one dim";
   let description = [{
@@ -81,7 +83,8 @@ def Tessel_AllGatherOp : Tessel_CollectiveOp<"all_gather">,
 
 // Not a Tessel_CollectiveOp: it moves no data, so it is Pure, and its
 // verifier is its own.
-def Tessel_LocalSliceOp : Tessel_Op<"local_slice", [Pure,
+def Tessel_LocalSliceOp : Tessel_Op<"local_slice", [Pure, Tessel_Collective,
+    Tessel_DataMovement,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Keeps this rank's shard of a dim; no communication";
   let description = [{
@@ -116,7 +119,7 @@ def Tessel_LocalSliceOp : Tessel_Op<"local_slice", [Pure,
   }];
 }
 
-def Tessel_ReduceScatterOp : Tessel_CollectiveOp<"reduce_scatter">,
+def Tessel_ReduceScatterOp : Tessel_CollectiveOp<"reduce_scatter", [Tessel_ZeroPreserving]>,
     Tessel_Instruction<102, "collective", [Tessel_RtAttr<"group", "$_ctx.groupOf($_op.getAxes())", "ints">, Tessel_RtAttr<"kind">, Tessel_RtAttr<"dim">]> {
   let summary = "Reduces over the group and leaves each rank one shard";
   let description = [{
@@ -142,7 +145,7 @@ def Tessel_ReduceScatterOp : Tessel_CollectiveOp<"reduce_scatter">,
   }];
 }
 
-def Tessel_AllToAllOp : Tessel_CollectiveOp<"all_to_all">,
+def Tessel_AllToAllOp : Tessel_CollectiveOp<"all_to_all", [Tessel_DataMovement]>,
     Tessel_Instruction<103, "collective", [Tessel_RtAttr<"group", "$_ctx.groupOf($_op.getAxes())", "ints">, Tessel_RtAttr<"split_dim">, Tessel_RtAttr<"concat_dim">]> {
   let summary = "Reshards from one dim to another within the group";
   let description = [{

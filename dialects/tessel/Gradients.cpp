@@ -354,6 +354,15 @@ LogicalResult buildSoftplusGradient(SoftplusOp op, OpBuilder &b,
   return success();
 }
 
+// d x / (1 + |x|) = 1 / (1 + |x|)^2
+LogicalResult buildSoftsignGradient(SoftsignOp op, OpBuilder &b,
+                                    ArrayRef<Value> dy, Grads &dx) {
+  Emitter e{b, op.getLoc()};
+  Value d = e.add(AbsOp::create(b, e.loc, op.getInput()), 1.0);
+  dx.push_back(e.div(dy[0], e.mul(d, d)));
+  return success();
+}
+
 // x relu6(x + 3) / 6: 0 below -3, 1 above 3, x/3 + 1/2 between (PyTorch's).
 LogicalResult buildHardSwishGradient(HardSwishOp op, OpBuilder &b,
                                      ArrayRef<Value> dy, Grads &dx) {

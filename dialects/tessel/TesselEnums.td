@@ -27,4 +27,22 @@ def Tessel_ComparePredicate : I32EnumAttr<"ComparePredicate",
   let cppNamespace = "::mlir::tessel";
 }
 
+def Tessel_CostClass : I32EnumAttr<"CostClass",
+    "how the cost model counts an op's FLOPs (CostOpInterface)", [
+      // One per result element: the default of ops without the interface.
+      I32EnumAttrCase<"PerElement", 0, "per_element">,
+      // 2 x result elements x the last dim of operand 0 (matmul, gemm).
+      I32EnumAttrCase<"Contraction", 1, "contraction">,
+      // 2 x elements of output y x weight w's elements per output channel,
+      // with (y, w) = (result 0, operand 1) for the forward, (operand 0,
+      // operand 1) for the input gradient, (operand 1, result 0) for the
+      // weight gradient.
+      I32EnumAttrCase<"Convolution", 2, "convolution">,
+      I32EnumAttrCase<"ConvolutionBackwardData", 3, "convolution_backward_data">,
+      I32EnumAttrCase<"ConvolutionBackwardWeight", 4,
+                      "convolution_backward_weight">
+    ]> {
+  let cppNamespace = "::mlir::tessel";
+}
+
 #endif // TESSEL_ENUMS_TD

@@ -65,4 +65,63 @@ def Tessel_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Op properties
+//===----------------------------------------------------------------------===//
+//
+// Facts about an op's math that analyses and plans ask with
+// `op->hasTrait<OpTrait::tessel::X>()` (dialects/tessel/TesselTraits.h)
+// instead of keeping lists of ops. An op states each that holds in its ODS
+// entry; an op without one is treated conservatively (docs/adding-an-op.md).
+
+// Each result entry is a function of the operand entries at the same
+// position (after numpy broadcasting) and of the op's attributes alone.
+def Tessel_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::mlir::OpTrait::tessel";
+}
+
+// f(0, ..., 0) = 0, and finite operands give a finite result (rounding
+// overflow aside): where every operand entry an entry reads is zero the
+// result is zero, so a zero-filled pad stays zero and a finite one finite.
+def Tessel_ZeroPreserving : NativeOpTrait<"ZeroPreserving"> {
+  let cppNamespace = "::mlir::OpTrait::tessel";
+}
+
+// Finite operands give a finite result, but f(0) may be non-zero (exp,
+// sigmoid, softmax, norms, lookups): a padded region becomes finite, not
+// zero. Implied by ZeroPreserving, so only ops without that state it.
+def Tessel_FinitePreserving : NativeOpTrait<"FinitePreserving"> {
+  let cppNamespace = "::mlir::OpTrait::tessel";
+}
+
+// Each result entry is an entry of an operand, at a position fixed by the
+// op's attributes and the shapes (not by operand values): reshape,
+// transpose, slice, concat, split, expand, and the collectives that only
+// move shards. No arithmetic; a gather (positions from an operand) is not.
+def Tessel_DataMovement : NativeOpTrait<"DataMovement"> {
+  let cppNamespace = "::mlir::OpTrait::tessel";
+}
+
+// A resharding op of a partitioned program (CollectiveOps.td): its result
+// holds data of other ranks, or this rank's part of a value, so what a
+// value's type says about padding does not describe its operand's.
+def Tessel_Collective : NativeOpTrait<"Collective"> {
+  let cppNamespace = "::mlir::OpTrait::tessel";
+}
+
+def Tessel_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::mlir::tessel";
+  let description = [{
+    An op whose FLOPs are not one per result element (the default of the
+    cost model in include/tessel/Transforms/OpCost.h, which --stages auto and
+    the pipeline report use): it names its cost class, from which the model
+    counts. Declared in the op's ODS entry with the mixin
+    `Tessel_CostClassIs<"Contraction">`.
+  }];
+  let methods = [
+    InterfaceMethod<"Returns how the op's FLOPs are counted.",
+      "::mlir::tessel::CostClass", "getCostClass", (ins)>,
+  ];
+}
+
 #endif // TESSEL_INTERFACES_TD

@@ -4,6 +4,7 @@
 #define TESSEL_DIALECT_TESSELOPS_H
 
 #include "dialects/tessel/TesselDialect.h"
+#include "dialects/tessel/TesselTraits.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"

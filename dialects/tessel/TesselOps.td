@@ -78,6 +78,25 @@ class Tessel_GradientDefinition<string builder> {
       [DeclareOpInterfaceMethods<Tessel_GradientOpInterface>]);
 }
 
+// An op whose FLOPs the cost model counts by `cls` (a case of CostClass:
+// "Contraction", "Convolution", ...), mixed into a Tessel_ComputeOp as
+// Tessel_GradientFrom is; ops without it count one per result element.
+class Tessel_CostClassIs<string cls> {
+  string costClass = cls;
+}
+
+// What a compute op of cost class `cls` adds: CostOpInterface and its
+// getCostClass (nothing for "").
+class Tessel_CostDefinition<string cls> {
+  code definition = !if(!empty(cls), "", [{
+    ::mlir::tessel::CostClass $cppClass::getCostClass() {
+      return ::mlir::tessel::CostClass::}] # cls # [{;
+    }
+  }]);
+  list<Trait> traits = !if(!empty(cls), [],
+      [DeclareOpInterfaceMethods<Tessel_CostOpInterface>]);
+}
+
 // A compute op: its sharding rule comes from `ruleBuilder`. An op with a
 // reduction factor may name the `reductionKind` of its partial results;
 // without one they are sums (the interface's default). Its gradient rule,
@@ -89,13 +108,17 @@ class Tessel_ComputeOp<string mnemonic, string ruleBuilder,
   // traits are a `let` (not Tessel_Op's argument) so that they see the
   // mixin's value, which TableGen binds once the whole def is read.
   string gradientBuilder = "";
+  // Set by Tessel_CostClassIs; "" for one FLOP per result element.
+  string costClass = "";
   let traits = opTraits # [Pure,
       DeclareOpInterfaceMethods<Tessel_ShardingRuleOpInterface,
           Tessel_ReductionKindIs<reductionKind>.methods>] #
-      Tessel_GradientDefinition<gradientBuilder>.traits;
+      Tessel_GradientDefinition<gradientBuilder>.traits #
+      Tessel_CostDefinition<costClass>.traits;
   let extraClassDefinition = Tessel_RuleFrom<ruleBuilder>.ruleDefinition #
       Tessel_ReductionKindIs<reductionKind>.definition #
-      Tessel_GradientDefinition<gradientBuilder>.definition;
+      Tessel_GradientDefinition<gradientBuilder>.definition #
+      Tessel_CostDefinition<costClass>.definition;
 }
 
 //===----------------------------------------------------------------------===//
@@ -222,7 +245,7 @@ def Tessel_ConstantOp : Tessel_ComputeOp<"constant", "buildSourceRule",
 
 def Tessel_ShardConstraintOp
     : Tessel_ComputeOp<"shard_constraint", "buildElementwiseRule",
-                       [SameOperandsAndResultType]>,
+                       [SameOperandsAndResultType, Tessel_DataMovement]>,
     Tessel_GradientFrom<"buildShardConstraintGradient"> {
   let summary = "Pins the sharding spec of a value";
   let description = [{
@@ -248,9 +271,14 @@ def Tessel_ShardConstraintOp
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class Tessel_UnaryOp<string mnemonic, Type elemTy, string what>
+// An elementwise unary op whose runtime math is its scalar function
+// (Tessel_ScalarFunction) over `types` ("Float", "Numeric", "Bool").
+// `props`: what else holds of it (Tessel_ZeroPreserving, ...).
+class Tessel_UnaryOp<string mnemonic, Type elemTy, string what,
+                     list<Trait> props = [], string types = "Float">
     : Tessel_ComputeOp<mnemonic, "buildElementwiseRule",
-                       [SameOperandsAndResultType]> {
+                       [SameOperandsAndResultType, Tessel_Elementwise] # props>,
+      Tessel_ScalarFunction<types> {
   let summary = "Elementwise " # what;
   let description = [{
     Elementwise }] # what # [{; the result has the operand's type.
@@ -268,10 +296,12 @@ class Tessel_UnaryOp<string mnemonic, Type elemTy, string what>
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Tessel_NegOp : Tessel_UnaryOp<"neg", AnyFloat, "negation">,
+def Tessel_NegOp : Tessel_UnaryOp<"neg", AnyFloat, "negation",
+                                  [Tessel_ZeroPreserving], "Numeric">,
     Tessel_Instruction<1, "unary">,
     Tessel_GradientFrom<"buildNegGradient">;
-def Tessel_ExpOp : Tessel_UnaryOp<"exp", AnyFloat, "exponential">,
+def Tessel_ExpOp : Tessel_UnaryOp<"exp", AnyFloat, "exponential",
+                                  [Tessel_FinitePreserving]>,
     Tessel_Instruction<2, "unary">,
     Tessel_GradientFrom<"buildExpGradient">;
 def Tessel_LogOp : Tessel_UnaryOp<"log", AnyFloat, "natural logarithm">,
@@ -286,27 +316,33 @@ def Tessel_RsqrtOp : Tessel_UnaryOp<"rsqrt", AnyFloat, "reciprocal square root">
 def Tessel_ReciprocalOp : Tessel_UnaryOp<"reciprocal", AnyFloat, "reciprocal">,
     Tessel_Instruction<11, "unary">,
     Tessel_GradientFrom<"buildReciprocalGradient">;
-def Tessel_AbsOp : Tessel_UnaryOp<"abs", AnyFloat, "absolute value">,
+def Tessel_AbsOp : Tessel_UnaryOp<"abs", AnyFloat, "absolute value",
+                                  [Tessel_ZeroPreserving], "Numeric">,
     Tessel_Instruction<12, "unary">,
     Tessel_GradientFrom<"buildAbsGradient">;
-def Tessel_TanhOp : Tessel_UnaryOp<"tanh", AnyFloat, "hyperbolic tangent">,
+def Tessel_TanhOp : Tessel_UnaryOp<"tanh", AnyFloat, "hyperbolic tangent",
+                                   [Tessel_ZeroPreserving]>,
     Tessel_Instruction<6, "unary">,
     Tessel_GradientFrom<"buildTanhGradient">;
-def Tessel_ErfOp : Tessel_UnaryOp<"erf", AnyFloat, "error function">,
+def Tessel_ErfOp : Tessel_UnaryOp<"erf", AnyFloat, "error function",
+                                  [Tessel_ZeroPreserving]>,
     Tessel_Instruction<7, "unary">,
     Tessel_GradientFrom<"buildErfGradient">;
-def Tessel_SigmoidOp : Tessel_UnaryOp<"sigmoid", AnyFloat, "logistic sigmoid">,
+def Tessel_SigmoidOp : Tessel_UnaryOp<"sigmoid", AnyFloat, "logistic sigmoid",
+                                      [Tessel_FinitePreserving]>,
     Tessel_Instruction<8, "unary">,
     Tessel_GradientFrom<"buildSigmoidGradient">;
-def Tessel_ReluOp : Tessel_UnaryOp<"relu", AnyFloat, "max(x, 0)">,
+def Tessel_ReluOp : Tessel_UnaryOp<"relu", AnyFloat, "max(x, 0)",
+                                   [Tessel_ZeroPreserving], "Numeric">,
     Tessel_Instruction<9, "unary">,
     Tessel_GradientFrom<"buildReluGradient">;
-def Tessel_NotOp : Tessel_UnaryOp<"not", I1, "logical not">,
+def Tessel_NotOp : Tessel_UnaryOp<"not", I1, "logical not", [], "Bool">,
     Tessel_Instruction<13, "unary">;
 
 def Tessel_GeluOp : Tessel_ComputeOp<"gelu", "buildElementwiseRule",
-                                     [SameOperandsAndResultType]>,
+    [SameOperandsAndResultType, Tessel_Elementwise, Tessel_ZeroPreserving]>,
     Tessel_Instruction<10, "unary", [Tessel_RtAttr<"tanh_approximation">]>,
+    Tessel_ScalarFunction,
     Tessel_GradientFrom<"buildGeluGradient"> {
   let summary = "Elementwise GELU";
   let description = [{
@@ -326,25 +362,35 @@ def Tessel_GeluOp : Tessel_ComputeOp<"gelu", "buildElementwiseRule",
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Tessel_SoftplusOp : Tessel_UnaryOp<"softplus", AnyFloat, "log(1 + exp(x))">,
+def Tessel_SoftplusOp : Tessel_UnaryOp<"softplus", AnyFloat, "log(1 + exp(x))",
+                                       [Tessel_FinitePreserving]>,
     Tessel_Instruction<15, "unary">, Tessel_OnnxOneToOne<"Softplus", 1>,
     Tessel_GradientFrom<"buildSoftplusGradient">;
 
 def Tessel_HardSwishOp
-    : Tessel_UnaryOp<"hard_swish", AnyFloat, "x * max(0, min(1, x / 6 + 1/2))">,
+    : Tessel_UnaryOp<"hard_swish", AnyFloat, "x * max(0, min(1, x / 6 + 1/2))",
+                     [Tessel_ZeroPreserving]>,
       Tessel_Instruction<16, "unary">, Tessel_OnnxOneToOne<"HardSwish", 14>,
     Tessel_GradientFrom<"buildHardSwishGradient">;
 
-def Tessel_SinOp : Tessel_UnaryOp<"sin", AnyFloat, "sine">,
+def Tessel_SoftsignOp : Tessel_UnaryOp<"softsign", AnyFloat, "x / (1 + |x|)",
+                                       [Tessel_ZeroPreserving]>,
+    Tessel_Instruction<31, "unary">, Tessel_OnnxOneToOne<"Softsign", 1>,
+    Tessel_GradientFrom<"buildSoftsignGradient">;
+
+def Tessel_SinOp : Tessel_UnaryOp<"sin", AnyFloat, "sine",
+                                  [Tessel_ZeroPreserving]>,
     Tessel_Instruction<18, "unary">,
     Tessel_GradientFrom<"buildSinGradient">;
-def Tessel_CosOp : Tessel_UnaryOp<"cos", AnyFloat, "cosine">,
+def Tessel_CosOp : Tessel_UnaryOp<"cos", AnyFloat, "cosine",
+                                  [Tessel_FinitePreserving]>,
     Tessel_Instruction<19, "unary">,
     Tessel_GradientFrom<"buildCosGradient">;
 
 def Tessel_LeakyReluOp : Tessel_ComputeOp<"leaky_relu", "buildElementwiseRule",
-                                          [SameOperandsAndResultType]>,
+    [SameOperandsAndResultType, Tessel_Elementwise, Tessel_ZeroPreserving]>,
     Tessel_Instruction<17, "unary", [Tessel_RtAttr<"alpha">]>,
+    Tessel_ScalarFunction,
     Tessel_OnnxOneToOne<"LeakyRelu", 6, [Tessel_OnnxAttr<"alpha", "0.01">]>,
     Tessel_GradientFrom<"buildLeakyReluGradient"> {
   let summary = "Elementwise leaky ReLU";
@@ -365,7 +411,8 @@ def Tessel_LeakyReluOp : Tessel_ComputeOp<"leaky_relu", "buildElementwiseRule",
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Tessel_CastOp : Tessel_ComputeOp<"cast", "buildElementwiseRule">,
+def Tessel_CastOp : Tessel_ComputeOp<"cast", "buildElementwiseRule",
+                                     [Tessel_Elementwise, Tessel_ZeroPreserving]>,
     Tessel_Instruction<14, "unary", [Tessel_RtAttr<"to", "dtypeNameOf($_op.getType())", "str">]>,
     Tessel_GradientFrom<"buildCastGradient"> {
   let summary = "Elementwise conversion to another element type";
@@ -384,8 +431,10 @@ def Tessel_CastOp : Tessel_ComputeOp<"cast", "buildElementwiseRule">,
   let hasVerifier = 1;
 }
 
-class Tessel_BinaryOp<string mnemonic, string what>
-    : Tessel_ComputeOp<mnemonic, "buildElementwiseRule", [InferTypeOpAdaptor]> {
+// `props`: what else holds of it (Tessel_ZeroPreserving, ...).
+class Tessel_BinaryOp<string mnemonic, string what, list<Trait> props = []>
+    : Tessel_ComputeOp<mnemonic, "buildElementwiseRule",
+                       [InferTypeOpAdaptor, Tessel_Elementwise] # props> {
   let summary = "Elementwise " # what # " with numpy broadcasting";
   let description = [{
     Elementwise }] # what # [{; operand shapes broadcast as in numpy.
@@ -404,13 +453,13 @@ class Tessel_BinaryOp<string mnemonic, string what>
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tessel_AddOp : Tessel_BinaryOp<"add", "addition">,
+def Tessel_AddOp : Tessel_BinaryOp<"add", "addition", [Tessel_ZeroPreserving]>,
     Tessel_Instruction<20, "binary">,
     Tessel_GradientFrom<"buildAddGradient">;
-def Tessel_SubOp : Tessel_BinaryOp<"sub", "subtraction">,
+def Tessel_SubOp : Tessel_BinaryOp<"sub", "subtraction", [Tessel_ZeroPreserving]>,
     Tessel_Instruction<21, "binary">,
     Tessel_GradientFrom<"buildSubGradient">;
-def Tessel_MulOp : Tessel_BinaryOp<"mul", "multiplication">,
+def Tessel_MulOp : Tessel_BinaryOp<"mul", "multiplication", [Tessel_ZeroPreserving]>,
     Tessel_Instruction<22, "binary">,
     Tessel_GradientFrom<"buildMulGradient">;
 def Tessel_DivOp : Tessel_BinaryOp<"div", "division">,
@@ -419,10 +468,10 @@ def Tessel_DivOp : Tessel_BinaryOp<"div", "division">,
 def Tessel_PowOp : Tessel_BinaryOp<"pow", "power">,
     Tessel_Instruction<24, "binary">,
     Tessel_GradientFrom<"buildPowGradient">;
-def Tessel_MaxOp : Tessel_BinaryOp<"max", "maximum">,
+def Tessel_MaxOp : Tessel_BinaryOp<"max", "maximum", [Tessel_ZeroPreserving]>,
     Tessel_Instruction<25, "binary">,
     Tessel_GradientFrom<"buildMaxGradient">;
-def Tessel_MinOp : Tessel_BinaryOp<"min", "minimum">,
+def Tessel_MinOp : Tessel_BinaryOp<"min", "minimum", [Tessel_ZeroPreserving]>,
     Tessel_Instruction<26, "binary">,
     Tessel_GradientFrom<"buildMinGradient">;
 
@@ -471,7 +520,7 @@ def Tessel_FModOp : Tessel_BinaryOp<"fmod", "remainder">,
 }
 
 def Tessel_CompareOp : Tessel_ComputeOp<"compare", "buildElementwiseRule",
-                                        [InferTypeOpAdaptor]>,
+                                        [InferTypeOpAdaptor, Tessel_Elementwise]>,
     Tessel_Instruction<27, "compare", [Tessel_RtAttr<"predicate">]> {
   let summary = "Elementwise comparison with numpy broadcasting";
   let description = [{
@@ -493,7 +542,7 @@ def Tessel_CompareOp : Tessel_ComputeOp<"compare", "buildElementwiseRule",
 }
 
 def Tessel_WhereOp : Tessel_ComputeOp<"where", "buildElementwiseRule",
-                                      [InferTypeOpAdaptor]>,
+    [InferTypeOpAdaptor, Tessel_Elementwise, Tessel_ZeroPreserving]>,
     Tessel_Instruction<28, "where">,
     Tessel_GradientFrom<"buildWhereGradient"> {
   let summary = "Elementwise select with numpy broadcasting";
@@ -522,7 +571,8 @@ def Tessel_WhereOp : Tessel_ComputeOp<"where", "buildElementwiseRule",
 //===----------------------------------------------------------------------===//
 
 def Tessel_MatmulOp : Tessel_ComputeOp<"matmul", "buildMatmulRule",
-                                       [InferTypeOpAdaptor]>,
+                                       [InferTypeOpAdaptor, Tessel_ZeroPreserving]>,
+    Tessel_CostClassIs<"Contraction">,
     Tessel_Instruction<40, "matmul", [Tessel_RtAttr<"bf16_operands">], "", "MatMul">,
     Tessel_GradientFrom<"buildMatmulGradient"> {
   let summary = "Batched matrix product with numpy broadcasting";
@@ -552,7 +602,8 @@ def Tessel_MatmulOp : Tessel_ComputeOp<"matmul", "buildMatmulRule",
 }
 
 def Tessel_GemmOp : Tessel_ComputeOp<"gemm", "buildGemmRule",
-                                     [InferTypeOpAdaptor]>,
+                                     [InferTypeOpAdaptor, Tessel_ZeroPreserving]>,
+    Tessel_CostClassIs<"Contraction">,
     Tessel_Instruction<41, "gemm", [Tessel_RtAttr<"trans_a">, Tessel_RtAttr<"trans_b">, Tessel_RtAttr<"alpha">, Tessel_RtAttr<"beta">, Tessel_RtAttr<"bf16_operands">]>,
     Tessel_GradientFrom<"buildGemmGradient"> {
   let summary = "General matrix product: alpha * op(a) * op(b) + beta * c";
@@ -592,8 +643,8 @@ def Tessel_GemmOp : Tessel_ComputeOp<"gemm", "buildGemmRule",
 //===----------------------------------------------------------------------===//
 
 class Tessel_ReduceOp<string mnemonic, string what, string kind>
-    : Tessel_ComputeOp<mnemonic, "buildReduceRule", [InferTypeOpAdaptor],
-                       kind> {
+    : Tessel_ComputeOp<mnemonic, "buildReduceRule",
+                       [InferTypeOpAdaptor, Tessel_ZeroPreserving], kind> {
   let summary = "Reduction by " # what # " over some dims";
   let description = [{
     Reduces `dims` by }] # what # [{; with `keep_dims` they stay as size 1.
@@ -654,7 +705,7 @@ def Tessel_CumSumOp : Tessel_ComputeOp<"cumsum", "buildAxisReplicatedRule",
 
 class Tessel_SoftmaxLikeOp<string mnemonic, string what>
     : Tessel_ComputeOp<mnemonic, "buildAxisReplicatedRule",
-                       [SameOperandsAndResultType]> {
+                       [SameOperandsAndResultType, Tessel_FinitePreserving]> {
   let summary = what # " along one axis";
   let description = [{
     ```mlir
@@ -679,7 +730,7 @@ def Tessel_LogSoftmaxOp : Tessel_SoftmaxLikeOp<"log_softmax", "Log-softmax">,
     Tessel_GradientFrom<"buildLogSoftmaxGradient">;
 
 def Tessel_LayerNormOp : Tessel_ComputeOp<"layer_norm", "buildNormRule",
-                                          [InferTypeOpAdaptor]>,
+                                          [InferTypeOpAdaptor, Tessel_FinitePreserving]>,
     Tessel_Instruction<62, "norm", [Tessel_RtAttr<"axis">, Tessel_RtAttr<"epsilon">]>,
     Tessel_GradientFrom<"buildLayerNormGradient"> {
   let summary = "Layer normalisation over the dims from `axis` to the last";
@@ -707,7 +758,7 @@ def Tessel_LayerNormOp : Tessel_ComputeOp<"layer_norm", "buildNormRule",
 }
 
 def Tessel_RmsNormOp : Tessel_ComputeOp<"rms_norm", "buildNormRule",
-                                        [InferTypeOpAdaptor]>,
+                                        [InferTypeOpAdaptor, Tessel_FinitePreserving]>,
     Tessel_Instruction<63, "norm", [Tessel_RtAttr<"axis">, Tessel_RtAttr<"epsilon">]>,
     Tessel_GradientFrom<"buildRmsNormGradient"> {
   let summary = "RMS normalisation over the dims from `axis` to the last";
@@ -814,7 +865,7 @@ def Tessel_BatchNormTrainOp
 //===----------------------------------------------------------------------===//
 
 def Tessel_GatherOp : Tessel_ComputeOp<"gather", "buildGatherRule",
-                                       [InferTypeOpAdaptor]>,
+                                       [InferTypeOpAdaptor, Tessel_FinitePreserving]>,
     Tessel_Instruction<70, "gather", [Tessel_RtAttr<"axis">]>,
     Tessel_GradientFrom<"buildGatherGradient"> {
   let summary = "Gathers slices along one axis (embedding lookup)";
@@ -868,7 +919,8 @@ def Tessel_GatherElementsOp
   }];
 }
 
-def Tessel_ReshapeOp : Tessel_ComputeOp<"reshape", "buildReshapeRule">,
+def Tessel_ReshapeOp : Tessel_ComputeOp<"reshape", "buildReshapeRule",
+                                        [Tessel_DataMovement]>,
     Tessel_Instruction<71, "reshape">,
     Tessel_GradientFrom<"buildReshapeGradient"> {
   let summary = "Reinterprets a tensor with another static shape";
@@ -893,7 +945,7 @@ def Tessel_ReshapeOp : Tessel_ComputeOp<"reshape", "buildReshapeRule">,
 }
 
 def Tessel_TransposeOp : Tessel_ComputeOp<"transpose", "buildTransposeRule",
-                                          [InferTypeOpAdaptor]>,
+                                          [InferTypeOpAdaptor, Tessel_DataMovement]>,
     Tessel_Instruction<72, "transpose", [Tessel_RtAttr<"perm">]>,
     Tessel_GradientFrom<"buildTransposeGradient"> {
   let summary = "Permutes dims";
@@ -914,7 +966,7 @@ def Tessel_TransposeOp : Tessel_ComputeOp<"transpose", "buildTransposeRule",
 }
 
 def Tessel_SliceOp : Tessel_ComputeOp<"slice", "buildSliceRule",
-                                      [InferTypeOpAdaptor]>,
+                                      [InferTypeOpAdaptor, Tessel_DataMovement]>,
     Tessel_Instruction<73, "slice", [Tessel_RtAttr<"starts">, Tessel_RtAttr<"ends", "$_op.getLimits()", "ints">, Tessel_RtAttr<"steps", "$_op.getStrides()", "ints">]>,
     Tessel_GradientFrom<"buildSliceGradient"> {
   let summary = "Static strided slice";
@@ -940,7 +992,7 @@ def Tessel_SliceOp : Tessel_ComputeOp<"slice", "buildSliceRule",
 }
 
 def Tessel_ConcatOp : Tessel_ComputeOp<"concat", "buildConcatRule",
-                                       [InferTypeOpAdaptor]>,
+                                       [InferTypeOpAdaptor, Tessel_DataMovement]>,
     Tessel_Instruction<74, "concat", [Tessel_RtAttr<"axis", "$_op.getDim()", "int">]>,
     Tessel_GradientFrom<"buildConcatGradient"> {
   let summary = "Concatenates tensors along one dim";
@@ -961,7 +1013,7 @@ def Tessel_ConcatOp : Tessel_ComputeOp<"concat", "buildConcatRule",
 }
 
 def Tessel_SplitOp : Tessel_ComputeOp<"split", "buildSplitRule",
-                                      [InferTypeOpAdaptor]>,
+                                      [InferTypeOpAdaptor, Tessel_DataMovement]>,
     Tessel_Instruction<75, "split", [Tessel_RtAttr<"axis", "$_op.getDim()", "int">, Tessel_RtAttr<"sizes">]>,
     Tessel_GradientFrom<"buildSplitGradient"> {
   let summary = "Splits a tensor into consecutive pieces along one dim";
@@ -983,7 +1035,8 @@ def Tessel_SplitOp : Tessel_ComputeOp<"split", "buildSplitRule",
   }];
 }
 
-def Tessel_ExpandOp : Tessel_ComputeOp<"expand", "buildElementwiseRule">,
+def Tessel_ExpandOp : Tessel_ComputeOp<"expand", "buildElementwiseRule",
+                                       [Tessel_DataMovement]>,
     Tessel_Instruction<76, "expand">,
     Tessel_GradientFrom<"buildExpandGradient"> {
   let summary = "Broadcasts a tensor to a larger shape";
@@ -1010,6 +1063,7 @@ def Tessel_ExpandOp : Tessel_ComputeOp<"expand", "buildElementwiseRule">,
 
 def Tessel_Conv2DOp : Tessel_ComputeOp<"conv2d", "buildConvRule",
                                        [InferTypeOpAdaptor]>,
+    Tessel_CostClassIs<"Convolution">,
     Tessel_Instruction<80, "conv", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]>,
     Tessel_GradientFrom<"buildConv2DGradient"> {
   let summary = "2-D convolution, NCHW, weights OIHW";
@@ -1098,6 +1152,7 @@ def Tessel_GlobalAvgPoolOp : Tessel_ComputeOp<"global_avg_pool",
 
 def Tessel_Conv2DBackwardDataOp
     : Tessel_ComputeOp<"conv2d_backward_data", "buildConvBackwardDataRule">,
+    Tessel_CostClassIs<"ConvolutionBackwardData">,
     Tessel_Instruction<110, "conv_backward", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]> {
   let summary = "The gradient of conv2d with respect to its input";
   let description = [{
@@ -1131,6 +1186,7 @@ def Tessel_Conv2DBackwardDataOp
 
 def Tessel_Conv2DBackwardWeightOp
     : Tessel_ComputeOp<"conv2d_backward_weight", "buildConvBackwardWeightRule">,
+    Tessel_CostClassIs<"ConvolutionBackwardWeight">,
     Tessel_Instruction<111, "conv_backward", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]> {
   let summary = "The gradient of conv2d with respect to its weight";
   let description = [{

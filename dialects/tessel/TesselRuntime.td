@@ -54,6 +54,19 @@ class Tessel_RuntimeOnlyInstruction<int kind, string name, string enum,
                                     string check>
     : Tessel_Instruction<kind, check, [], name, enum>;
 
+// An elementwise unary instruction whose math is one scalar function: the
+// functor `scalar::<OpKind enumerator>` of runtime/include/tessel/runtime/
+// ScalarOps.h, which both backends map over a buffer (no kernel of its own
+// on either). The op's Tessel_RtAttr attributes, numbers only, become the
+// functor's members of the same name in camel case.
+//   types: the dtypes it takes: "Float" (f32), "Numeric" (f32, i64, i32) or
+//          "Bool".
+// tools/tessel-tblgen lists these ops in TESSEL_RUNTIME_UNARY_SCALAR_OPS
+// (OpKinds.inc), from which the backends register their kernels.
+class Tessel_ScalarFunction<string types = "Float"> {
+  string scalarTypes = types;
+}
+
 // An ONNX attribute that maps onto an op attribute of the same meaning.
 //   onnx:  the ONNX attribute's name; ir: the op attribute's (default: same).
 //   dflt:  ONNX's default when the node omits it ("" : required).

@@ -45,7 +45,8 @@ def Tessel_GatherGradOp : Tessel_ComputeOp<"gather_grad", "buildGatherGradRule">
   }];
 }
 
-def Tessel_GeluGradOp : Tessel_ComputeOp<"gelu_grad", "buildElementwiseRule">,
+def Tessel_GeluGradOp : Tessel_ComputeOp<"gelu_grad", "buildElementwiseRule",
+                                         [Tessel_Elementwise, Tessel_ZeroPreserving]>,
     Tessel_Instruction<123, "binary", [Tessel_RtAttr<"tanh_approximation">]> {
   let summary = "The gradient of GELU: `grad * gelu'(input)`";
   let description = [{
@@ -97,7 +98,8 @@ def Tessel_LogSoftmaxGradOp : Tessel_ComputeOp<"log_softmax_grad",
   }];
 }
 
-def Tessel_ReluGradOp : Tessel_ComputeOp<"relu_grad", "buildElementwiseRule">,
+def Tessel_ReluGradOp : Tessel_ComputeOp<"relu_grad", "buildElementwiseRule",
+                                         [Tessel_Elementwise, Tessel_ZeroPreserving]>,
     Tessel_Instruction<140, "binary"> {
   let summary = "The gradient of ReLU: `grad` where `output > 0`, else 0";
   let description = [{
@@ -226,7 +228,8 @@ def Tessel_BatchNormVarianceOp
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-def Tessel_AdamUpdateOp : Tessel_ComputeOp<"adam_update", "buildElementwiseRule">,
+def Tessel_AdamUpdateOp : Tessel_ComputeOp<"adam_update", "buildElementwiseRule",
+                                           [Tessel_Elementwise]>,
     Tessel_Instruction<121, "optimizer_update", [Tessel_RtAttr<"beta1">,
         Tessel_RtAttr<"beta2">, Tessel_RtAttr<"eps">,
         Tessel_RtAttr<"weight_decay">]> {
@@ -268,7 +271,8 @@ def Tessel_AdamUpdateOp : Tessel_ComputeOp<"adam_update", "buildElementwiseRule"
   }];
 }
 
-def Tessel_SgdUpdateOp : Tessel_ComputeOp<"sgd_update", "buildElementwiseRule">,
+def Tessel_SgdUpdateOp : Tessel_ComputeOp<"sgd_update", "buildElementwiseRule",
+                                          [Tessel_Elementwise]>,
     Tessel_Instruction<122, "optimizer_update", [Tessel_RtAttr<"momentum">,
         Tessel_RtAttr<"weight_decay">, Tessel_RtAttr<"nesterov">]> {
   let summary = "One SGD-with-momentum update of a parameter, fused";
@@ -308,7 +312,7 @@ def Tessel_SgdUpdateOp : Tessel_ComputeOp<"sgd_update", "buildElementwiseRule">,
 //===----------------------------------------------------------------------===//
 
 def Tessel_RoundFloatOp : Tessel_ComputeOp<"round_float", "buildElementwiseRule",
-                                           [SameOperandsAndResultType]>,
+                                           [SameOperandsAndResultType, Tessel_Elementwise]>,
     Tessel_Instruction<150, "unary", [Tessel_RtAttr<"exponent_bits">,
                                       Tessel_RtAttr<"mantissa_bits">]>,
     Tessel_GradientFrom<"buildRoundFloatGradient"> {

@@ -88,11 +88,11 @@ std::optional<SmallVector<Operation *>> sourcesOf(Value v) {
     }
     if (isa<WeightOp, ConstantOp>(def))
       continue; // masks, rotary tables, scales
-    if (!isa<ReshapeOp, TransposeOp, SliceOp, ConcatOp, SplitOp, ExpandOp,
-             CastOp, SoftmaxOp, MatmulOp, WhereOp, CompareOp, AddOp, SubOp,
-             MulOp, DivOp, PowOp, MaxOp, MinOp, NegOp, ExpOp, TanhOp, ErfOp,
-             SigmoidOp, ReluOp, GeluOp, LeakyReluOp, SoftplusOp, HardSwishOp,
-             AbsOp>(def))
+    // Elementwise ops and data movement keep features apart; so do the
+    // score matmuls and the softmax over keys of attention.
+    if (!def->hasTrait<OpTrait::tessel::Elementwise>() &&
+        !def->hasTrait<OpTrait::tessel::DataMovement>() &&
+        !isa<SoftmaxOp, MatmulOp>(def))
       return std::nullopt; // a norm, a reduction, a lookup, ...
     for (Value o : def->getOperands())
       work.push_back(o);

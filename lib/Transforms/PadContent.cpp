@@ -27,8 +27,8 @@ namespace {
 /// where it cannot be told.
 std::optional<int64_t> padValueOf(Value v) {
   while (Operation *op = v.getDefiningOp()) {
-    if (!isa<ReshapeOp, SliceOp, TransposeOp, ExpandOp, ShardConstraintOp,
-             LocalSliceOp, AllGatherOp>(op))
+    if (!op->hasTrait<OpTrait::tessel::DataMovement>() ||
+        op->getNumOperands() != 1)
       return std::nullopt;
     v = op->getOperand(0);
   }
@@ -99,8 +99,10 @@ bool nonNegative(Value v, int depth = 0) {
     return true; // a square
   if (isa<ExpOp, SigmoidOp, SoftmaxOp, ReluOp, AbsOp, SqrtOp>(op))
     return true;
-  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReshapeOp, TransposeOp,
-          ExpandOp, SliceOp, BatchNormVarianceOp>(op))
+  // Moved entries, and sums, means and maxima of non-negative ones.
+  if ((op->hasTrait<OpTrait::tessel::DataMovement>() &&
+       op->getNumOperands() == 1) ||
+      isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, BatchNormVarianceOp>(op))
     return nn(op->getOperand(0));
   if (isa<AddOp, MulOp>(op))
     return nn(op->getOperand(0)) && nn(op->getOperand(1));
@@ -169,9 +171,7 @@ std::pair<PadContent, Operation *> PadContentAnalysis::compute(Value v) {
     Operation *op = v.getDefiningOp();
     if (std::optional<double> c = splatFloatValue(v))
       return {*c == 0 ? PadContent::Zero : PadContent::Finite, nullptr};
-    if (!padded(v) && !isa_and_nonnull<AllGatherOp, AllReduceOp,
-                                       ReduceScatterOp, AllToAllOp,
-                                       LocalSliceOp>(op))
+    if (!padded(v) && !(op && op->hasTrait<OpTrait::tessel::Collective>()))
       return {PadContent::Finite, nullptr};
     if (!op) // a graph input: padded on load, with zeros or its pad_value
       return {padValueOf(v).value_or(0) == 0 ? PadContent::Zero
@@ -191,24 +191,9 @@ std::pair<PadContent, Operation *> PadContentAnalysis::compute(Value v) {
         r = worse(r, compute(o));
       return r;
     };
-    // Zero on load; moved, reshaped, reduced over other dims or summed
-    // across ranks: what the operands held.
+    // Zero on load.
     if (isa<WeightOp>(op))
       return {PadContent::Zero, nullptr};
-    if (isa<ReshapeOp, TransposeOp, SliceOp, ExpandOp, SplitOp, ConcatOp,
-            ShardConstraintOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
-            AllToAllOp, LocalSliceOp, ReduceSumOp, ReduceMaxOp, ReduceMeanOp,
-            CastOp, NegOp, ReluOp, TanhOp, GeluOp, AbsOp, ErfOp,
-            LeakyReluOp, HardSwishOp, AddOp, SubOp, MaxOp, MinOp>(op))
-      return all();
-    // f(0) != 0, finite.
-    if (isa<ExpOp, SigmoidOp, SoftplusOp, SoftmaxOp, LogSoftmaxOp,
-            LayerNormOp, RmsNormOp, GatherOp>(op)) {
-      State r = all();
-      if (r.first == PadContent::Unknown)
-        return r;
-      return {PadContent::Finite, r.first == PadContent::Zero ? op : r.second};
-    }
     // A product is zero where one factor is (and the others finite); a
     // matmul's padded result dims come from operands that are.
     if (isa<MulOp, MatmulOp, GemmOp>(op)) {
@@ -283,6 +268,19 @@ std::pair<PadContent, Operation *> PadContentAnalysis::compute(Value v) {
           (r.first == PadContent::Zero || std::floor(*c) == *c))
         return r;
       return {PadContent::Unknown, op};
+    }
+    // Moved, reshaped, reduced over other dims or summed across ranks, or
+    // f(0) = 0 elementwise (after the sharper rules above): what the
+    // operands held.
+    if (op->hasTrait<OpTrait::tessel::DataMovement>() ||
+        op->hasTrait<OpTrait::tessel::ZeroPreserving>())
+      return all();
+    // f(0) != 0, finite.
+    if (op->hasTrait<OpTrait::tessel::FinitePreserving>()) {
+      State r = all();
+      if (r.first == PadContent::Unknown)
+        return r;
+      return {PadContent::Finite, r.first == PadContent::Zero ? op : r.second};
     }
     return {PadContent::Unknown, op}; // log(0), 1/0, rsqrt(0), ...
   }();

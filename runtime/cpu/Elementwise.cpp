@@ -1,8 +1,9 @@
 //===- Elementwise.cpp - Unary elementwise kernels and cast ---------------===//
 //
-// Every unary op is one entry of registerElementwiseKernels, at the end: its
-// kind and its math. A new op adds its entry there and nothing else (its
-// math may go in VecMath.h when other kernels share it).
+// The unary ops with a scalar function (tessel/runtime/ScalarOps.h, listed
+// by the op table in TESSEL_RUNTIME_UNARY_SCALAR_OPS) are registered from
+// that list: a new one needs nothing here. Cast and round_float, which are
+// not one function of a float, have their own kernels.
 //
 //===----------------------------------------------------------------------===//
 #include "DTypeDispatch.h"
@@ -11,6 +12,7 @@
 #include "Kernels.h"
 #include "ThreadPool.h"
 #include "VecMath.h"
+#include "tessel/runtime/ScalarOps.h"
 
 #include <algorithm>
 #include <cmath>
@@ -167,6 +169,23 @@ template <typename F> Step numericStep(const KernelContext &c, F f) {
   }
 }
 
+/// y = f(x), with `f` a functor of ScalarOps.h over its dtypes `Types`.
+template <typename Types, typename F>
+Step scalarStep(const KernelContext &c, F f) {
+  // gelu's form is an attribute: one loop per form, with the form a
+  // constant in it (a loop-invariant branch inside stops vectorisation).
+  if constexpr (std::is_same_v<F, scalar::Gelu<CpuMath>>) {
+    if (f.tanhApproximation)
+      return floatStep(c, [](float v) { return F{true}(v); });
+    return floatStep(c, [](float v) { return F{false}(v); });
+  } else if constexpr (std::is_same_v<Types, scalar::Bool>)
+    return mapStep<uint8_t>(c, f);
+  else if constexpr (std::is_same_v<Types, scalar::Numeric>)
+    return numericStep(c, f);
+  else
+    return floatStep(c, f);
+}
+
 Step castStep(const KernelContext &c) {
   const DType from = c.in(0).dtype, to = c.op.to;
   const void *x = c.operand(0);
@@ -194,80 +213,20 @@ void castKernel(DType from, const void *x, DType to, void *y, int64_t n,
   });
 }
 
-// The unary ops (README.md, "Instruction set"): each kind's factory picks its
-// math for the operand's dtype and reads its attributes (`c.op`, e.g.
-// c.op.floatAttr("alpha", 0.01f)) once, outside the loop it returns.
+// The unary ops (README.md, "Instruction set"): each scalar function's
+// functor gets its attributes from the instruction (`op`) once, when the
+// step is built, outside the loop the step runs.
 void registerElementwiseKernels(KernelRegistry &r) {
-  r.add(OpKind::Neg, [](const KernelContext &c) {
-    return numericStep(c, [](auto v) { return decltype(v)(-v); });
+#define TESSEL_UNARY_SCALAR(Kind, Types, SetMembers)                           \
+  r.add(OpKind::Kind, [](const KernelContext &c) {                             \
+    const Op &op = c.op;                                                       \
+    (void)op;                                                                  \
+    scalar::Kind<CpuMath> f;                                                   \
+    SetMembers return scalarStep<scalar::Types>(c, f);                         \
   });
-  r.add(OpKind::Exp, [](const KernelContext &c) {
-    return floatStep(c, [](float v) { return vexp(v); });
-  });
-  r.add(OpKind::Log, [](const KernelContext &c) {
-    return floatStep(c, [](float v) { return vlog(v); });
-  });
-  r.add(OpKind::Sqrt, [](const KernelContext &c) {
-    return floatStep(c, [](float v) { return std::sqrt(v); });
-  });
-  r.add(OpKind::Rsqrt, [](const KernelContext &c) {
-    return floatStep(c, [](float v) { return 1.0f / std::sqrt(v); });
-  });
-  r.add(OpKind::Tanh, [](const KernelContext &c) {
-    return floatStep(c, [](float v) { return vtanh(v); });
-  });
-  r.add(OpKind::Sin, [](const KernelContext &c) {
-    return floatStep(c, [](float v) { return std::sin(v); });
-  });
-  r.add(OpKind::Cos, [](const KernelContext &c) {
-    return floatStep(c, [](float v) { return std::cos(v); });
-  });
-  r.add(OpKind::Erf, [](const KernelContext &c) {
-    return floatStep(c, [](float v) { return verf(v); });
-  });
-  r.add(OpKind::Sigmoid, [](const KernelContext &c) {
-    return floatStep(c, [](float v) { return vsigmoid(v); });
-  });
-  r.add(OpKind::Relu, [](const KernelContext &c) {
-    return numericStep(c, [](auto v) { return v < 0 ? decltype(v)(0) : v; });
-  });
-  r.add(OpKind::Gelu, [](const KernelContext &c) {
-    if (c.op.tanhApproximation)
-      return floatStep(c, [](float v) { return vgeluTanh(v); });
-    return floatStep(c, [](float v) { return vgeluErf(v); });
-  });
-  r.add(OpKind::Reciprocal, [](const KernelContext &c) {
-    return floatStep(c, [](float v) { return 1.0f / v; });
-  });
-  r.add(OpKind::Abs, [](const KernelContext &c) {
-    return numericStep(c, [](auto v) {
-      if constexpr (std::is_floating_point_v<decltype(v)>)
-        return std::fabs(v);
-      else
-        return v < 0 ? decltype(v)(-v) : v;
-    });
-  });
-  r.add(OpKind::Not, [](const KernelContext &c) {
-    return mapStep<uint8_t>(
-        c, [](uint8_t v) { return static_cast<uint8_t>(v == 0); });
-  });
+  TESSEL_RUNTIME_UNARY_SCALAR_OPS(TESSEL_UNARY_SCALAR)
+#undef TESSEL_UNARY_SCALAR
   r.add(OpKind::Cast, castStep);
-  // log(1 + exp(x)), without overflow: max(x, 0) + log1p(exp(-|x|)).
-  r.add(OpKind::Softplus, [](const KernelContext &c) {
-    return floatStep(c, [](float v) {
-      return std::max(v, 0.0f) + std::log1p(vexp(-std::fabs(v)));
-    });
-  });
-  // x * max(0, min(1, x / 6 + 1/2)) (ONNX HardSwish: alpha 1/6, beta 0.5).
-  r.add(OpKind::HardSwish, [](const KernelContext &c) {
-    return floatStep(c, [](float v) {
-      return v * std::max(0.0f, std::min(1.0f, v * (1.0f / 6.0f) + 0.5f));
-    });
-  });
-  r.add(OpKind::LeakyRelu, [](const KernelContext &c) {
-    const float alpha = c.op.floatAttr("alpha", 0.01f);
-    return floatStep(c, [alpha](float v) { return v < 0.0f ? alpha * v : v; });
-  });
   // The nearest value of a narrower float format (bf16, fp16), in f32.
   r.add(OpKind::RoundFloat, [](const KernelContext &c) {
     const int e = static_cast<int>(c.op.intAttr("exponent_bits", 8));

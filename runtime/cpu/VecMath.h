@@ -134,6 +134,21 @@ inline float vgeluTanh(float x) {
          (1.0f + vtanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
 
+/// The CPU's math library `M` for the scalar functions of
+/// tessel/runtime/ScalarOps.h: the approximations above where a loop must
+/// vectorise, libm elsewhere.
+struct CpuMath {
+  static float exp(float x) { return vexp(x); }
+  static float log(float x) { return vlog(x); }
+  static float log1p(float x) { return std::log1p(x); }
+  static float sqrt(float x) { return std::sqrt(x); }
+  static float tanh(float x) { return vtanh(x); }
+  static float erf(float x) { return verf(x); }
+  static float sin(float x) { return std::sin(x); }
+  static float cos(float x) { return std::cos(x); }
+  static float fabs(float x) { return std::fabs(x); }
+};
+
 } // namespace tessel::runtime::cpu
 
 #endif // TESSEL_RUNTIME_CPU_VECMATH_H

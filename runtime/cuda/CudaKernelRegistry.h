@@ -9,8 +9,9 @@
 // Registration is explicit, from cudaKernels(), which calls every family's
 // register function once.
 //
-// Unary float ops are registered from Kernels.cu's own list
-// (cudaSupportsUnary), so that such an op lives in Kernels.cu alone.
+// Unary ops are registered from the op table's list of scalar functions
+// (cudaSupportsUnary; tessel/runtime/ScalarOps.h), so that such an op has no
+// CUDA code of its own.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CUDA_CUDAKERNELREGISTRY_H

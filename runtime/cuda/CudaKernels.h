@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cuda_runtime.h>
+#include <functional>
 
 namespace tessel::runtime {
 struct Op; // tessel/runtime/Program.h: Kernels.cu reads unary attributes
@@ -52,20 +53,16 @@ struct Indexer {
 };
 
 // Elementwise ------------------------------------------------------------
-/// A unary instruction's kind and attributes, read from its Op once (at
-/// executor creation) and passed to the kernel by value.
-struct UnaryParams {
-  OpKind kind = OpKind::Neg;
-  bool tanhApproximation = false; // gelu
-  float alpha = 0.0f;             // the float attribute of kinds with one
-};
-/// Whether Kernels.cu has a kernel for unary kind `kind`: the unary family
-/// registers exactly these kinds (ElementwiseKernels.cpp).
+/// Whether `kind` is a unary op with a scalar function (the op table's
+/// TESSEL_RUNTIME_UNARY_SCALAR_OPS): the unary family registers exactly
+/// these kinds (Elementwise.cpp).
 bool cudaSupportsUnary(OpKind kind);
-/// The parameters of unary instruction `op` (a kind cudaSupportsUnary has).
-UnaryParams unaryParams(const Op &op);
-cudaError_t launchUnary(const UnaryParams &params, DType dtype, const void *x,
-                        void *y, int64_t n, cudaStream_t s);
+/// Launches y = f(x) over n elements of a dtype on a stream.
+using UnaryLaunch = std::function<cudaError_t(DType, const void *, void *,
+                                              int64_t, cudaStream_t)>;
+/// The launch of unary instruction `op`, its scalar function's attributes
+/// read from `op` now; empty for a kind cudaSupportsUnary lacks.
+UnaryLaunch unaryLaunch(const Op &op);
 cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
                        cudaStream_t s);
 /// y = a op b; `ix` has operands (a, b); `bScalar` enables pow's fast paths

@@ -1,8 +1,8 @@
 //===- Elementwise.cpp - Unary ops and cast on CUDA -----------------------===//
 //
-// Unary ops are registered from Kernels.cu's list (cudaSupportsUnary) and
-// their attributes read by its unaryParams: a new unary float op touches
-// Kernels.cu only.
+// Unary ops are registered from the op table's list of scalar functions
+// (cudaSupportsUnary) and launched by Kernels.cu's unaryLaunch: a new one
+// touches no file here.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelRegistry.h"
@@ -17,11 +17,11 @@ Status makeUnary(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0);
   const void *x = ctx.operand(0);
   void *y = ctx.result(0);
-  const UnaryParams params = unaryParams(ctx.op);
+  const UnaryLaunch launch = unaryLaunch(ctx.op);
   const DType dtype = a.dtype;
   const int64_t n = a.numel;
   out = launchStep(ctx, [=](cudaStream_t s) {
-    return launchUnary(params, dtype, x, y, n, s);
+    return launch(dtype, x, y, n, s);
   });
   return Status::ok();
 }

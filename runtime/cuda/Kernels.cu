@@ -6,12 +6,14 @@
 // (runtime/cpu), so both backends agree up to the order of float sums.
 // The GEMMs (matmul, gemm, conv2d) are cuBLAS calls made by MatMul.cpp and
 // Conv.cpp. Each instruction's step is built by the kernel family that
-// registers its kind (CudaKernelRegistry.h); unary float ops live here alone.
+// registers its kind (CudaKernelRegistry.h); unary ops are their scalar
+// functions (tessel/runtime/ScalarOps.h), mapped here.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernels.h"
 #include "DTypeDispatch.h"
 #include "tessel/runtime/Program.h"
+#include "tessel/runtime/ScalarOps.h"
 
 #include <cfloat>
 #include <climits>
@@ -123,92 +125,48 @@ struct MaxF {
 // Unary and cast
 //===----------------------------------------------------------------------===//
 
-// Float unary ops live in this file alone. A new one (the CPU backend and
-// Program::create knowing it already) needs, here:
-//   1. its formula: a case in unaryF32 (the CPU kernel's formula);
-//   2. its support: a case in cudaSupportsUnary (the executor registers the
-//      unary family's kinds from that list);
-//   3. if it has a float attribute, reading it in unaryParams into `alpha`
-//      (e.g. op.floatAttr("alpha", 0.01f)), which unaryF32 receives.
-// Integer inputs reach unaryIntKernel (neg, abs, relu) and bools notKernel.
+// The unary ops' math is their scalar functions (tessel/runtime/ScalarOps.h,
+// shared with the CPU backend), mapped over a buffer by mapKernel with
+// CUDA's math library; the op table's TESSEL_RUNTIME_UNARY_SCALAR_OPS lists
+// them, so a new one needs nothing here.
 
-__device__ __forceinline__ float unaryF32(OpKind kind, bool tanhApprox,
-                                          float alpha, float v) {
-  (void)alpha; // the float attribute, for the kinds that have one
-  switch (kind) {
-  case OpKind::Neg:
-    return -v;
-  case OpKind::Exp:
-    return expf(v);
-  case OpKind::Log:
-    return logf(v);
-  case OpKind::Sqrt:
-    return sqrtf(v);
-  case OpKind::Rsqrt:
-    return 1.0f / sqrtf(v);
-  case OpKind::Tanh:
-    return tanhf(v);
-  case OpKind::Sin:
-    return sinf(v);
-  case OpKind::Cos:
-    return cosf(v);
-  case OpKind::Erf:
-    return erff(v);
-  case OpKind::Sigmoid:
-    return 1.0f / (1.0f + expf(-v));
-  case OpKind::Relu:
-    return v < 0.0f ? 0.0f : v;
-  case OpKind::Gelu:
-    if (tanhApprox)
-      return 0.5f * v *
-             (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-    return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-  case OpKind::Reciprocal:
-    return 1.0f / v;
-  case OpKind::Abs:
-    return fabsf(v);
-  case OpKind::Softplus:
-    return fmaxf(v, 0.0f) + log1pf(expf(-fabsf(v)));
-  case OpKind::HardSwish:
-    return v * fmaxf(0.0f, fminf(1.0f, v * (1.0f / 6.0f) + 0.5f));
-  case OpKind::LeakyRelu:
-    return v < 0.0f ? alpha * v : v;
-  default:
-    return v;
-  }
+/// The math library `M` of ScalarOps.h's functors on the device (libm's
+/// functions on the host, where nothing calls them).
+struct CudaMath {
+  static __host__ __device__ float exp(float x) { return expf(x); }
+  static __host__ __device__ float log(float x) { return logf(x); }
+  static __host__ __device__ float log1p(float x) { return log1pf(x); }
+  static __host__ __device__ float sqrt(float x) { return sqrtf(x); }
+  static __host__ __device__ float tanh(float x) { return tanhf(x); }
+  static __host__ __device__ float erf(float x) { return erff(x); }
+  static __host__ __device__ float sin(float x) { return sinf(x); }
+  static __host__ __device__ float cos(float x) { return cosf(x); }
+  static __host__ __device__ float fabs(float x) { return fabsf(x); }
+};
+
+template <typename F, typename T>
+__global__ void mapKernel(F f, const T *x, T *y, int64_t n) {
+  TSL_GRID_LOOP(i, n) { y[i] = f(x[i]); }
 }
 
-__global__ void unaryF32Kernel(UnaryParams p, const float *x, float *y,
-                               int64_t n) {
-  TSL_GRID_LOOP(i, n) {
-    y[i] = unaryF32(p.kind, p.tanhApproximation, p.alpha, x[i]);
-  }
-}
-
-template <typename T>
-__global__ void unaryIntKernel(OpKind kind, const T *x, T *y, int64_t n) {
-  using U = typename std::make_unsigned<T>::type;
-  TSL_GRID_LOOP(i, n) {
-    const T v = x[i];
-    switch (kind) {
-    case OpKind::Neg:
-      y[i] = static_cast<T>(U(0) - U(v));
-      break;
-    case OpKind::Abs:
-      y[i] = v < 0 ? static_cast<T>(U(0) - U(v)) : v;
-      break;
-    case OpKind::Relu:
-      y[i] = v < 0 ? T(0) : v;
-      break;
-    default:
-      y[i] = v;
-      break;
-    }
-  }
-}
-
-__global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t n) {
-  TSL_GRID_LOOP(i, n) { y[i] = static_cast<uint8_t>(x[i] == 0); }
+/// Launches y = f(x) over n elements of `dtype`, one of the dtypes `Types`
+/// (scalar::Float, Numeric, Bool) that the load-time checks let through.
+template <typename Types, typename F>
+cudaError_t launchMap(F f, DType dtype, const void *x, void *y, int64_t n,
+                      cudaStream_t s) {
+  return visitDType(dtype, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::type;
+    constexpr bool ok =
+        std::is_same_v<Types, scalar::Bool>
+            ? kIsBool<T>
+            : std::is_same_v<T, float> ||
+                  (std::is_same_v<Types, scalar::Numeric> && !kIsBool<T>);
+    if constexpr (ok)
+      return launchOver(n, s, mapKernel<F, T>, f, static_cast<const T *>(x),
+                        static_cast<T *>(y), n);
+    else
+      return cudaErrorInvalidValue;
+  });
 }
 
 template <typename From, typename To>
@@ -792,41 +750,32 @@ __global__ void sgdUpdateKernel(const float *p, const float *g,
 //===----------------------------------------------------------------------===//
 
 bool cudaSupportsUnary(OpKind kind) {
-  constexpr OpKind kUnary[] = {
-      OpKind::Neg,   OpKind::Exp,      OpKind::Log,        OpKind::Sqrt,
-      OpKind::Rsqrt, OpKind::Tanh,     OpKind::Erf,        OpKind::Sigmoid,
-      OpKind::Relu,  OpKind::Gelu,     OpKind::Reciprocal, OpKind::Abs,
-      OpKind::Not,   OpKind::Softplus, OpKind::HardSwish,  OpKind::LeakyRelu,
-      OpKind::Sin,   OpKind::Cos};
-  for (OpKind k : kUnary)
-    if (k == kind)
-      return true;
-  return false;
+  switch (kind) {
+#define TESSEL_UNARY_SCALAR(Kind, Types, SetMembers)                           \
+  case OpKind::Kind:                                                           \
+    return true;
+    TESSEL_RUNTIME_UNARY_SCALAR_OPS(TESSEL_UNARY_SCALAR)
+#undef TESSEL_UNARY_SCALAR
+  default:
+    return false;
+  }
 }
 
-UnaryParams unaryParams(const Op &op) {
-  UnaryParams p;
-  p.kind = op.kind;
-  p.tanhApproximation = op.tanhApproximation;
-  // Kinds with a float attribute read it into p.alpha here.
-  if (op.kind == OpKind::LeakyRelu)
-    p.alpha = op.floatAttr("alpha", 0.01f);
-  return p;
-}
-
-cudaError_t launchUnary(const UnaryParams &params, DType dtype, const void *x,
-                        void *y, int64_t n, cudaStream_t s) {
-  return visitDType(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T *xt = static_cast<const T *>(x);
-    T *yt = static_cast<T *>(y);
-    if constexpr (std::is_same_v<T, float>)
-      return launchOver(n, s, unaryF32Kernel, params, xt, yt, n);
-    else if constexpr (kIsBool<T>) // not
-      return launchOver(n, s, notKernel, xt, yt, n);
-    else
-      return launchOver(n, s, unaryIntKernel<T>, params.kind, xt, yt, n);
-  });
+UnaryLaunch unaryLaunch(const Op &op) {
+  switch (op.kind) {
+#define TESSEL_UNARY_SCALAR(Kind, Types, SetMembers)                           \
+  case OpKind::Kind: {                                                         \
+    scalar::Kind<CudaMath> f;                                                  \
+    SetMembers return [f](DType dtype, const void *x, void *y, int64_t n,      \
+                          cudaStream_t s) {                                    \
+      return launchMap<scalar::Types>(f, dtype, x, y, n, s);                   \
+    };                                                                         \
+  }
+    TESSEL_RUNTIME_UNARY_SCALAR_OPS(TESSEL_UNARY_SCALAR)
+#undef TESSEL_UNARY_SCALAR
+  default:
+    return nullptr;
+  }
 }
 
 cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,

@@ -45,3 +45,19 @@ func.func @swiglu_sum(%g: tensor<5x30xf32> {tessel.sharding = #tessel.sharding<@
   %r = tessel.reduce_sum %p dims = [1] : (tensor<5x30xf32>) -> tensor<5xf32>
   return %r : tensor<5xf32>
 }
+
+// -----
+
+// softsign and sin keep zeros (Tessel_ZeroPreserving in their ODS): a sum
+// over the padded dim of softsign(sin(x)) is exact.
+// CHECK-LABEL: func.func @zero_preserving_sum
+// CHECK: tessel.softsign
+// CHECK: tessel.reduce_sum
+// CHECK: tessel.all_reduce sum
+tessel.mesh @mesh ["tp"=4]
+func.func @zero_preserving_sum(%x: tensor<5x30xf32> {tessel.sharding = #tessel.sharding<@mesh, [{}, {"tp", pad = 2}]>}) -> tensor<5xf32> {
+  %s = tessel.sin %x : tensor<5x30xf32>
+  %t = tessel.softsign %s : tensor<5x30xf32>
+  %r = tessel.reduce_sum %t dims = [1] : (tensor<5x30xf32>) -> tensor<5xf32>
+  return %r : tensor<5xf32>
+}

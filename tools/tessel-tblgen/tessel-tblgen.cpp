@@ -85,6 +85,18 @@ const Record *odsAttr(const Record *op, StringRef name) {
   return nullptr;
 }
 
+/// The default of op argument `name` (a DefaultValuedAttr's C++ value), or
+/// "" when it has none.
+std::string odsDefault(const Record *op, StringRef name) {
+  const DagInit *args = op->getValueAsDag("arguments");
+  for (unsigned i = 0; i < args->getNumArgs(); ++i)
+    if (args->getArgNameStr(i) == name)
+      if (const auto *def = dyn_cast<DefInit>(args->getArg(i)))
+        if (def->getDef()->getValue("defaultValue"))
+          return def->getDef()->getValueAsString("defaultValue").trim().str();
+  return "";
+}
+
 /// The artifact type of an ODS attribute: int | ints | float | str.
 std::string typeOf(const Record *attr) {
   if (attr->isSubClassOf("EnumAttrInfo") || attr->isSubClassOf("EnumInfo"))
@@ -178,6 +190,64 @@ void header(raw_ostream &os, StringRef what) {
      << "// Regenerate with scripts/gen-op-table after changing ODS.\n";
 }
 
+/// TESSEL_RUNTIME_UNARY_SCALAR_OPS: the Tessel_ScalarFunction ops, each with
+/// the statements that set its functor `f`'s members from instruction `op`.
+void emitUnaryScalarOps(raw_ostream &os, const RecordKeeper &records,
+                        const std::vector<Instruction> &ins) {
+  os << "\n// X(Enumerator, Types, SetMembers): the unary ops whose math is "
+        "the functor\n// scalar::Enumerator<M> of "
+        "tessel/runtime/ScalarOps.h, over Types (scalar::Float,\n// "
+        "Numeric, Bool); SetMembers sets functor `f`'s attribute members "
+        "from the\n// instruction `op` (a tessel::runtime::Op).\n"
+        "#define TESSEL_RUNTIME_UNARY_SCALAR_OPS(X) \\\n";
+  std::map<const Record *, const Instruction *> byDef;
+  for (const Instruction &in : ins)
+    byDef[in.def] = &in;
+  std::vector<const Instruction *> ops;
+  for (const Record *def :
+       records.getAllDerivedDefinitions("Tessel_ScalarFunction")) {
+    auto it = byDef.find(def);
+    if (it == byDef.end() || it->second->check != "unary")
+      PrintFatalError(def->getLoc(), "Tessel_ScalarFunction needs a "
+                                     "Tessel_Instruction of the unary family");
+    StringRef types = def->getValueAsString("scalarTypes");
+    if (types != "Float" && types != "Numeric" && types != "Bool")
+      PrintFatalError(def->getLoc(), "scalar function types '" + types +
+                                         "' are none of Float, Numeric, "
+                                         "Bool");
+    ops.push_back(it->second);
+  }
+  llvm::sort(ops, [](const Instruction *a, const Instruction *b) {
+    return a->kind < b->kind;
+  });
+  for (const Instruction *in : ops) {
+    std::string set;
+    for (const RtAttr &a : in->attrs) {
+      const Record *ods = odsAttr(in->def, a.name);
+      std::string dflt = odsDefault(in->def, a.name);
+      StringRef storage =
+          ods ? ods->getValueAsString("storageType").trim() : StringRef();
+      std::string member = convertToCamelFromSnakeCase(a.name);
+      if (a.type == "float")
+        set += formatv("f.{0} = op.floatAttr(\"{1}\", {2});", member, a.name,
+                       dflt.empty() ? "0.0f" : dflt);
+      else if (a.type == "int" && (storage == "::mlir::UnitAttr" ||
+                                   storage == "::mlir::BoolAttr"))
+        set += formatv("f.{0} = op.intAttr(\"{1}\", 0) != 0;", member,
+                       a.name);
+      else if (a.type == "int")
+        set += formatv("f.{0} = op.intAttr(\"{1}\", {2});", member, a.name,
+                       dflt.empty() ? "0" : dflt);
+      else
+        PrintFatalError(in->def->getLoc(),
+                        "attribute '" + a.name + "' of a scalar function "
+                        "must be a number");
+    }
+    os << formatv("  X({0}, {1}, {2}) \\\n", in->enumer,
+                  in->def->getValueAsString("scalarTypes"), set);
+  }
+}
+
 bool emitOpKinds(raw_ostream &os, const RecordKeeper &records) {
   header(os, "The runtime's instruction set (OpKind.h includes this).");
   os << "\n// X(Enumerator, \"name\", number)\n"
@@ -196,6 +266,7 @@ bool emitOpKinds(raw_ostream &os, const RecordKeeper &records) {
     for (const RtAttr &a : in.attrs)
       os << formatv("  X({0}, \"{1}\", {2}) \\\n", in.enumer, a.name,
                     camel(a.type));
+  emitUnaryScalarOps(os, records, ins);
   os << "\n";
   return false;
 }

@@ -1,14 +1,16 @@
 //===- OpCost.h - a FLOP estimate of one op ---------------------*- C++ -*-===//
 //
-// The cost model of --stages auto and of the pipeline report: matmuls and
-// convolutions count 2 multiply-adds per output element and reduction
-// element, everything else one FLOP per result element. Estimated time is
-// FLOPs over a nominal rate (kNominalFlopsPerSecond).
+// The cost model of --stages auto and of the pipeline report: contractions
+// and convolutions (an op's CostClass, declared in its ODS entry) count 2
+// per multiply-add, everything else one FLOP per result element. Estimated
+// time is FLOPs over a nominal rate (kNominalFlopsPerSecond).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSEL_TRANSFORMS_OPCOST_H
 #define TESSEL_TRANSFORMS_OPCOST_H
+
+#include "dialects/tessel/TesselOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
@@ -18,6 +20,8 @@ namespace mlir::tessel {
 /// The nominal rate of the estimate: one CPU core's sustained f32 rate.
 inline constexpr double kNominalFlopsPerSecond = 2.0e10;
 
+/// The FLOPs of `op`, by its cost class (CostOpInterface; one per result
+/// element for ops without it).
 inline double estimateFlops(Operation *op) {
   auto numel = [](Type t) -> double {
     auto rt = dyn_cast<RankedTensorType>(t);
@@ -26,9 +30,9 @@ inline double estimateFlops(Operation *op) {
   double out = 0;
   for (Type t : op->getResultTypes())
     out += numel(t);
-  StringRef name = op->getName().getStringRef();
-  if ((name == "tessel.matmul" || name == "tessel.gemm") &&
-      op->getNumOperands() >= 2)
+  auto cost = dyn_cast<CostOpInterface>(op);
+  const CostClass cls = cost ? cost.getCostClass() : CostClass::PerElement;
+  if (cls == CostClass::Contraction && op->getNumOperands() >= 2)
     if (auto lhs = dyn_cast<RankedTensorType>(op->getOperand(0).getType()))
       if (lhs.getRank() >= 1)
         return 2.0 * out * double(lhs.getShape().back());
@@ -43,12 +47,17 @@ inline double estimateFlops(Operation *op) {
     return 2.0 * numel(y) * double(wt.getNumElements() / wt.getDimSize(0));
   };
   if (op->getNumOperands() >= 2 && op->getNumResults() == 1) {
-    if (name == "tessel.conv2d")
+    switch (cls) {
+    case CostClass::Convolution:
       return conv(op->getResult(0).getType(), op->getOperand(1).getType());
-    if (name == "tessel.conv2d_backward_data")
+    case CostClass::ConvolutionBackwardData:
       return conv(op->getOperand(0).getType(), op->getOperand(1).getType());
-    if (name == "tessel.conv2d_backward_weight")
+    case CostClass::ConvolutionBackwardWeight:
       return conv(op->getOperand(1).getType(), op->getResult(0).getType());
+    case CostClass::PerElement:
+    case CostClass::Contraction:
+      break;
+    }
   }
   return out;
 }

@@ -193,7 +193,7 @@ TEST(CudaConformance, UnaryF32) {
   x.data<float>()[4] = -std::numeric_limits<float>::infinity();
   for (const char *op : {"neg", "abs", "relu", "exp", "tanh", "erf", "sigmoid",
                          "gelu", "reciprocal", "softplus", "hard_swish",
-                         "leaky_relu"})
+                         "leaky_relu", "softsign"})
     conformSame(op, x);
   conformSame("gelu", x, Attrs().i("tanh_approximation", 1));
   conformSame("leaky_relu", x, Attrs().f("alpha", 0.2f));

@@ -1,0 +1,159 @@
+//===- ScalarOps.h - Each elementwise unary op's math, once -----*- C++ -*-===//
+//
+// The scalar function of every unary op the op table marks with
+// Tessel_ScalarFunction (dialects/tessel/TesselRuntime.td), written once and
+// compiled by both backends: the CPU kernels (runtime/cpu/Elementwise.cpp)
+// and the CUDA kernels (runtime/cuda/Kernels.cu) map it over a buffer.
+//
+// Each op is a functor named after its OpKind enumerator, a template over
+// the backend's math library `M` (the functions below that CpuMath and
+// CudaMath provide), with the op's attributes as members of the same name
+// in camel case (`alpha`, `tanhApproximation`). The generated list
+// TESSEL_RUNTIME_UNARY_SCALAR_OPS (OpKinds.inc) names the functors, the
+// dtypes they take and how their members are read from an instruction, so
+// a new op is its ODS entry and its functor here.
+//
+//   template <class M> struct Softplus {
+//     template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+//       return maxOf(v, T(0)) + M::log1p(M::exp(-M::fabs(v)));
+//     }
+//   };
+//
+// M provides, for float: exp, log, log1p, sqrt, tanh, erf, sin, cos, fabs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_SCALAROPS_H
+#define TESSEL_RUNTIME_SCALAROPS_H
+
+#include <cstdint>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define TESSEL_HOST_DEVICE __host__ __device__
+#else
+#define TESSEL_HOST_DEVICE
+#endif
+
+namespace tessel::runtime::scalar {
+
+/// The dtypes a functor takes (the second column of the generated list):
+/// Float: f32; Numeric: f32, i64, i32; Bool: bool (its uint8_t elements).
+struct Float {};
+struct Numeric {};
+struct Bool {};
+
+/// std::max and std::min exactly (a NaN `a` wins max, a NaN `b` loses), so
+/// that the CPU kernels keep std::max's results.
+template <class T> TESSEL_HOST_DEVICE inline T maxOf(T a, T b) {
+  return a < b ? b : a;
+}
+template <class T> TESSEL_HOST_DEVICE inline T minOf(T a, T b) {
+  return b < a ? b : a;
+}
+
+/// -v; integers wrap (two's complement) instead of overflowing.
+template <class T> TESSEL_HOST_DEVICE inline T negate(T v) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(U(0) - U(v));
+  } else {
+    return -v;
+  }
+}
+
+template <class M> struct Neg {
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return negate(v);
+  }
+};
+template <class M> struct Abs {
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    if constexpr (std::is_integral_v<T>)
+      return v < 0 ? negate(v) : v;
+    else
+      return M::fabs(v);
+  }
+};
+template <class M> struct Relu {
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return v < T(0) ? T(0) : v;
+  }
+};
+template <class M> struct Not {
+  TESSEL_HOST_DEVICE uint8_t operator()(uint8_t v) const {
+    return static_cast<uint8_t>(v == 0);
+  }
+};
+template <class M> struct Exp {
+  TESSEL_HOST_DEVICE float operator()(float v) const { return M::exp(v); }
+};
+template <class M> struct Log {
+  TESSEL_HOST_DEVICE float operator()(float v) const { return M::log(v); }
+};
+template <class M> struct Sqrt {
+  TESSEL_HOST_DEVICE float operator()(float v) const { return M::sqrt(v); }
+};
+template <class M> struct Rsqrt {
+  TESSEL_HOST_DEVICE float operator()(float v) const {
+    return 1.0f / M::sqrt(v);
+  }
+};
+template <class M> struct Reciprocal {
+  TESSEL_HOST_DEVICE float operator()(float v) const { return 1.0f / v; }
+};
+template <class M> struct Tanh {
+  TESSEL_HOST_DEVICE float operator()(float v) const { return M::tanh(v); }
+};
+template <class M> struct Sin {
+  TESSEL_HOST_DEVICE float operator()(float v) const { return M::sin(v); }
+};
+template <class M> struct Cos {
+  TESSEL_HOST_DEVICE float operator()(float v) const { return M::cos(v); }
+};
+template <class M> struct Erf {
+  TESSEL_HOST_DEVICE float operator()(float v) const { return M::erf(v); }
+};
+template <class M> struct Sigmoid {
+  TESSEL_HOST_DEVICE float operator()(float v) const {
+    return 1.0f / (1.0f + M::exp(-v));
+  }
+};
+/// x * Phi(x); with tanhApproximation, the tanh form.
+template <class M> struct Gelu {
+  bool tanhApproximation = false;
+  TESSEL_HOST_DEVICE float operator()(float v) const {
+    if (tanhApproximation)
+      return 0.5f * v *
+             (1.0f +
+              M::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    return 0.5f * v * (1.0f + M::erf(v * 0.70710678118654752f));
+  }
+};
+/// log(1 + exp(x)), without overflow: max(x, 0) + log1p(exp(-|x|)).
+template <class M> struct Softplus {
+  TESSEL_HOST_DEVICE float operator()(float v) const {
+    return maxOf(v, 0.0f) + M::log1p(M::exp(-M::fabs(v)));
+  }
+};
+/// x * max(0, min(1, x / 6 + 1/2)) (ONNX HardSwish: alpha 1/6, beta 0.5).
+template <class M> struct HardSwish {
+  TESSEL_HOST_DEVICE float operator()(float v) const {
+    return v * maxOf(0.0f, minOf(1.0f, v * (1.0f / 6.0f) + 0.5f));
+  }
+};
+/// x / (1 + |x|) (ONNX Softsign, torch.nn.Softsign).
+template <class M> struct Softsign {
+  TESSEL_HOST_DEVICE float operator()(float v) const {
+    return v / (1.0f + M::fabs(v));
+  }
+};
+template <class M> struct LeakyRelu {
+  float alpha = 0.01f;
+  TESSEL_HOST_DEVICE float operator()(float v) const {
+    return v < 0.0f ? alpha * v : v;
+  }
+};
+
+} // namespace tessel::runtime::scalar
+
+#endif // TESSEL_RUNTIME_SCALAROPS_H
