@@ -113,7 +113,7 @@ def Tessel_CostOpInterface : OpInterface<"CostOpInterface"> {
   let cppNamespace = "::mlir::tessel";
   let description = [{
     An op whose FLOPs are not one per result element (the default of the
-    cost model in include/tessel/Transforms/OpCost.h, which --stages auto and
+    cost model in dialects/tessel/OpCost.h, which --stages auto and
     the pipeline report use): it names its cost class, from which the model
     counts. Declared in the op's ODS entry with the mixin
     `Tessel_CostClassIs<"Contraction">`.

@@ -3,7 +3,7 @@
 
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/Export/MemoryReport.h"
-#include "tessel/Transforms/OpCost.h"
+#include "dialects/tessel/OpCost.h"
 #include "dialects/tessel/PipelineAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Plan/Plan.h"
-#include "tessel/Transforms/OpCost.h"
+#include "dialects/tessel/OpCost.h"
 #include "tessel/Transforms/Passes.h"
 #include "dialects/tessel/PipelineAttrs.h"
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSEL_TRANSFORMS_OPCOST_H
-#define TESSEL_TRANSFORMS_OPCOST_H
+#ifndef TESSEL_DIALECT_OPCOST_H
+#define TESSEL_DIALECT_OPCOST_H
 
 #include "dialects/tessel/TesselOps.h"
 
@@ -64,4 +64,4 @@ inline double estimateFlops(Operation *op) {
 
 } // namespace mlir::tessel
 
-#endif // TESSEL_TRANSFORMS_OPCOST_H
+#endif // TESSEL_DIALECT_OPCOST_H
