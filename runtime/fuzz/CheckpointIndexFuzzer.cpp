@@ -9,7 +9,7 @@
 // report is a bug: every input must end in a CheckpointInfo or an error.
 //
 //===----------------------------------------------------------------------===//
-#include "Checkpoint.h"
+#include "tessel/tooling/Checkpoint.h"
 #include "FuzzTempDir.h"
 
 #include <cstdint>
@@ -17,7 +17,7 @@
 #include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  tessel::run::CheckpointInfo info;
+  tessel::tooling::CheckpointInfo info;
   if (size == 0) {
     const std::string &dir = fuzzTempDir();
     if (dir.empty())
@@ -25,11 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const std::string path = dir + "/model.safetensors.index.json";
     if (FILE *f = std::fopen(path.c_str(), "wb"))
       std::fclose(f);
-    (void)tessel::run::readCheckpointInfo(dir, info);
+    (void)tessel::tooling::readCheckpointInfo(dir, info);
     return 0;
   }
   const std::string text(reinterpret_cast<const char *>(data), size);
-  (void)tessel::run::parseCheckpointIndex(
+  (void)tessel::tooling::parseCheckpointIndex(
       "fuzz/model.safetensors.index.json", text, info);
   return 0;
 }

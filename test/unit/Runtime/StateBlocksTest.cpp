@@ -6,13 +6,13 @@
 // fused parameter, and blocks that do not cover what a rank needs.
 //
 //===----------------------------------------------------------------------===//
-#include "StateBlocks.h"
+#include "tessel/tooling/StateBlocks.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-namespace tessel::run {
+namespace tessel::tooling {
 namespace {
 
 // The global tensor: 6 x 8, element (i, j) = 10 i + j.
@@ -128,4 +128,4 @@ TEST(StateBlocks, GapsAndOverlapsAreErrors) {
 }
 
 } // namespace
-} // namespace tessel::run
+} // namespace tessel::tooling

@@ -7,8 +7,8 @@
 // checked likewise, from the program.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_TOOLS_TESSEL_RUN_TRAININGINFO_H
-#define TESSEL_TOOLS_TESSEL_RUN_TRAININGINFO_H
+#ifndef TESSEL_TOOLING_TRAININGINFO_H
+#define TESSEL_TOOLING_TRAININGINFO_H
 
 #include "tessel/runtime/Runtime.h"
 
@@ -16,7 +16,7 @@
 
 #include <string>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 /// Reads `artifactDir`/training.pb into `out`; `present` says whether the
 /// artifact has one (an artifact compiled without --train has none).
@@ -41,6 +41,6 @@ runtime::Status checkGatherIndices(const runtime::Program &program,
                                    const runtime::Tensor &indices,
                                    const std::string &what);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_TRAININGINFO_H
+#endif // TESSEL_TOOLING_TRAININGINFO_H

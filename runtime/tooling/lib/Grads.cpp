@@ -1,5 +1,5 @@
 //===- Grads.cpp - tessel-run --grads -------------------------------------===//
-#include "Grads.h"
+#include "tessel/tooling/Grads.h"
 
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Safetensors.h"
@@ -10,7 +10,7 @@
 
 using namespace tessel::runtime;
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 Status copyStates(Executor &train, Executor &grads) {
   const Program &tp = train.program(), &gp = grads.program();
@@ -93,4 +93,4 @@ Status writeGradients(const std::string &artifactDir, StepFeeds &feeds,
   return Status::ok();
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

@@ -8,15 +8,15 @@
 // `NAME.grad` leave whole (gathered), so rank 0 writes them.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_TOOLS_TESSEL_RUN_GRADS_H
-#define TESSEL_TOOLS_TESSEL_RUN_GRADS_H
+#ifndef TESSEL_TOOLING_GRADS_H
+#define TESSEL_TOOLING_GRADS_H
 
-#include "Train.h"
+#include "tessel/tooling/Train.h"
 
 #include <functional>
 #include <string>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 /// Runs `artifactDir`/grads (rank `rank`, every rank of the world) once on
 /// the training's current parameters, which `fillStates` copies into the
@@ -34,6 +34,6 @@ writeGradients(const std::string &artifactDir, StepFeeds &feeds, int64_t row,
 /// names and blocks (else an error naming the first that differs).
 runtime::Status copyStates(runtime::Executor &train, runtime::Executor &grads);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_GRADS_H
+#endif // TESSEL_TOOLING_GRADS_H

@@ -1,5 +1,5 @@
 //===- OnnxExport.cpp - tessel-run --export-onnx --------------------------===//
-#include "OnnxExport.h"
+#include "tessel/tooling/OnnxExport.h"
 
 #include "tessel/runtime/MappedFile.h"
 
@@ -10,7 +10,7 @@
 
 using namespace tessel::runtime;
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 namespace {
 
@@ -131,4 +131,4 @@ Status exportOnnx(const std::string &artifactDir,
   return Status::ok();
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

@@ -1,5 +1,5 @@
 //===- TrainingInfo.cpp - What tesselc --train says beyond the program ----===//
-#include "TrainingInfo.h"
+#include "tessel/tooling/TrainingInfo.h"
 
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Numerics.h"
@@ -8,7 +8,7 @@
 
 using namespace tessel::runtime;
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 Status readTrainingInfo(const std::string &artifactDir,
                         artifact::TrainingInfo &out, bool &present) {
@@ -104,4 +104,4 @@ Status checkGatherIndices(const Program &program, const std::string &input,
   return Status::ok();
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling
