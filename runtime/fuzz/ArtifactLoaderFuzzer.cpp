@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   auto *w = r->add_weights();
   w->set_path("rank0.weights.safetensors");
   w->set_size(size - progLen);
-  std::string mbytes = m.SerializeAsString();
+  std::string mbytes = sealManifest(m);
   writeFile(dir + "/manifest.pb", reinterpret_cast<const uint8_t *>(mbytes.data()),
             mbytes.size());
 

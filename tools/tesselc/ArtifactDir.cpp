@@ -1,6 +1,8 @@
 //===- ArtifactDir.cpp - tesselc: writing an artifact directory -----------===//
 #include "ArtifactDir.h"
 
+#include "tessel/runtime/Artifact.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
@@ -70,6 +72,11 @@ ArtifactDir::~ArtifactDir() {
 }
 
 Error ArtifactDir::commit() {
+  // The directory whole: every file beside the ranks' (training.pb,
+  // source.onnx, grads/) recorded in the manifest with its CRC-32C.
+  if (tessel::runtime::Status s = tessel::runtime::recordArtifactFiles(temp);
+      !s)
+    return failure("-o " + path + ": " + s.message());
   std::string old;
 #ifdef RENAME_EXCHANGE
   // One atomic swap (Linux): no moment without an artifact at `path`.

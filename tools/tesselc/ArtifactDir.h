@@ -37,8 +37,9 @@ public:
   /// The artifact's own path (what messages name).
   llvm::StringRef finalPath() const { return path; }
 
-  /// Puts the temporary directory in the destination's place, removing the
-  /// artifact that was there.
+  /// Seals the temporary directory (every file in its manifest with its
+  /// CRC-32C: runtime::recordArtifactFiles), then puts it in the
+  /// destination's place, removing the artifact that was there.
   llvm::Error commit();
 
 private:

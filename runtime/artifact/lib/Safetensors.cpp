@@ -43,14 +43,19 @@ Status parseSafetensors(const unsigned char *data, size_t size,
   if (root.kind != Json::Object)
     return fail("the JSON header is not an object");
   out.tensors.clear();
+  out.metadata.clear();
   out.dataStart = 8 + n;
   uint64_t dataSize = size - out.dataStart;
   for (auto &member : root.members) {
     // Not a structured binding: the lambda below captures `name`.
     const std::string &name = member.first;
     const Json &v = member.second;
-    if (name == "__metadata__")
+    if (name == "__metadata__") {
+      for (const auto &[k, m] : v.members)
+        if (m.kind == Json::String)
+          out.metadata.emplace(k, m.str);
       continue;
+    }
     auto bad = [&](const std::string &m) { return fail("tensor '" + name + "': " + m); };
     if (v.kind != Json::Object)
       return bad("entry is not an object");
@@ -98,14 +103,19 @@ Status parseSafetensors(const unsigned char *data, size_t size,
   return Status::ok();
 }
 
-std::string encodeSafetensors(const std::vector<SafetensorsTensor> &tensors) {
+std::string encodeSafetensors(
+    const std::vector<SafetensorsTensor> &tensors,
+    const std::vector<std::pair<std::string, std::string>> &metadata) {
   std::vector<const SafetensorsTensor *> order;
   for (const auto &t : tensors)
     order.push_back(&t);
   std::stable_sort(order.begin(), order.end(), [](auto *a, auto *b) {
     return dtypeSize(a->dtype) > dtypeSize(b->dtype);
   });
-  std::string header = "{\"__metadata__\":{\"format\":\"tessel\"}";
+  std::string header = "{\"__metadata__\":{\"format\":\"tessel\"";
+  for (const auto &[key, value] : metadata)
+    header += "," + jsonQuote(key) + ":" + jsonQuote(value);
+  header += "}";
   uint64_t offset = 0;
   for (const auto *t : order) {
     uint64_t bytes = static_cast<uint64_t>(numElements(t->shape)) * dtypeSize(t->dtype);

@@ -292,13 +292,6 @@ Status openListed(const std::string &dir, const Index &index,
   return Status::ok();
 }
 
-/// `"name": {"size": N, "crc32c": C}` of the index's files.
-std::string fileSum(const std::string &name, const std::string &bytes) {
-  return jsonQuote(name) + ": {\"size\": " + std::to_string(bytes.size()) +
-         ", \"crc32c\": " + std::to_string(crc32c(bytes.data(), bytes.size())) +
-         "}";
-}
-
 } // namespace
 
 void saveKillHook(const char *phase, int64_t step) {
@@ -415,12 +408,12 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
                 {"data_position", std::to_string(info.dataPosition)}});
   TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + rankFile(g.rank), rankBytes));
   // The size and CRC-32C of each file this rank wrote, for the index.
-  std::string sums = fileSum(rankFile(g.rank), rankBytes);
+  std::string sums = checkpointFileEntry(rankFile(g.rank), rankBytes);
   if (info.losses && static_cast<int64_t>(info.losses->size()) == info.step) {
     const std::string npy = encodeNpy(
         Tensor::fromVector(DType::F32, {info.step}, *info.losses));
     TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + kLosses, npy));
-    sums += ",\n    " + fileSum(kLosses, npy);
+    sums += ",\n    " + checkpointFileEntry(kLosses, npy);
   }
   saveKillHook("write", info.step);
   // Where each block lies in its whole state, for rank 0's index.
@@ -534,6 +527,13 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
   if (multi)
     TSL_RETURN_IF_ERROR(g.comm->barrier());
   return Status::ok();
+}
+
+std::string checkpointFileEntry(const std::string &name,
+                                const std::string &bytes) {
+  return jsonQuote(name) + ": {\"size\": " + std::to_string(bytes.size()) +
+         ", \"crc32c\": " + std::to_string(crc32c(bytes.data(), bytes.size())) +
+         "}";
 }
 
 std::string sealIndex(const std::string &body) {

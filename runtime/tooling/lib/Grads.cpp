@@ -43,6 +43,15 @@ Status writeGradients(const std::string &artifactDir, StepFeeds &feeds,
     return Status::error(what + ": " + artifactDir +
                          " has no gradient program (compile it with tesselc "
                          "--train --grads-program)");
+  // grads/'s files, checked against the manifest of the artifact that
+  // holds them (its own manifest among them), then loaded.
+  std::unique_ptr<Artifact> whole;
+  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, whole));
+  if (!whole->hasFile("grads/manifest.pb"))
+    return Status::error(what + ": " + dir + "/manifest.pb: not listed in " +
+                         artifactDir + "/manifest.pb (an artifact written by "
+                         "an older tesselc: recompile it)");
+  TSL_RETURN_IF_ERROR(whole->checkFiles("grads/"));
   std::unique_ptr<Artifact> artifact;
   TSL_RETURN_IF_ERROR(Artifact::open(dir, artifact));
   std::shared_ptr<const Program> program;

@@ -1,6 +1,7 @@
 //===- TrainingInfo.cpp - What tesselc --train says beyond the program ----===//
 #include "tessel/tooling/TrainingInfo.h"
 
+#include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Numerics.h"
 
@@ -10,15 +11,30 @@ using namespace tessel::runtime;
 
 namespace tessel::tooling {
 
+Status openArtifactFile(const std::string &artifactDir, const std::string &name,
+                        std::shared_ptr<MappedFile> &out, bool &present) {
+  std::unique_ptr<Artifact> artifact;
+  LoadOptions lo;
+  lo.verifyChecksums = false; // the manifest's own checksum only
+  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, artifact, lo));
+  present = artifact->hasFile(name);
+  struct stat st;
+  if (!present && ::lstat((artifact->path() + "/" + name).c_str(), &st) != 0)
+    return Status::ok();
+  // Listed (checked), or there but not listed (refused, naming it).
+  present = true;
+  std::unique_ptr<Artifact> checked;
+  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, checked));
+  return checked->openFile(name, out);
+}
+
 Status readTrainingInfo(const std::string &artifactDir,
                         artifact::TrainingInfo &out, bool &present) {
-  const std::string path = artifactDir + "/training.pb";
-  struct stat st;
-  present = ::stat(path.c_str(), &st) == 0;
+  std::shared_ptr<MappedFile> f;
+  TSL_RETURN_IF_ERROR(openArtifactFile(artifactDir, "training.pb", f, present));
   if (!present)
     return Status::ok();
-  std::shared_ptr<MappedFile> f;
-  TSL_RETURN_IF_ERROR(MappedFile::open(path, f));
+  const std::string &path = f->path();
   if (f->size() > (size_t(1) << 30) ||
       !out.ParseFromArray(f->data(), static_cast<int>(f->size())))
     return Status::error(path + ": not a TrainingInfo message (corrupt)");

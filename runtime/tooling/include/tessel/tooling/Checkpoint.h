@@ -97,6 +97,10 @@ runtime::Status parseCheckpointIndex(const std::string &path,
 /// "XXXXXXXX"}` and a newline. The checkpoint index fuzz target seals its
 /// inputs with it, so that they reach the parser.
 std::string sealIndex(const std::string &body);
+/// The index's entry of file `name` (its "files"): `"name": {"size": N,
+/// "crc32c": C}` for its `bytes`.
+std::string checkpointFileEntry(const std::string &name,
+                                const std::string &bytes);
 
 /// A checkpoint's states as their saved blocks (the rank files mapped).
 struct SavedState {
