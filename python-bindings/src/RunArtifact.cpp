@@ -5,8 +5,8 @@
 // inputs straight from their memory (Executor::setInputFrom: no copy in
 // between), runs, and hands each output's tensor to NumPy without copying
 // it (the array owns the tensor). Training steps, checkpoints and the ONNX
-// export are tessel-run's (TesselRunDriver). One rank in this process;
-// tessel/__init__.py starts tessel-run for several.
+// export are tessel-run's (the tooling library, TesselTooling). One rank in
+// this process; tessel/__init__.py starts tessel-run for several.
 //
 //===----------------------------------------------------------------------===//
 #include "Common.h"

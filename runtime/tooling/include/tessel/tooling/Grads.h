@@ -14,9 +14,16 @@
 #include "tessel/tooling/Train.h"
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace tessel::tooling {
+
+/// Opens `artifactDir`/grads, the gradient program, once every file of it
+/// is checked against the size and CRC-32C that `artifactDir`'s manifest
+/// records (an artifact without one, or of an older tesselc: an error).
+runtime::Status openGradientArtifact(const std::string &artifactDir,
+                                     std::unique_ptr<runtime::Artifact> &out);
 
 /// Runs `artifactDir`/grads (rank `rank`, every rank of the world) once on
 /// the training's current parameters, which `fillStates` copies into the
