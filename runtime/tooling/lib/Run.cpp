@@ -288,6 +288,20 @@ int runMain(const RunOptions &o, const WorldInfo &w) {
     return fail("--export-onnx " + o.train.exportOnnx + ": " + o.artifact +
                 " has no source model to write the trained tensors into "
                 "(compile it with tesselc --train from an ONNX model)");
+  if (!o.train.exportOnnx.empty() && (rank == 0 || worldSize == 1)) {
+    // The source model checked against the manifest now, not after the
+    // training.
+    std::shared_ptr<MappedFile> source;
+    bool present = false;
+    if (Status s = openArtifactFile(o.artifact, training.source_model(),
+                                    source, present);
+        !s)
+      return fail("--export-onnx " + o.train.exportOnnx + ": " + s.message());
+    if (!present)
+      return fail("--export-onnx " + o.train.exportOnnx + ": " + o.artifact +
+                  "/" + training.source_model() +
+                  ": missing from the artifact");
+  }
 
   // Per-step data (--data, --data-lm), checked against the inputs.
   StepFeeds feeds;
