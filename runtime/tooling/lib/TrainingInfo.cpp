@@ -2,6 +2,7 @@
 #include "tessel/tooling/TrainingInfo.h"
 
 #include "tessel/runtime/Artifact.h"
+#include "tessel/runtime/TrainingInfo.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Numerics.h"
 
@@ -14,33 +15,21 @@ namespace tessel::tooling {
 Status openArtifactFile(const std::string &artifactDir, const std::string &name,
                         std::shared_ptr<MappedFile> &out, bool &present) {
   std::unique_ptr<Artifact> artifact;
-  LoadOptions lo;
-  lo.verifyChecksums = false; // the manifest's own checksum only
-  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, artifact, lo));
+  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, artifact));
   present = artifact->hasFile(name);
   struct stat st;
   if (!present && ::lstat((artifact->path() + "/" + name).c_str(), &st) != 0)
     return Status::ok();
   // Listed (checked), or there but not listed (refused, naming it).
   present = true;
-  std::unique_ptr<Artifact> checked;
-  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, checked));
-  return checked->openFile(name, out);
+  return artifact->openFile(name, out);
 }
 
 Status readTrainingInfo(const std::string &artifactDir,
                         artifact::TrainingInfo &out, bool &present) {
-  std::shared_ptr<MappedFile> f;
-  TSL_RETURN_IF_ERROR(openArtifactFile(artifactDir, "training.pb", f, present));
-  if (!present)
-    return Status::ok();
-  const std::string &path = f->path();
-  if (f->size() > (size_t(1) << 30) ||
-      !out.ParseFromArray(f->data(), static_cast<int>(f->size())))
-    return Status::error(path + ": not a TrainingInfo message (corrupt)");
-  if (out.classes() < 0)
-    return Status::error(path + ": negative class count");
-  return Status::ok();
+  std::unique_ptr<Artifact> artifact;
+  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, artifact));
+  return runtime::readTrainingInfo(*artifact, out, present);
 }
 
 Status checkLabels(const artifact::TrainingInfo &info, const Tensor &labels,

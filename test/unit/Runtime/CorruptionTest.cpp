@@ -16,6 +16,7 @@
 #include "tessel/runtime/ArtifactBuilder.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Runtime.h"
+#include "tessel/runtime/TrainingInfo.h"
 #include "tessel/tooling/Checkpoint.h"
 #include "tessel/tooling/Grads.h"
 #include "tessel/tooling/TrainingInfo.h"
@@ -172,7 +173,7 @@ protected:
     t->set_dtype(artifact::F32);
     t->add_shape(kN);
     t->set_state("s");
-    writeFile(art + "/training.pb", info.SerializeAsString());
+    ASSERT_TRUE(writeTrainingInfo(art, info).isOk());
     writeFile(art + "/source.onnx", std::string(300, '\x42'));
     ArtifactBuilder g("corruption-test grads");
     buildStep(g.rank(0));

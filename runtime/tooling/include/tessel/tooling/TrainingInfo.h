@@ -30,7 +30,8 @@ runtime::Status openArtifactFile(const std::string &artifactDir,
                                  std::shared_ptr<runtime::MappedFile> &out,
                                  bool &present);
 
-/// Reads `artifactDir`/training.pb into `out`; `present` says whether the
+/// Reads `artifactDir`/training.pb into `out` (runtime::readTrainingInfo
+/// of the artifact library, its manifest opened); `present` says whether the
 /// artifact has one (an artifact compiled without --train has none).
 runtime::Status readTrainingInfo(const std::string &artifactDir,
                                  artifact::TrainingInfo &out, bool &present);
