@@ -162,12 +162,10 @@ Status checkIndexSeal(const std::string &path, const std::string &text) {
   return Status::ok();
 }
 
-/// `text`, the JSON of an index, into `out` (errors: "corrupt index: ...").
-Status parseIndexJson(const std::string &text, Index &out, std::string &error) {
-  auto bad = [&](const std::string &m) {
-    error = m;
-    return Status::error(m);
-  };
+/// `text`, the JSON of an index, into `out`; an error says what is wrong
+/// with it (the caller names the file).
+Status parseIndexJson(const std::string &text, Index &out) {
+  auto bad = [](const std::string &m) { return Status::error(m); };
   Json root;
   std::string why;
   if (!parseJson(text, root, why, 64))
@@ -243,9 +241,8 @@ Status parseIndexText(const std::string &path, const std::string &text,
                       Index &index, CheckpointInfo &info) {
   TSL_RETURN_IF_ERROR(checkIndexSeal(path, text));
   Index q;
-  std::string error;
-  if (!parseIndexJson(text, q, error))
-    return Status::error(path + ": corrupt index: " + error);
+  if (Status s = parseIndexJson(text, q); !s)
+    return Status::error(path + ": corrupt index: " + s.message());
   for (const char *key : {"step", "data_position", "ranks"})
     if (!q.metadata.count(key))
       return Status::error(path + ": corrupt index: metadata has no integer '" +
@@ -596,6 +593,7 @@ Status SavedStates::read(const std::string &dirArg) {
   // Every rank file, checked against the index; its blocks by state name.
   std::map<std::string, SavedState> &saved = states;
   files.resize(info.ranks);
+  uint64_t stateBytes = 0;
   for (int r = 0; r < info.ranks; ++r) {
     const std::string file = rankFile(r), path = dir + "/" + file;
     if (!exists(path))
@@ -672,8 +670,16 @@ Status SavedStates::read(const std::string &dirArg) {
                              " in " + it->second.blocks[0].where + ", " +
                              typeToString(e.dtype, global) + " in " + path);
       it->second.blocks.push_back(std::move(b));
+      stateBytes += e.end - e.begin;
     }
   }
+  // The index's total_size: the bytes of every state of every rank.
+  if (auto it = index.metadata.find("total_size");
+      it != index.metadata.end() &&
+      static_cast<uint64_t>(it->second) != stateBytes)
+    return Status::error(indexPath + ": corrupt checkpoint: total_size is " +
+                         std::to_string(it->second) + ", the rank files hold " +
+                         std::to_string(stateBytes) + " bytes of states");
   return Status::ok();
 }
 
