@@ -2,6 +2,7 @@
 #include "tessel/tooling/Checkpoint.h"
 
 #include "tessel/runtime/Artifact.h"
+#include "tessel/runtime/ArtifactDirectory.h"
 #include "tessel/runtime/Json.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Npy.h"
@@ -15,7 +16,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <map>
 #include <set>
 #include <utility>
@@ -77,19 +77,6 @@ Status makeDirs(const std::string &dir) {
   }
   if (!isDir(dir))
     return Status::error(dir + ": not a directory");
-  return Status::ok();
-}
-
-int removeEntry(const char *path, const struct stat *, int flag, struct FTW *) {
-  return flag == FTW_DP ? ::rmdir(path) : ::unlink(path);
-}
-
-/// rm -rf `path`.
-Status removeAll(const std::string &path) {
-  if (!exists(path))
-    return Status::ok();
-  if (::nftw(path.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-    return sysError(path + ": cannot remove");
   return Status::ok();
 }
 
@@ -309,7 +296,7 @@ void saveKillHook(const char *phase, int64_t step) {
 }
 
 Status removeCheckpointDir(const std::string &dir) {
-  return removeAll(trimmed(dir));
+  return removeTree(trimmed(dir));
 }
 
 Status recoverCheckpointDir(const std::string &dirArg, bool forSave) {
@@ -324,7 +311,7 @@ Status recoverCheckpointDir(const std::string &dirArg, bool forSave) {
     ::closedir(d);
     for (const std::string &name : leftovers) {
       std::string path = parent + "/" + name;
-      TSL_RETURN_IF_ERROR(removeAll(path));
+      TSL_RETURN_IF_ERROR(removeTree(path));
       std::fprintf(stderr,
                    "tessel-run: removed %s, an unfinished checkpoint save\n",
                    path.c_str());
@@ -338,7 +325,7 @@ Status recoverCheckpointDir(const std::string &dirArg, bool forSave) {
                    "tessel-run: restored %s from %s (a save was interrupted)\n",
                    dir.c_str(), old.c_str());
     } else {
-      TSL_RETURN_IF_ERROR(removeAll(old));
+      TSL_RETURN_IF_ERROR(removeTree(old));
       std::fprintf(stderr, "tessel-run: removed %s, a replaced checkpoint\n",
                    old.c_str());
     }
@@ -375,7 +362,7 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
   if (g.rank == 0) {
     tmp = dir + ".tmp-" + std::to_string(::getpid());
     TSL_RETURN_IF_ERROR(makeDirs(parent));
-    TSL_RETURN_IF_ERROR(removeAll(tmp));
+    TSL_RETURN_IF_ERROR(removeTree(tmp));
     if (::mkdir(tmp.c_str(), 0755) != 0)
       return sysError(tmp + ": cannot create directory");
     if (multi)
@@ -507,7 +494,7 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
     TSL_RETURN_IF_ERROR(fsyncDirectory(tmp));
     // The swap: the previous checkpoint stays until the new one is in place.
     const std::string old = dir + ".old";
-    TSL_RETURN_IF_ERROR(removeAll(old));
+    TSL_RETURN_IF_ERROR(removeTree(old));
     bool hadOld = false;
     if (exists(dir)) {
       TSL_RETURN_IF_ERROR(renamePath(dir, old));
@@ -519,7 +506,7 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
     TSL_RETURN_IF_ERROR(fsyncDirectory(parent));
     saveKillHook("cleanup", info.step);
     if (hadOld)
-      TSL_RETURN_IF_ERROR(removeAll(old));
+      TSL_RETURN_IF_ERROR(removeTree(old));
   }
   if (multi)
     TSL_RETURN_IF_ERROR(g.comm->barrier());
