@@ -1,6 +1,6 @@
 # The build tree as a CMake package, TesselBuild (build/TesselBuildConfig.cmake):
-# the libraries the Python module links (the compile driver, tessel-run's
-# driver, what they link) and tessel-run, as imported targets of the same
+# the libraries the Python module links (the compile driver, the tooling
+# library, what they link) and tessel-run, as imported targets of the same
 # names. `TESSEL_BUILD_DIR=build pip install ./python-bindings` builds only
 # the module against them instead of compiling the compiler again
 # (python-bindings/CMakeLists.txt, pyproject.toml).
@@ -36,9 +36,9 @@ function(tessel_link_closure out)
   set(${out} ${done} PARENT_SCOPE)
 endfunction()
 
-if(TARGET TesselDriver AND TARGET TesselRunDriver AND TARGET tessel-run)
+if(TARGET TesselDriver AND TARGET TesselTooling AND TARGET tessel-run)
   tessel_link_closure(_tessel_build_targets
-    TesselDriver TesselRunDriver TesselVersion tessel-run)
+    TesselDriver TesselTooling TesselVersion tessel-run)
   export(TARGETS ${_tessel_build_targets}
          FILE ${CMAKE_BINARY_DIR}/TesselBuildTargets.cmake)
   configure_file(${CMAKE_SOURCE_DIR}/cmake/TesselBuildConfig.cmake.in

@@ -5,15 +5,15 @@
 // inputs straight from their memory (Executor::setInputFrom: no copy in
 // between), runs, and hands each output's tensor to NumPy without copying
 // it (the array owns the tensor). Training steps, checkpoints and the ONNX
-// export are tessel-run's (TesselRunDriver). One rank in this process;
-// tessel/__init__.py starts tessel-run for several.
+// export are tessel-run's (the tooling library, TesselTooling). One rank in
+// this process; tessel/__init__.py starts tessel-run for several.
 //
 //===----------------------------------------------------------------------===//
 #include "Common.h"
 
-#include "Checkpoint.h"
-#include "OnnxExport.h"
-#include "TrainingInfo.h"
+#include "tessel/tooling/Checkpoint.h"
+#include "tessel/tooling/OnnxExport.h"
+#include "tessel/tooling/TrainingInfo.h"
 #include "tessel/runtime/Runtime.h"
 
 #include <nanobind/ndarray.h>
@@ -113,7 +113,7 @@ public:
     lo.verifyChecksums = verify;
     if (Status s = Artifact::open(path, artifact, lo); !s)
       raise("RuntimeError", s.message());
-    if (Status s = tessel::run::readTrainingInfo(path, training, hasTraining);
+    if (Status s = tessel::tooling::readTrainingInfo(path, training, hasTraining);
         !s)
       raise("RuntimeError", s.message());
   }
@@ -188,14 +188,14 @@ public:
   void saveCheckpoint(const std::string &dir) {
     Locked locked(mutex);
     Executor &e = executor("save_checkpoint()");
-    if (Status s = tessel::run::recoverCheckpointDir(dir, true); !s)
+    if (Status s = tessel::tooling::recoverCheckpointDir(dir, true); !s)
       raise("RuntimeError", s.message());
-    tessel::run::CheckpointInfo info;
+    tessel::tooling::CheckpointInfo info;
     info.step = steps;
     info.dataPosition = steps;
     info.ranks = 1;
-    tessel::run::CheckpointGroup group;
-    if (Status s = tessel::run::saveCheckpoint(e, dir, info, group); !s)
+    tessel::tooling::CheckpointGroup group;
+    if (Status s = tessel::tooling::saveCheckpoint(e, dir, info, group); !s)
       raise("RuntimeError", "save_checkpoint " + dir + ": " + s.message());
   }
 
@@ -203,12 +203,12 @@ public:
   void loadCheckpoint(const std::string &dir) {
     Locked locked(mutex);
     Executor &e = executor("load_checkpoint()");
-    tessel::run::CheckpointInfo info;
-    if (Status s = tessel::run::recoverCheckpointDir(dir, false); !s)
+    tessel::tooling::CheckpointInfo info;
+    if (Status s = tessel::tooling::recoverCheckpointDir(dir, false); !s)
       raise("RuntimeError", s.message());
-    if (Status s = tessel::run::readCheckpointInfo(dir, info); !s)
+    if (Status s = tessel::tooling::readCheckpointInfo(dir, info); !s)
       raise("RuntimeError", "load_checkpoint " + dir + ": " + s.message());
-    if (Status s = tessel::run::loadCheckpoint(e, dir, 0, 1); !s)
+    if (Status s = tessel::tooling::loadCheckpoint(e, dir, 0, 1); !s)
       raise("RuntimeError", s.message());
     steps = info.step;
   }
@@ -224,20 +224,20 @@ public:
                 " has no source model to write the trained tensors into "
                 "(compile it with train=dict(...) from an ONNX model)");
     std::string dir = file + ".states";
-    tessel::run::CheckpointInfo info;
+    tessel::tooling::CheckpointInfo info;
     info.step = steps;
     info.dataPosition = steps;
-    tessel::run::CheckpointGroup group;
-    Status s = tessel::run::removeCheckpointDir(dir);
+    tessel::tooling::CheckpointGroup group;
+    Status s = tessel::tooling::removeCheckpointDir(dir);
     if (s)
-      s = tessel::run::saveCheckpoint(e, dir, info, group);
-    tessel::run::SavedStates saved;
+      s = tessel::tooling::saveCheckpoint(e, dir, info, group);
+    tessel::tooling::SavedStates saved;
     if (s)
       s = saved.read(dir);
     if (s)
-      s = tessel::run::exportOnnx(path, training, saved, file);
-    saved = tessel::run::SavedStates();
-    (void)tessel::run::removeCheckpointDir(dir);
+      s = tessel::tooling::exportOnnx(path, training, saved, file);
+    saved = tessel::tooling::SavedStates();
+    (void)tessel::tooling::removeCheckpointDir(dir);
     if (!s)
       raise("RuntimeError", "export_onnx " + file + ": " + s.message());
   }
@@ -369,7 +369,7 @@ private:
       }
       if (hasTraining && name == training.labels_input()) {
         Tensor labels = Tensor::fromData(*dt, shape, a.data());
-        if (Status s = tessel::run::checkLabels(training, labels,
+        if (Status s = tessel::tooling::checkLabels(training, labels,
                                                 "input " + name);
             !s)
           raise("InputError", s.message());

@@ -3,7 +3,9 @@
 // The input is split into a program file and a safetensors weights file
 // (the first 4 bytes give the program's length); both are written into an
 // artifact directory whose manifest matches their sizes (checksums off), then
-// loaded. A program that validates is executed once on zero inputs when it
+// loaded. An input that starts with "MANI" is a manifest instead: parsed as
+// a Manifest, sealed with its checksum (sealManifest) as tesselc writes it,
+// and opened with every file it lists (ranks' and others') checked. A program that validates is executed once on zero inputs when it
 // is small. Any crash, leak or sanitizer report is a bug: the loader must
 // answer every input with a Status.
 //
@@ -31,9 +33,39 @@ void writeFile(const std::string &path, const uint8_t *data, size_t size) {
   out.write(reinterpret_cast<const char *>(data), static_cast<std::streamsize>(size));
 }
 
+/// The manifest case: every rank's program and every listed file, opened
+/// from a directory holding only the manifest (each one missing: an error).
+void fuzzManifest(const uint8_t *data, size_t size) {
+  tessel::artifact::Manifest m;
+  if (!m.ParseFromArray(data, static_cast<int>(size)))
+    return;
+  const std::string &dir = fuzzTempDir();
+  for (const char *f : {"rank0.program.pb", "rank0.weights.safetensors"})
+    ::unlink((dir + "/" + f).c_str());
+  std::string mbytes = sealManifest(m);
+  writeFile(dir + "/manifest.pb",
+            reinterpret_cast<const uint8_t *>(mbytes.data()), mbytes.size());
+  std::unique_ptr<Artifact> a;
+  if (!Artifact::open(dir, a))
+    return;
+  for (int r = 0; r < a->numRanks() && r < 4; ++r) {
+    ProgramData p;
+    (void)a->readProgram(r, p);
+  }
+  for (const auto &f : a->manifest().files()) {
+    std::shared_ptr<MappedFile> mapped;
+    (void)a->openFile(f.path(), mapped);
+  }
+  (void)a->checkFiles("grads/");
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size >= 4 && std::memcmp(data, "MANI", 4) == 0) {
+    fuzzManifest(data + 4, size - 4);
+    return 0;
+  }
   if (size < 4)
     return 0;
   uint32_t progLen;
@@ -54,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   auto *w = r->add_weights();
   w->set_path("rank0.weights.safetensors");
   w->set_size(size - progLen);
-  std::string mbytes = m.SerializeAsString();
+  std::string mbytes = sealManifest(m);
   writeFile(dir + "/manifest.pb", reinterpret_cast<const uint8_t *>(mbytes.data()),
             mbytes.size());
 

@@ -1,16 +1,14 @@
 //===- ArtifactDir.h - tesselc: writing an artifact directory ---*- C++ -*-===//
 //
-// An artifact is a directory (manifest.pb, rank<R>.program.pb,
-// rank<R>.weights.safetensors, ...). tesselc writes it into a fresh
-// temporary directory beside the destination, made before any compilation
-// (an unwritable destination fails first), and swaps it in when it is
-// whole: recompiling into an existing artifact replaces it at once, with no
-// stale rank<R>.* file of an earlier, larger mesh, and a failed compilation
-// leaves the previous artifact as it was.
+// The artifact library's ArtifactDirectory (tessel/runtime/ArtifactDirectory.h:
+// a temporary directory beside the destination, sealed and swapped in when
+// whole), with tesselc's errors: llvm::Error, "-o PATH: ..." first.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_TOOLS_TESSELC_ARTIFACTDIR_H
 #define TESSEL_TOOLS_TESSELC_ARTIFACTDIR_H
+
+#include "tessel/runtime/ArtifactDirectory.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -22,30 +20,37 @@ namespace tessel {
 
 class ArtifactDir {
 public:
-  /// Checks that `path` may become (or be replaced by) an artifact: it does
-  /// not exist, or it is an artifact (has manifest.pb), or an empty
-  /// directory; a file or another directory is refused. Makes the
-  /// temporary directory beside it.
+  /// runtime::ArtifactDirectory::prepare, its error an llvm::Error naming
+  /// "-o PATH".
   static llvm::Expected<std::unique_ptr<ArtifactDir>>
-  prepare(llvm::StringRef path);
-
-  /// Removes the temporary directory unless commit() moved it.
-  ~ArtifactDir();
+  prepare(llvm::StringRef path) {
+    std::unique_ptr<runtime::ArtifactDirectory> dir;
+    if (runtime::Status s = runtime::ArtifactDirectory::prepare(path.str(), dir);
+        !s)
+      return failure(s);
+    return std::unique_ptr<ArtifactDir>(new ArtifactDir(std::move(dir)));
+  }
 
   /// Where to write the artifact's files.
-  llvm::StringRef tempPath() const { return temp; }
+  llvm::StringRef tempPath() const { return dir->tempPath(); }
   /// The artifact's own path (what messages name).
-  llvm::StringRef finalPath() const { return path; }
+  llvm::StringRef finalPath() const { return dir->finalPath(); }
 
-  /// Puts the temporary directory in the destination's place, removing the
-  /// artifact that was there.
-  llvm::Error commit();
+  /// Seals the directory and puts it in the destination's place.
+  llvm::Error commit() {
+    if (runtime::Status s = dir->commit(); !s)
+      return failure(s);
+    return llvm::Error::success();
+  }
 
 private:
-  ArtifactDir(std::string path, std::string temp)
-      : path(std::move(path)), temp(std::move(temp)) {}
-  std::string path, temp;
-  bool committed = false;
+  explicit ArtifactDir(std::unique_ptr<runtime::ArtifactDirectory> dir)
+      : dir(std::move(dir)) {}
+  static llvm::Error failure(const runtime::Status &s) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "-o " + s.message());
+  }
+  std::unique_ptr<runtime::ArtifactDirectory> dir;
 };
 
 } // namespace tessel

@@ -1,22 +1,26 @@
 //===- Writable.h - tesselc: can a file be written? -------------*- C++ -*-===//
 //
 // Every file tesselc writes is checked before any work (the artifact
-// directory: ArtifactDir.h).
+// directory: ArtifactDir.h), by the artifact library's check, the one
+// tessel-run uses (tessel/runtime/Writable.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_TOOLS_TESSELC_WRITABLE_H
 #define TESSEL_TOOLS_TESSELC_WRITABLE_H
 
+#include "tessel/runtime/Writable.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
 
 namespace tessel {
 
-/// "" when `path` can be written: an existing file is opened without
-/// truncating it, a new one created and removed again. Otherwise
+/// "" when `path` can be written; otherwise
 /// "<flag> <path>: cannot be written: <reason>".
-std::string unwritable(llvm::StringRef flag, llvm::StringRef path);
+inline std::string unwritable(llvm::StringRef flag, llvm::StringRef path) {
+  runtime::Status s = runtime::checkWritable(flag.str(), path.str());
+  return s ? std::string() : s.message();
+}
 
 } // namespace tessel
 

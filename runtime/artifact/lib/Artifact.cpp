@@ -7,6 +7,10 @@
 #include "tessel/support/Checked.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <dirent.h>
+#include <set>
 #include <climits>
 #include <cstring>
 #include <sys/stat.h>
@@ -20,10 +24,45 @@ bool isSafeName(const std::string &p) {
          p != ".." && p.find('\0') == std::string::npos;
 }
 
+/// A path of the manifest's `files`: a safe name, or "SUBDIR/NAME".
+bool isSafePath(const std::string &p) {
+  size_t slash = p.find('/');
+  if (slash == std::string::npos)
+    return isSafeName(p);
+  return isSafeName(p.substr(0, slash)) && isSafeName(p.substr(slash + 1));
+}
+
+/// The tag of manifest_crc32c (field 15, wire type 5: fixed32).
+constexpr unsigned char kManifestCrcTag = (15 << 3) | 5;
+
+std::string crcText(uint32_t crc) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%08x", crc);
+  return buf;
+}
+
+/// Checks manifest.pb's own checksum (sealManifest).
+Status checkManifestSeal(const std::string &mpath, const unsigned char *data,
+                         size_t size) {
+  if (size < 5 || data[size - 5] != kManifestCrcTag)
+    return Status::error(mpath + ": no manifest checksum: an artifact written "
+                                 "by an older tesselc (recompile it), or a "
+                                 "corrupted manifest");
+  uint32_t want = 0;
+  for (int i = 0; i < 4; ++i)
+    want |= uint32_t(data[size - 4 + i]) << (8 * i);
+  uint32_t found = crc32c(data, size - 5);
+  if (found != want)
+    return Status::error(mpath + ": corrupted: its CRC-32C is " +
+                         crcText(found) + ", the manifest says " +
+                         crcText(want));
+  return Status::ok();
+}
+
 /// Maps `entry` from the artifact directory and checks size and checksum.
 Status mapChecked(const std::string &dir, const artifact::FileEntry &entry,
                   bool verify, std::shared_ptr<MappedFile> &out) {
-  if (!isSafeName(entry.path()))
+  if (!isSafePath(entry.path()))
     return Status::error(dir + "/manifest.pb: invalid file name '" +
                          entry.path() + "'");
   std::string path = dir + "/" + entry.path();
@@ -50,13 +89,10 @@ Status mapChecked(const std::string &dir, const artifact::FileEntry &entry,
       crc = crc32c(out->data() + off, n, crc);
       dropFileBackedPages(out->data() + off, n);
     }
-    if (crc != entry.crc32c()) {
-      char buf[64];
-      std::snprintf(buf, sizeof(buf), "%08x, the manifest says %08x", crc,
-                    entry.crc32c());
-      return Status::error(path + ": corrupted: CRC-32C is " +
-                           std::string(buf));
-    }
+    if (crc != entry.crc32c())
+      return Status::error(path + ": corrupted: its CRC-32C is " +
+                           crcText(crc) + ", the manifest says " +
+                           crcText(entry.crc32c()));
   }
   return Status::ok();
 }
@@ -77,6 +113,7 @@ Status Artifact::open(const std::string &path, std::unique_ptr<Artifact> &out,
   if (!s)
     return Status::error(dir + ": not a Tessel artifact directory (" +
                          s.message() + ")");
+  TSL_RETURN_IF_ERROR(checkManifestSeal(mpath, file->data(), file->size()));
   std::unique_ptr<Artifact> a(new Artifact());
   a->dir = dir;
   a->opts = options;
@@ -126,11 +163,113 @@ Status Artifact::open(const std::string &path, std::unique_ptr<Artifact> &out,
         return Status::error(mpath + ": rank " + std::to_string(i) +
                              ": invalid weights file name '" + w.path() + "'");
   }
+  for (const auto &f : m.files())
+    if (!isSafePath(f.path()))
+      return Status::error(mpath + ": invalid file name '" + f.path() + "'");
   out = std::move(a);
   return Status::ok();
 }
 
 int Artifact::numRanks() const { return man->num_ranks(); }
+
+bool Artifact::hasFile(const std::string &name) const {
+  for (const auto &f : man->files())
+    if (f.path() == name)
+      return true;
+  return false;
+}
+
+Status Artifact::openFile(const std::string &name,
+                          std::shared_ptr<MappedFile> &out) const {
+  for (const auto &f : man->files())
+    if (f.path() == name)
+      return mapChecked(dir, f, opts.verifyChecksums, out);
+  return Status::error(dir + "/" + name + ": not listed in " + dir +
+                       "/manifest.pb (an artifact written by an older "
+                       "tesselc: recompile it)");
+}
+
+Status Artifact::checkFiles(const std::string &prefix) const {
+  for (const auto &f : man->files())
+    if (f.path().compare(0, prefix.size(), prefix) == 0) {
+      std::shared_ptr<MappedFile> mapped;
+      TSL_RETURN_IF_ERROR(mapChecked(dir, f, opts.verifyChecksums, mapped));
+    }
+  return Status::ok();
+}
+
+std::string sealManifest(const artifact::Manifest &m) {
+  artifact::Manifest copy = m;
+  copy.clear_manifest_crc32c();
+  std::string bytes = copy.SerializeAsString();
+  uint32_t crc = crc32c(bytes.data(), bytes.size());
+  bytes += static_cast<char>(kManifestCrcTag);
+  for (int i = 0; i < 4; ++i)
+    bytes += static_cast<char>((crc >> (8 * i)) & 0xff);
+  return bytes;
+}
+
+Status recordArtifactFiles(const std::string &dirArg) {
+  std::unique_ptr<Artifact> a;
+  LoadOptions lo;
+  lo.verifyChecksums = false;
+  TSL_RETURN_IF_ERROR(Artifact::open(dirArg, a, lo));
+  const std::string &dir = a->path();
+  artifact::Manifest m = a->manifest();
+  std::set<std::string> listed = {"manifest.pb"};
+  for (const auto &r : m.ranks()) {
+    listed.insert(r.program().path());
+    for (const auto &w : r.weights())
+      listed.insert(w.path());
+  }
+  m.clear_files();
+  // The directory's other files, and those of its subdirectories, sorted.
+  std::vector<std::string> names;
+  auto list = [](const std::string &path, std::vector<std::string> &out,
+                 std::vector<std::string> *subdirs) -> Status {
+    DIR *d = ::opendir(path.c_str());
+    if (!d)
+      return Status::error(path + ": cannot list: " + std::strerror(errno));
+    while (dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..")
+        continue;
+      struct stat st;
+      if (::lstat((path + "/" + name).c_str(), &st) != 0)
+        continue;
+      if (S_ISDIR(st.st_mode) && subdirs)
+        subdirs->push_back(name);
+      else
+        out.push_back(name);
+    }
+    ::closedir(d);
+    return Status::ok();
+  };
+  std::vector<std::string> subdirs;
+  TSL_RETURN_IF_ERROR(list(dir, names, &subdirs));
+  for (const std::string &sub : subdirs) {
+    std::vector<std::string> inner;
+    TSL_RETURN_IF_ERROR(list(dir + "/" + sub, inner, nullptr));
+    for (const std::string &n : inner)
+      names.push_back(sub + "/" + n);
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string &name : names) {
+    if (listed.count(name))
+      continue;
+    if (!isSafePath(name))
+      return Status::error(dir + "/" + name + ": not a file an artifact may "
+                                              "hold (a subdirectory of a "
+                                              "subdirectory?)");
+    std::shared_ptr<MappedFile> f;
+    TSL_RETURN_IF_ERROR(MappedFile::open(dir + "/" + name, f));
+    artifact::FileEntry *e = m.add_files();
+    e->set_path(name);
+    e->set_size(f->size());
+    e->set_crc32c(crc32c(f->data(), f->size()));
+  }
+  return writeBytesSynced(dir + "/manifest.pb", sealManifest(m));
+}
 
 std::string Artifact::producer() const { return man->producer(); }
 

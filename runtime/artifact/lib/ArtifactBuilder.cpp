@@ -442,9 +442,7 @@ Status ArtifactBuilder::write(const std::string &dir) {
     we->set_size(weights.size());
     we->set_crc32c(crc32c(weights.data(), weights.size()));
   }
-  std::string mBytes;
-  m.SerializeToString(&mBytes);
-  return writeFile(dir + "/manifest.pb", mBytes);
+  return writeFile(dir + "/manifest.pb", sealManifest(m));
 }
 
 } // namespace tessel::runtime

@@ -2,7 +2,6 @@
 #include "tessel/runtime/Safetensors.h"
 #include "tessel/runtime/Json.h"
 #include "DTypeNames.h"
-#include "tessel/support/JsonNesting.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,194 +13,6 @@ namespace {
 
 /// How deep a header's arrays and objects may nest (a real one nests 3).
 constexpr size_t kMaxJsonDepth = 32;
-
-/// Just enough JSON for safetensors headers: objects, arrays, strings,
-/// integers (other numbers and literals are parsed and ignored).
-struct Json {
-  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
-  bool isInteger = false;
-  uint64_t integer = 0;
-  std::string str;
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
-};
-
-class JsonParser {
-public:
-  explicit JsonParser(std::string_view s) : s(s) {}
-  bool parse(Json &out) {
-    if (!value(out, 0))
-      return false;
-    space();
-    return pos == s.size();
-  }
-  std::string error;
-
-private:
-  std::string_view s;
-  size_t pos = 0;
-
-  bool fail(const std::string &m) {
-    if (error.empty())
-      error = m + " at byte " + std::to_string(pos);
-    return false;
-  }
-  void space() {
-    while (pos < s.size() &&
-           (s[pos] == ' ' || s[pos] == '\n' || s[pos] == '\r' || s[pos] == '\t'))
-      ++pos;
-  }
-  /// Consumes `c` if it comes next.
-  bool eat(char c) {
-    if (pos >= s.size() || s[pos] != c)
-      return false;
-    ++pos;
-    return true;
-  }
-  /// The entries of an object or array (the opening bracket is next):
-  /// element() parses each; ',' separates them, `close` ends them.
-  template <typename F> bool sequence(char close, F element) {
-    ++pos;
-    space();
-    if (eat(close))
-      return true;
-    while (true) {
-      if (!element())
-        return false;
-      space();
-      if (eat(','))
-        continue;
-      if (eat(close))
-        return true;
-      return fail(std::string("expected ',' or '") + close + "'");
-    }
-  }
-  bool value(Json &out, int depth) {
-    if (depth > int(kMaxJsonDepth)) // jsonNesting refused it before
-      return fail("JSON nested more than " + std::to_string(kMaxJsonDepth) +
-                  " deep");
-    space();
-    if (pos >= s.size())
-      return fail("unexpected end of JSON");
-    char c = s[pos];
-    if (c == '{') {
-      out.kind = Json::Object;
-      return sequence('}', [&] {
-        std::string key;
-        space();
-        if (!string(key))
-          return false;
-        space();
-        if (!eat(':'))
-          return fail("expected ':'");
-        out.members.emplace_back(std::move(key), Json());
-        return value(out.members.back().second, depth + 1);
-      });
-    }
-    if (c == '[') {
-      out.kind = Json::Array;
-      return sequence(']', [&] {
-        out.items.emplace_back();
-        return value(out.items.back(), depth + 1);
-      });
-    }
-    if (c == '"') {
-      out.kind = Json::String;
-      return string(out.str);
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      out.kind = Json::Number;
-      size_t b = pos;
-      bool digitsOnly = c != '-';
-      uint64_t v = 0;
-      bool overflow = false;
-      while (pos < s.size() &&
-             (isdigit(static_cast<unsigned char>(s[pos])) || s[pos] == '-' ||
-              s[pos] == '+' || s[pos] == '.' || s[pos] == 'e' ||
-              s[pos] == 'E')) {
-        if (!isdigit(static_cast<unsigned char>(s[pos])))
-          digitsOnly = false;
-        else if (v > (UINT64_MAX - 9) / 10)
-          overflow = true;
-        else
-          v = v * 10 + (s[pos] - '0');
-        ++pos;
-      }
-      if (pos == b)
-        return fail("bad number");
-      out.isInteger = digitsOnly && !overflow;
-      out.integer = v;
-      return true;
-    }
-    for (const char *lit : {"true", "false", "null"}) {
-      size_t n = std::strlen(lit);
-      if (s.substr(pos, n) == lit) {
-        pos += n;
-        out.kind = lit[0] == 'n' ? Json::Null : Json::Bool;
-        return true;
-      }
-    }
-    return fail("unexpected character");
-  }
-  bool string(std::string &out) {
-    if (pos >= s.size() || s[pos] != '"')
-      return fail("expected a string");
-    ++pos;
-    while (pos < s.size() && s[pos] != '"') {
-      char c = s[pos++];
-      if (c == '\\') {
-        if (pos >= s.size())
-          return fail("bad escape");
-        char e = s[pos++];
-        switch (e) {
-        case 'n':
-          out += '\n';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'u': {
-          if (pos + 4 > s.size())
-            return fail("bad \\u escape");
-          unsigned v = 0;
-          for (int i = 0; i < 4; ++i) {
-            char h = s[pos++];
-            v <<= 4;
-            if (h >= '0' && h <= '9')
-              v |= h - '0';
-            else if (h >= 'a' && h <= 'f')
-              v |= h - 'a' + 10;
-            else if (h >= 'A' && h <= 'F')
-              v |= h - 'A' + 10;
-            else
-              return fail("bad \\u escape");
-          }
-          // Names are ASCII in practice; encode BMP code points as UTF-8.
-          appendUtf8(out, v);
-          break;
-        }
-        default:
-          out += e;
-        }
-      } else {
-        out += c;
-      }
-    }
-    if (pos >= s.size())
-      return fail("unterminated string");
-    ++pos;
-    return true;
-  }
-};
 
 /// The "dtype" of each dtype.
 constexpr DTypeNames kDTypeNames = {"F32", "I64", "I32", "BOOL"};
@@ -224,24 +35,27 @@ Status parseSafetensors(const unsigned char *data, size_t size,
                 " exceeds the file size " + std::to_string(size));
   const std::string_view header(reinterpret_cast<const char *>(data + 8),
                                 static_cast<size_t>(n));
-  // The parser recurses once per level: the depth is checked first.
-  if (JsonNesting depth = jsonNesting(header, kMaxJsonDepth); depth.exceeds())
-    return fail("JSON header " + depth.describe(kMaxJsonDepth));
-  JsonParser parser(header);
   Json root;
-  if (!parser.parse(root))
-    return fail("bad JSON header: " + parser.error);
+  std::string error;
+  bool tooDeep = false;
+  if (!parseJson(header, root, error, kMaxJsonDepth, &tooDeep))
+    return fail((tooDeep ? "JSON header " : "bad JSON header: ") + error);
   if (root.kind != Json::Object)
     return fail("the JSON header is not an object");
   out.tensors.clear();
+  out.metadata.clear();
   out.dataStart = 8 + n;
   uint64_t dataSize = size - out.dataStart;
   for (auto &member : root.members) {
     // Not a structured binding: the lambda below captures `name`.
     const std::string &name = member.first;
     const Json &v = member.second;
-    if (name == "__metadata__")
+    if (name == "__metadata__") {
+      for (const auto &[k, m] : v.members)
+        if (m.kind == Json::String)
+          out.metadata.emplace(k, m.str);
       continue;
+    }
     auto bad = [&](const std::string &m) { return fail("tensor '" + name + "': " + m); };
     if (v.kind != Json::Object)
       return bad("entry is not an object");
@@ -289,14 +103,19 @@ Status parseSafetensors(const unsigned char *data, size_t size,
   return Status::ok();
 }
 
-std::string encodeSafetensors(const std::vector<SafetensorsTensor> &tensors) {
+std::string encodeSafetensors(
+    const std::vector<SafetensorsTensor> &tensors,
+    const std::vector<std::pair<std::string, std::string>> &metadata) {
   std::vector<const SafetensorsTensor *> order;
   for (const auto &t : tensors)
     order.push_back(&t);
   std::stable_sort(order.begin(), order.end(), [](auto *a, auto *b) {
     return dtypeSize(a->dtype) > dtypeSize(b->dtype);
   });
-  std::string header = "{\"__metadata__\":{\"format\":\"tessel\"}";
+  std::string header = "{\"__metadata__\":{\"format\":\"tessel\"";
+  for (const auto &[key, value] : metadata)
+    header += "," + jsonQuote(key) + ":" + jsonQuote(value);
+  header += "}";
   uint64_t offset = 0;
   for (const auto *t : order) {
     uint64_t bytes = static_cast<uint64_t>(numElements(t->shape)) * dtypeSize(t->dtype);

@@ -53,7 +53,11 @@ protected:
     Message m;
     ASSERT_TRUE(m.ParseFromString(readFile(dir + "/" + name)));
     edit(m);
-    writeFileBytes(dir + "/" + name, m.SerializeAsString());
+    // A manifest is sealed with its checksum, as every writer seals it.
+    if constexpr (std::is_same_v<Message, tessel::artifact::Manifest>)
+      writeFileBytes(dir + "/" + name, sealManifest(m));
+    else
+      writeFileBytes(dir + "/" + name, m.SerializeAsString());
   }
 
   void expectLoadError(const std::string &file, const std::string &needle,
@@ -120,13 +124,34 @@ TEST_F(ArtifactTest, MissingDirectory) {
 
 TEST_F(ArtifactTest, GarbageManifest) {
   writeFileBytes(dir + "/manifest.pb", "\xff\xff\xff garbage");
+  expectLoadError("manifest.pb", "no manifest checksum");
+  // Garbage sealed with its checksum: the protobuf parse refuses it.
+  std::string bytes = "\xff\xff\xff garbage";
+  uint32_t crc = crc32c(bytes.data(), bytes.size());
+  bytes += '\x7d';
+  for (int i = 0; i < 4; ++i)
+    bytes += static_cast<char>((crc >> (8 * i)) & 0xff);
+  writeFileBytes(dir + "/manifest.pb", bytes);
   expectLoadError("manifest.pb", "corrupted or truncated");
 }
 
 TEST_F(ArtifactTest, TruncatedManifest) {
   std::string m = readFile(dir + "/manifest.pb");
   writeFileBytes(dir + "/manifest.pb", m.substr(0, m.size() - 3));
-  expectLoadError("manifest.pb", "corrupted or truncated");
+  expectLoadError("manifest.pb", "no manifest checksum");
+  writeFileBytes(dir + "/manifest.pb", m.substr(0, m.size() - 9) +
+                                           m.substr(m.size() - 5));
+  expectLoadError("manifest.pb", "corrupted: its CRC-32C is");
+}
+
+TEST_F(ArtifactTest, ManifestOfAnOlderTesselc) {
+  // What tesselc wrote before manifests had their checksum.
+  tessel::artifact::Manifest m;
+  ASSERT_TRUE(m.ParseFromString(readFile(dir + "/manifest.pb")));
+  m.clear_manifest_crc32c();
+  writeFileBytes(dir + "/manifest.pb", m.SerializeAsString());
+  expectLoadError("manifest.pb", "no manifest checksum: an artifact written "
+                                 "by an older tesselc (recompile it)");
 }
 
 TEST_F(ArtifactTest, WrongFormatVersion) {

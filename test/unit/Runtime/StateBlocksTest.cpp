@@ -1,18 +1,18 @@
 //===- StateBlocksTest.cpp - tessel-run's blocks of a global tensor -------===//
 //
-// fillBlock (tools/tessel-run/StateBlocks.h), which puts a rank's block of a
+// fillBlock (runtime/tooling, tessel/tooling/StateBlocks.h), which puts a rank's block of a
 // state together from a checkpoint's blocks saved on another mesh: a 2-D
 // tensor cut in row and column blocks, replicas, padded blocks, pieces of a
 // fused parameter, and blocks that do not cover what a rank needs.
 //
 //===----------------------------------------------------------------------===//
-#include "StateBlocks.h"
+#include "tessel/tooling/StateBlocks.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-namespace tessel::run {
+namespace tessel::tooling {
 namespace {
 
 // The global tensor: 6 x 8, element (i, j) = 10 i + j.
@@ -128,4 +128,4 @@ TEST(StateBlocks, GapsAndOverlapsAreErrors) {
 }
 
 } // namespace
-} // namespace tessel::run
+} // namespace tessel::tooling

@@ -13,6 +13,7 @@
 
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Safetensors.h"
+#include "tessel/tooling/Checkpoint.h"
 
 #include <algorithm>
 #include <fstream>
@@ -643,8 +644,9 @@ TEST_F(CheckpointRunTest, MismatchAndCorruption) {
                          bytes.substr(0, bytes.size() - 3))
                   .isOk());
   std::string out = run("--steps 3 --resume " + ck, 1);
-  EXPECT_NE(out.find("error: corrupt checkpoint: " + ck +
-                     "/rank0.safetensors: invalid safetensors file"),
+  EXPECT_NE(out.find("error: " + ck + "/rank0.safetensors: corrupted: its "
+                     "size is " + std::to_string(bytes.size() - 3) +
+                     " bytes, the index says " + std::to_string(bytes.size())),
             std::string::npos)
       << out;
   ASSERT_TRUE(writeBytes(ck + "/rank0.safetensors", bytes).isOk());
@@ -652,11 +654,22 @@ TEST_F(CheckpointRunTest, MismatchAndCorruption) {
                          index.substr(0, index.size() / 2))
                   .isOk());
   out = run("--steps 3 --resume " + ck, 1);
-  EXPECT_NE(out.find("model.safetensors.index.json: corrupt index: "),
+  EXPECT_NE(out.find("model.safetensors.index.json: a checkpoint written by "
+                     "an older tessel-run (no checksums)"),
             std::string::npos)
       << out;
+  // An index edited, its checksum not: refused, naming both checksums.
   std::string renamed = index;
   renamed.replace(renamed.find("\"count\""), 7, "\"cnt\"");
+  ASSERT_TRUE(writeBytes(ck + "/model.safetensors.index.json", renamed).isOk());
+  out = run("--steps 3 --resume " + ck, 1);
+  EXPECT_NE(out.find("model.safetensors.index.json: corrupted: its CRC-32C "
+                     "is "),
+            std::string::npos)
+      << out;
+  // Sealed again after the edit: the index and the rank file disagree.
+  renamed = tessel::tooling::sealIndex(
+      renamed.substr(0, renamed.rfind("\"index_crc32c\"")));
   ASSERT_TRUE(writeBytes(ck + "/model.safetensors.index.json", renamed).isOk());
   out = run("--steps 3 --resume " + ck, 1);
   EXPECT_NE(out.find("error: corrupt checkpoint: the index lists 'cnt' in " +

@@ -59,6 +59,18 @@ public:
   std::vector<std::pair<std::string, int64_t>> mesh() const;
   std::string producer() const;
 
+  /// Whether the manifest lists `name` among the artifact's other files
+  /// (training.pb, source.onnx, grads/...).
+  bool hasFile(const std::string &name) const;
+  /// Maps the artifact's file `name` (one the manifest lists among its
+  /// other files), checked against its size and CRC-32C (unless
+  /// verifyChecksums is off); a file the manifest does not list is an error.
+  Status openFile(const std::string &name,
+                  std::shared_ptr<MappedFile> &out) const;
+  /// Checks every file the manifest lists under `prefix` ("grads/"): each
+  /// there, with its size and CRC-32C. The first that differs is an error.
+  Status checkFiles(const std::string &prefix) const;
+
   /// Reads rank `rank`'s program and maps its weights, checking each against
   /// its safetensors header (name, byte range, dtype, shape).
   Status readProgram(int rank, ProgramData &out) const;
@@ -76,6 +88,19 @@ private:
 
 /// CRC-32C (Castagnoli) of `size` bytes, continuing from `crc` (0 to start).
 uint32_t crc32c(const void *data, size_t size, uint32_t crc = 0);
+
+/// The bytes of manifest.pb for `m`: its serialisation (manifest_crc32c
+/// cleared), then manifest_crc32c, the CRC-32C of those bytes, as the last
+/// field. Every writer of a manifest writes these (ArtifactBuilder, the
+/// directory's seal, tests and fuzzers that edit one).
+std::string sealManifest(const artifact::Manifest &m);
+
+/// Seals the artifact directory `dir` once every file is written: records
+/// every file beside the manifest and the ranks' files (training.pb,
+/// source.onnx, grads/..., one level of subdirectory) with its size and
+/// CRC-32C in manifest.pb's `files`. tesselc calls it before the
+/// directory takes the artifact's place (tools/tesselc/ArtifactDir.cpp).
+Status recordArtifactFiles(const std::string &dir);
 
 } // namespace tessel::runtime
 

@@ -13,6 +13,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessel::runtime {
@@ -25,6 +26,8 @@ struct SafetensorsEntry {
 
 struct SafetensorsIndex {
   std::map<std::string, SafetensorsEntry> tensors;
+  /// "__metadata__": its string values by key (others are skipped).
+  std::map<std::string, std::string> metadata;
   uint64_t dataStart = 0; // absolute offset of the data section
 };
 
@@ -42,7 +45,10 @@ struct SafetensorsTensor {
 
 /// Serialises tensors; the data section starts 64-byte aligned and tensors
 /// are ordered by decreasing element size so each is naturally aligned.
-std::string encodeSafetensors(const std::vector<SafetensorsTensor> &tensors);
+/// `metadata` joins "__metadata__" (after "format": "tessel").
+std::string encodeSafetensors(
+    const std::vector<SafetensorsTensor> &tensors,
+    const std::vector<std::pair<std::string, std::string>> &metadata = {});
 
 } // namespace tessel::runtime
 

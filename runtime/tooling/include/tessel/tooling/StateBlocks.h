@@ -7,8 +7,8 @@
 // each block the new mesh wants, the parts of the saved blocks it overlaps.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_TOOLS_TESSEL_RUN_STATEBLOCKS_H
-#define TESSEL_TOOLS_TESSEL_RUN_STATEBLOCKS_H
+#ifndef TESSEL_TOOLING_STATEBLOCKS_H
+#define TESSEL_TOOLING_STATEBLOCKS_H
 
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/Status.h"
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 /// A block of a global tensor: its bytes (row-major, `shape`), where it
 /// starts in the tensor, the part [lo, hi) of the tensor it may hold values
@@ -56,6 +56,6 @@ runtime::Status fillBlock(const std::string &name, size_t elemSize,
 std::string blockOfState(const std::string &state, const runtime::Shape &global,
                          const std::vector<int64_t> &offset, StateBlock &b);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_STATEBLOCKS_H
+#endif // TESSEL_TOOLING_STATEBLOCKS_H

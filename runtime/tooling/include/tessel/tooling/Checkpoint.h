@@ -4,27 +4,36 @@
 // checkpoint is a directory:
 //
 //   DIR/rank<R>.safetensors          every state buffer of rank R, by name
+//                                    (__metadata__: its step, data_position)
+//   DIR/losses.npy                   every step's loss (when known)
 //   DIR/model.safetensors.index.json {"metadata": {"format":
 //       "tessel-checkpoint", "step": S, "data_position": P, "ranks": N,
-//       "total_size": BYTES}, "weight_map": {NAME: "rank0.safetensors", ...}}
+//       "total_size": BYTES}, "weight_map": {NAME: "rank0.safetensors", ...},
+//       "layout": {...}, "files": {FILE: {"size": BYTES, "crc32c": C}, ...},
+//       "index_crc32c": "XXXXXXXX"}
 //
 // (one rank: the names as they are, HuggingFace's sharded index; several:
 // "rank<R>/NAME"), and "layout": {KEY: {"global_shape": [..], "offset":
 // [..]}}, where each block lies in its whole state, so that a checkpoint
-// loads on another mesh (StateBlocks.h). A save is atomic: every rank writes into a fresh
+// loads on another mesh (StateBlocks.h). Every file is checked against its
+// size and CRC-32C in "files" before use, the index against its own
+// (index_crc32c: the CRC-32C of every byte before its value), and each rank
+// file's step and data position against the index's: a corrupted
+// checkpoint is refused with one message naming the file, what differs,
+// what the index says and what was found (docs/training.md). A save is atomic: every rank writes into a fresh
 // DIR.tmp-<pid of rank 0>, each file and the directory fsync'ed; then rank 0
 // renames DIR to DIR.old, DIR.tmp-<pid> to DIR, and removes DIR.old. A kill
 // at any moment leaves DIR, or DIR.old (the previous checkpoint, put back by
 // recoverCheckpointDir), complete.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_TOOLS_TESSEL_RUN_CHECKPOINT_H
-#define TESSEL_TOOLS_TESSEL_RUN_CHECKPOINT_H
+#ifndef TESSEL_TOOLING_CHECKPOINT_H
+#define TESSEL_TOOLING_CHECKPOINT_H
 
 #include "tessel/runtime/Runtime.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Store.h"
-#include "StateBlocks.h"
+#include "tessel/tooling/StateBlocks.h"
 
 #include <chrono>
 #include <cstdint>
@@ -33,7 +42,7 @@
 #include <string>
 #include <vector>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 /// Where a checkpoint stands in the training.
 struct CheckpointInfo {
@@ -83,6 +92,16 @@ runtime::Status parseCheckpointIndex(const std::string &path,
                                      const std::string &text,
                                      CheckpointInfo &info);
 
+/// The index text `body` (its JSON up to its last member, without the
+/// closing brace) sealed with its checksum: body + `"index_crc32c":
+/// "XXXXXXXX"}` and a newline. The checkpoint index fuzz target seals its
+/// inputs with it, so that they reach the parser.
+std::string sealIndex(const std::string &body);
+/// The index's entry of file `name` (its "files"): `"name": {"size": N,
+/// "crc32c": C}` for its `bytes`.
+std::string checkpointFileEntry(const std::string &name,
+                                const std::string &bytes);
+
 /// A checkpoint's states as their saved blocks (the rank files mapped).
 struct SavedState {
   runtime::DType dtype;
@@ -122,6 +141,6 @@ runtime::Status removeCheckpointDir(const std::string &dir);
 /// is in place, before DIR.old is removed.
 void saveKillHook(const char *phase, int64_t step);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_CHECKPOINT_H
+#endif // TESSEL_TOOLING_CHECKPOINT_H

@@ -8,15 +8,22 @@
 // `NAME.grad` leave whole (gathered), so rank 0 writes them.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_TOOLS_TESSEL_RUN_GRADS_H
-#define TESSEL_TOOLS_TESSEL_RUN_GRADS_H
+#ifndef TESSEL_TOOLING_GRADS_H
+#define TESSEL_TOOLING_GRADS_H
 
-#include "Train.h"
+#include "tessel/tooling/Train.h"
 
 #include <functional>
+#include <memory>
 #include <string>
 
-namespace tessel::run {
+namespace tessel::tooling {
+
+/// Opens `artifactDir`/grads, the gradient program, once every file of it
+/// is checked against the size and CRC-32C that `artifactDir`'s manifest
+/// records (an artifact without one, or of an older tesselc: an error).
+runtime::Status openGradientArtifact(const std::string &artifactDir,
+                                     std::unique_ptr<runtime::Artifact> &out);
 
 /// Runs `artifactDir`/grads (rank `rank`, every rank of the world) once on
 /// the training's current parameters, which `fillStates` copies into the
@@ -34,6 +41,6 @@ writeGradients(const std::string &artifactDir, StepFeeds &feeds, int64_t row,
 /// names and blocks (else an error naming the first that differs).
 runtime::Status copyStates(runtime::Executor &train, runtime::Executor &grads);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_GRADS_H
+#endif // TESSEL_TOOLING_GRADS_H

@@ -1,6 +1,6 @@
 //===- Numerics.cpp - tessel-run stops a training that goes non-finite ----===//
-#include "Numerics.h"
-#include "Trace.h"
+#include "tessel/tooling/Numerics.h"
+#include "tessel/tooling/Trace.h"
 
 #include "tessel/runtime/Numerics.h"
 
@@ -9,7 +9,7 @@
 
 using namespace tessel::runtime;
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 namespace {
 
@@ -164,4 +164,4 @@ Status NumericsGuard::checkStates(Executor &exec, int64_t step,
                    " is not written and the training stops");
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

@@ -6,8 +6,8 @@
 // srun reads its rank and world from the environment and joins the others.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_TOOLS_TESSEL_RUN_LAUNCH_H
-#define TESSEL_TOOLS_TESSEL_RUN_LAUNCH_H
+#ifndef TESSEL_TOOLING_LAUNCH_H
+#define TESSEL_TOOLING_LAUNCH_H
 
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Status.h"
@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 /// This process's place in the world.
 struct WorldInfo {
@@ -95,6 +95,6 @@ void testHooks(int rank);
 /// only (not with TESSEL_RESTART set): a restart then runs to the end.
 void testStepHook(int rank, int64_t step);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_LAUNCH_H
+#endif // TESSEL_TOOLING_LAUNCH_H

@@ -7,18 +7,31 @@
 // checked likewise, from the program.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_TOOLS_TESSEL_RUN_TRAININGINFO_H
-#define TESSEL_TOOLS_TESSEL_RUN_TRAININGINFO_H
+#ifndef TESSEL_TOOLING_TRAININGINFO_H
+#define TESSEL_TOOLING_TRAININGINFO_H
 
+#include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Runtime.h"
 
 #include "artifact.pb.h"
 
+#include <memory>
 #include <string>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
-/// Reads `artifactDir`/training.pb into `out`; `present` says whether the
+/// Maps the file `name` of the artifact `artifactDir` (training.pb,
+/// source.onnx, grads/...), checked against the size and CRC-32C its
+/// manifest records (Artifact::openFile): `present` false when the artifact
+/// has no such file; a file there that the manifest does not list is an
+/// error (an artifact of an older tesselc).
+runtime::Status openArtifactFile(const std::string &artifactDir,
+                                 const std::string &name,
+                                 std::shared_ptr<runtime::MappedFile> &out,
+                                 bool &present);
+
+/// Reads `artifactDir`/training.pb into `out` (runtime::readTrainingInfo
+/// of the artifact library, its manifest opened); `present` says whether the
 /// artifact has one (an artifact compiled without --train has none).
 runtime::Status readTrainingInfo(const std::string &artifactDir,
                                  artifact::TrainingInfo &out, bool &present);
@@ -41,6 +54,6 @@ runtime::Status checkGatherIndices(const runtime::Program &program,
                                    const runtime::Tensor &indices,
                                    const std::string &what);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_TRAININGINFO_H
+#endif // TESSEL_TOOLING_TRAININGINFO_H

@@ -9,10 +9,10 @@
 // and the step (docs/training.md, docs/runtime.md).
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
-#define TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
+#ifndef TESSEL_TOOLING_TRAIN_H
+#define TESSEL_TOOLING_TRAIN_H
 
-#include "Numerics.h"
+#include "tessel/tooling/Numerics.h"
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Runtime.h"
 
@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 struct TrainOptions {
   int steps = 0; // --steps; 0: not given (one run, or --repeat)
@@ -114,6 +114,6 @@ double peakRssMiB();
 runtime::Status reportPeakRss(runtime::Communicator *comm, int rank,
                               int worldSize, bool report);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_TRAIN_H
+#endif // TESSEL_TOOLING_TRAIN_H

@@ -1,7 +1,7 @@
 //===- Trace.cpp - Chrome-trace timelines of tessel-run -------------------===//
-#include "Trace.h"
+#include "tessel/tooling/Trace.h"
 
-#include "Pipeline.h"
+#include "tessel/tooling/Pipeline.h"
 
 #include "tessel/runtime/Json.h"
 #include "tessel/runtime/OpKind.h"
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 using runtime::Status;
 
@@ -153,4 +153,4 @@ Status mergeTraces(const std::string &path, int ranks) {
   return Status::ok();
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

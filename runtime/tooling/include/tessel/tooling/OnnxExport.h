@@ -10,16 +10,16 @@
 // concatenate), so the runtime needs no ONNX library.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_TOOLS_TESSEL_RUN_ONNXEXPORT_H
-#define TESSEL_TOOLS_TESSEL_RUN_ONNXEXPORT_H
+#ifndef TESSEL_TOOLING_ONNXEXPORT_H
+#define TESSEL_TOOLING_ONNXEXPORT_H
 
-#include "Checkpoint.h"
+#include "tessel/tooling/Checkpoint.h"
 
 #include "artifact.pb.h"
 
 #include <string>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 /// Writes `outPath` (atomically: a temporary file, fsync'ed, renamed) from
 /// `artifactDir`'s source model and the trained tensors `info` lists, their
@@ -29,6 +29,6 @@ runtime::Status exportOnnx(const std::string &artifactDir,
                            const SavedStates &saved,
                            const std::string &outPath);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_ONNXEXPORT_H
+#endif // TESSEL_TOOLING_ONNXEXPORT_H

@@ -1,5 +1,5 @@
 //===- Grads.cpp - tessel-run --grads -------------------------------------===//
-#include "Grads.h"
+#include "tessel/tooling/Grads.h"
 
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Safetensors.h"
@@ -10,7 +10,7 @@
 
 using namespace tessel::runtime;
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 Status copyStates(Executor &train, Executor &grads) {
   const Program &tp = train.program(), &gp = grads.program();
@@ -31,20 +31,34 @@ Status copyStates(Executor &train, Executor &grads) {
   return Status::ok();
 }
 
+Status openGradientArtifact(const std::string &artifactDir,
+                            std::unique_ptr<Artifact> &out) {
+  const std::string dir = artifactDir + "/grads";
+  struct stat st;
+  if (::stat((dir + "/manifest.pb").c_str(), &st) != 0)
+    return Status::error(artifactDir + " has no gradient program (compile it "
+                                       "with tesselc --train --grads-program)");
+  // grads/'s files, checked against the manifest of the artifact that
+  // holds them (its own manifest among them), then opened.
+  std::unique_ptr<Artifact> whole;
+  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, whole));
+  if (!whole->hasFile("grads/manifest.pb"))
+    return Status::error(dir + "/manifest.pb: not listed in " + artifactDir +
+                         "/manifest.pb (an artifact written by an older "
+                         "tesselc: recompile it)");
+  TSL_RETURN_IF_ERROR(whole->checkFiles("grads/"));
+  return Artifact::open(dir, out);
+}
+
 Status writeGradients(const std::string &artifactDir, StepFeeds &feeds,
                       int64_t row, const std::string &backend,
                       const ExecutorOptions &options, int rank,
                       const std::string &outPath,
                       const std::function<Status(Executor &)> &fillStates) {
   const std::string what = "--grads " + outPath;
-  const std::string dir = artifactDir + "/grads";
-  struct stat st;
-  if (::stat((dir + "/manifest.pb").c_str(), &st) != 0)
-    return Status::error(what + ": " + artifactDir +
-                         " has no gradient program (compile it with tesselc "
-                         "--train --grads-program)");
   std::unique_ptr<Artifact> artifact;
-  TSL_RETURN_IF_ERROR(Artifact::open(dir, artifact));
+  if (Status s = openGradientArtifact(artifactDir, artifact); !s)
+    return Status::error(what + ": " + s.message());
   std::shared_ptr<const Program> program;
   TSL_RETURN_IF_ERROR(artifact->loadProgram(rank, program));
   std::unique_ptr<Executor> exec;
@@ -93,4 +107,4 @@ Status writeGradients(const std::string &artifactDir, StepFeeds &feeds,
   return Status::ok();
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

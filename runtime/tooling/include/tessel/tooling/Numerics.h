@@ -14,15 +14,15 @@
 // flag each), so all stop at the same step and none waits at a collective.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_TOOLS_TESSEL_RUN_NUMERICS_H
-#define TESSEL_TOOLS_TESSEL_RUN_NUMERICS_H
+#ifndef TESSEL_TOOLING_NUMERICS_H
+#define TESSEL_TOOLING_NUMERICS_H
 
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Runtime.h"
 
 #include <string>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 struct NumericsGuard {
   runtime::Communicator *comm = nullptr; // null: one rank
@@ -54,6 +54,6 @@ private:
                         const std::string &others) const;
 };
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_NUMERICS_H
+#endif // TESSEL_TOOLING_NUMERICS_H

@@ -1,12 +1,13 @@
 //===- Checkpoint.cpp - tessel-run's training checkpoints -----------------===//
-#include "Checkpoint.h"
+#include "tessel/tooling/Checkpoint.h"
 
+#include "tessel/runtime/Artifact.h"
+#include "tessel/runtime/ArtifactDirectory.h"
 #include "tessel/runtime/Json.h"
-#include "tessel/support/JsonNesting.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Npy.h"
 #include "tessel/runtime/Safetensors.h"
-#include "StateBlocks.h"
+#include "tessel/tooling/StateBlocks.h"
 
 #include <cerrno>
 #include <csignal>
@@ -15,7 +16,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <map>
 #include <set>
 #include <utility>
@@ -25,7 +25,7 @@
 
 using namespace tessel::runtime;
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 namespace {
 
@@ -80,19 +80,6 @@ Status makeDirs(const std::string &dir) {
   return Status::ok();
 }
 
-int removeEntry(const char *path, const struct stat *, int flag, struct FTW *) {
-  return flag == FTW_DP ? ::rmdir(path) : ::unlink(path);
-}
-
-/// rm -rf `path`.
-Status removeAll(const std::string &path) {
-  if (!exists(path))
-    return Status::ok();
-  if (::nftw(path.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-    return sysError(path + ": cannot remove");
-  return Status::ok();
-}
-
 Status renamePath(const std::string &from, const std::string &to) {
   if (std::rename(from.c_str(), to.c_str()) != 0)
     return sysError("cannot rename " + from + " to " + to);
@@ -100,209 +87,124 @@ Status renamePath(const std::string &from, const std::string &to) {
 }
 
 
-/// Just enough JSON for the index: objects of strings, integers and
-/// objects (other values are skipped).
-class IndexParser {
-public:
-  explicit IndexParser(std::string text) : s(std::move(text)) {}
-  std::string error;
+/// The index's own checksum: the text ends with `"index_crc32c": "XXXXXXXX"}`
+/// and a newline, XXXXXXXX the CRC-32C (hex) of every byte before its
+/// opening quote (sealIndex), so that any change to the index is caught.
+const char kIndexCrcKey[] = "\"index_crc32c\": ";
+/// Older checkpoints had no checksums: refused with this.
+const char kOlderCheckpoint[] =
+    "a checkpoint written by an older tessel-run (no checksums): resume it "
+    "with the tessel-run that wrote it, or train again";
+
+std::string hex8(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%08x", v);
+  return buf;
+}
+
+/// What the index says: its metadata (integers), weight_map, layout and the
+/// checksums of the checkpoint's files.
+struct Index {
   std::map<std::string, int64_t> metadata;
   std::map<std::string, std::string> weightMap;
   /// "layout": key -> (global shape, offset) of the block the key names.
   std::map<std::string, std::pair<Shape, std::vector<int64_t>>> layout;
-
-  bool parse() {
-    // The depth first: members() recurses once per level.
-    if (::tessel::JsonNesting n = ::tessel::jsonNesting(s, kMaxDepth);
-        n.exceeds()) {
-      error = "values " + n.describe(kMaxDepth);
-      return false;
-    }
-    ws();
-    return members('{',
-                   [&](const std::string &key) {
-                     if (key == "metadata" || key == "weight_map")
-                       return object(key == "metadata");
-                     if (key == "layout")
-                       return layoutObject();
-                     return skip();
-                   }) &&
-           end();
-  }
-
-private:
-  static constexpr int kMaxDepth = 64;
-  std::string s;
-  size_t i = 0;
-  int depth = 0;
-  char peek() const { return i < s.size() ? s[i] : '\0'; }
-  void ws() {
-    while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' ||
-                            s[i] == '\r'))
-      ++i;
-  }
-  bool fail(const std::string &what) {
-    if (error.empty())
-      error = what + " at byte " + std::to_string(i);
-    return false;
-  }
-  bool expect(char c) {
-    if (peek() != c)
-      return fail(std::string("expected '") + c + "'");
-    ++i;
-    return true;
-  }
-  bool end() {
-    ws();
-    return i == s.size() || fail("trailing bytes");
-  }
-  bool str(std::string &out) {
-    if (!expect('"'))
-      return false;
-    while (i < s.size() && s[i] != '"') {
-      char c = s[i++];
-      if (c == '\\') {
-        if (i >= s.size())
-          return fail("unterminated string");
-        char e = s[i++];
-        switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'u': {
-          if (i + 4 > s.size())
-            return fail("bad \\u escape");
-          unsigned v = std::strtoul(s.substr(i, 4).c_str(), nullptr, 16);
-          i += 4;
-          appendUtf8(out, v);
-          break;
-        }
-        default: out += e;
-        }
-      } else {
-        out += c;
-      }
-    }
-    return expect('"');
-  }
-  bool integer(int64_t &v) {
-    size_t b = i;
-    if (peek() == '-')
-      ++i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9')
-      ++i;
-    if (i == b || (i == b + 1 && s[b] == '-') || i - b > 18)
-      return fail("expected an integer");
-    v = std::strtoll(s.substr(b, i - b).c_str(), nullptr, 10);
-    return true;
-  }
-  /// The members of an object ('{', keyed) or array ('['), each value
-  /// parsed by `value(key)`. Nesting is bounded: the index is untrusted,
-  /// and `[[[[...` must not exhaust the stack.
-  template <typename F> bool members(char open, F value) {
-    const char close = open == '{' ? '}' : ']';
-    struct Nest {
-      int &d;
-      explicit Nest(int &d) : d(++d) {}
-      ~Nest() { --d; }
-    } nest(depth);
-    if (depth > kMaxDepth)
-      return fail("values nested more than " + std::to_string(kMaxDepth) +
-                  " deep");
-    if (!expect(open))
-      return false;
-    ws();
-    if (peek() == close) {
-      ++i;
-      return true;
-    }
-    for (;;) {
-      ws();
-      std::string key;
-      if (open == '{') {
-        if (!str(key))
-          return false;
-        ws();
-        if (!expect(':'))
-          return false;
-        ws();
-      }
-      if (!value(key))
-        return false;
-      ws();
-      if (peek() != ',')
-        return expect(close);
-      ++i;
-    }
-  }
-  bool skip() {
-    char c = peek();
-    if (c == '"') {
-      std::string x;
-      return str(x);
-    }
-    if (c == '{' || c == '[')
-      return members(c, [&](const std::string &) { return skip(); });
-    size_t b = i;
-    while (i < s.size() && std::strchr(",}] \n\t\r", s[i]) == nullptr)
-      ++i;
-    return i > b || fail("expected a value");
-  }
-  bool intList(std::vector<int64_t> &out) {
-    return members('[', [&](const std::string &) {
-      int64_t v;
-      if (!integer(v))
-        return false;
-      if (v < 0)
-        return fail("negative size or offset");
-      out.push_back(v);
-      return true;
-    });
-  }
-  bool layoutObject() {
-    return members('{', [&](const std::string &key) {
-      // References, not a structured binding: C++17 lambdas (clang 14,
-      // the fuzz build) cannot capture bindings.
-      auto &entry = layout[key];
-      auto &global = entry.first;
-      auto &offset = entry.second;
-      bool g = false, o = false;
-      if (!members('{', [&](const std::string &field) {
-            if (field == "global_shape")
-              return (g = true, intList(global));
-            if (field == "offset")
-              return (o = true, intList(offset));
-            return skip();
-          }))
-        return false;
-      if (!g || !o || global.size() != offset.size())
-        return fail("layout of '" + key +
-                    "' needs global_shape and offset of one length");
-      return true;
-    });
-  }
-  bool object(bool meta) {
-    return members('{', [&](const std::string &key) {
-      if (!meta) {
-        std::string v;
-        if (!str(v))
-          return false;
-        weightMap[key] = v;
-        return true;
-      }
-      int64_t v;
-      if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
-        if (!integer(v))
-          return false;
-        metadata[key] = v;
-        return true;
-      }
-      return skip();
-    });
-  }
+  struct FileSum {
+    uint64_t size = 0;
+    uint32_t crc = 0;
+  };
+  /// "files": every file of the checkpoint but the index, by name.
+  std::map<std::string, FileSum> files;
 };
+
+/// Checks the index's own checksum (sealIndex); its JSON is the whole text.
+Status checkIndexSeal(const std::string &path, const std::string &text) {
+  const std::string key = kIndexCrcKey;
+  // ... "index_crc32c": "XXXXXXXX"}\n
+  const size_t tail = 1 + 8 + 3;
+  if (text.size() < key.size() + tail ||
+      text.compare(text.size() - tail - key.size(), key.size(), key) != 0)
+    return Status::error(path + ": " + kOlderCheckpoint +
+                         ", or a corrupted index (it does not end with its "
+                         "checksum)");
+  const size_t q = text.size() - tail;
+  if (text[q] != '"' || text.compare(q + 9, 3, "\"}\n") != 0)
+    return Status::error(path + ": corrupted: the index's checksum is "
+                                "malformed");
+  uint32_t want = 0;
+  for (size_t i = q + 1; i < q + 9; ++i) {
+    char c = text[i];
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                   : -1;
+    if (d < 0)
+      return Status::error(path + ": corrupted: the index's checksum is "
+                                  "malformed");
+    want = want << 4 | static_cast<uint32_t>(d);
+  }
+  uint32_t found = crc32c(text.data(), q);
+  if (found != want)
+    return Status::error(path + ": corrupted: its CRC-32C is " + hex8(found) +
+                         ", the index says " + hex8(want));
+  return Status::ok();
+}
+
+/// `text`, the JSON of an index, into `out`; an error says what is wrong
+/// with it (the caller names the file).
+Status parseIndexJson(const std::string &text, Index &out) {
+  auto bad = [](const std::string &m) { return Status::error(m); };
+  Json root;
+  std::string why;
+  if (!parseJson(text, root, why, 64))
+    return bad(why);
+  if (root.kind != Json::Object)
+    return bad("the index is not a JSON object");
+  auto intList = [&](const Json *v, std::vector<int64_t> &list) {
+    if (!v || v->kind != Json::Array)
+      return false;
+    for (const Json &d : v->items) {
+      if (!d.isInteger || d.integer > (uint64_t(1) << 62))
+        return false;
+      list.push_back(static_cast<int64_t>(d.integer));
+    }
+    return true;
+  };
+  for (const auto &[key, v] : root.members) {
+    if (key == "metadata" && v.kind == Json::Object) {
+      for (const auto &[k, m] : v.members)
+        if (m.isInteger && m.integer <= (uint64_t(1) << 62))
+          out.metadata[k] = static_cast<int64_t>(m.integer);
+    } else if (key == "weight_map" && v.kind == Json::Object) {
+      for (const auto &[k, m] : v.members) {
+        if (m.kind != Json::String)
+          return bad("weight_map: '" + k + "' is not a file name");
+        out.weightMap[k] = m.str;
+      }
+    } else if (key == "layout" && v.kind == Json::Object) {
+      for (const auto &[k, m] : v.members) {
+        auto &entry = out.layout[k];
+        if (m.kind != Json::Object ||
+            !intList(m.find("global_shape"), entry.first) ||
+            !intList(m.find("offset"), entry.second) ||
+            entry.first.size() != entry.second.size())
+          return bad("layout of '" + k +
+                     "' needs global_shape and offset of one length");
+      }
+    } else if (key == "files" && v.kind == Json::Object) {
+      for (const auto &[k, m] : v.members) {
+        const Json *size = m.find("size"), *crc = m.find("crc32c");
+        if (m.kind != Json::Object || !size || !size->isInteger || !crc ||
+            !crc->isInteger || crc->integer > 0xffffffffu)
+          return bad("files: '" + k + "' needs an integer size and crc32c");
+        out.files[k] = {size->integer, static_cast<uint32_t>(crc->integer)};
+      }
+    } else if (key == "metadata" || key == "weight_map" || key == "layout" ||
+               key == "files") {
+      return bad(key + " is not an object");
+    }
+  }
+  return Status::ok();
+}
 
 /// A checkpoint's files are the folder's own (docs/security.md): a symbolic
 /// link, which could point anywhere, is refused, as in artifacts.
@@ -321,12 +223,13 @@ Status readWhole(const std::string &path, std::string &out) {
   return Status::ok();
 }
 
-/// The index's text, as read from `path`, into `p` and `info`.
-Status parseIndexText(const std::string &path, std::string text,
-                      IndexParser &p, CheckpointInfo &info) {
-  IndexParser q(std::move(text));
-  if (!q.parse())
-    return Status::error(path + ": corrupt index: " + q.error);
+/// The index's text, as read from `path`, into `index` and `info`.
+Status parseIndexText(const std::string &path, const std::string &text,
+                      Index &index, CheckpointInfo &info) {
+  TSL_RETURN_IF_ERROR(checkIndexSeal(path, text));
+  Index q;
+  if (Status s = parseIndexJson(text, q); !s)
+    return Status::error(path + ": corrupt index: " + s.message());
   for (const char *key : {"step", "data_position", "ranks"})
     if (!q.metadata.count(key))
       return Status::error(path + ": corrupt index: metadata has no integer '" +
@@ -334,24 +237,43 @@ Status parseIndexText(const std::string &path, std::string text,
   info.step = q.metadata["step"];
   info.dataPosition = q.metadata["data_position"];
   int64_t ranks = q.metadata["ranks"];
-  if (info.step < 0 || info.dataPosition < 0 || ranks < 1 || ranks > 1 << 20)
+  if (ranks < 1 || ranks > 1 << 20)
     return Status::error(path + ": corrupt index: bad step, data_position or "
                          "ranks");
   info.ranks = static_cast<int>(ranks);
-  p.metadata = std::move(q.metadata);
-  p.weightMap = std::move(q.weightMap);
-  p.layout = std::move(q.layout);
+  index = std::move(q);
   return Status::ok();
 }
 
-Status parseIndex(const std::string &dir, IndexParser &p,
-                  CheckpointInfo &info) {
+Status parseIndex(const std::string &dir, Index &index, CheckpointInfo &info) {
   const std::string path = dir + "/" + kIndex;
   std::string text;
   if (!exists(path))
     return Status::error(dir + ": not a checkpoint (no " + kIndex + ")");
   TSL_RETURN_IF_ERROR(readWhole(path, text));
-  return parseIndexText(path, std::move(text), p, info);
+  return parseIndexText(path, text, index, info);
+}
+
+/// Maps `dir`/`name`, checked against the index's size and CRC-32C of it:
+/// a file the index does not list, or that differs, is an error naming the
+/// file, what differs, what the index says and what was found.
+Status openListed(const std::string &dir, const Index &index,
+                  const std::string &name, std::shared_ptr<MappedFile> &f) {
+  const std::string path = dir + "/" + name;
+  auto it = index.files.find(name);
+  if (it == index.files.end())
+    return Status::error(path + ": corrupt checkpoint: the index lists no "
+                                "checksum of this file");
+  TSL_RETURN_IF_ERROR(openOwnFile(path, f));
+  if (f->size() != it->second.size)
+    return Status::error(path + ": corrupted: its size is " +
+                         std::to_string(f->size()) + " bytes, the index says " +
+                         std::to_string(it->second.size));
+  uint32_t crc = crc32c(f->data(), f->size());
+  if (crc != it->second.crc)
+    return Status::error(path + ": corrupted: its CRC-32C is " + hex8(crc) +
+                         ", the index says " + hex8(it->second.crc));
+  return Status::ok();
 }
 
 } // namespace
@@ -374,7 +296,7 @@ void saveKillHook(const char *phase, int64_t step) {
 }
 
 Status removeCheckpointDir(const std::string &dir) {
-  return removeAll(trimmed(dir));
+  return removeTree(trimmed(dir));
 }
 
 Status recoverCheckpointDir(const std::string &dirArg, bool forSave) {
@@ -389,7 +311,7 @@ Status recoverCheckpointDir(const std::string &dirArg, bool forSave) {
     ::closedir(d);
     for (const std::string &name : leftovers) {
       std::string path = parent + "/" + name;
-      TSL_RETURN_IF_ERROR(removeAll(path));
+      TSL_RETURN_IF_ERROR(removeTree(path));
       std::fprintf(stderr,
                    "tessel-run: removed %s, an unfinished checkpoint save\n",
                    path.c_str());
@@ -403,7 +325,7 @@ Status recoverCheckpointDir(const std::string &dirArg, bool forSave) {
                    "tessel-run: restored %s from %s (a save was interrupted)\n",
                    dir.c_str(), old.c_str());
     } else {
-      TSL_RETURN_IF_ERROR(removeAll(old));
+      TSL_RETURN_IF_ERROR(removeTree(old));
       std::fprintf(stderr, "tessel-run: removed %s, a replaced checkpoint\n",
                    old.c_str());
     }
@@ -440,7 +362,7 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
   if (g.rank == 0) {
     tmp = dir + ".tmp-" + std::to_string(::getpid());
     TSL_RETURN_IF_ERROR(makeDirs(parent));
-    TSL_RETURN_IF_ERROR(removeAll(tmp));
+    TSL_RETURN_IF_ERROR(removeTree(tmp));
     if (::mkdir(tmp.c_str(), 0755) != 0)
       return sysError(tmp + ": cannot create directory");
     if (multi)
@@ -463,12 +385,20 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
         {name, values[i].dtype(), values[i].shape(), values[i].data()});
     bytes += values[i].numElements() * dtypeSize(values[i].dtype());
   }
-  TSL_RETURN_IF_ERROR(
-      writeBytesSynced(tmp + "/" + rankFile(g.rank), encodeSafetensors(tensors)));
-  if (info.losses && static_cast<int64_t>(info.losses->size()) == info.step)
-    TSL_RETURN_IF_ERROR(writeNpy(
-        tmp + "/" + kLosses,
-        Tensor::fromVector(DType::F32, {info.step}, *info.losses)));
+  // The rank file says where the training stands too: checked against the
+  // index on load.
+  const std::string rankBytes = encodeSafetensors(
+      tensors, {{"step", std::to_string(info.step)},
+                {"data_position", std::to_string(info.dataPosition)}});
+  TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + rankFile(g.rank), rankBytes));
+  // The size and CRC-32C of each file this rank wrote, for the index.
+  std::string sums = checkpointFileEntry(rankFile(g.rank), rankBytes);
+  if (info.losses && static_cast<int64_t>(info.losses->size()) == info.step) {
+    const std::string npy = encodeNpy(
+        Tensor::fromVector(DType::F32, {info.step}, *info.losses));
+    TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + kLosses, npy));
+    sums += ",\n    " + checkpointFileEntry(kLosses, npy);
+  }
   saveKillHook("write", info.step);
   // Where each block lies in its whole state, for rank 0's index.
   std::string layout;
@@ -496,23 +426,30 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
              jsonQuote(multi ? "rank" + std::to_string(g.rank) + "/" + name
                              : name) +
              ": " + jsonQuote(rankFile(g.rank));
-  std::vector<std::string> layouts(g.size), weightMaps(g.size);
+  std::vector<std::string> layouts(g.size), weightMaps(g.size),
+      fileSums(g.size);
   layouts[g.rank] = layout;
   weightMaps[g.rank] = names;
+  fileSums[g.rank] = sums;
   if (multi) {
     const std::string key =
         "tessel-run/ckpt-layout/" + std::to_string(info.step) + "/";
     const std::string namesKey =
         "tessel-run/ckpt-names/" + std::to_string(info.step) + "/";
     TSL_RETURN_IF_ERROR(g.store->set(key + std::to_string(g.rank), layout));
+    const std::string sumsKey =
+        "tessel-run/ckpt-files/" + std::to_string(info.step) + "/";
     TSL_RETURN_IF_ERROR(
         g.store->set(namesKey + std::to_string(g.rank), names));
+    TSL_RETURN_IF_ERROR(g.store->set(sumsKey + std::to_string(g.rank), sums));
     if (g.rank == 0)
       for (int r = 1; r < g.size; ++r) {
         TSL_RETURN_IF_ERROR(
             g.store->get(key + std::to_string(r), layouts[r], g.timeout));
         TSL_RETURN_IF_ERROR(g.store->get(namesKey + std::to_string(r),
                                          weightMaps[r], g.timeout));
+        TSL_RETURN_IF_ERROR(g.store->get(sumsKey + std::to_string(r),
+                                         fileSums[r], g.timeout));
       }
   }
   if (multi) {
@@ -549,12 +486,15 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
         json += (any ? "," : "") + layouts[r];
         any = true;
       }
-    json += "\n  }\n}\n";
-    TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + kIndex, json));
+    json += "\n  },\n  \"files\": {";
+    for (int r = 0; r < g.size; ++r)
+      json += (r ? ",\n    " : "\n    ") + fileSums[r];
+    json += "\n  },\n  ";
+    TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + kIndex, sealIndex(json)));
     TSL_RETURN_IF_ERROR(fsyncDirectory(tmp));
     // The swap: the previous checkpoint stays until the new one is in place.
     const std::string old = dir + ".old";
-    TSL_RETURN_IF_ERROR(removeAll(old));
+    TSL_RETURN_IF_ERROR(removeTree(old));
     bool hadOld = false;
     if (exists(dir)) {
       TSL_RETURN_IF_ERROR(renamePath(dir, old));
@@ -566,27 +506,50 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
     TSL_RETURN_IF_ERROR(fsyncDirectory(parent));
     saveKillHook("cleanup", info.step);
     if (hadOld)
-      TSL_RETURN_IF_ERROR(removeAll(old));
+      TSL_RETURN_IF_ERROR(removeTree(old));
   }
   if (multi)
     TSL_RETURN_IF_ERROR(g.comm->barrier());
   return Status::ok();
 }
 
+std::string checkpointFileEntry(const std::string &name,
+                                const std::string &bytes) {
+  return jsonQuote(name) + ": {\"size\": " + std::to_string(bytes.size()) +
+         ", \"crc32c\": " + std::to_string(crc32c(bytes.data(), bytes.size())) +
+         "}";
+}
+
+std::string sealIndex(const std::string &body) {
+  std::string text = body + kIndexCrcKey;
+  return text + "\"" + hex8(crc32c(text.data(), text.size())) + "\"}\n";
+}
+
 Status readCheckpointInfo(const std::string &dirArg, CheckpointInfo &info) {
-  IndexParser p("");
-  return parseIndex(trimmed(dirArg), p, info);
+  Index index;
+  return parseIndex(trimmed(dirArg), index, info);
 }
 
 Status readCheckpointLosses(const std::string &dirArg,
                             std::vector<float> &losses, bool &found) {
-  const std::string path = trimmed(dirArg) + "/" + kLosses;
+  const std::string dir = trimmed(dirArg), path = dir + "/" + kLosses;
   losses.clear();
   found = exists(path);
   if (!found)
     return Status::ok();
+  Index index;
+  CheckpointInfo info;
+  TSL_RETURN_IF_ERROR(parseIndex(dir, index, info));
+  std::shared_ptr<MappedFile> f;
+  TSL_RETURN_IF_ERROR(openListed(dir, index, kLosses, f));
   Tensor t;
-  TSL_RETURN_IF_ERROR(readNpy(path, t));
+  TSL_RETURN_IF_ERROR(parseNpy(f->data(), f->size(), path, t));
+  if (t.dtype() == DType::F32 && t.shape().size() == 1 &&
+      t.shape()[0] != info.step)
+    return Status::error(path + ": corrupt checkpoint: holds " +
+                         std::to_string(t.shape()[0]) +
+                         " losses, the index says step " +
+                         std::to_string(info.step));
   if (t.dtype() != DType::F32 || t.shape().size() != 1)
     return Status::error(path + ": expected f32 [steps], got " +
                          std::string(dtypeName(t.dtype())) + " " +
@@ -597,31 +560,49 @@ Status readCheckpointLosses(const std::string &dirArg,
 
 Status parseCheckpointIndex(const std::string &path, const std::string &text,
                             CheckpointInfo &info) {
-  IndexParser p("");
-  return parseIndexText(path, text, p, info);
+  Index index;
+  return parseIndexText(path, text, index, info);
 }
 
 Status SavedStates::read(const std::string &dirArg) {
   dir = trimmed(dirArg);
   states.clear();
   files.clear();
-  IndexParser index("");
+  Index index;
   TSL_RETURN_IF_ERROR(parseIndex(dir, index, info));
   const std::string indexPath = dir + "/" + kIndex;
+  // Every file the index sums is there, and nothing else but the index.
+  for (const auto &[name, sum] : index.files)
+    if (name != kLosses &&
+        (name.compare(0, 4, "rank") != 0 || name.find('/') != std::string::npos))
+      return Status::error(indexPath + ": corrupt index: it lists a file '" +
+                           name + "' that is no file of a checkpoint");
   // Every rank file, checked against the index; its blocks by state name.
   std::map<std::string, SavedState> &saved = states;
   files.resize(info.ranks);
+  uint64_t stateBytes = 0;
   for (int r = 0; r < info.ranks; ++r) {
     const std::string file = rankFile(r), path = dir + "/" + file;
     if (!exists(path))
       return Status::error(path + ": missing from the checkpoint of " +
                            std::to_string(info.ranks) + " rank" +
                            (info.ranks == 1 ? "" : "s"));
-    TSL_RETURN_IF_ERROR(openOwnFile(path, files[r]));
+    TSL_RETURN_IF_ERROR(openListed(dir, index, file, files[r]));
     SafetensorsIndex st;
     if (Status s = parseSafetensors(files[r]->data(), files[r]->size(), path, st);
         !s)
       return Status::error("corrupt checkpoint: " + s.message());
+    // Where the training stands, as the rank file says it.
+    for (const auto &[key, value] :
+         {std::pair<std::string, int64_t>{"step", info.step},
+          {"data_position", info.dataPosition}}) {
+      auto it = st.metadata.find(key);
+      if (it == st.metadata.end() || it->second != std::to_string(value))
+        return Status::error(
+            path + ": corrupt checkpoint: its " + key + " is " +
+            (it == st.metadata.end() ? "missing" : "'" + it->second + "'") +
+            ", the index says " + std::to_string(value));
+    }
     // The index and the file must agree (a file from another save).
     const std::string prefix =
         info.ranks > 1 ? "rank" + std::to_string(r) + "/" : "";
@@ -676,8 +657,16 @@ Status SavedStates::read(const std::string &dirArg) {
                              " in " + it->second.blocks[0].where + ", " +
                              typeToString(e.dtype, global) + " in " + path);
       it->second.blocks.push_back(std::move(b));
+      stateBytes += e.end - e.begin;
     }
   }
+  // The index's total_size: the bytes of every state of every rank.
+  if (auto it = index.metadata.find("total_size");
+      it != index.metadata.end() &&
+      static_cast<uint64_t>(it->second) != stateBytes)
+    return Status::error(indexPath + ": corrupt checkpoint: total_size is " +
+                         std::to_string(it->second) + ", the rank files hold " +
+                         std::to_string(stateBytes) + " bytes of states");
   return Status::ok();
 }
 
@@ -814,4 +803,4 @@ Status loadCheckpoint(Executor &exec, const std::string &dirArg, int rank,
   return Status::ok();
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

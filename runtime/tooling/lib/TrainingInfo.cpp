@@ -1,6 +1,8 @@
 //===- TrainingInfo.cpp - What tesselc --train says beyond the program ----===//
-#include "TrainingInfo.h"
+#include "tessel/tooling/TrainingInfo.h"
 
+#include "tessel/runtime/Artifact.h"
+#include "tessel/runtime/TrainingInfo.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Numerics.h"
 
@@ -8,23 +10,26 @@
 
 using namespace tessel::runtime;
 
-namespace tessel::run {
+namespace tessel::tooling {
+
+Status openArtifactFile(const std::string &artifactDir, const std::string &name,
+                        std::shared_ptr<MappedFile> &out, bool &present) {
+  std::unique_ptr<Artifact> artifact;
+  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, artifact));
+  present = artifact->hasFile(name);
+  struct stat st;
+  if (!present && ::lstat((artifact->path() + "/" + name).c_str(), &st) != 0)
+    return Status::ok();
+  // Listed (checked), or there but not listed (refused, naming it).
+  present = true;
+  return artifact->openFile(name, out);
+}
 
 Status readTrainingInfo(const std::string &artifactDir,
                         artifact::TrainingInfo &out, bool &present) {
-  const std::string path = artifactDir + "/training.pb";
-  struct stat st;
-  present = ::stat(path.c_str(), &st) == 0;
-  if (!present)
-    return Status::ok();
-  std::shared_ptr<MappedFile> f;
-  TSL_RETURN_IF_ERROR(MappedFile::open(path, f));
-  if (f->size() > (size_t(1) << 30) ||
-      !out.ParseFromArray(f->data(), static_cast<int>(f->size())))
-    return Status::error(path + ": not a TrainingInfo message (corrupt)");
-  if (out.classes() < 0)
-    return Status::error(path + ": negative class count");
-  return Status::ok();
+  std::unique_ptr<Artifact> artifact;
+  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, artifact));
+  return runtime::readTrainingInfo(*artifact, out, present);
 }
 
 Status checkLabels(const artifact::TrainingInfo &info, const Tensor &labels,
@@ -104,4 +109,4 @@ Status checkGatherIndices(const Program &program, const std::string &input,
   return Status::ok();
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

@@ -1,6 +1,6 @@
 //===- Train.cpp - tessel-run's training loop -----------------------------===//
-#include "Train.h"
-#include "TrainingInfo.h"
+#include "tessel/tooling/Train.h"
+#include "tessel/tooling/TrainingInfo.h"
 
 #include "tessel/runtime/Safetensors.h"
 
@@ -14,7 +14,7 @@
 
 using namespace tessel::runtime;
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 Status StepFeeds::add(const Program &program, Feed f, bool lm) {
   int id = program.findInput(f.input);
@@ -313,4 +313,4 @@ Status reportPeakRss(Communicator *comm, int rank, int worldSize,
   return Status::ok();
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

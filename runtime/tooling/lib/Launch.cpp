@@ -1,5 +1,5 @@
 //===- Launch.cpp - tessel-run's ranks: launching and joining -------------===//
-#include "Launch.h"
+#include "tessel/tooling/Launch.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -21,7 +21,7 @@
 using namespace tessel::runtime;
 using std::chrono::milliseconds;
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 namespace {
 
@@ -590,4 +590,4 @@ void testStepHook(int rank, int64_t step) {
 #endif
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 /// Consecutive trace events of instructions with one pipeline action.
 struct ActionSpan {
@@ -61,6 +61,6 @@ runtime::Status writeTimelineSpans(const std::string &path, int rank,
 runtime::Status mergeTimeline(const std::string &path, int ranks,
                               const std::string &heading);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
 #endif // TESSEL_RUN_PIPELINE_H

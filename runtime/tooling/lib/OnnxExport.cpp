@@ -1,5 +1,6 @@
 //===- OnnxExport.cpp - tessel-run --export-onnx --------------------------===//
-#include "OnnxExport.h"
+#include "tessel/tooling/OnnxExport.h"
+#include "tessel/tooling/TrainingInfo.h"
 
 #include "tessel/runtime/MappedFile.h"
 
@@ -10,7 +11,7 @@
 
 using namespace tessel::runtime;
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 namespace {
 
@@ -67,8 +68,12 @@ Status exportOnnx(const std::string &artifactDir,
   if (info.source_model().empty())
     return Status::error(what + ": " + artifactDir + " has no source model");
   std::shared_ptr<MappedFile> source;
+  bool present = false;
   TSL_RETURN_IF_ERROR(
-      MappedFile::open(artifactDir + "/" + info.source_model(), source));
+      openArtifactFile(artifactDir, info.source_model(), source, present));
+  if (!present)
+    return Status::error(what + ": " + artifactDir + "/" +
+                         info.source_model() + ": missing from the artifact");
   // Each trained tensor, put together from its pieces' states.
   std::map<std::string, std::vector<const artifact::TrainedTensor *>> byTensor;
   for (const artifact::TrainedTensor &t : info.tensors())
@@ -131,4 +136,4 @@ Status exportOnnx(const std::string &artifactDir,
   return Status::ok();
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

@@ -1,7 +1,7 @@
 //===- Pipeline.cpp - What tessel-run measures of pipelined runs ----------===//
-#include "Pipeline.h"
+#include "tessel/tooling/Pipeline.h"
 
-#include "Trace.h"
+#include "tessel/tooling/Trace.h"
 #include "tessel/timeline/SvgTimeline.h"
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <limits>
 #include <sstream>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 using runtime::Status;
 
@@ -131,4 +131,4 @@ Status mergeTimeline(const std::string &path, int ranks,
   return Status::ok();
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

@@ -1,5 +1,5 @@
 //===- StateBlocks.cpp - Blocks of a global tensor, copied across meshes --===//
-#include "StateBlocks.h"
+#include "tessel/tooling/StateBlocks.h"
 
 #include "tessel/support/Checked.h"
 
@@ -9,7 +9,7 @@
 
 using namespace tessel::runtime;
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 namespace {
 
@@ -135,4 +135,4 @@ std::string blockOfState(const std::string &state, const Shape &global,
   return state.substr(0, open);
 }
 
-} // namespace tessel::run
+} // namespace tessel::tooling

@@ -22,7 +22,7 @@
 
 #include <string>
 
-namespace tessel::run {
+namespace tessel::tooling {
 
 /// Writes `events` of `program` run by `rank` to `path` as a Chrome trace.
 runtime::Status writeTrace(const std::string &path, int rank,
@@ -42,6 +42,6 @@ std::string rankTracePath(const std::string &path, int rank);
 /// them.
 runtime::Status mergeTraces(const std::string &path, int ranks);
 
-} // namespace tessel::run
+} // namespace tessel::tooling
 
 #endif // TESSEL_RUN_TRACE_H
