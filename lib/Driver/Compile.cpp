@@ -13,10 +13,10 @@
 
 #include "Internal.h"
 
-#include "tools/tesselc/ArtifactDir.h"
-#include "tools/tesselc/TrainingInfo.h"
-#include "tools/tesselc/WeightFiles.h"
-#include "tools/tesselc/Writable.h"
+#include "ArtifactDir.h"
+#include "TrainingInfo.h"
+#include "WeightFiles.h"
+#include "Writable.h"
 
 #include "tessel/Driver/BoosterPlugins.h"
 #include "tessel/Export/CollectiveReport.h"

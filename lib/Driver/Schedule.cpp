@@ -7,7 +7,7 @@
 
 #include "Internal.h"
 
-#include "tools/tesselc/Writable.h"
+#include "Writable.h"
 
 #include "tessel/Schedule/Registry.h"
 #include "tessel/Schedule/Report.h"

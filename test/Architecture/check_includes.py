@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the include graph against docs/architecture.md's layers.
 
-Usage: check_includes.py DOC BUILD_DIR
+Usage: check_includes.py DOC BUILD_DIR   (ctest architecture-includes)
 
 check_layers.py holds the link lines to the doc's "target | may link |
 never" table; a header can still cross a wall that no link line shows (an
