@@ -1405,6 +1405,143 @@ LogicalResult importRMSNormalization(NodeContext &c) {
                     c.getDType(0));
 }
 
+/// RotaryEmbedding (opset 23), as its function body computes it, from
+/// existing ops: X ([B, H, S, D], or [B, S, H * D] with num_heads) as
+/// [B, S, H, D]; its first rotary_embedding_dim (default D) channels split
+/// into halves (or even and odd channels when interleaved) x1, x2, rotated
+/// by the caches (cos_cache[position_ids] when position_ids are given, else
+/// cos_cache itself, [B, S, dim / 2]): x1 cos - x2 sin, x1 sin + x2 cos; the
+/// other channels pass through.
+FailureOr<Value> reshapeValue(NodeContext &c, Value v, ArrayRef<int64_t> shape);
+
+LogicalResult importRotaryEmbedding(NodeContext &c) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(requireFloat(c, i)))
+      return failure();
+  const int64_t rank = c.getRank(0);
+  if (rank != 3 && rank != 4)
+    return c.error("X must have rank 3 or 4, has " + Twine(rank));
+  auto x = c.getValue(0), cosCache = c.getValue(1), sinCache = c.getValue(2);
+  if (failed(x) || failed(cosCache) || failed(sinCache))
+    return failure();
+  ArrayRef<int64_t> xs = c.getShape(0);
+  auto transpose = [&](Value v) {
+    return createValue<TransposeOp>(c, {v}, {named(c, "perm", arrayAttr(c, {0, 2, 1, 3}))});
+  };
+  auto slice = [&](Value v, int64_t dim, int64_t lo, int64_t hi,
+                   int64_t step) -> FailureOr<Value> {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(v.getType()).getShape();
+    SmallVector<int64_t> starts(s.size(), 0), limits(s), strides(s.size(), 1);
+    starts[dim] = lo;
+    limits[dim] = hi;
+    strides[dim] = step;
+    return createValue<SliceOp>(c, {v},
+                                {named(c, "starts", arrayAttr(c, starts)),
+                                 named(c, "limits", arrayAttr(c, limits)),
+                                 named(c, "strides", arrayAttr(c, strides))});
+  };
+  // [B, S, H, D].
+  FailureOr<Value> x4 = *x;
+  int64_t b = xs[0], seq, heads, d;
+  if (rank == 4) {
+    heads = xs[1], seq = xs[2], d = xs[3];
+    x4 = transpose(*x);
+  } else {
+    heads = c.getInt("num_heads", 0), seq = xs[1];
+    if (heads <= 0 || xs[2] % heads)
+      return c.error("num_heads " + Twine(heads) + " does not split the hidden size " +
+                     Twine(xs[2]) + " (a 3-D X needs num_heads)");
+    d = xs[2] / heads;
+    x4 = reshapeValue(c, *x, {b, seq, heads, d});
+  }
+  if (failed(x4))
+    return failure();
+  int64_t dim = c.getInt("rotary_embedding_dim", 0);
+  if (dim == 0)
+    dim = d;
+  if (dim < 2 || dim > d || dim % 2)
+    return c.error("rotary_embedding_dim " + Twine(dim) +
+                   " must be even and within the head size " + Twine(d));
+  const int64_t half = dim / 2;
+  const bool interleaved = c.getInt("interleaved", 0) != 0;
+  // The caches, as [B, S, 1, dim / 2].
+  SmallVector<Value, 2> caches;
+  for (unsigned i : {1u, 2u}) {
+    Value cache = i == 1 ? *cosCache : *sinCache;
+    ArrayRef<int64_t> cs = c.getShape(i);
+    if (cs.empty() || cs.back() != half)
+      return c.error(Twine(i == 1 ? "cos_cache " : "sin_cache ") +
+                     formatShape(cs) + " must end in rotary_embedding_dim / 2 = " +
+                     Twine(half));
+    if (c.hasInput(3)) {
+      ArrayRef<int64_t> ps = c.getShape(3);
+      if (cs.size() != 2 || ps.size() != 2 || ps[0] != b || ps[1] != seq)
+        return c.error("with position_ids " + formatShape(ps) + " the caches are "
+                       "[max_position, " + Twine(half) + "] and position_ids [" +
+                       Twine(b) + ", " + Twine(seq) + "]; cache " + formatShape(cs));
+      auto ids = c.getValue(3);
+      if (failed(ids))
+        return failure();
+      auto g = createValue<GatherOp>(c, {cache, *ids}, {named(c, "axis", i64Attr(c, 0))});
+      if (failed(g))
+        return failure();
+      cache = *g;
+    } else if (cs.size() != 3 || cs[0] != b || cs[1] != seq) {
+      return c.error("without position_ids the caches are [" + Twine(b) + ", " +
+                     Twine(seq) + ", " + Twine(half) + "]; cache " + formatShape(cs));
+    }
+    auto r = reshapeValue(c, cache, {b, seq, 1, half});
+    if (failed(r))
+      return failure();
+    caches.push_back(*r);
+  }
+  Value cosv = caches[0], sinv = caches[1];
+  auto rot = dim == d ? x4 : slice(*x4, 3, 0, dim, 1);
+  if (failed(rot))
+    return failure();
+  auto x1 = interleaved ? slice(*rot, 3, 0, dim, 2) : slice(*rot, 3, 0, half, 1);
+  auto x2 = interleaved ? slice(*rot, 3, 1, dim, 2) : slice(*rot, 3, half, dim, 1);
+  if (failed(x1) || failed(x2))
+    return failure();
+  auto mul = [&](Value a, Value v) { return createValue<MulOp>(c, {a, v}); };
+  auto c1 = mul(*x1, cosv), s2 = mul(*x2, sinv), s1 = mul(*x1, sinv),
+       c2 = mul(*x2, cosv);
+  if (failed(c1) || failed(s2) || failed(s1) || failed(c2))
+    return failure();
+  auto real = createValue<SubOp>(c, {*c1, *s2});
+  auto imag = createValue<AddOp>(c, {*s1, *c2});
+  if (failed(real) || failed(imag))
+    return failure();
+  FailureOr<Value> out;
+  if (interleaved) {
+    auto r5 = reshapeValue(c, *real, {b, seq, heads, half, 1});
+    auto i5 = reshapeValue(c, *imag, {b, seq, heads, half, 1});
+    if (failed(r5) || failed(i5))
+      return failure();
+    auto pairs = createValue<ConcatOp>(c, {*r5, *i5}, {named(c, "dim", i64Attr(c, 4))});
+    if (failed(pairs))
+      return failure();
+    out = reshapeValue(c, *pairs, {b, seq, heads, dim});
+  } else {
+    out = createValue<ConcatOp>(c, {*real, *imag}, {named(c, "dim", i64Attr(c, 3))});
+  }
+  if (failed(out))
+    return failure();
+  if (dim < d) {
+    auto pass = slice(*x4, 3, dim, d, 1);
+    if (failed(pass))
+      return failure();
+    out = createValue<ConcatOp>(c, {*out, *pass}, {named(c, "dim", i64Attr(c, 3))});
+    if (failed(out))
+      return failure();
+  }
+  out = rank == 4 ? transpose(*out) : reshapeValue(c, *out, xs);
+  if (failed(out))
+    return failure();
+  c.setOutput(0, *out, c.getDType(0));
+  return success();
+}
+
 /// Attention (opset 23), as its function body computes it, from existing
 /// ops: Q and K each scaled by sqrt(scale), softmax(Q K^T [softcapped] +
 /// bias) V, the bias the mask (a bool mask as 0 / -inf) plus the causal
@@ -2027,6 +2164,7 @@ const OpImporter kOpImporters[] = {
     {"ReduceMean", 18, reduce<ReduceMeanOp, true>},
     {"ReduceSum", 13, reduce<ReduceSumOp, true>},
     {"RMSNormalization", 23, importRMSNormalization},
+    {"RotaryEmbedding", 23, importRotaryEmbedding},
     {"Relu", 13, importRelu},
     {"Reshape", 13, importReshape},
     {"Reshape", 14, importReshape}, // allowzero,

@@ -210,6 +210,59 @@ def attention(q_shape, kv_shape, heads=None, mask=None, causal=0, scale=None):
     return case
 
 
+def rotary(x_shape, heads=None, dim=0, interleaved=0, positions=True):
+    """ONNX RotaryEmbedding (opset 23), per the spec's algorithm in float64:
+    the first `dim` channels of each head rotated pairwise by the caches'
+    angles (halves, or even/odd channels when interleaved)."""
+    def case():
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        if len(x_shape) == 4:
+            b, h, s, d = x_shape
+            x4 = x.transpose(0, 2, 1, 3)
+        else:
+            b, s, hidden = x_shape
+            h, d = heads, hidden // heads
+            x4 = x.reshape(b, s, h, d)
+        rd = dim or d
+        half = rd // 2
+        ins = {"X": x}
+        if positions:
+            angles = rng.standard_normal((s + 3, half)) * 3
+            pos = rng.integers(0, s + 3, (b, s)).astype(np.int64)
+            ins["cos"] = np.cos(angles).astype(np.float32)
+            ins["sin"] = np.sin(angles).astype(np.float32)
+            ins["pos"] = pos
+            cos, sin = ins["cos"][pos], ins["sin"][pos]
+        else:
+            angles = rng.standard_normal((b, s, half)) * 3
+            ins["cos"] = np.cos(angles).astype(np.float32)
+            ins["sin"] = np.sin(angles).astype(np.float32)
+            cos, sin = ins["cos"], ins["sin"]
+        cos = cos.astype(np.float64)[:, :, None, :]
+        sin = sin.astype(np.float64)[:, :, None, :]
+        xr = x4[..., :rd].astype(np.float64)
+        if interleaved:
+            x1, x2 = xr[..., 0::2], xr[..., 1::2]
+        else:
+            x1, x2 = xr[..., :half], xr[..., half:]
+        real, imag = x1 * cos - x2 * sin, x1 * sin + x2 * cos
+        rot = np.empty_like(xr)
+        if interleaved:
+            rot[..., 0::2], rot[..., 1::2] = real, imag
+        else:
+            rot[..., :half], rot[..., half:] = real, imag
+        y4 = np.concatenate([rot, x4[..., rd:].astype(np.float64)], axis=-1)
+        y = (y4.transpose(0, 2, 1, 3) if len(x_shape) == 4 else y4.reshape(x_shape)).astype(np.float32)
+        attrs = {"interleaved": interleaved}
+        if dim:
+            attrs["rotary_embedding_dim"] = dim
+        if heads:
+            attrs["num_heads"] = heads
+        nodes = [helper.make_node("RotaryEmbedding", list(ins), ["Y"], **attrs)]
+        return model(nodes, ins, y, opset=23), ins, y
+    return case
+
+
 CASES = {
     "isnan_where": isnan_where,
     "mod_int": int_mod(0),
@@ -233,6 +286,9 @@ CASES = {
     "attention_bool_mask": attention((2, 4, 5, 8), (2, 4, 6, 8), mask="bool"),
     "attention_gqa_causal": attention((1, 4, 6, 8), (1, 2, 6, 8), causal=1, mask="float", scale=0.3),
     "attention_3d": attention((2, 5, 16), (2, 7, 8), heads=(4, 2), mask="float"),
+    "rotary_4d": rotary((2, 3, 5, 8)),
+    "rotary_3d_partial_interleaved": rotary((2, 6, 24), heads=2, dim=8, interleaved=1),
+    "rotary_no_positions": rotary((1, 2, 4, 6), positions=False),
 }
 
 
