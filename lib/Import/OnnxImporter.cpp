@@ -631,11 +631,6 @@ static StringRef exporterHint(StringRef opType) {
                          opType))
     return "torch.onnx.export(dynamo=True) writes it with optimize=False; "
            "export with optimize=True (the default)";
-  // From opset 23 the dynamo exporter may write ops Tessel does not import
-  // (RotaryEmbedding); at lower opsets their decompositions.
-  if (opType == "RotaryEmbedding")
-    return "torch.onnx.export writes it from opset 23; export with "
-           "opset_version=20 (the dynamo exporter's default) or lower";
   if (opType == "ATen")
     return "torch.onnx.export(dynamo=False) writes it with "
            "operator_export_type=ONNX_ATEN_FALLBACK; export with the default "
