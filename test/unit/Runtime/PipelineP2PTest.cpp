@@ -51,15 +51,11 @@ std::map<std::string, Tensor> runProgram(std::shared_ptr<const Program> prog,
                                          Communicator *comm, int runs = 1,
                                          RunStats *stats = nullptr) {
   std::map<std::string, Tensor> out;
-  ExecutorOptions eo;
-  eo.comm = comm;
-  std::unique_ptr<Executor> e;
-  Status s = createExecutor("cpu", prog, eo, e);
-  EXPECT_TRUE(s.isOk()) << s.message();
-  if (!s.isOk())
+  std::unique_ptr<Executor> e = cpuExecutor(prog, comm);
+  if (!e)
     return out;
   for (int r = 0; r < runs; ++r) {
-    s = e->run();
+    Status s = e->run();
     EXPECT_TRUE(s.isOk()) << s.message();
   }
   if (stats)
@@ -340,11 +336,8 @@ TEST_F(PipelineP2PTest, ASendDoesNotWaitForItsTransport) {
     std::shared_ptr<const Program> prog;
     Status s = b.build(prog);
     ASSERT_TRUE(s.isOk()) << s.message();
-    ExecutorOptions eo;
-    eo.comm = &comm;
-    std::unique_ptr<Executor> e;
-    s = createExecutor("cpu", prog, eo, e);
-    ASSERT_TRUE(s.isOk()) << s.message();
+    std::unique_ptr<Executor> e = cpuExecutor(prog, &comm);
+    ASSERT_TRUE(e);
     e->setTracing(true);
     s = e->run();
     ASSERT_TRUE(s.isOk()) << s.message();
@@ -382,11 +375,8 @@ TEST_F(PipelineP2PTest, P2PAndAnAsynchronousAllReduceShareTheCommThread) {
     std::shared_ptr<const Program> prog;
     Status s = b.build(prog);
     ASSERT_TRUE(s.isOk()) << s.message();
-    ExecutorOptions eo;
-    eo.comm = &comm;
-    std::unique_ptr<Executor> e;
-    s = createExecutor("cpu", prog, eo, e);
-    ASSERT_TRUE(s.isOk()) << s.message();
+    std::unique_ptr<Executor> e = cpuExecutor(prog, &comm);
+    ASSERT_TRUE(e);
     for (int run = 0; run < 3; ++run) {
       Tensor mine = input(r, DType::F32, shape, run);
       Tensor theirs = input(1 - r, DType::F32, shape, run);
