@@ -98,10 +98,7 @@ std::shared_ptr<const Program> bucketProgram(int rank) {
   p.addOp("all_reduce", {o}, {s}, sum);
   p.addOutput("out", o);
   p.addOutput("sum", s);
-  std::shared_ptr<const Program> prog;
-  Status st = p.build(prog);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return prog;
+  return built(p);
 }
 
 class AsyncCollectiveTest : public RankThreadsTest {
@@ -166,10 +163,7 @@ std::shared_ptr<const Program> overlapProgram(int rank, const char *collective,
   p.addOp("add", {w, w}, {o});
   p.addOutput("out", o);
   p.addOutput("z", z);
-  std::shared_ptr<const Program> prog;
-  Status st = p.build(prog);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return prog;
+  return built(p);
 }
 
 /// FSDP's prefetch: an all_gather along dim 0, 500 -> 1000.

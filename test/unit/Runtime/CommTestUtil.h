@@ -11,6 +11,7 @@
 #define TESSEL_TEST_UNIT_RUNTIME_COMMTESTUTIL_H
 
 #include "TestUtil.h"
+#include "tessel/runtime/ArtifactBuilder.h"
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Executor.h"
 #include "tessel/runtime/Store.h"
@@ -58,6 +59,14 @@ inline std::vector<int> allWorld(int n) {
 
 inline TensorView view(Tensor &t) {
   return TensorView(t.data(), t.dtype(), t.shape());
+}
+
+/// The program `p` builds; null, the failure reported, when it does not.
+inline std::shared_ptr<const Program> built(ProgramBuilder &p) {
+  std::shared_ptr<const Program> prog;
+  Status s = p.build(prog);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return s.isOk() ? prog : nullptr;
 }
 
 /// A CPU executor of `prog` over `comm`; null, the failure reported, when
