@@ -662,43 +662,43 @@ static LogicalResult gradShapeIs(Operation *op, FailureOr<SmallVector<int64_t>> 
   return success();
 }
 
+/// C2 of the conv2d backward ops: `grad` is what conv2d of `x` by `w` gives
+/// (C1, the operands' ranks, in convOutputShape).
+template <typename OpT>
+static LogicalResult verifyConvGrad(OpT op, Value x, Value w) {
+  if (tensorOf(op.getGrad()).getRank() != 4)
+    return op.emitOpError() << "grad must have rank 4";
+  return gradShapeIs(op, convOutputShape(op.getLoc(), tensorOf(x), tensorOf(w),
+                                         op.getStrides(), op.getPads(),
+                                         op.getDilations(), op.getGroup()),
+                     op.getGrad());
+}
+
+/// C2 of the pooling backward ops: `grad` is what pooling `x` gives.
+template <typename OpT>
+static LogicalResult verifyPoolGrad(OpT op, Value x) {
+  return gradShapeIs(op, poolOutputShape(op.getLoc(), tensorOf(x),
+                                         op.getKernel(), op.getStrides(),
+                                         op.getPads(), op.getCeilMode()),
+                     op.getGrad());
+}
+
 LogicalResult Conv2DBackwardDataOp::verify() {
-  // C1 (the result and weight, in convOutputShape), C2
-  if (tensorOf(getGrad()).getRank() != 4)
-    return emitOpError() << "grad must have rank 4";
-  return gradShapeIs(getOperation(),
-                     convOutputShape(getLoc(), tensorOf(getResult()),
-                                     tensorOf(getWeight()), getStrides(),
-                                     getPads(), getDilations(), getGroup()),
-                     getGrad());
+  return verifyConvGrad(*this, getResult(), getWeight());
 }
 
 LogicalResult Conv2DBackwardWeightOp::verify() {
-  if (tensorOf(getGrad()).getRank() != 4)
-    return emitOpError() << "grad must have rank 4";
-  return gradShapeIs(getOperation(),
-                     convOutputShape(getLoc(), tensorOf(getInput()),
-                                     tensorOf(getResult()), getStrides(),
-                                     getPads(), getDilations(), getGroup()),
-                     getGrad());
+  return verifyConvGrad(*this, getInput(), getResult());
 }
 
 LogicalResult MaxPoolBackwardOp::verify() {
   if (getInput().getType() != getResult().getType())
     return emitOpError() << "result must have the input's type";
-  return gradShapeIs(getOperation(),
-                     poolOutputShape(getLoc(), tensorOf(getInput()),
-                                     getKernel(), getStrides(), getPads(),
-                                     getCeilMode()),
-                     getGrad());
+  return verifyPoolGrad(*this, getInput());
 }
 
 LogicalResult AvgPoolBackwardOp::verify() {
-  return gradShapeIs(getOperation(),
-                     poolOutputShape(getLoc(), tensorOf(getResult()),
-                                     getKernel(), getStrides(), getPads(),
-                                     getCeilMode()),
-                     getGrad());
+  return verifyPoolGrad(*this, getResult());
 }
 
 LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,

@@ -5,10 +5,11 @@
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Endian.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include "tessel/runtime/Npy.h"
+#include "tessel/runtime/Safetensors.h"
 #include "tessel/support/Checked.h"
 #include "tessel/support/JsonNesting.h"
 
@@ -67,85 +68,60 @@ std::optional<uint64_t> shapeBytes(ArrayRef<int64_t> shape, WeightDType dtype) {
            : std::nullopt;
 }
 
-} // namespace
-
-Expected<std::unique_ptr<mlir::tessel::WeightTable>>
-readSafetensorsWeights(StringRef path) {
+/// The file at `path`, whole.
+Expected<std::unique_ptr<MemoryBuffer>> readWeightsFile(StringRef path) {
   auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
                                       /*RequiresNullTerminator=*/false);
   if (!buffer)
     return failure("--weights " + path + ": " + buffer.getError().message());
+  return std::move(*buffer);
+}
+
+} // namespace
+
+// The headers are parsed by the artifact library's readers
+// (tessel/runtime/Safetensors.h, Npy.h), with the weights' element types.
+Expected<std::unique_ptr<mlir::tessel::WeightTable>>
+readSafetensorsWeights(StringRef path) {
+  Expected<std::unique_ptr<MemoryBuffer>> buffer = readWeightsFile(path);
+  if (!buffer)
+    return buffer.takeError();
   StringRef data = (*buffer)->getBuffer();
+  // The two refusals tesselc has always worded so (the runtime's reader
+  // says "invalid safetensors file: ..."): too short for a header length,
+  // and a header nested too deep to parse.
   if (data.size() < 8)
     return failure("--weights " + path +
                    ": not a safetensors file (shorter than its 8-byte header "
                    "length)");
   uint64_t headerSize =
       support::endian::read64le(reinterpret_cast<const uint8_t *>(data.data()));
-  if (headerSize > data.size() - 8)
-    return failure("--weights " + path + ": the header length " +
-                   Twine(headerSize) + " exceeds the file (" +
-                   Twine(data.size()) + " bytes)");
-  // llvm::json::parse recurses once per level: the depth is checked first.
   constexpr size_t kMaxHeaderDepth = 32;
-  if (::tessel::JsonNesting n =
-          ::tessel::jsonNesting(data.substr(8, headerSize), kMaxHeaderDepth);
-      n.exceeds())
-    return failure("--weights " + path + ": the header is " +
-                   n.describe(kMaxHeaderDepth));
-  Expected<json::Value> header = json::parse(data.substr(8, headerSize));
-  if (!header)
-    return failure("--weights " + path + ": bad header: " +
-                   toString(header.takeError()));
-  const json::Object *top = header->getAsObject();
-  if (!top)
-    return failure("--weights " + path + ": the header is not a JSON object");
-  StringRef body = data.substr(8 + headerSize);
+  if (headerSize <= data.size() - 8)
+    if (::tessel::JsonNesting n = ::tessel::jsonNesting(
+            data.substr(8, headerSize), kMaxHeaderDepth);
+        n.exceeds())
+      return failure("--weights " + path + ": the header is " +
+                     n.describe(kMaxHeaderDepth));
+  runtime::SafetensorsHeader header;
+  if (runtime::Status s = runtime::parseSafetensorsHeader(
+          reinterpret_cast<const unsigned char *>(data.data()), data.size(),
+          ("--weights " + path).str(),
+          [](std::string_view name) -> size_t {
+            std::optional<WeightDType> dtype = dtypeOf(name);
+            return dtype ? mlir::tessel::getByteWidth(*dtype) : 0;
+          },
+          header);
+      !s)
+    return failure(s.message());
   auto table = std::make_unique<mlir::tessel::WeightTable>();
-  for (const auto &[key, value] : *top) {
-    StringRef name = key;
-    if (name == "__metadata__")
-      continue;
-    auto bad = [&](const Twine &what) {
-      return failure("--weights " + path + ": tensor '" + name + "': " + what);
-    };
-    const json::Object *t = value.getAsObject();
-    if (!t)
-      return bad("not an object");
-    std::optional<StringRef> dtypeName = t->getString("dtype");
-    std::optional<WeightDType> dtype =
-        dtypeName ? dtypeOf(*dtypeName) : std::nullopt;
-    if (!dtype)
-      return bad("unsupported dtype '" + dtypeName.value_or("") + "'");
-    const json::Array *shape = t->getArray("shape");
-    const json::Array *offsets = t->getArray("data_offsets");
-    if (!shape || !offsets || offsets->size() != 2)
-      return bad("needs 'shape' and two 'data_offsets'");
+  for (const auto &[name, e] : header.tensors) {
     mlir::tessel::WeightInfo info;
-    info.name = name.str();
-    info.dtype = *dtype;
-    for (const json::Value &d : *shape) {
-      std::optional<int64_t> n = d.getAsInteger();
-      if (!n || *n < 0)
-        return bad("bad shape");
-      info.shape.push_back(*n);
-    }
-    std::optional<uint64_t> checked = shapeBytes(info.shape, *dtype);
-    if (!checked)
-      return bad("shape " + shapeText(info.shape) +
-                 ": its byte size overflows 64 bits");
-    const uint64_t bytes = *checked;
-    std::optional<int64_t> begin = (*offsets)[0].getAsInteger();
-    std::optional<int64_t> end = (*offsets)[1].getAsInteger();
-    if (!begin || !end || *begin < 0 || *end < *begin ||
-        uint64_t(*end) > body.size())
-      return bad("data_offsets outside the file's " + Twine(body.size()) +
-                 " data bytes");
-    if (uint64_t(*end - *begin) != bytes)
-      return bad("data_offsets hold " + Twine(*end - *begin) + " bytes; " +
-                 dtypeName->str() + " " + shapeText(info.shape) + " needs " +
-                 Twine(bytes));
-    info.bytes = ArrayRef<char>(body.data() + *begin, bytes);
+    info.name = name;
+    info.dtype = *dtypeOf(e.dtype);
+    info.shape.assign(e.shape.begin(), e.shape.end());
+    info.bytes = ArrayRef<char>(data.data() + header.dataStart + e.begin,
+                                e.end - e.begin);
     table->add(std::move(info));
   }
   table->keepAlive(std::shared_ptr<const void>(std::move(*buffer)));
@@ -158,32 +134,12 @@ namespace {
 /// data after it. `where` names it in messages.
 Error readNpy(StringRef npy, const Twine &where, mlir::tessel::WeightInfo &info) {
   auto bad = [&](const Twine &what) { return failure(where + ": " + what); };
-  if (npy.size() < 10 || !npy.starts_with("\x93NUMPY"))
-    return bad("not a .npy array");
-  uint8_t major = uint8_t(npy[6]);
-  size_t lengthBytes = major == 1 ? 2 : 4;
-  if (npy.size() < 8 + lengthBytes)
-    return bad("truncated header");
-  uint64_t headerLength =
-      lengthBytes == 2
-          ? support::endian::read16le(npy.data() + 8)
-          : support::endian::read32le(npy.data() + 8);
-  size_t start = 8 + lengthBytes;
-  if (headerLength > npy.size() - start)
-    return bad("the header runs past the data");
-  StringRef header = npy.substr(start, headerLength);
-  StringRef data = npy.substr(start + headerLength);
-  auto field = [&](StringRef key) -> StringRef {
-    size_t at = header.find("'" + key.str() + "'");
-    if (at == StringRef::npos)
-      return "";
-    StringRef rest = header.substr(at + key.size() + 2).ltrim(" :");
-    return rest;
-  };
-  StringRef descr = field("descr");
-  if (!descr.consume_front("'"))
-    return bad("no 'descr' in the header");
-  descr = descr.take_until([](char c) { return c == '\''; });
+  runtime::NpyHeader header;
+  if (runtime::Status s =
+          runtime::parseNpyHeader(npy.data(), npy.size(), where.str(), header);
+      !s)
+    return failure(s.message());
+  StringRef descr = header.descr;
   std::optional<WeightDType> dtype =
       StringSwitch<std::optional<WeightDType>>(descr)
           .Case("<f4", WeightDType::F32)
@@ -198,30 +154,16 @@ Error readNpy(StringRef npy, const Twine &where, mlir::tessel::WeightInfo &info)
           .Default(std::nullopt);
   if (!dtype)
     return bad("unsupported dtype '" + descr + "'");
-  if (field("fortran_order").starts_with("True"))
-    return bad("Fortran order; save a C-ordered array");
-  StringRef shape = field("shape");
-  if (!shape.consume_front("("))
-    return bad("no 'shape' in the header");
-  shape = shape.take_until([](char c) { return c == ')'; });
-  SmallVector<StringRef> dims;
-  shape.split(dims, ',', -1, /*KeepEmpty=*/false);
-  info.shape.clear();
-  for (StringRef d : dims) {
-    int64_t n;
-    if (d.trim().empty())
-      continue;
-    if (d.trim().getAsInteger(10, n) || n < 0)
-      return bad("bad shape (" + shape + ")");
-    info.shape.push_back(n);
-  }
+  info.shape.assign(header.shape.begin(), header.shape.end());
   std::optional<uint64_t> checked = shapeBytes(info.shape, *dtype);
   if (!checked)
-    return bad("shape (" + shape + "): its byte size overflows 64 bits");
+    return bad("shape " + shapeText(info.shape) +
+               ": its byte size overflows 64 bits");
   const uint64_t bytes = *checked;
+  StringRef data = npy.substr(header.dataStart);
   if (data.size() != bytes)
-    return bad("holds " + Twine(data.size()) + " data bytes; " + descr +
-               " (" + shape + ") needs " + Twine(bytes));
+    return bad("holds " + Twine(data.size()) + " data bytes; " + descr + " " +
+               shapeText(info.shape) + " needs " + Twine(bytes));
   info.dtype = *dtype;
   info.bytes = ArrayRef<char>(data.data(), data.size());
   return Error::success();
@@ -231,10 +173,9 @@ Error readNpy(StringRef npy, const Twine &where, mlir::tessel::WeightInfo &info)
 
 Expected<std::unique_ptr<mlir::tessel::WeightTable>>
 readNpzWeights(StringRef path) {
-  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
-                                      /*RequiresNullTerminator=*/false);
+  Expected<std::unique_ptr<MemoryBuffer>> buffer = readWeightsFile(path);
   if (!buffer)
-    return failure("--weights " + path + ": " + buffer.getError().message());
+    return buffer.takeError();
   StringRef zip = (*buffer)->getBuffer();
   auto bad = [&](const Twine &what) {
     return failure("--weights " + path + ": " + what);

@@ -4,11 +4,9 @@
 #include "dialects/tessel/TesselOps.h"
 #include "dialects/tessel/PipelineAttrs.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include "artifact.pb.h"
+#include "tessel/runtime/TrainingInfo.h"
 
 #include <map>
 
@@ -140,20 +138,10 @@ std::string writeTrainingInfo(ModuleOp module, const WeightLookup &weights,
     return error;
   for (auto &[state, t] : tensors)
     *info.add_tensors() = t;
-  SmallString<256> path(artifactDir);
-  llvm::sys::path::append(path, "training.pb");
-  std::string bytes;
-  if (!info.SerializeToString(&bytes))
-    return "cannot serialise " + path.str().str();
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return path.str().str() + ": " + ec.message();
-  os << bytes;
-  os.close();
-  if (os.has_error())
-    return path.str().str() + ": " + os.error().message();
-  return "";
+  // The artifact library is training.pb's one writer (and reader).
+  ::tessel::runtime::Status s =
+      ::tessel::runtime::writeTrainingInfo(artifactDir.str(), info);
+  return s ? "" : s.message();
 }
 
 } // namespace mlir::tessel

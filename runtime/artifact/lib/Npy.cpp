@@ -74,11 +74,17 @@ struct HeaderScanner {
 
 } // namespace
 
-Status parseNpy(const void *data, size_t size, const std::string &what,
-                Tensor &out) {
-  auto fail = [&](const std::string &m) {
-    return Status::error(what + ": not a valid .npy file: " + m);
-  };
+namespace {
+
+Status npyError(const std::string &what, const std::string &m) {
+  return Status::error(what + ": not a valid .npy file: " + m);
+}
+
+} // namespace
+
+Status parseNpyHeader(const void *data, size_t size, const std::string &what,
+                      NpyHeader &out) {
+  auto fail = [&](const std::string &m) { return npyError(what, m); };
   const char *p = static_cast<const char *>(data);
   if (size < 10 || std::memcmp(p, kMagic, 6) != 0)
     return fail("missing the \\x93NUMPY magic");
@@ -143,21 +149,33 @@ Status parseNpy(const void *data, size_t size, const std::string &what,
     return fail("header lacks 'descr' or 'shape'");
   if (fortran)
     return fail("fortran_order arrays are not supported (use C order)");
-  std::optional<DType> parsed = parseDTypeIn(kDescr, descr);
+  out.descr = std::move(descr);
+  out.shape = std::move(shape);
+  out.dataStart = headerStart + headerLen;
+  return Status::ok();
+}
+
+Status parseNpy(const void *data, size_t size, const std::string &what,
+                Tensor &out) {
+  auto fail = [&](const std::string &m) { return npyError(what, m); };
+  NpyHeader header;
+  TSL_RETURN_IF_ERROR(parseNpyHeader(data, size, what, header));
+  const Shape &shape = header.shape;
+  std::optional<DType> parsed = parseDTypeIn(kDescr, header.descr);
   if (!parsed)
-    return fail("unsupported dtype '" + descr +
+    return fail("unsupported dtype '" + header.descr +
                 "' (supported: <f4, <i8, <i4, |b1)");
   DType dtype = *parsed;
   std::optional<uint64_t> bytes = byteSize(dtype, shape);
   if (!bytes)
     return fail("shape " + shapeToString(shape) + " is too large");
-  size_t dataStart = headerStart + headerLen;
   size_t need = static_cast<size_t>(*bytes);
-  if (size - dataStart < need)
+  if (size - header.dataStart < need)
     return fail("truncated data: shape " + shapeToString(shape) + " needs " +
                 std::to_string(need) + " bytes, file has " +
-                std::to_string(size - dataStart));
-  out = Tensor::fromData(dtype, shape, p + dataStart);
+                std::to_string(size - header.dataStart));
+  out = Tensor::fromData(dtype, shape,
+                         static_cast<const char *>(data) + header.dataStart);
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 #include "tessel/runtime/Safetensors.h"
 #include "tessel/runtime/Json.h"
 #include "DTypeNames.h"
+#include "tessel/support/Checked.h"
 
 #include <algorithm>
 #include <cstring>
@@ -19,8 +20,10 @@ constexpr DTypeNames kDTypeNames = {"F32", "I64", "I32", "BOOL"};
 
 } // namespace
 
-Status parseSafetensors(const unsigned char *data, size_t size,
-                        const std::string &what, SafetensorsIndex &out) {
+Status parseSafetensorsHeader(
+    const unsigned char *data, size_t size, const std::string &what,
+    const std::function<size_t(std::string_view)> &elementSize,
+    SafetensorsHeader &out) {
   auto fail = [&](const std::string &m) {
     return Status::error(what + ": invalid safetensors file: " + m);
   };
@@ -71,11 +74,11 @@ Status parseSafetensors(const unsigned char *data, size_t size,
     if (!dt || dt->kind != Json::String || !sh || sh->kind != Json::Array ||
         !off || off->kind != Json::Array || off->items.size() != 2)
       return bad("needs \"dtype\", \"shape\" and \"data_offsets\": [begin, end]");
-    SafetensorsEntry e;
-    std::optional<DType> dtype = parseDTypeIn(kDTypeNames, dt->str);
-    if (!dtype)
+    SafetensorsHeaderEntry e;
+    const size_t width = elementSize(dt->str);
+    if (!width)
       return bad("unsupported dtype " + dt->str);
-    e.dtype = *dtype;
+    e.dtype = dt->str;
     for (const Json &d : sh->items) {
       if (!d.isInteger || d.integer > (uint64_t(1) << 62))
         return bad("shape entries must be non-negative integers");
@@ -85,10 +88,11 @@ Status parseSafetensors(const unsigned char *data, size_t size,
       return bad("data_offsets must be integers");
     e.begin = off->items[0].integer;
     e.end = off->items[1].integer;
-    std::optional<uint64_t> bytes = byteSize(e.dtype, e.shape);
+    std::optional<uint64_t> bytes =
+        checkedBytes(numElements(e.shape), width, uint64_t(1) << 62);
     if (!bytes)
       return bad("shape " + shapeToString(e.shape) + " is too large (more "
-                 "than 2^62 bytes of " + dtypeName(e.dtype) + ")");
+                 "than 2^62 bytes of " + e.dtype + ")");
     if (e.begin > e.end || e.end > dataSize)
       return bad("data_offsets [" + std::to_string(e.begin) + ", " +
                  std::to_string(e.end) + "] outside the data section of " +
@@ -100,6 +104,26 @@ Status parseSafetensors(const unsigned char *data, size_t size,
     if (!out.tensors.emplace(name, std::move(e)).second)
       return bad("duplicate tensor name");
   }
+  return Status::ok();
+}
+
+Status parseSafetensors(const unsigned char *data, size_t size,
+                        const std::string &what, SafetensorsIndex &out) {
+  SafetensorsHeader header;
+  TSL_RETURN_IF_ERROR(parseSafetensorsHeader(
+      data, size, what,
+      [](std::string_view name) -> size_t {
+        std::optional<DType> dtype = parseDTypeIn(kDTypeNames, name);
+        return dtype ? dtypeSize(*dtype) : 0;
+      },
+      header));
+  out.tensors.clear();
+  for (auto &[name, e] : header.tensors)
+    out.tensors.emplace(
+        name, SafetensorsEntry{*parseDTypeIn(kDTypeNames, e.dtype),
+                               std::move(e.shape), e.begin, e.end});
+  out.metadata = std::move(header.metadata);
+  out.dataStart = header.dataStart;
   return Status::ok();
 }
 

@@ -98,10 +98,7 @@ std::shared_ptr<const Program> bucketProgram(int rank) {
   p.addOp("all_reduce", {o}, {s}, sum);
   p.addOutput("out", o);
   p.addOutput("sum", s);
-  std::shared_ptr<const Program> prog;
-  Status st = p.build(prog);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return prog;
+  return built(p);
 }
 
 class AsyncCollectiveTest : public RankThreadsTest {
@@ -116,16 +113,13 @@ protected:
             [&](Communicator &comm, int r) {
       std::shared_ptr<const Program> prog = program(r);
       ASSERT_TRUE(prog);
-      ExecutorOptions eo;
-      eo.comm = &comm;
-      std::unique_ptr<Executor> e;
-      Status s = createExecutor("cpu", prog, eo, e);
-      ASSERT_TRUE(s.isOk()) << s.message();
+      std::unique_ptr<Executor> e = cpuExecutor(prog, &comm);
+      ASSERT_TRUE(e);
       for (int run = 0; run < 2; ++run) {
         Tensor in[2] = {input(0, DType::F32, {n}, run),
                         input(1, DType::F32, {n}, run)};
         ASSERT_TRUE(e->setInput("a", in[r]).isOk());
-        s = e->run();
+        Status s = e->run();
         ASSERT_TRUE(s.isOk()) << s.message();
         check(*e, r, in);
       }
@@ -134,36 +128,19 @@ protected:
 };
 
 TEST_F(AsyncCollectiveTest, ABucketsAllReduceOverlapsTheNextInstructions) {
-  runWith(2, CommOptions(), createGlooCommunicator,
-          [&](Communicator &comm, int r) {
-    std::shared_ptr<const Program> prog = bucketProgram(r);
-    ASSERT_TRUE(prog);
-    ExecutorOptions eo;
-    eo.comm = &comm;
-    std::unique_ptr<Executor> e;
-    Status s = createExecutor("cpu", prog, eo, e);
-    ASSERT_TRUE(s.isOk()) << s.message();
-    Tensor in[2] = {input(0, DType::F32, {1000}), input(1, DType::F32, {1000})};
-    // Twice: the second run reuses the tickets of the first.
-    for (int run = 0; run < 2; ++run) {
-      Tensor mine = input(r, DType::F32, {1000}, run);
-      in[0] = input(0, DType::F32, {1000}, run);
-      in[1] = input(1, DType::F32, {1000}, run);
-      ASSERT_TRUE(e->setInput("a", mine).isOk());
-      s = e->run();
-      ASSERT_TRUE(s.isOk()) << s.message();
-      Tensor out, total;
-      ASSERT_TRUE(e->getOutput("out", out).isOk());
-      ASSERT_TRUE(e->getOutput("sum", total).isOk());
-      for (int64_t i = 0; i < 1000; ++i) {
-        float a0 = in[0].data<float>()[i], a1 = in[1].data<float>()[i];
-        float a = mine.data<float>()[i];
-        float want = (a0 + a1) + a * a;
-        ASSERT_EQ(out.data<float>()[i], want) << "rank " << r << " at " << i;
-        float want0 = (a0 + a1) + a0 * a0, want1 = (a0 + a1) + a1 * a1;
-        ASSERT_EQ(total.data<float>()[i], want0 + want1)
-            << "rank " << r << " at " << i;
-      }
+  runTwice(bucketProgram, 1000, [](Executor &e, int r, const Tensor *in) {
+    const Tensor &mine = in[r];
+    Tensor out, total;
+    ASSERT_TRUE(e.getOutput("out", out).isOk());
+    ASSERT_TRUE(e.getOutput("sum", total).isOk());
+    for (int64_t i = 0; i < 1000; ++i) {
+      float a0 = in[0].data<float>()[i], a1 = in[1].data<float>()[i];
+      float a = mine.data<float>()[i];
+      float want = (a0 + a1) + a * a;
+      ASSERT_EQ(out.data<float>()[i], want) << "rank " << r << " at " << i;
+      float want0 = (a0 + a1) + a0 * a0, want1 = (a0 + a1) + a1 * a1;
+      ASSERT_EQ(total.data<float>()[i], want0 + want1)
+          << "rank " << r << " at " << i;
     }
   });
 }
@@ -186,10 +163,7 @@ std::shared_ptr<const Program> overlapProgram(int rank, const char *collective,
   p.addOp("add", {w, w}, {o});
   p.addOutput("out", o);
   p.addOutput("z", z);
-  std::shared_ptr<const Program> prog;
-  Status st = p.build(prog);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return prog;
+  return built(p);
 }
 
 /// FSDP's prefetch: an all_gather along dim 0, 500 -> 1000.

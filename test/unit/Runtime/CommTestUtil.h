@@ -11,7 +11,9 @@
 #define TESSEL_TEST_UNIT_RUNTIME_COMMTESTUTIL_H
 
 #include "TestUtil.h"
+#include "tessel/runtime/ArtifactBuilder.h"
 #include "tessel/runtime/Communicator.h"
+#include "tessel/runtime/Executor.h"
 #include "tessel/runtime/Store.h"
 #include "tessel/runtime/Tensor.h"
 
@@ -57,6 +59,26 @@ inline std::vector<int> allWorld(int n) {
 
 inline TensorView view(Tensor &t) {
   return TensorView(t.data(), t.dtype(), t.shape());
+}
+
+/// The program `p` builds; null, the failure reported, when it does not.
+inline std::shared_ptr<const Program> built(ProgramBuilder &p) {
+  std::shared_ptr<const Program> prog;
+  Status s = p.build(prog);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return s.isOk() ? prog : nullptr;
+}
+
+/// A CPU executor of `prog` over `comm`; null, the failure reported, when
+/// it cannot be made.
+inline std::unique_ptr<Executor>
+cpuExecutor(std::shared_ptr<const Program> prog, Communicator *comm) {
+  ExecutorOptions eo;
+  eo.comm = comm;
+  std::unique_ptr<Executor> e;
+  Status s = createExecutor("cpu", std::move(prog), eo, e);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return s.isOk() ? std::move(e) : nullptr;
 }
 
 /// Rank `rank`'s input: small integer-valued entries, so that sums,

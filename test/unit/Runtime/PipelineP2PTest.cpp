@@ -40,10 +40,7 @@ std::shared_ptr<const Program> pipelineProgram(const PipelineSpec &p, int rank,
   ArtifactBuilder a;
   ProgramBuilder &b = a.rank(rank);
   buildPipelineRank(p, rank, oneRank, b);
-  std::shared_ptr<const Program> prog;
-  Status s = b.build(prog);
-  EXPECT_TRUE(s.isOk()) << s.message();
-  return prog;
+  return built(b);
 }
 
 /// Runs `prog` `runs` times; its outputs by name after the last.
@@ -51,15 +48,11 @@ std::map<std::string, Tensor> runProgram(std::shared_ptr<const Program> prog,
                                          Communicator *comm, int runs = 1,
                                          RunStats *stats = nullptr) {
   std::map<std::string, Tensor> out;
-  ExecutorOptions eo;
-  eo.comm = comm;
-  std::unique_ptr<Executor> e;
-  Status s = createExecutor("cpu", prog, eo, e);
-  EXPECT_TRUE(s.isOk()) << s.message();
-  if (!s.isOk())
+  std::unique_ptr<Executor> e = cpuExecutor(prog, comm);
+  if (!e)
     return out;
   for (int r = 0; r < runs; ++r) {
-    s = e->run();
+    Status s = e->run();
     EXPECT_TRUE(s.isOk()) << s.message();
   }
   if (stats)
@@ -212,10 +205,7 @@ TEST_F(PipelineP2PTest, AReceivePostedEarlyWaitsForItsBytesToBeFree) {
       b.addOutput("out", out);
     }
     auto got = runProgram([&] {
-      std::shared_ptr<const Program> prog;
-      Status s = b.build(prog);
-      EXPECT_TRUE(s.isOk()) << s.message();
-      return prog;
+      return built(b);
     }(), &comm, 2);
     const float want = r == 0 ? 5.0f : 7.0f;
     for (int i = 0; i < 16; ++i)
@@ -243,9 +233,8 @@ TEST_F(PipelineP2PTest, TimeBlockedInAReceiveIsIdle) {
       b.addOp("recv", {}, {out}, Attrs().i("peer", 0).i("tag", 0));
     }
     b.addOutput("out", out);
-    std::shared_ptr<const Program> prog;
-    Status s = b.build(prog);
-    ASSERT_TRUE(s.isOk()) << s.message();
+    std::shared_ptr<const Program> prog = built(b);
+    ASSERT_TRUE(prog);
     RunStats stats;
     runProgram(prog, &comm, 1, &stats);
     EXPECT_GT(stats.wallUs, 0.0);
@@ -337,16 +326,12 @@ TEST_F(PipelineP2PTest, ASendDoesNotWaitForItsTransport) {
       b.addOp("recv", {}, {out}, Attrs().i("peer", 0).i("tag", 7));
     }
     b.addOutput("out", out);
-    std::shared_ptr<const Program> prog;
-    Status s = b.build(prog);
-    ASSERT_TRUE(s.isOk()) << s.message();
-    ExecutorOptions eo;
-    eo.comm = &comm;
-    std::unique_ptr<Executor> e;
-    s = createExecutor("cpu", prog, eo, e);
-    ASSERT_TRUE(s.isOk()) << s.message();
+    std::shared_ptr<const Program> prog = built(b);
+    ASSERT_TRUE(prog);
+    std::unique_ptr<Executor> e = cpuExecutor(prog, &comm);
+    ASSERT_TRUE(e);
     e->setTracing(true);
-    s = e->run();
+    Status s = e->run();
     ASSERT_TRUE(s.isOk()) << s.message();
     Tensor got;
     ASSERT_TRUE(e->getOutput("out", got).isOk());
@@ -379,19 +364,15 @@ TEST_F(PipelineP2PTest, P2PAndAnAsynchronousAllReduceShareTheCommThread) {
     b.addOp("wait", {in, y}, {});
     b.addOp("add", {y, other}, {out});
     b.addOutput("out", out);
-    std::shared_ptr<const Program> prog;
-    Status s = b.build(prog);
-    ASSERT_TRUE(s.isOk()) << s.message();
-    ExecutorOptions eo;
-    eo.comm = &comm;
-    std::unique_ptr<Executor> e;
-    s = createExecutor("cpu", prog, eo, e);
-    ASSERT_TRUE(s.isOk()) << s.message();
+    std::shared_ptr<const Program> prog = built(b);
+    ASSERT_TRUE(prog);
+    std::unique_ptr<Executor> e = cpuExecutor(prog, &comm);
+    ASSERT_TRUE(e);
     for (int run = 0; run < 3; ++run) {
       Tensor mine = input(r, DType::F32, shape, run);
       Tensor theirs = input(1 - r, DType::F32, shape, run);
       ASSERT_TRUE(e->setInput("a", mine).isOk());
-      s = e->run();
+      Status s = e->run();
       ASSERT_TRUE(s.isOk()) << s.message();
       Tensor got;
       ASSERT_TRUE(e->getOutput("out", got).isOk());

@@ -11,8 +11,10 @@
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/Status.h"
 
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +37,28 @@ struct SafetensorsIndex {
 /// names the file in messages.
 Status parseSafetensors(const unsigned char *data, size_t size,
                         const std::string &what, SafetensorsIndex &out);
+
+/// A header's tensor with its dtype as the file names it ("F16").
+struct SafetensorsHeaderEntry {
+  std::string dtype;
+  Shape shape;
+  uint64_t begin = 0, end = 0; // relative to the data section
+};
+
+struct SafetensorsHeader {
+  std::map<std::string, SafetensorsHeaderEntry> tensors;
+  std::map<std::string, std::string> metadata;
+  uint64_t dataStart = 0;
+};
+
+/// parseSafetensors for a reader with element types of its own (the
+/// compiler's weights take F16, BF16, F64, I16, I8 and U8 too):
+/// `elementSize` gives a dtype name's bytes per element, 0 for one the
+/// reader does not take. The same checks and messages.
+Status parseSafetensorsHeader(
+    const unsigned char *data, size_t size, const std::string &what,
+    const std::function<size_t(std::string_view)> &elementSize,
+    SafetensorsHeader &out);
 
 struct SafetensorsTensor {
   std::string name;

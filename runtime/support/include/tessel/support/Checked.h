@@ -18,34 +18,38 @@
 
 namespace tessel {
 
-/// a + b, or nullopt when it does not fit in T.
-template <typename T>
-constexpr std::optional<T> checkedAdd(T a, T b) {
+namespace detail {
+/// `op` (one of the compilers' __builtin_*_overflow) of a and b, or nullopt
+/// when the result does not fit in T.
+template <typename T, typename Op>
+constexpr std::optional<T> checked(T a, T b, Op op) {
   static_assert(std::is_integral_v<T>);
-  T r;
-  if (__builtin_add_overflow(a, b, &r))
+  T r{};
+  if (op(a, b, &r))
     return std::nullopt;
   return r;
+}
+} // namespace detail
+
+/// a + b, or nullopt when it does not fit in T.
+template <typename T> constexpr std::optional<T> checkedAdd(T a, T b) {
+  return detail::checked(a, b, [](T x, T y, T *r) {
+    return __builtin_add_overflow(x, y, r);
+  });
 }
 
 /// a - b, or nullopt when it does not fit in T.
-template <typename T>
-constexpr std::optional<T> checkedSub(T a, T b) {
-  static_assert(std::is_integral_v<T>);
-  T r;
-  if (__builtin_sub_overflow(a, b, &r))
-    return std::nullopt;
-  return r;
+template <typename T> constexpr std::optional<T> checkedSub(T a, T b) {
+  return detail::checked(a, b, [](T x, T y, T *r) {
+    return __builtin_sub_overflow(x, y, r);
+  });
 }
 
 /// a * b, or nullopt when it does not fit in T.
-template <typename T>
-constexpr std::optional<T> checkedMul(T a, T b) {
-  static_assert(std::is_integral_v<T>);
-  T r;
-  if (__builtin_mul_overflow(a, b, &r))
-    return std::nullopt;
-  return r;
+template <typename T> constexpr std::optional<T> checkedMul(T a, T b) {
+  return detail::checked(a, b, [](T x, T y, T *r) {
+    return __builtin_mul_overflow(x, y, r);
+  });
 }
 
 /// The product of `values` (a shape's dims, a mesh's axis sizes), or
