@@ -10,6 +10,10 @@
 
 #include "ExternalData.h"
 
+#include "tessel/support/Checked.h"
+
+#include "onnx/onnx_pb.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
@@ -97,5 +101,56 @@ bool mlir::tessel::detail::resolveExternalData(llvm::StringRef modelDir,
     return refuse("is a file with " + llvm::Twine(uint64_t(st.st_nlink)) +
                   " hard links; external data must have one");
   out.size = uint64_t(st.st_size);
+  return true;
+}
+
+bool mlir::tessel::detail::locateExternalData(
+    llvm::StringRef modelDir, const onnx::TensorProto &t,
+    std::optional<uint64_t> expectedBytes, llvm::StringRef what,
+    ExternalSlice &out, std::string &error) {
+  std::optional<uint64_t> length;
+  for (const auto &kv : t.external_data()) {
+    if (kv.key() == "location") {
+      out.location = kv.value();
+    } else if (kv.key() == "offset" || kv.key() == "length") {
+      uint64_t v;
+      if (!llvm::to_integer(kv.value(), v, 10)) {
+        error = (llvm::Twine("tensor '") + t.name() + "': external data " + kv.key() +
+                 " '" + kv.value() + "' is not a byte count")
+                    .str();
+        return false;
+      }
+      if (kv.key() == "offset")
+        out.offset = v;
+      else
+        length = v;
+    }
+  }
+  if (!resolveExternalData(modelDir, t.name(), out.location, out.file, error))
+    return false;
+  if (expectedBytes && length && *length != *expectedBytes) {
+    error = (llvm::Twine("tensor '") + t.name() + "': external data length " +
+             llvm::Twine(*length) + " in '" + out.location +
+             "' does not match " + what + " (" + llvm::Twine(*expectedBytes) +
+             " bytes)")
+                .str();
+    return false;
+  }
+  if (!expectedBytes && !length) {
+    error = (llvm::Twine("tensor '") + t.name() + "': external data in '" + out.location +
+             "' has no length")
+                .str();
+    return false;
+  }
+  out.length = expectedBytes ? *expectedBytes : *length;
+  // Never offset + length: an offset near 2^64 wraps it into range.
+  if (!::tessel::rangeInside(out.offset, out.length, out.file.size)) {
+    error = (llvm::Twine("tensor '") + t.name() + "': external data file '" + out.location +
+             "' is too short: offset " + llvm::Twine(out.offset) +
+             " and length " + llvm::Twine(out.length) + " lie outside its " +
+             llvm::Twine(out.file.size) + " bytes")
+                .str();
+    return false;
+  }
   return true;
 }

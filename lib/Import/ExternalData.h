@@ -12,7 +12,12 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+namespace onnx {
+class TensorProto;
+} // namespace onnx
 
 namespace mlir::tessel::detail {
 
@@ -31,6 +36,25 @@ struct ExternalFile {
 bool resolveExternalData(llvm::StringRef modelDir, llvm::StringRef tensor,
                          llvm::StringRef location, ExternalFile &out,
                          std::string &error);
+
+/// Where tensor `t`'s bytes lie in its external data file.
+struct ExternalSlice {
+  ExternalFile file;
+  std::string location;
+  uint64_t offset = 0, length = 0;
+};
+
+/// Reads `t`'s `location`, `offset` and `length` entries, resolves the file
+/// (resolveExternalData), and checks that [offset, offset + length) lies
+/// inside it. The length is `expectedBytes` where given (a `length` entry
+/// that differs is refused, `what` naming the tensor's type and size in the
+/// message), else the `length` entry, which must then be present. One
+/// message naming the tensor, the file, the offset and the length, in
+/// `error`, on any refusal.
+bool locateExternalData(llvm::StringRef modelDir, const onnx::TensorProto &t,
+                        std::optional<uint64_t> expectedBytes,
+                        llvm::StringRef what, ExternalSlice &out,
+                        std::string &error);
 
 } // namespace mlir::tessel::detail
 

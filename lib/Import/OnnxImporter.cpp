@@ -215,41 +215,14 @@ GraphImporter::getTensorData(const onnx::TensorProto &t) {
   TensorData data;
 
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    uint64_t offset = 0;
-    std::optional<uint64_t> length;
-    for (const auto &kv : t.external_data()) {
-      if (kv.key() == "location") {
-        location = kv.value();
-      } else if (kv.key() == "offset" || kv.key() == "length") {
-        uint64_t v;
-        if (!llvm::to_integer(kv.value(), v, 10))
-          return fail("tensor '" + t.name() + "': external data " + kv.key() +
-                      " '" + kv.value() + "' is not a byte count");
-        if (kv.key() == "offset")
-          offset = v;
-        else
-          length = v;
-      }
-    }
-    ExternalFile file;
+    ExternalSlice slice;
     std::string refused;
-    if (!resolveExternalData(modelDir, t.name(), location, file, refused))
+    if (!locateExternalData(modelDir, t, expected,
+                            (getDTypeName(dtype) + formatShape(shape)).str(), slice,
+                            refused))
       return fail(refused);
-    uint64_t fileSize = file.size;
-    if (length && *length != expected)
-      return fail("tensor '" + t.name() + "': external data length " +
-                  Twine(*length) + " in '" + location + "' does not match " +
-                  getDTypeName(dtype) + formatShape(shape) + " (" +
-                  Twine(expected) + " bytes)");
-    // Never offset + length: an offset near 2^64 wraps it into range.
-    if (!::tessel::rangeInside(offset, expected, fileSize))
-      return fail("tensor '" + t.name() + "': external data file '" +
-                  location + "' is too short: offset " + Twine(offset) +
-                  " and length " + Twine(expected) + " lie outside its " +
-                  Twine(fileSize) + " bytes");
-    data.path = file.path;
-    data.offset = offset;
+    data.path = slice.file.path;
+    data.offset = slice.offset;
     return data;
   }
 

@@ -1,11 +1,14 @@
 //===- SourceModel.cpp - The ONNX model a trained one is written into -----===//
 #include "tessel/Import/SourceModel.h"
+#include "ExternalData.h"
 
 #include "onnx/onnx_pb.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Errc.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -31,19 +34,45 @@ Error writeSourceModel(StringRef modelPath, const StringSet<> &trained,
     return fail(modelPath + ": not an ONNX model");
   onnx::GraphProto *g = model.mutable_graph();
   StringSet<> found;
-  // Initializers: trained ones go (tessel-run appends them), the others must
-  // be self-contained to travel with the artifact.
+  // Initializers: trained ones go (tessel-run appends them), the others
+  // travel with the artifact inside it: one in external data (the default
+  // exporter writes every large one there) is read in, confined to the
+  // model's folder as the importer reads it, up to what one protobuf holds.
+  constexpr uint64_t kInlineLimit = uint64_t(1) << 30;
+  uint64_t inlined = 0;
+  SmallString<256> modelDir(modelPath);
+  sys::path::remove_filename(modelDir);
+  if (modelDir.empty())
+    modelDir = ".";
   auto *inits = g->mutable_initializer();
   for (int i = inits->size() - 1; i >= 0; --i) {
-    const onnx::TensorProto &t = inits->Get(i);
+    onnx::TensorProto &t = *inits->Mutable(i);
     if (trained.contains(t.name())) {
       found.insert(t.name());
       inits->DeleteSubrange(i, 1);
-    } else if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-      return fail(modelPath + ": initializer '" + t.name() +
-                  "' lies in external data, which the artifact does not "
-                  "carry");
+      continue;
     }
+    if (t.data_location() != onnx::TensorProto::EXTERNAL)
+      continue;
+    detail::ExternalSlice slice;
+    std::string refused;
+    if (!detail::locateExternalData(modelDir, t, std::nullopt, "", slice,
+                                    refused))
+      return fail(modelPath + ": " + refused);
+    if (slice.length > kInlineLimit - inlined)
+      return fail(modelPath + ": the untrained initializers in external data "
+                  "need more than " + Twine(kInlineLimit) +
+                  " bytes inside the artifact's source model (at '" +
+                  t.name() + "', " + Twine(slice.length) + " bytes)");
+    inlined += slice.length;
+    auto bytes = MemoryBuffer::getFileSlice(slice.file.path, slice.length,
+                                            slice.offset);
+    if (!bytes)
+      return fail(modelPath + ": initializer '" + t.name() + "': " +
+                  slice.location + ": " + bytes.getError().message());
+    t.set_raw_data((*bytes)->getBufferStart(), (*bytes)->getBufferSize());
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
   }
   // Nodes that made a trained tensor.
   auto *nodes = g->mutable_node();

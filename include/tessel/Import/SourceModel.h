@@ -18,9 +18,11 @@ namespace mlir::tessel {
 /// named in `trained`: their initializers removed, and each node that
 /// produced one (the Identity of a shared initializer, a subgraph of
 /// constants folded at import) removed, so that appending an initializer of
-/// that name gives a valid model. Fails naming the tensor when a node that
-/// makes one also makes another output, or a remaining initializer lies in
-/// external data.
+/// that name gives a valid model. A remaining initializer in external data
+/// is read into the model (the location confined to the model's folder, as
+/// the importer does; at most 1 GiB in all). Fails naming the tensor when a
+/// node that makes one also makes another output, or its external data is
+/// refused.
 llvm::Error writeSourceModel(llvm::StringRef modelPath,
                              const llvm::StringSet<> &trained,
                              llvm::StringRef outPath);
