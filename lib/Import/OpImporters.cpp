@@ -1797,14 +1797,18 @@ FailureOr<SmallVector<int64_t>> getPads(NodeContext &c, ArrayRef<int64_t> kernel
   // Window arithmetic on these stays far inside int64 (a fuzz finding: a
   // Conv with strides 0 divided by zero, in 3-D and with auto_pad SAME).
   constexpr int64_t kMaxWindow = int64_t(1) << 31;
-  for (auto [name, values, low] :
-       {std::tuple("strides", strides, int64_t(1)),
-        std::tuple("dilations", dilations, int64_t(1)),
-        std::tuple("kernel_shape", kernel, int64_t(1))})
+  auto inRange = [&](StringRef name, ArrayRef<int64_t> values,
+                     int64_t low) -> LogicalResult {
     for (int64_t v : values)
       if (v < low || v > kMaxWindow)
-        return c.error(Twine(name) + " " + formatShape(values) +
-                       ": each must be in [" + Twine(low) + ", 2^31]");
+        return c.error(name + " " + formatShape(values) + ": each must be in [" +
+                       Twine(low) + ", 2^31]");
+    return success();
+  };
+  if (failed(inRange("strides", strides, 1)) ||
+      failed(inRange("dilations", dilations, 1)) ||
+      failed(inRange("kernel_shape", kernel, 1)))
+    return failure();
   std::string autoPad = c.getString("auto_pad", "NOTSET");
   ArrayRef<int64_t> in = c.getShape(0);
   if (autoPad == "NOTSET") {
@@ -1813,10 +1817,8 @@ FailureOr<SmallVector<int64_t>> getPads(NodeContext &c, ArrayRef<int64_t> kernel
     if (pads.size() != 2 * n)
       return c.error("pads must have " + Twine(2 * n) + " entries, has " +
                      Twine(pads.size()));
-    for (int64_t v : pads)
-      if (v < 0 || v > kMaxWindow)
-        return c.error("pads " + formatShape(pads) +
-                       ": each must be in [0, 2^31]");
+    if (failed(inRange("pads", pads, 0)))
+      return failure();
     return pads;
   }
   if (autoPad == "VALID")

@@ -101,8 +101,7 @@ def main():
         for t in ts:
             target_dirs.setdefault(t, []).append(d)
 
-    def resolve(including, name):
-        private = [d for t in target_of(including) for d in sorted(target_dirs.get(t, ()))]
+    def resolve(including, name, private):
         for base in [os.path.dirname(including)] + search + private:
             p = os.path.realpath(os.path.join(base, name))
             if os.path.isfile(p) and p.startswith(src + os.sep):
@@ -122,8 +121,9 @@ def main():
         if not mine or not any(t in may for t in mine):
             continue  # a test's, a tool's own file, or no row of the table
         allowed = set().union(*(closure(may, t) for t in mine))
+        private = [d for t in sorted(mine) for d in sorted(target_dirs.get(t, ()))]
         for name in INCLUDE.findall(open(f, errors="replace").read()):
-            h = resolve(f, name)
+            h = resolve(f, name, private)
             if not h:
                 continue
             checked += 1
