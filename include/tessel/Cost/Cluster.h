@@ -1,0 +1,129 @@
+//===- Cluster.h - devices, links and collectives, in seconds ---*- C++ -*-===//
+//
+// The hardware half of Tessel's cost model (docs/auto-plan.md): what one
+// device computes per second by kind of work, what a link moves, and what a
+// collective over a group of devices costs by its algorithm. Plain C++ over
+// LLVM Support: --predict, --plan=auto, --stages auto and the at-scale
+// benches all read the same tables.
+//
+// Units: seconds, bytes, FLOP/s, bytes/s.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_COST_CLUSTER_H
+#define TESSEL_COST_CLUSTER_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel::cost {
+
+/// The kinds of work a device runs at different fractions of its peak
+/// (mlir::tessel::CostClass, folded: a convolution's backward ops are
+/// convolutions).
+enum class WorkClass { Matmul, Convolution, Elementwise };
+
+/// The element type a kernel computes in.
+enum class Precision { F32, BF16 };
+
+struct DeviceSpec {
+  std::string name;
+  /// Dense peak FLOP/s (a multiply-add counts 2).
+  double peakFlopsF32 = 0;
+  double peakFlopsBF16 = 0;
+  /// The fraction of peak a large GEMM and a convolution achieve.
+  double matmulEfficiency = 1.0;
+  double convolutionEfficiency = 1.0;
+  /// Memory capacity in bytes and achievable bandwidth in bytes/s: bounds
+  /// elementwise work (bytes read + written / bandwidth).
+  double memoryBytes = 0;
+  double memoryBandwidth = 0;
+  /// Seconds every op costs beyond its FLOPs and bytes (kernel launch,
+  /// dispatch).
+  double opOverhead = 0;
+
+  /// The FLOP/s `cls` runs at in `precision` (peak x efficiency; BF16 falls
+  /// back to F32 where the device gives no BF16 peak).
+  double getFlopRate(WorkClass cls, Precision precision) const;
+  /// Seconds for an op of `flops` FLOPs that moves `bytes` through memory:
+  /// the slower of its compute and its memory traffic, plus opOverhead.
+  double getOpTime(WorkClass cls, Precision precision, double flops,
+                   double bytes) const;
+};
+
+/// Classes of link, for messages and cluster files.
+enum class LinkKind { SharedMemory, Tcp, NVLink, InfiniBand, PCIe };
+llvm::StringRef getLinkKindName(LinkKind kind);
+std::optional<LinkKind> parseLinkKind(llvm::StringRef name);
+
+/// A link as each device sees it: latency per message and bandwidth in
+/// bytes/s per direction per device.
+struct LinkSpec {
+  LinkKind kind = LinkKind::SharedMemory;
+  double latency = 0;
+  double bandwidth = 0;
+
+  /// latency + bytes / bandwidth.
+  double getTransferTime(double bytes) const;
+};
+
+enum class Collective {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  Broadcast,
+  AllToAll,
+  SendRecv
+};
+enum class CollectiveAlgorithm { Ring, Tree };
+
+/// Seconds one collective takes over `ranks` devices joined by `link`.
+/// `bytes` is the whole buffer: an all-reduce's operand, an all-gather's
+/// result, a reduce-scatter's operand, the message of a broadcast or a
+/// send. Ring: 2(n-1) steps of bytes/n for an all-reduce, n-1 for an
+/// all-gather or reduce-scatter; tree: 2 log2(n) latencies with the
+/// bandwidth term of a pipelined tree (2 x bytes). One rank costs nothing.
+double getCollectiveTime(Collective collective, double bytes, int64_t ranks,
+                         const LinkSpec &link,
+                         CollectiveAlgorithm algorithm =
+                             CollectiveAlgorithm::Ring);
+
+/// Devices in nodes: `devicesPerNode` joined by `intraNode`, nodes joined by
+/// `interNode`.
+struct ClusterSpec {
+  std::string name;
+  DeviceSpec device;
+  int64_t devicesPerNode = 1;
+  int64_t nodes = 1;
+  LinkSpec intraNode;
+  LinkSpec interNode;
+
+  int64_t getNumDevices() const { return devicesPerNode * nodes; }
+  /// The link a group of `groupSize` devices whose consecutive members are
+  /// `stride` ranks apart (ranks numbered node by node) communicates over:
+  /// the node's own link when the whole group lies in one node, else the
+  /// inter-node one.
+  const LinkSpec &getGroupLink(int64_t groupSize, int64_t stride) const;
+  /// Checks that every figure is finite and positive where it must be;
+  /// the message names the field.
+  llvm::Error validate() const;
+};
+
+/// The built-in clusters, by name: "a100" (DGX A100: 8 x A100-SXM4-80GB,
+/// NVLink 3, 8 x 200 Gb/s HDR InfiniBand per node), "h100" (DGX H100:
+/// NVLink 4, 8 x 400 Gb/s NDR), "h200" (as h100, 141 GB HBM3e), and "cpu"
+/// (this class of machine: one rank per core over shared memory, nominal
+/// figures; calibrate for real ones). `nodes` sets the node count.
+std::optional<ClusterSpec> getBuiltinCluster(llvm::StringRef name,
+                                             int64_t nodes = 1);
+/// The built-in clusters' names.
+std::vector<llvm::StringRef> getBuiltinClusterNames();
+
+} // namespace tessel::cost
+
+#endif // TESSEL_COST_CLUSTER_H

@@ -1,0 +1,208 @@
+//===- Cluster.cpp - devices, links and collectives -----------------------===//
+
+#include "tessel/Cost/Cluster.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessel::cost {
+
+double DeviceSpec::getFlopRate(WorkClass cls, Precision precision) const {
+  double peak = precision == Precision::BF16 && peakFlopsBF16 > 0
+                    ? peakFlopsBF16
+                    : peakFlopsF32;
+  switch (cls) {
+  case WorkClass::Matmul:
+    return peak * matmulEfficiency;
+  case WorkClass::Convolution:
+    return peak * convolutionEfficiency;
+  case WorkClass::Elementwise:
+    // Elementwise work is bound by memory (getOpTime); its arithmetic runs
+    // at the vector units' rate, the F32 peak's GEMM fraction.
+    return peakFlopsF32 * matmulEfficiency;
+  }
+  return peak;
+}
+
+double DeviceSpec::getOpTime(WorkClass cls, Precision precision,
+                             double flops, double bytes) const {
+  double compute = flops > 0 ? flops / getFlopRate(cls, precision) : 0.0;
+  double memory = bytes > 0 ? bytes / memoryBandwidth : 0.0;
+  return std::max(compute, memory) + opOverhead;
+}
+
+llvm::StringRef getLinkKindName(LinkKind kind) {
+  switch (kind) {
+  case LinkKind::SharedMemory:
+    return "shm";
+  case LinkKind::Tcp:
+    return "tcp";
+  case LinkKind::NVLink:
+    return "nvlink";
+  case LinkKind::InfiniBand:
+    return "infiniband";
+  case LinkKind::PCIe:
+    return "pcie";
+  }
+  return "?";
+}
+
+std::optional<LinkKind> parseLinkKind(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<LinkKind>>(name)
+      .Case("shm", LinkKind::SharedMemory)
+      .Case("tcp", LinkKind::Tcp)
+      .Case("nvlink", LinkKind::NVLink)
+      .Case("infiniband", LinkKind::InfiniBand)
+      .Case("pcie", LinkKind::PCIe)
+      .Default(std::nullopt);
+}
+
+double LinkSpec::getTransferTime(double bytes) const {
+  return latency + bytes / bandwidth;
+}
+
+double getCollectiveTime(Collective collective, double bytes, int64_t ranks,
+                         const LinkSpec &link,
+                         CollectiveAlgorithm algorithm) {
+  if (ranks <= 1 || bytes <= 0)
+    return 0.0;
+  const double n = double(ranks);
+  const double a = link.latency, b = link.bandwidth;
+  // One ring step moves a 1/n chunk between neighbours.
+  auto ringSteps = [&](double steps) { return steps * (a + bytes / n / b); };
+  const double treeDepth = std::ceil(std::log2(n));
+  switch (collective) {
+  case Collective::AllReduce:
+    if (algorithm == CollectiveAlgorithm::Tree)
+      return 2.0 * treeDepth * a + 2.0 * bytes / b;
+    return ringSteps(2.0 * (n - 1.0));
+  case Collective::AllGather:
+  case Collective::ReduceScatter:
+  case Collective::AllToAll:
+    return ringSteps(n - 1.0);
+  case Collective::Broadcast:
+    if (algorithm == CollectiveAlgorithm::Tree)
+      return treeDepth * a + bytes / b;
+    // A pipelined chain: the message streams through n - 1 hops.
+    return (n - 1.0) * a + bytes / b;
+  case Collective::SendRecv:
+    return link.getTransferTime(bytes);
+  }
+  return 0.0;
+}
+
+const LinkSpec &ClusterSpec::getGroupLink(int64_t groupSize,
+                                          int64_t stride) const {
+  int64_t span = (std::max<int64_t>(groupSize, 1) - 1) *
+                     std::max<int64_t>(stride, 1) +
+                 1;
+  return span <= devicesPerNode ? intraNode : interNode;
+}
+
+llvm::Error ClusterSpec::validate() const {
+  auto fail = [&](llvm::StringRef field, double value,
+                  llvm::StringRef want) -> llvm::Error {
+    return llvm::createStringError(
+        "cluster '" + name + "': " + field + " is " + std::to_string(value) +
+        "; it must be " + want);
+  };
+  auto positive = [](double v) { return std::isfinite(v) && v > 0; };
+  auto nonNegative = [](double v) { return std::isfinite(v) && v >= 0; };
+  auto fraction = [](double v) { return std::isfinite(v) && v > 0 && v <= 1; };
+  if (!positive(device.peakFlopsF32))
+    return fail("device.peak_flops_f32", device.peakFlopsF32, "> 0");
+  if (!nonNegative(device.peakFlopsBF16))
+    return fail("device.peak_flops_bf16", device.peakFlopsBF16, ">= 0");
+  if (!fraction(device.matmulEfficiency))
+    return fail("device.matmul_efficiency", device.matmulEfficiency,
+                "in (0, 1]");
+  if (!fraction(device.convolutionEfficiency))
+    return fail("device.convolution_efficiency", device.convolutionEfficiency,
+                "in (0, 1]");
+  if (!positive(device.memoryBytes))
+    return fail("device.memory_bytes", device.memoryBytes, "> 0");
+  if (!positive(device.memoryBandwidth))
+    return fail("device.memory_bandwidth", device.memoryBandwidth, "> 0");
+  if (!nonNegative(device.opOverhead))
+    return fail("device.op_overhead", device.opOverhead, ">= 0");
+  if (devicesPerNode < 1)
+    return fail("devices_per_node", double(devicesPerNode), ">= 1");
+  if (nodes < 1)
+    return fail("nodes", double(nodes), ">= 1");
+  for (auto [field, link] : {std::pair<llvm::StringRef, const LinkSpec *>{
+                                 "intra_node", &intraNode},
+                             {"inter_node", &interNode}}) {
+    if (!nonNegative(link->latency))
+      return fail((field + ".latency").str(), link->latency, ">= 0");
+    if (!positive(link->bandwidth))
+      return fail((field + ".bandwidth").str(), link->bandwidth, "> 0");
+  }
+  return llvm::Error::success();
+}
+
+namespace {
+
+constexpr double kGB = 1e9;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// A DGX node of 8 GPUs: NVLink inside, one InfiniBand NIC per GPU across.
+ClusterSpec makeDgx(llvm::StringRef name, DeviceSpec device,
+                    double nvlinkBytesPerSecond, double nicBitsPerSecond) {
+  ClusterSpec c;
+  c.name = name.str();
+  c.device = std::move(device);
+  c.devicesPerNode = 8;
+  c.intraNode = {LinkKind::NVLink, 5e-6, nvlinkBytesPerSecond};
+  c.interNode = {LinkKind::InfiniBand, 1e-5, nicBitsPerSecond / 8.0};
+  return c;
+}
+
+} // namespace
+
+// Published figures (dense, per direction where a link's is quoted both
+// ways): A100-SXM4-80GB 19.5 TFLOP/s f32, 312 bf16, 2039 GB/s HBM2e,
+// NVLink 3 600 GB/s both ways; H100-SXM5 67 f32, 989 bf16, 3.35 TB/s
+// HBM3, NVLink 4 900 GB/s both ways; H200 as H100 with 141 GB at 4.8 TB/s.
+// The efficiencies are what a large GEMM reaches (cuBLAS on A100: about
+// 80 % of the tensor-core peak; docs/auto-plan.md).
+std::optional<ClusterSpec> getBuiltinCluster(llvm::StringRef name,
+                                             int64_t nodes) {
+  std::optional<ClusterSpec> c;
+  if (name == "a100") {
+    c = makeDgx(name,
+                {"A100-SXM4-80GB", 19.5e12, 312e12, 0.8, 0.6, 80 * kGiB,
+                 2039 * kGB * 0.9, 5e-6},
+                300 * kGB, 200e9);
+  } else if (name == "h100") {
+    c = makeDgx(name,
+                {"H100-SXM5-80GB", 67e12, 989e12, 0.75, 0.55, 80 * kGiB,
+                 3350 * kGB * 0.9, 5e-6},
+                450 * kGB, 400e9);
+  } else if (name == "h200") {
+    c = makeDgx(name,
+                {"H200-SXM-141GB", 67e12, 989e12, 0.75, 0.55, 141 * kGB,
+                 4800 * kGB * 0.9, 5e-6},
+                450 * kGB, 400e9);
+  } else if (name == "cpu") {
+    // One rank per core of a current x86-64 server core: nominal; a
+    // calibration run replaces these.
+    ClusterSpec cpu;
+    cpu.name = "cpu";
+    cpu.device = {"x86-64 core", 1e11, 0, 0.5, 0.4, 4 * kGiB, 1e10, 2e-6};
+    cpu.devicesPerNode = 64;
+    cpu.intraNode = {LinkKind::SharedMemory, 5e-6, 5 * kGB};
+    cpu.interNode = {LinkKind::Tcp, 5e-5, 1.25 * kGB};
+    c = std::move(cpu);
+  }
+  if (c)
+    c->nodes = std::max<int64_t>(nodes, 1);
+  return c;
+}
+
+std::vector<llvm::StringRef> getBuiltinClusterNames() {
+  return {"a100", "h100", "h200", "cpu"};
+}
+
+} // namespace tessel::cost
