@@ -1,0 +1,387 @@
+//===- ClusterFile.cpp - cluster descriptions in YAML ---------------------===//
+
+#include "tessel/Cost/ClusterFile.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLParser.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+using namespace llvm;
+
+namespace tessel::cost {
+
+namespace {
+
+/// What a figure must be (the same rules as ClusterSpec::validate()).
+enum class Bound { Positive, NonNegative, Fraction, Count, Text, Kind };
+
+/// One key of a cluster file: its dotted name, its rule, and where it lands.
+struct Field {
+  const char *key;
+  Bound bound;
+  std::function<void(ClusterSpec &, double)> setNumber;
+  std::function<void(ClusterSpec &, StringRef)> setText;
+  std::function<void(ClusterSpec &, LinkKind)> setKind;
+  /// Needed when the file has no `base`.
+  bool required = true;
+};
+
+std::vector<Field> getFields() {
+  std::vector<Field> f;
+  auto number = [&](const char *key, Bound bound, double DeviceSpec::*m) {
+    f.push_back({key, bound,
+                 [m](ClusterSpec &c, double v) { c.device.*m = v; }, nullptr,
+                 nullptr});
+  };
+  f.push_back({"name", Bound::Text, nullptr,
+               [](ClusterSpec &c, StringRef v) { c.name = v.str(); }, nullptr,
+               false});
+  f.push_back({"devices_per_node", Bound::Count,
+               [](ClusterSpec &c, double v) { c.devicesPerNode = int64_t(v); },
+               nullptr, nullptr});
+  f.push_back({"nodes", Bound::Count,
+               [](ClusterSpec &c, double v) { c.nodes = int64_t(v); }, nullptr,
+               nullptr, false});
+  f.push_back({"device.name", Bound::Text, nullptr,
+               [](ClusterSpec &c, StringRef v) { c.device.name = v.str(); },
+               nullptr, false});
+  number("device.peak_flops_f32", Bound::Positive, &DeviceSpec::peakFlopsF32);
+  number("device.peak_flops_bf16", Bound::NonNegative,
+         &DeviceSpec::peakFlopsBF16);
+  number("device.matmul_efficiency", Bound::Fraction,
+         &DeviceSpec::matmulEfficiency);
+  number("device.convolution_efficiency", Bound::Fraction,
+         &DeviceSpec::convolutionEfficiency);
+  number("device.memory_bytes", Bound::Positive, &DeviceSpec::memoryBytes);
+  number("device.memory_bandwidth", Bound::Positive,
+         &DeviceSpec::memoryBandwidth);
+  number("device.op_overhead", Bound::NonNegative, &DeviceSpec::opOverhead);
+  for (auto [prefix, member] :
+       {std::pair<const char *, LinkSpec ClusterSpec::*>{
+            "intra_node", &ClusterSpec::intraNode},
+        {"inter_node", &ClusterSpec::interNode}}) {
+    // The keys outlive the table: they are string literals by prefix.
+    bool intra = StringRef(prefix) == "intra_node";
+    f.push_back({intra ? "intra_node.kind" : "inter_node.kind", Bound::Kind,
+                 nullptr, nullptr,
+                 [member](ClusterSpec &c, LinkKind k) { (c.*member).kind = k; }});
+    f.push_back({intra ? "intra_node.latency" : "inter_node.latency",
+                 Bound::NonNegative,
+                 [member](ClusterSpec &c, double v) {
+                   (c.*member).latency = v;
+                 },
+                 nullptr, nullptr});
+    f.push_back({intra ? "intra_node.bandwidth" : "inter_node.bandwidth",
+                 Bound::Positive,
+                 [member](ClusterSpec &c, double v) {
+                   (c.*member).bandwidth = v;
+                 },
+                 nullptr, nullptr});
+  }
+  return f;
+}
+
+const char *describe(Bound b) {
+  switch (b) {
+  case Bound::Positive:
+    return "a number > 0";
+  case Bound::NonNegative:
+    return "a number >= 0";
+  case Bound::Fraction:
+    return "a number in (0, 1]";
+  case Bound::Count:
+    return "a whole number >= 1";
+  case Bound::Text:
+    return "a string";
+  case Bound::Kind:
+    return "one of shm, tcp, nvlink, infiniband, pcie";
+  }
+  return "";
+}
+
+class Parser {
+public:
+  Parser(StringRef text, StringRef fileName)
+      : fileName(fileName), fields(getFields()) {
+    sm.setDiagHandler(
+        [](const SMDiagnostic &d, void *ctx) {
+          auto *self = static_cast<Parser *>(ctx);
+          if (self->yamlError.empty())
+            self->yamlError = (Twine(d.getLineNo()) + ": " + d.getMessage())
+                                  .str();
+        },
+        this);
+    stream = std::make_unique<yaml::Stream>(text, sm, /*ShowColors=*/false);
+  }
+
+  Expected<ClusterSpec> run();
+
+private:
+  Error fail(yaml::Node *at, const Twine &msg) {
+    std::string where = fileName.str();
+    if (at) {
+      auto [line, col] = sm.getLineAndColumn(at->getSourceRange().Start);
+      where += ":" + std::to_string(line);
+    }
+    return createStringError(where + ": " + msg);
+  }
+  Error yamlFailure() {
+    return createStringError(fileName + ":" + yamlError);
+  }
+  /// The scalar text of `node`, or an error naming `key`.
+  Expected<StringRef> getScalar(yaml::Node *node, StringRef key,
+                                SmallVectorImpl<char> &storage);
+  /// Walks `map` (the mapping under `prefix`), collecting leaf values.
+  Error collect(yaml::MappingNode *map, StringRef prefix);
+  Error apply(const Field &field, yaml::Node *node, ClusterSpec &c);
+
+  StringRef fileName;
+  SourceMgr sm;
+  std::string yamlError;
+  std::unique_ptr<yaml::Stream> stream;
+  std::vector<Field> fields;
+  /// Leaf key -> its value node, in file order.
+  std::vector<std::pair<std::string, yaml::Node *>> leaves;
+};
+
+Expected<StringRef> Parser::getScalar(yaml::Node *node, StringRef key,
+                                      SmallVectorImpl<char> &storage) {
+  auto *scalar = dyn_cast_or_null<yaml::ScalarNode>(node);
+  if (!scalar)
+    return fail(node, "'" + key + "' must be a single value");
+  return scalar->getValue(storage);
+}
+
+Error Parser::collect(yaml::MappingNode *map, StringRef prefix) {
+  StringSet<> seen;
+  for (yaml::KeyValueNode &kv : *map) {
+    SmallString<32> keyStorage;
+    Expected<StringRef> key = getScalar(kv.getKey(), "key", keyStorage);
+    if (stream->failed())
+      return yamlFailure();
+    if (!key)
+      return key.takeError();
+    std::string full = prefix.empty() ? key->str() : (prefix + "." + *key).str();
+    if (!seen.insert(*key).second)
+      return fail(kv.getKey(), "'" + full + "' is given twice");
+    yaml::Node *value = kv.getValue();
+    if (stream->failed())
+      return yamlFailure();
+    if (auto *sub = dyn_cast_or_null<yaml::MappingNode>(value)) {
+      if (full != "device" && full != "intra_node" && full != "inter_node")
+        return fail(kv.getKey(), "unknown key '" + full + "'");
+      if (Error e = collect(sub, full))
+        return e;
+      continue;
+    }
+    if (full == "device" || full == "intra_node" || full == "inter_node")
+      return fail(value, "'" + full + "' must be a mapping of its figures");
+    bool known = full == "base" || llvm::any_of(fields, [&](const Field &f) {
+                   return full == f.key;
+                 });
+    if (!known)
+      return fail(kv.getKey(), "unknown key '" + full + "'");
+    leaves.emplace_back(full, value);
+  }
+  if (stream->failed())
+    return yamlFailure();
+  return Error::success();
+}
+
+Error Parser::apply(const Field &field, yaml::Node *node, ClusterSpec &c) {
+  SmallString<32> storage;
+  Expected<StringRef> text = getScalar(node, field.key, storage);
+  if (!text)
+    return text.takeError();
+  StringRef value = text->trim();
+  switch (field.bound) {
+  case Bound::Text:
+    field.setText(c, value);
+    return Error::success();
+  case Bound::Kind:
+    if (std::optional<LinkKind> kind = parseLinkKind(value)) {
+      field.setKind(c, *kind);
+      return Error::success();
+    }
+    return fail(node, Twine(field.key) + " is '" + value + "'; it must be " +
+                          describe(field.bound));
+  case Bound::Count: {
+    int64_t n;
+    if (value.getAsInteger(10, n) || n < 1)
+      return fail(node, Twine(field.key) + " is '" + value + "'; it must be " +
+                            describe(field.bound));
+    field.setNumber(c, double(n));
+    return Error::success();
+  }
+  default:
+    break;
+  }
+  double v;
+  bool ok = !value.getAsDouble(v) && std::isfinite(v);
+  if (ok && field.bound == Bound::Positive)
+    ok = v > 0;
+  else if (ok && field.bound == Bound::NonNegative)
+    ok = v >= 0;
+  else if (ok && field.bound == Bound::Fraction)
+    ok = v > 0 && v <= 1;
+  if (!ok)
+    return fail(node, Twine(field.key) + " is '" + value + "'; it must be " +
+                          describe(field.bound));
+  field.setNumber(c, v);
+  return Error::success();
+}
+
+Expected<ClusterSpec> Parser::run() {
+  auto doc = stream->begin();
+  if (doc == stream->end() || stream->failed())
+    return stream->failed() ? yamlFailure() : fail(nullptr, "empty file");
+  yaml::Node *root = doc->getRoot();
+  if (stream->failed())
+    return yamlFailure();
+  if (!root || isa<yaml::NullNode>(root))
+    return fail(nullptr, "empty file");
+  auto *map = dyn_cast<yaml::MappingNode>(root);
+  if (!map)
+    return fail(root, "a cluster file is a mapping of fields (name, device, "
+                      "devices_per_node, nodes, intra_node, inter_node)");
+  if (Error e = collect(map, ""))
+    return std::move(e);
+  ClusterSpec c;
+  c.nodes = 1;
+  bool hasBase = false;
+  for (auto &[key, node] : leaves) {
+    if (key != "base")
+      continue;
+    SmallString<16> storage;
+    Expected<StringRef> name = getScalar(node, key, storage);
+    if (!name)
+      return name.takeError();
+    std::optional<ClusterSpec> base = getBuiltinCluster(name->trim());
+    if (!base) {
+      std::string names;
+      for (StringRef n : getBuiltinClusterNames())
+        names += (names.empty() ? "" : ", ") + n.str();
+      return fail(node, "base is '" + name->trim() +
+                            "'; it must name a built-in cluster (" + names +
+                            ")");
+    }
+    c = std::move(*base);
+    hasBase = true;
+  }
+  if (!hasBase)
+    c.name = sys::path::stem(fileName).str();
+  StringSet<> given;
+  for (auto &[key, node] : leaves) {
+    if (key == "base")
+      continue;
+    const Field *field = nullptr;
+    for (const Field &f : fields)
+      if (key == f.key)
+        field = &f;
+    if (Error e = apply(*field, node, c))
+      return std::move(e);
+    given.insert(key);
+  }
+  if (!hasBase)
+    for (const Field &f : fields)
+      if (f.required && !given.contains(f.key))
+        return fail(nullptr, Twine("missing ") + f.key + " (" +
+                                 describe(f.bound) +
+                                 "; or give 'base: <built-in>' to start "
+                                 "from a built-in cluster)");
+  if (Error e = c.validate())
+    return fail(nullptr, toString(std::move(e)));
+  // Last: moving on to a next document frees this one's nodes.
+  if (++doc != stream->end() || stream->failed())
+    return stream->failed() ? yamlFailure()
+                            : fail(nullptr, "holds more than one YAML document");
+  return c;
+}
+
+std::string formatNumber(double v) {
+  char buffer[40];
+  snprintf(buffer, sizeof(buffer), "%.17g", v);
+  return buffer;
+}
+
+/// YAML single-quoted scalar: quotes doubled.
+std::string quote(StringRef s) {
+  std::string out = "'";
+  for (char ch : s) {
+    if (ch == '\'')
+      out += '\'';
+    out += ch;
+  }
+  return out + "'";
+}
+
+} // namespace
+
+Expected<ClusterSpec> parseClusterFile(StringRef text, StringRef fileName) {
+  Parser parser(text, fileName);
+  return parser.run();
+}
+
+Expected<ClusterSpec> loadClusterFile(StringRef path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return createStringError("cannot read cluster file '" + path +
+                             "': " + buffer.getError().message());
+  return parseClusterFile((*buffer)->getBuffer(), path);
+}
+
+std::string printClusterFile(const ClusterSpec &c) {
+  std::string text;
+  raw_string_ostream os(text);
+  const DeviceSpec &d = c.device;
+  os << "# Written by Tessel (docs/auto-plan.md): seconds, bytes, FLOP/s, "
+        "bytes/s.\n";
+  os << "name: " << quote(c.name) << "\n";
+  os << "devices_per_node: " << c.devicesPerNode << "\n";
+  os << "nodes: " << c.nodes << "\n";
+  os << "device:\n";
+  os << "  name: " << quote(d.name) << "\n";
+  os << "  peak_flops_f32: " << formatNumber(d.peakFlopsF32) << "\n";
+  os << "  peak_flops_bf16: " << formatNumber(d.peakFlopsBF16) << "\n";
+  os << "  matmul_efficiency: " << formatNumber(d.matmulEfficiency) << "\n";
+  os << "  convolution_efficiency: " << formatNumber(d.convolutionEfficiency)
+     << "\n";
+  os << "  memory_bytes: " << formatNumber(d.memoryBytes) << "\n";
+  os << "  memory_bandwidth: " << formatNumber(d.memoryBandwidth) << "\n";
+  os << "  op_overhead: " << formatNumber(d.opOverhead) << "\n";
+  for (auto [key, link] : {std::pair<const char *, const LinkSpec *>{
+                               "intra_node", &c.intraNode},
+                           {"inter_node", &c.interNode}})
+    os << key << ":\n  kind: " << getLinkKindName(link->kind)
+       << "\n  latency: " << formatNumber(link->latency)
+       << "\n  bandwidth: " << formatNumber(link->bandwidth) << "\n";
+  return text;
+}
+
+Error writeClusterFile(const ClusterSpec &cluster, StringRef path) {
+  std::error_code ec;
+  raw_fd_ostream os(path, ec, sys::fs::OF_Text);
+  if (ec)
+    return createStringError("cannot write cluster file '" + path +
+                             "': " + ec.message());
+  os << printClusterFile(cluster);
+  os.close();
+  if (os.has_error())
+    return createStringError("cannot write cluster file '" + path +
+                             "': " + os.error().message());
+  return Error::success();
+}
+
+} // namespace tessel::cost
