@@ -32,10 +32,16 @@ inline double estimateFlops(Operation *op) {
     out += numel(t);
   auto cost = dyn_cast<CostOpInterface>(op);
   const CostClass cls = cost ? cost.getCostClass() : CostClass::PerElement;
+  // A contraction's K: the lhs's last dim, its first with trans_a (gemm's
+  // [K, M] operand: a weight gradient's).
   if (cls == CostClass::Contraction && op->getNumOperands() >= 2)
     if (auto lhs = dyn_cast<RankedTensorType>(op->getOperand(0).getType()))
-      if (lhs.getRank() >= 1)
-        return 2.0 * out * double(lhs.getShape().back());
+      if (lhs.getRank() >= 1) {
+        const int64_t k = op->hasAttr("trans_a") && lhs.getRank() >= 2
+                              ? lhs.getRank() - 2
+                              : lhs.getRank() - 1;
+        return 2.0 * out * double(lhs.getDimSize(k));
+      }
   // A convolution's multiply-adds: 2 x (output elements of the forward)
   // x (weight elements per output channel), for the forward and both of
   // its backward ops (conv2d_backward_data(dy, w), _weight(x, dy) -> w).

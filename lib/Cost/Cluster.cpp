@@ -98,7 +98,8 @@ const LinkSpec &ClusterSpec::getGroupLink(int64_t groupSize,
   int64_t span = (std::max<int64_t>(groupSize, 1) - 1) *
                      std::max<int64_t>(stride, 1) +
                  1;
-  return span <= devicesPerNode ? intraNode : interNode;
+  // One node holds every rank (more ranks than devices share them).
+  return span <= devicesPerNode || nodes == 1 ? intraNode : interNode;
 }
 
 llvm::Error ClusterSpec::validate() const {

@@ -26,6 +26,8 @@
 #include "tessel/Export/ParameterReport.h"
 #include "tessel/Export/PipelineReport.h"
 #include "tessel/Export/ZeroReport.h"
+#include "tessel/Predict/Predict.h"
+#include "tessel/Cost/ClusterFile.h"
 #include "tessel/Import/OnnxImporter.h"
 #include "tessel/InitAll.h"
 #include "tessel/Plan/Plan.h"
@@ -86,7 +88,8 @@ std::string Message::str() const {
 }
 
 std::string Reports::str() const {
-  return parameters + collectives + memory + pipeline + zero + gemini;
+  return parameters + collectives + memory + pipeline + zero + gemini +
+         prediction;
 }
 
 std::unique_ptr<mlir::MLIRContext> createContext() {
@@ -136,6 +139,7 @@ private:
   void addOmittedAxes(const mlir::tessel::Plan &plan, Mesh &mesh);
   void warnIfNothingSharded(const Mesh &mesh);
   void makeReports();
+  Error predict();
   Expected<mlir::tessel::ImportedModel> importModel(StringRef path);
 
   /// The MLIR errors so far, as the error of the phase that failed.
@@ -210,6 +214,8 @@ Expected<CompileResult> Compilation::run() {
     if (Error err = (this->*phase)())
       return std::move(err);
   makeReports();
+  if (Error err = predict())
+    return std::move(err);
   if (Error err = o.emit == Emit::Artifact ? exportArtifact() : emitIr())
     return std::move(err);
   flushErrors();
@@ -846,6 +852,37 @@ void Compilation::makeReports() {
     print(r.gemini, [&](raw_ostream &os) {
       mlir::tessel::printGeminiReport(*module, os);
     });
+}
+
+/// --cluster: a built-in cluster's name, or a cluster file.
+Expected<::tessel::cost::ClusterSpec> loadCluster(StringRef name) {
+  if (auto c = ::tessel::cost::getBuiltinCluster(name))
+    return *c;
+  if (name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/'))
+    return ::tessel::cost::loadClusterFile(name);
+  return createStringError("--cluster '" + name +
+                           "': neither a built-in cluster (" +
+                           join(::tessel::cost::getBuiltinClusterNames(), ", ") +
+                           ") nor a .yaml cluster file");
+}
+
+Error Compilation::predict() {
+  if (!o.predict)
+    return Error::success();
+  if (o.emit != Emit::Artifact && o.emit != Emit::Partitioned)
+    return fail("--predict costs the partitioned program: it goes with "
+                "--emit=artifact (the default) or --emit=partitioned");
+  Expected<::tessel::cost::ClusterSpec> cluster =
+      loadCluster(o.cluster);
+  if (!cluster)
+    return fail(toString(cluster.takeError()));
+  Expected<mlir::tessel::Prediction> p =
+      mlir::tessel::predictStep(*module, *cluster);
+  if (!p)
+    return fail(toString(p.takeError()));
+  raw_string_ostream os(result.reports.prediction);
+  mlir::tessel::printPrediction(*p, *cluster, os);
+  return Error::success();
 }
 
 /// With --print-weights: each weight's dtype, shape, size and origin as

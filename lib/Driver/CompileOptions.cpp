@@ -44,6 +44,14 @@ ArrayRef<CompileFlag> getCompileFlags() {
        "(a training step's forward and backward apart, with its gradient "
        "buckets), the totals, and the planned peak memory (params, grads, "
        "optimizer state, activations)"},
+      {"predict", &O::predict, C::Sharding, "",
+       "Print the step's predicted time (compute, exposed communication, "
+       "pipeline bubble), achieved FLOP/s and peak memory per rank on "
+       "--cluster, without running it (docs/auto-plan.md)"},
+      {"cluster", &O::cluster, C::Sharding, "NAME|FILE.yaml",
+       "The devices and links --predict costs on: a built-in (a100, h100, "
+       "h200: DGX nodes of 8; cpu: nominal CPU cores) or a cluster file "
+       "(default cpu)"},
       {"weights", &O::weights, C::Sharding,
        "model.onnx|FILE.safetensors|FILE.npz",
        "For a .mlir input: where its weights are: an ONNX model (its "

@@ -2,6 +2,7 @@
 
 #include "tessel/Export/CollectiveReport.h"
 #include "tessel/Export/MemoryReport.h"
+#include "tessel/Export/OutputCollectives.h"
 
 #include "dialects/tessel/TesselOps.h"
 #include "dialects/tessel/PipelineAttrs.h"
@@ -159,10 +160,6 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
   // The runtime's own collectives: outputs leave whole (ExportArtifact's
   // emitOutput), a partial result all-reduced, a sharded one all-gathered
   // dim by dim.
-  llvm::StringMap<int64_t> axisSize;
-  for (MeshOp mesh : module.getOps<MeshOp>())
-    for (auto [n, size] : llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))
-      axisSize[cast<StringAttr>(n).getValue()] = size;
   size_t outputCollectives = 0;
   size_t programCollectives = entries.size();
   // They run after the step: in a training step's last section.
@@ -170,50 +167,14 @@ void mlir::tessel::printCollectiveReport(ModuleOp module, raw_ostream &os) {
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal() || fn.isPrivate())
       continue;
-    auto specs =
-        fn->getAttrOfType<ArrayAttr>(TesselDialect::kGlobalResultShardingsAttrName);
-    auto names =
-        fn->getAttrOfType<ArrayAttr>(TesselDialect::kOutputNamesAttrName);
-    if (!specs)
-      continue;
-    for (auto [i, attr] : llvm::enumerate(specs)) {
-      auto spec = dyn_cast<TensorShardingAttr>(attr);
-      auto type = i < fn.getNumResults()
-                      ? dyn_cast<RankedTensorType>(fn.getResultTypes()[i])
-                      : RankedTensorType();
-      if (!spec || !type)
-        continue;
-      std::string output =
-          names && i < names.size() && isa<StringAttr>(names[i])
-              ? cast<StringAttr>(names[i]).str()
-              : "output" + std::to_string(i);
-      SmallVector<int64_t> shape(type.getShape());
-      auto bytes = [&] {
-        return tensorBytes(RankedTensorType::get(shape, type.getElementType()));
-      };
-      for (PartialAxisAttr p : spec.getPartials()) {
-        entries.push_back({"all_reduce " +
-                               stringifyReductionKind(p.getKind()).str() +
-                               " (output '" + output + "')",
-                           "[" + p.getAxis().getValue().str() + "]", bytes(),
-                           outSection, true, ppRankOf(fn)});
-        ++outputCollectives;
-      }
-      for (auto [d, dim] : llvm::enumerate(spec.getDims())) {
-        if (dim.getAxes().empty())
-          continue;
-        SmallVector<std::string> axes;
-        int64_t count = 1;
-        for (StringAttr a : dim.getAxes()) {
-          axes.push_back(a.getValue().str());
-          count *= axisSize.lookup(a.getValue());
-        }
-        entries.push_back({"all_gather (output '" + output + "')",
-                           "[" + llvm::join(axes, ", ") + "]", bytes(),
-                           outSection, true, ppRankOf(fn)});
-        ++outputCollectives;
-        shape[d] = shape[d] * count - dim.getPad();
-      }
+    for (const OutputCollective &c : getOutputCollectives(fn)) {
+      std::string what =
+          c.allReduce ? "all_reduce " + stringifyReductionKind(c.reduction).str()
+                      : std::string("all_gather");
+      entries.push_back({what + " (output '" + c.output + "')",
+                         "[" + llvm::join(c.axes, ", ") + "]", c.bytes,
+                         outSection, true, ppRankOf(fn)});
+      ++outputCollectives;
     }
   }
   // A pipeline: each rank runs the function of its pp coordinate, and its

@@ -106,8 +106,8 @@ struct ClusterSpec {
   int64_t getNumDevices() const { return devicesPerNode * nodes; }
   /// The link a group of `groupSize` devices whose consecutive members are
   /// `stride` ranks apart (ranks numbered node by node) communicates over:
-  /// the node's own link when the whole group lies in one node, else the
-  /// inter-node one.
+  /// the node's own link when the whole group lies in one node (always,
+  /// with one node), else the inter-node one.
   const LinkSpec &getGroupLink(int64_t groupSize, int64_t stride) const;
   /// Checks that every figure is finite and positive where it must be;
   /// the message names the field.

@@ -56,6 +56,10 @@ struct CompileOptions {
   // Sharding.
   std::string mesh, plan;
   bool report = false;
+  /// --predict: the step's predicted time and memory on --cluster (a
+  /// built-in's name or a cluster file); docs/auto-plan.md.
+  bool predict = false;
+  std::string cluster = "cpu";
   std::string weights, entry;
 
   // Training.

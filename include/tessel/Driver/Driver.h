@@ -55,6 +55,8 @@ struct Message {
 /// The reports --report asks for, each "" when not made.
 struct Reports {
   std::string parameters, collectives, memory, pipeline, zero, gemini;
+  /// --predict's (tessel/Predict/Predict.h).
+  std::string prediction;
   /// All of them in tesselc's order (what it prints on stdout).
   std::string str() const;
 };

@@ -61,6 +61,10 @@ TEST(CostCluster, GroupLinkDependsOnWhetherTheGroupSpansNodes) {
   // 2 ranks 4 apart: ranks 0 and 4, one node.
   EXPECT_EQ(c->getGroupLink(2, 4).kind, LinkKind::NVLink);
   EXPECT_EQ(c->getGroupLink(3, 4).kind, LinkKind::InfiniBand);
+  // One node: every group stays in it, however many ranks share it.
+  auto one = getBuiltinCluster("cpu", 1);
+  one->devicesPerNode = 2;
+  EXPECT_EQ(one->getGroupLink(4, 1).kind, LinkKind::SharedMemory);
 }
 
 TEST(CostCluster, BuiltinsValidateAndCarryPublishedPeaks) {

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""tesselc --predict against tessel-run, side by side: for each model and
+parallel configuration (dp, tp, pp, zero2, fsdp, hybrid) on 2 and 4 CPU ranks,
+the predicted step time and the measured one (tessel-run's median over the
+steps), and the error. The cluster file comes from bench/calibrate_cpu.py,
+run first unless --cluster names one.
+
+usage: plan_accuracy.py --tesselc BIN --tessel-run BIN --models DIR
+                        [--cluster FILE] [--ranks 2,4] [--steps 12] [--csv]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (model directory under --models, its configurations by rank count)
+CONFIGS = {
+    2: [("dp", ["--mesh", "dp=2", "--plan=dp"]),
+        ("tp", ["--mesh", "tp=2", "--plan=megatron"]),
+        ("pp", ["--mesh", "pp=2", "--stages", "auto", "--microbatches", "{mb}"]),
+        ("zero2", ["--plugin", "zero2", "--mesh", "dp=2"]),
+        ("fsdp", ["--plugin", "fsdp", "--mesh", "dp=2"]),
+        ("hybrid", ["--plugin", "hybrid:pp=2,microbatches={mb}"])],
+    4: [("dp", ["--mesh", "dp=4", "--plan=dp"]),
+        ("tp", ["--mesh", "tp=4", "--plan=megatron"]),
+        ("pp", ["--mesh", "pp=4", "--stages", "auto", "--microbatches", "{mb}"]),
+        ("zero2", ["--plugin", "zero2", "--mesh", "dp=4"]),
+        ("fsdp", ["--plugin", "fsdp", "--mesh", "dp=4"]),
+        ("hybrid", ["--plugin", "hybrid:dp=2,tp=2"])],
+}
+MODELS = ["gpt2_tiny", "gpt2_deep", "llama_tiny", "llama_hf"]
+
+
+def run(cmd, timeout=600):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def predicted_ms(text):
+    m = re.search(r"predicted step: ([0-9.]+) ms", text)
+    return float(m.group(1)) if m else None
+
+
+def measured_ms(text):
+    m = re.search(r"([0-9.]+) ms per step \(median", text)
+    return float(m.group(1)) if m else None
+
+
+def lm_batches(model_dir, steps, path):
+    """Random token ids [steps, batch, seq + 1] below the model's vocab;
+    returns the batch."""
+    with open(os.path.join(model_dir, "meta.json")) as f:
+        meta = json.load(f)
+    batch, seq = meta["inputs"]["input_ids"]
+    vocab = meta["output"][-1]
+    rng = np.random.default_rng(0)
+    np.save(path, rng.integers(0, vocab, (steps, batch, seq + 1)).astype(np.int64))
+    return batch
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tesselc", required=True)
+    ap.add_argument("--tessel-run", required=True)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--cluster")
+    ap.add_argument("--ranks", default="2,4")
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--csv", action="store_true")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="plan-accuracy-")
+    cluster = args.cluster
+    if not cluster:
+        cluster = os.path.join(tmp, "cpu.yaml")
+        p = run([sys.executable, os.path.join(HERE, "calibrate_cpu.py"),
+                 "--tesselc", args.tesselc, "--tessel-run", args.tessel_run,
+                 "-o", cluster])
+        if p.returncode:
+            sys.exit(p.stdout + p.stderr)
+        print(p.stdout.strip().splitlines()[-1], file=sys.stderr)
+    rows = []
+    for ranks in [int(r) for r in args.ranks.split(",")]:
+        for model in MODELS:
+            mdir = os.path.join(args.models, model)
+            if not os.path.isfile(os.path.join(mdir, "model.onnx")):
+                continue
+            data = os.path.join(tmp, model + ".npy")
+            # Microbatches: 4, or the whole batch one sample each.
+            mb = str(min(4, lm_batches(mdir, args.steps, data)))
+            for name, flags in CONFIGS[ranks]:
+                label = "%s %s x%d" % (model, name, ranks)
+                if args.only and args.only not in label:
+                    continue
+                art = os.path.join(tmp, "%s-%s-%d.tsl" % (model, name, ranks))
+                c = run([args.tesselc, os.path.join(mdir, "model.onnx"),
+                         "--train", "--predict", "--cluster", cluster,
+                         *[f.replace("{mb}", mb) for f in flags],
+                         "-o", art])
+                pred = predicted_ms(c.stdout)
+                if c.returncode or pred is None:
+                    why = (c.stderr.strip().splitlines() or ["?"])[-1]
+                    rows.append((model, name, ranks, None, None, "no compile: " + why))
+                    continue
+                r = run([args.tessel_run, art, "-n", str(ranks), "--steps",
+                         str(args.steps), "--data-lm", data])
+                meas = measured_ms(r.stdout)
+                if r.returncode or meas is None:
+                    why = ((r.stderr or r.stdout).strip().splitlines() or ["?"])[-1]
+                    rows.append((model, name, ranks, pred, None, "no run: " + why))
+                    continue
+                rows.append((model, name, ranks, pred, meas, ""))
+    if args.csv:
+        print("model,config,ranks,predicted_ms,measured_ms,error_pct")
+    else:
+        print("%-12s %-7s %5s %12s %12s %8s" % ("model", "config", "ranks",
+                                              "predicted", "measured", "error"))
+    errors = []
+    for model, name, ranks, pred, meas, note in rows:
+        err = 100.0 * (pred - meas) / meas if pred and meas else None
+        if err is not None:
+            errors.append(abs(err))
+        if args.csv:
+            print("%s,%s,%d,%s,%s,%s" % (model, name, ranks,
+                                         "" if pred is None else "%.3f" % pred,
+                                         "" if meas is None else "%.3f" % meas,
+                                         "" if err is None else "%.1f" % err))
+        else:
+            print("%-12s %-7s %5d %12s %12s %8s %s" % (
+                model, name, ranks,
+                "-" if pred is None else "%.3f ms" % pred,
+                "-" if meas is None else "%.3f ms" % meas,
+                "-" if err is None else "%+.1f%%" % err, note))
+    if errors and not args.csv:
+        print("%d configurations: mean |error| %.1f%%, max %.1f%%, within 15%%: %d"
+              % (len(errors), sum(errors) / len(errors), max(errors),
+                 sum(e <= 15 for e in errors)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,360 @@
+//===- Predict.cpp - a partitioned step's time and memory, predicted ------===//
+
+#include "tessel/Predict/Predict.h"
+
+#include "tessel/Export/MemoryReport.h"
+#include "tessel/Export/OutputCollectives.h"
+#include "tessel/Lifetimes/BufferLifetimes.h"
+
+#include "dialects/tessel/OpCost.h"
+#include "dialects/tessel/PipelineAttrs.h"
+#include "dialects/tessel/TesselOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::tessel;
+namespace cost = ::tessel::cost;
+
+namespace {
+
+/// The mesh's axes: size and rank stride (the first axis major).
+struct MeshAxes {
+  llvm::StringMap<std::pair<int64_t, int64_t>> axes; // name -> (size, stride)
+  int64_t ranks = 1;
+
+  explicit MeshAxes(ModuleOp module) {
+    for (MeshOp mesh : module.getOps<MeshOp>()) {
+      ranks = mesh.getNumDevices();
+      int64_t stride = 1;
+      for (auto [n, size] : llvm::reverse(
+               llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))) {
+        axes[cast<StringAttr>(n).getValue()] = {size, stride};
+        stride *= size;
+      }
+    }
+  }
+  /// The group a collective over `names` spans: its size, and the stride
+  /// between consecutive members (the innermost axis's).
+  std::pair<int64_t, int64_t> group(ArrayAttr names) const {
+    int64_t size = 1, stride = ranks;
+    for (Attribute a : names) {
+      auto it = axes.find(cast<StringAttr>(a).getValue());
+      if (it == axes.end())
+        continue;
+      size *= it->second.first;
+      stride = std::min(stride, it->second.second);
+    }
+    return {size, std::max<int64_t>(stride, 1)};
+  }
+};
+
+cost::Precision precisionOf(Operation *op) {
+  for (Type t : op->getOperandTypes())
+    if (auto rt = dyn_cast<RankedTensorType>(t);
+        rt && (rt.getElementType().isBF16() || rt.getElementType().isF16()))
+      return cost::Precision::BF16;
+  return cost::Precision::F32;
+}
+
+double valueBytes(ValueRange values) {
+  double b = 0;
+  for (Value v : values)
+    if (isa<RankedTensorType>(v.getType()))
+      b += double(std::max<int64_t>(tensorBytes(v.getType()), 0));
+  return b;
+}
+
+/// Whether `op` costs nothing at run time: a weight, a constant (both
+/// bound once), a view, an op without tensor results.
+bool isFree(Operation *op) {
+  // A reshape is a view of its operand's buffer, and an assign's value is
+  // computed into the state buffer: the runtime runs nothing for either.
+  if (isa<WeightOp, ConstantOp, ReshapeOp, AssignOp, func::ReturnOp>(op))
+    return true;
+  return llvm::none_of(op->getResultTypes(),
+                       [](Type t) { return isa<RankedTensorType>(t); }) &&
+         !isa<SendOp>(op);
+}
+
+/// Which kind of collective `op` is, if it is one the cost model times.
+std::optional<cost::Collective> collectiveOf(Operation *op) {
+  if (isa<AllReduceOp>(op))
+    return cost::Collective::AllReduce;
+  if (isa<AllGatherOp>(op))
+    return cost::Collective::AllGather;
+  if (isa<ReduceScatterOp>(op))
+    return cost::Collective::ReduceScatter;
+  if (isa<AllToAllOp>(op))
+    return cost::Collective::AllToAll;
+  if (isa<BroadcastOp>(op))
+    return cost::Collective::Broadcast;
+  if (isa<CollectivePermuteOp>(op))
+    return cost::Collective::SendRecv;
+  return std::nullopt;
+}
+
+/// The seconds a compute op takes on one device.
+double computeTime(Operation *op, const cost::DeviceSpec &device) {
+  auto costOp = dyn_cast<CostOpInterface>(op);
+  CostClass cls = costOp ? costOp.getCostClass() : CostClass::PerElement;
+  cost::WorkClass work = cost::WorkClass::Elementwise;
+  switch (cls) {
+  case CostClass::Contraction:
+    work = cost::WorkClass::Matmul;
+    break;
+  case CostClass::Convolution:
+  case CostClass::ConvolutionBackwardData:
+  case CostClass::ConvolutionBackwardWeight:
+    work = cost::WorkClass::Convolution;
+    break;
+  case CostClass::PerElement:
+    break;
+  }
+  // Data movement (slice, concat, transpose, ...) reads what it writes;
+  // other ops read their operands and write their results.
+  double bytes = op->hasTrait<OpTrait::tessel::DataMovement>()
+                     ? 2.0 * valueBytes(op->getResults())
+                     : valueBytes(op->getOperands()) +
+                           valueBytes(op->getResults());
+  // A matmul's operands stream from cache: its time is its FLOPs'.
+  if (work != cost::WorkClass::Elementwise)
+    bytes = 0;
+  return device.getOpTime(work, precisionOf(op), estimateFlops(op), bytes);
+}
+
+/// One rank program being played.
+struct Player {
+  func::FuncOp fn;
+  int64_t ppRank = -1;
+  std::vector<Operation *> ops;
+  size_t pos = 0;
+  double clock = 0, commFree = 0;
+  /// Asynchronous collectives' results: when they are ready.
+  llvm::DenseMap<Value, double> ready;
+  RankPrediction figures;
+};
+
+} // namespace
+
+llvm::Expected<Prediction>
+mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
+  if (llvm::Error e = cluster.validate())
+    return std::move(e);
+  MeshAxes mesh(module);
+  Prediction out;
+  out.ranks = mesh.ranks;
+  out.oversubscription =
+      std::max(1.0, double(mesh.ranks) / double(cluster.getNumDevices()));
+  const cost::DeviceSpec &device = cluster.device;
+
+  std::vector<Player> players;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal() || fn.isPrivate())
+      continue;
+    Player p;
+    p.fn = fn;
+    if (auto r = fn->getAttrOfType<IntegerAttr>(kPpRankAttr))
+      p.ppRank = r.getInt();
+    for (Operation &op : fn.getBody().front())
+      p.ops.push_back(&op);
+    players.push_back(std::move(p));
+  }
+  if (players.empty())
+    return llvm::createStringError("--predict: the module has no function "
+                                   "to run");
+  // A pipeline: only the pp ranks' functions run.
+  if (llvm::any_of(players, [](const Player &p) { return p.ppRank >= 0; }))
+    llvm::erase_if(players, [](const Player &p) { return p.ppRank < 0; });
+  else if (players.size() > 1)
+    players.resize(1); // the entry function: the first public one
+
+  const auto [ppSize, ppStride] =
+      mesh.group(ArrayAttr::get(module.getContext(),
+                                {StringAttr::get(module.getContext(),
+                                                 kPipelineAxis)}));
+  (void)ppSize;
+  const cost::LinkSpec &p2pLink = cluster.getGroupLink(2, ppStride);
+  // (sender pp, receiver pp, tag) -> when the message is there.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> arrivals;
+
+  auto step = [&](Player &p) -> bool {
+    Operation *op = p.ops[p.pos];
+    // Wait for the asynchronous collectives it reads.
+    for (Value v : op->getOperands())
+      if (auto it = p.ready.find(v); it != p.ready.end()) {
+        if (it->second > p.clock) {
+          p.figures.communication += it->second - p.clock;
+          p.clock = it->second;
+        }
+        p.ready.erase(it);
+      }
+    if (auto recv = dyn_cast<RecvOp>(op)) {
+      auto it = arrivals.find({recv.getSource(), p.ppRank, recv.getTag()});
+      if (it == arrivals.end())
+        return false; // its send has not been played yet
+      if (it->second > p.clock) {
+        p.figures.idle += it->second - p.clock;
+        p.clock = it->second;
+      }
+      arrivals.erase(it);
+      ++p.pos;
+      return true;
+    }
+    if (auto send = dyn_cast<SendOp>(op)) {
+      // Copied and handed to the communication thread: the rank goes on.
+      double bytes = valueBytes(send->getOperands());
+      arrivals[{p.ppRank, send.getTarget(), send.getTag()}] =
+          p.clock + p2pLink.getTransferTime(bytes);
+      ++p.pos;
+      return true;
+    }
+    if (auto kind = collectiveOf(op)) {
+      auto axes = op->getAttrOfType<ArrayAttr>("axes");
+      auto [size, stride] = mesh.group(axes);
+      double bytes = isa<AllGatherOp>(op) ? valueBytes(op->getResults())
+                                          : valueBytes(op->getOperands());
+      double t = cost::getCollectiveTime(*kind, bytes, size,
+                                         cluster.getGroupLink(size, stride));
+      if (op->hasAttr(TesselDialect::kBucketAttrName) ||
+          op->hasAttr(TesselDialect::kAsyncAttrName)) {
+        double start = std::max(p.clock, p.commFree);
+        p.commFree = start + t;
+        for (Value r : op->getResults())
+          p.ready[r] = p.commFree;
+      } else {
+        p.clock += t;
+        p.figures.communication += t;
+      }
+      ++p.pos;
+      return true;
+    }
+    if (!isFree(op)) {
+      double t = 0;
+      // Nested regions (a fused or recomputed body) cost what they hold.
+      if (op->getNumRegions())
+        op->walk([&](Operation *inner) {
+          if (inner != op && !isFree(inner))
+            t += computeTime(inner, device);
+        });
+      else
+        t = computeTime(op, device);
+      t *= out.oversubscription;
+      p.clock += t;
+      p.figures.compute += t;
+      p.figures.flops += estimateFlops(op);
+    }
+    ++p.pos;
+    return true;
+  };
+
+  for (;;) {
+    bool progress = false, left = false;
+    for (Player &p : players) {
+      while (p.pos < p.ops.size() && step(p))
+        progress = true;
+      left |= p.pos < p.ops.size();
+    }
+    if (!left)
+      break;
+    if (!progress)
+      return llvm::createStringError(
+          "--predict: the pipeline ranks' receives wait for sends that never "
+          "come (an invalid schedule)");
+  }
+
+  Operation *loss = lossOp(module);
+  for (Player &p : players) {
+    // Outstanding asynchronous work ends the step; then the collectives
+    // that make the outputs whole (the loss's, a sharded logits').
+    p.figures.communication += std::max(0.0, p.commFree - p.clock);
+    p.clock = std::max(p.clock, p.commFree);
+    for (const OutputCollective &c : getOutputCollectives(p.fn)) {
+      SmallVector<Attribute> names;
+      for (const std::string &a : c.axes)
+        names.push_back(StringAttr::get(module.getContext(), a));
+      auto [size, stride] =
+          mesh.group(ArrayAttr::get(module.getContext(), names));
+      double t = cost::getCollectiveTime(
+          c.allReduce ? cost::Collective::AllReduce
+                      : cost::Collective::AllGather,
+          double(c.bytes) * (c.allReduce ? 1.0 : double(size)), size,
+          cluster.getGroupLink(size, stride));
+      p.clock += t;
+      p.figures.communication += t;
+    }
+    p.figures.ppRank = p.ppRank;
+    p.figures.finish = p.clock;
+    Operation *fnLoss = nullptr;
+    if (p.ppRank < 0)
+      fnLoss = loss;
+    else if (auto ret = dyn_cast<func::ReturnOp>(
+                 p.fn.getBody().front().getTerminator());
+             ret && ret.getNumOperands() > 0)
+      fnLoss = ret.getOperand(0).getDefiningOp();
+    p.figures.peakBytes = planMemory(p.fn, fnLoss).peak();
+    out.programs.push_back(p.figures);
+  }
+  // The slowest program sets the step; every rank waits for it at the next
+  // step's first collective, so its own idle tail is bubble too.
+  const RankPrediction *slowest = &out.programs.front();
+  for (const RankPrediction &r : out.programs) {
+    if (r.finish > slowest->finish)
+      slowest = &r;
+    out.peakBytes = std::max(out.peakBytes, r.peakBytes);
+  }
+  out.stepTime = slowest->finish;
+  out.compute = slowest->compute;
+  out.communication = slowest->communication;
+  out.bubble = out.stepTime - out.compute - out.communication;
+  // Each program runs on ranks / programs ranks.
+  double flops = 0;
+  for (const RankPrediction &r : out.programs)
+    flops += r.flops * double(out.ranks) / double(out.programs.size());
+  out.achievedFlops = out.stepTime > 0 ? flops / out.stepTime : 0.0;
+  return out;
+}
+
+void mlir::tessel::printPrediction(const Prediction &p,
+                                   const cost::ClusterSpec &cluster,
+                                   llvm::raw_ostream &os) {
+  auto ms = [](double s) { return llvm::format("%.3f ms", s * 1e3); };
+  auto pct = [&](double s) {
+    return llvm::format("%.1f%%", p.stepTime > 0 ? 100.0 * s / p.stepTime : 0);
+  };
+  auto mib = [](double b) { return llvm::format("%.2f MiB", b / (1 << 20)); };
+  os << "predicted step: " << ms(p.stepTime) << " on " << p.ranks << " rank"
+     << (p.ranks == 1 ? "" : "s") << " of cluster '" << cluster.name << "' ("
+     << cluster.device.name << ")\n";
+  os << "  compute " << ms(p.compute) << " (" << pct(p.compute)
+     << "), exposed communication " << ms(p.communication) << " ("
+     << pct(p.communication) << "), bubble " << ms(p.bubble) << " ("
+     << pct(p.bubble) << ")\n";
+  os << "  achieved " << llvm::format("%.3g", p.achievedFlops / 1e9)
+     << " GFLOP/s over all ranks ("
+     << llvm::format("%.3g", p.achievedFlops / 1e9 / double(p.ranks))
+     << " per rank)\n";
+  if (p.oversubscription > 1)
+    os << "  " << p.ranks << " ranks share " << cluster.getNumDevices()
+       << (cluster.getNumDevices() == 1 ? " device" : " devices")
+       << ": compute " << llvm::format("%.2f", p.oversubscription)
+       << "x slower\n";
+  os << "  peak memory per rank: " << mib(double(p.peakBytes)) << " of "
+     << mib(cluster.device.memoryBytes)
+     << (double(p.peakBytes) > cluster.device.memoryBytes ? " (does NOT fit)"
+                                                           : "")
+     << "\n";
+  if (p.programs.size() > 1)
+    for (const RankPrediction &r : p.programs)
+      os << "  pp rank " << r.ppRank << ": compute " << ms(r.compute)
+         << ", communication " << ms(r.communication) << ", waiting "
+         << ms(r.idle) << ", done at " << ms(r.finish) << ", peak "
+         << mib(double(r.peakBytes)) << "\n";
+}
