@@ -20,9 +20,7 @@ where Tessel's whole-gradient distance from f64 is over twice PyTorch f32's.
 """
 import argparse
 import copy
-import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -32,20 +30,9 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for name, v in header.items():
-        if name == "__metadata__":
-            continue
-        if v["dtype"] != "F32":
-            sys.exit(f"compare_grads: {path}: {name} is {v['dtype']}, expected F32")
-        a, b = v["data_offsets"]
-        out[name] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32).reshape(v["shape"])
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "test", "Inputs"))
+from safetensors_np import read_safetensors  # noqa: E402
 
 
 def torch_grads(base, images, labels, dtype):
@@ -81,7 +68,7 @@ def main():
                         "--data", "images=" + os.path.join(m, "resnet50_b8_train_images.npy"),
                         "--data", "labels=" + os.path.join(m, "resnet50_b8_train_labels.npy"),
                         "--grads", grads_path], check=True)
-    tessel = read_safetensors(grads_path)
+    tessel = read_safetensors(grads_path, only="F32")
 
     torch.set_num_threads(args.threads)
     base = torchvision.models.resnet50(weights=None)

@@ -17,6 +17,8 @@ import tempfile
 
 import numpy as np
 
+import benchlib
+
 MODELS = [  # (name, onnx file, input name, input .npy)
     ("gpt2-small seq128 b1", "gpt2_small.onnx", "input_ids", "gpt2_small_input_ids.npy"),
     ("resnet50 b1", "resnet50_b1.onnx", "images", "resnet50_b1_images.npy"),
@@ -47,21 +49,17 @@ print("rss_kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def run_measured(cmd, env):
-    """Runs cmd; returns (stdout, peak RSS in KB of that process)."""
-    wrapped = ["/usr/bin/time", "-f", "__RSS_KB__ %M"] + cmd
-    p = subprocess.run(wrapped, capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        sys.exit("failed: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
-    rss = int(re.search(r"__RSS_KB__ (\d+)", p.stderr).group(1))
-    return p.stdout, rss
+    """Runs cmd; returns (its log, peak RSS in KB of that process), or
+    exits with the log when it fails."""
+    rc, log, rss = benchlib.run_measured(cmd, env)
+    if rc != 0:
+        sys.exit("failed: %s\n%s" % (" ".join(cmd), log))
+    return log, rss
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tesselc", required=True)
-    ap.add_argument("--tessel-run", required=True)
-    ap.add_argument("--models", required=True)
-    ap.add_argument("--threads", default="1,2")
+    benchlib.add_tool_args(ap)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--python", default=sys.executable,
                     help="a python that has onnxruntime and numpy")

@@ -36,6 +36,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchlib import first_error
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 ADAMW = ["--optimizer", "adamw", "--lr", "1e-4", "--weight-decay", "0.01",
@@ -153,14 +155,6 @@ def free_port():
 def run(cmd, env=None, timeout=3600):
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     return p.returncode, p.stdout + p.stderr
-
-
-def first_error(text):
-    for line in text.splitlines():
-        if "error" in line.lower():
-            return line.strip()
-    lines = [l for l in text.splitlines() if l.strip()]
-    return lines[-1].strip() if lines else "failed"
 
 
 def median_after_first(values):

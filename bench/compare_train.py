@@ -25,6 +25,7 @@ import tempfile
 import numpy as np
 
 import train_dp
+from benchlib import add_tool_args, first_error, run_measured
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -101,24 +102,6 @@ warm = sorted(cpu[1:] or cpu)
 print("cpu_ms", warm[len(warm) // 2])
 print("torch", torch.__version__)
 """
-
-
-def run_measured(cmd, env):
-    """Runs cmd: (returncode, stdout + stderr, peak RSS in KB of the largest
-    process: the one started, or one of its children)."""
-    wrapped = ["/usr/bin/time", "-f", "__RSS_KB__ %M"] + cmd
-    p = subprocess.run(wrapped, capture_output=True, text=True, env=env)
-    m = re.search(r"__RSS_KB__ (\d+)", p.stderr)
-    return p.returncode, p.stdout + p.stderr, int(m.group(1)) if m else 0
-
-
-def first_error(text):
-    """The first line that says what went wrong, for an n/a row."""
-    for line in text.splitlines():
-        if "error" in line.lower():
-            return line.strip()
-    lines = [l for l in text.splitlines() if l.strip()]
-    return lines[-1].strip() if lines else "failed"
 
 
 def tessel_step_ms(log, what="ms/step"):
@@ -205,10 +188,7 @@ def print_bf16(bf16_rows):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tesselc", required=True)
-    ap.add_argument("--tessel-run", required=True)
-    ap.add_argument("--models", required=True)
-    ap.add_argument("--threads", default="1,2")
+    add_tool_args(ap)
     ap.add_argument("--steps", type=int, default=5,
                     help="steps per run; the first is warm-up (default 5)")
     ap.add_argument("--only", default="", help="run the rows whose label has this text")

@@ -20,6 +20,8 @@ import tempfile
 
 import numpy as np
 
+from benchlib import add_tool_args
+
 ADAMW = dict(lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
 
 CHILD = r"""
@@ -56,9 +58,7 @@ def measured(cmd, env):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tesselc", required=True)
-    ap.add_argument("--tessel-run", required=True)
-    ap.add_argument("--threads", default="1,2")
+    add_tool_args(ap, models=False)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--seq", type=int, default=256)

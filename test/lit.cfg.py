@@ -40,6 +40,8 @@ if os.path.exists(config.tessel_python) and subprocess.call(
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
     config.available_features.add("onnx-python")
 config.substitutions.append(("%python", config.tessel_python))
+# The Python checks' shared modules (test/Inputs: reading safetensors).
+config.environment["PYTHONPATH"] = os.path.join(config.test_source_root, "Inputs")
 
 # protoc (the build's schema compiler) decodes artifacts for tests that
 # check what the exporter wrote.

@@ -12,36 +12,28 @@ using namespace mlir;
 using namespace mlir::tessel;
 namespace ext = ::tessel::ext;
 
+/// The element types a plugin names, with their names.
+static constexpr std::pair<const char *, Type (*)(MLIRContext *)> kDtypes[] =
+    {
+        {"f32", [](MLIRContext *c) -> Type { return Float32Type::get(c); }},
+        {"f16", [](MLIRContext *c) -> Type { return Float16Type::get(c); }},
+        {"bf16", [](MLIRContext *c) -> Type { return BFloat16Type::get(c); }},
+        {"i64", [](MLIRContext *c) -> Type { return IntegerType::get(c, 64); }},
+        {"i32", [](MLIRContext *c) -> Type { return IntegerType::get(c, 32); }},
+        {"bool", [](MLIRContext *c) -> Type { return IntegerType::get(c, 1); }},
+};
+
 std::string mlir::tessel::dtypeName(Type elem) {
-  if (elem.isF32())
-    return "f32";
-  if (elem.isF16())
-    return "f16";
-  if (elem.isBF16())
-    return "bf16";
-  if (elem.isInteger(64))
-    return "i64";
-  if (elem.isInteger(32))
-    return "i32";
-  if (elem.isInteger(1))
-    return "bool";
+  for (auto [name, get] : kDtypes)
+    if (get(elem.getContext()) == elem)
+      return name;
   return "";
 }
 
 Type mlir::tessel::elementTypeNamed(MLIRContext *ctx, StringRef name) {
-  Builder b(ctx);
-  if (name == "f32")
-    return b.getF32Type();
-  if (name == "f16")
-    return b.getF16Type();
-  if (name == "bf16")
-    return b.getBF16Type();
-  if (name == "i64")
-    return b.getI64Type();
-  if (name == "i32")
-    return b.getI32Type();
-  if (name == "bool")
-    return b.getI1Type();
+  for (auto [n, get] : kDtypes)
+    if (name == n)
+      return get(ctx);
   return {};
 }
 

@@ -83,16 +83,63 @@ static LogicalResult verifyFunctionContract(Operation *op,
   return success();
 }
 
+namespace {
+/// A discardable attribute that only some ops carry and whose value has one
+/// kind: `carries` says whether `op` may carry it, `valid` whether the value
+/// is right, `must` what it must be, for the message.
+struct SimpleAttrRule {
+  StringRef name;
+  bool (*carries)(Operation *op);
+  bool (*valid)(Attribute value);
+  const char *must;
+};
+
+bool isIndex(Attribute a) {
+  auto index = dyn_cast<IntegerAttr>(a);
+  return index && index.getType().isInteger(64) && index.getInt() >= 0;
+}
+bool isModule(Operation *op) { return isa<ModuleOp>(op); }
+
+const SimpleAttrRule kSimpleAttrRules[] = {
+    {TesselDialect::kRuleAttrName, [](Operation *) { return true; },
+     [](Attribute a) { return isa<OpShardingRuleAttr>(a); }, "a #tessel.rule"},
+    {TesselDialect::kBucketAttrName,
+     [](Operation *op) { return isa<AllReduceOp>(op); }, isIndex,
+     "an i64 >= 0 on a tessel.all_reduce"},
+    {TesselDialect::kChunkAttrName,
+     [](Operation *op) { return isa<WeightOp>(op); }, isIndex,
+     "an i64 >= 0 on a tessel.weight"},
+    {TesselDialect::kGeminiPlanAttrName, isModule,
+     [](Attribute a) { return isa<DictionaryAttr>(a); },
+     "a dictionary on a module"},
+    {TesselDialect::kAsyncAttrName,
+     [](Operation *op) { return isa<AllGatherOp, ReduceScatterOp>(op); },
+     [](Attribute a) { return isa<UnitAttr>(a); },
+     "a unit attribute on a tessel.all_gather or tessel.reduce_scatter"},
+    {TesselDialect::kTrainableAttrName, isModule,
+     [](Attribute a) {
+       auto names = dyn_cast<ArrayAttr>(a);
+       return names && llvm::all_of(names, [](Attribute n) {
+                return isa<StringAttr>(n);
+              });
+     },
+     "an array of strings on a module"},
+    {TesselDialect::kModelPathAttrName, isModule,
+     [](Attribute a) { return isa<StringAttr>(a); }, "a string on a module"},
+};
+} // namespace
+
 LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() == kShardingAttrName)
     return verifyResultShardings(op, attr.getValue());
-  if (attr.getName() == kRuleAttrName) {
-    if (!isa<OpShardingRuleAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << kRuleAttrName
-                               << "' must be a #tessel.rule";
-    return success();
-  }
+  for (const SimpleAttrRule &rule : kSimpleAttrRules)
+    if (attr.getName() == rule.name) {
+      if (!rule.carries(op) || !rule.valid(attr.getValue()))
+        return op->emitOpError()
+               << "'" << rule.name << "' must be " << rule.must;
+      return success();
+    }
   if (attr.getName() == kGlobalShardingAttrName ||
       attr.getName() == kSourceSliceAttrName)
     return verifyWeightContract(op, attr);
@@ -103,36 +150,6 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
     return verifyFunctionContract(op, attr);
   if (attr.getName() == kGradientsAttrName)
     return verifyFunctionContract(op, attr);
-  if (attr.getName() == kBucketAttrName) {
-    auto index = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!isa<AllReduceOp>(op) || !index || !index.getType().isInteger(64) ||
-        index.getInt() < 0)
-      return op->emitOpError() << "'" << kBucketAttrName
-                               << "' must be an i64 >= 0 on a tessel.all_reduce";
-    return success();
-  }
-  if (attr.getName() == kChunkAttrName) {
-    auto index = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!isa<WeightOp>(op) || !index || !index.getType().isInteger(64) ||
-        index.getInt() < 0)
-      return op->emitOpError() << "'" << kChunkAttrName
-                               << "' must be an i64 >= 0 on a tessel.weight";
-    return success();
-  }
-  if (attr.getName() == kGeminiPlanAttrName) {
-    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << kGeminiPlanAttrName
-                               << "' must be a dictionary on a module";
-    return success();
-  }
-  if (attr.getName() == kAsyncAttrName) {
-    if (!isa<AllGatherOp, ReduceScatterOp>(op) ||
-        !isa<UnitAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << kAsyncAttrName
-                               << "' must be a unit attribute on a "
-                                  "tessel.all_gather or tessel.reduce_scatter";
-    return success();
-  }
   if (attr.getName() == kWeightOriginsAttrName ||
       attr.getName() == kParameterClassesAttrName) {
     // name -> [kind, detail] (two strings) / [trainable, reason].
@@ -155,20 +172,6 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
     if (!ok)
       return op->emitOpError() << "'" << attr.getName().getValue()
                                << "' must be a dictionary on a module";
-    return success();
-  }
-  if (attr.getName() == kTrainableAttrName) {
-    auto names = dyn_cast<ArrayAttr>(attr.getValue());
-    if (!isa<ModuleOp>(op) || !names ||
-        !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
-      return op->emitOpError() << "'" << kTrainableAttrName
-                               << "' must be an array of strings on a module";
-    return success();
-  }
-  if (attr.getName() == kModelPathAttrName) {
-    if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << kModelPathAttrName
-                               << "' must be a string on a module";
     return success();
   }
   // Pipelined training's tags (dialects/tessel/PipelineAttrs.h).

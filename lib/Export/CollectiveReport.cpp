@@ -1,6 +1,6 @@
 //===- CollectiveReport.cpp - what a partitioned program sends ------------===//
 
-#include "tessel/Export/CollectiveReport.h"
+#include "tessel/Export/Reports.h"
 #include "tessel/Export/MemoryReport.h"
 #include "tessel/Export/OutputCollectives.h"
 

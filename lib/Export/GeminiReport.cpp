@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessel/Export/GeminiReport.h"
+#include "tessel/Export/Reports.h"
 
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/Export/MemoryReport.h"

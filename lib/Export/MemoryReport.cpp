@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessel/Export/MemoryReport.h"
+#include "tessel/Export/Reports.h"
 
 #include "dialects/tessel/TesselOps.h"
 

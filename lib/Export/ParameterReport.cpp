@@ -1,6 +1,6 @@
 //===- ParameterReport.cpp - which weights train, for --report ------------===//
 
-#include "tessel/Export/ParameterReport.h"
+#include "tessel/Export/Reports.h"
 #include "dialects/tessel/TesselOps.h"
 
 #include "llvm/ADT/StringMap.h"

@@ -1,5 +1,5 @@
 //===- PipelineReport.cpp - tesselc --report's pipeline table -------------===//
-#include "tessel/Export/PipelineReport.h"
+#include "tessel/Export/Reports.h"
 
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/Export/MemoryReport.h"

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessel/Export/ZeroReport.h"
+#include "tessel/Export/Reports.h"
 
 #include "tessel/Export/MemoryReport.h"
 #include "dialects/tessel/PipelineAttrs.h"
@@ -26,6 +26,31 @@ using namespace mlir;
 using namespace mlir::tessel;
 
 namespace {
+
+/// One rank's planned model states of a partitioned training step, by the
+/// ZeRO paper's kinds, and the paper's analytic figures for them.
+struct ZeroMemory {
+  /// Psi: the trained parameters' elements (whole, not per rank).
+  int64_t parameters = 0;
+  /// The parameters' elements that one data-parallel group shares: Psi
+  /// divided by the other axes (tp) that split them; the paper's Psi then.
+  int64_t partitionParameters = 0;
+  /// N: the size of the data-parallel axis.
+  int64_t dp = 1;
+  /// Per rank, planned: the trained parameters, the gradients the updates
+  /// read (whole where all-reduced, a block where reduce-scattered), the
+  /// optimizer state, the forward's activations kept for the backward.
+  int64_t paramBytes = 0, gradBytes = 0, stateBytes = 0, activationBytes = 0;
+  /// A pipeline rank's arena (its microbatches in flight and the backward's
+  /// values, interleaved by the schedule), printed instead of the
+  /// activations; -1: not a pipeline rank.
+  int64_t pipelineArenaBytes = -1;
+  /// The analytic figures for the stage: params 4 Psi (/ N from stage 3),
+  /// grads 4 Psi (/ N from stage 2), state K Psi (/ N from stage 1), with
+  /// 4 = the parameters' element bytes and K = the whole optimizer state's
+  /// bytes per parameter (8: Adam's two fp32 moments).
+  double analyticParams = 0, analyticGrads = 0, analyticState = 0;
+};
 
 /// The elements of the whole tensor whose block `local` is under `spec`.
 int64_t globalElements(MeshOp mesh, TensorShardingAttr spec,
@@ -44,27 +69,9 @@ int64_t globalElements(MeshOp mesh, TensorShardingAttr spec,
   return n;
 }
 
-} // namespace
-
-ZeroMemory mlir::tessel::planZeroMemory(ModuleOp module, int stage,
-                                        StringRef axis) {
-  func::FuncOp fn;
-  for (auto f : module.getOps<func::FuncOp>())
-    if (!f.isExternal() && !f.isPrivate())
-      fn = f;
-  if (!fn) {
-    ZeroMemory z;
-    for (MeshOp m : module.getOps<MeshOp>())
-      z.dp = m.getAxisSize(axis).value_or(1);
-    return z;
-  }
-  ZeroMemory z = planZeroMemory(fn, stage, axis);
-  z.activationBytes = planMemory(module).keptForBackward;
-  return z;
-}
-
-ZeroMemory mlir::tessel::planZeroMemory(func::FuncOp fn, int stage,
-                                        StringRef axis) {
+/// The figures of one rank's program `fn` (a pipeline rank's: its stages'
+/// model states); activationBytes left 0.
+ZeroMemory planZeroMemory(func::FuncOp fn, int stage, StringRef axis = "dp") {
   ZeroMemory z;
   MeshOp mesh;
   if (auto module = fn->getParentOfType<ModuleOp>())
@@ -128,42 +135,28 @@ ZeroMemory mlir::tessel::planZeroMemory(func::FuncOp fn, int stage,
   return z;
 }
 
-void mlir::tessel::printZeroReport(ModuleOp module, StringRef plugin,
-                                   int stage, llvm::raw_ostream &os) {
-  // A pipeline: each pp rank's program holds its stages' model states.
-  std::map<int64_t, func::FuncOp> ranks;
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (auto r = fn->getAttrOfType<IntegerAttr>(kPpRankAttr))
-      ranks[r.getInt()] = fn;
-  if (ranks.empty()) {
-    printZeroFigures(planZeroMemory(module, stage), plugin, stage, "", os);
-    return;
+/// The figures of `module` (partitioned) under ZeRO stage `stage` (0: DDP)
+/// over the mesh axis `axis`.
+ZeroMemory planZeroMemory(ModuleOp module, int stage, StringRef axis = "dp") {
+  func::FuncOp fn;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (!f.isExternal() && !f.isPrivate())
+      fn = f;
+  if (!fn) {
+    ZeroMemory z;
+    for (MeshOp m : module.getOps<MeshOp>())
+      z.dp = m.getAxisSize(axis).value_or(1);
+    return z;
   }
-  for (auto &[r, fn] : ranks) {
-    ZeroMemory z = planZeroMemory(fn, stage);
-    std::set<int64_t> stages;
-    fn.walk([&](Operation *op) {
-      if (op->hasAttr(kPhaseAttr) && getPipelineInt(op, kStageAttr, -1) >= 0)
-        stages.insert(getPipelineInt(op, kStageAttr, -1));
-    });
-    std::string where = ", pp rank " + std::to_string(r) + " (stage";
-    where += stages.size() == 1 ? " " : "s ";
-    for (auto [i, s] : llvm::enumerate(stages))
-      where += (i ? ", " : "") + std::to_string(s);
-    where += ")";
-    // The arena holds the microbatches in flight (the schedule's), with the
-    // backward's values: the pipeline's memory, not the forward's alone.
-    auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
-    Operation *loss = ret.getNumOperands() ? ret.getOperand(0).getDefiningOp()
-                                           : nullptr;
-    z.pipelineArenaBytes = planMemory(fn, loss).arena;
-    printZeroFigures(z, plugin, stage, where, os);
-  }
+  ZeroMemory z = planZeroMemory(fn, stage, axis);
+  z.activationBytes = planMemory(module).keptForBackward;
+  return z;
 }
 
-void mlir::tessel::printZeroFigures(const ZeroMemory &z, StringRef plugin,
-                                    int stage, StringRef where,
-                                    llvm::raw_ostream &os) {
+/// Prints `z` for --plugin `plugin`; `where` follows the plugin's name in
+/// the heading (", pp rank 1 (stage 1)").
+void printZeroFigures(const ZeroMemory &z, StringRef plugin, int stage,
+                      StringRef where, llvm::raw_ostream &os) {
   double psi = static_cast<double>(z.partitionParameters);
   auto ratio = [](double planned, double analytic) {
     return analytic > 0 ? planned / analytic : 0.0;
@@ -214,4 +207,39 @@ void mlir::tessel::printZeroFigures(const ZeroMemory &z, StringRef plugin,
                                                           z.activationBytes))
      << " bytes   (the forward's values kept for the backward; the paper "
         "counts them apart)\n";
+}
+
+} // namespace
+
+void mlir::tessel::printZeroReport(ModuleOp module, StringRef plugin,
+                                   int stage, llvm::raw_ostream &os) {
+  // A pipeline: each pp rank's program holds its stages' model states.
+  std::map<int64_t, func::FuncOp> ranks;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (auto r = fn->getAttrOfType<IntegerAttr>(kPpRankAttr))
+      ranks[r.getInt()] = fn;
+  if (ranks.empty()) {
+    printZeroFigures(planZeroMemory(module, stage), plugin, stage, "", os);
+    return;
+  }
+  for (auto &[r, fn] : ranks) {
+    ZeroMemory z = planZeroMemory(fn, stage);
+    std::set<int64_t> stages;
+    fn.walk([&](Operation *op) {
+      if (op->hasAttr(kPhaseAttr) && getPipelineInt(op, kStageAttr, -1) >= 0)
+        stages.insert(getPipelineInt(op, kStageAttr, -1));
+    });
+    std::string where = ", pp rank " + std::to_string(r) + " (stage";
+    where += stages.size() == 1 ? " " : "s ";
+    for (auto [i, s] : llvm::enumerate(stages))
+      where += (i ? ", " : "") + std::to_string(s);
+    where += ")";
+    // The arena holds the microbatches in flight (the schedule's), with the
+    // backward's values: the pipeline's memory, not the forward's alone.
+    auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+    Operation *loss = ret.getNumOperands() ? ret.getOperand(0).getDefiningOp()
+                                           : nullptr;
+    z.pipelineArenaBytes = planMemory(fn, loss).arena;
+    printZeroFigures(z, plugin, stage, where, os);
+  }
 }

@@ -13,7 +13,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -583,14 +582,14 @@ specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
                                  dimAttrs, {});
 }
 
-std::string mlir::tessel::nodeName(Operation *op) {
+StringRef mlir::tessel::nodeName(Operation *op) {
   Location loc = op->getLoc();
   if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
+    return name.getName().getValue();
   if (auto fused = dyn_cast<FusedLoc>(loc))
     for (Location l : fused.getLocations())
       if (auto name = dyn_cast<NameLoc>(l))
-        return name.getName().str();
+        return name.getName().getValue();
   return "";
 }
 
@@ -629,7 +628,6 @@ Error mlir::tessel::applyPlan(
     if (shadowedBy[later] < 0)
       shadowedBy[later] = static_cast<int>(earlier);
   };
-  llvm::DenseSet<Operation *> assigned;
   StringRef attr = TesselDialect::kShardingAttrName;
 
   for (auto fn : module.getOps<func::FuncOp>()) {
@@ -661,26 +659,30 @@ Error mlir::tessel::applyPlan(
     // first rule that matches a tensor wins.
     Error err = Error::success();
     llvm::DenseMap<Operation *, size_t> claimedBy;
-    fn.walk([&](WeightOp w) {
-      for (auto [i, rule] : llvm::enumerate(plan.rules)) {
-        if (rule.target != PlanRule::Target::Weight ||
-            !globs[i].match(w.getName()))
-          continue;
-        if (auto it = claimedBy.find(w); it != claimedBy.end()) {
-          shadow(i, it->second);
-          continue;
-        }
-        used[i] = true;
-        auto spec = specFor(rule, w.getType(),
-                            "weight '" + w.getName().str() + "'", mesh, ctx);
-        if (!spec) {
-          err = spec.takeError();
-          return WalkResult::interrupt();
-        }
-        w->setAttr(attr, *spec);
-        assigned.insert(w);
-        claimedBy[w] = i;
+    // Rule i gives `w` (named `what` in messages) its spec, unless an
+    // earlier rule did; false, with err set, when the spec does not fit.
+    auto claim = [&](size_t i, const PlanRule &rule, WeightOp w,
+                     const std::string &what) {
+      if (auto it = claimedBy.find(w); it != claimedBy.end()) {
+        shadow(i, it->second);
+        return true;
       }
+      used[i] = true;
+      auto spec = specFor(rule, w.getType(), what, mesh, ctx);
+      if (!spec) {
+        err = spec.takeError();
+        return false;
+      }
+      w->setAttr(attr, *spec);
+      claimedBy[w] = i;
+      return true;
+    };
+    fn.walk([&](WeightOp w) {
+      for (auto [i, rule] : llvm::enumerate(plan.rules))
+        if (rule.target == PlanRule::Target::Weight &&
+            globs[i].match(w.getName()) &&
+            !claim(i, rule, w, "weight '" + w.getName().str() + "'"))
+          return WalkResult::interrupt();
       return WalkResult::advance();
     });
     if (err)
@@ -688,7 +690,7 @@ Error mlir::tessel::applyPlan(
     fn.walk([&](Operation *op) {
       if (err)
         return WalkResult::interrupt();
-      std::string node = nodeName(op);
+      std::string node = nodeName(op).str();
       if (node.empty())
         return WalkResult::advance();
       for (auto [i, rule] : llvm::enumerate(plan.rules)) {
@@ -712,20 +714,8 @@ Error mlir::tessel::applyPlan(
         }
         // Several rules may name one node (its weight and its bias); per
         // tensor the first one wins.
-        if (assigned.contains(weight)) {
-          shadow(i, claimedBy.lookup(weight));
-          continue;
-        }
-        used[i] = true;
-        auto spec = specFor(rule, weight.getType(),
-                            "the weight of node '" + node + "'", mesh, ctx);
-        if (!spec) {
-          err = spec.takeError();
+        if (!claim(i, rule, weight, "the weight of node '" + node + "'"))
           return WalkResult::interrupt();
-        }
-        weight->setAttr(attr, *spec);
-        assigned.insert(weight);
-        claimedBy[weight] = i;
       }
       return WalkResult::advance();
     });

@@ -43,10 +43,9 @@ ScheduleGenerator makeExtensionGenerator(ext::ScheduleDef def,
              -> Expected<Schedule> {
     const std::string who =
         "schedule '" + def.name + "' of plugin '" + plugin + "'";
-    ext::ScheduleParams p{o.ranks, o.microbatches, o.chunks};
     std::vector<std::vector<ext::ScheduleStep>> perRank(
         std::max<int32_t>(o.ranks, 0));
-    if (std::string err = def.generate(p, perRank); !err.empty())
+    if (std::string err = def.generate(o, perRank); !err.empty())
       return makeScheduleError(who + ": " + err);
     if (perRank.size() != size_t(std::max<int32_t>(o.ranks, 0)))
       return makeScheduleError(who + " gave " + Twine(perRank.size()) +

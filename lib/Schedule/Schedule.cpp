@@ -109,23 +109,18 @@ int32_t Schedule::getPeerStage(const Action &a) {
 }
 
 Action Schedule::getMatchingAction(const Action &a) {
+  // Each send kind and the receive kind that matches it, both ways.
+  static constexpr std::pair<ActionKind, ActionKind> kSendRecv[] = {
+      {ActionKind::SendForward, ActionKind::RecvForward},
+      {ActionKind::SendBackward, ActionKind::RecvBackward},
+  };
   Action m = a;
   m.stage = getPeerStage(a);
-  switch (a.kind) {
-  case ActionKind::SendForward:
-    m.kind = ActionKind::RecvForward;
-    break;
-  case ActionKind::RecvForward:
-    m.kind = ActionKind::SendForward;
-    break;
-  case ActionKind::SendBackward:
-    m.kind = ActionKind::RecvBackward;
-    break;
-  case ActionKind::RecvBackward:
-    m.kind = ActionKind::SendBackward;
-    break;
-  default:
-    break;
+  for (auto [send, recv] : kSendRecv) {
+    if (a.kind == send)
+      m.kind = recv;
+    else if (a.kind == recv)
+      m.kind = send;
   }
   return m;
 }

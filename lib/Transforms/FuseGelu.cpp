@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "EraseDead.h"
+#include "FusePatterns.h"
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -34,17 +34,6 @@ bool isSplat(Value v, double want) {
     return false;
   double got = dense.getSplatValue<APFloat>().convertToDouble();
   return std::fabs(got - want) <= 1e-5 * std::fabs(want);
-}
-
-/// Calls `match(a, b)` with the operands of `v`'s defining OpTy in both
-/// orders; true when one matched.
-template <typename OpTy>
-bool either(Value v, llvm::function_ref<bool(Value, Value)> match) {
-  auto op = v.getDefiningOp<OpTy>();
-  if (!op)
-    return false;
-  Value a = op->getOperand(0), b = op->getOperand(1);
-  return match(a, b) || match(b, a);
 }
 
 /// x^3 as x * (x * x), (x * x) * x or pow(x, 3).

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "EraseDead.h"
+#include "FusePatterns.h"
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -21,17 +21,6 @@ namespace mlir::tessel {
 #include "tessel/Transforms/Passes.h.inc"
 
 namespace {
-
-/// The operands of `v`'s defining OpTy as (a, b) and (b, a): the first order
-/// for which `match` holds, or false.
-template <typename OpTy>
-bool either(Value v, llvm::function_ref<bool(Value, Value)> match) {
-  auto op = v.getDefiningOp<OpTy>();
-  if (!op)
-    return false;
-  Value a = op->getOperand(0), b = op->getOperand(1);
-  return match(a, b) || match(b, a);
-}
 
 /// `r` is reduce_mean(`of`) with keep_dims over a suffix of dims [axis,
 /// rank); sets `axis` (or checks it when already set).

@@ -68,26 +68,12 @@ std::string describe(Operation *op) {
   return s;
 }
 
-const char *phaseName(ActionKind k) {
-  switch (k) {
-  case ActionKind::Forward:
-    return "F";
-  case ActionKind::BackwardInput:
-    return "B";
-  case ActionKind::BackwardWeight:
-    return "W";
-  case ActionKind::FullBackward:
-    return "BW";
-  case ActionKind::OptimizerStep:
-    return "STEP";
-  case ActionKind::SendForward:
-  case ActionKind::SendBackward:
+StringRef phaseName(ActionKind k) {
+  if (isSend(k))
     return "SEND";
-  case ActionKind::RecvForward:
-  case ActionKind::RecvBackward:
+  if (isRecv(k))
     return "RECV";
-  }
-  return "";
+  return getActionKindName(k);
 }
 
 struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
@@ -592,7 +578,7 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
       b.clone(*d, map);
       return true;
     };
-    auto tagClone = [&](Operation *op, const char *phase, int64_t s,
+    auto tagClone = [&](Operation *op, StringRef phase, int64_t s,
                         int64_t mb) {
       op->setAttr(kPhaseAttr, b.getStringAttr(phase));
       op->setAttr(kStageAttr, b.getI64IntegerAttr(s));

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/tessel/TesselOps.h"
+#include "tessel/Plan/Plan.h"
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,16 +25,6 @@ namespace mlir::tessel {
 #include "tessel/Transforms/Passes.h.inc"
 
 namespace {
-
-StringRef nodeName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location l : fused.getLocations())
-      if (auto name = dyn_cast<NameLoc>(l))
-        return name.getName().getValue();
-  return "";
-}
 
 /// `<word>.<number>`: a layer's path segment (`h.0`, `layers.12`).
 bool isLayerSegment(StringRef seg) {
@@ -96,7 +87,7 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
       if (isa<WeightOp, ConstantOp>(op) || op.getNumResults() == 0 ||
           !isPure(&op))
         continue;
-      StringRef layer = layerOfNodeName(nodeName(op.getLoc()));
+      StringRef layer = layerOfNodeName(nodeName(&op));
       if (!layer.empty())
         layers[layer].push_back(&op);
     }

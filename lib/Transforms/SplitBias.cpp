@@ -20,10 +20,18 @@ void copyDiscardableAttrs(Operation *from, ArrayRef<Operation *> to) {
         op->setAttr(a.getName(), a.getValue());
 }
 
+/// Replaces `op` by `product` + `bias`; the Add and the ops `made` keep
+/// op's discardable attributes.
+void replaceBySum(OpBuilder &b, Operation *op, Value product, Value bias,
+                  SmallVector<Operation *> made) {
+  Value sum = AddOp::create(b, op->getLoc(), product, bias);
+  made.push_back(sum.getDefiningOp());
+  copyDiscardableAttrs(op, made);
+  op->getResult(0).replaceAllUsesWith(sum);
+  op->erase();
+}
+
 void splitGemm(GemmOp gemm) {
-  Value c = gemm.getC();
-  if (!c)
-    return;
   OpBuilder b(gemm);
   Location loc = gemm.getLoc();
   auto product = GemmOp::create(b, loc, gemm.getType(), gemm.getA(), gemm.getB(),
@@ -31,6 +39,7 @@ void splitGemm(GemmOp gemm) {
                                   gemm.getTransBAttr(), gemm.getAlphaAttr(),
                                   b.getF32FloatAttr(1.0f),
                                   gemm.getBf16OperandsAttr());
+  Value c = gemm.getC();
   float beta = gemm.getBeta().convertToFloat();
   Operation *scaled = nullptr;
   if (beta != 1.0f) {
@@ -41,16 +50,10 @@ void splitGemm(GemmOp gemm) {
     c = MulOp::create(b, loc, c, betaValue);
     scaled = c.getDefiningOp();
   }
-  Value sum = AddOp::create(b, loc, product, c);
-  copyDiscardableAttrs(gemm, {product, scaled, sum.getDefiningOp()});
-  gemm.replaceAllUsesWith(sum);
-  gemm.erase();
+  replaceBySum(b, gemm, product, c, {product, scaled});
 }
 
 void splitConv(Conv2DOp conv) {
-  Value bias = conv.getBias();
-  if (!bias)
-    return;
   OpBuilder b(conv);
   Location loc = conv.getLoc();
   auto product = Conv2DOp::create(
@@ -58,30 +61,25 @@ void splitConv(Conv2DOp conv) {
       conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
       conv.getGroupAttr());
   // [O] -> [O, 1, 1], which broadcasts over [N, O, H, W].
+  Value bias = conv.getBias();
   auto bType = cast<RankedTensorType>(bias.getType());
   Value shaped = ReshapeOp::create(
       b, loc, RankedTensorType::get({bType.getDimSize(0), 1, 1}, bType.getElementType()),
       bias);
-  Value sum = AddOp::create(b, loc, product, shaped);
-  copyDiscardableAttrs(conv, {product, sum.getDefiningOp()});
-  conv.replaceAllUsesWith(sum);
-  conv.erase();
+  replaceBySum(b, conv, product, shaped, {product});
 }
 
 struct SplitBiasPass : public impl::SplitBiasPassBase<SplitBiasPass> {
   using Base::Base;
   void runOnOperation() final {
-    SmallVector<Operation *> ops;
+    // Post-order: the walk allows erasing the op it visits, and the pieces
+    // go before it, where it does not look again.
     getOperation()->walk([&](Operation *op) {
-      if (isa<GemmOp, Conv2DOp>(op))
-        ops.push_back(op);
-    });
-    for (Operation *op : ops) {
-      if (auto gemm = dyn_cast<GemmOp>(op))
+      if (auto gemm = dyn_cast<GemmOp>(op); gemm && gemm.getC())
         splitGemm(gemm);
-      else
-        splitConv(cast<Conv2DOp>(op));
-    }
+      else if (auto conv = dyn_cast<Conv2DOp>(op); conv && conv.getBias())
+        splitConv(conv);
+    });
   }
 };
 

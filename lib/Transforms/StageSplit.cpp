@@ -118,7 +118,7 @@ struct StageSplitPass : impl::StageSplitPassBase<StageSplitPass> {
         return failure();
       parsedRules = std::move(*parsed);
       for (Operation *op : ops) {
-        std::string name = nodeName(op);
+        std::string name = nodeName(op).str();
         int64_t from = operandStage(op), s = from;
         for (Rule &r : parsedRules)
           if (!name.empty() && r.glob.match(name)) {
@@ -155,7 +155,7 @@ struct StageSplitPass : impl::StageSplitPassBase<StageSplitPass> {
           weighted.insert(op.result_begin(), op.result_end());
         continue;
       }
-      std::string name = nodeName(&op);
+      std::string name = nodeName(&op).str();
       bool ruled = !autoSplit && !name.empty() &&
                    llvm::any_of(parsedRules, [&](const Rule &r) {
                      return r.glob.match(name);

@@ -36,18 +36,24 @@ def steps(art, batches, start, stop):
             for k in range(start, stop)]
 
 
+def train_cli(tesselc, tessel_run, batches, tmp_path, n, *out):
+    """tesselc --train (CLI_FLAGS), then tessel-run's first `n` steps on
+    `batches`, with the flags `out` that say what to write."""
+    run_cli(tesselc, GPT2 / "model.onnx", *CLI_FLAGS, "-o", tmp_path / "t.tsl")
+    np.save(tmp_path / "ids.npy", batches[0])
+    np.save(tmp_path / "labels.npy", batches[1])
+    run_cli(tessel_run, tmp_path / "t.tsl", "--steps", str(n), "--data",
+            f"input_ids={tmp_path / 'ids.npy'}", "--data",
+            f"labels={tmp_path / 'labels.npy'}", *out)
+
+
 def test_losses_equal_cli_and_pytorch(batches, tmp_path, tesselc, tessel_run):
     art = tessel.compile(GPT2 / "model.onnx", train=ADAMW)
     losses = np.array(steps(art, batches, 0, 8), np.float32)
     assert art.steps == 8
 
-    run_cli(tesselc, GPT2 / "model.onnx", *CLI_FLAGS, "-o", tmp_path / "t.tsl")
-    np.save(tmp_path / "ids.npy", batches[0])
-    np.save(tmp_path / "labels.npy", batches[1])
-    run_cli(tessel_run, tmp_path / "t.tsl", "--steps", "8", "--data",
-            f"input_ids={tmp_path / 'ids.npy'}", "--data",
-            f"labels={tmp_path / 'labels.npy'}", "--losses",
-            tmp_path / "losses.npy")
+    train_cli(tesselc, tessel_run, batches, tmp_path, 8, "--losses",
+              tmp_path / "losses.npy")
     assert losses.tobytes() == np.load(tmp_path / "losses.npy").tobytes()
 
     ref = np.array(json.loads((GPT2 / "train" / "train.json").read_text())
@@ -76,13 +82,8 @@ def test_export_onnx_equals_cli(batches, tmp_path, tesselc, tessel_run):
     steps(art, batches, 0, 2)
     art.export_onnx(tmp_path / "py.onnx")
 
-    run_cli(tesselc, GPT2 / "model.onnx", *CLI_FLAGS, "-o", tmp_path / "t.tsl")
-    np.save(tmp_path / "ids.npy", batches[0])
-    np.save(tmp_path / "labels.npy", batches[1])
-    run_cli(tessel_run, tmp_path / "t.tsl", "--steps", "2", "--data",
-            f"input_ids={tmp_path / 'ids.npy'}", "--data",
-            f"labels={tmp_path / 'labels.npy'}", "--export-onnx",
-            tmp_path / "cli.onnx")
+    train_cli(tesselc, tessel_run, batches, tmp_path, 2, "--export-onnx",
+              tmp_path / "cli.onnx")
     assert (tmp_path / "py.onnx").read_bytes() == (tmp_path / "cli.onnx").read_bytes()
 
 

@@ -51,6 +51,7 @@ import subprocess
 import sys
 
 import numpy as np
+from no_weights import no_weights_model
 
 DTYPES = {"f32": np.float32, "i64": np.int64, "i32": np.int32, "i1": np.bool_}
 
@@ -158,19 +159,6 @@ def run(cmd):
     return p.stdout
 
 
-def empty_weights(workdir):
-    """A weightless ONNX model: tesselc wants --weights for any .mlir."""
-    path = os.path.join(workdir, "no-weights.onnx")
-    if not os.path.exists(path):
-        from onnx import TensorProto, helper, save
-        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
-        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
-        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])],
-                                  "none", [x], [y])
-        save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return path
-
-
 def execute(tools, workdir, mlir, tag, inputs, outputs):
     """Compiles `mlir` and runs it on `inputs` (arrays); returns `outputs` arrays."""
     art = os.path.join(workdir, tag + ".tsl")
@@ -268,7 +256,7 @@ def main():
                                compile=shutil.which(args.compile) or args.compile,
                                run=shutil.which(args.run) or args.run)
     os.makedirs(args.workdir, exist_ok=True)
-    tools.weights = empty_weights(args.workdir)
+    tools.weights = no_weights_model(args.workdir)
     bad = 0
     for path in args.files:
         case = Case(path)

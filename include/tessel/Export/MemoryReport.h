@@ -7,7 +7,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 
@@ -46,9 +45,6 @@ MemoryPlan planMemory(ModuleOp module);
 /// The plan of one function (a pipeline rank's), `lossDef` the op that
 /// computes its loss (null: none on this rank).
 MemoryPlan planMemory(func::FuncOp fn, Operation *lossDef);
-
-/// Prints planMemory's figures.
-void printMemoryReport(ModuleOp module, llvm::raw_ostream &os);
 
 } // namespace mlir::tessel
 

@@ -84,7 +84,7 @@ PlanRule batchOverDpRule(llvm::StringRef where);
 
 /// The ONNX node name an op's location carries (what `node:` rules match),
 /// or "".
-std::string nodeName(Operation *op);
+StringRef nodeName(Operation *op);
 /// `loadPlan`, and the built-in plans that read the model: `megatron`
 /// (lib/Plan/MegatronPlan.cpp) finds the column/row pairs of transformer
 /// blocks in `module` and writes what it chose to `chosen`.

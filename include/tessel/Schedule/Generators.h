@@ -11,19 +11,16 @@
 #ifndef TESSEL_SCHEDULE_GENERATORS_H
 #define TESSEL_SCHEDULE_GENERATORS_H
 
+#include "tessel/Extension/Schedule.h"
 #include "tessel/Schedule/Schedule.h"
 
 namespace tessel::pipeline {
 
-/// What a generator is asked for.
-struct ScheduleOptions {
-  /// Pipeline depth p: the number of pipeline ranks.
-  int32_t ranks = 1;
-  /// m: microbatches per training step.
-  int32_t microbatches = 1;
-  /// v: model chunks per rank (interleaved schedules); p*v stages in all.
-  int32_t chunks = 1;
-};
+/// What a generator is asked for: p ranks (the pipeline depth), m
+/// microbatches per training step, v model chunks per rank (interleaved
+/// schedules; p*v stages in all). The same parameters a plugin's schedule
+/// is generated for.
+using ScheduleOptions = ext::ScheduleParams;
 
 /// All forwards, then all backwards (fused), then the optimizer step.
 /// Every rank keeps m activations in flight. Takes one chunk per rank.

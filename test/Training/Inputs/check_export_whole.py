@@ -2,10 +2,11 @@
 model is self-contained (no external data) and valid; each initializer the
 checkpoint holds equals the checkpoint's value, every other one equals the
 source model's (read with onnx's own external-data loader)."""
-import json, os, struct, sys
+import os, sys
 import numpy as np
 import onnx
 from onnx import numpy_helper
+from safetensors_np import read_safetensors
 
 src, out, ck = sys.argv[1:4]
 exported = onnx.load(out, load_external_data=False)
@@ -15,17 +16,7 @@ if exported.opset_import[0].version <= 17:  # what this libonnx knows
     onnx.checker.check_model(exported)
 source = {t.name: numpy_helper.to_array(t) for t in onnx.load(src).graph.initializer}
 
-def safetensors(path):
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    head = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    dt = {"F32": np.float32, "I64": np.int64, "F16": np.float16, "BF16": np.uint16}
-    return {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]],
-                             dt[v["dtype"]]).reshape(v["shape"])
-            for k, v in head.items() if k != "__metadata__"}
-
-state = safetensors(os.path.join(ck, "rank0.safetensors"))
+state = read_safetensors(os.path.join(ck, "rank0.safetensors"))
 trained = kept = 0
 for t in exported.graph.initializer:
     a = numpy_helper.to_array(t)

@@ -49,10 +49,10 @@
 """
 import json
 import os
-import struct
 import sys
 
 import numpy as np
+from safetensors_np import read_safetensors
 
 
 def losses(ref_dir, path, key, rtol=1e-4, envelope=0.0):
@@ -123,27 +123,10 @@ def lm_padded(ref_dir, out):
     np.save(os.path.join(out, "batch0", "labels.npy"), labels[0])
 
 
-def safetensors(path):
-    """The tensors of a safetensors file, by name."""
-    dtypes = {"F32": np.float32, "I64": np.int64, "I32": np.int32,
-              "BOOL": np.bool_}
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        b, end = e["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + b:8 + n + end],
-                                  dtypes[e["dtype"]]).reshape(e["shape"])
-    return out
-
-
 def grads(ref_dir, grad_dir, norm=0.0):
     ref = np.load(os.path.join(ref_dir, "grads.npz"))
     if grad_dir.endswith(".safetensors"):
-        got = safetensors(grad_dir)
+        got = read_safetensors(grad_dir)
     else:
         got = {f[:-len(".npy")]: np.load(os.path.join(grad_dir, f))
                for f in os.listdir(grad_dir) if f.endswith(".npy")}
@@ -175,23 +158,6 @@ def grads(ref_dir, grad_dir, norm=0.0):
     assert not unmatched, "gradients PyTorch has none for: %s" % sorted(unmatched)
     print("%d gradients within %.2e x %s" % (len(ref.files), worst,
                                              "|grad|" if norm else "max|grad|"))
-
-
-def read_safetensors(path):
-    """{name: array} of a safetensors file (f32, i64 and i32 entries)."""
-    dtypes = {"F32": np.float32, "I64": np.int64, "I32": np.int32}
-    raw = open(path, "rb").read()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        b, end = e["data_offsets"]
-        out[name] = np.frombuffer(data[b:end], dtype=dtypes[e["dtype"]]).reshape(
-            e["shape"])
-    return out
 
 
 def stats(ref_path, ckpt, atol):

@@ -25,6 +25,7 @@ import subprocess
 import sys
 
 import numpy as np
+from safetensors_np import read_safetensors
 
 # The tools of the build under test (test/Zoo/lit.local.cfg), else PATH's.
 BIN = os.environ.get("TESSEL_BIN", "")
@@ -118,20 +119,6 @@ def match_grad(tessel, torch_grad):
         rows = t.size // p.shape[-1]
         return t.reshape(rows, p.shape[-1]), p.reshape(-1, p.shape[-1])[:rows]
     raise AssertionError("gradient shapes %s and %s do not match" % (t.shape, p.shape))
-
-
-def read_safetensors(path):
-    import struct
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, h in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = h["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + b:8 + n + e], dtype=np.float32).reshape(h["shape"])
-    return out
 
 
 def train(zoo, arch, export, tmp, extra):

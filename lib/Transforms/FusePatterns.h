@@ -1,4 +1,4 @@
-//===- EraseDead.h - erase the ops a rewrite left unused --------*- C++ -*-===//
+//===- FusePatterns.h - erase the ops a rewrite left unused --------*- C++ -*-===//
 //
 // Pattern passes (-tessel-fuse-gelu, -tessel-fuse-layer-norm) replace a
 // decomposition with one op and leave the decomposition's ops unread; this
@@ -6,13 +6,25 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSEL_LIB_TRANSFORMS_ERASEDEAD_H
-#define TESSEL_LIB_TRANSFORMS_ERASEDEAD_H
+#ifndef TESSEL_LIB_TRANSFORMS_FUSEPATTERNS_H
+#define TESSEL_LIB_TRANSFORMS_FUSEPATTERNS_H
 
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace mlir::tessel {
+
+/// Calls `match(a, b)` with the operands of `v`'s defining OpTy in both
+/// orders; true when one matched (false when `v` is not an OpTy's).
+template <typename OpTy>
+bool either(Value v, llvm::function_ref<bool(Value, Value)> match) {
+  auto op = v.getDefiningOp<OpTy>();
+  if (!op)
+    return false;
+  Value a = op->getOperand(0), b = op->getOperand(1);
+  return match(a, b) || match(b, a);
+}
 
 /// Erases every op of kinds `OpTys` under `root` whose results nothing
 /// reads, then those that only they read, and so on.
@@ -33,4 +45,4 @@ void eraseDeadOps(Operation *root) {
 
 } // namespace mlir::tessel
 
-#endif // TESSEL_LIB_TRANSFORMS_ERASEDEAD_H
+#endif // TESSEL_LIB_TRANSFORMS_FUSEPATTERNS_H
