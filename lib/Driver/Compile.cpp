@@ -20,7 +20,6 @@
 
 #include "tessel/Driver/BoosterPlugins.h"
 #include "tessel/Export/ExportArtifact.h"
-#include "tessel/Cost/ClusterFile.h"
 #include "tessel/Export/Reports.h"
 #include "tessel/Predict/Predict.h"
 #include "tessel/Import/OnnxImporter.h"
@@ -83,7 +82,7 @@ std::string Message::str() const {
 }
 
 std::string Reports::str() const {
-  return parameters + collectives + memory + pipeline + zero + gemini +
+  return plan + parameters + collectives + memory + pipeline + zero + gemini +
          prediction;
 }
 
@@ -849,18 +848,6 @@ void Compilation::makeReports() {
     });
 }
 
-/// --cluster: a built-in cluster's name, or a cluster file.
-Expected<::tessel::cost::ClusterSpec> loadCluster(StringRef name) {
-  if (auto c = ::tessel::cost::getBuiltinCluster(name))
-    return *c;
-  if (name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/'))
-    return ::tessel::cost::loadClusterFile(name);
-  return createStringError("--cluster '" + name +
-                           "': neither a built-in cluster (" +
-                           join(::tessel::cost::getBuiltinClusterNames(), ", ") +
-                           ") nor a .yaml cluster file");
-}
-
 Error Compilation::predict() {
   if (!o.predict)
     return Error::success();
@@ -1011,6 +998,16 @@ Expected<CompileResult> compile(mlir::MLIRContext &context,
       return text.takeError();
     result.text = std::move(*text);
     return std::move(result);
+  }
+  if (options.plan == "auto") {
+    Expected<AutoPlanResult> choice = chooseAutoPlan(options);
+    if (!choice)
+      return choice.takeError();
+    Expected<CompileResult> result =
+        Compilation(context, choice->options, onMessage).run();
+    if (result)
+      result->reports.plan = std::move(choice->explanation);
+    return result;
   }
   return Compilation(context, options, onMessage).run();
 }

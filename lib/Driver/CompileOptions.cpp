@@ -33,11 +33,13 @@ ArrayRef<CompileFlag> getCompileFlags() {
       {"mesh", &O::mesh, C::Sharding, "AXIS=N,...",
        "Device mesh, e.g. --mesh dp=2,tp=2: replaces the plan's mesh; an "
        "axis the plan names and --mesh omits has size 1"},
-      {"plan", &O::plan, C::Sharding, "FILE|dp|megatron",
+      {"plan", &O::plan, C::Sharding, "FILE|dp|megatron|auto",
        "Sharding plan: a YAML/JSON file of name patterns -> specs, or the "
        "built-in 'dp' (batch over the dp axis) or 'megatron' (transformer "
        "blocks' column/row pairs over tp, found by graph structure; it "
-       "prints what it chose)"},
+       "prints what it chose), or 'auto' (with --train and --devices: the "
+       "mesh, tp, pipeline, ZeRO stage, microbatches and recomputation "
+       "predicted fastest on --cluster; docs/auto-plan.md)"},
       {"report", &O::report, C::Sharding, "",
        "Print, per rank, each collective the runtime will run (the gathers "
        "that make sharded outputs whole included) with its axes and bytes "
@@ -52,6 +54,15 @@ ArrayRef<CompileFlag> getCompileFlags() {
        "The devices and links --predict costs on: a built-in (a100, h100, "
        "h200: DGX nodes of 8; cpu: nominal CPU cores) or a cluster file "
        "(default cpu)"},
+      {"devices", &O::devices, C::Sharding, "N",
+       "With --plan=auto: the ranks to plan the training step for"},
+      {"explain", &O::explain, C::Sharding, "",
+       "With --plan=auto: print the best candidates (predicted step split "
+       "into compute, exposed communication and bubble; peak memory per "
+       "rank), those that do not fit or compile, and why the winner won"},
+      {"memory-per-device", &O::memoryPerDevice, C::Sharding, "BYTES",
+       "With --plan=auto: the memory each rank may use, e.g. 80GiB, 512MiB "
+       "(default: the --cluster device's)"},
       {"weights", &O::weights, C::Sharding,
        "model.onnx|FILE.safetensors|FILE.npz",
        "For a .mlir input: where its weights are: an ONNX model (its "

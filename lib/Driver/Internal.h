@@ -2,6 +2,7 @@
 #ifndef TESSEL_LIB_DRIVER_INTERNAL_H
 #define TESSEL_LIB_DRIVER_INTERNAL_H
 
+#include "tessel/Cost/Cluster.h"
 #include "tessel/Driver/Driver.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -20,6 +21,18 @@ llvm::Error fail(const llvm::Twine &message);
 /// for. Returns the report when -o is "" or "-" (else ""), or the list of
 /// schedules with --list-schedules.
 llvm::Expected<std::string> emitSchedule(const CompileOptions &options);
+
+/// --cluster: a built-in cluster's name, or a cluster file.
+llvm::Expected<cost::ClusterSpec> loadCluster(llvm::StringRef name);
+
+/// --plan=auto's choice (AutoPlan.cpp): the options to compile, and the
+/// table --explain prints.
+struct AutoPlanResult {
+  CompileOptions options;
+  std::string chosen;
+  std::string explanation;
+};
+llvm::Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options);
 
 } // namespace tessel::driver
 

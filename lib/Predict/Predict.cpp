@@ -313,7 +313,9 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
   out.stepTime = slowest->finish;
   out.compute = slowest->compute;
   out.communication = slowest->communication;
-  out.bubble = out.stepTime - out.compute - out.communication;
+  // What the slowest program spent neither computing nor communicating
+  // (rounding aside).
+  out.bubble = std::max(0.0, out.stepTime - out.compute - out.communication);
   // Each program runs on ranks / programs ranks.
   double flops = 0;
   for (const RankPrediction &r : out.programs)

@@ -60,6 +60,11 @@ struct CompileOptions {
   /// built-in's name or a cluster file); docs/auto-plan.md.
   bool predict = false;
   std::string cluster = "cpu";
+  /// --plan=auto: the ranks to plan for, --explain's table, the memory
+  /// each device has ("" : the cluster's).
+  int64_t devices = 0;
+  bool explain = false;
+  std::string memoryPerDevice;
   std::string weights, entry;
 
   // Training.

@@ -57,6 +57,8 @@ struct Reports {
   std::string parameters, collectives, memory, pipeline, zero, gemini;
   /// --predict's (tessel/Predict/Predict.h).
   std::string prediction;
+  /// --plan=auto's choice (with --explain, the best candidates).
+  std::string plan;
   /// All of them in tesselc's order (what it prints on stdout).
   std::string str() const;
 };
