@@ -120,6 +120,7 @@ private:
   Error configureTraining();
   Error runPipeline();
   Error emitIr();
+  Error emitPlan();
   Error exportArtifact();
 
   // The steps of the phases.
@@ -195,6 +196,8 @@ private:
   std::unique_ptr<mlir::tessel::WeightTable> weights;
   std::string weightsFrom;
   std::vector<mlir::tessel::PlanRule> stageRules;
+  /// The plan applied, with the mesh it ran on (--emit=plan).
+  mlir::tessel::Plan applied;
   int64_t ppSize = 0;
   std::optional<mlir::tessel::TrainingOptions> trainingOptions;
   mlir::tessel::TrainingInfoOptions loss;
@@ -210,7 +213,9 @@ Expected<CompileResult> Compilation::run() {
   makeReports();
   if (Error err = predict())
     return std::move(err);
-  if (Error err = o.emit == Emit::Artifact ? exportArtifact() : emitIr())
+  if (Error err = o.emit == Emit::Artifact ? exportArtifact()
+                  : o.emit == Emit::Plan   ? emitPlan()
+                                           : emitIr())
     return std::move(err);
   flushErrors();
   result.module = std::move(module);
@@ -229,6 +234,7 @@ Error Compilation::checkOptions() {
       return fail("--emit=autodiff needs an input model");
     case Emit::Propagated:
     case Emit::Partitioned:
+    case Emit::Plan:
       return fail("no input file (see --help)");
     case Emit::Artifact:
       return fail(
@@ -625,6 +631,8 @@ Error Compilation::plan() {
         return fail(error);
     if (!o.mesh.empty())
       addOmittedAxes(plan, mesh);
+    applied = plan;
+    applied.mesh = mesh;
     stageRules = plan.stageRules;
     // pp is the pipeline's axis: stages, never a sharding spec.
     for (const mlir::tessel::PlanRule &r : plan.rules)
@@ -911,6 +919,41 @@ Error Compilation::emitIr() {
     printWeightTable(*weights, os);
   if (file)
     file->keep();
+  return Error::success();
+}
+
+/// --emit=plan: the plan the compile applied (--plan=auto's choice) as a
+/// plan file, with the command that reuses it.
+Error Compilation::emitPlan() {
+  if (applied.mesh.empty())
+    return fail("--emit=plan writes the plan a compile applies: give --plan "
+                "(or --plan=auto) or --mesh");
+  const mlir::tessel::Plan &plan = applied;
+  std::string text;
+  raw_string_ostream os(text);
+  os << "# The plan tesselc compiled " << sys::path::filename(o.input)
+     << " with (tesselc --emit=plan).\n# Reuse it: tesselc "
+     << sys::path::filename(o.input) << (o.train ? " --train" : "");
+  if (!o.plugin.empty())
+    os << " --plugin " << o.plugin;
+  if (o.recompute)
+    os << " --recompute";
+  os << " --plan THIS_FILE\n";
+  if (plan.stageRules.empty() && ppSize > 1)
+    os << "# Pipeline stages: --stages auto's cut, made again by the same "
+          "command;\n# 'node: PATTERN' + 'stage: N' rules set them by hand "
+          "(docs/pipeline.md).\n";
+  mlir::tessel::printPlan(plan, os);
+  if (out.empty() || out == "-") {
+    result.text = std::move(text);
+    return Error::success();
+  }
+  std::string message;
+  auto file = mlir::openOutputFile(out, &message);
+  if (!file)
+    return fail(message);
+  file->os() << text;
+  file->keep();
   return Error::success();
 }
 

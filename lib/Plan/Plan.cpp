@@ -735,3 +735,74 @@ Error mlir::tessel::applyPlan(
                 : rule.where + ": '" + rule.pattern + "' matches nothing");
   return Error::success();
 }
+
+namespace {
+/// A YAML double-quoted scalar.
+std::string quoted(StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void printSplit(const PlanSplit &split, raw_ostream &os) {
+  os << "{dim: " << split.dim << ", axes: [";
+  llvm::interleaveComma(split.axes, os);
+  os << "]";
+  if (split.autoPad)
+    os << ", pad: auto";
+  else if (split.pad)
+    os << ", pad: " << split.pad;
+  os << "}";
+}
+} // namespace
+
+void mlir::tessel::printPlan(const Plan &plan, raw_ostream &os) {
+  if (!plan.mesh.empty()) {
+    os << "mesh: {";
+    llvm::interleaveComma(plan.mesh, os, [&](const auto &axis) {
+      os << axis.first << ": " << axis.second;
+    });
+    os << "}\n";
+  }
+  os << "rules:";
+  if (plan.rules.empty() && plan.stageRules.empty())
+    os << " []";
+  os << "\n";
+  auto target = [](PlanRule::Target t) {
+    switch (t) {
+    case PlanRule::Target::Weight:
+      return "weight";
+    case PlanRule::Target::Node:
+      return "node";
+    case PlanRule::Target::Input:
+      return "input";
+    }
+    return "weight";
+  };
+  for (const PlanRule &r : plan.rules) {
+    os << "  - " << target(r.target) << ": " << quoted(r.pattern) << "\n";
+    if (r.operand >= 0)
+      os << "    operand: " << r.operand << "\n";
+    if (r.splits.empty()) {
+      os << "    replicate: true\n";
+      continue;
+    }
+    os << "    split: ";
+    if (r.splits.size() == 1) {
+      printSplit(r.splits.front(), os);
+    } else {
+      os << "[";
+      llvm::interleaveComma(r.splits, os,
+                            [&](const PlanSplit &sp) { printSplit(sp, os); });
+      os << "]";
+    }
+    os << "\n";
+  }
+  for (const PlanRule &r : plan.stageRules)
+    os << "  - node: " << quoted(r.pattern) << "\n    stage: " << r.stage
+       << "\n";
+}

@@ -32,12 +32,13 @@ Emit parseEmit(const std::string &emit) {
                              std::pair("mlir", Emit::Mlir),
                              std::pair("autodiff", Emit::Autodiff),
                              std::pair("propagated", Emit::Propagated),
-                             std::pair("partitioned", Emit::Partitioned)})
+                             std::pair("partitioned", Emit::Partitioned),
+                             std::pair("plan", Emit::Plan)})
     if (emit == name)
       return value;
   raise("CompileError", "emit='" + emit +
-                            "': expected tsl, mlir, autodiff, propagated or "
-                            "partitioned");
+                            "': expected tsl, mlir, autodiff, propagated, "
+                            "partitioned or plan");
 }
 
 /// `tesselc <flags> <input> -o <output> --emit=<emit>` in this process:

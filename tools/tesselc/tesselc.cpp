@@ -55,7 +55,10 @@ cl::opt<Emit>
                         "stop after partitioning: the per-rank program"),
              clEnumValN(Emit::Schedule, "schedule",
                         "print per-rank pipeline schedules and their simulated "
-                        "bubble")),
+                        "bubble"),
+             clEnumValN(Emit::Plan, "plan",
+                        "write the plan the compile applied (--plan=auto's "
+                        "choice) as a plan file to edit and reuse")),
          cl::cat(generalCategory));
 
 cl::opt<std::string> inputFile(cl::Positional, cl::value_desc("model.onnx"),

@@ -34,6 +34,8 @@ enum class Emit {
   Partitioned,
   /// A pipeline schedule's report (no model).
   Schedule,
+  /// The plan the compile applied (--plan=auto's choice) as a plan file.
+  Plan,
 };
 
 /// A std::optional field is one whose absence differs from its default

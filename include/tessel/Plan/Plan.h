@@ -99,7 +99,11 @@ llvm::Expected<Plan> loadPlan(llvm::StringRef spec, ModuleOp module,
 /// "dp". Writes one line per pair to `chosen`.
 Plan megatronPlan(ModuleOp module, llvm::raw_ostream &chosen);
 
-/// Parses "dp=2,tp=2" into mesh axes.
+/// Writes `plan` as a plan file (YAML) that parsePlan reads back to the
+/// same mesh, rules and stage rules; patterns are quoted, each rule on its
+/// own lines.
+void printPlan(const Plan &plan, llvm::raw_ostream &os);
+
 /// Parses "dp=2,tp=2" into mesh axes. An axis "tp=4:MODE" of a registered
 /// parallel mode (docs/extending.md) becomes the mode's sub-axes, named
 /// "tp.SUB" (e.g. tp=4:tp2d -> tp.row=2, tp.col=2).

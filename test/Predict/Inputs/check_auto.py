@@ -2,7 +2,10 @@
 --explain table lists is compiled again by hand (--plugin hybrid:...) with
 --predict, and the chosen one must predict the least step time of them all.
 
-usage: check_auto.py TESSELC MODEL CLUSTER EXPLAIN.txt WORKDIR
+With a sixth argument, the plan file --emit=plan wrote for the same choice:
+the command its "Reuse it" line gives must predict the chosen step time.
+
+usage: check_auto.py TESSELC MODEL CLUSTER EXPLAIN.txt WORKDIR [PLAN.yaml]
 """
 import re
 import subprocess
@@ -44,6 +47,21 @@ def main():
             chosen, times[chosen], min(times, key=times.get), best))
     print("auto ok: %d candidates recompiled, the chosen one is the fastest"
           % len(times))
+    if len(sys.argv) > 6:
+        plan = sys.argv[6]
+        reuse = re.search(r"^# Reuse it: tesselc \S+ (.*) --plan THIS_FILE$",
+                          open(plan).read(), re.M).group(1).split()
+        out = subprocess.run([tesselc, model, *reuse, "--plan", plan,
+                              "--predict", "--cluster", cluster, "-o",
+                              work + "/reused.tsl"],
+                             capture_output=True, text=True, check=True)
+        t = float(re.search(r"predicted step: ([0-9.]+) ms",
+                            out.stdout).group(1))
+        if t != times[chosen]:
+            sys.exit("the plan file reused predicts %.3f ms, the choice %.3f ms"
+                     % (t, times[chosen]))
+        print("plan ok: %s --plan %s predicts the chosen %.3f ms"
+              % (" ".join(reuse), plan.split("/")[-1], t))
 
 
 if __name__ == "__main__":
