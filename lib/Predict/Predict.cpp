@@ -57,6 +57,9 @@ struct MeshAxes {
 };
 
 cost::Precision precisionOf(Operation *op) {
+  // --precision bf16: the GEMMs round their f32 operands to bf16.
+  if (op->hasAttr("bf16_operands"))
+    return cost::Precision::BF16;
   for (Type t : op->getOperandTypes())
     if (auto rt = dyn_cast<RankedTensorType>(t);
         rt && (rt.getElementType().isBF16() || rt.getElementType().isF16()))
