@@ -27,10 +27,29 @@ std::string onnxKey(const OnnxMapping &m) {
   return (m.domain.empty() ? "ai.onnx" : m.domain) + "." + m.opType;
 }
 
+/// The plugin of a table's entry: a definition with its plugin, or the
+/// plugin alone (schedules).
+const std::string &pluginOf(const std::string &plugin) { return plugin; }
+template <typename Def>
+const std::string &pluginOf(const std::pair<Def, std::string> &entry) {
+  return entry.second;
+}
+
 template <typename Map>
 std::string owner(const Map &m, const std::string &name) {
   auto it = m.find(name);
-  return it == m.end() ? "" : it->second.second;
+  return it == m.end() ? "" : pluginOf(it->second);
+}
+
+bool isVowel(char c) { return std::string("aeiou").find(c) != std::string::npos; }
+
+/// The definition registered as `name`, or null.
+template <typename Def>
+const Def *
+findIn(const std::map<std::string, std::pair<Def, std::string>> &m,
+       const std::string &name) {
+  auto it = m.find(name);
+  return it == m.end() ? nullptr : &it->second.first;
 }
 
 /// A registrar acting for one plugin: every failure is kept, naming it.
@@ -43,13 +62,8 @@ public:
 
   bool addOp(CustomOp op) override {
     Tables &t = tables();
-    if (op.name.empty())
-      return fail("an op without a name");
-    if (!op.inferTypes)
-      return fail("op '" + op.name + "' has no inferTypes");
-    if (auto it = t.ops.find(op.name); it != t.ops.end())
-      return fail("op '" + op.name + "' is already registered by plugin '" +
-                  it->second.second + "'");
+    if (!admits(t.ops, "op", op.name, bool(op.inferTypes), "inferTypes"))
+      return false;
     if (!op.onnx.opType.empty())
       for (const auto &[name, entry] : t.ops)
         if (!entry.first.onnx.opType.empty() &&
@@ -60,20 +74,14 @@ public:
                       std::to_string(op.onnx.since) +
                       "), which op '" + name + "' of plugin '" +
                       entry.second + "' already imports");
-    std::string name = op.name;
-    t.ops.emplace(name, std::make_pair(std::move(op), plugin));
-    return true;
+    return insert(t.ops, std::move(op));
   }
 
   bool addSchedule(ScheduleDef s) override {
     Tables &t = tables();
-    if (s.name.empty())
-      return fail("a schedule without a name");
-    if (!s.generate)
-      return fail("schedule '" + s.name + "' has no generator");
-    if (auto it = t.schedules.find(s.name); it != t.schedules.end())
-      return fail("schedule '" + s.name + "' is already registered by plugin '" +
-                  it->second + "'");
+    if (!admits(t.schedules, "schedule", s.name, bool(s.generate),
+                "generator"))
+      return false;
     if (t.scheduleSink)
       if (std::string err = t.scheduleSink(s, plugin); !err.empty())
         return fail(err);
@@ -83,38 +91,50 @@ public:
 
   bool addGradientHandler(GradientHandlerDef h) override {
     Tables &t = tables();
-    if (h.name.empty())
-      return fail("a gradient handler without a name");
-    if (!h.handle)
-      return fail("gradient handler '" + h.name + "' has no handle function");
-    if (auto it = t.handlers.find(h.name); it != t.handlers.end())
-      return fail("gradient handler '" + h.name +
-                  "' is already registered by plugin '" + it->second.second +
-                  "'");
-    std::string name = h.name;
-    t.handlers.emplace(name, std::make_pair(std::move(h), plugin));
-    return true;
+    if (!admits(t.handlers, "gradient handler", h.name, bool(h.handle),
+                "handle function"))
+      return false;
+    return insert(t.handlers, std::move(h));
   }
 
   bool addParallelMode(ParallelModeDef m) override {
     Tables &t = tables();
-    if (m.name.empty())
-      return fail("a parallel mode without a name");
-    if (!m.split)
-      return fail("parallel mode '" + m.name + "' has no split function");
-    if (auto it = t.modes.find(m.name); it != t.modes.end())
-      return fail("parallel mode '" + m.name +
-                  "' is already registered by plugin '" + it->second.second +
-                  "'");
-    std::string name = m.name;
-    t.modes.emplace(name, std::make_pair(std::move(m), plugin));
-    return true;
+    if (!admits(t.modes, "parallel mode", m.name, bool(m.split),
+                "split function"))
+      return false;
+    return insert(t.modes, std::move(m));
   }
 
   /// The failures, one per line; "" when none.
   std::string errors() const { return joined; }
 
 private:
+  /// Whether a `what` (an op, a schedule...) named `name` may be added to
+  /// `table`: it has a name, its required `function`, and no plugin took
+  /// the name before. Fails naming what is wrong otherwise.
+  template <typename Map>
+  bool admits(const Map &table, const std::string &what,
+              const std::string &name, bool hasFunction,
+              const char *function) {
+    if (name.empty())
+      return fail(std::string(isVowel(what[0]) ? "an " : "a ") + what +
+                  " without a name");
+    if (!hasFunction)
+      return fail(what + " '" + name + "' has no " + function);
+    if (auto it = table.find(name); it != table.end())
+      return fail(what + " '" + name + "' is already registered by plugin '" +
+                  pluginOf(it->second) + "'");
+    return true;
+  }
+  /// Adds `def` under its name, as this plugin's.
+  template <typename Def>
+  bool insert(std::map<std::string, std::pair<Def, std::string>> &table,
+              Def def) {
+    std::string name = def.name;
+    table.emplace(name, std::make_pair(std::move(def), plugin));
+    return true;
+  }
+
   bool fail(const std::string &message) {
     joined += (joined.empty() ? "" : "\n") + ("plugin '" + plugin + "': " +
                                                message);
@@ -157,8 +177,7 @@ void setScheduleSink(ScheduleSink sink) {
 }
 
 const CustomOp *findOp(const std::string &name) {
-  auto it = tables().ops.find(name);
-  return it == tables().ops.end() ? nullptr : &it->second.first;
+  return findIn(tables().ops, name);
 }
 
 std::string pluginOfOp(const std::string &name) {
@@ -186,8 +205,7 @@ const CustomOp *findOnnxOp(const std::string &domain, const std::string &opType,
 }
 
 const GradientHandlerDef *findGradientHandler(const std::string &name) {
-  auto it = tables().handlers.find(name);
-  return it == tables().handlers.end() ? nullptr : &it->second.first;
+  return findIn(tables().handlers, name);
 }
 
 std::string pluginOfGradientHandler(const std::string &name) {
@@ -202,8 +220,7 @@ std::vector<std::string> gradientHandlerNames() {
 }
 
 const ParallelModeDef *findParallelMode(const std::string &name) {
-  auto it = tables().modes.find(name);
-  return it == tables().modes.end() ? nullptr : &it->second.first;
+  return findIn(tables().modes, name);
 }
 
 std::string pluginOfParallelMode(const std::string &name) {

@@ -86,6 +86,29 @@ TEST(ExtensionRegistry, IncompleteDefinitionsAreRefused) {
             "function");
 }
 
+// Each kind of definition names what it lacks: its name or its function.
+TEST(ExtensionRegistry, UnnamedAndFunctionlessDefinitionsOfEveryKind) {
+  EXPECT_EQ(load("nameless", [](Registrar &r) {
+              r.addOp(CustomOp());
+              r.addSchedule(ScheduleDef());
+              r.addGradientHandler(GradientHandlerDef());
+              r.addParallelMode(ParallelModeDef());
+              ScheduleDef s;
+              s.name = "no-generator";
+              r.addSchedule(s);
+              ParallelModeDef m;
+              m.name = "no-split";
+              r.addParallelMode(m);
+            }),
+            "plugin 'nameless': an op without a name\n"
+            "plugin 'nameless': a schedule without a name\n"
+            "plugin 'nameless': a gradient handler without a name\n"
+            "plugin 'nameless': a parallel mode without a name\n"
+            "plugin 'nameless': schedule 'no-generator' has no generator\n"
+            "plugin 'nameless': parallel mode 'no-split' has no split "
+            "function");
+}
+
 TEST(ExtensionRegistry, APluginLoadsOnce) {
   ASSERT_EQ(load("once", [](Registrar &) {}), "");
   EXPECT_EQ(load("once", [](Registrar &) {}),
