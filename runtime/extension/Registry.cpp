@@ -62,7 +62,7 @@ public:
 
   bool addOp(CustomOp op) override {
     Tables &t = tables();
-    if (!admits(t.ops, "op", op.name, bool(op.inferTypes), "inferTypes"))
+    if (!admits(t.ops, "op", op, &CustomOp::inferTypes, "inferTypes"))
       return false;
     if (!op.onnx.opType.empty())
       for (const auto &[name, entry] : t.ops)
@@ -79,7 +79,7 @@ public:
 
   bool addSchedule(ScheduleDef s) override {
     Tables &t = tables();
-    if (!admits(t.schedules, "schedule", s.name, bool(s.generate),
+    if (!admits(t.schedules, "schedule", s, &ScheduleDef::generate,
                 "generator"))
       return false;
     if (t.scheduleSink)
@@ -90,39 +90,34 @@ public:
   }
 
   bool addGradientHandler(GradientHandlerDef h) override {
-    Tables &t = tables();
-    if (!admits(t.handlers, "gradient handler", h.name, bool(h.handle),
-                "handle function"))
-      return false;
-    return insert(t.handlers, std::move(h));
+    return add(tables().handlers, "gradient handler", std::move(h),
+               &GradientHandlerDef::handle, "handle function");
   }
 
   bool addParallelMode(ParallelModeDef m) override {
-    Tables &t = tables();
-    if (!admits(t.modes, "parallel mode", m.name, bool(m.split),
-                "split function"))
-      return false;
-    return insert(t.modes, std::move(m));
+    return add(tables().modes, "parallel mode", std::move(m),
+               &ParallelModeDef::split, "split function");
   }
 
   /// The failures, one per line; "" when none.
   std::string errors() const { return joined; }
 
 private:
-  /// Whether a `what` (an op, a schedule...) named `name` may be added to
-  /// `table`: it has a name, its required `function`, and no plugin took
-  /// the name before. Fails naming what is wrong otherwise.
-  template <typename Map>
-  bool admits(const Map &table, const std::string &what,
-              const std::string &name, bool hasFunction,
-              const char *function) {
-    if (name.empty())
+  /// Whether `def`, a `what` (an op, a schedule...), may be added to
+  /// `table`: it has a name, its required `function` (the member
+  /// `required`), and no plugin took the name before. Fails naming what is
+  /// wrong otherwise.
+  template <typename Map, typename Def, typename Function>
+  bool admits(const Map &table, const std::string &what, const Def &def,
+              Function Def::*required, const char *function) {
+    if (def.name.empty())
       return fail(std::string(isVowel(what[0]) ? "an " : "a ") + what +
                   " without a name");
-    if (!hasFunction)
-      return fail(what + " '" + name + "' has no " + function);
-    if (auto it = table.find(name); it != table.end())
-      return fail(what + " '" + name + "' is already registered by plugin '" +
+    if (!(def.*required))
+      return fail(what + " '" + def.name + "' has no " + function);
+    if (auto it = table.find(def.name); it != table.end())
+      return fail(what + " '" + def.name +
+                  "' is already registered by plugin '" +
                   pluginOf(it->second) + "'");
     return true;
   }
@@ -133,6 +128,14 @@ private:
     std::string name = def.name;
     table.emplace(name, std::make_pair(std::move(def), plugin));
     return true;
+  }
+  /// admits, then insert.
+  template <typename Def, typename Function>
+  bool add(std::map<std::string, std::pair<Def, std::string>> &table,
+           const std::string &what, Def def, Function Def::*required,
+           const char *function) {
+    return admits(table, what, def, required, function) &&
+           insert(table, std::move(def));
   }
 
   bool fail(const std::string &message) {

@@ -72,6 +72,7 @@ TEST(ExtensionRegistry, ATakenOnnxMappingIsRefused) {
             "imports");
 }
 
+// Each kind of definition names what it lacks: its name or its function.
 TEST(ExtensionRegistry, IncompleteDefinitionsAreRefused) {
   EXPECT_EQ(load("incomplete", [](Registrar &r) {
               CustomOp op;
@@ -80,33 +81,27 @@ TEST(ExtensionRegistry, IncompleteDefinitionsAreRefused) {
               GradientHandlerDef h;
               h.name = "no-handle";
               r.addGradientHandler(h);
-            }),
-            "plugin 'incomplete': op 'test.NoTypes' has no inferTypes\n"
-            "plugin 'incomplete': gradient handler 'no-handle' has no handle "
-            "function");
-}
-
-// Each kind of definition names what it lacks: its name or its function.
-TEST(ExtensionRegistry, UnnamedAndFunctionlessDefinitionsOfEveryKind) {
-  EXPECT_EQ(load("nameless", [](Registrar &r) {
-              r.addOp(CustomOp());
-              r.addSchedule(ScheduleDef());
-              r.addGradientHandler(GradientHandlerDef());
-              r.addParallelMode(ParallelModeDef());
               ScheduleDef s;
               s.name = "no-generator";
               r.addSchedule(s);
               ParallelModeDef m;
               m.name = "no-split";
               r.addParallelMode(m);
+              r.addOp(CustomOp());
+              r.addSchedule(ScheduleDef());
+              r.addGradientHandler(GradientHandlerDef());
+              r.addParallelMode(ParallelModeDef());
             }),
-            "plugin 'nameless': an op without a name\n"
-            "plugin 'nameless': a schedule without a name\n"
-            "plugin 'nameless': a gradient handler without a name\n"
-            "plugin 'nameless': a parallel mode without a name\n"
-            "plugin 'nameless': schedule 'no-generator' has no generator\n"
-            "plugin 'nameless': parallel mode 'no-split' has no split "
-            "function");
+            "plugin 'incomplete': op 'test.NoTypes' has no inferTypes\n"
+            "plugin 'incomplete': gradient handler 'no-handle' has no handle "
+            "function\n"
+            "plugin 'incomplete': schedule 'no-generator' has no generator\n"
+            "plugin 'incomplete': parallel mode 'no-split' has no split "
+            "function\n"
+            "plugin 'incomplete': an op without a name\n"
+            "plugin 'incomplete': a schedule without a name\n"
+            "plugin 'incomplete': a gradient handler without a name\n"
+            "plugin 'incomplete': a parallel mode without a name");
 }
 
 TEST(ExtensionRegistry, APluginLoadsOnce) {
