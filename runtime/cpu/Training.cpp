@@ -11,6 +11,7 @@
 // buffers they read (every element is read before it is written).
 //
 //===----------------------------------------------------------------------===//
+#include "Broadcast.h"
 #include "KernelRegistry.h"
 #include "Kernels.h"
 #include "Optimizer.h"
@@ -30,6 +31,23 @@ namespace tessel::runtime::cpu {
 namespace {
 
 constexpr int64_t kGrain = 16384;
+
+/// The step that runs range(b, e) over [0, n) on c's pool, in chunks of at
+/// least `grain` elements.
+template <typename Range>
+Step parallelStep(const KernelContext &c, int64_t n, int64_t grain,
+                  Range range) {
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    pool->parallelFor(n, grain, range);
+    return Status::ok();
+  };
+}
+
+/// The chunk of a step over the channels of `k`: about kGrain elements.
+int64_t channelGrain(const ChannelGeometry &k) {
+  return std::max<int64_t>(1, kGrain / std::max<int64_t>(1, k.batch * k.spatial));
+}
 
 /// result = zeros; result[o, idx[j], :] += grad[o, j, :] (negative indices
 /// from the end). Indices are checked before anything is written.
@@ -69,13 +87,9 @@ Step gatherGradStep(const KernelContext &c) {
   const float *g = static_cast<const float *>(c.operand(0));
   const void *idx = c.operand(1);
   float *y = static_cast<float *>(c.result(0));
-  const Shape &s = c.out(0).shape;
-  const int64_t axis = c.op.axis, dim = s[axis], n = c.in(1).numel;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= s[d];
-  for (size_t d = axis + 1; d < s.size(); ++d)
-    inner *= s[d];
+  const AxisView v = aroundAxis(c.out(0).shape, c.op.axis);
+  const int64_t outer = v.outer, dim = v.len, inner = v.inner,
+                n = c.in(1).numel;
   const bool i64 = c.in(1).dtype == DType::I64;
   ThreadPool *pool = &c.pool;
   return [=] {
@@ -115,13 +129,9 @@ Step geluGradStep(const KernelContext &c) {
   float *y = static_cast<float *>(c.result(0));
   const int64_t n = c.in(0).numel;
   const bool tanhForm = c.op.tanhApproximation;
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    pool->parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-      geluGradRange(x, g, y, b, e, tanhForm);
-    });
-    return Status::ok();
-  };
+  return parallelStep(c, n, kGrain, [=](int64_t b, int64_t e) {
+    geluGradRange(x, g, y, b, e, tanhForm);
+  });
 }
 
 /// dx = dy - exp(y) sum_axis(dy) for the lines [b, e) of (outer, inner).
@@ -151,21 +161,12 @@ Step logSoftmaxGradStep(const KernelContext &c) {
   const float *out = static_cast<const float *>(c.operand(0));
   const float *g = static_cast<const float *>(c.operand(1));
   float *y = static_cast<float *>(c.result(0));
-  const Shape &s = c.in(0).shape;
-  const int64_t axis = c.op.axis, len = s[axis];
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= s[d];
-  for (size_t d = axis + 1; d < s.size(); ++d)
-    inner *= s[d];
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, len));
-    pool->parallelFor(outer * inner, grain, [&](int64_t b, int64_t e) {
-      logSoftmaxGradLines(out, g, y, len, inner, b, e);
-    });
-    return Status::ok();
-  };
+  const AxisView v = aroundAxis(c.in(0).shape, c.op.axis);
+  const int64_t len = v.len, inner = v.inner;
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, len));
+  return parallelStep(c, v.outer * inner, grain, [=](int64_t b, int64_t e) {
+    logSoftmaxGradLines(out, g, y, len, inner, b, e);
+  });
 }
 
 /// grad where output > 0, else 0 (relu_grad), on [b, e). The result may
@@ -187,25 +188,10 @@ Step reluGradStep(const KernelContext &c) {
   const float *out = static_cast<const float *>(c.operand(0));
   const float *g = static_cast<const float *>(c.operand(1));
   float *y = static_cast<float *>(c.result(0));
-  const int64_t n = c.in(0).numel;
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    pool->parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-      reluGradRange(out, g, y, b, e);
-    });
-    return Status::ok();
-  };
+  return parallelStep(c, c.in(0).numel, kGrain, [=](int64_t b, int64_t e) {
+    reluGradRange(out, g, y, b, e);
+  });
 }
-
-/// [N, C, spatial...] as its three extents.
-struct ChannelGeometry {
-  int64_t batch, channels, spatial;
-  explicit ChannelGeometry(const Shape &s)
-      : batch(s[0]), channels(s[1]), spatial(1) {
-    for (size_t d = 2; d < s.size(); ++d)
-      spatial *= s[d];
-  }
-};
 
 /// sum(g) and sum(g (x - mean)) of each channel in [cb, ce): each plane of
 /// `spatial` elements in kLanes f32 partial sums (several vector
@@ -257,15 +243,10 @@ Step batchNormGradSumsStep(const KernelContext &c) {
   float *sumG = static_cast<float *>(c.result(0));
   float *sumGC = static_cast<float *>(c.result(1));
   const ChannelGeometry k(c.in(0).shape);
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    const int64_t perChannel = std::max<int64_t>(1, k.batch * k.spatial);
-    pool->parallelFor(k.channels, std::max<int64_t>(1, kGrain / perChannel),
-                      [&](int64_t b, int64_t e) {
+  return parallelStep(c, k.channels, channelGrain(k),
+                      [=](int64_t b, int64_t e) {
                         channelSums(g, x, mean, k, sumG, sumGC, b, e);
                       });
-    return Status::ok();
-  };
 }
 
 /// mean((x - mean)^2) of each channel in [cb, ce) (batch_norm_variance) as
@@ -311,15 +292,10 @@ Step batchNormVarianceStep(const KernelContext &c) {
   const float *mean = static_cast<const float *>(c.operand(1));
   float *var = static_cast<float *>(c.result(0));
   const ChannelGeometry k(c.in(0).shape);
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    const int64_t perChannel = std::max<int64_t>(1, k.batch * k.spatial);
-    pool->parallelFor(k.channels, std::max<int64_t>(1, kGrain / perChannel),
-                      [&](int64_t b, int64_t e) {
+  return parallelStep(c, k.channels, channelGrain(k),
+                      [=](int64_t b, int64_t e) {
                         channelVariance(x, mean, k, var, b, e);
                       });
-    return Status::ok();
-  };
 }
 
 /// dx = (g - gradMean - (x - mean) proj) coef per channel, for the planes
@@ -350,17 +326,13 @@ Step batchNormGradInputStep(const KernelContext &c) {
   const float *coef = static_cast<const float *>(c.operand(5));
   float *dx = static_cast<float *>(c.result(0));
   const ChannelGeometry k(c.in(0).shape);
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    pool->parallelFor(
-        k.batch * k.channels,
-        std::max<int64_t>(1, kGrain / std::max<int64_t>(1, k.spatial)),
-        [&](int64_t b, int64_t e) {
-          batchNormGradInputPlanes(g, x, mean, gradMean, proj, coef, k, dx, b,
-                                   e);
-        });
-    return Status::ok();
-  };
+  return parallelStep(
+      c, k.batch * k.channels,
+      std::max<int64_t>(1, kGrain / std::max<int64_t>(1, k.spatial)),
+      [=](int64_t b, int64_t e) {
+        batchNormGradInputPlanes(g, x, mean, gradMean, proj, coef, k, dx, b,
+                                 e);
+      });
 }
 
 // The updates run in blocks: each block's operands are loaded into local
@@ -413,15 +385,9 @@ void adamRange(const AdamBuffers &x, int64_t b, int64_t e, const AdamParams k,
 Step adamUpdateStep(const KernelContext &c) {
   const AdamBuffers x = adamBuffers(c);
   const AdamParams k = adamParams(c.op);
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    const float stepSize = *x.stepSize, sqrtBc2 = *x.sqrtBc2,
-                decay = *x.decay;
-    pool->parallelFor(x.n, kGrain, [&](int64_t b, int64_t e) {
-      adamRange(x, b, e, k, stepSize, sqrtBc2, decay);
-    });
-    return Status::ok();
-  };
+  return parallelStep(c, x.n, kGrain, [=](int64_t b, int64_t e) {
+    adamRange(x, b, e, k, *x.stepSize, *x.sqrtBc2, *x.decay);
+  });
 }
 
 /// PyTorch's single-tensor SGD step with momentum on [b, e).
@@ -442,14 +408,9 @@ void sgdRange(const SgdBuffers &x, int64_t b, int64_t e, const SgdParams k,
 Step sgdUpdateStep(const KernelContext &c) {
   const SgdBuffers x = sgdBuffers(c);
   const SgdParams k = sgdParams(c.op);
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    const float lr = *x.lr;
-    pool->parallelFor(x.n, kGrain, [&](int64_t b, int64_t e) {
-      sgdRange(x, b, e, k, lr);
-    });
-    return Status::ok();
-  };
+  return parallelStep(c, x.n, kGrain, [=](int64_t b, int64_t e) {
+    sgdRange(x, b, e, k, *x.lr);
+  });
 }
 
 } // namespace

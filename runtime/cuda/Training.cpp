@@ -17,27 +17,24 @@ namespace tessel::runtime::cuda {
 
 namespace {
 
-Status makeAdamUpdate(const KernelContext &ctx, Step &out) {
-  const AdamBuffers b = adamBuffers(ctx);
-  const AdamParams k = adamParams(ctx.op);
-  out = launchStep(ctx,
-                   [=](cudaStream_t s) { return launchAdamUpdate(b, k, s); });
-  return Status::ok();
-}
-
-Status makeSgdUpdate(const KernelContext &ctx, Step &out) {
-  const SgdBuffers b = sgdBuffers(ctx);
-  const SgdParams k = sgdParams(ctx.op);
-  out = launchStep(ctx,
-                   [=](cudaStream_t s) { return launchSgdUpdate(b, k, s); });
+/// The step of an optimizer update: its buffers (Optimizer.h's
+/// adamBuffers, sgdBuffers) and attributes read now, then `launch`
+/// (launchAdamUpdate, launchSgdUpdate) on the executor's stream.
+template <auto buffers, auto params, auto launch>
+Status makeUpdate(const KernelContext &ctx, Step &out) {
+  const auto b = buffers(ctx);
+  const auto k = params(ctx.op);
+  out = launchStep(ctx, [=](cudaStream_t s) { return launch(b, k, s); });
   return Status::ok();
 }
 
 } // namespace
 
 void registerTrainingKernels(KernelRegistry &registry) {
-  registry.add(OpKind::AdamUpdate, makeAdamUpdate);
-  registry.add(OpKind::SgdUpdate, makeSgdUpdate);
+  registry.add(OpKind::AdamUpdate,
+               makeUpdate<adamBuffers, adamParams, launchAdamUpdate>);
+  registry.add(OpKind::SgdUpdate,
+               makeUpdate<sgdBuffers, sgdParams, launchSgdUpdate>);
 }
 
 // Plugins' ops (custom_call) have CPU kernels only.
