@@ -75,18 +75,14 @@ TEST(ExtensionRegistry, ATakenOnnxMappingIsRefused) {
 // Each kind of definition names what it lacks: its name or its function.
 TEST(ExtensionRegistry, IncompleteDefinitionsAreRefused) {
   EXPECT_EQ(load("incomplete", [](Registrar &r) {
-              CustomOp op;
-              op.name = "test.NoTypes";
-              r.addOp(op);
-              GradientHandlerDef h;
-              h.name = "no-handle";
-              r.addGradientHandler(h);
-              ScheduleDef s;
-              s.name = "no-generator";
-              r.addSchedule(s);
-              ParallelModeDef m;
-              m.name = "no-split";
-              r.addParallelMode(m);
+              auto named = [](auto def, const char *name) {
+                def.name = name;
+                return def;
+              };
+              r.addOp(named(CustomOp(), "test.NoTypes"));
+              r.addGradientHandler(named(GradientHandlerDef(), "no-handle"));
+              r.addSchedule(named(ScheduleDef(), "no-generator"));
+              r.addParallelMode(named(ParallelModeDef(), "no-split"));
               r.addOp(CustomOp());
               r.addSchedule(ScheduleDef());
               r.addGradientHandler(GradientHandlerDef());
