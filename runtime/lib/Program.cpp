@@ -101,6 +101,13 @@ private:
                   ", expected " + shapeStr(want));
     return Status::ok();
   }
+  /// Operand i + 1 and the result have operand i's dtype: the pair of
+  /// operands an elementwise op or a matmul combines.
+  Status pairLike(size_t i) const {
+    const std::string next = "operand " + std::to_string(i + 1);
+    TSL_RETURN_IF_ERROR(sameDType(in(i), in(i + 1), next.c_str()));
+    return sameDType(in(i), out(0), "result");
+  }
   /// The result has the shape of every operand broadcast together (numpy).
   Status broadcastResult() const {
     Shape b = in(0).shape;
@@ -480,8 +487,7 @@ Status OpChecker::checkBinary() {
   else
     TSL_RETURN_IF_ERROR(
         dtypeIs(in(0), "operand 0", {DType::F32, DType::I64, DType::I32}));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(pairLike(0));
   return broadcastResult();
 }
 
@@ -512,16 +518,14 @@ Status OpChecker::checkCompare() {
 Status OpChecker::checkWhere() {
   TSL_RETURN_IF_ERROR(counts(3, 3, 1));
   TSL_RETURN_IF_ERROR(dtypeIs(in(0), "condition", {DType::Bool}));
-  TSL_RETURN_IF_ERROR(sameDType(in(1), in(2), "operand 2"));
-  TSL_RETURN_IF_ERROR(sameDType(in(1), out(0), "result"));
+  TSL_RETURN_IF_ERROR(pairLike(1));
   return broadcastResult();
 }
 
 Status OpChecker::checkMatmul() {
   TSL_RETURN_IF_ERROR(counts(2, 2, 1));
   TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::F32}));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(pairLike(0));
   Shape a = in(0).shape, b = in(1).shape;
   if (a.empty() || b.empty())
     return fail("operands must have rank >= 1");
