@@ -66,17 +66,14 @@ std::map<std::string, Saved> readSafetensors(const std::string &path) {
   return out;
 }
 
-class TrainRunTest : public ::testing::Test {
+class TrainRunTest : public RunToolTest {
 protected:
-  tessel::test::ScratchDir files;
+  TrainRunTest() : RunToolTest("train") {}
   void SetUp() override {
-    base = files.path("train");
-    art = base + ".tsl";
     // Data: 2 rows, fed alternately.
     xs = Tensor::fromVector(DType::F32, {2, kN},
                             std::vector<float>{1, 2, 3, 4, -1, 0.5f, 2, -3});
-    xsPath = base + ".xs.npy";
-    ASSERT_TRUE(writeNpy(xsPath, xs).isOk());
+    writeInput(".xs.npy", xs, xsPath);
   }
   void build(int ranks) {
     ArtifactBuilder b("train-test");
@@ -135,7 +132,7 @@ protected:
     for (int k = 0; k < steps; ++k)
       EXPECT_NEAR(l.data<float>()[k], want[k], 1e-5f) << "step " << k;
   }
-  std::string base, art, xsPath;
+  std::string xsPath;
   Tensor xs;
 };
 
