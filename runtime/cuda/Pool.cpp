@@ -18,9 +18,7 @@ Status makePool(const KernelContext &ctx, Step &out) {
   g.pr = op.pads[3];
   g.countIncludePad = op.countIncludePad;
   const bool isMax = op.kind == OpKind::MaxPool;
-  const float *x = static_cast<const float *>(ctx.operand(0));
-  float *y = static_cast<float *>(ctx.result(0));
-  out = launchStep(ctx, [=](cudaStream_t s) {
+  out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
     return isMax ? launchMaxPool(x, y, g, s) : launchAvgPool(x, y, g, s);
   });
   return Status::ok();
@@ -29,9 +27,7 @@ Status makePool(const KernelContext &ctx, Step &out) {
 Status makeGlobalAvgPool(const KernelContext &ctx, Step &out) {
   const cpu::ChannelGeometry k(ctx.in(0).shape);
   const int64_t planes = k.batch * k.channels, spatial = k.spatial;
-  const float *x = static_cast<const float *>(ctx.operand(0));
-  float *y = static_cast<float *>(ctx.result(0));
-  out = launchStep(ctx, [=](cudaStream_t s) {
+  out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
     return launchGlobalAvgPool(x, y, planes, spatial, s);
   });
   return Status::ok();
