@@ -112,6 +112,17 @@ protected:
                              Communicator *&out) = 0;
   /// Keeps `c` as long as the world.
   Communicator *adopt(std::unique_ptr<Communicator> c);
+  /// newSubgroup of a backend whose communicators C are made over the world
+  /// and started by ((*c).*start)() (connecting, or creating the NCCL
+  /// communicator): the started one, adopted.
+  template <class C>
+  Status startSubgroup(const std::vector<int> &worldRanks, int index,
+                       Status (C::*start)(), Communicator *&out) {
+    auto g = std::make_unique<C>(world, worldRanks, index);
+    TSL_RETURN_IF_ERROR(((*g).*start)());
+    out = adopt(std::move(g));
+    return Status::ok();
+  }
 
   /// This member's world rank.
   int worldRank() const { return members[me]; }
@@ -126,6 +137,19 @@ protected:
   std::vector<int> members;
   int me;
 };
+
+/// The world communicator of a backend whose communicators C are started
+/// by ((*c).*start)(): rank `rank` of all `size` ranks of `world`, started,
+/// owning `world`.
+template <class C, class W>
+Status startWorld(std::unique_ptr<W> world, int size, int rank,
+                  Status (C::*start)(), std::unique_ptr<Communicator> &out) {
+  auto c = std::make_unique<C>(world.get(), allRanks(size), rank);
+  TSL_RETURN_IF_ERROR(((*c).*start)());
+  c->ownedWorld = std::move(world);
+  out = std::move(c);
+  return Status::ok();
+}
 
 /// The host-memory backends (gloo, shm): all_reduce, all_gather,
 /// reduce_scatter and broadcast are checked here, and done here when they

@@ -571,10 +571,7 @@ public:
 private:
   Status newSubgroup(const std::vector<int> &, const std::vector<int> &wr,
                      int index, Communicator *&out) override {
-    auto g = std::make_unique<GlooCommunicator>(world, wr, index);
-    TSL_RETURN_IF_ERROR(g->connect());
-    out = adopt(std::move(g));
-    return Status::ok();
+    return startSubgroup(wr, index, &GlooCommunicator::connect, out);
   }
 
   /// Runs fn(), which talks to Gloo: its exceptions become fail(op, ...).
@@ -817,12 +814,8 @@ Status createGlooCommunicator(const CommOptions &options,
                          ": " + e.what());
   }
   TSL_RETURN_IF_ERROR(meetPeers(*world, options));
-  auto c = std::make_unique<GlooCommunicator>(
-      world.get(), allRanks(options.size), options.rank);
-  TSL_RETURN_IF_ERROR(c->connect());
-  c->ownedWorld = std::move(world);
-  out = std::move(c);
-  return Status::ok();
+  return startWorld(std::move(world), options.size, options.rank,
+                    &GlooCommunicator::connect, out);
 }
 
 #endif // TESSEL_RUNTIME_HAVE_GLOO

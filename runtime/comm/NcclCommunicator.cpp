@@ -225,10 +225,7 @@ public:
 private:
   Status newSubgroup(const std::vector<int> &, const std::vector<int> &wr,
                      int index, Communicator *&out) override {
-    auto g = std::make_unique<NcclCommunicator>(world, wr, index);
-    TSL_RETURN_IF_ERROR(g->init());
-    out = adopt(std::move(g));
-    return Status::ok();
+    return startSubgroup(wr, index, &NcclCommunicator::init, out);
   }
   /// Copies the n members' pieces of the tensor at `tensor` (laid out as
   /// `s`) to `flat`, contiguous in member order (`pack`), or back; one 2D
@@ -349,12 +346,8 @@ Status createNcclCommunicator(const CommOptions &options,
   auto world = std::make_unique<NcclWorld>(options);
   // Local ranks beyond the devices seen share them round-robin.
   world->device = options.device % devices;
-  auto c = std::make_unique<NcclCommunicator>(
-      world.get(), allRanks(options.size), options.rank);
-  TSL_RETURN_IF_ERROR(c->init());
-  c->ownedWorld = std::move(world);
-  out = std::move(c);
-  return Status::ok();
+  return startWorld(std::move(world), options.size, options.rank,
+                    &NcclCommunicator::init, out);
 }
 
 #endif // TESSEL_RUNTIME_HAVE_NCCL

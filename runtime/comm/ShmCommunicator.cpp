@@ -109,19 +109,11 @@ enum Op : uint32_t {
 };
 
 const char *opName(uint32_t op) {
-  switch (op) {
-  case kAllReduce:
-    return "all_reduce";
-  case kAllGather:
-    return "all_gather";
-  case kReduceScatter:
-    return "reduce_scatter";
-  case kBroadcast:
-    return "broadcast";
-  case kBarrier:
-    return "barrier";
-  }
-  return "?";
+  // By Op's value, from kAllReduce = 1.
+  static constexpr const char *kNames[] = {"all_reduce", "all_gather",
+                                           "reduce_scatter", "broadcast",
+                                           "barrier"};
+  return op >= kAllReduce && op <= kBarrier ? kNames[op - kAllReduce] : "?";
 }
 
 /// What a member is doing, at the start of each of its buffers; equal on

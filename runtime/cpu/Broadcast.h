@@ -38,6 +38,18 @@ inline AxisView aroundAxis(const Shape &shape, int64_t axis) {
   return v;
 }
 
+/// An [N, C, spatial...] activation as its three extents: aroundAxis at
+/// the channel dim (BatchNorm, global pooling).
+struct ChannelGeometry {
+  int64_t batch, channels, spatial;
+  explicit ChannelGeometry(const Shape &s) {
+    const AxisView v = aroundAxis(s, 1);
+    batch = v.outer;
+    channels = v.len;
+    spatial = v.inner;
+  }
+};
+
 /// numpy.matmul's dims: 1-D operands promoted (a [k] to [1, k], b [k] to
 /// [k, 1]), matrices [m, k]·[k, n], the batch dims of a, b and the result
 /// and how many matrices each holds.

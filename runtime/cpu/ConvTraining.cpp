@@ -106,6 +106,24 @@ forwardDesc(const dnnl::engine &eng, dnnl::algorithm alg, const ConvGeometry &g,
   return dnnl::convolution_forward::primitive_desc(d, eng);
 }
 
+/// A backward primitive's descriptor (Prim: convolution_backward_data or
+/// convolution_backward_weights) over src, weights and dst (x or dx, w or
+/// dw, dy), Winograd where convAlgorithm picks it (direct where it has no
+/// kernel), with its forward as the hint.
+template <typename Prim>
+typename Prim::primitive_desc
+backwardDesc(const Op &op, const ConvGeometry &g, const dnnl::engine &eng,
+             const Shape &weight, const Shape &dy,
+             const dnnl::memory::desc &srcD, const dnnl::memory::desc &wD,
+             const dnnl::memory::desc &dyD) {
+  return withFallback(convAlgorithm(op, weight, dy), [&](dnnl::algorithm alg) {
+    typename Prim::desc d(alg, g.layout(srcD), g.layout(wD), g.layout(dyD),
+                          g.strides, g.dilations, g.padL, g.padR);
+    return typename Prim::primitive_desc(
+        d, eng, forwardDesc(eng, alg, g, srcD, wD, nullptr, dyD));
+  });
+}
+
 /// One operand of a primitive: the arena's plain buffer and, where the
 /// kernel's layout differs, the reorder between them through scratch.
 struct Moved {
@@ -189,15 +207,8 @@ Step convBackwardDataStep(const KernelContext &c) {
     dnnl::memory::desc dy = plainDesc(c.in(0).shape),
                        w = plainDesc(c.in(1).shape, c.op.group),
                        dx = plainDesc(c.out(0).shape);
-    auto pd = withFallback(
-        convAlgorithm(c.op, c.in(1).shape, c.in(0).shape),
-        [&](dnnl::algorithm alg) {
-          dnnl::convolution_backward_data::desc d(
-              alg, g.layout(dx), g.layout(w), g.layout(dy), g.strides,
-              g.dilations, g.padL, g.padR);
-          return dnnl::convolution_backward_data::primitive_desc(
-              d, eng, forwardDesc(eng, alg, g, dx, w, nullptr, dy));
-        });
+    auto pd = backwardDesc<dnnl::convolution_backward_data>(
+        c.op, g, eng, c.in(1).shape, c.in(0).shape, dx, w, dy);
     Mover m(c, eng);
     m.add(DNNL_ARG_DIFF_DST, dy, pd.diff_dst_desc(), c.operand(0), true);
     m.add(DNNL_ARG_WEIGHTS, w, pd.weights_desc(), c.operand(1), true);
@@ -214,15 +225,8 @@ Step convBackwardWeightStep(const KernelContext &c) {
     dnnl::memory::desc x = plainDesc(c.in(0).shape),
                        dy = plainDesc(c.in(1).shape),
                        dw = plainDesc(c.out(0).shape, c.op.group);
-    auto pd = withFallback(
-        convAlgorithm(c.op, c.out(0).shape, c.in(1).shape),
-        [&](dnnl::algorithm alg) {
-          dnnl::convolution_backward_weights::desc d(
-              alg, g.layout(x), g.layout(dw), g.layout(dy), g.strides,
-              g.dilations, g.padL, g.padR);
-          return dnnl::convolution_backward_weights::primitive_desc(
-              d, eng, forwardDesc(eng, alg, g, x, dw, nullptr, dy));
-        });
+    auto pd = backwardDesc<dnnl::convolution_backward_weights>(
+        c.op, g, eng, c.out(0).shape, c.in(1).shape, x, dw, dy);
     Mover m(c, eng);
     m.add(DNNL_ARG_SRC, x, pd.src_desc(), c.operand(0), true);
     m.add(DNNL_ARG_DIFF_DST, dy, pd.diff_dst_desc(), c.operand(1), true);

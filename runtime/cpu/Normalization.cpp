@@ -156,10 +156,8 @@ void layerNormKernel(bool rms, const float *x, const Shape &shape,
 void batchNormKernel(const float *x, const Shape &shape, const float *scale,
                      const float *bias, const float *mean, const float *var,
                      float epsilon, float *y, ThreadPool &pool) {
-  const int64_t n = shape[0], c = shape[1];
-  int64_t spatial = 1;
-  for (size_t i = 2; i < shape.size(); ++i)
-    spatial *= shape[i];
+  const ChannelGeometry k(shape);
+  const int64_t n = k.batch, c = k.channels, spatial = k.spatial;
   if (n * c * spatial == 0)
     return;
   pool.parallelFor(n * c, std::max<int64_t>(1, 16384 / std::max<int64_t>(spatial, 1)),

@@ -1,4 +1,5 @@
 //===- Pool.cpp - max_pool, avg_pool, global_avg_pool (NCHW) --------------===//
+#include "Broadcast.h"
 #include "KernelRegistry.h"
 #include "KernelResources.h"
 #include "Kernels.h"
@@ -89,10 +90,8 @@ void avgPoolKernel(const float *x, const Shape &xShape, float *y,
 
 void globalAvgPoolKernel(const float *x, const Shape &xShape, float *y,
                          ThreadPool &pool) {
-  const int64_t planes = xShape[0] * xShape[1];
-  int64_t spatial = 1;
-  for (size_t d = 2; d < xShape.size(); ++d)
-    spatial *= xShape[d];
+  const ChannelGeometry k(xShape);
+  const int64_t planes = k.batch * k.channels, spatial = k.spatial;
   pool.parallelFor(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(spatial, 1)),
                    [&](int64_t b, int64_t e) {
                      for (int64_t p = b; p < e; ++p) {

@@ -11,12 +11,15 @@
 // buffers they read (every element is read before it is written).
 //
 //===----------------------------------------------------------------------===//
+#include "Broadcast.h"
 #include "KernelRegistry.h"
 #include "Kernels.h"
+#include "Optimizer.h"
 #include "ThreadPool.h"
 #include "VecMath.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -28,6 +31,23 @@ namespace tessel::runtime::cpu {
 namespace {
 
 constexpr int64_t kGrain = 16384;
+
+/// The step that runs range(b, e) over [0, n) on c's pool, in chunks of at
+/// least `grain` elements.
+template <typename Range>
+Step parallelStep(const KernelContext &c, int64_t n, int64_t grain,
+                  Range range) {
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    pool->parallelFor(n, grain, range);
+    return Status::ok();
+  };
+}
+
+/// The chunk of a step over the channels of `k`: about kGrain elements.
+int64_t channelGrain(const ChannelGeometry &k) {
+  return std::max<int64_t>(1, kGrain / std::max<int64_t>(1, k.batch * k.spatial));
+}
 
 /// result = zeros; result[o, idx[j], :] += grad[o, j, :] (negative indices
 /// from the end). Indices are checked before anything is written.
@@ -67,13 +87,9 @@ Step gatherGradStep(const KernelContext &c) {
   const float *g = static_cast<const float *>(c.operand(0));
   const void *idx = c.operand(1);
   float *y = static_cast<float *>(c.result(0));
-  const Shape &s = c.out(0).shape;
-  const int64_t axis = c.op.axis, dim = s[axis], n = c.in(1).numel;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= s[d];
-  for (size_t d = axis + 1; d < s.size(); ++d)
-    inner *= s[d];
+  const AxisView v = aroundAxis(c.out(0).shape, c.op.axis);
+  const int64_t outer = v.outer, dim = v.len, inner = v.inner,
+                n = c.in(1).numel;
   const bool i64 = c.in(1).dtype == DType::I64;
   ThreadPool *pool = &c.pool;
   return [=] {
@@ -113,13 +129,9 @@ Step geluGradStep(const KernelContext &c) {
   float *y = static_cast<float *>(c.result(0));
   const int64_t n = c.in(0).numel;
   const bool tanhForm = c.op.tanhApproximation;
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    pool->parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-      geluGradRange(x, g, y, b, e, tanhForm);
-    });
-    return Status::ok();
-  };
+  return parallelStep(c, n, kGrain, [=](int64_t b, int64_t e) {
+    geluGradRange(x, g, y, b, e, tanhForm);
+  });
 }
 
 /// dx = dy - exp(y) sum_axis(dy) for the lines [b, e) of (outer, inner).
@@ -149,21 +161,12 @@ Step logSoftmaxGradStep(const KernelContext &c) {
   const float *out = static_cast<const float *>(c.operand(0));
   const float *g = static_cast<const float *>(c.operand(1));
   float *y = static_cast<float *>(c.result(0));
-  const Shape &s = c.in(0).shape;
-  const int64_t axis = c.op.axis, len = s[axis];
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= s[d];
-  for (size_t d = axis + 1; d < s.size(); ++d)
-    inner *= s[d];
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, len));
-    pool->parallelFor(outer * inner, grain, [&](int64_t b, int64_t e) {
-      logSoftmaxGradLines(out, g, y, len, inner, b, e);
-    });
-    return Status::ok();
-  };
+  const AxisView v = aroundAxis(c.in(0).shape, c.op.axis);
+  const int64_t len = v.len, inner = v.inner;
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, len));
+  return parallelStep(c, v.outer * inner, grain, [=](int64_t b, int64_t e) {
+    logSoftmaxGradLines(out, g, y, len, inner, b, e);
+  });
 }
 
 /// grad where output > 0, else 0 (relu_grad), on [b, e). The result may
@@ -185,25 +188,10 @@ Step reluGradStep(const KernelContext &c) {
   const float *out = static_cast<const float *>(c.operand(0));
   const float *g = static_cast<const float *>(c.operand(1));
   float *y = static_cast<float *>(c.result(0));
-  const int64_t n = c.in(0).numel;
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    pool->parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-      reluGradRange(out, g, y, b, e);
-    });
-    return Status::ok();
-  };
+  return parallelStep(c, c.in(0).numel, kGrain, [=](int64_t b, int64_t e) {
+    reluGradRange(out, g, y, b, e);
+  });
 }
-
-/// [N, C, spatial...] as its three extents.
-struct ChannelGeometry {
-  int64_t batch, channels, spatial;
-  explicit ChannelGeometry(const Shape &s)
-      : batch(s[0]), channels(s[1]), spatial(1) {
-    for (size_t d = 2; d < s.size(); ++d)
-      spatial *= s[d];
-  }
-};
 
 /// sum(g) and sum(g (x - mean)) of each channel in [cb, ce): each plane of
 /// `spatial` elements in kLanes f32 partial sums (several vector
@@ -255,15 +243,10 @@ Step batchNormGradSumsStep(const KernelContext &c) {
   float *sumG = static_cast<float *>(c.result(0));
   float *sumGC = static_cast<float *>(c.result(1));
   const ChannelGeometry k(c.in(0).shape);
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    const int64_t perChannel = std::max<int64_t>(1, k.batch * k.spatial);
-    pool->parallelFor(k.channels, std::max<int64_t>(1, kGrain / perChannel),
-                      [&](int64_t b, int64_t e) {
+  return parallelStep(c, k.channels, channelGrain(k),
+                      [=](int64_t b, int64_t e) {
                         channelSums(g, x, mean, k, sumG, sumGC, b, e);
                       });
-    return Status::ok();
-  };
 }
 
 /// mean((x - mean)^2) of each channel in [cb, ce) (batch_norm_variance) as
@@ -309,15 +292,10 @@ Step batchNormVarianceStep(const KernelContext &c) {
   const float *mean = static_cast<const float *>(c.operand(1));
   float *var = static_cast<float *>(c.result(0));
   const ChannelGeometry k(c.in(0).shape);
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    const int64_t perChannel = std::max<int64_t>(1, k.batch * k.spatial);
-    pool->parallelFor(k.channels, std::max<int64_t>(1, kGrain / perChannel),
-                      [&](int64_t b, int64_t e) {
+  return parallelStep(c, k.channels, channelGrain(k),
+                      [=](int64_t b, int64_t e) {
                         channelVariance(x, mean, k, var, b, e);
                       });
-    return Status::ok();
-  };
 }
 
 /// dx = (g - gradMean - (x - mean) proj) coef per channel, for the planes
@@ -348,17 +326,13 @@ Step batchNormGradInputStep(const KernelContext &c) {
   const float *coef = static_cast<const float *>(c.operand(5));
   float *dx = static_cast<float *>(c.result(0));
   const ChannelGeometry k(c.in(0).shape);
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    pool->parallelFor(
-        k.batch * k.channels,
-        std::max<int64_t>(1, kGrain / std::max<int64_t>(1, k.spatial)),
-        [&](int64_t b, int64_t e) {
-          batchNormGradInputPlanes(g, x, mean, gradMean, proj, coef, k, dx, b,
-                                   e);
-        });
-    return Status::ok();
-  };
+  return parallelStep(
+      c, k.batch * k.channels,
+      std::max<int64_t>(1, kGrain / std::max<int64_t>(1, k.spatial)),
+      [=](int64_t b, int64_t e) {
+        batchNormGradInputPlanes(g, x, mean, gradMean, proj, coef, k, dx, b,
+                                 e);
+      });
 }
 
 // The updates run in blocks: each block's operands are loaded into local
@@ -366,122 +340,77 @@ Step batchNormGradInputStep(const KernelContext &c) {
 // alias operands (in place) and GCC would not version 7 pointers for aliasing.
 constexpr int64_t kBlock = 64;
 
-struct AdamConsts {
-  float b1, b2, omb1, omb2, eps, wd, stepSize, sqrtBc2, decay;
-};
-
-/// PyTorch's single-tensor Adam(W) step (the op's description) on [b, e).
-void adamRange(const float *p, const float *g, const float *m, const float *v,
-               float *p1, float *m1, float *v1, int64_t b, int64_t e,
-               const AdamConsts k) {
-  float pl[kBlock], gl[kBlock], ml[kBlock], vl[kBlock];
+/// Runs `update(l, n)` on [b, e) in blocks of kBlock elements: l[j] holds
+/// the block of in[j] (in[0] the parameter, in[1] its gradient, then the
+/// optimizer's states), the gradient plus weight decay times the parameter
+/// where weightDecay is non-zero (PyTorch's L2 penalty); `update` changes
+/// them in place and l[j] is stored to out[j] where that is set.
+template <size_t N, typename Update>
+void inBlocks(const std::array<const float *, N> &in,
+              const std::array<float *, N> &out, int64_t b, int64_t e,
+              float weightDecay, Update update) {
+  float l[N][kBlock];
   for (int64_t i0 = b; i0 < e; i0 += kBlock) {
     const int64_t n = std::min(kBlock, e - i0);
-    std::memcpy(pl, p + i0, n * sizeof(float));
-    std::memcpy(gl, g + i0, n * sizeof(float));
-    std::memcpy(ml, m + i0, n * sizeof(float));
-    std::memcpy(vl, v + i0, n * sizeof(float));
-    if (k.wd != 0.0f)
+    for (size_t j = 0; j < N; ++j)
+      std::memcpy(l[j], in[j] + i0, n * sizeof(float));
+    if (weightDecay != 0.0f)
       for (int64_t i = 0; i < n; ++i)
-        gl[i] = gl[i] + pl[i] * k.wd;
-    for (int64_t i = 0; i < n; ++i) {
-      float mi = ml[i] * k.b1 + gl[i] * k.omb1;
-      float vi = vl[i] * k.b2 + (gl[i] * gl[i]) * k.omb2;
-      float denom = std::sqrt(vi) / k.sqrtBc2 + k.eps;
-      pl[i] = pl[i] * k.decay - (mi / denom) * k.stepSize;
-      ml[i] = mi;
-      vl[i] = vi;
-    }
-    std::memcpy(p1 + i0, pl, n * sizeof(float));
-    std::memcpy(m1 + i0, ml, n * sizeof(float));
-    std::memcpy(v1 + i0, vl, n * sizeof(float));
+        l[1][i] = l[1][i] + l[0][i] * weightDecay;
+    update(l, n);
+    for (size_t j = 0; j < N; ++j)
+      if (out[j])
+        std::memcpy(out[j] + i0, l[j], n * sizeof(float));
   }
+}
+
+/// PyTorch's single-tensor Adam(W) step (the op's description) on [b, e),
+/// with the step's scalars read when it runs.
+void adamRange(const AdamBuffers &x, int64_t b, int64_t e, const AdamParams k,
+               const float stepSize, const float sqrtBc2, const float decay) {
+  inBlocks<4>({x.p, x.g, x.m, x.v}, {x.p1, nullptr, x.m1, x.v1}, b, e,
+              k.weightDecay, [&](float (*l)[kBlock], int64_t n) {
+                float *pl = l[0], *gl = l[1], *ml = l[2], *vl = l[3];
+                for (int64_t i = 0; i < n; ++i) {
+                  float mi = ml[i] * k.beta1 + gl[i] * k.omb1;
+                  float vi = vl[i] * k.beta2 + (gl[i] * gl[i]) * k.omb2;
+                  float denom = std::sqrt(vi) / sqrtBc2 + k.eps;
+                  pl[i] = pl[i] * decay - (mi / denom) * stepSize;
+                  ml[i] = mi;
+                  vl[i] = vi;
+                }
+              });
 }
 
 Step adamUpdateStep(const KernelContext &c) {
-  const float *p = static_cast<const float *>(c.operand(0));
-  const float *g = static_cast<const float *>(c.operand(1));
-  const float *m = static_cast<const float *>(c.operand(2));
-  const float *v = static_cast<const float *>(c.operand(3));
-  const float *stepSize = static_cast<const float *>(c.operand(4));
-  const float *sqrtBc2 = static_cast<const float *>(c.operand(5));
-  const float *decay = static_cast<const float *>(c.operand(6));
-  float *p1 = static_cast<float *>(c.result(0));
-  float *m1 = static_cast<float *>(c.result(1));
-  float *v1 = static_cast<float *>(c.result(2));
-  const int64_t n = c.in(0).numel;
-  AdamConsts k;
-  k.b1 = c.op.floatAttr("beta1", 0.9f);
-  k.b2 = c.op.floatAttr("beta2", 0.999f);
-  // 1 - beta of the f32 attribute, in double, rounded once: against
-  // PyTorch 2.15's AdamW on GPT-2-small this lands 3x closer than
-  // float(1 - 0.999) (bench/run-train-compare's loss column).
-  k.omb1 = static_cast<float>(1.0 - double(k.b1));
-  k.omb2 = static_cast<float>(1.0 - double(k.b2));
-  k.eps = c.op.floatAttr("eps", 1e-8f);
-  k.wd = c.op.floatAttr("weight_decay", 0.0f);
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    AdamConsts now = k;
-    now.stepSize = *stepSize;
-    now.sqrtBc2 = *sqrtBc2;
-    now.decay = *decay;
-    pool->parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-      adamRange(p, g, m, v, p1, m1, v1, b, e, now);
-    });
-    return Status::ok();
-  };
+  const AdamBuffers x = adamBuffers(c);
+  const AdamParams k = adamParams(c.op);
+  return parallelStep(c, x.n, kGrain, [=](int64_t b, int64_t e) {
+    adamRange(x, b, e, k, *x.stepSize, *x.sqrtBc2, *x.decay);
+  });
 }
 
-struct SgdConsts {
-  float momentum, wd, lr;
-  bool nesterov;
-};
-
 /// PyTorch's single-tensor SGD step with momentum on [b, e).
-void sgdRange(const float *p, const float *g, const float *buf, float *p1,
-              float *buf1, int64_t b, int64_t e, const SgdConsts k) {
-  float pl[kBlock], dl[kBlock], bl[kBlock];
-  for (int64_t i0 = b; i0 < e; i0 += kBlock) {
-    const int64_t n = std::min(kBlock, e - i0);
-    std::memcpy(pl, p + i0, n * sizeof(float));
-    std::memcpy(dl, g + i0, n * sizeof(float));
-    std::memcpy(bl, buf + i0, n * sizeof(float));
-    if (k.wd != 0.0f)
-      for (int64_t i = 0; i < n; ++i)
-        dl[i] = dl[i] + pl[i] * k.wd;
-    for (int64_t i = 0; i < n; ++i) {
-      float bi = bl[i] * k.momentum + dl[i];
-      float d = k.nesterov ? dl[i] + bi * k.momentum : bi;
-      pl[i] = pl[i] - d * k.lr;
-      bl[i] = bi;
-    }
-    std::memcpy(p1 + i0, pl, n * sizeof(float));
-    std::memcpy(buf1 + i0, bl, n * sizeof(float));
-  }
+void sgdRange(const SgdBuffers &x, int64_t b, int64_t e, const SgdParams k,
+              const float lr) {
+  inBlocks<3>({x.p, x.g, x.buf}, {x.p1, nullptr, x.buf1}, b, e,
+              k.weightDecay, [&](float (*l)[kBlock], int64_t n) {
+                float *pl = l[0], *dl = l[1], *bl = l[2];
+                for (int64_t i = 0; i < n; ++i) {
+                  float bi = bl[i] * k.momentum + dl[i];
+                  float d = k.nesterov ? dl[i] + bi * k.momentum : bi;
+                  pl[i] = pl[i] - d * lr;
+                  bl[i] = bi;
+                }
+              });
 }
 
 Step sgdUpdateStep(const KernelContext &c) {
-  const float *p = static_cast<const float *>(c.operand(0));
-  const float *g = static_cast<const float *>(c.operand(1));
-  const float *buf = static_cast<const float *>(c.operand(2));
-  const float *lr = static_cast<const float *>(c.operand(3));
-  float *p1 = static_cast<float *>(c.result(0));
-  float *buf1 = static_cast<float *>(c.result(1));
-  const int64_t n = c.in(0).numel;
-  SgdConsts k;
-  k.momentum = c.op.floatAttr("momentum", 0.0f);
-  k.wd = c.op.floatAttr("weight_decay", 0.0f);
-  k.nesterov = c.op.intAttr("nesterov", 0) != 0;
-  ThreadPool *pool = &c.pool;
-  return [=] {
-    SgdConsts now = k;
-    now.lr = *lr;
-    pool->parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-      sgdRange(p, g, buf, p1, buf1, b, e, now);
-    });
-    return Status::ok();
-  };
+  const SgdBuffers x = sgdBuffers(c);
+  const SgdParams k = sgdParams(c.op);
+  return parallelStep(c, x.n, kGrain, [=](int64_t b, int64_t e) {
+    sgdRange(x, b, e, k, *x.lr);
+  });
 }
 
 } // namespace

@@ -59,6 +59,10 @@ public:
 protected:
   Status writeBuffer(int id, const void *src) override;
   Status readBuffer(int id, void *dst) override;
+  /// Buffer `id` written from host memory `src` (when set) or read into
+  /// `dst`, synchronously: a state in pinned host memory once the stream is
+  /// idle, any other through the stream.
+  Status copyBuffer(int id, const void *src, void *dst);
 
 private:
   /// "instruction i (kind 'name'): message".
@@ -320,35 +324,35 @@ Status CudaExecutor::run() {
 }
 
 Status CudaExecutor::writeBuffer(int id, const void *src) {
-  const size_t bytes = prog->buffers[id].bytes;
-  if (!bytes)
-    return Status::ok();
-  TSL_CUDA(cudaSetDevice(device), "cudaSetDevice");
-  if (hostPtrs[id]) {
-    // Pinned host memory that kernels may still be reading: idle first.
-    TSL_CUDA(cudaStreamSynchronize(stream), "writing a host state");
-    std::memcpy(hostPtrs[id], src, bytes);
-    return Status::ok();
-  }
-  TSL_CUDA(cudaMemcpyAsync(ptrs[id], src, bytes, cudaMemcpyHostToDevice, stream),
-           "copying an input to the device");
-  TSL_CUDA(cudaStreamSynchronize(stream), "copying an input to the device");
-  return Status::ok();
+  return copyBuffer(id, src, nullptr);
 }
 
 Status CudaExecutor::readBuffer(int id, void *dst) {
+  return copyBuffer(id, nullptr, dst);
+}
+
+Status CudaExecutor::copyBuffer(int id, const void *src, void *dst) {
   const size_t bytes = prog->buffers[id].bytes;
   if (!bytes)
     return Status::ok();
+  const bool in = src != nullptr;
   TSL_CUDA(cudaSetDevice(device), "cudaSetDevice");
-  if (hostPtrs[id]) {
-    TSL_CUDA(cudaStreamSynchronize(stream), "reading a host state");
-    std::memcpy(dst, hostPtrs[id], bytes);
+  void *host = hostPtrs[id];
+  if (host) {
+    // Pinned host memory that kernels may still be using: idle first.
+    TSL_CUDA(cudaStreamSynchronize(stream),
+             in ? "writing a host state" : "reading a host state");
+    std::memcpy(in ? host : dst, in ? src : host, bytes);
     return Status::ok();
   }
-  TSL_CUDA(cudaMemcpyAsync(dst, ptrs[id], bytes, cudaMemcpyDeviceToHost, stream),
-           "copying an output from the device");
-  TSL_CUDA(cudaStreamSynchronize(stream), "copying an output from the device");
+  const char *what = in ? "copying an input to the device"
+                        : "copying an output from the device";
+  TSL_CUDA(cudaMemcpyAsync(in ? ptrs[id] : dst, in ? src : ptrs[id], bytes,
+                           in ? cudaMemcpyHostToDevice
+                              : cudaMemcpyDeviceToHost,
+                           stream),
+           what);
+  TSL_CUDA(cudaStreamSynchronize(stream), what);
   return Status::ok();
 }
 

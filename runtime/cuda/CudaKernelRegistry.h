@@ -61,6 +61,16 @@ Step launchStep(const KernelContext &ctx, Launch launch) {
   return [=] { return launched(launch(s), name); };
 }
 
+/// The step of an f32 op from its operand x to its result y (pooling,
+/// softmax): launch(x, y, stream), as launchStep.
+template <typename Launch>
+Step f32Step(const KernelContext &ctx, Launch launch) {
+  const float *x = static_cast<const float *>(ctx.operand(0));
+  float *y = static_cast<float *>(ctx.result(0));
+  return launchStep(
+      ctx, [=](cudaStream_t s) { return launch(x, y, s); });
+}
+
 /// y = x, `bytes` of device memory copied on `s` (nothing when in place):
 /// reshape, copy and single-rank collectives.
 Step deviceCopyStep(const void *x, void *y, size_t bytes, cudaStream_t s);

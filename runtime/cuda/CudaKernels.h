@@ -21,6 +21,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_CUDAKERNELS_H
 #define TESSEL_RUNTIME_CUDA_CUDAKERNELS_H
 
+#include "Optimizer.h"
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/OpKind.h"
 
@@ -178,29 +179,16 @@ cudaError_t launchGlobalAvgPool(const float *x, float *y, int64_t planes,
                                 int64_t spatial, cudaStream_t s);
 
 // Optimizer updates ------------------------------------------------------
-/// adam_update's attributes (cpu/Training.cpp AdamConsts): 1 - beta in
-/// double, rounded once, as the CPU kernel computes them.
-struct AdamParams {
-  float beta1 = 0.9f, beta2 = 0.999f, omb1 = 0.1f, omb2 = 0.001f;
-  float eps = 1e-8f, weightDecay = 0.0f;
-};
-/// PyTorch's Adam(W) step on n floats: p1, m1, v1 from p, g, m, v; the
-/// step size, sqrt of the second bias correction and the decoupled decay
-/// factor are scalars in device memory (computed by the step's program).
-cudaError_t launchAdamUpdate(const float *p, const float *g, const float *m,
-                             const float *v, const float *stepSize,
-                             const float *sqrtBc2, const float *decay,
-                             float *p1, float *m1, float *v1, int64_t n,
-                             const AdamParams &k, cudaStream_t s);
-struct SgdParams {
-  float momentum = 0.0f, weightDecay = 0.0f;
-  bool nesterov = false;
-};
-/// PyTorch's SGD step with momentum on n floats; `lr` a scalar in device
+/// PyTorch's Adam(W) step on b.n floats (Optimizer.h: the CPU kernel's
+/// attributes and buffers); the step size, sqrt of the second bias
+/// correction and the decoupled decay factor are scalars in device memory
+/// (computed by the step's program).
+cudaError_t launchAdamUpdate(const AdamBuffers &b, const AdamParams &k,
+                             cudaStream_t s);
+/// PyTorch's SGD step with momentum on b.n floats; `lr` a scalar in device
 /// memory.
-cudaError_t launchSgdUpdate(const float *p, const float *g, const float *buf,
-                            const float *lr, float *p1, float *buf1, int64_t n,
-                            const SgdParams &k, cudaStream_t s);
+cudaError_t launchSgdUpdate(const SgdBuffers &b, const SgdParams &k,
+                            cudaStream_t s);
 
 } // namespace tessel::runtime::cuda
 

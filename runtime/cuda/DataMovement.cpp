@@ -239,27 +239,40 @@ Status makeExpand(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
-Status makeGather(const KernelContext &ctx, Step &out) {
-  const Op &op = ctx.op;
-  const BufferInfo &a = ctx.in(0), &idx = ctx.in(1);
-  const cpu::AxisView v = cpu::aroundAxis(a.shape, op.axis);
-  const int64_t outer = v.outer, dim = v.len, inner = v.inner;
-  const LateAddress slot = ctx.resources.addGatherCheck(ctx.index, op);
+/// The step of gather or gather_elements: the indices checked against the
+/// size `dim` of data's axis (DeviceResources::addGatherCheck), then
+/// launch(x, indexType, indices, numIndices, y, s) gathers.
+template <typename Launch>
+Step checkedGatherStep(const KernelContext &ctx, int64_t dim, Launch launch) {
+  const BufferInfo &idx = ctx.in(1);
+  const LateAddress slot = ctx.resources.addGatherCheck(ctx.index, ctx.op);
   const void *x = ctx.operand(0), *indices = ctx.operand(1);
   void *y = ctx.result(0);
-  const size_t es = dtypeSize(a.dtype);
   const DType indexType = idx.dtype;
   const int64_t numIndices = idx.numel;
+  const char *name = opKindName(ctx.op.kind);
   cudaStream_t s = ctx.stream;
-  out = [=] {
+  return [=] {
     unsigned long long *sl = slot.get<unsigned long long>();
     TSL_RETURN_IF_ERROR(
         launched(launchGatherCheck(indexType, indices, numIndices, dim, sl, s),
-                 "gather"));
-    return launched(launchGather(es, x, indexType, indices, numIndices, outer,
-                                 dim, inner, y, s),
-                    "gather");
+                 name));
+    return launched(launch(x, indexType, indices, numIndices, y, s), name);
   };
+}
+
+Status makeGather(const KernelContext &ctx, Step &out) {
+  const cpu::AxisView v = cpu::aroundAxis(ctx.in(0).shape, ctx.op.axis);
+  const int64_t outer = v.outer, dim = v.len, inner = v.inner;
+  const size_t es = dtypeSize(ctx.in(0).dtype);
+  out = checkedGatherStep(ctx, dim,
+                          [=](const void *x, DType indexType,
+                              const void *indices, int64_t numIndices, void *y,
+                              cudaStream_t s) {
+                            return launchGather(es, x, indexType, indices,
+                                                numIndices, outer, dim, inner,
+                                                y, s);
+                          });
   return Status::ok();
 }
 
@@ -273,22 +286,15 @@ Status makeGatherElements(const KernelContext &ctx, Step &out) {
   strides[op.axis] = 0;
   Indexer ix;
   TSL_RETURN_IF_ERROR(stridedIndexer(idx.shape, {strides}, ix));
-  const LateAddress slot = ctx.resources.addGatherCheck(ctx.index, op);
-  const void *x = ctx.operand(0), *indices = ctx.operand(1);
-  void *y = ctx.result(0);
   const size_t es = dtypeSize(a.dtype);
-  const DType indexType = idx.dtype;
-  const int64_t numIndices = idx.numel;
-  cudaStream_t s = ctx.stream;
-  out = [=] {
-    unsigned long long *sl = slot.get<unsigned long long>();
-    TSL_RETURN_IF_ERROR(
-        launched(launchGatherCheck(indexType, indices, numIndices, dim, sl, s),
-                 "gather_elements"));
-    return launched(launchGatherElements(es, x, indexType, indices, ix, dim,
-                                         axisStride, y, s),
-                    "gather_elements");
-  };
+  out = checkedGatherStep(ctx, dim,
+                          [=](const void *x, DType indexType,
+                              const void *indices, int64_t, void *y,
+                              cudaStream_t s) {
+                            return launchGatherElements(es, x, indexType,
+                                                        indices, ix, dim,
+                                                        axisStride, y, s);
+                          });
   return Status::ok();
 }
 

@@ -985,19 +985,16 @@ cudaError_t launchGlobalAvgPool(const float *x, float *y, int64_t planes,
   return cudaGetLastError();
 }
 
-cudaError_t launchAdamUpdate(const float *p, const float *g, const float *m,
-                             const float *v, const float *stepSize,
-                             const float *sqrtBc2, const float *decay,
-                             float *p1, float *m1, float *v1, int64_t n,
-                             const AdamParams &k, cudaStream_t s) {
-  return launchOver(n, s, adamUpdateKernel, p, g, m, v, stepSize, sqrtBc2,
-                    decay, p1, m1, v1, n, k);
+cudaError_t launchAdamUpdate(const AdamBuffers &b, const AdamParams &k,
+                             cudaStream_t s) {
+  return launchOver(b.n, s, adamUpdateKernel, b.p, b.g, b.m, b.v, b.stepSize,
+                    b.sqrtBc2, b.decay, b.p1, b.m1, b.v1, b.n, k);
 }
 
-cudaError_t launchSgdUpdate(const float *p, const float *g, const float *buf,
-                            const float *lr, float *p1, float *buf1, int64_t n,
-                            const SgdParams &k, cudaStream_t s) {
-  return launchOver(n, s, sgdUpdateKernel, p, g, buf, lr, p1, buf1, n, k);
+cudaError_t launchSgdUpdate(const SgdBuffers &b, const SgdParams &k,
+                            cudaStream_t s) {
+  return launchOver(b.n, s, sgdUpdateKernel, b.p, b.g, b.buf, b.lr, b.p1,
+                    b.buf1, b.n, k);
 }
 
 } // namespace tessel::runtime::cuda

@@ -62,19 +62,14 @@ Status makeNorm(const KernelContext &ctx, Step &out) {
 }
 
 Status makeBatchNorm(const KernelContext &ctx, Step &out) {
-  const Shape &shape = ctx.in(0).shape;
-  const float *x = static_cast<const float *>(ctx.operand(0));
+  const cpu::ChannelGeometry k(ctx.in(0).shape);
   const float *sc = static_cast<const float *>(ctx.operand(1));
   const float *bi = static_cast<const float *>(ctx.operand(2));
   const float *me = static_cast<const float *>(ctx.operand(3));
   const float *va = static_cast<const float *>(ctx.operand(4));
-  float *y = static_cast<float *>(ctx.result(0));
-  const int64_t n = shape[0], c = shape[1];
-  int64_t spatial = 1;
-  for (size_t i = 2; i < shape.size(); ++i)
-    spatial *= shape[i];
+  const int64_t n = k.batch, c = k.channels, spatial = k.spatial;
   const float eps = ctx.op.epsilon;
-  out = launchStep(ctx, [=](cudaStream_t s) {
+  out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
     return launchBatchNorm(x, n, c, spatial, sc, bi, me, va, eps, y, s);
   });
   return Status::ok();

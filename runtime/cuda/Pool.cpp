@@ -1,4 +1,5 @@
 //===- Pool.cpp - max_pool, avg_pool, global_avg_pool on CUDA -------------===//
+#include "Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 #include "CudaStatus.h"
@@ -17,23 +18,16 @@ Status makePool(const KernelContext &ctx, Step &out) {
   g.pr = op.pads[3];
   g.countIncludePad = op.countIncludePad;
   const bool isMax = op.kind == OpKind::MaxPool;
-  const float *x = static_cast<const float *>(ctx.operand(0));
-  float *y = static_cast<float *>(ctx.result(0));
-  out = launchStep(ctx, [=](cudaStream_t s) {
+  out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
     return isMax ? launchMaxPool(x, y, g, s) : launchAvgPool(x, y, g, s);
   });
   return Status::ok();
 }
 
 Status makeGlobalAvgPool(const KernelContext &ctx, Step &out) {
-  const Shape &xs = ctx.in(0).shape;
-  const int64_t planes = xs[0] * xs[1];
-  int64_t spatial = 1;
-  for (size_t d = 2; d < xs.size(); ++d)
-    spatial *= xs[d];
-  const float *x = static_cast<const float *>(ctx.operand(0));
-  float *y = static_cast<float *>(ctx.result(0));
-  out = launchStep(ctx, [=](cudaStream_t s) {
+  const cpu::ChannelGeometry k(ctx.in(0).shape);
+  const int64_t planes = k.batch * k.channels, spatial = k.spatial;
+  out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
     return launchGlobalAvgPool(x, y, planes, spatial, s);
   });
   return Status::ok();

@@ -46,9 +46,7 @@ Status makeSoftmax(const KernelContext &ctx, Step &out) {
   const cpu::AxisView v = cpu::aroundAxis(shape, axis);
   const int64_t outer = v.outer, len = v.len, inner = v.inner;
   const bool logS = ctx.op.kind == OpKind::LogSoftmax;
-  const float *x = static_cast<const float *>(ctx.operand(0));
-  float *y = static_cast<float *>(ctx.result(0));
-  out = launchStep(ctx, [=](cudaStream_t s) {
+  out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
     return launchSoftmax(logS, x, y, outer, len, inner, s);
   });
   return Status::ok();

@@ -17,52 +17,24 @@ namespace tessel::runtime::cuda {
 
 namespace {
 
-Status makeAdamUpdate(const KernelContext &ctx, Step &out) {
-  const Op &op = ctx.op;
-  AdamParams k;
-  k.beta1 = op.floatAttr("beta1", 0.9f);
-  k.beta2 = op.floatAttr("beta2", 0.999f);
-  k.omb1 = static_cast<float>(1.0 - double(k.beta1));
-  k.omb2 = static_cast<float>(1.0 - double(k.beta2));
-  k.eps = op.floatAttr("eps", 1e-8f);
-  k.weightDecay = op.floatAttr("weight_decay", 0.0f);
-  auto in = [&](int i) { return static_cast<const float *>(ctx.operand(i)); };
-  auto res = [&](int i) { return static_cast<float *>(ctx.result(i)); };
-  const float *p = in(0), *g = in(1), *m = in(2), *v = in(3), *stepSize = in(4),
-              *sqrtBc2 = in(5), *decay = in(6);
-  float *p1 = res(0), *m1 = res(1), *v1 = res(2);
-  const int64_t n = ctx.in(0).numel;
-  out = launchStep(ctx, [=](cudaStream_t s) {
-    return launchAdamUpdate(p, g, m, v, stepSize, sqrtBc2, decay, p1, m1, v1,
-                            n, k, s);
-  });
-  return Status::ok();
-}
-
-Status makeSgdUpdate(const KernelContext &ctx, Step &out) {
-  const Op &op = ctx.op;
-  SgdParams k;
-  k.momentum = op.floatAttr("momentum", 0.0f);
-  k.weightDecay = op.floatAttr("weight_decay", 0.0f);
-  k.nesterov = op.intAttr("nesterov", 0) != 0;
-  const float *p = static_cast<const float *>(ctx.operand(0));
-  const float *g = static_cast<const float *>(ctx.operand(1));
-  const float *buf = static_cast<const float *>(ctx.operand(2));
-  const float *lr = static_cast<const float *>(ctx.operand(3));
-  float *p1 = static_cast<float *>(ctx.result(0));
-  float *buf1 = static_cast<float *>(ctx.result(1));
-  const int64_t n = ctx.in(0).numel;
-  out = launchStep(ctx, [=](cudaStream_t s) {
-    return launchSgdUpdate(p, g, buf, lr, p1, buf1, n, k, s);
-  });
+/// The step of an optimizer update: its buffers (Optimizer.h's
+/// adamBuffers, sgdBuffers) and attributes read now, then `launch`
+/// (launchAdamUpdate, launchSgdUpdate) on the executor's stream.
+template <auto buffers, auto params, auto launch>
+Status makeUpdate(const KernelContext &ctx, Step &out) {
+  const auto b = buffers(ctx);
+  const auto k = params(ctx.op);
+  out = launchStep(ctx, [=](cudaStream_t s) { return launch(b, k, s); });
   return Status::ok();
 }
 
 } // namespace
 
 void registerTrainingKernels(KernelRegistry &registry) {
-  registry.add(OpKind::AdamUpdate, makeAdamUpdate);
-  registry.add(OpKind::SgdUpdate, makeSgdUpdate);
+  registry.add(OpKind::AdamUpdate,
+               makeUpdate<adamBuffers, adamParams, launchAdamUpdate>);
+  registry.add(OpKind::SgdUpdate,
+               makeUpdate<sgdBuffers, sgdParams, launchSgdUpdate>);
 }
 
 // Plugins' ops (custom_call) have CPU kernels only.

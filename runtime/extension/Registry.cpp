@@ -27,10 +27,29 @@ std::string onnxKey(const OnnxMapping &m) {
   return (m.domain.empty() ? "ai.onnx" : m.domain) + "." + m.opType;
 }
 
+/// The plugin of a table's entry: a definition with its plugin, or the
+/// plugin alone (schedules).
+const std::string &pluginOf(const std::string &plugin) { return plugin; }
+template <typename Def>
+const std::string &pluginOf(const std::pair<Def, std::string> &entry) {
+  return entry.second;
+}
+
 template <typename Map>
 std::string owner(const Map &m, const std::string &name) {
   auto it = m.find(name);
-  return it == m.end() ? "" : it->second.second;
+  return it == m.end() ? "" : pluginOf(it->second);
+}
+
+bool isVowel(char c) { return std::string("aeiou").find(c) != std::string::npos; }
+
+/// The definition registered as `name`, or null.
+template <typename Def>
+const Def *
+findIn(const std::map<std::string, std::pair<Def, std::string>> &m,
+       const std::string &name) {
+  auto it = m.find(name);
+  return it == m.end() ? nullptr : &it->second.first;
 }
 
 /// A registrar acting for one plugin: every failure is kept, naming it.
@@ -43,13 +62,8 @@ public:
 
   bool addOp(CustomOp op) override {
     Tables &t = tables();
-    if (op.name.empty())
-      return fail("an op without a name");
-    if (!op.inferTypes)
-      return fail("op '" + op.name + "' has no inferTypes");
-    if (auto it = t.ops.find(op.name); it != t.ops.end())
-      return fail("op '" + op.name + "' is already registered by plugin '" +
-                  it->second.second + "'");
+    if (!admits(t.ops, "op", op, &CustomOp::inferTypes, "inferTypes"))
+      return false;
     if (!op.onnx.opType.empty())
       for (const auto &[name, entry] : t.ops)
         if (!entry.first.onnx.opType.empty() &&
@@ -60,20 +74,14 @@ public:
                       std::to_string(op.onnx.since) +
                       "), which op '" + name + "' of plugin '" +
                       entry.second + "' already imports");
-    std::string name = op.name;
-    t.ops.emplace(name, std::make_pair(std::move(op), plugin));
-    return true;
+    return insert(t.ops, std::move(op));
   }
 
   bool addSchedule(ScheduleDef s) override {
     Tables &t = tables();
-    if (s.name.empty())
-      return fail("a schedule without a name");
-    if (!s.generate)
-      return fail("schedule '" + s.name + "' has no generator");
-    if (auto it = t.schedules.find(s.name); it != t.schedules.end())
-      return fail("schedule '" + s.name + "' is already registered by plugin '" +
-                  it->second + "'");
+    if (!admits(t.schedules, "schedule", s, &ScheduleDef::generate,
+                "generator"))
+      return false;
     if (t.scheduleSink)
       if (std::string err = t.scheduleSink(s, plugin); !err.empty())
         return fail(err);
@@ -82,39 +90,54 @@ public:
   }
 
   bool addGradientHandler(GradientHandlerDef h) override {
-    Tables &t = tables();
-    if (h.name.empty())
-      return fail("a gradient handler without a name");
-    if (!h.handle)
-      return fail("gradient handler '" + h.name + "' has no handle function");
-    if (auto it = t.handlers.find(h.name); it != t.handlers.end())
-      return fail("gradient handler '" + h.name +
-                  "' is already registered by plugin '" + it->second.second +
-                  "'");
-    std::string name = h.name;
-    t.handlers.emplace(name, std::make_pair(std::move(h), plugin));
-    return true;
+    return add(tables().handlers, "gradient handler", std::move(h),
+               &GradientHandlerDef::handle, "handle function");
   }
 
   bool addParallelMode(ParallelModeDef m) override {
-    Tables &t = tables();
-    if (m.name.empty())
-      return fail("a parallel mode without a name");
-    if (!m.split)
-      return fail("parallel mode '" + m.name + "' has no split function");
-    if (auto it = t.modes.find(m.name); it != t.modes.end())
-      return fail("parallel mode '" + m.name +
-                  "' is already registered by plugin '" + it->second.second +
-                  "'");
-    std::string name = m.name;
-    t.modes.emplace(name, std::make_pair(std::move(m), plugin));
-    return true;
+    return add(tables().modes, "parallel mode", std::move(m),
+               &ParallelModeDef::split, "split function");
   }
 
   /// The failures, one per line; "" when none.
   std::string errors() const { return joined; }
 
 private:
+  /// Whether `def`, a `what` (an op, a schedule...), may be added to
+  /// `table`: it has a name, its required `function` (the member
+  /// `required`), and no plugin took the name before. Fails naming what is
+  /// wrong otherwise.
+  template <typename Map, typename Def, typename Function>
+  bool admits(const Map &table, const std::string &what, const Def &def,
+              Function Def::*required, const char *function) {
+    if (def.name.empty())
+      return fail(std::string(isVowel(what[0]) ? "an " : "a ") + what +
+                  " without a name");
+    if (!(def.*required))
+      return fail(what + " '" + def.name + "' has no " + function);
+    if (auto it = table.find(def.name); it != table.end())
+      return fail(what + " '" + def.name +
+                  "' is already registered by plugin '" +
+                  pluginOf(it->second) + "'");
+    return true;
+  }
+  /// Adds `def` under its name, as this plugin's.
+  template <typename Def>
+  bool insert(std::map<std::string, std::pair<Def, std::string>> &table,
+              Def def) {
+    std::string name = def.name;
+    table.emplace(name, std::make_pair(std::move(def), plugin));
+    return true;
+  }
+  /// admits, then insert.
+  template <typename Def, typename Function>
+  bool add(std::map<std::string, std::pair<Def, std::string>> &table,
+           const std::string &what, Def def, Function Def::*required,
+           const char *function) {
+    return admits(table, what, def, required, function) &&
+           insert(table, std::move(def));
+  }
+
   bool fail(const std::string &message) {
     joined += (joined.empty() ? "" : "\n") + ("plugin '" + plugin + "': " +
                                                message);
@@ -157,8 +180,7 @@ void setScheduleSink(ScheduleSink sink) {
 }
 
 const CustomOp *findOp(const std::string &name) {
-  auto it = tables().ops.find(name);
-  return it == tables().ops.end() ? nullptr : &it->second.first;
+  return findIn(tables().ops, name);
 }
 
 std::string pluginOfOp(const std::string &name) {
@@ -186,8 +208,7 @@ const CustomOp *findOnnxOp(const std::string &domain, const std::string &opType,
 }
 
 const GradientHandlerDef *findGradientHandler(const std::string &name) {
-  auto it = tables().handlers.find(name);
-  return it == tables().handlers.end() ? nullptr : &it->second.first;
+  return findIn(tables().handlers, name);
 }
 
 std::string pluginOfGradientHandler(const std::string &name) {
@@ -202,8 +223,7 @@ std::vector<std::string> gradientHandlerNames() {
 }
 
 const ParallelModeDef *findParallelMode(const std::string &name) {
-  auto it = tables().modes.find(name);
-  return it == tables().modes.end() ? nullptr : &it->second.first;
+  return findIn(tables().modes, name);
 }
 
 std::string pluginOfParallelMode(const std::string &name) {

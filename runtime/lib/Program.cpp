@@ -101,6 +101,13 @@ private:
                   ", expected " + shapeStr(want));
     return Status::ok();
   }
+  /// Operand i + 1 and the result have operand i's dtype: the pair of
+  /// operands an elementwise op or a matmul combines.
+  Status pairLike(size_t i) const {
+    const std::string next = "operand " + std::to_string(i + 1);
+    TSL_RETURN_IF_ERROR(sameDType(in(i), in(i + 1), next.c_str()));
+    return sameDType(in(i), out(0), "result");
+  }
   /// The result has the shape of every operand broadcast together (numpy).
   Status broadcastResult() const {
     Shape b = in(0).shape;
@@ -187,6 +194,34 @@ private:
       axis += rank;
     return Status::ok();
   }
+  /// op.axis from attribute "axis" (default `dflt`) over `shape`, which
+  /// `role` names: rank 0 has no axis.
+  Status axisOf(const Shape &shape, const char *role, int64_t dflt) const {
+    const int64_t rank = static_cast<int64_t>(shape.size());
+    if (rank == 0)
+      return fail(std::string(role) + " must have rank >= 1");
+    return axisAttr("axis", rank, dflt, op.axis);
+  }
+  /// gather's operands (data, i64|i32 indices; the result of data's dtype)
+  /// and its axis over `data`, the side (`role`) whose dim the indices pick
+  /// from: an empty one (`emptyAxis`) only with no indices.
+  Status gatherAxis(const Shape &data, const char *role,
+                    const char *emptyAxis) const {
+    TSL_RETURN_IF_ERROR(counts(2, 2, 1));
+    TSL_RETURN_IF_ERROR(dtypeIs(in(1), "indices", {DType::I64, DType::I32}));
+    TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+    TSL_RETURN_IF_ERROR(axisOf(data, role, 0));
+    if (data[op.axis] == 0 && in(1).numel > 0)
+      return fail(emptyAxis);
+    return Status::ok();
+  }
+  /// data[:axis] ++ indices ++ data[axis+1:]: what gather takes of `data`.
+  Shape gatheredShape(const Shape &data) const {
+    Shape r(data.begin(), data.begin() + op.axis);
+    r.insert(r.end(), in(1).shape.begin(), in(1).shape.end());
+    r.insert(r.end(), data.begin() + op.axis + 1, data.end());
+    return r;
+  }
   Status pairAttr(const char *name, std::vector<int64_t> &v, int64_t dflt,
                   size_t n, bool required, int64_t minValue) const {
     TSL_RETURN_IF_ERROR(ints(name, v, required, std::vector<int64_t>(n, dflt)));
@@ -206,13 +241,15 @@ private:
   Status checkBinary();
   Status checkCompare();
   Status checkWhere();
-  Status checkMatMul();
+  Status checkMatmul();
   Status checkGemm();
   Status checkReduce();
   Status checkSoftmax();
   Status checkNorm();
   Status checkBatchNorm();
   Status checkGather();
+  Status checkReshape();
+  Status checkWait();
   Status checkGatherElements();
   Status checkCumsum();
   Status checkTranspose();
@@ -240,7 +277,8 @@ private:
 };
 
 // The check families of the op table (TESSEL_RUNTIME_OP_CHECKS): each kind
-// is validated by its family's check, then its declared attributes by type.
+// is validated by its family's check (OpChecker::check<Family>), then its
+// declared attributes by type.
 enum class CheckFamily {
   Unary, Binary, Compare, Where, Matmul, Gemm, Reduce, Softmax, Norm,
   BatchNorm, Gather, Reshape, Transpose, Slice, Concat, Split, Expand, Conv,
@@ -313,95 +351,44 @@ Status OpChecker::check() {
 }
 
 Status OpChecker::checkFamily() {
-  switch (checkFamilyOf(op.kind)) {
-  case CheckFamily::Unary:
-    return checkUnary();
-  case CheckFamily::Binary:
-    return checkBinary();
-  case CheckFamily::Compare:
-    return checkCompare();
-  case CheckFamily::Where:
-    return checkWhere();
-  case CheckFamily::Matmul:
-    return checkMatMul();
-  case CheckFamily::Gemm:
-    return checkGemm();
-  case CheckFamily::Reduce:
-    return checkReduce();
-  case CheckFamily::Softmax:
-    return checkSoftmax();
-  case CheckFamily::Norm:
-    return checkNorm();
-  case CheckFamily::BatchNorm:
-    return checkBatchNorm();
-  case CheckFamily::Gather:
-    return checkGather();
-  case CheckFamily::Reshape:
-    TSL_RETURN_IF_ERROR(counts(1, 1, 1));
-    TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
-    if (in(0).numel != out(0).numel)
-      return fail("result has " + std::to_string(out(0).numel) +
-                  " elements, operand has " + std::to_string(in(0).numel));
-    return Status::ok();
-  case CheckFamily::Transpose:
-    return checkTranspose();
-  case CheckFamily::Slice:
-    return checkSlice();
-  case CheckFamily::Concat:
-    return checkConcat();
-  case CheckFamily::Split:
-    return checkSplit();
-  case CheckFamily::Expand:
-    return checkExpand();
-  case CheckFamily::Conv:
-    return checkConv();
-  case CheckFamily::Pool:
-    return checkPool();
-  case CheckFamily::GlobalPool:
-    return checkGlobalPool();
-  case CheckFamily::ConvBackward:
-    return checkConvBackward();
-  case CheckFamily::PoolBackward:
-    return checkPoolBackward();
-  case CheckFamily::Collective:
-    return checkCollective();
-  case CheckFamily::Wait:
-    // wait(in, out) of an asynchronous all_reduce(in) -> out (the same
-    // shape), all_gather(in) -> out (whole blocks of in) or
-    // reduce_scatter(in) -> out (a whole block of in); which one is matched
-    // when the executor is created.
-    TSL_RETURN_IF_ERROR(counts(2, 2, 0));
-    if (!op.results.empty())
-      return fail("expects no results, got " +
-                  std::to_string(op.results.size()));
-    TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
-    if (in(1).shape != in(0).shape &&
-        (in(1).shape.size() != in(0).shape.size() || in(0).numel == 0 ||
-         in(1).numel == 0 ||
-         (in(1).numel % in(0).numel != 0 && in(0).numel % in(1).numel != 0)))
-      return fail("operand 1 has shape " + shapeStr(in(1).shape) +
-                  ", expected " + shapeStr(in(0).shape) +
-                  ", whole blocks of it (an all_gather's) or a whole block "
-                  "of it (a reduce_scatter's)");
-    return Status::ok();
-  case CheckFamily::GatherGrad:
-    return checkGatherGrad();
-  case CheckFamily::OptimizerUpdate:
-    return checkOptimizerUpdate();
-  case CheckFamily::SoftmaxGrad:
-    return checkSoftmaxGrad();
-  case CheckFamily::BatchNormTrain:
-    return checkBatchNormTrain();
-  case CheckFamily::Custom:
-    return checkCustom();
-  case CheckFamily::Chunk:
-    return checkChunk();
-  case CheckFamily::GatherElements:
-    return checkGatherElements();
-  case CheckFamily::Cumsum:
-    return checkCumsum();
+  switch (op.kind) {
+#define TESSEL_X(E, F)                                                         \
+  case OpKind::E:                                                              \
+    return check##F();
+    TESSEL_RUNTIME_OP_CHECKS(TESSEL_X)
+#undef TESSEL_X
   }
   return fail("unknown op");
+}
+
+Status OpChecker::checkReshape() {
+  TSL_RETURN_IF_ERROR(counts(1, 1, 1));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  if (in(0).numel != out(0).numel)
+    return fail("result has " + std::to_string(out(0).numel) +
+                " elements, operand has " + std::to_string(in(0).numel));
+  return Status::ok();
+}
+
+// wait(in, out) of an asynchronous all_reduce(in) -> out (the same
+// shape), all_gather(in) -> out (whole blocks of in) or
+// reduce_scatter(in) -> out (a whole block of in); which one is matched
+// when the executor is created.
+Status OpChecker::checkWait() {
+  TSL_RETURN_IF_ERROR(counts(2, 2, 0));
+  if (!op.results.empty())
+    return fail("expects no results, got " +
+                std::to_string(op.results.size()));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
+  if (in(1).shape != in(0).shape &&
+      (in(1).shape.size() != in(0).shape.size() || in(0).numel == 0 ||
+       in(1).numel == 0 ||
+       (in(1).numel % in(0).numel != 0 && in(0).numel % in(1).numel != 0)))
+    return fail("operand 1 has shape " + shapeStr(in(1).shape) +
+                ", expected " + shapeStr(in(0).shape) +
+                ", whole blocks of it (an all_gather's) or a whole block "
+                "of it (a reduce_scatter's)");
+  return Status::ok();
 }
 
 // A plugin's op: its target is registered and its kernel accepts the
@@ -500,8 +487,7 @@ Status OpChecker::checkBinary() {
   else
     TSL_RETURN_IF_ERROR(
         dtypeIs(in(0), "operand 0", {DType::F32, DType::I64, DType::I32}));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(pairLike(0));
   return broadcastResult();
 }
 
@@ -532,16 +518,14 @@ Status OpChecker::checkCompare() {
 Status OpChecker::checkWhere() {
   TSL_RETURN_IF_ERROR(counts(3, 3, 1));
   TSL_RETURN_IF_ERROR(dtypeIs(in(0), "condition", {DType::Bool}));
-  TSL_RETURN_IF_ERROR(sameDType(in(1), in(2), "operand 2"));
-  TSL_RETURN_IF_ERROR(sameDType(in(1), out(0), "result"));
+  TSL_RETURN_IF_ERROR(pairLike(1));
   return broadcastResult();
 }
 
-Status OpChecker::checkMatMul() {
+Status OpChecker::checkMatmul() {
   TSL_RETURN_IF_ERROR(counts(2, 2, 1));
   TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::F32}));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
+  TSL_RETURN_IF_ERROR(pairLike(0));
   Shape a = in(0).shape, b = in(1).shape;
   if (a.empty() || b.empty())
     return fail("operands must have rank >= 1");
@@ -644,10 +628,7 @@ Status OpChecker::checkSoftmax() {
   TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
-  int64_t rank = static_cast<int64_t>(in(0).shape.size());
-  if (rank == 0)
-    return fail("operand must have rank >= 1");
-  return axisAttr("axis", rank, -1, op.axis);
+  return axisOf(in(0).shape, "operand", -1);
 }
 
 Status OpChecker::checkNorm() {
@@ -657,10 +638,7 @@ Status OpChecker::checkNorm() {
     TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
-  int64_t rank = static_cast<int64_t>(in(0).shape.size());
-  if (rank == 0)
-    return fail("operand must have rank >= 1");
-  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, -1, op.axis));
+  TSL_RETURN_IF_ERROR(axisOf(in(0).shape, "operand", -1));
   TSL_RETURN_IF_ERROR(floatAttr("epsilon", op.epsilon, 1e-5f));
   Shape norm(in(0).shape.begin() + op.axis, in(0).shape.end());
   for (size_t i = 1; i < op.operands.size(); ++i) {
@@ -721,19 +699,9 @@ Status OpChecker::checkBatchNormTrain() {
 }
 
 Status OpChecker::checkGather() {
-  TSL_RETURN_IF_ERROR(counts(2, 2, 1));
-  TSL_RETURN_IF_ERROR(dtypeIs(in(1), "indices", {DType::I64, DType::I32}));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
-  int64_t rank = static_cast<int64_t>(in(0).shape.size());
-  if (rank == 0)
-    return fail("data must have rank >= 1");
-  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, 0, op.axis));
-  if (in(0).shape[op.axis] == 0 && in(1).numel > 0)
-    return fail("gather from an empty axis");
-  Shape r(in(0).shape.begin(), in(0).shape.begin() + op.axis);
-  r.insert(r.end(), in(1).shape.begin(), in(1).shape.end());
-  r.insert(r.end(), in(0).shape.begin() + op.axis + 1, in(0).shape.end());
-  return shapeIs(out(0), r, "result");
+  TSL_RETURN_IF_ERROR(
+      gatherAxis(in(0).shape, "data", "gather from an empty axis"));
+  return shapeIs(out(0), gatheredShape(in(0).shape), "result");
 }
 
 // gather_elements: data, indices (data's rank, no dim but `axis` larger)
@@ -743,10 +711,8 @@ Status OpChecker::checkGatherElements() {
   TSL_RETURN_IF_ERROR(dtypeIs(in(1), "indices", {DType::I64, DType::I32}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   const Shape &data = in(0).shape, &idx = in(1).shape;
-  int64_t rank = static_cast<int64_t>(data.size());
-  if (rank == 0)
-    return fail("data must have rank >= 1");
-  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, 0, op.axis));
+  TSL_RETURN_IF_ERROR(axisOf(data, "data", 0));
+  const int64_t rank = static_cast<int64_t>(data.size());
   if (static_cast<int64_t>(idx.size()) != rank)
     return fail("indices " + shapeStr(idx) + " and data " + shapeStr(data) +
                 " have different ranks");
@@ -766,10 +732,7 @@ Status OpChecker::checkCumsum() {
       dtypeIs(in(0), "operand", {DType::F32, DType::I64, DType::I32}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
-  int64_t rank = static_cast<int64_t>(in(0).shape.size());
-  if (rank == 0)
-    return fail("operand must have rank >= 1");
-  return axisAttr("axis", rank, 0, op.axis);
+  return axisOf(in(0).shape, "operand", 0);
 }
 
 // gather_grad: grad [data[:axis] ++ indices ++ data[axis+1:]], indices ->
@@ -777,18 +740,9 @@ Status OpChecker::checkCumsum() {
 Status OpChecker::checkGatherGrad() {
   TSL_RETURN_IF_ERROR(counts(2, 2, 1));
   TSL_RETURN_IF_ERROR(dtypeIs(in(0), "grad", {DType::F32}));
-  TSL_RETURN_IF_ERROR(dtypeIs(in(1), "indices", {DType::I64, DType::I32}));
-  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
-  int64_t rank = static_cast<int64_t>(out(0).shape.size());
-  if (rank == 0)
-    return fail("result must have rank >= 1");
-  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, 0, op.axis));
-  if (out(0).shape[op.axis] == 0 && in(1).numel > 0)
-    return fail("scatter into an empty axis");
-  Shape g(out(0).shape.begin(), out(0).shape.begin() + op.axis);
-  g.insert(g.end(), in(1).shape.begin(), in(1).shape.end());
-  g.insert(g.end(), out(0).shape.begin() + op.axis + 1, out(0).shape.end());
-  return shapeIs(in(0), g, "grad");
+  TSL_RETURN_IF_ERROR(
+      gatherAxis(out(0).shape, "result", "scatter into an empty axis"));
+  return shapeIs(in(0), gatheredShape(out(0).shape), "grad");
 }
 
 // adam_update: param, grad, exp_avg, exp_avg_sq, step_size, sqrt_bc2, decay
@@ -824,10 +778,7 @@ Status OpChecker::checkSoftmaxGrad() {
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   TSL_RETURN_IF_ERROR(shapeIs(in(1), in(0).shape, "grad"));
   TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
-  int64_t rank = static_cast<int64_t>(in(0).shape.size());
-  if (rank == 0)
-    return fail("operand must have rank >= 1");
-  return axisAttr("axis", rank, -1, op.axis);
+  return axisOf(in(0).shape, "operand", -1);
 }
 
 Status OpChecker::checkTranspose() {
@@ -894,10 +845,8 @@ Status OpChecker::checkSlice() {
 
 Status OpChecker::checkConcat() {
   TSL_RETURN_IF_ERROR(counts(1, 1u << 20, 1));
-  int64_t rank = static_cast<int64_t>(in(0).shape.size());
-  if (rank == 0)
-    return fail("operands must have rank >= 1");
-  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, 0, op.axis));
+  TSL_RETURN_IF_ERROR(axisOf(in(0).shape, "operands", 0));
+  const int64_t rank = static_cast<int64_t>(in(0).shape.size());
   Shape r = in(0).shape;
   r[op.axis] = 0;
   for (size_t i = 0; i < op.operands.size(); ++i) {
@@ -921,10 +870,7 @@ Status OpChecker::checkSplit() {
   TSL_RETURN_IF_ERROR(counts(1, 1, 0));
   if (op.results.empty())
     return fail("expects at least one result");
-  int64_t rank = static_cast<int64_t>(in(0).shape.size());
-  if (rank == 0)
-    return fail("operand must have rank >= 1");
-  TSL_RETURN_IF_ERROR(axisAttr("axis", rank, 0, op.axis));
+  TSL_RETURN_IF_ERROR(axisOf(in(0).shape, "operand", 0));
   int64_t dim = in(0).shape[op.axis];
   int64_t n = static_cast<int64_t>(op.results.size());
   std::vector<int64_t> dflt;

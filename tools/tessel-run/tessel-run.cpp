@@ -149,8 +149,50 @@ std::pair<std::string, std::string> splitBinding(const std::string &s) {
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
+/// An option that takes an integer >= min (`given` set when it appears).
+struct IntFlag {
+  const char *flag;
+  int *value;
+  int min;
+  const char *needs;
+  bool *given = nullptr;
+};
+
+/// An option that takes a non-empty text (a file or directory name).
+struct TextFlag {
+  const char *flag;
+  std::string *value;
+  const char *needs;
+};
+
+/// The entry of `flags` whose flag `is` matches, or null.
+template <typename Flag, size_t N, typename Is>
+const Flag *findFlag(const Flag (&flags)[N], const Is &is) {
+  for (const Flag &f : flags)
+    if (is(f.flag))
+      return &f;
+  return nullptr;
+}
+
 /// Returns -1 to continue, or an exit code.
 int parseArgs(int argc, char **argv, RunOptions &o) {
+  const IntFlag intFlags[] = {
+      {"--threads", &o.threads, 1, "an integer >= 1"},
+      {"--repeat", &o.repeat, 1, "an integer >= 1", &o.repeatGiven},
+      {"--rank", &o.rank, 0, "an integer >= 0", &o.rankGiven},
+      {"--timeout", &o.timeout, 1, "a number of seconds >= 1"},
+      {"--steps", &o.train.steps, 1, "an integer >= 1"},
+      {"--save-every", &o.train.saveEvery, 1, "an integer >= 1"},
+      {"--max-restarts", &o.maxRestarts, 0, "an integer >= 0"}};
+  const TextFlag textFlags[] = {
+      {"--trace", &o.trace, "a file name"},
+      {"--data-lm", &o.train.dataLm, "a file name"},
+      {"--losses", &o.train.losses, "a file name"},
+      {"--save", &o.train.save, "a directory"},
+      {"--save-state", &o.train.save, "a directory"},
+      {"--resume", &o.train.resume, "a checkpoint directory"},
+      {"--export-onnx", &o.train.exportOnnx, "a file name"},
+      {"--grads", &o.train.grads, "a file name"}};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
@@ -193,17 +235,15 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       if (value.empty())
         return usageError("--output needs [NAME=]FILE.npy");
       o.outputs.push_back(value);
-    } else if (is("--threads")) {
-      if (!takeValue("--threads") || !parseInt(value, 1, o.threads))
-        return usageError("--threads needs an integer >= 1");
-    } else if (is("--repeat")) {
-      if (!takeValue("--repeat") || !parseInt(value, 1, o.repeat))
-        return usageError("--repeat needs an integer >= 1");
-      o.repeatGiven = true;
-    } else if (is("--rank")) {
-      if (!takeValue("--rank") || !parseInt(value, 0, o.rank))
-        return usageError("--rank needs an integer >= 0");
-      o.rankGiven = true;
+    } else if (const IntFlag *f = findFlag(intFlags, is)) {
+      if (!takeValue(f->flag) || !parseInt(value, f->min, *f->value))
+        return usageError(std::string(f->flag) + " needs " + f->needs);
+      if (f->given)
+        *f->given = true;
+    } else if (const TextFlag *f = findFlag(textFlags, is)) {
+      if (!takeValue(f->flag) || value.empty())
+        return usageError(std::string(f->flag) + " needs " + f->needs);
+      *f->value = value;
     } else if (a == "-n" || is("--nproc")) {
       if (a == "-n") {
         if (i + 1 >= argc || !parseInt(argv[++i], 1, o.ranks))
@@ -211,9 +251,6 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       } else if (!takeValue("--nproc") || !parseInt(value, 1, o.ranks)) {
         return usageError("--nproc needs an integer >= 1");
       }
-    } else if (is("--timeout")) {
-      if (!takeValue("--timeout") || !parseInt(value, 1, o.timeout))
-        return usageError("--timeout needs a number of seconds >= 1");
     } else if (is("--backend")) {
       if (!takeValue("--backend"))
         return usageError("--backend needs a name");
@@ -222,59 +259,21 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       if (!takeValue("--device") || (value != "cpu" && value != "cuda"))
         return usageError("--device needs cpu or cuda");
       o.backend = value;
-    } else if (is("--trace")) {
-      if (!takeValue("--trace") || value.empty())
-        return usageError("--trace needs a file name");
-      o.trace = value;
     } else if (is("--timeline")) {
       if (!takeValue("--timeline") || value.size() < 5 ||
           value.substr(value.size() - 4) != ".svg")
         return usageError("--timeline needs a file name ending in .svg");
       o.timeline = value;
-    } else if (is("--steps")) {
-      if (!takeValue("--steps") || !parseInt(value, 1, o.train.steps))
-        return usageError("--steps needs an integer >= 1");
     } else if (is("--data")) {
       if (!takeValue("--data") || splitBinding(value).second.empty())
         return usageError("--data needs NAME=FILE.npy");
       o.train.data.push_back(splitBinding(value));
-    } else if (is("--data-lm")) {
-      if (!takeValue("--data-lm") || value.empty())
-        return usageError("--data-lm needs a file name");
-      o.train.dataLm = value;
-    } else if (is("--losses")) {
-      if (!takeValue("--losses") || value.empty())
-        return usageError("--losses needs a file name");
-      o.train.losses = value;
-    } else if (is("--save-state") || is("--save")) {
-      const char *flag = is("--save") ? "--save" : "--save-state";
-      if (!takeValue(flag) || value.empty())
-        return usageError(std::string(flag) + " needs a directory");
-      o.train.save = value;
-    } else if (is("--save-every")) {
-      if (!takeValue("--save-every") || !parseInt(value, 1, o.train.saveEvery))
-        return usageError("--save-every needs an integer >= 1");
-    } else if (is("--resume")) {
-      if (!takeValue("--resume") || value.empty())
-        return usageError("--resume needs a checkpoint directory");
-      o.train.resume = value;
-    } else if (is("--export-onnx")) {
-      if (!takeValue("--export-onnx") || value.empty())
-        return usageError("--export-onnx needs a file name");
-      o.train.exportOnnx = value;
-    } else if (is("--grads")) {
-      if (!takeValue("--grads") || value.empty())
-        return usageError("--grads needs a file name");
-      o.train.grads = value;
     } else if (a == "--no-verify") {
       o.verify = false;
     } else if (a == "--verbose" || a == "-v") {
       o.verbose = true;
     } else if (a == "--check-collectives") {
       o.checkCollectives = true;
-    } else if (is("--max-restarts")) {
-      if (!takeValue("--max-restarts") || !parseInt(value, 0, o.maxRestarts))
-        return usageError("--max-restarts needs an integer >= 0");
     } else if (a == "--check-numerics") {
       o.checkNumerics = true;
     } else if (!a.empty() && a[0] == '-') {

@@ -1,5 +1,6 @@
 //===- Checkpoint.cpp - tessel-run's training checkpoints -----------------===//
 #include "tessel/tooling/Checkpoint.h"
+#include "tessel/tooling/Launch.h"
 
 #include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/ArtifactDirectory.h"
@@ -10,7 +11,6 @@
 #include "tessel/tooling/StateBlocks.h"
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +55,15 @@ std::pair<std::string, std::string> splitPath(std::string p) {
   if (slash == std::string::npos)
     return {".", p};
   return {slash == 0 ? "/" : p.substr(0, slash), p.substr(slash + 1)};
+}
+
+/// The non-empty entries of `parts`, joined by commas.
+std::string joinNonEmpty(const std::vector<std::string> &parts) {
+  std::string out;
+  for (const std::string &p : parts)
+    if (!p.empty())
+      out += (out.empty() ? "" : ",") + p;
+  return out;
 }
 
 std::string trimmed(std::string p) {
@@ -284,11 +293,8 @@ void saveKillHook(const char *phase, int64_t step) {
   if (!v)
     return;
   std::string want = std::string(phase) + "@" + std::to_string(step);
-  if (want == v) {
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::raise(SIGKILL);
-  }
+  if (want == v)
+    killForTest();
 #else
   (void)phase;
   (void)step;
@@ -473,20 +479,8 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
                        ", \"ranks\": " + std::to_string(g.size) +
                        ", \"total_size\": " + std::to_string(bytes) +
                        "},\n  \"weight_map\": {";
-    bool first = true;
-    for (int r = 0; r < g.size; ++r)
-      if (!weightMaps[r].empty()) {
-        json += (first ? "" : ",") + weightMaps[r];
-        first = false;
-      }
-    json += "\n  },\n  \"layout\": {";
-    bool any = false;
-    for (int r = 0; r < g.size; ++r)
-      if (!layouts[r].empty()) {
-        json += (any ? "," : "") + layouts[r];
-        any = true;
-      }
-    json += "\n  },\n  \"files\": {";
+    json += joinNonEmpty(weightMaps) + "\n  },\n  \"layout\": {" +
+            joinNonEmpty(layouts) + "\n  },\n  \"files\": {";
     for (int r = 0; r < g.size; ++r)
       json += (r ? ",\n    " : "\n    ") + fileSums[r];
     json += "\n  },\n  ";

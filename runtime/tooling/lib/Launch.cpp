@@ -567,6 +567,12 @@ void testHooks(int rank) {
 #endif
 }
 
+void killForTest() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::raise(SIGKILL);
+}
+
 void testStepHook(int rank, int64_t step) {
 #ifdef TESSEL_RUN_TEST_HOOKS
   const char *v = env("TESSEL_TEST_KILL_RANK_AT_STEP");
@@ -581,8 +587,7 @@ void testStepHook(int rank, int64_t step) {
     std::fprintf(stderr, "tessel-run: rank %d: TESSEL_TEST_KILL_RANK_AT_STEP: "
                          "killed after step %lld\n",
                  rank, static_cast<long long>(step));
-    std::fflush(stderr);
-    ::raise(SIGKILL);
+    killForTest();
   }
 #else
   (void)rank;

@@ -61,13 +61,7 @@ Status writeTimelineSpans(const std::string &path, int rank,
       os << s.action.phase << ' ' << s.action.stage << ' '
          << s.action.microbatch << ' ' << s.beginUs << ' ' << s.endUs << '\n';
   }
-  std::ofstream f(rankTracePath(path, rank), std::ios::binary | std::ios::trunc);
-  f << os.str();
-  f.close();
-  if (!f)
-    return Status::error("cannot write the timeline spans " +
-                         rankTracePath(path, rank));
-  return Status::ok();
+  return writeTextFile(rankTracePath(path, rank), os.str(), "timeline spans");
 }
 
 Status mergeTimeline(const std::string &path, int ranks,
@@ -76,36 +70,34 @@ Status mergeTimeline(const std::string &path, int ranks,
   p.rows = ranks;
   std::string bubbles;
   double t0 = std::numeric_limits<double>::infinity(), t1 = -t0;
-  for (int r = 0; r < ranks; ++r) {
-    std::string part = rankTracePath(path, r);
-    std::ifstream f(part);
-    if (!f)
-      return Status::error("cannot read the timeline of rank " +
-                           std::to_string(r) + " (" + part + ")");
-    std::string phase;
-    int stage, mb;
-    double b, e, fraction = 0;
-    if (!(f >> phase >> fraction) || phase != "bubble")
-      return Status::error(part + ": not a timeline of tessel-run");
-    char pct[32];
-    std::snprintf(pct, sizeof(pct), "%.1f%%", 100 * fraction);
-    bubbles += (r ? ", " : "") + std::string(pct);
-    while (f >> phase >> stage >> mb >> b >> e) {
-      timeline::Box box;
-      if (!timeline::boxKindOf(phase, box.kind))
-        return Status::error(part + ": unknown phase '" + phase + "'");
-      box.row = r;
-      box.microbatch = mb;
-      box.start = b;
-      box.end = e;
-      box.title = phase + " " + std::to_string(stage) +
-                  (mb >= 0 ? "." + std::to_string(mb) : "") + " on rank " +
-                  std::to_string(r);
-      t0 = std::min(t0, b);
-      t1 = std::max(t1, e);
-      p.boxes.push_back(std::move(box));
-    }
-  }
+  TSL_RETURN_IF_ERROR(readRankFiles(
+      path, ranks, "timeline",
+      [&](int r, const std::string &part, std::istream &f) -> Status {
+        std::string phase;
+        int stage, mb;
+        double b, e, fraction = 0;
+        if (!(f >> phase >> fraction) || phase != "bubble")
+          return Status::error(part + ": not a timeline of tessel-run");
+        char pct[32];
+        std::snprintf(pct, sizeof(pct), "%.1f%%", 100 * fraction);
+        bubbles += (r ? ", " : "") + std::string(pct);
+        while (f >> phase >> stage >> mb >> b >> e) {
+          timeline::Box box;
+          if (!timeline::boxKindOf(phase, box.kind))
+            return Status::error(part + ": unknown phase '" + phase + "'");
+          box.row = r;
+          box.microbatch = mb;
+          box.start = b;
+          box.end = e;
+          box.title = phase + " " + std::to_string(stage) +
+                      (mb >= 0 ? "." + std::to_string(mb) : "") + " on rank " +
+                      std::to_string(r);
+          t0 = std::min(t0, b);
+          t1 = std::max(t1, e);
+          p.boxes.push_back(std::move(box));
+        }
+        return Status::ok();
+      }));
   if (p.boxes.empty())
     t0 = t1 = 0;
   // Milliseconds from the first span of any rank (the steady clock is
@@ -121,14 +113,9 @@ Status mergeTimeline(const std::string &path, int ranks,
               " ms, bubble per rank " + bubbles;
   p.note = "measured by tessel-run: the last step's actions, in ms; numbers "
            "are microbatches; hover for details";
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  timeline::writeSvg(out, p);
-  out.close();
-  if (!out)
-    return Status::error("cannot write the timeline " + path);
-  for (int r = 0; r < ranks; ++r)
-    std::remove(rankTracePath(path, r).c_str());
-  return Status::ok();
+  std::ostringstream svg;
+  timeline::writeSvg(svg, p);
+  return replaceRankFiles(path, ranks, svg.str(), "timeline");
 }
 
 } // namespace tessel::tooling

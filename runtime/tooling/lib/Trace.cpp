@@ -121,36 +121,58 @@ Status writeTrace(const std::string &path, int rank,
     }
   }
   os << "\n]}\n";
+  return writeTextFile(path, os.str(), "trace");
+}
+
+Status writeTextFile(const std::string &path, const std::string &text,
+                     const std::string &what) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << os.str();
+  f << text;
   f.close();
   if (!f)
-    return Status::error("cannot write the trace " + path);
+    return Status::error("cannot write the " + what + " " + path);
+  return Status::ok();
+}
+
+Status readRankFiles(
+    const std::string &path, int ranks, const std::string &what,
+    const std::function<Status(int, const std::string &, std::istream &)>
+        &read) {
+  for (int r = 0; r < ranks; ++r) {
+    std::string part = rankTracePath(path, r);
+    std::ifstream f(part, std::ios::binary);
+    if (!f)
+      return Status::error("cannot read the " + what + " of rank " +
+                           std::to_string(r) + " (" + part + ")");
+    TSL_RETURN_IF_ERROR(read(r, part, f));
+  }
+  return Status::ok();
+}
+
+Status replaceRankFiles(const std::string &path, int ranks,
+                        const std::string &text, const std::string &what) {
+  TSL_RETURN_IF_ERROR(writeTextFile(path, text, what));
+  for (int r = 0; r < ranks; ++r)
+    std::remove(rankTracePath(path, r).c_str());
   return Status::ok();
 }
 
 Status mergeTraces(const std::string &path, int ranks) {
   std::string merged;
-  for (int r = 0; r < ranks; ++r) {
-    std::string part = rankTracePath(path, r);
-    std::ifstream f(part, std::ios::binary);
-    if (!f)
-      return Status::error("cannot read the trace of rank " + std::to_string(r) +
-                           " (" + part + ")");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    std::string events = eventsOf(ss.str());
-    if (!events.empty())
-      merged += (merged.empty() ? "" : ",") + events;
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [" << merged << "]}\n";
-  out.close();
-  if (!out)
-    return Status::error("cannot write the trace " + path);
-  for (int r = 0; r < ranks; ++r)
-    std::remove(rankTracePath(path, r).c_str());
-  return Status::ok();
+  TSL_RETURN_IF_ERROR(readRankFiles(
+      path, ranks, "trace",
+      [&](int, const std::string &, std::istream &f) -> Status {
+        std::stringstream ss;
+        ss << f.rdbuf();
+        std::string events = eventsOf(ss.str());
+        if (!events.empty())
+          merged += (merged.empty() ? "" : ",") + events;
+        return Status::ok();
+      }));
+  return replaceRankFiles(path, ranks,
+                          "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [" +
+                              merged + "]}\n",
+                          "trace");
 }
 
 } // namespace tessel::tooling

@@ -72,18 +72,32 @@ TEST(ExtensionRegistry, ATakenOnnxMappingIsRefused) {
             "imports");
 }
 
+// Each kind of definition names what it lacks: its name or its function.
 TEST(ExtensionRegistry, IncompleteDefinitionsAreRefused) {
   EXPECT_EQ(load("incomplete", [](Registrar &r) {
-              CustomOp op;
-              op.name = "test.NoTypes";
-              r.addOp(op);
-              GradientHandlerDef h;
-              h.name = "no-handle";
-              r.addGradientHandler(h);
+              auto named = [](auto def, const char *name) {
+                def.name = name;
+                return def;
+              };
+              r.addOp(named(CustomOp(), "test.NoTypes"));
+              r.addGradientHandler(named(GradientHandlerDef(), "no-handle"));
+              r.addSchedule(named(ScheduleDef(), "no-generator"));
+              r.addParallelMode(named(ParallelModeDef(), "no-split"));
+              r.addOp(CustomOp());
+              r.addSchedule(ScheduleDef());
+              r.addGradientHandler(GradientHandlerDef());
+              r.addParallelMode(ParallelModeDef());
             }),
             "plugin 'incomplete': op 'test.NoTypes' has no inferTypes\n"
             "plugin 'incomplete': gradient handler 'no-handle' has no handle "
-            "function");
+            "function\n"
+            "plugin 'incomplete': schedule 'no-generator' has no generator\n"
+            "plugin 'incomplete': parallel mode 'no-split' has no split "
+            "function\n"
+            "plugin 'incomplete': an op without a name\n"
+            "plugin 'incomplete': a schedule without a name\n"
+            "plugin 'incomplete': a gradient handler without a name\n"
+            "plugin 'incomplete': a parallel mode without a name");
 }
 
 TEST(ExtensionRegistry, APluginLoadsOnce) {

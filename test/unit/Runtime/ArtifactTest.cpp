@@ -60,6 +60,14 @@ protected:
       writeFileBytes(dir + "/" + name, m.SerializeAsString());
   }
 
+  /// Rewrites file `name` of the artifact with edit(its bytes), in place.
+  void editBytes(const std::string &name,
+                 const std::function<void(std::string &)> &edit) {
+    std::string bytes = readFile(dir + "/" + name);
+    edit(bytes);
+    writeFileBytes(dir + "/" + name, bytes);
+  }
+
   void expectLoadError(const std::string &file, const std::string &needle,
                        bool verify = true) {
     Status s = load(verify);
@@ -136,11 +144,13 @@ TEST_F(ArtifactTest, GarbageManifest) {
 }
 
 TEST_F(ArtifactTest, TruncatedManifest) {
-  std::string m = readFile(dir + "/manifest.pb");
-  writeFileBytes(dir + "/manifest.pb", m.substr(0, m.size() - 3));
+  const std::string m = readFile(dir + "/manifest.pb");
+  editBytes("manifest.pb", [](std::string &b) { b.resize(b.size() - 3); });
   expectLoadError("manifest.pb", "no manifest checksum");
-  writeFileBytes(dir + "/manifest.pb", m.substr(0, m.size() - 9) +
-                                           m.substr(m.size() - 5));
+  // Bytes cut from the middle: the seal is there, its CRC no longer holds.
+  editBytes("manifest.pb", [&](std::string &b) {
+    b = m.substr(0, m.size() - 9) + m.substr(m.size() - 5);
+  });
   expectLoadError("manifest.pb", "corrupted: its CRC-32C is");
 }
 
@@ -168,34 +178,30 @@ TEST_F(ArtifactTest, WrongProgramFormatVersion) {
 }
 
 TEST_F(ArtifactTest, TruncatedProgram) {
-  std::string p = readFile(dir + "/rank0.program.pb");
-  writeFileBytes(dir + "/rank0.program.pb", p.substr(0, p.size() / 2));
+  editBytes("rank0.program.pb", [](std::string &b) { b.resize(b.size() / 2); });
   expectLoadError("rank0.program.pb", "truncated or corrupted");
   expectLoadError("rank0.program.pb", "truncated or corrupted", false);
 }
 
 TEST_F(ArtifactTest, CorruptedProgramByte) {
-  std::string p = readFile(dir + "/rank0.program.pb");
-  p[p.size() / 2] ^= 0x5a;
-  writeFileBytes(dir + "/rank0.program.pb", p);
+  editBytes("rank0.program.pb", [](std::string &b) { b[b.size() / 2] ^= 0x5a; });
   expectLoadError("rank0.program.pb", "CRC-32C");
 }
 
 TEST_F(ArtifactTest, TruncatedWeights) {
-  std::string w = readFile(dir + "/rank0.weights.safetensors");
-  writeFileBytes(dir + "/rank0.weights.safetensors", w.substr(0, w.size() - 10));
+  const size_t size = readFile(dir + "/rank0.weights.safetensors").size();
+  editBytes("rank0.weights.safetensors",
+            [](std::string &b) { b.resize(b.size() - 10); });
   expectLoadError("rank0.weights.safetensors", "truncated or corrupted");
   // Without checksums the safetensors index itself notices.
   editMessage<tessel::artifact::Manifest>("manifest.pb", [&](auto &m) {
-    m.mutable_ranks(0)->mutable_weights(0)->set_size(w.size() - 10);
+    m.mutable_ranks(0)->mutable_weights(0)->set_size(size - 10);
   });
   expectLoadError("rank0.weights.safetensors", "outside the data section", false);
 }
 
 TEST_F(ArtifactTest, BadSafetensorsHeader) {
-  std::string w = readFile(dir + "/rank0.weights.safetensors");
-  w[8] = '[';
-  writeFileBytes(dir + "/rank0.weights.safetensors", w);
+  editBytes("rank0.weights.safetensors", [](std::string &b) { b[8] = '['; });
   expectLoadError("rank0.weights.safetensors", "safetensors", false);
 }
 

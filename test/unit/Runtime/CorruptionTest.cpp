@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../ScratchDir.h"
+#include "CounterStep.h"
 #include "artifact.pb.h"
 #include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/ArtifactBuilder.h"
@@ -34,29 +35,6 @@ namespace tessel::runtime::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr int64_t kN = 4;
-
-/// loss = reduce_sum(s * x); s <- s + x; a state `count` counts the steps.
-void buildStep(ProgramBuilder &p) {
-  const std::vector<float> init = {1, -2, 0.5f, 3};
-  int s = p.addState("s", DType::F32, {kN}, init.data());
-  int z = p.addState("count", DType::F32, {}, nullptr);
-  int x = p.addInput("x", DType::F32, {kN});
-  const float one = 1;
-  int c1 = p.addConstant(DType::F32, {}, &one);
-  int sx = p.addBuffer(DType::F32, {kN}, "sx");
-  int loss = p.addBuffer(DType::F32, {}, "loss");
-  int s1 = p.addBuffer(DType::F32, {kN}, "s1");
-  int z1 = p.addBuffer(DType::F32, {}, "z1");
-  p.addOp("mul", {s, x}, {sx});
-  p.addOp("reduce_sum", {sx}, {loss}, Attrs().is("dims", {}).i("keep_dims", 0));
-  p.addOp("add", {s, x}, {s1});
-  p.addOp("add", {z, c1}, {z1});
-  p.addOp("copy", {s1}, {s});
-  p.addOp("copy", {z1}, {z});
-  p.addOutput("loss", loss);
-}
 
 std::string readBytes(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -162,7 +140,7 @@ protected:
   void SetUp() override {
     art = scratch.path("step.tsl");
     ArtifactBuilder b("corruption-test");
-    buildStep(b.rank(0));
+    buildStep(b, 1);
     ASSERT_TRUE(b.write(art).isOk());
     // What tesselc --train --grads-program writes beside the programs.
     artifact::TrainingInfo info;
@@ -176,10 +154,19 @@ protected:
     ASSERT_TRUE(writeTrainingInfo(art, info).isOk());
     writeFile(art + "/source.onnx", std::string(300, '\x42'));
     ArtifactBuilder g("corruption-test grads");
-    buildStep(g.rank(0));
+    buildStep(g, 1);
     ASSERT_TRUE(g.write(art + "/grads").isOk());
     Status s = recordArtifactFiles(art);
     ASSERT_TRUE(s.isOk()) << s.message();
+  }
+
+  /// The artifact's rank-0 program and a CPU executor of it.
+  void openExecutor(std::shared_ptr<const Program> &program,
+                    std::unique_ptr<Executor> &exec) {
+    std::unique_ptr<Artifact> a;
+    ASSERT_TRUE(Artifact::open(art, a).isOk());
+    ASSERT_TRUE(a->loadProgram(0, program).isOk());
+    ASSERT_TRUE(createExecutor("cpu", program, {}, exec).isOk());
   }
 
   tessel::test::ScratchDir scratch;
@@ -222,12 +209,9 @@ TEST_F(CorruptionTest, AFileTheManifestDoesNotListIsRefused) {
 }
 
 TEST_F(CorruptionTest, EveryFileOfTheCheckpointIsChecked) {
-  std::unique_ptr<Artifact> a;
-  ASSERT_TRUE(Artifact::open(art, a).isOk());
   std::shared_ptr<const Program> program;
-  ASSERT_TRUE(a->loadProgram(0, program).isOk());
   std::unique_ptr<Executor> exec;
-  ASSERT_TRUE(createExecutor("cpu", program, {}, exec).isOk());
+  ASSERT_NO_FATAL_FAILURE(openExecutor(program, exec));
   const std::vector<float> x = {0.5f, 1, -1, 2};
   std::vector<float> losses;
   for (int step = 0; step < 2; ++step) {
@@ -277,12 +261,9 @@ TEST_F(CorruptionTest, EveryFileOfTheCheckpointIsChecked) {
 }
 
 TEST_F(CorruptionTest, AnEditedDataPositionIsRefusedEvenResealed) {
-  std::unique_ptr<Artifact> a;
-  ASSERT_TRUE(Artifact::open(art, a).isOk());
   std::shared_ptr<const Program> program;
-  ASSERT_TRUE(a->loadProgram(0, program).isOk());
   std::unique_ptr<Executor> exec;
-  ASSERT_TRUE(createExecutor("cpu", program, {}, exec).isOk());
+  ASSERT_NO_FATAL_FAILURE(openExecutor(program, exec));
   const std::string ck = scratch.path("ck");
   tooling::CheckpointInfo info;
   info.step = 3;

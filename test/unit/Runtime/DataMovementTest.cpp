@@ -238,4 +238,45 @@ TEST(ChunkFetch, LoadChecksResultsAndChunk) {
         "attribute 'chunk' = -1 is negative");
 }
 
+// The axis checks of the load: a rank-0 operand has no axis, an axis
+// beyond the rank is refused, and gather (or gather_grad, scattering back)
+// needs a non-empty axis unless there are no indices.
+TEST(Gather, LoadChecksTheAxis) {
+  auto fails = [&](const std::string &op, std::vector<Tensor> operands,
+                   std::pair<DType, Shape> result, Attrs attrs,
+                   const std::string &needle) {
+    std::shared_ptr<const Program> prog;
+    Status s = buildOneOp(op, operands, {result}, std::move(attrs), prog);
+    ASSERT_FALSE(s.isOk()) << op << ": expected an error mentioning " << needle;
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  const Tensor scalar(DType::F32, {}), empty(DType::F32, {0, 2}),
+      idx(DType::I64, {3}), data(DType::F32, {4, 2});
+  fails("gather", {scalar, idx}, {DType::F32, {3}}, Attrs().i("axis", 0),
+        "data must have rank >= 1");
+  fails("gather", {data, idx}, {DType::F32, {3, 2}}, Attrs().i("axis", 2),
+        "attribute 'axis' = 2 is out of range for rank 2");
+  fails("gather", {empty, idx}, {DType::F32, {3, 2}}, Attrs().i("axis", 0),
+        "gather from an empty axis");
+  fails("gather", {data, idx}, {DType::F32, {4, 2}}, Attrs().i("axis", 1),
+        "result has shape [4, 2], expected [4, 3]");
+  fails("gather_elements", {scalar, idx}, {DType::F32, {3}},
+        Attrs().i("axis", 0), "data must have rank >= 1");
+  fails("gather_grad", {Tensor(DType::F32, {3, 2}), idx},
+        {DType::F32, {0, 2}}, Attrs().i("axis", 0),
+        "scatter into an empty axis");
+  fails("gather_grad", {Tensor(DType::F32, {3}), idx}, {DType::F32, {}},
+        Attrs().i("axis", 0), "result must have rank >= 1");
+  fails("gather_grad", {Tensor(DType::F32, {2, 2}), idx}, {DType::F32, {4, 2}},
+        Attrs().i("axis", 0), "grad has shape [2, 2], expected [3, 2]");
+  fails("softmax", {scalar}, {DType::F32, {}}, Attrs(),
+        "operand must have rank >= 1");
+  fails("cumsum", {data}, {DType::F32, {4, 2}}, Attrs().i("axis", -3),
+        "attribute 'axis' = -3 is out of range for rank 2");
+  fails("concat", {scalar}, {DType::F32, {}}, Attrs(),
+        "operands must have rank >= 1");
+  fails("split", {scalar}, {DType::F32, {}}, Attrs(),
+        "operand must have rank >= 1");
+}
+
 } // namespace

@@ -333,4 +333,25 @@ TEST(Where, ThreeWayBroadcast) {
   expectEqual<int64_t>(runOp("where", {c, x, y}, {{DType::I64, {3}}})[0], {1, -1, 3});
 }
 
+// The load names the operand whose dtype differs from the one it pairs
+// with: a binary op's, where's values', a matmul's, and the result.
+TEST(Binary, LoadChecksTheDTypes) {
+  auto fails = [](const std::string &op, std::vector<Tensor> operands,
+                  DType result, const std::string &needle) {
+    std::shared_ptr<const Program> prog;
+    Status s = buildOneOp(op, operands, {{result, {2, 2}}}, Attrs(), prog);
+    ASSERT_FALSE(s.isOk()) << op << ": expected an error mentioning " << needle;
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  const Tensor f(DType::F32, {2, 2}), i(DType::I64, {2, 2}),
+      c(DType::Bool, {2, 2});
+  fails("add", {f, i}, DType::F32, "operand 1 has dtype i64, expected f32");
+  fails("add", {f, f}, DType::I64, "result has dtype i64, expected f32");
+  fails("where", {c, f, i}, DType::F32,
+        "operand 2 has dtype i64, expected f32");
+  fails("where", {c, i, i}, DType::F32, "result has dtype f32, expected i64");
+  fails("matmul", {f, i}, DType::F32, "operand 1 has dtype i64, expected f32");
+  fails("matmul", {f, f}, DType::I64, "result has dtype i64, expected f32");
+}
+
 } // namespace

@@ -2,6 +2,11 @@
 #ifndef TESSEL_TEST_UNIT_RUNTIME_RUNTOOL_H
 #define TESSEL_TEST_UNIT_RUNTIME_RUNTOOL_H
 
+#include "../ScratchDir.h"
+#include "tessel/runtime/Npy.h"
+
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <string>
 #include <sys/wait.h>
@@ -30,6 +35,25 @@ inline RunResult runTool(const std::string &args, const std::string &env = "") {
   r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+/// A test that runs tessel-run on an artifact and inputs it writes into a
+/// scratch directory: the artifact is `art` (<stem>.tsl there), an input
+/// <stem><suffix> (writeInput).
+class RunToolTest : public ::testing::Test {
+protected:
+  explicit RunToolTest(const std::string &stem)
+      : base(files.path(stem)), art(base + ".tsl") {}
+  /// `t` written as .npy to `path` = base + suffix.
+  void writeInput(const std::string &suffix, const Tensor &t,
+                  std::string &path) {
+    path = base + suffix;
+    Status s = writeNpy(path, t);
+    ASSERT_TRUE(s.isOk()) << s.message();
+  }
+
+  tessel::test::ScratchDir files;
+  std::string base, art;
+};
 
 } // namespace tessel::runtime::test
 

@@ -12,21 +12,18 @@ using namespace tessel::runtime::test;
 
 namespace {
 
-class TesselRunTest : public ::testing::Test {
+class TesselRunTest : public RunToolTest {
 protected:
-  tessel::test::ScratchDir scratch;
+  TesselRunTest() : RunToolTest("run") {}
   void SetUp() override {
-    base = scratch.path("run");
-    art = base + ".tsl";
     ArtifactBuilder b("tessel-run-test");
     mlp.build(b.rank(0));
     ASSERT_TRUE(b.write(art).isOk());
     std::mt19937 rng(81);
     x = randomF32({Mlp::kBatch, Mlp::kIn}, rng);
-    xPath = base + ".x.npy";
-    ASSERT_TRUE(writeNpy(xPath, x).isOk());
+    writeInput(".x.npy", x, xPath);
   }
-  std::string base, art, xPath;
+  std::string xPath;
   Tensor x;
   Mlp mlp{80};
 };
@@ -87,7 +84,7 @@ TEST_F(TesselRunTest, UnwritableFilesFailBeforeTheRun) {
   EXPECT_EQ(r.output.find("ms per run"), std::string::npos) << r.output;
 
   // A directory as the trace file.
-  r = runTool(art + " --input x=" + xPath + " --trace " + scratch.path(""));
+  r = runTool(art + " --input x=" + xPath + " --trace " + files.path(""));
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_NE(r.output.find("cannot be written: it is a directory"),
             std::string::npos)
@@ -97,7 +94,7 @@ TEST_F(TesselRunTest, UnwritableFilesFailBeforeTheRun) {
   // A writable path is left as it was: an existing file keeps its contents
   // when the run then fails (here: a missing input), a new one is not
   // created.
-  std::string kept = scratch.write("kept.npy", "old");
+  std::string kept = files.write("kept.npy", "old");
   std::string fresh = base + ".fresh.npy";
   r = runTool(art + " --output " + kept + " --output logits=" + fresh);
   EXPECT_EQ(r.exitCode, 1);

@@ -7,6 +7,7 @@
 // phase (TESSEL_TEST_SAVE_KILL) leaving the previous checkpoint loadable.
 //
 //===----------------------------------------------------------------------===//
+#include "CounterStep.h"
 #include "RunTool.h"
 #include "../ScratchDir.h"
 #include "TestUtil.h"
@@ -31,50 +32,6 @@ namespace {
 void expectExit(const RunResult &r, int code, const std::string &message) {
   EXPECT_EQ(r.exitCode, code) << r.output;
   EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
-}
-
-constexpr int64_t kN = 4;
-const std::vector<float> kInit = {1, -2, 0.5f, 3};
-
-/// loss = reduce_sum(s * x) [all_reduce(sum) over `ranks` ranks];
-/// s <- s + x; a state `z` of zeros counts the steps (z <- z + 1).
-/// Rank r's s starts at kInit + r.
-void buildStep(ArtifactBuilder &b, int ranks) {
-  if (ranks > 1)
-    b.setMesh({{"dp", ranks}});
-  for (int r = 0; r < ranks; ++r) {
-    ProgramBuilder &p = b.rank(r);
-    std::vector<float> init = kInit;
-    for (float &v : init)
-      v += static_cast<float>(r);
-    int s = p.addState("s", DType::F32, {kN}, init.data());
-    int z = p.addState("count", DType::F32, {}, nullptr);
-    int x = p.addInput("x", DType::F32, {kN});
-    const float one = 1;
-    int c1 = p.addConstant(DType::F32, {}, &one);
-    int sx = p.addBuffer(DType::F32, {kN}, "sx");
-    int part = p.addBuffer(DType::F32, {}, "part");
-    int loss = part;
-    int s1 = p.addBuffer(DType::F32, {kN}, "s1");
-    int z1 = p.addBuffer(DType::F32, {}, "z1");
-    p.addOp("mul", {s, x}, {sx});
-    p.addOp("reduce_sum", {sx}, {part},
-            Attrs().is("dims", {}).i("keep_dims", 0));
-    if (ranks > 1) {
-      loss = p.addBuffer(DType::F32, {}, "loss");
-      std::vector<int64_t> group;
-      for (int k = 0; k < ranks; ++k)
-        group.push_back(k);
-      p.addOp("all_reduce", {part}, {loss},
-              Attrs().s("kind", "sum").is("group", group));
-    }
-    p.addOp("add", {s, x}, {s1});
-    p.addOp("add", {z, c1}, {z1});
-    p.addOp("copy", {s1}, {s});
-    p.addOp("copy", {z1}, {z});
-    p.addOutput("loss", loss);
-    p.addOutput("s1", s1);
-  }
 }
 
 /// name -> (dtype, shape, values as float) of a safetensors file.
@@ -109,17 +66,14 @@ std::map<std::string, Saved> readSafetensors(const std::string &path) {
   return out;
 }
 
-class TrainRunTest : public ::testing::Test {
+class TrainRunTest : public RunToolTest {
 protected:
-  tessel::test::ScratchDir files;
+  TrainRunTest() : RunToolTest("train") {}
   void SetUp() override {
-    base = files.path("train");
-    art = base + ".tsl";
     // Data: 2 rows, fed alternately.
     xs = Tensor::fromVector(DType::F32, {2, kN},
                             std::vector<float>{1, 2, 3, 4, -1, 0.5f, 2, -3});
-    xsPath = base + ".xs.npy";
-    ASSERT_TRUE(writeNpy(xsPath, xs).isOk());
+    writeInput(".xs.npy", xs, xsPath);
   }
   void build(int ranks) {
     ArtifactBuilder b("train-test");
@@ -155,6 +109,20 @@ protected:
         s[i] += row(k)[i];
     return s;
   }
+  /// Each rank's states saved in `dir` after `steps` steps: its own s, and
+  /// the step count.
+  void expectSavedStates(const std::string &dir, int steps, int ranks) {
+    for (int rank = 0; rank < ranks; ++rank) {
+      auto saved = readSafetensors(dir + "/rank" + std::to_string(rank) +
+                                   ".safetensors");
+      std::vector<float> s = expectedState(steps, rank);
+      ASSERT_EQ(saved["s"].values.size(), static_cast<size_t>(kN));
+      for (int i = 0; i < kN; ++i)
+        EXPECT_NEAR(saved["s"].values[i], s[i], 1e-6f) << "rank " << rank;
+      EXPECT_EQ(saved["count"].values,
+                std::vector<float>{static_cast<float>(steps)});
+    }
+  }
   void expectLosses(const std::string &path, int steps, int ranks) {
     Tensor l;
     ASSERT_TRUE(readNpy(path, l).isOk());
@@ -164,7 +132,7 @@ protected:
     for (int k = 0; k < steps; ++k)
       EXPECT_NEAR(l.data<float>()[k], want[k], 1e-5f) << "step " << k;
   }
-  std::string base, art, xsPath;
+  std::string xsPath;
   Tensor xs;
 };
 
@@ -368,15 +336,7 @@ TEST_F(TrainRunTest, TwoRanksRunTheSameStepsAndSaveTheirStates) {
       << r.output;
   size_t first = r.output.find("step 1/3");
   EXPECT_EQ(r.output.find("step 1/3", first + 1), std::string::npos) << r.output;
-  for (int rank = 0; rank < 2; ++rank) {
-    auto saved = readSafetensors(dir + "/rank" + std::to_string(rank) +
-                                 ".safetensors");
-    std::vector<float> s = expectedState(3, rank);
-    ASSERT_EQ(saved["s"].values.size(), static_cast<size_t>(kN));
-    for (int i = 0; i < kN; ++i)
-      EXPECT_NEAR(saved["s"].values[i], s[i], 1e-6f) << "rank " << rank;
-    EXPECT_EQ(saved["count"].values, std::vector<float>{3});
-  }
+  expectSavedStates(dir, 3, 2);
 }
 
 
@@ -455,6 +415,36 @@ protected:
     expectSameBits(readLosses(l),
                    std::vector<float>(full.begin() + from, full.end()));
   }
+  /// `--steps 3 --resume ck` fails (exit 1) saying `message`.
+  void expectResumeFails(const std::string &ck, const std::string &message) {
+    std::string out = run("--steps 3 --resume " + ck, 1);
+    EXPECT_NE(out.find(message), std::string::npos) << out;
+  }
+  /// Kills the step-4 save of a run saving to `ck` at `point`: the scratch
+  /// directory then holds `kept` and the save's temporary, whose name this
+  /// returns.
+  std::string killSaveLeaving(const std::string &ck, const std::string &point,
+                              const std::string &kept) {
+    killSaveOfStep4(ck, point);
+    auto files = listDir(scratch.path(""));
+    EXPECT_EQ(files.size(), 2u);
+    if (files.size() != 2)
+      return "";
+    EXPECT_EQ(files[0], kept);
+    EXPECT_EQ(files[1].rfind("ck.tmp-", 0), 0u) << files[1];
+    return files[1];
+  }
+  /// A resumed run (`--steps steps`) recovers `ck` from a killed save,
+  /// saying `message`, and leaves `ck` alone; it then resumes from step
+  /// `from` (up to `stop`) as the straight run.
+  void expectRecovers(const std::string &ck, int steps,
+                      const std::string &message, int from, int stop) {
+    std::string out =
+        run("--steps " + std::to_string(steps) + " --resume " + ck);
+    EXPECT_NE(out.find(message), std::string::npos) << out;
+    EXPECT_EQ(listDir(scratch.path("")), std::vector<std::string>{"ck"});
+    expectResumes(ck, from, stop);
+  }
   tessel::test::ScratchDir scratch;
 };
 
@@ -483,10 +473,7 @@ TEST_F(CheckpointRunTest, ResumeContinuesBitForBitWithTheDataPosition) {
   expectSameBits(readLosses(l), full);
   // --steps is counted from the start: at or below the checkpoint's step
   // is an error.
-  out = run("--steps 3 --resume " + ck, 1);
-  EXPECT_NE(out.find("error: --steps 3 is not above the checkpoint's step 3"),
-            std::string::npos)
-      << out;
+  expectResumeFails(ck, "error: --steps 3 is not above the checkpoint's step 3");
 }
 
 TEST_F(CheckpointRunTest, SaveEveryKeepsTheLatest) {
@@ -508,19 +495,16 @@ TEST_F(CheckpointRunTest, SaveEveryKeepsTheLatest) {
 TEST_F(CheckpointRunTest, KilledWhileWritingLeavesThePreviousCheckpoint) {
   build(1);
   std::string ck = scratch.path("ck");
-  killSaveOfStep4(ck, "write");
   // The step-2 checkpoint, and the unfinished temporary beside it.
-  auto files = listDir(scratch.path(""));
-  ASSERT_EQ(files.size(), 2u);
-  EXPECT_EQ(files[0], "ck");
-  EXPECT_EQ(files[1].rfind("ck.tmp-", 0), 0u) << files[1];
+  const std::string tmp = killSaveLeaving(ck, "write", "ck");
+  ASSERT_FALSE(tmp.empty());
   EXPECT_NE(readText(ck + "/model.safetensors.index.json").find("\"step\": 2,"),
             std::string::npos);
   // Resuming ignores and removes the temporary.
   std::string l = scratch.path("rest.npy");
   std::string out = run("--steps 4 --resume " + ck + " --save " + ck +
                         " --losses " + l);
-  EXPECT_NE(out.find("tessel-run: removed " + scratch.path(files[1]) +
+  EXPECT_NE(out.find("tessel-run: removed " + scratch.path(tmp) +
                      ", an unfinished checkpoint save"),
             std::string::npos)
       << out;
@@ -534,19 +518,12 @@ TEST_F(CheckpointRunTest, KilledWhileWritingLeavesThePreviousCheckpoint) {
 TEST_F(CheckpointRunTest, KilledBetweenTheRenamesRestoresThePrevious) {
   build(1);
   std::string ck = scratch.path("ck");
-  killSaveOfStep4(ck, "swap");
   // The previous checkpoint is ck.old, the new one still a temporary.
-  auto files = listDir(scratch.path(""));
-  ASSERT_EQ(files.size(), 2u);
-  EXPECT_EQ(files[0], "ck.old");
-  EXPECT_EQ(files[1].rfind("ck.tmp-", 0), 0u) << files[1];
-  std::string out = run("--steps 3 --resume " + ck);
-  EXPECT_NE(out.find("tessel-run: restored " + ck + " from " + ck +
-                     ".old (a save was interrupted)"),
-            std::string::npos)
-      << out;
-  EXPECT_EQ(listDir(scratch.path("")), std::vector<std::string>{"ck"});
-  expectResumes(ck, 2, 4);
+  ASSERT_FALSE(killSaveLeaving(ck, "swap", "ck.old").empty());
+  expectRecovers(ck, 3,
+                 "tessel-run: restored " + ck + " from " + ck +
+                     ".old (a save was interrupted)",
+                 2, 4);
 }
 
 TEST_F(CheckpointRunTest, KilledBeforeRemovingTheOldOneKeepsTheNew) {
@@ -555,24 +532,17 @@ TEST_F(CheckpointRunTest, KilledBeforeRemovingTheOldOneKeepsTheNew) {
   killSaveOfStep4(ck, "cleanup");
   EXPECT_EQ(listDir(scratch.path("")),
             (std::vector<std::string>{"ck", "ck.old"}));
-  std::string out = run("--steps 5 --resume " + ck);
-  EXPECT_NE(out.find("tessel-run: removed " + ck + ".old, a replaced "
-                     "checkpoint"),
-            std::string::npos)
-      << out;
-  EXPECT_EQ(listDir(scratch.path("")), std::vector<std::string>{"ck"});
-  expectResumes(ck, 4, 6);
+  expectRecovers(ck, 5,
+                 "tessel-run: removed " + ck + ".old, a replaced checkpoint",
+                 4, 6);
 }
 
 TEST_F(CheckpointRunTest, FirstSaveKilledLeavesNothingToResume) {
   build(1);
   std::string ck = scratch.path("ck");
   run("--steps 2 --save " + ck, kKilled, "TESSEL_TEST_SAVE_KILL=write@2");
-  std::string out = run("--steps 3 --resume " + ck, 1);
-  EXPECT_NE(out.find("error: --resume " + ck + ": " + ck +
-                     ": not a checkpoint (no model.safetensors.index.json)"),
-            std::string::npos)
-      << out;
+  expectResumeFails(ck, "error: --resume " + ck + ": " + ck +
+                        ": not a checkpoint (no model.safetensors.index.json)");
   // A leftover temporary of a killed save is removed by the next save.
   run("--steps 2 --save " + ck);
   EXPECT_EQ(listDir(scratch.path("")), std::vector<std::string>{"ck"});
@@ -596,20 +566,10 @@ TEST_F(CheckpointRunTest, TwoRanksKilledMidSaveKeepThePrevious) {
   // The resumed run's states: every rank's own.
   std::string ck2 = scratch.path("ck2");
   run("-n 2 --steps 3 --resume " + ck + " --save " + ck2);
-  for (int rank = 0; rank < 2; ++rank) {
-    auto saved = readSafetensors(ck2 + "/rank" + std::to_string(rank) +
-                                 ".safetensors");
-    std::vector<float> s = expectedState(3, rank);
-    ASSERT_EQ(saved["s"].values.size(), static_cast<size_t>(kN));
-    for (int i = 0; i < kN; ++i)
-      EXPECT_NEAR(saved["s"].values[i], s[i], 1e-6f) << "rank " << rank;
-  }
+  expectSavedStates(ck2, 3, 2);
   // A 2-rank checkpoint on one rank.
   build(1);
-  out = run("--steps 3 --resume " + ck, 1);
-  EXPECT_NE(out.find("a checkpoint of 2 ranks, but this run has 1"),
-            std::string::npos)
-      << out;
+  expectResumeFails(ck, "a checkpoint of 2 ranks, but this run has 1");
 }
 
 TEST_F(CheckpointRunTest, MismatchAndCorruption) {
@@ -643,39 +603,27 @@ TEST_F(CheckpointRunTest, MismatchAndCorruption) {
   ASSERT_TRUE(writeBytes(ck + "/rank0.safetensors",
                          bytes.substr(0, bytes.size() - 3))
                   .isOk());
-  std::string out = run("--steps 3 --resume " + ck, 1);
-  EXPECT_NE(out.find("error: " + ck + "/rank0.safetensors: corrupted: its "
-                     "size is " + std::to_string(bytes.size() - 3) +
-                     " bytes, the index says " + std::to_string(bytes.size())),
-            std::string::npos)
-      << out;
+  expectResumeFails(ck, "error: " + ck + "/rank0.safetensors: corrupted: its "
+                        "size is " + std::to_string(bytes.size() - 3) +
+                        " bytes, the index says " + std::to_string(bytes.size()));
   ASSERT_TRUE(writeBytes(ck + "/rank0.safetensors", bytes).isOk());
   ASSERT_TRUE(writeBytes(ck + "/model.safetensors.index.json",
                          index.substr(0, index.size() / 2))
                   .isOk());
-  out = run("--steps 3 --resume " + ck, 1);
-  EXPECT_NE(out.find("model.safetensors.index.json: a checkpoint written by "
-                     "an older tessel-run (no checksums)"),
-            std::string::npos)
-      << out;
+  expectResumeFails(ck, "model.safetensors.index.json: a checkpoint written by "
+                        "an older tessel-run (no checksums)");
   // An index edited, its checksum not: refused, naming both checksums.
   std::string renamed = index;
   renamed.replace(renamed.find("\"count\""), 7, "\"cnt\"");
   ASSERT_TRUE(writeBytes(ck + "/model.safetensors.index.json", renamed).isOk());
-  out = run("--steps 3 --resume " + ck, 1);
-  EXPECT_NE(out.find("model.safetensors.index.json: corrupted: its CRC-32C "
-                     "is "),
-            std::string::npos)
-      << out;
+  expectResumeFails(ck, "model.safetensors.index.json: corrupted: its CRC-32C "
+                        "is ");
   // Sealed again after the edit: the index and the rank file disagree.
   renamed = tessel::tooling::sealIndex(
       renamed.substr(0, renamed.rfind("\"index_crc32c\"")));
   ASSERT_TRUE(writeBytes(ck + "/model.safetensors.index.json", renamed).isOk());
-  out = run("--steps 3 --resume " + ck, 1);
-  EXPECT_NE(out.find("error: corrupt checkpoint: the index lists 'cnt' in " +
-                     ck + "/rank0.safetensors, which does not hold it"),
-            std::string::npos)
-      << out;
+  expectResumeFails(ck, "error: corrupt checkpoint: the index lists 'cnt' in " +
+                        ck + "/rank0.safetensors, which does not hold it");
 }
 
 TEST_F(CheckpointRunTest, SaveRefusesADirectoryThatIsNoCheckpoint) {

@@ -95,6 +95,10 @@ void testHooks(int rank);
 /// only (not with TESSEL_RESTART set): a restart then runs to the end.
 void testStepHook(int rank, int64_t step);
 
+/// What a test hook that fires does: stdout and stderr flushed, then this
+/// process killed by SIGKILL (as a crash would, without cleanup).
+void killForTest();
+
 } // namespace tessel::tooling
 
 #endif // TESSEL_TOOLING_LAUNCH_H

@@ -20,6 +20,8 @@
 #include "tessel/runtime/Executor.h"
 #include "tessel/runtime/Program.h"
 
+#include <functional>
+#include <istream>
 #include <string>
 
 namespace tessel::tooling {
@@ -41,6 +43,25 @@ std::string rankTracePath(const std::string &path, int rank);
 /// Merges the `ranks` files rankTracePath(path, r) into `path` and removes
 /// them.
 runtime::Status mergeTraces(const std::string &path, int ranks);
+
+/// `text` written to `path` (replacing it); fails with "cannot write the
+/// <what> <path>".
+runtime::Status writeTextFile(const std::string &path, const std::string &text,
+                              const std::string &what);
+
+/// read(r, part, in) for the file `part` = rankTracePath(path, r) of each
+/// rank, in order; fails with "cannot read the <what> of rank r (part)"
+/// where one cannot be opened, or with read's own failure.
+runtime::Status readRankFiles(
+    const std::string &path, int ranks, const std::string &what,
+    const std::function<runtime::Status(int, const std::string &,
+                                        std::istream &)> &read);
+
+/// The merge of the rank files into `path`: `text` written there (as
+/// writeTextFile), then the rank files removed.
+runtime::Status replaceRankFiles(const std::string &path, int ranks,
+                                 const std::string &text,
+                                 const std::string &what);
 
 } // namespace tessel::tooling
 
