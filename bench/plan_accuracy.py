@@ -20,21 +20,22 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# (model directory under --models, its configurations by rank count)
-CONFIGS = {
-    2: [("dp", ["--mesh", "dp=2", "--plan=dp"]),
-        ("tp", ["--mesh", "tp=2", "--plan=megatron"]),
-        ("pp", ["--mesh", "pp=2", "--stages", "auto", "--microbatches", "{mb}"]),
-        ("zero2", ["--plugin", "zero2", "--mesh", "dp=2"]),
-        ("fsdp", ["--plugin", "fsdp", "--mesh", "dp=2"]),
-        ("hybrid", ["--plugin", "hybrid:pp=2,microbatches={mb}"])],
-    4: [("dp", ["--mesh", "dp=4", "--plan=dp"]),
-        ("tp", ["--mesh", "tp=4", "--plan=megatron"]),
-        ("pp", ["--mesh", "pp=4", "--stages", "auto", "--microbatches", "{mb}"]),
-        ("zero2", ["--plugin", "zero2", "--mesh", "dp=4"]),
-        ("fsdp", ["--plugin", "fsdp", "--mesh", "dp=4"]),
-        ("hybrid", ["--plugin", "hybrid:dp=2,tp=2"])],
-}
+
+
+def configs(n):
+    """The configurations of n ranks: dp, tp and pp alone, ZeRO-2 and FSDP
+    over dp, and a hybrid (pp x dp on 2 ranks, dp x tp beyond)."""
+    hybrid = ("hybrid:pp=2,microbatches={mb}" if n == 2 else
+              "hybrid:dp=%d,tp=2" % (n // 2))
+    return [("dp", ["--mesh", "dp=%d" % n, "--plan=dp"]),
+            ("tp", ["--mesh", "tp=%d" % n, "--plan=megatron"]),
+            ("pp", ["--mesh", "pp=%d" % n, "--stages", "auto",
+                    "--microbatches", "{mb}"]),
+            ("zero2", ["--plugin", "zero2", "--mesh", "dp=%d" % n]),
+            ("fsdp", ["--plugin", "fsdp", "--mesh", "dp=%d" % n]),
+            ("hybrid", ["--plugin", hybrid])]
+
+
 MODELS = ["gpt2_tiny", "gpt2_deep", "llama_tiny", "llama_hf"]
 
 
@@ -94,7 +95,7 @@ def main():
             data = os.path.join(tmp, model + ".npy")
             # Microbatches: 4, or the whole batch one sample each.
             mb = str(min(4, lm_batches(mdir, args.steps, data)))
-            for name, flags in CONFIGS[ranks]:
+            for name, flags in configs(ranks):
                 label = "%s %s x%d" % (model, name, ranks)
                 if args.only and args.only not in label:
                     continue

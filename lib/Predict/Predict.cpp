@@ -89,18 +89,16 @@ bool isFree(Operation *op) {
 
 /// Which kind of collective `op` is, if it is one the cost model times.
 std::optional<cost::Collective> collectiveOf(Operation *op) {
-  if (isa<AllReduceOp>(op))
-    return cost::Collective::AllReduce;
-  if (isa<AllGatherOp>(op))
-    return cost::Collective::AllGather;
-  if (isa<ReduceScatterOp>(op))
-    return cost::Collective::ReduceScatter;
-  if (isa<AllToAllOp>(op))
-    return cost::Collective::AllToAll;
-  if (isa<BroadcastOp>(op))
-    return cost::Collective::Broadcast;
-  if (isa<CollectivePermuteOp>(op))
-    return cost::Collective::SendRecv;
+  static const std::pair<TypeID, cost::Collective> kinds[] = {
+      {TypeID::get<AllReduceOp>(), cost::Collective::AllReduce},
+      {TypeID::get<AllGatherOp>(), cost::Collective::AllGather},
+      {TypeID::get<ReduceScatterOp>(), cost::Collective::ReduceScatter},
+      {TypeID::get<AllToAllOp>(), cost::Collective::AllToAll},
+      {TypeID::get<BroadcastOp>(), cost::Collective::Broadcast},
+      {TypeID::get<CollectivePermuteOp>(), cost::Collective::SendRecv}};
+  for (const auto &[id, kind] : kinds)
+    if (op->getName().getTypeID() == id)
+      return kind;
   return std::nullopt;
 }
 

@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from check_training import safetensors
+from safetensors_np import read_safetensors as safetensors
 
 def inits(model):
     return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
