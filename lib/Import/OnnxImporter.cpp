@@ -57,6 +57,16 @@ Type mlir::tessel::detail::getElementType(MLIRContext *ctx, int32_t dtype) {
   }
 }
 
+/// Whether an initializer holds no values at all (a shapes-only export):
+/// not external, no raw_data, every typed field empty.
+static bool hasNoData(const onnx::TensorProto &t) {
+  return t.data_location() != onnx::TensorProto::EXTERNAL &&
+         !t.has_raw_data() && t.float_data_size() == 0 &&
+         t.double_data_size() == 0 && t.int32_data_size() == 0 &&
+         t.int64_data_size() == 0 && t.uint64_data_size() == 0 &&
+         t.string_data_size() == 0;
+}
+
 static std::optional<WeightDType> getWeightDType(int32_t dtype) {
   switch (dtype) {
   case kFloat: return WeightDType::F32;
@@ -424,6 +434,9 @@ FailureOr<Value> GraphImporter::materialize(ValueInfo &info, Location loc) {
                                     : WeightInfo::Origin::Constant;
   if (c) {
     entry.bytes = weights.own(c->toBytes());
+  } else if (info.tensor && info.isInitializer && hasNoData(*info.tensor) &&
+             entry.getNumElements() > 0) {
+    entry.shapesOnly = true;
   } else if (info.tensor) {
     auto data = getTensorData(*info.tensor);
     if (failed(data))
@@ -534,7 +547,9 @@ SmallVector<std::string> GraphImporter::tieCandidates(const ValueInfo &info,
 FailureOr<Value> GraphImporter::retie(ValueInfo &info,
                                       ArrayRef<std::string> sources,
                                       Location loc) {
-  if (sources.empty() || !isFloatDType(info.dtype))
+  // Ties are found by equal contents: a shapes-only tensor has none.
+  if (sources.empty() || !isFloatDType(info.dtype) ||
+      (info.tensor && hasNoData(*info.tensor)))
     return Value();
   const size_t width = getByteWidth(*getWeightDType(info.dtype));
   const size_t n = size_t(info.type.getNumElements());
@@ -806,7 +821,12 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
   bool hasExternal = llvm::any_of(graph.initializer(), [](const auto &t) {
     return t.data_location() == onnx::TensorProto::EXTERNAL;
   });
-  if (opset <= getCheckerMaxOpset() && !hasExternal)
+  // A shapes-only model's initializers hold no values, which the checker
+  // refuses; the importer checks what it reads.
+  bool shapesOnly = llvm::any_of(graph.initializer(), [](const auto &t) {
+    return hasNoData(t);
+  });
+  if (opset <= getCheckerMaxOpset() && !hasExternal && !shapesOnly)
     if (auto message = checkOnnxModel(model))
       return fail("invalid ONNX model: " + *message);
 

@@ -70,6 +70,14 @@ llvm::ArrayRef<char> WeightTable::own(std::vector<char> data) {
 
 llvm::Expected<llvm::ArrayRef<char>>
 WeightTable::getData(const WeightInfo &weight) {
+  if (weight.shapesOnly)
+    return llvm::createStringError(
+        llvm::errc::invalid_argument,
+        "weight '" + weight.name +
+            "' has no data: the model gives its initializers' shapes only; "
+            "--predict, --plan=auto with --emit=plan and --emit=mlir, "
+            "propagated or partitioned work without data, an artifact needs "
+            "the weights");
   if (!weight.isExternal())
     return weight.bytes;
   uint64_t size = weight.getNumBytes();

@@ -50,6 +50,10 @@ struct WeightInfo {
   /// Little-endian, row-major bytes when held in memory (valid while the
   /// table lives); empty for external data (use WeightTable::getData).
   llvm::ArrayRef<char> bytes;
+  /// An initializer that gives its type and no values (a model exported as
+  /// shapes only, to plan and predict without its weights): getData refuses
+  /// it, so an artifact cannot be made of it.
+  bool shapesOnly = false;
 
   int64_t getNumElements() const;
   uint64_t getNumBytes() const { return getNumElements() * getByteWidth(dtype); }
