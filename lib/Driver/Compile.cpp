@@ -871,7 +871,7 @@ Error Compilation::predict() {
   if (!p)
     return fail(toString(p.takeError()));
   raw_string_ostream os(result.reports.prediction);
-  mlir::tessel::printPrediction(*p, *cluster, os);
+  mlir::tessel::printPrediction(*p, *cluster, os, o.explain);
   return Error::success();
 }
 

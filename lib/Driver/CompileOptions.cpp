@@ -59,7 +59,8 @@ ArrayRef<CompileFlag> getCompileFlags() {
       {"explain", &O::explain, C::Sharding, "",
        "With --plan=auto: print the best candidates (predicted step split "
        "into compute, exposed communication and bubble; peak memory per "
-       "rank), those that do not fit or compile, and why the winner won"},
+       "rank), those that do not fit or compile, and why the winner won. "
+       "With --predict: the predicted time per op name too"},
       {"memory-per-device", &O::memoryPerDevice, C::Sharding, "BYTES",
        "With --plan=auto: the memory each rank may use, e.g. 80GiB, 512MiB "
        "(default: the --cluster device's)"},

@@ -224,6 +224,9 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
                                           : valueBytes(op->getOperands());
       double t = cost::getCollectiveTime(*kind, bytes, size,
                                          cluster.getGroupLink(size, stride));
+      auto &entry = p.figures.byOp[op->getName().getStringRef().str()];
+      entry.first += t;
+      ++entry.second;
       if (op->hasAttr(TesselDialect::kBucketAttrName) ||
           op->hasAttr(TesselDialect::kAsyncAttrName)) {
         double start = std::max(p.clock, p.commFree);
@@ -250,6 +253,9 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
       t *= out.oversubscription;
       p.clock += t;
       p.figures.compute += t;
+      auto &entry = p.figures.byOp[op->getName().getStringRef().str()];
+      entry.first += t;
+      ++entry.second;
       p.figures.flops += estimateFlops(op);
     }
     ++p.pos;
@@ -327,7 +333,7 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
 
 void mlir::tessel::printPrediction(const Prediction &p,
                                    const cost::ClusterSpec &cluster,
-                                   llvm::raw_ostream &os) {
+                                   llvm::raw_ostream &os, bool byOp) {
   auto ms = [](double s) { return llvm::format("%.3f ms", s * 1e3); };
   auto pct = [&](double s) {
     return llvm::format("%.1f%%", p.stepTime > 0 ? 100.0 * s / p.stepTime : 0);
@@ -354,6 +360,22 @@ void mlir::tessel::printPrediction(const Prediction &p,
      << (double(p.peakBytes) > cluster.device.memoryBytes ? " (does NOT fit)"
                                                            : "")
      << "\n";
+  if (byOp) {
+    const RankPrediction *slowest = &p.programs.front();
+    for (const RankPrediction &r : p.programs)
+      if (r.finish > slowest->finish)
+        slowest = &r;
+    std::vector<std::pair<std::string, std::pair<double, int64_t>>> ops(
+        slowest->byOp.begin(), slowest->byOp.end());
+    llvm::stable_sort(ops, [](const auto &a, const auto &b) {
+      return a.second.first > b.second.first;
+    });
+    os << "  by op (the slowest program; collectives' own time, "
+          "overlapped or not):\n";
+    for (const auto &[name, figure] : ops)
+      os << llvm::format("    %-28s %10.3f ms %6lld\n", name.c_str(),
+                         figure.first * 1e3, (long long)figure.second);
+  }
   if (p.programs.size() > 1)
     for (const RankPrediction &r : p.programs)
       os << "  pp rank " << r.ppRank << ": compute " << ms(r.compute)

@@ -25,6 +25,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace mlir::tessel {
@@ -45,6 +47,9 @@ struct RankPrediction {
   double idle = 0;
   double flops = 0;
   int64_t peakBytes = 0;
+  /// Seconds and count per op name ("tessel.gemm", "tessel.all_reduce"),
+  /// to hold beside a measured trace (tessel-run --trace).
+  std::map<std::string, std::pair<double, int64_t>> byOp;
 };
 
 struct Prediction {
@@ -70,10 +75,11 @@ llvm::Expected<Prediction> predictStep(ModuleOp module,
                                        const ::tessel::cost::ClusterSpec &cluster);
 
 /// tesselc --predict's text: the step time and its split, per program, the
-/// memory, and whether it fits the device.
+/// memory, and whether it fits the device; with `byOp`, the slowest
+/// program's time per op name too (--explain).
 void printPrediction(const Prediction &p,
                      const ::tessel::cost::ClusterSpec &cluster,
-                     llvm::raw_ostream &os);
+                     llvm::raw_ostream &os, bool byOp = false);
 
 } // namespace mlir::tessel
 
