@@ -296,6 +296,10 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
           cluster.getGroupLink(size, stride));
       p.clock += t;
       p.figures.communication += t;
+      auto &entry = p.figures.byOp[c.allReduce ? "all_reduce (outputs)"
+                                               : "all_gather (outputs)"];
+      entry.first += t;
+      ++entry.second;
     }
     p.figures.ppRank = p.ppRank;
     p.figures.finish = p.clock;
