@@ -117,6 +117,22 @@ def main():
                     rows.append((model, name, ranks, pred, None, "no run: " + why))
                     continue
                 rows.append((model, name, ranks, pred, meas, ""))
+            if args.only and args.only not in "%s auto x%d" % (model, ranks):
+                continue
+            # --plan=auto's choice, measured as the others.
+            art = os.path.join(tmp, "%s-auto-%d.tsl" % (model, ranks))
+            c = run([args.tesselc, os.path.join(mdir, "model.onnx"), "--train",
+                     "--plan=auto", "--devices", str(ranks), "--predict",
+                     "--cluster", cluster, "-o", art])
+            chosen = re.search(r"^chosen: (.*?) \(", c.stdout, re.M)
+            if c.returncode or not chosen:
+                why = (c.stderr.strip().splitlines() or ["?"])[-1]
+                rows.append((model, "auto", ranks, None, None, "no compile: " + why))
+                continue
+            r = run([args.tessel_run, art, "-n", str(ranks), "--steps",
+                     str(args.steps), "--data-lm", data])
+            rows.append((model, "auto", ranks, predicted_ms(c.stdout),
+                         measured_ms(r.stdout), "chose " + chosen.group(1)))
     if args.csv:
         print("model,config,ranks,predicted_ms,measured_ms,error_pct")
     else:
@@ -142,6 +158,19 @@ def main():
         print("%d configurations: mean |error| %.1f%%, max %.1f%%, within 15%%: %d"
               % (len(errors), sum(errors) / len(errors), max(errors),
                  sum(e <= 15 for e in errors)))
+    # auto against the best configuration measured, per model and ranks.
+    for model, name, ranks, pred, meas, note in rows:
+        if name != "auto" or meas is None:
+            continue
+        others = [(m, n) for mo, n, r, p, m, _ in rows
+                  if mo == model and r == ranks and n != "auto" and m]
+        if others:
+            best, which = min(others)
+            print("%s x%d: --plan=auto (%s) measured %.3f ms, the best "
+                  "configuration (%s) %.3f ms: %s" % (
+                      model, ranks, note[len("chose "):], meas, which, best,
+                      "at least as fast" if meas <= best * 1.0 else
+                      "%.1f%% slower" % (100.0 * (meas - best) / best)))
 
 
 if __name__ == "__main__":
