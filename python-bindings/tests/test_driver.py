@@ -87,3 +87,17 @@ def test_flag_errors_are_the_command_lines(flags, tmp_path, tesselc):
     with pytest.raises(tessel.CompileError) as e:
         tessel.compile(MLP, flags=flags)
     assert str(e.value) == cli.stderr.strip()
+
+
+def test_plan_auto_chooses_as_the_command_line(tmp_path, tesselc):
+    # --plan=auto from Python: the same choice and table as tesselc's.
+    cluster = MODELS.parent / "Predict" / "Inputs" / "round.yaml"
+    cli = run_cli(tesselc, GPT2, "--train", "--lr", "1e-3", "--plan=auto",
+                  "--devices", "2",
+                  "--cluster", cluster, "-o", tmp_path / "cli.tsl").stdout
+    art = tessel.compile(GPT2, plan="auto", train=dict(lr=1e-3),
+                         flags=["--devices", "2", "--cluster", str(cluster)])
+    chosen = [line for line in cli.splitlines() if line.startswith("chosen:")]
+    assert len(chosen) == 1
+    assert chosen[0] in art.report()
+    assert art.num_ranks == 2
