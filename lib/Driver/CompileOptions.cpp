@@ -20,6 +20,26 @@ namespace tessel::driver {
 using O = CompileOptions;
 using C = FlagCategory;
 
+ArrayRef<EmitValue> getEmitValues() {
+  static const EmitValue values[] = {
+      {Emit::Artifact, "tsl", "compile the model to a .tsl artifact (default)"},
+      {Emit::Mlir, "mlir",
+       "stop after the ONNX import (and the plan's specs) and print the "
+       "Tessel IR"},
+      {Emit::Autodiff, "autodiff",
+       "stop after the loss and its gradients (training; implies --train)"},
+      {Emit::Propagated, "propagated", "stop after sharding propagation"},
+      {Emit::Partitioned, "partitioned",
+       "stop after partitioning: the per-rank program"},
+      {Emit::Schedule, "schedule",
+       "print per-rank pipeline schedules and their simulated bubble"},
+      {Emit::Plan, "plan",
+       "write the plan the compile applied (--plan=auto's choice) as a plan "
+       "file to edit and reuse"},
+  };
+  return values;
+}
+
 ArrayRef<CompileFlag> getCompileFlags() {
   static const CompileFlag flags[] = {
       // ONNX import.

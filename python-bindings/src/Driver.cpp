@@ -13,6 +13,7 @@
 #include "tessel/Driver/Driver.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -28,17 +29,17 @@ using namespace tessel::driver;
 
 /// tesselc's --emit values, but schedule (tessel.schedule()).
 Emit parseEmit(const std::string &emit) {
-  for (auto [name, value] : {std::pair("tsl", Emit::Artifact),
-                             std::pair("mlir", Emit::Mlir),
-                             std::pair("autodiff", Emit::Autodiff),
-                             std::pair("propagated", Emit::Propagated),
-                             std::pair("partitioned", Emit::Partitioned),
-                             std::pair("plan", Emit::Plan)})
-    if (emit == name)
-      return value;
-  raise("CompileError", "emit='" + emit +
-                            "': expected tsl, mlir, autodiff, propagated, "
-                            "partitioned or plan");
+  std::vector<std::string> names;
+  for (const tessel::driver::EmitValue &v : tessel::driver::getEmitValues()) {
+    if (v.emit == Emit::Schedule)
+      continue;
+    if (emit == v.name)
+      return v.emit;
+    names.push_back(v.name);
+  }
+  raise("CompileError", "emit='" + emit + "': expected " +
+                            llvm::join(llvm::ArrayRef(names).drop_back(), ", ") +
+                            " or " + names.back());
 }
 
 /// `tesselc <flags> <input> -o <output> --emit=<emit>` in this process:

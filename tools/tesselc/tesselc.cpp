@@ -38,28 +38,9 @@ cl::OptionCategory scheduleCategory(
     "and print the action lists and figures.");
 cl::OptionCategory pluginCategory("Plugin options");
 
-cl::opt<Emit>
-    emit("emit", cl::desc("What to produce:"), cl::init(Emit::Artifact),
-         cl::values(
-             clEnumValN(Emit::Artifact, "tsl",
-                        "compile the model to a .tsl artifact (default)"),
-             clEnumValN(Emit::Mlir, "mlir",
-                        "stop after the ONNX import (and the plan's specs) "
-                        "and print the Tessel IR"),
-             clEnumValN(Emit::Autodiff, "autodiff",
-                        "stop after the loss and its gradients (training; "
-                        "implies --train)"),
-             clEnumValN(Emit::Propagated, "propagated",
-                        "stop after sharding propagation"),
-             clEnumValN(Emit::Partitioned, "partitioned",
-                        "stop after partitioning: the per-rank program"),
-             clEnumValN(Emit::Schedule, "schedule",
-                        "print per-rank pipeline schedules and their simulated "
-                        "bubble"),
-             clEnumValN(Emit::Plan, "plan",
-                        "write the plan the compile applied (--plan=auto's "
-                        "choice) as a plan file to edit and reuse")),
-         cl::cat(generalCategory));
+// Its values: getEmitValues(), added in main.
+cl::opt<Emit> emit("emit", cl::desc("What to produce:"),
+                   cl::init(Emit::Artifact), cl::cat(generalCategory));
 
 cl::opt<std::string> inputFile(cl::Positional, cl::value_desc("model.onnx"),
                                cl::desc("<model.onnx>"), cl::init(""),
@@ -201,6 +182,8 @@ int main(int argc, char **argv) {
           "), MLIR/LLVM " LLVM_VERSION_STRING "\n";
   });
   mlir::registerAsmPrinterCLOptions();
+  for (const tessel::driver::EmitValue &v : tessel::driver::getEmitValues())
+    emit.getParser().addLiteralOption(v.name, v.emit, v.help);
   Flags flags;
   cl::HideUnrelatedOptions({&generalCategory, &importCategory,
                             &shardingCategory, &trainingCategory,

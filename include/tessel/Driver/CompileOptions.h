@@ -38,6 +38,17 @@ enum class Emit {
   Plan,
 };
 
+/// One value of --emit: its name and its --help line.
+struct EmitValue {
+  Emit emit;
+  const char *name;
+  const char *help;
+};
+
+/// Every --emit value, in --help's order (tesselc's option and the Python
+/// module's `emit=` both read it).
+llvm::ArrayRef<EmitValue> getEmitValues();
+
 /// A std::optional field is one whose absence differs from its default
 /// (tesselc checks whether it was given); its default is in the comment.
 struct CompileOptions {
