@@ -230,10 +230,9 @@ static FailureOr<Type> inferWhere(std::optional<Location> loc,
   if (failed(sameElementType(loc, adaptor.getOnTrue(), adaptor.getOnFalse(),
                              "on_true and on_false")))
     return failure();
-  return inferBroadcast(loc,
-                        {adaptor.getCondition(), adaptor.getOnTrue(),
-                         adaptor.getOnFalse()},
-                        tensorOf(adaptor.getOnTrue()).getElementType());
+  return inferBroadcast(
+      loc, {adaptor.getCondition(), adaptor.getOnTrue(), adaptor.getOnFalse()},
+      tensorOf(adaptor.getOnTrue()).getElementType());
 }
 
 static FailureOr<Type> inferMatmul(std::optional<Location> loc,
@@ -595,10 +594,9 @@ static FailureOr<Type> inferGlobalAvgPool(std::optional<Location> loc,
 }
 
 #define TESSEL_RESULT_INFERENCE(OP, RULE)                                      \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     OP::Adaptor adaptor,                      \
-                                     SmallVectorImpl<Type> &types) {           \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, OP::Adaptor adaptor,         \
+      SmallVectorImpl<Type> &types) {                                          \
     FailureOr<Type> type = RULE(loc, adaptor);                                 \
     if (failed(type))                                                          \
       return failure();                                                        \
@@ -687,7 +685,6 @@ LogicalResult MaxPoolBackwardOp::verify() {
 LogicalResult AvgPoolBackwardOp::verify() {
   return verifyPoolGrad(*this, getResult());
 }
-
 
 //===----------------------------------------------------------------------===//
 // Folders

@@ -2,7 +2,6 @@
 
 #include "tessel/Cost/Cluster.h"
 
-
 #include <algorithm>
 #include <cmath>
 
@@ -34,10 +33,8 @@ double DeviceSpec::getOpTime(WorkClass cls, Precision precision,
 
 /// Each link kind with its name, for both directions.
 static constexpr std::pair<LinkKind, llvm::StringLiteral> kLinkKindNames[] = {
-    {LinkKind::SharedMemory, "shm"},
-    {LinkKind::Tcp, "tcp"},
-    {LinkKind::NVLink, "nvlink"},
-    {LinkKind::InfiniBand, "infiniband"},
+    {LinkKind::SharedMemory, "shm"}, {LinkKind::Tcp, "tcp"},
+    {LinkKind::NVLink, "nvlink"},    {LinkKind::InfiniBand, "infiniband"},
     {LinkKind::PCIe, "pcie"},
 };
 
