@@ -174,9 +174,8 @@ TEST(CostClusterFile, RefusesBadInput) {
        "bad.yaml:4: unknown key 'gpus'"},
       {replace(full, "  memory_bytes: 16e9\n", ""),
        "bad.yaml: missing device.memory_bytes"},
-      {replace(full,
-               "inter_node:\n  kind: tcp\n  latency: 5e-5\n"
-               "  bandwidth: 1.25e9\n",
+      {replace(full, "inter_node:\n  kind: tcp\n  latency: 5e-5\n"
+                     "  bandwidth: 1.25e9\n",
                ""),
        "bad.yaml: missing inter_node.kind"},
       {replace(full, "nodes: 2\n", "nodes: 2\nnodes: 3\n"),
