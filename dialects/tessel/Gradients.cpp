@@ -411,43 +411,49 @@ LogicalResult buildCastGradient(CastOp op, OpBuilder &b, ArrayRef<Value> dy,
 // Binary elementwise (numpy broadcasting)
 //===----------------------------------------------------------------------===//
 
-LogicalResult buildAddGradient(AddOp op, OpBuilder &b, ArrayRef<Value> dy,
-                               Grads &dx) {
+// A broadcasting binary op's rule: `dl` and `dr` give the gradients of lhs
+// and rhs from dy before broadcasting (built only for a float operand);
+// each is summed back to its operand's shape.
+template <typename OpTy>
+static LogicalResult
+buildBinaryGradient(OpTy op, OpBuilder &b, ArrayRef<Value> dy, Grads &dx,
+                    function_ref<Value(Emitter &, Value)> dl,
+                    function_ref<Value(Emitter &, Value)> dr) {
   Emitter e{b, op.getLoc()};
   Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(g, l); }));
-  dx.push_back(ifFloat(r, [&] { return e.sumTo(g, r); }));
+  dx.push_back(ifFloat(l, [&] { return e.sumTo(dl(e, g), l); }));
+  dx.push_back(ifFloat(r, [&] { return e.sumTo(dr(e, g), r); }));
   return success();
+}
+
+static Value passThrough(Emitter &, Value g) { return g; }
+
+LogicalResult buildAddGradient(AddOp op, OpBuilder &b, ArrayRef<Value> dy,
+                               Grads &dx) {
+  return buildBinaryGradient(op, b, dy, dx, passThrough, passThrough);
 }
 
 LogicalResult buildSubGradient(SubOp op, OpBuilder &b, ArrayRef<Value> dy,
                                Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(g, l); }));
-  dx.push_back(ifFloat(r, [&] { return e.sumTo(e.neg(g), r); }));
-  return success();
+  return buildBinaryGradient(op, b, dy, dx, passThrough,
+                             [](Emitter &e, Value g) { return e.neg(g); });
 }
 
 LogicalResult buildMulGradient(MulOp op, OpBuilder &b, ArrayRef<Value> dy,
                                Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(e.mul(g, r), l); }));
-  dx.push_back(ifFloat(r, [&] { return e.sumTo(e.mul(g, l), r); }));
-  return success();
+  Value l = op.getLhs(), r = op.getRhs();
+  return buildBinaryGradient(
+      op, b, dy, dx, [&](Emitter &e, Value g) { return e.mul(g, r); },
+      [&](Emitter &e, Value g) { return e.mul(g, l); });
 }
 
 // d(l / r) = dl / r - l dr / r^2 = (dl - y dr) / r
 LogicalResult buildDivGradient(DivOp op, OpBuilder &b, ArrayRef<Value> dy,
                                Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(e.div(g, r), l); }));
-  dx.push_back(ifFloat(r, [&] {
-    return e.sumTo(e.neg(e.div(e.mul(g, op.getResult()), r)), r);
-  }));
-  return success();
+  Value r = op.getRhs(), y = op.getResult();
+  return buildBinaryGradient(
+      op, b, dy, dx, [&](Emitter &e, Value g) { return e.div(g, r); },
+      [&](Emitter &e, Value g) { return e.neg(e.div(e.mul(g, y), r)); });
 }
 
 // d l^r = r l^(r-1) dl + l^r log(l) dr; a constant exponent has none.
@@ -483,14 +489,12 @@ LogicalResult buildPowGradient(PowOp op, OpBuilder &b, ArrayRef<Value> dy,
 // everywhere: dl = dy, dr = -n dy, n computed as (l - y) / r.
 LogicalResult buildFModGradient(FModOp op, OpBuilder &b, ArrayRef<Value> dy,
                                 Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(g, l); }));
-  dx.push_back(ifFloat(r, [&] {
-    Value n = e.div(e.sub(l, op.getResult()), r);
-    return e.sumTo(e.neg(e.mul(g, n)), r);
-  }));
-  return success();
+  Value l = op.getLhs(), r = op.getRhs(), y = op.getResult();
+  return buildBinaryGradient(op, b, dy, dx, passThrough,
+                             [&](Emitter &e, Value g) {
+                               Value n = e.div(e.sub(l, y), r);
+                               return e.neg(e.mul(g, n));
+                             });
 }
 
 // The gradient goes to the selected operand; on a tie, to the left one.
@@ -498,12 +502,11 @@ template <typename OpTy>
 static LogicalResult buildSelectGradient(OpTy op, OpBuilder &b,
                                          ArrayRef<Value> dy, Grads &dx,
                                          ComparePredicate pickLeft) {
-  Emitter e{b, op.getLoc()};
-  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  Value left = e.cmp(pickLeft, l, r);
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(e.selectOrZero(left, g), l); }));
-  dx.push_back(ifFloat(r, [&] { return e.sumTo(e.zeroOrSelect(left, g), r); }));
-  return success();
+  Value left = Emitter{b, op.getLoc()}.cmp(pickLeft, op.getLhs(), op.getRhs());
+  return buildBinaryGradient(
+      op, b, dy, dx,
+      [&](Emitter &e, Value g) { return e.selectOrZero(left, g); },
+      [&](Emitter &e, Value g) { return e.zeroOrSelect(left, g); });
 }
 
 LogicalResult buildMaxGradient(MaxOp op, OpBuilder &b, ArrayRef<Value> dy,
