@@ -670,45 +670,49 @@ LogicalResult buildLogSoftmaxGradient(LogSoftmaxOp op, OpBuilder &b,
   return success();
 }
 
-// With x^ = (x - mean) rstd over dims D = [axis, rank) and h = dy scale:
-// dx = rstd (h - mean(h) - x^ mean(h x^)), dscale = sum(dy x^),
-// dbias = sum(dy), the sums over the leading dims.
-LogicalResult buildLayerNormGradient(LayerNormOp op, OpBuilder &b,
-                                     ArrayRef<Value> dy, Grads &dx) {
+// Layer norm and RMS norm over dims D = [axis, rank). With c = x - mean(x)
+// (layer norm) or x (RMS norm), rstd = rsqrt(mean(c^2) + eps), x^ = c rstd
+// and h = dy scale:
+//   layer norm: dx = rstd (h - mean(h) - x^ mean(h x^)),
+//   RMS norm:   dx = rstd (h - x^ rstd mean(h x)), the same without the
+//               mean(h) term (x^ mean(h x^) = x^ rstd mean(h x));
+// dscale = sum(dy x^), dbias = sum(dy), the sums over the leading dims.
+template <typename OpTy>
+static LogicalResult buildNormGradient(OpTy op, OpBuilder &b,
+                                       ArrayRef<Value> dy, Grads &dx) {
+  constexpr bool centred = std::is_same_v<OpTy, LayerNormOp>;
   Emitter e{b, op.getLoc()};
   Value x = op.getInput(), scale = op.getScale(), g = dy[0];
   SmallVector<int64_t> dims = range(op.getAxis(), typeOf(x).getRank());
-  Value mean = e.reduceMean(x, dims, true);
-  Value centred = e.sub(x, mean);
-  Value var = e.reduceMean(e.mul(centred, centred), dims, true);
-  Value rstd = RsqrtOp::create(b, e.loc,
-                               e.add(var, op.getEpsilon().convertToDouble()));
-  Value xhat = e.mul(centred, rstd);
+  Value c = centred ? e.sub(x, e.reduceMean(x, dims, true)) : x;
+  Value meanSquare = e.reduceMean(e.mul(c, c), dims, true);
+  Value rstd = RsqrtOp::create(
+      b, e.loc, e.add(meanSquare, op.getEpsilon().convertToDouble()));
+  Value xhat = e.mul(c, rstd);
   Value h = e.mul(g, scale);
-  Value m1 = e.reduceMean(h, dims, true);
-  Value m2 = e.reduceMean(e.mul(h, xhat), dims, true);
-  dx.push_back(e.mul(rstd, e.sub(e.sub(h, m1), e.mul(xhat, m2))));
+  if constexpr (centred) {
+    Value m1 = e.reduceMean(h, dims, true);
+    Value m2 = e.reduceMean(e.mul(h, xhat), dims, true);
+    dx.push_back(e.mul(rstd, e.sub(e.sub(h, m1), e.mul(xhat, m2))));
+  } else {
+    Value m = e.reduceMean(e.mul(h, x), dims, true);
+    dx.push_back(e.mul(rstd, e.sub(h, e.mul(e.mul(xhat, rstd), m))));
+  }
   dx.push_back(e.sumTo(e.mul(g, xhat), scale));
-  if (Value bias = op.getBias())
-    dx.push_back(e.sumTo(g, bias));
+  if constexpr (centred)
+    if (Value bias = op.getBias())
+      dx.push_back(e.sumTo(g, bias));
   return success();
 }
 
-// With r = rsqrt(mean(x^2) + eps) and h = dy scale:
-// dx = r (h - x r^2 mean(h x)), dscale = sum(dy x r).
+LogicalResult buildLayerNormGradient(LayerNormOp op, OpBuilder &b,
+                                     ArrayRef<Value> dy, Grads &dx) {
+  return buildNormGradient(op, b, dy, dx);
+}
+
 LogicalResult buildRmsNormGradient(RmsNormOp op, OpBuilder &b,
                                    ArrayRef<Value> dy, Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value x = op.getInput(), scale = op.getScale(), g = dy[0];
-  SmallVector<int64_t> dims = range(op.getAxis(), typeOf(x).getRank());
-  Value ms = e.reduceMean(e.mul(x, x), dims, true);
-  Value r = RsqrtOp::create(b, e.loc, e.add(ms, op.getEpsilon().convertToDouble()));
-  Value xr = e.mul(x, r);
-  Value h = e.mul(g, scale);
-  Value m = e.reduceMean(e.mul(h, x), dims, true);
-  dx.push_back(e.mul(r, e.sub(h, e.mul(e.mul(xr, r), m))));
-  dx.push_back(e.sumTo(e.mul(g, xr), scale));
-  return success();
+  return buildNormGradient(op, b, dy, dx);
 }
 
 /// Whether `v` is `reduce_mean(x)` over every dim of `x` but 1, the dims
