@@ -411,43 +411,49 @@ LogicalResult buildCastGradient(CastOp op, OpBuilder &b, ArrayRef<Value> dy,
 // Binary elementwise (numpy broadcasting)
 //===----------------------------------------------------------------------===//
 
-LogicalResult buildAddGradient(AddOp op, OpBuilder &b, ArrayRef<Value> dy,
-                               Grads &dx) {
+// A broadcasting binary op's rule: `dl` and `dr` give the gradients of lhs
+// and rhs from dy before broadcasting (built only for a float operand);
+// each is summed back to its operand's shape.
+template <typename OpTy>
+static LogicalResult
+buildBinaryGradient(OpTy op, OpBuilder &b, ArrayRef<Value> dy, Grads &dx,
+                    function_ref<Value(Emitter &, Value)> dl,
+                    function_ref<Value(Emitter &, Value)> dr) {
   Emitter e{b, op.getLoc()};
   Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(g, l); }));
-  dx.push_back(ifFloat(r, [&] { return e.sumTo(g, r); }));
+  dx.push_back(ifFloat(l, [&] { return e.sumTo(dl(e, g), l); }));
+  dx.push_back(ifFloat(r, [&] { return e.sumTo(dr(e, g), r); }));
   return success();
+}
+
+static Value passThrough(Emitter &, Value g) { return g; }
+
+LogicalResult buildAddGradient(AddOp op, OpBuilder &b, ArrayRef<Value> dy,
+                               Grads &dx) {
+  return buildBinaryGradient(op, b, dy, dx, passThrough, passThrough);
 }
 
 LogicalResult buildSubGradient(SubOp op, OpBuilder &b, ArrayRef<Value> dy,
                                Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(g, l); }));
-  dx.push_back(ifFloat(r, [&] { return e.sumTo(e.neg(g), r); }));
-  return success();
+  return buildBinaryGradient(op, b, dy, dx, passThrough,
+                             [](Emitter &e, Value g) { return e.neg(g); });
 }
 
 LogicalResult buildMulGradient(MulOp op, OpBuilder &b, ArrayRef<Value> dy,
                                Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(e.mul(g, r), l); }));
-  dx.push_back(ifFloat(r, [&] { return e.sumTo(e.mul(g, l), r); }));
-  return success();
+  Value l = op.getLhs(), r = op.getRhs();
+  return buildBinaryGradient(
+      op, b, dy, dx, [&](Emitter &e, Value g) { return e.mul(g, r); },
+      [&](Emitter &e, Value g) { return e.mul(g, l); });
 }
 
 // d(l / r) = dl / r - l dr / r^2 = (dl - y dr) / r
 LogicalResult buildDivGradient(DivOp op, OpBuilder &b, ArrayRef<Value> dy,
                                Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(e.div(g, r), l); }));
-  dx.push_back(ifFloat(r, [&] {
-    return e.sumTo(e.neg(e.div(e.mul(g, op.getResult()), r)), r);
-  }));
-  return success();
+  Value r = op.getRhs(), y = op.getResult();
+  return buildBinaryGradient(
+      op, b, dy, dx, [&](Emitter &e, Value g) { return e.div(g, r); },
+      [&](Emitter &e, Value g) { return e.neg(e.div(e.mul(g, y), r)); });
 }
 
 // d l^r = r l^(r-1) dl + l^r log(l) dr; a constant exponent has none.
@@ -483,14 +489,12 @@ LogicalResult buildPowGradient(PowOp op, OpBuilder &b, ArrayRef<Value> dy,
 // everywhere: dl = dy, dr = -n dy, n computed as (l - y) / r.
 LogicalResult buildFModGradient(FModOp op, OpBuilder &b, ArrayRef<Value> dy,
                                 Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(g, l); }));
-  dx.push_back(ifFloat(r, [&] {
-    Value n = e.div(e.sub(l, op.getResult()), r);
-    return e.sumTo(e.neg(e.mul(g, n)), r);
-  }));
-  return success();
+  Value l = op.getLhs(), r = op.getRhs(), y = op.getResult();
+  return buildBinaryGradient(op, b, dy, dx, passThrough,
+                             [&](Emitter &e, Value g) {
+                               Value n = e.div(e.sub(l, y), r);
+                               return e.neg(e.mul(g, n));
+                             });
 }
 
 // The gradient goes to the selected operand; on a tie, to the left one.
@@ -498,12 +502,11 @@ template <typename OpTy>
 static LogicalResult buildSelectGradient(OpTy op, OpBuilder &b,
                                          ArrayRef<Value> dy, Grads &dx,
                                          ComparePredicate pickLeft) {
-  Emitter e{b, op.getLoc()};
-  Value l = op.getLhs(), r = op.getRhs(), g = dy[0];
-  Value left = e.cmp(pickLeft, l, r);
-  dx.push_back(ifFloat(l, [&] { return e.sumTo(e.selectOrZero(left, g), l); }));
-  dx.push_back(ifFloat(r, [&] { return e.sumTo(e.zeroOrSelect(left, g), r); }));
-  return success();
+  Value left = Emitter{b, op.getLoc()}.cmp(pickLeft, op.getLhs(), op.getRhs());
+  return buildBinaryGradient(
+      op, b, dy, dx,
+      [&](Emitter &e, Value g) { return e.selectOrZero(left, g); },
+      [&](Emitter &e, Value g) { return e.zeroOrSelect(left, g); });
 }
 
 LogicalResult buildMaxGradient(MaxOp op, OpBuilder &b, ArrayRef<Value> dy,
@@ -667,45 +670,49 @@ LogicalResult buildLogSoftmaxGradient(LogSoftmaxOp op, OpBuilder &b,
   return success();
 }
 
-// With x^ = (x - mean) rstd over dims D = [axis, rank) and h = dy scale:
-// dx = rstd (h - mean(h) - x^ mean(h x^)), dscale = sum(dy x^),
-// dbias = sum(dy), the sums over the leading dims.
-LogicalResult buildLayerNormGradient(LayerNormOp op, OpBuilder &b,
-                                     ArrayRef<Value> dy, Grads &dx) {
+// Layer norm and RMS norm over dims D = [axis, rank). With c = x - mean(x)
+// (layer norm) or x (RMS norm), rstd = rsqrt(mean(c^2) + eps), x^ = c rstd
+// and h = dy scale:
+//   layer norm: dx = rstd (h - mean(h) - x^ mean(h x^)),
+//   RMS norm:   dx = rstd (h - x^ rstd mean(h x)), the same without the
+//               mean(h) term (x^ mean(h x^) = x^ rstd mean(h x));
+// dscale = sum(dy x^), dbias = sum(dy), the sums over the leading dims.
+template <typename OpTy>
+static LogicalResult buildNormGradient(OpTy op, OpBuilder &b,
+                                       ArrayRef<Value> dy, Grads &dx) {
+  constexpr bool centred = std::is_same_v<OpTy, LayerNormOp>;
   Emitter e{b, op.getLoc()};
   Value x = op.getInput(), scale = op.getScale(), g = dy[0];
   SmallVector<int64_t> dims = range(op.getAxis(), typeOf(x).getRank());
-  Value mean = e.reduceMean(x, dims, true);
-  Value centred = e.sub(x, mean);
-  Value var = e.reduceMean(e.mul(centred, centred), dims, true);
-  Value rstd = RsqrtOp::create(b, e.loc,
-                               e.add(var, op.getEpsilon().convertToDouble()));
-  Value xhat = e.mul(centred, rstd);
+  Value c = centred ? e.sub(x, e.reduceMean(x, dims, true)) : x;
+  Value meanSquare = e.reduceMean(e.mul(c, c), dims, true);
+  Value rstd = RsqrtOp::create(
+      b, e.loc, e.add(meanSquare, op.getEpsilon().convertToDouble()));
+  Value xhat = e.mul(c, rstd);
   Value h = e.mul(g, scale);
-  Value m1 = e.reduceMean(h, dims, true);
-  Value m2 = e.reduceMean(e.mul(h, xhat), dims, true);
-  dx.push_back(e.mul(rstd, e.sub(e.sub(h, m1), e.mul(xhat, m2))));
+  if constexpr (centred) {
+    Value m1 = e.reduceMean(h, dims, true);
+    Value m2 = e.reduceMean(e.mul(h, xhat), dims, true);
+    dx.push_back(e.mul(rstd, e.sub(e.sub(h, m1), e.mul(xhat, m2))));
+  } else {
+    Value m = e.reduceMean(e.mul(h, x), dims, true);
+    dx.push_back(e.mul(rstd, e.sub(h, e.mul(e.mul(xhat, rstd), m))));
+  }
   dx.push_back(e.sumTo(e.mul(g, xhat), scale));
-  if (Value bias = op.getBias())
-    dx.push_back(e.sumTo(g, bias));
+  if constexpr (centred)
+    if (Value bias = op.getBias())
+      dx.push_back(e.sumTo(g, bias));
   return success();
 }
 
-// With r = rsqrt(mean(x^2) + eps) and h = dy scale:
-// dx = r (h - x r^2 mean(h x)), dscale = sum(dy x r).
+LogicalResult buildLayerNormGradient(LayerNormOp op, OpBuilder &b,
+                                     ArrayRef<Value> dy, Grads &dx) {
+  return buildNormGradient(op, b, dy, dx);
+}
+
 LogicalResult buildRmsNormGradient(RmsNormOp op, OpBuilder &b,
                                    ArrayRef<Value> dy, Grads &dx) {
-  Emitter e{b, op.getLoc()};
-  Value x = op.getInput(), scale = op.getScale(), g = dy[0];
-  SmallVector<int64_t> dims = range(op.getAxis(), typeOf(x).getRank());
-  Value ms = e.reduceMean(e.mul(x, x), dims, true);
-  Value r = RsqrtOp::create(b, e.loc, e.add(ms, op.getEpsilon().convertToDouble()));
-  Value xr = e.mul(x, r);
-  Value h = e.mul(g, scale);
-  Value m = e.reduceMean(e.mul(h, x), dims, true);
-  dx.push_back(e.mul(r, e.sub(h, e.mul(e.mul(xr, r), m))));
-  dx.push_back(e.sumTo(e.mul(g, xr), scale));
-  return success();
+  return buildNormGradient(op, b, dy, dx);
 }
 
 /// Whether `v` is `reduce_mean(x)` over every dim of `x` but 1, the dims

@@ -282,32 +282,32 @@ OpShardingRuleAttr mlir::tessel::buildNormRule(Operation *op) {
   return b.build();
 }
 
-OpShardingRuleAttr mlir::tessel::buildBatchNormRule(BatchNormOp op) {
+// x[N, C, ...] normalised per channel by operands 1-4 (scale, bias, mean,
+// variance: [C]): the channels tie them to the result's dim 1; the other
+// dims of x and the result are `others`.
+static OpShardingRuleAttr buildPerChannelRule(Operation *op,
+                                              FactorKind others) {
   ShardingRuleBuilder b(op);
-  for (auto [d, size] : llvm::enumerate(shapeOf(op.getResult()))) {
+  for (auto [d, size] : llvm::enumerate(shapeOf(op->getResult(0)))) {
     SmallVector<TensorDim> dims{operandDim(0, d), resultDim(0, d)};
     if (d == 1)
       for (unsigned p = 1; p < 5; ++p)
         dims.push_back(operandDim(p, 0));
-    b.addFactor(size, dims);
+    b.addFactor(size, dims, d == 1 ? FactorKind::Pass : others);
   }
   return b.build();
+}
+
+// Inference: every dim passes.
+OpShardingRuleAttr mlir::tessel::buildBatchNormRule(BatchNormOp op) {
+  return buildPerChannelRule(op, FactorKind::Pass);
 }
 
 // The channels pass; every other dim stays replicated, since the batch
 // statistics need all of it. -tessel-batch-norm-train lowers the op before
 // propagation, into reductions that shard as SyncBN.
 OpShardingRuleAttr mlir::tessel::buildBatchNormTrainRule(BatchNormTrainOp op) {
-  ShardingRuleBuilder b(op);
-  for (auto [d, size] : llvm::enumerate(shapeOf(op.getResult()))) {
-    SmallVector<TensorDim> dims{operandDim(0, d), resultDim(0, d)};
-    if (d == 1)
-      for (unsigned p = 1; p < 5; ++p)
-        dims.push_back(operandDim(p, 0));
-    b.addFactor(size, dims,
-                d == 1 ? FactorKind::Pass : FactorKind::NeedReplication);
-  }
-  return b.build();
+  return buildPerChannelRule(op, FactorKind::NeedReplication);
 }
 
 // data[:axis] ++ indices ++ data[axis+1:]; the gathered dim of data must be
@@ -462,6 +462,21 @@ static void addWindowDims(ShardingRuleBuilder &b, ArrayRef<int64_t> in,
     b.addFactor(kernel[d], {operandDim(1, d)}, FactorKind::NeedReplication);
 }
 
+// A channel dim of a conv-like op: its `dims` (each with its size) tie as
+// one factor of `kind`; in a grouped op, whose channel groups do not line
+// up across operands, each is a factor of its own, replicated.
+static void addChannelDims(ShardingRuleBuilder &b, bool grouped,
+                           ArrayRef<std::pair<int64_t, TensorDim>> dims,
+                           FactorKind kind) {
+  if (!grouped) {
+    b.addFactor(dims[0].first, llvm::to_vector(llvm::make_second_range(dims)),
+                kind);
+    return;
+  }
+  for (auto [size, dim] : dims)
+    b.addFactor(size, {dim}, FactorKind::NeedReplication);
+}
+
 OpShardingRuleAttr mlir::tessel::buildConvRule(Conv2DOp op) {
   ShardingRuleBuilder b(op);
   ArrayRef<int64_t> x = shapeOf(op.getInput()), w = shapeOf(op.getWeight()),
@@ -472,13 +487,9 @@ OpShardingRuleAttr mlir::tessel::buildConvRule(Conv2DOp op) {
   if (op.getBias())
     o.push_back(operandDim(2, 0));
   b.addFactor(y[1], o, grouped ? FactorKind::NeedReplication : FactorKind::Pass);
-  if (grouped) {
-    b.addFactor(x[1], {operandDim(0, 1)}, FactorKind::NeedReplication);
-    b.addFactor(w[1], {operandDim(1, 1)}, FactorKind::NeedReplication);
-  } else {
-    b.addFactor(x[1], {operandDim(0, 1), operandDim(1, 1)},
-                FactorKind::Reduction);
-  }
+  addChannelDims(b, grouped,
+                 {{x[1], operandDim(0, 1)}, {w[1], operandDim(1, 1)}},
+                 FactorKind::Reduction);
   addWindowDims(b, x, y, w);
   return b.build();
 }
@@ -503,16 +514,12 @@ mlir::tessel::buildConvBackwardDataRule(Conv2DBackwardDataOp op) {
                     dx = shapeOf(op.getResult());
   bool grouped = op.getGroup() != 1;
   b.addFactor(dy[0], {operandDim(0, 0), resultDim(0, 0)});
-  if (grouped) {
-    b.addFactor(dy[1], {operandDim(0, 1)}, FactorKind::NeedReplication);
-    b.addFactor(w[0], {operandDim(1, 0)}, FactorKind::NeedReplication);
-    b.addFactor(w[1], {operandDim(1, 1)}, FactorKind::NeedReplication);
-    b.addFactor(dx[1], {resultDim(0, 1)}, FactorKind::NeedReplication);
-  } else {
-    b.addFactor(dy[1], {operandDim(0, 1), operandDim(1, 0)},
-                FactorKind::Reduction);
-    b.addFactor(dx[1], {operandDim(1, 1), resultDim(0, 1)});
-  }
+  addChannelDims(b, grouped,
+                 {{dy[1], operandDim(0, 1)}, {w[0], operandDim(1, 0)}},
+                 FactorKind::Reduction);
+  addChannelDims(b, grouped,
+                 {{w[1], operandDim(1, 1)}, {dx[1], resultDim(0, 1)}},
+                 FactorKind::Pass);
   addWindowDims(b, dy, dx, w);
   return b.build();
 }
@@ -528,12 +535,9 @@ mlir::tessel::buildConvBackwardWeightRule(Conv2DBackwardWeightOp op) {
   b.addFactor(x[0], {operandDim(0, 0), operandDim(1, 0)}, FactorKind::Reduction);
   FactorKind kind = grouped ? FactorKind::NeedReplication : FactorKind::Pass;
   b.addFactor(dy[1], {operandDim(1, 1), resultDim(0, 0)}, kind);
-  if (grouped) {
-    b.addFactor(x[1], {operandDim(0, 1)}, FactorKind::NeedReplication);
-    b.addFactor(dw[1], {resultDim(0, 1)}, FactorKind::NeedReplication);
-  } else {
-    b.addFactor(x[1], {operandDim(0, 1), resultDim(0, 1)});
-  }
+  addChannelDims(b, grouped,
+                 {{x[1], operandDim(0, 1)}, {dw[1], resultDim(0, 1)}},
+                 FactorKind::Pass);
   for (int64_t d = 2; d < 4; ++d)
     b.addFactor(x[d], {operandDim(0, d)}, FactorKind::NeedReplication);
   for (int64_t d = 2; d < 4; ++d)

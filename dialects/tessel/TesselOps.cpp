@@ -153,24 +153,30 @@ int64_t MeshOp::getNumDevices() {
 //===----------------------------------------------------------------------===//
 // Type inference
 //===----------------------------------------------------------------------===//
+//
+// Each op with one result has a rule here: its result type from the
+// adaptor, or failure reported at `loc`. TESSEL_RESULT_INFERENCE, after the
+// rules, makes each rule its op's inferReturnTypes.
 
-#define TESSEL_SAME_TYPE_INFERENCE(OP)                                         \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
-                                     OP::Adaptor adaptor,                      \
-                                     SmallVectorImpl<Type> &types) {           \
-    types.push_back(adaptor.getInput().getType());                             \
-    return success();                                                          \
-  }
-TESSEL_SAME_TYPE_INFERENCE(LayerNormOp)
-TESSEL_SAME_TYPE_INFERENCE(RmsNormOp)
-TESSEL_SAME_TYPE_INFERENCE(BatchNormOp)
-#undef TESSEL_SAME_TYPE_INFERENCE
+// C1 of the ops that name a dim or axis: `v`, `what`, indexes a dim of a
+// tensor of rank `rank`.
+static LogicalResult checkDimIndex(std::optional<Location> loc,
+                                   const Twine &what, int64_t v, int64_t rank) {
+  if (inRange(v, rank))
+    return success();
+  return fail(loc, what + " " + Twine(v) + " is out of range [0, " +
+                       Twine(rank) + ")");
+}
+
+template <typename Adaptor>
+static FailureOr<Type> inferSameType(std::optional<Location>, Adaptor adaptor) {
+  return adaptor.getInput().getType();
+}
 
 // Broadcasts `values` (C2 of the elementwise ops); the element type of the
 // result is `elementType`, or that of values[0] when null.
-static LogicalResult inferBroadcast(std::optional<Location> loc,
-                                    ValueRange values, Type elementType,
-                                    SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferBroadcast(std::optional<Location> loc,
+                                      ValueRange values, Type elementType) {
   SmallVector<ArrayRef<int64_t>> shapes;
   for (Value v : values)
     shapes.push_back(tensorOf(v).getShape());
@@ -181,9 +187,8 @@ static LogicalResult inferBroadcast(std::optional<Location> loc,
       all += (i ? " and " : "") + formatShape(s);
     return fail(loc, "operand shapes " + all + " do not broadcast");
   }
-  types.push_back(RankedTensorType::get(
-      *shape, elementType ? elementType : tensorOf(values[0]).getElementType()));
-  return success();
+  return RankedTensorType::get(
+      *shape, elementType ? elementType : tensorOf(values[0]).getElementType());
 }
 
 static LogicalResult sameElementType(std::optional<Location> loc, Value a,
@@ -198,56 +203,40 @@ static LogicalResult sameElementType(std::optional<Location> loc, Value a,
   return fail(loc, msg);
 }
 
-#define TESSEL_BINARY_INFERENCE(OP)                                            \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     OP::Adaptor adaptor,                      \
-                                     SmallVectorImpl<Type> &types) {           \
-    if (failed(sameElementType(loc, adaptor.getLhs(), adaptor.getRhs(),        \
-                               "operands")))                                   \
-      return failure();                                                        \
-    return inferBroadcast(loc, {adaptor.getLhs(), adaptor.getRhs()}, {},       \
-                          types);                                              \
-  }
-TESSEL_BINARY_INFERENCE(AddOp)
-TESSEL_BINARY_INFERENCE(SubOp)
-TESSEL_BINARY_INFERENCE(MulOp)
-TESSEL_BINARY_INFERENCE(DivOp)
-TESSEL_BINARY_INFERENCE(PowOp)
-TESSEL_BINARY_INFERENCE(MaxOp)
-TESSEL_BINARY_INFERENCE(MinOp)
-TESSEL_BINARY_INFERENCE(ModOp)
-TESSEL_BINARY_INFERENCE(FModOp)
-#undef TESSEL_BINARY_INFERENCE
-
-LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  if (failed(sameElementType(loc, adaptor.getLhs(), adaptor.getRhs(),
-                             "operands")))
+// The binary elementwise ops and compare: `lhs` and `rhs` of one element
+// type, broadcast; the result's element type is `elementType`, or theirs
+// when null.
+static FailureOr<Type> inferBinary(std::optional<Location> loc, Value lhs,
+                                   Value rhs, Type elementType) {
+  if (failed(sameElementType(loc, lhs, rhs, "operands")))
     return failure();
-  return inferBroadcast(loc, {adaptor.getLhs(), adaptor.getRhs()},
-                        IntegerType::get(ctx, 1), types);
+  return inferBroadcast(loc, {lhs, rhs}, elementType);
 }
 
-LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &types) {
+template <typename Adaptor>
+static FailureOr<Type> inferElementwise(std::optional<Location> loc,
+                                        Adaptor adaptor) {
+  return inferBinary(loc, adaptor.getLhs(), adaptor.getRhs(), {});
+}
+
+static FailureOr<Type> inferCompare(std::optional<Location> loc,
+                                    CompareOp::Adaptor adaptor) {
+  return inferBinary(loc, adaptor.getLhs(), adaptor.getRhs(),
+                     IntegerType::get(adaptor.getLhs().getContext(), 1));
+}
+
+static FailureOr<Type> inferWhere(std::optional<Location> loc,
+                                  WhereOp::Adaptor adaptor) {
   if (failed(sameElementType(loc, adaptor.getOnTrue(), adaptor.getOnFalse(),
                              "on_true and on_false")))
     return failure();
-  return inferBroadcast(loc,
-                        {adaptor.getCondition(), adaptor.getOnTrue(),
-                         adaptor.getOnFalse()},
-                        tensorOf(adaptor.getOnTrue()).getElementType(), types);
+  return inferBroadcast(
+      loc, {adaptor.getCondition(), adaptor.getOnTrue(), adaptor.getOnFalse()},
+      tensorOf(adaptor.getOnTrue()).getElementType());
 }
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferMatmul(std::optional<Location> loc,
+                                   MatmulOp::Adaptor adaptor) {
   RankedTensorType lhs = tensorOf(adaptor.getLhs());
   RankedTensorType rhs = tensorOf(adaptor.getRhs());
   // C1
@@ -281,14 +270,11 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
     shape.push_back(m);
   if (!rhsVector)
     shape.push_back(n);
-  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
-  return success();
+  return RankedTensorType::get(shape, lhs.getElementType());
 }
 
-LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
-                                       std::optional<Location> loc,
-                                       Adaptor adaptor,
-                                       SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferGemm(std::optional<Location> loc,
+                                 GemmOp::Adaptor adaptor) {
   RankedTensorType a = tensorOf(adaptor.getA()), b = tensorOf(adaptor.getB());
   // C1
   if (a.getRank() != 2 || b.getRank() != 2)
@@ -310,20 +296,18 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
                            " does not broadcast to [" + Twine(m) + ", " +
                            Twine(n) + "]");
   }
-  types.push_back(RankedTensorType::get({m, n}, a.getElementType()));
-  return success();
+  return RankedTensorType::get({m, n}, a.getElementType());
 }
 
 // C1 of the reductions, then the reduced shape.
 template <typename Adaptor>
-static LogicalResult inferReduce(std::optional<Location> loc, Adaptor adaptor,
-                                 SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferReduce(std::optional<Location> loc,
+                                   Adaptor adaptor) {
   RankedTensorType in = tensorOf(adaptor.getInput());
   llvm::SmallSet<int64_t, 4> dims;
   for (int64_t d : adaptor.getDims()) {
-    if (!inRange(d, in.getRank()))
-      return fail(loc, "reduced dim " + Twine(d) + " is out of range [0, " +
-                           Twine(in.getRank()) + ")");
+    if (failed(checkDimIndex(loc, "reduced dim", d, in.getRank())))
+      return failure();
     if (!dims.insert(d).second)
       return fail(loc, "reduced dim " + Twine(d) + " appears twice");
   }
@@ -334,51 +318,31 @@ static LogicalResult inferReduce(std::optional<Location> loc, Adaptor adaptor,
     else if (adaptor.getKeepDims())
       shape.push_back(1);
   }
-  types.push_back(RankedTensorType::get(shape, in.getElementType()));
-  return success();
+  return RankedTensorType::get(shape, in.getElementType());
 }
 
-#define TESSEL_REDUCE_INFERENCE(OP)                                            \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     OP::Adaptor adaptor,                      \
-                                     SmallVectorImpl<Type> &types) {           \
-    return inferReduce(loc, adaptor, types);                                   \
-  }
-TESSEL_REDUCE_INFERENCE(ReduceSumOp)
-TESSEL_REDUCE_INFERENCE(ReduceMeanOp)
-TESSEL_REDUCE_INFERENCE(ReduceMaxOp)
-#undef TESSEL_REDUCE_INFERENCE
-
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferGather(std::optional<Location> loc,
+                                   GatherOp::Adaptor adaptor) {
   RankedTensorType data = tensorOf(adaptor.getData());
   ArrayRef<int64_t> idx = tensorOf(adaptor.getIndices()).getShape();
   int64_t axis = adaptor.getAxis();
   // C1
-  if (!inRange(axis, data.getRank()))
-    return fail(loc, "gather axis " + Twine(axis) + " is out of range [0, " +
-                         Twine(data.getRank()) + ")");
+  if (failed(checkDimIndex(loc, "gather axis", axis, data.getRank())))
+    return failure();
   SmallVector<int64_t> shape(data.getShape().take_front(axis));
   llvm::append_range(shape, idx);
   llvm::append_range(shape, data.getShape().drop_front(axis + 1));
-  types.push_back(RankedTensorType::get(shape, data.getElementType()));
-  return success();
+  return RankedTensorType::get(shape, data.getElementType());
 }
 
-LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
-                                                 std::optional<Location> loc,
-                                                 Adaptor adaptor,
-                                                 SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferGatherElements(std::optional<Location> loc,
+                                           GatherElementsOp::Adaptor adaptor) {
   RankedTensorType data = tensorOf(adaptor.getData());
   ArrayRef<int64_t> idx = tensorOf(adaptor.getIndices()).getShape();
   int64_t axis = adaptor.getAxis();
   // C1
-  if (!inRange(axis, data.getRank()))
-    return fail(loc, "gather_elements axis " + Twine(axis) +
-                         " is out of range [0, " + Twine(data.getRank()) + ")");
+  if (failed(checkDimIndex(loc, "gather_elements axis", axis, data.getRank())))
+    return failure();
   // C2
   if (static_cast<int64_t>(idx.size()) != data.getRank())
     return fail(loc, "gather_elements indices " + formatShape(idx) +
@@ -390,14 +354,11 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
                            " are larger than data " +
                            formatShape(data.getShape()) + " in dim " +
                            Twine(d));
-  types.push_back(RankedTensorType::get(idx, data.getElementType()));
-  return success();
+  return RankedTensorType::get(idx, data.getElementType());
 }
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferTranspose(std::optional<Location> loc,
+                                      TransposeOp::Adaptor adaptor) {
   RankedTensorType in = tensorOf(adaptor.getInput());
   ArrayRef<int64_t> perm = adaptor.getPerm();
   // C1
@@ -417,14 +378,11 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape;
   for (int64_t p : perm)
     shape.push_back(in.getDimSize(p));
-  types.push_back(RankedTensorType::get(shape, in.getElementType()));
-  return success();
+  return RankedTensorType::get(shape, in.getElementType());
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferSlice(std::optional<Location> loc,
+                                  SliceOp::Adaptor adaptor) {
   RankedTensorType in = tensorOf(adaptor.getInput());
   ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits(),
                     strides = adaptor.getStrides();
@@ -449,14 +407,11 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
     // stride (the importer fuzzer's find).
     shape.push_back(l == s ? 0 : (l - s - 1) / t + 1);
   }
-  types.push_back(RankedTensorType::get(shape, in.getElementType()));
-  return success();
+  return RankedTensorType::get(shape, in.getElementType());
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferConcat(std::optional<Location> loc,
+                                   ConcatOp::Adaptor adaptor) {
   ValueRange inputs = adaptor.getInputs();
   // C1
   if (inputs.empty())
@@ -464,9 +419,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   RankedTensorType first = tensorOf(inputs[0]);
   int64_t rank = first.getRank(), dim = adaptor.getDim();
   // C2
-  if (!inRange(dim, rank))
-    return fail(loc, "concat dim " + Twine(dim) + " is out of range [0, " +
-                         Twine(rank) + ")");
+  if (failed(checkDimIndex(loc, "concat dim", dim, rank)))
+    return failure();
   SmallVector<int64_t> shape(first.getShape());
   for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
     RankedTensorType t = tensorOf(v);
@@ -481,8 +435,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                              ", operand 0 has " + Twine(shape[d]));
     shape[dim] += t.getDimSize(dim);
   }
-  types.push_back(RankedTensorType::get(shape, first.getElementType()));
-  return success();
+  return RankedTensorType::get(shape, first.getElementType());
 }
 
 LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
@@ -492,9 +445,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   RankedTensorType in = tensorOf(adaptor.getInput());
   int64_t dim = adaptor.getDim();
   // C1
-  if (!inRange(dim, in.getRank()))
-    return fail(loc, "split dim " + Twine(dim) + " is out of range [0, " +
-                         Twine(in.getRank()) + ")");
+  if (failed(checkDimIndex(loc, "split dim", dim, in.getRank())))
+    return failure();
   // C2
   int64_t total = 0;
   for (int64_t s : adaptor.getSizes()) {
@@ -580,10 +532,8 @@ convOutputShape(std::optional<Location> loc, RankedTensorType x,
   return SmallVector<int64_t>{x.getDimSize(0), o, h, wd};
 }
 
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferConv2D(std::optional<Location> loc,
+                                   Conv2DOp::Adaptor adaptor) {
   RankedTensorType x = tensorOf(adaptor.getInput());
   RankedTensorType w = tensorOf(adaptor.getWeight());
   if (Value b = adaptor.getBias())
@@ -596,8 +546,7 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
                       adaptor.getDilations(), adaptor.getGroup());
   if (failed(shape))
     return failure();
-  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
-  return success();
+  return RankedTensorType::get(*shape, x.getElementType());
 }
 
 /// The result shape of a pooling of `x` with these attributes (C1-C3).
@@ -622,31 +571,67 @@ poolOutputShape(std::optional<Location> loc, RankedTensorType x,
 }
 
 template <typename Adaptor>
-static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
-                               SmallVectorImpl<Type> &types) {
+static FailureOr<Type> inferPool(std::optional<Location> loc, Adaptor adaptor) {
   RankedTensorType x = tensorOf(adaptor.getInput());
   FailureOr<SmallVector<int64_t>> shape =
       poolOutputShape(loc, x, adaptor.getKernel(), adaptor.getStrides(),
                       adaptor.getPads(), adaptor.getCeilMode());
   if (failed(shape))
     return failure();
-  types.push_back(RankedTensorType::get(*shape, x.getElementType()));
-  return success();
+  return RankedTensorType::get(*shape, x.getElementType());
 }
 
-LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  return inferPool(loc, adaptor, types);
+static FailureOr<Type> inferGlobalAvgPool(std::optional<Location> loc,
+                                          GlobalAvgPoolOp::Adaptor adaptor) {
+  RankedTensorType x = tensorOf(adaptor.getInput());
+  // C1
+  if (x.getRank() < 3)
+    return fail(loc, "global_avg_pool input must have rank at least 3, got " +
+                         Twine(x.getRank()));
+  SmallVector<int64_t> shape(x.getShape().take_front(2));
+  shape.append(x.getRank() - 2, 1);
+  return RankedTensorType::get(shape, x.getElementType());
 }
 
-LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  return inferPool(loc, adaptor, types);
-}
+#define TESSEL_RESULT_INFERENCE(OP, RULE)                                      \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, OP::Adaptor adaptor,         \
+      SmallVectorImpl<Type> &types) {                                          \
+    FailureOr<Type> type = RULE(loc, adaptor);                                 \
+    if (failed(type))                                                          \
+      return failure();                                                        \
+    types.push_back(*type);                                                    \
+    return success();                                                          \
+  }
+TESSEL_RESULT_INFERENCE(LayerNormOp, inferSameType)
+TESSEL_RESULT_INFERENCE(RmsNormOp, inferSameType)
+TESSEL_RESULT_INFERENCE(BatchNormOp, inferSameType)
+TESSEL_RESULT_INFERENCE(AddOp, inferElementwise)
+TESSEL_RESULT_INFERENCE(SubOp, inferElementwise)
+TESSEL_RESULT_INFERENCE(MulOp, inferElementwise)
+TESSEL_RESULT_INFERENCE(DivOp, inferElementwise)
+TESSEL_RESULT_INFERENCE(PowOp, inferElementwise)
+TESSEL_RESULT_INFERENCE(MaxOp, inferElementwise)
+TESSEL_RESULT_INFERENCE(MinOp, inferElementwise)
+TESSEL_RESULT_INFERENCE(ModOp, inferElementwise)
+TESSEL_RESULT_INFERENCE(FModOp, inferElementwise)
+TESSEL_RESULT_INFERENCE(CompareOp, inferCompare)
+TESSEL_RESULT_INFERENCE(WhereOp, inferWhere)
+TESSEL_RESULT_INFERENCE(MatmulOp, inferMatmul)
+TESSEL_RESULT_INFERENCE(GemmOp, inferGemm)
+TESSEL_RESULT_INFERENCE(ReduceSumOp, inferReduce)
+TESSEL_RESULT_INFERENCE(ReduceMeanOp, inferReduce)
+TESSEL_RESULT_INFERENCE(ReduceMaxOp, inferReduce)
+TESSEL_RESULT_INFERENCE(GatherOp, inferGather)
+TESSEL_RESULT_INFERENCE(GatherElementsOp, inferGatherElements)
+TESSEL_RESULT_INFERENCE(TransposeOp, inferTranspose)
+TESSEL_RESULT_INFERENCE(SliceOp, inferSlice)
+TESSEL_RESULT_INFERENCE(ConcatOp, inferConcat)
+TESSEL_RESULT_INFERENCE(Conv2DOp, inferConv2D)
+TESSEL_RESULT_INFERENCE(MaxPoolOp, inferPool)
+TESSEL_RESULT_INFERENCE(AvgPoolOp, inferPool)
+TESSEL_RESULT_INFERENCE(GlobalAvgPoolOp, inferGlobalAvgPool)
+#undef TESSEL_RESULT_INFERENCE
 
 /// `expected` (a forward op's result shape, or failure already reported)
 /// must be `grad`'s shape (C2 of the backward ops).
@@ -699,21 +684,6 @@ LogicalResult MaxPoolBackwardOp::verify() {
 
 LogicalResult AvgPoolBackwardOp::verify() {
   return verifyPoolGrad(*this, getResult());
-}
-
-LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
-  RankedTensorType x = tensorOf(adaptor.getInput());
-  // C1
-  if (x.getRank() < 3)
-    return fail(loc, "global_avg_pool input must have rank at least 3, got " +
-                         Twine(x.getRank()));
-  SmallVector<int64_t> shape(x.getShape().take_front(2));
-  shape.append(x.getRank() - 2, 1);
-  types.push_back(RankedTensorType::get(shape, x.getElementType()));
-  return success();
 }
 
 //===----------------------------------------------------------------------===//

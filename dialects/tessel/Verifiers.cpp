@@ -277,19 +277,20 @@ LogicalResult RmsNormOp::verify() {
   return verifyNormParam(*this, getScale(), "scale", shape, getAxis()); // C2
 }
 
-/// C1 and C2 of batch_norm and batch_norm_train: `x` has rank >= 2 and each
-/// named parameter is [C].
-static LogicalResult
-verifyBatchNormParams(Operation *op, RankedTensorType x,
-                      ArrayRef<std::pair<Value, StringRef>> params) {
+/// C1 and C2 of batch_norm and batch_norm_train: the input (operand 0) has
+/// rank >= 2 and each parameter (operands 1-4, named `params`) is [C].
+static LogicalResult verifyBatchNormParams(Operation *op,
+                                           ArrayRef<StringRef> params) {
+  auto x = cast<RankedTensorType>(op->getOperand(0).getType());
   // C1
   if (x.getRank() < 2)
     return op->emitOpError() << "input must have rank at least 2, got "
                              << x.getRank();
   // C2
   int64_t c = x.getDimSize(1);
-  for (auto [v, name] : params) {
-    ArrayRef<int64_t> s = cast<RankedTensorType>(v.getType()).getShape();
+  for (auto [i, name] : llvm::enumerate(params)) {
+    ArrayRef<int64_t> s =
+        cast<RankedTensorType>(op->getOperand(i + 1).getType()).getShape();
     if (s != ArrayRef<int64_t>{c})
       return op->emitOpError() << name << " has shape " << formatShape(s)
                                << " but the input has " << c << " channels";
@@ -298,19 +299,12 @@ verifyBatchNormParams(Operation *op, RankedTensorType x,
 }
 
 LogicalResult BatchNormOp::verify() {
-  return verifyBatchNormParams(*this, getInput().getType(),
-                               {{getScale(), "scale"},
-                                {getBias(), "bias"},
-                                {getMean(), "mean"},
-                                {getVariance(), "variance"}});
+  return verifyBatchNormParams(*this, {"scale", "bias", "mean", "variance"});
 }
 
 LogicalResult BatchNormTrainOp::verify() {
-  return verifyBatchNormParams(*this, getInput().getType(),
-                               {{getScale(), "scale"},
-                                {getBias(), "bias"},
-                                {getRunningMean(), "running_mean"},
-                                {getRunningVar(), "running_var"}});
+  return verifyBatchNormParams(
+      *this, {"scale", "bias", "running_mean", "running_var"});
 }
 
 LogicalResult ReshapeOp::verify() {
@@ -409,13 +403,16 @@ LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return success(succeeded(verifyMeshAxes(*this, symbols)));
 }
 
-LogicalResult AllGatherOp::verify() {
-  auto in = getInput().getType(), out = getType();
-  if (failed(verifySameRankAndElement(*this, in, out)) ||
-      failed(verifyDimInRange(*this, "dim", getDim(), in.getRank())))
+// C1-C3 of all_gather and reduce_scatter: only dim `dim` changes size.
+template <typename OpT> static LogicalResult verifyOneDimChanges(OpT op) {
+  auto in = op.getInput().getType(), out = op.getType();
+  if (failed(verifySameRankAndElement(op, in, out)) ||
+      failed(verifyDimInRange(op, "dim", op.getDim(), in.getRank())))
     return failure();
-  return verifyOtherDims(*this, in, out, {static_cast<int64_t>(getDim())});
+  return verifyOtherDims(op, in, out, {static_cast<int64_t>(op.getDim())});
 }
+
+LogicalResult AllGatherOp::verify() { return verifyOneDimChanges(*this); }
 
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
   FailureOr<int64_t> n = verifyMeshAxes(*this, symbols);
@@ -431,13 +428,7 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return success();
 }
 
-LogicalResult ReduceScatterOp::verify() {
-  auto in = getInput().getType(), out = getType();
-  if (failed(verifySameRankAndElement(*this, in, out)) ||
-      failed(verifyDimInRange(*this, "dim", getDim(), in.getRank())))
-    return failure();
-  return verifyOtherDims(*this, in, out, {static_cast<int64_t>(getDim())});
-}
+LogicalResult ReduceScatterOp::verify() { return verifyOneDimChanges(*this); }
 
 LogicalResult
 ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -536,33 +527,33 @@ LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return success();
 }
 
-// C3 of send and recv.
-static LogicalResult verifyPeer(Operation *op, StringRef name, int64_t peer,
-                                int64_t tag, int64_t n) {
-  if (peer < 0 || peer >= n)
-    return op->emitOpError() << name << " " << peer
-                             << " is out of range for group size " << n;
+// C1-C3 of send and recv: `peer`, the `name` rank, is in the group.
+template <typename OpT>
+static LogicalResult verifyPeer(OpT op, SymbolTableCollection &symbols,
+                                StringRef name, int64_t peer) {
+  FailureOr<int64_t> n = verifyMeshAxes(op, symbols);
+  if (failed(n))
+    return failure();
+  if (peer < 0 || peer >= *n)
+    return op.emitOpError() << name << " " << peer
+                            << " is out of range for group size " << *n;
+  // I64Attr reads back unsigned: -1 is 2^64 - 1.
+  int64_t tag = static_cast<int64_t>(op.getTag());
   if (tag < 0)
-    return op->emitOpError() << "tag must be non-negative, got " << tag;
+    return op.emitOpError() << "tag must be non-negative, got " << tag;
   return success();
 }
 
 LogicalResult SendOp::verify() { return success(); }
 
 LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  FailureOr<int64_t> n = verifyMeshAxes(*this, symbols);
-  if (failed(n))
-    return failure();
-  return verifyPeer(*this, "target", getTarget(), getTag(), *n);
+  return verifyPeer(*this, symbols, "target", getTarget());
 }
 
 LogicalResult RecvOp::verify() { return success(); }
 
 LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  FailureOr<int64_t> n = verifyMeshAxes(*this, symbols);
-  if (failed(n))
-    return failure();
-  return verifyPeer(*this, "source", getSource(), getTag(), *n);
+  return verifyPeer(*this, symbols, "source", getSource());
 }
 
 // local_slice checks C1 and C2 itself: it is no collective, and its messages

@@ -2,8 +2,6 @@
 
 #include "tessel/Cost/Cluster.h"
 
-#include "llvm/ADT/StringSwitch.h"
-
 #include <algorithm>
 #include <cmath>
 
@@ -33,30 +31,32 @@ double DeviceSpec::getOpTime(WorkClass cls, Precision precision,
   return std::max(compute, memory) + opOverhead;
 }
 
+/// Each link kind with its name, for both directions.
+static constexpr std::pair<LinkKind, llvm::StringLiteral> kLinkKindNames[] = {
+    {LinkKind::SharedMemory, "shm"}, {LinkKind::Tcp, "tcp"},
+    {LinkKind::NVLink, "nvlink"},    {LinkKind::InfiniBand, "infiniband"},
+    {LinkKind::PCIe, "pcie"},
+};
+
 llvm::StringRef getLinkKindName(LinkKind kind) {
-  switch (kind) {
-  case LinkKind::SharedMemory:
-    return "shm";
-  case LinkKind::Tcp:
-    return "tcp";
-  case LinkKind::NVLink:
-    return "nvlink";
-  case LinkKind::InfiniBand:
-    return "infiniband";
-  case LinkKind::PCIe:
-    return "pcie";
-  }
+  for (auto [k, name] : kLinkKindNames)
+    if (k == kind)
+      return name;
   return "?";
 }
 
 std::optional<LinkKind> parseLinkKind(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<LinkKind>>(name)
-      .Case("shm", LinkKind::SharedMemory)
-      .Case("tcp", LinkKind::Tcp)
-      .Case("nvlink", LinkKind::NVLink)
-      .Case("infiniband", LinkKind::InfiniBand)
-      .Case("pcie", LinkKind::PCIe)
-      .Default(std::nullopt);
+  for (auto [k, n] : kLinkKindNames)
+    if (n == name)
+      return k;
+  return std::nullopt;
+}
+
+std::string getLinkKindNames() {
+  std::string names;
+  for (auto [k, name] : kLinkKindNames)
+    names += (names.empty() ? "" : ", ") + name.str();
+  return names;
 }
 
 double LinkSpec::getTransferTime(double bytes) const {

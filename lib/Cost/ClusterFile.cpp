@@ -92,7 +92,7 @@ std::vector<Field> getFields() {
   return f;
 }
 
-const char *describe(Bound b) {
+std::string describe(Bound b) {
   switch (b) {
   case Bound::Positive:
     return "a number > 0";
@@ -105,7 +105,7 @@ const char *describe(Bound b) {
   case Bound::Text:
     return "a string";
   case Bound::Kind:
-    return "one of shm, tcp, nvlink, infiniband, pcie";
+    return "one of " + getLinkKindNames();
   }
   return "";
 }
@@ -205,6 +205,10 @@ Error Parser::apply(const Field &field, yaml::Node *node, ClusterSpec &c) {
   if (!text)
     return text.takeError();
   StringRef value = text->trim();
+  auto refuse = [&] {
+    return fail(node, Twine(field.key) + " is '" + value + "'; it must be " +
+                          describe(field.bound));
+  };
   switch (field.bound) {
   case Bound::Text:
     field.setText(c, value);
@@ -214,13 +218,11 @@ Error Parser::apply(const Field &field, yaml::Node *node, ClusterSpec &c) {
       field.setKind(c, *kind);
       return Error::success();
     }
-    return fail(node, Twine(field.key) + " is '" + value + "'; it must be " +
-                          describe(field.bound));
+    return refuse();
   case Bound::Count: {
     int64_t n;
     if (value.getAsInteger(10, n) || n < 1)
-      return fail(node, Twine(field.key) + " is '" + value + "'; it must be " +
-                            describe(field.bound));
+      return refuse();
     field.setNumber(c, double(n));
     return Error::success();
   }
@@ -236,8 +238,7 @@ Error Parser::apply(const Field &field, yaml::Node *node, ClusterSpec &c) {
   else if (ok && field.bound == Bound::Fraction)
     ok = v > 0 && v <= 1;
   if (!ok)
-    return fail(node, Twine(field.key) + " is '" + value + "'; it must be " +
-                          describe(field.bound));
+    return refuse();
   field.setNumber(c, v);
   return Error::success();
 }

@@ -40,41 +40,27 @@ struct AllReduceThenSlice : OpRewritePattern<LocalSliceOp> {
   }
 };
 
-/// local_slice(all_gather(x)) over the same dim and axes -> x.
-struct SliceOfGather : OpRewritePattern<LocalSliceOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(LocalSliceOp slice,
+/// local_slice(all_gather(x)) and all_gather(local_slice(x)) over the same
+/// dim and axes -> x: each op undoes the other.
+template <typename OuterOp, typename InnerOp>
+struct CancelInverses : OpRewritePattern<OuterOp> {
+  using OpRewritePattern<OuterOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OuterOp outer,
                                 PatternRewriter &rewriter) const override {
-    auto gather = slice.getInput().getDefiningOp<AllGatherOp>();
-    if (!gather || gather.getDim() != slice.getDim() ||
-        !sameGroup(gather.getMeshAttr(), gather.getAxes(), slice.getMeshAttr(),
-                   slice.getAxes()) ||
-        gather.getInput().getType() != slice.getType())
+    auto inner = outer.getInput().template getDefiningOp<InnerOp>();
+    if (!inner || inner.getDim() != outer.getDim() ||
+        !sameGroup(inner.getMeshAttr(), inner.getAxes(), outer.getMeshAttr(),
+                   outer.getAxes()) ||
+        inner.getInput().getType() != outer.getType())
       return failure();
-    rewriter.replaceOp(slice, gather.getInput());
-    if (gather->use_empty())
-      rewriter.eraseOp(gather);
+    rewriter.replaceOp(outer, inner.getInput());
+    if (inner->use_empty())
+      rewriter.eraseOp(inner);
     return success();
   }
 };
-
-/// all_gather(local_slice(x)) over the same dim and axes -> x.
-struct GatherOfSlice : OpRewritePattern<AllGatherOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AllGatherOp gather,
-                                PatternRewriter &rewriter) const override {
-    auto slice = gather.getInput().getDefiningOp<LocalSliceOp>();
-    if (!slice || gather.getDim() != slice.getDim() ||
-        !sameGroup(gather.getMeshAttr(), gather.getAxes(), slice.getMeshAttr(),
-                   slice.getAxes()) ||
-        slice.getInput().getType() != gather.getType())
-      return failure();
-    rewriter.replaceOp(gather, slice.getInput());
-    if (slice->use_empty())
-      rewriter.eraseOp(slice);
-    return success();
-  }
-};
+using SliceOfGather = CancelInverses<LocalSliceOp, AllGatherOp>;
+using GatherOfSlice = CancelInverses<AllGatherOp, LocalSliceOp>;
 
 /// all_reduce(all_reduce(x, A), B) of one kind -> all_reduce(x, A + B).
 struct NestedAllReduce : OpRewritePattern<AllReduceOp> {

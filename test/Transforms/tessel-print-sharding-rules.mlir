@@ -117,6 +117,28 @@ func.func @conv_and_pool(%x: tensor<4x3x32x32xf32>, %w: tensor<16x3x3x3xf32>,
   return
 }
 
+// CHECK-LABEL: func.func @conv_backward
+func.func @conv_backward(%dy: tensor<4x16x16x16xf32>, %w: tensor<16x3x3x3xf32>,
+                         %x: tensor<4x3x32x32xf32>, %gy: tensor<4x16x30x30xf32>,
+                         %gw: tensor<16x1x3x3xf32>, %gx: tensor<4x16x32x32xf32>,
+                         %bx: tensor<4x3x8x8xf32>, %c: tensor<3xf32>) {
+  // dx: O is summed over, C passes from w to dx.
+  // CHECK: tessel.conv2d_backward_data {{.*}}#tessel.rule<([i, j, l, n], [j, k, p, q]) -> ([i, k, m, o]) {i=4, j=16, k=3, l=16, m=32, n=16, o=32, p=3, q=3} reduction={j} need_replication={l, m, n, o, p, q}>
+  %0 = tessel.conv2d_backward_data %dy, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<4x16x16x16xf32>, tensor<16x3x3x3xf32>) -> tensor<4x3x32x32xf32>
+  // dw: the batch is summed over, O and C pass.
+  // CHECK: tessel.conv2d_backward_weight {{.*}}#tessel.rule<([i, k, l, m], [i, j, n, o]) -> ([j, k, p, q]) {i=4, j=16, k=3, l=32, m=32, n=16, o=16, p=3, q=3} reduction={i} need_replication={l, m, n, o, p, q}>
+  %1 = tessel.conv2d_backward_weight %x, %dy {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<4x3x32x32xf32>, tensor<4x16x16x16xf32>) -> tensor<16x3x3x3xf32>
+  // Grouped, every channel dim is a replicated factor of its own.
+  // CHECK: tessel.conv2d_backward_data {{.*}}#tessel.rule<([i, j, n, p], [k, l, r, s]) -> ([i, m, o, q]) {i=4, j=16, k=16, l=1, m=16, n=30, o=32, p=30, q=32, r=3, s=3} need_replication={j, k, l, m, n, o, p, q, r, s}>
+  %2 = tessel.conv2d_backward_data %gy, %gw {group = 16 : i64} : (tensor<4x16x30x30xf32>, tensor<16x1x3x3xf32>) -> tensor<4x16x32x32xf32>
+  // CHECK: tessel.conv2d_backward_weight {{.*}}#tessel.rule<([i, k, m, n], [i, j, o, p]) -> ([j, l, q, r]) {i=4, j=16, k=16, l=1, m=32, n=32, o=30, p=30, q=3, r=3} reduction={i} need_replication={j, k, l, m, n, o, p, q, r}>
+  %3 = tessel.conv2d_backward_weight %gx, %gy {group = 16 : i64} : (tensor<4x16x32x32xf32>, tensor<4x16x30x30xf32>) -> tensor<16x1x3x3xf32>
+  // Training batch norm: the channels pass, the rest needs the whole batch.
+  // CHECK: tessel.batch_norm_train {{.*}}#tessel.rule<([i, j, k, l], [j], [j], [j], [j]) -> ([i, j, k, l]) {i=4, j=3, k=8, l=8} need_replication={i, k, l}>
+  %4 = tessel.batch_norm_train %bx, %c, %c, %c, %c : (tensor<4x3x8x8xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<4x3x8x8xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @norm_backward
 func.func @norm_backward(%x: tensor<4x3x8x8xf32>, %c: tensor<3xf32>) {
   // The channels pass; the other dims are reduced: sharded, both sums are

@@ -60,6 +60,8 @@ struct DeviceSpec {
 enum class LinkKind { SharedMemory, Tcp, NVLink, InfiniBand, PCIe };
 llvm::StringRef getLinkKindName(LinkKind kind);
 std::optional<LinkKind> parseLinkKind(llvm::StringRef name);
+/// Every kind's name, in the enum's order: "shm, tcp, ...".
+std::string getLinkKindNames();
 
 /// A link as each device sees it: latency per message and bandwidth in
 /// bytes/s per direction per device.

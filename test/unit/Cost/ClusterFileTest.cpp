@@ -165,7 +165,8 @@ TEST(CostClusterFile, RefusesBadInput) {
       {replace(full, "devices_per_node: 4", "devices_per_node: 0"),
        "devices_per_node is '0'; it must be a whole number >= 1"},
       {replace(full, "kind: tcp", "kind: carrier-pigeon"),
-       "inter_node.kind is 'carrier-pigeon'; it must be one of"},
+       "inter_node.kind is 'carrier-pigeon'; it must be one of shm, tcp, "
+       "nvlink, infiniband, pcie"},
       {replace(full, "  op_overhead: 1e-6\n",
                "  op_overhead: 1e-6\n  peak_flops_fp8: 4e12\n"),
        "bad.yaml:13: unknown key 'device.peak_flops_fp8'"},
