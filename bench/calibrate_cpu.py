@@ -6,7 +6,11 @@ Each figure comes from tessel-run running small programs that tesselc
 compiled, timed per instruction (--trace), and fitted by least squares:
   - matmuls of several sizes:     time = op_overhead + FLOPs / matmul rate
   - add over several sizes:       time = op_overhead + bytes / memory bandwidth
-  - all_reduce over N ranks:      time = 2(N-1) (latency + bytes / (N bandwidth))
+  - all_reduce, all_gather, reduce_scatter over N ranks: their rings,
+    2(N-1) or N-1 steps of latency + bytes / (N bandwidth)
+  - a chain of all_reduce, matmul, add run synchronously and as gradient
+    buckets: the asynchronous path's extra time per collective
+    (async_overhead: the communication thread shares the rank's core)
   - devices_per_node: the cores this process may run on.
 
 usage: calibrate_cpu.py --tesselc BIN --tessel-run BIN -o cpu.yaml [--ranks N]
@@ -24,8 +28,10 @@ import numpy as np
 MATMULS = [(16, 64, 64), (32, 64, 128), (64, 128, 128), (64, 256, 256),
            (128, 256, 512), (256, 256, 512)]
 ELEMENTWISE = [256, 4096, 65536, 262144]
-ALL_REDUCE = [16, 1024, 16384, 131072, 524288]  # f32 elements
-COPIES = 3  # of each op, for a median
+ALL_REDUCE = [1024, 16384, 131072, 524288]  # f32 elements
+COPIES = 5  # of each op, for a median
+CHAIN = 20  # rounds of the asynchronous-overhead programs
+TINY = 400  # ops of the per-op overhead program
 
 
 def run(cmd):
@@ -104,17 +110,32 @@ def compute_program(tmp):
     return text, inputs
 
 
-def allreduce_program(ranks):
-    """COPIES all_reduces of each size over a dp axis of `ranks`."""
+def collective_program(ranks):
+    """COPIES of each collective training programs run, over a dp axis of
+    `ranks`, at each size (the whole tensor's elements): all_reduce of a
+    vector, all_gather and reduce_scatter along dim 1 of a [64, n/64]
+    matrix (tensor parallelism's and ZeRO's layouts)."""
     args, ops, rets, inputs = [], [], [], {}
     for i, n in enumerate(ALL_REDUCE):
+        cols = max(n // 64, ranks)
+        cols -= cols % ranks
+        whole, part = "tensor<64x%dxf32>" % cols, "tensor<64x%dxf32>" % (cols // ranks)
         t = "tensor<%dxf32>" % n
-        args.append("%%x%d: %s" % (i, t))
+        args += ["%%x%d: %s" % (i, t), "%%m%d: %s" % (i, whole),
+                 "%%p%d: %s" % (i, part)]
         inputs["x%d" % i] = np.ones((n,), np.float32)
+        inputs["m%d" % i] = np.ones((64, cols), np.float32)
+        inputs["p%d" % i] = np.ones((64, cols // ranks), np.float32)
         for c in range(COPIES):
             ops.append('%%r%d_%d = tessel.all_reduce sum %%x%d on @mesh axes = ["dp"] : %s loc("ar_%d_%d")'
                        % (i, c, i, t, n, c))
             rets.append(("%%r%d_%d" % (i, c), t))
+            ops.append('%%g%d_%d = tessel.all_gather %%p%d on @mesh axes = ["dp"] dim = 1 : (%s) -> %s loc("ag_%d_%d")'
+                       % (i, c, i, part, whole, 64 * cols, c))
+            rets.append(("%%g%d_%d" % (i, c), whole))
+            ops.append('%%s%d_%d = tessel.reduce_scatter sum %%m%d on @mesh axes = ["dp"] dim = 1 : (%s) -> %s loc("rs_%d_%d")'
+                       % (i, c, i, whole, part, 64 * cols, c))
+            rets.append(("%%s%d_%d" % (i, c), part))
     names = [a.split(":")[0][1:] for a in args]
     text = ('module {\n  tessel.mesh @mesh ["dp"=%d]\n  func.func @main(%s) -> (%s) '
             'attributes {tessel.input_names = [%s]} {\n    %s\n'
@@ -123,6 +144,72 @@ def allreduce_program(ranks):
                ", ".join('"%s"' % n for n in names), "\n    ".join(ops),
                ", ".join(v for v, _ in rets), ", ".join(t for _, t in rets)))
     return text, inputs
+
+
+def chain_program(ranks, bucket):
+    """CHAIN rounds of: an all_reduce of a [64, 512] matrix, a [128, 128]
+    matmul that does not read it, an add that does: synchronous, or as a
+    gradient bucket (tessel.bucket: the communication thread runs it and
+    the add waits for it), as training steps issue them."""
+    attr = " {tessel.bucket = %d : i64}" if bucket else ""
+    ops, rets = [], []
+    prev = "%a"
+    for c in range(CHAIN):
+        ops.append('%%g%d = tessel.all_reduce sum %%p on @mesh axes = ["dp"]%s : tensor<64x512xf32>'
+                   % (c, attr % c if bucket else ""))
+        ops.append("%%h%d = tessel.matmul %s, %%b : (tensor<128x128xf32>, "
+                   "tensor<128x128xf32>) -> tensor<128x128xf32>" % (c, prev))
+        prev = "%%h%d" % c
+        ops.append("%%u%d = tessel.add %%g%d, %%g%d : (tensor<64x512xf32>, "
+                   "tensor<64x512xf32>) -> tensor<64x512xf32>" % (c, c, c))
+        rets.append(("%%u%d" % c, "tensor<64x512xf32>"))
+    rets.append((prev, "tensor<128x128xf32>"))
+    text = ('module {\n  tessel.mesh @mesh ["dp"=%d]\n  func.func @main(%%a: '
+            'tensor<128x128xf32>, %%b: tensor<128x128xf32>, %%p: '
+            'tensor<64x512xf32>) -> (%s) attributes {tessel.input_names = '
+            '["a", "b", "p"]} {\n    %s\n    return %s : %s\n  }\n}\n'
+            % (ranks, ", ".join(t for _, t in rets), "\n    ".join(ops),
+               ", ".join(v for v, _ in rets), ", ".join(t for _, t in rets)))
+    inputs = {"a": np.full((128, 128), 0.01, np.float32),
+              "b": np.full((128, 128), 0.01, np.float32),
+              "p": np.ones((64, 512), np.float32)}
+    return text, inputs
+
+
+def run_time(args, tmp, name, text, inputs, ranks):
+    """tessel-run's median ms per run of the program, lowest of three."""
+    src = os.path.join(tmp, name + ".mlir")
+    with open(src, "w") as f:
+        f.write(text)
+    art = os.path.join(tmp, name + ".tsl")
+    run([args.tesselc, src, "-o", art])
+    cmd = [args.tessel_run, art, "--repeat", "10", "-n", str(ranks)]
+    for k, v in inputs.items():
+        p = os.path.join(tmp, name + "-" + k + ".npy")
+        np.save(p, v)
+        cmd += ["--input", "%s=%s" % (k, p)]
+    best = None
+    for _ in range(3):
+        out = run(cmd)
+        t = float(out.split(" ms per run")[0].rsplit(" ", 1)[1]) * 1e-3
+        best = t if best is None else min(best, t)
+    return best
+
+
+def tiny_chain_program():
+    """TINY dependent adds of 16 elements: each costs what running any op
+    costs (dispatch, kernel entry), its bytes nothing."""
+    ops = []
+    prev = "%x"
+    for c in range(TINY):
+        ops.append("%%t%d = tessel.add %s, %%x : (tensor<16xf32>, "
+                   "tensor<16xf32>) -> tensor<16xf32>" % (c, prev))
+        prev = "%%t%d" % c
+    text = ("module {\n  func.func @main(%%x: tensor<16xf32>) -> "
+            "tensor<16xf32> attributes {tessel.input_names = [\"x\"]} {\n"
+            "    %s\n    return %s : tensor<16xf32>\n  }\n}\n"
+            % ("\n    ".join(ops), prev))
+    return text, {"x": np.full((16,), 0.5, np.float32)}
 
 
 def compile_and_trace(args, tmp, name, text, inputs, ranks=1):
@@ -175,34 +262,45 @@ def main():
         # Every form and op at its own point: one line through them all.
         mm = per("mm_", lambda n: tuple(int(x) for x in n.split("_")[1:5]))
         ew = per("ew_", lambda n: tuple(n.split("_")[1:4]))
-        mm_overhead, sec_per_flop = fit([2.0 * m * k * n for m, k, n, _ in mm],
+        _, sec_per_flop = fit([2.0 * m * k * n for m, k, n, _ in mm],
                                         list(mm.values()))
-        ew_overhead, sec_per_byte = fit(
+        _, sec_per_byte = fit(
             [float(n) * float(b) for n, b, _ in ew], list(ew.values()))
-        ar = {}
+        # The per-op overhead: a run of tiny ops over their count (what
+        # running an op costs between and around the traced kernels too).
+        overhead = run_time(args, tmp, "tiny", *tiny_chain_program(),
+                            1) / TINY
+        coll = {}
         if args.ranks > 1:
-            text, inputs = allreduce_program(args.ranks)
-            d = compile_and_trace(args, tmp, "allreduce", text, inputs,
+            text, inputs = collective_program(args.ranks)
+            d = compile_and_trace(args, tmp, "collectives", text, inputs,
                                   ranks=args.ranks)
-            ar = {}
             for name, ts in d.items():
-                if name.startswith("ar_"):
-                    ar.setdefault(int(name.split("_")[1]), []).extend(ts)
-            ar = {k: statistics.median(v) for k, v in ar.items()}
+                kind, n = name.split("_")[:2]
+                if kind in ("ar", "ag", "rs"):
+                    coll.setdefault((kind, int(n)), []).extend(ts)
+            coll = {k: statistics.median(v) for k, v in coll.items()}
+            sync = run_time(args, tmp, "chain-sync",
+                            *chain_program(args.ranks, False), args.ranks)
+            asyn = run_time(args, tmp, "chain-async",
+                            *chain_program(args.ranks, True), args.ranks)
+            async_overhead = max(0.0, (asyn - sync) / CHAIN)
             if os.environ.get("CALIBRATE_VERBOSE"):
-                print("all_reduce points (elements: seconds):", sorted(ar.items()))
+                print("collective points ((kind, elements): seconds):",
+                      sorted(coll.items()))
     rate = 1.0 / sec_per_flop
     cores = len(os.sched_getaffinity(0))
-    ar_sizes = [4.0 * k for k in ar]
-    ar_times = list(ar.values())
     n = args.ranks
-    if ar_sizes:
-        # 2(n-1) steps: t / (2(n-1)) = latency + bytes / (n bandwidth)
-        lat, spb = fit(ar_sizes, [t / (2.0 * (n - 1)) for t in ar_times])
-        link_bw = 1.0 / (spb * n)
+    if coll:
+        # Each kind's ring: all_reduce 2(n-1) steps, all_gather and
+        # reduce_scatter n-1, each of latency + (bytes / n) / bandwidth;
+        # one latency and bandwidth for them all.
+        steps = {"ar": 2.0 * (n - 1), "ag": n - 1.0, "rs": n - 1.0}
+        lat, spb = fit([4.0 * elems / n for (_, elems) in coll],
+                       [t / steps[kind] for (kind, _), t in coll.items()])
+        link_bw = 1.0 / spb
     else:
-        lat, link_bw = 5e-6, 5e9
-    overhead = min(mm_overhead, ew_overhead)
+        lat, link_bw, async_overhead = 5e-6, 5e9, 0.0
     cfg = {
         "name": "cpu-calibrated",
         "device": {
@@ -218,7 +316,8 @@ def main():
         },
         "devices_per_node": cores,
         "nodes": 1,
-        "intra_node": {"kind": "shm", "latency": lat, "bandwidth": link_bw},
+        "intra_node": {"kind": "shm", "latency": lat, "bandwidth": link_bw,
+                       "async_overhead": async_overhead},
         "inter_node": {"kind": "tcp", "latency": 5e-5, "bandwidth": 1.25e9},
     }
     lines = ["# tessel cluster file: measured by bench/calibrate_cpu.py",
@@ -233,9 +332,10 @@ def main():
     with open(args.output, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("calibrate: matmul %.1f GFLOP/s, elementwise %.2f GB/s, op overhead "
-          "%.2f us, all_reduce latency %.2f us and %.2f GB/s (%d ranks), %d cores -> %s"
+          "%.2f us, collectives' latency %.2f us and %.2f GB/s, asynchronous "
+          "overhead %.1f us (%d ranks), %d cores -> %s"
           % (rate / 1e9, 1e-9 / sec_per_byte, overhead * 1e6, lat * 1e6,
-             link_bw / 1e9, n, cores, args.output))
+             link_bw / 1e9, async_overhead * 1e6, n, cores, args.output))
 
 
 if __name__ == "__main__":

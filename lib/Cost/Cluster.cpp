@@ -139,6 +139,9 @@ llvm::Error ClusterSpec::validate() const {
       return fail((field + ".latency").str(), link->latency, ">= 0");
     if (!positive(link->bandwidth))
       return fail((field + ".bandwidth").str(), link->bandwidth, "> 0");
+    if (!nonNegative(link->asyncOverhead))
+      return fail((field + ".async_overhead").str(), link->asyncOverhead,
+                  ">= 0");
   }
   return llvm::Error::success();
 }

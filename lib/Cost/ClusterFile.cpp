@@ -88,6 +88,13 @@ std::vector<Field> getFields() {
                    (c.*member).bandwidth = v;
                  },
                  nullptr, nullptr});
+    f.push_back({intra ? "intra_node.async_overhead"
+                       : "inter_node.async_overhead",
+                 Bound::NonNegative,
+                 [member](ClusterSpec &c, double v) {
+                   (c.*member).asyncOverhead = v;
+                 },
+                 nullptr, nullptr, false});
   }
   return f;
 }
@@ -367,7 +374,8 @@ std::string printClusterFile(const ClusterSpec &c) {
                            {"inter_node", &c.interNode}})
     os << key << ":\n  kind: " << getLinkKindName(link->kind)
        << "\n  latency: " << formatNumber(link->latency)
-       << "\n  bandwidth: " << formatNumber(link->bandwidth) << "\n";
+       << "\n  bandwidth: " << formatNumber(link->bandwidth)
+       << "\n  async_overhead: " << formatNumber(link->asyncOverhead) << "\n";
   return text;
 }
 

@@ -211,9 +211,16 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
     }
     if (auto send = dyn_cast<SendOp>(op)) {
       // Copied and handed to the communication thread: the rank goes on.
+      // On a link the cores drive, the rank's communication thread takes
+      // it over (async_overhead) and moves it on the shared core.
       double bytes = valueBytes(send->getOperands());
-      arrivals[{p.ppRank, send.getTarget(), send.getTag()}] =
-          p.clock + p2pLink.getTransferTime(bytes);
+      double t = p2pLink.getTransferTime(bytes);
+      if (p2pLink.usesRankCores()) {
+        t = (t + p2pLink.asyncOverhead) * out.oversubscription;
+        p.clock += t;
+        p.figures.communication += t;
+      }
+      arrivals[{p.ppRank, send.getTarget(), send.getTag()}] = p.clock + t;
       ++p.pos;
       return true;
     }
@@ -222,13 +229,19 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
       auto [size, stride] = mesh.group(axes);
       double bytes = isa<AllGatherOp>(op) ? valueBytes(op->getResults())
                                           : valueBytes(op->getOperands());
-      double t = cost::getCollectiveTime(*kind, bytes, size,
-                                         cluster.getGroupLink(size, stride));
+      const cost::LinkSpec &link = cluster.getGroupLink(size, stride);
+      double t = cost::getCollectiveTime(*kind, bytes, size, link);
+      // Cores that move the bytes are shared like the compute.
+      if (link.usesRankCores())
+        t *= out.oversubscription;
       auto &entry = p.figures.byOp[op->getName().getStringRef().str()];
       entry.first += t;
       ++entry.second;
-      if (op->hasAttr(TesselDialect::kBucketAttrName) ||
-          op->hasAttr(TesselDialect::kAsyncAttrName)) {
+      const bool async = op->hasAttr(TesselDialect::kBucketAttrName) ||
+                         op->hasAttr(TesselDialect::kAsyncAttrName);
+      if (async && link.usesRankCores())
+        t += link.asyncOverhead * out.oversubscription;
+      if (async && !link.usesRankCores()) {
         double start = std::max(p.clock, p.commFree);
         p.commFree = start + t;
         for (Value r : op->getResults())

@@ -69,9 +69,21 @@ struct LinkSpec {
   LinkKind kind = LinkKind::SharedMemory;
   double latency = 0;
   double bandwidth = 0;
+  /// Seconds an asynchronous collective (a gradient bucket, a prefetched
+  /// gather) adds on a link that uses the ranks' cores: handing it to the
+  /// rank's communication thread, which shares the core, and back. 0 where
+  /// copy engines or NICs run it.
+  double asyncOverhead = 0;
 
   /// latency + bytes / bandwidth.
   double getTransferTime(double bytes) const;
+  /// Whether the ranks' own cores move the bytes (shared memory, TCP): then
+  /// a collective takes the core its rank computes on, and an asynchronous
+  /// one cannot hide behind that rank's compute (NVLink, InfiniBand and
+  /// PCIe move them beside it: copy engines, NICs).
+  bool usesRankCores() const {
+    return kind == LinkKind::SharedMemory || kind == LinkKind::Tcp;
+  }
 };
 
 enum class Collective {

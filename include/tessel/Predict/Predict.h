@@ -8,7 +8,10 @@
 //     per-op overhead (dialects/tessel/OpCost.h gives the FLOPs);
 //   - a collective costs its algorithm over the link of its group; the
 //     asynchronous ones (gradient buckets, FSDP's prefetch) run on a
-//     communication stream and block only the first op that reads them;
+//     communication stream and block only the first op that reads them,
+//     where NICs or copy engines move the bytes; where the ranks' own cores
+//     do (shared memory, TCP), they take the rank's time, plus the link's
+//     async_overhead;
 //   - pipeline ranks run their instruction lists in order, each receive
 //     waiting for its send: the bubble is what that leaves idle.
 // Memory is the memory report's planned peak per rank. docs/auto-plan.md.
