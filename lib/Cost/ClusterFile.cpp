@@ -1,6 +1,7 @@
 //===- ClusterFile.cpp - cluster descriptions in YAML ---------------------===//
 
 #include "tessel/Cost/ClusterFile.h"
+#include "tessel/Support/YamlGuard.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
@@ -67,10 +68,13 @@ std::vector<Field> getFields() {
   number("device.memory_bandwidth", Bound::Positive,
          &DeviceSpec::memoryBandwidth);
   number("device.op_overhead", Bound::NonNegative, &DeviceSpec::opOverhead);
-  for (auto [prefix, member] :
+  for (const auto &link :
        {std::pair<const char *, LinkSpec ClusterSpec::*>{
             "intra_node", &ClusterSpec::intraNode},
         {"inter_node", &ClusterSpec::interNode}}) {
+    // Not a structured binding: the lambdas below capture it (C++17).
+    const char *prefix = link.first;
+    LinkSpec ClusterSpec::*member = link.second;
     // The keys outlive the table: they are string literals by prefix.
     bool intra = StringRef(prefix) == "intra_node";
     f.push_back({intra ? "intra_node.kind" : "inter_node.kind", Bound::Kind,
@@ -137,10 +141,11 @@ public:
 private:
   Error fail(yaml::Node *at, const Twine &msg) {
     std::string where = fileName.str();
-    if (at) {
-      auto [line, col] = sm.getLineAndColumn(at->getSourceRange().Start);
-      where += ":" + std::to_string(line);
-    }
+    // A node the parser made up (an alias's target, an error's stand-in)
+    // may have no place in the buffer: then the file alone is named.
+    SMLoc loc = at ? at->getSourceRange().Start : SMLoc();
+    if (loc.isValid() && sm.FindBufferContainingLoc(loc))
+      where += ":" + std::to_string(sm.getLineAndColumn(loc).first);
     return createStringError(where + ": " + msg);
   }
   Error yamlFailure() {
@@ -218,6 +223,13 @@ Error Parser::apply(const Field &field, yaml::Node *node, ClusterSpec &c) {
   };
   switch (field.bound) {
   case Bound::Text:
+    // Names stand in one-line messages and are written back quoted.
+    if (llvm::any_of(value, [](char ch) {
+          return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+        }))
+      return fail(node, Twine(field.key) +
+                            " holds a control character (a line break, a "
+                            "tab); it must be one line of text");
     field.setText(c, value);
     return Error::success();
   case Bound::Kind:
@@ -337,6 +349,10 @@ std::string quote(StringRef s) {
 } // namespace
 
 Expected<ClusterSpec> parseClusterFile(StringRef text, StringRef fileName) {
+  // A cluster file nests 2 deep (a link's figures); what llvm's parser
+  // cannot take is refused first.
+  if (Error e = checkYamlText(text, fileName, "a cluster file", 8))
+    return std::move(e);
   Parser parser(text, fileName);
   return parser.run();
 }

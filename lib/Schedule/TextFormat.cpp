@@ -9,6 +9,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <tuple>
 
 using namespace llvm;
 
@@ -71,8 +72,9 @@ Expected<Schedule> Parser::parse(StringRef scheduleName) {
   size_t lineNo = 0;
   StringRef rest = text;
   while (!rest.empty()) {
-    auto [rawLine, tail] = rest.split('\n');
-    rest = tail;
+    // Not a structured binding: the lambda below captures it (C++17).
+    StringRef rawLine;
+    std::tie(rawLine, rest) = rest.split('\n');
     ++lineNo;
     StringRef line = rawLine.split('#').first.rtrim();
     auto columnOf = [&](StringRef part) {

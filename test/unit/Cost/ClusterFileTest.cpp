@@ -191,6 +191,26 @@ TEST(CostClusterFile, RefusesBadInput) {
       {"- 1\n- 2\n", "a cluster file is a mapping of fields"},
       {"name: [unclosed\n", "bad.yaml:"},
       {"", "bad.yaml: empty file"},
+      // A name over two lines (the cluster fuzzer's first finding: the
+      // writer's quoted name read back with a space for the line break).
+      {"base: h100\nname: 'two\n\n  lines'\n",
+       "name holds a control character (a line break, a tab); it must be one "
+       "line of text"},
+      {"base: h100\ndevice: {name: \"a\\tb\"}\n",
+       "device.name holds a control character"},
+      // What llvm's YAML parser must not see (the plan reader's guards).
+      {std::string("base: h100\nname: a\0b\n", 21),
+       "bad.yaml: a NUL byte at offset 18 (a cluster file is YAML or JSON "
+       "text)"},
+      {"base: h100\nname: {" + std::string(300, ',') + "}\n",
+       "bad.yaml:2: more than 256 commas in a row (empty entries)"},
+      {"base: h100\nname: " + std::string(20, '[') + std::string(20, ']') +
+           "\n",
+       "bad.yaml:2: values nested at least 21 deep, more than the 8 a "
+       "cluster file may nest"},
+      // An alias to no anchor: its node has no place in the file (the
+      // cluster fuzzer's second finding: SIGSEGV looking up its line).
+      {"#\nbase: *100\n0\n%\n", "bad.yaml"},
   };
   for (const auto &[text, want] : cases) {
     std::string got = errorOf(text);
