@@ -6,8 +6,10 @@ Each figure comes from tessel-run running small programs that tesselc
 compiled, timed per instruction (--trace), and fitted by least squares:
   - matmuls of several sizes:     time = op_overhead + FLOPs / matmul rate
   - add over several sizes:       time = op_overhead + bytes / memory bandwidth
-  - all_reduce, all_gather, reduce_scatter over N ranks: their rings,
-    2(N-1) or N-1 steps of latency + bytes / (N bandwidth)
+  - the link: the collectives inside a reference model's training steps
+    (a GPT-NeoX of test/models/zoo, tensor parallel and ZeRO-2, traced),
+    each ring step of latency + chunk / bandwidth; without the reference,
+    all_reduce, all_gather and reduce_scatter run back to back
   - a chain of all_reduce, matmul, add run synchronously and as gradient
     buckets: the asynchronous path's extra time per collective
     (async_overhead: the communication thread shares the rank's core)
@@ -237,12 +239,58 @@ def compile_and_trace(args, tmp, name, text, inputs, ranks=1):
     return best
 
 
+REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                         "test", "models", "zoo", "gpt_neox", "leg",
+                         "model.onnx")
+
+
+def reference_collectives(args, tmp, ranks):
+    """The collectives of a reference model's training steps (a GPT-NeoX of
+    the zoo, which the accuracy bench does not measure): tensor parallel and
+    ZeRO-2, --trace of 30 steps; per collective (ring steps, bytes per step,
+    seconds), as they run inside a step rather than back to back."""
+    out = []
+    data = os.path.join(tmp, "reference-ids.npy")
+    rng = np.random.default_rng(0)
+    np.save(data, rng.integers(0, 128, (30, 2, 17)).astype(np.int64))
+    for name, flags in [("tp", ["--mesh", "tp=%d" % ranks, "--plan=megatron"]),
+                        ("zero2", ["--plugin", "zero2", "--mesh",
+                                   "dp=%d" % ranks])]:
+        art = os.path.join(tmp, "reference-%s.tsl" % name)
+        run([args.tesselc, args.reference, "--train", *flags, "-o", art])
+        trace = os.path.join(tmp, "reference-%s.json" % name)
+        run([args.tessel_run, art, "-n", str(ranks), "--steps", "30",
+             "--data-lm", data, "--trace", trace])
+        with open(trace) as f:
+            events = json.load(f)["traceEvents"]
+        for e in events:
+            kind = e.get("cat")
+            if e.get("ph") != "X" or kind not in ("all_reduce", "all_gather",
+                                                   "reduce_scatter"):
+                continue
+            written = sum(w[1] for w in (e.get("args", {}).get("arena_writes")
+                                         or []) if w)
+            if written <= 0:
+                continue
+            # The ring: all_reduce 2(n-1) steps of a 1/n chunk of its
+            # result; all_gather n-1 of a 1/n chunk of its (whole) result;
+            # reduce_scatter n-1 of its (1/n) result.
+            steps = 2.0 * (ranks - 1) if kind == "all_reduce" else ranks - 1.0
+            chunk = written if kind == "reduce_scatter" else written / ranks
+            out.append((steps, chunk, e["dur"] * 1e-6))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tesselc", required=True)
     ap.add_argument("--tessel-run", required=True)
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--reference", default=REFERENCE,
+                    help="the model whose training steps' collectives give "
+                         "the link's latency and bandwidth (\"\": from "
+                         "back-to-back micro-programs instead)")
     args = ap.parse_args()
     try:
         os.nice(-10)  # ahead of niced background work, where allowed
@@ -270,7 +318,7 @@ def main():
         # running an op costs between and around the traced kernels too).
         overhead = run_time(args, tmp, "tiny", *tiny_chain_program(),
                             1) / TINY
-        coll = {}
+        coll, ref = {}, []
         if args.ranks > 1:
             text, inputs = collective_program(args.ranks)
             d = compile_and_trace(args, tmp, "collectives", text, inputs,
@@ -285,13 +333,22 @@ def main():
             asyn = run_time(args, tmp, "chain-async",
                             *chain_program(args.ranks, True), args.ranks)
             async_overhead = max(0.0, (asyn - sync) / CHAIN)
+            if args.reference and os.path.isfile(args.reference):
+                ref = reference_collectives(args, tmp, args.ranks)
             if os.environ.get("CALIBRATE_VERBOSE"):
                 print("collective points ((kind, elements): seconds):",
                       sorted(coll.items()))
     rate = 1.0 / sec_per_flop
     cores = len(os.sched_getaffinity(0))
     n = args.ranks
-    if coll:
+    if coll and ref:
+        # Inside a step each collective also waits for its peers and wakes
+        # them: the reference's collectives, each ring step of latency +
+        # chunk / bandwidth, fitted by least squares.
+        lat, spb = fit([chunk for _, chunk, _ in ref],
+                       [t / steps for steps, _, t in ref])
+        link_bw = 1.0 / spb if spb > 0 else 1e12
+    elif coll:
         # Each kind's ring: all_reduce 2(n-1) steps, all_gather and
         # reduce_scatter n-1, each of latency + (bytes / n) / bandwidth;
         # one latency and bandwidth for them all.
