@@ -1,19 +1,21 @@
 """What the bench/compare_*.py scripts share: the flags that name Tessel's
 tools and the models, running a command for its log and peak RSS, and the
 line of a failed run's log that an n/a row quotes."""
+import os
 import re
 import subprocess
 
 
-def add_tool_args(ap, models=True):
+def add_tool_args(ap, models=True, threads=True):
     """--tesselc and --tessel-run (Tessel's binaries), --models (the
-    directory bench/models/export_models.py wrote; where `models`) and
-    --threads (the thread counts to run at, comma-separated)."""
+    directory of the models; where `models`) and --threads (the thread
+    counts to run at, comma-separated; where `threads`)."""
     ap.add_argument("--tesselc", required=True)
     ap.add_argument("--tessel-run", required=True)
     if models:
         ap.add_argument("--models", required=True)
-    ap.add_argument("--threads", default="1,2")
+    if threads:
+        ap.add_argument("--threads", default="1,2")
 
 
 def run_measured(cmd, env):
@@ -32,3 +34,13 @@ def first_error(text):
             return line.strip()
     lines = [l for l in text.splitlines() if l.strip()]
     return lines[-1].strip() if lines else "failed"
+
+
+def run_ahead_of_background_work():
+    """Raises this process's priority above niced background work (a build,
+    a fuzzer) where allowed: what it times should not wait for them. Its
+    children (the ranks) inherit it."""
+    try:
+        os.nice(-10)
+    except OSError:
+        pass

@@ -6,10 +6,11 @@ Each figure comes from tessel-run running small programs that tesselc
 compiled, timed per instruction (--trace), and fitted by least squares:
   - matmuls of several sizes:     time = op_overhead + FLOPs / matmul rate
   - add over several sizes:       time = op_overhead + bytes / memory bandwidth
-  - the link: the collectives inside a reference model's training steps
-    (a GPT-NeoX of test/models/zoo, tensor parallel and ZeRO-2, traced),
-    each ring step of latency + chunk / bandwidth; without the reference,
-    all_reduce, all_gather and reduce_scatter run back to back
+  - the link's bandwidth: all_reduce, all_gather and reduce_scatter of four
+    sizes back to back, their rings fitted; its latency: the collectives
+    inside a reference model's training steps (a GPT-NeoX of
+    test/models/zoo, tensor parallel and ZeRO-2, traced), each ring step
+    beyond its bytes (without the reference: the back-to-back fit's)
   - a chain of all_reduce, matmul, add run synchronously and as gradient
     buckets: the asynchronous path's extra time per collective
     (async_overhead: the communication thread shares the rank's core)
@@ -26,6 +27,8 @@ import sys
 import tempfile
 
 import numpy as np
+
+import benchlib
 
 MATMULS = [(16, 64, 64), (32, 64, 128), (64, 128, 128), (64, 256, 256),
            (128, 256, 512), (256, 256, 512)]
@@ -283,8 +286,7 @@ def reference_collectives(args, tmp, ranks):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tesselc", required=True)
-    ap.add_argument("--tessel-run", required=True)
+    benchlib.add_tool_args(ap, models=False, threads=False)
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--reference", default=REFERENCE,
@@ -292,10 +294,7 @@ def main():
                          "the link's latency and bandwidth (\"\": from "
                          "back-to-back micro-programs instead)")
     args = ap.parse_args()
-    try:
-        os.nice(-10)  # ahead of niced background work, where allowed
-    except OSError:
-        pass
+    benchlib.run_ahead_of_background_work()
     with tempfile.TemporaryDirectory() as tmp:
         text, inputs = compute_program(tmp)
         d = compile_and_trace(args, tmp, "compute", text, inputs)
@@ -341,21 +340,20 @@ def main():
     rate = 1.0 / sec_per_flop
     cores = len(os.sched_getaffinity(0))
     n = args.ranks
-    if coll and ref:
-        # Inside a step each collective also waits for its peers and wakes
-        # them: the reference's collectives, each ring step of latency +
-        # chunk / bandwidth, fitted by least squares.
-        lat, spb = fit([chunk for _, chunk, _ in ref],
-                       [t / steps for steps, _, t in ref])
-        link_bw = 1.0 / spb if spb > 0 else 1e12
-    elif coll:
-        # Each kind's ring: all_reduce 2(n-1) steps, all_gather and
-        # reduce_scatter n-1, each of latency + (bytes / n) / bandwidth;
-        # one latency and bandwidth for them all.
+    if coll:
+        # The bandwidth: collectives of four sizes back to back, each
+        # kind's ring (all_reduce 2(n-1) steps, all_gather and
+        # reduce_scatter n-1) of latency + (bytes / n) / bandwidth.
         steps = {"ar": 2.0 * (n - 1), "ag": n - 1.0, "rs": n - 1.0}
         lat, spb = fit([4.0 * elems / n for (_, elems) in coll],
                        [t / steps[kind] for (kind, _), t in coll.items()])
         link_bw = 1.0 / spb
+        if ref:
+            # The latency: inside a step each collective also waits for
+            # and wakes its peers; the reference's collectives, each ring
+            # step beyond its bytes at that bandwidth (their median).
+            lat = max(0.0, statistics.median(
+                t / k - chunk / link_bw for k, chunk, t in ref))
     else:
         lat, link_bw, async_overhead = 5e-6, 5e9, 0.0
     cfg = {

@@ -18,6 +18,8 @@ import tempfile
 
 import numpy as np
 
+import benchlib
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -82,9 +84,7 @@ def measure(args, art, ranks, data):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tesselc", required=True)
-    ap.add_argument("--tessel-run", required=True)
-    ap.add_argument("--models", required=True)
+    benchlib.add_tool_args(ap, threads=False)
     ap.add_argument("--cluster")
     ap.add_argument("--ranks", default="2,4")
     ap.add_argument("--steps", type=int, default=30)
@@ -94,10 +94,7 @@ def main():
                     help="runs per configuration; the lowest median counts "
                          "(other work on the machine only adds time)")
     args = ap.parse_args()
-    try:
-        os.nice(-10)  # ahead of niced background work, where allowed
-    except OSError:
-        pass
+    benchlib.run_ahead_of_background_work()
     tmp = tempfile.mkdtemp(prefix="plan-accuracy-")
     cluster = args.cluster
     if not cluster:
