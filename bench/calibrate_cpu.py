@@ -4,7 +4,9 @@ cluster file (docs/auto-plan.md): what tesselc --predict --cluster FILE reads.
 
 Each figure comes from tessel-run running small programs that tesselc
 compiled, timed per instruction (--trace), and fitted by least squares:
-  - matmuls of several sizes:     time = op_overhead + FLOPs / matmul rate
+  - matmuls of several sizes, three forms: time = op_overhead + FLOPs /
+    (rate x d / (d + D0)), d the GEMM's smallest dimension; rate and D0
+    fitted
   - add over several sizes:       time = op_overhead + bytes / memory bandwidth
   - the link's bandwidth: all_reduce, all_gather and reduce_scatter of four
     sizes back to back, their rings fitted; its latency: the collectives
@@ -31,7 +33,9 @@ import numpy as np
 import benchlib
 
 MATMULS = [(16, 64, 64), (32, 64, 128), (64, 128, 128), (64, 256, 256),
-           (128, 256, 512), (256, 256, 512)]
+           (128, 256, 512), (256, 256, 512),
+           # shallow contractions (a microbatch's weight gradients)
+           (128, 8, 512), (128, 16, 512), (128, 32, 512)]
 ELEMENTWISE = [256, 4096, 65536, 262144]
 ALL_REDUCE = [1024, 16384, 131072, 524288]  # f32 elements
 COPIES = 5  # of each op, for a median
@@ -181,8 +185,9 @@ def chain_program(ranks, bucket):
     return text, inputs
 
 
-def run_time(args, tmp, name, text, inputs, ranks):
-    """tessel-run's median ms per run of the program, lowest of three."""
+def run_time(args, tmp, name, text, inputs, ranks, launches=3):
+    """tessel-run's median ms per run of the program, the lowest of
+    `launches`."""
     src = os.path.join(tmp, name + ".mlir")
     with open(src, "w") as f:
         f.write(text)
@@ -194,7 +199,7 @@ def run_time(args, tmp, name, text, inputs, ranks):
         np.save(p, v)
         cmd += ["--input", "%s=%s" % (k, p)]
     best = None
-    for _ in range(3):
+    for _ in range(launches):
         out = run(cmd)
         t = float(out.split(" ms per run")[0].rsplit(" ", 1)[1]) * 1e-3
         best = t if best is None else min(best, t)
@@ -296,6 +301,10 @@ def main():
     args = ap.parse_args()
     benchlib.run_ahead_of_background_work()
     with tempfile.TemporaryDirectory() as tmp:
+        # The per-op overhead: a run of tiny ops over their count (what
+        # running an op costs between and around the traced kernels too).
+        overhead = run_time(args, tmp, "tiny", *tiny_chain_program(),
+                            1) / TINY
         text, inputs = compute_program(tmp)
         d = compile_and_trace(args, tmp, "compute", text, inputs)
         med = {k: statistics.median(v) for k, v in d.items()}
@@ -309,14 +318,23 @@ def main():
         # Every form and op at its own point: one line through them all.
         mm = per("mm_", lambda n: tuple(int(x) for x in n.split("_")[1:5]))
         ew = per("ew_", lambda n: tuple(n.split("_")[1:4]))
-        _, sec_per_flop = fit([2.0 * m * k * n for m, k, n, _ in mm],
-                                        list(mm.values()))
+        # The saturation curve: a GEMM whose smallest dimension is d runs
+        # at R x d / (d + D0), so 1 / rate = 1 / R + (D0 / R) / d, a line in
+        # 1 / d. a @ b is [m, k] x [k, n], aT @ g [k, m] x [m, n], g @ bT
+        # [m, n] x [n, k]: the same three dimensions in every form.
+        def depth(m, k, n, form):
+            return min(m, k, n)
+        inv_rate = [max(t - overhead, 1e-9) / (2.0 * m * k * n)
+                    for (m, k, n, _), t in mm.items()]
+        inv_peak, slope = fit([1.0 / depth(*key) for key in mm], inv_rate)
+        if os.environ.get("CALIBRATE_VERBOSE"):
+            for key, r in sorted(zip(mm, inv_rate)):
+                print("matmul m k n form %s: smallest dim %d, %.1f GFLOP/s"
+                      % (key, depth(*key), 1e-9 / r))
+        sec_per_flop = inv_peak
+        saturation_k = max(0.0, slope / inv_peak) if inv_peak > 0 else 0.0
         _, sec_per_byte = fit(
             [float(n) * float(b) for n, b, _ in ew], list(ew.values()))
-        # The per-op overhead: a run of tiny ops over their count (what
-        # running an op costs between and around the traced kernels too).
-        overhead = run_time(args, tmp, "tiny", *tiny_chain_program(),
-                            1) / TINY
         coll, ref = {}, []
         if args.ranks > 1:
             text, inputs = collective_program(args.ranks)
@@ -327,11 +345,19 @@ def main():
                 if kind in ("ar", "ag", "rs"):
                     coll.setdefault((kind, int(n)), []).extend(ts)
             coll = {k: statistics.median(v) for k, v in coll.items()}
-            sync = run_time(args, tmp, "chain-sync",
-                            *chain_program(args.ranks, False), args.ranks)
-            asyn = run_time(args, tmp, "chain-async",
-                            *chain_program(args.ranks, True), args.ranks)
-            async_overhead = max(0.0, (asyn - sync) / CHAIN)
+            # Five pairs of launches, the median difference: the
+            # asynchronous chain's time is bimodal on a shared core (the
+            # communication thread sometimes waits a whole time slice).
+            diffs = []
+            for _ in range(5):
+                sync = run_time(args, tmp, "chain-sync",
+                                *chain_program(args.ranks, False),
+                                args.ranks, launches=1)
+                asyn = run_time(args, tmp, "chain-async",
+                                *chain_program(args.ranks, True),
+                                args.ranks, launches=1)
+                diffs.append((asyn - sync) / CHAIN)
+            async_overhead = max(0.0, statistics.median(diffs))
             if args.reference and os.path.isfile(args.reference):
                 ref = reference_collectives(args, tmp, args.ranks)
             if os.environ.get("CALIBRATE_VERBOSE"):
@@ -368,6 +394,7 @@ def main():
                                   os.sysconf("SC_PHYS_PAGES")) / max(cores, 1),
             "memory_bandwidth": 1.0 / sec_per_byte,
             "op_overhead": overhead,
+            "matmul_saturation_dim": saturation_k,
         },
         "devices_per_node": cores,
         "nodes": 1,
@@ -386,10 +413,11 @@ def main():
             lines.append("  %s: %s" % (k, v if isinstance(v, str) else "%.6g" % v))
     with open(args.output, "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("calibrate: matmul %.1f GFLOP/s, elementwise %.2f GB/s, op overhead "
+    print("calibrate: matmul %.1f GFLOP/s (D0 %.1f), elementwise %.2f GB/s, op overhead "
           "%.2f us, collectives' latency %.2f us and %.2f GB/s, asynchronous "
           "overhead %.1f us (%d ranks), %d cores -> %s"
-          % (rate / 1e9, 1e-9 / sec_per_byte, overhead * 1e6, lat * 1e6,
+          % (rate / 1e9, saturation_k, 1e-9 / sec_per_byte, overhead * 1e6,
+             lat * 1e6,
              link_bw / 1e9, async_overhead * 1e6, n, cores, args.output))
 
 

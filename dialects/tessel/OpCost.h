@@ -20,6 +20,23 @@ namespace mlir::tessel {
 /// The nominal rate of the estimate: one CPU core's sustained f32 rate.
 inline constexpr double kNominalFlopsPerSecond = 2.0e10;
 
+/// The contracted dim's size of a contraction (matmul, gemm): the lhs's
+/// last dim, its first with trans_a (gemm's [K, M] operand: a weight
+/// gradient's); 0 for other ops or unknown sizes.
+inline int64_t getContractionK(Operation *op) {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  if (!cost || cost.getCostClass() != CostClass::Contraction ||
+      op->getNumOperands() < 2)
+    return 0;
+  auto lhs = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  if (!lhs || lhs.getRank() < 1)
+    return 0;
+  const int64_t k = op->hasAttr("trans_a") && lhs.getRank() >= 2
+                        ? lhs.getRank() - 2
+                        : lhs.getRank() - 1;
+  return lhs.isDynamicDim(k) ? 0 : lhs.getDimSize(k);
+}
+
 /// The FLOPs of `op`, by its cost class (CostOpInterface; one per result
 /// element for ops without it).
 inline double estimateFlops(Operation *op) {
@@ -32,16 +49,8 @@ inline double estimateFlops(Operation *op) {
     out += numel(t);
   auto cost = dyn_cast<CostOpInterface>(op);
   const CostClass cls = cost ? cost.getCostClass() : CostClass::PerElement;
-  // A contraction's K: the lhs's last dim, its first with trans_a (gemm's
-  // [K, M] operand: a weight gradient's).
-  if (cls == CostClass::Contraction && op->getNumOperands() >= 2)
-    if (auto lhs = dyn_cast<RankedTensorType>(op->getOperand(0).getType()))
-      if (lhs.getRank() >= 1) {
-        const int64_t k = op->hasAttr("trans_a") && lhs.getRank() >= 2
-                              ? lhs.getRank() - 2
-                              : lhs.getRank() - 1;
-        return 2.0 * out * double(lhs.getDimSize(k));
-      }
+  if (int64_t k = getContractionK(op))
+    return 2.0 * out * double(k);
   // A convolution's multiply-adds: 2 x (output elements of the forward)
   // x (weight elements per output channel), for the forward and both of
   // its backward ops (conv2d_backward_data(dy, w), _weight(x, dy) -> w).

@@ -24,9 +24,19 @@ double DeviceSpec::getFlopRate(WorkClass cls, Precision precision) const {
   return peak;
 }
 
+double DeviceSpec::getMatmulRate(Precision precision, double dim) const {
+  double rate = getFlopRate(WorkClass::Matmul, precision);
+  return matmulSaturationDim > 0 && dim > 0
+             ? rate * dim / (dim + matmulSaturationDim)
+             : rate;
+}
+
 double DeviceSpec::getOpTime(WorkClass cls, Precision precision,
-                             double flops, double bytes) const {
-  double compute = flops > 0 ? flops / getFlopRate(cls, precision) : 0.0;
+                             double flops, double bytes, double dim) const {
+  double rate = cls == WorkClass::Matmul && dim > 0
+                    ? getMatmulRate(precision, dim)
+                    : getFlopRate(cls, precision);
+  double compute = flops > 0 ? flops / rate : 0.0;
   double memory = bytes > 0 ? bytes / memoryBandwidth : 0.0;
   return std::max(compute, memory) + opOverhead;
 }
@@ -128,6 +138,9 @@ llvm::Error ClusterSpec::validate() const {
     return fail("device.memory_bandwidth", device.memoryBandwidth, "> 0");
   if (!nonNegative(device.opOverhead))
     return fail("device.op_overhead", device.opOverhead, ">= 0");
+  if (!nonNegative(device.matmulSaturationDim))
+    return fail("device.matmul_saturation_dim", device.matmulSaturationDim,
+                ">= 0");
   if (devicesPerNode < 1)
     return fail("devices_per_node", double(devicesPerNode), ">= 1");
   if (nodes < 1)
@@ -150,6 +163,15 @@ namespace {
 
 constexpr double kGB = 1e9;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+/// D0 of the GEMM saturation curve (the GEMM's smallest dimension d runs
+/// at d / (d + D0) of the large-GEMM rate). A GPU kernel's output tile pays
+/// a fixed prologue (filling the operand pipeline) and epilogue (writing
+/// the tile) worth about two to four 32/64-deep k-steps of a 3-4-stage
+/// pipelined kernel: 128. A CPU core's microkernel: 10 (oneDNN on Zen 4
+/// runs a GEMM whose smallest dimension is 8 at about a third of its
+/// large-GEMM rate, 32 at 70-80 %; bench/calibrate_cpu.py measures it).
+constexpr double kGpuSaturationDim = 128;
+constexpr double kCpuSaturationDim = 10;
 
 /// A DGX node of 8 GPUs: NVLink inside, one InfiniBand NIC per GPU across.
 ClusterSpec makeDgx(llvm::StringRef name, DeviceSpec device,
@@ -177,24 +199,25 @@ std::optional<ClusterSpec> getBuiltinCluster(llvm::StringRef name,
   if (name == "a100") {
     c = makeDgx(name,
                 {"A100-SXM4-80GB", 19.5e12, 312e12, 0.8, 0.6, 80 * kGiB,
-                 2039 * kGB * 0.9, 5e-6},
+                 2039 * kGB * 0.9, 5e-6, kGpuSaturationDim},
                 300 * kGB, 200e9);
   } else if (name == "h100") {
     c = makeDgx(name,
                 {"H100-SXM5-80GB", 67e12, 989e12, 0.75, 0.55, 80 * kGiB,
-                 3350 * kGB * 0.9, 5e-6},
+                 3350 * kGB * 0.9, 5e-6, kGpuSaturationDim},
                 450 * kGB, 400e9);
   } else if (name == "h200") {
     c = makeDgx(name,
                 {"H200-SXM-141GB", 67e12, 989e12, 0.75, 0.55, 141 * kGB,
-                 4800 * kGB * 0.9, 5e-6},
+                 4800 * kGB * 0.9, 5e-6, kGpuSaturationDim},
                 450 * kGB, 400e9);
   } else if (name == "cpu") {
     // One rank per core of a current x86-64 server core: nominal; a
     // calibration run replaces these.
     ClusterSpec cpu;
     cpu.name = "cpu";
-    cpu.device = {"x86-64 core", 1e11, 0, 0.5, 0.4, 4 * kGiB, 1e10, 2e-6};
+    cpu.device = {"x86-64 core", 1e11, 0, 0.5, 0.4, 4 * kGiB, 1e10, 2e-6,
+                  kCpuSaturationDim};
     cpu.devicesPerNode = 64;
     cpu.intraNode = {LinkKind::SharedMemory, 5e-6, 5 * kGB};
     cpu.interNode = {LinkKind::Tcp, 5e-5, 1.25 * kGB};

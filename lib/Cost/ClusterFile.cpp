@@ -68,6 +68,9 @@ std::vector<Field> getFields() {
   number("device.memory_bandwidth", Bound::Positive,
          &DeviceSpec::memoryBandwidth);
   number("device.op_overhead", Bound::NonNegative, &DeviceSpec::opOverhead);
+  f.push_back({"device.matmul_saturation_dim", Bound::NonNegative,
+               [](ClusterSpec &c, double v) { c.device.matmulSaturationDim = v; },
+               nullptr, nullptr, false});
   for (const auto &link :
        {std::pair<const char *, LinkSpec ClusterSpec::*>{
             "intra_node", &ClusterSpec::intraNode},
@@ -385,6 +388,8 @@ std::string printClusterFile(const ClusterSpec &c) {
   os << "  memory_bytes: " << formatNumber(d.memoryBytes) << "\n";
   os << "  memory_bandwidth: " << formatNumber(d.memoryBandwidth) << "\n";
   os << "  op_overhead: " << formatNumber(d.opOverhead) << "\n";
+  os << "  matmul_saturation_dim: " << formatNumber(d.matmulSaturationDim)
+     << "\n";
   for (auto [key, link] : {std::pair<const char *, const LinkSpec *>{
                                "intra_node", &c.intraNode},
                            {"inter_node", &c.interNode}})

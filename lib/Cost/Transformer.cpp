@@ -77,10 +77,8 @@ std::pair<GemmShape, GemmShape> getBackwardGemms(const GemmShape &f) {
 
 double getGemmTime(const DeviceSpec &device, const GemmShape &gemm,
                    const TransformerModelOptions &options) {
-  const double k = double(gemm.k);
-  const double saturation = k / (k + options.gemmSaturationK);
-  const double rate =
-      device.getFlopRate(WorkClass::Matmul, Precision::BF16) * saturation;
+  const double rate = device.getMatmulRate(
+      Precision::BF16, double(std::min({gemm.m, gemm.n, gemm.k})));
   return std::max(gemm.getFlops() / rate,
                   gemm.getBytes() / device.memoryBandwidth) +
          device.opOverhead;

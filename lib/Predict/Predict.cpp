@@ -128,7 +128,15 @@ double computeTime(Operation *op, const cost::DeviceSpec &device) {
   // A matmul's operands stream from cache: its time is its FLOPs'.
   if (work != cost::WorkClass::Elementwise)
     bytes = 0;
-  return device.getOpTime(work, precisionOf(op), estimateFlops(op), bytes);
+  // A GEMM's rate follows its smallest dimension (the saturation curve):
+  // its contraction, or its result's rows or columns.
+  double dim = double(getContractionK(op));
+  if (auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      dim > 0 && result && result.hasStaticShape())
+    for (int64_t d : result.getShape().take_back(2))
+      dim = std::min(dim, double(d));
+  return device.getOpTime(work, precisionOf(op), estimateFlops(op), bytes,
+                          dim);
 }
 
 /// One rank program being played.

@@ -46,14 +46,24 @@ struct DeviceSpec {
   /// Seconds every op costs beyond its FLOPs and bytes (kernel launch,
   /// dispatch).
   double opOverhead = 0;
+  /// D0 of the GEMM saturation curve: a GEMM whose smallest dimension (M,
+  /// N or the contraction K) is d runs at d / (d + D0) of the large-GEMM
+  /// rate (a short K leaves each output tile's fixed prologue and epilogue
+  /// unamortized, a short M or N its register tile part empty). 0: no
+  /// curve.
+  double matmulSaturationDim = 0;
 
   /// The FLOP/s `cls` runs at in `precision` (peak x efficiency; BF16 falls
   /// back to F32 where the device gives no BF16 peak).
   double getFlopRate(WorkClass cls, Precision precision) const;
+  /// The rate of a GEMM whose smallest dimension is `dim`: the matmul rate
+  /// x dim / (dim + matmulSaturationDim).
+  double getMatmulRate(Precision precision, double dim) const;
   /// Seconds for an op of `flops` FLOPs that moves `bytes` through memory:
-  /// the slower of its compute and its memory traffic, plus opOverhead.
+  /// the slower of its compute and its memory traffic, plus opOverhead; a
+  /// matmul whose smallest dimension is `dim` (> 0) at getMatmulRate's.
   double getOpTime(WorkClass cls, Precision precision, double flops,
-                   double bytes) const;
+                   double bytes, double dim = 0) const;
 };
 
 /// Classes of link, for messages and cluster files.

@@ -7,7 +7,8 @@
 //
 //  - every GEMM of a layer, forward and both backward GEMMs, by a roofline
 //    (its FLOPs at the device's matmul rate against its bytes at memory
-//    bandwidth), the rate scaled by the saturation curve K / (K + K0);
+//    bandwidth), the rate scaled by the device's saturation curve d / (d +
+//    D0) of the GEMM's smallest dimension (DeviceSpec::matmulSaturationDim);
 //  - the elementwise kernels (layer norms, bias-GeLU, softmax, dropouts,
 //    residual adds) by the bytes they move over memory bandwidth;
 //  - tp's all-reduces (2 per layer forward, 2 backward, 2 more to recompute)
@@ -73,12 +74,6 @@ struct ParallelConfig {
 
 /// Constants of the model that are not figures of the cluster.
 struct TransformerModelOptions {
-  /// K0 of the GEMM saturation curve: a GEMM whose contraction is K runs at
-  /// K / (K + K0) of the device's large-GEMM rate. Each output tile pays a
-  /// fixed prologue (filling the operand pipeline) and epilogue (writing
-  /// the tile) worth K0 of its K loop: about two to four 32/64-deep k-steps
-  /// of a 3-4-stage pipelined kernel, so 128.
-  double gemmSaturationK = 128;
   /// Bytes per parameter besides the optimizer state: a bf16 weight and its
   /// bf16 gradient.
   double weightAndGradBytes = 4;
@@ -106,8 +101,9 @@ std::vector<GemmShape> getLayerForwardGemms(const GptShape &shape,
 std::pair<GemmShape, GemmShape> getBackwardGemms(const GemmShape &forward);
 
 /// Seconds for `gemm` in bf16 on `device`: max(FLOPs / (peak x
-/// matmulEfficiency x K / (K + K0)), bytes / memory bandwidth) + the
-/// device's per-op overhead.
+/// matmulEfficiency x d / (d + D0)), bytes / memory bandwidth) + the
+/// device's per-op overhead; d the GEMM's smallest dimension, D0 the
+/// device's matmulSaturationDim.
 double getGemmTime(const DeviceSpec &device, const GemmShape &gemm,
                    const TransformerModelOptions &options = {});
 

@@ -57,6 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       e.convolutionEfficiency != d.convolutionEfficiency ||
       e.memoryBytes != d.memoryBytes ||
       e.memoryBandwidth != d.memoryBandwidth || e.opOverhead != d.opOverhead ||
+      e.matmulSaturationDim != d.matmulSaturationDim ||
       !sameLink(back->intraNode, c->intraNode) ||
       !sameLink(back->interNode, c->interNode))
     fail("the round trip changed a figure:\n" + printed);

@@ -50,6 +50,22 @@ TEST(CostCluster, OpTimeIsTheSlowerOfComputeAndMemory) {
   EXPECT_EQ(cpu.getFlopRate(WorkClass::Matmul, Precision::BF16), 1e11);
 }
 
+TEST(CostCluster, GemmsSaturateWithTheirContraction) {
+  DeviceSpec d{"d", 1e12, 0, 0.5, 0.5, 1e9, 1e11, 0, 32};
+  // K = 32 at K0 = 32: half of 0.5 TFLOP/s.
+  EXPECT_NEAR(d.getMatmulRate(Precision::F32, 32), 2.5e11, 1e-3);
+  EXPECT_NEAR(d.getOpTime(WorkClass::Matmul, Precision::F32, 1e9, 0, 32),
+              4e-3, 1e-12);
+  // No K (or no curve): the large-GEMM rate.
+  EXPECT_NEAR(d.getOpTime(WorkClass::Matmul, Precision::F32, 1e9, 0),
+              2e-3, 1e-12);
+  d.matmulSaturationDim = 0;
+  EXPECT_EQ(d.getMatmulRate(Precision::F32, 32), 5e11);
+  // Other work ignores K.
+  EXPECT_NEAR(d.getOpTime(WorkClass::Convolution, Precision::F32, 1e9, 0, 8),
+              2e-3, 1e-12);
+}
+
 TEST(CostCluster, GroupLinkDependsOnWhetherTheGroupSpansNodes) {
   auto c = getBuiltinCluster("a100", 4);
   ASSERT_TRUE(c);

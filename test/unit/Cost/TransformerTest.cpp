@@ -61,7 +61,8 @@ TEST(CostTransformer, StepGemmFlopsAreThePapersFormula) {
 }
 
 TEST(CostTransformer, GemmTimeIsARooflineWithSaturation) {
-  DeviceSpec d{"d", 1e12, 100e12, 0.5, 0.5, 80e9, 1e12, 0};
+  // The device's saturation curve, K0 = 128.
+  DeviceSpec d{"d", 1e12, 100e12, 0.5, 0.5, 80e9, 1e12, 0, 128};
   // Large K: compute bound at 50 TFLOP/s x K / (K + 128).
   GemmShape big{4096, 4096, 4096 - 128, 1};
   double rate = 50e12 * (4096.0 - 128) / 4096.0;
@@ -69,7 +70,7 @@ TEST(CostTransformer, GemmTimeIsARooflineWithSaturation) {
   // An attention-score GEMM with K = 64 moves s^2 outputs: memory bound
   // on a device whose rate is high enough.
   GemmShape scores{2048, 2048, 64, 16};
-  DeviceSpec fast{"fast", 1e12, 1000e12, 0.5, 0.5, 80e9, 1e12, 0};
+  DeviceSpec fast{"fast", 1e12, 1000e12, 0.5, 0.5, 80e9, 1e12, 0, 128};
   EXPECT_NEAR(getGemmTime(fast, scores),
               2.0 * 16 * (2048.0 * 64 * 2 + 2048.0 * 2048) / 1e12, 1e-12);
   // Saturation: the same FLOPs with a shorter K run slower.
