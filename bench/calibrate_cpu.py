@@ -37,7 +37,7 @@ MATMULS = [(16, 64, 64), (32, 64, 128), (64, 128, 128), (64, 256, 256),
            # shallow contractions (a microbatch's weight gradients)
            (128, 8, 512), (128, 16, 512), (128, 32, 512)]
 ELEMENTWISE = [256, 4096, 65536, 262144]
-ALL_REDUCE = [1024, 16384, 131072, 524288]  # f32 elements
+COLLECTIVE_SIZES = [1024, 16384, 131072, 524288]  # f32 elements
 COPIES = 5  # of each op, for a median
 CHAIN = 20  # rounds of the asynchronous-overhead programs
 TINY = 400  # ops of the per-op overhead program
@@ -67,7 +67,7 @@ def durations(trace_path):
     return out
 
 
-def compute_program(tmp):
+def compute_program():
     """One rank: COPIES of each matmul (as a forward's a @ b and as its two
     backward gemms, aT @ g and g @ bT) and of each elementwise op, each on
     its own inputs."""
@@ -125,7 +125,7 @@ def collective_program(ranks):
     vector, all_gather and reduce_scatter along dim 1 of a [64, n/64]
     matrix (tensor parallelism's and ZeRO's layouts)."""
     args, ops, rets, inputs = [], [], [], {}
-    for i, n in enumerate(ALL_REDUCE):
+    for i, n in enumerate(COLLECTIVE_SIZES):
         cols = max(n // 64, ranks)
         cols -= cols % ranks
         whole, part = "tensor<64x%dxf32>" % cols, "tensor<64x%dxf32>" % (cols // ranks)
@@ -296,8 +296,8 @@ def main():
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--reference", default=REFERENCE,
                     help="the model whose training steps' collectives give "
-                         "the link's latency and bandwidth (\"\": from "
-                         "back-to-back micro-programs instead)")
+                         "the link's latency (\"\": from back-to-back "
+                         "micro-programs instead)")
     args = ap.parse_args()
     benchlib.run_ahead_of_background_work()
     with tempfile.TemporaryDirectory() as tmp:
@@ -305,7 +305,7 @@ def main():
         # running an op costs between and around the traced kernels too).
         overhead = run_time(args, tmp, "tiny", *tiny_chain_program(),
                             1) / TINY
-        text, inputs = compute_program(tmp)
+        text, inputs = compute_program()
         d = compile_and_trace(args, tmp, "compute", text, inputs)
         med = {k: statistics.median(v) for k, v in d.items()}
 
@@ -322,17 +322,15 @@ def main():
         # at R x d / (d + D0), so 1 / rate = 1 / R + (D0 / R) / d, a line in
         # 1 / d. a @ b is [m, k] x [k, n], aT @ g [k, m] x [m, n], g @ bT
         # [m, n] x [n, k]: the same three dimensions in every form.
-        def depth(m, k, n, form):
-            return min(m, k, n)
         inv_rate = [max(t - overhead, 1e-9) / (2.0 * m * k * n)
                     for (m, k, n, _), t in mm.items()]
-        inv_peak, slope = fit([1.0 / depth(*key) for key in mm], inv_rate)
+        sec_per_flop, slope = fit([1.0 / min(m, k, n) for m, k, n, _ in mm],
+                                  inv_rate)
         if os.environ.get("CALIBRATE_VERBOSE"):
             for key, r in sorted(zip(mm, inv_rate)):
-                print("matmul m k n form %s: smallest dim %d, %.1f GFLOP/s"
-                      % (key, depth(*key), 1e-9 / r))
-        sec_per_flop = inv_peak
-        saturation_k = max(0.0, slope / inv_peak) if inv_peak > 0 else 0.0
+                print("matmul m k n form %s: %.1f GFLOP/s" % (key, 1e-9 / r))
+        saturation_dim = (max(0.0, slope / sec_per_flop)
+                          if sec_per_flop > 0 else 0.0)
         _, sec_per_byte = fit(
             [float(n) * float(b) for n, b, _ in ew], list(ew.values()))
         coll, ref = {}, []
@@ -394,7 +392,7 @@ def main():
                                   os.sysconf("SC_PHYS_PAGES")) / max(cores, 1),
             "memory_bandwidth": 1.0 / sec_per_byte,
             "op_overhead": overhead,
-            "matmul_saturation_dim": saturation_k,
+            "matmul_saturation_dim": saturation_dim,
         },
         "devices_per_node": cores,
         "nodes": 1,
@@ -416,7 +414,7 @@ def main():
     print("calibrate: matmul %.1f GFLOP/s (D0 %.1f), elementwise %.2f GB/s, op overhead "
           "%.2f us, collectives' latency %.2f us and %.2f GB/s, asynchronous "
           "overhead %.1f us (%d ranks), %d cores -> %s"
-          % (rate / 1e9, saturation_k, 1e-9 / sec_per_byte, overhead * 1e6,
+          % (rate / 1e9, saturation_dim, 1e-9 / sec_per_byte, overhead * 1e6,
              lat * 1e6,
              link_bw / 1e9, async_overhead * 1e6, n, cores, args.output))
 

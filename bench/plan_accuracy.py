@@ -23,7 +23,6 @@ import benchlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-
 def configs(n):
     """The configurations of n ranks: dp, tp and pp alone, ZeRO-2 and FSDP
     over dp, and a hybrid (pp x dp on 2 ranks, dp x tp beyond)."""
@@ -76,7 +75,7 @@ def measure(args, art, ranks, data):
                  str(args.steps), "--data-lm", data])
         meas = measured_ms(r.stdout)
         if r.returncode or meas is None:
-            why = ((r.stderr or r.stdout).strip().splitlines() or ["?"])[-1]
+            why = benchlib.first_error(r.stdout + r.stderr)
             return None, why
         best = meas if best is None else min(best, meas)
     return best, ""
@@ -125,7 +124,7 @@ def main():
                          "-o", art])
                 pred = predicted_ms(c.stdout)
                 if c.returncode or pred is None:
-                    why = (c.stderr.strip().splitlines() or ["?"])[-1]
+                    why = benchlib.first_error(c.stdout + c.stderr)
                     rows.append((model, name, ranks, None, None, "no compile: " + why))
                     continue
                 meas, why = measure(args, art, ranks, data)
@@ -142,7 +141,7 @@ def main():
                      "--cluster", cluster, "-o", art])
             chosen = re.search(r"^chosen: (.*?) \(", c.stdout, re.M)
             if c.returncode or not chosen:
-                why = (c.stderr.strip().splitlines() or ["?"])[-1]
+                why = benchlib.first_error(c.stdout + c.stderr)
                 rows.append((model, "auto", ranks, None, None, "no compile: " + why))
                 continue
             meas, _ = measure(args, art, ranks, data)

@@ -33,9 +33,8 @@ double DeviceSpec::getMatmulRate(Precision precision, double dim) const {
 
 double DeviceSpec::getOpTime(WorkClass cls, Precision precision,
                              double flops, double bytes, double dim) const {
-  double rate = cls == WorkClass::Matmul && dim > 0
-                    ? getMatmulRate(precision, dim)
-                    : getFlopRate(cls, precision);
+  double rate = cls == WorkClass::Matmul ? getMatmulRate(precision, dim)
+                                         : getFlopRate(cls, precision);
   double compute = flops > 0 ? flops / rate : 0.0;
   double memory = bytes > 0 ? bytes / memoryBandwidth : 0.0;
   return std::max(compute, memory) + opOverhead;

@@ -75,13 +75,10 @@ std::pair<GemmShape, GemmShape> getBackwardGemms(const GemmShape &f) {
   return {{f.m, f.k, f.n, f.batch}, {f.k, f.n, f.m, f.batch}};
 }
 
-double getGemmTime(const DeviceSpec &device, const GemmShape &gemm,
-                   const TransformerModelOptions &options) {
-  const double rate = device.getMatmulRate(
-      Precision::BF16, double(std::min({gemm.m, gemm.n, gemm.k})));
-  return std::max(gemm.getFlops() / rate,
-                  gemm.getBytes() / device.memoryBandwidth) +
-         device.opOverhead;
+double getGemmTime(const DeviceSpec &device, const GemmShape &gemm) {
+  return device.getOpTime(WorkClass::Matmul, Precision::BF16, gemm.getFlops(),
+                          gemm.getBytes(),
+                          double(std::min({gemm.m, gemm.n, gemm.k})));
 }
 
 double getPaperStepFlops(const GptShape &shape, int64_t globalBatch) {
@@ -200,10 +197,10 @@ Expected<StepModel> buildStepModel(const GptShape &shape, int64_t globalBatch,
   // One layer. GEMMs: the six forward ones, their two backward ones each.
   Cost layerForward, layerBackward;
   for (const GemmShape &g : getLayerForwardGemms(shape, c.microbatch, c.tp)) {
-    layerForward.compute += getGemmTime(dev, g, options);
+    layerForward.compute += getGemmTime(dev, g);
     auto [dInput, dWeight] = getBackwardGemms(g);
     layerBackward.compute +=
-        getGemmTime(dev, dInput, options) + getGemmTime(dev, dWeight, options);
+        getGemmTime(dev, dInput) + getGemmTime(dev, dWeight);
   }
   // Elementwise kernels (bf16 activations, 1-byte dropout masks), bytes
   // read + written in the forward: layer norms 2 x 4x, bias-dropout-adds
@@ -234,11 +231,11 @@ Expected<StepModel> buildStepModel(const GptShape &shape, int64_t globalBatch,
   GemmShape head{c.microbatch * shape.seqLength, shape.vocab / c.tp,
                  shape.hidden, 1};
   auto [headInput, headWeight] = getBackwardGemms(head);
-  Cost headForward{getGemmTime(dev, head, options) + 4.0 * x / bw +
+  Cost headForward{getGemmTime(dev, head) + 4.0 * x / bw +
                        20.0 * logits / bw + 6.0 * dev.opOverhead,
                    3.0 * allReduce(4.0 * b * s)};
-  Cost headBackward{getGemmTime(dev, headInput, options) +
-                        getGemmTime(dev, headWeight, options) + 8.0 * x / bw +
+  Cost headBackward{getGemmTime(dev, headInput) +
+                        getGemmTime(dev, headWeight) + 8.0 * x / bw +
                         12.0 * logits / bw + 4.0 * dev.opOverhead,
                     allReduce(2.0 * x)};
 

@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 
 using namespace llvm;
 
@@ -230,10 +229,10 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
                   "need found is " + mib(double(least->prediction->peakBytes)) +
                   " per rank, for " + least->label());
     }
-    std::string why = candidates.empty() ? "none" : candidates.front().failure;
+    // divisors(n) holds 1: there is at least the all-dp candidate.
     return fail("--plan=auto: no configuration of the model compiles on " +
                 Twine(n) + " devices (" + candidates.front().label() + ": " +
-                why + ")");
+                candidates.front().failure + ")");
   }
 
   AutoPlanResult result;

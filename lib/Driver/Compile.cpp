@@ -121,6 +121,8 @@ private:
   Error runPipeline();
   Error emitIr();
   Error emitPlan();
+  /// Writes to -o, or into the result's text with -o "" or "-".
+  Error writeOutput(function_ref<void(raw_ostream &)> write);
   Error exportArtifact();
 
   // The steps of the phases.
@@ -895,31 +897,36 @@ void printWeightTable(const mlir::tessel::WeightTable &weights,
 }
 
 /// The IR phases' output: the module's text, to -o or to result.text.
-Error Compilation::emitIr() {
-  std::string message;
-  std::unique_ptr<ToolOutputFile> file;
-  if (!out.empty() && out != "-") {
-    file = mlir::openOutputFile(out, &message);
-    if (!file)
-      return fail(message);
+Error Compilation::writeOutput(function_ref<void(raw_ostream &)> write) {
+  if (out.empty() || out == "-") {
+    raw_string_ostream text(result.text);
+    write(text);
+    return Error::success();
   }
-  raw_string_ostream text(result.text);
-  raw_ostream &os = file ? static_cast<raw_ostream &>(file->os()) : text;
-  // --mlir-print-debuginfo: each op's location (after the import its ONNX
-  // node name, what a plan's `node:` rule matches) beside it, not as an
-  // alias at the end of the file. Without it, the arguments by name.
-  mlir::OpPrintingFlags flags;
-  if (o.printDebugInfo)
-    flags.enableDebugInfo();
-  if (flags.shouldPrintDebugInfo())
-    flags.useLocalScope();
-  mlir::tessel::printWithArgumentNames(module->getOperation(), os, flags);
-  os << "\n";
-  if (weights && o.printWeights)
-    printWeightTable(*weights, os);
-  if (file)
-    file->keep();
+  std::string message;
+  std::unique_ptr<ToolOutputFile> file = mlir::openOutputFile(out, &message);
+  if (!file)
+    return fail(message);
+  write(file->os());
+  file->keep();
   return Error::success();
+}
+
+Error Compilation::emitIr() {
+  return writeOutput([&](raw_ostream &os) {
+    // --mlir-print-debuginfo: each op's location (after the import its ONNX
+    // node name, what a plan's `node:` rule matches) beside it, not as an
+    // alias at the end of the file. Without it, the arguments by name.
+    mlir::OpPrintingFlags flags;
+    if (o.printDebugInfo)
+      flags.enableDebugInfo();
+    if (flags.shouldPrintDebugInfo())
+      flags.useLocalScope();
+    mlir::tessel::printWithArgumentNames(module->getOperation(), os, flags);
+    os << "\n";
+    if (weights && o.printWeights)
+      printWeightTable(*weights, os);
+  });
 }
 
 /// --emit=plan: the plan the compile applied (--plan=auto's choice) as a
@@ -928,33 +935,21 @@ Error Compilation::emitPlan() {
   if (applied.mesh.empty())
     return fail("--emit=plan writes the plan a compile applies: give --plan "
                 "(or --plan=auto) or --mesh");
-  const mlir::tessel::Plan &plan = applied;
-  std::string text;
-  raw_string_ostream os(text);
-  os << "# The plan tesselc compiled " << sys::path::filename(o.input)
-     << " with (tesselc --emit=plan).\n# Reuse it: tesselc "
-     << sys::path::filename(o.input) << (o.train ? " --train" : "");
-  if (!o.plugin.empty())
-    os << " --plugin " << o.plugin;
-  if (o.recompute)
-    os << " --recompute";
-  os << " --plan THIS_FILE\n";
-  if (plan.stageRules.empty() && ppSize > 1)
-    os << "# Pipeline stages: --stages auto's cut, made again by the same "
-          "command;\n# 'node: PATTERN' + 'stage: N' rules set them by hand "
-          "(docs/pipeline.md).\n";
-  mlir::tessel::printPlan(plan, os);
-  if (out.empty() || out == "-") {
-    result.text = std::move(text);
-    return Error::success();
-  }
-  std::string message;
-  auto file = mlir::openOutputFile(out, &message);
-  if (!file)
-    return fail(message);
-  file->os() << text;
-  file->keep();
-  return Error::success();
+  return writeOutput([&](raw_ostream &os) {
+    os << "# The plan tesselc compiled " << sys::path::filename(o.input)
+       << " with (tesselc --emit=plan).\n# Reuse it: tesselc "
+       << sys::path::filename(o.input) << (o.train ? " --train" : "");
+    if (!o.plugin.empty())
+      os << " --plugin " << o.plugin;
+    if (o.recompute)
+      os << " --recompute";
+    os << " --plan THIS_FILE\n";
+    if (applied.stageRules.empty() && ppSize > 1)
+      os << "# Pipeline stages: --stages auto's cut, made again by the same "
+            "command;\n# 'node: PATTERN' + 'stage: N' rules set them by hand "
+            "(docs/pipeline.md).\n";
+    mlir::tessel::printPlan(applied, os);
+  });
 }
 
 /// The export phase: the artifact directory, its training files and

@@ -83,8 +83,7 @@ bool isFree(Operation *op) {
   if (isa<WeightOp, ConstantOp, ReshapeOp, AssignOp, func::ReturnOp>(op))
     return true;
   return llvm::none_of(op->getResultTypes(),
-                       [](Type t) { return isa<RankedTensorType>(t); }) &&
-         !isa<SendOp>(op);
+                       [](Type t) { return isa<RankedTensorType>(t); });
 }
 
 /// Which kind of collective `op` is, if it is one the cost model times.
@@ -185,14 +184,20 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
   else if (players.size() > 1)
     players.resize(1); // the entry function: the first public one
 
-  const auto [ppSize, ppStride] =
+  const int64_t ppStride =
       mesh.group(ArrayAttr::get(module.getContext(),
                                 {StringAttr::get(module.getContext(),
-                                                 kPipelineAxis)}));
-  (void)ppSize;
+                                                 kPipelineAxis)}))
+          .second;
   const cost::LinkSpec &p2pLink = cluster.getGroupLink(2, ppStride);
   // (sender pp, receiver pp, tag) -> when the message is there.
   std::map<std::tuple<int64_t, int64_t, int64_t>, double> arrivals;
+  // --explain's time per op name.
+  auto tally = [](Player &p, StringRef name, double t) {
+    auto &entry = p.figures.byOp[name.str()];
+    entry.first += t;
+    ++entry.second;
+  };
 
   auto step = [&](Player &p) -> bool {
     Operation *op = p.ops[p.pos];
@@ -242,9 +247,7 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
       // Cores that move the bytes are shared like the compute.
       if (link.usesRankCores())
         t *= out.oversubscription;
-      auto &entry = p.figures.byOp[op->getName().getStringRef().str()];
-      entry.first += t;
-      ++entry.second;
+      tally(p, op->getName().getStringRef(), t);
       const bool async = op->hasAttr(TesselDialect::kBucketAttrName) ||
                          op->hasAttr(TesselDialect::kAsyncAttrName);
       if (async && link.usesRankCores())
@@ -274,9 +277,7 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
       t *= out.oversubscription;
       p.clock += t;
       p.figures.compute += t;
-      auto &entry = p.figures.byOp[op->getName().getStringRef().str()];
-      entry.first += t;
-      ++entry.second;
+      tally(p, op->getName().getStringRef(), t);
       p.figures.flops += estimateFlops(op);
     }
     ++p.pos;
@@ -317,10 +318,8 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
           cluster.getGroupLink(size, stride));
       p.clock += t;
       p.figures.communication += t;
-      auto &entry = p.figures.byOp[c.allReduce ? "all_reduce (outputs)"
-                                               : "all_gather (outputs)"];
-      entry.first += t;
-      ++entry.second;
+      tally(p, c.allReduce ? "all_reduce (outputs)" : "all_gather (outputs)",
+            t);
     }
     p.figures.ppRank = p.ppRank;
     p.figures.finish = p.clock;
@@ -336,12 +335,12 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
   }
   // The slowest program sets the step; every rank waits for it at the next
   // step's first collective, so its own idle tail is bubble too.
-  const RankPrediction *slowest = &out.programs.front();
-  for (const RankPrediction &r : out.programs) {
-    if (r.finish > slowest->finish)
-      slowest = &r;
+  for (auto [i, r] : llvm::enumerate(out.programs)) {
+    if (r.finish > out.programs[out.slowest].finish)
+      out.slowest = i;
     out.peakBytes = std::max(out.peakBytes, r.peakBytes);
   }
+  const RankPrediction *slowest = &out.programs[out.slowest];
   out.stepTime = slowest->finish;
   out.compute = slowest->compute;
   out.communication = slowest->communication;
@@ -386,12 +385,9 @@ void mlir::tessel::printPrediction(const Prediction &p,
                                                            : "")
      << "\n";
   if (byOp) {
-    const RankPrediction *slowest = &p.programs.front();
-    for (const RankPrediction &r : p.programs)
-      if (r.finish > slowest->finish)
-        slowest = &r;
+    const RankPrediction &slowest = p.programs[p.slowest];
     std::vector<std::pair<std::string, std::pair<double, int64_t>>> ops(
-        slowest->byOp.begin(), slowest->byOp.end());
+        slowest.byOp.begin(), slowest.byOp.end());
     llvm::stable_sort(ops, [](const auto &a, const auto &b) {
       return a.second.first > b.second.first;
     });

@@ -103,9 +103,8 @@ std::pair<GemmShape, GemmShape> getBackwardGemms(const GemmShape &forward);
 /// Seconds for `gemm` in bf16 on `device`: max(FLOPs / (peak x
 /// matmulEfficiency x d / (d + D0)), bytes / memory bandwidth) + the
 /// device's per-op overhead; d the GEMM's smallest dimension, D0 the
-/// device's matmulSaturationDim.
-double getGemmTime(const DeviceSpec &device, const GemmShape &gemm,
-                   const TransformerModelOptions &options = {});
+/// device's matmulSaturationDim (DeviceSpec::getOpTime).
+double getGemmTime(const DeviceSpec &device, const GemmShape &gemm);
 
 /// Narayanan et al. (SC'21), eq. (3): the FLOPs of one training step with
 /// full activation recomputation,

@@ -66,6 +66,8 @@ struct Prediction {
   /// The largest rank's planned peak memory.
   int64_t peakBytes = 0;
   int64_t ranks = 1;
+  /// Which of `programs` finishes last and so sets the step.
+  size_t slowest = 0;
   /// Ranks share devices when the mesh has more ranks than the cluster
   /// has devices (CPU ranks on fewer cores): compute slows by this.
   double oversubscription = 1.0;
