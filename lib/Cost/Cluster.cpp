@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <tuple>
 
 namespace tessel::cost {
 
@@ -111,50 +113,58 @@ const LinkSpec &ClusterSpec::getGroupLink(int64_t groupSize,
   return span <= devicesPerNode || nodes == 1 ? intraNode : interNode;
 }
 
-llvm::Error ClusterSpec::validate() const {
-  auto fail = [&](llvm::StringRef field, double value,
-                  llvm::StringRef want) -> llvm::Error {
-    return llvm::createStringError(
-        "cluster '" + name + "': " + field + " is " + std::to_string(value) +
-        "; it must be " + want);
+bool FigureRange::contains(double v) const {
+  if (!std::isfinite(v))
+    return false;
+  if (zeroAllowed && v == 0)
+    return true;
+  return (minExclusive ? v > min : v >= min) && v <= max;
+}
+
+std::string FigureRange::describe() const {
+  auto number = [](double v) {
+    char buffer[32];
+    snprintf(buffer, sizeof(buffer), "%g", v);
+    return std::string(buffer);
   };
-  auto positive = [](double v) { return std::isfinite(v) && v > 0; };
-  auto nonNegative = [](double v) { return std::isfinite(v) && v >= 0; };
-  auto fraction = [](double v) { return std::isfinite(v) && v > 0 && v <= 1; };
-  if (!positive(device.peakFlopsF32))
-    return fail("device.peak_flops_f32", device.peakFlopsF32, "> 0");
-  if (!nonNegative(device.peakFlopsBF16))
-    return fail("device.peak_flops_bf16", device.peakFlopsBF16, ">= 0");
-  if (!fraction(device.matmulEfficiency))
-    return fail("device.matmul_efficiency", device.matmulEfficiency,
-                "in (0, 1]");
-  if (!fraction(device.convolutionEfficiency))
-    return fail("device.convolution_efficiency", device.convolutionEfficiency,
-                "in (0, 1]");
-  if (!positive(device.memoryBytes))
-    return fail("device.memory_bytes", device.memoryBytes, "> 0");
-  if (!positive(device.memoryBandwidth))
-    return fail("device.memory_bandwidth", device.memoryBandwidth, "> 0");
-  if (!nonNegative(device.opOverhead))
-    return fail("device.op_overhead", device.opOverhead, ">= 0");
-  if (!nonNegative(device.matmulSaturationDim))
-    return fail("device.matmul_saturation_dim", device.matmulSaturationDim,
-                ">= 0");
-  if (devicesPerNode < 1)
-    return fail("devices_per_node", double(devicesPerNode), ">= 1");
-  if (nodes < 1)
-    return fail("nodes", double(nodes), ">= 1");
-  for (auto [field, link] : {std::pair<llvm::StringRef, const LinkSpec *>{
-                                 "intra_node", &intraNode},
-                             {"inter_node", &interNode}}) {
-    if (!nonNegative(link->latency))
-      return fail((field + ".latency").str(), link->latency, ">= 0");
-    if (!positive(link->bandwidth))
-      return fail((field + ".bandwidth").str(), link->bandwidth, "> 0");
-    if (!nonNegative(link->asyncOverhead))
-      return fail((field + ".async_overhead").str(), link->asyncOverhead,
-                  ">= 0");
-  }
+  return (zeroAllowed ? "0 or a number in " : "a number in ") +
+         std::string(minExclusive ? "(" : "[") + number(min) + ", " +
+         number(max) + "]";
+}
+
+llvm::Error ClusterSpec::validate() const {
+  auto check = [&](llvm::StringRef field, double value,
+                   const FigureRange &range) -> llvm::Error {
+    if (range.contains(value))
+      return llvm::Error::success();
+    char shown[32];
+    snprintf(shown, sizeof(shown), "%g", value);
+    return llvm::createStringError("cluster '" + name + "': " + field +
+                                   " is " + shown + "; it must be " +
+                                   range.describe());
+  };
+  using namespace figure;
+  for (auto [field, value, range] :
+       {std::tuple<llvm::StringRef, double, FigureRange>{
+            "device.peak_flops_f32", device.peakFlopsF32, kRate},
+        {"device.peak_flops_bf16", device.peakFlopsBF16, kOptionalRate},
+        {"device.matmul_efficiency", device.matmulEfficiency, kFraction},
+        {"device.convolution_efficiency", device.convolutionEfficiency,
+         kFraction},
+        {"device.memory_bytes", device.memoryBytes, kBytes},
+        {"device.memory_bandwidth", device.memoryBandwidth, kRate},
+        {"device.op_overhead", device.opOverhead, kSeconds},
+        {"device.matmul_saturation_dim", device.matmulSaturationDim, kDim},
+        {"devices_per_node", double(devicesPerNode), kDevicesPerNode},
+        {"nodes", double(nodes), kNodes},
+        {"intra_node.latency", intraNode.latency, kSeconds},
+        {"intra_node.bandwidth", intraNode.bandwidth, kRate},
+        {"intra_node.async_overhead", intraNode.asyncOverhead, kSeconds},
+        {"inter_node.latency", interNode.latency, kSeconds},
+        {"inter_node.bandwidth", interNode.bandwidth, kRate},
+        {"inter_node.async_overhead", interNode.asyncOverhead, kSeconds}})
+    if (llvm::Error e = check(field, value, range))
+      return e;
   return llvm::Error::success();
 }
 

@@ -8,6 +8,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -24,13 +25,15 @@ namespace tessel::cost {
 
 namespace {
 
-/// What a figure must be (the same rules as ClusterSpec::validate()).
-enum class Bound { Positive, NonNegative, Fraction, Count, Text, Kind };
+/// What a value must be: a number or a whole number in the field's range
+/// (the ranges ClusterSpec::validate() holds), one line of text, a link kind.
+enum class Bound { Number, Count, Text, Kind };
 
 /// One key of a cluster file: its dotted name, its rule, and where it lands.
 struct Field {
   const char *key;
   Bound bound;
+  FigureRange range;
   std::function<void(ClusterSpec &, double)> setNumber;
   std::function<void(ClusterSpec &, StringRef)> setText;
   std::function<void(ClusterSpec &, LinkKind)> setKind;
@@ -40,37 +43,36 @@ struct Field {
 
 std::vector<Field> getFields() {
   std::vector<Field> f;
-  auto number = [&](const char *key, Bound bound, double DeviceSpec::*m) {
-    f.push_back({key, bound,
+  using namespace figure;
+  auto number = [&](const char *key, FigureRange range,
+                    double DeviceSpec::*m, bool required = true) {
+    f.push_back({key, Bound::Number, range,
                  [m](ClusterSpec &c, double v) { c.device.*m = v; }, nullptr,
-                 nullptr});
+                 nullptr, required});
   };
-  f.push_back({"name", Bound::Text, nullptr,
+  const FigureRange text{0, 0};
+  f.push_back({"name", Bound::Text, text, nullptr,
                [](ClusterSpec &c, StringRef v) { c.name = v.str(); }, nullptr,
                false});
-  f.push_back({"devices_per_node", Bound::Count,
+  f.push_back({"devices_per_node", Bound::Count, kDevicesPerNode,
                [](ClusterSpec &c, double v) { c.devicesPerNode = int64_t(v); },
                nullptr, nullptr});
-  f.push_back({"nodes", Bound::Count,
+  f.push_back({"nodes", Bound::Count, kNodes,
                [](ClusterSpec &c, double v) { c.nodes = int64_t(v); }, nullptr,
                nullptr, false});
-  f.push_back({"device.name", Bound::Text, nullptr,
+  f.push_back({"device.name", Bound::Text, text, nullptr,
                [](ClusterSpec &c, StringRef v) { c.device.name = v.str(); },
                nullptr, false});
-  number("device.peak_flops_f32", Bound::Positive, &DeviceSpec::peakFlopsF32);
-  number("device.peak_flops_bf16", Bound::NonNegative,
-         &DeviceSpec::peakFlopsBF16);
-  number("device.matmul_efficiency", Bound::Fraction,
-         &DeviceSpec::matmulEfficiency);
-  number("device.convolution_efficiency", Bound::Fraction,
+  number("device.peak_flops_f32", kRate, &DeviceSpec::peakFlopsF32);
+  number("device.peak_flops_bf16", kOptionalRate, &DeviceSpec::peakFlopsBF16);
+  number("device.matmul_efficiency", kFraction, &DeviceSpec::matmulEfficiency);
+  number("device.convolution_efficiency", kFraction,
          &DeviceSpec::convolutionEfficiency);
-  number("device.memory_bytes", Bound::Positive, &DeviceSpec::memoryBytes);
-  number("device.memory_bandwidth", Bound::Positive,
-         &DeviceSpec::memoryBandwidth);
-  number("device.op_overhead", Bound::NonNegative, &DeviceSpec::opOverhead);
-  f.push_back({"device.matmul_saturation_dim", Bound::NonNegative,
-               [](ClusterSpec &c, double v) { c.device.matmulSaturationDim = v; },
-               nullptr, nullptr, false});
+  number("device.memory_bytes", kBytes, &DeviceSpec::memoryBytes);
+  number("device.memory_bandwidth", kRate, &DeviceSpec::memoryBandwidth);
+  number("device.op_overhead", kSeconds, &DeviceSpec::opOverhead);
+  number("device.matmul_saturation_dim", kDim,
+         &DeviceSpec::matmulSaturationDim, /*required=*/false);
   for (const auto &link :
        {std::pair<const char *, LinkSpec ClusterSpec::*>{
             "intra_node", &ClusterSpec::intraNode},
@@ -81,23 +83,23 @@ std::vector<Field> getFields() {
     // The keys outlive the table: they are string literals by prefix.
     bool intra = StringRef(prefix) == "intra_node";
     f.push_back({intra ? "intra_node.kind" : "inter_node.kind", Bound::Kind,
-                 nullptr, nullptr,
+                 text, nullptr, nullptr,
                  [member](ClusterSpec &c, LinkKind k) { (c.*member).kind = k; }});
     f.push_back({intra ? "intra_node.latency" : "inter_node.latency",
-                 Bound::NonNegative,
+                 Bound::Number, kSeconds,
                  [member](ClusterSpec &c, double v) {
                    (c.*member).latency = v;
                  },
                  nullptr, nullptr});
     f.push_back({intra ? "intra_node.bandwidth" : "inter_node.bandwidth",
-                 Bound::Positive,
+                 Bound::Number, kRate,
                  [member](ClusterSpec &c, double v) {
                    (c.*member).bandwidth = v;
                  },
                  nullptr, nullptr});
     f.push_back({intra ? "intra_node.async_overhead"
                        : "inter_node.async_overhead",
-                 Bound::NonNegative,
+                 Bound::Number, kSeconds,
                  [member](ClusterSpec &c, double v) {
                    (c.*member).asyncOverhead = v;
                  },
@@ -106,16 +108,16 @@ std::vector<Field> getFields() {
   return f;
 }
 
-std::string describe(Bound b) {
-  switch (b) {
-  case Bound::Positive:
-    return "a number > 0";
-  case Bound::NonNegative:
-    return "a number >= 0";
-  case Bound::Fraction:
-    return "a number in (0, 1]";
-  case Bound::Count:
-    return "a whole number >= 1";
+std::string describe(const Field &f) {
+  switch (f.bound) {
+  case Bound::Number:
+    return f.range.describe();
+  case Bound::Count: {
+    char buffer[64];
+    snprintf(buffer, sizeof(buffer), "a whole number in [%.0f, %.0f]",
+             f.range.min, f.range.max);
+    return buffer;
+  }
   case Bound::Text:
     return "a string";
   case Bound::Kind:
@@ -222,7 +224,7 @@ Error Parser::apply(const Field &field, yaml::Node *node, ClusterSpec &c) {
   StringRef value = text->trim();
   auto refuse = [&] {
     return fail(node, Twine(field.key) + " is '" + value + "'; it must be " +
-                          describe(field.bound));
+                          describe(field));
   };
   switch (field.bound) {
   case Bound::Text:
@@ -233,6 +235,10 @@ Error Parser::apply(const Field &field, yaml::Node *node, ClusterSpec &c) {
       return fail(node, Twine(field.key) +
                             " holds a control character (a line break, a "
                             "tab); it must be one line of text");
+    // And are written back as they are: llvm's scanner refuses a file
+    // that is not UTF-8 (a double-quoted "\ud800" decodes to one).
+    if (!json::isUTF8(value))
+      return fail(node, Twine(field.key) + " is not UTF-8 text");
     field.setText(c, value);
     return Error::success();
   case Bound::Kind:
@@ -243,23 +249,16 @@ Error Parser::apply(const Field &field, yaml::Node *node, ClusterSpec &c) {
     return refuse();
   case Bound::Count: {
     int64_t n;
-    if (value.getAsInteger(10, n) || n < 1)
+    if (value.getAsInteger(10, n) || !field.range.contains(double(n)))
       return refuse();
     field.setNumber(c, double(n));
     return Error::success();
   }
-  default:
+  case Bound::Number:
     break;
   }
   double v;
-  bool ok = !value.getAsDouble(v) && std::isfinite(v);
-  if (ok && field.bound == Bound::Positive)
-    ok = v > 0;
-  else if (ok && field.bound == Bound::NonNegative)
-    ok = v >= 0;
-  else if (ok && field.bound == Bound::Fraction)
-    ok = v > 0 && v <= 1;
-  if (!ok)
+  if (value.getAsDouble(v) || !field.range.contains(v))
     return refuse();
   field.setNumber(c, v);
   return Error::success();
@@ -320,7 +319,7 @@ Expected<ClusterSpec> Parser::run() {
     for (const Field &f : fields)
       if (f.required && !given.contains(f.key))
         return fail(nullptr, Twine("missing ") + f.key + " (" +
-                                 describe(f.bound) +
+                                 describe(f) +
                                  "; or give 'base: <built-in>' to start "
                                  "from a built-in cluster)");
   if (Error e = c.validate())
@@ -338,15 +337,33 @@ std::string formatNumber(double v) {
   return buffer;
 }
 
-/// YAML single-quoted scalar: quotes doubled.
+/// A YAML double-quoted scalar that any YAML reader takes back byte for byte:
+/// ASCII as it is (quote and backslash escaped), every other character of
+/// the (UTF-8, parse-checked) text as its \u or \U escape. Written as they
+/// are, some characters do not read back: llvm's scanner ends a scalar at a
+/// U+FEFF (the fuzzer's find).
 std::string quote(StringRef s) {
-  std::string out = "'";
-  for (char ch : s) {
-    if (ch == '\'')
-      out += '\'';
-    out += ch;
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    if (lead < 0x80) {
+      if (lead == '"' || lead == '\\')
+        out += '\\';
+      out += char(lead);
+      ++i;
+      continue;
+    }
+    const size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    uint32_t code = lead & (0x7F >> length);
+    for (size_t k = 1; k < length && i + k < s.size(); ++k)
+      code = (code << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    char buffer[16];
+    snprintf(buffer, sizeof(buffer), code > 0xFFFF ? "\\U%08X" : "\\u%04X",
+             unsigned(code));
+    out += buffer;
+    i += length;
   }
-  return out + "'";
+  return out + "\"";
 }
 
 } // namespace

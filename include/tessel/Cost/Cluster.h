@@ -117,6 +117,37 @@ double getCollectiveTime(Collective collective, double bytes, int64_t ranks,
                          CollectiveAlgorithm algorithm =
                              CollectiveAlgorithm::Ring);
 
+/// The range a cluster figure must lie in: wide enough for any machine (a
+/// zettaFLOP/s device, an hour of latency), narrow enough that no time
+/// computed from the figures overflows (a collective over a million devices
+/// at 1 byte/s is still finite). Cluster files are untrusted input.
+struct FigureRange {
+  double min, max;
+  /// `min` itself is refused: (min, max].
+  bool minExclusive = false;
+  /// 0 passes too (peak_flops_bf16: a device without bf16 arithmetic).
+  bool zeroAllowed = false;
+  bool contains(double v) const;
+  /// "a number in [1, 1e+21]", for messages.
+  std::string describe() const;
+};
+
+namespace figure {
+/// FLOP/s and bytes/s.
+inline constexpr FigureRange kRate{1, 1e21};
+/// A rate, or 0 for none.
+inline constexpr FigureRange kOptionalRate{1, 1e21, false, true};
+/// Bytes of memory: up to an exabyte.
+inline constexpr FigureRange kBytes{1, 1e18};
+/// Latencies and overheads.
+inline constexpr FigureRange kSeconds{0, 3600};
+inline constexpr FigureRange kFraction{0, 1, true};
+/// A GEMM dimension.
+inline constexpr FigureRange kDim{0, 1e6};
+inline constexpr FigureRange kDevicesPerNode{1, 65536};
+inline constexpr FigureRange kNodes{1, 1048576};
+} // namespace figure
+
 /// Devices in nodes: `devicesPerNode` joined by `intraNode`, nodes joined by
 /// `interNode`.
 struct ClusterSpec {
@@ -133,8 +164,8 @@ struct ClusterSpec {
   /// the node's own link when the whole group lies in one node (always,
   /// with one node), else the inter-node one.
   const LinkSpec &getGroupLink(int64_t groupSize, int64_t stride) const;
-  /// Checks that every figure is finite and positive where it must be;
-  /// the message names the field.
+  /// Checks that every figure lies in its range (figure::k*); the message
+  /// names the field.
   llvm::Error validate() const;
 };
 

@@ -104,6 +104,28 @@ TEST(CostClusterFile, WriterRoundTrips) {
   }
 }
 
+// Any name that reads in writes back to itself, whatever its characters:
+// written as they were, a U+FEFF ended the scalar on reading back (the
+// cluster fuzzer's find).
+TEST(CostClusterFile, NamesRoundTrip) {
+  for (const char *name :
+       {"plain", "it's", "a \"quoted\" \\ name", "\xEF\xBB\xBF" "bom",
+        "caf\xC3\xA9", "\xE2\x80\xA8sep", "\xF0\x9F\x98\x80", "# not a comment",
+        "- not a list", "*not-an-alias", "&anchor", "{}", "  padded  "}) {
+    ClusterSpec c = *getBuiltinCluster("h100");
+    c.name = name;
+    c.device.name = name;
+    std::string text = printClusterFile(c);
+    llvm::Expected<ClusterSpec> back = parseClusterFile(text, "w.yaml");
+    ASSERT_TRUE(bool(back)) << name << ": "
+                            << llvm::toString(back.takeError()) << "\n"
+                            << text;
+    // The reader trims a name's blanks.
+    EXPECT_EQ(back->name, llvm::StringRef(name).trim().str()) << text;
+    EXPECT_EQ(back->device.name, llvm::StringRef(name).trim().str()) << text;
+  }
+}
+
 TEST(CostClusterFile, WritesAndLoadsAFile) {
   llvm::SmallString<64> path;
   ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("cluster", "yaml", path));
@@ -152,18 +174,19 @@ TEST(CostClusterFile, RefusesBadInput) {
   // Each bad file and a piece its one message must hold.
   const std::pair<std::string, std::string> cases[] = {
       {replace(full, "peak_flops_f32: 1e12", "peak_flops_f32: -1"),
-       "bad.yaml:6: device.peak_flops_f32 is '-1'; it must be a number > 0"},
+       "bad.yaml:6: device.peak_flops_f32 is '-1'; it must be a number in "
+       "[1, 1e+21]"},
       {replace(full, "memory_bandwidth: 1e11", "memory_bandwidth: nan"),
        "bad.yaml:11: device.memory_bandwidth is 'nan'"},
       {replace(full, "matmul_efficiency: 0.5", "matmul_efficiency: 1.5"),
        "device.matmul_efficiency is '1.5'; it must be a number in (0, 1]"},
       {replace(full, "latency: 5e-5", "latency: -5e-5"),
-       "inter_node.latency is '-5e-5'; it must be a number >= 0"},
+       "inter_node.latency is '-5e-5'; it must be a number in [0, 3600]"},
       {replace(full, "bandwidth: 1.25e9", "bandwidth: fast"),
        "inter_node.bandwidth is 'fast'"},
       {replace(full, "nodes: 2", "nodes: 1.5"), "nodes is '1.5'"},
       {replace(full, "devices_per_node: 4", "devices_per_node: 0"),
-       "devices_per_node is '0'; it must be a whole number >= 1"},
+       "devices_per_node is '0'; it must be a whole number in [1, 65536]"},
       {replace(full, "kind: tcp", "kind: carrier-pigeon"),
        "inter_node.kind is 'carrier-pigeon'; it must be one of shm, tcp, "
        "nvlink, infiniband, pcie"},
@@ -211,6 +234,20 @@ TEST(CostClusterFile, RefusesBadInput) {
       // An alias to no anchor: its node has no place in the file (the
       // cluster fuzzer's second finding: SIGSEGV looking up its line).
       {"#\nbase: *100\n0\n%\n", "bad.yaml"},
+      // Figures so large or small that a cost overflows to infinity (the
+      // cluster fuzzer's third finding, in CI: an all_reduce cost inf s).
+      {"base: h100\nintra_node: {latency: 1e308}\n",
+       "intra_node.latency is '1e308'; it must be a number in [0, 3600]"},
+      {"base: h100\ninter_node: {bandwidth: 1e-308}\n",
+       "inter_node.bandwidth is '1e-308'; it must be a number in [1, 1e+21]"},
+      {"base: h100\ndevice: {peak_flops_bf16: 1e-300}\n",
+       "device.peak_flops_bf16 is '1e-300'; it must be 0 or a number in "
+       "[1, 1e+21]"},
+      {"base: h100\nnodes: 9223372036854775807\n",
+       "nodes is '9223372036854775807'; it must be a whole number in "
+       "[1, 1048576]"},
+      // Names are UTF-8 (a lone surrogate decodes to bytes that are not).
+      {"base: h100\nname: \"\\ud800\"\n", "bad.yaml:2: name is not UTF-8 text"},
   };
   for (const auto &[text, want] : cases) {
     std::string got = errorOf(text);

@@ -110,6 +110,15 @@ TEST(CostCluster, ValidateNamesTheBadField) {
   ASSERT_TRUE(bool(e));
   EXPECT_NE(llvm::toString(std::move(e)).find("inter_node.bandwidth"),
             std::string::npos);
+  // Finite but past its range: a cost computed from it would overflow.
+  c = *getBuiltinCluster("h100");
+  c.intraNode.latency = 1e308;
+  e = c.validate();
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e))
+                .find("intra_node.latency is 1e+308; it must be a number in "
+                      "[0, 3600]"),
+            std::string::npos);
   c = *getBuiltinCluster("h100");
   c.device.peakFlopsF32 = std::numeric_limits<double>::quiet_NaN();
   EXPECT_TRUE(bool(c.validate()));
