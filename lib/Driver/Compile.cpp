@@ -14,6 +14,7 @@
 #include "Internal.h"
 
 #include "ArtifactDir.h"
+#include "OnnxPlan.h"
 #include "TrainingInfo.h"
 #include "WeightFiles.h"
 #include "Writable.h"
@@ -100,7 +101,7 @@ namespace {
 constexpr StringLiteral kModelAttr =
     mlir::tessel::TesselDialect::kModelPathAttrName;
 
-using Mesh = std::vector<std::pair<std::string, int64_t>>;
+// Mesh: OnnxPlan.h.
 
 class Compilation {
 public:
@@ -121,6 +122,7 @@ private:
   Error runPipeline();
   Error emitIr();
   Error emitPlan();
+  Error emitOnnx();
   /// Writes to -o, or into the result's text with -o "" or "-".
   Error writeOutput(function_ref<void(raw_ostream &)> write);
   Error exportArtifact();
@@ -217,6 +219,7 @@ Expected<CompileResult> Compilation::run() {
     return std::move(err);
   if (Error err = o.emit == Emit::Artifact ? exportArtifact()
                   : o.emit == Emit::Plan   ? emitPlan()
+                  : o.emit == Emit::Onnx   ? Error::success()
                                            : emitIr())
     return std::move(err);
   flushErrors();
@@ -237,6 +240,7 @@ Error Compilation::checkOptions() {
     case Emit::Propagated:
     case Emit::Partitioned:
     case Emit::Plan:
+    case Emit::Onnx:
       return fail("no input file (see --help)");
     case Emit::Artifact:
       return fail(
@@ -244,6 +248,14 @@ Error Compilation::checkOptions() {
     case Emit::Schedule:
       break;
     }
+  if (o.emit == Emit::Onnx &&
+      (o.output.empty() || o.output == "-" ||
+       StringRef(o.input).ends_with(".mlir")))
+    return fail("--emit=onnx writes an ONNX model with the plan's "
+                "annotations: give an .onnx model and -o FILE.onnx");
+  if (o.plan == "onnx" && StringRef(o.input).ends_with(".mlir"))
+    return fail("--plan=onnx reads an ONNX model's sharding annotations; '" +
+                o.input + "' is tessel IR");
   if (o.emit == Emit::Artifact && o.output == "-")
     return fail("-o -: an artifact is a directory of files (one program and "
                 "weights file per rank), it cannot go to stdout; give a "
@@ -609,7 +621,26 @@ Error Compilation::plan() {
                   "' already has a mesh; --mesh and --plan apply to "
                   "unannotated models");
     mlir::tessel::Plan plan;
-    if (!o.plan.empty()) {
+    if (o.plan == "onnx") {
+      auto annotations = mlir::tessel::readOnnxShardingAnnotations(o.input);
+      if (!annotations)
+        return fail(toString(annotations.takeError()));
+      std::optional<Mesh> given;
+      if (!o.mesh.empty()) {
+        auto parsed = mlir::tessel::parseMeshSpec(o.mesh);
+        if (!parsed)
+          return fail(toString(parsed.takeError()));
+        given = std::move(*parsed);
+      }
+      std::string chosen;
+      raw_string_ostream os(chosen);
+      auto read = planFromOnnxAnnotations(
+          *annotations, sys::path::filename(o.input), given, os);
+      text(chosen);
+      if (!read)
+        return fail(toString(read.takeError()));
+      plan = std::move(*read);
+    } else if (!o.plan.empty()) {
       std::string chosen;
       raw_string_ostream os(chosen);
       auto loaded = mlir::tessel::loadPlan(o.plan, *module, os);
@@ -653,6 +684,8 @@ Error Compilation::plan() {
       warn("plan rule " + u);
     warnIfNothingSharded(mesh);
   }
+  if (o.emit == Emit::Onnx)
+    return emitOnnx();
   if (failed(mlir::verify(*module)))
     return diagnosed();
   return Error::success();
@@ -950,6 +983,26 @@ Error Compilation::emitPlan() {
             "(docs/pipeline.md).\n";
     mlir::tessel::printPlan(applied, os);
   });
+}
+
+/// --emit=onnx: the input model with the specs the plan gave its weights
+/// and inputs (and its stages) as ONNX's sharding annotations.
+Error Compilation::emitOnnx() {
+  if (applied.mesh.empty())
+    return fail("--emit=onnx writes the plan a compile applies: give --plan "
+                "or --mesh");
+  auto model = mlir::tessel::readOnnxShardingAnnotations(o.input);
+  if (!model)
+    return fail(toString(model.takeError()));
+  mlir::tessel::OnnxShardingAnnotations annotations =
+      annotationsFromModule(*module, applied.mesh, stageRules, *model);
+  if (Error err =
+          mlir::tessel::writeOnnxShardingAnnotations(o.input, annotations, out))
+    return fail(toString(std::move(err)));
+  text("onnx: wrote " + out + ": " +
+       std::to_string(annotations.nodes.size()) +
+       " annotated nodes on the mesh " + annotations.mesh + "\n");
+  return Error::success();
 }
 
 /// The export phase: the artifact directory, its training files and

@@ -36,6 +36,9 @@ ArrayRef<EmitValue> getEmitValues() {
       {Emit::Plan, "plan",
        "write the plan the compile applied (--plan=auto's choice) as a plan "
        "file to edit and reuse"},
+      {Emit::Onnx, "onnx",
+       "write the ONNX model with the plan the compile applied as ONNX's "
+       "sharding annotations (--plan=onnx reads them)"},
   };
   return values;
 }

@@ -211,16 +211,6 @@ std::optional<Projection> lmHeadOf(ModuleOp module, int64_t vocab) {
   return head;
 }
 
-/// A glob that matches exactly `name`.
-std::string literalGlob(StringRef name) {
-  std::string out;
-  for (char c : name) {
-    if (StringRef("*?[]{}\\").contains(c))
-      out += '\\';
-    out += c;
-  }
-  return out;
-}
 
 std::string nameOf(Operation *op) {
   if (auto n = dyn_cast<NameLoc>(op->getLoc()))

@@ -665,3 +665,13 @@ void mlir::tessel::printPlan(const Plan &plan, raw_ostream &os) {
     os << "  - node: " << quoted(r.pattern) << "\n    stage: " << r.stage
        << "\n";
 }
+
+std::string mlir::tessel::literalGlob(StringRef name) {
+  std::string out;
+  for (char c : name) {
+    if (StringRef("*?[]{}\\").contains(c))
+      out += '\\';
+    out += c;
+  }
+  return out;
+}

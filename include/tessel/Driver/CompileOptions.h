@@ -36,6 +36,8 @@ enum class Emit {
   Schedule,
   /// The plan the compile applied (--plan=auto's choice) as a plan file.
   Plan,
+  /// The input model with the plan as ONNX's multi-device annotations.
+  Onnx,
 };
 
 /// One value of --emit: its name and its --help line.

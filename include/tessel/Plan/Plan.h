@@ -82,6 +82,8 @@ llvm::Expected<Plan> loadPlan(llvm::StringRef spec);
 /// `where` names the plan it belongs to in messages.
 PlanRule batchOverDpRule(llvm::StringRef where);
 
+/// A glob (a rule's pattern) that matches exactly `name`.
+std::string literalGlob(llvm::StringRef name);
 /// The ONNX node name an op's location carries (what `node:` rules match),
 /// or "".
 StringRef nodeName(Operation *op);
