@@ -743,6 +743,10 @@ Error Compilation::configurePipeline(mlir::tessel::TrainingOptions &t) {
   t.pipelined = true;
   t.stageSplit.stages = ppSize * chunks;
   t.stageSplit.autoSplit = autoSplit;
+  // --stages auto balances the ops' predicted seconds on --cluster's device,
+  // the cost model --predict and --plan=auto use.
+  if (autoSplit)
+    t.stageSplit.cluster = o.cluster;
   for (const mlir::tessel::PlanRule &r : stageRules)
     t.stageSplit.rules.push_back(r.pattern + "=" + std::to_string(r.stage));
   t.pipeline.schedule = schedule.empty() ? "1f1b" : schedule;

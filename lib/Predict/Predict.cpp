@@ -5,6 +5,7 @@
 #include "tessel/Export/MemoryReport.h"
 #include "tessel/Export/OutputCollectives.h"
 #include "tessel/Lifetimes/BufferLifetimes.h"
+#include "tessel/OpTime/OpTime.h"
 
 #include "dialects/tessel/OpCost.h"
 #include "dialects/tessel/PipelineAttrs.h"
@@ -56,36 +57,6 @@ struct MeshAxes {
   }
 };
 
-cost::Precision precisionOf(Operation *op) {
-  // --precision bf16: the GEMMs round their f32 operands to bf16.
-  if (op->hasAttr("bf16_operands"))
-    return cost::Precision::BF16;
-  for (Type t : op->getOperandTypes())
-    if (auto rt = dyn_cast<RankedTensorType>(t);
-        rt && (rt.getElementType().isBF16() || rt.getElementType().isF16()))
-      return cost::Precision::BF16;
-  return cost::Precision::F32;
-}
-
-double valueBytes(ValueRange values) {
-  double b = 0;
-  for (Value v : values)
-    if (isa<RankedTensorType>(v.getType()))
-      b += double(std::max<int64_t>(tensorBytes(v.getType()), 0));
-  return b;
-}
-
-/// Whether `op` costs nothing at run time: a weight, a constant (both
-/// bound once), a view, an op without tensor results.
-bool isFree(Operation *op) {
-  // A reshape is a view of its operand's buffer, and an assign's value is
-  // computed into the state buffer: the runtime runs nothing for either.
-  if (isa<WeightOp, ConstantOp, ReshapeOp, AssignOp, func::ReturnOp>(op))
-    return true;
-  return llvm::none_of(op->getResultTypes(),
-                       [](Type t) { return isa<RankedTensorType>(t); });
-}
-
 /// Which kind of collective `op` is, if it is one the cost model times.
 std::optional<cost::Collective> collectiveOf(Operation *op) {
   static const std::pair<TypeID, cost::Collective> kinds[] = {
@@ -99,43 +70,6 @@ std::optional<cost::Collective> collectiveOf(Operation *op) {
     if (op->getName().getTypeID() == id)
       return kind;
   return std::nullopt;
-}
-
-/// The seconds a compute op takes on one device.
-double computeTime(Operation *op, const cost::DeviceSpec &device) {
-  auto costOp = dyn_cast<CostOpInterface>(op);
-  CostClass cls = costOp ? costOp.getCostClass() : CostClass::PerElement;
-  cost::WorkClass work = cost::WorkClass::Elementwise;
-  switch (cls) {
-  case CostClass::Contraction:
-    work = cost::WorkClass::Matmul;
-    break;
-  case CostClass::Convolution:
-  case CostClass::ConvolutionBackwardData:
-  case CostClass::ConvolutionBackwardWeight:
-    work = cost::WorkClass::Convolution;
-    break;
-  case CostClass::PerElement:
-    break;
-  }
-  // Data movement (slice, concat, transpose, ...) reads what it writes;
-  // other ops read their operands and write their results.
-  double bytes = op->hasTrait<OpTrait::tessel::DataMovement>()
-                     ? 2.0 * valueBytes(op->getResults())
-                     : valueBytes(op->getOperands()) +
-                           valueBytes(op->getResults());
-  // A matmul's operands stream from cache: its time is its FLOPs'.
-  if (work != cost::WorkClass::Elementwise)
-    bytes = 0;
-  // A GEMM's rate follows its smallest dimension (the saturation curve):
-  // its contraction, or its result's rows or columns.
-  double dim = double(getContractionK(op));
-  if (auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-      dim > 0 && result && result.hasStaticShape())
-    for (int64_t d : result.getShape().take_back(2))
-      dim = std::min(dim, double(d));
-  return device.getOpTime(work, precisionOf(op), estimateFlops(op), bytes,
-                          dim);
 }
 
 /// One rank program being played.
@@ -226,7 +160,7 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
       // Copied and handed to the communication thread: the rank goes on.
       // On a link the cores drive, the rank's communication thread takes
       // it over (async_overhead) and moves it on the shared core.
-      double bytes = valueBytes(send->getOperands());
+      double bytes = getValueBytes(send->getOperands());
       double t = p2pLink.getTransferTime(bytes);
       if (p2pLink.usesRankCores()) {
         t = (t + p2pLink.asyncOverhead) * out.oversubscription;
@@ -240,8 +174,8 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
     if (auto kind = collectiveOf(op)) {
       auto axes = op->getAttrOfType<ArrayAttr>("axes");
       auto [size, stride] = mesh.group(axes);
-      double bytes = isa<AllGatherOp>(op) ? valueBytes(op->getResults())
-                                          : valueBytes(op->getOperands());
+      double bytes = isa<AllGatherOp>(op) ? getValueBytes(op->getResults())
+                                          : getValueBytes(op->getOperands());
       const cost::LinkSpec &link = cluster.getGroupLink(size, stride);
       double t = cost::getCollectiveTime(*kind, bytes, size, link);
       // Cores that move the bytes are shared like the compute.
@@ -264,17 +198,8 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
       ++p.pos;
       return true;
     }
-    if (!isFree(op)) {
-      double t = 0;
-      // Nested regions (a fused or recomputed body) cost what they hold.
-      if (op->getNumRegions())
-        op->walk([&](Operation *inner) {
-          if (inner != op && !isFree(inner))
-            t += computeTime(inner, device);
-        });
-      else
-        t = computeTime(op, device);
-      t *= out.oversubscription;
+    if (!isFreeAtRunTime(op)) {
+      double t = getOpTime(op, device) * out.oversubscription;
       p.clock += t;
       p.figures.compute += t;
       tally(p, op->getName().getStringRef(), t);

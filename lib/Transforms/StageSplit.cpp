@@ -8,10 +8,14 @@
 // matches wins, an op no rule names takes the largest stage of its operands)
 // or, with auto, from the cost model: the ops in program order (a
 // topological order of any DAG) cut into `stages` contiguous pieces whose
-// largest estimated cost is smallest. The loss is on the last stage.
+// largest cost is smallest, each op's predicted seconds on the cluster's
+// device (tessel/OpTime, what --predict plays) or, without a cluster, its
+// FLOPs. The loss is on the last stage.
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessel/Cost/ClusterFile.h"
+#include "tessel/OpTime/OpTime.h"
 #include "tessel/Plan/Plan.h"
 #include "dialects/tessel/OpCost.h"
 #include "tessel/Transforms/Passes.h"
@@ -107,8 +111,22 @@ struct StageSplitPass : impl::StageSplitPassBase<StageSplitPass> {
       if (!rules.empty())
         return fn.emitOpError() << "stage rules and auto: give one of them";
       SmallVector<double> cost;
-      for (Operation *op : ops)
-        cost.push_back(std::max(1.0, estimateFlops(op)));
+      if (cluster.empty()) {
+        for (Operation *op : ops)
+          cost.push_back(std::max(1.0, estimateFlops(op)));
+      } else {
+        std::optional<::tessel::cost::ClusterSpec> c =
+            ::tessel::cost::getBuiltinCluster(cluster);
+        if (!c) {
+          auto loaded = ::tessel::cost::loadClusterFile(cluster);
+          if (!loaded)
+            return fn.emitOpError()
+                   << "--stages auto: " << llvm::toString(loaded.takeError());
+          c = std::move(*loaded);
+        }
+        for (Operation *op : ops)
+          cost.push_back(getOpTime(op, c->device));
+      }
       SmallVector<int64_t> piece = balance(cost, n);
       for (auto [op, s] : llvm::zip(ops, piece))
         stageOf[op] = s;

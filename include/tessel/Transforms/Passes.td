@@ -691,7 +691,9 @@ def StageSplitPass : Pass<"tessel-stage-split", "::mlir::ModuleOp"> {
     (`PATTERN=STAGE`, a glob over the ONNX node name, first match wins), an
     op no rule names takes the largest stage of its operands; with `auto`,
     the ops in program order are cut into `stages` contiguous pieces whose
-    largest FLOP estimate is smallest. The loss must be on the last stage.
+    largest cost is smallest: each op's predicted seconds on the `cluster`'s
+    device (the cost model of `tesselc --predict`, docs/auto-plan.md), or
+    its FLOP estimate without a cluster. The loss must be on the last stage.
     Errors: a stage left empty, a rule that matches no node, a rule whose
     stage is out of range, an op placed before the stage of a value it
     reads, more stages than ops.
@@ -701,12 +703,17 @@ def StageSplitPass : Pass<"tessel-stage-split", "::mlir::ModuleOp"> {
     * `stages`: the number of stages S (pp size times chunks).
     * `rules`: `PATTERN=STAGE` strings.
     * `auto`: balance with the cost model instead.
+    * `cluster`: with `auto`, a built-in cluster's name or a cluster file
+      whose device times the ops; empty: FLOPs.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"1", "Pipeline stages">,
     ListOption<"rules", "rules", "std::string", "PATTERN=STAGE rules">,
     Option<"autoSplit", "auto", "bool", /*default=*/"false",
            "Balance the stages with the cost model">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"",
+           "With auto: the cluster (built-in name or file) whose device "
+           "times the ops; empty: balance FLOPs">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
