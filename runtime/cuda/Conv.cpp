@@ -52,10 +52,7 @@ Status convDims(const Op &op, const Shape &xs, const Shape &ws,
   if (!fitsInt(d.og) || !fitsInt(d.kdim) || !fitsInt(d.spatial))
     return Status::error("a GEMM dim of the convolution exceeds cuBLAS's int "
                          "range");
-  setWindow(d.g, op, xs, ys, d.kh, d.kw);
-  d.g.channels = d.cg;
-  d.g.dh = op.dilations[0];
-  d.g.dw = op.dilations[1];
+  d.g = conv2DGeom(op, xs, ws, ys);
   return Status::ok();
 }
 

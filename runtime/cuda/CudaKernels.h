@@ -158,6 +158,18 @@ struct Conv2DGeom : WindowGeom {
   int64_t channels = 0; // input channels of one group
   int64_t dh = 1, dw = 1;
 };
+/// The im2col geometry of one image and group of conv2d instruction `op`
+/// (or its gradients) from x `xs` to y `ys` with weight `ws`.
+template <typename OpT>
+Conv2DGeom conv2DGeom(const OpT &op, const Shape &xs, const Shape &ws,
+                      const Shape &ys) {
+  Conv2DGeom g;
+  setWindow(g, op, xs, ys, ws[2], ws[3]);
+  g.channels = xs[1] / op.group;
+  g.dh = op.dilations[0];
+  g.dw = op.dilations[1];
+  return g;
+}
 /// col[(ci, i, j), (r, s)] = x[ci, r*sh - pt + i*dh, s*sw - pl + j*dw] (0
 /// outside), for one image and group starting at `x`.
 cudaError_t launchIm2Col(const float *x, const Conv2DGeom &g, float *col,
@@ -171,6 +183,18 @@ struct PoolGeom : WindowGeom {
   int64_t pb = 0, pr = 0; // bottom and right pads
   bool countIncludePad = false;
 };
+/// The window of pool instruction `op` (or its gradient) from x [N, C, H, W]
+/// to y.
+template <typename OpT>
+PoolGeom poolGeom(const OpT &op, const Shape &xs, const Shape &ys) {
+  PoolGeom g;
+  setWindow(g, op, xs, ys, op.kernel[0], op.kernel[1]);
+  g.planes = xs[0] * xs[1];
+  g.pb = op.pads[2];
+  g.pr = op.pads[3];
+  g.countIncludePad = op.countIncludePad;
+  return g;
+}
 cudaError_t launchMaxPool(const float *x, float *y, const PoolGeom &g,
                           cudaStream_t s);
 cudaError_t launchAvgPool(const float *x, float *y, const PoolGeom &g,

@@ -1,7 +1,8 @@
 //===- DeviceUtil.cuh - What the CUDA kernel files share -------*- CUDA -*-===//
 //
 // Launch geometry, grid-stride loops, strided index math, block reductions,
-// the math library of ScalarOps.h's functors and the pooling window: used
+// and the math library of ScalarOps.h's functors (the windows' math:
+// WindowMath.h): used
 // by Kernels.cu (the forward instruction set) and TrainingKernels.cu (the
 // gradients). Device code only; included by .cu files.
 //
@@ -10,6 +11,7 @@
 #define TESSEL_RUNTIME_CUDA_DEVICEUTIL_CUH
 
 #include "CudaKernels.h"
+#include "WindowMath.h"
 
 #include <cmath>
 #include <cstdint>
@@ -130,28 +132,6 @@ struct CudaMath {
   static __host__ __device__ float fabs(float x) { return fabsf(x); }
   static __host__ __device__ float nearbyint(float x) { return nearbyintf(x); }
 };
-
-/// The window of output (r, s), clipped to the input; `padded` counts the
-/// window clipped to input + pads (as the CPU kernel and ONNX Runtime).
-struct Window {
-  int64_t h0, h1, w0, w1, padded;
-};
-__device__ __forceinline__ Window windowAt(const PoolGeom &g, int64_t r,
-                                           int64_t s) {
-  Window win;
-  int64_t h0 = r * g.sh - g.pt;
-  int64_t h1 = h0 + g.kh < g.h + g.pb ? h0 + g.kh : g.h + g.pb;
-  const int64_t ph = h1 - h0;
-  int64_t w0 = s * g.sw - g.pl;
-  int64_t w1 = w0 + g.kw < g.w + g.pr ? w0 + g.kw : g.w + g.pr;
-  const int64_t pw = w1 - w0;
-  win.h0 = h0 < 0 ? 0 : h0;
-  win.h1 = h1 < g.h ? h1 : g.h;
-  win.w0 = w0 < 0 ? 0 : w0;
-  win.w1 = w1 < g.w ? w1 : g.w;
-  win.padded = ph * pw;
-  return win;
-}
 
 } // namespace device
 } // namespace tessel::runtime::cuda

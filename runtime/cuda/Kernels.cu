@@ -537,7 +537,8 @@ __global__ void addBiasKernel(float *y, const float *bias, int64_t o,
   TSL_GRID_LOOP(e, total) { y[e] += bias[(e / spatial) % o]; }
 }
 
-/// max_pool (IsMax) or avg_pool (windowAt: DeviceUtil.cuh), one result element per thread.
+/// max_pool (IsMax) or avg_pool, one result element per thread (windowAt:
+/// WindowMath.h).
 template <bool IsMax>
 __global__ void poolKernel(const float *x, float *y, PoolGeom g) {
   const int64_t total = g.planes * g.oh * g.ow;

@@ -16,17 +16,6 @@ namespace tessel::runtime::cuda {
 
 namespace {
 
-/// The window of a pool from `xs` [N, C, H, W] to `ys`.
-PoolGeom poolGeom(const Op &op, const Shape &xs, const Shape &ys) {
-  PoolGeom g;
-  setWindow(g, op, xs, ys, op.kernel[0], op.kernel[1]);
-  g.planes = xs[0] * xs[1];
-  g.pb = op.pads[2];
-  g.pr = op.pads[3];
-  g.countIncludePad = op.countIncludePad;
-  return g;
-}
-
 Status makePool(const KernelContext &ctx, Step &out) {
   const Op &op = ctx.op;
   const PoolGeom g = poolGeom(op, ctx.in(0).shape, ctx.out(0).shape);

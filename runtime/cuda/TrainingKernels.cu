@@ -218,87 +218,18 @@ __global__ void batchNormGradInputKernel(const float *g, const float *x,
 // col2im and the pools' gradients: gathers over the covering windows
 //===----------------------------------------------------------------------===//
 
-/// One thread per input element (ci, ih, iw): the column entries of every
-/// tap (i, j) and output (r, s) with r*sh - pt + i*dh = ih and
-/// s*sw - pl + j*dw = iw, summed in tap order.
+/// One thread per input element (col2imAt: WindowMath.h).
 __global__ void col2imKernel(const float *col, Conv2DGeom g, float *x) {
-  const int64_t spatial = g.oh * g.ow;
   const int64_t total = g.channels * g.h * g.w;
-  TSL_GRID_LOOP(e, total) {
-    const int64_t iw = e % g.w, ih = (e / g.w) % g.h, ci = e / (g.w * g.h);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t rn = ih + g.pt - i * g.dh; // r * sh
-      if (rn < 0 || rn % g.sh != 0 || rn / g.sh >= g.oh)
-        continue;
-      const int64_t r = rn / g.sh;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t sn = iw + g.pl - j * g.dw;
-        if (sn < 0 || sn % g.sw != 0 || sn / g.sw >= g.ow)
-          continue;
-        const int64_t s = sn / g.sw;
-        sum += col[((ci * g.kh + i) * g.kw + j) * spatial + r * g.ow + s];
-      }
-    }
-    x[e] = sum;
-  }
+  TSL_GRID_LOOP(e, total) { x[e] = col2imAt(col, g, e); }
 }
 
-/// The first output index along a dim whose window (start o*stride - pad,
-/// k wide) reaches input position i, and one past the last that starts at
-/// or before it.
-__device__ __forceinline__ void coveringOutputs(int64_t i, int64_t k,
-                                                int64_t stride, int64_t pad,
-                                                int64_t outs, int64_t &o0,
-                                                int64_t &o1) {
-  const int64_t hi = i + pad;    // o*stride <= hi
-  const int64_t lo = hi - k + 1; // o*stride >= lo
-  o0 = lo <= 0 ? 0 : (lo + stride - 1) / stride;
-  o1 = hi / stride + 1;
-  if (o1 > outs)
-    o1 = outs;
-}
-
-/// dx for one input element: the windows that cover it in row-major order;
-/// max: a window's dy where this element is its first maximum; avg: dy
-/// divided by the window's count.
+/// One thread per dx element (poolBackwardAt: WindowMath.h).
 template <bool IsMax>
 __global__ void poolBackwardKernel(const float *x, const float *dy, float *dx,
                                    PoolGeom g) {
   const int64_t total = g.planes * g.h * g.w;
-  TSL_GRID_LOOP(e, total) {
-    const int64_t iw = e % g.w, ih = (e / g.w) % g.h, p = e / (g.w * g.h);
-    const float *px = IsMax ? x + p * g.h * g.w : nullptr;
-    const float *pdy = dy + p * g.oh * g.ow;
-    int64_t r0, r1, s0, s1;
-    coveringOutputs(ih, g.kh, g.sh, g.pt, g.oh, r0, r1);
-    coveringOutputs(iw, g.kw, g.sw, g.pl, g.ow, s0, s1);
-    float sum = 0.0f;
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t s = s0; s < s1; ++s) {
-        const Window win = windowAt(g, r, s);
-        if (ih >= win.h1 || iw >= win.w1) // beyond the window's pads
-          continue;
-        if constexpr (IsMax) {
-          int64_t best = win.h0 * g.w + win.w0;
-          float bv = px[best];
-          for (int64_t i = win.h0; i < win.h1; ++i)
-            for (int64_t j = win.w0; j < win.w1; ++j)
-              if (px[i * g.w + j] > bv) {
-                bv = px[i * g.w + j];
-                best = i * g.w + j;
-              }
-          if (best == ih * g.w + iw)
-            sum += pdy[r * g.ow + s];
-        } else {
-          const int64_t count = g.countIncludePad
-                                    ? win.padded
-                                    : (win.h1 - win.h0) * (win.w1 - win.w0);
-          sum += pdy[r * g.ow + s] / static_cast<float>(count);
-        }
-      }
-    dx[e] = sum;
-  }
+  TSL_GRID_LOOP(e, total) { dx[e] = poolBackwardAt<IsMax>(x, dy, g, e); }
 }
 
 } // namespace
