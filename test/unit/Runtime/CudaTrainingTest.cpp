@@ -152,17 +152,7 @@ TEST(CudaTraining, BatchNormPieces) {
 TEST(CudaTraining, ConvBackward) {
   TSL_REQUIRE_CUDA();
   std::mt19937 rng(47);
-  const std::vector<ConvCase> cases = {
-      {{2, 3, 8, 8}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
-      // Strided: the last rows and columns reach no output.
-      {{2, 4, 9, 8}, {6, 4, 3, 2}, {2, 2}, {0, 1, 0, 0}, {1, 1}, 1},
-      {{1, 4, 10, 10}, {4, 2, 3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 1}, 2},
-      {{1, 6, 5, 5}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6},
-      {{2, 16, 8, 8}, {32, 16, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1},
-      // 1x1: pointwise (no im2col) and strided.
-      {{2, 8, 6, 6}, {16, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
-      {{2, 16, 8, 8}, {32, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
-  };
+  const std::vector<ConvCase> cases = convBackwardCases();
   for (const ConvCase &c : cases) {
     SCOPED_TRACE("x " + shapeToString(c.x) + " w " + shapeToString(c.w));
     const Shape ys = convResult(c);
@@ -183,12 +173,7 @@ TEST(CudaTraining, PoolBackward) {
     if (isMax && cip)
       return; // count_include_pad means nothing to max pooling
     // Distinct values: one maximum per window, as oneDNN's workspace.
-    Tensor x(DType::F32, c.x);
-    std::vector<float> v(numElements(c.x));
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] = float(i) / float(v.size());
-    std::shuffle(v.begin(), v.end(), rng);
-    std::copy(v.begin(), v.end(), x.data<float>());
+    Tensor x = distinctF32(c.x, rng);
     std::vector<Tensor> ins = {randomF32(ys, rng)};
     if (isMax)
       ins.insert(ins.begin(), x);

@@ -25,12 +25,8 @@ TEST(CudaWindowMath, PoolBackwardMatchesCpu) {
     const bool isMax = std::string(op) == "max_pool";
     if (isMax && cip)
       return;
-    Tensor x(DType::F32, c.x);
-    std::vector<float> v(numElements(c.x));
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] = float(i) / float(v.size());
-    std::shuffle(v.begin(), v.end(), rng);
-    std::copy(v.begin(), v.end(), x.data<float>());
+    // Distinct values: one maximum per window, as oneDNN's workspace.
+    Tensor x = distinctF32(c.x, rng);
     Tensor dy = randomF32(ys, rng);
     std::vector<Tensor> ins = {dy};
     if (isMax)
@@ -57,14 +53,7 @@ TEST(CudaWindowMath, PoolBackwardMatchesCpu) {
 
 TEST(CudaWindowMath, Col2ImMatchesCpuBackwardData) {
   std::mt19937 rng(52);
-  const std::vector<ConvCase> cases = {
-      {{2, 3, 8, 8}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
-      {{2, 4, 9, 8}, {6, 4, 3, 2}, {2, 2}, {0, 1, 0, 0}, {1, 1}, 1},
-      {{1, 4, 10, 10}, {4, 2, 3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 1}, 2},
-      {{1, 6, 5, 5}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6},
-      {{2, 16, 8, 8}, {32, 16, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1},
-      {{2, 16, 8, 8}, {32, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
-  };
+  const std::vector<ConvCase> cases = convBackwardCases();
   for (const ConvCase &c : cases) {
     SCOPED_TRACE("x " + shapeToString(c.x) + " w " + shapeToString(c.w));
     const Shape ys = convResult(c);
