@@ -76,7 +76,7 @@ template <typename T, typename F> Step mapStep(const KernelContext &c, F f) {
   };
 }
 
-/// roundToFormat(x, 8, 7) on the bits, without branches (it vectorises): the
+/// scalar::roundToFormat(x, 8, 7) on the bits, without branches (it vectorises): the
 /// top 16 bits rounded to nearest, ties to even; infinities and NaNs as
 /// they are. `*bf16` gets the result's top half (a NaN stays a quiet NaN).
 inline uint32_t roundBf16Bits(uint32_t u, uint16_t *bf16) {
@@ -124,33 +124,6 @@ Step roundBf16Step(const KernelContext &c) {
     });
     return Status::ok();
   };
-}
-
-/// An f32 op.
-/// `x` rounded to the nearest value (ties to even) of the binary format
-/// with `e` exponent and `m` mantissa bits: its subnormals below
-/// 2^(2 - 2^(e-1)), infinity beyond its largest finite value.
-float roundToFormat(float x, int e, int m) {
-  if (!std::isfinite(x))
-    return x;
-  const int emax = (1 << (e - 1)) - 1;
-  if (e < 8 && std::fabs(x) < std::ldexp(1.0f, 1 - emax)) {
-    const float quantum = std::ldexp(1.0f, 1 - emax - m);
-    return std::nearbyint(x / quantum) * quantum;
-  }
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  const int shift = 23 - m;
-  if (shift > 0) {
-    u += (1u << (shift - 1)) - 1 + ((u >> shift) & 1u);
-    u &= ~((1u << shift) - 1);
-  }
-  float y;
-  std::memcpy(&y, &u, sizeof y);
-  if (e < 8 &&
-      std::fabs(y) > std::ldexp(2.0f - std::ldexp(1.0f, -m), emax))
-    return std::copysign(std::numeric_limits<float>::infinity(), x);
-  return y;
 }
 
 template <typename F> Step floatStep(const KernelContext &c, F f) {
@@ -233,7 +206,9 @@ void registerElementwiseKernels(KernelRegistry &r) {
     const int m = static_cast<int>(c.op.intAttr("mantissa_bits", 7));
     if (e == 8 && m == 7)
       return roundBf16Step(c);
-    return floatStep(c, [e, m](float v) { return roundToFormat(v, e, m); });
+    return floatStep(c, [e, m](float v) {
+      return scalar::roundToFormat<CpuMath>(v, e, m);
+    });
   });
 }
 

@@ -17,6 +17,7 @@
 #include "Optimizer.h"
 #include "ThreadPool.h"
 #include "VecMath.h"
+#include "tessel/runtime/ScalarOps.h"
 
 #include <algorithm>
 #include <array>
@@ -100,27 +101,19 @@ Step gatherGradStep(const KernelContext &c) {
   };
 }
 
-/// dy * gelu'(x) on [b, e), the rule's formulas (dialects/tessel/
-/// Gradients.cpp's comment): erf or tanh form.
+/// dy * gelu'(x) on [b, e): scalar::GeluGrad, one loop per form (the
+/// form a constant in it, so that it vectorises).
 void geluGradRange(const float *x, const float *g, float *y, int64_t b,
                    int64_t e, bool tanhForm) {
   if (tanhForm) {
-    const float k = 0.79788456080286536f, kc = k * 0.044715f;
-    for (int64_t i = b; i < e; ++i) {
-      float v = x[i], v2 = v * v;
-      float t = vtanh(v * (v2 * kc + k));
-      float d = (t + 1.0f) * 0.5f +
-                v * (1.0f - t * t) * (v2 * (1.5f * kc) + 0.5f * k);
-      y[i] = g[i] * d;
-    }
+    const scalar::GeluGrad<CpuMath> f{true};
+    for (int64_t i = b; i < e; ++i)
+      y[i] = f(x[i], g[i]);
     return;
   }
-  for (int64_t i = b; i < e; ++i) {
-    float v = x[i];
-    float cdf = (verf(v * 0.70710678118654752f) + 1.0f) * 0.5f;
-    float pdf = vexp(v * v * -0.5f) * 0.39894228040143268f;
-    y[i] = g[i] * (cdf + v * pdf);
-  }
+  const scalar::GeluGrad<CpuMath> f{false};
+  for (int64_t i = b; i < e; ++i)
+    y[i] = f(x[i], g[i]);
 }
 
 Step geluGradStep(const KernelContext &c) {

@@ -147,6 +147,7 @@ struct CpuMath {
   static float sin(float x) { return std::sin(x); }
   static float cos(float x) { return std::cos(x); }
   static float fabs(float x) { return std::fabs(x); }
+  static float nearbyint(float x) { return std::nearbyint(x); }
 };
 
 } // namespace tessel::runtime::cpu

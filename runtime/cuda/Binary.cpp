@@ -61,12 +61,11 @@ Status makeWhere(const KernelContext &ctx, Step &out) {
 } // namespace
 
 void registerBinaryKernels(KernelRegistry &registry) {
-  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
-                   OpKind::Pow, OpKind::Max, OpKind::Min, OpKind::ReluGrad,
-                   OpKind::Mod, OpKind::FMod})
-    registry.add(k, makeBinary);
-  registry.add(OpKind::Compare, makeCompare);
-  registry.add(OpKind::Where, makeWhere);
+  registerFamily(registry, kBinaryKinds, [](OpKind k) -> KernelFactory {
+    return k == OpKind::Compare ? makeCompare
+           : k == OpKind::Where ? makeWhere
+                                : makeBinary;
+  });
 }
 
 } // namespace tessel::runtime::cuda

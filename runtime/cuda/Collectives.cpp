@@ -70,11 +70,8 @@ Status makeCollective(const KernelContext &ctx, Step &out) {
 } // namespace
 
 void registerCollectiveKernels(KernelRegistry &registry) {
-  for (OpKind k : {OpKind::AllReduce, OpKind::AllGather, OpKind::ReduceScatter,
-                   OpKind::AllToAll, OpKind::CollectivePermute,
-                   OpKind::Broadcast, OpKind::Send, OpKind::Recv,
-                   OpKind::Wait})
-    registry.add(k, makeCollective);
+  registerFamily(registry, kCollectiveKinds,
+                 [](OpKind) -> KernelFactory { return makeCollective; });
 }
 
 } // namespace tessel::runtime::cuda

@@ -15,10 +15,11 @@
 // first readers (DataMovement.cpp), and reading or writing them from the
 // host (checkpoints) is a memcpy once the streams are idle.
 //
-// Gather's out-of-range indices cannot stop the stream: a check kernel
-// records the first bad position in a per-instruction device slot, the
-// gather writes zeros there, and run() reports the first failing gather
-// after the final synchronisation, with the CPU backend's message.
+// Out-of-range indices (gather, gather_elements, gather_grad) cannot stop
+// the stream: a check kernel records the first bad position in a
+// per-instruction device slot, the gather writes zeros there (gather_grad
+// skips it), and run() reports the first failing instruction after the
+// final synchronisation, with the CPU backend's message.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaExecutor.h"
@@ -101,6 +102,8 @@ CudaExecutor::~CudaExecutor() {
       cudaFree(p);
   if (hostStates)
     cudaFreeHost(hostStates);
+  for (void *p : res.pinned)
+    cudaFreeHost(p);
   for (cudaEvent_t e : res.moves.events)
     cudaEventDestroy(e);
   if (res.moves.stream)
@@ -256,7 +259,7 @@ Status CudaExecutor::init() {
 
 Status CudaExecutor::run() {
   TSL_CUDA(cudaSetDevice(device), "cudaSetDevice");
-  const std::vector<std::pair<size_t, const Op *>> &gathers = res.gathers;
+  const std::vector<DeviceResources::GatherCheck> &gathers = res.gathers;
   if (!gathers.empty())
     TSL_CUDA(cudaMemsetAsync(res.slots, 0xff,
                              gathers.size() * 2 * sizeof(unsigned long long),
@@ -301,15 +304,15 @@ Status CudaExecutor::run() {
     for (size_t g = 0; g < gathers.size(); ++g) {
       if (host[2 * g] == ~0ull)
         continue;
-      const Op &op = *gathers[g].second;
-      const int64_t dim = prog->buffers[op.operands[0]].shape[op.axis];
+      const Op &op = *gathers[g].op;
       return Status::error(
-          "instruction " + std::to_string(gathers[g].first) + " (" +
+          "instruction " + std::to_string(gathers[g].index) + " (" +
           opKindName(op.kind) + (op.name.empty() ? "" : " '" + op.name + "'") +
           "): " + opKindName(op.kind) + ": index " +
           std::to_string(static_cast<int64_t>(host[2 * g + 1])) +
           " at position " + std::to_string(host[2 * g]) +
-          " is out of range for an axis of size " + std::to_string(dim));
+          " is out of range for an axis of size " +
+          std::to_string(gathers[g].dim));
     }
   }
   if (profile) {

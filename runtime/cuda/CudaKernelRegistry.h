@@ -9,14 +9,16 @@
 // Registration is explicit, from cudaKernels(), which calls every family's
 // register function once.
 //
-// Unary ops are registered from the op table's list of scalar functions
-// (cudaSupportsUnary; tessel/runtime/ScalarOps.h), so that such an op has no
-// CUDA code of its own.
+// Which kinds each family registers is its array in CudaKernelKinds.h
+// (registerFamily), known at compile time. Unary ops are registered from the
+// op table's list of scalar functions (tessel/runtime/ScalarOps.h), so that
+// such an op has no CUDA code of its own.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CUDA_CUDAKERNELREGISTRY_H
 #define TESSEL_RUNTIME_CUDA_CUDAKERNELREGISTRY_H
 
+#include "CudaKernelKinds.h"
 #include "CudaStatus.h"
 #include "DeviceResources.h"
 #include "KernelFamilies.h"
@@ -81,6 +83,16 @@ using KernelRegistry = KernelTable<KernelFactory>;
 /// The CUDA backend's registry, filled by the register functions below on
 /// first use.
 const KernelRegistry &cudaKernels();
+
+/// Registers factoryOf(k) for each kind k of a family's array
+/// (CudaKernelKinds.h): the family's register function calls this once, so
+/// the array is exactly what it registers.
+template <size_t N, typename FactoryOf>
+void registerFamily(KernelRegistry &registry, const OpKind (&kinds)[N],
+                    FactoryOf factoryOf) {
+  for (OpKind k : kinds)
+    registry.add(k, factoryOf(k));
+}
 
 // One per kernel family file (registerElementwiseKernels in Elementwise.cpp,
 // ...; KernelFamilies.h), each registering the kinds that file builds.

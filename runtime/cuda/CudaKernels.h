@@ -54,16 +54,16 @@ struct Indexer {
 };
 
 // Elementwise ------------------------------------------------------------
-/// Whether `kind` is a unary op with a scalar function (the op table's
-/// TESSEL_RUNTIME_UNARY_SCALAR_OPS): the unary family registers exactly
-/// these kinds (Elementwise.cpp).
-bool cudaSupportsUnary(OpKind kind);
 /// Launches y = f(x) over n elements of a dtype on a stream.
 using UnaryLaunch = std::function<cudaError_t(DType, const void *, void *,
                                               int64_t, cudaStream_t)>;
 /// The launch of unary instruction `op`, its scalar function's attributes
-/// read from `op` now; empty for a kind cudaSupportsUnary lacks.
+/// read from `op` now; empty for a kind that is not one of the op table's
+/// unary scalar functions (TESSEL_RUNTIME_UNARY_SCALAR_OPS).
 UnaryLaunch unaryLaunch(const Op &op);
+/// round_float: y = scalar::roundToFormat(x, e, m) over n floats.
+cudaError_t launchRoundFloat(const float *x, float *y, int64_t n, int e, int m,
+                             cudaStream_t s);
 cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
                        cudaStream_t s);
 /// y = a op b; `ix` has operands (a, b); `bScalar` enables pow's fast paths
@@ -158,6 +158,18 @@ struct Conv2DGeom : WindowGeom {
   int64_t channels = 0; // input channels of one group
   int64_t dh = 1, dw = 1;
 };
+/// The im2col geometry of one image and group of conv2d instruction `op`
+/// (or its gradients) from x `xs` to y `ys` with weight `ws`.
+template <typename OpT>
+Conv2DGeom conv2DGeom(const OpT &op, const Shape &xs, const Shape &ws,
+                      const Shape &ys) {
+  Conv2DGeom g;
+  setWindow(g, op, xs, ys, ws[2], ws[3]);
+  g.channels = xs[1] / op.group;
+  g.dh = op.dilations[0];
+  g.dw = op.dilations[1];
+  return g;
+}
 /// col[(ci, i, j), (r, s)] = x[ci, r*sh - pt + i*dh, s*sw - pl + j*dw] (0
 /// outside), for one image and group starting at `x`.
 cudaError_t launchIm2Col(const float *x, const Conv2DGeom &g, float *col,
@@ -171,12 +183,79 @@ struct PoolGeom : WindowGeom {
   int64_t pb = 0, pr = 0; // bottom and right pads
   bool countIncludePad = false;
 };
+/// The window of pool instruction `op` (or its gradient) from x [N, C, H, W]
+/// to y.
+template <typename OpT>
+PoolGeom poolGeom(const OpT &op, const Shape &xs, const Shape &ys) {
+  PoolGeom g;
+  setWindow(g, op, xs, ys, op.kernel[0], op.kernel[1]);
+  g.planes = xs[0] * xs[1];
+  g.pb = op.pads[2];
+  g.pr = op.pads[3];
+  g.countIncludePad = op.countIncludePad;
+  return g;
+}
 cudaError_t launchMaxPool(const float *x, float *y, const PoolGeom &g,
                           cudaStream_t s);
 cudaError_t launchAvgPool(const float *x, float *y, const PoolGeom &g,
                           cudaStream_t s);
 cudaError_t launchGlobalAvgPool(const float *x, float *y, int64_t planes,
                                 int64_t spatial, cudaStream_t s);
+
+// Gradients (TrainingKernels.cu) ------------------------------------------
+/// gelu_grad: y = g * gelu'(x) over n floats (scalar::GeluGrad).
+cudaError_t launchGeluGrad(const float *x, const float *g, float *y, int64_t n,
+                           bool tanhForm, cudaStream_t s);
+/// log_softmax_grad over [outer, len, inner] along len:
+/// y = g - exp(out) * sum_len(g).
+cudaError_t launchLogSoftmaxGrad(const float *out, const float *g, float *y,
+                                 int64_t outer, int64_t len, int64_t inner,
+                                 cudaStream_t s);
+/// The scratch launchGatherGrad needs for `numIndices` indices into an axis
+/// of `dim` (at most INT_MAX each).
+cudaError_t gatherGradScratchBytes(int64_t numIndices, int64_t dim,
+                                   size_t &bytes);
+/// gather_grad: out [outer, dim, inner] = zeros, then
+/// out[o, idx[j] (wrapped), :] += grad[o, j, :], the rows of each index
+/// summed in position order as the CPU kernel does (a stable radix sort of
+/// the indices, then one thread per run and column): the same bits.
+/// Out-of-range indices are skipped (launchGatherCheck reports them).
+cudaError_t launchGatherGrad(const float *grad, DType indexType,
+                             const void *indices, int64_t numIndices,
+                             int64_t outer, int64_t dim, int64_t inner,
+                             void *scratch, size_t scratchBytes, float *out,
+                             cudaStream_t s);
+/// BatchNorm's training pieces over x, g [n, c, spatial] (one block per
+/// channel, sums in double as the CPU's batch order per channel):
+/// var[ch] = mean((x - mean)^2) (each square rounded to f32; NaN for an
+/// empty channel);
+cudaError_t launchBatchNormVariance(const float *x, const float *mean,
+                                    int64_t n, int64_t c, int64_t spatial,
+                                    float *var, cudaStream_t s);
+/// sumG[ch] = sum(g), sumGC[ch] = sum(g (x - mean));
+cudaError_t launchBatchNormGradSums(const float *g, const float *x,
+                                    const float *mean, int64_t n, int64_t c,
+                                    int64_t spatial, float *sumG, float *sumGC,
+                                    cudaStream_t s);
+/// dx = (g - gradMean - (x - mean) proj) coef, per channel.
+cudaError_t launchBatchNormGradInput(const float *g, const float *x,
+                                     const float *mean, const float *gradMean,
+                                     const float *proj, const float *coef,
+                                     int64_t n, int64_t c, int64_t spatial,
+                                     float *dx, cudaStream_t s);
+/// The adjoint of launchIm2Col: x[ci, ih, iw] = the sum of the columns'
+/// entries that read it, in kernel order (every element written), for one
+/// image and group.
+cudaError_t launchCol2Im(const float *col, const Conv2DGeom &g, float *x,
+                         cudaStream_t s);
+/// max_pool_backward: each dy goes to the first maximum of its window
+/// (row-major order, as oneDNN's workspace records it); dx written whole.
+cudaError_t launchMaxPoolBackward(const float *x, const float *dy, float *dx,
+                                  const PoolGeom &g, cudaStream_t s);
+/// avg_pool_backward: each dy divided by its window's count (as
+/// launchAvgPool counts it) and spread over the window's input elements.
+cudaError_t launchAvgPoolBackward(const float *dy, float *dx,
+                                  const PoolGeom &g, cudaStream_t s);
 
 // Optimizer updates ------------------------------------------------------
 /// PyTorch's Adam(W) step on b.n floats (Optimizer.h: the CPU kernel's

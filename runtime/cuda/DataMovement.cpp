@@ -245,7 +245,8 @@ Status makeExpand(const KernelContext &ctx, Step &out) {
 template <typename Launch>
 Step checkedGatherStep(const KernelContext &ctx, int64_t dim, Launch launch) {
   const BufferInfo &idx = ctx.in(1);
-  const LateAddress slot = ctx.resources.addGatherCheck(ctx.index, ctx.op);
+  const LateAddress slot =
+      ctx.resources.addGatherCheck(ctx.index, ctx.op, dim);
   const void *x = ctx.operand(0), *indices = ctx.operand(1);
   void *y = ctx.result(0);
   const DType indexType = idx.dtype;
@@ -301,16 +302,31 @@ Status makeGatherElements(const KernelContext &ctx, Step &out) {
 } // namespace
 
 void registerDataMovementKernels(KernelRegistry &registry) {
-  addKernels(registry, {{OpKind::Reshape, makeCopy},
-                        {OpKind::Copy, makeCopy},
-                        {OpKind::ChunkFetch, makeChunkFetch},
-                        {OpKind::Transpose, makeTranspose},
-                        {OpKind::Slice, makeSlice},
-                        {OpKind::Concat, makeConcat},
-                        {OpKind::Split, makeSplit},
-                        {OpKind::Expand, makeExpand},
-                        {OpKind::Gather, makeGather},
-                        {OpKind::GatherElements, makeGatherElements}});
+  registerFamily(registry, kDataMovementKinds, [](OpKind k) -> KernelFactory {
+    switch (k) {
+    case OpKind::Reshape:
+    case OpKind::Copy:
+      return makeCopy;
+    case OpKind::ChunkFetch:
+      return makeChunkFetch;
+    case OpKind::Transpose:
+      return makeTranspose;
+    case OpKind::Slice:
+      return makeSlice;
+    case OpKind::Concat:
+      return makeConcat;
+    case OpKind::Split:
+      return makeSplit;
+    case OpKind::Expand:
+      return makeExpand;
+    case OpKind::Gather:
+      return makeGather;
+    case OpKind::GatherElements:
+      return makeGatherElements;
+    default:
+      return nullptr;
+    }
+  });
 }
 
 } // namespace tessel::runtime::cuda

@@ -89,11 +89,12 @@ struct DeviceResources {
     scratchBytes = std::max(scratchBytes, bytes);
     return LateAddress(&scratch, 0);
   }
-  /// The two slots (position, value) of the index check of gather
-  /// instruction `index` (launchGatherCheck): reset before each run and
-  /// reported by run() after it.
-  LateAddress addGatherCheck(size_t index, const Op &op) {
-    gathers.emplace_back(index, &op);
+  /// The two slots (position, value) of the index check of instruction
+  /// `index` (gather, gather_elements, gather_grad: launchGatherCheck)
+  /// against an axis of size `dim`: reset before each run and reported by
+  /// run() after it.
+  LateAddress addGatherCheck(size_t index, const Op &op, int64_t dim) {
+    gathers.push_back({index, &op, dim});
     return LateAddress(&slots,
                        (gathers.size() - 1) * 2 * sizeof(unsigned long long));
   }
@@ -107,12 +108,21 @@ struct DeviceResources {
   // Host chunks' fetches: the copy stream and its events.
   ChunkMoves moves;
 
+  /// Pinned host allocations of the steps (custom_call's staging), freed
+  /// by the executor.
+  std::vector<void *> pinned;
+
   // Allocated by the executor once every step is built.
   void *extra = nullptr;   // per-instruction memory; the gather slots last
   void *scratch = nullptr; // im2col columns
   void *slots = nullptr;   // 2 unsigned long long per gather, inside `extra`
   size_t extraBytes = 0, scratchBytes = 0;
-  std::vector<std::pair<size_t, const Op *>> gathers; // instruction, op
+  struct GatherCheck {
+    size_t index; // the instruction
+    const Op *op;
+    int64_t dim; // the size of the axis its indices address
+  };
+  std::vector<GatherCheck> gathers;
 };
 
 } // namespace tessel::runtime::cuda

@@ -1,8 +1,9 @@
 //===- Elementwise.cpp - Unary ops and cast on CUDA -----------------------===//
 //
 // Unary ops are registered from the op table's list of scalar functions
-// (cudaSupportsUnary) and launched by Kernels.cu's unaryLaunch: a new one
-// touches no file here.
+// (kElementwiseKinds, CudaKernelKinds.h) and launched by Kernels.cu's
+// unaryLaunch: a new one touches no file here. round_float is the CPU's
+// scalar::roundToFormat (ScalarOps.h).
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelRegistry.h"
@@ -37,14 +38,30 @@ Status makeCast(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
+/// round_float: the nearest value of a narrower float format, in f32.
+Status makeRoundFloat(const KernelContext &ctx, Step &out) {
+  const int e = static_cast<int>(ctx.op.intAttr("exponent_bits", 8));
+  const int m = static_cast<int>(ctx.op.intAttr("mantissa_bits", 7));
+  const int64_t n = ctx.in(0).numel;
+  out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
+    return launchRoundFloat(x, y, n, e, m, s);
+  });
+  return Status::ok();
+}
+
 } // namespace
 
 void registerElementwiseKernels(KernelRegistry &registry) {
-  for (size_t k = 0; k < KernelRegistry::kMaxKinds; ++k)
-    if (std::optional<OpKind> kind = opKindFromInt(static_cast<int>(k)))
-      if (cudaSupportsUnary(*kind))
-        registry.add(*kind, makeUnary);
-  registry.add(OpKind::Cast, makeCast);
+  registerFamily(registry, kElementwiseKinds, [](OpKind k) -> KernelFactory {
+    switch (k) {
+    case OpKind::Cast:
+      return makeCast;
+    case OpKind::RoundFloat:
+      return makeRoundFloat;
+    default: // the op table's unary scalar functions
+      return makeUnary;
+    }
+  });
 }
 
 } // namespace tessel::runtime::cuda

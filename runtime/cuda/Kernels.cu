@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaKernels.h"
 #include "DTypeDispatch.h"
+#include "DeviceUtil.cuh"
 #include "tessel/runtime/Program.h"
 #include "tessel/runtime/ScalarOps.h"
 
@@ -26,100 +27,7 @@ namespace tessel::runtime::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-/// Blocks for a grid-stride loop over n items (capped; the loop covers the
-/// rest).
-unsigned gridFor(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  if (b > 65535 * 4)
-    b = 65535 * 4;
-  return b < 1 ? 1u : static_cast<unsigned>(b);
-}
-
-/// Blocks for one-block-per-row kernels (the kernels loop over the rest).
-unsigned gridRows(int64_t rows) {
-  int64_t b = rows > 65535 * 4 ? 65535 * 4 : rows;
-  return b < 1 ? 1u : static_cast<unsigned>(b);
-}
-
-/// Launches `kernel(args...)` with a grid-stride loop over `total` items on
-/// `s` (nothing when there are none).
-template <typename... P, typename... A>
-cudaError_t launchOver(int64_t total, cudaStream_t s, void (*kernel)(P...),
-                       A &&...args) {
-  if (total != 0)
-    kernel<<<gridFor(total), kThreads, 0, s>>>(std::forward<A>(args)...);
-  return cudaGetLastError();
-}
-
-#define TSL_GRID_LOOP(i, n)                                                    \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; \
-       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
-/// Element offsets of every operand at flat result index i.
-__device__ __forceinline__ void offsetsAt(const Indexer &ix, int64_t i,
-                                          int64_t off[kMaxOperands]) {
-#pragma unroll
-  for (int k = 0; k < kMaxOperands; ++k)
-    off[k] = 0;
-  for (int d = ix.rank - 1; d >= 0; --d) {
-    const int64_t n = ix.dims[d];
-    const int64_t q = i / n;
-    const int64_t r = i - q * n;
-    i = q;
-#pragma unroll
-    for (int k = 0; k < kMaxOperands; ++k)
-      off[k] += r * ix.strides[d][k];
-  }
-}
-
-/// Offset of operand 0 only.
-__device__ __forceinline__ int64_t offset0(const Indexer &ix, int64_t i) {
-  int64_t off = 0;
-  for (int d = ix.rank - 1; d >= 0; --d) {
-    const int64_t n = ix.dims[d];
-    const int64_t q = i / n;
-    off += (i - q * n) * ix.strides[d][0];
-    i = q;
-  }
-  return off;
-}
-
-/// Reduces v over the block (blockDim.x a multiple of 32, at most 1024);
-/// every thread gets the result. `shm` holds 32 entries.
-template <typename T, typename F>
-__device__ T blockReduce(T v, T identity, F f, T *shm) {
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1)
-    v = f(v, __shfl_down_sync(0xffffffffu, v, o));
-  __syncthreads(); // shm may still be read from a previous call
-  if (lane == 0)
-    shm[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    const unsigned warps = (blockDim.x + 31) >> 5;
-    v = lane < warps ? shm[lane] : identity;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-      v = f(v, __shfl_down_sync(0xffffffffu, v, o));
-    if (lane == 0)
-      shm[0] = v;
-  }
-  __syncthreads();
-  return shm[0];
-}
-
-struct SumF {
-  template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
-};
-/// max that ignores NaN candidates, as the CPU's `b > a ? b : a`.
-struct MaxF {
-  template <typename T> __device__ T operator()(T a, T b) const {
-    return b > a ? b : a;
-  }
-};
+using namespace device;
 
 //===----------------------------------------------------------------------===//
 // Unary and cast
@@ -128,26 +36,20 @@ struct MaxF {
 // The unary ops' math is their scalar functions (tessel/runtime/ScalarOps.h,
 // shared with the CPU backend), mapped over a buffer by mapKernel with
 // CUDA's math library; the op table's TESSEL_RUNTIME_UNARY_SCALAR_OPS lists
-// them, so a new one needs nothing here.
-
-/// The math library `M` of ScalarOps.h's functors on the device (libm's
-/// functions on the host, where nothing calls them).
-struct CudaMath {
-  static __host__ __device__ float exp(float x) { return expf(x); }
-  static __host__ __device__ float log(float x) { return logf(x); }
-  static __host__ __device__ float log1p(float x) { return log1pf(x); }
-  static __host__ __device__ float sqrt(float x) { return sqrtf(x); }
-  static __host__ __device__ float tanh(float x) { return tanhf(x); }
-  static __host__ __device__ float erf(float x) { return erff(x); }
-  static __host__ __device__ float sin(float x) { return sinf(x); }
-  static __host__ __device__ float cos(float x) { return cosf(x); }
-  static __host__ __device__ float fabs(float x) { return fabsf(x); }
-};
+// them, so a new one needs nothing here (CudaMath: DeviceUtil.cuh).
 
 template <typename F, typename T>
 __global__ void mapKernel(F f, const T *x, T *y, int64_t n) {
   TSL_GRID_LOOP(i, n) { y[i] = f(x[i]); }
 }
+
+/// round_float's function: the CPU's (ScalarOps.h).
+struct RoundFloat {
+  int e, m;
+  __device__ float operator()(float v) const {
+    return scalar::roundToFormat<CudaMath>(v, e, m);
+  }
+};
 
 /// Launches y = f(x) over n elements of `dtype`, one of the dtypes `Types`
 /// (scalar::Float, Numeric, Bool) that the load-time checks let through.
@@ -635,29 +537,8 @@ __global__ void addBiasKernel(float *y, const float *bias, int64_t o,
   TSL_GRID_LOOP(e, total) { y[e] += bias[(e / spatial) % o]; }
 }
 
-/// The window of output (r, s), clipped to the input; `padded` counts the
-/// window clipped to input + pads (as the CPU kernel and ONNX Runtime).
-struct Window {
-  int64_t h0, h1, w0, w1, padded;
-};
-__device__ __forceinline__ Window windowAt(const PoolGeom &g, int64_t r,
-                                           int64_t s) {
-  Window win;
-  int64_t h0 = r * g.sh - g.pt;
-  int64_t h1 = h0 + g.kh < g.h + g.pb ? h0 + g.kh : g.h + g.pb;
-  const int64_t ph = h1 - h0;
-  int64_t w0 = s * g.sw - g.pl;
-  int64_t w1 = w0 + g.kw < g.w + g.pr ? w0 + g.kw : g.w + g.pr;
-  const int64_t pw = w1 - w0;
-  win.h0 = h0 < 0 ? 0 : h0;
-  win.h1 = h1 < g.h ? h1 : g.h;
-  win.w0 = w0 < 0 ? 0 : w0;
-  win.w1 = w1 < g.w ? w1 : g.w;
-  win.padded = ph * pw;
-  return win;
-}
-
-/// max_pool (IsMax) or avg_pool, one result element per thread.
+/// max_pool (IsMax) or avg_pool, one result element per thread (windowAt:
+/// WindowMath.h).
 template <bool IsMax>
 __global__ void poolKernel(const float *x, float *y, PoolGeom g) {
   const int64_t total = g.planes * g.oh * g.ow;
@@ -749,18 +630,6 @@ __global__ void sgdUpdateKernel(const float *p, const float *g,
 // Launchers
 //===----------------------------------------------------------------------===//
 
-bool cudaSupportsUnary(OpKind kind) {
-  switch (kind) {
-#define TESSEL_UNARY_SCALAR(Kind, Types, SetMembers)                           \
-  case OpKind::Kind:                                                           \
-    return true;
-    TESSEL_RUNTIME_UNARY_SCALAR_OPS(TESSEL_UNARY_SCALAR)
-#undef TESSEL_UNARY_SCALAR
-  default:
-    return false;
-  }
-}
-
 UnaryLaunch unaryLaunch(const Op &op) {
   switch (op.kind) {
 #define TESSEL_UNARY_SCALAR(Kind, Types, SetMembers)                           \
@@ -776,6 +645,12 @@ UnaryLaunch unaryLaunch(const Op &op) {
   default:
     return nullptr;
   }
+}
+
+cudaError_t launchRoundFloat(const float *x, float *y, int64_t n, int e, int m,
+                             cudaStream_t s) {
+  return launchOver(n, s, mapKernel<RoundFloat, float>, RoundFloat{e, m}, x, y,
+                    n);
 }
 
 cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,

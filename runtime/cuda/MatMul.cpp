@@ -110,8 +110,9 @@ Status makeGemm(const KernelContext &ctx, Step &out) {
 } // namespace
 
 void registerMatMulKernels(KernelRegistry &registry) {
-  addKernels(registry,
-             {{OpKind::MatMul, makeMatMul}, {OpKind::Gemm, makeGemm}});
+  registerFamily(registry, kMatMulKinds, [](OpKind k) -> KernelFactory {
+    return k == OpKind::MatMul ? makeMatMul : makeGemm;
+  });
 }
 
 } // namespace tessel::runtime::cuda

@@ -78,9 +78,9 @@ Status makeBatchNorm(const KernelContext &ctx, Step &out) {
 } // namespace
 
 void registerNormalizationKernels(KernelRegistry &registry) {
-  addKernels(registry, {{OpKind::LayerNorm, makeNorm},
-                        {OpKind::RmsNorm, makeNorm},
-                        {OpKind::BatchNorm, makeBatchNorm}});
+  registerFamily(registry, kNormalizationKinds, [](OpKind k) -> KernelFactory {
+    return k == OpKind::BatchNorm ? makeBatchNorm : makeNorm;
+  });
 }
 
 } // namespace tessel::runtime::cuda

@@ -70,11 +70,17 @@ Status makeCumSum(const KernelContext &ctx, Step &out) {
 } // namespace
 
 void registerReduceKernels(KernelRegistry &registry) {
-  registry.add(OpKind::CumSum, makeCumSum);
-  for (OpKind k : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax})
-    registry.add(k, makeReduce);
-  registry.add(OpKind::Softmax, makeSoftmax);
-  registry.add(OpKind::LogSoftmax, makeSoftmax);
+  registerFamily(registry, kReduceKinds, [](OpKind k) -> KernelFactory {
+    switch (k) {
+    case OpKind::CumSum:
+      return makeCumSum;
+    case OpKind::Softmax:
+    case OpKind::LogSoftmax:
+      return makeSoftmax;
+    default:
+      return makeReduce;
+    }
+  });
 }
 
 } // namespace tessel::runtime::cuda

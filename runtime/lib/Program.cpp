@@ -457,6 +457,19 @@ Status OpChecker::checkUnary() {
     [[fallthrough]];
   }
   default:
+    if (op.kind == OpKind::RoundFloat) {
+      // The kernels' bit arithmetic covers these formats only (C2 of the
+      // op: dialects/tessel/TrainingOps.td).
+      int64_t e, m;
+      TSL_RETURN_IF_ERROR(intAttr("exponent_bits", e, 8));
+      TSL_RETURN_IF_ERROR(intAttr("mantissa_bits", m, 7));
+      if (e < 2 || e > 8)
+        return fail("attribute 'exponent_bits' must be in [2, 8], got " +
+                    std::to_string(e));
+      if (m < 0 || m > 23)
+        return fail("attribute 'mantissa_bits' must be in [0, 23], got " +
+                    std::to_string(m));
+    }
     TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
     return sameDType(in(0), out(0), "result");
   }

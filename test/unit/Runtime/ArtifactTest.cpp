@@ -351,6 +351,20 @@ TEST(ProgramValidation, RejectsBadPrograms) {
         p.addOp("cast", {a}, {c}, Attrs().s("to", "f64"));
       },
       "attribute 'to' = 'f64'");
+  expectBuildError(
+      [](ProgramBuilder &p) {
+        int a = p.addInput("a", DType::F32, {2});
+        int c = p.addBuffer(DType::F32, {2});
+        p.addOp("round_float", {a}, {c}, Attrs().i("exponent_bits", 9));
+      },
+      "attribute 'exponent_bits' must be in [2, 8], got 9");
+  expectBuildError(
+      [](ProgramBuilder &p) {
+        int a = p.addInput("a", DType::F32, {2});
+        int c = p.addBuffer(DType::F32, {2});
+        p.addOp("round_float", {a}, {c}, Attrs().i("mantissa_bits", 24));
+      },
+      "attribute 'mantissa_bits' must be in [0, 23], got 24");
 }
 
 // A slice of a 1-D buffer by step 1 is a view: the planner places it

@@ -31,16 +31,7 @@ void loopGradients(const ConvCase &c, const Tensor &x, const Tensor &w,
 
 TEST(ConvBackward, DataAndWeightMatchLoops) {
   std::mt19937 rng(31);
-  const std::vector<ConvCase> cases = {
-      {{2, 3, 8, 8}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
-      // Strided: the last rows and columns reach no output.
-      {{2, 4, 9, 8}, {6, 4, 3, 2}, {2, 2}, {0, 1, 0, 0}, {1, 1}, 1},
-      {{1, 4, 10, 10}, {4, 2, 3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 1}, 2},
-      {{1, 6, 5, 5}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6},
-      // ResNet's strided 3x3 and 1x1 downsample.
-      {{2, 16, 8, 8}, {32, 16, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1},
-      {{2, 16, 8, 8}, {32, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
-  };
+  const std::vector<ConvCase> cases = convBackwardCases();
   for (int threads : {1, 2})
     for (const ConvCase &c : cases) {
       const Shape ys = convResult(c);
@@ -99,12 +90,7 @@ TEST(PoolBackward, MaxAndAvgMatchLoops) {
     if (isMax && cip)
       return; // count_include_pad means nothing to max pooling
     // Distinct values: one maximum per window.
-    Tensor x(DType::F32, c.x);
-    std::vector<float> v(numElements(c.x));
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] = float(i) / float(v.size());
-    std::shuffle(v.begin(), v.end(), rng);
-    std::copy(v.begin(), v.end(), x.data<float>());
+    Tensor x = distinctF32(c.x, rng);
     Tensor dy = randomF32(ys, rng);
     std::vector<double> dx(numElements(c.x), 0.0);
     for (int64_t pl = 0; pl < c.x[0] * c.x[1]; ++pl)

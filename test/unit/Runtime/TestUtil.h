@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -166,6 +167,33 @@ struct ConvCase {
   int64_t group;
   bool bias = false;
 };
+
+/// The conv2d gradient cases of the CPU and CUDA tests: strides whose last
+/// rows and columns reach no output, dilations, groups, depthwise,
+/// ResNet's strided 3x3 and 1x1 downsample, a pointwise 1x1.
+inline std::vector<ConvCase> convBackwardCases() {
+  return {
+      {{2, 3, 8, 8}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
+      {{2, 4, 9, 8}, {6, 4, 3, 2}, {2, 2}, {0, 1, 0, 0}, {1, 1}, 1},
+      {{1, 4, 10, 10}, {4, 2, 3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 1}, 2},
+      {{1, 6, 5, 5}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6},
+      {{2, 16, 8, 8}, {32, 16, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1},
+      {{2, 16, 8, 8}, {32, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+      {{2, 8, 6, 6}, {16, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
+  };
+}
+
+/// The values i / n of [0, n) shuffled into `shape`: distinct, so that each
+/// pooling window has one maximum.
+inline Tensor distinctF32(const Shape &shape, std::mt19937 &rng) {
+  Tensor x(DType::F32, shape);
+  std::vector<float> v(numElements(shape));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = float(i) / float(v.size());
+  std::shuffle(v.begin(), v.end(), rng);
+  std::copy(v.begin(), v.end(), x.data<float>());
+  return x;
+}
 
 /// The result shape of conv2d case `c`.
 inline Shape convResult(const ConvCase &c) {

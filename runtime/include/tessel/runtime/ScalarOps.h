@@ -19,13 +19,19 @@
 //     }
 //   };
 //
-// M provides, for float: exp, log, log1p, sqrt, tanh, erf, sin, cos, fabs.
+// M provides, for float: exp, log, log1p, sqrt, tanh, erf, sin, cos, fabs,
+// nearbyint (round to nearest, ties to even).
+//
+// Two more functions that are not unary ops of the table live here for the
+// same reason, one formula for both backends: gelu_grad's (GeluGrad) and
+// round_float's (roundToFormat).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_SCALAROPS_H
 #define TESSEL_RUNTIME_SCALAROPS_H
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #if defined(__CUDACC__)
@@ -153,6 +159,73 @@ template <class M> struct LeakyRelu {
     return v < 0.0f ? alpha * v : v;
   }
 };
+
+/// dy * gelu'(x) (gelu_grad): the gradient rule's formulas
+/// (dialects/tessel/Gradients.cpp's comment), erf or tanh form.
+template <class M> struct GeluGrad {
+  bool tanhApproximation = false;
+  TESSEL_HOST_DEVICE float operator()(float v, float g) const {
+    if (tanhApproximation) {
+      const float k = 0.79788456080286536f, kc = k * 0.044715f;
+      const float v2 = v * v;
+      const float t = M::tanh(v * (v2 * kc + k));
+      const float d = (t + 1.0f) * 0.5f +
+                      v * (1.0f - t * t) * (v2 * (1.5f * kc) + 0.5f * k);
+      return g * d;
+    }
+    const float cdf = (M::erf(v * 0.70710678118654752f) + 1.0f) * 0.5f;
+    const float pdf = M::exp(v * v * -0.5f) * 0.39894228040143268f;
+    return g * (cdf + v * pdf);
+  }
+};
+
+/// The f32 whose bits are `u`, and the bits of `x`.
+TESSEL_HOST_DEVICE inline float floatOfBits(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+#endif
+}
+TESSEL_HOST_DEVICE inline uint32_t bitsOfFloat(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+#endif
+}
+
+/// `x` rounded to the nearest value (ties to even) of the binary format
+/// with `e` exponent and `m` mantissa bits (round_float; 2 <= e <= 8,
+/// 0 <= m <= 23): its subnormals below 2^(2 - 2^(e-1)), infinity beyond its
+/// largest finite value; infinities and NaNs as they are.
+template <class M>
+TESSEL_HOST_DEVICE inline float roundToFormat(float x, int e, int m) {
+  uint32_t u = bitsOfFloat(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) // not finite
+    return x;
+  const int emax = (1 << (e - 1)) - 1;
+  // 2^k for k in [-126, 127], exactly.
+  auto pow2 = [](int k) { return floatOfBits(uint32_t(k + 127) << 23); };
+  if (e < 8 && M::fabs(x) < pow2(1 - emax)) {
+    const float quantum = pow2(1 - emax - m);
+    return M::nearbyint(x / quantum) * quantum;
+  }
+  const int shift = 23 - m;
+  if (shift > 0) {
+    u += (1u << (shift - 1)) - 1 + ((u >> shift) & 1u);
+    u &= ~((1u << shift) - 1);
+  }
+  const float y = floatOfBits(u);
+  // The largest finite value, (2 - 2^-m) 2^emax.
+  if (e < 8 && M::fabs(y) > (2.0f - pow2(-m)) * pow2(emax))
+    return floatOfBits((bitsOfFloat(x) & 0x80000000u) | 0x7f800000u);
+  return y;
+}
 
 } // namespace tessel::runtime::scalar
 

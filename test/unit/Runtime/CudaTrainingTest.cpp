@@ -1,0 +1,226 @@
+//===- CudaTrainingTest.cpp - The cuda backend's gradient ops vs the cpu --===//
+//
+// The conformance suite of CudaTest.cpp for the kinds training programs add
+// (round_float, gelu_grad, log_softmax_grad, gather_grad, BatchNorm's
+// training pieces, conv2d's and the pools' gradients) and custom_call: each
+// program run on "cpu" and "cuda" and the results compared. Tolerances:
+// 0 where both backends compute the same operations in the same order
+// (round_float, gather_grad, the pools' gradients of distinct values, the
+// plugin's own kernel); 1e-5 where only the math library differs (the
+// CPU's vexp/verf/vtanh against CUDA's expf/erff/tanhf); 1e-4 where sums
+// run in another order (GEMMs, per-channel sums). Without a device every
+// test is reported skipped.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaTestUtil.h"
+
+#include "tessel/ExtensionHost/Host.h"
+
+#include <limits>
+
+namespace tessel::runtime::test {
+namespace {
+
+TEST(CudaTraining, RoundFloat) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(41);
+  Tensor x = randomF32({4, 300}, rng, -70000.0f, 70000.0f);
+  float *v = x.data<float>();
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::denorm_min(),
+                            1e-6f,
+                            -3e-5f,
+                            65520.0f, // fp16's rounding to infinity
+                            1.0f + 1.0f / 256.0f, // a bf16 tie
+                            3.0e-39f};
+  for (size_t i = 0; i < sizeof(specials) / sizeof(float); ++i)
+    v[i] = specials[i];
+  for (int64_t i = 300; i < 600; ++i) // small values: subnormals of fp8/fp16
+    v[i] = v[i] * 1e-9f;
+  // bf16 (the CPU's bit path), fp16, fp8 e4m3 and e5m2, and f32 itself.
+  for (auto [e, m] : std::vector<std::pair<int, int>>{
+           {8, 7}, {5, 10}, {4, 3}, {5, 2}, {8, 23}}) {
+    SCOPED_TRACE("e" + std::to_string(e) + "m" + std::to_string(m));
+    conformSame("round_float", x,
+                Attrs().i("exponent_bits", e).i("mantissa_bits", m), {0, 0});
+  }
+}
+
+TEST(CudaTraining, GeluGrad) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(42);
+  Tensor x = randomF32({3, 517}, rng, -8.0f, 8.0f),
+         g = randomF32({3, 517}, rng);
+  for (int form : {0, 1})
+    conformOp("gelu_grad", {x, g}, {{DType::F32, x.shape()}},
+              Attrs().i("tanh_approximation", form));
+}
+
+TEST(CudaTraining, LogSoftmaxGrad) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(43);
+  // Innermost axis (a block per row, short and long rows) and middle axes
+  // (a thread per column).
+  for (auto [shape, axis] : std::vector<std::pair<Shape, int64_t>>{
+           {{6, 50}, 1}, {{3, 2000}, -1}, {{4, 7, 5}, 1}, {{5, 3, 4}, 0}}) {
+    SCOPED_TRACE(shapeToString(shape) + " axis " + std::to_string(axis));
+    Tensor out = randomF32(shape, rng, -6.0f, 0.0f), g = randomF32(shape, rng);
+    conformOp("log_softmax_grad", {out, g}, {{DType::F32, shape}},
+              Attrs().i("axis", axis));
+  }
+}
+
+TEST(CudaTraining, GatherGradSumsLikeTheCpu) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(44);
+  // An embedding's backward: repeated and negative indices, both index
+  // dtypes, the axis first and in the middle; the same bits as the CPU.
+  struct Case {
+    Shape data, indices;
+    int64_t axis;
+  };
+  for (const Case &c : std::vector<Case>{{{11, 8}, {4, 9}, 0},
+                                          {{3, 7, 5}, {2, 6}, 1},
+                                          {{50, 64}, {300}, 0},
+                                          {{6, 3}, {}, 0}}) {
+    Shape grad(c.data.begin(), c.data.begin() + c.axis);
+    grad.insert(grad.end(), c.indices.begin(), c.indices.end());
+    grad.insert(grad.end(), c.data.begin() + c.axis + 1, c.data.end());
+    const int64_t dim = c.data[c.axis];
+    for (DType it : {DType::I64, DType::I32}) {
+      SCOPED_TRACE(shapeToString(c.data) + " " + dtypeName(it));
+      Tensor idx = it == DType::I64
+                       ? randomI64(c.indices, rng, -dim, dim - 1)
+                       : randomI32(c.indices, rng, static_cast<int32_t>(-dim),
+                                   static_cast<int32_t>(dim - 1));
+      conformOp("gather_grad", {randomF32(grad, rng), idx},
+                {{DType::F32, c.data}}, Attrs().i("axis", c.axis), {0, 0});
+    }
+  }
+}
+
+TEST(CudaTraining, GatherGradOutOfRangeFailsLikeCpu) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(45);
+  Tensor grad = randomF32({4, 2}, rng);
+  Tensor idx = Tensor::fromVector(DType::I64, {4},
+                                  std::vector<int64_t>{1, 2, 9, -7});
+  std::shared_ptr<const Program> prog;
+  ASSERT_TRUE(buildOneOp("gather_grad", {grad, idx}, {{DType::F32, {5, 2}}},
+                         Attrs().i("axis", 0), prog)
+                  .isOk());
+  std::vector<Tensor> o1, o2;
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"in0", grad},
+                                                             {"in1", idx}};
+  Status sc = runProgram("cpu", prog, feeds, o1);
+  Status sg = runProgram("cuda", prog, feeds, o2);
+  ASSERT_FALSE(sc.isOk());
+  ASSERT_FALSE(sg.isOk());
+  EXPECT_NE(sc.message().find("gather_grad: index 9 at position 2 is out of "
+                              "range for an axis of size 5"),
+            std::string::npos)
+      << sc.message();
+  EXPECT_EQ(sc.message(), sg.message());
+}
+
+/// x, g [N, C, ...] and the per-channel operands of BatchNorm's pieces.
+TEST(CudaTraining, BatchNormPieces) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(46);
+  for (const Shape &s : std::vector<Shape>{{2, 3, 5, 5}, {8, 4, 30, 31},
+                                           {16, 6}, {3, 2, 0, 4}}) {
+    SCOPED_TRACE(shapeToString(s));
+    const Shape ch = {s[1]};
+    Tensor x = randomF32(s, rng), g = randomF32(s, rng),
+           mean = randomF32(ch, rng, -0.5f, 0.5f);
+    const Tol sums{1e-4, 1e-4};
+    conformOp("batch_norm_variance", {x, mean}, {{DType::F32, ch}}, {}, sums);
+    conformOp("batch_norm_grad_sums", {g, x, mean},
+              {{DType::F32, ch}, {DType::F32, ch}}, {}, sums);
+    conformOp("batch_norm_grad_input",
+              {g, x, mean, randomF32(ch, rng), randomF32(ch, rng),
+               randomF32(ch, rng, 0.1f, 3.0f)},
+              {{DType::F32, s}}, {}, {1e-6, 1e-6});
+  }
+}
+
+TEST(CudaTraining, ConvBackward) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(47);
+  const std::vector<ConvCase> cases = convBackwardCases();
+  for (const ConvCase &c : cases) {
+    SCOPED_TRACE("x " + shapeToString(c.x) + " w " + shapeToString(c.w));
+    const Shape ys = convResult(c);
+    conformOp("conv2d_backward_data", {randomF32(ys, rng), randomF32(c.w, rng)},
+              {{DType::F32, c.x}}, convAttrs(c), {1e-4, 1e-4});
+    conformOp("conv2d_backward_weight",
+              {randomF32(c.x, rng), randomF32(ys, rng)}, {{DType::F32, c.w}},
+              convAttrs(c), {1e-4, 1e-4});
+  }
+}
+
+TEST(CudaTraining, PoolBackward) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(48);
+  forEachPoolCase([&](const PoolCase &c, const char *op, int cip, Attrs attrs,
+                      const Shape &ys) {
+    const bool isMax = std::string(op) == "max_pool";
+    if (isMax && cip)
+      return; // count_include_pad means nothing to max pooling
+    // Distinct values: one maximum per window, as oneDNN's workspace.
+    Tensor x = distinctF32(c.x, rng);
+    std::vector<Tensor> ins = {randomF32(ys, rng)};
+    if (isMax)
+      ins.insert(ins.begin(), x);
+    SCOPED_TRACE(std::string(op) + "_backward " + shapeToString(c.x) +
+                 " cip=" + std::to_string(cip) + (c.ceil ? " ceil" : ""));
+    conformOp(std::string(op) + "_backward", ins, {{DType::F32, c.x}},
+              std::move(attrs), {1e-6, 1e-6});
+  });
+}
+
+/// A plugin op registered in this process: y = x * 3 - 1, and the sum of x
+/// as a second result.
+void registerTestOp(ext::Registrar &r) {
+  ext::CustomOp op;
+  op.name = "cudatest.AffineSum";
+  op.inferTypes = [](const std::vector<ext::TensorType> &in, const ext::Attrs &,
+                     std::vector<ext::TensorType> &out) {
+    out = {in[0], ext::TensorType{"f32", {}}};
+    return std::string();
+  };
+  op.cpuKernel = [](const ext::KernelInstance &inst, ext::CpuKernelFn &run) {
+    const int64_t n = inst.operands[0].numel();
+    run = [n](const void *const *in, void *const *out) {
+      const float *x = static_cast<const float *>(in[0]);
+      float *y = static_cast<float *>(out[0]);
+      float sum = 0.0f;
+      for (int64_t i = 0; i < n; ++i) {
+        y[i] = x[i] * 3.0f - 1.0f;
+        sum += x[i];
+      }
+      *static_cast<float *>(out[1]) = sum;
+    };
+    return std::string();
+  };
+  r.addOp(std::move(op));
+}
+
+TEST(CudaTraining, CustomCallRunsThePluginKernel) {
+  TSL_REQUIRE_CUDA();
+  static const std::string registered = ext::host::registerPlugin(
+      {"cudatest", "1", ""}, registerTestOp, "tessel-run");
+  ASSERT_EQ(registered, "");
+  std::mt19937 rng(49);
+  conformOp("custom_call", {randomF32({7, 33}, rng)},
+            {{DType::F32, {7, 33}}, {DType::F32, {}}},
+            Attrs().s("target", "cudatest.AffineSum"), {0, 0});
+}
+
+} // namespace
+} // namespace tessel::runtime::test
