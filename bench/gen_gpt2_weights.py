@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Random, seeded weights for a module written by gen_gpt2_ir.py, as an .npz.
 
-    gen_gpt2_weights.py model.mlir weights.npz [--seed 0]
+    gen_gpt2_weights.py model.mlir weights.npz [--seed 0] [--period P]
     gen_gpt2_weights.py model.mlir batches.npz --tokens STEPS --vocab V --batch B --seq S
 
 Every `tessel.weight "NAME" ... : tensor<...>` of the module gets a tensor
@@ -10,6 +10,9 @@ LayerNorm's weight ones, biases zeros, the causal mask (`attn.bias`, i1)
 the lower triangle, every other weight normal(0, 0.02). With --tokens,
 writes instead the token batches tessel-run --data-lm reads ([STEPS, B,
 S + 1] int64, uniform over the vocabulary) to the .npy path given.
+--period P draws each normal weight's first P values and repeats them
+(same statistics; a file that compresses to almost nothing: the GPU
+bundle's benchmark, scripts/gpu-bundle).
 Use /usr/bin/python3 (numpy).
 """
 import argparse
@@ -29,6 +32,7 @@ def main():
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--period", type=int, default=0)
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     if a.tokens:
@@ -51,6 +55,11 @@ def main():
                 tensors[name] = np.zeros(shape, dtype=np.float32)
             elif ".ln_" in name or name.endswith("ln_f.weight"):
                 tensors[name] = np.ones(shape, dtype=np.float32)
+            elif a.period:
+                n = int(np.prod(shape))
+                block = (rng.standard_normal(min(n, a.period), dtype=np.float32)
+                         * np.float32(0.02))
+                tensors[name] = np.resize(block, n).reshape(shape)
             else:
                 tensors[name] = (rng.standard_normal(shape, dtype=np.float32)
                                  * np.float32(0.02))

@@ -18,6 +18,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <limits>
 #include <sys/wait.h>
 
@@ -809,8 +812,13 @@ int runCommand(const std::string &cmd, std::string &out) {
 }
 
 /// Runs tessel-run with `args`; returns its exit code, output in `out`.
+/// TESSEL_RUN, when set, names the tessel-run to use instead of the build
+/// tree's (scripts/gpu-check runs this binary from a bundle, docs/gpu.md).
 int runTool(const std::string &args, std::string &out) {
-  return runCommand(std::string(TESSEL_RUN_PATH) + " " + args, out);
+  const char *bin = std::getenv("TESSEL_RUN");
+  return runCommand(std::string(bin && *bin ? bin : TESSEL_RUN_PATH) + " " +
+                        args,
+                    out);
 }
 
 TEST(CudaTesselRun, DeviceFlag) {
@@ -950,12 +958,30 @@ TEST(CudaGemini, HostChunkFetchOnTheCopyStream) {
 // memory. The artifact marks that chunk's states (the weight and its Adam
 // moments) as host memory; on a GPU they are pinned and the losses of 5
 // steps are the CPU run's within 1e-5.
+//
+// TESSEL_CUDA_TEST_ARTIFACTS=DIR keeps the artifact, its report and data in
+// DIR: compiled there when DIR holds none, reused when it does. A GPU
+// machine without tesselc runs them from a bundle (scripts/gpu-bundle
+// compiles them this way, docs/gpu.md).
 class CudaGeminiTraining : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
+    const char *keep = std::getenv("TESSEL_CUDA_TEST_ARTIFACTS");
+    if (keep && *keep) {
+      dir = std::string(keep) + "/gemini";
+      std::ifstream saved(dir + ".report");
+      if (saved) {
+        std::stringstream text;
+        text << saved.rdbuf();
+        report = text.str();
+        return;
+      }
+    }
 #if defined(TESSEL_C_PATH) && defined(TESSEL_SOURCE_DIR)
-    scratch = new tessel::test::ScratchDir;
-    dir = scratch->path("gemini");
+    if (!keep || !*keep) {
+      scratch = new tessel::test::ScratchDir;
+      dir = scratch->path("gemini");
+    }
     const std::string src = TESSEL_SOURCE_DIR;
     std::string out;
     int rc = runCommand(std::string(TESSEL_C_PATH) + " " + src +
@@ -975,6 +1001,14 @@ protected:
     if (!writeNpy(dir + ".x.npy", x).isOk() ||
         !writeNpy(dir + ".t.npy", t).isOk())
       compileError = "cannot write the data";
+    if (compileError.empty() && keep && *keep) {
+      std::ofstream saved(dir + ".report");
+      saved << report;
+      if (!saved.good())
+        compileError = "cannot write " + dir + ".report";
+    }
+#else
+    dir.clear(); // nothing compiled, nothing saved: the tests skip
 #endif
   }
   static void TearDownTestSuite() {
@@ -982,9 +1016,9 @@ protected:
     scratch = nullptr;
   }
   void SetUp() override {
-#if !defined(TESSEL_C_PATH) || !defined(TESSEL_SOURCE_DIR)
-    GTEST_SKIP() << "tesselc is not built here (a runtime-only build)";
-#endif
+    if (dir.empty())
+      GTEST_SKIP() << "tesselc is not built here (a runtime-only build) and "
+                      "TESSEL_CUDA_TEST_ARTIFACTS names no compiled artifact";
     ASSERT_TRUE(compileError.empty()) << compileError;
   }
   /// Trains 5 steps on `device`; the losses in `out`.

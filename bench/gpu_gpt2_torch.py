@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""PyTorch eager's side of scripts/gpu-check's benchmark: the GPT-2-shaped
+training step that bench/gen_gpt2_ir.py --plain writes for Tessel (pre-LN
+blocks, fused QKV, attention as matmul / 8 / causal where / softmax /
+matmul, GELU tanh, tied LM head, mean token cross-entropy), AdamW, f32
+without TF32 (Tessel's cuBLAS runs CUBLAS_DEFAULT_MATH), on the GPU.
+
+    gpu_gpt2_torch.py --config bench/config.json [--steps K] [--json OUT]
+
+config.json (scripts/gpu-bundle writes it): layers, d, heads, seq, batch,
+vocab, steps, lr, weight_decay, period. Weights get GPT-2's init, each a
+draw of `period` values repeated, as bench/gen_gpt2_weights.py gives Tessel.
+Prints one JSON object: the median ms per step of steps 2..K (step 1 is the
+warm-up), the first loss, the model FLOPs of one step (the formula below,
+used for both sides), the device and the f32 peak it implies.
+"""
+import argparse
+import json
+import math
+import subprocess
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def step_flops(c):
+    """Model FLOPs of one training step: 3 x the forward's GEMMs (forward,
+    and the backward's two GEMMs per forward GEMM); no recomputation."""
+    b, t, d, L, v = c["batch"], c["seq"], c["d"], c["layers"], c["vocab"]
+    tokens = b * t
+    per_layer = 2 * tokens * d * (3 * d + d + 4 * d + 4 * d)  # qkv, proj, fc, proj
+    per_layer += 2 * 2 * b * t * t * d  # q k^T and p v over all heads
+    forward = L * per_layer + 2 * tokens * d * v  # LM head
+    return 3 * forward
+
+
+def f32_peak(props):
+    """f32 (non-tensor) FLOP/s: SMs x 128 FMA lanes x 2 x the SM's maximum
+    clock (nvidia-smi; Hopper's 1980 MHz when it does not answer)."""
+    mhz = None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm",
+                              "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=20)
+        mhz = float(out.stdout.strip().splitlines()[0])
+    except Exception:  # noqa: BLE001 - any failure means "not known"
+        pass
+    clock = mhz if mhz else 1980.0
+    return props.multi_processor_count * 128 * 2 * clock * 1e6, clock, mhz is not None
+
+
+class Gpt2(torch.nn.Module):
+    def __init__(self, c, period, gen):
+        super().__init__()
+        d, L, v, t = c["d"], c["layers"], c["vocab"], c["seq"]
+        self.h = c["heads"]
+
+        def normal(*shape):
+            n = math.prod(shape)
+            block = torch.randn(min(n, period), generator=gen) * 0.02
+            return torch.nn.Parameter(block.repeat(n // block.numel() + 1)[:n].reshape(shape))
+
+        def zeros(*shape):
+            return torch.nn.Parameter(torch.zeros(*shape))
+
+        def ones(*shape):
+            return torch.nn.Parameter(torch.ones(*shape))
+
+        self.wte, self.wpe = normal(v, d), normal(t, d)
+        self.blocks = torch.nn.ModuleList()
+        for _ in range(L):
+            blk = torch.nn.Module()
+            blk.ln1_w, blk.ln1_b, blk.ln2_w, blk.ln2_b = ones(d), zeros(d), ones(d), zeros(d)
+            blk.attn_w, blk.attn_b = normal(d, 3 * d), zeros(3 * d)
+            blk.proj_w, blk.proj_b = normal(d, d), zeros(d)
+            blk.fc_w, blk.fc_b = normal(d, 4 * d), zeros(4 * d)
+            blk.mlp_w, blk.mlp_b = normal(4 * d, d), zeros(d)
+            self.blocks.append(blk)
+        self.lnf_w, self.lnf_b = ones(d), zeros(d)
+        self.register_buffer("mask", torch.tril(torch.ones(t, t, dtype=torch.bool)))
+
+    def forward(self, ids):
+        b, t = ids.shape
+        d = self.wte.shape[1]
+        hd = d // self.h
+        x = self.wte[ids] + self.wpe
+        neg = torch.tensor(-3.0e38, device=ids.device)
+        for blk in self.blocks:
+            y = F.layer_norm(x, (d,), blk.ln1_w, blk.ln1_b)
+            q, k, v = (y @ blk.attn_w + blk.attn_b).split(d, dim=2)
+            q = q.view(b, t, self.h, hd).transpose(1, 2)
+            k = k.view(b, t, self.h, hd).permute(0, 2, 3, 1)
+            v = v.view(b, t, self.h, hd).transpose(1, 2)
+            s = torch.where(self.mask, (q @ k) / 8.0, neg)
+            o = (s.softmax(dim=3) @ v).transpose(1, 2).reshape(b, t, d)
+            x = x + (o @ blk.proj_w + blk.proj_b)
+            y = F.layer_norm(x, (d,), blk.ln2_w, blk.ln2_b)
+            y = F.gelu(y @ blk.fc_w + blk.fc_b, approximate="tanh")
+            x = x + (y @ blk.mlp_w + blk.mlp_b)
+        x = F.layer_norm(x, (d,), self.lnf_w, self.lnf_b)
+        return x @ self.wte.t()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    c = json.load(open(a.config))
+    steps = a.steps or c["steps"]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    gen = torch.Generator().manual_seed(0)
+    model = Gpt2(c, c.get("period", 4093), gen).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=c["lr"], weight_decay=c["weight_decay"])
+    batches = torch.randint(0, c["vocab"], (steps, c["batch"], c["seq"] + 1), generator=gen).to(dev)
+    times, losses = [], []
+    for k in range(steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        logits = model(batches[k, :, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), batches[k, :, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+        losses.append(loss.item())
+    timed = sorted(times[1:]) if steps > 1 else times
+    mid = len(timed) // 2
+    median = timed[mid] if len(timed) % 2 else (timed[mid - 1] + timed[mid]) / 2
+    props = torch.cuda.get_device_properties(0)
+    peak, clock, measured = f32_peak(props)
+    out = {
+        "ms_per_step": median, "step_ms": times, "losses": losses,
+        "flops_per_step": step_flops(c), "device": props.name,
+        "sms": props.multi_processor_count, "sm_clock_mhz": clock,
+        "clock_from_nvidia_smi": measured, "f32_peak_flops": peak,
+        "torch": torch.__version__, "cuda": torch.version.cuda,
+        "max_memory_gib": torch.cuda.max_memory_allocated() / 2**30,
+    }
+    text = json.dumps(out)
+    print(text)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
