@@ -10,9 +10,9 @@ LayerNorm's weight ones, biases zeros, the causal mask (`attn.bias`, i1)
 the lower triangle, every other weight normal(0, 0.02). With --tokens,
 writes instead the token batches tessel-run --data-lm reads ([STEPS, B,
 S + 1] int64, uniform over the vocabulary) to the .npy path given.
---period P draws each normal weight's first P values and repeats them
-(same statistics; a file that compresses to almost nothing: the GPU
-bundle's benchmark, scripts/gpu-bundle).
+--period P draws P values once and fills every normal weight with them,
+repeated (the same statistics; a file that compresses to almost nothing:
+the GPU bundle's benchmark, scripts/gpu-bundle).
 Use /usr/bin/python3 (numpy).
 """
 import argparse
@@ -41,6 +41,7 @@ def main():
         np.save(a.out, ids)
         return
     tensors = {}
+    block = None  # --period: the one draw every normal weight repeats
     with open(a.module) as f:
         for line in f:
             m = WEIGHT.search(line)
@@ -56,10 +57,10 @@ def main():
             elif ".ln_" in name or name.endswith("ln_f.weight"):
                 tensors[name] = np.ones(shape, dtype=np.float32)
             elif a.period:
-                n = int(np.prod(shape))
-                block = (rng.standard_normal(min(n, a.period), dtype=np.float32)
-                         * np.float32(0.02))
-                tensors[name] = np.resize(block, n).reshape(shape)
+                if block is None:
+                    block = (rng.standard_normal(a.period, dtype=np.float32)
+                             * np.float32(0.02))
+                tensors[name] = np.resize(block, int(np.prod(shape))).reshape(shape)
             else:
                 tensors[name] = (rng.standard_normal(shape, dtype=np.float32)
                                  * np.float32(0.02))

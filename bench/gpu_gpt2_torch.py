@@ -6,10 +6,15 @@ matmul, GELU tanh, tied LM head, mean token cross-entropy), AdamW, f32
 without TF32 (Tessel's cuBLAS runs CUBLAS_DEFAULT_MATH), on the GPU.
 
     gpu_gpt2_torch.py --config bench/config.json [--steps K] [--json OUT]
+        [--weights ART.tsl/rank0.weights.safetensors] [--batches batches.npy]
+        [--device cpu]   # a smoke test of a small config
+
+With --weights and --batches it trains from the Tessel artifact's own
+weights on tessel-run's batches, so the two runs' losses compare.
 
 config.json (scripts/gpu-bundle writes it): layers, d, heads, seq, batch,
-vocab, steps, lr, weight_decay, period. Weights get GPT-2's init, each a
-draw of `period` values repeated, as bench/gen_gpt2_weights.py gives Tessel.
+vocab, steps, lr, weight_decay, period. Weights get GPT-2's init, one draw
+of `period` values repeated, as bench/gen_gpt2_weights.py gives Tessel.
 Prints one JSON object: the median ms per step of steps 2..K (step 1 is the
 warm-up), the first loss, the model FLOPs of one step (the formula below,
 used for both sides), the device and the f32 peak it implies.
@@ -56,10 +61,11 @@ class Gpt2(torch.nn.Module):
         d, L, v, t = c["d"], c["layers"], c["vocab"], c["seq"]
         self.h = c["heads"]
 
+        block = torch.randn(period, generator=gen) * 0.02
+
         def normal(*shape):
             n = math.prod(shape)
-            block = torch.randn(min(n, period), generator=gen) * 0.02
-            return torch.nn.Parameter(block.repeat(n // block.numel() + 1)[:n].reshape(shape))
+            return torch.nn.Parameter(block.repeat(n // period + 1)[:n].reshape(shape))
 
         def zeros(*shape):
             return torch.nn.Parameter(torch.zeros(*shape))
@@ -102,46 +108,104 @@ class Gpt2(torch.nn.Module):
         return x @ self.wte.t()
 
 
+def read_safetensors(path):
+    """name -> numpy array of a .safetensors file (an artifact's weights)."""
+    import numpy as np
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
+    kinds = {"F32": np.float32, "BOOL": np.bool_, "I64": np.int64}
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = info["data_offsets"]
+        out[name] = data[lo:hi].view(kinds[info["dtype"]]).reshape(info["shape"])
+    return out
+
+
+def load_weights(model, path):
+    """Tessel's names (bench/gen_gpt2_ir.py's) onto the module's parameters."""
+    tensors = read_safetensors(path)
+    names = {"transformer.wte.weight": model.wte, "transformer.wpe.weight": model.wpe,
+             "transformer.ln_f.weight": model.lnf_w, "transformer.ln_f.bias": model.lnf_b}
+    for i, blk in enumerate(model.blocks):
+        p = "transformer.h.%d." % i
+        for key, param in [("ln_1.weight", blk.ln1_w), ("ln_1.bias", blk.ln1_b),
+                           ("ln_2.weight", blk.ln2_w), ("ln_2.bias", blk.ln2_b),
+                           ("attn.c_attn.weight", blk.attn_w), ("attn.c_attn.bias", blk.attn_b),
+                           ("attn.c_proj.weight", blk.proj_w), ("attn.c_proj.bias", blk.proj_b),
+                           ("mlp.c_fc.weight", blk.fc_w), ("mlp.c_fc.bias", blk.fc_b),
+                           ("mlp.c_proj.weight", blk.mlp_w), ("mlp.c_proj.bias", blk.mlp_b)]:
+            names[p + key] = param
+    with torch.no_grad():
+        for name, param in names.items():
+            if name not in tensors:
+                raise SystemExit("gpu_gpt2_torch.py: %s has no tensor %s" % (path, name))
+            t = torch.from_numpy(tensors[name].copy())
+            if tuple(t.shape) != tuple(param.shape):
+                raise SystemExit("gpu_gpt2_torch.py: %s is %s in %s, the model wants %s"
+                                 % (name, tuple(t.shape), path, tuple(param.shape)))
+            param.copy_(t)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", required=True)
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--json")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--weights", help="the Tessel artifact's .safetensors: the same weights")
+    ap.add_argument("--batches", help="tessel-run's --data-lm .npy: the same batches")
     a = ap.parse_args()
     c = json.load(open(a.config))
     steps = a.steps or c["steps"]
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    dev = torch.device("cuda")
+    dev = torch.device(a.device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     gen = torch.Generator().manual_seed(0)
-    model = Gpt2(c, c.get("period", 4093), gen).to(dev)
+    model = Gpt2(c, c.get("period", 4093), gen)
+    if a.weights:
+        load_weights(model, a.weights)
+    model = model.to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=c["lr"], weight_decay=c["weight_decay"])
-    batches = torch.randint(0, c["vocab"], (steps, c["batch"], c["seq"] + 1), generator=gen).to(dev)
+    if a.batches:
+        import numpy as np
+        batches = torch.from_numpy(np.load(a.batches)).to(dev)
+        steps = min(steps, batches.shape[0])
+    else:
+        batches = torch.randint(0, c["vocab"], (steps, c["batch"], c["seq"] + 1), generator=gen).to(dev)
     times, losses = [], []
     for k in range(steps):
-        torch.cuda.synchronize()
+        sync()
         t0 = time.perf_counter()
         logits = model(batches[k, :, :-1])
         loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), batches[k, :, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        torch.cuda.synchronize()
+        sync()
         times.append((time.perf_counter() - t0) * 1e3)
         losses.append(loss.item())
     timed = sorted(times[1:]) if steps > 1 else times
     mid = len(timed) // 2
     median = timed[mid] if len(timed) % 2 else (timed[mid - 1] + timed[mid]) / 2
-    props = torch.cuda.get_device_properties(0)
-    peak, clock, measured = f32_peak(props)
     out = {
         "ms_per_step": median, "step_ms": times, "losses": losses,
-        "flops_per_step": step_flops(c), "device": props.name,
-        "sms": props.multi_processor_count, "sm_clock_mhz": clock,
-        "clock_from_nvidia_smi": measured, "f32_peak_flops": peak,
-        "torch": torch.__version__, "cuda": torch.version.cuda,
-        "max_memory_gib": torch.cuda.max_memory_allocated() / 2**30,
+        "flops_per_step": step_flops(c), "torch": torch.__version__,
+        "cuda": torch.version.cuda, "device": str(dev),
     }
+    if dev.type == "cuda":
+        props = torch.cuda.get_device_properties(dev)
+        peak, clock, measured = f32_peak(props)
+        out.update({
+            "device": props.name, "sms": props.multi_processor_count,
+            "sm_clock_mhz": clock, "clock_from_nvidia_smi": measured,
+            "f32_peak_flops": peak,
+            "max_memory_gib": torch.cuda.max_memory_allocated(dev) / 2**30,
+        })
     text = json.dumps(out)
     print(text)
     if a.json:
