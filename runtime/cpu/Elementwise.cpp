@@ -76,16 +76,7 @@ template <typename T, typename F> Step mapStep(const KernelContext &c, F f) {
   };
 }
 
-/// scalar::roundToFormat(x, 8, 7) on the bits, without branches (it vectorises): the
-/// top 16 bits rounded to nearest, ties to even; infinities and NaNs as
-/// they are. `*bf16` gets the result's top half (a NaN stays a quiet NaN).
-inline uint32_t roundBf16Bits(uint32_t u, uint16_t *bf16) {
-  const bool finite = (u & 0x7f800000u) != 0x7f800000u;
-  const uint32_t r = finite ? (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u : u;
-  const uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u ? 0x40u : 0u;
-  *bf16 = static_cast<uint16_t>((r >> 16) | nan);
-  return r;
-}
+using scalar::roundBf16Bits;
 
 /// round_float to bf16. Where its result is a parameter's rounded value
 /// that bf16 GEMMs read (KernelResources::bf16RoundCopies), the bf16 copy

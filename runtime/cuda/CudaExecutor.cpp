@@ -97,6 +97,8 @@ CudaExecutor::~CudaExecutor() {
     cudaStreamSynchronize(res.moves.stream);
   if (blas)
     cublasDestroy(blas);
+  if (res.lt)
+    cublasLtDestroy(res.lt);
   for (void *p : {arena, constants, res.scratch, res.extra})
     if (p)
       cudaFree(p);

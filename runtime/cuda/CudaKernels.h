@@ -174,6 +174,11 @@ Conv2DGeom conv2DGeom(const OpT &op, const Shape &xs, const Shape &ws,
 /// outside), for one image and group starting at `x`.
 cudaError_t launchIm2Col(const float *x, const Conv2DGeom &g, float *col,
                          cudaStream_t s);
+/// dst[i] = src[i] rounded to bf16 (scalar::roundBf16Bits: nearest, ties to
+/// even, a NaN stays a quiet NaN), as the CPU's round_float and bf16 copies:
+/// the operands of the bf16 GEMMs (Bf16Gemm.h).
+cudaError_t launchToBf16(const float *src, uint16_t *dst, int64_t n,
+                         cudaStream_t s);
 /// y[b, oc, :] += bias[oc].
 cudaError_t launchAddBias(float *y, const float *bias, int64_t n, int64_t o,
                           int64_t spatial, cudaStream_t s);

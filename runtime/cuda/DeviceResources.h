@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <utility>
 #include <vector>
@@ -112,9 +113,13 @@ struct DeviceResources {
   /// by the executor.
   std::vector<void *> pinned;
 
+  /// cuBLASLt's handle, created by the first bf16 GEMM (Bf16Gemm.h) and
+  /// destroyed by the executor.
+  cublasLtHandle_t lt = nullptr;
+
   // Allocated by the executor once every step is built.
   void *extra = nullptr;   // per-instruction memory; the gather slots last
-  void *scratch = nullptr; // im2col columns
+  void *scratch = nullptr; // im2col columns, bf16 GEMM operands
   void *slots = nullptr;   // 2 unsigned long long per gather, inside `extra`
   size_t extraBytes = 0, scratchBytes = 0;
   struct GatherCheck {

@@ -67,4 +67,54 @@ Status planMatMul(const Shape &aShape, const Shape &bShape,
   return Status::ok();
 }
 
+LtGemm ltGemm(bool transA, bool transB, int m, int n, int k, int lda,
+              int ldb, int ldc, int count, long long strideA,
+              long long strideB, long long strideC) {
+  // op(A) is [m, k]: A is stored [k, m] when transposed; op(B) is [k, n].
+  auto layout = [&](bool t, int rows, int cols, int ld, long long stride) {
+    LtLayout l;
+    l.rows = static_cast<uint64_t>(t ? cols : rows);
+    l.cols = static_cast<uint64_t>(t ? rows : cols);
+    l.ld = ld;
+    l.count = count;
+    l.stride = count > 1 ? stride : 0;
+    return l;
+  };
+  LtGemm g;
+  g.transA = transA;
+  g.transB = transB;
+  g.a = layout(transA, m, k, lda, strideA);
+  g.b = layout(transB, k, n, ldb, strideB);
+  g.c = layout(false, m, n, ldc, strideC);
+  return g;
+}
+
+LtGemm ltGemm(const ColumnMajorCall &c) {
+  return ltGemm(false, false, c.m, c.n, c.k, c.lda, c.ldb, c.ldc, c.count,
+                c.strideA, c.strideB, c.strideC);
+}
+
+LtGemm ltRowMajorGemm(bool transA, bool transB, int m, int n, int k, int lda,
+                      int ldb) {
+  LtGemm g;
+  // issueRowMajorGemm's mapping, recorded rather than called.
+  (void)issueRowMajorGemm(
+      transA, transB, m, n, k, 1.0f, nullptr, lda, nullptr, ldb, 0.0f,
+      nullptr,
+      [&](bool tA, bool tB, int m2, int n2, int k2, float, const float *,
+          int ldA, const float *, int ldB, float, float *, int ldC) {
+        g = ltGemm(tA, tB, m2, n2, k2, ldA, ldB, ldC);
+        return Status::ok();
+      });
+  return g;
+}
+
+int64_t ltExtent(const LtLayout &l) {
+  if (l.rows == 0 || l.cols == 0 || l.count == 0)
+    return 0;
+  return static_cast<int64_t>(l.count - 1) * l.stride +
+         static_cast<int64_t>(l.cols - 1) * l.ld +
+         static_cast<int64_t>(l.rows);
+}
+
 } // namespace tessel::runtime::cuda

@@ -41,6 +41,20 @@ struct MatMulPlan {
 Status planMatMul(const Shape &aShape, const Shape &bShape,
                   const Shape &yShape, MatMulPlan &plan);
 
+/// A plan's call as a column-major GEMM without transposes, alpha 1 and
+/// beta 0: for i < count, C_i[m, n] = A_i[m, k]·B_i[k, n] (X_i = X +
+/// i·strideX), where A is the matmul's `b` from element aOff, B its `a` from
+/// element bOff and C its result from element cOff (the transpose trick).
+struct ColumnMajorCall {
+  int m, n, k, lda, ldb, ldc, count;
+  int64_t aOff, bOff, cOff;
+  long long strideA, strideB, strideC;
+};
+inline ColumnMajorCall columnMajor(const GemmCall &c) {
+  return {c.n,    c.m,    c.k,    c.n,       c.k,       c.n,      c.count,
+          c.bOff, c.aOff, c.cOff, c.strideB, c.strideA, c.strideC};
+}
+
 /// Issues the calls of `plan` through `gemm`, a column-major GEMM without
 /// transposes, alpha 1 and beta 0:
 ///   gemm(m, n, k, A, lda, strideA, B, ldb, strideB, C, ldc, strideC, count)
@@ -49,10 +63,12 @@ Status planMatMul(const Shape &aShape, const Shape &bShape,
 template <typename Gemm>
 Status issueMatMul(const MatMulPlan &plan, const float *a, const float *b,
                    float *y, Gemm &&gemm) {
-  for (const GemmCall &c : plan.calls)
-    TSL_RETURN_IF_ERROR(gemm(c.n, c.m, c.k, b + c.bOff, c.n, c.strideB,
-                             a + c.aOff, c.k, c.strideA, y + c.cOff, c.n,
+  for (const GemmCall &g : plan.calls) {
+    const ColumnMajorCall c = columnMajor(g);
+    TSL_RETURN_IF_ERROR(gemm(c.m, c.n, c.k, b + c.aOff, c.lda, c.strideA,
+                             a + c.bOff, c.ldb, c.strideB, y + c.cOff, c.ldc,
                              c.strideC, c.count));
+  }
   return Status::ok();
 }
 
@@ -70,6 +86,35 @@ Status issueRowMajorGemm(bool transA, bool transB, int m, int n, int k,
   // column-major order, so op(B)^T needs B transposed exactly when transB.
   return gemm(transB, transA, n, m, k, alpha, b, ldb, a, lda, beta, y, n);
 }
+
+/// One matrix as a cuBLASLt layout (cublasLtMatrixLayout_t) describes it:
+/// column-major, `rows` x `cols` as stored, leading dimension `ld`, `count`
+/// matrices `stride` elements apart (0: one matrix shared by the batch).
+struct LtLayout {
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0;
+  int count = 1;
+  long long stride = 0;
+};
+
+/// The column-major GEMM C[m, n] = op(A)·op(B) (cublasSgemm's arguments,
+/// batched as cublasSgemmStridedBatched's) as cuBLASLt sees it: the two
+/// transposes and the layouts of A, B and C (also D: C is written in place).
+struct LtGemm {
+  bool transA = false, transB = false;
+  LtLayout a, b, c;
+};
+LtGemm ltGemm(bool transA, bool transB, int m, int n, int k, int lda,
+              int ldb, int ldc, int count = 1, long long strideA = 0,
+              long long strideB = 0, long long strideC = 0);
+/// A plan's call (columnMajor) as an LtGemm.
+LtGemm ltGemm(const ColumnMajorCall &c);
+/// Row-major Y[m, n] = op(A)·op(B) as issueRowMajorGemm maps it: the
+/// LtGemm's A is `b` (row length ldb) and its B is `a` (row length lda).
+LtGemm ltRowMajorGemm(bool transA, bool transB, int m, int n, int k, int lda,
+                      int ldb);
+/// The elements a layout spans from its first: the last element's index + 1.
+int64_t ltExtent(const LtLayout &l);
 
 } // namespace tessel::runtime::cuda
 

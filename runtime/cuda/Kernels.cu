@@ -532,6 +532,14 @@ __global__ void im2colKernel(const float *x, Conv2DGeom g, float *col) {
   }
 }
 
+__global__ void toBf16Kernel(const float *src, uint16_t *dst, int64_t n) {
+  TSL_GRID_LOOP(i, n) {
+    uint16_t h;
+    scalar::roundBf16Bits(__float_as_uint(src[i]), &h);
+    dst[i] = h;
+  }
+}
+
 __global__ void addBiasKernel(float *y, const float *bias, int64_t o,
                               int64_t spatial, int64_t total) {
   TSL_GRID_LOOP(e, total) { y[e] += bias[(e / spatial) % o]; }
@@ -833,6 +841,11 @@ cudaError_t launchIm2Col(const float *x, const Conv2DGeom &g, float *col,
                          cudaStream_t s) {
   return launchOver(g.channels * g.kh * g.kw * g.oh * g.ow, s, im2colKernel, x,
                     g, col);
+}
+
+cudaError_t launchToBf16(const float *src, uint16_t *dst, int64_t n,
+                         cudaStream_t s) {
+  return launchOver(n, s, toBf16Kernel, src, dst, n);
 }
 
 cudaError_t launchAddBias(float *y, const float *bias, int64_t n, int64_t o,

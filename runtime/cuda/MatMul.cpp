@@ -6,7 +6,11 @@
 // cublasSgemm(opB, opA, n, m, k, B, ldb, A, lda, C, n) with the row-major
 // leading dimensions (GemmPlan.h).
 //
+// With `bf16_operands` both run on cuBLASLt with bf16 operands (Bf16Gemm.h);
+// without it, cuBLAS in FP32.
+//
 //===----------------------------------------------------------------------===//
+#include "Bf16Gemm.h"
 #include "Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
@@ -19,10 +23,58 @@ namespace tessel::runtime::cuda {
 
 namespace {
 
+bool bf16Operands(const KernelContext &ctx) {
+  return ctx.op.intAttr("bf16_operands", 0) != 0;
+}
+
+/// matmul with bf16_operands: both operands converted to bf16, then one
+/// cublasLtMatmul per call of the plan (descriptors and algorithms chosen
+/// here).
+Status makeBf16MatMul(const KernelContext &ctx, const MatMulPlan &plan,
+                      Step &out) {
+  const float *a = static_cast<const float *>(ctx.operand(0));
+  const float *b = static_cast<const float *>(ctx.operand(1));
+  float *y = static_cast<float *>(ctx.result(0));
+  Bf16Operands ops;
+  TSL_RETURN_IF_ERROR(Bf16Operands::reserve(ctx.resources, ctx.in(0).numel,
+                                            ctx.in(1).numel, ops));
+  // Per call: the LtGemm's A is the matmul's b (columnMajor), B its a.
+  std::vector<std::shared_ptr<const Bf16Gemm>> gemms;
+  std::vector<int64_t> cOffs;
+  for (const GemmCall &call : plan.calls) {
+    const ColumnMajorCall c = columnMajor(call);
+    std::shared_ptr<const Bf16Gemm> g;
+    TSL_RETURN_IF_ERROR(Bf16Gemm::create(ctx.resources.lt, ltGemm(c), c.aOff,
+                                         ops.bN, 256, c.bOff, ops.aN, 256,
+                                         y + c.cOff, g));
+    gemms.push_back(std::move(g));
+    cOffs.push_back(c.cOff);
+  }
+  const bool nothing = plan.nothing, zeros = plan.zeros;
+  const size_t bytes = ctx.out(0).bytes;
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    if (nothing)
+      return Status::ok();
+    if (zeros) { // k = 0: an empty sum
+      TSL_CUDA(cudaMemsetAsync(y, 0, bytes, s), "cudaMemsetAsync");
+      return Status::ok();
+    }
+    TSL_RETURN_IF_ERROR(ops.convert(a, b, s));
+    for (size_t i = 0; i < gemms.size(); ++i)
+      TSL_RETURN_IF_ERROR(gemms[i]->run(1.0f, ops.b(), ops.a(), 0.0f,
+                                        y + cOffs[i], ops.workspace(), s));
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 Status makeMatMul(const KernelContext &ctx, Step &out) {
   MatMulPlan plan;
   TSL_RETURN_IF_ERROR(
       planMatMul(ctx.in(0).shape, ctx.in(1).shape, ctx.out(0).shape, plan));
+  if (bf16Operands(ctx))
+    return makeBf16MatMul(ctx, plan, out);
   const float *a = static_cast<const float *>(ctx.operand(0));
   const float *b = static_cast<const float *>(ctx.operand(1));
   float *y = static_cast<float *>(ctx.result(0));
@@ -85,6 +137,19 @@ Status makeGemm(const KernelContext &ctx, Step &out) {
   const int lda = static_cast<int>(as[1]), ldb = static_cast<int>(bs[1]);
   cudaStream_t s = ctx.stream;
   cublasHandle_t h = ctx.blas;
+  // bf16_operands: a and b converted to bf16, then cuBLASLt (Bf16Gemm.h).
+  Bf16Operands ops;
+  std::shared_ptr<const Bf16Gemm> bf16;
+  if (bf16Operands(ctx) && m != 0 && n != 0 && k != 0) {
+    TSL_RETURN_IF_ERROR(Bf16Operands::reserve(
+        ctx.resources, ctx.in(0).numel, ctx.in(1).numel, ops));
+    // The LtGemm's A is b, its B is a (issueRowMajorGemm's mapping).
+    TSL_RETURN_IF_ERROR(Bf16Gemm::create(
+        ctx.resources.lt,
+        ltRowMajorGemm(ta, tb, static_cast<int>(m), static_cast<int>(n),
+                       static_cast<int>(k), lda, ldb),
+        0, ops.bN, 256, 0, ops.aN, 256, y, bf16));
+  }
   out = [=] {
     if (m == 0 || n == 0)
       return Status::ok();
@@ -100,6 +165,10 @@ Status makeGemm(const KernelContext &ctx, Step &out) {
                    "cublasSscal");
       }
       return Status::ok();
+    }
+    if (bf16) {
+      TSL_RETURN_IF_ERROR(ops.convert(a, b, s));
+      return bf16->run(alpha, ops.b(), ops.a(), beta, y, ops.workspace(), s);
     }
     return gemmRowMajor(h, ta, tb, static_cast<int>(m), static_cast<int>(n),
                         static_cast<int>(k), alpha, a, lda, b, ldb, beta, y);
