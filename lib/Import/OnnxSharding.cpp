@@ -42,18 +42,21 @@ Error fail(const Twine &msg) {
   return createStringError(errc::invalid_argument, msg);
 }
 
+Expected<onnx::ModelProto> parseModelBytes(StringRef bytes, StringRef name) {
+  if (bytes.size() > size_t(INT_MAX))
+    return fail("'" + name + "' is larger than 2 GB");
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), int(bytes.size())))
+    return fail("cannot parse '" + name + "' as an ONNX model");
+  return model;
+}
+
 Expected<onnx::ModelProto> parseModel(StringRef path) {
   auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
                                       /*RequiresNullTerminator=*/false);
   if (!buffer)
     return fail("cannot open '" + path + "': " + buffer.getError().message());
-  if ((*buffer)->getBufferSize() > size_t(INT_MAX))
-    return fail("'" + path + "' is larger than 2 GB");
-  onnx::ModelProto model;
-  if (!model.ParseFromArray((*buffer)->getBufferStart(),
-                            int((*buffer)->getBufferSize())))
-    return fail("cannot parse '" + path + "' as an ONNX model");
-  return model;
+  return parseModelBytes((*buffer)->getBuffer(), path);
 }
 
 /// The serialized messages of one length-delimited unknown field.
@@ -200,7 +203,16 @@ std::vector<int64_t> OnnxShardingSpec::getShardDevices(size_t i) const {
 }
 
 Expected<OnnxShardingAnnotations> readOnnxShardingAnnotations(StringRef path) {
-  Expected<onnx::ModelProto> model = parseModel(path);
+  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                      /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail("cannot open '" + path + "': " + buffer.getError().message());
+  return parseOnnxShardingAnnotations((*buffer)->getBuffer(), path);
+}
+
+Expected<OnnxShardingAnnotations>
+parseOnnxShardingAnnotations(StringRef bytes, StringRef path) {
+  Expected<onnx::ModelProto> model = parseModelBytes(bytes, path);
   if (!model)
     return model.takeError();
   OnnxShardingAnnotations out;

@@ -82,6 +82,10 @@ struct OnnxShardingAnnotations {
 /// naming the node and the tensor.
 llvm::Expected<OnnxShardingAnnotations>
 readOnnxShardingAnnotations(llvm::StringRef path);
+/// As readOnnxShardingAnnotations, from a serialized model; `name` names it
+/// in messages (the importer's fuzz target reads every input with it).
+llvm::Expected<OnnxShardingAnnotations>
+parseOnnxShardingAnnotations(llvm::StringRef bytes, llvm::StringRef name);
 
 /// Writes the ONNX model at `modelPath` to `outPath` with `annotations`
 /// (their configurations and node annotations replace any the model had;

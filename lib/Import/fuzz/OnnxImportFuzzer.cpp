@@ -2,14 +2,17 @@
 //
 // The input is a serialized ONNX ModelProto; it goes through
 // importOnnxBuffer (protobuf parse, opset and operator checks, libonnx's
-// checker, every op importer, constant folding) and the module is verified.
-// External data resolves against an empty directory. Any crash, hang, leak
+// checker, every op importer, constant folding) and the module is verified,
+// and through parseOnnxShardingAnnotations (--plan=onnx's reader of ONNX's
+// multi-device annotations). External data resolves against an empty
+// directory. Any crash, hang, leak
 // or sanitizer report is a bug: the importer must answer every input with a
 // module or an error message.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tessel/fuzz/FuzzContext.h"
 #include "tessel/Import/OnnxImporter.h"
+#include "tessel/Import/OnnxSharding.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Error.h"
@@ -40,6 +43,10 @@ const std::string &emptyDir() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::tessel::OnnxImportOptions options;
   llvm::StringRef bytes(reinterpret_cast<const char *>(data), size);
+  if (auto annotations =
+          mlir::tessel::parseOnnxShardingAnnotations(bytes, "fuzz.onnx");
+      !annotations)
+    llvm::consumeError(annotations.takeError());
   auto model = mlir::tessel::importOnnxBuffer(
       *mlir::tessel::fuzzContext(), bytes, emptyDir(), "fuzz.onnx", options);
   if (!model) {
