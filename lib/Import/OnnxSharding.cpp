@@ -12,11 +12,13 @@
 #include "onnx/onnx_pb.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Errc.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <google/protobuf/unknown_field_set.h>
@@ -266,6 +268,26 @@ Error writeOnnxShardingAnnotations(StringRef modelPath,
   Expected<onnx::ModelProto> model = parseModel(modelPath);
   if (!model)
     return model.takeError();
+  // External data is named relative to the model's folder: the written
+  // model must sit beside the same files, or it would name missing ones.
+  SmallString<256> from(modelPath), to(outPath);
+  sys::path::remove_filename(from);
+  sys::path::remove_filename(to);
+  if (from.empty())
+    from = ".";
+  if (to.empty())
+    to = ".";
+  sys::fs::make_absolute(from);
+  sys::fs::make_absolute(to);
+  sys::path::remove_dots(from, /*remove_dot_dot=*/true);
+  sys::path::remove_dots(to, /*remove_dot_dot=*/true);
+  if (from != to)
+    for (const onnx::TensorProto &t : model->graph().initializer())
+      if (t.data_location() == onnx::TensorProto::EXTERNAL)
+        return fail("'" + modelPath + "' keeps initializer '" + t.name() +
+                    "' in external data beside it; write the annotated "
+                    "model into the same folder (" + from +
+                    "), where its external data resolves");
   google::protobuf::UnknownFieldSet *modelFields =
       model->mutable_unknown_fields();
   removeUnknownField(modelFields, kModelConfiguration);

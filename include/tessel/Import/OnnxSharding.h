@@ -90,7 +90,8 @@ parseOnnxShardingAnnotations(llvm::StringRef bytes, llvm::StringRef name);
 /// Writes the ONNX model at `modelPath` to `outPath` with `annotations`
 /// (their configurations and node annotations replace any the model had;
 /// nodes are found by name) and `tessel.mesh` metadata when
-/// `annotations.mesh` is set.
+/// `annotations.mesh` is set. A model with initializers in external data is
+/// written only into its own folder (their locations are relative to it).
 llvm::Error writeOnnxShardingAnnotations(
     llvm::StringRef modelPath, const OnnxShardingAnnotations &annotations,
     llvm::StringRef outPath);
