@@ -621,11 +621,12 @@ Error Compilation::plan() {
                   "' already has a mesh; --mesh and --plan apply to "
                   "unannotated models");
     mlir::tessel::Plan plan;
+    // --mesh, parsed once: --plan=onnx matches its annotations to it.
+    std::optional<Mesh> given;
     if (o.plan == "onnx") {
       auto annotations = mlir::tessel::readOnnxShardingAnnotations(o.input);
       if (!annotations)
         return fail(toString(annotations.takeError()));
-      std::optional<Mesh> given;
       if (!o.mesh.empty()) {
         auto parsed = mlir::tessel::parseMeshSpec(o.mesh);
         if (!parsed)
@@ -649,13 +650,13 @@ Error Compilation::plan() {
         return fail(toString(loaded.takeError()));
       plan = std::move(*loaded);
     }
-    Mesh mesh = plan.mesh;
-    if (!o.mesh.empty()) {
+    if (!o.mesh.empty() && !given) {
       auto parsed = mlir::tessel::parseMeshSpec(o.mesh);
       if (!parsed)
         return fail(toString(parsed.takeError()));
-      mesh = std::move(*parsed);
+      given = std::move(*parsed);
     }
+    Mesh mesh = given ? *given : plan.mesh;
     if (mesh.empty())
       return fail("no mesh: give --mesh (e.g. --mesh dp=2,tp=2) or a plan "
                   "with 'mesh'");

@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Errc.h"
@@ -82,23 +83,22 @@ void removeUnknownField(google::protobuf::UnknownFieldSet *fields,
       fields->DeleteSubrange(i, 1);
 }
 
-/// The rank of `name` when the graph declares it (inputs, outputs, value
-/// infos, initializers), else -1.
-int64_t getDeclaredRank(const onnx::GraphProto &g, StringRef name) {
+/// The rank of every tensor the graph declares (inputs, outputs, value
+/// infos, initializers), by name.
+StringMap<int64_t> getDeclaredRanks(const onnx::GraphProto &g) {
+  StringMap<int64_t> ranks;
   for (const auto *list : {&g.input(), &g.output(), &g.value_info()})
     for (const onnx::ValueInfoProto &v : *list)
-      if (v.name() == name && v.type().has_tensor_type() &&
-          v.type().tensor_type().has_shape())
-        return v.type().tensor_type().shape().dim_size();
+      if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+        ranks.try_emplace(v.name(), v.type().tensor_type().shape().dim_size());
   for (const onnx::TensorProto &t : g.initializer())
-    if (t.name() == name)
-      return t.dims_size();
-  return -1;
+    ranks.try_emplace(t.name(), t.dims_size());
+  return ranks;
 }
 
 /// Reads and checks one node's annotation.
 Expected<OnnxNodeSharding>
-readNode(const onnx::GraphProto &g, const onnx::NodeProto &node,
+readNode(const StringMap<int64_t> &ranks, const onnx::NodeProto &node,
          int64_t index, const std::string &bytes,
          const std::vector<OnnxDeviceConfiguration> &configurations) {
   OnnxNodeSharding out;
@@ -131,7 +131,8 @@ readNode(const onnx::GraphProto &g, const onnx::NodeProto &node,
         !llvm::is_contained(node.output(), spec.tensor))
       return fail(at + ": the sharding spec names no input or output of "
                        "the node");
-    int64_t rank = getDeclaredRank(g, spec.tensor);
+    auto declared = ranks.find(spec.tensor);
+    const int64_t rank = declared == ranks.end() ? -1 : declared->second;
     auto checkDevice = [&](int64_t d) -> Error {
       if (d < 0 || d >= config->numDevices)
         return fail(at + ": device " + Twine(d) + " is not in [0, " +
@@ -237,24 +238,27 @@ parseOnnxShardingAnnotations(StringRef bytes, StringRef path) {
     if (p.key() == kMeshKey)
       out.mesh = p.value();
   const onnx::GraphProto &g = model->graph();
-  for (const onnx::TensorProto &t : g.initializer())
+  StringSet<> initializers;
+  for (const onnx::TensorProto &t : g.initializer()) {
     out.initializers.push_back(t.name());
+    initializers.insert(t.name());
+  }
   // The exporter's Identity of a shared initializer is a weight of its own
   // name to the importer (a tied layer norm's copy).
   for (const onnx::NodeProto &n : g.node())
     if (n.op_type() == "Identity" && n.input_size() == 1 &&
-        n.output_size() == 1 &&
-        llvm::is_contained(out.initializers, n.input(0)))
+        n.output_size() == 1 && initializers.contains(n.input(0)))
       out.initializers.push_back(n.output(0));
   for (const onnx::ValueInfoProto &v : g.input())
     out.inputs.push_back(v.name());
   for (const onnx::NodeProto &n : g.node())
     out.graph.push_back(
         {n.name(), std::vector<std::string>(n.input().begin(), n.input().end())});
+  const StringMap<int64_t> ranks = getDeclaredRanks(g);
   for (int i = 0; i < g.node_size(); ++i)
     for (const std::string &bytes : getUnknownMessages(
              g.node(i).unknown_fields(), kNodeDeviceConfigurations)) {
-      auto node = readNode(g, g.node(i), i, bytes, out.configurations);
+      auto node = readNode(ranks, g.node(i), i, bytes, out.configurations);
       if (!node)
         return fail("'" + path + "': " + toString(node.takeError()));
       out.nodes.push_back(std::move(*node));
@@ -309,14 +313,16 @@ Error writeOnnxShardingAnnotations(StringRef modelPath,
     entry->set_value(annotations.mesh);
   }
   onnx::GraphProto *g = model->mutable_graph();
-  for (int i = 0; i < g->node_size(); ++i)
-    removeUnknownField(g->mutable_node(i)->mutable_unknown_fields(),
+  // Nodes by name (the first of a name, as a plan's rules match it).
+  StringMap<onnx::NodeProto *> byName;
+  for (int i = 0; i < g->node_size(); ++i) {
+    onnx::NodeProto *node = g->mutable_node(i);
+    removeUnknownField(node->mutable_unknown_fields(),
                        kNodeDeviceConfigurations);
+    byName.try_emplace(node->name(), node);
+  }
   for (const OnnxNodeSharding &n : annotations.nodes) {
-    onnx::NodeProto *node = nullptr;
-    for (int i = 0; i < g->node_size() && !node; ++i)
-      if (g->node(i).name() == n.node)
-        node = g->mutable_node(i);
+    onnx::NodeProto *node = byName.lookup(n.node);
     if (!node)
       return fail("'" + modelPath + "' has no node named '" + n.node + "'");
     md::NodeDeviceConfigurationProto proto;

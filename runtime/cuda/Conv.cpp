@@ -56,6 +56,24 @@ Status convDims(const Op &op, const Shape &xs, const Shape &ws,
   return Status::ok();
 }
 
+/// The scratch for the columns of one image and group (none for a
+/// pointwise convolution, whose input is its own columns).
+LateAddress reserveColumns(const KernelContext &ctx, const ConvDims &d) {
+  return ctx.resources.reserveScratch(
+      d.pointwise ? 0 : d.kdim * d.spatial * sizeof(float));
+}
+
+/// The columns [kdim, spatial] of image-and-group input `xg`: im2col into
+/// `col` on `s`, or `xg` itself for a pointwise convolution.
+Status columnsOf(const float *xg, const ConvDims &d, float *col,
+                 cudaStream_t s, const float *&cols) {
+  cols = xg;
+  if (d.pointwise)
+    return Status::ok();
+  cols = col;
+  return launched(launchIm2Col(xg, d.g, col, s), "im2col");
+}
+
 /// dx = conv2d_backward_data(dy, w): per image and group, the columns
 /// W_g^T [kdim, og] · dY_g [og, spatial], then col2im into dx (or the GEMM
 /// straight into dx for a pointwise convolution).
@@ -67,8 +85,7 @@ Status makeConv2DBackwardData(const KernelContext &ctx, Step &out) {
   const float *w = static_cast<const float *>(ctx.operand(1));
   float *dx = static_cast<float *>(ctx.result(0));
   const size_t bytes = ctx.out(0).bytes;
-  const LateAddress scratch = ctx.resources.reserveScratch(
-      d.pointwise ? 0 : d.kdim * d.spatial * sizeof(float));
+  const LateAddress scratch = reserveColumns(ctx, d);
   cudaStream_t s = ctx.stream;
   cublasHandle_t blas = ctx.blas;
   out = [=] {
@@ -107,8 +124,7 @@ Status makeConv2DBackwardWeight(const KernelContext &ctx, Step &out) {
   const float *dy = static_cast<const float *>(ctx.operand(1));
   float *dw = static_cast<float *>(ctx.result(0));
   const size_t bytes = ctx.out(0).bytes;
-  const LateAddress scratch = ctx.resources.reserveScratch(
-      d.pointwise ? 0 : d.kdim * d.spatial * sizeof(float));
+  const LateAddress scratch = reserveColumns(ctx, d);
   cudaStream_t s = ctx.stream;
   cublasHandle_t blas = ctx.blas;
   out = [=] {
@@ -121,13 +137,9 @@ Status makeConv2DBackwardWeight(const KernelContext &ctx, Step &out) {
     float *col = scratch.get<float>();
     for (int64_t b = 0; b < d.n; ++b)
       for (int64_t gi = 0; gi < d.group; ++gi) {
-        const float *xg = x + (b * d.c + gi * d.cg) * d.h * d.w;
-        const float *cols = xg;
-        if (!d.pointwise) {
-          TSL_RETURN_IF_ERROR(
-              launched(launchIm2Col(xg, d.g, col, s), "im2col"));
-          cols = col;
-        }
+        const float *cols;
+        TSL_RETURN_IF_ERROR(columnsOf(x + (b * d.c + gi * d.cg) * d.h * d.w,
+                                      d, col, s, cols));
         TSL_RETURN_IF_ERROR(gemmRowMajor(
             blas, false, true, static_cast<int>(d.og),
             static_cast<int>(d.kdim), static_cast<int>(d.spatial), 1.0f,
@@ -151,9 +163,7 @@ Status makeConv2D(const KernelContext &ctx, Step &out) {
                           ? static_cast<const float *>(ctx.operand(2))
                           : nullptr;
   float *y = static_cast<float *>(ctx.result(0));
-  // The columns of one image and group.
-  const LateAddress scratch =
-      ctx.resources.reserveScratch(d.kdim * d.spatial * sizeof(float));
+  const LateAddress scratch = reserveColumns(ctx, d);
   cudaStream_t s = ctx.stream;
   cublasHandle_t blas = ctx.blas;
   out = [=] {
@@ -163,13 +173,9 @@ Status makeConv2D(const KernelContext &ctx, Step &out) {
     const float one = 1.0f, zero = 0.0f;
     for (int64_t b = 0; b < d.n; ++b)
       for (int64_t gi = 0; gi < d.group; ++gi) {
-        const float *xg = x + (b * d.c + gi * d.cg) * d.h * d.w;
-        const float *cols = xg;
-        if (!d.pointwise) {
-          TSL_RETURN_IF_ERROR(
-              launched(launchIm2Col(xg, d.g, col, s), "im2col"));
-          cols = col;
-        }
+        const float *cols;
+        TSL_RETURN_IF_ERROR(columnsOf(x + (b * d.c + gi * d.cg) * d.h * d.w,
+                                      d, col, s, cols));
         float *yg = y + (b * d.o + gi * d.og) * d.spatial;
         if (d.kdim == 0) {
           TSL_CUDA(cudaMemsetAsync(yg, 0, d.og * d.spatial * sizeof(float), s),
