@@ -1064,7 +1064,7 @@ def Tessel_ExpandOp : Tessel_ComputeOp<"expand", "buildElementwiseRule",
 def Tessel_Conv2DOp : Tessel_ComputeOp<"conv2d", "buildConvRule",
                                        [InferTypeOpAdaptor]>,
     Tessel_CostClassIs<"Convolution">,
-    Tessel_Instruction<80, "conv", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]>,
+    Tessel_Instruction<80, "conv", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">, Tessel_RtAttr<"bf16_operands">]>,
     Tessel_GradientFrom<"buildConv2DGradient"> {
   let summary = "2-D convolution, NCHW, weights OIHW";
   let description = [{
@@ -1081,13 +1081,18 @@ def Tessel_Conv2DOp : Tessel_ComputeOp<"conv2d", "buildConvRule",
     * (C2) strides and dilations have 2 positive entries, pads 4 non-negative.
     * (C3) `group` divides C and O, and weight dim 1 is C / group.
     * (C4) the output spatial size is positive.
+
+    `bf16_operands` (set by `-tessel-mark-bf16-operands`): `input` and
+    `weight` hold bf16 values (f32 whose low 16 bits are zero), so a backend
+    may convolve them in bf16 with f32 accumulation; `bias` is added in f32.
   }];
   let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$weight,
                        Optional<Tessel_FloatTensor>:$bias,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$group);
+                       DefaultValuedAttr<I64Attr, "1">:$group,
+                       UnitAttr:$bf16_operands);
   let results = (outs Tessel_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
@@ -1153,7 +1158,7 @@ def Tessel_GlobalAvgPoolOp : Tessel_ComputeOp<"global_avg_pool",
 def Tessel_Conv2DBackwardDataOp
     : Tessel_ComputeOp<"conv2d_backward_data", "buildConvBackwardDataRule">,
     Tessel_CostClassIs<"ConvolutionBackwardData">,
-    Tessel_Instruction<110, "conv_backward", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]> {
+    Tessel_Instruction<110, "conv_backward", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">, Tessel_RtAttr<"bf16_operands">]> {
   let summary = "The gradient of conv2d with respect to its input";
   let description = [{
     `grad` is the gradient of a conv2d's result [N, O, OH, OW], `weight` its
@@ -1171,12 +1176,17 @@ def Tessel_Conv2DBackwardDataOp
     * (C1) `grad`, `weight` and the result have rank 4.
     * (C2) a conv2d of the result's shape with `weight` and these attributes
       gives `grad`'s shape.
+
+    `bf16_operands` (set by `-tessel-mark-bf16-operands`): `grad` and
+    `weight` hold bf16 values, so a backend may run it in bf16 with f32
+    accumulation.
   }];
   let arguments = (ins Tessel_FloatTensor:$grad, Tessel_FloatTensor:$weight,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$group);
+                       DefaultValuedAttr<I64Attr, "1">:$group,
+                       UnitAttr:$bf16_operands);
   let results = (outs Tessel_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $weight attr-dict `:` functional-type(operands, results)
@@ -1187,7 +1197,7 @@ def Tessel_Conv2DBackwardDataOp
 def Tessel_Conv2DBackwardWeightOp
     : Tessel_ComputeOp<"conv2d_backward_weight", "buildConvBackwardWeightRule">,
     Tessel_CostClassIs<"ConvolutionBackwardWeight">,
-    Tessel_Instruction<111, "conv_backward", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">]> {
+    Tessel_Instruction<111, "conv_backward", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">, Tessel_RtAttr<"bf16_operands">]> {
   let summary = "The gradient of conv2d with respect to its weight";
   let description = [{
     `input` is a conv2d's input [N, C, H, W], `grad` the gradient of its
@@ -1204,12 +1214,17 @@ def Tessel_Conv2DBackwardWeightOp
     * (C1) `input`, `grad` and the result have rank 4.
     * (C2) a conv2d of `input` with a weight of the result's shape and these
       attributes gives `grad`'s shape.
+
+    `bf16_operands` (set by `-tessel-mark-bf16-operands`): `input` and
+    `grad` hold bf16 values, so a backend may run it in bf16 with f32
+    accumulation.
   }];
   let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$grad,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$group);
+                       DefaultValuedAttr<I64Attr, "1">:$group,
+                       UnitAttr:$bf16_operands);
   let results = (outs Tessel_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $grad attr-dict `:` functional-type(operands, results)

@@ -1,12 +1,13 @@
 //===- MarkBf16Operands.cpp - GEMMs whose operands are bf16 values --------===//
 //
-// After -tessel-mixed-precision (bf16) every GEMM of the training step reads
-// round_float results, directly or through ops that only move values
-// (reshape, transpose, slice, all_gather, ...). Such an operand is exactly a
+// After -tessel-mixed-precision (bf16) every GEMM and convolution of the
+// training step, forward and backward, reads round_float results, directly
+// or through ops that only move values (reshape, transpose, slice,
+// all_gather, ...). Such an operand is exactly a
 // bf16 value held in f32, so the GEMM may run on bf16 hardware with f32
 // accumulation and the same result up to the order of its f32 sums. This
 // pass says so on the op (`bf16_operands`); the runtime decides whether the
-// CPU can (runtime/cpu/Bf16MatMul.cpp).
+// CPU can (runtime/cpu/Bf16MatMul.cpp, ConvTraining.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,16 +84,22 @@ struct MarkBf16OperandsPass
   void runOnOperation() final {
     Bf16Values values;
     UnitAttr unit = UnitAttr::get(&getContext());
+    // Marks `op` where its two multiplied operands `a` and `b` are exact.
+    auto mark = [&](auto op, Value a, Value b) {
+      if (isF32Tensor(op.getResult()) && values.exact(a) && values.exact(b))
+        op.setBf16OperandsAttr(unit);
+    };
     getOperation()->walk([&](Operation *op) {
-      if (auto mm = dyn_cast<MatmulOp>(op)) {
-        if (isF32Tensor(mm.getResult()) && values.exact(mm.getLhs()) &&
-            values.exact(mm.getRhs()))
-          mm.setBf16OperandsAttr(unit);
-      } else if (auto g = dyn_cast<GemmOp>(op)) {
-        if (isF32Tensor(g.getResult()) && values.exact(g.getA()) &&
-            values.exact(g.getB()))
-          g.setBf16OperandsAttr(unit);
-      }
+      llvm::TypeSwitch<Operation *>(op)
+          .Case([&](MatmulOp o) { mark(o, o.getLhs(), o.getRhs()); })
+          .Case([&](GemmOp o) { mark(o, o.getA(), o.getB()); })
+          .Case([&](Conv2DOp o) { mark(o, o.getInput(), o.getWeight()); })
+          .Case([&](Conv2DBackwardDataOp o) {
+            mark(o, o.getGrad(), o.getWeight());
+          })
+          .Case([&](Conv2DBackwardWeightOp o) {
+            mark(o, o.getInput(), o.getGrad());
+          });
     });
   }
 };

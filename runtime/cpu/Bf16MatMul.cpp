@@ -4,6 +4,8 @@
 #include "DnnlContext.h"
 #include "ThreadPool.h"
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -61,6 +63,20 @@ bool bf16GemmsAvailable(std::string &why) {
   if ((isa & need) == need)
     return true;
   why = std::string("oneDNN's ISA on this CPU is ") + isaName(isa);
+  return false;
+}
+
+bool bf16KernelsUsable() {
+  std::string why;
+  if (bf16GemmsAvailable(why))
+    return true;
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    std::fprintf(stderr,
+                 "tessel: remark: GEMMs and convolutions with bf16 operands "
+                 "run in f32 on the rounded values (the same numbers, no "
+                 "speed-up): %s\n",
+                 why.c_str());
   return false;
 }
 

@@ -30,6 +30,12 @@ class ThreadPool;
 /// (to compare the two paths).
 bool bf16GemmsAvailable(std::string &why);
 
+/// Whether ops marked bf16_operands (GEMMs and convolutions) run on
+/// oneDNN's bf16 kernels here; where not, the first call in the process
+/// says why in a remark on stderr (they stay f32 kernels on the rounded
+/// values, the emulation).
+bool bf16KernelsUsable();
+
 /// dst[i] = the upper 16 bits of src[i]: the bf16 of an f32 that holds a
 /// bf16 value, exactly.
 void toBf16(const float *src, uint16_t *dst, int64_t n, ThreadPool &pool);

@@ -30,11 +30,21 @@
 // test/models/resnet_train/train/f64_reference.py); TESSEL_WINOGRAD=0 also
 // turns it off for inference (DnnlConv.cpp), where it is on by default.
 //
+// A conv marked `bf16_operands` (tesselc --precision bf16: its two
+// multiplied operands hold bf16 values) runs on oneDNN's bf16 kernels where
+// the CPU has them (Bf16MatMul.h's bf16KernelsUsable): those two operands
+// reordered into bf16 (exact for such values), the result and a bias in f32,
+// so only the order of the f32 sums differs from the f32 kernel. Always in
+// the layouts oneDNN picks, and direct (oneDNN has no bf16 Winograd); where
+// it offers only its reference kernel, the f32 kernel instead.
+//
 //===----------------------------------------------------------------------===//
+#include "Bf16MatMul.h"
 #include "DnnlStep.h"
 
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 namespace tessel::runtime::cpu {
@@ -42,32 +52,63 @@ namespace tessel::runtime::cpu {
 namespace {
 
 /// A conv2d's geometry in oneDNN's terms (dilation counted from 0), and
-/// the layouts its primitives run in: 1x1 convs on the arena's own NCHW
-/// (oneDNN runs them as GEMMs, at the speed of its blocked kernels less the
-/// reorders those would need), the others in the layouts oneDNN picks.
+/// the layouts and types its primitives run in: f32 1x1 convs on the
+/// arena's own NCHW (oneDNN runs them as GEMMs, at the speed of its blocked
+/// kernels less the reorders those would need), the others in the layouts
+/// oneDNN picks; with `bf16`, the two multiplied operands in bf16.
 struct ConvGeometry {
   dnnl::memory::dims strides, dilations, padL, padR;
-  bool blocked;
-  ConvGeometry(const Op &op, const Shape &weight)
+  bool blocked, bf16;
+  ConvGeometry(const Op &op, const Shape &weight, bool bf16)
       : strides{op.strides[0], op.strides[1]},
         dilations{op.dilations[0] - 1, op.dilations[1] - 1},
         padL{op.pads[0], op.pads[1]}, padR{op.pads[2], op.pads[3]},
-        blocked(!(weight[2] == 1 && weight[3] == 1)) {}
-  /// `d` (a plain layout), or "any" where the kernel picks.
-  dnnl::memory::desc layout(const dnnl::memory::desc &d) const {
+        blocked(bf16 || !(weight[2] == 1 && weight[3] == 1)), bf16(bf16) {}
+  /// `d` (a plain f32 layout) as the kernel takes it: itself, or "any"
+  /// where the kernel picks, in bf16 for a `multiplied` operand of a bf16
+  /// conv.
+  dnnl::memory::desc layout(const dnnl::memory::desc &d,
+                            bool multiplied) const {
     if (!blocked)
       return d;
-    return dnnl::memory::desc(d.dims(), dnnl::memory::data_type::f32,
+    return dnnl::memory::desc(d.dims(),
+                              bf16 && multiplied
+                                  ? dnnl::memory::data_type::bf16
+                                  : dnnl::memory::data_type::f32,
                               dnnl::memory::format_tag::any);
   }
 };
 
+/// Whether conv instruction `op` runs on oneDNN's bf16 kernels.
+bool bf16Conv(const Op &op) {
+  return op.intAttr("bf16_operands", 0) != 0 && bf16KernelsUsable();
+}
+
+/// `build(g)` for the bf16 geometry where it has a kernel better than
+/// oneDNN's reference one, else for the f32 geometry: a primitive
+/// descriptor (of anything with impl_info_str()).
+template <typename Build>
+auto preferBf16(const Op &op, const Shape &weight, Build build)
+    -> decltype(build(std::declval<const ConvGeometry &>())) {
+  if (bf16Conv(op)) {
+    try {
+      const ConvGeometry g(op, weight, true);
+      auto pd = build(g);
+      if (std::string(pd.impl_info_str()).find("ref") == std::string::npos)
+        return pd;
+    } catch (const dnnl::error &) {
+    }
+  }
+  return build(ConvGeometry(op, weight, false));
+}
+
 /// Winograd, where TESSEL_WINOGRAD=1, for 3x3, stride 1, undilated,
 /// ungrouped convs whose output maps are at least 14x14 (below that oneDNN's
 /// Winograd loses to its direct kernel on ResNet-50's shapes).
-dnnl::algorithm convAlgorithm(const Op &op, const Shape &w, const Shape &y) {
+dnnl::algorithm convAlgorithm(const Op &op, const Shape &w, const Shape &y,
+                              const ConvGeometry &g) {
   const char *v = std::getenv("TESSEL_WINOGRAD"); // read when created
-  const bool allowed = v && std::string(v) == "1";
+  const bool allowed = v && std::string(v) == "1" && !g.bf16;
   const bool wino = allowed && op.group == 1 && w[2] == 3 && w[3] == 3 &&
                     op.strides[0] == 1 && op.strides[1] == 1 &&
                     op.dilations[0] == 1 && op.dilations[1] == 1 &&
@@ -96,29 +137,35 @@ forwardDesc(const dnnl::engine &eng, dnnl::algorithm alg, const ConvGeometry &g,
             const dnnl::memory::desc &x, const dnnl::memory::desc &w,
             const dnnl::memory::desc *bias, const dnnl::memory::desc &y) {
   auto d = bias ? dnnl::convolution_forward::desc(
-                      dnnl::prop_kind::forward_training, alg, g.layout(x),
-                      g.layout(w), *bias, g.layout(y), g.strides,
-                      g.dilations, g.padL, g.padR)
+                      dnnl::prop_kind::forward_training, alg,
+                      g.layout(x, true), g.layout(w, true), *bias,
+                      g.layout(y, false), g.strides, g.dilations, g.padL,
+                      g.padR)
                 : dnnl::convolution_forward::desc(
-                      dnnl::prop_kind::forward_training, alg, g.layout(x),
-                      g.layout(w), g.layout(y), g.strides, g.dilations,
-                      g.padL, g.padR);
+                      dnnl::prop_kind::forward_training, alg,
+                      g.layout(x, true), g.layout(w, true),
+                      g.layout(y, false), g.strides, g.dilations, g.padL,
+                      g.padR);
   return dnnl::convolution_forward::primitive_desc(d, eng);
 }
 
 /// A backward primitive's descriptor (Prim: convolution_backward_data or
 /// convolution_backward_weights) over src, weights and dst (x or dx, w or
 /// dw, dy), Winograd where convAlgorithm picks it (direct where it has no
-/// kernel), with its forward as the hint.
+/// kernel), with its forward as the hint. dy and the operand that is not
+/// the result are the multiplied ones.
 template <typename Prim>
 typename Prim::primitive_desc
 backwardDesc(const Op &op, const ConvGeometry &g, const dnnl::engine &eng,
              const Shape &weight, const Shape &dy,
              const dnnl::memory::desc &srcD, const dnnl::memory::desc &wD,
              const dnnl::memory::desc &dyD) {
-  return withFallback(convAlgorithm(op, weight, dy), [&](dnnl::algorithm alg) {
-    typename Prim::desc d(alg, g.layout(srcD), g.layout(wD), g.layout(dyD),
-                          g.strides, g.dilations, g.padL, g.padR);
+  constexpr bool data =
+      std::is_same_v<Prim, dnnl::convolution_backward_data>;
+  return withFallback(convAlgorithm(op, weight, dy, g), [&](dnnl::algorithm alg) {
+    typename Prim::desc d(alg, g.layout(srcD, !data), g.layout(wD, data),
+                          g.layout(dyD, true), g.strides, g.dilations,
+                          g.padL, g.padR);
     return typename Prim::primitive_desc(
         d, eng, forwardDesc(eng, alg, g, srcD, wD, nullptr, dyD));
   });
@@ -202,13 +249,14 @@ private:
 
 Step convBackwardDataStep(const KernelContext &c) {
   return dnnlFactory(c, "conv2d_backward_data", [&](auto ctx) {
-    const ConvGeometry g(c.op, c.in(1).shape);
     const dnnl::engine &eng = ctx->engine;
     dnnl::memory::desc dy = plainDesc(c.in(0).shape),
                        w = plainDesc(c.in(1).shape, c.op.group),
                        dx = plainDesc(c.out(0).shape);
-    auto pd = backwardDesc<dnnl::convolution_backward_data>(
-        c.op, g, eng, c.in(1).shape, c.in(0).shape, dx, w, dy);
+    auto pd = preferBf16(c.op, c.in(1).shape, [&](const ConvGeometry &g) {
+      return backwardDesc<dnnl::convolution_backward_data>(
+          c.op, g, eng, c.in(1).shape, c.in(0).shape, dx, w, dy);
+    });
     Mover m(c, eng);
     m.add(DNNL_ARG_DIFF_DST, dy, pd.diff_dst_desc(), c.operand(0), true);
     m.add(DNNL_ARG_WEIGHTS, w, pd.weights_desc(), c.operand(1), true);
@@ -220,13 +268,14 @@ Step convBackwardDataStep(const KernelContext &c) {
 
 Step convBackwardWeightStep(const KernelContext &c) {
   return dnnlFactory(c, "conv2d_backward_weight", [&](auto ctx) {
-    const ConvGeometry g(c.op, c.out(0).shape);
     const dnnl::engine &eng = ctx->engine;
     dnnl::memory::desc x = plainDesc(c.in(0).shape),
                        dy = plainDesc(c.in(1).shape),
                        dw = plainDesc(c.out(0).shape, c.op.group);
-    auto pd = backwardDesc<dnnl::convolution_backward_weights>(
-        c.op, g, eng, c.out(0).shape, c.in(1).shape, x, dw, dy);
+    auto pd = preferBf16(c.op, c.out(0).shape, [&](const ConvGeometry &g) {
+      return backwardDesc<dnnl::convolution_backward_weights>(
+          c.op, g, eng, c.out(0).shape, c.in(1).shape, x, dw, dy);
+    });
     Mover m(c, eng);
     m.add(DNNL_ARG_SRC, x, pd.src_desc(), c.operand(0), true);
     m.add(DNNL_ARG_DIFF_DST, dy, pd.diff_dst_desc(), c.operand(1), true);
@@ -246,18 +295,20 @@ Step dnnlConvTrainingStep(const KernelContext &c) {
     return nullptr;
   try {
     const dnnl::engine &eng = ctx->engine;
-    const ConvGeometry g(c.op, c.in(1).shape);
     const bool hasBias = c.op.operands.size() > 2;
     dnnl::memory::desc x = plainDesc(c.in(0).shape),
                        w = plainDesc(c.in(1).shape, c.op.group),
                        y = plainDesc(c.out(0).shape);
     dnnl::memory::desc bias =
         hasBias ? plainDesc(c.in(2).shape) : dnnl::memory::desc();
-    auto pd = withFallback(
-        convAlgorithm(c.op, c.in(1).shape, c.out(0).shape),
-        [&](dnnl::algorithm alg) {
-          return forwardDesc(eng, alg, g, x, w, hasBias ? &bias : nullptr, y);
-        });
+    auto pd = preferBf16(c.op, c.in(1).shape, [&](const ConvGeometry &g) {
+      return withFallback(
+          convAlgorithm(c.op, c.in(1).shape, c.out(0).shape, g),
+          [&](dnnl::algorithm alg) {
+            return forwardDesc(eng, alg, g, x, w, hasBias ? &bias : nullptr,
+                               y);
+          });
+    });
     Mover m(c, eng);
     m.add(DNNL_ARG_SRC, x, pd.src_desc(), c.operand(0), true);
     m.add(DNNL_ARG_WEIGHTS, w, pd.weights_desc(), c.operand(1), true);

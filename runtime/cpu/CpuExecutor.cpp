@@ -460,15 +460,7 @@ Status CpuExecutor::initBf16Gemms() {
         op.intAttr("bf16_operands", 0) && !dnnlMatMuls[i] && !skipped[i]) {
       if (!checked) {
         checked = true;
-        std::string why;
-        available = bf16GemmsAvailable(why);
-        static std::atomic<bool> said{false};
-        if (!available && !said.exchange(true))
-          std::fprintf(stderr,
-                       "tessel: remark: GEMMs with bf16 operands run as f32 "
-                       "GEMMs on the rounded values (the same numbers, no "
-                       "speed-up): %s\n",
-                       why.c_str());
+        available = bf16KernelsUsable();
       }
       if (available) {
         if (!dnnl)

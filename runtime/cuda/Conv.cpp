@@ -11,11 +11,19 @@
 // The CPU runs both on oneDNN (cpu/ConvTraining.cpp): the same sums in
 // another order.
 //
+// With `bf16_operands` (tesselc --precision bf16) the two multiplied
+// operands are converted to bf16 copies in the scratch at the start of each
+// run (launchToBf16, exact on their bf16 values), the columns are im2col'd
+// in bf16, and every GEMM is cublasGemmEx over bf16 with f32 accumulation
+// and an f32 result (tensor cores); col2im and the bias stay f32.
+//
 //===----------------------------------------------------------------------===//
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 #include "CudaStatus.h"
 #include "RowMajorGemm.h"
+
+#include <type_traits>
 
 namespace tessel::runtime::cuda {
 
@@ -27,6 +35,7 @@ namespace {
 struct ConvDims {
   int64_t n, c, h, w, o, kh, kw, oh, ow, cg, og, kdim, spatial, group;
   bool pointwise; // 1x1, stride 1, unpadded: the input is its own columns
+  bool bf16;      // bf16_operands: the GEMMs over bf16 copies
   Conv2DGeom g;
 };
 
@@ -46,6 +55,7 @@ Status convDims(const Op &op, const Shape &xs, const Shape &ws,
   d.og = d.o / op.group;
   d.kdim = d.cg * d.kh * d.kw;
   d.spatial = d.oh * d.ow;
+  d.bf16 = op.intAttr("bf16_operands", 0) != 0;
   d.pointwise = d.kh == 1 && d.kw == 1 && op.strides[0] == 1 &&
                 op.strides[1] == 1 && op.pads[0] == 0 && op.pads[1] == 0 &&
                 op.pads[2] == 0 && op.pads[3] == 0;
@@ -56,27 +66,111 @@ Status convDims(const Op &op, const Shape &xs, const Shape &ws,
   return Status::ok();
 }
 
-/// The scratch for the columns of one image and group (none for a
-/// pointwise convolution, whose input is its own columns).
-LateAddress reserveColumns(const KernelContext &ctx, const ConvDims &d) {
-  return ctx.resources.reserveScratch(
-      d.pointwise ? 0 : d.kdim * d.spatial * sizeof(float));
-}
+size_t roundUp256(size_t v) { return (v + 255) / 256 * 256; }
 
-/// The columns [kdim, spatial] of image-and-group input `xg`: im2col into
-/// `col` on `s`, or `xg` itself for a pointwise convolution.
-Status columnsOf(const float *xg, const ConvDims &d, float *col,
-                 cudaStream_t s, const float *&cols) {
+/// The scratch of one convolution instruction, [columns | a | b]: the
+/// columns of one image and group (none for a pointwise convolution, whose
+/// input is its own columns; f32, or bf16 where `col16` says so) and, with
+/// bf16_operands, the bf16 copies of its two multiplied operands (aN and bN
+/// elements), each part 256-byte aligned.
+struct ConvScratch {
+  LateAddress base;
+  bool bf16 = false;
+  int64_t aN = 0, bN = 0;
+  size_t aOff = 0, bOff = 0;
+
+  static ConvScratch reserve(const KernelContext &ctx, const ConvDims &d,
+                             bool col16, int64_t aN, int64_t bN) {
+    ConvScratch r;
+    r.bf16 = d.bf16;
+    const size_t cols =
+        d.pointwise ? 0
+                    : static_cast<size_t>(d.kdim * d.spatial) *
+                          (col16 ? sizeof(uint16_t) : sizeof(float));
+    size_t total = cols;
+    if (d.bf16) {
+      r.aN = aN;
+      r.bN = bN;
+      r.aOff = roundUp256(cols);
+      r.bOff = r.aOff + roundUp256(static_cast<size_t>(aN) * 2);
+      total = r.bOff + static_cast<size_t>(bN) * 2;
+    }
+    r.base = ctx.resources.reserveScratch(total);
+    return r;
+  }
+  template <typename T> T *col() const { return base.get<T>(); }
+  uint16_t *a() const {
+    return reinterpret_cast<uint16_t *>(base.get<char>() + aOff);
+  }
+  uint16_t *b() const {
+    return reinterpret_cast<uint16_t *>(base.get<char>() + bOff);
+  }
+  /// With bf16_operands: converts the operands `a` and `b` into the copies.
+  Status convert(const float *a, const float *b, cudaStream_t s) const {
+    if (!bf16)
+      return Status::ok();
+    TSL_RETURN_IF_ERROR(
+        launched(launchToBf16(a, this->a(), aN, s), "bf16 operand"));
+    return launched(launchToBf16(b, this->b(), bN, s), "bf16 operand");
+  }
+};
+
+/// The columns [kdim, spatial] of image-and-group input `xg` (f32, or bf16
+/// bits): im2col into `col` on `s`, or `xg` itself for a pointwise
+/// convolution.
+template <typename T>
+Status columnsOf(const T *xg, const ConvDims &d, T *col, cudaStream_t s,
+                 const T *&cols) {
   cols = xg;
   if (d.pointwise)
     return Status::ok();
   cols = col;
-  return launched(launchIm2Col(xg, d.g, col, s), "im2col");
+  if constexpr (std::is_same_v<T, float>)
+    return launched(launchIm2Col(xg, d.g, col, s), "im2col");
+  else
+    return launched(launchIm2ColBf16(xg, d.g, col, s), "im2col (bf16)");
 }
 
-/// dx = conv2d_backward_data(dy, w): per image and group, the columns
-/// W_g^T [kdim, og] · dY_g [og, spatial], then col2im into dx (or the GEMM
-/// straight into dx for a pointwise convolution).
+/// Row-major Y = alpha·op(A)·op(B) + beta·Y over f32 or bf16 A and B.
+Status convGemm(cublasHandle_t blas, bool transA, bool transB, int64_t m,
+                int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                const float *b, int64_t ldb, float beta, float *y) {
+  return gemmRowMajor(blas, transA, transB, static_cast<int>(m),
+                      static_cast<int>(n), static_cast<int>(k), alpha, a,
+                      static_cast<int>(lda), b, static_cast<int>(ldb), beta, y);
+}
+Status convGemm(cublasHandle_t blas, bool transA, bool transB, int64_t m,
+                int64_t n, int64_t k, float alpha, const uint16_t *a,
+                int64_t lda, const uint16_t *b, int64_t ldb, float beta,
+                float *y) {
+  return gemmRowMajorBf16(blas, transA, transB, static_cast<int>(m),
+                          static_cast<int>(n), static_cast<int>(k), alpha, a,
+                          static_cast<int>(lda), b, static_cast<int>(ldb),
+                          beta, y);
+}
+
+/// conv2d_backward_data's GEMMs over dy and w of type T (f32, or bf16
+/// bits): per image and group, the columns W_g^T [kdim, og] · dY_g [og,
+/// spatial] in f32, then col2im into dx (or the GEMM straight into dx for a
+/// pointwise convolution).
+template <typename T>
+Status backwardData(const ConvDims &d, const T *dy, const T *w, float *col,
+                    float *dx, cudaStream_t s, cublasHandle_t blas) {
+  for (int64_t b = 0; b < d.n; ++b)
+    for (int64_t gi = 0; gi < d.group; ++gi) {
+      float *dxg = dx + (b * d.c + gi * d.cg) * d.h * d.w;
+      TSL_RETURN_IF_ERROR(convGemm(blas, true, false, d.kdim, d.spatial, d.og,
+                                   1.0f, w + gi * d.og * d.kdim, d.kdim,
+                                   dy + (b * d.o + gi * d.og) * d.spatial,
+                                   d.spatial, 0.0f,
+                                   d.pointwise ? dxg : col));
+      if (!d.pointwise)
+        TSL_RETURN_IF_ERROR(launched(launchCol2Im(col, d.g, dxg, s), "col2im"));
+    }
+  return Status::ok();
+}
+
+/// dx = conv2d_backward_data(dy, w).
 Status makeConv2DBackwardData(const KernelContext &ctx, Step &out) {
   ConvDims d;
   TSL_RETURN_IF_ERROR(convDims(ctx.op, ctx.out(0).shape, ctx.in(1).shape,
@@ -85,7 +179,9 @@ Status makeConv2DBackwardData(const KernelContext &ctx, Step &out) {
   const float *w = static_cast<const float *>(ctx.operand(1));
   float *dx = static_cast<float *>(ctx.result(0));
   const size_t bytes = ctx.out(0).bytes;
-  const LateAddress scratch = reserveColumns(ctx, d);
+  // The columns are the GEMM's f32 result here, bf16 or not.
+  const ConvScratch scratch = ConvScratch::reserve(
+      ctx, d, false, ctx.in(0).numel, ctx.in(1).numel);
   cudaStream_t s = ctx.stream;
   cublasHandle_t blas = ctx.blas;
   out = [=] {
@@ -95,27 +191,35 @@ Status makeConv2DBackwardData(const KernelContext &ctx, Step &out) {
       TSL_CUDA(cudaMemsetAsync(dx, 0, bytes, s), "cudaMemsetAsync");
       return Status::ok();
     }
-    float *col = scratch.get<float>();
-    for (int64_t b = 0; b < d.n; ++b)
-      for (int64_t gi = 0; gi < d.group; ++gi) {
-        float *dxg = dx + (b * d.c + gi * d.cg) * d.h * d.w;
-        const float *dyg = dy + (b * d.o + gi * d.og) * d.spatial;
-        TSL_RETURN_IF_ERROR(gemmRowMajor(
-            blas, true, false, static_cast<int>(d.kdim),
-            static_cast<int>(d.spatial), static_cast<int>(d.og), 1.0f,
-            w + gi * d.og * d.kdim, static_cast<int>(d.kdim), dyg,
-            static_cast<int>(d.spatial), 0.0f, d.pointwise ? dxg : col));
-        if (!d.pointwise)
-          TSL_RETURN_IF_ERROR(
-              launched(launchCol2Im(col, d.g, dxg, s), "col2im"));
-      }
-    return Status::ok();
+    if (!d.bf16)
+      return backwardData(d, dy, w, scratch.col<float>(), dx, s, blas);
+    TSL_RETURN_IF_ERROR(scratch.convert(dy, w, s));
+    return backwardData<uint16_t>(d, scratch.a(), scratch.b(),
+                                  scratch.col<float>(), dx, s, blas);
   };
   return Status::ok();
 }
 
-/// dw = conv2d_backward_weight(x, dy): per group, dW_g [og, kdim] = the sum
-/// over images of dY_g [og, spatial] · cols^T [spatial, kdim].
+/// conv2d_backward_weight's GEMMs over x and dy of type T: per group,
+/// dW_g [og, kdim] = the sum over images of dY_g [og, spatial] · cols^T
+/// [spatial, kdim], accumulated in f32.
+template <typename T>
+Status backwardWeight(const ConvDims &d, const T *x, const T *dy, T *col,
+                      float *dw, cudaStream_t s, cublasHandle_t blas) {
+  for (int64_t b = 0; b < d.n; ++b)
+    for (int64_t gi = 0; gi < d.group; ++gi) {
+      const T *cols;
+      TSL_RETURN_IF_ERROR(columnsOf(x + (b * d.c + gi * d.cg) * d.h * d.w, d,
+                                    col, s, cols));
+      TSL_RETURN_IF_ERROR(convGemm(
+          blas, false, true, d.og, d.kdim, d.spatial, 1.0f,
+          dy + (b * d.o + gi * d.og) * d.spatial, d.spatial, cols, d.spatial,
+          b == 0 ? 0.0f : 1.0f, dw + gi * d.og * d.kdim));
+    }
+  return Status::ok();
+}
+
+/// dw = conv2d_backward_weight(x, dy).
 Status makeConv2DBackwardWeight(const KernelContext &ctx, Step &out) {
   ConvDims d;
   TSL_RETURN_IF_ERROR(convDims(ctx.op, ctx.in(0).shape, ctx.out(0).shape,
@@ -124,7 +228,8 @@ Status makeConv2DBackwardWeight(const KernelContext &ctx, Step &out) {
   const float *dy = static_cast<const float *>(ctx.operand(1));
   float *dw = static_cast<float *>(ctx.result(0));
   const size_t bytes = ctx.out(0).bytes;
-  const LateAddress scratch = reserveColumns(ctx, d);
+  const ConvScratch scratch = ConvScratch::reserve(
+      ctx, d, d.bf16, ctx.in(0).numel, ctx.in(1).numel);
   cudaStream_t s = ctx.stream;
   cublasHandle_t blas = ctx.blas;
   out = [=] {
@@ -134,21 +239,35 @@ Status makeConv2DBackwardWeight(const KernelContext &ctx, Step &out) {
       TSL_CUDA(cudaMemsetAsync(dw, 0, bytes, s), "cudaMemsetAsync");
       return Status::ok();
     }
-    float *col = scratch.get<float>();
-    for (int64_t b = 0; b < d.n; ++b)
-      for (int64_t gi = 0; gi < d.group; ++gi) {
-        const float *cols;
-        TSL_RETURN_IF_ERROR(columnsOf(x + (b * d.c + gi * d.cg) * d.h * d.w,
-                                      d, col, s, cols));
-        TSL_RETURN_IF_ERROR(gemmRowMajor(
-            blas, false, true, static_cast<int>(d.og),
-            static_cast<int>(d.kdim), static_cast<int>(d.spatial), 1.0f,
-            dy + (b * d.o + gi * d.og) * d.spatial,
-            static_cast<int>(d.spatial), cols, static_cast<int>(d.spatial),
-            b == 0 ? 0.0f : 1.0f, dw + gi * d.og * d.kdim));
-      }
-    return Status::ok();
+    if (!d.bf16)
+      return backwardWeight(d, x, dy, scratch.col<float>(), dw, s, blas);
+    TSL_RETURN_IF_ERROR(scratch.convert(x, dy, s));
+    return backwardWeight<uint16_t>(d, scratch.a(), scratch.b(),
+                                    scratch.col<uint16_t>(), dw, s, blas);
   };
+  return Status::ok();
+}
+
+/// conv2d's GEMMs over x and w of type T: per image and group,
+/// Y_g [og, spatial] = W_g [og, kdim] · cols [kdim, spatial] in f32.
+template <typename T>
+Status forward(const ConvDims &d, const T *x, const T *w, T *col, float *y,
+               cudaStream_t s, cublasHandle_t blas) {
+  for (int64_t b = 0; b < d.n; ++b)
+    for (int64_t gi = 0; gi < d.group; ++gi) {
+      float *yg = y + (b * d.o + gi * d.og) * d.spatial;
+      if (d.kdim == 0) {
+        TSL_CUDA(cudaMemsetAsync(yg, 0, d.og * d.spatial * sizeof(float), s),
+                 "cudaMemsetAsync");
+        continue;
+      }
+      const T *cols;
+      TSL_RETURN_IF_ERROR(columnsOf(x + (b * d.c + gi * d.cg) * d.h * d.w, d,
+                                    col, s, cols));
+      TSL_RETURN_IF_ERROR(convGemm(blas, false, false, d.og, d.spatial, d.kdim,
+                                   1.0f, w + gi * d.og * d.kdim, d.kdim, cols,
+                                   d.spatial, 0.0f, yg));
+    }
   return Status::ok();
 }
 
@@ -163,31 +282,21 @@ Status makeConv2D(const KernelContext &ctx, Step &out) {
                           ? static_cast<const float *>(ctx.operand(2))
                           : nullptr;
   float *y = static_cast<float *>(ctx.result(0));
-  const LateAddress scratch = reserveColumns(ctx, d);
+  const ConvScratch scratch = ConvScratch::reserve(
+      ctx, d, d.bf16, ctx.in(0).numel, ctx.in(1).numel);
   cudaStream_t s = ctx.stream;
   cublasHandle_t blas = ctx.blas;
   out = [=] {
     if (d.n * d.o * d.spatial == 0)
       return Status::ok();
-    float *col = scratch.get<float>();
-    const float one = 1.0f, zero = 0.0f;
-    for (int64_t b = 0; b < d.n; ++b)
-      for (int64_t gi = 0; gi < d.group; ++gi) {
-        const float *cols;
-        TSL_RETURN_IF_ERROR(columnsOf(x + (b * d.c + gi * d.cg) * d.h * d.w,
-                                      d, col, s, cols));
-        float *yg = y + (b * d.o + gi * d.og) * d.spatial;
-        if (d.kdim == 0) {
-          TSL_CUDA(cudaMemsetAsync(yg, 0, d.og * d.spatial * sizeof(float), s),
-                   "cudaMemsetAsync");
-          continue;
-        }
-        TSL_RETURN_IF_ERROR(gemmRowMajor(
-            blas, false, false, static_cast<int>(d.og),
-            static_cast<int>(d.spatial), static_cast<int>(d.kdim), one,
-            w + gi * d.og * d.kdim, static_cast<int>(d.kdim), cols,
-            static_cast<int>(d.spatial), zero, yg));
-      }
+    if (!d.bf16) {
+      TSL_RETURN_IF_ERROR(forward(d, x, w, scratch.col<float>(), y, s, blas));
+    } else {
+      TSL_RETURN_IF_ERROR(scratch.convert(x, w, s));
+      TSL_RETURN_IF_ERROR(forward<uint16_t>(d, scratch.a(), scratch.b(),
+                                            scratch.col<uint16_t>(), y, s,
+                                            blas));
+    }
     if (bias)
       TSL_RETURN_IF_ERROR(launched(
           launchAddBias(y, bias, d.n, d.o, d.spatial, s), "conv2d bias"));

@@ -174,6 +174,9 @@ Conv2DGeom conv2DGeom(const OpT &op, const Shape &xs, const Shape &ws,
 /// outside), for one image and group starting at `x`.
 cudaError_t launchIm2Col(const float *x, const Conv2DGeom &g, float *col,
                          cudaStream_t s);
+/// launchIm2Col over bf16 values (their bits), for the bf16 convolutions.
+cudaError_t launchIm2ColBf16(const uint16_t *x, const Conv2DGeom &g,
+                             uint16_t *col, cudaStream_t s);
 /// dst[i] = src[i] rounded to bf16 (scalar::roundBf16Bits: nearest, ties to
 /// even, a NaN stays a quiet NaN), as the CPU's round_float and bf16 copies:
 /// the operands of the bf16 GEMMs (Bf16Gemm.h).

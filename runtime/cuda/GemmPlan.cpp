@@ -98,7 +98,7 @@ LtGemm ltRowMajorGemm(bool transA, bool transB, int m, int n, int k, int lda,
                       int ldb) {
   LtGemm g;
   // issueRowMajorGemm's mapping, recorded rather than called.
-  (void)issueRowMajorGemm(
+  (void)issueRowMajorGemm<float>(
       transA, transB, m, n, k, 1.0f, nullptr, lda, nullptr, ldb, 0.0f,
       nullptr,
       [&](bool tA, bool tB, int m2, int n2, int k2, float, const float *,

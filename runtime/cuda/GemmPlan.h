@@ -77,10 +77,11 @@ Status issueMatMul(const MatMulPlan &plan, const float *a, const float *b,
 /// their row lengths) through `gemm`, a column-major GEMM with transposes:
 ///   gemm(transA', transB', m', n', k', alpha, A', lda', B', ldb', beta, C',
 ///        ldc')
-/// as cublasSgemm. Used by gemm and conv2d (whose GEMMs are untransposed).
-template <typename Gemm>
+/// as cublasSgemm. Used by gemm and conv2d (whose GEMMs are untransposed);
+/// T is the operands' element type (float, or uint16_t: bf16 bits).
+template <typename T, typename Gemm>
 Status issueRowMajorGemm(bool transA, bool transB, int m, int n, int k,
-                         float alpha, const float *a, int lda, const float *b,
+                         float alpha, const T *a, int lda, const T *b,
                          int ldb, float beta, float *y, Gemm &&gemm) {
   // Y^T[n, m] = op(B)^T·op(A)^T; a row-major buffer is its transpose in
   // column-major order, so op(B)^T needs B transposed exactly when transB.

@@ -516,7 +516,8 @@ __global__ void batchNormKernel(const float *x, int64_t c, int64_t spatial,
 // Convolution helpers and pooling
 //===----------------------------------------------------------------------===//
 
-__global__ void im2colKernel(const float *x, Conv2DGeom g, float *col) {
+template <typename T>
+__global__ void im2colKernel(const T *x, Conv2DGeom g, T *col) {
   const int64_t spatial = g.oh * g.ow;
   const int64_t total = g.channels * g.kh * g.kw * spatial;
   TSL_GRID_LOOP(e, total) {
@@ -528,7 +529,7 @@ __global__ void im2colKernel(const float *x, Conv2DGeom g, float *col) {
     const int64_t iw = s * g.sw - g.pl + j * g.dw;
     col[e] = (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w)
                  ? x[(ci * g.h + ih) * g.w + iw]
-                 : 0.0f;
+                 : T(0); // +0 in f32 and in bf16's bits
   }
 }
 
@@ -839,8 +840,14 @@ cudaError_t launchBatchNorm(const float *x, int64_t n, int64_t c,
 
 cudaError_t launchIm2Col(const float *x, const Conv2DGeom &g, float *col,
                          cudaStream_t s) {
-  return launchOver(g.channels * g.kh * g.kw * g.oh * g.ow, s, im2colKernel, x,
-                    g, col);
+  return launchOver(g.channels * g.kh * g.kw * g.oh * g.ow, s,
+                    im2colKernel<float>, x, g, col);
+}
+
+cudaError_t launchIm2ColBf16(const uint16_t *x, const Conv2DGeom &g,
+                             uint16_t *col, cudaStream_t s) {
+  return launchOver(g.channels * g.kh * g.kw * g.oh * g.ow, s,
+                    im2colKernel<uint16_t>, x, g, col);
 }
 
 cudaError_t launchToBf16(const float *src, uint16_t *dst, int64_t n,

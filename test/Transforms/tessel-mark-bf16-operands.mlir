@@ -68,3 +68,25 @@ func.func @unmarked(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>) -> (tensor<8x32
   %u = tessel.matmul %a, %s : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
   return %y, %z, %u : tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>
 }
+
+// -----
+
+// Convolutions: conv2d reads input and weight (its bias is added in f32),
+// conv2d_backward_data grad and weight, conv2d_backward_weight input and
+// grad. The last conv2d's weight is not rounded: unmarked.
+// CHECK-LABEL: func.func @convolutions
+// CHECK: tessel.conv2d %{{.*}}, %{{.*}}, %{{.*}} {bf16_operands
+// CHECK: tessel.conv2d_backward_data %{{.*}}, %{{.*}} {bf16_operands
+// CHECK: tessel.conv2d_backward_weight %{{.*}}, %{{.*}} {bf16_operands
+// CHECK: tessel.conv2d %{{.*}}, %{{.*}} {pads
+// CHECK-NOT: bf16_operands
+func.func @convolutions(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %dy: tensor<2x4x8x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<2x4x8x8xf32>) {
+  %rx = tessel.round_float %x {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<2x3x8x8xf32>
+  %rw = tessel.round_float %w {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<4x3x3x3xf32>
+  %rdy = tessel.round_float %dy {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<2x4x8x8xf32>
+  %y = tessel.conv2d %rx, %rw, %b {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32>
+  %dx = tessel.conv2d_backward_data %rdy, %rw {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x4x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  %dw = tessel.conv2d_backward_weight %rx, %rdy {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<4x3x3x3xf32>
+  %z = tessel.conv2d %rx, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
+  return %y, %dx, %dw, %z : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<2x4x8x8xf32>
+}

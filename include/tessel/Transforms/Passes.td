@@ -935,10 +935,12 @@ def MixedPrecisionPass : Pass<"tessel-mixed-precision", "::mlir::ModuleOp"> {
 }
 
 def MarkBf16OperandsPass : Pass<"tessel-mark-bf16-operands"> {
-  let summary = "Marks the GEMMs whose operands hold bf16 values";
+  let summary = "Marks the GEMMs and convolutions whose operands hold bf16 values";
   let description = [{
-    Sets `bf16_operands` on each `matmul` and `gemm` whose two multiplied
-    operands (a gemm's `c` is added in f32) are f32 tensors that bf16
+    Sets `bf16_operands` on each `matmul`, `gemm`, `conv2d`,
+    `conv2d_backward_data` and `conv2d_backward_weight` whose two multiplied
+    operands (a gemm's `c` and a conv2d's `bias` are added in f32) are f32
+    tensors that bf16
     represents exactly: results of `tessel.round_float` to a format of at
     most 8 exponent and 7 mantissa bits, or of ops that only move such
     values (reshape, transpose, slice, split, concat, expand, gather,
@@ -947,7 +949,8 @@ def MarkBf16OperandsPass : Pass<"tessel-mark-bf16-operands"> {
     zero. Converting such a value to bf16 is exact, so a backend may
     multiply in bf16 with f32 accumulation and give the same product up to
     the order of its f32 sums: the CPU runtime then runs it on oneDNN's
-    bf16 matmul where the CPU has bf16 instructions (docs/training.md,
+    bf16 matmul or convolution where the CPU has bf16 instructions, the
+    CUDA runtime on cuBLAS's bf16 GEMMs (docs/training.md,
     "Mixed precision"). tesselc `--precision bf16` runs it last, on the
     per-rank program, so the backward's GEMMs are marked too.
 

@@ -1,8 +1,9 @@
 //===- CudaBf16Test.cpp - bf16 GEMMs on cuBLASLt against the CPU ----------===//
 //
-// matmul and gemm with `bf16_operands` (runtime/cuda/Bf16Gemm.h) on "cuda"
-// against the CPU backend (oneDNN's bf16 matmul where the CPU has bf16 dot
-// products, else the f32 GEMM on the same values). The operands are bf16
+// matmul and gemm with `bf16_operands` (runtime/cuda/Bf16Gemm.h), and
+// conv2d and its gradients (cublasGemmEx over bf16 columns, Conv.cpp), on
+// "cuda" against the CPU backend (oneDNN's bf16 kernels where the CPU has
+// bf16 dot products, else the f32 ones on the same values). The operands are bf16
 // values, so every product is exact in f32 and the two sides differ only
 // in the order of their f32 sums. Each side's sum of K terms is within
 // (K - 1)·2^-24·Σ|terms| of the exact one (Higham's first-order bound for
@@ -177,6 +178,30 @@ TEST(CudaBf16, Gemm) {
   conformBf16("gemm", {bf16Random({4, 0}, rng), bf16Random({0, 3}, rng),
                        randomF32({4, 3}, rng)},
               {4, 3}, Attrs().f("beta", 2.0f), Attrs().f("beta", 2.0f), 0);
+}
+
+/// conv2d (with a bias, added in f32) and its two gradients with
+/// bf16_operands, over the gradient cases (strides, pads, dilations,
+/// groups, depthwise, 1x1): bf16 copies, im2col in bf16 and cublasGemmEx
+/// (Conv.cpp). K is the number of terms of one output element.
+TEST(CudaBf16, Convolutions) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(35);
+  for (const ConvCase &c : convBackwardCases()) {
+    SCOPED_TRACE("x " + shapeToString(c.x) + " w " + shapeToString(c.w));
+    const Shape ys = convResult(c);
+    const Attrs attrs = convAttrs(c);
+    conformBf16("conv2d",
+                {bf16Random(c.x, rng), bf16Random(c.w, rng),
+                 randomF32({c.w[0]}, rng)},
+                ys, attrs, attrs, c.w[1] * c.w[2] * c.w[3]);
+    conformBf16("conv2d_backward_data",
+                {bf16Random(ys, rng), bf16Random(c.w, rng)}, c.x, attrs,
+                attrs, c.w[0] / c.group * c.w[2] * c.w[3]);
+    conformBf16("conv2d_backward_weight",
+                {bf16Random(c.x, rng), bf16Random(ys, rng)}, c.w, attrs,
+                attrs, ys[0] * ys[2] * ys[3]);
+  }
 }
 
 //===----------------------------------------------------------------------===//
