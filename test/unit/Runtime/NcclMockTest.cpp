@@ -380,6 +380,7 @@ protected:
         [&](Communicator &c, int r) {
           if (r == 1)
             return hangUntil(done);
+          c.setTimeout(milliseconds(300)); // created with the default
           auto t0 = std::chrono::steady_clock::now();
           Status s = op(c);
           auto took = std::chrono::steady_clock::now() - t0;
@@ -397,8 +398,7 @@ protected:
           EXPECT_EQ(s.message(), "rank 0: all_reduce over ranks [0, 1]: "
                                  "invalid argument (run with NCCL_DEBUG=WARN "
                                  "for details)");
-        },
-        milliseconds(300));
+        });
   }
 };
 
@@ -427,6 +427,29 @@ TEST_F(NcclMockFailureTest, MissingReceiverTimesOut) {
         return c.send(view(t), 1, 0);
       },
       "send");
+}
+
+TEST_F(NcclMockFailureTest, SendsWaitForTheirReceive) {
+  // NCCL's send is "blocking for the GPU" until the peer's recv: both ranks
+  // sending first (fine on Gloo) fails here, naming the send. The first
+  // to time out aborts; the other then sees its peer gone (or times out).
+  std::atomic<int> timedOut{0};
+  runRanks(
+      2,
+      [&](Communicator &c, int r) {
+        c.setTimeout(milliseconds(300));
+        Tensor t = input(r, {8});
+        Status s = c.send(view(t), 1 - r, 0);
+        ASSERT_FALSE(s.isOk());
+        std::string head = "rank " + std::to_string(r) + ": send over ranks [0, 1]";
+        if (s.message() == head + " timed out after 0.300000 s")
+          ++timedOut;
+        else
+          EXPECT_EQ(s.message(), head + ": remote process exited or there "
+                                        "was a network error");
+      });
+  EXPECT_GE(timedOut.load(), 1);
+  EXPECT_EQ(mock::aborts(), 2);
 }
 
 TEST_F(NcclMockFailureTest, DeadPeerIsAnAsyncError) {
