@@ -74,7 +74,8 @@ class NcclMockSizeTest : public NcclMockTest,
 
 /// `got` is within a few ulps of `want` (a mean over 3 is pre-multiplied
 /// by 1/3 as NCCL does, not divided).
-void expectNear(const Tensor &got, const Tensor &want, const std::string &what) {
+void expectNear(const Tensor &got, const Tensor &want,
+                const std::string &what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
   for (int64_t i = 0; i < got.numElements(); ++i)
     ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i],
@@ -224,7 +225,8 @@ TEST_P(NcclMockSizeTest, BarrierWaitsForTheLastRank) {
       lastArrived = true;
     }
     ASSERT_TRUE(c.barrier().isOk());
-    EXPECT_TRUE(lastArrived.load()) << "rank " << r << " left the barrier early";
+    EXPECT_TRUE(lastArrived.load())
+        << "rank " << r << " left the barrier early";
   });
 }
 
@@ -375,30 +377,28 @@ protected:
   void missing(const std::function<Status(Communicator &)> &op,
                const std::string &name) {
     std::atomic<bool> done{false};
-    runRanks(
-        2,
-        [&](Communicator &c, int r) {
-          if (r == 1)
-            return hangUntil(done);
-          c.setTimeout(milliseconds(300)); // created with the default
-          auto t0 = std::chrono::steady_clock::now();
-          Status s = op(c);
-          auto took = std::chrono::steady_clock::now() - t0;
-          done = true;
-          ASSERT_FALSE(s.isOk());
-          EXPECT_EQ(s.message(), "rank 0: " + name +
-                                     " over ranks [0, 1] timed out after "
-                                     "0.300000 s");
-          EXPECT_GE(took, milliseconds(300));
-          EXPECT_LT(took, std::chrono::seconds(3));
-          EXPECT_EQ(mock::aborts(), 1);
-          // The communicator is gone: a later call fails, naming itself.
-          Tensor x = input(0, {4});
-          s = c.allReduce(view(x), view(x), ReduceKind::Sum);
-          EXPECT_EQ(s.message(), "rank 0: all_reduce over ranks [0, 1]: "
-                                 "invalid argument (run with NCCL_DEBUG=WARN "
-                                 "for details)");
-        });
+    runRanks(2, [&](Communicator &c, int r) {
+      if (r == 1)
+        return hangUntil(done);
+      c.setTimeout(milliseconds(300)); // created with the default
+      auto t0 = std::chrono::steady_clock::now();
+      Status s = op(c);
+      auto took = std::chrono::steady_clock::now() - t0;
+      done = true;
+      ASSERT_FALSE(s.isOk());
+      EXPECT_EQ(s.message(), "rank 0: " + name +
+                                 " over ranks [0, 1] timed out after "
+                                 "0.300000 s");
+      EXPECT_GE(took, milliseconds(300));
+      EXPECT_LT(took, std::chrono::seconds(3));
+      EXPECT_EQ(mock::aborts(), 1);
+      // The communicator is gone: a later call fails, naming itself.
+      Tensor x = input(0, {4});
+      s = c.allReduce(view(x), view(x), ReduceKind::Sum);
+      EXPECT_EQ(s.message(), "rank 0: all_reduce over ranks [0, 1]: "
+                             "invalid argument (run with NCCL_DEBUG=WARN "
+                             "for details)");
+    });
   }
 };
 
@@ -434,20 +434,18 @@ TEST_F(NcclMockFailureTest, SendsWaitForTheirReceive) {
   // sending first (fine on Gloo) fails here, naming the send. The first
   // to time out aborts; the other then sees its peer gone (or times out).
   std::atomic<int> timedOut{0};
-  runRanks(
-      2,
-      [&](Communicator &c, int r) {
-        c.setTimeout(milliseconds(300));
-        Tensor t = input(r, {8});
-        Status s = c.send(view(t), 1 - r, 0);
-        ASSERT_FALSE(s.isOk());
-        std::string head = "rank " + std::to_string(r) + ": send over ranks [0, 1]";
-        if (s.message() == head + " timed out after 0.300000 s")
-          ++timedOut;
-        else
-          EXPECT_EQ(s.message(), head + ": remote process exited or there "
-                                        "was a network error");
-      });
+  runRanks(2, [&](Communicator &c, int r) {
+    c.setTimeout(milliseconds(300));
+    Tensor t = input(r, {8});
+    Status s = c.send(view(t), 1 - r, 0);
+    ASSERT_FALSE(s.isOk());
+    std::string head = "rank " + std::to_string(r) + ": send over ranks [0, 1]";
+    if (s.message() == head + " timed out after 0.300000 s")
+      ++timedOut;
+    else
+      EXPECT_EQ(s.message(), head + ": remote process exited or there "
+                                    "was a network error");
+  });
   EXPECT_GE(timedOut.load(), 1);
   EXPECT_EQ(mock::aborts(), 2);
 }

@@ -29,13 +29,20 @@
 namespace tessel::mockgpu {
 namespace {
 
-enum class Kind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send, Recv };
+enum class Kind {
+  AllReduce,
+  Broadcast,
+  Reduce,
+  AllGather,
+  ReduceScatter,
+  Send,
+  Recv
+};
 
 const char *kindName(Kind k) {
-  constexpr const char *kNames[] = {"ncclAllReduce",   "ncclBroadcast",
-                                    "ncclReduce",      "ncclAllGather",
-                                    "ncclReduceScatter", "ncclSend",
-                                    "ncclRecv"};
+  constexpr const char *kNames[] = {
+      "ncclAllReduce",     "ncclBroadcast", "ncclReduce", "ncclAllGather",
+      "ncclReduceScatter", "ncclSend",      "ncclRecv"};
   return kNames[static_cast<int>(k)];
 }
 bool isP2P(Kind k) { return k == Kind::Send || k == Kind::Recv; }
@@ -71,15 +78,32 @@ size_t typeSize(ncclDataType_t t) {
 /// reduce (16- and 8-bit floats).
 template <class F> bool withType(ncclDataType_t t, F f) {
   switch (t) {
-  case ncclInt8: f(int8_t{}); return true;
-  case ncclUint8: f(uint8_t{}); return true;
-  case ncclInt32: f(int32_t{}); return true;
-  case ncclUint32: f(uint32_t{}); return true;
-  case ncclInt64: f(int64_t{}); return true;
-  case ncclUint64: f(uint64_t{}); return true;
-  case ncclFloat32: f(float{}); return true;
-  case ncclFloat64: f(double{}); return true;
-  default: return false;
+  case ncclInt8:
+    f(int8_t{});
+    return true;
+  case ncclUint8:
+    f(uint8_t{});
+    return true;
+  case ncclInt32:
+    f(int32_t{});
+    return true;
+  case ncclUint32:
+    f(uint32_t{});
+    return true;
+  case ncclInt64:
+    f(int64_t{});
+    return true;
+  case ncclUint64:
+    f(uint64_t{});
+    return true;
+  case ncclFloat32:
+    f(float{});
+    return true;
+  case ncclFloat64:
+    f(double{});
+    return true;
+  default:
+    return false;
   }
 }
 
@@ -460,7 +484,7 @@ void progressAll() {
   }
   for (auto it = streams.begin(); it != streams.end();)
     it = it->second->destroyed && it->second->queue.empty() ? streams.erase(it)
-                                                             : std::next(it);
+                                                            : std::next(it);
 }
 
 /// Drops `comm`'s queued work, and what follows it on each stream.
@@ -520,7 +544,7 @@ ncclResult_t checkComm(ncclComm_t comm, cudaStream_t stream, const char *what) {
 /// of its communicator, or the sends (recvs) to (from) its peer.
 void number(Part &p) {
   ncclComm &c = *p.comm;
-  p.seq = !isP2P(p.kind)          ? c.colls++
+  p.seq = !isP2P(p.kind)         ? c.colls++
           : p.kind == Kind::Send ? c.sends[p.root]++
                                  : c.recvs[p.root]++;
 }
@@ -552,14 +576,16 @@ ncclResult_t submit(Kind kind, const void *send, void *recv, size_t count,
     return failWith(r);
   int n = comm->clique->nranks, me = comm->rank;
   size_t ts = typeSize(type);
-  if (!ts || root < 0 || root >= n || (reduces(kind) && (op < 0 || op >= ncclNumOps)) ||
+  if (!ts || root < 0 || root >= n ||
+      (reduces(kind) && (op < 0 || op >= ncclNumOps)) ||
       (reduces(kind) && !withType(type, [](auto) {})))
     return failWith(ncclInvalidArgument);
   auto part = std::make_shared<Part>(
       Part{kind, comm, send, recv, count, type, op, root});
   size_t bytes = count * ts;
   // What each member reads and writes, as NCCL defines the op.
-  bool readsSend = kind != Kind::Recv && (kind != Kind::Broadcast || me == root);
+  bool readsSend =
+      kind != Kind::Recv && (kind != Kind::Broadcast || me == root);
   bool writesRecv = kind != Kind::Send && (kind != Kind::Reduce || me == root);
   size_t in = kind == Kind::ReduceScatter ? bytes * n : bytes;
   size_t out = kind == Kind::AllGather ? bytes * n : bytes;
@@ -884,9 +910,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
   c.members[rank] = me;
   ++c.present;
   joined.notify_all();
-  if (!joined.wait_for(lock, initTimeout, [&] {
-        return c.present == c.nranks || c.initFailed;
-      }) ||
+  if (!joined.wait_for(lock, initTimeout,
+                       [&] { return c.present == c.nranks || c.initFailed; }) ||
       c.initFailed) {
     c.initFailed = true;
     me->gone = true;

@@ -27,7 +27,7 @@
 // recv that overlaps a send of the same group, or other overlaps NCCL does
 // not allow; a 2D copy or range beyond a cudaMalloc'd block; a stream on
 // another device than its communicator; freeing what was not allocated.
-// Each is recorded in violations(), and the call (or the collective, as an
+// Each is recorded in takeViolations(), and the call (or the collective, as an
 // async ncclInvalidUsage) fails.
 //
 //===----------------------------------------------------------------------===//
