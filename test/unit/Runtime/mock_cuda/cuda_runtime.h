@@ -1,5 +1,4 @@
 //===- cuda_runtime.h - A host mock of the CUDA runtime (tests) -*- C++ -*-===//
-//-*-===//
 //
 // The part of the CUDA runtime API that runtime/comm/NcclCommunicator.cpp
 // uses, with CUDA's names and values, for NcclMockTest.cpp: "device memory"
