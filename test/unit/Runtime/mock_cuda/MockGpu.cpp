@@ -294,6 +294,21 @@ std::string mismatch(const Part &a, const Part &b) {
   return "";
 }
 
+/// a + b and a * b as a GPU computes them: integers wrap.
+template <class T> T add(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
+                          static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return a + b;
+}
+template <class T> T mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else
+    return a * b;
+}
+
 /// The reduction of `ins` (count elements each) into `out`, in rank order.
 bool reduceAll(const std::vector<const void *> &ins, void *out, size_t count,
                ncclDataType_t type, ncclRedOp_t op) {
@@ -313,10 +328,10 @@ bool reduceAll(const std::vector<const void *> &ins, void *out, size_t count,
         T x = static_cast<const T *>(ins[r])[i];
         switch (op) {
         case ncclSum:
-          acc = static_cast<T>(acc + x);
+          acc = add(acc, x);
           break;
         case ncclProd:
-          acc = static_cast<T>(acc * x);
+          acc = mul(acc, x);
           break;
         case ncclMax:
           acc = std::max(acc, x);
@@ -325,7 +340,7 @@ bool reduceAll(const std::vector<const void *> &ins, void *out, size_t count,
           acc = std::min(acc, x);
           break;
         default: // ncclAvg
-          acc = static_cast<T>(acc + (kFloat ? static_cast<T>(x * scale) : x));
+          acc = add(acc, kFloat ? static_cast<T>(x * scale) : x);
           break;
         }
       }
