@@ -195,34 +195,6 @@ TEST_P(CommSizeTest, ReduceScatterUnevenPieces) {
   });
 }
 
-void checkAllToAll(Communicator &c, int r, int n, Shape inShape, int64_t split,
-                   int64_t concat) {
-  int64_t total = inShape[split];
-  Shape outShape = inShape;
-  if (split != concat) {
-    outShape[split] = chunkSize(total, n, r);
-    outShape[concat] *= n;
-  }
-  Tensor in = input(r, inShape), out(DType::F32, outShape);
-  Status s = c.allToAll(view(in), view(out), split, concat);
-  ASSERT_TRUE(s.isOk()) << s.message();
-  // Piece j of sender q (chunk j along split) lands at j... by sender along
-  // concat: out index -> sender q and the index in q's input.
-  int64_t cw = split == concat ? total / n : inShape[concat];
-  Tensor want(DType::F32, outShape);
-  for (int64_t i = 0; i < want.numElements(); ++i) {
-    auto idx = unravel(i, outShape);
-    int q = static_cast<int>(idx[concat] / cw);
-    idx[concat] -= q * cw;
-    // Now idx indexes the piece (chunk r along split) of sender q.
-    idx[split] += split == concat ? r * cw : chunkOffset(total, n, r);
-    want.data<float>()[i] = input(q, inShape).data<float>()[ravel(idx, inShape)];
-  }
-  expectSame(out, want,
-             "all_to_all split " + std::to_string(split) + " concat " +
-                 std::to_string(concat) + " of " + shapeToString(inShape));
-}
-
 TEST_P(CommSizeTest, AllToAllEveryDimPair) {
   int n = GetParam();
   runRanks(n, [n](Communicator &c, int r) {
@@ -236,19 +208,7 @@ TEST_P(CommSizeTest, AllToAllEveryDimPair) {
 
 TEST_P(CommSizeTest, CollectivePermuteRingAndPartial) {
   int n = GetParam();
-  runRanks(n, [n](Communicator &c, int r) {
-    Shape s{4, 3};
-    Tensor in = input(r, s), out(DType::F32, s);
-    ASSERT_TRUE(c.collectivePermute(view(in), view(out), ring(n)).isOk());
-    expectSame(out, input((r + n - 1) % n, s), "ring shift");
-    // In place.
-    ASSERT_TRUE(c.collectivePermute(view(in), view(in), ring(n)).isOk());
-    expectSame(in, input((r + n - 1) % n, s), "ring shift in place");
-    // Only 0 -> n-1: everybody else gets zeros.
-    Tensor x = input(r, s), y = input(r, s, 1);
-    ASSERT_TRUE(c.collectivePermute(view(x), view(y), {{0, n - 1}}).isOk());
-    expectSame(y, r == n - 1 ? input(0, s) : Tensor(DType::F32, s), "partial");
-  });
+  runRanks(n, [n](Communicator &c, int r) { checkPermutes(c, r, n); });
 }
 
 TEST_P(CommSizeTest, BroadcastFromEveryRoot) {

@@ -1,10 +1,11 @@
 //===- CommTestUtil.h - What the communicator tests share -------*- C++ -*-===//
 //
-// CommTest.cpp (Gloo, local) and ShmCommTest.cpp (shared memory) compute
-// every collective's expected result themselves, independently of the
-// communicators: the inputs of each rank, the references of all_gather and
-// reduce_scatter, bitwise comparison, and a fixture that runs ranks as
-// threads around a store server.
+// CommTest.cpp (Gloo, local), ShmCommTest.cpp (shared memory) and
+// NcclMockTest.cpp (NCCL over a host mock) compute every collective's
+// expected result themselves, independently of the communicators: the
+// inputs of each rank, the references of all_gather, reduce_scatter and
+// all_to_all, bitwise comparison, and a fixture that runs ranks as threads
+// around a store server.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_TEST_UNIT_RUNTIME_COMMTESTUTIL_H
@@ -245,6 +246,52 @@ inline std::vector<std::pair<int, int>> ring(int n) {
   for (int i = 0; i < n; ++i)
     pairs.emplace_back(i, (i + 1) % n);
   return pairs;
+}
+
+/// all_to_all of every member's input of `inShape`, split along `split`,
+/// concatenated along `concat`.
+inline void checkAllToAll(Communicator &c, int r, int n, Shape inShape, int64_t split,
+                   int64_t concat) {
+  int64_t total = inShape[split];
+  Shape outShape = inShape;
+  if (split != concat) {
+    outShape[split] = chunkSize(total, n, r);
+    outShape[concat] *= n;
+  }
+  Tensor in = input(r, inShape), out(DType::F32, outShape);
+  Status s = c.allToAll(view(in), view(out), split, concat);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  // Piece j of sender q (chunk j along split) lands at j... by sender along
+  // concat: out index -> sender q and the index in q's input.
+  int64_t cw = split == concat ? total / n : inShape[concat];
+  Tensor want(DType::F32, outShape);
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    auto idx = unravel(i, outShape);
+    int q = static_cast<int>(idx[concat] / cw);
+    idx[concat] -= q * cw;
+    // Now idx indexes the piece (chunk r along split) of sender q.
+    idx[split] += split == concat ? r * cw : chunkOffset(total, n, r);
+    want.data<float>()[i] = input(q, inShape).data<float>()[ravel(idx, inShape)];
+  }
+  expectSame(out, want,
+             "all_to_all split " + std::to_string(split) + " concat " +
+                 std::to_string(concat) + " of " + shapeToString(inShape));
+}
+
+/// collective_permute: a ring, the same in place, and one pair (0 -> n-1)
+/// where everybody else gets zeros.
+inline void checkPermutes(Communicator &c, int r, int n) {
+  Shape s{4, 3};
+  Tensor in = input(r, s), out(DType::F32, s);
+  ASSERT_TRUE(c.collectivePermute(view(in), view(out), ring(n)).isOk());
+  expectSame(out, input((r + n - 1) % n, s), "ring shift");
+  // In place.
+  ASSERT_TRUE(c.collectivePermute(view(in), view(in), ring(n)).isOk());
+  expectSame(in, input((r + n - 1) % n, s), "ring shift in place");
+  // Only 0 -> n-1: everybody else gets zeros.
+  Tensor x = input(r, s), y = input(r, s, 1);
+  ASSERT_TRUE(c.collectivePermute(view(x), view(y), {{0, n - 1}}).isOk());
+  expectSame(y, r == n - 1 ? input(0, s) : Tensor(DType::F32, s), "partial");
 }
 
 /// A hung rank: sleeps until `done`.
