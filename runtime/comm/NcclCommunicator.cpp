@@ -7,9 +7,13 @@
 //
 // Bootstrap: member 0 of each communicator (the world, each subgroup)
 // creates an ncclUniqueId and shares its 128 bytes through the store; every
-// member then calls ncclCommInitRank. Uneven pieces (tensor_split) use
-// grouped broadcasts/reduces instead of ncclAllGather/ncclReduceScatter.
-// Each call waits for its stream, polling: past the timeout the
+// member then inits a non-blocking communicator (ncclCommInitRankConfig,
+// blocking = 0) and polls it: a member that never joins fails the init
+// after the timeout (ncclCommAbort) instead of blocking forever, as a
+// blocking ncclCommInitRank would. A call that answers ncclInProgress is
+// polled likewise before its stream is waited for. Uneven pieces
+// (tensor_split) use grouped broadcasts/reduces instead of
+// ncclAllGather/ncclReduceScatter. Each call waits for its stream, polling: past the timeout the
 // communicator is aborted (ncclCommAbort) and the call fails.
 //
 //===----------------------------------------------------------------------===//
@@ -91,7 +95,9 @@ public:
     TSL_RETURN_IF_ERROR(checkAllGatherShapes(in, out, dim, n, me));
     DimSplit g = splitAt(out.shape, dim, dtypeSize(in.dtype));
     Pieces p = pieces(g, n);
-    char *dst = g.outer == 1 ? static_cast<char *>(out.data) : scratch(out.bytes());
+    char *dst = static_cast<char *>(out.data);
+    if (g.outer > 1)
+      TSL_RETURN_IF_ERROR(scratch(out.bytes(), dst));
     if (g.size % n == 0) {
       TSL_RETURN_IF_ERROR(check(
           ncclAllGather(in.data, dst, p.bytes(me), ncclUint8, comm, stream),
@@ -117,7 +123,8 @@ public:
     Pieces p = pieces(g, n);
     const char *src = static_cast<const char *>(in.data);
     if (g.outer > 1) {
-      char *packed = scratch(in.bytes());
+      char *packed;
+      TSL_RETURN_IF_ERROR(scratch(in.bytes(), packed));
       TSL_RETURN_IF_ERROR(copyPieces(packed, g, n, in.data, true));
       src = packed;
     }
@@ -149,7 +156,8 @@ public:
     DimSplit go = splitAt(out.shape, concatDim, es);
     Pieces sent = pieces(gi, n);
     size_t recvBytes = sent.bytes(me);
-    char *sendBuf = scratch(in.bytes() + out.bytes());
+    char *sendBuf;
+    TSL_RETURN_IF_ERROR(scratch(in.bytes() + out.bytes(), sendBuf));
     char *recvBuf = sendBuf + in.bytes();
     TSL_RETURN_IF_ERROR(copyPieces(sendBuf, gi, n, in.data, true));
     ncclGroupStart();
@@ -175,7 +183,9 @@ public:
       return sync("collective_permute");
     }
     bool staged = from >= 0 && to >= 0 && in.data == out.data;
-    char *dst = staged ? scratch(bytes) : static_cast<char *>(out.data);
+    char *dst = static_cast<char *>(out.data);
+    if (staged)
+      TSL_RETURN_IF_ERROR(scratch(bytes, dst));
     ncclGroupStart();
     if (to >= 0)
       ncclSend(in.data, bytes, ncclUint8, to, comm, stream);
@@ -215,7 +225,8 @@ public:
     return sync("recv");
   }
   Status barrier() override {
-    char *one = scratch(4);
+    char *one;
+    TSL_RETURN_IF_ERROR(scratch(4, one));
     TSL_RETURN_IF_ERROR(check(ncclAllReduce(one, one, 1, ncclInt32, ncclSum,
                                             comm, stream),
                               "barrier"));
@@ -250,22 +261,46 @@ private:
       return Status::error(std::string("CUDA: ") + cudaGetErrorString(e));
     return Status::ok();
   }
+  /// A call's result; ncclInProgress (a non-blocking communicator still
+  /// doing it) is polled until done (settle).
   Status check(ncclResult_t r, const char *op) {
-    if (r != ncclSuccess && r != ncclInProgress)
+    if (r == ncclInProgress)
+      return settle(op);
+    if (r != ncclSuccess)
       return Status::error(where(op) + ": " + ncclGetErrorString(r));
     return Status::ok();
   }
+  /// Polls ncclCommGetAsyncError until the call in progress is done; its
+  /// error, or past the timeout the communicator aborted.
+  Status settle(const char *op);
   Status sync(const char *op);
-  char *scratch(size_t bytes) {
+  Status timedOut(const char *op, const char *why = "") {
+    return Status::error(where(op) + " timed out after " +
+                         std::to_string(world->timeout.count() / 1000.0) +
+                         " s" + why);
+  }
+  void abort() {
+    if (comm)
+      ncclCommAbort(comm);
+    comm = nullptr;
+  }
+  /// Device scratch of at least `bytes` (grown as needed) in `p`.
+  Status scratch(size_t bytes, char *&p) {
     if (bytes > scratchBytes) {
       if (scratchPtr)
         cudaFree(scratchPtr);
       scratchPtr = nullptr;
       scratchBytes = 0;
-      if (cudaMalloc(&scratchPtr, bytes) == cudaSuccess)
-        scratchBytes = bytes;
+      if (cudaError_t e = cudaMalloc(&scratchPtr, bytes); e != cudaSuccess) {
+        scratchPtr = nullptr;
+        return Status::error(where("scratch") + ": cudaMalloc of " +
+                             std::to_string(bytes) +
+                             " bytes failed: " + cudaGetErrorString(e));
+      }
+      scratchBytes = bytes;
     }
-    return static_cast<char *>(scratchPtr);
+    p = static_cast<char *>(scratchPtr);
+    return Status::ok();
   }
 
   NcclWorld &nccl() const { return static_cast<NcclWorld &>(*world); }
@@ -302,7 +337,36 @@ Status NcclCommunicator::init() {
                            std::to_string(v.size()) + " bytes, not an ncclUniqueId");
     std::memcpy(&id, v.data(), sizeof(id));
   }
-  return check(ncclCommInitRank(&comm, size(), id, me), "ncclCommInitRank");
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  comm = nullptr;
+  ncclResult_t r = ncclCommInitRankConfig(&comm, size(), id, me, &config);
+  if (r == ncclInProgress)
+    return settle("ncclCommInitRank");
+  if (r != ncclSuccess)
+    abort();
+  return check(r, "ncclCommInitRank");
+}
+
+Status NcclCommunicator::settle(const char *op) {
+  const bool init = std::strcmp(op, "ncclCommInitRank") == 0;
+  auto deadline = Clock::now() + world->timeout;
+  for (;;) {
+    ncclResult_t state = ncclInProgress;
+    if (ncclResult_t q = ncclCommGetAsyncError(comm, &state); q != ncclSuccess)
+      state = q;
+    if (state == ncclSuccess)
+      return Status::ok();
+    if (state != ncclInProgress) {
+      abort();
+      return Status::error(where(op) + ": " + ncclGetErrorString(state));
+    }
+    if (Clock::now() >= deadline) {
+      abort();
+      return timedOut(op, init ? " (a member never joined)" : "");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 Status NcclCommunicator::sync(const char *op) {
@@ -316,16 +380,12 @@ Status NcclCommunicator::sync(const char *op) {
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm, &async);
     if (async != ncclSuccess && async != ncclInProgress) {
-      ncclCommAbort(comm);
-      comm = nullptr;
+      abort();
       return check(async, op);
     }
     if (Clock::now() >= deadline) {
-      ncclCommAbort(comm);
-      comm = nullptr;
-      return Status::error(where(op) + " timed out after " +
-                           std::to_string(world->timeout.count() / 1000.0) +
-                           " s");
+      abort();
+      return timedOut(op);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

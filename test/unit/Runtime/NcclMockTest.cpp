@@ -369,6 +369,30 @@ TEST_F(NcclMockTest, AnIdOfTheWrongSizeInTheStoreIsRefused) {
 // Failures: every wait ends
 //===----------------------------------------------------------------------===//
 
+/// Rank 1 of 2 never starts: rank 0's non-blocking init gives up after the
+/// timeout (a blocking ncclCommInitRank would wait forever), aborting its
+/// communicator.
+TEST_F(NcclMockTest, InitGivesUpOnAMemberThatNeverJoins) {
+  std::unique_ptr<TcpStoreServer> own;
+  CommOptions o;
+  ASSERT_NO_FATAL_FAILURE(startStore(own, o.store));
+  o.rank = 0;
+  o.size = 2;
+  o.prefix = "lonely/";
+  o.timeout = milliseconds(300);
+  std::unique_ptr<Communicator> c;
+  const auto start = std::chrono::steady_clock::now();
+  Status s = createNcclCommunicator(o, c);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message(), "rank 0: ncclCommInitRank over ranks [0, 1] timed "
+                         "out after 0.300000 s (a member never joined)");
+  EXPECT_GE(took, milliseconds(300));
+  EXPECT_LT(took, milliseconds(3000));
+  EXPECT_EQ(mock::aborts(), 1);
+  EXPECT_EQ(mock::inits().size(), 0u);
+}
+
 class NcclMockFailureTest : public NcclMockTest {
 protected:
   /// Rank 0 runs `op` while rank 1 hangs (alive, never calling it) until

@@ -134,6 +134,8 @@ struct ncclComm {
   ncclResult_t asyncError = ncclSuccess;
   /// Destroyed, aborted, or its init failed.
   bool gone = false;
+  /// A non-blocking init (ncclCommInitRankConfig) not yet complete.
+  bool initPending = false;
 };
 
 namespace tessel::mockgpu {
@@ -541,6 +543,10 @@ ncclResult_t checkComm(ncclComm_t comm, cudaStream_t stream, const char *what) {
     violation(std::string(what) + " on a destroyed or aborted communicator");
     return ncclInvalidArgument;
   }
+  if (comm->initPending || comm->asyncError == ncclInProgress) {
+    violation(std::string(what) + " before the communicator's init completed");
+    return ncclInvalidUsage;
+  }
   CUstream_st *s = findStream(stream);
   if (!s) {
     violation(std::string(what) + ": not a live stream");
@@ -891,16 +897,19 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
-                              int rank) {
-  std::unique_lock<std::mutex> lock(mu);
-  if (!comm || nranks < 1 || rank < 0 || rank >= nranks)
-    return ncclInvalidArgument;
+namespace tessel::mockgpu {
+namespace {
+
+/// Member `rank` joins the clique of `commId` (under `mu`); null with `err`
+/// set where the call is refused.
+ncclComm *joinClique(int nranks, const ncclUniqueId &commId, int rank,
+                     ncclResult_t &err) {
   std::string key(commId.internal, sizeof(commId.internal));
   if (!issuedIds.count(key)) {
     violation("ncclCommInitRank with an ncclUniqueId that ncclGetUniqueId "
               "did not make");
-    return ncclInvalidArgument;
+    err = ncclInvalidArgument;
+    return nullptr;
   }
   std::unique_ptr<Clique> &cp = cliques[key];
   if (!cp) {
@@ -915,7 +924,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
               std::to_string(nranks) + " joins a communicator of " +
               std::to_string(c.nranks) +
               (c.members[rank] ? " that has that rank already" : ""));
-    return ncclInvalidUsage;
+    err = ncclInvalidUsage;
+    return nullptr;
   }
   comms.push_back(std::make_unique<ncclComm>());
   ncclComm *me = comms.back().get();
@@ -925,6 +935,40 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
   c.members[rank] = me;
   ++c.present;
   joined.notify_all();
+  return me;
+}
+
+/// The end of `me`'s init once every member has joined: NCCL refuses two
+/// ranks of a communicator on one device.
+ncclResult_t completeInit(ncclComm *me) {
+  Clique &c = *me->clique;
+  for (int r = 0; r < c.nranks; ++r)
+    if (r != me->rank && c.members[r]->device == me->device) {
+      if (r < me->rank)
+        std::fprintf(stderr,
+                     "mock NCCL WARN Duplicate GPU detected : rank %d and rank "
+                     "%d both on CUDA device %d\n",
+                     me->rank, r, me->device);
+      me->gone = true;
+      return ncclInvalidUsage;
+    }
+  initLog.push_back({c.id, c.nranks, me->rank, me->device});
+  return ncclSuccess;
+}
+
+} // namespace
+} // namespace tessel::mockgpu
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
+                              int rank) {
+  std::unique_lock<std::mutex> lock(mu);
+  if (!comm || nranks < 1 || rank < 0 || rank >= nranks)
+    return ncclInvalidArgument;
+  ncclResult_t err = ncclSuccess;
+  ncclComm *me = joinClique(nranks, commId, rank, err);
+  if (!me)
+    return err;
+  Clique &c = *me->clique;
   if (!joined.wait_for(lock, initTimeout,
                        [&] { return c.present == c.nranks || c.initFailed; }) ||
       c.initFailed) {
@@ -933,20 +977,28 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
     joined.notify_all();
     return ncclSystemError;
   }
-  for (int r = 0; r < nranks; ++r)
-    if (r != rank && c.members[r]->device == me->device) {
-      // NCCL refuses two ranks of a communicator on one device.
-      if (r < rank)
-        std::fprintf(stderr,
-                     "mock NCCL WARN Duplicate GPU detected : rank %d and rank "
-                     "%d both on CUDA device %d\n",
-                     rank, r, me->device);
-      me->gone = true;
-      return ncclInvalidUsage;
-    }
-  initLog.push_back({key, nranks, rank, me->device});
+  if ((err = completeInit(me)) != ncclSuccess)
+    return err;
   *comm = me;
   return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
+                                    ncclUniqueId commId, int rank,
+                                    ncclConfig_t *config) {
+  if (!config || config->blocking != 0)
+    return ncclCommInitRank(comm, nranks, commId, rank);
+  std::lock_guard<std::mutex> lock(mu);
+  if (!comm || nranks < 1 || rank < 0 || rank >= nranks)
+    return ncclInvalidArgument;
+  ncclResult_t err = ncclSuccess;
+  ncclComm *me = joinClique(nranks, commId, rank, err);
+  if (!me)
+    return err;
+  me->initPending = true;
+  me->asyncError = ncclInProgress;
+  *comm = me;
+  return ncclInProgress;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
@@ -970,6 +1022,9 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm)
     return ncclSuccess;
   ++abortCount;
+  if (comm->initPending && comm->clique->present < comm->clique->nranks)
+    comm->clique->initFailed = true; // the others never complete either
+  comm->initPending = false;
   if (comm->gone)
     return ncclSuccess;
   dropWork(comm);
@@ -981,6 +1036,16 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
   std::lock_guard<std::mutex> lock(mu);
   if (!comm || !asyncError)
     return ncclInvalidArgument;
+  if (comm->initPending) {
+    Clique &c = *comm->clique;
+    if (c.initFailed) {
+      comm->initPending = false;
+      comm->asyncError = ncclSystemError;
+    } else if (c.present == c.nranks) {
+      comm->initPending = false;
+      comm->asyncError = completeInit(comm);
+    }
+  }
   progressAll();
   *asyncError = comm->asyncError;
   return ncclSuccess;

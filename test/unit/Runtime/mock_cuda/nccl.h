@@ -62,10 +62,28 @@ typedef enum {
   ncclNumTypes = 12
 } ncclDataType_t;
 
+/// The fields of NCCL's config that Tessel sets (blocking), and the
+/// initializer's other defaults.
+#define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
+typedef struct ncclConfig_v22800 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;
+} ncclConfig_t;
+#define NCCL_CONFIG_INITIALIZER                                                \
+  {sizeof(ncclConfig_t), 0xcafebeef, 0, NCCL_CONFIG_UNDEF_INT}
+
 const char *ncclGetErrorString(ncclResult_t result);
 ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId);
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
                               int rank);
+/// With config->blocking == 0: returns ncclInProgress at once, and
+/// ncclCommGetAsyncError says ncclInProgress until every member has joined
+/// (then ncclSuccess, or the init's error).
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
+                                    ncclUniqueId commId, int rank,
+                                    ncclConfig_t *config);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError);
