@@ -16,6 +16,10 @@ compiled, timed per instruction (--trace), and fitted by least squares:
   - a chain of all_reduce, matmul, add run synchronously and as gradient
     buckets: the asynchronous path's extra time per collective
     (async_overhead: the communication thread shares the rank's core)
+  - op_rates: the non-GEMM kernels of the same reference steps (gelu,
+    softmax, transpose, the optimizer, ...), each kind's elements (of its
+    largest tensor) over its traced seconds, where the roofline's bytes over
+    memory bandwidth misses their arithmetic or access pattern
   - devices_per_node: the cores this process may run on.
 
 usage: calibrate_cpu.py --tesselc BIN --tessel-run BIN -o cpu.yaml [--ranks N]
@@ -252,12 +256,50 @@ REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                          "model.onnx")
 
 
+# The kernels op_rates times: those whose work follows their largest tensor
+# (not gather's, whose table is large and whose work is its rows).
+RATED_KINDS = {
+    "add", "sub", "mul", "div", "neg", "exp", "log", "tanh", "sqrt", "rsqrt",
+    "pow", "gelu", "gelu_grad", "sigmoid", "silu", "relu", "relu_grad",
+    "softmax", "softmax_grad", "log_softmax", "log_softmax_grad",
+    "layer_norm", "reduce_sum", "reduce_mean", "reduce_max", "transpose",
+    "where", "expand", "concat", "split", "cast", "adam_update",
+    "sgd_update"}
+MIN_SAMPLES = 8
+# Samples smaller than this measure the per-op overhead, not the kernel.
+MIN_ELEMENTS = 2048
+
+
+def op_rates(events, overhead):
+    """Per kernel kind of RATED_KINDS traced at least MIN_SAMPLES times on
+    tensors of MIN_ELEMENTS or more: its elements (its largest tensor's f32
+    elements, from the trace's arena reads and writes) over its seconds
+    beyond the per-op overhead, summed over the samples."""
+    elems, secs, count = {}, {}, {}
+    for e in events:
+        kind = e.get("cat")
+        if e.get("ph") != "X" or kind not in RATED_KINDS or e.get("tid"):
+            continue
+        a = e.get("args", {})
+        sizes = [w[1] for w in (a.get("arena_reads") or []) +
+                 (a.get("arena_writes") or []) if w]
+        if not sizes or max(sizes) / 4.0 < MIN_ELEMENTS or e["dur"] <= 0:
+            continue
+        elems[kind] = elems.get(kind, 0.0) + max(sizes) / 4.0
+        dur = e["dur"] * 1e-6
+        secs[kind] = secs.get(kind, 0.0) + max(dur - overhead, 0.5 * dur)
+        count[kind] = count.get(kind, 0) + 1
+    return {k: elems[k] / secs[k] for k in elems
+            if count[k] >= MIN_SAMPLES and secs[k] > 0}
+
+
 def reference_collectives(args, tmp, ranks):
     """The collectives of a reference model's training steps (a GPT-NeoX of
     the zoo, which the accuracy bench does not measure): tensor parallel and
     ZeRO-2, --trace of 30 steps; per collective (ring steps, bytes per step,
-    seconds), as they run inside a step rather than back to back."""
-    out = []
+    seconds), as they run inside a step rather than back to back; and the
+    steps' trace events (for op_rates)."""
+    out, traced = [], []
     data = os.path.join(tmp, "reference-ids.npy")
     rng = np.random.default_rng(0)
     np.save(data, rng.integers(0, 128, (30, 2, 17)).astype(np.int64))
@@ -271,6 +313,7 @@ def reference_collectives(args, tmp, ranks):
              "--data-lm", data, "--trace", trace])
         with open(trace) as f:
             events = json.load(f)["traceEvents"]
+        traced += events
         for e in events:
             kind = e.get("cat")
             if e.get("ph") != "X" or kind not in ("all_reduce", "all_gather",
@@ -286,7 +329,7 @@ def reference_collectives(args, tmp, ranks):
             steps = 2.0 * (ranks - 1) if kind == "all_reduce" else ranks - 1.0
             chunk = written if kind == "reduce_scatter" else written / ranks
             out.append((steps, chunk, e["dur"] * 1e-6))
-    return out
+    return out, traced
 
 
 def main():
@@ -333,7 +376,7 @@ def main():
                           if sec_per_flop > 0 else 0.0)
         _, sec_per_byte = fit(
             [float(n) * float(b) for n, b, _ in ew], list(ew.values()))
-        coll, ref = {}, []
+        coll, ref, rates = {}, [], {}
         if args.ranks > 1:
             text, inputs = collective_program(args.ranks)
             d = compile_and_trace(args, tmp, "collectives", text, inputs,
@@ -357,7 +400,8 @@ def main():
                 diffs.append((asyn - sync) / CHAIN)
             async_overhead = max(0.0, statistics.median(diffs))
             if args.reference and os.path.isfile(args.reference):
-                ref = reference_collectives(args, tmp, args.ranks)
+                ref, traced = reference_collectives(args, tmp, args.ranks)
+                rates = op_rates(traced, overhead)
             if os.environ.get("CALIBRATE_VERBOSE"):
                 print("collective points ((kind, elements): seconds):",
                       sorted(coll.items()))
@@ -404,6 +448,9 @@ def main():
              "name: %s" % cfg["name"], "device:"]
     for k, v in cfg["device"].items():
         lines.append("  %s: %s" % (k, v if isinstance(v, str) else "%.6g" % v))
+    if rates:
+        lines.append("  op_rates:  # elements per second, in situ")
+        lines += ["    %s: %.6g" % kv for kv in sorted(rates.items())]
     lines += ["devices_per_node: %d" % cores, "nodes: 1"]
     for link in ("intra_node", "inter_node"):
         lines.append("%s:" % link)
@@ -413,10 +460,10 @@ def main():
         f.write("\n".join(lines) + "\n")
     print("calibrate: matmul %.1f GFLOP/s (D0 %.1f), elementwise %.2f GB/s, op overhead "
           "%.2f us, collectives' latency %.2f us and %.2f GB/s, asynchronous "
-          "overhead %.1f us (%d ranks), %d cores -> %s"
+          "overhead %.1f us (%d ranks), %d kernels' rates, %d cores -> %s"
           % (rate / 1e9, saturation_dim, 1e-9 / sec_per_byte, overhead * 1e6,
-             lat * 1e6,
-             link_bw / 1e9, async_overhead * 1e6, n, cores, args.output))
+             lat * 1e6, link_bw / 1e9, async_overhead * 1e6, n, len(rates),
+             cores, args.output))
 
 
 if __name__ == "__main__":

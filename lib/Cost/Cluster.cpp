@@ -165,7 +165,23 @@ llvm::Error ClusterSpec::validate() const {
         {"inter_node.async_overhead", interNode.asyncOverhead, kSeconds}})
     if (llvm::Error e = check(field, value, range))
       return e;
+  for (const auto &[op, rate] : device.opRates) {
+    if (!isOpRateName(op))
+      return llvm::createStringError(
+          "cluster '" + name + "': device.op_rates names '" + op +
+          "'; an op name is lower-case letters, digits and '_' (at most 64)");
+    if (llvm::Error e = check("device.op_rates." + op, rate, kRate))
+      return e;
+  }
   return llvm::Error::success();
+}
+
+bool isOpRateName(llvm::StringRef name) {
+  return !name.empty() && name.size() <= 64 &&
+         llvm::all_of(name, [](char ch) {
+           return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                  ch == '_';
+         });
 }
 
 namespace {

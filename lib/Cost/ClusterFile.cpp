@@ -161,6 +161,8 @@ private:
                                 SmallVectorImpl<char> &storage);
   /// Walks `map` (the mapping under `prefix`), collecting leaf values.
   Error collect(yaml::MappingNode *map, StringRef prefix);
+  /// Reads device.op_rates into `opRates`.
+  Error collectOpRates(yaml::MappingNode *map);
   Error apply(const Field &field, yaml::Node *node, ClusterSpec &c);
 
   StringRef fileName;
@@ -170,7 +172,40 @@ private:
   std::vector<Field> fields;
   /// Leaf key -> its value node, in file order.
   std::vector<std::pair<std::string, yaml::Node *>> leaves;
+  std::map<std::string, double> opRates;
 };
+
+Error Parser::collectOpRates(yaml::MappingNode *map) {
+  for (yaml::KeyValueNode &kv : *map) {
+    SmallString<32> keyStorage, valueStorage;
+    Expected<StringRef> op = getScalar(kv.getKey(), "key", keyStorage);
+    if (stream->failed())
+      return yamlFailure();
+    if (!op)
+      return op.takeError();
+    const std::string key = "device.op_rates." + op->str();
+    if (!isOpRateName(*op))
+      return fail(kv.getKey(),
+                  "'" + key + "': an op name is lower-case letters, digits "
+                              "and '_' (at most 64), without the dialect");
+    yaml::Node *value = kv.getValue();
+    if (stream->failed())
+      return yamlFailure();
+    Expected<StringRef> text = getScalar(value, key, valueStorage);
+    if (!text)
+      return text.takeError();
+    double rate;
+    if (text->trim().getAsDouble(rate) || !figure::kRate.contains(rate))
+      return fail(value, key + " is '" + text->trim() + "'; it must be " +
+                             figure::kRate.describe() +
+                             " (elements per second)");
+    if (!opRates.emplace(op->str(), rate).second)
+      return fail(kv.getKey(), "'" + key + "' is given twice");
+  }
+  if (stream->failed())
+    return yamlFailure();
+  return Error::success();
+}
 
 Expected<StringRef> Parser::getScalar(yaml::Node *node, StringRef key,
                                       SmallVectorImpl<char> &storage) {
@@ -195,6 +230,15 @@ Error Parser::collect(yaml::MappingNode *map, StringRef prefix) {
     yaml::Node *value = kv.getValue();
     if (stream->failed())
       return yamlFailure();
+    if (full == "device.op_rates") {
+      auto *rates = dyn_cast_or_null<yaml::MappingNode>(value);
+      if (!rates)
+        return fail(value, "'device.op_rates' must be a mapping of op names "
+                           "to elements per second");
+      if (Error e = collectOpRates(rates))
+        return e;
+      continue;
+    }
     if (auto *sub = dyn_cast_or_null<yaml::MappingNode>(value)) {
       if (full != "device" && full != "intra_node" && full != "inter_node")
         return fail(kv.getKey(), "unknown key '" + full + "'");
@@ -315,6 +359,8 @@ Expected<ClusterSpec> Parser::run() {
       return std::move(e);
     given.insert(key);
   }
+  for (const auto &[op, rate] : opRates)
+    c.device.opRates[op] = rate;
   if (!hasBase)
     for (const Field &f : fields)
       if (f.required && !given.contains(f.key))
@@ -407,6 +453,11 @@ std::string printClusterFile(const ClusterSpec &c) {
   os << "  op_overhead: " << formatNumber(d.opOverhead) << "\n";
   os << "  matmul_saturation_dim: " << formatNumber(d.matmulSaturationDim)
      << "\n";
+  if (!d.opRates.empty()) {
+    os << "  op_rates:\n";
+    for (const auto &[op, rate] : d.opRates)
+      os << "    " << op << ": " << formatNumber(rate) << "\n";
+  }
   for (auto [key, link] : {std::pair<const char *, const LinkSpec *>{
                                "intra_node", &c.intraNode},
                            {"inter_node", &c.interNode}})

@@ -46,6 +46,20 @@ double mlir::tessel::getComputeTime(Operation *op,
                                     const cost::DeviceSpec &device) {
   auto costOp = dyn_cast<CostOpInterface>(op);
   CostClass cls = costOp ? costOp.getCostClass() : CostClass::PerElement;
+  // A kernel the device measured: its elements over its rate.
+  if (cls == CostClass::PerElement && !device.opRates.empty())
+    if (auto it = device.opRates.find(
+            op->getName().stripDialect().str());
+        it != device.opRates.end()) {
+      double elements = 0;
+      for (ValueRange values : {ValueRange(op->getOperands()),
+                                ValueRange(op->getResults())})
+        for (Value v : values)
+          if (auto t = dyn_cast<RankedTensorType>(v.getType());
+              t && t.hasStaticShape())
+            elements = std::max(elements, double(t.getNumElements()));
+      return elements / it->second + device.opOverhead;
+    }
   cost::WorkClass work = cost::WorkClass::Elementwise;
   switch (cls) {
   case CostClass::Contraction:

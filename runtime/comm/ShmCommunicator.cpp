@@ -22,9 +22,19 @@
 // each element is computed once, so results are bitwise identical on every
 // member and do not depend on timing. reduce_scatter: member m reduces piece
 // m the same way. all_gather and broadcast are copies. Tensors larger than a
-// slot go through in chunks. all_to_all, collective_permute and send/recv
-// go to the fallback communicator (Gloo's), as do subgroups whose segment
-// cannot be created.
+// slot go through in chunks. all_to_all and collective_permute go to the
+// fallback communicator (Gloo's), as do subgroups whose segment cannot be
+// created.
+//
+// send/recv (a pipeline's activations and gradients) go through the segment
+// too, in groups of up to kMaxChannelMembers: one ring of kChannelBytes per
+// ordered pair of members, a byte stream of messages (tag, size, payload)
+// that the sender writes as space frees up and the receiver reads in
+// order; a message of another tag than the one awaited is read aside and
+// kept for its recv (Gloo's matching by tag). No syscall on the way (the
+// TCP loopback of Gloo's pairs cost a pipeline's ranks milliseconds of
+// kernel time per step on a 2-core VM); waits spin briefly, then sleep on
+// the ring's futex word.
 //
 // Waits spin briefly, then yield, then sleep on a futex (woken by the next
 // arrival); every 50 ms they check that the peers' processes still live
@@ -44,6 +54,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <fstream>
 #include <linux/futex.h>
@@ -72,6 +83,10 @@ constexpr size_t kChunkHeaderBytes = 256;
 constexpr size_t kDefaultSlotBytes = size_t(1) << 20;
 constexpr size_t kBlockBytes = 16 << 10;
 constexpr int kMaxDims = 8;
+/// send/recv rings: their bytes, and the largest group that has them
+/// (n (n - 1) rings: 14 MiB for 8 members).
+constexpr size_t kChannelBytes = 256 << 10;
+constexpr int kMaxChannelMembers = 8;
 
 static_assert(
     std::atomic<uint32_t>::is_always_lock_free &&
@@ -105,15 +120,17 @@ enum Op : uint32_t {
   kAllGather,
   kReduceScatter,
   kBroadcast,
-  kBarrier
+  kBarrier,
+  kSend,
+  kRecv
 };
 
 const char *opName(uint32_t op) {
   // By Op's value, from kAllReduce = 1.
-  static constexpr const char *kNames[] = {"all_reduce", "all_gather",
-                                           "reduce_scatter", "broadcast",
-                                           "barrier"};
-  return op >= kAllReduce && op <= kBarrier ? kNames[op - kAllReduce] : "?";
+  static constexpr const char *kNames[] = {
+      "all_reduce", "all_gather", "reduce_scatter", "broadcast",
+      "barrier",    "send",       "recv"};
+  return op >= kAllReduce && op <= kRecv ? kNames[op - kAllReduce] : "?";
 }
 
 /// What a member is doing, at the start of each of its buffers; equal on
@@ -155,16 +172,33 @@ static_assert(sizeof(ChunkHeader) <= kChunkHeaderBytes, "chunk header too big");
 
 size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
+/// One side of a send/recv ring: the bytes it has written (the sender) or
+/// read (the receiver) so far, and the word the other side sleeps on.
+struct alignas(64) ChannelEnd {
+  std::atomic<uint64_t> bytes;
+  std::atomic<uint32_t> seq;
+  std::atomic<uint32_t> waiters;
+};
+static_assert(sizeof(ChannelEnd) == 64, "one cache line per side");
+
 /// Where things are in a segment of `n` members with slots of `slot` bytes.
 struct SegmentLayout {
   size_t lines = kPage;
   size_t buffers = 0;
   size_t bufferStride = 0;
+  /// The send/recv rings, one per ordered pair: [sender end | receiver end
+  /// | kChannelBytes of ring]; none beyond kMaxChannelMembers.
+  size_t channels = 0;
+  size_t channelStride = 0;
+  int channelCount = 0;
   size_t total = 0;
   SegmentLayout(int n, size_t slot) {
     buffers = lines + roundUp(sizeof(MemberLine) * n, kPage);
     bufferStride = roundUp(kChunkHeaderBytes + slot, kPage);
-    total = buffers + bufferStride * 2 * n;
+    channels = buffers + bufferStride * 2 * n;
+    channelStride = roundUp(2 * sizeof(ChannelEnd) + kChannelBytes, kPage);
+    channelCount = n <= kMaxChannelMembers ? n * (n - 1) : 0;
+    total = channels + channelStride * channelCount;
   }
 };
 
@@ -315,6 +349,10 @@ Status openSegment(ShmWorld &w, const std::vector<int> &members, int me,
       h->totalBytes = layout.total;
       for (int i = 0; i < n; ++i)
         new (m.base + layout.lines + i * sizeof(MemberLine)) MemberLine{};
+      for (int i = 0; i < layout.channelCount; ++i)
+        for (int end = 0; end < 2; ++end)
+          new (m.base + layout.channels + i * layout.channelStride +
+               end * sizeof(ChannelEnd)) ChannelEnd{};
       std::atomic_thread_fence(std::memory_order_release);
       h->magic = kMagic;
     }
@@ -410,6 +448,11 @@ public:
     lines = reinterpret_cast<MemberLine *>(this->mapping.base + layout.lines);
     buffers = this->mapping.base + layout.buffers;
     stride = layout.bufferStride;
+    if (layout.channelCount > 0) {
+      channels = this->mapping.base + layout.channels;
+      channelStride = layout.channelStride;
+      aside.resize(size());
+    }
   }
 
   ~ShmCommunicator() override {
@@ -579,16 +622,70 @@ public:
     TSL_RETURN_IF_ERROR(delegate("collective_permute"));
     return fallback->collectivePermute(in, out, pairs);
   }
+  /// Written into the ring to `peer` (waiting while it is full), or by the
+  /// fallback where the group has no rings.
   Status send(const TensorView &in, int peer, int64_t tag) override {
-    TSL_RETURN_IF_ERROR(delegate("send"));
-    return fallback->send(in, peer, tag);
+    if (!channels) {
+      TSL_RETURN_IF_ERROR(delegate("send"));
+      return fallback->send(in, peer, tag);
+    }
+    TSL_RETURN_IF_ERROR(checkPeer(peer, tag, size(), me, "send to"));
+    if (in.bytes() == 0)
+      return Status::ok();
+    const std::string what = "send to rank " + std::to_string(members[peer]);
+    const MessageHeader h{tag, static_cast<uint64_t>(in.bytes())};
+    TSL_RETURN_IF_ERROR(writeRing(peer, &h, sizeof h, what));
+    return writeRing(peer, in.data, in.bytes(), what);
   }
+  /// The next message of `tag` from `peer`: one read aside before, or the
+  /// ring's, reading the messages of other tags before it aside.
   Status recv(const TensorView &out, int peer, int64_t tag) override {
-    TSL_RETURN_IF_ERROR(delegate("recv"));
-    return fallback->recv(out, peer, tag);
+    if (!channels) {
+      TSL_RETURN_IF_ERROR(delegate("recv"));
+      return fallback->recv(out, peer, tag);
+    }
+    TSL_RETURN_IF_ERROR(checkPeer(peer, tag, size(), me, "recv from"));
+    if (out.bytes() == 0)
+      return Status::ok();
+    const std::string what = "recv from rank " + std::to_string(members[peer]);
+    auto sizeError = [&](uint64_t bytes) {
+      return Status::error(where(what) + ": the message of tag " +
+                           std::to_string(tag) + " holds " +
+                           std::to_string(bytes) + " bytes, the recv expects " +
+                           std::to_string(out.bytes()));
+    };
+    auto &kept = aside[peer];
+    for (auto it = kept.begin(); it != kept.end(); ++it)
+      if (it->first == tag) {
+        if (it->second.size() != out.bytes())
+          return sizeError(it->second.size());
+        std::memcpy(out.data, it->second.data(), out.bytes());
+        kept.erase(it);
+        return Status::ok();
+      }
+    for (;;) {
+      MessageHeader h;
+      TSL_RETURN_IF_ERROR(readRing(peer, &h, sizeof h, what));
+      if (h.tag == tag) {
+        if (h.bytes != out.bytes())
+          return sizeError(h.bytes);
+        return readRing(peer, out.data, out.bytes(), what);
+      }
+      // A message for a later recv: kept until then.
+      if (h.bytes > (uint64_t(1) << 40))
+        return Status::error(where(what) + ": a message of " +
+                             std::to_string(h.bytes) + " bytes (tag " +
+                             std::to_string(h.tag) + "): the ring is corrupt");
+      kept.emplace_back(h.tag, std::vector<char>(h.bytes));
+      TSL_RETURN_IF_ERROR(
+          readRing(peer, kept.back().second.data(), h.bytes, what));
+    }
   }
+  /// With rings, the default: the recv runs at the wait.
   Status irecv(const TensorView &out, int peer, int64_t tag,
                std::unique_ptr<P2PRequest> &req) override {
+    if (channels)
+      return Communicator::irecv(out, peer, tag, req);
     TSL_RETURN_IF_ERROR(delegate("recv"));
     return fallback->irecv(out, peer, tag, req);
   }
@@ -814,6 +911,151 @@ private:
     return Status::error(where(opName(op)) + " failed: " + what);
   }
 
+  /// A message's head in a send/recv ring.
+  struct MessageHeader {
+    int64_t tag;
+    uint64_t bytes;
+  };
+
+  /// The ring from member `from` to member `to`: its two ends and bytes.
+  char *channelAt(int from, int to) const {
+    const int n = size();
+    return channels +
+           static_cast<size_t>(from * (n - 1) + (to < from ? to : to - 1)) *
+               channelStride;
+  }
+  ChannelEnd *sender(int from, int to) const {
+    return reinterpret_cast<ChannelEnd *>(channelAt(from, to));
+  }
+  ChannelEnd *receiver(int from, int to) const {
+    return reinterpret_cast<ChannelEnd *>(channelAt(from, to)) + 1;
+  }
+  char *ring(int from, int to) const {
+    return channelAt(from, to) + 2 * sizeof(ChannelEnd);
+  }
+
+  /// Appends `bytes` of `src` to the ring to `peer`, waiting for space.
+  Status writeRing(int peer, const void *src, size_t bytes,
+                   const std::string &what) {
+    ChannelEnd *mine = sender(me, peer), *theirs = receiver(me, peer);
+    char *r = ring(me, peer);
+    const char *p = static_cast<const char *>(src);
+    uint64_t written = mine->bytes.load(std::memory_order_relaxed);
+    while (bytes > 0) {
+      TSL_RETURN_IF_ERROR(waitRing(*theirs, peer, what, [&] {
+        return written - theirs->bytes.load(std::memory_order_acquire) <
+               kChannelBytes;
+      }));
+      const uint64_t used =
+          written - theirs->bytes.load(std::memory_order_acquire);
+      const size_t at = written % kChannelBytes;
+      const size_t n =
+          std::min({bytes, size_t(kChannelBytes - used), kChannelBytes - at});
+      std::memcpy(r + at, p, n);
+      p += n;
+      bytes -= n;
+      written += n;
+      publish(*mine, written);
+    }
+    return Status::ok();
+  }
+
+  /// Takes `bytes` from the ring from `peer` into `dst`, waiting for them.
+  Status readRing(int peer, void *dst, size_t bytes, const std::string &what) {
+    ChannelEnd *mine = receiver(peer, me), *theirs = sender(peer, me);
+    const char *r = ring(peer, me);
+    char *p = static_cast<char *>(dst);
+    uint64_t read = mine->bytes.load(std::memory_order_relaxed);
+    while (bytes > 0) {
+      TSL_RETURN_IF_ERROR(waitRing(*theirs, peer, what, [&] {
+        return theirs->bytes.load(std::memory_order_acquire) != read;
+      }));
+      const uint64_t written = theirs->bytes.load(std::memory_order_acquire);
+      const size_t at = read % kChannelBytes;
+      const size_t n =
+          std::min({bytes, size_t(written - read), kChannelBytes - at});
+      std::memcpy(p, r + at, n);
+      p += n;
+      bytes -= n;
+      read += n;
+      publish(*mine, read);
+    }
+    return Status::ok();
+  }
+
+  /// Marks this member failed at a send or recv (`what` names it; peers
+  /// waiting on it learn that it gave up) and builds the message.
+  Status ringFailed(const std::string &what, const std::string &why) {
+    broken = why;
+    lines[me].state.store(1 + (what.rfind("send", 0) == 0 ? kSend : kRecv),
+                          std::memory_order_seq_cst);
+    futexWake(&lines[me].counter);
+    return Status::error(where(what) + " failed: " + why);
+  }
+
+  /// Moves this end to `bytes` and wakes the other side if it sleeps.
+  static void publish(ChannelEnd &end, uint64_t bytes) {
+    end.bytes.store(bytes, std::memory_order_release);
+    end.seq.fetch_add(1, std::memory_order_seq_cst);
+    if (end.waiters.load(std::memory_order_seq_cst))
+      futexWake(&end.seq);
+  }
+
+  /// Waits until `ready()`, `other` being the peer's end of the ring: spins
+  /// ~20 us, then sleeps on its word; every 50 ms checks that the peer
+  /// lives and the timeout. A peer that left or failed ends the wait only
+  /// where what it wrote does not make it ready.
+  template <typename Ready>
+  Status waitRing(ChannelEnd &other, int peer, const std::string &what,
+                  Ready ready) {
+    constexpr auto kSpinFor = std::chrono::microseconds(20);
+    constexpr auto kCheckEvery = std::chrono::milliseconds(50);
+    if (ready())
+      return Status::ok();
+    const auto start = Clock::now();
+    auto nextCheck = start + kCheckEvery;
+    for (uint64_t i = 1;; ++i) {
+      if (ready())
+        return Status::ok();
+      if (i % 64 || Clock::now() - start < kSpinFor) {
+        cpuRelax();
+        continue;
+      }
+      const auto now = Clock::now();
+      if (now >= nextCheck) {
+        const uint32_t st = lines[peer].state.load(std::memory_order_acquire);
+        const std::string them = "rank " + std::to_string(members[peer]);
+        if (st && !ready())
+          return ringFailed(
+              what, them + (st == kLeft
+                                ? " left (its communicator was destroyed)"
+                                : " gave up first (its " +
+                                      std::string(opName(st - 1)) +
+                                      " failed)"));
+        const int32_t pid = lines[peer].pid.load(std::memory_order_relaxed);
+        if (processGone(pid) && !ready())
+          return ringFailed(what, them + " (pid " + std::to_string(pid) +
+                                      ") exited during " + what);
+        if (now - start >= world->timeout)
+          return ringFailed(
+              what, "Timed out after " +
+                        std::to_string(world->timeout.count()) +
+                        " ms waiting for " + them + " (pid " +
+                        std::to_string(pid) + "); " + them +
+                        " did not fail here and is alive: hung, or not at "
+                        "this collective");
+        nextCheck = now + kCheckEvery;
+      }
+      const uint32_t seq = other.seq.load(std::memory_order_seq_cst);
+      other.waiters.fetch_add(1, std::memory_order_seq_cst);
+      if (!ready())
+        futexWait(&other.seq, seq,
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      nextCheck - Clock::now()));
+      other.waiters.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
+
   Communicator *fallback;
   Mapping mapping;
   size_t slot = 0;
@@ -829,6 +1071,11 @@ private:
   std::string broken;
   /// all_reduce's block of partial results.
   std::vector<char> block;
+  /// The send/recv rings (null: none in this group), and by peer the
+  /// messages read aside, (tag, payload) in arrival order.
+  char *channels = nullptr;
+  size_t channelStride = 0;
+  std::vector<std::deque<std::pair<int64_t, std::vector<char>>>> aside;
 };
 
 /// Ranks on several hosts: the world's collectives (and every group that

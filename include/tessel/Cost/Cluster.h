@@ -17,6 +17,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,15 @@ struct DeviceSpec {
   /// unamortized, a short M or N its register tile part empty). 0: no
   /// curve.
   double matmulSaturationDim = 0;
+  /// Measured rates of named non-GEMM kernels, in elements per second (of
+  /// the op's largest operand or result), by op name without the dialect
+  /// ("gelu", "adam_update"): such an op costs elements / rate +
+  /// opOverhead instead of its bytes over memoryBandwidth. What the
+  /// roofline misses on a CPU core: transcendental arithmetic (gelu's erf),
+  /// strided access (transpose), an optimizer's several streams. Measured in
+  /// a reference model's training steps (bench/calibrate_cpu.py); empty for
+  /// the built-in devices.
+  std::map<std::string, double> opRates;
 
   /// The FLOP/s `cls` runs at in `precision` (peak x efficiency; BF16 falls
   /// back to F32 where the device gives no BF16 peak).
@@ -131,6 +141,10 @@ struct FigureRange {
   /// "a number in [1, 1e+21]", for messages.
   std::string describe() const;
 };
+
+/// Whether `name` may key DeviceSpec::opRates: an op's name without its
+/// dialect, [a-z0-9_]{1,64}.
+bool isOpRateName(llvm::StringRef name);
 
 namespace figure {
 /// FLOP/s and bytes/s.

@@ -25,7 +25,9 @@ double getValueBytes(ValueRange values);
 /// Whether the runtime runs nothing for `op`: a weight, a constant (both
 /// bound once), a view, an op without tensor results.
 bool isFreeAtRunTime(Operation *op);
-/// The seconds `op` (without regions) takes on `device`.
+/// The seconds `op` (without regions) takes on `device`: a kernel the
+/// device has a measured rate for (DeviceSpec::opRates) by its elements,
+/// others on the roofline of their FLOPs and bytes.
 double getComputeTime(Operation *op, const ::tessel::cost::DeviceSpec &device);
 /// The seconds `op` takes on `device`: 0 when it is free, the sum of its
 /// body's ops when it holds regions.

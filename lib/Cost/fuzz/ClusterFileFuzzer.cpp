@@ -58,6 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       e.memoryBytes != d.memoryBytes ||
       e.memoryBandwidth != d.memoryBandwidth || e.opOverhead != d.opOverhead ||
       e.matmulSaturationDim != d.matmulSaturationDim ||
+      e.opRates != d.opRates ||
       !sameLink(back->intraNode, c->intraNode) ||
       !sameLink(back->interNode, c->interNode))
     fail("the round trip changed a figure:\n" + printed);

@@ -6,7 +6,8 @@
 // every reduce kind, f32, i32, i64 and bool, uneven pieces, in-place calls,
 // subgroups, the collectives it hands to Gloo. References are computed here
 // from every rank's (deterministic) input. Then: sums in member order and
-// bitwise identical on every rank; members at different collectives; a
+// bitwise identical on every rank; send/recv through the segment's rings
+// (any tag order, streamed, without Gloo); members at different collectives; a
 // hung rank, a rank that leaves and a killed rank process (fork), each
 // named; nothing left in /dev/shm. ShmCommBench prints timings of Gloo and
 // shm between 2 processes (with TESSEL_COMM_BENCH=1; TESSEL_SHM_SLOT_KB sets
@@ -208,7 +209,7 @@ TEST_P(ShmSizeTest, FallbackCollectivesAndBarriers) {
   if (!haveGlooCommunicator())
     GTEST_SKIP() << "no Gloo in this build";
   runRanks(n, [n](Communicator &c, int r) {
-    // all_to_all, collective_permute and send/recv go to Gloo.
+    // all_to_all and collective_permute go to Gloo (send/recv: the rings).
     Shape is{2 * n, 3};
     Tensor in = input(r, is), out(DType::F32, {2, 3 * n});
     ASSERT_TRUE(c.allToAll(view(in), view(out), 0, 1).isOk());
@@ -221,7 +222,7 @@ TEST_P(ShmSizeTest, FallbackCollectivesAndBarriers) {
     ASSERT_TRUE(c.collectivePermute(view(x), view(y), ring(n)).isOk());
     expectSame(y, input((r + n - 1) % n, {4, 3}), "ring shift");
     ASSERT_TRUE(c.barrier().isOk());
-    // Only some members send: the barrier still agrees on Gloo's.
+    // Only some members send: the barrier still agrees.
     Tensor p = input(r, {17}), q(DType::F32, {17});
     if (r == 0) {
       ASSERT_TRUE(c.send(view(p), 1, 3).isOk());
@@ -234,6 +235,124 @@ TEST_P(ShmSizeTest, FallbackCollectivesAndBarriers) {
     ASSERT_TRUE(c.barrier().isOk());
     checkAllReduce(c, r, n, DType::F32, {3, 1337}, ReduceKind::Sum);
   });
+}
+
+//===----------------------------------------------------------------------===//
+// send/recv through the segment's rings
+//===----------------------------------------------------------------------===//
+
+/// Every rank sends every other rank a small message, one larger than its
+/// ring (streamed while the receiver reads) and one that wraps, from a
+/// thread of its own (as the CPU executor's communication thread does),
+/// while it receives them in the reverse order of their tags: the
+/// receiver reads the earlier tags aside. Without Gloo: the rings alone.
+TEST_P(ShmSizeTest, SendRecvThroughTheRingsInAnyTagOrder) {
+  int n = GetParam();
+  RunOptions ro;
+  ro.fallback = false;
+  const std::vector<Shape> shapes = {{17}, {3, 40000}, {50000}};
+  runRanks(
+      n,
+      [&](Communicator &c, int r) {
+        Status sent = Status::ok();
+        std::thread sender([&] {
+          for (int round = 0; round < 2 && sent.isOk(); ++round)
+            for (int peer = 0; peer < n && sent.isOk(); ++peer)
+              for (size_t k = 0; k < shapes.size() && sent.isOk(); ++k) {
+                if (peer == r)
+                  continue;
+                Tensor t = input(r * 100 + int(k) + 10 * round, shapes[k]);
+                sent = c.send(view(t), peer, int64_t(10 * round + k));
+              }
+        });
+        for (int round = 0; round < 2; ++round)
+          for (int peer = 0; peer < n; ++peer)
+            for (size_t k = shapes.size(); k-- > 0;) {
+              if (peer == r)
+                continue;
+              Tensor got(DType::F32, shapes[k]);
+              Status s = c.recv(view(got), peer, int64_t(10 * round + k));
+              ASSERT_TRUE(s.isOk()) << s.message();
+              expectSame(got, input(peer * 100 + int(k) + 10 * round, shapes[k]),
+                         "message " + std::to_string(k) + " of round " +
+                             std::to_string(round) + " from rank " +
+                             std::to_string(peer));
+            }
+        sender.join();
+        ASSERT_TRUE(sent.isOk()) << sent.message();
+        ASSERT_TRUE(c.barrier().isOk());
+      },
+      ro);
+}
+
+TEST_F(ShmCommTest, RecvOfTheWrongSizeIsNamed) {
+  RunOptions ro;
+  ro.fallback = false;
+  runRanks(
+      2,
+      [](Communicator &c, int r) {
+        Tensor t = input(r, {17}), small(DType::F32, {16});
+        if (r == 0) {
+          ASSERT_TRUE(c.send(view(t), 1, 5).isOk());
+          return;
+        }
+        Status s = c.recv(view(small), 0, 5);
+        ASSERT_FALSE(s.isOk());
+        EXPECT_TRUE(contains(s, "rank 1: recv from rank 0 over ranks [0, 1]: "
+                                "the message of tag 5 holds 68 bytes, the "
+                                "recv expects 64"))
+            << s.message();
+      },
+      ro);
+}
+
+/// A receive from a rank that never sends ends at the timeout, naming it;
+/// one from a rank that sent and then left gets what it sent, and the next
+/// says that it left.
+TEST_F(ShmCommTest, RecvFromAHungOrDepartedRankEnds) {
+  RunOptions ro;
+  ro.fallback = false;
+  ro.timeout = milliseconds(500);
+  std::atomic<bool> done{false};
+  runRanks(
+      2,
+      [&](Communicator &c, int r) {
+        if (r == 1)
+          return hangUntil(done);
+        Tensor got(DType::F32, {4});
+        const auto start = std::chrono::steady_clock::now();
+        Status s = c.recv(view(got), 1, 0);
+        const auto took = std::chrono::steady_clock::now() - start;
+        done = true;
+        ASSERT_FALSE(s.isOk());
+        EXPECT_GE(took, milliseconds(450));
+        EXPECT_LT(took, milliseconds(3000));
+        EXPECT_TRUE(contains(s, "rank 0: recv from rank 1 over ranks [0, 1] "
+                                "failed: Timed out after 500 ms waiting for "
+                                "rank 1 (pid " +
+                                    std::to_string(::getpid()) +
+                                    "); rank 1 did not fail here and is alive"))
+            << s.message();
+      },
+      ro);
+  runRanks(
+      2,
+      [&](Communicator &c, int r) {
+        Tensor t = input(1, {4}), got(DType::F32, {4});
+        if (r == 1) {
+          ASSERT_TRUE(c.send(view(t), 0, 7).isOk());
+          return; // destroys its communicator
+        }
+        std::this_thread::sleep_for(milliseconds(200));
+        Status s = c.recv(view(got), 1, 7);
+        ASSERT_TRUE(s.isOk()) << s.message();
+        expectSame(got, t, "sent before leaving");
+        s = c.recv(view(got), 1, 8);
+        ASSERT_FALSE(s.isOk());
+        EXPECT_TRUE(contains(s, "rank 1 left (its communicator was destroyed)"))
+            << s.message();
+      },
+      ro);
 }
 
 TEST_P(ShmSizeTest, BigSlotsAndSmallTensors) {
