@@ -184,9 +184,17 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
       tally(p, op->getName().getStringRef(), t);
       const bool async = op->hasAttr(TesselDialect::kBucketAttrName) ||
                          op->hasAttr(TesselDialect::kAsyncAttrName);
-      if (async && link.usesRankCores())
-        t += link.asyncOverhead * out.oversubscription;
-      if (async && !link.usesRankCores()) {
+      if (async && link.usesRankCores()) {
+        // The communication thread moves the bytes on the rank's core (on
+        // the clock); handing the collective over and waking the rank back
+        // is latency (async_overhead): its result is ready that much later,
+        // which a reader issued later does not see.
+        p.clock += t;
+        p.figures.communication += t;
+        const double ready = p.clock + link.asyncOverhead * out.oversubscription;
+        for (Value r : op->getResults())
+          p.ready[r] = ready;
+      } else if (async) {
         double start = std::max(p.clock, p.commFree);
         p.commFree = start + t;
         for (Value r : op->getResults())

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 using namespace tessel::cost;
@@ -102,6 +103,56 @@ TEST(CostClusterFile, WriterRoundTrips) {
     EXPECT_EQ(back->intraNode.kind, c.intraNode.kind);
     EXPECT_EQ(back->interNode.bandwidth, c.interNode.bandwidth);
   }
+}
+
+// Measured kernel rates (device.op_rates, bench/calibrate_cpu.py): read,
+// written back, and refused where a name or a rate is not one.
+TEST(CostClusterFile, OpRatesRoundTrip) {
+  llvm::Expected<ClusterSpec> c = parseClusterFile(
+      "base: cpu\ndevice:\n  op_rates:\n    gelu: 7.5e8\n"
+      "    adam_update: 4e8\n",
+      "r.yaml");
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->device.opRates,
+            (std::map<std::string, double>{{"adam_update", 4e8},
+                                           {"gelu", 7.5e8}}));
+  std::string text = printClusterFile(*c);
+  llvm::Expected<ClusterSpec> back = parseClusterFile(text, "w.yaml");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError()) << "\n" << text;
+  EXPECT_EQ(back->device.opRates, c->device.opRates);
+  // None: nothing written.
+  EXPECT_EQ(printClusterFile(*getBuiltinCluster("h100")).find("op_rates"),
+            std::string::npos);
+
+  const std::pair<std::string, std::string> cases[] = {
+      {"base: cpu\ndevice: {op_rates: {gelu: 0}}\n",
+       "device.op_rates.gelu is '0'; it must be a number in [1, 1e+21] "
+       "(elements per second)"},
+      {"base: cpu\ndevice: {op_rates: {gelu: fast}}\n",
+       "device.op_rates.gelu is 'fast'"},
+      {"base: cpu\ndevice: {op_rates: {tessel.gelu: 1e9}}\n",
+       "'device.op_rates.tessel.gelu': an op name is lower-case letters, "
+       "digits and '_' (at most 64), without the dialect"},
+      {"base: cpu\ndevice: {op_rates: {gelu: 1e9, gelu: 2e9}}\n",
+       "'device.op_rates.gelu' is given twice"},
+      {"base: cpu\ndevice: {op_rates: 1e9}\n",
+       "'device.op_rates' must be a mapping of op names to elements per "
+       "second"},
+      {"base: cpu\ndevice: {op_rates: {gelu: [1e9]}}\n",
+       "'device.op_rates.gelu' must be a single value"},
+  };
+  for (const auto &[text, want] : cases) {
+    std::string got = errorOf(text);
+    EXPECT_NE(got.find(want), std::string::npos)
+        << "file:\n" << text << "\nwanted: " << want << "\ngot: " << got;
+  }
+  // validate() holds the same rules for a spec built in code.
+  ClusterSpec bad = *getBuiltinCluster("cpu");
+  bad.device.opRates["Gelu"] = 1e9;
+  llvm::Error e = bad.validate();
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("device.op_rates names 'Gelu'"),
+            std::string::npos);
 }
 
 // Any name that reads in writes back to itself, whatever its characters:
