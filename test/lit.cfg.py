@@ -76,6 +76,12 @@ if "avx512_bf16" in cpu_flags and not below_avx512 and \
 if avx512_core and not below_avx512:
     config.available_features.add("dnnl-winograd")
 
+# Tests that bind ranks to cores (bind-cores.test) pin them with taskset to
+# CPUs 0 and 1, which this process must be allowed.
+if shutil.which("taskset") and hasattr(os, "sched_getaffinity") and \
+        {0, 1} <= os.sched_getaffinity(0):
+    config.available_features.add("two-cores")
+
 # Tests of several hosts run ranks in network namespaces joined by veth
 # pairs (test/Runtime/Inputs/netns_hosts.py): they need root and iproute2's
 # `ip`; without them they are UNSUPPORTED, and lit says why.

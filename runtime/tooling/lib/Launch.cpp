@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <netinet/in.h>
+#include <sched.h>
+#include <string>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -203,6 +205,44 @@ std::string describeExit(int rank, int status) {
 
 } // namespace
 
+/// The cores local rank `r` of `n` runs on: its even share of the cores
+/// this process may use, in order, when there are at least `n` of them
+/// (MPI's --bind-to core); none (the scheduler's choice) with fewer, or
+/// with TESSEL_BIND=none. Unbound, two ranks on a 2-core VM now and then
+/// shared one core for a whole launch.
+std::vector<int> coresOfLocalRank(int r, int n) {
+  const char *bind = std::getenv("TESSEL_BIND");
+  if (bind && std::string(bind) == "none")
+    return {};
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return {};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set))
+      cpus.push_back(c);
+  if (n < 1 || r < 0 || r >= n || static_cast<int>(cpus.size()) < n)
+    return {};
+  const size_t k = cpus.size() / static_cast<size_t>(n);
+  return std::vector<int>(cpus.begin() + r * k, cpus.begin() + (r + 1) * k);
+}
+
+/// "0-3", "1", "0,2,5-7".
+std::string coreList(const std::vector<int> &cores) {
+  std::string out;
+  for (size_t i = 0; i < cores.size();) {
+    size_t j = i;
+    while (j + 1 < cores.size() && cores[j + 1] == cores[j] + 1)
+      ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(cores[i]);
+    if (j > i)
+      out += "-" + std::to_string(cores[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 Status readWorld(WorldInfo &w) {
   struct Source {
     const char *rank, *size, *local, *name;
@@ -256,6 +296,15 @@ Status readWorld(WorldInfo &w) {
 }
 
 int launchLocalRanks(int n, int argc, char **argv) {
+  if (const char *bind = std::getenv("TESSEL_BIND");
+      bind && std::string(bind) != "none" && std::string(bind) != "cores") {
+    std::fprintf(stderr,
+                 "tessel-run: error: TESSEL_BIND is '%s'; it must be 'cores' "
+                 "(the default: each local rank on its share of the cores) "
+                 "or 'none'\n",
+                 bind);
+    return 2;
+  }
   int port = freePort();
   if (port < 0) {
     std::fprintf(stderr, "tessel-run: error: no free TCP port on 127.0.0.1: %s\n",
@@ -292,6 +341,16 @@ int launchLocalRanks(int n, int argc, char **argv) {
       setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      unsetenv("TESSEL_CORES");
+      if (std::vector<int> cores = coresOfLocalRank(r, n); !cores.empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int c : cores)
+          CPU_SET(c, &set);
+        // Inherited across exec; a refusal leaves the rank unbound.
+        if (sched_setaffinity(0, sizeof set, &set) == 0)
+          setenv("TESSEL_CORES", coreList(cores).c_str(), 1);
+      }
       execv("/proc/self/exe", argv);
       std::fprintf(stderr, "tessel-run: error: exec: %s\n", std::strerror(errno));
       _exit(127);
@@ -537,6 +596,17 @@ Status RankSession::finish() {
 
 void testHooks(int rank) {
 #ifdef TESSEL_RUN_TEST_HOOKS
+  // The cores this rank may run on, as the kernel says (bind-cores.test).
+  if (env("TESSEL_TEST_PRINT_AFFINITY")) {
+    std::FILE *f = std::fopen("/proc/self/status", "r");
+    char line[512];
+    while (f && std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "Cpus_allowed_list:", 18) == 0)
+        std::fprintf(stderr, "tessel-run: rank %d: Cpus_allowed_list: %s",
+                     rank, line + 18 + std::strspn(line + 18, " \t"));
+    if (f)
+      std::fclose(f);
+  }
   int r = -1;
   if (parseNonNegative(env("TESSEL_TEST_CRASH_RANK"), r) && r == rank) {
     std::fprintf(stderr, "tessel-run: rank %d: TESSEL_TEST_CRASH_RANK: exiting "

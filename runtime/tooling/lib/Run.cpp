@@ -603,11 +603,16 @@ int runMain(const RunOptions &o, const WorldInfo &w) {
       : o.repeatGiven ? "median of " + std::to_string(times.size()) +
                             " runs after 1 untimed warm-up"
                       : "one run, no warm-up";
-  std::printf("tessel-run: %s rank %d%s on %s%s, %d thread%s: %.3f ms per %s "
-              "(%s)\n",
+  // The launcher's binding (Launch.h), if any.
+  const char *cores = std::getenv("TESSEL_CORES");
+  const std::string onCores =
+      cores && *cores ? std::string(", cores ") + cores : std::string();
+  std::printf("tessel-run: %s rank %d%s on %s%s, %d thread%s%s: %.3f ms per "
+              "%s (%s)\n",
               o.artifact.c_str(), rank, ranks.c_str(), exec->backend(),
-              over.c_str(), o.threads, o.threads == 1 ? "" : "s", median,
-              o.train.steps ? "step" : "run", of.c_str());
+              over.c_str(), o.threads, o.threads == 1 ? "" : "s",
+              onCores.c_str(), median, o.train.steps ? "step" : "run",
+              of.c_str());
 
   for (const auto &[name, file] : outputs) {
     Tensor t;

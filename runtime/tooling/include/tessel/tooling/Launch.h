@@ -16,6 +16,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tessel::tooling {
 
@@ -36,8 +37,16 @@ struct WorldInfo {
 /// names the variable.
 runtime::Status readWorld(WorldInfo &w);
 
+/// The cores local rank `r` of `n` is bound to: its even share, in order,
+/// of the cores this process may use when there are at least `n`; empty
+/// (unbound) with fewer or with TESSEL_BIND=none.
+std::vector<int> coresOfLocalRank(int r, int n);
+/// "0-3", "1", "0,2,5-7".
+std::string coreList(const std::vector<int> &cores);
+
 /// Starts `n` copies of this program (same arguments) as local ranks and
-/// waits for them. When one exits non-zero or is killed, the others get a
+/// waits for them, each bound to its cores (coresOfLocalRank; TESSEL_CORES
+/// says which to the rank). When one exits non-zero or is killed, the others get a
 /// moment to report, then are killed; the message names the rank. Returns
 /// the exit status for tessel-run.
 int launchLocalRanks(int n, int argc, char **argv);
