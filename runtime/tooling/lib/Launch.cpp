@@ -207,9 +207,9 @@ std::string describeExit(int rank, int status) {
 
 /// The cores local rank `r` of `n` runs on: its even share of the cores
 /// this process may use, in order, when there are at least `n` of them
-/// (MPI's --bind-to core), else one of them round robin; none (the
-/// scheduler's choice) with TESSEL_BIND=none. Unbound, two ranks on a
-/// 2-core VM now and then shared one core for a whole launch.
+/// (MPI's --bind-to core), else one of them, consecutive ranks together;
+/// none (the scheduler's choice) with TESSEL_BIND=none. Unbound, two ranks
+/// on a 2-core VM now and then shared one core for a whole launch.
 std::vector<int> coresOfLocalRank(int r, int n) {
   const char *bind = std::getenv("TESSEL_BIND");
   if (bind && std::string(bind) == "none")
@@ -224,11 +224,14 @@ std::vector<int> coresOfLocalRank(int r, int n) {
       cpus.push_back(c);
   if (n < 1 || r < 0 || r >= n || cpus.empty())
     return {};
-  // Fewer cores than ranks: one core each, round robin, so that neighbours
-  // (a tp group's members) share none (gpt2_deep's dp2 x tp2 on 2 cores:
-  // 19.4-20.3 ms per step bound, 21.1-32.0 unbound).
+  // Fewer cores than ranks: one core each, consecutive ranks together (a
+  // pipeline stage's tp group on one core). Measured on 2 cores, ms per
+  // step of the GPT-2s (block / round robin / unbound): gpt2_tiny pp2 x tp2
+  // 3.9-4.1 / 7.8-8.0 / 3.9-4.3; gpt2_deep dp2 x tp2 19.9-20.8 / 17.8-18.7
+  // / 17.8-30.2, tp=4 19.5-21.7 / 19.6-22.1 / 21.9-32.5, dp=4 15.9-16.2 /
+  // 15.7-16.3 / 18.9-20.3: never far from the best, never the outliers.
   if (static_cast<int>(cpus.size()) < n)
-    return {cpus[static_cast<size_t>(r) % cpus.size()]};
+    return {cpus[static_cast<size_t>(r) * cpus.size() / static_cast<size_t>(n)]};
   const size_t k = cpus.size() / static_cast<size_t>(n);
   return std::vector<int>(cpus.begin() + r * k, cpus.begin() + (r + 1) * k);
 }

@@ -39,7 +39,8 @@ runtime::Status readWorld(WorldInfo &w);
 
 /// The cores local rank `r` of `n` is bound to: its even share, in order,
 /// of the cores this process may use when there are at least `n`, else
-/// core r mod their count; empty (unbound) with TESSEL_BIND=none.
+/// core r x count / n (consecutive ranks together); empty (unbound) with
+/// TESSEL_BIND=none.
 std::vector<int> coresOfLocalRank(int r, int n);
 /// "0-3", "1", "0,2,5-7".
 std::string coreList(const std::vector<int> &cores);
