@@ -309,15 +309,20 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
   // mean (processor sharing). Measured on 4 ranks on 2 cores: the 4-layer
   // GPT-2's pp=4 ran 15.5-18.0 ms per step, predicted 21.5 at 2x, 17.3
   // shared.
+  const bool pipeline = llvm::any_of(
+      module.getOps<func::FuncOp>(),
+      [](func::FuncOp fn) {
+        return !fn.isExternal() && !fn.isPrivate() && fn->hasAttr(kPpRankAttr);
+      });
+  if (!pipeline)
+    return playStep(module, cluster, over);
   llvm::Expected<Prediction> alone = playStep(module, cluster, 1.0);
   if (!alone)
     return alone.takeError();
-  if (alone->programs.size() <= 1)
-    return playStep(module, cluster, over);
   double busy = 0;
   for (const RankPrediction &r : alone->programs)
     busy += r.finish > 0 ? std::min(1.0, r.compute / r.finish) : 1.0;
-  busy /= double(std::max<size_t>(1, alone->programs.size()));
+  busy /= double(alone->programs.size());
   return playStep(module, cluster, 1.0 + (over - 1.0) * busy);
 }
 

@@ -13,8 +13,9 @@
 // blocking ncclCommInitRank would. A call that answers ncclInProgress is
 // polled likewise before its stream is waited for. Uneven pieces
 // (tensor_split) use grouped broadcasts/reduces instead of
-// ncclAllGather/ncclReduceScatter. Each call waits for its stream, polling: past the timeout the
-// communicator is aborted (ncclCommAbort) and the call fails.
+// ncclAllGather/ncclReduceScatter. Each call waits for its stream, polling:
+// past the timeout the communicator is aborted (ncclCommAbort) and the call
+// fails.
 //
 //===----------------------------------------------------------------------===//
 #include "CommunicatorBase.h"
@@ -271,8 +272,9 @@ private:
     return Status::ok();
   }
   /// Polls ncclCommGetAsyncError until the call in progress is done; its
-  /// error, or past the timeout the communicator aborted.
-  Status settle(const char *op);
+  /// error, or past the timeout the communicator aborted (`why` then
+  /// completes the message).
+  Status settle(const char *op, const char *why = "");
   Status sync(const char *op);
   Status timedOut(const char *op, const char *why = "") {
     return Status::error(where(op) + " timed out after " +
@@ -342,14 +344,13 @@ Status NcclCommunicator::init() {
   comm = nullptr;
   ncclResult_t r = ncclCommInitRankConfig(&comm, size(), id, me, &config);
   if (r == ncclInProgress)
-    return settle("ncclCommInitRank");
+    return settle("ncclCommInitRank", " (a member never joined)");
   if (r != ncclSuccess)
     abort();
   return check(r, "ncclCommInitRank");
 }
 
-Status NcclCommunicator::settle(const char *op) {
-  const bool init = std::strcmp(op, "ncclCommInitRank") == 0;
+Status NcclCommunicator::settle(const char *op, const char *why) {
   auto deadline = Clock::now() + world->timeout;
   for (;;) {
     ncclResult_t state = ncclInProgress;
@@ -363,7 +364,7 @@ Status NcclCommunicator::settle(const char *op) {
     }
     if (Clock::now() >= deadline) {
       abort();
-      return timedOut(op, init ? " (a member never joined)" : "");
+      return timedOut(op, why);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }

@@ -633,9 +633,9 @@ public:
     if (in.bytes() == 0)
       return Status::ok();
     const std::string what = "send to rank " + std::to_string(members[peer]);
-    const MessageHeader h{tag, static_cast<uint64_t>(in.bytes())};
-    TSL_RETURN_IF_ERROR(writeRing(peer, &h, sizeof h, what));
-    return writeRing(peer, in.data, in.bytes(), what);
+    MessageHeader h{tag, static_cast<uint64_t>(in.bytes())};
+    TSL_RETURN_IF_ERROR(moveRing(kSend, peer, &h, sizeof h, what));
+    return moveRing(kSend, peer, in.data, in.bytes(), what);
   }
   /// The next message of `tag` from `peer`: one read aside before, or the
   /// ring's, reading the messages of other tags before it aside.
@@ -665,11 +665,11 @@ public:
       }
     for (;;) {
       MessageHeader h;
-      TSL_RETURN_IF_ERROR(readRing(peer, &h, sizeof h, what));
+      TSL_RETURN_IF_ERROR(moveRing(kRecv, peer, &h, sizeof h, what));
       if (h.tag == tag) {
         if (h.bytes != out.bytes())
           return sizeError(h.bytes);
-        return readRing(peer, out.data, out.bytes(), what);
+        return moveRing(kRecv, peer, out.data, out.bytes(), what);
       }
       // A message for a later recv: kept until then.
       if (h.bytes > (uint64_t(1) << 40))
@@ -678,7 +678,7 @@ public:
                              std::to_string(h.tag) + "): the ring is corrupt");
       kept.emplace_back(h.tag, std::vector<char>(h.bytes));
       TSL_RETURN_IF_ERROR(
-          readRing(peer, kept.back().second.data(), h.bytes, what));
+          moveRing(kRecv, peer, kept.back().second.data(), h.bytes, what));
     }
   }
   /// With rings, the default: the recv runs at the wait.
@@ -904,11 +904,15 @@ private:
   }
 
   /// Marks this member failed (waking its waiters) and builds the message.
-  Status fail(uint32_t op, const std::string &what) {
+  /// `label` names the op in the message (default: opName(op); a send or
+  /// recv names its peer).
+  Status fail(uint32_t op, const std::string &what,
+              const std::string &label = "") {
     broken = what;
     lines[me].state.store(1 + op, std::memory_order_seq_cst);
     futexWake(&lines[me].counter);
-    return Status::error(where(opName(op)) + " failed: " + what);
+    return Status::error(where(label.empty() ? opName(op) : label) +
+                         " failed: " + what);
   }
 
   /// A message's head in a send/recv ring.
@@ -924,73 +928,46 @@ private:
            static_cast<size_t>(from * (n - 1) + (to < from ? to : to - 1)) *
                channelStride;
   }
-  ChannelEnd *sender(int from, int to) const {
+  /// [sender's end, receiver's end].
+  ChannelEnd *ends(int from, int to) const {
     return reinterpret_cast<ChannelEnd *>(channelAt(from, to));
-  }
-  ChannelEnd *receiver(int from, int to) const {
-    return reinterpret_cast<ChannelEnd *>(channelAt(from, to)) + 1;
   }
   char *ring(int from, int to) const {
     return channelAt(from, to) + 2 * sizeof(ChannelEnd);
   }
 
-  /// Appends `bytes` of `src` to the ring to `peer`, waiting for space.
-  Status writeRing(int peer, const void *src, size_t bytes,
-                   const std::string &what) {
-    ChannelEnd *mine = sender(me, peer), *theirs = receiver(me, peer);
-    char *r = ring(me, peer);
-    const char *p = static_cast<const char *>(src);
-    uint64_t written = mine->bytes.load(std::memory_order_relaxed);
+  /// Moves `bytes` at `data` through a ring: appended to the ring to `peer`
+  /// (op kSend, waiting for space) or taken from the ring from `peer`
+  /// (kRecv, waiting for them).
+  Status moveRing(uint32_t op, int peer, void *data, size_t bytes,
+                  const std::string &what) {
+    const bool send = op == kSend;
+    const int from = send ? me : peer, to = send ? peer : me;
+    ChannelEnd *both = ends(from, to);
+    ChannelEnd &mine = both[send ? 0 : 1], &theirs = both[send ? 1 : 0];
+    char *r = ring(from, to), *p = static_cast<char *>(data);
+    uint64_t at = mine.bytes.load(std::memory_order_relaxed);
+    // What this end may move now: the free space, or the unread bytes.
+    auto movable = [&]() -> uint64_t {
+      const uint64_t other = theirs.bytes.load(std::memory_order_acquire);
+      return send ? kChannelBytes - (at - other) : other - at;
+    };
     while (bytes > 0) {
-      TSL_RETURN_IF_ERROR(waitRing(*theirs, peer, what, [&] {
-        return written - theirs->bytes.load(std::memory_order_acquire) <
-               kChannelBytes;
-      }));
-      const uint64_t used =
-          written - theirs->bytes.load(std::memory_order_acquire);
-      const size_t at = written % kChannelBytes;
-      const size_t n =
-          std::min({bytes, size_t(kChannelBytes - used), kChannelBytes - at});
-      std::memcpy(r + at, p, n);
+      TSL_RETURN_IF_ERROR(
+          waitRing(theirs, op, peer, what, [&] { return movable() > 0; }));
+      const size_t offset = at % kChannelBytes;
+      const size_t n = std::min(
+          {bytes, size_t(movable()), size_t(kChannelBytes - offset)});
+      if (send)
+        std::memcpy(r + offset, p, n);
+      else
+        std::memcpy(p, r + offset, n);
       p += n;
       bytes -= n;
-      written += n;
-      publish(*mine, written);
+      at += n;
+      publish(mine, at);
     }
     return Status::ok();
-  }
-
-  /// Takes `bytes` from the ring from `peer` into `dst`, waiting for them.
-  Status readRing(int peer, void *dst, size_t bytes, const std::string &what) {
-    ChannelEnd *mine = receiver(peer, me), *theirs = sender(peer, me);
-    const char *r = ring(peer, me);
-    char *p = static_cast<char *>(dst);
-    uint64_t read = mine->bytes.load(std::memory_order_relaxed);
-    while (bytes > 0) {
-      TSL_RETURN_IF_ERROR(waitRing(*theirs, peer, what, [&] {
-        return theirs->bytes.load(std::memory_order_acquire) != read;
-      }));
-      const uint64_t written = theirs->bytes.load(std::memory_order_acquire);
-      const size_t at = read % kChannelBytes;
-      const size_t n =
-          std::min({bytes, size_t(written - read), kChannelBytes - at});
-      std::memcpy(p, r + at, n);
-      p += n;
-      bytes -= n;
-      read += n;
-      publish(*mine, read);
-    }
-    return Status::ok();
-  }
-
-  /// Marks this member failed at a send or recv (`what` names it; peers
-  /// waiting on it learn that it gave up) and builds the message.
-  Status ringFailed(const std::string &what, const std::string &why) {
-    broken = why;
-    lines[me].state.store(1 + (what.rfind("send", 0) == 0 ? kSend : kRecv),
-                          std::memory_order_seq_cst);
-    futexWake(&lines[me].counter);
-    return Status::error(where(what) + " failed: " + why);
   }
 
   /// Moves this end to `bytes` and wakes the other side if it sleeps.
@@ -1006,8 +983,8 @@ private:
   /// lives and the timeout. A peer that left or failed ends the wait only
   /// where what it wrote does not make it ready.
   template <typename Ready>
-  Status waitRing(ChannelEnd &other, int peer, const std::string &what,
-                  Ready ready) {
+  Status waitRing(ChannelEnd &other, uint32_t op, int peer,
+                  const std::string &what, Ready ready) {
     constexpr auto kSpinFor = std::chrono::microseconds(20);
     constexpr auto kCheckEvery = std::chrono::milliseconds(50);
     if (ready())
@@ -1026,24 +1003,28 @@ private:
         const uint32_t st = lines[peer].state.load(std::memory_order_acquire);
         const std::string them = "rank " + std::to_string(members[peer]);
         if (st && !ready())
-          return ringFailed(
-              what, them + (st == kLeft
-                                ? " left (its communicator was destroyed)"
-                                : " gave up first (its " +
-                                      std::string(opName(st - 1)) +
-                                      " failed)"));
+          return fail(op,
+                      them + (st == kLeft
+                                  ? " left (its communicator was destroyed)"
+                                  : " gave up first (its " +
+                                        std::string(opName(st - 1)) +
+                                        " failed)"),
+                      what);
         const int32_t pid = lines[peer].pid.load(std::memory_order_relaxed);
         if (processGone(pid) && !ready())
-          return ringFailed(what, them + " (pid " + std::to_string(pid) +
-                                      ") exited during " + what);
+          return fail(op,
+                      them + " (pid " + std::to_string(pid) +
+                          ") exited during " + what,
+                      what);
         if (now - start >= world->timeout)
-          return ringFailed(
-              what, "Timed out after " +
-                        std::to_string(world->timeout.count()) +
-                        " ms waiting for " + them + " (pid " +
-                        std::to_string(pid) + "); " + them +
-                        " did not fail here and is alive: hung, or not at "
-                        "this collective");
+          return fail(op,
+                      "Timed out after " +
+                          std::to_string(world->timeout.count()) +
+                          " ms waiting for " + them + " (pid " +
+                          std::to_string(pid) + "); " + them +
+                          " did not fail here and is alive: hung, or not at "
+                          "this collective",
+                      what);
         nextCheck = now + kCheckEvery;
       }
       const uint32_t seq = other.seq.load(std::memory_order_seq_cst);

@@ -203,8 +203,6 @@ std::string describeExit(int rank, int status) {
   return "rank " + std::to_string(rank) + " stopped";
 }
 
-} // namespace
-
 /// The cores local rank `r` of `n` runs on: its even share of the cores
 /// this process may use, in order, when there are at least `n` of them
 /// (MPI's --bind-to core), else one of them, consecutive ranks together;
@@ -250,6 +248,8 @@ std::string coreList(const std::vector<int> &cores) {
   }
   return out;
 }
+
+} // namespace
 
 Status readWorld(WorldInfo &w) {
   struct Source {

@@ -14,19 +14,15 @@ import sys
 
 import numpy as np
 
+from check_bf16_gemms import bf16
+
 SHAPES = {"x": (2, 4, 9, 9), "w": (6, 4, 3, 3), "b": (6,), "g": (6, 2, 3, 3),
           "p": (5, 4, 1, 1), "dy": (2, 6, 5, 5)}
 
 
-def bf16(a):
-    u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    return u.astype(np.uint32).view(np.float32).astype(np.float64)
-
-
-def taps(shape, w, stride, pad, dil, out_hw):
-    """For each tap (i, j): the window slices of the padded input that it
-    reads for every output position."""
+def taps(w, stride, dil, out_hw):
+    """For each tap (i, j) of kernel `w`: the window slices of the padded
+    input that it reads for every output position."""
     oh, ow = out_hw
     for i in range(w.shape[2]):
         for j in range(w.shape[3]):
@@ -47,7 +43,7 @@ def conv(x, w, stride=1, pad=0, dil=1, group=1):
     for gi in range(group):
         xs = xp[:, gi * cg:(gi + 1) * cg]
         ws = w[gi * og:(gi + 1) * og]
-        for i, j, (rs, cs) in taps(xs.shape, ws, stride, pad, dil, (oh, ow)):
+        for i, j, (rs, cs) in taps(ws, stride, dil, (oh, ow)):
             y[:, gi * og:(gi + 1) * og] += np.einsum(
                 "nchw,oc->nohw", xs[:, :, rs, cs], ws[:, :, i, j])
     return y
@@ -56,7 +52,7 @@ def conv(x, w, stride=1, pad=0, dil=1, group=1):
 def conv_backward_data(dy, w, x_shape, stride, pad):
     n, c, h, wd = x_shape
     dxp = np.zeros((n, c, h + 2 * pad, wd + 2 * pad))
-    for i, j, (rs, cs) in taps(None, w, stride, pad, 1, dy.shape[2:]):
+    for i, j, (rs, cs) in taps(w, stride, 1, dy.shape[2:]):
         dxp[:, :, rs, cs] += np.einsum("nohw,oc->nchw", dy, w[:, :, i, j])
     return dxp[:, :, pad:pad + h, pad:pad + wd]
 
@@ -64,7 +60,7 @@ def conv_backward_data(dy, w, x_shape, stride, pad):
 def conv_backward_weight(x, dy, w_shape, stride, pad):
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     dw = np.zeros(w_shape)
-    for i, j, (rs, cs) in taps(None, dw, stride, pad, 1, dy.shape[2:]):
+    for i, j, (rs, cs) in taps(dw, stride, 1, dy.shape[2:]):
         dw[:, :, i, j] = np.einsum("nchw,nohw->oc", xp[:, :, rs, cs], dy)
     return dw
 

@@ -278,6 +278,16 @@ inline void checkAllToAll(Communicator &c, int r, int n, Shape inShape, int64_t 
                  std::to_string(concat) + " of " + shapeToString(inShape));
 }
 
+/// all_to_all over every pair of split and concat dims, and an uneven
+/// split.
+inline void checkAllToAlls(Communicator &c, int r, int n) {
+  checkAllToAll(c, r, n, {2 * n, 3}, 0, 1);
+  checkAllToAll(c, r, n, {3, 2 * n}, 1, 0);
+  checkAllToAll(c, r, n, {3, 2 * n, 2}, 1, 1);
+  checkAllToAll(c, r, n, {2, 3, n}, 2, 0);
+  checkAllToAll(c, r, n, {2, n + 1, 3}, 1, 2); // uneven split
+}
+
 /// collective_permute: a ring, the same in place, and one pair (0 -> n-1)
 /// where everybody else gets zeros.
 inline void checkPermutes(Communicator &c, int r, int n) {

@@ -16,7 +16,6 @@
 #include <chrono>
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace tessel::tooling {
 
@@ -37,19 +36,11 @@ struct WorldInfo {
 /// names the variable.
 runtime::Status readWorld(WorldInfo &w);
 
-/// The cores local rank `r` of `n` is bound to: its even share, in order,
-/// of the cores this process may use when there are at least `n`, else
-/// core r x count / n (consecutive ranks together); empty (unbound) with
-/// TESSEL_BIND=none.
-std::vector<int> coresOfLocalRank(int r, int n);
-/// "0-3", "1", "0,2,5-7".
-std::string coreList(const std::vector<int> &cores);
-
 /// Starts `n` copies of this program (same arguments) as local ranks and
-/// waits for them, each bound to its cores (coresOfLocalRank; TESSEL_CORES
-/// says which to the rank). When one exits non-zero or is killed, the others get a
-/// moment to report, then are killed; the message names the rank. Returns
-/// the exit status for tessel-run.
+/// waits for them, each bound to its share of the cores (TESSEL_BIND=none:
+/// unbound; TESSEL_CORES tells the rank which). When one exits non-zero or
+/// is killed, the others get a moment to report, then are killed; the
+/// message names the rank. Returns the exit status for tessel-run.
 int launchLocalRanks(int n, int argc, char **argv);
 /// Whether the launcher was stopped by SIGINT or SIGTERM (no restart then).
 bool launcherStopped();
