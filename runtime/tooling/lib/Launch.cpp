@@ -205,10 +205,11 @@ std::string describeExit(int rank, int status) {
 
 /// The cores local rank `r` of `n` runs on: its even share of the cores
 /// this process may use, in order, when there are at least `n` of them
-/// (MPI's --bind-to core), else one of them, consecutive ranks together;
-/// none (the scheduler's choice) with TESSEL_BIND=none. Unbound, two ranks
-/// on a 2-core VM now and then shared one core for a whole launch.
-std::vector<int> coresOfLocalRank(int r, int n) {
+/// (MPI's --bind-to core), else one of them, shared with the ranks of
+/// neighbouring placement slots (Launch.h); none (the scheduler's choice)
+/// with TESSEL_BIND=none. Unbound, two ranks on a 2-core VM now and then
+/// shared one core for a whole launch.
+std::vector<int> coresOfLocalRank(int r, int n, const MeshAxes &mesh) {
   const char *bind = std::getenv("TESSEL_BIND");
   if (bind && std::string(bind) == "none")
     return {};
@@ -222,14 +223,10 @@ std::vector<int> coresOfLocalRank(int r, int n) {
       cpus.push_back(c);
   if (n < 1 || r < 0 || r >= n || cpus.empty())
     return {};
-  // Fewer cores than ranks: one core each, consecutive ranks together (a
-  // pipeline stage's tp group on one core). Measured on 2 cores, ms per
-  // step of the GPT-2s (block / round robin / unbound): gpt2_tiny pp2 x tp2
-  // 3.9-4.1 / 7.8-8.0 / 3.9-4.3; gpt2_deep dp2 x tp2 19.9-20.8 / 17.8-18.7
-  // / 17.8-30.2, tp=4 19.5-21.7 / 19.6-22.1 / 21.9-32.5, dp=4 15.9-16.2 /
-  // 15.7-16.3 / 18.9-20.3: never far from the best, never the outliers.
-  if (static_cast<int>(cpus.size()) < n)
-    return {cpus[static_cast<size_t>(r) * cpus.size() / static_cast<size_t>(n)]};
+  if (static_cast<int>(cpus.size()) < n) {
+    const size_t slot = static_cast<size_t>(placementSlot(r, n, mesh));
+    return {cpus[slot * cpus.size() / static_cast<size_t>(n)]};
+  }
   const size_t k = cpus.size() / static_cast<size_t>(n);
   return std::vector<int>(cpus.begin() + r * k, cpus.begin() + (r + 1) * k);
 }
@@ -250,6 +247,36 @@ std::string coreList(const std::vector<int> &cores) {
 }
 
 } // namespace
+
+int placementSlot(int rank, int n, const MeshAxes &mesh) {
+  int64_t product = 1;
+  for (const auto &[name, size] : mesh) {
+    if (size < 1 || product > n)
+      return rank;
+    product *= size;
+  }
+  if (product != n || rank < 0 || rank >= n)
+    return rank;
+  // The rank's coordinates, row-major over the mesh as the compiler numbers
+  // ranks (the last axis fastest).
+  std::vector<int64_t> coord(mesh.size());
+  int64_t rest = rank;
+  for (size_t a = mesh.size(); a-- > 0;) {
+    coord[a] = rest % mesh[a].second;
+    rest /= mesh[a].second;
+  }
+  // Slot order: the model axes (tp) most significant, so that a tp group
+  // spreads over the cores; then pp, then dp least.
+  auto tier = [](const std::string &axis) {
+    return axis == "pp" ? 1 : axis == "dp" ? 2 : 0;
+  };
+  int64_t slot = 0;
+  for (int t = 0; t <= 2; ++t)
+    for (size_t a = 0; a < mesh.size(); ++a)
+      if (tier(mesh[a].first) == t)
+        slot = slot * mesh[a].second + coord[a];
+  return static_cast<int>(slot);
+}
 
 Status readWorld(WorldInfo &w) {
   struct Source {
@@ -303,7 +330,7 @@ Status readWorld(WorldInfo &w) {
   return Status::ok();
 }
 
-int launchLocalRanks(int n, int argc, char **argv) {
+int launchLocalRanks(int n, int argc, char **argv, const MeshAxes &mesh) {
   if (const char *bind = std::getenv("TESSEL_BIND");
       bind && std::string(bind) != "none" && std::string(bind) != "cores") {
     std::fprintf(stderr,
@@ -350,7 +377,7 @@ int launchLocalRanks(int n, int argc, char **argv) {
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       unsetenv("TESSEL_CORES");
-      if (std::vector<int> cores = coresOfLocalRank(r, n); !cores.empty()) {
+      if (std::vector<int> cores = coresOfLocalRank(r, n, mesh); !cores.empty()) {
         cpu_set_t set;
         CPU_ZERO(&set);
         for (int c : cores)

@@ -640,8 +640,10 @@ int runMain(const RunOptions &o, const WorldInfo &w) {
 }
 
 /// The launcher's ranks, restarted up to --max-restarts times from the
-/// last checkpoint of --save (each restart's ranks see TESSEL_RESTART=K).
-int launchWithRestarts(const RunOptions &o, int argc, char **argv) {
+/// last checkpoint of --save (each restart's ranks see TESSEL_RESTART=K),
+/// placed on the cores by the artifact's `mesh` (Launch.h).
+int launchWithRestarts(const RunOptions &o, int argc, char **argv,
+                       const MeshAxes &mesh) {
   std::vector<std::string> args(argv, argv + argc);
   for (int attempt = 0;; ++attempt) {
     std::vector<char *> ptrs;
@@ -651,7 +653,7 @@ int launchWithRestarts(const RunOptions &o, int argc, char **argv) {
     if (attempt > 0)
       setenv("TESSEL_RESTART", std::to_string(attempt).c_str(), 1);
     int rc = launchLocalRanks(o.ranks, static_cast<int>(args.size()),
-                                           ptrs.data());
+                              ptrs.data(), mesh);
     if (rc == 0 || attempt >= o.maxRestarts ||
         launcherStopped())
       return rc;
@@ -717,7 +719,7 @@ int runArtifactMain(const RunOptions &o, int argc, char **argv) {
     if (!o.timeline.empty())
       if (Status s = checkWritable("--timeline", o.timeline); !s)
         return fail(s.message());
-    int launched = launchWithRestarts(o, argc, argv);
+    int launched = launchWithRestarts(o, argc, argv, artifact->mesh());
     if (launched == 0 && !o.timeline.empty()) {
       if (Status s = mergeTimeline(
               o.timeline, o.ranks,
