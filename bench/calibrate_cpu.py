@@ -332,98 +332,130 @@ def reference_collectives(args, tmp, ranks):
     return out, traced
 
 
+def measure(args, tmp):
+    """One round of every measurement: a dict of the figures."""
+    # The per-op overhead: a run of tiny ops over their count (what
+    # running an op costs between and around the traced kernels too).
+    overhead = run_time(args, tmp, "tiny", *tiny_chain_program(), 1) / TINY
+    text, inputs = compute_program()
+    d = compile_and_trace(args, tmp, "compute", text, inputs)
+    med = {k: statistics.median(v) for k, v in d.items()}
+
+    def per(prefix, key):
+        out = {}
+        for name, t in med.items():
+            if name.startswith(prefix):
+                out.setdefault(key(name), []).append(t)
+        return {k: statistics.median(v) for k, v in out.items()}
+    # Every form and op at its own point: one line through them all.
+    mm = per("mm_", lambda n: tuple(int(x) for x in n.split("_")[1:5]))
+    ew = per("ew_", lambda n: tuple(n.split("_")[1:4]))
+    # The saturation curve: a GEMM whose smallest dimension is d runs at
+    # R x d / (d + D0), so 1 / rate = 1 / R + (D0 / R) / d, a line in 1 / d.
+    # a @ b is [m, k] x [k, n], aT @ g [k, m] x [m, n], g @ bT [m, n] x
+    # [n, k]: the same three dimensions in every form.
+    inv_rate = [max(t - overhead, 1e-9) / (2.0 * m * k * n)
+                for (m, k, n, _), t in mm.items()]
+    sec_per_flop, slope = fit([1.0 / min(m, k, n) for m, k, n, _ in mm],
+                              inv_rate)
+    if os.environ.get("CALIBRATE_VERBOSE"):
+        for key, r in sorted(zip(mm, inv_rate)):
+            print("matmul m k n form %s: %.1f GFLOP/s" % (key, 1e-9 / r))
+    f = {"rate": 1.0 / sec_per_flop,
+         "saturation_dim": (max(0.0, slope / sec_per_flop)
+                            if sec_per_flop > 0 else 0.0),
+         "overhead": overhead, "rates": {},
+         "lat": 5e-6, "link_bw": 5e9, "async_overhead": 0.0}
+    _, f["sec_per_byte"] = fit(
+        [float(n) * float(b) for n, b, _ in ew], list(ew.values()))
+    n = args.ranks
+    if n <= 1:
+        return f
+    text, inputs = collective_program(n)
+    d = compile_and_trace(args, tmp, "collectives", text, inputs, ranks=n)
+    coll = {}
+    for name, ts in d.items():
+        kind, elems = name.split("_")[:2]
+        if kind in ("ar", "ag", "rs"):
+            coll.setdefault((kind, int(elems)), []).extend(ts)
+    coll = {k: statistics.median(v) for k, v in coll.items()}
+    if os.environ.get("CALIBRATE_VERBOSE"):
+        print("collective points ((kind, elements): seconds):",
+              sorted(coll.items()))
+    # Five pairs of launches, the median difference: the asynchronous
+    # chain's time is bimodal on a shared core (the communication thread
+    # sometimes waits a whole time slice).
+    diffs = []
+    for _ in range(5):
+        sync = run_time(args, tmp, "chain-sync", *chain_program(n, False), n,
+                        launches=1)
+        asyn = run_time(args, tmp, "chain-async", *chain_program(n, True), n,
+                        launches=1)
+        diffs.append((asyn - sync) / CHAIN)
+    f["async_overhead"] = max(0.0, statistics.median(diffs))
+    # The bandwidth: collectives of four sizes back to back, each kind's
+    # ring (all_reduce 2(n-1) steps, all_gather and reduce_scatter n-1) of
+    # latency + (bytes / n) / bandwidth.
+    steps = {"ar": 2.0 * (n - 1), "ag": n - 1.0, "rs": n - 1.0}
+    lat, spb = fit([4.0 * elems / n for (_, elems) in coll],
+                   [t / steps[kind] for (kind, _), t in coll.items()])
+    f["link_bw"] = 1.0 / spb
+    f["lat"] = lat
+    if args.reference and os.path.isfile(args.reference):
+        ref, traced = reference_collectives(args, tmp, n)
+        f["rates"] = op_rates(traced, overhead)
+        # The latency: inside a step each collective also waits for and
+        # wakes its peers; the reference's collectives, each ring step
+        # beyond its bytes at that bandwidth (their median).
+        if ref:
+            f["lat"] = max(0.0, statistics.median(
+                t / k - chunk / f["link_bw"] for k, chunk, t in ref))
+    return f
+
+
+def median_figures(rounds):
+    """Each figure's median over the rounds (an op's rate over the rounds
+    that measured it): a launch that the VM slowed moves no figure."""
+    out = {k: statistics.median(r[k] for r in rounds)
+           for k in rounds[0] if k != "rates"}
+    kinds = set().union(*(r["rates"] for r in rounds))
+    out["rates"] = {k: statistics.median(r["rates"][k] for r in rounds
+                                         if k in r["rates"]) for k in kinds}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     benchlib.add_tool_args(ap, models=False, threads=False)
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="measurement rounds; each figure is their median "
+                         "(one round's link bandwidth moved 2x between "
+                         "runs of this VM)")
     ap.add_argument("--reference", default=REFERENCE,
                     help="the model whose training steps' collectives give "
                          "the link's latency (\"\": from back-to-back "
                          "micro-programs instead)")
     args = ap.parse_args()
+    if args.rounds < 1:
+        sys.exit("calibrate_cpu.py: --rounds %d: at least 1" % args.rounds)
     benchlib.run_ahead_of_background_work()
     with tempfile.TemporaryDirectory() as tmp:
-        # The per-op overhead: a run of tiny ops over their count (what
-        # running an op costs between and around the traced kernels too).
-        overhead = run_time(args, tmp, "tiny", *tiny_chain_program(),
-                            1) / TINY
-        text, inputs = compute_program()
-        d = compile_and_trace(args, tmp, "compute", text, inputs)
-        med = {k: statistics.median(v) for k, v in d.items()}
-
-        def per(prefix, key):
-            out = {}
-            for name, t in med.items():
-                if name.startswith(prefix):
-                    out.setdefault(key(name), []).append(t)
-            return {k: statistics.median(v) for k, v in out.items()}
-        # Every form and op at its own point: one line through them all.
-        mm = per("mm_", lambda n: tuple(int(x) for x in n.split("_")[1:5]))
-        ew = per("ew_", lambda n: tuple(n.split("_")[1:4]))
-        # The saturation curve: a GEMM whose smallest dimension is d runs
-        # at R x d / (d + D0), so 1 / rate = 1 / R + (D0 / R) / d, a line in
-        # 1 / d. a @ b is [m, k] x [k, n], aT @ g [k, m] x [m, n], g @ bT
-        # [m, n] x [n, k]: the same three dimensions in every form.
-        inv_rate = [max(t - overhead, 1e-9) / (2.0 * m * k * n)
-                    for (m, k, n, _), t in mm.items()]
-        sec_per_flop, slope = fit([1.0 / min(m, k, n) for m, k, n, _ in mm],
-                                  inv_rate)
-        if os.environ.get("CALIBRATE_VERBOSE"):
-            for key, r in sorted(zip(mm, inv_rate)):
-                print("matmul m k n form %s: %.1f GFLOP/s" % (key, 1e-9 / r))
-        saturation_dim = (max(0.0, slope / sec_per_flop)
-                          if sec_per_flop > 0 else 0.0)
-        _, sec_per_byte = fit(
-            [float(n) * float(b) for n, b, _ in ew], list(ew.values()))
-        coll, ref, rates = {}, [], {}
-        if args.ranks > 1:
-            text, inputs = collective_program(args.ranks)
-            d = compile_and_trace(args, tmp, "collectives", text, inputs,
-                                  ranks=args.ranks)
-            for name, ts in d.items():
-                kind, n = name.split("_")[:2]
-                if kind in ("ar", "ag", "rs"):
-                    coll.setdefault((kind, int(n)), []).extend(ts)
-            coll = {k: statistics.median(v) for k, v in coll.items()}
-            # Five pairs of launches, the median difference: the
-            # asynchronous chain's time is bimodal on a shared core (the
-            # communication thread sometimes waits a whole time slice).
-            diffs = []
-            for _ in range(5):
-                sync = run_time(args, tmp, "chain-sync",
-                                *chain_program(args.ranks, False),
-                                args.ranks, launches=1)
-                asyn = run_time(args, tmp, "chain-async",
-                                *chain_program(args.ranks, True),
-                                args.ranks, launches=1)
-                diffs.append((asyn - sync) / CHAIN)
-            async_overhead = max(0.0, statistics.median(diffs))
-            if args.reference and os.path.isfile(args.reference):
-                ref, traced = reference_collectives(args, tmp, args.ranks)
-                rates = op_rates(traced, overhead)
-            if os.environ.get("CALIBRATE_VERBOSE"):
-                print("collective points ((kind, elements): seconds):",
-                      sorted(coll.items()))
-    rate = 1.0 / sec_per_flop
+        rounds = [measure(args, tmp) for _ in range(args.rounds)]
+    if os.environ.get("CALIBRATE_VERBOSE"):
+        for r in rounds:
+            print("round: matmul %.1f GFLOP/s, latency %.2f us, %.2f GB/s, "
+                  "asynchronous overhead %.1f us" % (
+                      r["rate"] / 1e9, r["lat"] * 1e6, r["link_bw"] / 1e9,
+                      r["async_overhead"] * 1e6))
+    f = median_figures(rounds)
+    rate, saturation_dim, sec_per_byte = (f["rate"], f["saturation_dim"],
+                                          f["sec_per_byte"])
+    overhead, lat, link_bw = f["overhead"], f["lat"], f["link_bw"]
+    async_overhead, rates = f["async_overhead"], f["rates"]
     cores = len(os.sched_getaffinity(0))
     n = args.ranks
-    if coll:
-        # The bandwidth: collectives of four sizes back to back, each
-        # kind's ring (all_reduce 2(n-1) steps, all_gather and
-        # reduce_scatter n-1) of latency + (bytes / n) / bandwidth.
-        steps = {"ar": 2.0 * (n - 1), "ag": n - 1.0, "rs": n - 1.0}
-        lat, spb = fit([4.0 * elems / n for (_, elems) in coll],
-                       [t / steps[kind] for (kind, _), t in coll.items()])
-        link_bw = 1.0 / spb
-        if ref:
-            # The latency: inside a step each collective also waits for
-            # and wakes its peers; the reference's collectives, each ring
-            # step beyond its bytes at that bandwidth (their median).
-            lat = max(0.0, statistics.median(
-                t / k - chunk / link_bw for k, chunk, t in ref))
-    else:
-        lat, link_bw, async_overhead = 5e-6, 5e9, 0.0
     cfg = {
         "name": "cpu-calibrated",
         "device": {

@@ -36,8 +36,9 @@
 // kernel time per step on a 2-core VM); waits spin briefly, then sleep on
 // the ring's futex word.
 //
-// Waits spin briefly, then yield, then sleep on a futex (woken by the next
-// arrival); every 50 ms they check that the peers' processes still live
+// Waits spin briefly (not where the rank's core runs other ranks too:
+// CommOptions::sharedCore), then yield, then sleep on a futex (woken by
+// the next arrival); every 50 ms they check that the peers' processes still live
 // (kill(pid, 0), or a zombie in /proc) and the timeout. Failures name the
 // member: dead (its pid), hung (alive, not at the collective), at another
 // collective, or failed itself (its state says so, and wakes the waiters).
@@ -283,8 +284,11 @@ void futexWake(std::atomic<uint32_t> *word) {
 /// Shared by the world communicator and its subgroups, which are shm
 /// communicators or the fallback's.
 struct ShmWorld : World {
-  using World::World;
+  explicit ShmWorld(const CommOptions &options)
+      : World(options), spin(!options.sharedCore) {}
   size_t slotBytes = kDefaultSlotBytes;
+  /// Whether waits spin before they yield or sleep (CommOptions::sharedCore).
+  bool spin;
   std::unique_ptr<Communicator> fallback;
 };
 
@@ -827,8 +831,9 @@ private:
     return Status::ok();
   }
 
-  /// Spins ~20 us, yields up to 2 ms, then sleeps on the peer's counter;
-  /// every 50 ms checks the peers' processes and the timeout.
+  /// Spins ~20 us (unless the core is shared), yields up to 2 ms, then
+  /// sleeps on the peer's counter; every 50 ms checks the peers' processes
+  /// and the timeout.
   Status waitFor(int r, uint32_t target, uint32_t op) {
     constexpr auto kSpinFor = std::chrono::microseconds(20);
     constexpr auto kYieldFor = std::chrono::milliseconds(2);
@@ -836,7 +841,7 @@ private:
     MemberLine &l = lines[r];
     const auto start = Clock::now();
     auto nextCheck = start + kCheckEvery;
-    bool spinning = true;
+    bool spinning = shm().spin;
     for (uint64_t i = 1;; ++i) {
       uint32_t v = l.counter.load(std::memory_order_acquire);
       if (reached(v, target))
@@ -979,7 +984,7 @@ private:
   }
 
   /// Waits until `ready()`, `other` being the peer's end of the ring: spins
-  /// ~20 us, then sleeps on its word; every 50 ms checks that the peer
+  /// ~20 us (unless the core is shared), then sleeps on its word; every 50 ms checks that the peer
   /// lives and the timeout. A peer that left or failed ends the wait only
   /// where what it wrote does not make it ready.
   template <typename Ready>
@@ -991,10 +996,11 @@ private:
       return Status::ok();
     const auto start = Clock::now();
     auto nextCheck = start + kCheckEvery;
+    const bool spin = shm().spin;
     for (uint64_t i = 1;; ++i) {
       if (ready())
         return Status::ok();
-      if (i % 64 || Clock::now() - start < kSpinFor) {
+      if (spin && (i % 64 || Clock::now() - start < kSpinFor)) {
         cpuRelax();
         continue;
       }

@@ -203,6 +203,33 @@ std::string describeExit(int rank, int status) {
   return "rank " + std::to_string(rank) + " stopped";
 }
 
+/// The cores this process may run on, in order.
+std::vector<int> allowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set))
+      cpus.push_back(c);
+  return cpus;
+}
+
+/// Whether this rank's core runs other ranks of the job too: as the
+/// launcher says (TESSEL_CORE_SHARED, set for each rank of tessel-run -n),
+/// else (torchrun, mpirun) whether the local ranks outnumber the cores
+/// this rank may use.
+bool coreShared() {
+  if (const char *v = env("TESSEL_CORE_SHARED"))
+    return std::string(v) == "1";
+  int local = 0;
+  for (const char *var : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"})
+    if (parseNonNegative(env(var), local) && local > 0)
+      break;
+  return local > static_cast<int>(allowedCpus().size());
+}
+
 /// The cores local rank `r` of `n` runs on: its even share of the cores
 /// this process may use, in order, when there are at least `n` of them
 /// (MPI's --bind-to core), else one of them, shared with the ranks of
@@ -213,14 +240,7 @@ std::vector<int> coresOfLocalRank(int r, int n, const MeshAxes &mesh) {
   const char *bind = std::getenv("TESSEL_BIND");
   if (bind && std::string(bind) == "none")
     return {};
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0)
-    return {};
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set))
-      cpus.push_back(c);
+  const std::vector<int> cpus = allowedCpus();
   if (n < 1 || r < 0 || r >= n || cpus.empty())
     return {};
   if (static_cast<int>(cpus.size()) < n) {
@@ -354,6 +374,7 @@ int launchLocalRanks(int n, int argc, char **argv, const MeshAxes &mesh) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   pid_t self = getpid();
+  const int launcherCpus = static_cast<int>(allowedCpus().size());
   std::fflush(stdout);
   std::fflush(stderr);
   for (int r = 0; r < n; ++r) {
@@ -377,6 +398,10 @@ int launchLocalRanks(int n, int argc, char **argv, const MeshAxes &mesh) {
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       unsetenv("TESSEL_CORES");
+      // Ranks that outnumber the cores share them, bound or not (a value
+      // the user set stands).
+      setenv("TESSEL_CORE_SHARED",
+             launcherCpus > 0 && n > launcherCpus ? "1" : "0", 0);
       if (std::vector<int> cores = coresOfLocalRank(r, n, mesh); !cores.empty()) {
         cpu_set_t set;
         CPU_ZERO(&set);
@@ -547,6 +572,7 @@ Status RankSession::connect(const WorldInfo &w, milliseconds timeout,
   o.size = w.size;
   o.store = store;
   o.timeout = timeout;
+  o.sharedCore = coreShared();
   if (backend == "cuda") {
     if (!haveNcclCommunicator())
       return Status::error("--device cuda on " + std::to_string(w.size) +
@@ -641,6 +667,8 @@ void testHooks(int rank) {
                      rank, line + 18 + std::strspn(line + 18, " \t"));
     if (f)
       std::fclose(f);
+    std::fprintf(stderr, "tessel-run: rank %d: core shared: %s\n", rank,
+                 coreShared() ? "yes" : "no");
   }
   int r = -1;
   if (parseNonNegative(env("TESSEL_TEST_CRASH_RANK"), r) && r == rank) {

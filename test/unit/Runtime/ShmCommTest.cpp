@@ -72,6 +72,7 @@ protected:
     CommOptions options;
     options.timeout = ro.timeout;
     options.shmSlotBytes = ro.slot;
+    options.sharedCore = sharedCore;
     auto make = [&](const CommOptions &o, std::unique_ptr<Communicator> &c) {
       std::unique_ptr<Communicator> gloo;
       if (ro.fallback && haveGlooCommunicator())
@@ -82,10 +83,23 @@ protected:
     };
     runWith(n, options, make, fn);
   }
+  /// CommOptions::sharedCore: waits yield and sleep without spinning.
+  bool sharedCore = false;
+};
+
+struct Ranks {
+  int ranks;
+  bool sharedCore;
 };
 
 class ShmSizeTest : public ShmCommTest,
-                    public ::testing::WithParamInterface<int> {};
+                    public ::testing::WithParamInterface<Ranks> {
+protected:
+  void SetUp() override {
+    ShmCommTest::SetUp();
+    sharedCore = GetParam().sharedCore;
+  }
+};
 
 //===----------------------------------------------------------------------===//
 // Collectives
@@ -104,7 +118,7 @@ void checkAllReduce(Communicator &c, int r, int n, DType dtype, Shape shape,
 }
 
 TEST_P(ShmSizeTest, AllReduceEveryKindAndDtype) {
-  int n = GetParam();
+  int n = GetParam().ranks;
   runRanks(n, [n](Communicator &c, int r) {
     // 3 * 1337 f32: four 4 KiB chunks and a ragged last one.
     for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min,
@@ -127,7 +141,7 @@ TEST_P(ShmSizeTest, AllReduceEveryKindAndDtype) {
 }
 
 TEST_P(ShmSizeTest, SumsInMemberOrderBitwiseIdenticalOnEveryRank) {
-  int n = GetParam();
+  int n = GetParam().ranks;
   Shape shape{7, 1031};
   // Inexact values: the order of the sum shows in the low bits.
   auto value = [](int rank, int64_t i) {
@@ -159,7 +173,7 @@ TEST_P(ShmSizeTest, SumsInMemberOrderBitwiseIdenticalOnEveryRank) {
 }
 
 TEST_P(ShmSizeTest, AllGatherEveryDimUnevenAndChunked) {
-  int n = GetParam();
+  int n = GetParam().ranks;
   runRanks(n, [n](Communicator &c, int r) {
     checkAllGather(c, r, n, {2 * n + 1, 700}, 0);
     checkAllGather(c, r, n, {3, n + 1, 500}, 1);
@@ -172,7 +186,7 @@ TEST_P(ShmSizeTest, AllGatherEveryDimUnevenAndChunked) {
 }
 
 TEST_P(ShmSizeTest, ReduceScatterEveryDimKindUnevenAndChunked) {
-  int n = GetParam();
+  int n = GetParam().ranks;
   runRanks(n, [n](Communicator &c, int r) {
     checkReduceScatter(c, r, n, {2 * n + 1, 700}, 0, ReduceKind::Sum);
     checkReduceScatter(c, r, n, {3, n + 1, 500}, 1, ReduceKind::Max);
@@ -188,7 +202,7 @@ TEST_P(ShmSizeTest, ReduceScatterEveryDimKindUnevenAndChunked) {
 }
 
 TEST_P(ShmSizeTest, BroadcastFromEveryRootChunked) {
-  int n = GetParam();
+  int n = GetParam().ranks;
   runRanks(n, [n](Communicator &c, int r) {
     for (int root = 0; root < n; ++root) {
       checkBroadcastFrom(c, r, root);
@@ -205,7 +219,7 @@ TEST_P(ShmSizeTest, BroadcastFromEveryRootChunked) {
 }
 
 TEST_P(ShmSizeTest, FallbackCollectivesAndBarriers) {
-  int n = GetParam();
+  int n = GetParam().ranks;
   if (!haveGlooCommunicator())
     GTEST_SKIP() << "no Gloo in this build";
   runRanks(n, [n](Communicator &c, int r) {
@@ -247,7 +261,7 @@ TEST_P(ShmSizeTest, FallbackCollectivesAndBarriers) {
 /// while it receives them in the reverse order of their tags: the
 /// receiver reads the earlier tags aside. Without Gloo: the rings alone.
 TEST_P(ShmSizeTest, SendRecvThroughTheRingsInAnyTagOrder) {
-  int n = GetParam();
+  int n = GetParam().ranks;
   RunOptions ro;
   ro.fallback = false;
   const std::vector<Shape> shapes = {{17}, {3, 40000}, {50000}};
@@ -356,7 +370,7 @@ TEST_F(ShmCommTest, RecvFromAHungOrDepartedRankEnds) {
 }
 
 TEST_P(ShmSizeTest, BigSlotsAndSmallTensors) {
-  int n = GetParam();
+  int n = GetParam().ranks;
   RunOptions ro;
   ro.slot = 0; // the default
   runRanks(
@@ -466,7 +480,7 @@ TEST_F(ShmCommTest, DifferentShapesAreNamed) {
 }
 
 TEST_P(ShmSizeTest, HungRankIsNamedAfterTheTimeout) {
-  int n = GetParam();
+  int n = GetParam().ranks;
   std::atomic<bool> done{false};
   RunOptions ro;
   ro.timeout = milliseconds(500);
@@ -742,9 +756,13 @@ TEST(ShmCommBench, AllReduceGlooVersusShm) {
     runPair(kind, milliseconds(60000), run);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, ShmSizeTest, ::testing::Values(2, 4),
+// Each on 2 and 4 ranks, and on 4 that share cores (no spinning).
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmSizeTest,
+                         ::testing::Values(Ranks{2, false}, Ranks{4, false},
+                                           Ranks{4, true}),
                          [](const auto &info) {
-                           return std::to_string(info.param) + "Ranks";
+                           return std::to_string(info.param.ranks) + "Ranks" +
+                                  (info.param.sharedCore ? "SharedCore" : "");
                          });
 
 } // namespace

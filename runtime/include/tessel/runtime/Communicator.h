@@ -201,6 +201,11 @@ struct CommOptions {
   /// shm: bytes each member stages per step (0: 1 MiB); larger tensors go
   /// through in chunks.
   size_t shmSlotBytes = 0;
+  /// shm: this rank's core runs other ranks too. Waits then yield and
+  /// sleep without spinning first: a spin holds the core the awaited rank
+  /// may need (4 ranks on 2 cores: a Llama's tp=4 step 2.7 ms spinning,
+  /// 1.15 not).
+  bool sharedCore = false;
 };
 
 /// True when this build has the backend.

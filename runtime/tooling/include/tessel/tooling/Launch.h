@@ -44,7 +44,9 @@ using MeshAxes = std::vector<std::pair<std::string, int64_t>>;
 /// Starts `n` copies of this program (same arguments) as local ranks and
 /// waits for them, each bound to its share of the cores (TESSEL_BIND=none:
 /// unbound; TESSEL_CORES tells the rank which); with fewer cores than
-/// ranks, by their placement slots on `mesh`. When one exits non-zero or
+/// ranks, by their placement slots on `mesh`, and TESSEL_CORE_SHARED=1
+/// tells them so (their shm waits do not spin: CommOptions::sharedCore;
+/// a value in the environment stands). When one exits non-zero or
 /// is killed, the others get a moment to report, then are killed; the
 /// message names the rank. Returns the exit status for tessel-run.
 int launchLocalRanks(int n, int argc, char **argv, const MeshAxes &mesh = {});
