@@ -9,9 +9,10 @@ compiled, timed per instruction (--trace), and fitted by least squares:
     fitted
   - add over several sizes:       time = op_overhead + bytes / memory bandwidth
   - the link's bandwidth: all_reduce, all_gather and reduce_scatter of four
-    sizes back to back, their rings fitted; its latency: the collectives
-    inside a reference model's training steps (a GPT-NeoX of
-    test/models/zoo, tensor parallel and ZeRO-2, traced), each ring step
+    sizes back to back, fitted as the shm communicator runs them (sync
+    points x latency + bytes / bandwidth: shm_terms); its latency: the
+    collectives inside a reference model's training steps (a GPT-NeoX of
+    test/models/zoo, tensor parallel and ZeRO-2, traced), each sync point
     beyond its bytes (without the reference: the back-to-back fit's)
   - a chain of all_reduce, matmul, add run synchronously and as gradient
     buckets: the asynchronous path's extra time per collective
@@ -121,6 +122,20 @@ def compute_program():
                ", ".join('"%s"' % n for n in names), "\n    ".join(ops),
                ", ".join(v for v, _ in rets), ", ".join(t for _, t in rets)))
     return text, inputs
+
+
+def shm_terms(kind, whole, n):
+    """The shm communicator's collective ("ar", "ag" or "rs") of `whole`
+    bytes (an all_reduce's or reduce_scatter's operand, an all_gather's
+    result) on n ranks, as the cost model has it
+    (getSharedBufferCollectiveTime): (sync points, bytes at the link's
+    bandwidth); its time is sync points x latency + bytes / bandwidth. On 2
+    ranks, a ring's."""
+    if kind == "ar":
+        return 2.0, whole
+    if kind == "ag":
+        return 1.0, (whole + whole / n) / 3.0
+    return 1.0, (2.0 * whole + whole / n) / 5.0
 
 
 def collective_program(ranks):
@@ -296,7 +311,7 @@ def op_rates(events, overhead):
 def reference_collectives(args, tmp, ranks):
     """The collectives of a reference model's training steps (a GPT-NeoX of
     the zoo, which the accuracy bench does not measure): tensor parallel and
-    ZeRO-2, --trace of 30 steps; per collective (ring steps, bytes per step,
+    ZeRO-2, --trace of 30 steps; per collective (kind, whole bytes,
     seconds), as they run inside a step rather than back to back; and the
     steps' trace events (for op_rates)."""
     out, traced = [], []
@@ -323,12 +338,12 @@ def reference_collectives(args, tmp, ranks):
                                          or []) if w)
             if written <= 0:
                 continue
-            # The ring: all_reduce 2(n-1) steps of a 1/n chunk of its
-            # result; all_gather n-1 of a 1/n chunk of its (whole) result;
-            # reduce_scatter n-1 of its (1/n) result.
-            steps = 2.0 * (ranks - 1) if kind == "all_reduce" else ranks - 1.0
-            chunk = written if kind == "reduce_scatter" else written / ranks
-            out.append((steps, chunk, e["dur"] * 1e-6))
+            # The whole buffer: an all_reduce's result, an all_gather's,
+            # n reduce_scatter results.
+            short = {"all_reduce": "ar", "all_gather": "ag",
+                     "reduce_scatter": "rs"}[kind]
+            whole = written * ranks if short == "rs" else written
+            out.append((short, whole, e["dur"] * 1e-6))
     return out, traced
 
 
@@ -393,23 +408,23 @@ def measure(args, tmp):
                         launches=1)
         diffs.append((asyn - sync) / CHAIN)
     f["async_overhead"] = max(0.0, statistics.median(diffs))
-    # The bandwidth: collectives of four sizes back to back, each kind's
-    # ring (all_reduce 2(n-1) steps, all_gather and reduce_scatter n-1) of
-    # latency + (bytes / n) / bandwidth.
-    steps = {"ar": 2.0 * (n - 1), "ag": n - 1.0, "rs": n - 1.0}
-    lat, spb = fit([4.0 * elems / n for (_, elems) in coll],
-                   [t / steps[kind] for (kind, _), t in coll.items()])
+    # The bandwidth: collectives of four sizes back to back, each of
+    # latency x its sync points + its bytes / bandwidth (shm_terms).
+    terms = {k: shm_terms(k[0], 4.0 * k[1], n) for k in coll}
+    lat, spb = fit([terms[k][1] / terms[k][0] for k in coll],
+                   [t / terms[k][0] for k, t in coll.items()])
     f["link_bw"] = 1.0 / spb
     f["lat"] = lat
     if args.reference and os.path.isfile(args.reference):
         ref, traced = reference_collectives(args, tmp, n)
         f["rates"] = op_rates(traced, overhead)
         # The latency: inside a step each collective also waits for and
-        # wakes its peers; the reference's collectives, each ring step
-        # beyond its bytes at that bandwidth (their median).
+        # wakes its peers; the reference's collectives, each sync point's
+        # time beyond its bytes at that bandwidth (their median).
         if ref:
             f["lat"] = max(0.0, statistics.median(
-                t / k - chunk / f["link_bw"] for k, chunk, t in ref))
+                (t - shm_terms(kind, whole, n)[1] / f["link_bw"]) /
+                shm_terms(kind, whole, n)[0] for kind, whole, t in ref))
     return f
 
 

@@ -6,7 +6,7 @@ steps), and the error. The cluster file comes from bench/calibrate_cpu.py,
 run first unless --cluster names one.
 
 usage: plan_accuracy.py --tesselc BIN --tessel-run BIN --models DIR
-                        [--cluster FILE] [--ranks 2,4] [--steps 30] [--csv]
+                        [--cluster FILE] [--ranks 2,4] [--steps 60] [--csv]
 """
 import argparse
 import json
@@ -86,10 +86,10 @@ def main():
     benchlib.add_tool_args(ap, threads=False)
     ap.add_argument("--cluster")
     ap.add_argument("--ranks", default="2,4")
-    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--only", default="")
     ap.add_argument("--csv", action="store_true")
-    ap.add_argument("--repeat", type=int, default=2,
+    ap.add_argument("--repeat", type=int, default=3,
                     help="runs per configuration; the lowest median counts "
                          "(other work on the machine only adds time)")
     args = ap.parse_args()

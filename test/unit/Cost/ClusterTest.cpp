@@ -28,6 +28,35 @@ TEST(CostCluster, RingAllReduceIsTwoNMinusOneStepsOfAChunk) {
               1e-5 + 4e-3, 1e-12);
 }
 
+TEST(CostCluster, SharedMemoryCollectivesMeetOnceOrTwiceAtAnySize) {
+  LinkSpec shm{LinkKind::SharedMemory, 1e-5, 1e9};
+  // 4 ranks, 4 MB, worked by hand: all_reduce two sync points and 4 MB at
+  // 1 GB/s; all_gather one and (4 + 1) MB / 3 GB/s; reduce_scatter one and
+  // (8 + 1) MB / 5 GB/s; broadcast one and 4 MB.
+  EXPECT_NEAR(getCollectiveTime(Collective::AllReduce, 4e6, 4, shm),
+              2e-5 + 4e-3, 1e-12);
+  EXPECT_NEAR(getCollectiveTime(Collective::AllGather, 4e6, 4, shm),
+              1e-5 + 5e6 / 3e9, 1e-12);
+  EXPECT_NEAR(getCollectiveTime(Collective::ReduceScatter, 4e6, 4, shm),
+              1e-5 + 9e6 / 5e9, 1e-12);
+  EXPECT_NEAR(getCollectiveTime(Collective::Broadcast, 4e6, 4, shm),
+              1e-5 + 4e-3, 1e-12);
+  // On 8 ranks the all_reduce costs the same: no ring steps.
+  EXPECT_NEAR(getCollectiveTime(Collective::AllReduce, 4e6, 8, shm),
+              2e-5 + 4e-3, 1e-12);
+  // On 2 ranks each equals the ring (one calibration serves both).
+  LinkSpec ring = shm;
+  ring.kind = LinkKind::Tcp;
+  for (Collective c : {Collective::AllReduce, Collective::AllGather,
+                       Collective::ReduceScatter, Collective::Broadcast})
+    EXPECT_NEAR(getCollectiveTime(c, 4e6, 2, shm),
+                getCollectiveTime(c, 4e6, 2, ring), 1e-12)
+        << static_cast<int>(c);
+  // all_to_all goes to the fallback's ring: 3 steps of (10 us + 1 ms).
+  EXPECT_NEAR(getCollectiveTime(Collective::AllToAll, 4e6, 4, shm),
+              3 * (1e-5 + 1e-3), 1e-12);
+}
+
 TEST(CostCluster, OneRankOrNoBytesCostNothing) {
   LinkSpec link{LinkKind::Tcp, 1e-4, 1e8};
   EXPECT_EQ(getCollectiveTime(Collective::AllReduce, 1e6, 1, link), 0.0);
