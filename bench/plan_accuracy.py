@@ -67,18 +67,19 @@ def lm_batches(model_dir, steps, path):
 
 
 def measure(args, art, ranks, data):
-    """tessel-run's median ms per step, the lowest of --repeat runs; or
-    (None, why)."""
-    best, why = None, ""
+    """tessel-run's median ms per step, the lowest of --repeat launches, and
+    the launches' spread ((highest - lowest) / lowest, in %: what this
+    machine alone moves the same artifact by); or (None, why)."""
+    medians = []
     for _ in range(args.repeat):
         r = run([args.tessel_run, art, "-n", str(ranks), "--steps",
                  str(args.steps), "--data-lm", data])
         meas = measured_ms(r.stdout)
         if r.returncode or meas is None:
-            why = benchlib.first_error(r.stdout + r.stderr)
-            return None, why
-        best = meas if best is None else min(best, meas)
-    return best, ""
+            return None, benchlib.first_error(r.stdout + r.stderr)
+        medians.append(meas)
+    lo = min(medians)
+    return (lo, 100.0 * (max(medians) - lo) / lo), ""
 
 
 def main():
@@ -125,13 +126,15 @@ def main():
                 pred = predicted_ms(c.stdout)
                 if c.returncode or pred is None:
                     why = benchlib.first_error(c.stdout + c.stderr)
-                    rows.append((model, name, ranks, None, None, "no compile: " + why))
+                    rows.append((model, name, ranks, None, None, None,
+                                 "no compile: " + why))
                     continue
                 meas, why = measure(args, art, ranks, data)
                 if meas is None:
-                    rows.append((model, name, ranks, pred, None, "no run: " + why))
+                    rows.append((model, name, ranks, pred, None, None,
+                                 "no run: " + why))
                     continue
-                rows.append((model, name, ranks, pred, meas, ""))
+                rows.append((model, name, ranks, pred, *meas, ""))
             if args.only and args.only not in "%s auto x%d" % (model, ranks):
                 continue
             # --plan=auto's choice, measured as the others.
@@ -142,50 +145,65 @@ def main():
             chosen = re.search(r"^chosen: (.*?) \(", c.stdout, re.M)
             if c.returncode or not chosen:
                 why = benchlib.first_error(c.stdout + c.stderr)
-                rows.append((model, "auto", ranks, None, None, "no compile: " + why))
+                rows.append((model, "auto", ranks, None, None, None,
+                             "no compile: " + why))
                 continue
-            meas, _ = measure(args, art, ranks, data)
-            rows.append((model, "auto", ranks, predicted_ms(c.stdout), meas,
-                         "chose " + chosen.group(1)))
-    if args.csv:
-        print("model,config,ranks,predicted_ms,measured_ms,error_pct")
+            meas, why = measure(args, art, ranks, data)
+            rows.append((model, "auto", ranks, predicted_ms(c.stdout),
+                         *(meas or (None, None)),
+                         "chose " + chosen.group(1) if meas else
+                         "no run: " + why))
+    report(rows, args.csv)
+
+
+def report(rows, csv):
+    """The table (or CSV), the summary, and --plan=auto beside the best."""
+    if csv:
+        print("model,config,ranks,predicted_ms,measured_ms,error_pct,"
+              "spread_pct")
     else:
-        print("%-12s %-7s %5s %12s %12s %8s" % ("model", "config", "ranks",
-                                              "predicted", "measured", "error"))
-    errors = []
-    for model, name, ranks, pred, meas, note in rows:
+        print("%-12s %-7s %5s %12s %12s %8s %7s" % (
+            "model", "config", "ranks", "predicted", "measured", "error",
+            "spread"))
+    errors, noisy = [], 0
+    for model, name, ranks, pred, meas, spread, note in rows:
         err = 100.0 * (pred - meas) / meas if pred and meas else None
         if err is not None:
             errors.append(abs(err))
-        if args.csv:
-            print("%s,%s,%d,%s,%s,%s" % (model, name, ranks,
-                                         "" if pred is None else "%.3f" % pred,
-                                         "" if meas is None else "%.3f" % meas,
-                                         "" if err is None else "%.1f" % err))
+            noisy += abs(err) > 15 and spread > 15
+        if csv:
+            print("%s,%s,%d,%s,%s,%s,%s" % (
+                model, name, ranks, "" if pred is None else "%.3f" % pred,
+                "" if meas is None else "%.3f" % meas,
+                "" if err is None else "%.1f" % err,
+                "" if spread is None else "%.1f" % spread))
         else:
-            print("%-12s %-7s %5d %12s %12s %8s %s" % (
+            print("%-12s %-7s %5d %12s %12s %8s %7s %s" % (
                 model, name, ranks,
                 "-" if pred is None else "%.3f ms" % pred,
                 "-" if meas is None else "%.3f ms" % meas,
-                "-" if err is None else "%+.1f%%" % err, note))
-    if errors and not args.csv:
-        print("%d configurations: mean |error| %.1f%%, max %.1f%%, within 15%%: %d"
-              % (len(errors), sum(errors) / len(errors), max(errors),
-                 sum(e <= 15 for e in errors)))
+                "-" if err is None else "%+.1f%%" % err,
+                "-" if spread is None else "%.0f%%" % spread, note))
+    if errors and not csv:
+        print("%d configurations: mean |error| %.1f%%, max %.1f%%, within "
+              "15%%: %d; of the others, %d whose launches alone spread over "
+              "15%% (spread: the same artifact's highest launch median over "
+              "its lowest)" % (len(errors), sum(errors) / len(errors),
+                               max(errors), sum(e <= 15 for e in errors),
+                               noisy))
     # auto against the best configuration measured, per model and ranks.
-    for model, name, ranks, pred, meas, note in rows:
+    for model, name, ranks, pred, meas, spread, note in rows:
         if name != "auto" or meas is None:
             continue
-        others = [(m, n) for mo, n, r, p, m, _ in rows
+        others = [(m, n) for mo, n, r, p, m, _, _ in rows
                   if mo == model and r == ranks and n != "auto" and m]
         if others:
             best, which = min(others)
             print("%s x%d: --plan=auto (%s) measured %.3f ms, the best "
                   "configuration (%s) %.3f ms: %s" % (
                       model, ranks, note[len("chose "):], meas, which, best,
-                      "at least as fast" if meas <= best * 1.0 else
+                      "at least as fast" if meas <= best else
                       "%.1f%% slower" % (100.0 * (meas - best) / best)))
-
 
 if __name__ == "__main__":
     main()
