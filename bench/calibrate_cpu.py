@@ -22,6 +22,11 @@ compiled, timed per instruction (--trace), and fitted by least squares:
     largest tensor) over its traced seconds, where the roofline's bytes over
     memory bandwidth misses their arithmetic or access pattern
   - devices_per_node: the cores this process may run on.
+  - intra_node.shared_latency (with --shared-ranks S, by default twice the
+    cores up to 8): the reference model's tensor-parallel step on S ranks
+    sharing the cores against its prediction; the seconds per sync point
+    that make the two agree (a rank's switch to the other rank of its core
+    and back, the caches refilled).
 
 usage: calibrate_cpu.py --tesselc BIN --tessel-run BIN -o cpu.yaml [--ranks N]
 """
@@ -444,6 +449,10 @@ def main():
     benchlib.add_tool_args(ap, models=False, threads=False)
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--shared-ranks", type=int, default=None,
+                    help="ranks for intra_node.shared_latency, on fewer "
+                         "cores (default: twice the cores, up to 8; 0: not "
+                         "measured)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="measurement rounds; each figure is their median "
                          "(one round's link bandwidth moved 2x between "
@@ -491,6 +500,27 @@ def main():
                        "async_overhead": async_overhead},
         "inter_node": {"kind": "tcp", "latency": 5e-5, "bandwidth": 1.25e9},
     }
+    write_cluster(args.output, cfg, rates, cores)
+    shared = ""
+    s = args.shared_ranks
+    if s is None:
+        s = 2 * cores if 2 * cores <= 8 else 0
+    if s > cores and args.reference and os.path.isfile(args.reference):
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg["intra_node"]["shared_latency"] = shared_latency(
+                args, tmp, cfg, rates, cores, s)
+        write_cluster(args.output, cfg, rates, cores)
+        shared = ", %.2f us per sync on shared cores (%d ranks)" % (
+            cfg["intra_node"]["shared_latency"] * 1e6, s)
+    print("calibrate: matmul %.1f GFLOP/s (D0 %.1f), elementwise %.2f GB/s, op overhead "
+          "%.2f us, collectives' latency %.2f us and %.2f GB/s, asynchronous "
+          "overhead %.1f us (%d ranks)%s, %d kernels' rates, %d cores -> %s"
+          % (rate / 1e9, saturation_dim, 1e-9 / sec_per_byte, overhead * 1e6,
+             lat * 1e6, link_bw / 1e9, async_overhead * 1e6, n, shared,
+             len(rates), cores, args.output))
+
+
+def write_cluster(path, cfg, rates, cores):
     lines = ["# tessel cluster file: measured by bench/calibrate_cpu.py",
              "name: %s" % cfg["name"], "device:"]
     for k, v in cfg["device"].items():
@@ -503,14 +533,43 @@ def main():
         lines.append("%s:" % link)
         for k, v in cfg[link].items():
             lines.append("  %s: %s" % (k, v if isinstance(v, str) else "%.6g" % v))
-    with open(args.output, "w") as f:
+    with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("calibrate: matmul %.1f GFLOP/s (D0 %.1f), elementwise %.2f GB/s, op overhead "
-          "%.2f us, collectives' latency %.2f us and %.2f GB/s, asynchronous "
-          "overhead %.1f us (%d ranks), %d kernels' rates, %d cores -> %s"
-          % (rate / 1e9, saturation_dim, 1e-9 / sec_per_byte, overhead * 1e6,
-             lat * 1e6, link_bw / 1e9, async_overhead * 1e6, n, len(rates),
-             cores, args.output))
+
+
+def shared_latency(args, tmp, cfg, rates, cores, ranks):
+    """intra_node.shared_latency: the seconds per sync point when `ranks`
+    ranks share the cores. The reference model's tensor-parallel step on
+    that many ranks (the lowest of three launches' medians), against its
+    prediction, which is linear in the figure (each sync point of a
+    synchronous collective adds it once): the figure that predicts the
+    measured step. What it holds beyond the latency: the switch to the
+    other rank of the core and the caches it refills, which a step of many
+    small collectives pays at each."""
+    art = os.path.join(tmp, "shared-tp.tsl")
+    data = os.path.join(tmp, "shared-ids.npy")
+    rng = np.random.default_rng(0)
+    np.save(data, rng.integers(0, 128, (30, 2, 17)).astype(np.int64))
+    flags = ["--train", "--mesh", "tp=%d" % ranks, "--plan=megatron"]
+    points = []
+    for figure in (1e-7, 1e-4):
+        cfg["intra_node"]["shared_latency"] = figure
+        path = os.path.join(tmp, "shared.yaml")
+        write_cluster(path, cfg, rates, cores)
+        out = run([args.tesselc, args.reference, *flags, "--predict",
+                   "--cluster", path, "-o", art])
+        points.append((figure, float(out.split("predicted step: ")[1]
+                                     .split(" ms")[0]) * 1e-3))
+    (x0, y0), (x1, y1) = points
+    if y1 <= y0:
+        return 0.0
+    best = None
+    for _ in range(3):
+        out = run([args.tessel_run, art, "-n", str(ranks), "--steps", "30",
+                   "--data-lm", data])
+        t = float(out.split(" ms per step")[0].rsplit(" ", 1)[1]) * 1e-3
+        best = t if best is None else min(best, t)
+    return min(3600.0, max(0.0, x0 + (best - y0) * (x1 - x0) / (y1 - y0)))
 
 
 if __name__ == "__main__":

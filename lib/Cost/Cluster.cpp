@@ -192,9 +192,11 @@ llvm::Error ClusterSpec::validate() const {
         {"intra_node.latency", intraNode.latency, kSeconds},
         {"intra_node.bandwidth", intraNode.bandwidth, kRate},
         {"intra_node.async_overhead", intraNode.asyncOverhead, kSeconds},
+        {"intra_node.shared_latency", intraNode.sharedLatency, kSeconds},
         {"inter_node.latency", interNode.latency, kSeconds},
         {"inter_node.bandwidth", interNode.bandwidth, kRate},
-        {"inter_node.async_overhead", interNode.asyncOverhead, kSeconds}})
+        {"inter_node.async_overhead", interNode.asyncOverhead, kSeconds},
+        {"inter_node.shared_latency", interNode.sharedLatency, kSeconds}})
     if (llvm::Error e = check(field, value, range))
       return e;
   for (const auto &[op, rate] : device.opRates) {

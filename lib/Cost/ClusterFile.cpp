@@ -104,6 +104,13 @@ std::vector<Field> getFields() {
                    (c.*member).asyncOverhead = v;
                  },
                  nullptr, nullptr, false});
+    f.push_back({intra ? "intra_node.shared_latency"
+                       : "inter_node.shared_latency",
+                 Bound::Number, kSeconds,
+                 [member](ClusterSpec &c, double v) {
+                   (c.*member).sharedLatency = v;
+                 },
+                 nullptr, nullptr, false});
   }
   return f;
 }
@@ -464,7 +471,8 @@ std::string printClusterFile(const ClusterSpec &c) {
     os << key << ":\n  kind: " << getLinkKindName(link->kind)
        << "\n  latency: " << formatNumber(link->latency)
        << "\n  bandwidth: " << formatNumber(link->bandwidth)
-       << "\n  async_overhead: " << formatNumber(link->asyncOverhead) << "\n";
+       << "\n  async_overhead: " << formatNumber(link->asyncOverhead)
+       << "\n  shared_latency: " << formatNumber(link->sharedLatency) << "\n";
   return text;
 }
 

@@ -88,6 +88,20 @@ struct Player {
 
 namespace {
 
+/// Seconds of a collective (or a pipeline message: SendRecv) on `link`
+/// when `share` ranks share each device: on a link the ranks' cores drive,
+/// they move the bytes share times slower, and each sync point costs the
+/// link's measured shared_latency (else its latency, share times).
+double sharedCollectiveTime(cost::Collective kind, double bytes, int64_t ranks,
+                            const cost::LinkSpec &link, double share) {
+  if (!link.usesRankCores() || share <= 1.0)
+    return cost::getCollectiveTime(kind, bytes, ranks, link);
+  cost::LinkSpec shared = link;
+  if (link.sharedLatency > 0)
+    shared.latency = link.sharedLatency / share;
+  return cost::getCollectiveTime(kind, bytes, ranks, shared) * share;
+}
+
 /// Plays one step of `module` with compute (and the communication the
 /// ranks' cores drive) `share` times slower: the ranks that share a device.
 llvm::Expected<Prediction> playStep(ModuleOp module,
@@ -163,9 +177,10 @@ llvm::Expected<Prediction> playStep(ModuleOp module,
       // On a link the cores drive, the rank's communication thread takes
       // it over (async_overhead) and moves it on the shared core.
       double bytes = getValueBytes(send->getOperands());
-      double t = p2pLink.getTransferTime(bytes);
+      double t = sharedCollectiveTime(cost::Collective::SendRecv, bytes, 2,
+                                      p2pLink, out.oversubscription);
       if (p2pLink.usesRankCores()) {
-        t = (t + p2pLink.asyncOverhead) * out.oversubscription;
+        t += p2pLink.asyncOverhead * out.oversubscription;
         p.clock += t;
         p.figures.communication += t;
       }
@@ -179,10 +194,9 @@ llvm::Expected<Prediction> playStep(ModuleOp module,
       double bytes = isa<AllGatherOp>(op) ? getValueBytes(op->getResults())
                                           : getValueBytes(op->getOperands());
       const cost::LinkSpec &link = cluster.getGroupLink(size, stride);
-      double t = cost::getCollectiveTime(*kind, bytes, size, link);
       // Cores that move the bytes are shared like the compute.
-      if (link.usesRankCores())
-        t *= out.oversubscription;
+      double t =
+          sharedCollectiveTime(*kind, bytes, size, link, out.oversubscription);
       tally(p, op->getName().getStringRef(), t);
       const bool async = op->hasAttr(TesselDialect::kBucketAttrName) ||
                          op->hasAttr(TesselDialect::kAsyncAttrName);

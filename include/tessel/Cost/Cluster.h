@@ -94,6 +94,12 @@ struct LinkSpec {
   /// rank's communication thread, which shares the core, and back. 0 where
   /// copy engines or NICs run it.
   double asyncOverhead = 0;
+  /// Seconds per sync point of a collective when more ranks than devices
+  /// share them (a rank sleeps, its core switches to another rank, caches
+  /// refill), in place of `latency` x ranks/devices; 0: not measured (then
+  /// that). bench/calibrate_cpu.py measures it on a reference model's
+  /// oversubscribed steps.
+  double sharedLatency = 0;
 
   /// latency + bytes / bandwidth.
   double getTransferTime(double bytes) const;

@@ -25,7 +25,7 @@ device:
   memory_bytes: 16e9
   memory_bandwidth: 1e11
   op_overhead: 1e-6
-intra_node: {kind: shm, latency: 2e-6, bandwidth: 5e9}
+intra_node: {kind: shm, latency: 2e-6, bandwidth: 5e9, shared_latency: 3e-5}
 inter_node:
   kind: tcp
   latency: 5e-5
@@ -58,7 +58,9 @@ TEST(CostClusterFile, ReadsEveryField) {
   EXPECT_EQ(c->intraNode.kind, LinkKind::SharedMemory);
   EXPECT_EQ(c->intraNode.latency, 2e-6);
   EXPECT_EQ(c->intraNode.bandwidth, 5e9);
+  EXPECT_EQ(c->intraNode.sharedLatency, 3e-5);
   EXPECT_EQ(c->interNode.kind, LinkKind::Tcp);
+  EXPECT_EQ(c->interNode.sharedLatency, 0.0); // optional: not measured
   EXPECT_EQ(c->interNode.latency, 5e-5);
   EXPECT_EQ(c->interNode.bandwidth, 1.25e9);
 }
@@ -102,7 +104,15 @@ TEST(CostClusterFile, WriterRoundTrips) {
     EXPECT_EQ(back->device.opOverhead, c.device.opOverhead);
     EXPECT_EQ(back->intraNode.kind, c.intraNode.kind);
     EXPECT_EQ(back->interNode.bandwidth, c.interNode.bandwidth);
+    EXPECT_EQ(back->intraNode.sharedLatency, c.intraNode.sharedLatency);
   }
+  // A measured shared_latency is written and read back.
+  llvm::Expected<ClusterSpec> full = parseClusterFile(kFull, "f.yaml");
+  ASSERT_TRUE(bool(full)) << llvm::toString(full.takeError());
+  llvm::Expected<ClusterSpec> back =
+      parseClusterFile(printClusterFile(*full), "w.yaml");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->intraNode.sharedLatency, 3e-5);
 }
 
 // Measured kernel rates (device.op_rates, bench/calibrate_cpu.py): read,
@@ -235,6 +245,9 @@ TEST(CostClusterFile, RefusesBadInput) {
        "inter_node.latency is '-5e-5'; it must be a number in [0, 3600]"},
       {replace(full, "bandwidth: 1.25e9", "bandwidth: fast"),
        "inter_node.bandwidth is 'fast'"},
+      {replace(full, "shared_latency: 3e-5", "shared_latency: -3e-5"),
+       "intra_node.shared_latency is '-3e-5'; it must be a number in "
+       "[0, 3600]"},
       {replace(full, "nodes: 2", "nodes: 1.5"), "nodes is '1.5'"},
       {replace(full, "devices_per_node: 4", "devices_per_node: 0"),
        "devices_per_node is '0'; it must be a whole number in [1, 65536]"},
@@ -254,7 +267,8 @@ TEST(CostClusterFile, RefusesBadInput) {
        "bad.yaml: missing inter_node.kind"},
       {replace(full, "nodes: 2\n", "nodes: 2\nnodes: 3\n"),
        "bad.yaml:4: 'nodes' is given twice"},
-      {replace(full, "intra_node: {kind: shm, latency: 2e-6, bandwidth: 5e9}",
+      {replace(full, "intra_node: {kind: shm, latency: 2e-6, bandwidth: 5e9, "
+                     "shared_latency: 3e-5}",
                "intra_node: 5e9"),
        "'intra_node' must be a mapping of its figures"},
       {replace(full, "peak_flops_f32: 1e12", "peak_flops_f32: [1e12]"),
