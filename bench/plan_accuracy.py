@@ -66,20 +66,41 @@ def lm_batches(model_dir, steps, path):
     return batch
 
 
-def measure(args, art, ranks, data):
-    """tessel-run's median ms per step, the lowest of --repeat launches, and
-    the launches' spread ((highest - lowest) / lowest, in %: what this
-    machine alone moves the same artifact by); or (None, why)."""
-    medians = []
+def launch(args, art, ranks, data):
+    """One launch: tessel-run's median ms per step, or (None, why)."""
+    r = run([args.tessel_run, art, "-n", str(ranks), "--steps",
+             str(args.steps), "--data-lm", data])
+    meas = measured_ms(r.stdout)
+    if r.returncode or meas is None:
+        return None, benchlib.first_error(r.stdout + r.stderr)
+    return meas, ""
+
+
+def measure_all(args, arts, ranks, data):
+    """Each artifact's lowest launch median over --repeat rounds, and the
+    launches' spread ((highest - lowest) / lowest, in %: what this machine
+    alone moves the same artifact by); or (None, None, why). The rounds go
+    over every artifact in turn, so that each one's launches meet the
+    machine's slow and fast spells (minutes long on this VM) alike."""
+    medians = {art: [] for art in arts}
+    failed = {}
     for _ in range(args.repeat):
-        r = run([args.tessel_run, art, "-n", str(ranks), "--steps",
-                 str(args.steps), "--data-lm", data])
-        meas = measured_ms(r.stdout)
-        if r.returncode or meas is None:
-            return None, benchlib.first_error(r.stdout + r.stderr)
-        medians.append(meas)
-    lo = min(medians)
-    return (lo, 100.0 * (max(medians) - lo) / lo), ""
+        for art in arts:
+            if art in failed:
+                continue
+            meas, why = launch(args, art, ranks, data)
+            if meas is None:
+                failed[art] = why
+            else:
+                medians[art].append(meas)
+    out = {}
+    for art in arts:
+        if art in failed:
+            out[art] = (None, None, failed[art])
+        else:
+            lo = min(medians[art])
+            out[art] = (lo, 100.0 * (max(medians[art]) - lo) / lo, "")
+    return out
 
 
 def main():
@@ -91,7 +112,8 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--csv", action="store_true")
     ap.add_argument("--repeat", type=int, default=3,
-                    help="runs per configuration; the lowest median counts "
+                    help="launches per configuration, in rounds over a "
+                         "model's configurations; the lowest median counts "
                          "(other work on the machine only adds time)")
     args = ap.parse_args()
     benchlib.run_ahead_of_background_work()
@@ -114,9 +136,11 @@ def main():
             data = os.path.join(tmp, model + ".npy")
             # Microbatches: 4, or the whole batch one sample each.
             mb = str(min(4, lm_batches(mdir, args.steps, data)))
+            # Compiled first: (name, artifact, predicted ms, note).
+            compiled = []
             for name, flags in configs(ranks):
-                label = "%s %s x%d" % (model, name, ranks)
-                if args.only and args.only not in label:
+                if args.only and args.only not in "%s %s x%d" % (
+                        model, name, ranks):
                     continue
                 art = os.path.join(tmp, "%s-%s-%d.tsl" % (model, name, ranks))
                 c = run([args.tesselc, os.path.join(mdir, "model.onnx"),
@@ -129,30 +153,27 @@ def main():
                     rows.append((model, name, ranks, None, None, None,
                                  "no compile: " + why))
                     continue
-                meas, why = measure(args, art, ranks, data)
-                if meas is None:
-                    rows.append((model, name, ranks, pred, None, None,
-                                 "no run: " + why))
-                    continue
-                rows.append((model, name, ranks, pred, *meas, ""))
-            if args.only and args.only not in "%s auto x%d" % (model, ranks):
-                continue
-            # --plan=auto's choice, measured as the others.
-            art = os.path.join(tmp, "%s-auto-%d.tsl" % (model, ranks))
-            c = run([args.tesselc, os.path.join(mdir, "model.onnx"), "--train",
-                     "--plan=auto", "--devices", str(ranks), "--predict",
-                     "--cluster", cluster, "-o", art])
-            chosen = re.search(r"^chosen: (.*?) \(", c.stdout, re.M)
-            if c.returncode or not chosen:
-                why = benchlib.first_error(c.stdout + c.stderr)
-                rows.append((model, "auto", ranks, None, None, None,
-                             "no compile: " + why))
-                continue
-            meas, why = measure(args, art, ranks, data)
-            rows.append((model, "auto", ranks, predicted_ms(c.stdout),
-                         *(meas or (None, None)),
-                         "chose " + chosen.group(1) if meas else
-                         "no run: " + why))
+                compiled.append((name, art, pred, ""))
+            if not args.only or args.only in "%s auto x%d" % (model, ranks):
+                # --plan=auto's choice, measured as the others.
+                art = os.path.join(tmp, "%s-auto-%d.tsl" % (model, ranks))
+                c = run([args.tesselc, os.path.join(mdir, "model.onnx"),
+                         "--train", "--plan=auto", "--devices", str(ranks),
+                         "--predict", "--cluster", cluster, "-o", art])
+                chosen = re.search(r"^chosen: (.*?) \(", c.stdout, re.M)
+                if c.returncode or not chosen:
+                    why = benchlib.first_error(c.stdout + c.stderr)
+                    rows.append((model, "auto", ranks, None, None, None,
+                                 "no compile: " + why))
+                else:
+                    compiled.append(("auto", art, predicted_ms(c.stdout),
+                                     "chose " + chosen.group(1)))
+            measured = measure_all(args, [a for _, a, _, _ in compiled],
+                                   ranks, data)
+            for name, art, pred, note in compiled:
+                meas, spread, why = measured[art]
+                rows.append((model, name, ranks, pred, meas, spread,
+                             note if meas is not None else "no run: " + why))
     report(rows, args.csv)
 
 

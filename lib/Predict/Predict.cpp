@@ -88,8 +88,7 @@ struct Player {
 
 namespace {
 
-/// Seconds of a collective (or a pipeline message: SendRecv) on `link`
-/// when `share` ranks share each device: on a link the ranks' cores drive,
+/// Seconds of a collective on `link` when `share` ranks share each device: on a link the ranks' cores drive,
 /// they move the bytes share times slower, and each sync point costs the
 /// link's measured shared_latency (else its latency, share times).
 double sharedCollectiveTime(cost::Collective kind, double bytes, int64_t ranks,
@@ -176,11 +175,12 @@ llvm::Expected<Prediction> playStep(ModuleOp module,
       // Copied and handed to the communication thread: the rank goes on.
       // On a link the cores drive, the rank's communication thread takes
       // it over (async_overhead) and moves it on the shared core.
+      // Not shared_latency: the stages sharing a core are out of phase,
+      // and a receiver waits while the other computes (processor sharing).
       double bytes = getValueBytes(send->getOperands());
-      double t = sharedCollectiveTime(cost::Collective::SendRecv, bytes, 2,
-                                      p2pLink, out.oversubscription);
+      double t = p2pLink.getTransferTime(bytes);
       if (p2pLink.usesRankCores()) {
-        t += p2pLink.asyncOverhead * out.oversubscription;
+        t = (t + p2pLink.asyncOverhead) * out.oversubscription;
         p.clock += t;
         p.figures.communication += t;
       }
