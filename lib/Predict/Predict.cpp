@@ -88,9 +88,10 @@ struct Player {
 
 namespace {
 
-/// Seconds of a collective on `link` when `share` ranks share each device: on a link the ranks' cores drive,
-/// they move the bytes share times slower, and each sync point costs the
-/// link's measured shared_latency (else its latency, share times).
+/// Seconds of a collective on `link` when `share` ranks share each device:
+/// on a link the ranks' cores drive, they move the bytes share times
+/// slower, and each sync point costs the link's measured shared_latency
+/// (else its latency, share times).
 double sharedCollectiveTime(cost::Collective kind, double bytes, int64_t ranks,
                             const cost::LinkSpec &link, double share) {
   if (!link.usesRankCores() || share <= 1.0)
