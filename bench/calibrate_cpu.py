@@ -209,6 +209,17 @@ def chain_program(ranks, bucket):
     return text, inputs
 
 
+def lowest_seconds(cmd, launches, per):
+    """The lowest of `launches` runs of tessel-run `cmd`: its median "ms per
+    <per>" ("run", "step"), in seconds."""
+    best = None
+    for _ in range(launches):
+        out = run(cmd)
+        t = float(out.split(" ms per " + per)[0].rsplit(" ", 1)[1]) * 1e-3
+        best = t if best is None else min(best, t)
+    return best
+
+
 def run_time(args, tmp, name, text, inputs, ranks, launches=3):
     """tessel-run's median ms per run of the program, the lowest of
     `launches`."""
@@ -222,12 +233,7 @@ def run_time(args, tmp, name, text, inputs, ranks, launches=3):
         p = os.path.join(tmp, name + "-" + k + ".npy")
         np.save(p, v)
         cmd += ["--input", "%s=%s" % (k, p)]
-    best = None
-    for _ in range(launches):
-        out = run(cmd)
-        t = float(out.split(" ms per run")[0].rsplit(" ", 1)[1]) * 1e-3
-        best = t if best is None else min(best, t)
-    return best
+    return lowest_seconds(cmd, launches, "run")
 
 
 def tiny_chain_program():
@@ -313,6 +319,14 @@ def op_rates(events, overhead):
             if count[k] >= MIN_SAMPLES and secs[k] > 0}
 
 
+def reference_ids(tmp):
+    """30 steps of the reference model's token ids (batch 2, 16 + 1)."""
+    data = os.path.join(tmp, "reference-ids.npy")
+    rng = np.random.default_rng(0)
+    np.save(data, rng.integers(0, 128, (30, 2, 17)).astype(np.int64))
+    return data
+
+
 def reference_collectives(args, tmp, ranks):
     """The collectives of a reference model's training steps (a GPT-NeoX of
     the zoo, which the accuracy bench does not measure): tensor parallel and
@@ -320,9 +334,7 @@ def reference_collectives(args, tmp, ranks):
     seconds), as they run inside a step rather than back to back; and the
     steps' trace events (for op_rates)."""
     out, traced = [], []
-    data = os.path.join(tmp, "reference-ids.npy")
-    rng = np.random.default_rng(0)
-    np.save(data, rng.integers(0, 128, (30, 2, 17)).astype(np.int64))
+    data = reference_ids(tmp)
     for name, flags in [("tp", ["--mesh", "tp=%d" % ranks, "--plan=megatron"]),
                         ("zero2", ["--plugin", "zero2", "--mesh",
                                    "dp=%d" % ranks])]:
@@ -500,7 +512,6 @@ def main():
                        "async_overhead": async_overhead},
         "inter_node": {"kind": "tcp", "latency": 5e-5, "bandwidth": 1.25e9},
     }
-    write_cluster(args.output, cfg, rates, cores)
     shared = ""
     s = args.shared_ranks
     if s is None:
@@ -509,9 +520,9 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             cfg["intra_node"]["shared_latency"] = shared_latency(
                 args, tmp, cfg, rates, cores, s)
-        write_cluster(args.output, cfg, rates, cores)
         shared = ", %.2f us per sync on shared cores (%d ranks)" % (
             cfg["intra_node"]["shared_latency"] * 1e6, s)
+    write_cluster(args.output, cfg, rates, cores)
     print("calibrate: matmul %.1f GFLOP/s (D0 %.1f), elementwise %.2f GB/s, op overhead "
           "%.2f us, collectives' latency %.2f us and %.2f GB/s, asynchronous "
           "overhead %.1f us (%d ranks)%s, %d kernels' rates, %d cores -> %s"
@@ -547,9 +558,6 @@ def shared_latency(args, tmp, cfg, rates, cores, ranks):
     other rank of the core and the caches it refills, which a step of many
     small collectives pays at each."""
     art = os.path.join(tmp, "shared-tp.tsl")
-    data = os.path.join(tmp, "shared-ids.npy")
-    rng = np.random.default_rng(0)
-    np.save(data, rng.integers(0, 128, (30, 2, 17)).astype(np.int64))
     flags = ["--train", "--mesh", "tp=%d" % ranks, "--plan=megatron"]
     points = []
     for figure in (1e-7, 1e-4):
@@ -563,12 +571,8 @@ def shared_latency(args, tmp, cfg, rates, cores, ranks):
     (x0, y0), (x1, y1) = points
     if y1 <= y0:
         return 0.0
-    best = None
-    for _ in range(3):
-        out = run([args.tessel_run, art, "-n", str(ranks), "--steps", "30",
-                   "--data-lm", data])
-        t = float(out.split(" ms per step")[0].rsplit(" ", 1)[1]) * 1e-3
-        best = t if best is None else min(best, t)
+    best = lowest_seconds([args.tessel_run, art, "-n", str(ranks), "--steps",
+                           "30", "--data-lm", reference_ids(tmp)], 3, "step")
     return min(3600.0, max(0.0, x0 + (best - y0) * (x1 - x0) / (y1 - y0)))
 
 

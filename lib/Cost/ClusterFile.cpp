@@ -50,6 +50,13 @@ std::vector<Field> getFields() {
                  [m](ClusterSpec &c, double v) { c.device.*m = v; }, nullptr,
                  nullptr, required});
   };
+  auto linkNumber = [&](const char *key, FigureRange range,
+                        LinkSpec ClusterSpec::*link, double LinkSpec::*m,
+                        bool required = true) {
+    f.push_back({key, Bound::Number, range,
+                 [link, m](ClusterSpec &c, double v) { (c.*link).*m = v; },
+                 nullptr, nullptr, required});
+  };
   const FigureRange text{0, 0};
   f.push_back({"name", Bound::Text, text, nullptr,
                [](ClusterSpec &c, StringRef v) { c.name = v.str(); }, nullptr,
@@ -85,32 +92,14 @@ std::vector<Field> getFields() {
     f.push_back({intra ? "intra_node.kind" : "inter_node.kind", Bound::Kind,
                  text, nullptr, nullptr,
                  [member](ClusterSpec &c, LinkKind k) { (c.*member).kind = k; }});
-    f.push_back({intra ? "intra_node.latency" : "inter_node.latency",
-                 Bound::Number, kSeconds,
-                 [member](ClusterSpec &c, double v) {
-                   (c.*member).latency = v;
-                 },
-                 nullptr, nullptr});
-    f.push_back({intra ? "intra_node.bandwidth" : "inter_node.bandwidth",
-                 Bound::Number, kRate,
-                 [member](ClusterSpec &c, double v) {
-                   (c.*member).bandwidth = v;
-                 },
-                 nullptr, nullptr});
-    f.push_back({intra ? "intra_node.async_overhead"
-                       : "inter_node.async_overhead",
-                 Bound::Number, kSeconds,
-                 [member](ClusterSpec &c, double v) {
-                   (c.*member).asyncOverhead = v;
-                 },
-                 nullptr, nullptr, false});
-    f.push_back({intra ? "intra_node.shared_latency"
-                       : "inter_node.shared_latency",
-                 Bound::Number, kSeconds,
-                 [member](ClusterSpec &c, double v) {
-                   (c.*member).sharedLatency = v;
-                 },
-                 nullptr, nullptr, false});
+    linkNumber(intra ? "intra_node.latency" : "inter_node.latency", kSeconds,
+               member, &LinkSpec::latency);
+    linkNumber(intra ? "intra_node.bandwidth" : "inter_node.bandwidth", kRate,
+               member, &LinkSpec::bandwidth);
+    linkNumber(intra ? "intra_node.async_overhead" : "inter_node.async_overhead",
+               kSeconds, member, &LinkSpec::asyncOverhead, /*required=*/false);
+    linkNumber(intra ? "intra_node.shared_latency" : "inter_node.shared_latency",
+               kSeconds, member, &LinkSpec::sharedLatency, /*required=*/false);
   }
   return f;
 }

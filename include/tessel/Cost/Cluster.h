@@ -122,15 +122,6 @@ enum class Collective {
 };
 enum class CollectiveAlgorithm { Ring, Tree };
 
-/// Seconds one collective takes among ranks that share one memory, as the
-/// shm communicator runs it: every member stages its buffer where all can
-/// read it, and meets the others at two sync points (all_reduce: staged,
-/// reduced) or one (the others). Unlike a ring's, neither the latencies
-/// nor the bytes per member grow with n: 4 ranks on the ring's formula
-/// predicted a tensor-parallel GPT-2 step 31 % slow.
-double getSharedBufferCollectiveTime(Collective collective, double bytes,
-                                     int64_t ranks, const LinkSpec &link);
-
 /// Seconds one collective takes over `ranks` devices joined by `link`.
 /// `bytes` is the whole buffer: an all-reduce's operand, an all-gather's
 /// result, a reduce-scatter's operand, the message of a broadcast or a
@@ -138,8 +129,9 @@ double getSharedBufferCollectiveTime(Collective collective, double bytes,
 /// all-gather or reduce-scatter; tree: 2 log2(n) latencies with the
 /// bandwidth term of a pipelined tree (2 x bytes). One rank costs nothing.
 /// On a shared-memory link, the algorithm of runtime/comm's shm
-/// communicator instead (getSharedBufferCollectiveTime), but for all_to_all,
-/// which goes to its fallback.
+/// communicator instead (Cluster.cpp's getSharedBufferCollectiveTime: two
+/// sync points or one, bytes per member that do not grow with n), but for
+/// all_to_all, which goes to its fallback.
 double getCollectiveTime(Collective collective, double bytes, int64_t ranks,
                          const LinkSpec &link,
                          CollectiveAlgorithm algorithm =

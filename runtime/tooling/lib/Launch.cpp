@@ -230,17 +230,13 @@ bool coreShared() {
   return local > static_cast<int>(allowedCpus().size());
 }
 
-/// The cores local rank `r` of `n` runs on: its even share of the cores
-/// this process may use, in order, when there are at least `n` of them
-/// (MPI's --bind-to core), else one of them, shared with the ranks of
-/// neighbouring placement slots (Launch.h); none (the scheduler's choice)
-/// with TESSEL_BIND=none. Unbound, two ranks on a 2-core VM now and then
-/// shared one core for a whole launch.
-std::vector<int> coresOfLocalRank(int r, int n, const MeshAxes &mesh) {
-  const char *bind = std::getenv("TESSEL_BIND");
-  if (bind && std::string(bind) == "none")
-    return {};
-  const std::vector<int> cpus = allowedCpus();
+/// The cores local rank `r` of `n` runs on, of the launcher's `cpus`: its
+/// even share, in order, when there are at least `n` of them (MPI's
+/// --bind-to core), else one of them, shared with the ranks of
+/// neighbouring placement slots (Launch.h). Unbound, two ranks on a 2-core
+/// VM now and then shared one core for a whole launch.
+std::vector<int> coresOfLocalRank(int r, int n, const MeshAxes &mesh,
+                                  const std::vector<int> &cpus) {
   if (n < 1 || r < 0 || r >= n || cpus.empty())
     return {};
   if (static_cast<int>(cpus.size()) < n) {
@@ -271,9 +267,11 @@ std::string coreList(const std::vector<int> &cores) {
 int placementSlot(int rank, int n, const MeshAxes &mesh) {
   int64_t product = 1;
   for (const auto &[name, size] : mesh) {
-    if (size < 1 || product > n)
+    if (size < 1 || size > n)
       return rank;
     product *= size;
+    if (product > n)
+      return rank;
   }
   if (product != n || rank < 0 || rank >= n)
     return rank;
@@ -351,8 +349,8 @@ Status readWorld(WorldInfo &w) {
 }
 
 int launchLocalRanks(int n, int argc, char **argv, const MeshAxes &mesh) {
-  if (const char *bind = std::getenv("TESSEL_BIND");
-      bind && std::string(bind) != "none" && std::string(bind) != "cores") {
+  const char *bind = std::getenv("TESSEL_BIND");
+  if (bind && std::string(bind) != "none" && std::string(bind) != "cores") {
     std::fprintf(stderr,
                  "tessel-run: error: TESSEL_BIND is '%s'; it must be 'cores' "
                  "(the default: each local rank on its share of the cores) "
@@ -374,7 +372,10 @@ int launchLocalRanks(int n, int argc, char **argv, const MeshAxes &mesh) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   pid_t self = getpid();
-  const int launcherCpus = static_cast<int>(allowedCpus().size());
+  // The cores the ranks share out (TESSEL_BIND=none: the scheduler's
+  // choice, each rank may use them all).
+  const std::vector<int> cpus = allowedCpus();
+  const bool bound = !(bind && std::string(bind) == "none");
   std::fflush(stdout);
   std::fflush(stderr);
   for (int r = 0; r < n; ++r) {
@@ -401,8 +402,11 @@ int launchLocalRanks(int n, int argc, char **argv, const MeshAxes &mesh) {
       // Ranks that outnumber the cores share them, bound or not (a value
       // the user set stands).
       setenv("TESSEL_CORE_SHARED",
-             launcherCpus > 0 && n > launcherCpus ? "1" : "0", 0);
-      if (std::vector<int> cores = coresOfLocalRank(r, n, mesh); !cores.empty()) {
+             !cpus.empty() && n > static_cast<int>(cpus.size()) ? "1" : "0",
+             0);
+      if (std::vector<int> cores =
+              bound ? coresOfLocalRank(r, n, mesh, cpus) : std::vector<int>();
+          !cores.empty()) {
         cpu_set_t set;
         CPU_ZERO(&set);
         for (int c : cores)
