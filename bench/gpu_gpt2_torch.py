@@ -2,12 +2,19 @@
 """PyTorch eager's side of scripts/gpu-check's benchmark: the GPT-2-shaped
 training step that bench/gen_gpt2_ir.py --plain writes for Tessel (pre-LN
 blocks, fused QKV, attention as matmul / 8 / causal where / softmax /
-matmul, GELU tanh, tied LM head, mean token cross-entropy), AdamW, f32
-without TF32 (Tessel's cuBLAS runs CUBLAS_DEFAULT_MATH), on the GPU.
+matmul, GELU tanh, tied LM head, mean token cross-entropy), AdamW, on the
+GPU: f32 without TF32 (Tessel's cuBLAS runs CUBLAS_DEFAULT_MATH), or with
+--precision bf16 under torch.autocast(bfloat16), the peer of tesselc
+--precision bf16 (GEMMs on bf16 operands, f32 master weights and
+optimizer).
 
     gpu_gpt2_torch.py --config bench/config.json [--steps K] [--json OUT]
         [--weights ART.tsl/rank0.weights.safetensors] [--batches batches.npy]
+        [--precision f32|bf16] [--profile]
         [--device cpu]   # a smoke test of a small config
+
+--profile prints, after the timed steps, one more step's CUDA kernels
+(torch.profiler), the 25 largest by total time.
 
 With --weights and --batches it trains from the Tessel artifact's own
 weights on tessel-run's batches, so the two runs' losses compare.
@@ -23,6 +30,7 @@ import argparse
 import json
 import math
 import subprocess
+import sys
 import time
 
 import torch
@@ -40,9 +48,11 @@ def step_flops(c):
     return 3 * forward
 
 
-def f32_peak(props):
-    """f32 (non-tensor) FLOP/s: SMs x 128 FMA lanes x 2 x the SM's maximum
-    clock (nvidia-smi; Hopper's 1980 MHz when it does not answer)."""
+def f32_peak(props, flops_per_sm_clock=256):
+    """Peak FLOP/s: SMs x FLOPs per SM per clock x the SM's maximum clock
+    (nvidia-smi; Hopper's 1980 MHz when it does not answer). f32 without
+    tensor cores: 128 FMA lanes, 256; dense bf16 on Hopper's tensor cores:
+    4096 (989 TFLOP/s at the H100 SXM's 1830 MHz boost)."""
     mhz = None
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm",
@@ -52,7 +62,7 @@ def f32_peak(props):
     except Exception:  # noqa: BLE001 - any failure means "not known"
         pass
     clock = mhz if mhz else 1980.0
-    return props.multi_processor_count * 128 * 2 * clock * 1e6, clock, mhz is not None
+    return props.multi_processor_count * flops_per_sm_clock * clock * 1e6, clock, mhz is not None
 
 
 class Gpt2(torch.nn.Module):
@@ -158,6 +168,8 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--weights", help="the Tessel artifact's .safetensors: the same weights")
     ap.add_argument("--batches", help="tessel-run's --data-lm .npy: the same batches")
+    ap.add_argument("--precision", choices=["f32", "bf16"], default="f32")
+    ap.add_argument("--profile", action="store_true")
     a = ap.parse_args()
     c = json.load(open(a.config))
     steps = a.steps or c["steps"]
@@ -177,30 +189,49 @@ def main():
         steps = min(steps, batches.shape[0])
     else:
         batches = torch.randint(0, c["vocab"], (steps, c["batch"], c["seq"] + 1), generator=gen).to(dev)
+    bf16 = a.precision == "bf16"
+
+    def train_step(k):
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(batches[k, :, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, c["vocab"]).float(),
+                                   batches[k, :, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
     times, losses = [], []
     for k in range(steps):
         sync()
         t0 = time.perf_counter()
-        logits = model(batches[k, :, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), batches[k, :, 1:].reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        loss = train_step(k)
         sync()
         times.append((time.perf_counter() - t0) * 1e3)
         losses.append(loss.item())
+    if a.profile:
+        from torch.profiler import ProfilerActivity, profile
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+        with profile(activities=acts) as prof:
+            train_step(steps - 1)
+            sync()
+        key = "cuda_time_total" if dev.type == "cuda" else "cpu_time_total"
+        print(prof.key_averages().table(sort_by=key, row_limit=25, max_name_column_width=70),
+              file=sys.stderr)
     timed = sorted(times[1:]) if steps > 1 else times
     mid = len(timed) // 2
     median = timed[mid] if len(timed) % 2 else (timed[mid - 1] + timed[mid]) / 2
     out = {
         "ms_per_step": median, "step_ms": times, "losses": losses,
         "flops_per_step": step_flops(c), "torch": torch.__version__,
-        "cuda": torch.version.cuda, "device": str(dev),
+        "cuda": torch.version.cuda, "device": str(dev), "precision": a.precision,
     }
     if dev.type == "cuda":
         props = torch.cuda.get_device_properties(dev)
         peak, clock, measured = f32_peak(props)
+        bf16_peak, _, _ = f32_peak(props, 4096)
         out.update({
+            "bf16_peak_flops": bf16_peak,
             "device": props.name, "sms": props.multi_processor_count,
             "sm_clock_mhz": clock, "clock_from_nvidia_smi": measured,
             "f32_peak_flops": peak,

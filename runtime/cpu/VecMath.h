@@ -92,7 +92,10 @@ inline float vtanh(float x) {
   p = p * z + 1.33314422036E-1f;
   p = p * z - 3.33332819422E-1f;
   float nearZero = x + x * z * p;
-  float e = vexp(2.0f * (ax > 9.0f ? 9.0f : ax));
+  // Capped at 10, where 1 - 2/(e^20 + 1) rounds to 1 exactly as tanhf does
+  // from 9.01 (at 9 it was 1 - 6e-8, and gelu's tanh form at -inf came out
+  // -inf * 6e-8 = -inf, not -inf * 0 = NaN as on CUDA).
+  float e = vexp(2.0f * (ax > 10.0f ? 10.0f : ax));
   float far = 1.0f - 2.0f / (e + 1.0f);
   far = x < 0.0f ? -far : far;
   float r = ax < 0.625f ? nearZero : far;

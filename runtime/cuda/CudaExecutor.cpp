@@ -268,9 +268,14 @@ Status CudaExecutor::run() {
                              stream),
              "resetting the gather checks");
   // TESSEL_PROFILE=1: time per op kind (synchronising after each op),
-  // printed to stderr after each run.
-  static const bool profile = std::getenv("TESSEL_PROFILE") != nullptr;
+  // printed to stderr after each run; TESSEL_PROFILE=ops: and the 30
+  // costliest instructions with their operands' shapes.
+  static const char *profileEnv = std::getenv("TESSEL_PROFILE");
+  static const bool profile = profileEnv != nullptr;
+  static const bool profileOps =
+      profileEnv && std::string(profileEnv) == "ops";
   std::vector<double> byKind(profile ? KernelRegistry::kMaxKinds : 0, 0.0);
+  std::vector<double> byOp(profileOps ? steps.size() : 0, 0.0);
   for (size_t i = 0; i < steps.size(); ++i) {
     auto t0 = profile ? std::chrono::steady_clock::now()
                       : std::chrono::steady_clock::time_point();
@@ -279,10 +284,12 @@ Status CudaExecutor::run() {
       cudaError_t e = cudaStreamSynchronize(stream);
       if (e != cudaSuccess)
         s = cudaFail(e, "the instruction's kernels");
-      byKind[static_cast<size_t>(prog->ops[i].kind)] +=
-          std::chrono::duration<double, std::milli>(
-              std::chrono::steady_clock::now() - t0)
-              .count();
+      const double ms = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+      byKind[static_cast<size_t>(prog->ops[i].kind)] += ms;
+      if (profileOps)
+        byOp[i] = ms;
     }
     if (!s) {
       cudaStreamSynchronize(stream);
@@ -324,6 +331,26 @@ Status CudaExecutor::run() {
         if (auto kind = opKindFromInt(k))
           std::fprintf(stderr, " %s=%.3f", opKindName(*kind), byKind[k]);
     std::fprintf(stderr, "\n");
+    std::vector<size_t> order(byOp.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    const size_t top = std::min<size_t>(30, order.size());
+    std::partial_sort(order.begin(), order.begin() + top, order.end(),
+                      [&](size_t a, size_t b) { return byOp[a] > byOp[b]; });
+    for (size_t r = 0; r < top; ++r) {
+      const Op &op = prog->ops[order[r]];
+      std::string shapes;
+      for (int id : op.operands) {
+        shapes += shapes.empty() ? "" : " ";
+        shapes += "[";
+        for (int64_t d : prog->buffers[id].shape)
+          shapes += (shapes.back() == '[' ? "" : "x") + std::to_string(d);
+        shapes += "]";
+      }
+      std::fprintf(stderr, "tessel profile op %zu %s%s%s %.3f ms %s\n",
+                   order[r], opKindName(op.kind), op.name.empty() ? "" : " ",
+                   op.name.c_str(), byOp[order[r]], shapes.c_str());
+    }
   }
   return Status::ok();
 }

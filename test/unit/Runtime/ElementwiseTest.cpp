@@ -125,8 +125,22 @@ TEST(Unary, SpecialValues) {
   expectNear(l[0], {-INFINITY, -INFINITY, INFINITY, NAN, NAN, NAN});
   auto t = runOp("tanh", {x}, {{DType::F32, {6}}});
   expectNear(t[0], {0, 0, 1, -1, NAN, std::tanh(-1.0)}, 1e-7, 3e-7);
+  // Exactly, as tanhf: 1 - 6e-8 at -inf made gelu's tanh form -inf there.
+  EXPECT_EQ(t[0].data<float>()[2], 1.0f);
+  EXPECT_EQ(t[0].data<float>()[3], -1.0f);
   auto s = runOp("sigmoid", {x}, {{DType::F32, {6}}});
   expectNear(s[0], {0.5, 0.5, 1, 0, NAN, 1 / (1 + std::exp(1.0))}, 1e-7, 3e-7);
+  auto er = runOp("erf", {x}, {{DType::F32, {6}}});
+  expectNear(er[0], {0, 0, 1, -1, NAN, std::erf(-1.0)}, 1e-7, 3e-7);
+  // gelu is its formula in IEEE arithmetic, as on CUDA (erff): at -inf,
+  // -inf * (1 + erf(-inf)) = -inf * 0 is NaN, in either form.
+  const double g1 = -0.5 * (1 + std::erf(-1 / std::sqrt(2.0)));
+  auto g = runOp("gelu", {x}, {{DType::F32, {6}}});
+  expectNear(g[0], {0, 0, INFINITY, NAN, NAN, g1}, 1e-7, 3e-7);
+  auto gt = runOp("gelu", {x}, {{DType::F32, {6}}},
+                  Attrs().i("tanh_approximation", 1));
+  expectNear(gt[0], {0, 0, INFINITY, NAN, NAN, -0.15880800939172324}, 1e-7,
+             3e-7);
 }
 
 TEST(Unary, IntegerNegAbsRelu) {
