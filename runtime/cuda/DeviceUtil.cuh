@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace tessel::runtime::cuda {
@@ -80,6 +81,101 @@ __device__ __forceinline__ int64_t offset0(const Indexer &ix, int64_t i) {
   }
   return off;
 }
+
+/// An Indexer in 32-bit arithmetic, for results and operands of fewer than
+/// 2^31 elements (nearly all): a 32-bit division costs a fraction of a
+/// 64-bit one, and these kernels divide once per dim per element. Built by
+/// narrow(); kernels are templated on the indexer and take its index type.
+struct Indexer32 {
+  int rank = 1;
+  int numOperands = 0;
+  uint32_t total = 0;
+  uint32_t dims[kMaxDims] = {1};
+  int32_t strides[kMaxDims][kMaxOperands] = {};
+};
+
+/// ix in 32 bits, when its total and every operand's largest offset are
+/// below 2^31 (no stride negative).
+inline bool narrow(const Indexer &ix, Indexer32 &out) {
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  if (ix.total >= kLimit || ix.rank > kMaxDims)
+    return false;
+  out.rank = ix.rank;
+  out.numOperands = ix.numOperands;
+  out.total = static_cast<uint32_t>(ix.total);
+  for (int k = 0; k < kMaxOperands; ++k) {
+    int64_t last = 0;
+    for (int d = 0; d < ix.rank; ++d) {
+      if (ix.strides[d][k] < 0 || ix.strides[d][k] >= kLimit)
+        return false;
+      last += (ix.dims[d] - 1) * ix.strides[d][k];
+    }
+    if (last >= kLimit)
+      return false;
+  }
+  for (int d = 0; d < ix.rank; ++d) {
+    out.dims[d] = static_cast<uint32_t>(ix.dims[d]);
+    for (int k = 0; k < kMaxOperands; ++k)
+      out.strides[d][k] = static_cast<int32_t>(ix.strides[d][k]);
+  }
+  return true;
+}
+
+/// The index type of an indexer's elements.
+template <typename IX> struct IndexOf {
+  using type = int64_t;
+};
+template <> struct IndexOf<Indexer32> {
+  using type = uint32_t;
+};
+
+/// Element offsets of every operand at flat result index i, in 32 bits.
+/// Rank 1 (same shapes, or a scalar broadcast: the usual case after the
+/// dims merge) needs no division.
+__device__ __forceinline__ void offsetsAt(const Indexer32 &ix, uint32_t i,
+                                          int64_t off[kMaxOperands]) {
+  if (ix.rank == 1) {
+#pragma unroll
+    for (int k = 0; k < kMaxOperands; ++k)
+      off[k] = static_cast<int64_t>(i) * ix.strides[0][k];
+    return;
+  }
+  uint32_t o[kMaxOperands] = {};
+  for (int d = ix.rank - 1; d >= 0; --d) {
+    const uint32_t n = ix.dims[d];
+    const uint32_t q = i / n;
+    const uint32_t r = i - q * n;
+    i = q;
+#pragma unroll
+    for (int k = 0; k < kMaxOperands; ++k)
+      o[k] += r * static_cast<uint32_t>(ix.strides[d][k]);
+  }
+#pragma unroll
+  for (int k = 0; k < kMaxOperands; ++k)
+    off[k] = o[k];
+}
+
+/// Offset of operand 0 only, in 32 bits.
+__device__ __forceinline__ int64_t offset0(const Indexer32 &ix, uint32_t i) {
+  if (ix.rank == 1)
+    return static_cast<int64_t>(i) * ix.strides[0][0];
+  uint32_t off = 0;
+  for (int d = ix.rank - 1; d >= 0; --d) {
+    const uint32_t n = ix.dims[d];
+    const uint32_t q = i / n;
+    off += (i - q * n) * static_cast<uint32_t>(ix.strides[d][0]);
+    i = q;
+  }
+  return off;
+}
+
+/// A grid-stride loop in the indexer's own index type (for Indexer32, no
+/// overflow: total and the grid's stride are both below 2^31).
+#define TSL_GRID_LOOP_IX(i, ix)                                                \
+  for (typename IndexOf<std::decay_t<decltype(ix)>>::type i =                  \
+           static_cast<typename IndexOf<std::decay_t<decltype(ix)>>::type>(    \
+               blockIdx.x) * blockDim.x + threadIdx.x;                         \
+       i < (ix).total; i += blockDim.x * gridDim.x)
 
 /// Reduces v over the block (blockDim.x a multiple of 32, at most 1024);
 /// every thread gets the result. `shm` holds 32 entries.

@@ -136,20 +136,21 @@ __device__ __forceinline__ float binaryF32(OpKind kind, float x, float y,
   }
 }
 
+template <typename IX>
 __global__ void binaryF32Kernel(OpKind kind, const float *a, const float *b,
-                                float *y, Indexer ix, bool bScalar) {
-  TSL_GRID_LOOP(i, ix.total) {
+                                float *y, IX ix, bool bScalar) {
+  TSL_GRID_LOOP_IX(i, ix) {
     int64_t off[kMaxOperands];
     offsetsAt(ix, i, off);
     y[i] = binaryF32(kind, a[off[0]], b[off[1]], bScalar);
   }
 }
 
-template <typename T>
+template <typename T, typename IX>
 __global__ void binaryIntKernel(OpKind kind, const T *a, const T *b, T *y,
-                                Indexer ix) {
+                                IX ix) {
   using U = typename std::make_unsigned<T>::type;
-  TSL_GRID_LOOP(i, ix.total) {
+  TSL_GRID_LOOP_IX(i, ix) {
     int64_t off[kMaxOperands];
     offsetsAt(ix, i, off);
     const T x = a[off[0]], z = b[off[1]];
@@ -186,10 +187,10 @@ __global__ void binaryIntKernel(OpKind kind, const T *a, const T *b, T *y,
   }
 }
 
-template <typename T>
+template <typename T, typename IX>
 __global__ void compareKernel(CmpPred pred, const T *a, const T *b, uint8_t *y,
-                              Indexer ix) {
-  TSL_GRID_LOOP(i, ix.total) {
+                              IX ix) {
+  TSL_GRID_LOOP_IX(i, ix) {
     int64_t off[kMaxOperands];
     offsetsAt(ix, i, off);
     const T x = a[off[0]], z = b[off[1]];
@@ -218,10 +219,10 @@ __global__ void compareKernel(CmpPred pred, const T *a, const T *b, uint8_t *y,
   }
 }
 
-template <typename T>
+template <typename T, typename IX>
 __global__ void whereKernel(const uint8_t *c, const T *x, const T *y, T *out,
-                            Indexer ix) {
-  TSL_GRID_LOOP(i, ix.total) {
+                            IX ix) {
+  TSL_GRID_LOOP_IX(i, ix) {
     int64_t off[kMaxOperands];
     offsetsAt(ix, i, off);
     out[i] = c[off[0]] ? x[off[1]] : y[off[2]];
@@ -232,16 +233,58 @@ __global__ void whereKernel(const uint8_t *c, const T *x, const T *y, T *out,
 // Data movement
 //===----------------------------------------------------------------------===//
 
-template <typename T>
-__global__ void stridedCopyKernel(const T *src, T *dst, Indexer ix) {
+template <typename T, typename IX>
+__global__ void stridedCopyKernel(const T *src, T *dst, IX ix) {
   if (ix.numOperands == 2) {
-    TSL_GRID_LOOP(i, ix.total) {
+    TSL_GRID_LOOP_IX(i, ix) {
       int64_t off[kMaxOperands];
       offsetsAt(ix, i, off);
       dst[off[1]] = src[off[0]];
     }
   } else {
-    TSL_GRID_LOOP(i, ix.total) { dst[i] = src[offset0(ix, i)]; }
+    TSL_GRID_LOOP_IX(i, ix) { dst[i] = src[offset0(ix, i)]; }
+  }
+}
+
+/// A copy into a contiguous result whose innermost dim reads the source
+/// with stride S != 1 while the dim outside it reads with stride 1 (a
+/// transpose of the last two dims, over any batch dims): 32 x 32 tiles
+/// through shared memory, so that both the reads and the writes are
+/// coalesced (the plain kernel reads 4 useful bytes of each 32-byte
+/// sector). ix is the copy's indexer over the result's dims, rank >= 2;
+/// grid: x over the inner dim's tiles, y over the outer dim's, z (looping)
+/// over the batch.
+template <typename T>
+__global__ void transposeTileKernel(const T *src, T *dst, Indexer32 ix,
+                                    uint32_t batch) {
+  __shared__ T tile[32][33];
+  const int r = ix.rank;
+  const uint32_t rows = ix.dims[r - 2], cols = ix.dims[r - 1];
+  const int32_t colStride = ix.strides[r - 1][0]; // rows' stride is 1
+  const uint32_t c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
+  for (uint32_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    // The batch dims' offset: b over dims [0, r-2).
+    uint32_t rest = b, base = 0;
+    for (int d = r - 3; d >= 0; --d) {
+      const uint32_t q = rest / ix.dims[d];
+      base += (rest - q * ix.dims[d]) * static_cast<uint32_t>(ix.strides[d][0]);
+      rest = q;
+    }
+    // Read: consecutive threads take consecutive rows (stride 1 in src).
+    for (uint32_t j = threadIdx.y; j < 32; j += blockDim.y) {
+      const uint32_t c = c0 + j, rr = r0 + threadIdx.x;
+      if (c < cols && rr < rows)
+        tile[j][threadIdx.x] = src[base + rr + static_cast<int64_t>(c) * colStride];
+    }
+    __syncthreads();
+    // Write: consecutive threads take consecutive columns of the result.
+    const uint64_t out = static_cast<uint64_t>(b) * rows * cols;
+    for (uint32_t j = threadIdx.y; j < 32; j += blockDim.y) {
+      const uint32_t rr = r0 + j, c = c0 + threadIdx.x;
+      if (c < cols && rr < rows)
+        dst[out + static_cast<uint64_t>(rr) * cols + c] = tile[threadIdx.x][j];
+    }
+    __syncthreads();
   }
 }
 
@@ -383,12 +426,57 @@ __global__ void reduceBlockKernel(const T *x, T *y, Indexer kept,
   }
 }
 
+/// Outer reductions (a bias's gradient: [rows, cols] -> [cols]), where the
+/// kept elements are the contiguous ones: a block takes 32 consecutive kept
+/// elements and 32 lanes of the reduced ones, so that each warp reads 32
+/// consecutive values (one block per output read one value per row and
+/// sector). Lanes sum in order, then the 32 partial sums in order.
+template <typename T, bool IsMax>
+__global__ void reduceColumnsKernel(const T *x, T *y, Indexer32 kept,
+                                    Indexer32 reduced, bool mean, float scale) {
+  __shared__ T part[32][33];
+  const T identity = IsMax ? lowestOf<T>() : T(0);
+  const uint32_t o = blockIdx.x * 32 + threadIdx.x;
+  T acc = identity;
+  if (o < kept.total) {
+    const T *base = x + offset0(kept, o);
+    for (uint32_t r = threadIdx.y; r < reduced.total; r += 32) {
+      const T v = base[offset0(reduced, r)];
+      acc = IsMax ? (v > acc ? v : acc) : acc + v;
+    }
+  }
+  part[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && o < kept.total) {
+    T total = identity;
+    for (int j = 0; j < 32; ++j) {
+      const T v = part[j][threadIdx.x];
+      total = IsMax ? (v > total ? v : total) : total + v;
+    }
+    y[o] = mean ? static_cast<T>(total * scale) : total;
+  }
+}
+
 template <typename T>
 cudaError_t reduceTyped(bool isMax, bool mean, const T *x, T *y,
                         const Indexer &kept, const Indexer &reduced,
                         float scale, cudaStream_t s) {
   if (kept.total == 0)
     return cudaGetLastError();
+  // The kept elements contiguous, the reduced ones outside them, and enough
+  // of both: coalesced column sums.
+  Indexer32 k32, r32;
+  if (kept.strides[kept.rank - 1][0] == 1 && kept.total >= 32 &&
+      reduced.total >= 64 && narrow(kept, k32) && narrow(reduced, r32)) {
+    const unsigned g = static_cast<unsigned>((kept.total + 31) / 32);
+    if (isMax)
+      reduceColumnsKernel<T, true>
+          <<<g, dim3(32, 32), 0, s>>>(x, y, k32, r32, false, scale);
+    else
+      reduceColumnsKernel<T, false>
+          <<<g, dim3(32, 32), 0, s>>>(x, y, k32, r32, mean, scale);
+    return cudaGetLastError();
+  }
   // Long reductions: a block per kept element; short ones: a thread.
   const bool perBlock = reduced.total >= 512;
   using Kernel = void (*)(const T *, T *, Indexer, Indexer, bool, float);
@@ -656,8 +744,30 @@ UnaryLaunch unaryLaunch(const Op &op) {
   }
 }
 
+/// round_float to bf16 (the mixed-precision step rounds every GEMM's
+/// operands and results, attention's scores included): the branch-free bit
+/// rounding, four values per thread.
+__global__ void roundBf16Kernel(const float4 *x, float4 *y, int64_t n4) {
+  TSL_GRID_LOOP(i, n4) {
+    float4 v = x[i];
+    uint16_t unused;
+    v.x = __uint_as_float(scalar::roundBf16Bits(__float_as_uint(v.x), &unused));
+    v.y = __uint_as_float(scalar::roundBf16Bits(__float_as_uint(v.y), &unused));
+    v.z = __uint_as_float(scalar::roundBf16Bits(__float_as_uint(v.z), &unused));
+    v.w = __uint_as_float(scalar::roundBf16Bits(__float_as_uint(v.w), &unused));
+    y[i] = v;
+  }
+}
+
 cudaError_t launchRoundFloat(const float *x, float *y, int64_t n, int e, int m,
                              cudaStream_t s) {
+  // roundBf16Bits is roundToFormat(., 8, 7) bit for bit (ScalarOps.h).
+  if (e == 8 && m == 7 && n % 4 == 0 &&
+      reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+      reinterpret_cast<uintptr_t>(y) % 16 == 0)
+    return launchOver(n / 4, s, roundBf16Kernel,
+                      reinterpret_cast<const float4 *>(x),
+                      reinterpret_cast<float4 *>(y), n / 4);
   return launchOver(n, s, mapKernel<RoundFloat, float>, RoundFloat{e, m}, x, y,
                     n);
 }
@@ -678,6 +788,14 @@ cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
   });
 }
 
+/// Calls f with ix narrowed to 32 bits where it fits, else ix itself.
+template <typename F> cudaError_t withIndexer(const Indexer &ix, F f) {
+  Indexer32 n;
+  if (narrow(ix, n))
+    return f(n);
+  return f(ix);
+}
+
 cudaError_t launchBinary(OpKind kind, DType dtype, const void *a,
                          const void *b, void *y, const Indexer &ix,
                          bool bScalar, cudaStream_t s) {
@@ -685,13 +803,17 @@ cudaError_t launchBinary(OpKind kind, DType dtype, const void *a,
     using T = typename decltype(tag)::type;
     const T *at = static_cast<const T *>(a), *bt = static_cast<const T *>(b);
     T *yt = static_cast<T *>(y);
-    if constexpr (std::is_same_v<T, float>)
-      return launchOver(ix.total, s, binaryF32Kernel, kind, at, bt, yt, ix,
-                        bScalar);
-    else if constexpr (kIsBool<T>)
-      return ix.total ? cudaErrorInvalidValue : cudaGetLastError();
-    else
-      return launchOver(ix.total, s, binaryIntKernel<T>, kind, at, bt, yt, ix);
+    return withIndexer(ix, [&](const auto &n) {
+      using IX = std::decay_t<decltype(n)>;
+      if constexpr (std::is_same_v<T, float>)
+        return launchOver(ix.total, s, binaryF32Kernel<IX>, kind, at, bt, yt, n,
+                          bScalar);
+      else if constexpr (kIsBool<T>)
+        return ix.total ? cudaErrorInvalidValue : cudaGetLastError();
+      else
+        return launchOver(ix.total, s, binaryIntKernel<T, IX>, kind, at, bt, yt,
+                          n);
+    });
   });
 }
 
@@ -700,9 +822,12 @@ cudaError_t launchCompare(CmpPred pred, DType dtype, const void *a,
                           cudaStream_t s) {
   return visitDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return launchOver(ix.total, s, compareKernel<T>, pred,
-                      static_cast<const T *>(a), static_cast<const T *>(b), y,
-                      ix);
+    return withIndexer(ix, [&](const auto &n) {
+      using IX = std::decay_t<decltype(n)>;
+      return launchOver(ix.total, s, compareKernel<T, IX>, pred,
+                        static_cast<const T *>(a), static_cast<const T *>(b), y,
+                        n);
+    });
   });
 }
 
@@ -711,9 +836,12 @@ cudaError_t launchWhere(size_t elemSize, const uint8_t *cond, const void *x,
                         cudaStream_t s) {
   return visitElementSize(elemSize, cudaErrorInvalidValue, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return launchOver(ix.total, s, whereKernel<T>, cond,
-                      static_cast<const T *>(x), static_cast<const T *>(y),
-                      static_cast<T *>(out), ix);
+    return withIndexer(ix, [&](const auto &n) {
+      using IX = std::decay_t<decltype(n)>;
+      return launchOver(ix.total, s, whereKernel<T, IX>, cond,
+                        static_cast<const T *>(x), static_cast<const T *>(y),
+                        static_cast<T *>(out), n);
+    });
   });
 }
 
@@ -721,8 +849,29 @@ cudaError_t launchStridedCopy(size_t elemSize, const void *src, void *dst,
                               const Indexer &ix, cudaStream_t s) {
   return visitElementSize(elemSize, cudaErrorInvalidValue, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return launchOver(ix.total, s, stridedCopyKernel<T>,
-                      static_cast<const T *>(src), static_cast<T *>(dst), ix);
+    const T *from = static_cast<const T *>(src);
+    T *to = static_cast<T *>(dst);
+    Indexer32 n;
+    if (!narrow(ix, n))
+      return launchOver(ix.total, s, stridedCopyKernel<T, Indexer>, from, to,
+                        ix);
+    // A transpose of the last two dims into a contiguous result: tiles.
+    const int r = n.rank;
+    if (n.numOperands == 1 && r >= 2 && n.strides[r - 2][0] == 1 &&
+        n.strides[r - 1][0] != 1 && n.dims[r - 1] >= 8 && n.dims[r - 2] >= 8) {
+      uint32_t batch = 1;
+      for (int d = 0; d < r - 2; ++d)
+        batch *= n.dims[d];
+      if (batch == 0)
+        return cudaGetLastError();
+      const dim3 grid((n.dims[r - 1] + 31) / 32, (n.dims[r - 2] + 31) / 32,
+                      batch < 65535 ? batch : 65535);
+      if (grid.y <= 65535) {
+        transposeTileKernel<T><<<grid, dim3(32, 8), 0, s>>>(from, to, n, batch);
+        return cudaGetLastError();
+      }
+    }
+    return launchOver(ix.total, s, stridedCopyKernel<T, Indexer32>, from, to, n);
   });
 }
 

@@ -321,6 +321,29 @@ TEST(CudaConformance, Reduce) {
     conformOp(op, {big}, {{DType::F32, {1, 5000}}},
               Attrs().is("dims", {0}), {1e-4, 1e-4});
   }
+  // Outer reductions over contiguous kept elements take the column kernel
+  // (kept >= 32, reduced >= 64): a bias's gradient, a middle dim, a kept
+  // count that is no multiple of 32.
+  struct Outer {
+    Shape shape;
+    std::vector<int64_t> dims;
+    Shape result;
+  };
+  for (const Outer &c : std::vector<Outer>{{{300, 70}, {0}, {70}},
+                                           {{5, 130, 40}, {0, 1}, {40}},
+                                           {{8, 100, 33}, {1}, {8, 33}},
+                                           {{64, 4, 96}, {0}, {4, 96}}}) {
+    SCOPED_TRACE("outer " + shapeToString(c.shape));
+    Tensor xf = randomF32(c.shape, rng);
+    Attrs at;
+    at.is("dims", c.dims).i("keep_dims", 0);
+    for (const char *op : {"reduce_sum", "reduce_mean", "reduce_max"})
+      conformOp(op, {xf}, {{DType::F32, c.result}}, at, {1e-4, 1e-4});
+    conformOp("reduce_sum", {randomI64(c.shape, rng, -100, 100)},
+              {{DType::I64, c.result}}, at);
+    conformOp("reduce_max", {randomI32(c.shape, rng, -100, 100)},
+              {{DType::I32, c.result}}, at);
+  }
 }
 
 TEST(CudaConformance, Softmax) {
@@ -455,6 +478,16 @@ TEST(CudaConformance, TransposeSliceExpand) {
   }
   conformOp("transpose", {randomI64({3, 7}, rng, 0, 9)}, {{DType::I64, {7, 3}}},
             Attrs().is("perm", {1, 0}));
+  // Tiled transposes (both swapped dims >= 8): partial tiles, batch dims,
+  // element sizes 1, 4 and 8, a batch dim between.
+  conformOp("transpose", {randomF32({3, 2, 45, 70}, rng)},
+            {{DType::F32, {3, 2, 70, 45}}}, Attrs().is("perm", {0, 1, 3, 2}));
+  conformOp("transpose", {randomF32({33, 64}, rng)}, {{DType::F32, {64, 33}}},
+            Attrs().is("perm", {1, 0}));
+  conformOp("transpose", {randomI64({40, 3, 9}, rng, -99, 99)},
+            {{DType::I64, {9, 3, 40}}}, Attrs().is("perm", {2, 1, 0}));
+  conformOp("transpose", {randomBool({2, 17, 40}, rng)},
+            {{DType::Bool, {2, 40, 17}}}, Attrs().is("perm", {0, 2, 1}));
   conformOp("transpose", {randomBool({3, 7}, rng)}, {{DType::Bool, {7, 3}}},
             Attrs().is("perm", {1, 0}));
 
