@@ -11,6 +11,7 @@
 #define TESSEL_RUNTIME_CUDA_DEVICEUTIL_CUH
 
 #include "CudaKernels.h"
+#include "FastDivide.h"
 #include "WindowMath.h"
 
 #include <cmath>
@@ -92,6 +93,9 @@ struct Indexer32 {
   uint32_t total = 0;
   uint32_t dims[kMaxDims] = {1};
   int32_t strides[kMaxDims][kMaxOperands] = {};
+  /// Division by dims[d] as a multiply-high and a shift (FastDivide.h).
+  uint32_t magic[kMaxDims] = {};
+  uint32_t shift[kMaxDims] = {};
 };
 
 /// ix in 32 bits, when its total and every operand's largest offset are
@@ -114,7 +118,10 @@ inline bool narrow(const Indexer &ix, Indexer32 &out) {
       return false;
   }
   for (int d = 0; d < ix.rank; ++d) {
+    if (ix.dims[d] < 1)
+      return false;
     out.dims[d] = static_cast<uint32_t>(ix.dims[d]);
+    setDivisor(out.dims[d], out.magic[d], out.shift[d]);
     for (int k = 0; k < kMaxOperands; ++k)
       out.strides[d][k] = static_cast<int32_t>(ix.strides[d][k]);
   }
@@ -143,7 +150,7 @@ __device__ __forceinline__ void offsetsAt(const Indexer32 &ix, uint32_t i,
   uint32_t o[kMaxOperands] = {};
   for (int d = ix.rank - 1; d >= 0; --d) {
     const uint32_t n = ix.dims[d];
-    const uint32_t q = i / n;
+    const uint32_t q = divide(i, ix.magic[d], ix.shift[d]);
     const uint32_t r = i - q * n;
     i = q;
 #pragma unroll
@@ -162,7 +169,7 @@ __device__ __forceinline__ int64_t offset0(const Indexer32 &ix, uint32_t i) {
   uint32_t off = 0;
   for (int d = ix.rank - 1; d >= 0; --d) {
     const uint32_t n = ix.dims[d];
-    const uint32_t q = i / n;
+    const uint32_t q = divide(i, ix.magic[d], ix.shift[d]);
     off += (i - q * n) * static_cast<uint32_t>(ix.strides[d][0]);
     i = q;
   }

@@ -266,7 +266,7 @@ __global__ void transposeTileKernel(const T *src, T *dst, Indexer32 ix,
     // The batch dims' offset: b over dims [0, r-2).
     uint32_t rest = b, base = 0;
     for (int d = r - 3; d >= 0; --d) {
-      const uint32_t q = rest / ix.dims[d];
+      const uint32_t q = divide(rest, ix.magic[d], ix.shift[d]);
       base += (rest - q * ix.dims[d]) * static_cast<uint32_t>(ix.strides[d][0]);
       rest = q;
     }
@@ -388,13 +388,14 @@ template <> __device__ __forceinline__ int32_t lowestOf<int32_t>() {
 }
 
 /// One thread per output: for short reductions.
-template <typename T, bool IsMax>
-__global__ void reduceThreadKernel(const T *x, T *y, Indexer kept,
-                                   Indexer reduced, bool mean, float scale) {
-  TSL_GRID_LOOP(o, kept.total) {
+template <typename T, bool IsMax, typename IX>
+__global__ void reduceThreadKernel(const T *x, T *y, IX kept, IX reduced,
+                                   bool mean, float scale) {
+  using I = typename IndexOf<IX>::type;
+  TSL_GRID_LOOP_IX(o, kept) {
     const T *base = x + offset0(kept, o);
     T acc = IsMax ? lowestOf<T>() : T(0);
-    for (int64_t r = 0; r < reduced.total; ++r) {
+    for (I r = 0; r < reduced.total; ++r) {
       const T v = base[offset0(reduced, r)];
       acc = IsMax ? (v > acc ? v : acc) : acc + v;
     }
@@ -405,15 +406,16 @@ __global__ void reduceThreadKernel(const T *x, T *y, Indexer kept,
 }
 
 /// One block per output: for long reductions.
-template <typename T, bool IsMax>
-__global__ void reduceBlockKernel(const T *x, T *y, Indexer kept,
-                                  Indexer reduced, bool mean, float scale) {
+template <typename T, bool IsMax, typename IX>
+__global__ void reduceBlockKernel(const T *x, T *y, IX kept, IX reduced,
+                                  bool mean, float scale) {
+  using I = typename IndexOf<IX>::type;
   __shared__ T shm[32];
   const T identity = IsMax ? lowestOf<T>() : T(0);
-  for (int64_t o = blockIdx.x; o < kept.total; o += gridDim.x) {
+  for (I o = blockIdx.x; o < kept.total; o += gridDim.x) {
     const T *base = x + offset0(kept, o);
     T acc = identity;
-    for (int64_t r = threadIdx.x; r < reduced.total; r += blockDim.x) {
+    for (I r = threadIdx.x; r < reduced.total; r += blockDim.x) {
       const T v = base[offset0(reduced, r)];
       acc = IsMax ? (v > acc ? v : acc) : acc + v;
     }
@@ -479,15 +481,21 @@ cudaError_t reduceTyped(bool isMax, bool mean, const T *x, T *y,
   }
   // Long reductions: a block per kept element; short ones: a thread.
   const bool perBlock = reduced.total >= 512;
-  using Kernel = void (*)(const T *, T *, Indexer, Indexer, bool, float);
-  const Kernel kernel =
-      perBlock
-          ? (isMax ? reduceBlockKernel<T, true> : reduceBlockKernel<T, false>)
-          : (isMax ? reduceThreadKernel<T, true>
-                   : reduceThreadKernel<T, false>);
   const unsigned g = perBlock ? gridRows(kept.total) : gridFor(kept.total);
-  kernel<<<g, kThreads, 0, s>>>(x, y, kept, reduced, mean && !isMax, scale);
-  return cudaGetLastError();
+  auto launch = [&](const auto &k, const auto &r) {
+    using IX = std::decay_t<decltype(k)>;
+    using Kernel = void (*)(const T *, T *, IX, IX, bool, float);
+    const Kernel kernel =
+        perBlock ? (isMax ? reduceBlockKernel<T, true, IX>
+                          : reduceBlockKernel<T, false, IX>)
+                 : (isMax ? reduceThreadKernel<T, true, IX>
+                          : reduceThreadKernel<T, false, IX>);
+    kernel<<<g, kThreads, 0, s>>>(x, y, k, r, mean && !isMax, scale);
+    return cudaGetLastError();
+  };
+  if (narrow(kept, k32) && narrow(reduced, r32))
+    return launch(k32, r32);
+  return launch(kept, reduced);
 }
 
 //===----------------------------------------------------------------------===//
@@ -626,6 +634,20 @@ __global__ void toBf16Kernel(const float *src, uint16_t *dst, int64_t n) {
     uint16_t h;
     scalar::roundBf16Bits(__float_as_uint(src[i]), &h);
     dst[i] = h;
+  }
+}
+
+/// toBf16Kernel four values at a time: a 16-byte load, an 8-byte store.
+__global__ void toBf16x4Kernel(const float4 *src, uint2 *dst, int64_t n4) {
+  TSL_GRID_LOOP(i, n4) {
+    const float4 v = src[i];
+    uint16_t h0, h1, h2, h3;
+    scalar::roundBf16Bits(__float_as_uint(v.x), &h0);
+    scalar::roundBf16Bits(__float_as_uint(v.y), &h1);
+    scalar::roundBf16Bits(__float_as_uint(v.z), &h2);
+    scalar::roundBf16Bits(__float_as_uint(v.w), &h3);
+    dst[i] = make_uint2(uint32_t(h0) | uint32_t(h1) << 16,
+                        uint32_t(h2) | uint32_t(h3) << 16);
   }
 }
 
@@ -1001,6 +1023,11 @@ cudaError_t launchIm2ColBf16(const uint16_t *x, const Conv2DGeom &g,
 
 cudaError_t launchToBf16(const float *src, uint16_t *dst, int64_t n,
                          cudaStream_t s) {
+  if (n % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0 &&
+      reinterpret_cast<uintptr_t>(dst) % 8 == 0)
+    return launchOver(n / 4, s, toBf16x4Kernel,
+                      reinterpret_cast<const float4 *>(src),
+                      reinterpret_cast<uint2 *>(dst), n / 4);
   return launchOver(n, s, toBf16Kernel, src, dst, n);
 }
 
