@@ -35,6 +35,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -268,8 +270,8 @@ Status CudaExecutor::run() {
                              stream),
              "resetting the gather checks");
   // TESSEL_PROFILE=1: time per op kind (synchronising after each op),
-  // printed to stderr after each run; TESSEL_PROFILE=ops: and the 30
-  // costliest instructions with their operands' shapes.
+  // printed to stderr after each run; TESSEL_PROFILE=ops: and the 40
+  // costliest groups of instructions (kind, name, operand shapes).
   static const char *profileEnv = std::getenv("TESSEL_PROFILE");
   static const bool profile = profileEnv != nullptr;
   static const bool profileOps =
@@ -331,26 +333,42 @@ Status CudaExecutor::run() {
         if (auto kind = opKindFromInt(k))
           std::fprintf(stderr, " %s=%.3f", opKindName(*kind), byKind[k]);
     std::fprintf(stderr, "\n");
-    std::vector<size_t> order(byOp.size());
-    for (size_t i = 0; i < order.size(); ++i)
-      order[i] = i;
-    const size_t top = std::min<size_t>(30, order.size());
-    std::partial_sort(order.begin(), order.begin() + top, order.end(),
-                      [&](size_t a, size_t b) { return byOp[a] > byOp[b]; });
-    for (size_t r = 0; r < top; ++r) {
-      const Op &op = prog->ops[order[r]];
-      std::string shapes;
+    // The instructions grouped by kind, name and operand shapes: the 40
+    // costliest groups, with their counts (a layer's ops repeat).
+    std::map<std::string, std::pair<double, int>> groups;
+    for (size_t i = 0; i < byOp.size(); ++i) {
+      const Op &op = prog->ops[i];
+      std::string key = opKindName(op.kind);
+      if (!op.name.empty())
+        key += " " + op.name;
       for (int id : op.operands) {
-        shapes += shapes.empty() ? "" : " ";
-        shapes += "[";
-        for (int64_t d : prog->buffers[id].shape)
-          shapes += (shapes.back() == '[' ? "" : "x") + std::to_string(d);
-        shapes += "]";
+        key += " [";
+        const Shape &shape = prog->buffers[id].shape;
+        for (size_t d = 0; d < shape.size(); ++d)
+          key += (d ? "x" : "") + std::to_string(shape[d]);
+        key += "]";
       }
-      std::fprintf(stderr, "tessel profile op %zu %s%s%s %.3f ms %s\n",
-                   order[r], opKindName(op.kind), op.name.empty() ? "" : " ",
-                   op.name.c_str(), byOp[order[r]], shapes.c_str());
+      if (!op.perm.empty()) {
+        key += " perm";
+        for (int64_t d : op.perm)
+          key += " " + std::to_string(d);
+      }
+      if (op.intAttr("bf16_operands", 0))
+        key += " bf16";
+      auto &g = groups[key];
+      g.first += byOp[i];
+      g.second += 1;
     }
+    std::vector<std::pair<double, std::string>> order;
+    for (const auto &[key, g] : groups)
+      order.emplace_back(g.first, key);
+    const size_t top = std::min<size_t>(40, order.size());
+    std::partial_sort(order.begin(), order.begin() + top, order.end(),
+                      std::greater<>());
+    for (size_t r = 0; r < top; ++r)
+      std::fprintf(stderr, "tessel profile ops %8.3f ms %4d x %s\n",
+                   order[r].first, groups[order[r].second].second,
+                   order[r].second.c_str());
   }
   return Status::ok();
 }

@@ -146,6 +146,55 @@ __global__ void binaryF32Kernel(OpKind kind, const float *a, const float *b,
   }
 }
 
+/// Four consecutive values of an operand read with stride 0 or 1 along the
+/// innermost dim from element `off`: one 16-byte load where aligned.
+__device__ __forceinline__ float4 load4(const float *p, int64_t off,
+                                        int32_t stride) {
+  if (stride == 0) {
+    const float v = p[off];
+    return make_float4(v, v, v, v);
+  }
+  const float *q = p + off;
+  if ((reinterpret_cast<uintptr_t>(q) & 15u) == 0)
+    return *reinterpret_cast<const float4 *>(q);
+  return make_float4(q[0], q[1], q[2], q[3]);
+}
+
+/// binaryF32Kernel four results per thread, for plans whose innermost dim
+/// is a multiple of 4 and read with stride 0 or 1 by both operands (same
+/// shapes, a scalar, a row or column broadcast): the index math once per
+/// four values, 16-byte loads and stores.
+__global__ void binaryF32x4Kernel(OpKind kind, const float *a, const float *b,
+                                  float *y, Indexer32 ix, bool bScalar) {
+  const int last = ix.rank - 1;
+  const int32_t sa = ix.strides[last][0], sb = ix.strides[last][1];
+  const uint32_t n4 = ix.total / 4;
+  for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < n4;
+       t += blockDim.x * gridDim.x) {
+    int64_t off[kMaxOperands];
+    offsetsAt(ix, 4 * t, off);
+    const float4 x = load4(a, off[0], sa), z = load4(b, off[1], sb);
+    float4 r;
+    r.x = binaryF32(kind, x.x, z.x, bScalar);
+    r.y = binaryF32(kind, x.y, z.y, bScalar);
+    r.z = binaryF32(kind, x.z, z.z, bScalar);
+    r.w = binaryF32(kind, x.w, z.w, bScalar);
+    reinterpret_cast<float4 *>(y)[t] = r;
+  }
+}
+
+/// Whether ix's innermost dim suits the four-per-thread kernels: a multiple
+/// of 4 long, read with stride 0 or 1 by every operand.
+inline bool fourWide(const Indexer32 &ix) {
+  const int last = ix.rank - 1;
+  if (ix.dims[last] % 4 != 0)
+    return false;
+  for (int k = 0; k < ix.numOperands; ++k)
+    if (ix.strides[last][k] != 0 && ix.strides[last][k] != 1)
+      return false;
+  return true;
+}
+
 template <typename T, typename IX>
 __global__ void binaryIntKernel(OpKind kind, const T *a, const T *b, T *y,
                                 IX ix) {
@@ -226,6 +275,29 @@ __global__ void whereKernel(const uint8_t *c, const T *x, const T *y, T *out,
     int64_t off[kMaxOperands];
     offsetsAt(ix, i, off);
     out[i] = c[off[0]] ? x[off[1]] : y[off[2]];
+  }
+}
+
+/// whereKernel on f32 four results per thread (fourWide plans: attention's
+/// causal mask over its scores).
+__global__ void whereF32x4Kernel(const uint8_t *c, const float *x,
+                                 const float *y, float *out, Indexer32 ix) {
+  const int last = ix.rank - 1;
+  const int32_t sc = ix.strides[last][0], sx = ix.strides[last][1],
+                sy = ix.strides[last][2];
+  const uint32_t n4 = ix.total / 4;
+  for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < n4;
+       t += blockDim.x * gridDim.x) {
+    int64_t off[kMaxOperands];
+    offsetsAt(ix, 4 * t, off);
+    const float4 a = load4(x, off[1], sx), b = load4(y, off[2], sy);
+    const uint8_t *cp = c + off[0];
+    float4 r;
+    r.x = cp[0] ? a.x : b.x;
+    r.y = cp[sc] ? a.y : b.y;
+    r.z = cp[2 * sc] ? a.z : b.z;
+    r.w = cp[3 * sc] ? a.w : b.w;
+    reinterpret_cast<float4 *>(out)[t] = r;
   }
 }
 
@@ -827,9 +899,14 @@ cudaError_t launchBinary(OpKind kind, DType dtype, const void *a,
     T *yt = static_cast<T *>(y);
     return withIndexer(ix, [&](const auto &n) {
       using IX = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<T, float>)
+      if constexpr (std::is_same_v<T, float>) {
+        if constexpr (std::is_same_v<IX, Indexer32>)
+          if (fourWide(n) && reinterpret_cast<uintptr_t>(yt) % 16 == 0)
+            return launchOver(n.total / 4, s, binaryF32x4Kernel, kind, at, bt,
+                              yt, n, bScalar);
         return launchOver(ix.total, s, binaryF32Kernel<IX>, kind, at, bt, yt, n,
                           bScalar);
+      }
       else if constexpr (kIsBool<T>)
         return ix.total ? cudaErrorInvalidValue : cudaGetLastError();
       else
@@ -860,6 +937,12 @@ cudaError_t launchWhere(size_t elemSize, const uint8_t *cond, const void *x,
     using T = typename decltype(tag)::type;
     return withIndexer(ix, [&](const auto &n) {
       using IX = std::decay_t<decltype(n)>;
+      if constexpr (std::is_same_v<IX, Indexer32> && sizeof(T) == 4)
+        if (fourWide(n) && reinterpret_cast<uintptr_t>(out) % 16 == 0)
+          return launchOver(n.total / 4, s, whereF32x4Kernel, cond,
+                            static_cast<const float *>(x),
+                            static_cast<const float *>(y),
+                            static_cast<float *>(out), n);
       return launchOver(ix.total, s, whereKernel<T, IX>, cond,
                         static_cast<const T *>(x), static_cast<const T *>(y),
                         static_cast<T *>(out), n);

@@ -173,6 +173,21 @@ TEST(CudaConformance, CompareAndWhere) {
             {{DType::I64, {3, 4, 5}}});
   conformOp("where", {c, randomBool({4, 5}, rng), randomBool({3, 4, 5}, rng)},
             {{DType::Bool, {3, 4, 5}}});
+  // Four per thread (innermost dim a multiple of 4, strides 0 or 1): a
+  // causal mask over scores with a scalar fill, a column of conditions, and
+  // 4-byte integers through the same kernel.
+  Tensor mask = randomBool({1, 1, 8, 12}, rng);
+  conformOp("where",
+            {mask, randomF32({2, 3, 8, 12}, rng),
+             Tensor::fromVector(DType::F32, {}, std::vector<float>{-3.0e38f})},
+            {{DType::F32, {2, 3, 8, 12}}});
+  conformOp("where",
+            {randomBool({5, 1}, rng), randomF32({5, 8}, rng), randomF32({8}, rng)},
+            {{DType::F32, {5, 8}}});
+  conformOp("where",
+            {mask, randomI32({2, 1, 8, 12}, rng, -9, 9),
+             randomI32({1, 3, 1, 12}, rng, -9, 9)},
+            {{DType::I32, {2, 3, 8, 12}}});
 }
 
 //===----------------------------------------------------------------------===//
