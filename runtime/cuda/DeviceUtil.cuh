@@ -12,6 +12,7 @@
 
 #include "CudaKernels.h"
 #include "FastDivide.h"
+#include "Indexer32.h"
 #include "WindowMath.h"
 
 #include <cmath>
@@ -81,51 +82,6 @@ __device__ __forceinline__ int64_t offset0(const Indexer &ix, int64_t i) {
     i = q;
   }
   return off;
-}
-
-/// An Indexer in 32-bit arithmetic, for results and operands of fewer than
-/// 2^31 elements (nearly all): a 32-bit division costs a fraction of a
-/// 64-bit one, and these kernels divide once per dim per element. Built by
-/// narrow(); kernels are templated on the indexer and take its index type.
-struct Indexer32 {
-  int rank = 1;
-  int numOperands = 0;
-  uint32_t total = 0;
-  uint32_t dims[kMaxDims] = {1};
-  int32_t strides[kMaxDims][kMaxOperands] = {};
-  /// Division by dims[d] as a multiply-high and a shift (FastDivide.h).
-  uint32_t magic[kMaxDims] = {};
-  uint32_t shift[kMaxDims] = {};
-};
-
-/// ix in 32 bits, when its total and every operand's largest offset are
-/// below 2^31 (no stride negative).
-inline bool narrow(const Indexer &ix, Indexer32 &out) {
-  constexpr int64_t kLimit = int64_t(1) << 31;
-  if (ix.total >= kLimit || ix.rank > kMaxDims)
-    return false;
-  out.rank = ix.rank;
-  out.numOperands = ix.numOperands;
-  out.total = static_cast<uint32_t>(ix.total);
-  for (int k = 0; k < kMaxOperands; ++k) {
-    int64_t last = 0;
-    for (int d = 0; d < ix.rank; ++d) {
-      if (ix.strides[d][k] < 0 || ix.strides[d][k] >= kLimit)
-        return false;
-      last += (ix.dims[d] - 1) * ix.strides[d][k];
-    }
-    if (last >= kLimit)
-      return false;
-  }
-  for (int d = 0; d < ix.rank; ++d) {
-    if (ix.dims[d] < 1)
-      return false;
-    out.dims[d] = static_cast<uint32_t>(ix.dims[d]);
-    setDivisor(out.dims[d], out.magic[d], out.shift[d]);
-    for (int k = 0; k < kMaxOperands; ++k)
-      out.strides[d][k] = static_cast<int32_t>(ix.strides[d][k]);
-  }
-  return true;
 }
 
 /// The index type of an indexer's elements.

@@ -183,18 +183,6 @@ __global__ void binaryF32x4Kernel(OpKind kind, const float *a, const float *b,
   }
 }
 
-/// Whether ix's innermost dim suits the four-per-thread kernels: a multiple
-/// of 4 long, read with stride 0 or 1 by every operand.
-inline bool fourWide(const Indexer32 &ix) {
-  const int last = ix.rank - 1;
-  if (ix.dims[last] % 4 != 0)
-    return false;
-  for (int k = 0; k < ix.numOperands; ++k)
-    if (ix.strides[last][k] != 0 && ix.strides[last][k] != 1)
-      return false;
-  return true;
-}
-
 template <typename T, typename IX>
 __global__ void binaryIntKernel(OpKind kind, const T *a, const T *b, T *y,
                                 IX ix) {
