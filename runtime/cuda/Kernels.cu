@@ -1,7 +1,11 @@
 //===- Kernels.cu - CUDA kernels of the instruction set -------------------===//
 //
-// Deliberately plain kernels: grid-stride loops over the result with 64-bit
-// strided index math, one block per row where a row is reduced (block
+// Plain kernels, tuned where a profile on a GPU showed the time: grid-stride
+// loops over the result with strided index math in 32 bits where a plan
+// fits (Indexer32.h: each dim's division a multiply-high and a shift), four
+// results per thread where the innermost dim allows (binary f32, where),
+// 32 x 32 shared-memory tiles for transposes, coalesced column sums for
+// outer reductions, one block per row where a row is reduced (block
 // reductions through warp shuffles). Each formula is the CPU kernel's
 // (runtime/cpu), so both backends agree up to the order of float sums.
 // The GEMMs (matmul, gemm, conv2d) are cuBLAS calls made by MatMul.cpp and
