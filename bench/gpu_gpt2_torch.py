@@ -48,21 +48,23 @@ def step_flops(c):
     return 3 * forward
 
 
-def f32_peak(props, flops_per_sm_clock=256):
-    """Peak FLOP/s: SMs x FLOPs per SM per clock x the SM's maximum clock
-    (nvidia-smi; Hopper's 1980 MHz when it does not answer). f32 without
-    tensor cores: 128 FMA lanes, 256; dense bf16 on Hopper's tensor cores:
-    4096 (989 TFLOP/s at the H100 SXM's 1830 MHz boost)."""
-    mhz = None
+def sm_clock_mhz():
+    """The SM's maximum clock (nvidia-smi; Hopper's 1980 MHz when it does
+    not answer), and whether nvidia-smi gave it."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm",
                               "--format=csv,noheader,nounits", "-i", "0"],
                              capture_output=True, text=True, timeout=20)
-        mhz = float(out.stdout.strip().splitlines()[0])
+        return float(out.stdout.strip().splitlines()[0]), True
     except Exception:  # noqa: BLE001 - any failure means "not known"
-        pass
-    clock = mhz if mhz else 1980.0
-    return props.multi_processor_count * flops_per_sm_clock * clock * 1e6, clock, mhz is not None
+        return 1980.0, False
+
+
+# Peak FLOPs per SM per clock: f32 without tensor cores, 128 FMA lanes;
+# dense bf16 on Hopper's tensor cores (989 TFLOP/s at the H100 SXM's
+# 1830 MHz boost).
+F32_FLOPS_PER_SM_CLOCK = 256
+BF16_FLOPS_PER_SM_CLOCK = 4096
 
 
 class Gpt2(torch.nn.Module):
@@ -228,8 +230,10 @@ def main():
     }
     if dev.type == "cuda":
         props = torch.cuda.get_device_properties(dev)
-        peak, clock, measured = f32_peak(props)
-        bf16_peak, _, _ = f32_peak(props, 4096)
+        clock, measured = sm_clock_mhz()
+        per_clock = props.multi_processor_count * clock * 1e6
+        peak = per_clock * F32_FLOPS_PER_SM_CLOCK
+        bf16_peak = per_clock * BF16_FLOPS_PER_SM_CLOCK
         out.update({
             "bf16_peak_flops": bf16_peak,
             "device": props.name, "sms": props.multi_processor_count,

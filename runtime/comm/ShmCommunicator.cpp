@@ -39,9 +39,10 @@
 // Waits spin briefly (not where the rank's core runs other ranks too:
 // CommOptions::sharedCore), then yield, then sleep on a futex (woken by
 // the next arrival); every 50 ms they check that the peers' processes
-// still live (kill(pid, 0), or a zombie in /proc) and the timeout. Failures name the
-// member: dead (its pid), hung (alive, not at the collective), at another
-// collective, or failed itself (its state says so, and wakes the waiters).
+// still live (kill(pid, 0), or a zombie in /proc) and the timeout. Failures
+// name the member: dead (its pid), hung (alive, not at the collective), at
+// another collective, or failed itself (its state says so, and wakes the
+// waiters).
 //
 //===----------------------------------------------------------------------===//
 #include "CommunicatorBase.h"
@@ -985,8 +986,8 @@ private:
 
   /// Waits until `ready()`, `other` being the peer's end of the ring: spins
   /// ~20 us (unless the core is shared), then sleeps on its word; every
-  /// 50 ms checks that the peer lives and the timeout. A peer that left or failed ends the wait only
-  /// where what it wrote does not make it ready.
+  /// 50 ms checks that the peer lives and the timeout. A peer that left or
+  /// failed ends the wait only where what it wrote does not make it ready.
   template <typename Ready>
   Status waitRing(ChannelEnd &other, uint32_t op, int peer,
                   const std::string &what, Ready ready) {

@@ -11,7 +11,7 @@ namespace {
 
 Status makeBinary(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0), &b = ctx.in(1);
-  Indexer ix;
+  StridedIndex ix;
   TSL_RETURN_IF_ERROR(toIndexer(
       cpu::makeBroadcastPlan(ctx.out(0).shape, {&a.shape, &b.shape}), ix));
   const void *x0 = ctx.operand(0), *x1 = ctx.operand(1);
@@ -27,7 +27,7 @@ Status makeBinary(const KernelContext &ctx, Step &out) {
 
 Status makeCompare(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0);
-  Indexer ix;
+  StridedIndex ix;
   TSL_RETURN_IF_ERROR(toIndexer(
       cpu::makeBroadcastPlan(ctx.out(0).shape, {&a.shape, &ctx.in(1).shape}),
       ix));
@@ -43,7 +43,7 @@ Status makeCompare(const KernelContext &ctx, Step &out) {
 
 Status makeWhere(const KernelContext &ctx, Step &out) {
   const BufferInfo &r = ctx.out(0);
-  Indexer ix;
+  StridedIndex ix;
   TSL_RETURN_IF_ERROR(toIndexer(
       cpu::makeBroadcastPlan(
           r.shape, {&ctx.in(0).shape, &ctx.in(1).shape, &ctx.in(2).shape}),

@@ -35,10 +35,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <map>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <map>
 
 namespace tessel::runtime::cuda {
 
@@ -274,8 +273,7 @@ Status CudaExecutor::run() {
   // costliest groups of instructions (kind, name, operand shapes).
   static const char *profileEnv = std::getenv("TESSEL_PROFILE");
   static const bool profile = profileEnv != nullptr;
-  static const bool profileOps =
-      profileEnv && std::string(profileEnv) == "ops";
+  static const bool profileOps = profileEnv && std::string(profileEnv) == "ops";
   std::vector<double> byKind(profile ? KernelRegistry::kMaxKinds : 0, 0.0);
   std::vector<double> byOp(profileOps ? steps.size() : 0, 0.0);
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -359,16 +357,19 @@ Status CudaExecutor::run() {
       g.first += byOp[i];
       g.second += 1;
     }
-    std::vector<std::pair<double, std::string>> order;
-    for (const auto &[key, g] : groups)
-      order.emplace_back(g.first, key);
+    std::vector<const std::pair<const std::string, std::pair<double, int>> *>
+        order;
+    for (const auto &group : groups)
+      order.push_back(&group);
     const size_t top = std::min<size_t>(40, order.size());
     std::partial_sort(order.begin(), order.begin() + top, order.end(),
-                      std::greater<>());
+                      [](const auto *a, const auto *b) {
+                        return a->second.first > b->second.first;
+                      });
     for (size_t r = 0; r < top; ++r)
       std::fprintf(stderr, "tessel profile ops %8.3f ms %4d x %s\n",
-                   order[r].first, groups[order[r].second].second,
-                   order[r].second.c_str());
+                   order[r]->second.first, order[r]->second.second,
+                   order[r]->first.c_str());
   }
   return Status::ok();
 }

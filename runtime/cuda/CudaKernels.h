@@ -53,6 +53,29 @@ struct Indexer {
   int64_t strides[kMaxDims][kMaxOperands] = {};
 };
 
+/// An Indexer in 32-bit arithmetic, for results and operands of fewer than
+/// 2^31 elements (nearly all): Indexer32.h's narrow() makes it. Kernels are
+/// templated on the indexer and take its index type.
+struct Indexer32 {
+  int rank = 1;
+  int numOperands = 0;
+  uint32_t total = 0;
+  uint32_t dims[kMaxDims] = {1};
+  int32_t strides[kMaxDims][kMaxOperands] = {};
+  /// Division by dims[d] as a multiply-high and a shift (FastDivide.h).
+  uint32_t magic[kMaxDims] = {};
+  uint32_t shift[kMaxDims] = {};
+};
+
+/// What the strided launchers take: an Indexer and, where it fits, its
+/// 32-bit form, both made once when the step is built (IndexPlan.h), not
+/// on every launch.
+struct StridedIndex {
+  Indexer wide;
+  Indexer32 narrow;
+  bool fits32 = false;
+};
+
 // Elementwise ------------------------------------------------------------
 /// Launches y = f(x) over n elements of a dtype on a stream.
 using UnaryLaunch = std::function<cudaError_t(DType, const void *, void *,
@@ -68,22 +91,22 @@ cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
                        cudaStream_t s);
 /// y = a op b; `ix` has operands (a, b); `bScalar` enables pow's fast paths
 /// for a single-element exponent (as the CPU backend does).
-cudaError_t launchBinary(OpKind kind, DType dtype, const void *a,
-                         const void *b, void *y, const Indexer &ix,
-                         bool bScalar, cudaStream_t s);
+cudaError_t launchBinary(OpKind kind, DType dtype, const void *a, const void *b,
+                         void *y, const StridedIndex &ix, bool bScalar,
+                         cudaStream_t s);
 cudaError_t launchCompare(CmpPred pred, DType dtype, const void *a,
-                          const void *b, uint8_t *y, const Indexer &ix,
+                          const void *b, uint8_t *y, const StridedIndex &ix,
                           cudaStream_t s);
 /// `ix` has operands (cond, x, y).
 cudaError_t launchWhere(size_t elemSize, const uint8_t *cond, const void *x,
-                        const void *y, void *out, const Indexer &ix,
+                        const void *y, void *out, const StridedIndex &ix,
                         cudaStream_t s);
 
 // Data movement ----------------------------------------------------------
 /// Copies ix.total elements: source offset from operand 0; destination
 /// offset from operand 1 when ix.numOperands == 2, else the flat index.
 cudaError_t launchStridedCopy(size_t elemSize, const void *src, void *dst,
-                              const Indexer &ix, cudaStream_t s);
+                              const StridedIndex &ix, cudaStream_t s);
 /// Sets slot[0] to the first position j whose index is outside
 /// [-dim, dim) (atomicMin; slot[0] must start at ~0ull), then slot[1] to that
 /// index's value.
@@ -115,7 +138,7 @@ cudaError_t launchCumSum(DType dtype, const void *x, void *y, int64_t outer,
 /// the reduced dims; total 0 for an empty reduction). reduce_mean multiplies
 /// by `meanScale`.
 cudaError_t launchReduce(OpKind kind, DType dtype, const void *x, void *y,
-                         const Indexer &kept, const Indexer &reduced,
+                         const StridedIndex &kept, const StridedIndex &reduced,
                          float meanScale, cudaStream_t s);
 cudaError_t launchSoftmax(bool logSoftmax, const float *x, float *y,
                           int64_t outer, int64_t len, int64_t inner,

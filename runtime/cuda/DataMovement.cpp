@@ -124,7 +124,7 @@ Status makeChunkFetch(const KernelContext &ctx, Step &out) {
 
 /// The result gathered from the first operand through `ix` (element
 /// offsets into the operand, by result index).
-Step stridedCopyStep(const KernelContext &ctx, const Indexer &ix) {
+Step stridedCopyStep(const KernelContext &ctx, const StridedIndex &ix) {
   const void *x = ctx.operand(0);
   void *y = ctx.result(0);
   const size_t es = dtypeSize(ctx.in(0).dtype);
@@ -141,7 +141,7 @@ Status makeTranspose(const KernelContext &ctx, Step &out) {
     outShape.push_back(a.shape[pd]);
     srcStr.push_back(inStr[pd]);
   }
-  Indexer ix;
+  StridedIndex ix;
   TSL_RETURN_IF_ERROR(stridedIndexer(outShape, {srcStr}, ix));
   out = stridedCopyStep(ctx, ix);
   return Status::ok();
@@ -157,7 +157,7 @@ Status makeSlice(const KernelContext &ctx, Step &out) {
     offset += op.starts[d] * inStr[d];
     srcStr[d] = op.steps[d] * inStr[d];
   }
-  Indexer ix;
+  StridedIndex ix;
   TSL_RETURN_IF_ERROR(stridedIndexer(r.shape, {srcStr}, ix));
   const size_t es = dtypeSize(a.dtype);
   const bool empty = r.numel == 0;
@@ -189,7 +189,7 @@ Status makeParts(const KernelContext &ctx, Step &out, bool concat) {
   struct Piece {
     const void *src;
     void *dst;
-    Indexer ix;
+    StridedIndex ix;
   };
   std::vector<Piece> pieces;
   int64_t prefix = 0;
@@ -232,7 +232,7 @@ Status makeSplit(const KernelContext &ctx, Step &out) {
 
 Status makeExpand(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0), &r = ctx.out(0);
-  Indexer ix;
+  StridedIndex ix;
   TSL_RETURN_IF_ERROR(stridedIndexer(
       r.shape, {cpu::broadcastStrides(a.shape, r.shape.size(), r.shape)}, ix));
   out = stridedCopyStep(ctx, ix);
@@ -285,17 +285,17 @@ Status makeGatherElements(const KernelContext &ctx, Step &out) {
   std::vector<int64_t> strides = rowMajorStrides(a.shape);
   const int64_t axisStride = strides[op.axis], dim = a.shape[op.axis];
   strides[op.axis] = 0;
-  Indexer ix;
+  StridedIndex ix;
   TSL_RETURN_IF_ERROR(stridedIndexer(idx.shape, {strides}, ix));
   const size_t es = dtypeSize(a.dtype);
-  out = checkedGatherStep(ctx, dim,
-                          [=](const void *x, DType indexType,
-                              const void *indices, int64_t, void *y,
-                              cudaStream_t s) {
-                            return launchGatherElements(es, x, indexType,
-                                                        indices, ix, dim,
-                                                        axisStride, y, s);
-                          });
+  const Indexer wide = ix.wide; // gather_elements' kernel indexes in 64 bits
+  out = checkedGatherStep(
+      ctx, dim,
+      [=](const void *x, DType indexType, const void *indices, int64_t, void *y,
+          cudaStream_t s) {
+        return launchGatherElements(es, x, indexType, indices, wide, dim,
+                                    axisStride, y, s);
+      });
   return Status::ok();
 }
 

@@ -12,7 +12,6 @@
 
 #include "CudaKernels.h"
 #include "FastDivide.h"
-#include "Indexer32.h"
 #include "WindowMath.h"
 
 #include <cmath>
@@ -85,12 +84,8 @@ __device__ __forceinline__ int64_t offset0(const Indexer &ix, int64_t i) {
 }
 
 /// The index type of an indexer's elements.
-template <typename IX> struct IndexOf {
-  using type = int64_t;
-};
-template <> struct IndexOf<Indexer32> {
-  using type = uint32_t;
-};
+template <typename IX> struct IndexOf { using type = int64_t; };
+template <> struct IndexOf<Indexer32> { using type = uint32_t; };
 
 /// Element offsets of every operand at flat result index i, in 32 bits.
 /// Rank 1 (same shapes, or a scalar broadcast: the usual case after the
@@ -137,7 +132,9 @@ __device__ __forceinline__ int64_t offset0(const Indexer32 &ix, uint32_t i) {
 #define TSL_GRID_LOOP_IX(i, ix)                                                \
   for (typename IndexOf<std::decay_t<decltype(ix)>>::type i =                  \
            static_cast<typename IndexOf<std::decay_t<decltype(ix)>>::type>(    \
-               blockIdx.x) * blockDim.x + threadIdx.x;                         \
+               blockIdx.x) *                                                   \
+               blockDim.x +                                                    \
+           threadIdx.x;                                                        \
        i < (ix).total; i += blockDim.x * gridDim.x)
 
 /// Reduces v over the block (blockDim.x a multiple of 32, at most 1024);

@@ -1,5 +1,6 @@
 //===- IndexPlan.cpp - Indexers from shapes and strides -------------------===//
 #include "IndexPlan.h"
+#include "Indexer32.h"
 
 #include <string>
 
@@ -12,7 +13,7 @@ std::vector<int64_t> rowMajorStrides(const Shape &s) {
   return st;
 }
 
-Status toIndexer(const cpu::StridedPlan &plan, Indexer &ix) {
+Status toIndexer(const cpu::StridedPlan &plan, StridedIndex &out) {
   if (plan.dims.size() > static_cast<size_t>(kMaxDims))
     return Status::error("indexes " + std::to_string(plan.dims.size()) +
                          " non-mergeable dims; the cuda backend handles at "
@@ -20,7 +21,8 @@ Status toIndexer(const cpu::StridedPlan &plan, Indexer &ix) {
                          std::to_string(kMaxDims));
   if (plan.numOperands > kMaxOperands)
     return Status::error("too many operands for one kernel");
-  ix = Indexer();
+  out = StridedIndex();
+  Indexer &ix = out.wide;
   ix.rank = static_cast<int>(plan.dims.size());
   ix.numOperands = plan.numOperands;
   ix.total = plan.total;
@@ -29,12 +31,13 @@ Status toIndexer(const cpu::StridedPlan &plan, Indexer &ix) {
     for (int k = 0; k < plan.numOperands; ++k)
       ix.strides[d][k] = plan.strides[d][k];
   }
+  out.fits32 = narrow(ix, out.narrow);
   return Status::ok();
 }
 
 Status stridedIndexer(const Shape &dims,
                       const std::vector<std::vector<int64_t>> &strides,
-                      Indexer &ix) {
+                      StridedIndex &ix) {
   return toIndexer(cpu::makeStridedPlan(dims, strides), ix);
 }
 

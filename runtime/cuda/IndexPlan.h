@@ -1,7 +1,8 @@
 //===- IndexPlan.h - Indexers from shapes and strides -----------*- C++ -*-===//
 //
-// Builds the kernels' Indexer (CudaKernels.h) from the CPU backend's merged
-// StridedPlan (cpu/Broadcast.h), at step creation.
+// Builds the kernels' Indexer (CudaKernels.h), and its 32-bit form where it
+// fits (Indexer32.h), from the CPU backend's merged StridedPlan
+// (cpu/Broadcast.h), at step creation.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CUDA_INDEXPLAN_H
@@ -21,12 +22,13 @@ std::vector<int64_t> rowMajorStrides(const Shape &s);
 
 /// Converts a CPU StridedPlan into the kernels' Indexer; fails beyond
 /// kMaxDims merged dims or kMaxOperands operands.
-Status toIndexer(const cpu::StridedPlan &plan, Indexer &ix);
+/// The plan's Indexer, and its 32-bit form where it fits (narrow()).
+Status toIndexer(const cpu::StridedPlan &plan, StridedIndex &ix);
 
 /// The Indexer over `dims` with one stride list per operand.
 Status stridedIndexer(const Shape &dims,
                       const std::vector<std::vector<int64_t>> &strides,
-                      Indexer &ix);
+                      StridedIndex &ix);
 
 } // namespace tessel::runtime::cuda
 

@@ -6,9 +6,9 @@
 // below 2^31, narrow() gives the same plan in 32-bit arithmetic, with each
 // dim's division precomputed as a multiply-high and a shift
 // (FastDivide.h); a 64-bit division costs several times a 32-bit one and
-// the kernels divide once per dim per element. Host code (the kernels'
-// launchers, and the CPU tests of these decisions); the struct itself is
-// passed to kernels by value.
+// the kernels divide once per dim per element. Host code, run once per step
+// when it is built (IndexPlan.cpp), and by the CPU tests of these
+// decisions; the structs are CudaKernels.h's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CUDA_INDEXER32_H
@@ -21,28 +21,13 @@
 
 namespace tessel::runtime::cuda {
 
-/// An Indexer in 32-bit arithmetic, for results and operands of fewer than
-/// 2^31 elements (nearly all). Built by narrow(); kernels are templated on
-/// the indexer and take its index type.
-struct Indexer32 {
-  int rank = 1;
-  int numOperands = 0;
-  uint32_t total = 0;
-  uint32_t dims[kMaxDims] = {1};
-  int32_t strides[kMaxDims][kMaxOperands] = {};
-  /// Division by dims[d] as a multiply-high and a shift (FastDivide.h).
-  uint32_t magic[kMaxDims] = {};
-  uint32_t shift[kMaxDims] = {};
-};
-
 /// ix in 32 bits into `out`, when its rank is in [1, kMaxDims], its dims
 /// positive, its total and every operand's largest offset below 2^31, and
 /// no stride negative; false otherwise (the caller keeps the 64-bit plan).
 inline bool narrow(const Indexer &ix, Indexer32 &out) {
   constexpr int64_t kLimit = int64_t(1) << 31;
-  if (ix.total < 0 || ix.total >= kLimit || ix.rank < 1 ||
-      ix.rank > kMaxDims || ix.numOperands < 0 ||
-      ix.numOperands > kMaxOperands)
+  if (ix.total < 0 || ix.total >= kLimit || ix.rank < 1 || ix.rank > kMaxDims ||
+      ix.numOperands < 0 || ix.numOperands > kMaxOperands)
     return false;
   for (int d = 0; d < ix.rank; ++d)
     if (ix.dims[d] < 1 || ix.dims[d] >= kLimit)

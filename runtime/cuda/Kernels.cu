@@ -17,6 +17,7 @@
 #include "CudaKernels.h"
 #include "DTypeDispatch.h"
 #include "DeviceUtil.cuh"
+#include "Indexer32.h"
 #include "tessel/runtime/Program.h"
 #include "tessel/runtime/ScalarOps.h"
 
@@ -164,27 +165,39 @@ __device__ __forceinline__ float4 load4(const float *p, int64_t off,
   return make_float4(q[0], q[1], q[2], q[3]);
 }
 
-/// binaryF32Kernel four results per thread, for plans whose innermost dim
-/// is a multiple of 4 and read with stride 0 or 1 by both operands (same
-/// shapes, a scalar, a row or column broadcast): the index math once per
-/// four values, 16-byte loads and stores.
-__global__ void binaryF32x4Kernel(OpKind kind, const float *a, const float *b,
-                                  float *y, Indexer32 ix, bool bScalar) {
-  const int last = ix.rank - 1;
-  const int32_t sa = ix.strides[last][0], sb = ix.strides[last][1];
+/// Calls f(t, off, strides) for each group t of four consecutive results
+/// of a fourWide plan (Indexer32.h): `off` the operands' offsets at the
+/// group's first result, `strides` theirs along the innermost dim (0 or 1).
+/// The index math once per four values.
+template <typename F>
+__device__ __forceinline__ void forEachFour(const Indexer32 &ix, F f) {
+  int32_t strides[kMaxOperands]; // registers, read once
+#pragma unroll
+  for (int k = 0; k < kMaxOperands; ++k)
+    strides[k] = ix.strides[ix.rank - 1][k];
   const uint32_t n4 = ix.total / 4;
   for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < n4;
        t += blockDim.x * gridDim.x) {
     int64_t off[kMaxOperands];
     offsetsAt(ix, 4 * t, off);
-    const float4 x = load4(a, off[0], sa), z = load4(b, off[1], sb);
+    f(t, off, strides);
+  }
+}
+
+/// binaryF32Kernel four results per thread, for plans whose innermost dim
+/// is a multiple of 4 and read with stride 0 or 1 by both operands (same
+/// shapes, a scalar, a row or column broadcast): 16-byte loads and stores.
+__global__ void binaryF32x4Kernel(OpKind kind, const float *a, const float *b,
+                                  float *y, Indexer32 ix, bool bScalar) {
+  forEachFour(ix, [&](uint32_t t, const int64_t *off, const int32_t *st) {
+    const float4 x = load4(a, off[0], st[0]), z = load4(b, off[1], st[1]);
     float4 r;
     r.x = binaryF32(kind, x.x, z.x, bScalar);
     r.y = binaryF32(kind, x.y, z.y, bScalar);
     r.z = binaryF32(kind, x.z, z.z, bScalar);
     r.w = binaryF32(kind, x.w, z.w, bScalar);
     reinterpret_cast<float4 *>(y)[t] = r;
-  }
+  });
 }
 
 template <typename T, typename IX>
@@ -274,23 +287,17 @@ __global__ void whereKernel(const uint8_t *c, const T *x, const T *y, T *out,
 /// causal mask over its scores).
 __global__ void whereF32x4Kernel(const uint8_t *c, const float *x,
                                  const float *y, float *out, Indexer32 ix) {
-  const int last = ix.rank - 1;
-  const int32_t sc = ix.strides[last][0], sx = ix.strides[last][1],
-                sy = ix.strides[last][2];
-  const uint32_t n4 = ix.total / 4;
-  for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < n4;
-       t += blockDim.x * gridDim.x) {
-    int64_t off[kMaxOperands];
-    offsetsAt(ix, 4 * t, off);
-    const float4 a = load4(x, off[1], sx), b = load4(y, off[2], sy);
+  forEachFour(ix, [&](uint32_t t, const int64_t *off, const int32_t *st) {
+    const float4 a = load4(x, off[1], st[1]), b = load4(y, off[2], st[2]);
     const uint8_t *cp = c + off[0];
+    const int32_t sc = st[0];
     float4 r;
     r.x = cp[0] ? a.x : b.x;
     r.y = cp[sc] ? a.y : b.y;
     r.z = cp[2 * sc] ? a.z : b.z;
     r.w = cp[3 * sc] ? a.w : b.w;
     reinterpret_cast<float4 *>(out)[t] = r;
-  }
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -338,7 +345,8 @@ __global__ void transposeTileKernel(const T *src, T *dst, Indexer32 ix,
     for (uint32_t j = threadIdx.y; j < 32; j += blockDim.y) {
       const uint32_t c = c0 + j, rr = r0 + threadIdx.x;
       if (c < cols && rr < rows)
-        tile[j][threadIdx.x] = src[base + rr + static_cast<int64_t>(c) * colStride];
+        tile[j][threadIdx.x] =
+            src[base + rr + static_cast<int64_t>(c) * colStride];
     }
     __syncthreads();
     // Write: consecutive threads take consecutive columns of the result.
@@ -525,16 +533,17 @@ __global__ void reduceColumnsKernel(const T *x, T *y, Indexer32 kept,
 
 template <typename T>
 cudaError_t reduceTyped(bool isMax, bool mean, const T *x, T *y,
-                        const Indexer &kept, const Indexer &reduced,
+                        const StridedIndex &kept, const StridedIndex &reduced,
                         float scale, cudaStream_t s) {
-  if (kept.total == 0)
+  if (kept.wide.total == 0)
     return cudaGetLastError();
+  const bool fits32 = kept.fits32 && reduced.fits32;
+  const Indexer32 &k32 = kept.narrow, &r32 = reduced.narrow;
   // The kept elements contiguous, the reduced ones outside them, and enough
   // of both: coalesced column sums.
-  Indexer32 k32, r32;
-  if (kept.strides[kept.rank - 1][0] == 1 && kept.total >= 32 &&
-      reduced.total >= 64 && narrow(kept, k32) && narrow(reduced, r32)) {
-    const unsigned g = static_cast<unsigned>((kept.total + 31) / 32);
+  if (fits32 && k32.strides[k32.rank - 1][0] == 1 && k32.total >= 32 &&
+      r32.total >= 64) {
+    const unsigned g = (k32.total + 31) / 32;
     if (isMax)
       reduceColumnsKernel<T, true>
           <<<g, dim3(32, 32), 0, s>>>(x, y, k32, r32, false, scale);
@@ -544,22 +553,20 @@ cudaError_t reduceTyped(bool isMax, bool mean, const T *x, T *y,
     return cudaGetLastError();
   }
   // Long reductions: a block per kept element; short ones: a thread.
-  const bool perBlock = reduced.total >= 512;
-  const unsigned g = perBlock ? gridRows(kept.total) : gridFor(kept.total);
+  const bool perBlock = reduced.wide.total >= 512;
+  const unsigned g =
+      perBlock ? gridRows(kept.wide.total) : gridFor(kept.wide.total);
   auto launch = [&](const auto &k, const auto &r) {
     using IX = std::decay_t<decltype(k)>;
     using Kernel = void (*)(const T *, T *, IX, IX, bool, float);
-    const Kernel kernel =
-        perBlock ? (isMax ? reduceBlockKernel<T, true, IX>
-                          : reduceBlockKernel<T, false, IX>)
-                 : (isMax ? reduceThreadKernel<T, true, IX>
-                          : reduceThreadKernel<T, false, IX>);
+    const Kernel kernel = perBlock ? (isMax ? reduceBlockKernel<T, true, IX>
+                                            : reduceBlockKernel<T, false, IX>)
+                                   : (isMax ? reduceThreadKernel<T, true, IX>
+                                            : reduceThreadKernel<T, false, IX>);
     kernel<<<g, kThreads, 0, s>>>(x, y, k, r, mean && !isMax, scale);
     return cudaGetLastError();
   };
-  if (narrow(kept, k32) && narrow(reduced, r32))
-    return launch(k32, r32);
-  return launch(kept, reduced);
+  return fits32 ? launch(k32, r32) : launch(kept.wide, reduced.wide);
 }
 
 //===----------------------------------------------------------------------===//
@@ -874,17 +881,14 @@ cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
   });
 }
 
-/// Calls f with ix narrowed to 32 bits where it fits, else ix itself.
-template <typename F> cudaError_t withIndexer(const Indexer &ix, F f) {
-  Indexer32 n;
-  if (narrow(ix, n))
-    return f(n);
-  return f(ix);
+/// Calls f with ix's 32-bit form where it has one, else its 64-bit one.
+template <typename F> cudaError_t withIndexer(const StridedIndex &ix, F f) {
+  return ix.fits32 ? f(ix.narrow) : f(ix.wide);
 }
 
-cudaError_t launchBinary(OpKind kind, DType dtype, const void *a,
-                         const void *b, void *y, const Indexer &ix,
-                         bool bScalar, cudaStream_t s) {
+cudaError_t launchBinary(OpKind kind, DType dtype, const void *a, const void *b,
+                         void *y, const StridedIndex &ix, bool bScalar,
+                         cudaStream_t s) {
   return visitDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T *at = static_cast<const T *>(a), *bt = static_cast<const T *>(b);
@@ -896,26 +900,25 @@ cudaError_t launchBinary(OpKind kind, DType dtype, const void *a,
           if (fourWide(n) && reinterpret_cast<uintptr_t>(yt) % 16 == 0)
             return launchOver(n.total / 4, s, binaryF32x4Kernel, kind, at, bt,
                               yt, n, bScalar);
-        return launchOver(ix.total, s, binaryF32Kernel<IX>, kind, at, bt, yt, n,
+        return launchOver(n.total, s, binaryF32Kernel<IX>, kind, at, bt, yt, n,
                           bScalar);
-      }
-      else if constexpr (kIsBool<T>)
-        return ix.total ? cudaErrorInvalidValue : cudaGetLastError();
+      } else if constexpr (kIsBool<T>)
+        return n.total ? cudaErrorInvalidValue : cudaGetLastError();
       else
-        return launchOver(ix.total, s, binaryIntKernel<T, IX>, kind, at, bt, yt,
+        return launchOver(n.total, s, binaryIntKernel<T, IX>, kind, at, bt, yt,
                           n);
     });
   });
 }
 
 cudaError_t launchCompare(CmpPred pred, DType dtype, const void *a,
-                          const void *b, uint8_t *y, const Indexer &ix,
+                          const void *b, uint8_t *y, const StridedIndex &ix,
                           cudaStream_t s) {
   return visitDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return withIndexer(ix, [&](const auto &n) {
       using IX = std::decay_t<decltype(n)>;
-      return launchOver(ix.total, s, compareKernel<T, IX>, pred,
+      return launchOver(n.total, s, compareKernel<T, IX>, pred,
                         static_cast<const T *>(a), static_cast<const T *>(b), y,
                         n);
     });
@@ -923,7 +926,7 @@ cudaError_t launchCompare(CmpPred pred, DType dtype, const void *a,
 }
 
 cudaError_t launchWhere(size_t elemSize, const uint8_t *cond, const void *x,
-                        const void *y, void *out, const Indexer &ix,
+                        const void *y, void *out, const StridedIndex &ix,
                         cudaStream_t s) {
   return visitElementSize(elemSize, cudaErrorInvalidValue, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -935,7 +938,7 @@ cudaError_t launchWhere(size_t elemSize, const uint8_t *cond, const void *x,
                             static_cast<const float *>(x),
                             static_cast<const float *>(y),
                             static_cast<float *>(out), n);
-      return launchOver(ix.total, s, whereKernel<T, IX>, cond,
+      return launchOver(n.total, s, whereKernel<T, IX>, cond,
                         static_cast<const T *>(x), static_cast<const T *>(y),
                         static_cast<T *>(out), n);
     });
@@ -943,24 +946,23 @@ cudaError_t launchWhere(size_t elemSize, const uint8_t *cond, const void *x,
 }
 
 cudaError_t launchStridedCopy(size_t elemSize, const void *src, void *dst,
-                              const Indexer &ix, cudaStream_t s) {
+                              const StridedIndex &ix, cudaStream_t s) {
   return visitElementSize(elemSize, cudaErrorInvalidValue, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T *from = static_cast<const T *>(src);
     T *to = static_cast<T *>(dst);
-    Indexer32 n;
-    if (!narrow(ix, n))
-      return launchOver(ix.total, s, stridedCopyKernel<T, Indexer>, from, to,
-                        ix);
-    // A transpose of the last two dims into a contiguous result: tiles.
+    if (!ix.fits32)
+      return launchOver(ix.wide.total, s, stridedCopyKernel<T, Indexer>, from,
+                        to, ix.wide);
+    const Indexer32 &n = ix.narrow;
+    // A transpose of the last two dims into a contiguous result: tiles
+    // (narrowed dims are at least 1, so the batch is too).
     const int r = n.rank;
     if (n.numOperands == 1 && r >= 2 && n.strides[r - 2][0] == 1 &&
         n.strides[r - 1][0] != 1 && n.dims[r - 1] >= 8 && n.dims[r - 2] >= 8) {
       uint32_t batch = 1;
       for (int d = 0; d < r - 2; ++d)
         batch *= n.dims[d];
-      if (batch == 0)
-        return cudaGetLastError();
       const dim3 grid((n.dims[r - 1] + 31) / 32, (n.dims[r - 2] + 31) / 32,
                       batch < 65535 ? batch : 65535);
       if (grid.y <= 65535) {
@@ -968,7 +970,7 @@ cudaError_t launchStridedCopy(size_t elemSize, const void *src, void *dst,
         return cudaGetLastError();
       }
     }
-    return launchOver(ix.total, s, stridedCopyKernel<T, Indexer32>, from, to, n);
+    return launchOver(n.total, s, stridedCopyKernel<T, Indexer32>, from, to, n);
   });
 }
 
@@ -1035,7 +1037,7 @@ cudaError_t launchCumSum(DType dtype, const void *x, void *y, int64_t outer,
 }
 
 cudaError_t launchReduce(OpKind kind, DType dtype, const void *x, void *y,
-                         const Indexer &kept, const Indexer &reduced,
+                         const StridedIndex &kept, const StridedIndex &reduced,
                          float meanScale, cudaStream_t s) {
   const bool isMax = kind == OpKind::ReduceMax;
   return visitDType(dtype, [&](auto tag) {

@@ -126,7 +126,7 @@ Status makeGemm(const KernelContext &ctx, Step &out) {
       !fitsInt(bs[1]) || !fitsInt(m * n))
     return Status::error("a matrix dim exceeds cuBLAS's int range");
   const bool useC = hasC && op.beta != 0.0f;
-  Indexer cIx;
+  StridedIndex cIx;
   if (useC) {
     Shape outShape = {m, n};
     TSL_RETURN_IF_ERROR(stridedIndexer(

@@ -23,7 +23,7 @@ Status makeNorm(const KernelContext &ctx, Step &out) {
     const float *src = nullptr;
     bool expand = false;
     LateAddress expanded;
-    Indexer ix;
+    StridedIndex ix;
   };
   std::vector<Param> params;
   for (size_t i = 1; i < op.operands.size(); ++i) {

@@ -24,7 +24,7 @@ Status makeReduce(const KernelContext &ctx, Step &out) {
     (reduced[d] ? redShape : keptShape).push_back(shape[d]);
     (reduced[d] ? redStr : keptStr).push_back(st[d]);
   }
-  Indexer kept, red;
+  StridedIndex kept, red;
   TSL_RETURN_IF_ERROR(stridedIndexer(keptShape, {keptStr}, kept));
   TSL_RETURN_IF_ERROR(stridedIndexer(redShape, {redStr}, red));
   const int64_t count = numElements(redShape);

@@ -30,8 +30,7 @@ void expectDivides(uint32_t d, const std::vector<uint32_t> &is) {
   setDivisor(d, magic, shift);
   for (uint32_t i : is) {
     ASSERT_EQ(divide(i, magic, shift), i / d)
-        << i << " / " << d << " (magic " << magic << ", shift " << shift
-        << ")";
+        << i << " / " << d << " (magic " << magic << ", shift " << shift << ")";
   }
 }
 
@@ -117,8 +116,7 @@ int64_t offsetOf(const Indexer32 &n, uint32_t i, int k) {
 TEST(CudaIndexer32, NarrowsPlansBelowTwoToThe31AndKeepsTheirOffsets) {
   // A broadcast over attention's scores: [64, 1024 * 1024] with the mask
   // read [0, 1] and the scores [2^20, 1].
-  const Indexer ix =
-      makeIndexer({64, 1 << 20}, {{1 << 20, 0, 0}, {1, 1, 0}});
+  const Indexer ix = makeIndexer({64, 1 << 20}, {{1 << 20, 0, 0}, {1, 1, 0}});
   Indexer32 n;
   ASSERT_TRUE(narrow(ix, n));
   EXPECT_EQ(n.rank, 2);
