@@ -66,10 +66,19 @@ def lm_batches(model_dir, steps, path):
     return batch
 
 
+def steps_for(args, pred_ms):
+    """Steps per launch: --steps, or more where the predicted step is short,
+    so that every launch times about --seconds (a 0.6 ms step's 60 steps are
+    36 ms, one time slice's worth of the machine's moods)."""
+    if not pred_ms:
+        return args.steps
+    return max(args.steps, min(5000, int(args.seconds * 1000.0 / pred_ms)))
+
+
 def launch(args, art, ranks, data):
     """One launch: tessel-run's median ms per step, or (None, why)."""
     r = run([args.tessel_run, art, "-n", str(ranks), "--steps",
-             str(args.steps), "--data-lm", data])
+             str(args.steps_of.get(art, args.steps)), "--data-lm", data])
     meas = measured_ms(r.stdout)
     if r.returncode or meas is None:
         return None, benchlib.first_error(r.stdout + r.stderr)
@@ -108,7 +117,15 @@ def main():
     benchlib.add_tool_args(ap, threads=False)
     ap.add_argument("--cluster")
     ap.add_argument("--ranks", default="2,4")
-    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--steps", type=int, default=60,
+                    help="the fewest steps per launch")
+    ap.add_argument("--seconds", type=float, default=0.5,
+                    help="time each launch runs for about this long, by its "
+                         "predicted step (up to 5000 steps)")
+    ap.add_argument("--duel", type=int, default=4,
+                    help="where --plan=auto measured slower than the best "
+                         "configuration, launch the two alternately this "
+                         "many times more each (0: don't)")
     ap.add_argument("--only", default="")
     ap.add_argument("--csv", action="store_true")
     ap.add_argument("--repeat", type=int, default=3,
@@ -116,6 +133,7 @@ def main():
                          "model's configurations; the lowest median counts "
                          "(other work on the machine only adds time)")
     args = ap.parse_args()
+    args.steps_of = {}
     benchlib.run_ahead_of_background_work()
     tmp = tempfile.mkdtemp(prefix="plan-accuracy-")
     cluster = args.cluster
@@ -127,7 +145,7 @@ def main():
         if p.returncode:
             sys.exit(p.stdout + p.stderr)
         print(p.stdout.strip().splitlines()[-1], file=sys.stderr)
-    rows = []
+    rows, duels = [], []
     for ranks in [int(r) for r in args.ranks.split(",")]:
         for model in MODELS:
             mdir = os.path.join(args.models, model)
@@ -154,6 +172,7 @@ def main():
                                  "no compile: " + why))
                     continue
                 compiled.append((name, art, pred, ""))
+                args.steps_of[art] = steps_for(args, pred)
             if not args.only or args.only in "%s auto x%d" % (model, ranks):
                 # --plan=auto's choice, measured as the others.
                 art = os.path.join(tmp, "%s-auto-%d.tsl" % (model, ranks))
@@ -168,13 +187,70 @@ def main():
                 else:
                     compiled.append(("auto", art, predicted_ms(c.stdout),
                                      "chose " + chosen.group(1)))
+                    args.steps_of[art] = steps_for(args,
+                                                   predicted_ms(c.stdout))
             measured = measure_all(args, [a for _, a, _, _ in compiled],
                                    ranks, data)
             for name, art, pred, note in compiled:
                 meas, spread, why = measured[art]
                 rows.append((model, name, ranks, pred, meas, spread,
                              note if meas is not None else "no run: " + why))
+            duel = auto_duel(args, model, ranks, compiled, measured, data)
+            if duel:
+                duels.append(duel)
     report(rows, args.csv)
+    for line in duels:
+        print(line)
+
+
+def same_plan(chosen, ranks):
+    """The configuration of configs() that --plan=auto's choice is, if it is
+    one of the two plain ones."""
+    if chosen == "dp=1 tp=%d pp=1" % ranks:
+        return "tp"
+    if chosen == "dp=%d tp=1 pp=1 ddp" % ranks:
+        return "dp"
+    return None
+
+
+def auto_duel(args, model, ranks, compiled, measured, data):
+    """Where --plan=auto's choice measured slower than the best configuration,
+    the two again, launched alternately --duel times each: the same machine
+    spell for both, so that what remains is the plans' difference. Returns
+    the verdict's line, or None."""
+    auto = [(art, note) for name, art, _, note in compiled if name == "auto"]
+    if not auto or not args.duel:
+        return None
+    auto_art, note = auto[0]
+    if measured[auto_art][0] is None:
+        return None
+    others = [(measured[a][0], n, a) for n, a, _, _ in compiled
+              if n != "auto" and measured[a][0] is not None]
+    if not others:
+        return None
+    best, which, best_art = min(others)
+    if measured[auto_art][0] <= best:
+        return None
+    chosen = note[len("chose "):]
+    a_ms, b_ms = [], []
+    for _ in range(args.duel):
+        for art, out in ((auto_art, a_ms), (best_art, b_ms)):
+            meas, why = launch(args, art, ranks, data)
+            if meas is None:
+                return "%s x%d: duel of auto and %s: no run: %s" % (
+                    model, ranks, which, why)
+            out.append(meas)
+    ratios = sorted(a / b for a, b in zip(a_ms, b_ms))
+    lo_a, lo_b = min(a_ms), min(b_ms)
+    same = same_plan(chosen, ranks)
+    return ("%s x%d, launched alternately %d times each: --plan=auto (%s%s) "
+            "%.3f ms, %s %.3f ms: %s; auto/best per pair %.2f-%.2f, "
+            "median %.2f" % (
+                model, ranks, args.duel, chosen,
+                ", the same plan as " + same if same else "", lo_a, which,
+                lo_b, "at least as fast" if lo_a <= lo_b else
+                "%.1f%% slower" % (100.0 * (lo_a - lo_b) / lo_b),
+                ratios[0], ratios[-1], ratios[len(ratios) // 2]))
 
 
 def report(rows, csv):

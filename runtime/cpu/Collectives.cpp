@@ -93,7 +93,7 @@ Status Collectives::finish(const Program &p) {
 }
 
 Status Collectives::init(const Program &program, Communicator *comm,
-                         bool async) {
+                         bool overlap) {
   if (!comm) {
     local = createLocalCommunicator();
     comm = local.get();
@@ -175,8 +175,9 @@ Status Collectives::init(const Program &program, Communicator *comm,
       [](const Op &op) { return op.kind == OpKind::Send; });
   sendTickets.assign(program.ops.size(), 0);
   staging.assign(program.ops.size(), {});
-  if (async && (sends || std::any_of(waitOf.begin(), waitOf.end(),
-                                     [](int64_t w) { return w >= 0; })))
+  overlapping = overlap && std::any_of(waitOf.begin(), waitOf.end(),
+                                       [](int64_t w) { return w >= 0; });
+  if (sends || overlapping)
     thread = std::make_unique<CommThread>();
   // World ranks are the world communicator's indices.
   return world->createSubgroups(std::move(groups));
@@ -186,8 +187,8 @@ std::function<Status()> Collectives::step(const Program &p, size_t index,
                                           const std::vector<void *> &ptrs) {
   const Op &op = p.ops[index];
   if (op.kind == OpKind::Wait) {
-    if (!thread)
-      return [] { return Status::ok(); }; // its all_reduce ran in place
+    if (!overlapping)
+      return [] { return Status::ok(); }; // its collective ran in place
     // The all_reduce it waits for, by the check in init.
     size_t ar = 0;
     while (waitOf[ar] != static_cast<int64_t>(index))
@@ -247,14 +248,15 @@ std::function<Status()> Collectives::step(const Program &p, size_t index,
   if (!thread)
     return run;
   CommThread *t = thread.get();
-  if (waitOf[index] >= 0) {
+  if (overlapping && waitOf[index] >= 0) {
     uint64_t *ticket = &tickets[index];
     return [t, ticket, run] {
       *ticket = t->submit(run);
       return Status::ok();
     };
   }
-  // In order behind the asynchronous ones.
+  // In order behind the asynchronous ones and the sends (one thread drives
+  // the communicator).
   return [t, run] { return t->wait(t->submit(run)); };
 }
 

@@ -19,16 +19,18 @@ public:
   /// `comm` is the world (nullptr: a local communicator of one rank). Checks
   /// that the world matches the program and creates every subgroup the
   /// program uses, in canonical order.
-  /// `async`: run the all_reduces that `wait`s name, and sends (from a
-  /// copy), on a communication thread (else every collective runs in place
-  /// and waits do nothing).
-  Status init(const Program &program, Communicator *comm, bool async = true);
+  /// `overlap`: run the collectives that `wait`s name on a communication
+  /// thread until their wait (else every collective runs in place and
+  /// waits do nothing). Sends always go through the thread (from a copy):
+  /// a send into a full ring or socket must not hold up the rank, whose
+  /// receives would then never drain its peer's sends.
+  Status init(const Program &program, Communicator *comm, bool overlap = true);
   /// The step of collective, point-to-point or wait instruction `index`.
-  /// With a communication thread (the program has `wait`s or sends), every
-  /// collective runs on it in program order; an all_reduce that a `wait`
-  /// names runs there asynchronously until that wait, and so does a send
-  /// (of a copy of its operand). A recv waits for the receive post()
-  /// posted.
+  /// With a communication thread (the program has sends, or `wait`s to
+  /// overlap), every collective runs on it in program order; overlapping,
+  /// one that a `wait` names runs there asynchronously until that wait. A
+  /// send hands a copy of its operand to the thread. A recv waits for the
+  /// receive post() posted.
   std::function<Status()> step(const Program &program, size_t index,
                                const std::vector<void *> &ptrs);
   /// Waits for every queued collective (after a failed step: they may
@@ -83,6 +85,9 @@ private:
   std::vector<uint64_t> tickets;
   // Declared last: destroyed (joined) first.
   std::unique_ptr<CommThread> thread;
+  /// Whether collectives run on `thread` (init's `overlap`, and waits to
+  /// overlap up to).
+  bool overlapping = false;
 };
 
 } // namespace tessel::runtime::cpu

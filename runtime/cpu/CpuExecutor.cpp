@@ -42,9 +42,9 @@ namespace {
 class CpuExecutor : public Executor, private KernelResources {
 public:
   CpuExecutor(std::shared_ptr<const Program> program, int threads,
-              Communicator *comm)
+              Communicator *comm, CollectiveOverlap overlap)
       : Executor(std::move(program)), threads(threads), pool(threads),
-        comm(comm) {}
+        comm(comm), overlap(overlap) {}
   ~CpuExecutor() override {
     if (arena && arenaBytes)
       munmap(arena, arenaBytes);
@@ -97,6 +97,7 @@ private:
   std::vector<bool> skipped;
   std::vector<AlignedBuffer> plainCopies;
   Communicator *comm;
+  CollectiveOverlap overlap;
   // Numerics checks: by instruction, the (instruction, result position,
   // buffer) triples complete once it has run (an asynchronous collective's
   // at its wait; a fused op's in the buffer its kernel writes); the
@@ -161,7 +162,10 @@ Status CpuExecutor::init() {
   TSL_RETURN_IF_ERROR(initStates());
   TSL_RETURN_IF_ERROR(initConvs());
   TSL_RETURN_IF_ERROR(initBf16Gemms());
-  TSL_RETURN_IF_ERROR(collectives.init(*prog, comm));
+  TSL_RETURN_IF_ERROR(collectives.init(
+      *prog, comm,
+      overlapsCollectives(overlap, comm ? comm->backend() : "local",
+                          getAllowedCores(), threads)));
   for (size_t i = 0; i < prog->ops.size(); ++i) {
     steps.push_back(skipped[i] ? Step([] { return Status::ok(); })
                                : makeStepWithLayouts(i));
@@ -790,7 +794,7 @@ Status createCpuExecutor(std::shared_ptr<const Program> program,
                          const ExecutorOptions &options,
                          std::unique_ptr<Executor> &out) {
   auto e = std::make_unique<CpuExecutor>(std::move(program), options.threads,
-                                         options.comm);
+                                         options.comm, options.overlap);
   TSL_RETURN_IF_ERROR(e->init());
   out = std::move(e);
   return Status::ok();

@@ -1,6 +1,10 @@
 //===- Executor.cpp - Backend-neutral part of executors -------------------===//
 #include "tessel/runtime/Executor.h"
 
+#include <algorithm>
+#include <sched.h>
+#include <string_view>
+
 #ifdef TESSEL_RUNTIME_HAVE_CUDA
 #include <climits>
 #include <dlfcn.h>
@@ -9,6 +13,27 @@
 #endif
 
 namespace tessel::runtime {
+
+bool overlapsCollectives(CollectiveOverlap overlap, const char *backend,
+                         int cores, int threads) {
+  switch (overlap) {
+  case CollectiveOverlap::On:
+    return true;
+  case CollectiveOverlap::Off:
+    return false;
+  case CollectiveOverlap::Auto:
+    break;
+  }
+  return std::string_view(backend) != "shm" || cores > threads;
+}
+
+int getAllowedCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
 
 // Backends, defined in runtime/cpu and runtime/cuda.
 namespace cpu {

@@ -51,6 +51,7 @@ const char kUsage[] =
     "                  [--threads N] [--repeat K] [--rank R] "
     "[--device cpu|cuda] [--no-verify] [--verbose]\n"
     "                  [-n N] [--timeout SECONDS] [--check-collectives]\n"
+    "                  [--overlap-collectives auto|on|off]\n"
     "                  [--trace FILE.json]\n"
     "                  [--timeline FILE.svg] [--check-numerics]\n"
     "                  [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]\n"
@@ -82,6 +83,12 @@ const char kUsage[] =
     "                      the world that RANK/WORLD_SIZE (or mpirun, srun) give;\n"
     "                      ranks of one host share memory (TESSEL_COMM=gloo:\n"
     "                      TCP only)\n"
+    "  --overlap-collectives auto|on|off\n"
+    "                      run asynchronous collectives (gradient buckets,\n"
+    "                      prefetches, ZeRO's reduce_scatters) on a thread\n"
+    "                      beside the compute (on) or in place (off); auto\n"
+    "                      (default): in place where ranks share memory and\n"
+    "                      a rank has no core beyond its --threads\n"
     "  --timeout SECONDS   a collective that makes no progress for this long\n"
     "                      fails, naming the rank to blame (default 30)\n"
     "  --trace FILE.json   write the last run's instructions as a Chrome\n"
@@ -255,6 +262,13 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       if (!takeValue("--backend"))
         return usageError("--backend needs a name");
       o.backend = value;
+    } else if (is("--overlap-collectives")) {
+      if (!takeValue("--overlap-collectives") ||
+          (value != "auto" && value != "on" && value != "off"))
+        return usageError("--overlap-collectives needs auto, on or off");
+      o.overlap = value == "on"    ? tessel::runtime::CollectiveOverlap::On
+                  : value == "off" ? tessel::runtime::CollectiveOverlap::Off
+                                   : tessel::runtime::CollectiveOverlap::Auto;
     } else if (is("--device")) {
       if (!takeValue("--device") || (value != "cpu" && value != "cuda"))
         return usageError("--device needs cpu or cuda");

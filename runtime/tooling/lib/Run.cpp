@@ -263,6 +263,7 @@ int runMain(const RunOptions &o, const WorldInfo &w) {
   ExecutorOptions eo;
   eo.threads = o.threads;
   eo.comm = session.comm();
+  eo.overlap = o.overlap;
   if (Status s = createExecutor(o.backend, program, eo, exec); !s)
     return fail(s.message());
   NumericsGuard numerics;

@@ -1,11 +1,14 @@
-//===- AsyncCollectiveTest.cpp - Gradient buckets' asynchronous path -------===//
+//===- AsyncCollectiveTest.cpp - Gradient buckets' asynchronous path
+//-------===//
 //
 // The CPU executor's communication thread (cpu/CommThread.h): work runs in
 // submission order, after submit has returned (so the executor computes
 // meanwhile), and its status reaches the wait. Then whole programs on 2
-// ranks over Gloo: an all_reduce that a `wait` names runs while the next
-// instructions compute, and the result equals the sums computed here; bad
-// waits are refused when the executor is created.
+// ranks over Gloo and over shared memory, overlapped and in place
+// (ExecutorOptions::overlap): a collective that a `wait` names runs while
+// the next instructions compute, or where it stands, and the result equals
+// the sums computed here; when Auto overlaps; bad waits are refused when
+// the executor is created.
 //
 //===----------------------------------------------------------------------===//
 #include "CommThread.h"
@@ -103,17 +106,39 @@ std::shared_ptr<const Program> bucketProgram(int rank) {
 
 class AsyncCollectiveTest : public RankThreadsTest {
 protected:
-  /// Runs rank r's `program(r)` on 2 ranks over Gloo, twice (the second run
-  /// reuses the tickets of the first), with input `a` of `n` floats, and
-  /// hands each run's inputs of both ranks to `check`.
+  /// Runs rank r's `program(r)` on 2 ranks, twice (the second run reuses the
+  /// tickets of the first), with input `a` of `n` floats, and hands each
+  /// run's inputs of both ranks to `check`: over Gloo overlapped, over
+  /// shared memory (with Gloo's fallback where built) overlapped and in
+  /// place.
   void runTwice(std::shared_ptr<const Program> (*program)(int), int64_t n,
                 const std::function<void(Executor &, int, const Tensor *)>
                     &check) {
-    runWith(2, CommOptions(), createGlooCommunicator,
-            [&](Communicator &comm, int r) {
+    auto shm = [](const CommOptions &o, std::unique_ptr<Communicator> &c) {
+      std::unique_ptr<Communicator> gloo;
+      if (haveGlooCommunicator())
+        TSL_RETURN_IF_ERROR(createGlooCommunicator(o, gloo));
+      return createShmCommunicator(o, std::move(gloo), c);
+    };
+    for (CollectiveOverlap overlap :
+         {CollectiveOverlap::On, CollectiveOverlap::Off}) {
+      SCOPED_TRACE(overlap == CollectiveOverlap::On ? "overlapped"
+                                                    : "in place");
+      if (overlap == CollectiveOverlap::On)
+        runOn(createGlooCommunicator, overlap, program, n, check);
+      runOn(shm, overlap, program, n, check);
+    }
+  }
+
+  template <typename Make>
+  void
+  runOn(const Make &make, CollectiveOverlap overlap,
+        std::shared_ptr<const Program> (*program)(int), int64_t n,
+        const std::function<void(Executor &, int, const Tensor *)> &check) {
+    runWith(2, CommOptions(), make, [&](Communicator &comm, int r) {
       std::shared_ptr<const Program> prog = program(r);
       ASSERT_TRUE(prog);
-      std::unique_ptr<Executor> e = cpuExecutor(prog, &comm);
+      std::unique_ptr<Executor> e = cpuExecutor(prog, &comm, overlap);
       ASSERT_TRUE(e);
       for (int run = 0; run < 2; ++run) {
         Tensor in[2] = {input(0, DType::F32, {n}, run),
@@ -228,6 +253,21 @@ std::string waitError(std::vector<char> waitOperands,
   std::unique_ptr<Executor> e;
   s = createExecutor("cpu", prog, ExecutorOptions(), e);
   return s.isOk() ? "" : s.message();
+}
+
+TEST(CollectiveOverlapChoice, AutoOverlapsUnlessTheRanksCoresMoveTheBytes) {
+  // Shared memory: the calling thread copies; a spare core or none.
+  EXPECT_FALSE(overlapsCollectives(CollectiveOverlap::Auto, "shm", 1, 1));
+  EXPECT_FALSE(overlapsCollectives(CollectiveOverlap::Auto, "shm", 4, 4));
+  EXPECT_TRUE(overlapsCollectives(CollectiveOverlap::Auto, "shm", 2, 1));
+  EXPECT_TRUE(overlapsCollectives(CollectiveOverlap::Auto, "shm", 16, 8));
+  // Gloo (the kernel and the NIC move the bytes), a single rank.
+  EXPECT_TRUE(overlapsCollectives(CollectiveOverlap::Auto, "gloo", 1, 1));
+  EXPECT_TRUE(overlapsCollectives(CollectiveOverlap::Auto, "local", 1, 1));
+  // Asked for.
+  EXPECT_TRUE(overlapsCollectives(CollectiveOverlap::On, "shm", 1, 1));
+  EXPECT_FALSE(overlapsCollectives(CollectiveOverlap::Off, "gloo", 8, 1));
+  EXPECT_GE(getAllowedCores(), 1);
 }
 
 TEST(AsyncCollectiveValidation, AWaitNamesAnEarlierAllReduce) {

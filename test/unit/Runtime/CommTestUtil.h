@@ -73,9 +73,11 @@ inline std::shared_ptr<const Program> built(ProgramBuilder &p) {
 /// A CPU executor of `prog` over `comm`; null, the failure reported, when
 /// it cannot be made.
 inline std::unique_ptr<Executor>
-cpuExecutor(std::shared_ptr<const Program> prog, Communicator *comm) {
+cpuExecutor(std::shared_ptr<const Program> prog, Communicator *comm,
+            CollectiveOverlap overlap = CollectiveOverlap::Auto) {
   ExecutorOptions eo;
   eo.comm = comm;
+  eo.overlap = overlap;
   std::unique_ptr<Executor> e;
   Status s = createExecutor("cpu", std::move(prog), eo, e);
   EXPECT_TRUE(s.isOk()) << s.message();

@@ -148,6 +148,10 @@ TEST_F(TesselRunTest, UsageErrors) {
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_EQ(r.output,
             "tessel-run: unknown option '--bogus' (see tessel-run --help)\n");
+  r = runTool(art + " --overlap-collectives sometimes");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.output, "tessel-run: --overlap-collectives needs auto, on or "
+                      "off (see tessel-run --help)\n");
 }
 
 TEST_F(TesselRunTest, CorruptArtifactIsAnErrorNotACrash) {

@@ -11,6 +11,7 @@
 #ifndef TESSEL_TOOLING_RUN_H
 #define TESSEL_TOOLING_RUN_H
 
+#include "tessel/runtime/Executor.h"
 #include "tessel/tooling/Train.h"
 
 #include <string>
@@ -40,6 +41,8 @@ struct RunOptions {
   std::string trace;    // --trace FILE.json; empty: none
   std::string timeline; // --timeline FILE.svg; empty: none
   bool checkNumerics = false; // --check-numerics
+  runtime::CollectiveOverlap overlap =
+      runtime::CollectiveOverlap::Auto; // --overlap-collectives
   TrainOptions train;
 };
 
