@@ -14,9 +14,12 @@ compiled, timed per instruction (--trace), and fitted by least squares:
     collectives inside a reference model's training steps (a GPT-NeoX of
     test/models/zoo, tensor parallel and ZeRO-2, traced), each sync point
     beyond its bytes (without the reference: the back-to-back fit's)
-  - a chain of all_reduce, matmul, add run synchronously and as gradient
-    buckets: the asynchronous path's extra time per collective
-    (async_overhead: the communication thread shares the rank's core)
+  - async_overhead (the communication thread shares the rank's core): the
+    sends of the reference model's pipeline (pp over the ranks), each one's
+    time beyond its copy, their median; without the reference, a chain of
+    all_reduce, matmul, add run synchronously and as gradient buckets, the
+    asynchronous path's extra time per collective (0 where the runtime
+    runs them in place: shared memory, a core per rank)
   - op_rates: the non-GEMM kernels of the same reference steps (gelu,
     softmax, transpose, the optimizer, ...), each kind's elements (of its
     largest tensor) over its traced seconds, where the roofline's bytes over
@@ -331,13 +334,16 @@ def reference_collectives(args, tmp, ranks):
     """The collectives of a reference model's training steps (a GPT-NeoX of
     the zoo, which the accuracy bench does not measure): tensor parallel and
     ZeRO-2, --trace of 30 steps; per collective (kind, whole bytes,
-    seconds), as they run inside a step rather than back to back; and the
-    steps' trace events (for op_rates)."""
-    out, traced = [], []
+    seconds), as they run inside a step rather than back to back; the
+    steps' trace events (for op_rates); and its pipeline's (pp over the
+    ranks, 2 microbatches) sends: (bytes, seconds) each."""
+    out, traced, sends = [], [], []
     data = reference_ids(tmp)
     for name, flags in [("tp", ["--mesh", "tp=%d" % ranks, "--plan=megatron"]),
                         ("zero2", ["--plugin", "zero2", "--mesh",
-                                   "dp=%d" % ranks])]:
+                                   "dp=%d" % ranks]),
+                        ("pp", ["--mesh", "pp=%d" % ranks, "--stages", "auto",
+                                "--microbatches", "2"])]:
         art = os.path.join(tmp, "reference-%s.tsl" % name)
         run([args.tesselc, args.reference, "--train", *flags, "-o", art])
         trace = os.path.join(tmp, "reference-%s.json" % name)
@@ -345,6 +351,15 @@ def reference_collectives(args, tmp, ranks):
              "--data-lm", data, "--trace", trace])
         with open(trace) as f:
             events = json.load(f)["traceEvents"]
+        if name == "pp":
+            # On the rank's thread (tid 0; the others are the schedule's
+            # actions): the copy, and the hand-over to the communication
+            # thread.
+            sends += [(sum(r[1] for r in e["args"]["arena_reads"] if r),
+                       e["dur"] * 1e-6) for e in events
+                      if e.get("ph") == "X" and e.get("cat") == "send"
+                      and not e.get("tid")]
+            continue
         traced += events
         for e in events:
             kind = e.get("cat")
@@ -361,7 +376,7 @@ def reference_collectives(args, tmp, ranks):
                      "reduce_scatter": "rs"}[kind]
             whole = written * ranks if short == "rs" else written
             out.append((short, whole, e["dur"] * 1e-6))
-    return out, traced
+    return out, traced, sends
 
 
 def measure(args, tmp):
@@ -414,17 +429,19 @@ def measure(args, tmp):
     if os.environ.get("CALIBRATE_VERBOSE"):
         print("collective points ((kind, elements): seconds):",
               sorted(coll.items()))
-    # Five pairs of launches, the median difference: the asynchronous
-    # chain's time is bimodal on a shared core (the communication thread
-    # sometimes waits a whole time slice).
-    diffs = []
-    for _ in range(5):
-        sync = run_time(args, tmp, "chain-sync", *chain_program(n, False), n,
-                        launches=1)
-        asyn = run_time(args, tmp, "chain-async", *chain_program(n, True), n,
-                        launches=1)
-        diffs.append((asyn - sync) / CHAIN)
-    f["async_overhead"] = max(0.0, statistics.median(diffs))
+    have_reference = bool(args.reference) and os.path.isfile(args.reference)
+    if not have_reference:
+        # Five pairs of launches, the median difference: the asynchronous
+        # chain's time is bimodal on a shared core (the communication thread
+        # sometimes waits a whole time slice).
+        diffs = []
+        for _ in range(5):
+            sync = run_time(args, tmp, "chain-sync",
+                            *chain_program(n, False), n, launches=1)
+            asyn = run_time(args, tmp, "chain-async",
+                            *chain_program(n, True), n, launches=1)
+            diffs.append((asyn - sync) / CHAIN)
+        f["async_overhead"] = max(0.0, statistics.median(diffs))
     # The bandwidth: collectives of four sizes back to back, each of
     # latency x its sync points + its bytes / bandwidth (shm_terms).
     terms = {k: shm_terms(k[0], 4.0 * k[1], n) for k in coll}
@@ -432,9 +449,15 @@ def measure(args, tmp):
                    [t / terms[k][0] for k, t in coll.items()])
     f["link_bw"] = 1.0 / spb
     f["lat"] = lat
-    if args.reference and os.path.isfile(args.reference):
-        ref, traced = reference_collectives(args, tmp, n)
+    if have_reference:
+        ref, traced, sends = reference_collectives(args, tmp, n)
         f["rates"] = op_rates(traced, overhead)
+        # The hand-over: a send's time beyond its op overhead and its copy
+        # (the median). On shared memory the collectives run in place
+        # (ExecutorOptions::overlap), so only sends pay it.
+        if sends:
+            f["async_overhead"] = max(0.0, statistics.median(
+                t - overhead - b * f["sec_per_byte"] for b, t in sends))
         # The latency: inside a step each collective also waits for and
         # wakes its peers; the reference's collectives, each sync point's
         # time beyond its bytes at that bandwidth (their median).

@@ -199,8 +199,11 @@ llvm::Expected<Prediction> playStep(ModuleOp module,
       double t =
           sharedCollectiveTime(*kind, bytes, size, link, out.oversubscription);
       tally(p, op->getName().getStringRef(), t);
-      const bool async = op->hasAttr(TesselDialect::kBucketAttrName) ||
-                         op->hasAttr(TesselDialect::kAsyncAttrName);
+      // On shared memory the runtime runs them in place (a CPU rank of one
+      // core: ExecutorOptions::overlap's auto): synchronous.
+      const bool async = (op->hasAttr(TesselDialect::kBucketAttrName) ||
+                          op->hasAttr(TesselDialect::kAsyncAttrName)) &&
+                         link.kind != cost::LinkKind::SharedMemory;
       if (async && link.usesRankCores()) {
         // The communication thread moves the bytes on the rank's core (on
         // the clock); handing the collective over and waking the rank back

@@ -89,10 +89,12 @@ struct LinkSpec {
   LinkKind kind = LinkKind::SharedMemory;
   double latency = 0;
   double bandwidth = 0;
-  /// Seconds an asynchronous collective (a gradient bucket, a prefetched
-  /// gather) adds on a link that uses the ranks' cores: handing it to the
-  /// rank's communication thread, which shares the core, and back. 0 where
-  /// copy engines or NICs run it.
+  /// Seconds a send (a pipeline's activation or gradient) or an
+  /// asynchronous collective (a gradient bucket, a prefetched gather) adds
+  /// on a link that uses the ranks' cores: handing it to the rank's
+  /// communication thread, which shares the core, and back. On shared
+  /// memory only sends pay it: the runtime runs the collectives in place
+  /// there. 0 where copy engines or NICs run it.
   double asyncOverhead = 0;
   /// Seconds per sync point of a collective when more ranks than devices
   /// share them (a rank sleeps, its core switches to another rank, caches
