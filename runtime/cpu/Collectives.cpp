@@ -214,12 +214,15 @@ std::function<Status()> Collectives::step(const Program &p, size_t index,
     };
   }
   if (op.kind == OpKind::Send && thread) {
-    // The bytes are copied here (the buffer planner may reuse them once
-    // this instruction has run) and the communication thread sends the
-    // copy: a send whose transport blocks (a full socket) never holds up
-    // this thread. The previous run's send of this instruction has long
-    // been handed over; its status is collected before the copy is reused,
-    // and every send's at the end of the run (finish()).
+    // The bytes go out from here if the transport takes them at once
+    // (Communicator::trySend: a ring with room); else they are copied here
+    // (the buffer planner may reuse them once this instruction has run)
+    // and the communication thread sends the copy: a send whose transport
+    // blocks (a full ring or socket) never holds up this thread, whose
+    // receives drain the peer's sends. The previous run's send of this
+    // instruction has long been handed over; its status is collected before
+    // the copy is reused, and every send's at the end of the run
+    // (finish()).
     const BufferInfo &b = p.buffers[op.operands[0]];
     const void *src = ptrs[b.id];
     std::vector<char> *copy = &staging[index];
@@ -236,6 +239,12 @@ std::function<Status()> Collectives::step(const Program &p, size_t index,
         if (!s)
           return Status::error(what + " (the previous run's): " + s.message());
       }
+      // Eager: with nothing queued before it (so in order, and no other
+      // writer), a message the transport takes at once goes from here.
+      if (t->idle() &&
+          w->trySend(TensorView(const_cast<void *>(src), b.dtype, b.shape),
+                     c->peer, c->tag))
+        return Status::ok();
       copy->resize(b.bytes);
       std::memcpy(copy->data(), src, b.bytes);
       TensorView v = view;

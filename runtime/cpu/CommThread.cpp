@@ -45,6 +45,11 @@ void CommThread::drain() {
   done.clear();
 }
 
+bool CommThread::idle() {
+  std::lock_guard<std::mutex> lock(mu);
+  return finished + 1 == nextTicket;
+}
+
 void CommThread::loop() {
   std::unique_lock<std::mutex> lock(mu);
   for (;;) {

@@ -38,6 +38,9 @@ public:
   Status wait(uint64_t ticket);
   /// Blocks until everything queued has run; forgets their statuses.
   void drain();
+  /// Whether everything submitted has run (its statuses may wait to be
+  /// collected): then, until the next submit, the thread touches nothing.
+  bool idle();
 
 private:
   void loop();

@@ -299,6 +299,36 @@ TEST_P(ShmSizeTest, SendRecvThroughTheRingsInAnyTagOrder) {
       ro);
 }
 
+/// trySend (the CPU executor's eager sends): a message the ring has room
+/// for goes at once; one larger than the free space is refused and nothing
+/// of it is written, so that send() after it delivers it whole; the
+/// receiver gets both by tag, in any order.
+TEST_F(ShmCommTest, TrySendTakesWhatFitsAndRefusesTheRest) {
+  RunOptions ro;
+  ro.fallback = false;
+  runRanks(
+      2,
+      [](Communicator &c, int r) {
+        const Shape small = {1000}, large = {100000}; // 4 KB; 400 KB > ring
+        if (r == 0) {
+          Tensor a = input(1, small), b = input(2, large);
+          EXPECT_TRUE(c.trySend(view(a), 1, 1));
+          EXPECT_FALSE(c.trySend(view(b), 1, 2));
+          EXPECT_FALSE(c.trySend(view(a), 5, 3)); // no such member
+          ASSERT_TRUE(c.send(view(b), 1, 2).isOk());
+          ASSERT_TRUE(c.barrier().isOk());
+          return;
+        }
+        Tensor gotB(DType::F32, large), gotA(DType::F32, small);
+        ASSERT_TRUE(c.recv(view(gotB), 0, 2).isOk());
+        ASSERT_TRUE(c.recv(view(gotA), 0, 1).isOk());
+        expectSame(gotA, input(1, small), "the eager message");
+        expectSame(gotB, input(2, large), "the refused one, sent after");
+        ASSERT_TRUE(c.barrier().isOk());
+      },
+      ro);
+}
+
 TEST_F(ShmCommTest, RecvOfTheWrongSizeIsNamed) {
   RunOptions ro;
   ro.fallback = false;

@@ -142,6 +142,12 @@ public:
   /// Point-to-point with member `peer`; a send matches the recv of the same
   /// tag from this member. A send returns once `in` may be reused.
   virtual Status send(const TensorView &in, int peer, int64_t tag) = 0;
+  /// send(), if the transport takes the whole message now without waiting
+  /// for the peer (shm: its ring to `peer` has room); false: nothing was
+  /// sent, and send() is the way (also for any error it would report).
+  /// Not while another thread sends on this communicator. The default
+  /// sends nothing.
+  virtual bool trySend(const TensorView &in, int peer, int64_t tag);
   virtual Status recv(const TensorView &out, int peer, int64_t tag) = 0;
   /// Starts the recv of `tag` from `peer` into `out` and returns at once;
   /// `out` must stay valid, and nobody may touch it, until `req->wait()`
