@@ -412,7 +412,7 @@ def measure(args, tmp):
          "saturation_dim": (max(0.0, slope / sec_per_flop)
                             if sec_per_flop > 0 else 0.0),
          "overhead": overhead, "rates": {},
-         "lat": 5e-6, "link_bw": 5e9, "async_overhead": 0.0}
+         "lat": 5e-6, "link_bw": 5e9, "ar_bw": 5e9, "async_overhead": 0.0}
     _, f["sec_per_byte"] = fit(
         [float(n) * float(b) for n, b, _ in ew], list(ew.values()))
     n = args.ranks
@@ -443,12 +443,24 @@ def measure(args, tmp):
             diffs.append((asyn - sync) / CHAIN)
         f["async_overhead"] = max(0.0, statistics.median(diffs))
     # The bandwidth: collectives of four sizes back to back, each of
-    # latency x its sync points + its bytes / bandwidth (shm_terms).
+    # latency x its sync points + its bytes / bandwidth (shm_terms); the
+    # all_gathers and reduce_scatters give it, the all_reduces their own
+    # (all_reduce_bandwidth: they move their bytes faster than shm_terms'
+    # scaling to the ring says, 1.3-1.6x an all_gather's time of the same
+    # bytes on the 2-core VM where the scaling says 2x).
     terms = {k: shm_terms(k[0], 4.0 * k[1], n) for k in coll}
-    lat, spb = fit([terms[k][1] / terms[k][0] for k in coll],
-                   [t / terms[k][0] for k, t in coll.items()])
+    gs = [k for k in coll if k[0] != "ar"]
+    lat, spb = fit([terms[k][1] / terms[k][0] for k in gs],
+                   [coll[k] / terms[k][0] for k in gs])
     f["link_bw"] = 1.0 / spb
     f["lat"] = lat
+    ars = [k for k in coll if k[0] == "ar"]
+    f["ar_bw"] = f["link_bw"]
+    if len(ars) >= 2:
+        _, spb_ar = fit([terms[k][1] / terms[k][0] for k in ars],
+                        [coll[k] / terms[k][0] for k in ars])
+        if spb_ar > 0:
+            f["ar_bw"] = 1.0 / spb_ar
     if have_reference:
         ref, traced, sends = reference_collectives(args, tmp, n)
         f["rates"] = op_rates(traced, overhead)
@@ -463,19 +475,35 @@ def measure(args, tmp):
         # time beyond its bytes at that bandwidth (their median).
         if ref:
             f["lat"] = max(0.0, statistics.median(
-                (t - shm_terms(kind, whole, n)[1] / f["link_bw"]) /
+                (t - shm_terms(kind, whole, n)[1] /
+                 (f["ar_bw"] if kind == "ar" else f["link_bw"])) /
                 shm_terms(kind, whole, n)[0] for kind, whole, t in ref))
     return f
 
 
-def median_figures(rounds):
-    """Each figure's median over the rounds (an op's rate over the rounds
-    that measured it): a launch that the VM slowed moves no figure."""
-    out = {k: statistics.median(r[k] for r in rounds)
-           for k in rounds[0] if k != "rates"}
+# Figures that are times (lower: the machine at its fastest) and rates
+# (higher); the others (the saturation curve's D0) are shapes, their median.
+LOWER = {"sec_per_byte", "overhead", "lat", "async_overhead"}
+HIGHER = {"rate", "link_bw", "ar_bw"}
+
+
+def best_figures(rounds):
+    """Each speed figure at its fastest over the rounds, an op's rate over the
+    rounds that measured it; the others' median. This VM has slow and fast
+    spells minutes long (a round in a slow one: op overhead 0.25 us against
+    0.15, elementwise 24 GB/s against 28-30, every prediction 10-20 %
+    high), and the accuracy bench measures each configuration's fastest
+    launch: both sides at the machine's fastest."""
+    out = {}
+    for k in rounds[0]:
+        if k == "rates":
+            continue
+        values = [r[k] for r in rounds]
+        out[k] = (min(values) if k in LOWER else
+                  max(values) if k in HIGHER else statistics.median(values))
     kinds = set().union(*(r["rates"] for r in rounds))
-    out["rates"] = {k: statistics.median(r["rates"][k] for r in rounds
-                                         if k in r["rates"]) for k in kinds}
+    out["rates"] = {k: max(r["rates"][k] for r in rounds if k in r["rates"])
+                    for k in kinds}
     return out
 
 
@@ -488,8 +516,9 @@ def main():
                     help="ranks for intra_node.shared_latency, on fewer "
                          "cores (default: twice the cores, up to 8; 0: not "
                          "measured)")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="measurement rounds; each figure is their median "
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="measurement rounds; each speed figure is their "
+                         "fastest, the others their median "
                          "(one round's link bandwidth moved 2x between "
                          "runs of this VM)")
     ap.add_argument("--reference", default=REFERENCE,
@@ -508,7 +537,7 @@ def main():
                   "asynchronous overhead %.1f us" % (
                       r["rate"] / 1e9, r["lat"] * 1e6, r["link_bw"] / 1e9,
                       r["async_overhead"] * 1e6))
-    f = median_figures(rounds)
+    f = best_figures(rounds)
     rate, saturation_dim, sec_per_byte = (f["rate"], f["saturation_dim"],
                                           f["sec_per_byte"])
     overhead, lat, link_bw = f["overhead"], f["lat"], f["link_bw"]
@@ -532,7 +561,8 @@ def main():
         "devices_per_node": cores,
         "nodes": 1,
         "intra_node": {"kind": "shm", "latency": lat, "bandwidth": link_bw,
-                       "async_overhead": async_overhead},
+                       "async_overhead": async_overhead,
+                       "all_reduce_bandwidth": f["ar_bw"]},
         "inter_node": {"kind": "tcp", "latency": 5e-5, "bandwidth": 1.25e9},
     }
     shared = ""
@@ -547,11 +577,12 @@ def main():
             cfg["intra_node"]["shared_latency"] * 1e6, s)
     write_cluster(args.output, cfg, rates, cores)
     print("calibrate: matmul %.1f GFLOP/s (D0 %.1f), elementwise %.2f GB/s, op overhead "
-          "%.2f us, collectives' latency %.2f us and %.2f GB/s, asynchronous "
-          "overhead %.1f us (%d ranks)%s, %d kernels' rates, %d cores -> %s"
+          "%.2f us, collectives' latency %.2f us and %.2f GB/s (all_reduce "
+          "%.2f), asynchronous overhead %.1f us (%d ranks)%s, %d kernels' "
+          "rates, %d cores -> %s"
           % (rate / 1e9, saturation_dim, 1e-9 / sec_per_byte, overhead * 1e6,
-             lat * 1e6, link_bw / 1e9, async_overhead * 1e6, n, shared,
-             len(rates), cores, args.output))
+             lat * 1e6, link_bw / 1e9, f["ar_bw"] / 1e9, async_overhead * 1e6,
+             n, shared, len(rates), cores, args.output))
 
 
 def write_cluster(path, cfg, rates, cores):

@@ -100,6 +100,10 @@ std::vector<Field> getFields() {
                kSeconds, member, &LinkSpec::asyncOverhead, /*required=*/false);
     linkNumber(intra ? "intra_node.shared_latency" : "inter_node.shared_latency",
                kSeconds, member, &LinkSpec::sharedLatency, /*required=*/false);
+    linkNumber(intra ? "intra_node.all_reduce_bandwidth"
+                     : "inter_node.all_reduce_bandwidth",
+               kOptionalRate, member, &LinkSpec::allReduceBandwidth,
+               /*required=*/false);
   }
   return f;
 }
@@ -461,7 +465,9 @@ std::string printClusterFile(const ClusterSpec &c) {
        << "\n  latency: " << formatNumber(link->latency)
        << "\n  bandwidth: " << formatNumber(link->bandwidth)
        << "\n  async_overhead: " << formatNumber(link->asyncOverhead)
-       << "\n  shared_latency: " << formatNumber(link->sharedLatency) << "\n";
+       << "\n  shared_latency: " << formatNumber(link->sharedLatency)
+       << "\n  all_reduce_bandwidth: " << formatNumber(link->allReduceBandwidth)
+       << "\n";
   return text;
 }
 

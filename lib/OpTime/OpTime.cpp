@@ -93,9 +93,26 @@ double mlir::tessel::getComputeTime(Operation *op,
                           dim);
 }
 
+bool mlir::tessel::isViewAtRunTime(Operation *op) {
+  auto slice = dyn_cast<SliceOp>(op);
+  if (!slice)
+    return false;
+  auto in = dyn_cast<RankedTensorType>(slice.getInput().getType());
+  if (!in || in.getRank() != 1 || !in.hasStaticShape() ||
+      !in.getElementType().isIntOrFloat())
+    return false;
+  const int64_t count = slice.getLimits()[0] - slice.getStarts()[0];
+  if (slice.getStrides()[0] != 1 && count > 1)
+    return false;
+  const int64_t bytes = in.getElementType().getIntOrFloatBitWidth() / 8;
+  return bytes > 0 && (slice.getStarts()[0] * bytes) % 64 == 0;
+}
+
 double mlir::tessel::getOpTime(Operation *op, const cost::DeviceSpec &device) {
   if (isFreeAtRunTime(op))
     return 0.0;
+  if (isViewAtRunTime(op))
+    return device.opOverhead;
   if (!op->getNumRegions())
     return getComputeTime(op, device);
   // Nested regions (a fused or recomputed body) cost what they hold.

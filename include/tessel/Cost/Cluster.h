@@ -102,6 +102,12 @@ struct LinkSpec {
   /// that). bench/calibrate_cpu.py measures it on a reference model's
   /// oversubscribed steps.
   double sharedLatency = 0;
+  /// Bytes/s at which an all_reduce's bytes move over a shared-memory link,
+  /// where its staging (each member reduces its piece over every member's
+  /// buffer, then copies every piece) moves them at another rate than an
+  /// all_gather's or a reduce_scatter's; 0: `bandwidth`.
+  /// bench/calibrate_cpu.py fits it on its back-to-back all_reduces.
+  double allReduceBandwidth = 0;
 
   /// latency + bytes / bandwidth.
   double getTransferTime(double bytes) const;

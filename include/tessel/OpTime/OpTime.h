@@ -25,12 +25,18 @@ double getValueBytes(ValueRange values);
 /// Whether the runtime runs nothing for `op`: a weight, a constant (both
 /// bound once), a view, an op without tensor results.
 bool isFreeAtRunTime(Operation *op);
+/// Whether the runtime's buffer planner places `op`'s result inside its
+/// operand's bytes, so that the op copies nothing: a slice of a 1-D tensor
+/// by step 1 at a 64-byte aligned offset (a gradient sliced out of its
+/// all-reduced bucket; runtime/artifact's ArtifactBuilder, which also
+/// checks that nothing writes the operand afterwards).
+bool isViewAtRunTime(Operation *op);
 /// The seconds `op` (without regions) takes on `device`: a kernel the
 /// device has a measured rate for (DeviceSpec::opRates) by its elements,
 /// others on the roofline of their FLOPs and bytes.
 double getComputeTime(Operation *op, const ::tessel::cost::DeviceSpec &device);
-/// The seconds `op` takes on `device`: 0 when it is free, the sum of its
-/// body's ops when it holds regions.
+/// The seconds `op` takes on `device`: 0 when it is free, the op overhead
+/// alone for a view, the sum of its body's ops when it holds regions.
 double getOpTime(Operation *op, const ::tessel::cost::DeviceSpec &device);
 
 } // namespace mlir::tessel

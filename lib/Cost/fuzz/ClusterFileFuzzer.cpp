@@ -24,7 +24,9 @@ namespace {
 
 bool sameLink(const tessel::cost::LinkSpec &a, const tessel::cost::LinkSpec &b) {
   return a.kind == b.kind && a.latency == b.latency &&
-         a.bandwidth == b.bandwidth && a.asyncOverhead == b.asyncOverhead;
+         a.bandwidth == b.bandwidth && a.asyncOverhead == b.asyncOverhead &&
+         a.sharedLatency == b.sharedLatency &&
+         a.allReduceBandwidth == b.allReduceBandwidth;
 }
 } // namespace
 

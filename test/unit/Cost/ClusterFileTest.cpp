@@ -25,7 +25,7 @@ device:
   memory_bytes: 16e9
   memory_bandwidth: 1e11
   op_overhead: 1e-6
-intra_node: {kind: shm, latency: 2e-6, bandwidth: 5e9, shared_latency: 3e-5}
+intra_node: {kind: shm, latency: 2e-6, bandwidth: 5e9, shared_latency: 3e-5, all_reduce_bandwidth: 7e9}
 inter_node:
   kind: tcp
   latency: 5e-5
@@ -113,6 +113,8 @@ TEST(CostClusterFile, WriterRoundTrips) {
       parseClusterFile(printClusterFile(*full), "w.yaml");
   ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
   EXPECT_EQ(back->intraNode.sharedLatency, 3e-5);
+  EXPECT_EQ(back->intraNode.allReduceBandwidth, 7e9);
+  EXPECT_EQ(back->interNode.allReduceBandwidth, 0.0); // optional: bandwidth
 }
 
 // Measured kernel rates (device.op_rates, bench/calibrate_cpu.py): read,
@@ -248,6 +250,8 @@ TEST(CostClusterFile, RefusesBadInput) {
       {replace(full, "shared_latency: 3e-5", "shared_latency: -3e-5"),
        "intra_node.shared_latency is '-3e-5'; it must be a number in "
        "[0, 3600]"},
+      {replace(full, "all_reduce_bandwidth: 7e9", "all_reduce_bandwidth: -1"),
+       "intra_node.all_reduce_bandwidth is '-1'"},
       {replace(full, "nodes: 2", "nodes: 1.5"), "nodes is '1.5'"},
       {replace(full, "devices_per_node: 4", "devices_per_node: 0"),
        "devices_per_node is '0'; it must be a whole number in [1, 65536]"},
@@ -261,14 +265,16 @@ TEST(CostClusterFile, RefusesBadInput) {
        "bad.yaml:4: unknown key 'gpus'"},
       {replace(full, "  memory_bytes: 16e9\n", ""),
        "bad.yaml: missing device.memory_bytes"},
-      {replace(full, "inter_node:\n  kind: tcp\n  latency: 5e-5\n"
-                     "  bandwidth: 1.25e9\n",
+      {replace(full,
+               "inter_node:\n  kind: tcp\n  latency: 5e-5\n"
+               "  bandwidth: 1.25e9\n",
                ""),
        "bad.yaml: missing inter_node.kind"},
       {replace(full, "nodes: 2\n", "nodes: 2\nnodes: 3\n"),
        "bad.yaml:4: 'nodes' is given twice"},
-      {replace(full, "intra_node: {kind: shm, latency: 2e-6, bandwidth: 5e9, "
-                     "shared_latency: 3e-5}",
+      {replace(full,
+               "intra_node: {kind: shm, latency: 2e-6, bandwidth: 5e9, "
+               "shared_latency: 3e-5, all_reduce_bandwidth: 7e9}",
                "intra_node: 5e9"),
        "'intra_node' must be a mapping of its figures"},
       {replace(full, "peak_flops_f32: 1e12", "peak_flops_f32: [1e12]"),

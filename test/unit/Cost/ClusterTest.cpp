@@ -55,6 +55,18 @@ TEST(CostCluster, SharedMemoryCollectivesMeetOnceOrTwiceAtAnySize) {
   // all_to_all goes to the fallback's ring: 3 steps of (10 us + 1 ms).
   EXPECT_NEAR(getCollectiveTime(Collective::AllToAll, 4e6, 4, shm),
               3 * (1e-5 + 1e-3), 1e-12);
+  // A measured all_reduce bandwidth (2 GB/s) moves the all_reduce's bytes
+  // alone: 2 sync points and 4 MB / 2 GB/s; the others stay.
+  shm.allReduceBandwidth = 2e9;
+  EXPECT_NEAR(getCollectiveTime(Collective::AllReduce, 4e6, 4, shm),
+              2e-5 + 2e-3, 1e-12);
+  EXPECT_NEAR(getCollectiveTime(Collective::AllGather, 4e6, 4, shm),
+              1e-5 + 5e6 / 3e9, 1e-12);
+  // Over TCP it is not read: a ring's all_reduce.
+  ring.allReduceBandwidth = 2e9;
+  shm.allReduceBandwidth = 0;
+  EXPECT_NEAR(getCollectiveTime(Collective::AllReduce, 4e6, 2, ring),
+              getCollectiveTime(Collective::AllReduce, 4e6, 2, shm), 1e-12);
 }
 
 TEST(CostCluster, OneRankOrNoBytesCostNothing) {
