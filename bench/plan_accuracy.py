@@ -134,7 +134,7 @@ def main():
                          "many times more each (0: don't)")
     ap.add_argument("--only", default="")
     ap.add_argument("--csv", action="store_true")
-    ap.add_argument("--repeat", type=int, default=3,
+    ap.add_argument("--repeat", type=int, default=5,
                     help="launches per configuration, in rounds over a "
                          "model's configurations; the lowest median counts "
                          "(other work on the machine only adds time)")
