@@ -1,5 +1,6 @@
 //===- SourceModel.cpp - The ONNX model a trained one is written into -----===//
 #include "tessel/Import/SourceModel.h"
+#include "ExporterMetadata.h"
 #include "ExternalData.h"
 
 #include "onnx/onnx_pb.h"
@@ -34,6 +35,27 @@ Error writeSourceModel(StringRef modelPath, const StringSet<> &trained,
     return fail(modelPath + ": not an ONNX model");
   onnx::GraphProto *g = model.mutable_graph();
   StringSet<> found;
+  // Parameters the exporter merged into one initializer because their
+  // contents were equal (a fresh model's RMSNorm weights, all ones): the
+  // importer trained each apart, by the name its readers' FX nodes give
+  // (ExporterMetadata::mergedParameter), so each reader reads its own
+  // again, which tessel-run appends.
+  detail::ExporterMetadata meta;
+  if (!meta.read(model) && meta.present()) {
+    StringSet<> initializers;
+    for (const onnx::TensorProto &t : g->initializer())
+      initializers.insert(t.name());
+    for (onnx::NodeProto &n : *g->mutable_node())
+      for (int i = 0; i < n.input_size(); ++i) {
+        if (!initializers.contains(n.input(i)))
+          continue;
+        std::optional<std::string> own = meta.mergedParameter(n, n.input(i));
+        if (own && *own != n.input(i) && trained.contains(*own)) {
+          n.set_input(i, *own);
+          found.insert(*own);
+        }
+      }
+  }
   // Initializers: trained ones go (tessel-run appends them), the others
   // travel with the artifact inside it: one in external data (the default
   // exporter writes every large one there) is read in, confined to the

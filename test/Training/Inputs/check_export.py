@@ -31,7 +31,14 @@ def inits(model):
 
 def weights(trained_path, source_path, ckpt):
     trained, source = onnx.load(trained_path), onnx.load(source_path)
-    onnx.checker.check_model(trained)
+    if trained.ir_version <= onnx.IR_VERSION:
+        onnx.checker.check_model(trained)
+    else:
+        # The source's own IR (torch 2.15's exporter writes 10) is newer
+        # than this onnx's checker knows; the loss check below runs it.
+        assert trained.ir_version == source.ir_version
+        print("onnx.checker skipped: IR version %d, this onnx knows %d" % (
+            trained.ir_version, onnx.IR_VERSION))
     got, src = inits(trained), inits(source)
     for name, value in src.items():
         assert name in got, "initializer %s is missing" % name
@@ -52,13 +59,25 @@ def weights(trained_path, source_path, ckpt):
             "%s differs from the checkpoint" % state
         checked += 1
         before = src.get(name)
-        if before is None:
+        if before is None and any(name in n.output
+                                  for n in source.graph.node):
             # A parameter PyTorch's exporter made an Identity of a shared
             # initializer: that node is gone, its output an initializer now.
             node = [n for n in source.graph.node if name in n.output]
             assert len(node) == 1 and node[0].op_type == "Identity", name
             assert all(name not in n.output for n in trained.graph.node), name
             before = src[node[0].input[0]]
+        elif before is None:
+            # A parameter the exporter merged into an initializer of equal
+            # contents: its readers read it by its own name now, where they
+            # read that initializer.
+            readers = [n for n in trained.graph.node if name in n.input]
+            by_name = {n.name: n for n in source.graph.node}
+            merged = {by_name[r.name].input[list(r.input).index(name)]
+                      for r in readers}
+            assert readers and len(merged) == 1 and merged <= set(src), \
+                (name, merged)
+            before = src[merged.pop()]
         changed += not np.array_equal(before, got[name])
     params = [s for s in states
               if not s.startswith(("exp_avg", "momentum_buffer", "optimizer."))]
