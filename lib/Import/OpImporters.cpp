@@ -989,7 +989,12 @@ LogicalResult importSplit(NodeContext &c) {
     int64_t parts = c.getInt("num_outputs", n);
     if (parts <= 0)
       return c.error("num_outputs must be positive");
-    int64_t piece = (dim + parts - 1) / parts;
+    if (parts != int64_t(n))
+      return c.error("num_outputs " + Twine(parts) + " for " + Twine(n) +
+                     " outputs");
+    if (dim < 0)
+      return c.error("dim " + Twine(*axis) + " has no static size");
+    int64_t piece = dim / parts + (dim % parts != 0);
     if (!c.getAttr("num_outputs") && dim % parts)
       return c.error("dim " + Twine(*axis) + " (" + Twine(dim) +
                      ") does not split evenly into " + Twine(parts));
@@ -999,7 +1004,16 @@ LogicalResult importSplit(NodeContext &c) {
   if (sizes.size() != n)
     return c.error(Twine(sizes.size()) + " split sizes for " + Twine(n) +
                    " outputs");
-  if (std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim)
+  // Summed without overflow: every size in [0, what is left of dim].
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0 || s > dim - total) {
+      total = -1;
+      break;
+    }
+    total += s;
+  }
+  if (total != dim)
     return c.error("split sizes " + formatShape(sizes) +
                    " do not add up to dim " + Twine(*axis) + " (" + Twine(dim) +
                    ")");
