@@ -265,8 +265,9 @@ std::function<Status()> Collectives::step(const Program &p, size_t index,
     };
   }
   // In order behind the asynchronous ones and the sends (one thread drives
-  // the communicator).
-  return [t, run] { return t->wait(t->submit(run)); };
+  // the communicator); with nothing queued there, in place, without the
+  // two hand-overs.
+  return [t, run] { return t->idle() ? run() : t->wait(t->submit(run)); };
 }
 
 std::function<Status()> Collectives::direct(const Program &p, const Op &op,

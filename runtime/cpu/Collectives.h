@@ -27,10 +27,12 @@ public:
   Status init(const Program &program, Communicator *comm, bool overlap = true);
   /// The step of collective, point-to-point or wait instruction `index`.
   /// With a communication thread (the program has sends, or `wait`s to
-  /// overlap), every collective runs on it in program order; overlapping,
-  /// one that a `wait` names runs there asynchronously until that wait. A
-  /// send hands a copy of its operand to the thread. A recv waits for the
-  /// receive post() posted.
+  /// overlap), every collective runs in program order behind what is
+  /// queued there (in place when nothing is); overlapping, one that a
+  /// `wait` names runs there asynchronously until that wait. A send goes
+  /// from here when the transport takes it at once and nothing is queued,
+  /// else it hands a copy of its operand to the thread. A recv waits for
+  /// the receive post() posted.
   std::function<Status()> step(const Program &program, size_t index,
                                const std::vector<void *> &ptrs);
   /// Waits for every queued collective (after a failed step: they may
