@@ -490,12 +490,12 @@ HIGHER = {"rate", "link_bw", "ar_bw"}
 
 
 def best_figures(rounds):
-    """Each speed figure at its fastest over the rounds, an op's rate over the
-    rounds that measured it; the others' median (LOWER, HIGHER). This VM has slow and fast
-    spells minutes long (a round in a slow one: op overhead 0.25 us against
-    0.15, elementwise 24 GB/s against 28-30, every prediction 10-20 %
-    high), and the accuracy bench measures each configuration's fastest
-    launch: both sides at the machine's fastest."""
+    """Each speed figure (LOWER, HIGHER) at its fastest over the rounds, an
+    op's rate over the rounds that measured it; the others' median. This VM
+    has slow and fast spells minutes long (a round in a slow one: op
+    overhead 0.25 us against 0.15, elementwise 24 GB/s against 28-30, every
+    prediction 10-20 % high), and the accuracy bench measures each
+    configuration's fastest launch: both sides at the machine's fastest."""
     out = {}
     for k in rounds[0]:
         if k == "rates":

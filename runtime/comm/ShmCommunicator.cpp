@@ -635,12 +635,7 @@ public:
       return fallback->send(in, peer, tag);
     }
     TSL_RETURN_IF_ERROR(checkPeer(peer, tag, size(), me, "send to"));
-    if (in.bytes() == 0)
-      return Status::ok();
-    const std::string what = "send to rank " + std::to_string(members[peer]);
-    MessageHeader h{tag, static_cast<uint64_t>(in.bytes())};
-    TSL_RETURN_IF_ERROR(moveRing(kSend, peer, &h, sizeof h, what));
-    return moveRing(kSend, peer, in.data, in.bytes(), what);
+    return in.bytes() == 0 ? Status::ok() : writeMessage(in, peer, tag);
   }
   /// Written into the ring to `peer` if the ring has room for the whole
   /// message (header and bytes) now.
@@ -654,11 +649,8 @@ public:
     const uint64_t read = both[1].bytes.load(std::memory_order_acquire);
     if (kChannelBytes - (written - read) < sizeof(MessageHeader) + in.bytes())
       return false;
-    // Room for all of it: moveRing does not wait.
-    const std::string what = "send to rank " + std::to_string(members[peer]);
-    MessageHeader h{tag, static_cast<uint64_t>(in.bytes())};
-    return moveRing(kSend, peer, &h, sizeof h, what).isOk() &&
-           moveRing(kSend, peer, in.data, in.bytes(), what).isOk();
+    // Room for all of it: the write does not wait.
+    return writeMessage(in, peer, tag).isOk();
   }
   /// The next message of `tag` from `peer`: one read aside before, or the
   /// ring's, reading the messages of other tags before it aside.
@@ -1000,6 +992,15 @@ private:
     end.seq.fetch_add(1, std::memory_order_seq_cst);
     if (end.waiters.load(std::memory_order_seq_cst))
       futexWake(&end.seq);
+  }
+
+  /// Writes message (tag, in) into the ring to `peer`: its header, then its
+  /// bytes, each as space frees up.
+  Status writeMessage(const TensorView &in, int peer, int64_t tag) {
+    const std::string what = "send to rank " + std::to_string(members[peer]);
+    MessageHeader h{tag, static_cast<uint64_t>(in.bytes())};
+    TSL_RETURN_IF_ERROR(moveRing(kSend, peer, &h, sizeof h, what));
+    return moveRing(kSend, peer, in.data, in.bytes(), what);
   }
 
   /// Waits until `ready()`, `other` being the peer's end of the ring: spins

@@ -21,9 +21,10 @@ public:
   /// program uses, in canonical order.
   /// `overlap`: run the collectives that `wait`s name on a communication
   /// thread until their wait (else every collective runs in place and
-  /// waits do nothing). Sends always go through the thread (from a copy):
-  /// a send into a full ring or socket must not hold up the rank, whose
-  /// receives would then never drain its peer's sends.
+  /// waits do nothing). A program with sends has the thread regardless: a
+  /// send the transport cannot take at once (a full ring or socket) goes
+  /// from there, so that it never holds up the rank, whose receives drain
+  /// its peer's sends.
   Status init(const Program &program, Communicator *comm, bool overlap = true);
   /// The step of collective, point-to-point or wait instruction `index`.
   /// With a communication thread (the program has sends, or `wait`s to
