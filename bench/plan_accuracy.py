@@ -30,6 +30,7 @@ import tempfile
 import numpy as np
 
 import benchlib
+from calibrate_cpu import REFERENCE, reference_ids
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -116,9 +117,7 @@ class Probe:
         self.best = None
         self.launches = self.fast = 0
         self.art = os.path.join(tmp, "probe.tsl")
-        self.data = os.path.join(tmp, "probe-ids.npy")
-        rng = np.random.default_rng(0)
-        np.save(self.data, rng.integers(0, 128, (30, 2, 17)).astype(np.int64))
+        self.data = reference_ids(tmp)
         c = run([args.tesselc, args.probe, "--train", "--mesh",
                  "dp=%d" % self.RANKS, "--plan=dp", "--predict", "--cluster",
                  args.cluster_file, "-o", self.art])
@@ -214,8 +213,7 @@ def main():
                     help="launches per configuration, in rounds over a "
                          "model's configurations; the lowest median counts "
                          "(other work on the machine only adds time)")
-    ap.add_argument("--probe", default=os.path.join(
-        HERE, "..", "test", "models", "zoo", "gpt_neox", "leg", "model.onnx"),
+    ap.add_argument("--probe", default=REFERENCE,
                     help="the model whose data-parallel step tells the "
                          "machine's state on either side of each launch "
                          "(\"\": none)")
@@ -230,6 +228,8 @@ def main():
     if args.probe_tries < 1:
         sys.exit("plan_accuracy.py: --probe-tries %d: at least 1" %
                  args.probe_tries)
+    if args.probe and not os.path.isfile(args.probe):
+        sys.exit("plan_accuracy.py: --probe %s: no such file" % args.probe)
     args.steps_of = {}
     benchlib.run_ahead_of_background_work()
     tmp = tempfile.mkdtemp(prefix="plan-accuracy-")
@@ -294,8 +294,7 @@ def main():
                 meas, spread, why = measured[art]
                 rows.append((model, name, ranks, pred, meas, spread,
                              note if meas is not None else "no run: " + why))
-            duel = auto_duel(args, model, ranks, compiled, measured, data,
-                             probe)
+            duel = auto_duel(args, model, ranks, compiled, measured, data)
             if duel:
                 duels.append(duel)
     report(rows, args.csv)
@@ -319,7 +318,7 @@ def same_plan(chosen, ranks):
     return None
 
 
-def auto_duel(args, model, ranks, compiled, measured, data, probe):
+def auto_duel(args, model, ranks, compiled, measured, data):
     """Where --plan=auto's choice measured slower than the best configuration,
     the two again, launched alternately --duel times each: the same machine
     spell for both, so that what remains is the plans' difference. Returns
