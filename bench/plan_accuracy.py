@@ -127,8 +127,7 @@ class Probe:
                      "compile: %s" % (args.probe, self.RANKS,
                                       benchlib.first_error(c.stdout + c.stderr)))
         # About a quarter of a measured launch.
-        args.steps_of[self.art] = max(args.steps, int(
-            args.seconds * 250.0 / pred))
+        args.steps_of[self.art] = steps_for(args, 4.0 * pred)
         for _ in range(3):
             self.last = self.check()
 
@@ -148,9 +147,10 @@ class Probe:
         before = self.last
         out = launch_once()
         self.last = self.check()
+        fast = before and self.last
         self.launches += 1
-        self.fast += before and self.last
-        return out, before and self.last
+        self.fast += fast
+        return out, fast
 
 
 def measure_all(args, arts, ranks, data, probe):
@@ -187,9 +187,9 @@ def measure_all(args, arts, ranks, data, probe):
         if art in failed:
             out[art] = (None, None, failed[art])
         else:
-            lo = min(fast[art] or medians[art])
-            out[art] = (lo, 100.0 * (max(medians[art]) - min(medians[art])) /
-                        min(medians[art]), "")
+            lowest = min(medians[art])
+            out[art] = (min(fast[art] or medians[art]),
+                        100.0 * (max(medians[art]) - lowest) / lowest, "")
     return out
 
 
