@@ -2,11 +2,12 @@
 //
 // Enumerates the configurations a training step can take on --devices N:
 // every mesh dp x tp x pp = N, ZeRO 0, 2 or 3 over dp, microbatches for a
-// pipeline (p, 2p, 4p), activation recomputation where memory needs it; each
-// is compiled to its partitioned program by the driver itself (the hybrid
-// plugin's options: Megatron's tp, --stages auto's cut) and predicted by
-// TesselPredict on --cluster. The fastest that fits --memory-per-device (or
-// the device's memory) is compiled as asked. docs/auto-plan.md.
+// pipeline (p, 2p, 4p, and the powers of two below p), activation
+// recomputation where memory needs it; each is compiled to its partitioned
+// program by the driver itself (the hybrid plugin's options: Megatron's tp,
+// --stages auto's cut) and predicted by TesselPredict on --cluster. The
+// fastest that fits --memory-per-device (or the device's memory) is compiled
+// as asked. docs/auto-plan.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +71,23 @@ struct Candidate {
     return s;
   }
 };
+
+/// The microbatch counts tried for a pipeline of `pp` stages: p, 2p and 4p
+/// (a 1F1B step's bubble is (p - 1) / (m + p - 1) of it), and the powers of
+/// two from 2 below p, for a batch too small to split p ways (a batch of 2
+/// on pp=4 still pipelines two microbatches, and on a CPU a tiny model's
+/// stages may win over its tensor-parallel collectives). Counts the batch
+/// does not divide fail to compile and are listed as such.
+std::vector<int> microbatchCounts(int64_t pp) {
+  if (pp <= 1)
+    return {1};
+  std::vector<int> counts;
+  for (int64_t m = 2; m < pp; m *= 2)
+    counts.push_back(int(m));
+  for (int64_t k : {1, 2, 4})
+    counts.push_back(int(k * pp));
+  return counts;
+}
 
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> d;
@@ -157,9 +175,7 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
     for (int64_t tp : divisors(n / pp)) {
       const int64_t dp = n / pp / tp;
       for (int zero : dp > 1 ? std::vector<int>{0, 2, 3} : std::vector<int>{0})
-        for (int mb : pp > 1 ? std::vector<int>{int(pp), int(2 * pp),
-                                                int(4 * pp)}
-                             : std::vector<int>{1}) {
+        for (int mb : microbatchCounts(pp)) {
           Candidate c;
           c.dp = dp, c.tp = tp, c.pp = pp, c.zero = zero, c.microbatches = mb;
           candidates.push_back(c);
