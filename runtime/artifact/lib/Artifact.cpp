@@ -6,6 +6,9 @@
 #include "artifact.pb.h"
 #include "tessel/support/Checked.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -198,10 +201,20 @@ Status Artifact::checkFiles(const std::string &prefix) const {
   return Status::ok();
 }
 
+bool serializeDeterministic(const google::protobuf::MessageLite &msg,
+                            std::string &out) {
+  out.clear();
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  return msg.SerializeToCodedStream(&coded) && !coded.HadError();
+}
+
 std::string sealManifest(const artifact::Manifest &m) {
   artifact::Manifest copy = m;
   copy.clear_manifest_crc32c();
-  std::string bytes = copy.SerializeAsString();
+  std::string bytes;
+  serializeDeterministic(copy, bytes);
   uint32_t crc = crc32c(bytes.data(), bytes.size());
   bytes += static_cast<char>(kManifestCrcTag);
   for (int i = 0; i < 4; ++i)

@@ -424,7 +424,7 @@ Status ArtifactBuilder::write(const std::string &dir) {
       w.set_end(e.end);
     }
     std::string progBytes;
-    if (!pb.prog->SerializeToString(&progBytes))
+    if (!serializeDeterministic(*pb.prog, progBytes))
       return Status::error(dir + ": rank " + std::to_string(r) +
                            ": program serialisation failed (over 2 GB?)");
     artifact::RankEntry *re = m.add_ranks();

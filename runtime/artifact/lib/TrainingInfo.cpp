@@ -2,6 +2,7 @@
 #include "tessel/runtime/TrainingInfo.h"
 
 #include "artifact.pb.h"
+#include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/MappedFile.h"
 
 #include <sys/stat.h>
@@ -12,7 +13,7 @@ Status writeTrainingInfo(const std::string &artifactDir,
                          const artifact::TrainingInfo &info) {
   const std::string path = artifactDir + "/" + kTrainingInfoFile;
   std::string bytes;
-  if (!info.SerializeToString(&bytes))
+  if (!serializeDeterministic(info, bytes))
     return Status::error("cannot serialise " + path);
   return writeBytesSynced(path, bytes);
 }

@@ -15,6 +15,10 @@
 #include <utility>
 #include <vector>
 
+namespace google::protobuf {
+class MessageLite;
+} // namespace google::protobuf
+
 namespace tessel::artifact {
 class Manifest;
 class Program;
@@ -88,6 +92,14 @@ private:
 
 /// CRC-32C (Castagnoli) of `size` bytes, continuing from `crc` (0 to start).
 uint32_t crc32c(const void *data, size_t size, uint32_t crc = 0);
+
+/// `msg`'s bytes with its map fields in key order (an op's attributes):
+/// protobuf orders a map by a hash it seeds per process, so the same
+/// compilation would write other bytes, and other checksums, each time.
+/// False where it does not serialise (over 2 GB). Every file of an artifact
+/// is written so.
+bool serializeDeterministic(const google::protobuf::MessageLite &msg,
+                            std::string &out);
 
 /// The bytes of manifest.pb for `m`: its serialisation (manifest_crc32c
 /// cleared), then manifest_crc32c, the CRC-32C of those bytes, as the last
