@@ -28,9 +28,9 @@ compiled, timed per instruction (--trace), and fitted by least squares:
   - intra_node.shared_latency (with --shared-ranks S, by default twice the
     cores up to 8): the reference model's tensor-parallel step on S ranks
     sharing the cores (its lowest launch, launched in every round) against
-    its prediction; the seconds per sync point
-    that make the two agree (a rank's switch to the other rank of its core
-    and back, the caches refilled).
+    its prediction; the seconds per sync point that make the two agree (a
+    rank's switch to the other rank of its core and back, the caches
+    refilled).
 
 usage: calibrate_cpu.py --tesselc BIN --tessel-run BIN -o cpu.yaml [--ranks N]
 """
@@ -536,7 +536,8 @@ def main():
     s = args.shared_ranks
     if s is None:
         s = 2 * cores if 2 * cores <= 8 else 0
-    shared = s > cores and args.reference and os.path.isfile(args.reference)
+    shared = bool(s > cores and args.reference and
+                  os.path.isfile(args.reference))
     with tempfile.TemporaryDirectory() as tmp:
         rounds, shared_steps = [], []
         if shared:
@@ -627,9 +628,10 @@ SHARED_STEPS = 300
 def shared_step_command(args, tmp, ranks):
     """tessel-run's command for the reference model's tensor-parallel step
     on `ranks` ranks: what shared_latency fits. SHARED_STEPS steps a launch,
-    about half a second, as the accuracy bench's launches run (30 steps, 40
-    ms, had caught the cores' fast moments alone: 0.97 ms in one round, 1.3-1.5
-    in the others)."""
+    about half a second, as long as the accuracy bench's launches run, so
+    that the lowest launch medians on both sides are of the same kind (a
+    30-step launch, 40 ms, can fall wholly in one of the cores' fast
+    moments)."""
     art = os.path.join(tmp, "shared-tp-run.tsl")
     run([args.tesselc, args.reference, *SHARED_FLAGS, "--mesh",
          "tp=%d" % ranks, "-o", art])
@@ -663,6 +665,7 @@ def shared_latency(args, tmp, cfg, rates, cores, ranks, best):
     if y1 <= y0:
         return 0.0
     return min(3600.0, max(0.0, x0 + (best - y0) * (x1 - x0) / (y1 - y0)))
+
 
 if __name__ == "__main__":
     main()
