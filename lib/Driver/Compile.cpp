@@ -178,6 +178,11 @@ private:
     return mlir::success();
   }
   bool training() const { return o.train || o.emit == Emit::Autodiff; }
+  /// --predict without -o (or another --emit): the prediction is the
+  /// result, no artifact is written and no weight's bytes read.
+  bool predictOnly() const {
+    return o.predict && o.emit == Emit::Artifact && o.output.empty();
+  }
   bool hasMesh() { return !(*module).getOps<mlir::tessel::MeshOp>().empty(); }
 
   mlir::MLIRContext &context;
@@ -217,7 +222,8 @@ Expected<CompileResult> Compilation::run() {
   makeReports();
   if (Error err = predict())
     return std::move(err);
-  if (Error err = o.emit == Emit::Artifact ? exportArtifact()
+  if (Error err = predictOnly()              ? Error::success()
+                  : o.emit == Emit::Artifact ? exportArtifact()
                   : o.emit == Emit::Plan   ? emitPlan()
                   : o.emit == Emit::Onnx   ? Error::success()
                                            : emitIr())
@@ -264,7 +270,9 @@ Error Compilation::checkOptions() {
 
   // The artifact's directory first: an unusable -o fails before any work.
   out = o.output;
-  if (o.emit == Emit::Artifact) {
+  if (predictOnly()) {
+    // --predict alone writes nothing: it needs no weight's bytes.
+  } else if (o.emit == Emit::Artifact) {
     if (out.empty()) {
       SmallString<128> path(o.input);
       sys::path::replace_extension(path, "tsl");
@@ -711,9 +719,13 @@ Error Compilation::configurePipeline(mlir::tessel::TrainingOptions &t) {
         return err;
       chunks = hybrid->chunks;
     }
-    if (ppSize > 1 && stageRules.empty() && stages.empty())
-      stages = "auto";
   }
+  // A pp axis without stage rules is cut by --stages auto; one of size 1
+  // without any is no pipeline (the mesh's pp=1, as hybrid:pp=1 is).
+  if (ppSize > 1 && stageRules.empty() && stages.empty())
+    stages = "auto";
+  if (ppSize == 1 && stageRules.empty() && stages.empty() && schedule.empty())
+    return Error::success();
   if (ppSize == 0) {
     if (!stageRules.empty())
       return fail("the plan has stage rules but the mesh no 'pp' axis (e.g. "
@@ -1040,13 +1052,29 @@ Error Compilation::exportArtifact() {
       error = "no data for this weight in the model";
       return mlir::failure();
     }
-    auto bytes = table.getData(*info);
-    if (!bytes) {
-      error = toString(bytes.takeError());
+    // External data is read a window at a time when the artifact is
+    // written, never mapped whole (docs/scale.md); shapes-only weights fail
+    // there, naming the weight.
+    if (info->shapesOnly) {
+      error = toString(table.getData(*info).takeError());
       return mlir::failure();
     }
-    return mlir::tessel::WeightData{bytes->data(), bytes->size(),
-                                    SmallVector<int64_t>(info->shape)};
+    mlir::tessel::WeightData data;
+    data.size = info->getNumBytes();
+    data.shape.assign(info->shape.begin(), info->shape.end());
+    if (!info->isExternal()) {
+      data.data = info->bytes.data();
+      return data;
+    }
+    data.read = [&table, info](uint64_t offset, size_t size, char *dst,
+                               std::string &why) {
+      if (llvm::Error err = table.read(*info, offset, size, dst)) {
+        why = toString(std::move(err));
+        return false;
+      }
+      return true;
+    };
+    return data;
   };
   StringRef dir = artifactDir->tempPath();
   mlir::tessel::ExportOptions artifactOptions;

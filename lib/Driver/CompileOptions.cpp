@@ -72,7 +72,8 @@ ArrayRef<CompileFlag> getCompileFlags() {
       {"predict", &O::predict, C::Sharding, "",
        "Print the step's predicted time (compute, exposed communication, "
        "pipeline bubble), achieved FLOP/s and peak memory per rank on "
-       "--cluster, without running it (docs/auto-plan.md)"},
+       "--cluster, without running it (docs/auto-plan.md); alone it writes "
+       "nothing and reads no weight's bytes (with -o, the artifact too)"},
       {"cluster", &O::cluster, C::Sharding, "NAME|FILE.yaml",
        "The devices and links --predict costs on: a built-in (a100, h100, "
        "h200: DGX nodes of 8; cpu: nominal CPU cores) or a cluster file "

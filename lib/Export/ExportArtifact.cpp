@@ -172,39 +172,101 @@ SmallVector<StringRef> axisNames(ArrayAttr axes) {
   return out;
 }
 
-/// Copies the block [starts, starts + sizes) of a row-major tensor; elements
-/// past the tensor's end (the pad of a padded shard) are zero.
-std::string extractBlock(const char *src, ArrayRef<int64_t> shape,
-                         size_t elemSize, ArrayRef<int64_t> starts,
-                         ArrayRef<int64_t> sizes) {
-  int64_t rank = shape.size();
-  int64_t count = 1;
+/// Streams the block [starts, starts + sizes) of a view of a row-major
+/// tensor of `shape` (the view: the box [origin, origin + view) of it, a
+/// piece of a fused parameter, or the whole) to `sink`, in runs that are
+/// contiguous in the source, read a window at a time: no block is ever
+/// held whole. Elements past the view's end (the pad of a padded shard)
+/// are zero.
+rt::Status streamBlock(const WeightData &src, ArrayRef<int64_t> shape,
+                       size_t elemSize, ArrayRef<int64_t> origin,
+                       ArrayRef<int64_t> view, ArrayRef<int64_t> starts,
+                       ArrayRef<int64_t> sizes, StringRef weightName,
+                       const rt::ProgramBuilder::ByteSink &sink) {
+  const int64_t rank = shape.size();
+  if (rank == 0)
+    return src.data ? sink(src.data, elemSize) : [&] {
+      std::string one(elemSize, '\0'), error;
+      if (!src.read(0, elemSize, one.data(), error))
+        return rt::Status::error("weight '" + weightName.str() + "': " +
+                                 error);
+      return sink(one.data(), elemSize);
+    }();
   for (int64_t s : sizes)
-    count *= s;
-  std::string out(count * elemSize, '\0');
-  if (count == 0)
-    return out;
+    if (s == 0)
+      return rt::Status::ok();
   SmallVector<int64_t> strides(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * shape[d + 1];
-  SmallVector<int64_t> idx(rank, 0);
-  for (int64_t n = 0; n < count; ++n) {
-    bool inside = true;
-    int64_t off = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      int64_t g = starts[d] + idx[d];
-      inside &= g < shape[d];
-      off += g * strides[d];
+  // The run dim k: every dim after it is whole in the source, the view and
+  // the block, so a run covers sizes[k] rows of `inner` elements.
+  int64_t k = rank - 1;
+  while (k > 0 && starts[k] == 0 && sizes[k] == view[k] && origin[k] == 0 &&
+         view[k] == shape[k])
+    --k;
+  int64_t inner = 1;
+  for (int64_t d = k + 1; d < rank; ++d)
+    inner *= shape[d];
+  constexpr size_t kWindow = size_t(4) << 20;
+  static const char zeros[1 << 16] = {};
+  std::string window;
+  std::string error;
+  auto zeroFill = [&](uint64_t bytes) -> rt::Status {
+    while (bytes) {
+      size_t n = std::min<uint64_t>(bytes, sizeof(zeros));
+      TSL_RETURN_IF_ERROR(sink(zeros, n));
+      bytes -= n;
     }
-    if (inside)
-      std::memcpy(&out[n * elemSize], src + off * elemSize, elemSize);
-    for (int64_t d = rank - 1; d >= 0; --d) {
+    return rt::Status::ok();
+  };
+  auto copy = [&](uint64_t elemOffset, uint64_t bytes) -> rt::Status {
+    uint64_t at = elemOffset * elemSize;
+    if (at + bytes > src.size)
+      return rt::Status::error("weight '" + weightName.str() +
+                               "': a block reaches past its data");
+    if (src.data)
+      return sink(static_cast<const char *>(src.data) + at, bytes);
+    while (bytes) {
+      size_t n = std::min<uint64_t>(bytes, kWindow);
+      window.resize(n);
+      if (!src.read(at, n, window.data(), error))
+        return rt::Status::error("weight '" + weightName.str() + "': " +
+                                 error);
+      TSL_RETURN_IF_ERROR(sink(window.data(), n));
+      at += n;
+      bytes -= n;
+    }
+    return rt::Status::ok();
+  };
+  // Over every index of the dims before k, major to minor.
+  SmallVector<int64_t> idx(k, 0);
+  while (true) {
+    bool outside = false;
+    uint64_t off = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t g = starts[d] + idx[d];
+      outside |= g >= view[d];
+      off += (origin[d] + g) * strides[d];
+    }
+    int64_t have = outside ? 0
+                           : std::clamp<int64_t>(view[k] - starts[k], 0,
+                                                 sizes[k]);
+    if (have)
+      TSL_RETURN_IF_ERROR(copy(off + (origin[k] + starts[k]) * strides[k],
+                               uint64_t(have) * inner * elemSize));
+    if (have < sizes[k])
+      TSL_RETURN_IF_ERROR(
+          zeroFill(uint64_t(sizes[k] - have) * inner * elemSize));
+    int64_t d = k - 1;
+    for (; d >= 0; --d) {
       if (++idx[d] < sizes[d])
         break;
       idx[d] = 0;
     }
+    if (d < 0)
+      break;
   }
-  return out;
+  return rt::Status::ok();
 }
 
 /// The block of a tensor of `globalShape` that `rank` holds under `spec`.
@@ -690,19 +752,16 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
     return w.emitOpError() << "weight \"" << w.getName() << "\" has "
                            << data->size << " bytes, its shape needs "
                            << count * elem;
-  SmallVector<int64_t> shape(data->shape);
-  std::string sliced;
-  const char *bytes = static_cast<const char *>(data->data);
+  // The view of the data this weight is: a piece of a fused parameter
+  // (`tessel.source_slice`), or the whole.
+  const SmallVector<int64_t> global(data->shape);
+  SmallVector<int64_t> origin(global.size(), 0), shape(global);
   std::string name = mlir::tessel::weightStorageName(w);
   if (auto src = w->getAttrOfType<DenseI64ArrayAttr>(
           TesselDialect::kSourceSliceAttrName)) {
     int64_t d = src[0];
-    SmallVector<int64_t> starts(shape.size(), 0), sizes(shape);
-    starts[d] = src[1];
-    sizes[d] = src[2] - src[1];
-    sliced = extractBlock(bytes, shape, elem, starts, sizes);
-    bytes = sliced.data();
-    shape = sizes;
+    origin[d] = src[1];
+    shape[d] = src[2] - src[1];
   }
   auto spec = w->getAttrOfType<TensorShardingAttr>(
       TesselDialect::kGlobalShardingAttrName);
@@ -722,10 +781,27 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
                            << "\": this rank's block of its data does not have "
                               "the weight's type "
                            << t;
-  std::string block = extractBlock(bytes, shape, elem, starts, sizes);
-  buffers[w] = assigned
-                   ? program.addState(name, *dt, toShape(t), block.data())
-                   : program.addWeight(name, *dt, toShape(t), block.data());
+  // The block streams from the model's data when the artifact is written.
+  auto source = [data = *data, global, origin, shape, starts, sizes, elem,
+                 wname = w.getName().str()](
+                    const rt::ProgramBuilder::ByteSink &sink) {
+    return streamBlock(data, global, elem, origin, shape, starts, sizes,
+                       wname, sink);
+  };
+  if (assigned) {
+    buffers[w] = program.addState(name, *dt, toShape(t), source);
+  } else {
+    // Ranks that hold the same block of a read-only weight share it.
+    std::string share = name;
+    if (ArrayRef<int64_t>(sizes) != ArrayRef<int64_t>(shape)) {
+      llvm::raw_string_ostream os(share);
+      os << "@[";
+      for (auto [i, st] : llvm::enumerate(starts))
+        os << (i ? "," : "") << st << ":" << st + sizes[i];
+      os << "]";
+    }
+    buffers[w] = program.addWeight(name, *dt, toShape(t), source, share);
+  }
   if (assigned)
     states.insert(buffers[w]);
   if (assigned && inHostChunk(w))

@@ -6,6 +6,11 @@
 #include "llvm/Support/Errc.h"
 #include "tessel/support/Checked.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
 using namespace mlir::tessel;
 
 llvm::StringRef mlir::tessel::getSafetensorsDType(WeightDType dtype) {
@@ -46,7 +51,10 @@ int64_t WeightInfo::getNumElements() const {
 }
 
 WeightTable::WeightTable() = default;
-WeightTable::~WeightTable() = default;
+WeightTable::~WeightTable() {
+  for (auto &entry : openFiles)
+    ::close(entry.second);
+}
 
 const WeightInfo *WeightTable::lookup(llvm::StringRef name) const {
   auto it = index.find(name);
@@ -68,16 +76,64 @@ llvm::ArrayRef<char> WeightTable::own(std::vector<char> data) {
   return ownedData.back();
 }
 
+static llvm::Error shapesOnlyError(const WeightInfo &weight) {
+  return llvm::createStringError(
+      llvm::errc::invalid_argument,
+      "weight '" + weight.name +
+          "' has no data: the model gives its initializers' shapes only; "
+          "--predict, --plan=auto with --emit=plan and --emit=mlir, "
+          "propagated or partitioned work without data, an artifact needs "
+          "the weights");
+}
+
+llvm::Error WeightTable::read(const WeightInfo &weight, uint64_t offset,
+                              size_t size, char *dst) {
+  if (weight.shapesOnly)
+    return shapesOnlyError(weight);
+  if (offset > weight.getNumBytes() || size > weight.getNumBytes() - offset)
+    return llvm::createStringError(
+        llvm::errc::invalid_argument,
+        "weight '" + weight.name + "': bytes [" + llvm::Twine(offset) + ", " +
+            llvm::Twine(offset + size) + ") lie past its " +
+            llvm::Twine(weight.getNumBytes()));
+  if (!weight.isExternal()) {
+    std::memcpy(dst, weight.bytes.data() + offset, size);
+    return llvm::Error::success();
+  }
+  auto it = openFiles.find(weight.externalPath);
+  if (it == openFiles.end()) {
+    int fd = ::open(weight.externalPath.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return llvm::createStringError(
+          std::error_code(errno, std::generic_category()),
+          "cannot read the data of weight '" + weight.name + "' from '" +
+              weight.externalPath + "': " + std::strerror(errno));
+    it = openFiles.try_emplace(weight.externalPath, fd).first;
+  }
+  uint64_t at = weight.offset + offset;
+  while (size) {
+    ssize_t n = ::pread(it->second, dst, size, static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return llvm::createStringError(
+          llvm::errc::invalid_argument,
+          "external data file '" + weight.externalPath +
+              "' is too short for weight '" + weight.name + "' (offset " +
+              llvm::Twine(weight.offset) + ", length " +
+              llvm::Twine(weight.getNumBytes()) + ")" +
+              (n < 0 ? llvm::Twine(": ") + std::strerror(errno) : ""));
+    dst += n;
+    at += static_cast<uint64_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<llvm::ArrayRef<char>>
 WeightTable::getData(const WeightInfo &weight) {
   if (weight.shapesOnly)
-    return llvm::createStringError(
-        llvm::errc::invalid_argument,
-        "weight '" + weight.name +
-            "' has no data: the model gives its initializers' shapes only; "
-            "--predict, --plan=auto with --emit=plan and --emit=mlir, "
-            "propagated or partitioned work without data, an artifact needs "
-            "the weights");
+    return shapesOnlyError(weight);
   if (!weight.isExternal())
     return weight.bytes;
   uint64_t size = weight.getNumBytes();

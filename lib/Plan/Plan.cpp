@@ -287,6 +287,7 @@ PlanRule mlir::tessel::batchOverDpRule(StringRef where) {
   // A batch dp does not divide is padded, as `pad: auto` pads it in a plan
   // file (a built-in plan cannot be given the key).
   batch.autoPad = true;
+  batch.batch = true;
   rule.splits.push_back(batch);
   rule.where = where.str();
   return rule;
@@ -373,7 +374,7 @@ mlir::tessel::parseMeshSpec(StringRef spec) {
 static Expected<TensorShardingAttr>
 specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
         const std::vector<std::pair<std::string, int64_t>> &mesh,
-        MLIRContext *ctx) {
+        MLIRContext *ctx, std::string *note = nullptr) {
   int64_t rank = type.getRank();
   SmallVector<SmallVector<StringAttr>> dims(rank);
   SmallVector<int64_t> pads(rank, 0);
@@ -408,6 +409,18 @@ specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
               " shards a mesh may have");
     const int64_t shards = *count;
     int64_t size = type.getDimSize(dim);
+    if (split.batch && !ShapedType::isDynamic(size) && size < shards) {
+      dims[dim].clear();
+      if (note)
+        *note = (tensor + " dim " + Twine(dim) + " (the batch, size " +
+                 Twine(size) + ") is not split over [" +
+                 llvm::join(split.axes, ", ") + "] (" + Twine(shards) +
+                 " shards): fewer rows than shards, so every shard runs "
+                 "the whole batch (export the model at a batch of at least " +
+                 Twine(shards) + " to split it)")
+                    .str();
+      continue;
+    }
     if (split.autoPad && !ShapedType::isDynamic(size))
       pads[dim] = (shards - size % shards) % shards;
     else
@@ -506,9 +519,13 @@ Error mlir::tessel::applyPlan(
           shadow(i, *winner);
           continue;
         }
-        auto spec = specFor(rule, type, "input '" + name + "'", mesh, ctx);
+        std::string note;
+        auto spec =
+            specFor(rule, type, "input '" + name + "'", mesh, ctx, &note);
         if (!spec)
           return spec.takeError();
+        if (!note.empty())
+          mlir::emitWarning(fn.getLoc()) << rule.where << ": " << note;
         fn.setArgAttr(arg.getArgNumber(), attr, *spec);
         used[i] = true;
         winner = i;

@@ -54,10 +54,14 @@ AxisList mlir::tessel::projectFactorsToDim(ArrayRef<int64_t> factorSizes,
 
 std::optional<int64_t>
 mlir::tessel::factorPadOfDim(ArrayRef<int64_t> factorSizes, int64_t dimPad) {
+  // A dim without factors (a size-1 dim, which no rule maps) has no major
+  // factor to carry the pad.
+  if (factorSizes.empty())
+    return std::nullopt;
   int64_t inner = 1;
   for (int64_t s : llvm::drop_begin(factorSizes))
     inner *= s;
-  if (factorSizes.empty() || inner <= 0 || dimPad % inner)
+  if (inner <= 0 || dimPad % inner)
     return std::nullopt;
   return dimPad / inner;
 }

@@ -22,7 +22,14 @@ namespace mlir::tessel {
 /// any slicing or sharding), row-major in the weight's element type (bools as
 /// one byte each).
 struct WeightData {
+  /// The bytes in memory, or null when `read` gives them.
   const void *data = nullptr;
+  /// Reads bytes [offset, offset + size) of the weight into `dst` (a model's
+  /// external data, read a window at a time and never held whole); false
+  /// with `error` set on failure.
+  std::function<bool(uint64_t offset, size_t size, char *dst,
+                     std::string &error)>
+      read;
   size_t size = 0;
   SmallVector<int64_t> shape;
 };

@@ -74,6 +74,11 @@ public:
   /// The bytes of `weight` (getNumBytes() of them); external data is mapped
   /// from its file on first use.
   llvm::Expected<llvm::ArrayRef<char>> getData(const WeightInfo &weight);
+  /// Reads bytes [offset, offset + size) of `weight` into `dst`: external
+  /// data with pread from the file (kept open), so that nothing of it stays
+  /// in this process's memory once the caller is done with `dst`.
+  llvm::Error read(const WeightInfo &weight, uint64_t offset, size_t size,
+                   char *dst);
 
   // Used by the importer.
   /// Adds an entry; `bytes` must outlive the table (see keepAlive/own).
@@ -90,6 +95,8 @@ private:
   std::vector<std::shared_ptr<const void>> owners;
   std::deque<std::vector<char>> ownedData;
   llvm::StringMap<std::unique_ptr<llvm::MemoryBuffer>> mapped;
+  /// External data files open for read(), by path.
+  llvm::StringMap<int> openFiles;
 };
 
 } // namespace mlir::tessel

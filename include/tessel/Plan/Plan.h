@@ -46,6 +46,11 @@ struct PlanSplit {
   int64_t pad = 0;
   /// `pad: auto`: the fewest entries that make the dim divide.
   bool autoPad = false;
+  /// The batch split of the built-in plans (batchOverDpRule): a batch with
+  /// fewer rows than shards (a batch-1 export on dp=2) is left whole, each
+  /// shard running the whole batch, with a warning; a larger one the axes
+  /// do not divide is padded (`autoPad`).
+  bool batch = false;
 };
 
 struct PlanRule {

@@ -13,7 +13,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
+#include <set>
+#include <unistd.h>
 #include <sys/stat.h>
 
 namespace tessel::runtime {
@@ -77,6 +80,18 @@ void ProgramBuilder::addOutput(const std::string &name, int buffer) {
 
 int ProgramBuilder::addWeight(const std::string &name, DType dtype,
                               Shape shape, const void *data) {
+  uint64_t size = byteSize(dtype, shape).value_or(0);
+  auto bytes = std::make_shared<std::string>(static_cast<const char *>(data),
+                                             size);
+  return addWeight(name, dtype, std::move(shape),
+                   [bytes](const ByteSink &sink) {
+                     return sink(bytes->data(), bytes->size());
+                   });
+}
+
+int ProgramBuilder::addWeight(const std::string &name, DType dtype,
+                              Shape shape, WeightSource source,
+                              std::string shareKey) {
   int id = addBuffer(dtype, shape, name);
   artifact::Buffer *b = prog->mutable_buffers(id);
   b->set_kind(artifact::Buffer::WEIGHT);
@@ -85,9 +100,8 @@ int ProgramBuilder::addWeight(const std::string &name, DType dtype,
   w->set_name(name);
   w->set_buffer(id);
   w->set_file(0);
-  WeightBytes wb{name, dtype, shape,
-                 std::string(static_cast<const char *>(data), bufferBytes(*b))};
-  weightBytes.push_back(std::move(wb));
+  weightEntries.push_back({name, dtype, std::move(shape), std::move(source),
+                           std::move(shareKey), prog->weights_size() - 1});
   return id;
 }
 
@@ -95,6 +109,15 @@ int ProgramBuilder::addState(const std::string &name, DType dtype,
                              Shape shape, const void *init) {
   int id = init ? addWeight(name, dtype, std::move(shape), init)
                 : addBuffer(dtype, std::move(shape), name);
+  artifact::Buffer *b = prog->mutable_buffers(id);
+  b->set_kind(artifact::Buffer::STATE);
+  b->set_offset(0);
+  return id;
+}
+
+int ProgramBuilder::addState(const std::string &name, DType dtype,
+                             Shape shape, WeightSource init) {
+  int id = addWeight(name, dtype, std::move(shape), std::move(init));
   artifact::Buffer *b = prog->mutable_buffers(id);
   b->set_kind(artifact::Buffer::STATE);
   b->set_offset(0);
@@ -319,11 +342,128 @@ void ProgramBuilder::planMemory() {
       std::max<uint64_t>(prog->arena_size(), base)));
 }
 
-std::string ProgramBuilder::weightsImage() const {
+namespace {
+
+/// Collects a source's bytes into `out`, checking their count.
+Status collect(const ProgramBuilder::WeightSource &source, uint64_t size,
+               const std::string &name, std::string &out) {
+  out.clear();
+  out.reserve(size);
+  TSL_RETURN_IF_ERROR(source([&](const void *data, size_t n) {
+    if (out.size() + n > size)
+      return Status::error("weight '" + name + "': its source gives more "
+                           "than its " + std::to_string(size) + " bytes");
+    out.append(static_cast<const char *>(data), n);
+    return Status::ok();
+  }));
+  if (out.size() != size)
+    return Status::error("weight '" + name + "': its source gave " +
+                         std::to_string(out.size()) + " of its " +
+                         std::to_string(size) + " bytes");
+  return Status::ok();
+}
+
+/// One tensor of a weights file being written.
+struct FileTensor {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  const ProgramBuilder::WeightSource *source;
+};
+
+/// Writes a safetensors file of `tensors` to `path` (through a temporary
+/// file beside it, renamed when whole), streaming each tensor's bytes from
+/// its source; returns its size, its CRC-32C and each tensor's [begin, end)
+/// in its data section. Only the header and one window are ever in memory.
+Status streamSafetensors(const std::string &path,
+                         const std::vector<FileTensor> &tensors,
+                         uint64_t &size, uint32_t &crc,
+                         std::vector<std::pair<uint64_t, uint64_t>> &offsets) {
+  std::vector<SafetensorsTensor> heads;
+  for (const FileTensor &t : tensors)
+    heads.push_back({t.name, t.dtype, t.shape, nullptr});
+  std::vector<size_t> order;
+  std::string head = encodeSafetensorsHeader(heads, {}, order, offsets);
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::error(tmp + ": cannot open for writing: " +
+                         std::strerror(errno));
+  size = 0;
+  crc = 0;
+  // Pieces are gathered into a window of 4 MiB before each write().
+  constexpr size_t kWindow = size_t(4) << 20;
+  std::string window;
+  window.reserve(kWindow);
+  auto flush = [&]() -> Status {
+    size_t done = 0;
+    while (done < window.size()) {
+      ssize_t n = ::write(fd, window.data() + done, window.size() - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return Status::error(tmp + ": write failed: " + std::strerror(errno));
+      done += static_cast<size_t>(n);
+    }
+    crc = crc32c(window.data(), window.size(), crc);
+    size += window.size();
+    window.clear();
+    return Status::ok();
+  };
+  auto put = [&](const char *data, size_t n) -> Status {
+    while (n) {
+      size_t k = std::min(n, kWindow - window.size());
+      window.append(data, k);
+      data += k;
+      n -= k;
+      if (window.size() == kWindow)
+        TSL_RETURN_IF_ERROR(flush());
+    }
+    return Status::ok();
+  };
+  Status status = put(head.data(), head.size());
+  for (size_t i : order) {
+    if (!status)
+      break;
+    const FileTensor &t = tensors[i];
+    uint64_t want = offsets[i].second - offsets[i].first, got = 0;
+    status = (*t.source)([&](const void *data, size_t n) -> Status {
+      if (got + n > want)
+        return Status::error("weight '" + t.name + "': its source gives "
+                             "more than its " + std::to_string(want) +
+                             " bytes");
+      got += n;
+      return put(static_cast<const char *>(data), n);
+    });
+    if (status && got != want)
+      status = Status::error("weight '" + t.name + "': its source gave " +
+                             std::to_string(got) + " of its " +
+                             std::to_string(want) + " bytes");
+  }
+  if (status)
+    status = flush();
+  if (::close(fd) != 0 && status)
+    status = Status::error(tmp + ": close failed: " + std::strerror(errno));
+  if (status && std::rename(tmp.c_str(), path.c_str()) != 0)
+    status = Status::error(path + ": rename failed: " + std::strerror(errno));
+  if (!status)
+    ::unlink(tmp.c_str());
+  return status;
+}
+
+} // namespace
+
+Status ProgramBuilder::weightsImage(std::string &out) const {
+  std::vector<std::string> bytes(weightEntries.size());
   std::vector<SafetensorsTensor> tensors;
-  for (const WeightBytes &w : weightBytes)
-    tensors.push_back({w.name, w.dtype, w.shape, w.bytes.data()});
-  return encodeSafetensors(tensors);
+  for (size_t i = 0; i < weightEntries.size(); ++i) {
+    const WeightEntry &w = weightEntries[i];
+    TSL_RETURN_IF_ERROR(collect(w.source, byteSize(w.dtype, w.shape).value_or(0),
+                                w.name, bytes[i]));
+    tensors.push_back({w.name, w.dtype, w.shape, bytes[i].data()});
+  }
+  out = encodeSafetensors(tensors);
+  return Status::ok();
 }
 
 Status ProgramBuilder::finish(ProgramData &out) {
@@ -332,12 +472,17 @@ Status ProgramBuilder::finish(ProgramData &out) {
   planMemory();
   out.proto = std::make_unique<artifact::Program>(*prog);
   out.path = "program";
-  for (const WeightBytes &w : weightBytes) {
-    auto bytes = std::make_shared<OwnedBytes>(w.bytes.size());
-    std::memcpy(bytes->data(), w.bytes.data(), w.bytes.size());
-    out.weightData.push_back(bytes->data());
+  // Program.weights' order: weightEntries are in it.
+  for (const WeightEntry &w : weightEntries) {
+    std::string bytes;
+    TSL_RETURN_IF_ERROR(collect(w.source,
+                                byteSize(w.dtype, w.shape).value_or(0),
+                                w.name, bytes));
+    auto owned = std::make_shared<OwnedBytes>(bytes.size());
+    std::memcpy(owned->data(), bytes.data(), bytes.size());
+    out.weightData.push_back(owned->data());
     out.fileBacked.push_back(false);
-    out.keep.push_back(bytes);
+    out.keep.push_back(owned);
   }
   return Status::ok();
 }
@@ -391,6 +536,47 @@ Status ArtifactBuilder::write(const std::string &dir) {
     p->set_name(name);
     p->set_version(version);
   }
+  // Weights that several ranks hold alike (the same share key): written
+  // once, before the ranks' files, into shared.weights.safetensors.
+  struct SharedWeight {
+    int ranks = 0;
+    size_t index = 0; // in sharedTensors
+  };
+  const std::string kSharedName = "shared.weights.safetensors";
+  std::map<std::string, SharedWeight> shared;
+  std::vector<FileTensor> sharedTensors;
+  for (auto &[r, pb] : ranks) {
+    std::set<std::string> seen;
+    for (const ProgramBuilder::WeightEntry &w : pb.weightEntries)
+      if (!w.shareKey.empty() &&
+          pb.prog->buffers(pb.prog->weights(w.weight).buffer()).kind() ==
+              artifact::Buffer::WEIGHT &&
+          seen.insert(w.shareKey).second)
+        ++shared[w.shareKey].ranks;
+  }
+  for (auto &[key, sw] : shared)
+    if (sw.ranks > 1) {
+      sw.index = sharedTensors.size();
+      // The first rank's entry gives the dtype, shape and bytes.
+      for (auto &[r, pb] : ranks) {
+        auto it = std::find_if(
+            pb.weightEntries.begin(), pb.weightEntries.end(),
+            [&](const ProgramBuilder::WeightEntry &w) {
+              return w.shareKey == key;
+            });
+        if (it == pb.weightEntries.end())
+          continue;
+        sharedTensors.push_back({key, it->dtype, it->shape, &it->source});
+        break;
+      }
+    }
+  uint64_t sharedSize = 0;
+  uint32_t sharedCrc = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> sharedOffsets;
+  if (!sharedTensors.empty())
+    TSL_RETURN_IF_ERROR(streamSafetensors(dir + "/" + kSharedName,
+                                          sharedTensors, sharedSize,
+                                          sharedCrc, sharedOffsets));
   for (auto &[r, pb] : ranks) {
     if (!pb.badOps.empty())
       return Status::error(dir + ": rank " + std::to_string(r) +
@@ -413,34 +599,65 @@ Status ArtifactBuilder::write(const std::string &dir) {
                : std::to_string(pb.prog->arena_size()) + " bytes") +
           ", more than the " + std::to_string(kMaxArenaBytes) +
           " (64 TiB) a program may use");
-    std::string weights = pb.weightsImage();
-    SafetensorsIndex idx;
-    TSL_RETURN_IF_ERROR(parseSafetensors(
-        reinterpret_cast<const unsigned char *>(weights.data()), weights.size(),
-        "weights", idx));
-    for (auto &w : *pb.prog->mutable_weights()) {
-      const SafetensorsEntry &e = idx.tensors.at(w.name());
-      w.set_begin(e.begin);
-      w.set_end(e.end);
+    std::string progName = "rank" + std::to_string(r) + ".program.pb";
+    std::string wName = "rank" + std::to_string(r) + ".weights.safetensors";
+    // This rank's own weights stream into its file (index 0); those that
+    // several ranks hold alike go to the shared file (index 1), once.
+    std::vector<FileTensor> own;
+    std::vector<const ProgramBuilder::WeightEntry *> ownEntries;
+    bool usesShared = false;
+    for (const ProgramBuilder::WeightEntry &w : pb.weightEntries) {
+      auto it = w.shareKey.empty() ? shared.end() : shared.find(w.shareKey);
+      if (it != shared.end() && it->second.ranks > 1) {
+        artifact::Weight *pw = pb.prog->mutable_weights(w.weight);
+        pw->set_name(w.shareKey);
+        pw->set_file(1);
+        usesShared = true;
+        continue;
+      }
+      own.push_back({w.name, w.dtype, w.shape, &w.source});
+      ownEntries.push_back(&w);
     }
+    uint64_t wSize = 0;
+    uint32_t wCrc = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> offsets;
+    TSL_RETURN_IF_ERROR(
+        streamSafetensors(dir + "/" + wName, own, wSize, wCrc, offsets));
+    for (size_t i = 0; i < ownEntries.size(); ++i) {
+      artifact::Weight *pw = pb.prog->mutable_weights(ownEntries[i]->weight);
+      pw->set_begin(offsets[i].first);
+      pw->set_end(offsets[i].second);
+    }
+    if (usesShared)
+      for (const ProgramBuilder::WeightEntry &w : pb.weightEntries) {
+        artifact::Weight *pw = pb.prog->mutable_weights(w.weight);
+        if (pw->file() != 1)
+          continue;
+        const SharedWeight &sw = shared.at(w.shareKey);
+        pw->set_begin(sharedOffsets[sw.index].first);
+        pw->set_end(sharedOffsets[sw.index].second);
+      }
     std::string progBytes;
     if (!serializeDeterministic(*pb.prog, progBytes))
       return Status::error(dir + ": rank " + std::to_string(r) +
                            ": program serialisation failed (over 2 GB?)");
     artifact::RankEntry *re = m.add_ranks();
     re->set_rank(r);
-    std::string progName = "rank" + std::to_string(r) + ".program.pb";
-    std::string wName = "rank" + std::to_string(r) + ".weights.safetensors";
     TSL_RETURN_IF_ERROR(writeFile(dir + "/" + progName, progBytes));
-    TSL_RETURN_IF_ERROR(writeFile(dir + "/" + wName, weights));
     artifact::FileEntry *pe = re->mutable_program();
     pe->set_path(progName);
     pe->set_size(progBytes.size());
     pe->set_crc32c(crc32c(progBytes.data(), progBytes.size()));
     artifact::FileEntry *we = re->add_weights();
     we->set_path(wName);
-    we->set_size(weights.size());
-    we->set_crc32c(crc32c(weights.data(), weights.size()));
+    we->set_size(wSize);
+    we->set_crc32c(wCrc);
+    if (usesShared) {
+      artifact::FileEntry *se = re->add_weights();
+      se->set_path(kSharedName);
+      se->set_size(sharedSize);
+      se->set_crc32c(sharedCrc);
+    }
   }
   return writeFile(dir + "/manifest.pb", sealManifest(m));
 }

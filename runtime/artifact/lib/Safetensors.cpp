@@ -127,28 +127,33 @@ Status parseSafetensors(const unsigned char *data, size_t size,
   return Status::ok();
 }
 
-std::string encodeSafetensors(
+std::string encodeSafetensorsHeader(
     const std::vector<SafetensorsTensor> &tensors,
-    const std::vector<std::pair<std::string, std::string>> &metadata) {
-  std::vector<const SafetensorsTensor *> order;
-  for (const auto &t : tensors)
-    order.push_back(&t);
-  std::stable_sort(order.begin(), order.end(), [](auto *a, auto *b) {
-    return dtypeSize(a->dtype) > dtypeSize(b->dtype);
+    const std::vector<std::pair<std::string, std::string>> &metadata,
+    std::vector<size_t> &order,
+    std::vector<std::pair<uint64_t, uint64_t>> &offsets) {
+  order.clear();
+  for (size_t i = 0; i < tensors.size(); ++i)
+    order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return dtypeSize(tensors[a].dtype) > dtypeSize(tensors[b].dtype);
   });
+  offsets.assign(tensors.size(), {0, 0});
   std::string header = "{\"__metadata__\":{\"format\":\"tessel\"";
   for (const auto &[key, value] : metadata)
     header += "," + jsonQuote(key) + ":" + jsonQuote(value);
   header += "}";
   uint64_t offset = 0;
-  for (const auto *t : order) {
-    uint64_t bytes = static_cast<uint64_t>(numElements(t->shape)) * dtypeSize(t->dtype);
-    header += "," + jsonQuote(t->name) + ":{\"dtype\":\"" +
-              dtypeNameIn(kDTypeNames, t->dtype, "") + "\",\"shape\":[";
-    for (size_t i = 0; i < t->shape.size(); ++i)
-      header += (i ? "," : "") + std::to_string(t->shape[i]);
+  for (size_t i : order) {
+    const SafetensorsTensor &t = tensors[i];
+    uint64_t bytes = static_cast<uint64_t>(numElements(t.shape)) * dtypeSize(t.dtype);
+    header += "," + jsonQuote(t.name) + ":{\"dtype\":\"" +
+              dtypeNameIn(kDTypeNames, t.dtype, "") + "\",\"shape\":[";
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      header += (d ? "," : "") + std::to_string(t.shape[d]);
     header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
               std::to_string(offset + bytes) + "]}";
+    offsets[i] = {offset, offset + bytes};
     offset += bytes;
   }
   header += "}";
@@ -158,10 +163,20 @@ std::string encodeSafetensors(
   for (int i = 0; i < 8; ++i)
     out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
   out += header;
-  out.reserve(out.size() + offset);
-  for (const auto *t : order)
-    out.append(static_cast<const char *>(t->data),
-               static_cast<size_t>(numElements(t->shape)) * dtypeSize(t->dtype));
+  return out;
+}
+
+std::string encodeSafetensors(
+    const std::vector<SafetensorsTensor> &tensors,
+    const std::vector<std::pair<std::string, std::string>> &metadata) {
+  std::vector<size_t> order;
+  std::vector<std::pair<uint64_t, uint64_t>> offsets;
+  std::string out =
+      encodeSafetensorsHeader(tensors, metadata, order, offsets);
+  out.reserve(out.size() + (offsets.empty() ? 0 : offsets[order.back()].second));
+  for (size_t i : order)
+    out.append(static_cast<const char *>(tensors[i].data),
+               offsets[i].second - offsets[i].first);
   return out;
 }
 

@@ -125,6 +125,94 @@ TEST_F(ArtifactTest, SafetensorsFileIsStandard) {
   EXPECT_EQ(w.size(), 8 + n + 4 * (8 * 32 + 32 + 32 * 5 + 5));
 }
 
+// Weights streamed from sources when the artifact is written: a source
+// that passes its bytes in pieces, blocks that two ranks hold alike stored
+// once (shared.weights.safetensors), and a source that falls short named.
+TEST(ArtifactStreaming, SourcesAndSharedWeights) {
+  tessel::test::ScratchDir scratch;
+  const std::string dir = scratch.path("streamed.tsl");
+  std::vector<float> whole(6 * 4), own0(6 * 4), own1(6 * 4);
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] = 0.5f * float(i);
+  for (int i = 0; i < 24; ++i) {
+    own0[i] = float(100 + i);
+    own1[i] = float(200 + i);
+  }
+  // Three bytes at a time: no piece is a whole element.
+  auto pieces = [](const std::vector<float> &v) {
+    return [v](const ProgramBuilder::ByteSink &sink) -> Status {
+      const char *p = reinterpret_cast<const char *>(v.data());
+      size_t n = v.size() * sizeof(float);
+      for (size_t at = 0; at < n; at += 3)
+        TSL_RETURN_IF_ERROR(sink(p + at, std::min<size_t>(3, n - at)));
+      return Status::ok();
+    };
+  };
+  ArtifactBuilder b("streaming-test");
+  b.setMesh({{"dp", 2}});
+  for (int r = 0; r < 2; ++r) {
+    ProgramBuilder &p = b.rank(r);
+    int x = p.addInput("x", DType::F32, {6, 4});
+    int w = p.addWeight("w", DType::F32, {6, 4}, pieces(whole), "w");
+    int v = p.addWeight("v", DType::F32, {6, 4}, pieces(r ? own1 : own0),
+                        r ? "v@1" : "v@0");
+    int y = p.addBuffer(DType::F32, {6, 4});
+    int z = p.addBuffer(DType::F32, {6, 4});
+    p.addOp("add", {x, w}, {y});
+    p.addOp("add", {y, v}, {z});
+    p.addOutput("z", z);
+  }
+  Status s = b.write(dir);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  const std::string shared = readFile(dir + "/shared.weights.safetensors");
+  EXPECT_NE(shared.find("\"w\":{\"dtype\":\"F32\",\"shape\":[6,4]"),
+            std::string::npos);
+  EXPECT_EQ(shared.find("\"v"), std::string::npos);
+  for (int r = 0; r < 2; ++r) {
+    const std::string own =
+        readFile(dir + "/rank" + std::to_string(r) + ".weights.safetensors");
+    EXPECT_EQ(own.find("\"w\""), std::string::npos) << "rank " << r;
+    EXPECT_NE(own.find("\"v\""), std::string::npos) << "rank " << r;
+  }
+  std::unique_ptr<Artifact> a;
+  ASSERT_TRUE(Artifact::open(dir, a).isOk());
+  for (int r = 0; r < 2; ++r) {
+    std::shared_ptr<const Program> p;
+    s = a->loadProgram(r, p);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    std::unique_ptr<Executor> exec;
+    ASSERT_TRUE(createExecutor("cpu", p, {}, exec).isOk());
+    Tensor x = Tensor::fromVector(DType::F32, {6, 4},
+                                  std::vector<float>(24, 0.0f));
+    ASSERT_TRUE(exec->setInput("x", x).isOk());
+    ASSERT_TRUE(exec->run().isOk());
+    Tensor z;
+    ASSERT_TRUE(exec->getOutput("z", z).isOk());
+    const std::vector<float> &own = r ? own1 : own0;
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 4; ++j)
+        EXPECT_EQ(z.data<float>()[i * 4 + j],
+                  whole[i * 4 + j] + own[i * 4 + j])
+            << "rank " << r << " [" << i << ", " << j << "]";
+  }
+
+  // A source that gives fewer bytes than its buffer: one message naming it.
+  ArtifactBuilder bad("streaming-test");
+  ProgramBuilder &p = bad.rank(0);
+  int w = p.addWeight("short.weight", DType::F32, {4},
+                      [](const ProgramBuilder::ByteSink &sink) {
+                        float one = 1.0f;
+                        return sink(&one, sizeof one);
+                      });
+  p.addOutput("w", w);
+  s = bad.write(scratch.path("bad.tsl"));
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("weight 'short.weight': its source gave 4 of "
+                             "its 16 bytes"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST_F(ArtifactTest, MissingDirectory) {
   dir += ".nope";
   expectLoadError(dir, "not a Tessel artifact directory");

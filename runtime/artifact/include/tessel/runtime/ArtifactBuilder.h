@@ -23,6 +23,7 @@
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Status.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -71,9 +72,24 @@ public:
   int addInput(const std::string &name, DType dtype, Shape shape);
   /// Binds graph output `name` to buffer `buffer`.
   void addOutput(const std::string &name, int buffer);
+  /// Receives bytes in order, in pieces of any size.
+  using ByteSink = std::function<Status(const void *data, size_t size)>;
+  /// Produces a weight's bytes when they are written: passes exactly the
+  /// buffer's size, in order, to `sink` (a compiler streams a block of a
+  /// model's external data in bounded windows, so that no whole weight is
+  /// ever held). It may be called more than once; its message names the
+  /// weight and the file it reads.
+  using WeightSource = std::function<Status(const ByteSink &sink)>;
+
   /// A weight stored in this rank's safetensors file (bytes are copied).
   int addWeight(const std::string &name, DType dtype, Shape shape,
                 const void *data);
+  /// A weight whose bytes `source` produces when the artifact is written.
+  /// `shareKey`, when not empty, says that every weight with that key holds
+  /// the same bytes: where several ranks hold one, write() stores it once,
+  /// in shared.weights.safetensors under the key.
+  int addWeight(const std::string &name, DType dtype, Shape shape,
+                WeightSource source, std::string shareKey = "");
   /// A state buffer (kind STATE): persists across runs of the executor,
   /// read like a weight and written by instructions (a training step's
   /// parameters and optimizer state); `name` is its key in checkpoints.
@@ -81,6 +97,9 @@ public:
   /// file under `name`, as addWeight does), or zeros when `init` is null.
   int addState(const std::string &name, DType dtype, Shape shape,
                const void *init);
+  /// addState with an initial value that `init` produces (never shared).
+  int addState(const std::string &name, DType dtype, Shape shape,
+               WeightSource init);
   /// Records where state `buffer`'s block lies in the whole state: its
   /// global shape and the block's offset in each dim (Buffer.global_shape).
   void setStateLayout(int buffer, const Shape &globalShape,
@@ -106,8 +125,9 @@ public:
   /// The protobuf message as it stands (after planMemory()).
   const artifact::Program &proto() const { return *prog; }
   artifact::Program &proto() { return *prog; }
-  /// The safetensors image of this rank's weights.
-  std::string weightsImage() const;
+  /// The safetensors image of this rank's weights (all of them, shared or
+  /// not), in memory: for tests and small programs.
+  Status weightsImage(std::string &out) const;
 
   /// Plans memory and hands the program over as an artifact would: a copy
   /// of the protobuf and the weights' bytes in memory (no files involved).
@@ -118,14 +138,16 @@ public:
 
 private:
   friend class ArtifactBuilder;
-  struct WeightBytes {
+  struct WeightEntry {
     std::string name;
     DType dtype;
     Shape shape;
-    std::string bytes;
+    WeightSource source;
+    std::string shareKey; // empty: this rank's own
+    int weight = 0;       // its index in Program.weights
   };
   std::unique_ptr<artifact::Program> prog;
-  std::vector<WeightBytes> weightBytes;
+  std::vector<WeightEntry> weightEntries;
   std::vector<std::string> badOps;
 };
 
@@ -144,7 +166,10 @@ public:
   ProgramBuilder &rank(int r);
 
   /// Writes `dir` (created if missing; existing artifact files replaced):
-  /// manifest.pb, rank<N>.program.pb, rank<N>.weights.safetensors.
+  /// manifest.pb, rank<N>.program.pb, rank<N>.weights.safetensors, and
+  /// shared.weights.safetensors where several ranks hold a weight of the
+  /// same share key. Weights are streamed from their sources: the builder
+  /// never holds a weights file in memory.
   Status write(const std::string &dir);
 
 private:

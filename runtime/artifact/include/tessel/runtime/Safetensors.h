@@ -67,6 +67,15 @@ struct SafetensorsTensor {
   const void *data; // numElements(shape) * dtypeSize(dtype) bytes
 };
 
+/// The head of a safetensors file holding `tensors` (their `data` unused):
+/// the 8-byte length, the JSON header and its padding to 64 bytes. Sets
+/// `order` to the order in which the data section holds them (indices into
+/// `tensors`) and `offsets` to each tensor's [begin, end) in it.
+std::string encodeSafetensorsHeader(
+    const std::vector<SafetensorsTensor> &tensors,
+    const std::vector<std::pair<std::string, std::string>> &metadata,
+    std::vector<size_t> &order,
+    std::vector<std::pair<uint64_t, uint64_t>> &offsets);
 /// Serialises tensors; the data section starts 64-byte aligned and tensors
 /// are ordered by decreasing element size so each is naturally aligned.
 /// `metadata` joins "__metadata__" (after "format": "tessel").
