@@ -52,6 +52,7 @@
 #include "tessel/support/Checked.h"
 
 #include <cmath>
+#include <numeric>
 
 using namespace llvm;
 
@@ -131,6 +132,7 @@ private:
   Error configurePlugin();
   Error configureHybrid(HybridOptions &h);
   Error configurePipeline(mlir::tessel::TrainingOptions &t);
+  Error configureInference();
   Error agree(StringRef key, const std::string &option, StringRef flag,
               const std::string &value);
   Error loadMlir();
@@ -209,6 +211,8 @@ private:
   mlir::tessel::Plan applied;
   int64_t ppSize = 0;
   std::optional<mlir::tessel::TrainingOptions> trainingOptions;
+  /// An inference step pipelined over the pp axis.
+  std::optional<mlir::tessel::InferenceOptions> inferenceOptions;
   mlir::tessel::TrainingInfoOptions loss;
   CompileResult result;
 };
@@ -615,10 +619,13 @@ void Compilation::warnIfNothingSharded(const Mesh &mesh) {
     return sharded ? mlir::WalkResult::interrupt()
                    : mlir::WalkResult::advance();
   });
+  const bool staged = tensorAxes.size() != mesh.size();
   if (!sharded)
     warn("the mesh " + sizes + " has " + Twine(ranks) +
-         " ranks but the plan splits no tensor over an axis of size > 1: "
-         "the whole program is replicated on every rank");
+         (staged ? " ranks per pipeline stage" : " ranks") +
+         " but the plan splits no tensor over an axis of size > 1: " +
+         (staged ? "each stage's program is replicated on its ranks"
+                 : "the whole program is replicated on every rank"));
 }
 
 /// The plan phase: the mesh, then the specs the plan's rules give.
@@ -769,9 +776,76 @@ Error Compilation::configurePipeline(mlir::tessel::TrainingOptions &t) {
 }
 
 /// The training step's options (--train, or --emit=autodiff).
+/// Pipelines for inference (docs/pipeline.md): a `pp` axis without --train
+/// cuts the forward graph into stages (the plan's stage rules, else
+/// --stages auto), splits the batch into microbatches whose outputs are
+/// concatenated, and runs the schedule's forward actions: each rank holds
+/// its stages' weights, and every rank returns the outputs.
+Error Compilation::configureInference() {
+  if (ppSize <= 1 && stageRules.empty())
+    return Error::success();
+  if (ppSize == 0)
+    return fail("the plan has stage rules but the mesh no 'pp' axis (e.g. "
+                "--mesh pp=2)");
+  std::string stages = o.stages.value_or("");
+  if (!stages.empty() && stages != "auto")
+    return fail("--stages takes 'auto' (the number of stages is pp times "
+                "--chunks); got '" + stages + "'");
+  if (stages.empty() && stageRules.empty())
+    stages = "auto";
+  const bool autoSplit = stages == "auto";
+  if (autoSplit && !stageRules.empty())
+    return fail("--stages auto and the plan's stage rules: give one of them");
+  if (o.chunks < 1)
+    return fail("--chunks must be at least 1, got " + std::to_string(o.chunks));
+  mlir::tessel::InferenceOptions in;
+  in.stageSplit.stages = ppSize * o.chunks;
+  in.stageSplit.autoSplit = autoSplit;
+  in.stageSplit.forwardOnly = true;
+  if (autoSplit)
+    in.stageSplit.cluster = o.cluster;
+  for (const mlir::tessel::PlanRule &r : stageRules)
+    in.stageSplit.rules.push_back(r.pattern + "=" + std::to_string(r.stage));
+  in.pipeline.schedule = o.schedule.empty() ? "gpipe" : o.schedule;
+  in.pipeline.chunks = o.chunks;
+  in.pipeline.forwardOnly = true;
+  // Microbatches: --microbatches, else the most, up to pp, that divide each
+  // dp rank's rows of every input (1 for a batch of 1).
+  int64_t k = o.microbatches.value_or(0);
+  if (!k) {
+    int64_t rows = 0;
+    for (auto fn : module->getOps<mlir::func::FuncOp>())
+      if (!fn.isExternal() && fn.isPublic())
+        for (mlir::Type t : fn.getArgumentTypes())
+          if (auto rt = dyn_cast<mlir::RankedTensorType>(t);
+              rt && rt.getRank() >= 1 && !rt.isDynamicDim(0))
+            rows = std::gcd(rows, rt.getDimSize(0));
+    for (auto mesh : module->getOps<mlir::tessel::MeshOp>())
+      for (auto [name, size] :
+           llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))
+        if (cast<mlir::StringAttr>(name).getValue() == "dp" && rows &&
+            rows % size == 0)
+          rows /= size;
+    k = 1;
+    for (int64_t d = std::min<int64_t>(ppSize, std::max<int64_t>(rows, 1));
+         d > 1; --d)
+      if (rows % d == 0) {
+        k = d;
+        break;
+      }
+  }
+  if (k < 1)
+    return fail("--microbatches must be at least 1, got " +
+                std::to_string(k));
+  in.microbatch.count = k;
+  in.microbatch.concatOutputs = true;
+  inferenceOptions = in;
+  return Error::success();
+}
+
 Error Compilation::configureTraining() {
   if (!training())
-    return Error::success();
+    return configureInference();
   mlir::tessel::TrainingOptions t;
   t.loss.kind = o.loss;
   t.loss.output = o.lossOutput;
@@ -870,7 +944,8 @@ Error Compilation::runPipeline() {
       : o.emit == Emit::Propagated ? mlir::tessel::CompileStage::Propagate
                                    : mlir::tessel::CompileStage::Partition;
   mlir::tessel::buildCompilePipeline(
-      pm, hasMesh(), stage, trainingOptions ? &*trainingOptions : nullptr);
+      pm, hasMesh(), stage, trainingOptions ? &*trainingOptions : nullptr,
+      inferenceOptions ? &*inferenceOptions : nullptr);
   if (failed(pm.run(*module)))
     return diagnosed();
   return Error::success();

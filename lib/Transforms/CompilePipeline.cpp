@@ -32,7 +32,7 @@ std::optional<CompileStage> parseCompileStage(StringRef name) {
 namespace {
 
 void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
-               const TrainingOptions *train) {
+               const TrainingOptions *train, const InferenceOptions *infer) {
   if (stopAfter == CompileStage::Import)
     return;
   pm.addPass(createFuseGeluPass());
@@ -43,6 +43,11 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
   batchNorm.updateRunningStats = train != nullptr;
   if (!train)
     pm.addPass(createBatchNormTrainPass(batchNorm));
+  if (!train && infer) {
+    pm.addPass(createStageSplitPass(infer->stageSplit));
+    if (infer->microbatch.count != 1)
+      pm.addPass(createMicrobatchPass(infer->microbatch));
+  }
   if (train) {
     pm.addPass(createAddLossPass(train->loss));
     pm.addPass(createClassifyParametersPass(train->classify));
@@ -93,6 +98,10 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
     pm.addPass(createPipelineLowerPass(train->pipeline));
     return;
   }
+  if (!train && infer) {
+    pm.addPass(createPipelineLowerPass(infer->pipeline));
+    return;
+  }
   if (zeroStage >= 2 && train->asyncReduceScatter && !train->gemini)
     pm.addPass(createAsyncReduceScatterPass());
   if (train && train->buckets.bucketMb != 0)
@@ -108,8 +117,9 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
 
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
-                          const TrainingOptions *train) {
-  addPhases(pm, sharded, stopAfter, train);
+                          const TrainingOptions *train,
+                          const InferenceOptions *infer) {
+  addPhases(pm, sharded, stopAfter, train, infer);
   // On the final program, after every pass that creates GEMMs or moves
   // their operands (autodiff, partition, pipeline lowering).
   if (train && train->precision == "bf16" &&

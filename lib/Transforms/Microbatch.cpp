@@ -273,7 +273,8 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
       auto rt = dyn_cast<RankedTensorType>(t);
       return rt && rt.getRank() == 0 && isa<FloatType>(rt.getElementType());
     };
-    if (ret.getNumOperands() != 1 || !isLoss(ret.getOperand(0).getType()))
+    if (!concatOutputs &&
+        (ret.getNumOperands() != 1 || !isLoss(ret.getOperand(0).getType())))
       return fn.emitOpError()
              << "must return its loss alone (a scalar float; run "
                 "-tessel-add-loss first) to be split into microbatches";
@@ -307,9 +308,16 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
         dependent.insert(op.result_begin(), op.result_end());
       }
     }
-    Value loss = ret.getOperand(0);
-    if (!dependent.contains(loss))
+    Value loss = concatOutputs ? Value() : ret.getOperand(0);
+    if (loss && !dependent.contains(loss))
       return fn.emitOpError() << "has a loss that depends on no argument";
+    if (concatOutputs &&
+        llvm::none_of(ret.getOperands(),
+                      [&](Value v) { return dependent.contains(v); }))
+      return fn.emitOpError() << "has no output that depends on an argument: "
+                                 "nothing to split into microbatches";
+    // Inference: each output's copies, per microbatch.
+    SmallVector<SmallVector<Value>> pieces(ret.getNumOperands());
 
     OpBuilder b(ret);
     Location loc = NameLoc::get(b.getStringAttr("microbatch"), fn.getLoc());
@@ -373,8 +381,35 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
             inner.insert(r);
         }
       }
+      if (concatOutputs) {
+        for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+          if (dependent.contains(v))
+            pieces[i].push_back(map.lookup(v));
+        continue;
+      }
       Value l = map.lookup(loss);
       total = total ? Value(AddOp::create(b, loc, total, l)) : l;
+    }
+    if (concatOutputs) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        if (pieces[i].empty())
+          continue;
+        int64_t d = batchDim.lookup(v);
+        if (d < 0 || inner.contains(v))
+          return fn.emitOpError()
+                 << "output " << i << " (" << v.getType() << ") "
+                 << (d < 0 ? "reduces its batch away"
+                           : "holds its batch inside another dim")
+                 << ": it cannot be put together from " << k
+                 << " microbatches (compile with --microbatches 1)";
+        ret->setOperand(i, ConcatOp::create(b, loc, v.getType(), pieces[i],
+                                            b.getI64IntegerAttr(d))
+                               .getResult());
+      }
+      for (Operation *op : llvm::reverse(ops))
+        if (op->use_empty())
+          op->erase();
+      return success();
     }
     auto scalar = cast<RankedTensorType>(loss.getType());
     Value kv = ConstantOp::create(

@@ -164,11 +164,17 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
   LogicalResult computeHomes() {
     Block &block = fn.getBody().front();
     for (Operation &op : block.without_terminator()) {
-      if (auto phase = op.getAttrOfType<StringAttr>(kPhaseAttr)) {
+      auto phase = op.getAttrOfType<StringAttr>(kPhaseAttr);
+      // An inference step's ops have a stage and no phase: forward ops.
+      if (phase || (forwardOnly && op.hasAttr(kStageAttr))) {
         Home h;
         h.stage = getPipelineInt(&op, kStageAttr);
         h.mb = std::max<int64_t>(0, getPipelineInt(&op, kMicrobatchAttr, 0));
-        h.phase = parsePhase(phase.getValue());
+        h.phase = phase ? parsePhase(phase.getValue()) : Phase::F;
+        if (forwardOnly && h.phase != Phase::F)
+          return op.emitOpError()
+                 << describe(&op) << " is of phase " << phase
+                 << " in a forward-only pipeline";
         if (h.stage < 0)
           return op.emitOpError() << describe(&op)
                                   << " has a pipeline phase but no stage; "
@@ -542,7 +548,9 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
     auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
     const bool hasLoss = sched.getRank(numStages - 1) == r;
     SmallVector<Type> results;
-    if (hasLoss)
+    // Inference: every rank returns the outputs (the last stage's rank
+    // sends them), as a program without pipeline stages does.
+    if (hasLoss || forwardOnly)
       results.assign(ret.getOperandTypes().begin(),
                      ret.getOperandTypes().end());
     auto f = func::FuncOp::create(
@@ -550,7 +558,7 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
         FunctionType::get(ctx, fn.getArgumentTypes(), results));
     for (NamedAttribute a : fn->getDiscardableAttrs())
       f->setAttr(a.getName(), a.getValue());
-    if (!hasLoss) {
+    if (!hasLoss && !forwardOnly) {
       for (StringRef k : {TesselDialect::kOutputNamesAttrName.data(),
                           TesselDialect::kGlobalResultShardingsAttrName.data()})
         if (f->hasAttr(k))
@@ -668,7 +676,43 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
                 "on one stage";
     }
     SmallVector<Value> outs;
-    if (hasLoss)
+    if (forwardOnly) {
+      // Tags after the schedule's messages and the shared parts'.
+      int64_t tag = 2 * numMicrobatches * numStages * tagWidth;
+      for (const SharedGroup &g : groups)
+        tag += int64_t(g.parts.size());
+      const int64_t last = sched.getRank(numStages - 1);
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        Operation *d = v.getDefiningOp();
+        // A returned argument or a value of weights and constants alone:
+        // every rank has it.
+        if (!d || !homes.count(d)) {
+          if (!ensure(v))
+            return ret.emitOpError() << "output " << i
+                                     << " is not computed on pp rank " << r;
+          outs.push_back(map.lookup(v));
+          continue;
+        }
+        if (r == last) {
+          if (!ensure(v))
+            return ret.emitOpError()
+                   << "output " << i << " is not computed on pp rank " << r;
+          for (int64_t p = 0; p < ppSize; ++p)
+            if (p != r)
+              tagClone(SendOp::create(b, v.getLoc(), map.lookup(v), meshRef,
+                                      axes, b.getI64IntegerAttr(p),
+                                      b.getI64IntegerAttr(tag + int64_t(i))),
+                       "SEND", numStages - 1, -1);
+          outs.push_back(map.lookup(v));
+          continue;
+        }
+        auto recv = RecvOp::create(b, v.getLoc(), v.getType(), meshRef, axes,
+                                   b.getI64IntegerAttr(last),
+                                   b.getI64IntegerAttr(tag + int64_t(i)));
+        tagClone(recv, "RECV", numStages - 1, -1);
+        outs.push_back(recv.getResult());
+      }
+    } else if (hasLoss)
       for (Value v : ret.getOperands()) {
         if (!ensure(v))
           return ret.emitOpError()

@@ -203,7 +203,7 @@ struct StageSplitPass : impl::StageSplitPassBase<StageSplitPass> {
         return fn.emitOpError() << "pipeline stage " << s << " of " << n
                                 << " is empty: no op is assigned to it";
     auto ret = cast<func::ReturnOp>(block.getTerminator());
-    if (ret.getNumOperands() > 0)
+    if (!forwardOnly && ret.getNumOperands() > 0)
       if (Operation *loss = ret.getOperands().back().getDefiningOp())
         if (stageOf.lookup(loss) != n - 1)
           return fn.emitOpError()

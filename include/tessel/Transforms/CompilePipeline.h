@@ -76,6 +76,15 @@ struct TrainingOptions {
   bool asyncReduceScatter = false;
 };
 
+/// An inference step on a mesh with a pp axis (docs/pipeline.md, "Pipelines
+/// for inference"): the forward graph cut into stages, split into
+/// microbatches whose outputs are concatenated, lowered forward-only.
+struct InferenceOptions {
+  StageSplitPassOptions stageSplit;
+  MicrobatchPassOptions microbatch;
+  PipelineLowerPassOptions pipeline;
+};
+
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
 /// through `stopAfter`: -tessel-fuse-gelu; with `train`, -tessel-add-loss,
 /// -tessel-microbatch (count > 1), -tessel-batch-norm-train (updating the
@@ -86,10 +95,13 @@ struct TrainingOptions {
 /// -tessel-simplify-collectives, -tessel-gather-at-use (ZeRO) and,
 /// training, -tessel-bucket-gradients, then -tessel-gemini-chunks and
 /// -tessel-gemini-placement (Gemini); last, with --precision bf16 through
-/// Partition, -tessel-mark-bf16-operands.
+/// Partition, -tessel-mark-bf16-operands. With `infer` (no `train`):
+/// -tessel-stage-split, -tessel-microbatch (concatenating the outputs)
+/// after the fusions, and -tessel-pipeline-lower (forward-only) last.
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
-                          const TrainingOptions *train = nullptr);
+                          const TrainingOptions *train = nullptr,
+                          const InferenceOptions *infer = nullptr);
 
 } // namespace mlir::tessel
 

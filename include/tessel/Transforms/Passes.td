@@ -435,10 +435,18 @@ def MicrobatchPass : Pass<"tessel-microbatch", "::mlir::ModuleOp"> {
     **Options**
 
     * `count`: the number of microbatches (default 1: nothing changes).
+    * `concat-outputs`: an inference step (a pipeline's forward only): the
+      function may return any tensors; each one that depends on an argument
+      is the concatenation of its microbatch copies along its batch dim
+      (an output whose batch was reduced away, or merged inside another
+      dim, is an error naming it).
   }];
   let options = [
     Option<"count", "count", "int64_t", /*default=*/"1",
            "Microbatches per step">,
+    Option<"concatOutputs", "concat-outputs", "bool", /*default=*/"false",
+           "Concatenate each output over the microbatches (inference) "
+           "instead of averaging the loss">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
@@ -693,7 +701,8 @@ def StageSplitPass : Pass<"tessel-stage-split", "::mlir::ModuleOp"> {
     the ops in program order are cut into `stages` contiguous pieces whose
     largest cost is smallest: each op's predicted seconds on the `cluster`'s
     device (the cost model of `tesselc --predict`, docs/auto-plan.md), or
-    its FLOP estimate without a cluster. The loss must be on the last stage.
+    its FLOP estimate without a cluster. The loss must be on the last stage
+    (with `forward-only`, an inference step's, any output on any stage).
     Errors: a stage left empty, a rule that matches no node, a rule whose
     stage is out of range, an op placed before the stage of a value it
     reads, more stages than ops.
@@ -708,6 +717,9 @@ def StageSplitPass : Pass<"tessel-stage-split", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"1", "Pipeline stages">,
+    Option<"forwardOnly", "forward-only", "bool", /*default=*/"false",
+           "An inference step: no loss, the outputs may be computed on any "
+           "stage">,
     ListOption<"rules", "rules", "std::string", "PATTERN=STAGE rules">,
     Option<"autoSplit", "auto", "bool", /*default=*/"false",
            "Balance the stages with the cost model">,
@@ -770,14 +782,22 @@ def PipelineLowerPass : Pass<"tessel-pipeline-lower", "::mlir::ModuleOp"> {
     of a (stage, microbatch) splits into `B` (what the gradient sent to the
     previous stage needs) and `W` (the rest) where the schedule asks.
     The last stage's rank returns the loss; the others return nothing.
+    With `forward-only` (an inference step: ops with a stage and no phase
+    are forward ops), only the schedule's forward actions and messages
+    have ops, and every rank returns the outputs: the last stage's rank
+    sends each one it computes to the other pp ranks after its last
+    action.
 
     **Options**
 
     * `schedule`: a registered schedule name (gpipe, 1f1b, ...).
     * `schedule-file`: a schedule file instead.
     * `chunks`: stages per rank (v).
+    * `forward-only`: an inference step (see above).
   }];
   let options = [
+    Option<"forwardOnly", "forward-only", "bool", /*default=*/"false",
+           "An inference step: forward actions only, outputs on every rank">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "Registered schedule">,
     Option<"scheduleFile", "schedule-file", "std::string", /*default=*/"\"\"",
