@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Exports a transformers LlamaForCausalLM built from a config (random
-weights, seed 0) with torch.onnx.export's default exporter (dynamo, weights
-in model.onnx.data), as a user exports a real model: the checks of real size
+weights, seed 0; transformers' default attention, sdpa) with
+torch.onnx.export's default exporter (dynamo, weights in model.onnx.data),
+as a user exports a real model: the checks of real size
 (docs/scale.md, bench/run-scale-memory) use it. Needs a venv with torch,
 transformers, onnx and onnxscript; the tests never do.
 
@@ -139,7 +140,7 @@ def main():
     if args.meta:
         config = transformers.LlamaConfig(
             **SIZES[args.size], max_position_embeddings=max(2048, args.seq),
-            tie_word_embeddings=False, attn_implementation="eager")
+            tie_word_embeddings=False)
         with torch.device("meta"):
             model = transformers.LlamaForCausalLM(config).eval()
         n = sum(p.numel() for p in model.parameters())
@@ -152,7 +153,7 @@ def main():
 
     config = transformers.LlamaConfig(
         **SIZES[args.size], max_position_embeddings=max(2048, args.seq),
-        tie_word_embeddings=False, attn_implementation="eager")
+        tie_word_embeddings=False)
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config).float().eval()
     n = sum(p.numel() for p in model.parameters())

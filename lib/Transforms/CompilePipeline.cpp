@@ -37,6 +37,7 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
     return;
   pm.addPass(createFuseGeluPass());
   pm.addPass(createFuseLayerNormPass());
+  pm.addPass(createFoldMergedTransposePass());
   // Training-mode BatchNorm: its running statistics are updated only when
   // training, once per microbatch.
   BatchNormTrainPassOptions batchNorm;

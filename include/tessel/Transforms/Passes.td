@@ -187,6 +187,32 @@ def SplitBiasPass : Pass<"tessel-split-bias"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def FoldMergedTransposePass : Pass<"tessel-fold-merged-transpose"> {
+  let summary = "Folds a transpose between a merge of leading dims and its split";
+  let description = [{
+    PyTorch's default exporter transposes attention's keys through a merge
+    of batch and heads: `reshape [b, h, s, d] -> [b*h, s, d]`, `transpose
+    [0, 2, 1]`, `reshape -> [b, h, d, s]`. A shard is a contiguous block of
+    a dim, so heads split over tp cannot stay split in `[b*h]` with the batch
+    whole, and the keys would be gathered to be transposed on every rank.
+    This pass rewrites each `reshape` (merging leading dims), `transpose`
+    (swapping the last two dims, read once), `reshape` (splitting leading
+    dims) into one transpose of the last two dims of the first reshape's
+    operand, then a reshape to the last one's type where the shapes differ:
+    every element keeps its place, and the heads stay split. Ops left
+    unread are erased. tesselc runs it after import.
+
+    ```mlir
+    %y = tessel.reshape %x : (tensor<2x4x16x8xf32>) -> tensor<8x16x8xf32>
+    %z = tessel.transpose %y perm = [0, 2, 1] : (tensor<8x16x8xf32>) -> tensor<8x8x16xf32>
+    %w = tessel.reshape %z : (tensor<8x8x16xf32>) -> tensor<2x4x8x16xf32>
+    // becomes
+    %w = tessel.transpose %x perm = [0, 1, 3, 2] : (tensor<2x4x16x8xf32>) -> tensor<2x4x8x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 def FuseGeluPass : Pass<"tessel-fuse-gelu"> {
   let summary = "Folds decomposed GELU subgraphs into tessel.gelu";
   let description = [{

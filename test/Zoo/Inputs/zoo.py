@@ -33,13 +33,13 @@ TESSELC = os.path.join(BIN, "tesselc") if BIN else "tesselc"
 TESSEL_RUN = os.path.join(BIN, "tessel-run") if BIN else "tessel-run"
 
 
-def run(args):
+def run(args, with_stderr=False):
     p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=600)
     if p.returncode != 0:
         sys.exit("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(args),
                                                    p.stdout, p.stderr))
-    return p.stdout
+    return p.stdout + p.stderr if with_stderr else p.stdout
 
 
 def model_dir(zoo, arch, export):
@@ -85,6 +85,20 @@ def sharded(zoo, arch, export, tmp, mesh, plan):
     err = np.max(np.abs(got.astype(np.float64) - one)) / max(1.0, np.max(np.abs(one)))
     print("%s/%s %s: max relative difference to one device %.3g" % (arch, export, mesh, err))
     assert err <= 1e-6, err
+
+
+def heads(zoo, arch, export, tmp):
+    """Megatron's tp=2: the heads stay split through attention (no reshape
+    gathers a split dim: tesselc warns where one does), equal to one device."""
+    m = meta(zoo, arch)
+    model = os.path.join(model_dir(zoo, arch, export), "model.onnx")
+    text = run([TESSELC, model, "--mesh", "tp=2", "--plan=megatron",
+                "--emit=partitioned", "-o", os.path.join(tmp, "p.mlir")],
+               with_stderr=True)
+    lost = [l for l in text.splitlines() if "gathers dim" in l]
+    assert not lost, "%s/%s: %s" % (arch, export, lost[0])
+    sharded(zoo, arch, export, tmp, "tp=2", "megatron")
+    print("%s/%s tp=2: heads split through attention" % (arch, export))
 
 
 def parse_report(text):
@@ -219,6 +233,8 @@ def main():
         forward(zoo, arch, export, tmp)
     elif cmd == "sharded":
         sharded(zoo, arch, export, tmp, rest[0], rest[1])
+    elif cmd == "heads":
+        heads(zoo, arch, export, tmp)
     elif cmd == "train":
         train(zoo, arch, export, tmp, rest)
     elif cmd == "microbatches":
