@@ -47,16 +47,27 @@ struct Projection {
 std::optional<Projection> asProjection(Operation *op) {
   if (!op)
     return std::nullopt;
-  auto weightOf = [](Value v) -> WeightOp {
+  // A 2-D weight, or its transpose (`transposed`): the exporter's graph
+  // before constant folding (a shapes-only or meta-device export) reads
+  // nn.Linear's [out, in] weight as x @ transpose(W).
+  auto weightOf = [](Value v, bool *transposed = nullptr) -> WeightOp {
+    if (transposed)
+      *transposed = false;
+    if (auto t = v.getDefiningOp<TransposeOp>();
+        t && transposed && t.getPerm().size() == 2 && t.getPerm()[0] == 1) {
+      v = t.getInput();
+      *transposed = true;
+    }
     auto w = v.getDefiningOp<WeightOp>();
     auto t = w ? dyn_cast<RankedTensorType>(w.getType()) : nullptr;
     return t && t.getRank() == 2 ? w : WeightOp();
   };
   if (auto mm = dyn_cast<MatmulOp>(op)) {
-    // x @ W: W is [in, out].
-    if (WeightOp w = weightOf(mm->getOperand(1));
+    // x @ W: W is [in, out]; x @ transpose(W): W is [out, in].
+    bool transposed = false;
+    if (WeightOp w = weightOf(mm->getOperand(1), &transposed);
         w && !weightOf(mm->getOperand(0)))
-      return Projection{op, w, 1, 0};
+      return transposed ? Projection{op, w, 0, 1} : Projection{op, w, 1, 0};
     return std::nullopt;
   }
   if (auto g = dyn_cast<GemmOp>(op)) {
