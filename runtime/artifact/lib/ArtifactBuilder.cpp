@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <set>
 #include <unistd.h>
@@ -363,92 +362,26 @@ Status collect(const ProgramBuilder::WeightSource &source, uint64_t size,
   return Status::ok();
 }
 
-/// One tensor of a weights file being written.
-struct FileTensor {
-  std::string name;
-  DType dtype;
-  Shape shape;
-  const ProgramBuilder::WeightSource *source;
-};
-
-/// Writes a safetensors file of `tensors` to `path` (through a temporary
-/// file beside it, renamed when whole), streaming each tensor's bytes from
-/// its source; returns its size, its CRC-32C and each tensor's [begin, end)
-/// in its data section. Only the header and one window are ever in memory.
+/// Writes a safetensors file of `tensors` to `path`, through a temporary
+/// file beside it renamed when whole (writeSafetensors streams each
+/// tensor from its source).
 Status streamSafetensors(const std::string &path,
-                         const std::vector<FileTensor> &tensors,
+                         const std::vector<SafetensorsSource> &tensors,
                          uint64_t &size, uint32_t &crc,
                          std::vector<std::pair<uint64_t, uint64_t>> &offsets) {
-  std::vector<SafetensorsTensor> heads;
-  for (const FileTensor &t : tensors)
-    heads.push_back({t.name, t.dtype, t.shape, nullptr});
-  std::vector<size_t> order;
-  std::string head = encodeSafetensorsHeader(heads, {}, order, offsets);
   const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Status::error(tmp + ": cannot open for writing: " +
-                         std::strerror(errno));
-  size = 0;
-  crc = 0;
-  // Pieces are gathered into a window of 4 MiB before each write().
-  constexpr size_t kWindow = size_t(4) << 20;
-  std::string window;
-  window.reserve(kWindow);
-  auto flush = [&]() -> Status {
-    size_t done = 0;
-    while (done < window.size()) {
-      ssize_t n = ::write(fd, window.data() + done, window.size() - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return Status::error(tmp + ": write failed: " + std::strerror(errno));
-      done += static_cast<size_t>(n);
-    }
-    crc = crc32c(window.data(), window.size(), crc);
-    size += window.size();
-    window.clear();
-    return Status::ok();
-  };
-  auto put = [&](const char *data, size_t n) -> Status {
-    while (n) {
-      size_t k = std::min(n, kWindow - window.size());
-      window.append(data, k);
-      data += k;
-      n -= k;
-      if (window.size() == kWindow)
-        TSL_RETURN_IF_ERROR(flush());
-    }
-    return Status::ok();
-  };
-  Status status = put(head.data(), head.size());
-  for (size_t i : order) {
-    if (!status)
-      break;
-    const FileTensor &t = tensors[i];
-    uint64_t want = offsets[i].second - offsets[i].first, got = 0;
-    status = (*t.source)([&](const void *data, size_t n) -> Status {
-      if (got + n > want)
-        return Status::error("weight '" + t.name + "': its source gives "
-                             "more than its " + std::to_string(want) +
-                             " bytes");
-      got += n;
-      return put(static_cast<const char *>(data), n);
-    });
-    if (status && got != want)
-      status = Status::error("weight '" + t.name + "': its source gave " +
-                             std::to_string(got) + " of its " +
-                             std::to_string(want) + " bytes");
-  }
-  if (status)
-    status = flush();
-  if (::close(fd) != 0 && status)
-    status = Status::error(tmp + ": close failed: " + std::strerror(errno));
+  WrittenFile written;
+  Status status = writeSafetensors(tmp, tensors, {}, false, written);
   if (status && std::rename(tmp.c_str(), path.c_str()) != 0)
     status = Status::error(path + ": rename failed: " + std::strerror(errno));
-  if (!status)
+  if (!status) {
     ::unlink(tmp.c_str());
-  return status;
+    return status;
+  }
+  size = written.size;
+  crc = written.crc32c;
+  offsets = std::move(written.offsets);
+  return Status::ok();
 }
 
 } // namespace
@@ -544,7 +477,7 @@ Status ArtifactBuilder::write(const std::string &dir) {
   };
   const std::string kSharedName = "shared.weights.safetensors";
   std::map<std::string, SharedWeight> shared;
-  std::vector<FileTensor> sharedTensors;
+  std::vector<SafetensorsSource> sharedTensors;
   for (auto &[r, pb] : ranks) {
     std::set<std::string> seen;
     for (const ProgramBuilder::WeightEntry &w : pb.weightEntries)
@@ -566,7 +499,7 @@ Status ArtifactBuilder::write(const std::string &dir) {
             });
         if (it == pb.weightEntries.end())
           continue;
-        sharedTensors.push_back({key, it->dtype, it->shape, &it->source});
+        sharedTensors.push_back({key, it->dtype, it->shape, it->source});
         break;
       }
     }
@@ -603,7 +536,7 @@ Status ArtifactBuilder::write(const std::string &dir) {
     std::string wName = "rank" + std::to_string(r) + ".weights.safetensors";
     // This rank's own weights stream into its file (index 0); those that
     // several ranks hold alike go to the shared file (index 1), once.
-    std::vector<FileTensor> own;
+    std::vector<SafetensorsSource> own;
     std::vector<const ProgramBuilder::WeightEntry *> ownEntries;
     bool usesShared = false;
     for (const ProgramBuilder::WeightEntry &w : pb.weightEntries) {
@@ -615,7 +548,7 @@ Status ArtifactBuilder::write(const std::string &dir) {
         usesShared = true;
         continue;
       }
-      own.push_back({w.name, w.dtype, w.shape, &w.source});
+      own.push_back({w.name, w.dtype, w.shape, w.source});
       ownEntries.push_back(&w);
     }
     uint64_t wSize = 0;

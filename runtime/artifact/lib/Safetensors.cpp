@@ -1,12 +1,16 @@
 //===- Safetensors.cpp - The safetensors weight file format ---------------===//
 #include "tessel/runtime/Safetensors.h"
+#include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/Json.h"
 #include "DTypeNames.h"
 #include "tessel/support/Checked.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <memory>
+#include <unistd.h>
 
 namespace tessel::runtime {
 
@@ -164,6 +168,79 @@ std::string encodeSafetensorsHeader(
     out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
   out += header;
   return out;
+}
+
+Status writeSafetensors(
+    const std::string &path, const std::vector<SafetensorsSource> &tensors,
+    const std::vector<std::pair<std::string, std::string>> &metadata,
+    bool sync, WrittenFile &out) {
+  std::vector<SafetensorsTensor> heads;
+  for (const SafetensorsSource &t : tensors)
+    heads.push_back({t.name, t.dtype, t.shape, nullptr});
+  std::vector<size_t> order;
+  out = WrittenFile();
+  std::string head = encodeSafetensorsHeader(heads, metadata, order,
+                                             out.offsets);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::error(path + ": cannot open for writing: " +
+                         std::strerror(errno));
+  // Pieces are gathered into a window of 4 MiB before each write().
+  constexpr size_t kWindow = size_t(4) << 20;
+  std::string window;
+  window.reserve(kWindow);
+  auto flush = [&]() -> Status {
+    size_t done = 0;
+    while (done < window.size()) {
+      ssize_t n = ::write(fd, window.data() + done, window.size() - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return Status::error(path + ": write failed: " + std::strerror(errno));
+      done += static_cast<size_t>(n);
+    }
+    out.crc32c = crc32c(window.data(), window.size(), out.crc32c);
+    out.size += window.size();
+    window.clear();
+    return Status::ok();
+  };
+  auto put = [&](const char *data, size_t n) -> Status {
+    while (n) {
+      size_t k = std::min(n, kWindow - window.size());
+      window.append(data, k);
+      data += k;
+      n -= k;
+      if (window.size() == kWindow)
+        TSL_RETURN_IF_ERROR(flush());
+    }
+    return Status::ok();
+  };
+  Status status = put(head.data(), head.size());
+  for (size_t i : order) {
+    if (!status)
+      break;
+    const SafetensorsSource &t = tensors[i];
+    uint64_t want = out.offsets[i].second - out.offsets[i].first, got = 0;
+    status = t.write([&](const void *data, size_t n) -> Status {
+      if (got + n > want)
+        return Status::error("weight '" + t.name + "': its source gives "
+                             "more than its " + std::to_string(want) +
+                             " bytes");
+      got += n;
+      return put(static_cast<const char *>(data), n);
+    });
+    if (status && got != want)
+      status = Status::error("weight '" + t.name + "': its source gave " +
+                             std::to_string(got) + " of its " +
+                             std::to_string(want) + " bytes");
+  }
+  if (status)
+    status = flush();
+  if (status && sync && ::fsync(fd) != 0)
+    status = Status::error(path + ": fsync failed: " + std::strerror(errno));
+  if (::close(fd) != 0 && status)
+    status = Status::error(path + ": close failed: " + std::strerror(errno));
+  return status;
 }
 
 std::string encodeSafetensors(

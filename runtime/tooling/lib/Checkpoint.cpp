@@ -379,26 +379,34 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
         "tessel-run/ckpt/" + std::to_string(info.step), tmp, g.timeout));
   }
 
-  // This rank's states.
+  // This rank's states, streamed into its file one at a time (never a
+  // second copy of them all).
   const Program &p = exec.program();
-  std::vector<Tensor> values(p.states.size());
-  std::vector<SafetensorsTensor> tensors;
+  std::vector<SafetensorsSource> tensors;
   uint64_t bytes = 0;
-  for (size_t i = 0; i < p.states.size(); ++i) {
-    const std::string &name = p.states[i].first;
-    TSL_RETURN_IF_ERROR(exec.getState(name, values[i]));
-    tensors.push_back(
-        {name, values[i].dtype(), values[i].shape(), values[i].data()});
-    bytes += values[i].numElements() * dtypeSize(values[i].dtype());
+  for (const auto &[name, id] : p.states) {
+    const BufferInfo &b = p.buffers[id];
+    bytes += b.bytes;
+    tensors.push_back({name, b.dtype, b.shape,
+                       [&exec, name = name](const ByteSink &sink) -> Status {
+                         Tensor value;
+                         TSL_RETURN_IF_ERROR(exec.getState(name, value));
+                         return sink(value.data(),
+                                     static_cast<size_t>(value.numElements()) *
+                                         dtypeSize(value.dtype()));
+                       }});
   }
   // The rank file says where the training stands too: checked against the
   // index on load.
-  const std::string rankBytes = encodeSafetensors(
-      tensors, {{"step", std::to_string(info.step)},
-                {"data_position", std::to_string(info.dataPosition)}});
-  TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + rankFile(g.rank), rankBytes));
+  WrittenFile written;
+  TSL_RETURN_IF_ERROR(writeSafetensors(
+      tmp + "/" + rankFile(g.rank), tensors,
+      {{"step", std::to_string(info.step)},
+       {"data_position", std::to_string(info.dataPosition)}},
+      /*sync=*/true, written));
   // The size and CRC-32C of each file this rank wrote, for the index.
-  std::string sums = checkpointFileEntry(rankFile(g.rank), rankBytes);
+  std::string sums =
+      checkpointFileEntry(rankFile(g.rank), written.size, written.crc32c);
   if (info.losses && static_cast<int64_t>(info.losses->size()) == info.step) {
     const std::string npy = encodeNpy(
         Tensor::fromVector(DType::F32, {info.step}, *info.losses));
@@ -509,9 +517,14 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
 
 std::string checkpointFileEntry(const std::string &name,
                                 const std::string &bytes) {
-  return jsonQuote(name) + ": {\"size\": " + std::to_string(bytes.size()) +
-         ", \"crc32c\": " + std::to_string(crc32c(bytes.data(), bytes.size())) +
-         "}";
+  return checkpointFileEntry(name, bytes.size(),
+                             crc32c(bytes.data(), bytes.size()));
+}
+
+std::string checkpointFileEntry(const std::string &name, uint64_t size,
+                                uint32_t crc) {
+  return jsonQuote(name) + ": {\"size\": " + std::to_string(size) +
+         ", \"crc32c\": " + std::to_string(crc) + "}";
 }
 
 std::string sealIndex(const std::string &body) {

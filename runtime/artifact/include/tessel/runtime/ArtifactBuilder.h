@@ -21,6 +21,7 @@
 #include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/MappedFile.h"
+#include "tessel/runtime/Safetensors.h"
 #include "tessel/runtime/Status.h"
 
 #include <functional>
@@ -73,7 +74,7 @@ public:
   /// Binds graph output `name` to buffer `buffer`.
   void addOutput(const std::string &name, int buffer);
   /// Receives bytes in order, in pieces of any size.
-  using ByteSink = std::function<Status(const void *data, size_t size)>;
+  using ByteSink = ::tessel::runtime::ByteSink;
   /// Produces a weight's bytes when they are written: passes exactly the
   /// buffer's size, in order, to `sink` (a compiler streams a block of a
   /// model's external data in bounded windows, so that no whole weight is

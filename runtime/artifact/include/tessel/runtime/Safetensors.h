@@ -76,6 +76,32 @@ std::string encodeSafetensorsHeader(
     const std::vector<std::pair<std::string, std::string>> &metadata,
     std::vector<size_t> &order,
     std::vector<std::pair<uint64_t, uint64_t>> &offsets);
+/// Receives bytes in order, in pieces of any size.
+using ByteSink = std::function<Status(const void *data, size_t size)>;
+/// A tensor of a safetensors file written by writeSafetensors: `write`
+/// passes exactly its bytes, in order, to the sink it is given.
+struct SafetensorsSource {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::function<Status(const ByteSink &sink)> write;
+};
+/// The size and CRC-32C of a file written, and each tensor's [begin, end)
+/// in its data section.
+struct WrittenFile {
+  uint64_t size = 0;
+  uint32_t crc32c = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> offsets;
+};
+/// Writes a safetensors file of `tensors` to `path` (created or truncated;
+/// fsync'ed when `sync`), streaming each tensor's bytes from its source
+/// through a 4 MiB window: the header and the window are all it holds.
+/// A source that gives more or fewer bytes than its tensor's size is an
+/// error naming the tensor. The layout is encodeSafetensors'.
+Status writeSafetensors(
+    const std::string &path, const std::vector<SafetensorsSource> &tensors,
+    const std::vector<std::pair<std::string, std::string>> &metadata,
+    bool sync, WrittenFile &out);
 /// Serialises tensors; the data section starts 64-byte aligned and tensors
 /// are ordered by decreasing element size so each is naturally aligned.
 /// `metadata` joins "__metadata__" (after "format": "tessel").

@@ -101,6 +101,9 @@ std::string sealIndex(const std::string &body);
 /// "crc32c": C}` for its `bytes`.
 std::string checkpointFileEntry(const std::string &name,
                                 const std::string &bytes);
+/// The same for a file of `size` bytes whose CRC-32C is `crc`.
+std::string checkpointFileEntry(const std::string &name, uint64_t size,
+                                uint32_t crc);
 
 /// A checkpoint's states as their saved blocks (the rank files mapped).
 struct SavedState {
