@@ -82,10 +82,46 @@ std::optional<Projection> asProjection(Operation *op) {
 /// The projections `v` is computed from, through ops that keep features
 /// apart; nothing when something else (a norm, a reduction, a lookup, a
 /// graph input) is on the way.
+/// Whether `v` is computed from weights and constants alone (a mask or a
+/// rotary table the exporter did not fold: its graph before constant
+/// folding computes them with lookups and comparisons).
+bool isConstantLike(Value v, llvm::DenseMap<Value, bool> &memo) {
+  SmallVector<Value> stack{v};
+  while (!stack.empty()) {
+    Value x = stack.back();
+    if (memo.count(x)) {
+      stack.pop_back();
+      continue;
+    }
+    Operation *def = x.getDefiningOp();
+    if (!def || def->getNumRegions()) {
+      memo[x] = false; // a graph input (or an op with regions)
+      stack.pop_back();
+      continue;
+    }
+    bool ready = true, constant = true;
+    for (Value o : def->getOperands()) {
+      auto it = memo.find(o);
+      if (it == memo.end()) {
+        stack.push_back(o);
+        ready = false;
+      } else {
+        constant &= it->second;
+      }
+    }
+    if (!ready)
+      continue;
+    memo[x] = constant;
+    stack.pop_back();
+  }
+  return memo.lookup(v);
+}
+
 std::optional<SmallVector<Operation *>> sourcesOf(Value v) {
   SmallVector<Value> work{v};
   llvm::SmallPtrSet<Value, 32> seen;
   llvm::SetVector<Operation *> sources;
+  llvm::DenseMap<Value, bool> constantLike;
   while (!work.empty()) {
     Value x = work.pop_back_val();
     if (!seen.insert(x).second)
@@ -97,7 +133,7 @@ std::optional<SmallVector<Operation *>> sourcesOf(Value v) {
       sources.insert(def);
       continue;
     }
-    if (isa<WeightOp, ConstantOp>(def))
+    if (isa<WeightOp, ConstantOp>(def) || isConstantLike(x, constantLike))
       continue; // masks, rotary tables, scales
     // Elementwise ops and data movement keep features apart; so do the
     // score matmuls and the softmax over keys of attention.
