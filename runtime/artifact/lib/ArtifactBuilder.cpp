@@ -487,7 +487,10 @@ Status ArtifactBuilder::write(const std::string &dir) {
           seen.insert(w.shareKey).second)
         ++shared[w.shareKey].ranks;
   }
-  for (auto &[key, sw] : shared)
+  for (auto &entry : shared) {
+    // (Named, not a structured binding: the lambda below reads the key.)
+    const std::string &key = entry.first;
+    SharedWeight &sw = entry.second;
     if (sw.ranks > 1) {
       sw.index = sharedTensors.size();
       // The first rank's entry gives the dtype, shape and bytes.
@@ -503,6 +506,7 @@ Status ArtifactBuilder::write(const std::string &dir) {
         break;
       }
     }
+  }
   uint64_t sharedSize = 0;
   uint32_t sharedCrc = 0;
   std::vector<std::pair<uint64_t, uint64_t>> sharedOffsets;
