@@ -192,26 +192,18 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
     o.output = "";
     o.predict = o.report = o.explain = false;
     o.timelines.clear();
-    // A dp axis the batch has fewer rows than is no data parallelism: the
-    // built-in plans leave such a batch whole on every dp rank (a warning),
-    // a candidate auto does not offer.
-    std::string wholeBatch;
-    Expected<CompileResult> r = compile(*context, o, [&](const Message &m) {
-      if (m.kind == Message::Warning && wholeBatch.empty() &&
-          StringRef(m.text).contains("fewer rows than shards"))
-        wholeBatch = m.text;
-    });
+    Expected<CompileResult> r =
+        compile(*context, o, [](const Message &) {});
     if (!r) {
       c.failure = firstLine(r.takeError());
       return;
     }
-    if (!wholeBatch.empty()) {
-      StringRef text(wholeBatch);
-      size_t at = text.find("input '");
-      c.failure = "dp=" + std::to_string(c.dp) + " splits no batch: " +
-                  (at == StringRef::npos ? text : text.substr(at))
-                      .split(" (export")
-                      .first.str();
+    // A dp axis the batch has fewer rows than is no data parallelism: the
+    // built-in plans leave such a batch whole on every dp rank, a candidate
+    // auto does not offer.
+    if (!r->wholeBatches.empty()) {
+      c.failure = "dp=" + std::to_string(c.dp) +
+                  " splits no batch: " + r->wholeBatches.front();
       return;
     }
     Expected<mlir::tessel::Prediction> p =

@@ -133,6 +133,8 @@ private:
   Error configureHybrid(HybridOptions &h);
   Error configurePipeline(mlir::tessel::TrainingOptions &t);
   Error configureInference();
+  Error configureStageSplit(StringRef stages, int chunks, bool train,
+                            mlir::tessel::StageSplitPassOptions &split);
   Error agree(StringRef key, const std::string &option, StringRef flag,
               const std::string &value);
   Error loadMlir();
@@ -694,7 +696,8 @@ Error Compilation::plan() {
       if (axis == mlir::tessel::kPipelineAxis)
         ppSize = size;
     std::vector<std::string> unmatched;
-    if (Error err = mlir::tessel::applyPlan(*module, mesh, plan, &unmatched))
+    if (Error err = mlir::tessel::applyPlan(*module, mesh, plan, &unmatched,
+                                            &result.wholeBatches))
       return fail(toString(std::move(err)));
     for (const std::string &u : unmatched)
       warn("plan rule " + u);
@@ -742,10 +745,31 @@ Error Compilation::configurePipeline(mlir::tessel::TrainingOptions &t) {
                   "mesh axis (e.g. --mesh pp=2)");
     return Error::success();
   }
+  if (Error err = configureStageSplit(stages, chunks, true, t.stageSplit))
+    return err;
+  if (t.optimizer.clipGradNorm > 0)
+    return fail("--clip-grad-norm is not supported with a pipeline yet (the "
+                "norm spans every stage)");
+  if (t.recompute)
+    return fail("--recompute is not supported with a pipeline yet");
+  t.pipelined = true;
+  t.pipeline.schedule = schedule.empty() ? "1f1b" : schedule;
+  t.pipeline.scheduleFile = o.scheduleFile;
+  t.pipeline.chunks = chunks;
+  return Error::success();
+}
+
+/// The stage split of a pipeline over the pp axis, training's and
+/// inference's: `stages` is --stages ("auto", or empty for the plan's stage
+/// rules), `chunks` the stages per rank; `train` says "with --train" in
+/// the message that refuses another --stages.
+Error Compilation::configureStageSplit(
+    StringRef stages, int chunks, bool train,
+    mlir::tessel::StageSplitPassOptions &split) {
   if (!stages.empty() && stages != "auto")
-    return fail("--stages with --train takes 'auto' (the number of stages is "
-                "pp times --chunks); got '" +
-                stages + "'");
+    return fail(Twine("--stages") + (train ? " with --train" : "") +
+                " takes 'auto' (the number of stages is pp times --chunks); "
+                "got '" + stages + "'");
   const bool autoSplit = stages == "auto";
   if (autoSplit && !stageRules.empty())
     return fail("--stages auto and the plan's stage rules: give one of them");
@@ -755,27 +779,17 @@ Error Compilation::configurePipeline(mlir::tessel::TrainingOptions &t) {
                 "stage: 1) or --stages auto");
   if (chunks < 1)
     return fail("--chunks must be at least 1, got " + std::to_string(chunks));
-  if (t.optimizer.clipGradNorm > 0)
-    return fail("--clip-grad-norm is not supported with a pipeline yet (the "
-                "norm spans every stage)");
-  if (t.recompute)
-    return fail("--recompute is not supported with a pipeline yet");
-  t.pipelined = true;
-  t.stageSplit.stages = ppSize * chunks;
-  t.stageSplit.autoSplit = autoSplit;
+  split.stages = ppSize * chunks;
+  split.autoSplit = autoSplit;
   // --stages auto balances the ops' predicted seconds on --cluster's device,
   // the cost model --predict and --plan=auto use.
   if (autoSplit)
-    t.stageSplit.cluster = o.cluster;
+    split.cluster = o.cluster;
   for (const mlir::tessel::PlanRule &r : stageRules)
-    t.stageSplit.rules.push_back(r.pattern + "=" + std::to_string(r.stage));
-  t.pipeline.schedule = schedule.empty() ? "1f1b" : schedule;
-  t.pipeline.scheduleFile = o.scheduleFile;
-  t.pipeline.chunks = chunks;
+    split.rules.push_back(r.pattern + "=" + std::to_string(r.stage));
   return Error::success();
 }
 
-/// The training step's options (--train, or --emit=autodiff).
 /// Pipelines for inference (docs/pipeline.md): a `pp` axis without --train
 /// cuts the forward graph into stages (the plan's stage rules, else
 /// --stages auto), splits the batch into microbatches whose outputs are
@@ -788,24 +802,12 @@ Error Compilation::configureInference() {
     return fail("the plan has stage rules but the mesh no 'pp' axis (e.g. "
                 "--mesh pp=2)");
   std::string stages = o.stages.value_or("");
-  if (!stages.empty() && stages != "auto")
-    return fail("--stages takes 'auto' (the number of stages is pp times "
-                "--chunks); got '" + stages + "'");
   if (stages.empty() && stageRules.empty())
     stages = "auto";
-  const bool autoSplit = stages == "auto";
-  if (autoSplit && !stageRules.empty())
-    return fail("--stages auto and the plan's stage rules: give one of them");
-  if (o.chunks < 1)
-    return fail("--chunks must be at least 1, got " + std::to_string(o.chunks));
   mlir::tessel::InferenceOptions in;
-  in.stageSplit.stages = ppSize * o.chunks;
-  in.stageSplit.autoSplit = autoSplit;
+  if (Error err = configureStageSplit(stages, o.chunks, false, in.stageSplit))
+    return err;
   in.stageSplit.forwardOnly = true;
-  if (autoSplit)
-    in.stageSplit.cluster = o.cluster;
-  for (const mlir::tessel::PlanRule &r : stageRules)
-    in.stageSplit.rules.push_back(r.pattern + "=" + std::to_string(r.stage));
   in.pipeline.schedule = o.schedule.empty() ? "gpipe" : o.schedule;
   in.pipeline.chunks = o.chunks;
   in.pipeline.forwardOnly = true;
@@ -843,6 +845,7 @@ Error Compilation::configureInference() {
   return Error::success();
 }
 
+/// The training step's options (--train, or --emit=autodiff).
 Error Compilation::configureTraining() {
   if (!training())
     return configureInference();

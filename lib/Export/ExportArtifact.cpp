@@ -184,41 +184,10 @@ rt::Status streamBlock(const WeightData &src, ArrayRef<int64_t> shape,
                        ArrayRef<int64_t> sizes, StringRef weightName,
                        const rt::ProgramBuilder::ByteSink &sink) {
   const int64_t rank = shape.size();
-  if (rank == 0)
-    return src.data ? sink(src.data, elemSize) : [&] {
-      std::string one(elemSize, '\0'), error;
-      if (!src.read(0, elemSize, one.data(), error))
-        return rt::Status::error("weight '" + weightName.str() + "': " +
-                                 error);
-      return sink(one.data(), elemSize);
-    }();
-  for (int64_t s : sizes)
-    if (s == 0)
-      return rt::Status::ok();
-  SmallVector<int64_t> strides(rank, 1);
-  for (int64_t d = rank - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  // The run dim k: every dim after it is whole in the source, the view and
-  // the block, so a run covers sizes[k] rows of `inner` elements.
-  int64_t k = rank - 1;
-  while (k > 0 && starts[k] == 0 && sizes[k] == view[k] && origin[k] == 0 &&
-         view[k] == shape[k])
-    --k;
-  int64_t inner = 1;
-  for (int64_t d = k + 1; d < rank; ++d)
-    inner *= shape[d];
   constexpr size_t kWindow = size_t(4) << 20;
-  static const char zeros[1 << 16] = {};
-  std::string window;
-  std::string error;
-  auto zeroFill = [&](uint64_t bytes) -> rt::Status {
-    while (bytes) {
-      size_t n = std::min<uint64_t>(bytes, sizeof(zeros));
-      TSL_RETURN_IF_ERROR(sink(zeros, n));
-      bytes -= n;
-    }
-    return rt::Status::ok();
-  };
+  std::string window, error;
+  // Bytes [elemOffset * elemSize, + bytes) of the source, a window at a
+  // time when they are read from a file.
   auto copy = [&](uint64_t elemOffset, uint64_t bytes) -> rt::Status {
     uint64_t at = elemOffset * elemSize;
     if (at + bytes > src.size)
@@ -234,6 +203,32 @@ rt::Status streamBlock(const WeightData &src, ArrayRef<int64_t> shape,
                                  error);
       TSL_RETURN_IF_ERROR(sink(window.data(), n));
       at += n;
+      bytes -= n;
+    }
+    return rt::Status::ok();
+  };
+  if (rank == 0)
+    return copy(0, elemSize);
+  for (int64_t s : sizes)
+    if (s == 0)
+      return rt::Status::ok();
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  // The run dim k: every dim after it is whole in the source, the view and
+  // the block, so a run covers sizes[k] rows of `inner` elements.
+  int64_t k = rank - 1;
+  while (k > 0 && starts[k] == 0 && sizes[k] == view[k] && origin[k] == 0 &&
+         view[k] == shape[k])
+    --k;
+  int64_t inner = 1;
+  for (int64_t d = k + 1; d < rank; ++d)
+    inner *= shape[d];
+  static const char zeros[1 << 16] = {};
+  auto zeroFill = [&](uint64_t bytes) -> rt::Status {
+    while (bytes) {
+      size_t n = std::min<uint64_t>(bytes, sizeof(zeros));
+      TSL_RETURN_IF_ERROR(sink(zeros, n));
       bytes -= n;
     }
     return rt::Status::ok();

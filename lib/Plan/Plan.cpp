@@ -374,7 +374,8 @@ mlir::tessel::parseMeshSpec(StringRef spec) {
 static Expected<TensorShardingAttr>
 specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
         const std::vector<std::pair<std::string, int64_t>> &mesh,
-        MLIRContext *ctx, std::string *note = nullptr) {
+        MLIRContext *ctx, std::string *note = nullptr,
+        std::string *advice = nullptr) {
   int64_t rank = type.getRank();
   SmallVector<SmallVector<StringAttr>> dims(rank);
   SmallVector<int64_t> pads(rank, 0);
@@ -416,9 +417,12 @@ specFor(const PlanRule &rule, RankedTensorType type, StringRef tensor,
                  Twine(size) + ") is not split over [" +
                  llvm::join(split.axes, ", ") + "] (" + Twine(shards) +
                  " shards): fewer rows than shards, so every shard runs "
-                 "the whole batch (export the model at a batch of at least " +
-                 Twine(shards) + " to split it)")
+                 "the whole batch")
                     .str();
+      if (advice)
+        *advice = ("export the model at a batch of at least " +
+                   Twine(shards) + " to split it")
+                      .str();
       continue;
     }
     if (split.autoPad && !ShapedType::isDynamic(size))
@@ -467,7 +471,8 @@ StringRef mlir::tessel::nodeName(Operation *op) {
 
 Error mlir::tessel::applyPlan(
     ModuleOp module, const std::vector<std::pair<std::string, int64_t>> &mesh,
-    const Plan &plan, std::vector<std::string> *unmatched) {
+    const Plan &plan, std::vector<std::string> *unmatched,
+    std::vector<std::string> *wholeBatches) {
   MLIRContext *ctx = module.getContext();
   if (Error e = checkMeshDevices(mesh, ""))
     return e;
@@ -519,13 +524,17 @@ Error mlir::tessel::applyPlan(
           shadow(i, *winner);
           continue;
         }
-        std::string note;
-        auto spec =
-            specFor(rule, type, "input '" + name + "'", mesh, ctx, &note);
+        std::string note, advice;
+        auto spec = specFor(rule, type, "input '" + name + "'", mesh, ctx,
+                            &note, &advice);
         if (!spec)
           return spec.takeError();
-        if (!note.empty())
-          mlir::emitWarning(fn.getLoc()) << rule.where << ": " << note;
+        if (!note.empty()) {
+          mlir::emitWarning(fn.getLoc())
+              << rule.where << ": " << note << " (" << advice << ")";
+          if (wholeBatches)
+            wholeBatches->push_back(note);
+        }
         fn.setArgAttr(arg.getArgNumber(), attr, *spec);
         used[i] = true;
         winner = i;

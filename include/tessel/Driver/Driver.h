@@ -73,6 +73,10 @@ struct CompileResult {
   /// list of schedules.
   std::string text;
   Reports reports;
+  /// The inputs whose batch the built-in plans left whole on every dp rank
+  /// (fewer rows than dp shards; tesselc warns): --plan=auto does not
+  /// offer such a dp.
+  std::vector<std::string> wholeBatches;
 };
 
 /// The error of a compile: what tesselc prints for it, all of it.

@@ -124,9 +124,13 @@ parseMeshSpec(llvm::StringRef spec);
 /// nothing are reported in `unmatched`, and so are rules shadowed by
 /// another: they match tensors, but every one is claimed by a rule that
 /// comes first (weight rules before node rules, else in file order).
+/// Inputs whose batch a built-in batch split leaves whole (fewer rows than
+/// shards: PlanSplit::batch) are warned about and, where `wholeBatches` is
+/// given, listed in it too.
 llvm::Error applyPlan(ModuleOp module,
                       const std::vector<std::pair<std::string, int64_t>> &mesh,
-                      const Plan &plan, std::vector<std::string> *unmatched);
+                      const Plan &plan, std::vector<std::string> *unmatched,
+                      std::vector<std::string> *wholeBatches = nullptr);
 
 } // namespace mlir::tessel
 

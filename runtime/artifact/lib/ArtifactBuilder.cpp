@@ -343,21 +343,21 @@ void ProgramBuilder::planMemory() {
 
 namespace {
 
-/// Collects a source's bytes into `out`, checking their count.
+/// Collects a source's `size` bytes into `dst`, checking their count.
 Status collect(const ProgramBuilder::WeightSource &source, uint64_t size,
-               const std::string &name, std::string &out) {
-  out.clear();
-  out.reserve(size);
+               const std::string &name, unsigned char *dst) {
+  uint64_t got = 0;
   TSL_RETURN_IF_ERROR(source([&](const void *data, size_t n) {
-    if (out.size() + n > size)
+    if (got + n > size)
       return Status::error("weight '" + name + "': its source gives more "
                            "than its " + std::to_string(size) + " bytes");
-    out.append(static_cast<const char *>(data), n);
+    std::memcpy(dst + got, data, n);
+    got += n;
     return Status::ok();
   }));
-  if (out.size() != size)
+  if (got != size)
     return Status::error("weight '" + name + "': its source gave " +
-                         std::to_string(out.size()) + " of its " +
+                         std::to_string(got) + " of its " +
                          std::to_string(size) + " bytes");
   return Status::ok();
 }
@@ -367,37 +367,17 @@ Status collect(const ProgramBuilder::WeightSource &source, uint64_t size,
 /// tensor from its source).
 Status streamSafetensors(const std::string &path,
                          const std::vector<SafetensorsSource> &tensors,
-                         uint64_t &size, uint32_t &crc,
-                         std::vector<std::pair<uint64_t, uint64_t>> &offsets) {
+                         WrittenFile &written) {
   const std::string tmp = path + ".tmp";
-  WrittenFile written;
   Status status = writeSafetensors(tmp, tensors, {}, false, written);
   if (status && std::rename(tmp.c_str(), path.c_str()) != 0)
     status = Status::error(path + ": rename failed: " + std::strerror(errno));
-  if (!status) {
+  if (!status)
     ::unlink(tmp.c_str());
-    return status;
-  }
-  size = written.size;
-  crc = written.crc32c;
-  offsets = std::move(written.offsets);
-  return Status::ok();
+  return status;
 }
 
 } // namespace
-
-Status ProgramBuilder::weightsImage(std::string &out) const {
-  std::vector<std::string> bytes(weightEntries.size());
-  std::vector<SafetensorsTensor> tensors;
-  for (size_t i = 0; i < weightEntries.size(); ++i) {
-    const WeightEntry &w = weightEntries[i];
-    TSL_RETURN_IF_ERROR(collect(w.source, byteSize(w.dtype, w.shape).value_or(0),
-                                w.name, bytes[i]));
-    tensors.push_back({w.name, w.dtype, w.shape, bytes[i].data()});
-  }
-  out = encodeSafetensors(tensors);
-  return Status::ok();
-}
 
 Status ProgramBuilder::finish(ProgramData &out) {
   if (!badOps.empty())
@@ -407,12 +387,9 @@ Status ProgramBuilder::finish(ProgramData &out) {
   out.path = "program";
   // Program.weights' order: weightEntries are in it.
   for (const WeightEntry &w : weightEntries) {
-    std::string bytes;
-    TSL_RETURN_IF_ERROR(collect(w.source,
-                                byteSize(w.dtype, w.shape).value_or(0),
-                                w.name, bytes));
-    auto owned = std::make_shared<OwnedBytes>(bytes.size());
-    std::memcpy(owned->data(), bytes.data(), bytes.size());
+    const uint64_t size = byteSize(w.dtype, w.shape).value_or(0);
+    auto owned = std::make_shared<OwnedBytes>(size);
+    TSL_RETURN_IF_ERROR(collect(w.source, size, w.name, owned->data()));
     out.weightData.push_back(owned->data());
     out.fileBacked.push_back(false);
     out.keep.push_back(owned);
@@ -473,47 +450,36 @@ Status ArtifactBuilder::write(const std::string &dir) {
   // once, before the ranks' files, into shared.weights.safetensors.
   struct SharedWeight {
     int ranks = 0;
+    // The first rank's entry: its dtype, shape and bytes are stored.
+    const ProgramBuilder::WeightEntry *first = nullptr;
     size_t index = 0; // in sharedTensors
   };
   const std::string kSharedName = "shared.weights.safetensors";
   std::map<std::string, SharedWeight> shared;
-  std::vector<SafetensorsSource> sharedTensors;
   for (auto &[r, pb] : ranks) {
     std::set<std::string> seen;
     for (const ProgramBuilder::WeightEntry &w : pb.weightEntries)
       if (!w.shareKey.empty() &&
           pb.prog->buffers(pb.prog->weights(w.weight).buffer()).kind() ==
               artifact::Buffer::WEIGHT &&
-          seen.insert(w.shareKey).second)
-        ++shared[w.shareKey].ranks;
+          seen.insert(w.shareKey).second) {
+        SharedWeight &sw = shared[w.shareKey];
+        ++sw.ranks;
+        if (!sw.first)
+          sw.first = &w;
+      }
   }
-  for (auto &entry : shared) {
-    // (Named, not a structured binding: the lambda below reads the key.)
-    const std::string &key = entry.first;
-    SharedWeight &sw = entry.second;
+  std::vector<SafetensorsSource> sharedTensors;
+  for (auto &[key, sw] : shared)
     if (sw.ranks > 1) {
       sw.index = sharedTensors.size();
-      // The first rank's entry gives the dtype, shape and bytes.
-      for (auto &[r, pb] : ranks) {
-        auto it = std::find_if(
-            pb.weightEntries.begin(), pb.weightEntries.end(),
-            [&](const ProgramBuilder::WeightEntry &w) {
-              return w.shareKey == key;
-            });
-        if (it == pb.weightEntries.end())
-          continue;
-        sharedTensors.push_back({key, it->dtype, it->shape, it->source});
-        break;
-      }
+      sharedTensors.push_back(
+          {key, sw.first->dtype, sw.first->shape, sw.first->source});
     }
-  }
-  uint64_t sharedSize = 0;
-  uint32_t sharedCrc = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> sharedOffsets;
+  WrittenFile sharedFile;
   if (!sharedTensors.empty())
     TSL_RETURN_IF_ERROR(streamSafetensors(dir + "/" + kSharedName,
-                                          sharedTensors, sharedSize,
-                                          sharedCrc, sharedOffsets));
+                                          sharedTensors, sharedFile));
   for (auto &[r, pb] : ranks) {
     if (!pb.badOps.empty())
       return Status::error(dir + ": rank " + std::to_string(r) +
@@ -541,39 +507,28 @@ Status ArtifactBuilder::write(const std::string &dir) {
     // This rank's own weights stream into its file (index 0); those that
     // several ranks hold alike go to the shared file (index 1), once.
     std::vector<SafetensorsSource> own;
-    std::vector<const ProgramBuilder::WeightEntry *> ownEntries;
+    std::vector<artifact::Weight *> ownWeights;
     bool usesShared = false;
     for (const ProgramBuilder::WeightEntry &w : pb.weightEntries) {
+      artifact::Weight *pw = pb.prog->mutable_weights(w.weight);
       auto it = w.shareKey.empty() ? shared.end() : shared.find(w.shareKey);
       if (it != shared.end() && it->second.ranks > 1) {
-        artifact::Weight *pw = pb.prog->mutable_weights(w.weight);
         pw->set_name(w.shareKey);
         pw->set_file(1);
+        pw->set_begin(sharedFile.offsets[it->second.index].first);
+        pw->set_end(sharedFile.offsets[it->second.index].second);
         usesShared = true;
         continue;
       }
       own.push_back({w.name, w.dtype, w.shape, w.source});
-      ownEntries.push_back(&w);
+      ownWeights.push_back(pw);
     }
-    uint64_t wSize = 0;
-    uint32_t wCrc = 0;
-    std::vector<std::pair<uint64_t, uint64_t>> offsets;
-    TSL_RETURN_IF_ERROR(
-        streamSafetensors(dir + "/" + wName, own, wSize, wCrc, offsets));
-    for (size_t i = 0; i < ownEntries.size(); ++i) {
-      artifact::Weight *pw = pb.prog->mutable_weights(ownEntries[i]->weight);
-      pw->set_begin(offsets[i].first);
-      pw->set_end(offsets[i].second);
+    WrittenFile ownFile;
+    TSL_RETURN_IF_ERROR(streamSafetensors(dir + "/" + wName, own, ownFile));
+    for (size_t i = 0; i < ownWeights.size(); ++i) {
+      ownWeights[i]->set_begin(ownFile.offsets[i].first);
+      ownWeights[i]->set_end(ownFile.offsets[i].second);
     }
-    if (usesShared)
-      for (const ProgramBuilder::WeightEntry &w : pb.weightEntries) {
-        artifact::Weight *pw = pb.prog->mutable_weights(w.weight);
-        if (pw->file() != 1)
-          continue;
-        const SharedWeight &sw = shared.at(w.shareKey);
-        pw->set_begin(sharedOffsets[sw.index].first);
-        pw->set_end(sharedOffsets[sw.index].second);
-      }
     std::string progBytes;
     if (!serializeDeterministic(*pb.prog, progBytes))
       return Status::error(dir + ": rank " + std::to_string(r) +
@@ -587,13 +542,13 @@ Status ArtifactBuilder::write(const std::string &dir) {
     pe->set_crc32c(crc32c(progBytes.data(), progBytes.size()));
     artifact::FileEntry *we = re->add_weights();
     we->set_path(wName);
-    we->set_size(wSize);
-    we->set_crc32c(wCrc);
+    we->set_size(ownFile.size);
+    we->set_crc32c(ownFile.crc32c);
     if (usesShared) {
       artifact::FileEntry *se = re->add_weights();
       se->set_path(kSharedName);
-      se->set_size(sharedSize);
-      se->set_crc32c(sharedCrc);
+      se->set_size(sharedFile.size);
+      se->set_crc32c(sharedFile.crc32c);
     }
   }
   return writeFile(dir + "/manifest.pb", sealManifest(m));

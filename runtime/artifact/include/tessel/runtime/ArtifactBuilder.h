@@ -80,7 +80,7 @@ public:
   /// model's external data in bounded windows, so that no whole weight is
   /// ever held). It may be called more than once; its message names the
   /// weight and the file it reads.
-  using WeightSource = std::function<Status(const ByteSink &sink)>;
+  using WeightSource = ::tessel::runtime::TensorSource;
 
   /// A weight stored in this rank's safetensors file (bytes are copied).
   int addWeight(const std::string &name, DType dtype, Shape shape,
@@ -126,10 +126,6 @@ public:
   /// The protobuf message as it stands (after planMemory()).
   const artifact::Program &proto() const { return *prog; }
   artifact::Program &proto() { return *prog; }
-  /// The safetensors image of this rank's weights (all of them, shared or
-  /// not), in memory: for tests and small programs.
-  Status weightsImage(std::string &out) const;
-
   /// Plans memory and hands the program over as an artifact would: a copy
   /// of the protobuf and the weights' bytes in memory (no files involved).
   Status finish(ProgramData &out);

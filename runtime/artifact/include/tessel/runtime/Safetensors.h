@@ -78,13 +78,14 @@ std::string encodeSafetensorsHeader(
     std::vector<std::pair<uint64_t, uint64_t>> &offsets);
 /// Receives bytes in order, in pieces of any size.
 using ByteSink = std::function<Status(const void *data, size_t size)>;
-/// A tensor of a safetensors file written by writeSafetensors: `write`
-/// passes exactly its bytes, in order, to the sink it is given.
+/// Produces a tensor's bytes: passes exactly them, in order, to `sink`.
+using TensorSource = std::function<Status(const ByteSink &sink)>;
+/// A tensor of a safetensors file written by writeSafetensors.
 struct SafetensorsSource {
   std::string name;
   DType dtype;
   Shape shape;
-  std::function<Status(const ByteSink &sink)> write;
+  TensorSource write;
 };
 /// The size and CRC-32C of a file written, and each tensor's [begin, end)
 /// in its data section.
