@@ -99,18 +99,25 @@ def export_meta(model, ids, out):
     prog = torch.onnx.export(logits_only(model), (ids,), dynamo=True,
                              optimize=False, input_names=["input_ids"],
                              output_names=["logits"])
-    inits = [(name, v.dtype, [int(d) for d in v.shape])
+    inits = [(name, v.dtype, [int(d) for d in v.shape], dict(v.metadata_props))
              for name, v in prog.model.graph.initializers.items()]
     path = os.path.join(out, "shapes", "model.onnx")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     prog.save(path, include_initializers=False)
     proto = onnx.load(path, load_external_data=False)
-    for name, dtype, dims in inits:
+    for name, dtype, dims, props in inits:
         t = onnx.TensorProto()
         t.name = name
         t.data_type = int(dtype)
         t.dims.extend(dims)
         proto.graph.initializer.append(t)
+        # What torch.export knew of each (PARAMETER or BUFFER: a rotary
+        # table's inv_freq does not train), where the importer reads it.
+        if props:
+            vi = onnx.helper.make_tensor_value_info(name, int(dtype), dims)
+            for k, v in props.items():
+                vi.metadata_props.add(key=k, value=v)
+            proto.graph.value_info.append(vi)
     onnx.save(proto, path)
 
 

@@ -14,6 +14,11 @@
 // and on the per-rank functions:
 //   tessel.pp_rank    i64: the coordinate along the `pp` mesh axis whose
 //                     program the function is
+//   tessel.pp_schedule {name, chunks, microbatches, tag_width}: the schedule
+//                     the function follows and the width of its messages'
+//                     tags (a message's tag is the schedule's message tag
+//                     times tag_width plus the value's index in it), from
+//                     which a prediction expands it to more microbatches
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +34,7 @@ inline constexpr llvm::StringLiteral kStageAttr = "tessel.stage";
 inline constexpr llvm::StringLiteral kMicrobatchAttr = "tessel.microbatch";
 inline constexpr llvm::StringLiteral kPhaseAttr = "tessel.phase";
 inline constexpr llvm::StringLiteral kPpRankAttr = "tessel.pp_rank";
+inline constexpr llvm::StringLiteral kPpScheduleAttr = "tessel.pp_schedule";
 /// The mesh axis of pipeline parallelism; never in a sharding spec.
 inline constexpr llvm::StringLiteral kPipelineAxis = "pp";
 

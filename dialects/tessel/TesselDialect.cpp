@@ -184,6 +184,21 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
                                << "' must be an i64 >= " << lowest;
     return success();
   }
+  if (attr.getName() == kPpScheduleAttr) {
+    auto d = dyn_cast<DictionaryAttr>(attr.getValue());
+    bool ok = d && isa<FunctionOpInterface>(op) &&
+              isa_and_nonnull<StringAttr>(d.get("name"));
+    for (StringRef k : {"chunks", "microbatches", "tag_width"}) {
+      auto v = d ? d.getAs<IntegerAttr>(k) : IntegerAttr();
+      ok &= v && v.getInt() >= 1;
+    }
+    if (!ok)
+      return op->emitOpError()
+             << "'" << kPpScheduleAttr
+             << "' must be a dictionary {name = string, chunks, "
+                "microbatches, tag_width: integers >= 1} on a function";
+    return success();
+  }
   if (attr.getName() == kPhaseAttr) {
     auto phase = dyn_cast<StringAttr>(attr.getValue());
     if (!phase || !llvm::is_contained({"F", "B", "W", "BW", "STEP", "SEND",

@@ -15,23 +15,30 @@
 
 #include "tessel/Cost/ClusterFile.h"
 #include "tessel/Driver/BoosterPlugins.h"
+#include "tessel/Predict/ExpandPipeline.h"
 #include "tessel/Predict/Predict.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 using namespace llvm;
 
 namespace tessel::driver {
 
-Expected<cost::ClusterSpec> loadCluster(StringRef name) {
-  if (auto c = cost::getBuiltinCluster(name))
+Expected<cost::ClusterSpec> loadCluster(StringRef name, int64_t ranks) {
+  if (auto c = cost::getBuiltinCluster(name)) {
+    if (name != "cpu" && ranks > c->devicesPerNode)
+      c->nodes = (ranks + c->devicesPerNode - 1) / c->devicesPerNode;
     return *c;
+  }
   if (name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/'))
     return cost::loadClusterFile(name);
   return createStringError("--cluster '" + name +
@@ -157,7 +164,8 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
     if (given)
       return fail(Twine("--plan=auto chooses ") + flag +
                   " itself: leave it out, or give a plan");
-  Expected<cost::ClusterSpec> cluster = loadCluster(options.cluster);
+  Expected<cost::ClusterSpec> cluster =
+      loadCluster(options.cluster, options.devices);
   if (!cluster)
     return fail(toString(cluster.takeError()));
   double limit = cluster->device.memoryBytes;
@@ -169,21 +177,77 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
     limit = double(*bytes);
   }
 
+  auto context = createContext();
+  // The batch: dim 0 of the step's inputs (what the microbatches and dp
+  // split), read once from the imported model.
+  int64_t batch = 0;
+  {
+    CompileOptions o = options;
+    o.plan = "";
+    o.train = false;
+    o.emit = Emit::Mlir;
+    o.output = "";
+    o.predict = o.report = o.explain = false;
+    Expected<CompileResult> r = compile(*context, o, [](const Message &) {});
+    if (!r)
+      return r.takeError();
+    for (auto fn : (*r->module).getOps<mlir::func::FuncOp>()) {
+      if (fn.isExternal() || fn.getNumArguments() == 0)
+        continue;
+      auto t = dyn_cast<mlir::RankedTensorType>(fn.getArgumentTypes()[0]);
+      if (t && t.getRank() > 0 && !t.isDynamicDim(0))
+        batch = t.getDimSize(0);
+      break;
+    }
+  }
+
+  // Megatron's rule: tensor parallelism stays within a node, where its
+  // per-layer all-reduces run over NVLink. On the cpu cluster (ranks on
+  // cores of one machine) any tp is offered.
+  const int64_t maxTp = cluster->name == "cpu" || cluster->devicesPerNode < 1
+                            ? options.devices
+                            : cluster->devicesPerNode;
   std::vector<Candidate> candidates;
+  std::vector<std::string> notOffered;
   const int64_t n = options.devices;
   for (int64_t pp : divisors(n))
     for (int64_t tp : divisors(n / pp)) {
       const int64_t dp = n / pp / tp;
+      if (tp > maxTp) {
+        notOffered.push_back("tp=" + std::to_string(tp) + " (pp=" +
+                             std::to_string(pp) + "): spans nodes of " +
+                             std::to_string(cluster->devicesPerNode));
+        continue;
+      }
       for (int zero : dp > 1 ? std::vector<int>{0, 2, 3} : std::vector<int>{0})
         for (int mb : microbatchCounts(pp)) {
+          // Microbatches split the batch, then dp each microbatch: a
+          // count the batch does not divide, or whose microbatches have
+          // fewer rows than dp, compiles to no such step.
+          if (batch > 0 && (batch % mb != 0 || batch / mb < dp)) {
+            if (zero == 0)
+              notOffered.push_back(
+                  "dp=" + std::to_string(dp) + " tp=" + std::to_string(tp) +
+                  " pp=" + std::to_string(pp) +
+                  (pp > 1 ? " mb=" + std::to_string(mb) : "") +
+                  ": a batch of " + std::to_string(batch) +
+                  (mb > 1 ? " has no " + std::to_string(mb) +
+                                " microbatches for dp=" + std::to_string(dp) +
+                                " to split"
+                          : " has fewer rows than dp=" + std::to_string(dp)));
+            continue;
+          }
           Candidate c;
           c.dp = dp, c.tp = tp, c.pp = pp, c.zero = zero, c.microbatches = mb;
           candidates.push_back(c);
         }
     }
+  if (candidates.empty())
+    return fail("--plan=auto: no configuration of " + Twine(n) +
+                " devices splits a batch of " + Twine(batch) +
+                " (export the model at the global batch)");
 
-  auto context = createContext();
-  auto predict = [&](Candidate &c) {
+  auto predict = [&](mlir::MLIRContext &ctx, Candidate &c) {
     CompileOptions o = options;
     o.plan = "";
     o.plugin = c.plugin();
@@ -192,8 +256,10 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
     o.output = "";
     o.predict = o.report = o.explain = false;
     o.timelines.clear();
+    o.verifyPasses = false;
+    o.predictExpand = true;
     Expected<CompileResult> r =
-        compile(*context, o, [](const Message &) {});
+        compile(ctx, o, [](const Message &) {});
     if (!r) {
       c.failure = firstLine(r.takeError());
       return;
@@ -206,26 +272,63 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
                   " splits no batch: " + r->wholeBatches.front();
       return;
     }
-    Expected<mlir::tessel::Prediction> p =
-        mlir::tessel::predictStep(*r->module, *cluster);
+    mlir::OwningOpRef<mlir::ModuleOp> expanded;
+    if (r->expandToMicrobatches) {
+      auto e =
+          mlir::tessel::expandPipeline(*r->module, r->expandToMicrobatches);
+      if (!e) {
+        c.failure = firstLine(e.takeError());
+        return;
+      }
+      expanded = std::move(*e);
+    }
+    Expected<mlir::tessel::Prediction> p = mlir::tessel::predictStep(
+        expanded ? *expanded : *r->module, *cluster);
     if (!p) {
       c.failure = firstLine(p.takeError());
       return;
     }
     c.prediction = std::move(*p);
   };
-  for (Candidate &c : candidates)
-    predict(c);
-  // What does not fit may with its activations recomputed.
+  // Candidates compile independently: one MLIR context per worker thread,
+  // as many workers as cores (--threads), each taking the next candidate.
+  const unsigned workers = std::max(
+      1u, options.autoThreads > 0 ? unsigned(options.autoThreads)
+                                  : std::thread::hardware_concurrency());
+  auto predictAll = [&](std::vector<Candidate> &list) {
+    std::atomic<size_t> next{0};
+    auto work = [&](mlir::MLIRContext *ctx) {
+      for (size_t i; (i = next++) < list.size();)
+        predict(*ctx, list[i]);
+    };
+    const size_t n = std::min<size_t>(workers, list.size());
+    if (n <= 1) {
+      work(context.get());
+      return;
+    }
+    std::vector<std::unique_ptr<mlir::MLIRContext>> contexts;
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < n; ++t) {
+      contexts.push_back(createContext());
+      threads.emplace_back(work, contexts.back().get());
+    }
+    work(context.get());
+    for (std::thread &t : threads)
+      t.join();
+  };
+  predictAll(candidates);
+  // What does not fit may with its activations recomputed (not in a
+  // pipeline, which does not recompute yet).
   std::vector<Candidate> recomputed;
   for (const Candidate &c : candidates)
-    if (c.prediction && double(c.prediction->peakBytes) > limit) {
+    if (c.prediction && c.pp == 1 &&
+        double(c.prediction->peakBytes) > limit) {
       Candidate r = c;
       r.recompute = true;
       r.prediction.reset();
-      predict(r);
       recomputed.push_back(std::move(r));
     }
+  predictAll(recomputed);
   candidates.insert(candidates.end(), recomputed.begin(), recomputed.end());
 
   std::vector<const Candidate *> fits, tooBig;
@@ -286,6 +389,8 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
                  ms(p.bubble).c_str(), mib(double(p.peakBytes)).c_str());
   }
   if (options.explain) {
+    for (const std::string &why : notOffered)
+      os << "  not offered: " << why << "\n";
     for (const Candidate *c : tooBig)
       os << "  does not fit: " << c->label() << " needs "
          << mib(double(c->prediction->peakBytes)) << " per rank\n";

@@ -74,6 +74,15 @@ ArrayRef<CompileFlag> getCompileFlags() {
        "pipeline bubble), achieved FLOP/s and peak memory per rank on "
        "--cluster, without running it (docs/auto-plan.md); alone it writes "
        "nothing and reads no weight's bytes (with -o, the artifact too)"},
+      {"plan-threads", &O::autoThreads, C::Sharding, "n",
+       "--plan=auto's worker threads, each compiling and predicting the next "
+       "candidate; default one per core"},
+      {"predict-expand", &O::predictExpand, C::Sharding, "",
+       "With --predict on a pipeline of more than 3 microbatches: compile "
+       "three of them (the first, one in the middle, the last) and expand "
+       "the program to all of them in the prediction, as --plan=auto does; "
+       "the same figures up to the order of ops within an action, in a "
+       "fraction of the time (docs/auto-plan.md). Writes no artifact"},
       {"cluster", &O::cluster, C::Sharding, "NAME|FILE.yaml",
        "The devices and links --predict costs on: a built-in (a100, h100, "
        "h200: DGX nodes of 8; cpu: nominal CPU cores) or a cluster file "

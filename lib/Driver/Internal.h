@@ -22,8 +22,12 @@ llvm::Error fail(const llvm::Twine &message);
 /// schedules with --list-schedules.
 llvm::Expected<std::string> emitSchedule(const CompileOptions &options);
 
-/// --cluster: a built-in cluster's name, or a cluster file.
-llvm::Expected<cost::ClusterSpec> loadCluster(llvm::StringRef name);
+/// --cluster: a built-in cluster's name, or a cluster file. A built-in GPU
+/// cluster (DGX nodes of 8) has as many nodes as `ranks` needs: --devices
+/// 64 on h100 is eight DGX H100s, not 64 ranks sharing one node's GPUs. A
+/// file's node count, and the cpu cluster's (ranks share its cores), stay.
+llvm::Expected<cost::ClusterSpec> loadCluster(llvm::StringRef name,
+                                              int64_t ranks = 0);
 
 /// --plan=auto's choice (AutoPlan.cpp): the options to compile, and the
 /// table --explain prints.

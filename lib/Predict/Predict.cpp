@@ -354,7 +354,10 @@ void mlir::tessel::printPrediction(const Prediction &p,
   auto mib = [](double b) { return llvm::format("%.2f MiB", b / (1 << 20)); };
   os << "predicted step: " << ms(p.stepTime) << " on " << p.ranks << " rank"
      << (p.ranks == 1 ? "" : "s") << " of cluster '" << cluster.name << "' ("
-     << cluster.device.name << ")\n";
+     << cluster.device.name;
+  if (cluster.nodes > 1)
+    os << ", " << cluster.nodes << " nodes of " << cluster.devicesPerNode;
+  os << ")\n";
   os << "  compute " << ms(p.compute) << " (" << pct(p.compute)
      << "), exposed communication " << ms(p.communication) << " ("
      << pct(p.communication) << "), bubble " << ms(p.bubble) << " ("

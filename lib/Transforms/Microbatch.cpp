@@ -329,7 +329,13 @@ struct MicrobatchPass : impl::MicrobatchPassBase<MicrobatchPass> {
     llvm::DenseSet<Value> inner;
     DenseMap<std::tuple<Value, int64_t, int64_t>, Value> sharedRows;
     Value total;
-    for (int64_t m = 0; m < k; ++m) {
+    const int64_t emitted = copies > 0 ? std::min<int64_t>(copies, k) : k;
+    if (emitted < k && concatOutputs)
+      return fn.emitOpError() << "copies=" << int64_t(copies)
+                              << " leaves outputs incomplete: only a "
+                                 "training step's prediction emits fewer "
+                                 "copies than microbatches";
+    for (int64_t m = 0; m < emitted; ++m) {
       IRMapping map;
       for (BlockArgument arg : fn.getArguments()) {
         auto t = cast<RankedTensorType>(arg.getType());

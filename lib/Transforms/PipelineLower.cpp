@@ -565,6 +565,19 @@ struct PipelineLowerPass : impl::PipelineLowerPassBase<PipelineLowerPass> {
           f->setAttr(k, ArrayAttr::get(ctx, {}));
     }
     f->setAttr(kPpRankAttr, IntegerAttr::get(IntegerType::get(ctx, 64), r));
+    auto i64 = [&](int64_t v) {
+      return IntegerAttr::get(IntegerType::get(ctx, 64), v);
+    };
+    f->setAttr(kPpScheduleAttr,
+               DictionaryAttr::get(
+                   ctx, {NamedAttribute(StringAttr::get(ctx, "name"),
+                                        StringAttr::get(ctx, sched.getName())),
+                         NamedAttribute(StringAttr::get(ctx, "chunks"),
+                                        i64(chunks)),
+                         NamedAttribute(StringAttr::get(ctx, "microbatches"),
+                                        i64(numMicrobatches)),
+                         NamedAttribute(StringAttr::get(ctx, "tag_width"),
+                                        i64(tagWidth))}));
     Block *body = f.addEntryBlock();
     OpBuilder b = OpBuilder::atBlockBegin(body);
     IRMapping map;

@@ -63,6 +63,11 @@ struct CompileOptions {
   std::string output;
   /// --mlir-print-debuginfo: each op's location beside it in the IR.
   bool printDebugInfo = false;
+  /// Verify the module after every pass: off for --plan=auto's candidates,
+  /// whose winner is compiled again, verified.
+  bool verifyPasses = true;
+  /// --plan-threads: --plan=auto's worker threads (0: one per core).
+  int autoThreads = 0;
 
   // ONNX import.
   std::vector<std::string> shapes;
@@ -74,6 +79,9 @@ struct CompileOptions {
   /// --predict: the step's predicted time and memory on --cluster (a
   /// built-in's name or a cluster file); docs/auto-plan.md.
   bool predict = false;
+  /// --predict-expand: a pipeline of more than 3 microbatches compiled
+  /// with three and expanded for the prediction (ExpandPipeline.h).
+  bool predictExpand = false;
   std::string cluster = "cpu";
   /// --plan=auto: the ranks to plan for, --explain's table, the memory
   /// each device has ("" : the cluster's).

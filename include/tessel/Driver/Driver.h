@@ -66,6 +66,9 @@ struct Reports {
 struct CompileResult {
   /// The module after the last phase run (null for --emit=schedule).
   mlir::OwningOpRef<mlir::ModuleOp> module;
+  /// --predict-expand: `module` holds the first three of this many
+  /// microbatches (0: all of them); expandPipeline gives the step.
+  int64_t expandToMicrobatches = 0;
   /// The artifact directory written (Emit::Artifact).
   std::string artifactPath;
   /// What goes to stdout after the reports: the IR (and --print-weights'

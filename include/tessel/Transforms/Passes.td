@@ -466,10 +466,17 @@ def MicrobatchPass : Pass<"tessel-microbatch", "::mlir::ModuleOp"> {
       is the concatenation of its microbatch copies along its batch dim
       (an output whose batch was reduced away, or merged inside another
       dim, is an error naming it).
+    * `copies`: emit only the first N of the `count` copies (0: all), each
+      of `1/count` of the batch. Not a step: `--plan=auto` predicts a
+      pipeline of many microbatches from three copies (the first, one in
+      the middle, the last) and expands the rest in the prediction
+      (tessel/Predict/ExpandPipeline.h).
   }];
   let options = [
     Option<"count", "count", "int64_t", /*default=*/"1",
            "Microbatches per step">,
+    Option<"copies", "copies", "int64_t", /*default=*/"0",
+           "Emit only the first N copies (0: all; for a prediction)">,
     Option<"concatOutputs", "concat-outputs", "bool", /*default=*/"false",
            "Concatenate each output over the microbatches (inference) "
            "instead of averaging the loss">,
