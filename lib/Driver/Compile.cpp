@@ -943,6 +943,13 @@ Error Compilation::configureTraining() {
                 o.betas + "')");
   trainingOptions = t;
   loss = mlir::tessel::summarizeLoss(*module, o.loss, o.lossOutput);
+  if (t.withOptimizer) {
+    loss.optimizer = opt.kind;
+    loss.lr = opt.lr;
+    loss.lrSchedule = opt.lrSchedule;
+    loss.warmupSteps = opt.warmupSteps;
+    loss.totalSteps = opt.totalSteps;
+  }
   return Error::success();
 }
 

@@ -90,6 +90,13 @@ std::string writeTrainingInfo(ModuleOp module, const WeightLookup &weights,
     info.set_classes(options.classes);
   }
   info.set_source_model(options.sourceModel);
+  if (!options.optimizer.empty()) {
+    info.set_optimizer(options.optimizer);
+    info.set_lr(options.lr);
+    info.set_lr_schedule(options.lrSchedule);
+    info.set_warmup_steps(options.warmupSteps);
+    info.set_total_steps(options.totalSteps);
+  }
   // Pipelined: the first rank (dp, tp coordinates 0) of the pp rank whose
   // function returns the loss.
   for (auto fn : module.getOps<func::FuncOp>()) {

@@ -55,7 +55,8 @@ const char kUsage[] =
     "                  [--trace FILE.json]\n"
     "                  [--timeline FILE.svg] [--check-numerics]\n"
     "                  [--steps N [--data NAME=FILE.npy]... [--data-lm FILE.npy]\n"
-    "                   [--losses FILE.npy] [--save DIR [--save-every K]]\n"
+    "                   [--losses FILE.npy] [--metrics FILE.jsonl]\n"
+    "                   [--log-every N] [--save DIR [--save-every K]]\n"
     "                   [--max-restarts N]\n"
     "                   [--resume DIR] [--export-onnx FILE.onnx]\n"
     "                   [--grads FILE.safetensors]]\n"
@@ -118,6 +119,14 @@ const char kUsage[] =
     "                      [k, :, :-1] and labels = [k, :, 1:] at step k\n"
     "  --losses FILE       write the output 'loss' of every step this run\n"
     "                      executes (f32)\n"
+    "  --metrics FILE      one JSON object per step, written and flushed as\n"
+    "                      the step ends (a killed run keeps its lines): step,\n"
+    "                      loss, lr (the rate the step's update used),\n"
+    "                      ms, tokens_per_s (samples_per_s without token\n"
+    "                      ids); --resume appends to it\n"
+    "  --log-every N       one line every N steps (and the last) instead of\n"
+    "                      every step: loss, lr, ms/step, tokens/s, progress\n"
+    "                      and the time left, terminal or not\n"
     "  --save DIR          after the last step, write a checkpoint: each\n"
     "                      rank's states to DIR/rank<R>.safetensors, the step\n"
     "                      and data position to DIR/model.safetensors.index.json;\n"
@@ -190,6 +199,7 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       {"--timeout", &o.timeout, 1, "a number of seconds >= 1"},
       {"--steps", &o.train.steps, 1, "an integer >= 1"},
       {"--save-every", &o.train.saveEvery, 1, "an integer >= 1"},
+      {"--log-every", &o.train.logEvery, 1, "an integer >= 1"},
       {"--max-restarts", &o.maxRestarts, 0, "an integer >= 0"}};
   const TextFlag textFlags[] = {
       {"--trace", &o.trace, "a file name"},
@@ -199,7 +209,8 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       {"--save-state", &o.train.save, "a directory"},
       {"--resume", &o.train.resume, "a checkpoint directory"},
       {"--export-onnx", &o.train.exportOnnx, "a file name"},
-      {"--grads", &o.train.grads, "a file name"}};
+      {"--grads", &o.train.grads, "a file name"},
+      {"--metrics", &o.train.metrics, "a file name"}};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;

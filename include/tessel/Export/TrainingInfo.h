@@ -25,6 +25,11 @@ struct TrainingInfoOptions {
   std::string loss;          // "cross_entropy" | "mse"
   int64_t classes = 0;       // cross_entropy: the output's last dim
   std::string sourceModel;   // a file of the artifact dir, or empty
+  // The optimizer and its schedule (TrainingInfo's optimizer .. total_steps;
+  // empty optimizer: none).
+  std::string optimizer, lrSchedule;
+  double lr = 0;
+  int64_t warmupSteps = 0, totalSteps = 0;
 };
 
 /// The loss of `module` before the training pipeline rewrites it: `kind`,

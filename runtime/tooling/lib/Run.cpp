@@ -17,7 +17,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <functional>
 #include <string>
 #include <vector>
@@ -500,9 +503,41 @@ int runMain(const RunOptions &o, const WorldInfo &w) {
       testStepHook(rank, step);
       return saved;
     };
+    StepLog log;
+    log.logEvery = o.train.logEvery;
+    if (training.optimizer().size())
+      log.training = &training;
+    std::unique_ptr<std::FILE, int (*)(std::FILE *)> metrics(nullptr,
+                                                             &std::fclose);
+    if (first && !o.train.metrics.empty()) {
+      // A resumed run goes on with the log it had; a fresh one starts it.
+      metrics.reset(std::fopen(o.train.metrics.c_str(),
+                               o.train.resume.empty() ? "w" : "a"));
+      if (!metrics)
+        return fail("--metrics " + o.train.metrics + ": cannot open for "
+                    "writing: " + std::strerror(errno));
+      log.metrics = metrics.get();
+    }
+    // Past a schedule's end the rate stays at its last value (a cosine's
+    // is 0): PyTorch's LambdaLR would go on computing the formula.
+    if (first && training.lr_schedule() != "constant" &&
+        !training.lr_schedule().empty() && training.total_steps() > 0 &&
+        o.train.steps > training.total_steps())
+      std::fprintf(stderr,
+                   "tessel-run: warning: --steps %d runs past the artifact's "
+                   "--total-steps %lld: steps %lld to %d keep the %s "
+                   "schedule's last rate, %.6g (recompile with --total-steps "
+                   "%d for a schedule over the whole run)\n",
+                   o.train.steps,
+                   static_cast<long long>(training.total_steps()),
+                   static_cast<long long>(training.total_steps() + 1),
+                   o.train.steps, training.lr_schedule().c_str(),
+                   scheduledLearningRate(training, training.total_steps())
+                       .value_or(0.0),
+                   o.train.steps);
     if (Status s = runSteps(
             *exec, feeds, start.step, o.train.steps, start.dataPosition, first,
-            first && !o.train.losses.empty(), numerics, steps, after);
+            first && !o.train.losses.empty(), numerics, steps, after, log);
         !s) {
       int rc = fail(s.message());
       // A rank that died is worth a restart from the checkpoint; a training

@@ -4,7 +4,10 @@
 
 #include "tessel/runtime/Safetensors.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -174,7 +177,77 @@ int64_t StepFeeds::samplesPerStep() const {
   return 1;
 }
 
+int64_t StepFeeds::tokensPerStep() const {
+  for (const Feed &f : list)
+    if (f.perStep && (f.staging.dtype() == DType::I64 ||
+                      f.staging.dtype() == DType::I32))
+      return f.staging.numElements();
+  return 0;
+}
+
+std::string StepFeeds::epochNote(int64_t row, int64_t step) const {
+  for (const Feed &f : list) {
+    if (!f.perStep || f.rows <= 0 || row == 0 || row % f.rows != 0)
+      continue;
+    return f.what + ": its " + std::to_string(f.rows) + " row" +
+           (f.rows == 1 ? "" : "s") + " begin again at step " +
+           std::to_string(step) + " (epoch " +
+           std::to_string(row / f.rows + 1) + ")";
+  }
+  return "";
+}
+
+std::optional<double> scheduledLearningRate(const artifact::TrainingInfo &info,
+                                            int64_t k) {
+  if (info.optimizer().empty())
+    return std::nullopt;
+  // As -tessel-optimizer computes it (lib/Transforms/Optimizer.cpp): the
+  // factor in f32 from the update count, or a cosine's table of f32 rates.
+  const double lr = info.lr();
+  const std::string &kind = info.lr_schedule();
+  const int64_t w = info.warmup_steps(), total = info.total_steps();
+  if (kind == "linear-warmup") {
+    const float inv = static_cast<float>(1.0 / double(std::max<int64_t>(1, w)));
+    const float f = std::min(static_cast<float>(k) * inv, 1.0f);
+    return double(f * static_cast<float>(lr));
+  }
+  if (kind == "cosine") {
+    k = std::min(k, total);
+    double f;
+    if (k < w) {
+      f = double(k) / double(std::max<int64_t>(1, w));
+    } else {
+      double p = double(k - w) / double(std::max<int64_t>(1, total - w));
+      f = std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * p)));
+    }
+    return double(static_cast<float>(lr * f));
+  }
+  return double(static_cast<float>(lr));
+}
+
 namespace {
+
+/// "1m23s", "2h05m", "17s".
+std::string formatDuration(double seconds) {
+  char buf[32];
+  long long s = static_cast<long long>(seconds + 0.5);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof(buf), "%llds", s);
+  return buf;
+}
+
+/// A JSON number: finite values as %.9g, others as null (JSON has no NaN).
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
 
 /// "[=========>          ] 5/8 (step 9/12) loss 3.141593 12.3 ms/step"
 /// on the current line of stdout, without a newline.
@@ -201,7 +274,8 @@ void drawProgressBar(int64_t done, int64_t total, int64_t step, int64_t stop,
 Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
                 int64_t dataPosition, bool report, bool needLoss,
                 const NumericsGuard &numerics, StepResults &out,
-                const std::function<Status(int64_t, int64_t)> &after) {
+                const std::function<Status(int64_t, int64_t)> &after,
+                const StepLog &log) {
   const Program &p = exec.program();
   int lossId = p.findOutput("loss");
   if (lossId >= 0 && (p.buffers[lossId].dtype != DType::F32 ||
@@ -219,6 +293,9 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
                          Program::namesOf(p.outputs) + ")");
   }
   const int64_t samples = feeds.samplesPerStep();
+  const int64_t tokens = feeds.tokensPerStep();
+  // The time left: the mean of this run's steps so far, times those to go.
+  double runMs = 0;
   // A progress bar on stdout when it is a terminal (rank 0, reporting).
   const bool bar = report && ::isatty(STDOUT_FILENO);
   // The process's CPU time of a step beside its wall time: on a machine
@@ -232,6 +309,11 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
     auto t0 = std::chrono::steady_clock::now();
     const double c0 = cpuMs();
     const int64_t row = dataPosition + (k - start);
+    if (report)
+      if (std::string note = feeds.epochNote(row, k + 1); !note.empty()) {
+        std::fprintf(stderr, "tessel-run: %s\n", note.c_str());
+        std::fflush(stderr);
+      }
     TSL_RETURN_IF_ERROR(feeds.bind(exec, row));
     if (Status s = exec.run(); !s) {
       // A value found non-finite before the failure comes first.
@@ -254,7 +336,59 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
                     .count();
     const double cpu = cpuMs() - c0;
     out.ms.push_back(ms);
-    if (report) {
+    runMs += ms;
+    std::optional<double> lr;
+    if (log.training)
+      lr = scheduledLearningRate(*log.training, k);
+    if (log.metrics) {
+      std::string line = "{\"step\": " + std::to_string(k + 1);
+      if (lossId >= 0)
+        line += ", \"loss\": " + jsonNumber(loss);
+      if (lr)
+        line += ", \"lr\": " + jsonNumber(*lr);
+      line += ", \"ms\": " + jsonNumber(ms);
+      if (tokens > 0)
+        line += ", \"tokens_per_s\": " +
+                jsonNumber(ms > 0 ? tokens * 1000.0 / ms : 0.0);
+      else
+        line += ", \"samples_per_s\": " +
+                jsonNumber(ms > 0 ? samples * 1000.0 / ms : 0.0);
+      line += "}\n";
+      if (std::fputs(line.c_str(), log.metrics) < 0 ||
+          std::fflush(log.metrics) != 0)
+        return Status::error("--metrics: cannot write step " +
+                             std::to_string(k + 1) + ": " +
+                             std::strerror(errno));
+    }
+    if (report && log.logEvery > 0) {
+      if ((k + 1) % log.logEvery == 0 || k + 1 == stop) {
+        const double mean = runMs / double(k + 1 - start);
+        std::string line = "tessel-run: step " + std::to_string(k + 1) + "/" +
+                           std::to_string(stop);
+        char buf[160];
+        if (lossId >= 0) {
+          std::snprintf(buf, sizeof(buf), " loss %.6f", loss);
+          line += buf;
+        }
+        if (lr) {
+          std::snprintf(buf, sizeof(buf), " lr %.4g", *lr);
+          line += buf;
+        }
+        std::snprintf(buf, sizeof(buf), " %.1f ms/step", mean);
+        line += buf;
+        if (tokens > 0)
+          std::snprintf(buf, sizeof(buf), " %.0f tokens/s",
+                        mean > 0 ? tokens * 1000.0 / mean : 0.0);
+        else
+          std::snprintf(buf, sizeof(buf), " %.1f samples/s",
+                        mean > 0 ? samples * 1000.0 / mean : 0.0);
+        line += buf;
+        line += " " + std::to_string(100 * (k + 1) / std::max<int64_t>(1, stop)) +
+                "% eta " + formatDuration(mean * double(stop - k - 1) / 1000.0);
+        std::fprintf(stderr, "%s\n", line.c_str());
+        std::fflush(stderr);
+      }
+    } else if (report) {
       const double rate = ms > 0 ? samples * 1000.0 / ms : 0.0;
       if (bar)
         std::fputs("\r\033[K", stdout); // the bar gives way to the line

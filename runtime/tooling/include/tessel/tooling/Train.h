@@ -18,7 +18,9 @@
 
 #include "artifact.pb.h"
 
+#include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,11 +37,14 @@ struct TrainOptions {
   std::string resume;    // --resume DIR
   std::string exportOnnx; // --export-onnx FILE
   std::string grads;      // --grads FILE
+  std::string metrics;    // --metrics FILE.jsonl
+  int logEvery = 0;       // --log-every N; 0: a line every step
   /// Whether a flag other than --steps was given.
   bool needsSteps() const {
     return !data.empty() || !dataLm.empty() || !losses.empty() ||
            !save.empty() || saveEvery || !resume.empty() ||
-           !exportOnnx.empty() || !grads.empty();
+           !exportOnnx.empty() || !grads.empty() || !metrics.empty() ||
+           logEvery;
   }
 };
 
@@ -60,6 +65,14 @@ public:
   void checkLabelsOf(const artifact::TrainingInfo *info) { training = info; }
   /// The samples of one step: dim 0 of the first fed input (1 when none).
   int64_t samplesPerStep() const;
+  /// The tokens of one step: the elements of the first fed integer input
+  /// (a language model's ids); 0 when none is.
+  int64_t tokensPerStep() const;
+  /// Before the step that reads data position `row`: where a feed's rows
+  /// begin again (a run longer than its data), the line that says so
+  /// ("--data-lm FILE: its 8 rows begin again at step 9 (epoch 2)");
+  /// else "".
+  std::string epochNote(int64_t row, int64_t step) const;
 
 private:
   struct Feed {
@@ -84,6 +97,25 @@ private:
   const artifact::TrainingInfo *training = nullptr;
 };
 
+/// The learning rate of update `k` (0 at the first step) of the optimizer
+/// `info` records, as the step computes it (lr times the schedule's
+/// factor, in f32; past a cosine's total_steps, its last value); nullopt
+/// when the artifact records no optimizer.
+std::optional<double> scheduledLearningRate(const artifact::TrainingInfo &info,
+                                            int64_t k);
+
+/// How the steps are reported beyond the per-step line.
+struct StepLog {
+  /// --metrics: one JSON object per step, written and flushed as it ends:
+  /// step, loss, lr, ms, tokens_per_s (or samples_per_s).
+  std::FILE *metrics = nullptr;
+  /// --log-every N: a line every N steps (and the last) with the rate and
+  /// the time left; 0: a line every step.
+  int logEvery = 0;
+  /// The optimizer's schedule (lr), when the artifact records one.
+  const artifact::TrainingInfo *training = nullptr;
+};
+
 /// What a training run measured.
 struct StepResults {
   std::vector<double> ms;     // per step
@@ -103,7 +135,8 @@ runtime::Status
 runSteps(runtime::Executor &exec, StepFeeds &feeds, int64_t start,
          int64_t stop, int64_t dataPosition, bool report, bool needLoss,
          const NumericsGuard &numerics, StepResults &out,
-         const std::function<runtime::Status(int64_t, int64_t)> &after = {});
+         const std::function<runtime::Status(int64_t, int64_t)> &after = {},
+         const StepLog &log = {});
 
 /// This process's peak resident set (getrusage's ru_maxrss), in MiB.
 double peakRssMiB();
