@@ -870,7 +870,8 @@ Error Compilation::configureTraining() {
   opt.kind = o.optimizer;
   opt.lr = o.lr;
   opt.eps = o.eps;
-  opt.weightDecay = o.weightDecay;
+  opt.weightDecay =
+      o.weightDecay.value_or(o.optimizer == "adamw" ? 0.01 : 0.0);
   opt.momentum = o.momentum;
   opt.nesterov = o.nesterov;
   opt.lrSchedule = o.lrSchedule;

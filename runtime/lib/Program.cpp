@@ -712,6 +712,9 @@ Status OpChecker::checkBatchNormTrain() {
 }
 
 Status OpChecker::checkGather() {
+  // The operands counted before one is read (gatherAxis counts them too,
+  // but its argument is read first).
+  TSL_RETURN_IF_ERROR(counts(2, 2, 1));
   TSL_RETURN_IF_ERROR(
       gatherAxis(in(0).shape, "data", "gather from an empty axis"));
   return shapeIs(out(0), gatheredShape(in(0).shape), "result");

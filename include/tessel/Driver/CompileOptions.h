@@ -94,7 +94,10 @@ struct CompileOptions {
   bool train = false;
   std::vector<std::string> trainable, frozen;
   std::string loss = "cross_entropy", lossOutput, optimizer = "adamw";
-  double lr = 1e-3, weightDecay = 0.0;
+  double lr = 1e-3;
+  /// --weight-decay; PyTorch's default for the optimizer when not given
+  /// (AdamW 0.01, Adam and SGD 0).
+  std::optional<double> weightDecay;
   std::string betas = "0.9,0.999";
   double eps = 1e-8, momentum = 0.0;
   bool nesterov = false;

@@ -154,14 +154,18 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--momentum", type=float, default=0.0)
     ap.add_argument("--nesterov", action="store_true")
-    ap.add_argument("--weight-decay", type=float, default=0.0)
+    # torch.optim's defaults: AdamW 0.01, Adam and SGD 0.
+    ap.add_argument("--weight-decay", type=float, default=None)
     ap.add_argument("--lr-schedule", default="constant")
     ap.add_argument("--warmup-steps", type=int, default=0)
     ap.add_argument("--total-steps", type=int, default=0)
     ap.add_argument("--clip-grad-norm", type=float, default=0.0)
     ap.add_argument("--microbatches", type=int, default=1)
     ap.add_argument("--loss", default="mse")
-    check(ap.parse_args())
+    a = ap.parse_args()
+    if a.weight_decay is None:
+        a.weight_decay = 0.01 if a.optimizer == "adamw" else 0.0
+    check(a)
 
 
 if __name__ == "__main__":
