@@ -117,6 +117,14 @@ const char kUsage[] =
     "                      input: every step)\n"
     "  --data-lm FILE      an i64 [steps, batch, seq+1] .npy: input_ids =\n"
     "                      [k, :, :-1] and labels = [k, :, 1:] at step k\n"
+    "  --data-tokens FILE  a flat file of token ids (nanoGPT's train.bin;\n"
+    "                      --token-dtype uint16, the default, or uint32),\n"
+    "                      mapped, not loaded: each step's input_ids rows are\n"
+    "                      windows of seq tokens at random offsets (labels the\n"
+    "                      next seq), drawn from --seed S (default 1337) and the\n"
+    "                      step, so a resumed run reads the same windows;\n"
+    "                      --seq N and --batch B, if given, must be the\n"
+    "                      model's\n"
     "  --losses FILE       write the output 'loss' of every step this run\n"
     "                      executes (f32)\n"
     "  --metrics FILE      one JSON object per step, written and flushed as\n"
@@ -200,6 +208,9 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       {"--steps", &o.train.steps, 1, "an integer >= 1"},
       {"--save-every", &o.train.saveEvery, 1, "an integer >= 1"},
       {"--log-every", &o.train.logEvery, 1, "an integer >= 1"},
+      {"--seed", &o.train.seed, 0, "an integer >= 0"},
+      {"--seq", &o.train.seq, 1, "an integer >= 1"},
+      {"--batch", &o.train.batch, 1, "an integer >= 1"},
       {"--max-restarts", &o.maxRestarts, 0, "an integer >= 0"}};
   const TextFlag textFlags[] = {
       {"--trace", &o.trace, "a file name"},
@@ -210,7 +221,9 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       {"--resume", &o.train.resume, "a checkpoint directory"},
       {"--export-onnx", &o.train.exportOnnx, "a file name"},
       {"--grads", &o.train.grads, "a file name"},
-      {"--metrics", &o.train.metrics, "a file name"}};
+      {"--metrics", &o.train.metrics, "a file name"},
+      {"--data-tokens", &o.train.dataTokens, "a file name"},
+      {"--token-dtype", &o.train.tokenDtype, "uint16 or uint32"}};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;

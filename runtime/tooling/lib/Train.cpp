@@ -2,6 +2,7 @@
 #include "tessel/tooling/Train.h"
 #include "tessel/tooling/TrainingInfo.h"
 
+#include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Safetensors.h"
 
 #include <algorithm>
@@ -112,8 +113,138 @@ Status StepFeeds::load(const TrainOptions &o, const Program &program) {
       TSL_RETURN_IF_ERROR(add(program, std::move(f), true));
     }
   }
+  if (!o.dataTokens.empty())
+    TSL_RETURN_IF_ERROR(loadTokens(o, program));
+  this->program = &program;
   // Every row's labels and gather indices, before the first step runs.
   return checkRows(program);
+}
+
+namespace {
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+} // namespace
+
+int64_t StepFeeds::tokenWindow(uint64_t seed, int64_t row, int64_t batch,
+                               int64_t b, int64_t tokens, int64_t seq) {
+  const uint64_t key = static_cast<uint64_t>(row) *
+                           static_cast<uint64_t>(batch) +
+                       static_cast<uint64_t>(b);
+  const uint64_t z = splitmix64(seed ^ splitmix64(key));
+  return static_cast<int64_t>(z % static_cast<uint64_t>(tokens - seq));
+}
+
+Status StepFeeds::loadTokens(const TrainOptions &o, const Program &program) {
+  const std::string what = "--data-tokens " + o.dataTokens;
+  int width = 0;
+  if (o.tokenDtype == "uint16")
+    width = 2;
+  else if (o.tokenDtype == "uint32")
+    width = 4;
+  else
+    return Status::error("--token-dtype '" + o.tokenDtype +
+                         "': uint16 or uint32 (nanoGPT's .bin files are "
+                         "uint16)");
+  std::shared_ptr<MappedFile> map;
+  if (Status s = MappedFile::open(o.dataTokens, map); !s)
+    return Status::error(what + ": " + s.message());
+  if (map->size() % width != 0)
+    return Status::error(what + ": holds " + std::to_string(map->size()) +
+                         " bytes, not a whole number of " + o.tokenDtype +
+                         " tokens");
+  const int64_t numTokens = static_cast<int64_t>(map->size() / width);
+  int64_t batch = -1, seq = -1;
+  for (int k = 0; k < 2; ++k) {
+    Feed f;
+    f.input = k == 0 ? "input_ids" : "labels";
+    f.what = what;
+    const int id = program.findInput(f.input);
+    if (id < 0)
+      return Status::error(what + ": the program has no input '" + f.input +
+                           "' (its inputs: " +
+                           Program::namesOf(program.inputs) +
+                           "); token files feed a language model's "
+                           "input_ids and labels");
+    if (feeds(f.input))
+      return Status::error("input '" + f.input + "' is fed twice (" + what +
+                           " and another --data flag)");
+    const BufferInfo &b = program.buffers[id];
+    if ((b.dtype != DType::I64 && b.dtype != DType::I32) ||
+        b.shape.size() != 2 || b.shape[0] < 1 || b.shape[1] < 1)
+      return Status::error(what + ": input '" + f.input + "' is " +
+                           typeToString(b.dtype, b.shape) +
+                           ", not [batch, seq] integer ids");
+    if (batch >= 0 && (b.shape[0] != batch || b.shape[1] != seq))
+      return Status::error(what + ": input_ids and labels differ in shape (" +
+                           shapeToString({batch, seq}) + ", " +
+                           shapeToString(b.shape) + ")");
+    batch = b.shape[0];
+    seq = b.shape[1];
+    if (o.batch && o.batch != batch)
+      return Status::error("--batch " + std::to_string(o.batch) +
+                           ": the program's input '" + f.input + "' is " +
+                           typeToString(b.dtype, b.shape) +
+                           " (recompile at that batch)");
+    if (o.seq && o.seq != seq)
+      return Status::error("--seq " + std::to_string(o.seq) +
+                           ": the program's input '" + f.input + "' is " +
+                           typeToString(b.dtype, b.shape) +
+                           " (recompile at that length)");
+    if (numTokens < seq + 1)
+      return Status::error(what + ": holds " + std::to_string(numTokens) +
+                           " tokens, fewer than a window of seq + 1 = " +
+                           std::to_string(seq + 1));
+    f.perStep = true;
+    f.rows = 0; // windows, not rows: no epochs
+    f.tokens = map;
+    f.tokenBytes = width;
+    f.numTokens = numTokens;
+    f.shift = k;
+    f.seed = static_cast<uint64_t>(o.seed);
+    f.staging = Tensor(b.dtype, b.shape);
+    list.push_back(std::move(f));
+  }
+  return Status::ok();
+}
+
+Status StepFeeds::stageTokens(Feed &f, int64_t row) {
+  const Shape &shape = f.staging.shape();
+  const int64_t batch = shape[0], seq = shape[1];
+  const unsigned char *base = f.tokens->data();
+  const bool i64 = f.staging.dtype() == DType::I64;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t start =
+        tokenWindow(f.seed, row, batch, b, f.numTokens, seq) + f.shift;
+    for (int64_t j = 0; j < seq; ++j) {
+      const unsigned char *p = base + (start + j) * f.tokenBytes;
+      uint32_t v = 0;
+      if (f.tokenBytes == 2) {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        v = h;
+      } else {
+        std::memcpy(&v, p, 4);
+      }
+      if (i64)
+        f.staging.data<int64_t>()[b * seq + j] = v;
+      else
+        f.staging.data<int32_t>()[b * seq + j] = static_cast<int32_t>(v);
+    }
+  }
+  // The windows' ids checked as the rows of a data file are (the labels
+  // against the classes, the ids against the embedding's rows).
+  const std::string what =
+      f.what + " (the windows of data position " + std::to_string(row) + ")";
+  if (training && f.input == training->labels_input())
+    TSL_RETURN_IF_ERROR(checkLabels(*training, f.staging, what));
+  if (program)
+    TSL_RETURN_IF_ERROR(
+        checkGatherIndices(*program, f.input, f.staging, what));
+  return Status::ok();
 }
 
 bool StepFeeds::feeds(const std::string &name) const {
@@ -140,6 +271,8 @@ void StepFeeds::stage(Feed &f, int64_t row) {
 
 Status StepFeeds::checkRows(const Program &program) {
   for (Feed &f : list) {
+    if (f.tokens)
+      continue; // each step's windows, as they are read
     auto check = [&](const Tensor &t, const std::string &what) -> Status {
       if (training && f.input == training->labels_input())
         TSL_RETURN_IF_ERROR(checkLabels(*training, t, what));
@@ -160,6 +293,11 @@ Status StepFeeds::checkRows(const Program &program) {
 
 Status StepFeeds::bind(Executor &exec, int64_t step) {
   for (Feed &f : list) {
+    if (f.tokens) {
+      TSL_RETURN_IF_ERROR(stageTokens(f, step));
+      TSL_RETURN_IF_ERROR(exec.setInput(f.input, f.staging));
+      continue;
+    }
     if (!f.perStep) {
       TSL_RETURN_IF_ERROR(exec.setInput(f.input, f.data));
       continue;

@@ -14,6 +14,7 @@
 
 #include "tessel/tooling/Numerics.h"
 #include "tessel/runtime/Communicator.h"
+#include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Runtime.h"
 
 #include "artifact.pb.h"
@@ -37,6 +38,13 @@ struct TrainOptions {
   std::string resume;    // --resume DIR
   std::string exportOnnx; // --export-onnx FILE
   std::string grads;      // --grads FILE
+  // --data-tokens FILE: a flat file of token ids (nanoGPT's train.bin),
+  // read through a mapping; each step's rows are windows at seeded random
+  // offsets (StepFeeds::tokenWindow).
+  std::string dataTokens;
+  std::string tokenDtype = "uint16"; // --token-dtype uint16|uint32
+  int seed = 1337;                   // --seed
+  int seq = 0, batch = 0;            // --seq, --batch: checked if given
   std::string metrics;    // --metrics FILE.jsonl
   int logEvery = 0;       // --log-every N; 0: a line every step
   /// Whether a flag other than --steps was given.
@@ -44,7 +52,7 @@ struct TrainOptions {
     return !data.empty() || !dataLm.empty() || !losses.empty() ||
            !save.empty() || saveEvery || !resume.empty() ||
            !exportOnnx.empty() || !grads.empty() || !metrics.empty() ||
-           logEvery;
+           logEvery || !dataTokens.empty();
   }
 };
 
@@ -65,6 +73,12 @@ public:
   void checkLabelsOf(const artifact::TrainingInfo *info) { training = info; }
   /// The samples of one step: dim 0 of the first fed input (1 when none).
   int64_t samplesPerStep() const;
+  /// --data-tokens: the offset of window `b` of data position `row` in a
+  /// file of `tokens` tokens read `seq` at a time: splitmix64(seed ^
+  /// splitmix64(row * batch + b)) mod (tokens - seq), so a resumed run
+  /// reads what the uninterrupted one would have.
+  static int64_t tokenWindow(uint64_t seed, int64_t row, int64_t batch,
+                             int64_t b, int64_t tokens, int64_t seq);
   /// The tokens of one step: the elements of the first fed integer input
   /// (a language model's ids); 0 when none is.
   int64_t tokensPerStep() const;
@@ -84,7 +98,16 @@ private:
     // Each step's slice [begin, end) of the row's last dim.
     int64_t begin = 0, end = 0;
     runtime::Tensor staging; // the input's shape
+    // --data-tokens: the mapped file, its token width and count, and which
+    // of the window this input takes (0: [i, i+seq), 1: [i+1, i+seq+1)).
+    std::shared_ptr<runtime::MappedFile> tokens;
+    int tokenBytes = 0;
+    int64_t numTokens = 0, shift = 0;
+    uint64_t seed = 0;
   };
+  runtime::Status loadTokens(const TrainOptions &o,
+                             const runtime::Program &program);
+  runtime::Status stageTokens(Feed &f, int64_t row);
   /// Checks `f` against its input; `lm`: a --data-lm feed (always per
   /// step, its rows cut to [begin, end) in the last dim).
   runtime::Status add(const runtime::Program &program, Feed f, bool lm);
@@ -95,6 +118,7 @@ private:
   runtime::Status checkRows(const runtime::Program &program);
   std::vector<Feed> list;
   const artifact::TrainingInfo *training = nullptr;
+  const runtime::Program *program = nullptr; // load()'s, for the per-step checks
 };
 
 /// The learning rate of update `k` (0 at the first step) of the optimizer
