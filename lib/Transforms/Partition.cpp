@@ -477,6 +477,25 @@ LogicalResult Partitioner::refusePaddedReduction(Operation *op, Value v,
       diag << " ('" << why->getName() << "' at " << why->getLoc()
            << " makes them f(0) != 0 or not finite)";
   }
+  // The padded dim is the batch when an input's dim 0 has its size: a
+  // training step cannot sum over padded rows.
+  bool batch = false;
+  if (auto fn = op->getParentOfType<func::FuncOp>())
+    for (BlockArgument a : fn.getArguments()) {
+      RankedTensorType t = globalTypes.lookup(a);
+      if (!t)
+        t = dyn_cast<RankedTensorType>(a.getType());
+      batch |= t && t.getRank() > 0 && t.getDimSize(0) == size;
+    }
+  if (batch) {
+    const int64_t n = shards(want.dims[d]);
+    diag << ". The batch of " << size << " does not divide over "
+         << formatAxes(want.dims[d]) << " (" << n
+         << " shards), and a training step sums its gradients over the "
+            "batch's rows: export the model at a batch of a multiple of "
+         << n << ", or give those axes sizes that divide " << size;
+    return diag;
+  }
   diag << ". In the plan, split a dim the axes divide (`split: {dim: N, "
           "axes: [AXIS]}` on a weight whose dim divides), or give the mesh "
           "axis a size that divides "
