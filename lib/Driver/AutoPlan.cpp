@@ -207,6 +207,18 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
   const int64_t maxTp = cluster->name == "cpu" || cluster->devicesPerNode < 1
                             ? options.devices
                             : cluster->devicesPerNode;
+  // A pipeline's microbatch counts; where the batch splits into none of
+  // them (a batch of 1), one microbatch: the stages then run in turn, for
+  // a model whose weights no other layout fits.
+  auto countsFor = [&](int64_t pp, int64_t dp) {
+    std::vector<int> counts = microbatchCounts(pp);
+    if (pp > 1 && batch > 0 && batch >= dp &&
+        llvm::none_of(counts, [&](int m) {
+          return batch % m == 0 && batch / m >= dp;
+        }))
+      counts.insert(counts.begin(), 1);
+    return counts;
+  };
   std::vector<Candidate> candidates;
   std::vector<std::string> notOffered;
   const int64_t n = options.devices;
@@ -220,7 +232,7 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
         continue;
       }
       for (int zero : dp > 1 ? std::vector<int>{0, 2, 3} : std::vector<int>{0})
-        for (int mb : microbatchCounts(pp)) {
+        for (int mb : countsFor(pp, dp)) {
           // Microbatches split the batch, then dp each microbatch: a
           // count the batch does not divide, or whose microbatches have
           // fewer rows than dp, compiles to no such step.
