@@ -217,7 +217,7 @@ private:
   bool meshFromPlugin = false;
   std::optional<int64_t> deviceLimit;
 
-  mlir::OwningOpRef<mlir::ModuleOp> module, gradsModule;
+  mlir::OwningOpRef<mlir::ModuleOp> module, gradsModule, evalModule;
   std::unique_ptr<mlir::tessel::WeightTable> weights;
   std::string weightsFrom;
   std::vector<mlir::tessel::PlanRule> stageRules;
@@ -973,6 +973,29 @@ Error Compilation::runPipeline() {
     if (failed(pm.run(*gradsModule)))
       return diagnosed();
   }
+  if (o.evalProgram) {
+    if (!o.train || o.emit != Emit::Artifact)
+      return fail("--eval-program needs --train and an artifact");
+    if (trainingOptions->pipelined)
+      return fail("--eval-program is not supported with a pipeline yet "
+                  "(compile the evaluation without the pp axis)");
+    if (trainingOptions->zero.stage || trainingOptions->gemini)
+      return fail("--eval-program is not supported with ZeRO, FSDP or "
+                  "Gemini yet: its parameters are whole on every dp rank, "
+                  "the step's are sharded");
+    evalModule = module->clone();
+    mlir::PassManager pm(&context);
+    mlir::tessel::TrainingOptions t = *trainingOptions;
+    t.lossOnly = true;
+    t.withOptimizer = false;
+    t.microbatch.count = 1;
+    t.recompute = false;
+    mlir::tessel::buildCompilePipeline(
+        pm, !(*evalModule).getOps<mlir::tessel::MeshOp>().empty(),
+        mlir::tessel::CompileStage::Partition, &t);
+    if (failed(pm.run(*evalModule)))
+      return diagnosed();
+  }
   if (o.emit == Emit::Mlir)
     return Error::success();
   mlir::PassManager pm(&context);
@@ -1212,6 +1235,14 @@ Error Compilation::exportArtifact() {
         ::tessel::writeTrainingFiles(*module, loss, lookup, onnx, dir);
     if (!error.empty())
       return fail(error);
+  }
+  if (evalModule) {
+    mlir::tessel::ExportOptions eo;
+    eo.trainableWeightsAsStates = true;
+    SmallString<256> eval(dir);
+    sys::path::append(eval, "eval");
+    if (failed(mlir::tessel::exportArtifact(*evalModule, lookup, eval, eo)))
+      return diagnosed();
   }
   if (gradsModule) {
     mlir::tessel::ExportOptions eo;

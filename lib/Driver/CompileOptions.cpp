@@ -143,6 +143,10 @@ ArrayRef<CompileFlag> getCompileFlags() {
       {"clip-grad-norm", &O::clipGradNorm, C::Training, "MAX",
        "Clip the gradients' total L2 norm to MAX before the update "
        "(clip_grad_norm_)"},
+      {"eval-program", &O::evalProgram, C::Training, "",
+       "With --train: also compile the loss alone (the forward on the same "
+       "mesh and plan, no gradients, no update) into ART/eval, for "
+       "tessel-run --eval and --eval-every"},
       {"grads-program", &O::gradsProgram, C::Training, "",
        "With --train: also compile the step without the optimizer (loss and "
        "gradients) into ART/grads, for tessel-run --grads"},

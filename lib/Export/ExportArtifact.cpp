@@ -1042,6 +1042,11 @@ LogicalResult mlir::tessel::exportArtifact(ModuleOp module,
             TesselDialect::kGradientsAttrName))
       for (Attribute n : names)
         emptyStates.insert(cast<StringAttr>(n).getValue());
+  if (options.trainableWeightsAsStates)
+    if (auto names = module->getAttrOfType<ArrayAttr>(
+            TesselDialect::kTrainableAttrName))
+      for (Attribute n : names)
+        emptyStates.insert(cast<StringAttr>(n).getValue());
   for (int64_t r = 0; r < mesh.numRanks(); ++r) {
     Exporter exporter(builder.rank(r), weights, mesh, r);
     exporter.emptyStates = emptyStates;

@@ -41,7 +41,7 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
   // Training-mode BatchNorm: its running statistics are updated only when
   // training, once per microbatch.
   BatchNormTrainPassOptions batchNorm;
-  batchNorm.updateRunningStats = train != nullptr;
+  batchNorm.updateRunningStats = train != nullptr && !train->lossOnly;
   if (!train)
     pm.addPass(createBatchNormTrainPass(batchNorm));
   if (!train && infer) {
@@ -62,21 +62,24 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
       mp.precision = train->precision;
       pm.addPass(createMixedPrecisionPass(mp));
     }
-    AutodiffPassOptions autodiff;
-    if (train->withOptimizer)
-      autodiff.lossScale = train->optimizer.lossScale;
-    pm.addPass(createAutodiffPass(autodiff));
-    if (train->recompute)
-      pm.addPass(createRecomputePass());
+    if (!train->lossOnly) {
+      AutodiffPassOptions autodiff;
+      if (train->withOptimizer)
+        autodiff.lossScale = train->optimizer.lossScale;
+      pm.addPass(createAutodiffPass(autodiff));
+      if (train->recompute)
+        pm.addPass(createRecomputePass());
+    }
     if (stopAfter == CompileStage::Autodiff)
       return;
-    if (train->withOptimizer)
+    if (train->withOptimizer && !train->lossOnly)
       pm.addPass(createOptimizerPass(train->optimizer));
   }
   if (!sharded || stopAfter == CompileStage::Autodiff)
     return;
   pm.addPass(createSplitBiasPass());
-  const int64_t zeroStage = train && train->withOptimizer ? train->zero.stage : 0;
+  const int64_t zeroStage =
+      train && train->withOptimizer && !train->lossOnly ? train->zero.stage : 0;
   if (zeroStage)
     pm.addPass(createZeroPass(train->zero));
   pm.addPass(createPropagatePass());

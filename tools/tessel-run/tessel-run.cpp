@@ -125,6 +125,13 @@ const char kUsage[] =
     "                      step, so a resumed run reads the same windows;\n"
     "                      --seq N and --batch B, if given, must be the\n"
     "                      model's\n"
+    "  --eval              no steps: the mean loss (and perplexity) of the\n"
+    "                      evaluation program (tesselc --train\n"
+    "                      --eval-program) over every row of --data-lm, on\n"
+    "                      the parameters of --resume (else the initial ones)\n"
+    "  --eval-data-lm FILE while training, that evaluation on FILE after the\n"
+    "                      last step and every --eval-every N steps; a line\n"
+    "                      each, and an eval_loss record in --metrics\n"
     "  --losses FILE       write the output 'loss' of every step this run\n"
     "                      executes (f32)\n"
     "  --metrics FILE      one JSON object per step, written and flushed as\n"
@@ -208,6 +215,7 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       {"--steps", &o.train.steps, 1, "an integer >= 1"},
       {"--save-every", &o.train.saveEvery, 1, "an integer >= 1"},
       {"--log-every", &o.train.logEvery, 1, "an integer >= 1"},
+      {"--eval-every", &o.train.evalEvery, 1, "an integer >= 1"},
       {"--seed", &o.train.seed, 0, "an integer >= 0"},
       {"--seq", &o.train.seq, 1, "an integer >= 1"},
       {"--batch", &o.train.batch, 1, "an integer >= 1"},
@@ -222,6 +230,7 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       {"--export-onnx", &o.train.exportOnnx, "a file name"},
       {"--grads", &o.train.grads, "a file name"},
       {"--metrics", &o.train.metrics, "a file name"},
+      {"--eval-data-lm", &o.train.evalDataLm, "a file name"},
       {"--data-tokens", &o.train.dataTokens, "a file name"},
       {"--token-dtype", &o.train.tokenDtype, "uint16 or uint32"}};
   for (int i = 1; i < argc; ++i) {
@@ -306,6 +315,8 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       if (!takeValue("--data") || splitBinding(value).second.empty())
         return usageError("--data needs NAME=FILE.npy");
       o.train.data.push_back(splitBinding(value));
+    } else if (a == "--eval") {
+      o.train.eval = true;
     } else if (a == "--no-verify") {
       o.verify = false;
     } else if (a == "--verbose" || a == "-v") {
@@ -324,7 +335,17 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
   }
   if (o.artifact.empty())
     return usageError("no artifact given");
-  if (o.train.needsSteps() && !o.train.steps)
+  if (o.train.eval) {
+    if (o.train.dataLm.empty())
+      return usageError("--eval needs the held-out data: --data-lm FILE.npy");
+    if (o.train.steps || !o.train.save.empty() || !o.train.losses.empty() ||
+        !o.train.evalDataLm.empty())
+      return usageError("--eval runs no steps: give it --data-lm and, for "
+                        "trained parameters, --resume CHECKPOINT");
+  }
+  if (o.train.evalEvery && o.train.evalDataLm.empty())
+    return usageError("--eval-every needs --eval-data-lm FILE.npy");
+  if (!o.train.eval && o.train.needsSteps() && !o.train.steps)
     return usageError("--data, --data-lm, --losses, --save, --save-every, "
                       "--resume, --export-onnx and --grads need --steps N");
   if (o.train.saveEvery && o.train.save.empty())

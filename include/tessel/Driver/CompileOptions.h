@@ -105,6 +105,8 @@ struct CompileOptions {
   int64_t warmupSteps = 0, totalSteps = 0;
   double clipGradNorm = 0.0;
   bool gradsProgram = false;
+  /// --eval-program: the loss alone into ART/eval, for tessel-run --eval.
+  bool evalProgram = false;
   double bucketMb = 25.0;
   std::string plugin, deviceMemoryLimit;
   std::optional<double> chunkMb;   // 32

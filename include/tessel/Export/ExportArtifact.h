@@ -47,6 +47,10 @@ struct ExportOptions {
   /// STATE buffers (no data stored) that the runtime fills: the gradient
   /// program of tessel-run --grads, which reads the training's parameters.
   bool gradientWeightsAsStates = false;
+  /// The same for the weights the module's `tessel.trainable` names: the
+  /// evaluation program of tessel-run --eval, which reads the training's
+  /// parameters.
+  bool trainableWeightsAsStates = false;
   /// The path that errors name when `path` is a temporary directory that
   /// becomes the artifact afterwards; `path` itself when empty.
   std::string displayPath;

@@ -44,6 +44,9 @@ struct TrainingOptions {
   /// false: no -tessel-optimizer; the program returns the loss and the
   /// gradients (the gradient program of tessel-run --grads).
   bool withOptimizer = true;
+  /// The loss alone: no gradients, no update (tessel-run --eval's program;
+  /// withOptimizer is then ignored).
+  bool lossOnly = false;
   /// -tessel-mixed-precision before -tessel-autodiff ("": f32 throughout).
   std::string precision;
   /// -tessel-recompute after -tessel-autodiff (activation checkpointing).

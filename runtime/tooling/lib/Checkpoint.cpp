@@ -363,6 +363,13 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
   const std::string dir = trimmed(dirArg);
   auto [parent, base] = splitPath(dir);
   const bool multi = g.size > 1;
+  // The store's keys of this save: its step and how many saves this
+  // process made before (every rank makes the same saves in the same
+  // order), so that two saves of one step (a --save-every checkpoint and an
+  // evaluation's temporary one) never read each other's entries.
+  static int64_t serial = 0;
+  const std::string saveKey =
+      std::to_string(info.step) + "." + std::to_string(serial++);
   // The temporary directory, made by rank 0, its name shared.
   std::string tmp;
   if (g.rank == 0) {
@@ -373,10 +380,10 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
       return sysError(tmp + ": cannot create directory");
     if (multi)
       TSL_RETURN_IF_ERROR(
-          g.store->set("tessel-run/ckpt/" + std::to_string(info.step), tmp));
+          g.store->set("tessel-run/ckpt/" + saveKey, tmp));
   } else {
     TSL_RETURN_IF_ERROR(g.store->get(
-        "tessel-run/ckpt/" + std::to_string(info.step), tmp, g.timeout));
+        "tessel-run/ckpt/" + saveKey, tmp, g.timeout));
   }
 
   // This rank's states, streamed into its file one at a time (never a
@@ -447,12 +454,12 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
   fileSums[g.rank] = sums;
   if (multi) {
     const std::string key =
-        "tessel-run/ckpt-layout/" + std::to_string(info.step) + "/";
+        "tessel-run/ckpt-layout/" + saveKey + "/";
     const std::string namesKey =
-        "tessel-run/ckpt-names/" + std::to_string(info.step) + "/";
+        "tessel-run/ckpt-names/" + saveKey + "/";
     TSL_RETURN_IF_ERROR(g.store->set(key + std::to_string(g.rank), layout));
     const std::string sumsKey =
-        "tessel-run/ckpt-files/" + std::to_string(info.step) + "/";
+        "tessel-run/ckpt-files/" + saveKey + "/";
     TSL_RETURN_IF_ERROR(
         g.store->set(namesKey + std::to_string(g.rank), names));
     TSL_RETURN_IF_ERROR(g.store->set(sumsKey + std::to_string(g.rank), sums));
@@ -468,7 +475,7 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
   }
   if (multi) {
     TSL_RETURN_IF_ERROR(g.comm->barrier());
-    std::string key = "tessel-run/ckpt-bytes/" + std::to_string(info.step);
+    std::string key = "tessel-run/ckpt-bytes/" + saveKey;
     int64_t total = 0;
     TSL_RETURN_IF_ERROR(
         g.store->add(key, static_cast<int64_t>(bytes), total));

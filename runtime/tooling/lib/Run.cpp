@@ -2,6 +2,7 @@
 #include "tessel/tooling/Run.h"
 
 #include "tessel/tooling/Checkpoint.h"
+#include "tessel/tooling/Eval.h"
 #include "tessel/tooling/Grads.h"
 #include "tessel/tooling/Launch.h"
 #include "tessel/tooling/Numerics.h"
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cerrno>
 #include <cstdlib>
@@ -346,7 +348,7 @@ int runMain(const RunOptions &o, const WorldInfo &w) {
   if (!o.train.resume.empty()) {
     if (Status s = readCheckpointInfo(o.train.resume, start); !s)
       return fail("--resume " + o.train.resume + ": " + s.message());
-    if (o.train.steps <= start.step)
+    if (!o.train.eval && o.train.steps <= start.step)
       return fail("--steps " + std::to_string(o.train.steps) +
                   " is not above the checkpoint's step " +
                   std::to_string(start.step) + " (" + o.train.resume +
@@ -427,25 +429,62 @@ int runMain(const RunOptions &o, const WorldInfo &w) {
       return fail(s.message());
     testHooks(rank);
   }
-  if (!o.train.grads.empty()) {
-    // The training's parameters into the gradient program's executor: as
-    // they are on one rank; on several through a temporary checkpoint, as
-    // the two programs may shard a parameter differently.
-    auto fill = [&](Executor &grads) -> Status {
+  // The training's parameters into another program's executor (the
+  // gradient or evaluation program): as they are on one rank; on several
+  // through a temporary checkpoint, as the programs may shard a parameter
+  // differently.
+  auto fillFrom = [&](const std::string &dir) {
+    return [&, dir](Executor &other) -> Status {
       if (worldSize == 1)
-        return copyStates(*exec, grads);
-      const std::string dir = o.train.grads + ".states";
+        return copyStates(*exec, other);
       CheckpointInfo info = start;
+      // Removed before any rank writes into it.
       if (rank == 0)
         TSL_RETURN_IF_ERROR(removeCheckpointDir(dir));
+      TSL_RETURN_IF_ERROR(session.comm()->barrier());
       TSL_RETURN_IF_ERROR(saveCheckpoint(*exec, dir, info, group));
-      Status s = loadCheckpoint(grads, dir, rank, worldSize,
-                                              /*subset=*/true);
+      Status s = loadCheckpoint(other, dir, rank, worldSize,
+                                /*subset=*/true);
       TSL_RETURN_IF_ERROR(session.comm()->barrier());
       if (rank == 0)
         TSL_RETURN_IF_ERROR(removeCheckpointDir(dir));
       return s;
     };
+  };
+  // The loss on held-out data: a line, and a --metrics record.
+  auto runEval = [&](const std::string &data, const std::string &what,
+                     int64_t step, std::FILE *metrics) -> Status {
+    EvalResult r;
+    TSL_RETURN_IF_ERROR(evaluate(o.artifact, data, what, o.backend, eo, rank,
+                                 hasTraining ? &training : nullptr,
+                                 fillFrom(o.artifact + ".eval-states"), r));
+    if (rank == 0 || worldSize == 1) {
+      std::printf("tessel-run: eval loss %.6f ppl %.4f (%lld batches, step "
+                  "%lld)\n",
+                  r.loss, std::exp(r.loss), static_cast<long long>(r.batches),
+                  static_cast<long long>(step));
+      std::fflush(stdout);
+      if (metrics) {
+        std::fprintf(metrics,
+                     "{\"step\": %lld, \"eval_loss\": %.9g, \"eval_ppl\": "
+                     "%.9g, \"eval_batches\": %lld}\n",
+                     static_cast<long long>(step), r.loss, std::exp(r.loss),
+                     static_cast<long long>(r.batches));
+        std::fflush(metrics);
+      }
+    }
+    return Status::ok();
+  };
+  if (o.train.eval) {
+    if (Status s = runEval(o.train.dataLm, "--eval", start.step, nullptr); !s)
+      return fail(s.message());
+    return 0;
+  }
+  if (!o.train.grads.empty()) {
+    // The training's parameters into the gradient program's executor: as
+    // they are on one rank; on several through a temporary checkpoint, as
+    // the two programs may shard a parameter differently.
+    auto fill = fillFrom(o.train.grads + ".states");
     if (Status s = writeGradients(o.artifact, feeds,
                                                start.dataPosition, o.backend,
                                                eo, rank, o.train.grads, fill);
@@ -494,12 +533,32 @@ int runMain(const RunOptions &o, const WorldInfo &w) {
       }
       return Status::ok();
     };
+    if (!o.train.evalDataLm.empty()) {
+      // The evaluation's program and data checked before step 1.
+      const std::string what = "--eval-data-lm " + o.train.evalDataLm;
+      std::unique_ptr<Artifact> evalArtifact;
+      if (Status s = openEvalArtifact(o.artifact, evalArtifact); !s)
+        return fail(what + ": " + s.message());
+      StepFeeds probe;
+      if (hasTraining)
+        probe.checkLabelsOf(&training);
+      TrainOptions vo;
+      vo.dataLm = o.train.evalDataLm;
+      if (Status s = probe.load(vo, *program); !s)
+        return fail(what + ": " + s.message());
+    }
+    std::FILE *metricsFile = nullptr; // --metrics, once opened
     std::function<Status(int64_t, int64_t)> after =
         [&](int64_t step, int64_t dataPosition) -> Status {
       bubble.add(exec->lastRunStats());
       Status saved = Status::ok();
       if (o.train.saveEvery && step % o.train.saveEvery == 0)
         saved = save(step, dataPosition);
+      if (saved && !o.train.evalDataLm.empty() &&
+          ((o.train.evalEvery && step % o.train.evalEvery == 0) ||
+           step == o.train.steps))
+        saved = runEval(o.train.evalDataLm, "--eval-data-lm " +
+                            o.train.evalDataLm, step, metricsFile);
       testStepHook(rank, step);
       return saved;
     };
@@ -517,6 +576,7 @@ int runMain(const RunOptions &o, const WorldInfo &w) {
         return fail("--metrics " + o.train.metrics + ": cannot open for "
                     "writing: " + std::strerror(errno));
       log.metrics = metrics.get();
+      metricsFile = log.metrics;
     }
     // Past a schedule's end the rate stays at its last value (a cosine's
     // is 0): PyTorch's LambdaLR would go on computing the formula.

@@ -315,6 +315,14 @@ int64_t StepFeeds::samplesPerStep() const {
   return 1;
 }
 
+int64_t StepFeeds::rows() const {
+  int64_t n = 0;
+  for (const Feed &f : list)
+    if (f.perStep && f.rows > 0)
+      n = n ? std::min(n, f.rows) : f.rows;
+  return n;
+}
+
 int64_t StepFeeds::tokensPerStep() const {
   for (const Feed &f : list)
     if (f.perStep && (f.staging.dtype() == DType::I64 ||

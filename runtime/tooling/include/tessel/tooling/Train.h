@@ -47,6 +47,9 @@ struct TrainOptions {
   int seq = 0, batch = 0;            // --seq, --batch: checked if given
   std::string metrics;    // --metrics FILE.jsonl
   int logEvery = 0;       // --log-every N; 0: a line every step
+  bool eval = false;         // --eval: the loss on --data-lm, no steps
+  std::string evalDataLm;    // --eval-data-lm FILE
+  int evalEvery = 0;         // --eval-every N
   /// Whether a flag other than --steps was given.
   bool needsSteps() const {
     return !data.empty() || !dataLm.empty() || !losses.empty() ||
@@ -79,6 +82,8 @@ public:
   /// reads what the uninterrupted one would have.
   static int64_t tokenWindow(uint64_t seed, int64_t row, int64_t batch,
                              int64_t b, int64_t tokens, int64_t seq);
+  /// The rows of the per-step feeds (the fewest; 0 without any).
+  int64_t rows() const;
   /// The tokens of one step: the elements of the first fed integer input
   /// (a language model's ids); 0 when none is.
   int64_t tokensPerStep() const;
