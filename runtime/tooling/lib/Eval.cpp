@@ -1,7 +1,7 @@
 //===- Eval.cpp - tessel-run --eval and --eval-every ----------------------===//
 #include "tessel/tooling/Eval.h"
+#include "tessel/tooling/Grads.h"
 
-#include <sys/stat.h>
 
 using namespace tessel::runtime;
 
@@ -9,19 +9,10 @@ namespace tessel::tooling {
 
 Status openEvalArtifact(const std::string &artifactDir,
                         std::unique_ptr<Artifact> &out) {
-  const std::string dir = artifactDir + "/eval";
-  struct stat st;
-  if (::stat((dir + "/manifest.pb").c_str(), &st) != 0)
-    return Status::error(artifactDir + " has no evaluation program (compile "
-                                       "it with tesselc --train "
-                                       "--eval-program)");
-  std::unique_ptr<Artifact> whole;
-  TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, whole));
-  if (!whole->hasFile("eval/manifest.pb"))
-    return Status::error(dir + "/manifest.pb: not listed in " + artifactDir +
-                         "/manifest.pb");
-  TSL_RETURN_IF_ERROR(whole->checkFiles("eval/"));
-  return Artifact::open(dir, out);
+  return openSubArtifact(artifactDir, "eval",
+                         "evaluation program (compile it with tesselc "
+                         "--train --eval-program)",
+                         out);
 }
 
 Status evaluate(const std::string &artifactDir, const std::string &dataLm,

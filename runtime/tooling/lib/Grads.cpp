@@ -31,23 +31,31 @@ Status copyStates(Executor &train, Executor &grads) {
   return Status::ok();
 }
 
-Status openGradientArtifact(const std::string &artifactDir,
-                            std::unique_ptr<Artifact> &out) {
-  const std::string dir = artifactDir + "/grads";
+Status openSubArtifact(const std::string &artifactDir, const std::string &sub,
+                       const std::string &missing,
+                       std::unique_ptr<Artifact> &out) {
+  const std::string dir = artifactDir + "/" + sub;
   struct stat st;
   if (::stat((dir + "/manifest.pb").c_str(), &st) != 0)
-    return Status::error(artifactDir + " has no gradient program (compile it "
-                                       "with tesselc --train --grads-program)");
-  // grads/'s files, checked against the manifest of the artifact that
-  // holds them (its own manifest among them), then opened.
+    return Status::error(artifactDir + " has no " + missing);
+  // sub/'s files, checked against the manifest of the artifact that holds
+  // them (its own manifest among them), then opened.
   std::unique_ptr<Artifact> whole;
   TSL_RETURN_IF_ERROR(Artifact::open(artifactDir, whole));
-  if (!whole->hasFile("grads/manifest.pb"))
+  if (!whole->hasFile(sub + "/manifest.pb"))
     return Status::error(dir + "/manifest.pb: not listed in " + artifactDir +
                          "/manifest.pb (an artifact written by an older "
                          "tesselc: recompile it)");
-  TSL_RETURN_IF_ERROR(whole->checkFiles("grads/"));
+  TSL_RETURN_IF_ERROR(whole->checkFiles(sub + "/"));
   return Artifact::open(dir, out);
+}
+
+Status openGradientArtifact(const std::string &artifactDir,
+                            std::unique_ptr<Artifact> &out) {
+  return openSubArtifact(artifactDir, "grads",
+                         "gradient program (compile it with tesselc --train "
+                         "--grads-program)",
+                         out);
 }
 
 Status writeGradients(const std::string &artifactDir, StepFeeds &feeds,

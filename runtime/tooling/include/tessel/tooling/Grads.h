@@ -19,6 +19,13 @@
 
 namespace tessel::tooling {
 
+/// Opens `artifactDir`/`sub`, a program compiled beside the step, once
+/// every file of it is checked against `artifactDir`'s manifest; without
+/// it, "ART has no `missing`".
+runtime::Status openSubArtifact(const std::string &artifactDir,
+                                const std::string &sub,
+                                const std::string &missing,
+                                std::unique_ptr<runtime::Artifact> &out);
 /// Opens `artifactDir`/grads, the gradient program, once every file of it
 /// is checked against the size and CRC-32C that `artifactDir`'s manifest
 /// records (an artifact without one, or of an older tesselc: an error).
