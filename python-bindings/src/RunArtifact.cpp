@@ -12,6 +12,8 @@
 #include "Common.h"
 
 #include "tessel/tooling/Checkpoint.h"
+#include "tessel/tooling/Eval.h"
+#include "tessel/tooling/Grads.h"
 #include "tessel/tooling/OnnxExport.h"
 #include "tessel/tooling/TrainingInfo.h"
 #include "tessel/runtime/Runtime.h"
@@ -176,6 +178,47 @@ public:
     return t.data<float>()[0];
   }
 
+  /// The evaluation program (tesselc --train --eval-program, ART/eval) on
+  /// each batch with the training's current parameters: the mean of the
+  /// batches' losses. No state changes.
+  double evaluate(nb::list batches) {
+    Locked locked(mutex);
+    Executor &e = executor("evaluate()");
+    if (nb::len(batches) == 0)
+      raise("InputError", "evaluate() needs at least one batch");
+    if (!evalExec) {
+      std::unique_ptr<Artifact> a;
+      if (Status s = tessel::tooling::openEvalArtifact(path, a); !s)
+        raise("RuntimeError", "evaluate(): " + s.message() +
+                                  " (in Python: train=dict(..., "
+                                  "eval_program=True))");
+      std::shared_ptr<const Program> p;
+      if (Status s = a->loadProgram(0, p); !s)
+        raise("RuntimeError", s.message());
+      ExecutorOptions eo;
+      eo.threads = threads;
+      if (Status s = createExecutor("cpu", p, eo, evalExec); !s)
+        raise("RuntimeError", s.message());
+    }
+    if (Status s = tessel::tooling::copyStates(e, *evalExec); !s)
+      raise("RuntimeError", "evaluate(): " + s.message());
+    double sum = 0;
+    size_t i = 0;
+    for (nb::handle b : batches) {
+      if (!nb::isinstance<nb::dict>(b))
+        raise("InputError", "evaluate() takes batches as {name: array}, got " +
+                                std::string(nb::type_name(b.type()).c_str()));
+      bind(*evalExec, nb::borrow<nb::dict>(b));
+      runOnce(*evalExec, "evaluate() batch " + std::to_string(i) + ": ");
+      Tensor t;
+      if (Status s = evalExec->getOutput("loss", t); !s)
+        raise("RuntimeError", s.message());
+      sum += static_cast<double>(t.data<float>()[0]);
+      ++i;
+    }
+    return sum / static_cast<double>(i);
+  }
+
   nb::object state(const std::string &name) {
     Locked locked(mutex);
     Tensor t;
@@ -244,6 +287,7 @@ public:
 
   void close() {
     Locked locked(mutex);
+    evalExec.reset();
     exec.reset();
     prog.reset();
     artifact.reset();
@@ -398,6 +442,7 @@ private:
   std::unique_ptr<Artifact> artifact;
   std::shared_ptr<const Program> prog;
   std::unique_ptr<Executor> exec;
+  std::unique_ptr<Executor> evalExec; // evaluate()'s, made at its first call
   tessel::artifact::TrainingInfo training;
   bool hasTraining = false;
   bool closed = false;
@@ -422,6 +467,7 @@ void bindArtifact(nb::module_ &m) {
       .def("run", &RunArtifact::run, nb::arg("inputs"))
       .def("step", &RunArtifact::step, nb::arg("batch"))
       .def("state", &RunArtifact::state, nb::arg("name"))
+      .def("evaluate", &RunArtifact::evaluate, nb::arg("batches"))
       .def("save_checkpoint", &RunArtifact::saveCheckpoint, nb::arg("dir"))
       .def("load_checkpoint", &RunArtifact::loadCheckpoint, nb::arg("dir"))
       .def("export_onnx", &RunArtifact::exportOnnx, nb::arg("path"))

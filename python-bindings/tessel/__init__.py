@@ -312,6 +312,13 @@ class Artifact:
         the loss. The parameters and optimizer states carry over."""
         return self._native.step(batch)
 
+    def evaluate(self, batches):
+        """The mean loss over `batches` (an iterable of {name: array}, as
+        step() takes them) on the current parameters, without an update:
+        the evaluation program that train=dict(..., eval_program=True)
+        compiles (tesselc --eval-program; tessel-run --eval)."""
+        return self._native.evaluate(list(batches))
+
     def state(self, name):
         """The current value of state `name` (a parameter or an optimizer
         moment of a training artifact)."""

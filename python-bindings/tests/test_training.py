@@ -109,3 +109,29 @@ def test_sharded_training_points_to_tessel_run(batches):
     ids, labels = batches
     with pytest.raises(tessel.RuntimeError, match="step\\(\\) runs artifacts of one rank"):
         art.step({"input_ids": ids[0], "labels": labels[0]})
+
+
+def test_evaluate(batches):
+    """evaluate() runs the evaluation program on the current parameters:
+    at initialisation the first batch's loss is the first step's (the
+    step's forward, before its update), and it moves no state."""
+    art = tessel.compile(GPT2 / "model.onnx", train=dict(ADAMW,
+                                                          eval_program=True))
+    ids, labels = batches
+    first = {"input_ids": ids[0], "labels": labels[0]}
+    before = art.state(art.state_names[0]).copy()
+    loss = art.evaluate([first])
+    assert np.array_equal(art.state(art.state_names[0]), before)
+    assert abs(loss - art.step(first)) < 1e-6
+    # After a step, the mean over two batches, each evaluated alone.
+    two = [first, {"input_ids": ids[1], "labels": labels[1]}]
+    mean = art.evaluate(two)
+    each = [art.evaluate([b]) for b in two]
+    assert abs(mean - sum(each) / 2) < 1e-9
+    assert art.steps == 1
+
+    plain = tessel.compile(GPT2 / "model.onnx", train=ADAMW)
+    with pytest.raises(RuntimeError, match="has no evaluation program"):
+        plain.evaluate([first])
+    with pytest.raises(tessel.InputError, match="at least one batch"):
+        art.evaluate([])
