@@ -270,6 +270,7 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
     // clip_grad_norm_: every gradient scaled by min(1, max / (norm + 1e-6)).
     // It needs every gradient first: the updates then all sit at the end.
     const bool clip = clipGradNorm > 0.0 && !grads.empty();
+    Value gradNorm;
     if (clip) {
       Value sq;
       for (Value g : grads) {
@@ -277,6 +278,7 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
         sq = sq ? u.add(sq, s) : s;
       }
       Value norm = u.sqrt(sq);
+      gradNorm = norm;
       Value coef = u.min(
           u.div(u.scalar(clipGradNorm), u.add(norm, u.scalar(1e-6))),
           u.scalar(1.0));
@@ -358,15 +360,26 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
     // optimizer.step()).
     if (step)
       assignUpdate(b, step, t);
-    func::ReturnOp::create(b, ret.getLoc(), ret.getOperand(0));
+    // The loss, and with clipping the gradients' total norm before it
+    // (clip_grad_norm_'s return value), as output `grad_norm`.
+    SmallVector<Value> results = {ret.getOperand(0)};
+    if (gradNorm)
+      results.push_back(gradNorm);
+    func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
-    fn.setType(FunctionType::get(ctx, fn.getArgumentTypes(),
-                                 fn.getResultTypes().take_front()));
+    SmallVector<Type> resultTypes = {fn.getResultTypes().front()};
+    if (gradNorm)
+      resultTypes.push_back(gradNorm.getType());
+    fn.setType(FunctionType::get(ctx, fn.getArgumentTypes(), resultTypes));
     fn->removeAttr(TesselDialect::kGradientsAttrName);
     if (auto out = fn->getAttrOfType<ArrayAttr>(
-            TesselDialect::kOutputNamesAttrName))
+            TesselDialect::kOutputNamesAttrName)) {
+      SmallVector<Attribute> names(out.getValue().take_front());
+      if (gradNorm)
+        names.push_back(StringAttr::get(ctx, "grad_norm"));
       fn->setAttr(TesselDialect::kOutputNamesAttrName,
-                  ArrayAttr::get(ctx, out.getValue().take_front()));
+                  ArrayAttr::get(ctx, names));
+    }
     return success();
   }
 };

@@ -438,6 +438,11 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
                          "outputs: " +
                          Program::namesOf(p.outputs) + ")");
   }
+  // The gradients' total norm before clipping (tesselc --clip-grad-norm).
+  int normId = p.findOutput("grad_norm");
+  if (normId >= 0 && (p.buffers[normId].dtype != DType::F32 ||
+                      p.buffers[normId].numel != 1))
+    normId = -1;
   const int64_t samples = feeds.samplesPerStep();
   const int64_t tokens = feeds.tokensPerStep();
   // The time left: the mean of this run's steps so far, times those to go.
@@ -486,12 +491,20 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
     std::optional<double> lr;
     if (log.training)
       lr = scheduledLearningRate(*log.training, k);
+    std::optional<double> gradNorm;
+    if (normId >= 0) {
+      Tensor t;
+      TSL_RETURN_IF_ERROR(exec.getOutput("grad_norm", t));
+      gradNorm = double(t.data<float>()[0]);
+    }
     if (log.metrics) {
       std::string line = "{\"step\": " + std::to_string(k + 1);
       if (lossId >= 0)
         line += ", \"loss\": " + jsonNumber(loss);
       if (lr)
         line += ", \"lr\": " + jsonNumber(*lr);
+      if (gradNorm)
+        line += ", \"grad_norm\": " + jsonNumber(*gradNorm);
       line += ", \"ms\": " + jsonNumber(ms);
       if (tokens > 0)
         line += ", \"tokens_per_s\": " +
@@ -518,6 +531,10 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
         }
         if (lr) {
           std::snprintf(buf, sizeof(buf), " lr %.4g", *lr);
+          line += buf;
+        }
+        if (gradNorm) {
+          std::snprintf(buf, sizeof(buf), " grad_norm %.4g", *gradNorm);
           line += buf;
         }
         std::snprintf(buf, sizeof(buf), " %.1f ms/step", mean);
