@@ -1,16 +1,11 @@
 //===- Executor.cpp - Backend-neutral part of executors -------------------===//
 #include "tessel/runtime/Executor.h"
 
+#include "CudaPlugin.h"
+
 #include <algorithm>
 #include <sched.h>
 #include <string_view>
-
-#ifdef TESSEL_RUNTIME_HAVE_CUDA
-#include <climits>
-#include <dlfcn.h>
-#include <mutex>
-#include <unistd.h>
-#endif
 
 namespace tessel::runtime {
 
@@ -41,52 +36,6 @@ Status createCpuExecutor(std::shared_ptr<const Program> program,
                          const ExecutorOptions &options,
                          std::unique_ptr<Executor> &out);
 } // namespace cpu
-#ifdef TESSEL_RUNTIME_HAVE_CUDA
-namespace {
-// runtime/cuda is a shared library loaded on first use, so CPU runs never
-// map cuBLAS (runtime/cuda/CMakeLists.txt).
-using CreateCudaFn = void (*)(std::shared_ptr<const Program> *,
-                              const ExecutorOptions *,
-                              std::unique_ptr<Executor> *, Status *);
-
-Status loadCudaBackend(CreateCudaFn &fn) {
-  static std::once_flag once;
-  static CreateCudaFn create = nullptr;
-  static std::string error;
-  std::call_once(once, [] {
-    // Beside the binary first (<bin>/../lib), then the loader's path.
-    std::vector<std::string> candidates;
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-      std::string dir(exe, static_cast<size_t>(n));
-      dir = dir.substr(0, dir.find_last_of('/'));
-      candidates.push_back(dir + "/../lib/" TESSEL_CUDA_PLUGIN);
-      candidates.push_back(dir + "/" TESSEL_CUDA_PLUGIN);
-    }
-    candidates.push_back(TESSEL_CUDA_PLUGIN);
-    std::string tried;
-    for (const std::string &path : candidates) {
-      void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!handle) {
-        const char *why = dlerror();
-        tried += "\n  " + path + ": " + (why ? why : "not loadable");
-        continue;
-      }
-      create = reinterpret_cast<CreateCudaFn>(
-          dlsym(handle, "tessel_cuda_create_executor"));
-      if (create)
-        return;
-      tried += "\n  " + path + ": no tessel_cuda_create_executor";
-    }
-    error = "the cuda backend library " TESSEL_CUDA_PLUGIN
-            " could not be loaded:" + tried;
-  });
-  fn = create;
-  return create ? Status::ok() : Status::error(error);
-}
-} // namespace
-#endif
 
 Executor::Executor(std::shared_ptr<const Program> program)
     : prog(std::move(program)) {}
@@ -100,8 +49,9 @@ Status Executor::setInputFrom(const std::string &name, DType dtype,
                               const Shape &shape, const void *data) {
   int id = prog->findInput(name);
   if (id < 0)
-    return Status::error("unknown input '" + name + "' (the program's inputs: " +
-                         Program::namesOf(prog->inputs) + ")");
+    return Status::error(
+        "unknown input '" + name +
+        "' (the program's inputs: " + Program::namesOf(prog->inputs) + ")");
   const BufferInfo &b = prog->buffers[id];
   if (dtype != b.dtype || shape != b.shape)
     return Status::error("input '" + name + "': expected " +
@@ -125,8 +75,9 @@ Status Executor::getOutput(const std::string &name, Tensor &out) {
 Status Executor::getState(const std::string &name, Tensor &out) {
   int id = prog->findState(name);
   if (id < 0)
-    return Status::error("unknown state '" + name + "' (the program's states: " +
-                         Program::namesOf(prog->states) + ")");
+    return Status::error(
+        "unknown state '" + name +
+        "' (the program's states: " + Program::namesOf(prog->states) + ")");
   const BufferInfo &b = prog->buffers[id];
   Tensor t(b.dtype, b.shape);
   TSL_RETURN_IF_ERROR(readBuffer(id, t.data()));
@@ -137,8 +88,9 @@ Status Executor::getState(const std::string &name, Tensor &out) {
 Status Executor::setState(const std::string &name, const Tensor &t) {
   int id = prog->findState(name);
   if (id < 0)
-    return Status::error("unknown state '" + name + "' (the program's states: " +
-                         Program::namesOf(prog->states) + ")");
+    return Status::error(
+        "unknown state '" + name +
+        "' (the program's states: " + Program::namesOf(prog->states) + ")");
   const BufferInfo &b = prog->buffers[id];
   if (t.dtype() != b.dtype || t.shape() != b.shape)
     return Status::error("state '" + name + "': expected " +
@@ -150,9 +102,8 @@ Status Executor::setState(const std::string &name, const Tensor &t) {
 
 std::vector<std::string> availableBackends() {
   std::vector<std::string> r = {"cpu"};
-#ifdef TESSEL_RUNTIME_HAVE_CUDA
-  r.push_back("cuda");
-#endif
+  if (haveCudaPlugin())
+    r.push_back("cuda");
   return r;
 }
 
@@ -167,15 +118,18 @@ Status createExecutor(const std::string &backend,
                          std::to_string(options.threads));
   if (backend == "cpu")
     return cpu::createCpuExecutor(std::move(program), options, out);
-#ifdef TESSEL_RUNTIME_HAVE_CUDA
-  if (backend == "cuda") {
-    CreateCudaFn create = nullptr;
-    TSL_RETURN_IF_ERROR(loadCudaBackend(create));
+  if (backend == "cuda" && haveCudaPlugin()) {
+    // runtime/cuda is a shared library loaded on first use (CudaPlugin.h).
+    using CreateFn =
+        void (*)(std::shared_ptr<const Program> *, const ExecutorOptions *,
+                 std::unique_ptr<Executor> *, Status *);
+    void *address = nullptr;
+    TSL_RETURN_IF_ERROR(
+        cudaPluginSymbol("tessel_cuda_create_executor", address));
     Status s = Status::ok();
-    create(&program, &options, &out, &s);
+    reinterpret_cast<CreateFn>(address)(&program, &options, &out, &s);
     return s;
   }
-#endif
   std::string known;
   for (const std::string &b : availableBackends())
     known += (known.empty() ? "" : ", ") + b;

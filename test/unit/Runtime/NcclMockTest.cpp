@@ -1,6 +1,6 @@
 //===- NcclMockTest.cpp - The NCCL communicator on a host mock ------------===//
 //
-// runtime/comm/NcclCommunicator.cpp, compiled against mock_cuda/ (a host
+// runtime/comm/nccl/NcclCommunicator.cpp, compiled against mock_cuda/ (a host
 // CUDA runtime and NCCL, MockGpu.h), on 2, 3 and 4 ranks that are threads
 // around the runtime's TCP store: the ncclUniqueId exchange, communicator
 // and subgroup ranks, every collective's piece layout (2D packing along
@@ -20,6 +20,7 @@
 
 #include "CommTestUtil.h"
 #include "MockGpu.h"
+#include "NcclCommunicator.h"
 
 #include <gtest/gtest.h>
 
@@ -63,7 +64,7 @@ protected:
           d.device = given.rank + deviceOffset;
           if (prefix && given.rank == 0)
             *prefix = given.prefix;
-          return createNcclCommunicator(d, out);
+          return nccl::createCommunicator(d, out);
         },
         fn);
   }
@@ -320,7 +321,7 @@ TEST_F(NcclMockTest, TwoRanksOnOneDeviceAreRefused) {
   runConnected(*server, 2, base, [](CommOptions &o, int r) {
     o.device = r; // both 0 modulo 1
     std::unique_ptr<Communicator> c;
-    Status s = createNcclCommunicator(o, c);
+    Status s = nccl::createCommunicator(o, c);
     ASSERT_FALSE(s.isOk());
     EXPECT_EQ(s.message(),
               "rank " + std::to_string(r) +
@@ -335,7 +336,7 @@ TEST_F(NcclMockTest, NoDeviceIsReported) {
   CommOptions o;
   ASSERT_NO_FATAL_FAILURE(startStore(own, o.store));
   std::unique_ptr<Communicator> c;
-  Status s = createNcclCommunicator(o, c);
+  Status s = nccl::createCommunicator(o, c);
   ASSERT_FALSE(s.isOk());
   EXPECT_EQ(s.message(), "nccl: no CUDA device (no CUDA-capable device is "
                          "detected)");
@@ -353,7 +354,7 @@ TEST_F(NcclMockTest, AnIdOfTheWrongSizeInTheStoreIsRefused) {
   o.store = store;
   o.prefix = "wrong/";
   std::unique_ptr<Communicator> c;
-  Status s = createNcclCommunicator(o, c);
+  Status s = nccl::createCommunicator(o, c);
   ASSERT_FALSE(s.isOk());
   EXPECT_EQ(s.message(),
             "store: wrong/nccl/id[0, 1] holds 5 bytes, not an ncclUniqueId");
@@ -376,7 +377,7 @@ TEST_F(NcclMockTest, InitGivesUpOnAMemberThatNeverJoins) {
   o.timeout = milliseconds(300);
   std::unique_ptr<Communicator> c;
   const auto start = std::chrono::steady_clock::now();
-  Status s = createNcclCommunicator(o, c);
+  Status s = nccl::createCommunicator(o, c);
   const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(s.isOk());
   EXPECT_EQ(s.message(), "rank 0: ncclCommInitRank over ranks [0, 1] timed "

@@ -1,8 +1,10 @@
 //===- NcclCommunicator.cpp - Collectives on CUDA devices over NCCL -------===//
 //
-// Compiled only when CMake finds CUDA and NCCL (runtime/comm/CMakeLists.txt);
-// host compiler only: cuda_runtime.h and nccl.h, no kernels. Tensors are
-// device pointers. Pieces of a dim are (un)packed with cudaMemcpy2DAsync
+// Built only when CMake finds CUDA and NCCL (runtime/comm/nccl/CMakeLists.txt),
+// into the CUDA plugin (libtessel-cuda.so), which the runtime loads on first
+// use (runtime/lib/CudaPlugin.h): tessel-run links neither libnccl nor
+// libcudart. Host compiler only: cuda_runtime.h and nccl.h, no kernels. Tensors
+// are device pointers. Pieces of a dim are (un)packed with cudaMemcpy2DAsync
 // (outer rows of a contiguous run each), so no kernel is needed either.
 //
 // Bootstrap: member 0 of each communicator (the world, each subgroup)
@@ -18,32 +20,19 @@
 // fails.
 //
 //===----------------------------------------------------------------------===//
+#include "NcclCommunicator.h"
+
 #include "CommunicatorBase.h"
 #include "Layout.h"
 #include "tessel/runtime/Store.h"
 
-#ifdef TESSEL_RUNTIME_HAVE_NCCL
 #include <cuda_runtime.h>
 #include <nccl.h>
-#endif
 
 #include <cstring>
 #include <thread>
 
 namespace tessel::runtime {
-
-#ifndef TESSEL_RUNTIME_HAVE_NCCL
-
-bool haveNcclCommunicator() { return false; }
-Status createNcclCommunicator(const CommOptions &,
-                              std::unique_ptr<Communicator> &) {
-  return Status::error("this build has no NCCL (it needs a CUDA toolkit with "
-                       "nccl.h and libnccl at configure time)");
-}
-
-#else
-
-bool haveNcclCommunicator() { return true; }
 
 namespace {
 
@@ -82,11 +71,10 @@ public:
   Status allReduce(const TensorView &in, const TensorView &out,
                    ReduceKind kind) override {
     TSL_RETURN_IF_ERROR(checkAllReduceShapes(in, out, kind));
-    TSL_RETURN_IF_ERROR(check(ncclAllReduce(in.data, out.data,
-                                            static_cast<size_t>(out.numel()),
-                                            ncclType(in.dtype), ncclOp(kind),
-                                            comm, stream),
-                              "all_reduce"));
+    TSL_RETURN_IF_ERROR(
+        check(ncclAllReduce(in.data, out.data, static_cast<size_t>(out.numel()),
+                            ncclType(in.dtype), ncclOp(kind), comm, stream),
+              "all_reduce"));
     return sync("all_reduce");
   }
 
@@ -172,15 +160,16 @@ public:
     return sync("all_to_all");
   }
 
-  Status collectivePermute(const TensorView &in, const TensorView &out,
-                           const std::vector<std::pair<int, int>> &pairs) override {
+  Status
+  collectivePermute(const TensorView &in, const TensorView &out,
+                    const std::vector<std::pair<int, int>> &pairs) override {
     int from, to;
     TSL_RETURN_IF_ERROR(checkPermute(in, out, pairs, size(), me, from, to));
     size_t bytes = out.bytes();
     if (from == me) {
       if (in.data != out.data)
-        TSL_RETURN_IF_ERROR(cuda(cudaMemcpyAsync(out.data, in.data, bytes,
-                                                 cudaMemcpyDeviceToDevice, stream)));
+        TSL_RETURN_IF_ERROR(cuda(cudaMemcpyAsync(
+            out.data, in.data, bytes, cudaMemcpyDeviceToDevice, stream)));
       return sync("collective_permute");
     }
     bool staged = from >= 0 && to >= 0 && in.data == out.data;
@@ -196,8 +185,8 @@ public:
     if (from < 0)
       TSL_RETURN_IF_ERROR(cuda(cudaMemsetAsync(out.data, 0, bytes, stream)));
     else if (staged)
-      TSL_RETURN_IF_ERROR(cuda(cudaMemcpyAsync(out.data, dst, bytes,
-                                               cudaMemcpyDeviceToDevice, stream)));
+      TSL_RETURN_IF_ERROR(cuda(cudaMemcpyAsync(
+          out.data, dst, bytes, cudaMemcpyDeviceToDevice, stream)));
     return sync("collective_permute");
   }
 
@@ -228,9 +217,9 @@ public:
   Status barrier() override {
     char *one;
     TSL_RETURN_IF_ERROR(scratch(4, one));
-    TSL_RETURN_IF_ERROR(check(ncclAllReduce(one, one, 1, ncclInt32, ncclSum,
-                                            comm, stream),
-                              "barrier"));
+    TSL_RETURN_IF_ERROR(
+        check(ncclAllReduce(one, one, 1, ncclInt32, ncclSum, comm, stream),
+              "barrier"));
     return sync("barrier");
   }
 
@@ -324,7 +313,8 @@ NcclCommunicator::~NcclCommunicator() {
 
 Status NcclCommunicator::init() {
   TSL_RETURN_IF_ERROR(cuda(cudaSetDevice(nccl().device)));
-  TSL_RETURN_IF_ERROR(cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
+  TSL_RETURN_IF_ERROR(
+      cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
   std::string key = world->prefix + "nccl/id" + listToString(members);
   ncclUniqueId id;
   if (me == 0) {
@@ -336,7 +326,8 @@ Status NcclCommunicator::init() {
     TSL_RETURN_IF_ERROR(world->store->get(key, v, world->timeout));
     if (v.size() != sizeof(id))
       return Status::error("store: " + key + " holds " +
-                           std::to_string(v.size()) + " bytes, not an ncclUniqueId");
+                           std::to_string(v.size()) +
+                           " bytes, not an ncclUniqueId");
     std::memcpy(&id, v.data(), sizeof(id));
   }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -394,14 +385,14 @@ Status NcclCommunicator::sync(const char *op) {
 
 } // namespace
 
-Status createNcclCommunicator(const CommOptions &options,
-                              std::unique_ptr<Communicator> &out) {
+Status nccl::createCommunicator(const CommOptions &options,
+                                std::unique_ptr<Communicator> &out) {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0)
-    return Status::error(std::string("nccl: no CUDA device (") +
-                         (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") +
-                         ")");
+    return Status::error(
+        std::string("nccl: no CUDA device (") +
+        (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") + ")");
   TSL_RETURN_IF_ERROR(
       checkOptions(options, "nccl needs a store to share the ncclUniqueId"));
   auto world = std::make_unique<NcclWorld>(options);
@@ -411,6 +402,14 @@ Status createNcclCommunicator(const CommOptions &options,
                     &NcclCommunicator::init, out);
 }
 
-#endif // TESSEL_RUNTIME_HAVE_NCCL
-
 } // namespace tessel::runtime
+
+// The entry point runtime/lib/CudaPlugin.cpp's createNcclCommunicator looks
+// up after loading the plugin.
+extern "C" __attribute__((visibility("default"))) void
+tessel_cuda_create_nccl_communicator(
+    const tessel::runtime::CommOptions *options,
+    std::unique_ptr<tessel::runtime::Communicator> *out,
+    tessel::runtime::Status *status) {
+  *status = tessel::runtime::nccl::createCommunicator(*options, *out);
+}
