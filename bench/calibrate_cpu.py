@@ -33,9 +33,15 @@ compiled, timed per instruction (--trace), and fitted by least squares:
     refilled).
 
 usage: calibrate_cpu.py --tesselc BIN --tessel-run BIN -o cpu.yaml [--ranks N]
+                        [--rounds R] [--quick]
+
+--quick runs every measurement above once, on fewer copies and steps: a
+complete cluster file in seconds, its figures rough (test/Tools/
+calibrate-cpu.test checks that tesselc reads what it writes).
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -55,6 +61,17 @@ COLLECTIVE_SIZES = [1024, 16384, 131072, 524288]  # f32 elements
 COPIES = 5  # of each op, for a median
 CHAIN = 20  # rounds of the asynchronous-overhead programs
 TINY = 400  # ops of the per-op overhead program
+LAUNCHES = 3  # of each micro-program; each figure its lowest
+REFERENCE_STEPS = 30  # traced steps of each reference configuration
+
+
+def use_quick_sizes():
+    """--quick: every measurement once, on fewer copies and steps (a test's
+    calibration: the file complete in seconds, its figures rough)."""
+    global COPIES, CHAIN, TINY, LAUNCHES, REFERENCE_STEPS
+    global SHARED_LAUNCHES, SHARED_STEPS
+    COPIES, CHAIN, TINY, LAUNCHES, REFERENCE_STEPS = 3, 5, 100, 2, 10
+    SHARED_LAUNCHES, SHARED_STEPS = 1, 30
 
 
 def run(cmd):
@@ -62,6 +79,12 @@ def run(cmd):
     if p.returncode:
         sys.exit("calibrate: %s failed:\n%s%s" % (cmd[0], p.stdout, p.stderr))
     return p.stdout
+
+
+def inverse(x):
+    """1 / x; infinity (which check_figures refuses) for a fitted slope
+    that is not positive."""
+    return 1.0 / x if x > 0 else math.inf
 
 
 def fit(xs, ys):
@@ -224,7 +247,7 @@ def lowest_seconds(cmd, launches, per):
     return best
 
 
-def run_time(args, tmp, name, text, inputs, ranks, launches=3):
+def run_time(args, tmp, name, text, inputs, ranks, launches=None):
     """tessel-run's median ms per run of the program, the lowest of
     `launches`."""
     src = os.path.join(tmp, name + ".mlir")
@@ -237,7 +260,7 @@ def run_time(args, tmp, name, text, inputs, ranks, launches=3):
         p = os.path.join(tmp, name + "-" + k + ".npy")
         np.save(p, v)
         cmd += ["--input", "%s=%s" % (k, p)]
-    return lowest_seconds(cmd, launches, "run")
+    return lowest_seconds(cmd, launches or LAUNCHES, "run")
 
 
 def tiny_chain_program():
@@ -270,10 +293,10 @@ def compile_and_trace(args, tmp, name, text, inputs, ranks=1):
         p = os.path.join(tmp, k + ".npy")
         np.save(p, v)
         cmd += ["--input", "%s=%s" % (k, p)]
-    # Each event's lowest time over three launches: other work on the
+    # Each event's lowest time over LAUNCHES launches: other work on the
     # machine only adds time.
     best = {}
-    for _ in range(3):
+    for _ in range(LAUNCHES):
         run(cmd)
         for event, ts in durations(os.path.join(tmp, name + ".json")).items():
             m = statistics.median(ts)
@@ -324,17 +347,18 @@ def op_rates(events, overhead):
 
 
 def reference_ids(tmp):
-    """30 steps of the reference model's token ids (batch 2, 16 + 1)."""
+    """REFERENCE_STEPS steps of the reference model's token ids (batch 2,
+    16 + 1)."""
     data = os.path.join(tmp, "reference-ids.npy")
     rng = np.random.default_rng(0)
-    np.save(data, rng.integers(0, 128, (30, 2, 17)).astype(np.int64))
+    np.save(data, rng.integers(0, 128, (REFERENCE_STEPS, 2, 17)).astype(np.int64))
     return data
 
 
 def reference_collectives(args, tmp, ranks):
     """The collectives of a reference model's training steps (a GPT-NeoX of
     the zoo, which the accuracy bench does not measure): tensor parallel and
-    ZeRO-2, --trace of 30 steps; per collective (kind, whole bytes,
+    ZeRO-2, --trace of REFERENCE_STEPS steps; per collective (kind, whole bytes,
     seconds), as they run inside a step rather than back to back; the
     steps' trace events (for op_rates); and its pipeline's (pp over the
     ranks, 2 microbatches) sends: (bytes, seconds) each."""
@@ -348,8 +372,8 @@ def reference_collectives(args, tmp, ranks):
         art = os.path.join(tmp, "reference-%s.tsl" % name)
         run([args.tesselc, args.reference, "--train", *flags, "-o", art])
         trace = os.path.join(tmp, "reference-%s.json" % name)
-        run([args.tessel_run, art, "-n", str(ranks), "--steps", "30",
-             "--data-lm", data, "--trace", trace])
+        run([args.tessel_run, art, "-n", str(ranks), "--steps",
+             str(REFERENCE_STEPS), "--data-lm", data, "--trace", trace])
         with open(trace) as f:
             events = json.load(f)["traceEvents"]
         if name == "pp":
@@ -406,6 +430,10 @@ def measure(args, tmp):
                 for (m, k, n, _), t in mm.items()]
     sec_per_flop, slope = fit([1.0 / min(m, k, n) for m, k, n, _ in mm],
                               inv_rate)
+    if sec_per_flop <= 0:
+        # No rate above the curve (the large GEMMs measured as slow as the
+        # shallow ones: a noisy round): the fastest GEMM's, no saturation.
+        sec_per_flop, slope = min(inv_rate), 0.0
     if os.environ.get("CALIBRATE_VERBOSE"):
         for key, r in sorted(zip(mm, inv_rate)):
             print("matmul m k n form %s: %.1f GFLOP/s" % (key, 1e-9 / r))
@@ -453,7 +481,7 @@ def measure(args, tmp):
     gs = [k for k in coll if k[0] != "ar"]
     lat, spb = fit([terms[k][1] / terms[k][0] for k in gs],
                    [coll[k] / terms[k][0] for k in gs])
-    f["link_bw"] = 1.0 / spb
+    f["link_bw"] = inverse(spb)
     f["lat"] = lat
     ars = [k for k in coll if k[0] == "ar"]
     f["ar_bw"] = f["link_bw"]
@@ -519,16 +547,24 @@ def main():
                     help="ranks for intra_node.shared_latency, on fewer "
                          "cores (default: twice the cores, up to 8; 0: not "
                          "measured)")
-    ap.add_argument("--rounds", type=int, default=5,
-                    help="measurement rounds; each speed figure is their "
-                         "fastest, the others their median "
-                         "(one round's link bandwidth moved 2x between "
-                         "runs of this VM)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="measurement rounds (default 5; 1 with --quick); "
+                         "each speed figure is their fastest, the others "
+                         "their median (one round's link bandwidth moved 2x "
+                         "between runs of this VM)")
+    ap.add_argument("--quick", action="store_true",
+                    help="every measurement once, on fewer copies and "
+                         "steps: a complete file in seconds, its figures "
+                         "rough (for tests, not for predictions)")
     ap.add_argument("--reference", default=REFERENCE,
                     help="the model whose training steps' collectives give "
                          "the link's latency (\"\": from back-to-back "
                          "micro-programs instead)")
     args = ap.parse_args()
+    if args.quick:
+        use_quick_sizes()
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 5
     if args.rounds < 1:
         sys.exit("calibrate_cpu.py: --rounds %d: at least 1" % args.rounds)
     benchlib.run_ahead_of_background_work()
@@ -575,7 +611,7 @@ def main():
             "convolution_efficiency": 1.0,
             "memory_bytes": float(os.sysconf("SC_PAGE_SIZE") *
                                   os.sysconf("SC_PHYS_PAGES")) / max(cores, 1),
-            "memory_bandwidth": 1.0 / sec_per_byte,
+            "memory_bandwidth": inverse(sec_per_byte),
             "op_overhead": overhead,
             "matmul_saturation_dim": saturation_dim,
         },
@@ -603,7 +639,29 @@ def main():
              n, shared_note, len(rates), cores, args.output))
 
 
+def check_figures(cfg, rates):
+    """Exits naming the first figure a fit left that tesselc would refuse
+    (not finite, or a rate, bandwidth or size not positive; lib/Cost/
+    ClusterFile.cpp has the ranges): a measurement gone wrong is said here
+    rather than by the tesselc run that next reads the file."""
+    figures = [("device." + k, v) for k, v in cfg["device"].items()
+               if not isinstance(v, str)]
+    figures += [("device.op_rates." + k, v) for k, v in rates.items()]
+    for link in ("intra_node", "inter_node"):
+        figures += [("%s.%s" % (link, k), v) for k, v in cfg[link].items()
+                    if not isinstance(v, str)]
+    may_be_zero = ("peak_flops_bf16", "op_overhead", "matmul_saturation_dim",
+                   "latency", "async_overhead", "shared_latency")
+    for name, v in figures:
+        if not math.isfinite(v) or v < 0 or (
+                v == 0 and not name.endswith(may_be_zero)):
+            sys.exit("calibrate_cpu.py: the measured %s is %r; the "
+                     "measurements went wrong (rerun, or see "
+                     "CALIBRATE_VERBOSE=1)" % (name, v))
+
+
 def write_cluster(path, cfg, rates, cores):
+    check_figures(cfg, rates)
     lines = ["# tessel cluster file: measured by bench/calibrate_cpu.py",
              "name: %s" % cfg["name"], "device:"]
     for k, v in cfg["device"].items():

@@ -4,7 +4,7 @@
 // TFLOP/s per GPU TesselCost predicts for the paper's configuration, and
 // the configuration its search picks given only the model, the batch and
 // the cluster, with its prediction and the search's time. Run through
-// bench/run-scale-table; docs/auto-plan.md shows the table.
+// bench/run-scale-table; docs/gpt-at-scale.md shows the table.
 //
 //   scale_table [--csv] [--a100 FILE] [--h100 FILE]
 //

@@ -3,7 +3,7 @@
 // Predicts one training step of a GPT (Megatron-LM's layer: pre-LN
 // attention and a 4h MLP, tied embedding) under tensor (tp), pipeline (pp)
 // and data (dp) parallelism on a ClusterSpec, without the model: from its
-// shape alone. docs/auto-plan.md gives the equations; in short:
+// shape alone. docs/gpt-at-scale.md gives the equations; in short:
 //
 //  - every GEMM of a layer, forward and both backward GEMMs, by a roofline
 //    (its FLOPs at the device's matmul rate against its bytes at memory
