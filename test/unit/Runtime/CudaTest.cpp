@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CudaExecutor.h"
+#include "tessel/runtime/Communicator.h"
 #include "CudaTestUtil.h"
 #include "GemmPlan.h"
 #include "../ScratchDir.h"

@@ -25,6 +25,7 @@
 #define TESSEL_RUNTIME_COMMUNICATOR_H
 
 #include "tessel/runtime/DType.h"
+#include "tessel/runtime/CollectiveShapes.h"
 #include "tessel/runtime/Status.h"
 
 #include <chrono>
@@ -40,52 +41,6 @@
 namespace tessel::runtime {
 
 class KVStore;
-
-/// Reductions of all_reduce and reduce_scatter. Mean is Sum divided by the
-/// number of members (f32 only).
-enum class ReduceKind { Sum, Max, Min, Mean, Prod };
-
-/// "sum", "max", "min", "mean", "prod".
-const char *reduceKindName(ReduceKind kind);
-std::optional<ReduceKind> parseReduceKind(std::string_view name);
-
-/// A dense row-major tensor in the memory of the communicator's backend
-/// (host memory for local and gloo, device memory for nccl). Operands are
-/// only read.
-struct TensorView {
-  void *data = nullptr;
-  DType dtype = DType::F32;
-  Shape shape;
-
-  TensorView() = default;
-  TensorView(void *data, DType dtype, Shape shape)
-      : data(data), dtype(dtype), shape(std::move(shape)) {}
-  TensorView(const void *data, DType dtype, Shape shape)
-      : data(const_cast<void *>(data)), dtype(dtype), shape(std::move(shape)) {}
-  int64_t numel() const { return numElements(shape); }
-  size_t bytes() const { return static_cast<size_t>(numel()) * dtypeSize(dtype); }
-};
-
-/// Entries of member `i` when a dim of size `total` is split over `n`.
-inline int64_t chunkSize(int64_t total, int64_t n, int64_t i) {
-  return total / n + (i < total % n ? 1 : 0);
-}
-/// First entry of member `i`'s piece.
-inline int64_t chunkOffset(int64_t total, int64_t n, int64_t i) {
-  return i * (total / n) + (i < total % n ? i : total % n);
-}
-
-/// The shape contracts, shared by the backends and the program validator.
-/// `n` members, this one at index `index`; messages name the shapes.
-Status checkAllReduceShapes(const TensorView &in, const TensorView &out,
-                            ReduceKind kind);
-Status checkAllGatherShapes(const TensorView &in, const TensorView &out,
-                            int64_t dim, int n, int index);
-Status checkReduceScatterShapes(const TensorView &in, const TensorView &out,
-                                ReduceKind kind, int64_t dim, int n, int index);
-Status checkAllToAllShapes(const TensorView &in, const TensorView &out,
-                           int64_t splitDim, int64_t concatDim, int n, int index);
-Status checkPermutePairs(const std::vector<std::pair<int, int>> &pairs, int n);
 
 /// A point-to-point transfer in flight (Communicator::irecv).
 class P2PRequest {

@@ -5,6 +5,7 @@
 #include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/ArtifactBuilder.h"
 #include "tessel/runtime/BufferPlanner.h"
+#include "tessel/runtime/CollectiveShapes.h"
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/Executor.h"
 #include "tessel/runtime/Npy.h"

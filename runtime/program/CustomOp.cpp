@@ -53,13 +53,13 @@ Status buildCustomKernel(const std::vector<BufferInfo> &buffers, const Op &op,
                          "it (--load-plugin lib.so)");
   if (!def->cpuKernel)
     return Status::error("custom op '" + target + "' of plugin '" +
-                         ext::host::pluginOfOp(target) +
-                         "' has no CPU kernel");
+                         ext::host::pluginOfOp(target) + "' has no CPU kernel");
   if (std::string why = def->cpuKernel(customKernelInstance(buffers, op), run);
       !why.empty())
     return Status::error("custom op '" + target + "': " + why);
   if (!run)
-    return Status::error("custom op '" + target + "': its kernel builder "
+    return Status::error("custom op '" + target +
+                         "': its kernel builder "
                          "gave no kernel");
   return Status::ok();
 }

@@ -8,10 +8,10 @@
 #ifndef TESSEL_RUNTIME_PROGRAM_H
 #define TESSEL_RUNTIME_PROGRAM_H
 
-#include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/OpKind.h"
+#include "tessel/runtime/ReduceKind.h"
 #include "tessel/runtime/Status.h"
 
 #include <map>

@@ -5,10 +5,10 @@
 //   all_gather         {dim, group}
 //   reduce_scatter     {kind, dim, group}
 //   all_to_all         {split_dim, concat_dim, group}
-//   collective_permute {pairs: flat [src, dst, ...] indices within group, group}
-//   broadcast          {root: index within group, group}
-//   send               {peer: global rank, tag}   one operand, no result
-//   recv               {peer: global rank, tag}   no operand, one result
+//   collective_permute {pairs: flat [src, dst, ...] indices within group,
+//   group} broadcast          {root: index within group, group} send {peer:
+//   global rank, tag}   one operand, no result recv               {peer: global
+//   rank, tag}   no operand, one result
 // `group` is the ordered list of global ranks taking part; this program's
 // rank must be in it. Without `group` a collective involves this rank alone
 // (the single-device form); the executor refuses that on a world of more
@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CollectiveAttrs.h"
+#include "tessel/runtime/CollectiveShapes.h"
 
 #include "artifact.pb.h"
 
@@ -66,9 +67,9 @@ private:
   Status dimAttr(const char *name, int64_t rank, int64_t &v) const {
     TSL_RETURN_IF_ERROR(intAttr(name, v));
     if (v < -rank || v >= rank)
-      return Status::error("attribute '" + std::string(name) + "' = " +
-                           std::to_string(v) + " is out of range for rank " +
-                           std::to_string(rank));
+      return Status::error("attribute '" + std::string(name) +
+                           "' = " + std::to_string(v) +
+                           " is out of range for rank " + std::to_string(rank));
     if (v < 0)
       v += rank;
     return Status::ok();
@@ -130,7 +131,8 @@ Status Checker::groupAttr() {
   }
   if (c.index < 0)
     return Status::error("attribute 'group' does not include this program's "
-                         "rank " + std::to_string(p.rank));
+                         "rank " +
+                         std::to_string(p.rank));
   return Status::ok();
 }
 
@@ -185,15 +187,15 @@ Status Checker::check() {
     TSL_RETURN_IF_ERROR(ints("pairs", flat, true));
     if (flat.size() % 2)
       return Status::error("attribute 'pairs' must hold [src, dst] pairs, "
-                           "got " + std::to_string(flat.size()) + " integers");
+                           "got " +
+                           std::to_string(flat.size()) + " integers");
     c.pairs.clear();
     for (size_t i = 0; i < flat.size(); i += 2) {
       if (flat[i] < 0 || flat[i] >= n || flat[i + 1] < 0 || flat[i + 1] >= n)
-        return Status::error("attribute 'pairs' holds (" +
-                             std::to_string(flat[i]) + ", " +
-                             std::to_string(flat[i + 1]) +
-                             "), out of range for a group of " +
-                             std::to_string(n));
+        return Status::error(
+            "attribute 'pairs' holds (" + std::to_string(flat[i]) + ", " +
+            std::to_string(flat[i + 1]) + "), out of range for a group of " +
+            std::to_string(n));
       c.pairs.emplace_back(static_cast<int>(flat[i]),
                            static_cast<int>(flat[i + 1]));
     }
