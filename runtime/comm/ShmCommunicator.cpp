@@ -1,21 +1,14 @@
 //===- ShmCommunicator.cpp - Collectives of local ranks in shared memory --===//
 //
-// Ranks of one host meet in a POSIX shared-memory segment: member 0 of a
-// communicator creates it (shm_open, posix_fallocate so that a full /dev/shm
-// fails here rather than by SIGBUS later, mmap), publishes its name through
-// the store, the others map it, and once every member has said so through
-// the store, member 0 unlinks it: nothing is left in /dev/shm, even after a
-// crash. A subgroup gets a segment of its own the same way.
-//
-// The segment holds, per member, a control line (a counter of the sync
-// points it passed, the number of peers asleep on it, its state, its pid)
-// and two staging buffers ("slots") used in turn by successive chunks, so a
-// member may write its next chunk while slower peers still read its last.
-// A chunk: wait until every member is done with this member's buffer, write
-// a header describing the collective and the data, arrive (counter + 1),
-// wait for every member's arrival, read, arrive again ("done"). Headers are
-// compared at every chunk: members at different collectives fail with both
-// named instead of mixing their bytes.
+// Ranks of one host meet in a POSIX shared-memory segment (ShmSegment.h:
+// its creation, mapping and layout), one per communicator (the world, each
+// subgroup). A member may write its next chunk to one of its two slots
+// while slower peers still read its last. A chunk: wait until every member
+// is done with this member's buffer, write a header describing the
+// collective and the data, arrive (counter + 1), wait for every member's
+// arrival, read, arrive again ("done"). Headers are compared at every chunk:
+// members at different collectives fail with both named instead of mixing
+// their bytes.
 //
 // all_reduce: each member reduces its 1/n of the chunk over every member's
 // buffer in member order, publishes it, and everybody copies every piece:
@@ -36,406 +29,34 @@
 // kernel time per step on a 2-core VM); waits spin briefly, then sleep on
 // the ring's futex word.
 //
-// Waits spin briefly (not where the rank's core runs other ranks too:
-// CommOptions::sharedCore), then yield, then sleep on a futex (woken by
-// the next arrival); every 50 ms they check that the peers' processes
-// still live (kill(pid, 0), or a zombie in /proc) and the timeout. Failures
-// name the member: dead (its pid), hung (alive, not at the collective), at
-// another collective, or failed itself (its state says so, and wakes the
-// waiters).
+// Waits (ShmFutex.h) spin briefly (not where the rank's core runs other
+// ranks too: CommOptions::sharedCore), then yield, then sleep on a futex
+// (woken by the next arrival); every 50 ms they check that the peers'
+// processes still live and the timeout. Failures name the member: dead (its
+// pid), hung (alive, not at the collective), at another collective, or
+// failed itself (its state says so, and wakes the waiters).
 //
 //===----------------------------------------------------------------------===//
 #include "CommunicatorBase.h"
 #include "Layout.h"
-#include "tessel/runtime/Store.h"
+#include "ShmFutex.h"
+#include "ShmSegment.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
-#include <cerrno>
-#include <climits>
-#include <cstdio>
 #include <cstring>
 #include <deque>
-#include <fcntl.h>
-#include <fstream>
-#include <linux/futex.h>
-#include <new>
-#include <random>
 #include <sched.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 namespace tessel::runtime {
 
 namespace {
 
 using namespace comm;
+using namespace shm;
 
-//===----------------------------------------------------------------------===//
-// The segment
-//===----------------------------------------------------------------------===//
-
-constexpr uint64_t kMagic = 0x3130304d48534c54; // "TLSHM001"
-constexpr size_t kPage = 4096;
-constexpr size_t kChunkHeaderBytes = 256;
-constexpr size_t kDefaultSlotBytes = size_t(1) << 20;
+/// all_reduce's block of partial results, reduced in L1.
 constexpr size_t kBlockBytes = 16 << 10;
-constexpr int kMaxDims = 8;
-/// send/recv rings: their bytes, and the largest group that has them
-/// (n (n - 1) rings: 14 MiB for 8 members).
-constexpr size_t kChannelBytes = 256 << 10;
-constexpr int kMaxChannelMembers = 8;
-
-static_assert(
-    std::atomic<uint32_t>::is_always_lock_free &&
-        std::atomic<int32_t>::is_always_lock_free,
-    "the segment's atomics must be lock-free to work across processes");
-
-struct SegmentHeader {
-  uint64_t magic;
-  uint32_t members;
-  uint32_t reserved;
-  uint64_t slotBytes;
-  uint64_t totalBytes;
-};
-
-/// A member's state word.
-enum : uint32_t { kRunning = 0, kLeft = 0xff };
-
-/// One cache line per member, written by it (peers add to `waiters`).
-struct alignas(64) MemberLine {
-  /// Sync points passed; the futex word peers sleep on.
-  std::atomic<uint32_t> counter;
-  std::atomic<uint32_t> waiters;
-  /// kRunning, kLeft (communicator destroyed), or 1 + the op that failed.
-  std::atomic<uint32_t> state;
-  std::atomic<int32_t> pid;
-};
-static_assert(sizeof(MemberLine) == 64, "one cache line per member");
-
-enum Op : uint32_t {
-  kAllReduce = 1,
-  kAllGather,
-  kReduceScatter,
-  kBroadcast,
-  kBarrier,
-  kSend,
-  kRecv
-};
-
-const char *opName(uint32_t op) {
-  // By Op's value, from kAllReduce = 1.
-  static constexpr const char *kNames[] = {
-      "all_reduce", "all_gather", "reduce_scatter", "broadcast",
-      "barrier",    "send",       "recv"};
-  return op >= kAllReduce && op <= kRecv ? kNames[op - kAllReduce] : "?";
-}
-
-/// What a member is doing, at the start of each of its buffers; equal on
-/// every member of a collective (flags aside).
-struct ChunkHeader {
-  uint32_t op;
-  uint32_t dtype;
-  uint32_t kind;
-  uint32_t flags; // barrier: this member used the fallback since the last one
-  int64_t arg;    // dim or root
-  uint32_t rank;  // of the shape
-  uint32_t reserved;
-  uint64_t shapeHash;
-  int64_t dims[kMaxDims];
-
-  bool sameCollective(const ChunkHeader &o) const {
-    return op == o.op && dtype == o.dtype && kind == o.kind && arg == o.arg &&
-           rank == o.rank && shapeHash == o.shapeHash;
-  }
-  std::string describe() const {
-    std::string s = opName(op);
-    if (op == kBarrier)
-      return s;
-    if (op == kAllReduce || op == kReduceScatter)
-      s += std::string(" (") + reduceKindName(static_cast<ReduceKind>(kind)) +
-           ")";
-    if (op == kAllGather || op == kReduceScatter)
-      s += " along dim " + std::to_string(arg);
-    if (op == kBroadcast)
-      s += " from " + std::to_string(arg);
-    s += std::string(op == kAllGather ? " into " : " of ") +
-         dtypeName(static_cast<DType>(dtype)) + " [";
-    for (uint32_t i = 0; i < rank && i < kMaxDims; ++i)
-      s += (i ? ", " : "") + std::to_string(dims[i]);
-    return s + (rank > kMaxDims ? ", ...]" : "]");
-  }
-};
-static_assert(sizeof(ChunkHeader) <= kChunkHeaderBytes, "chunk header too big");
-
-size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
-
-/// One side of a send/recv ring: the bytes it has written (the sender) or
-/// read (the receiver) so far, and the word the other side sleeps on.
-struct alignas(64) ChannelEnd {
-  std::atomic<uint64_t> bytes;
-  std::atomic<uint32_t> seq;
-  std::atomic<uint32_t> waiters;
-};
-static_assert(sizeof(ChannelEnd) == 64, "one cache line per side");
-
-/// Where things are in a segment of `n` members with slots of `slot` bytes.
-struct SegmentLayout {
-  size_t lines = kPage;
-  size_t buffers = 0;
-  size_t bufferStride = 0;
-  /// The send/recv rings, one per ordered pair: [sender end | receiver end
-  /// | kChannelBytes of ring]; none beyond kMaxChannelMembers.
-  size_t channels = 0;
-  size_t channelStride = 0;
-  int channelCount = 0;
-  size_t total = 0;
-  SegmentLayout(int n, size_t slot) {
-    buffers = lines + roundUp(sizeof(MemberLine) * n, kPage);
-    bufferStride = roundUp(kChunkHeaderBytes + slot, kPage);
-    channels = buffers + bufferStride * 2 * n;
-    channelStride = roundUp(2 * sizeof(ChannelEnd) + kChannelBytes, kPage);
-    channelCount = n <= kMaxChannelMembers ? n * (n - 1) : 0;
-    total = channels + channelStride * channelCount;
-  }
-};
-
-/// A mapping, unmapped on destruction.
-struct Mapping {
-  char *base = nullptr;
-  size_t bytes = 0;
-  Mapping() = default;
-  Mapping(const Mapping &) = delete;
-  Mapping &operator=(const Mapping &) = delete;
-  Mapping(Mapping &&o) noexcept : base(o.base), bytes(o.bytes) {
-    o.base = nullptr;
-  }
-  Mapping &operator=(Mapping &&o) noexcept {
-    std::swap(base, o.base);
-    std::swap(bytes, o.bytes);
-    return *this;
-  }
-  ~Mapping() {
-    if (base)
-      ::munmap(base, bytes);
-  }
-};
-
-std::string errnoText(const std::string &what) {
-  return what + ": " + std::strerror(errno);
-}
-
-/// Whether process `pid` has ended (a zombie not yet reaped by its parent
-/// still answers kill(), hence /proc).
-bool processGone(int32_t pid) {
-  if (pid <= 0 || pid == static_cast<int32_t>(::getpid()))
-    return false;
-  if (::kill(pid, 0) == -1 && errno == ESRCH)
-    return true;
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  std::ifstream f(path);
-  if (!f)
-    return false; // no /proc: kill() said it exists
-  std::string stat((std::istreambuf_iterator<char>(f)),
-                   std::istreambuf_iterator<char>());
-  size_t close = stat.rfind(')');
-  if (close == std::string::npos || close + 2 >= stat.size())
-    return false;
-  char state = stat[close + 2];
-  return state == 'Z' || state == 'X';
-}
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-/// Wrap-safe "counter `v` has reached `target`".
-inline bool reached(uint32_t v, uint32_t target) {
-  return static_cast<int32_t>(v - target) >= 0;
-}
-
-void futexWait(std::atomic<uint32_t> *word, uint32_t expected,
-               std::chrono::nanoseconds upTo) {
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(upTo.count() / 1000000000);
-  ts.tv_nsec = static_cast<long>(upTo.count() % 1000000000);
-  // Shared (not FUTEX_PRIVATE): the waker is another process.
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT, expected,
-            &ts, nullptr, 0);
-}
-
-void futexWake(std::atomic<uint32_t> *word) {
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAKE, INT_MAX,
-            nullptr, nullptr, 0);
-}
-
-//===----------------------------------------------------------------------===//
-// Setup
-//===----------------------------------------------------------------------===//
-
-/// Shared by the world communicator and its subgroups, which are shm
-/// communicators or the fallback's.
-struct ShmWorld : World {
-  explicit ShmWorld(const CommOptions &options)
-      : World(options), spin(!options.sharedCore) {}
-  size_t slotBytes = kDefaultSlotBytes;
-  /// Whether waits spin before they yield or sleep (CommOptions::sharedCore).
-  bool spin;
-  std::unique_ptr<Communicator> fallback;
-};
-
-/// A name for shm_open: "/tessel-PREFIX-PID-RANDOM".
-std::string segmentName(const std::string &prefix) {
-  std::string clean;
-  for (char c : prefix.substr(0, 64))
-    clean += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
-  std::random_device rd;
-  uint64_t r = (uint64_t(rd()) << 32) ^ rd();
-  char tail[48];
-  std::snprintf(tail, sizeof(tail), "-%d-%016llx", static_cast<int>(::getpid()),
-                static_cast<unsigned long long>(r));
-  return "/tessel-" + clean + tail;
-}
-
-/// Maps the segment of the group `members` (world ranks), this member at
-/// `me`: member 0 creates it, every member maps it and says so through the
-/// store, member 0 unlinks it once all have and publishes the verdict, which
-/// every member returns (unless the store fails or times out).
-Status openSegment(ShmWorld &w, const std::vector<int> &members, int me,
-                   Mapping &out) {
-  const int n = static_cast<int>(members.size());
-  KVStore &store = *w.store;
-  std::string keys = w.prefix + "shm" + listToString(members) + "/";
-  size_t slot = std::max(roundUp(w.slotBytes, 64), size_t(64) * n);
-  SegmentLayout layout(n, slot);
-  std::string name, error;
-  Mapping m;
-
-  if (me == 0) {
-    name = segmentName(w.prefix);
-    int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) {
-      error = errnoText("shm_open " + name);
-    } else {
-      int rc = 0;
-      if (::ftruncate(fd, static_cast<off_t>(layout.total)) != 0)
-        error = errnoText("ftruncate");
-      else if ((rc =
-                    ::posix_fallocate(fd, 0, static_cast<off_t>(layout.total))))
-        error = "cannot reserve " + std::to_string(layout.total >> 10) +
-                " KiB in /dev/shm: " + std::strerror(rc);
-      if (error.empty()) {
-        void *p = ::mmap(nullptr, layout.total, PROT_READ | PROT_WRITE,
-                         MAP_SHARED | MAP_POPULATE, fd, 0);
-        if (p == MAP_FAILED) {
-          error = errnoText("mmap");
-        } else {
-          m.base = static_cast<char *>(p);
-          m.bytes = layout.total;
-        }
-      }
-      ::close(fd);
-      if (!error.empty())
-        ::shm_unlink(name.c_str());
-    }
-    if (error.empty()) {
-      auto *h = reinterpret_cast<SegmentHeader *>(m.base);
-      h->members = static_cast<uint32_t>(n);
-      h->slotBytes = slot;
-      h->totalBytes = layout.total;
-      for (int i = 0; i < n; ++i)
-        new (m.base + layout.lines + i * sizeof(MemberLine)) MemberLine{};
-      for (int i = 0; i < layout.channelCount; ++i)
-        for (int end = 0; end < 2; ++end)
-          new (m.base + layout.channels + i * layout.channelStride +
-               end * sizeof(ChannelEnd)) ChannelEnd{};
-      std::atomic_thread_fence(std::memory_order_release);
-      h->magic = kMagic;
-    }
-    Status s = store.set(keys + "segment", error.empty() ? name : "!" + error);
-    if (!s && error.empty())
-      ::shm_unlink(name.c_str());
-    TSL_RETURN_IF_ERROR(s);
-    if (!error.empty())
-      return Status::error("cannot create the shared-memory segment: " + error);
-  } else {
-    std::string v;
-    TSL_RETURN_IF_ERROR(store.get(keys + "segment", v, w.timeout));
-    if (!v.empty() && v[0] == '!')
-      return Status::error(
-          "rank " + std::to_string(members[0]) +
-          " cannot create the shared-memory segment: " + v.substr(1));
-    name = v;
-    int fd = ::shm_open(name.c_str(), O_RDWR, 0);
-    struct stat st {};
-    if (fd < 0) {
-      error = errnoText("shm_open " + name);
-    } else {
-      if (::fstat(fd, &st) != 0)
-        error = errnoText("fstat " + name);
-      else if (static_cast<size_t>(st.st_size) != layout.total)
-        error = name + " has " + std::to_string(st.st_size) + " bytes, not " +
-                std::to_string(layout.total);
-      if (error.empty()) {
-        void *p = ::mmap(nullptr, layout.total, PROT_READ | PROT_WRITE,
-                         MAP_SHARED | MAP_POPULATE, fd, 0);
-        if (p == MAP_FAILED) {
-          error = errnoText("mmap " + name);
-        } else {
-          m.base = static_cast<char *>(p);
-          m.bytes = layout.total;
-          auto *h = reinterpret_cast<SegmentHeader *>(m.base);
-          if (h->magic != kMagic || h->members != static_cast<uint32_t>(n) ||
-              h->slotBytes != slot)
-            error = name + " is not this group's segment";
-        }
-      }
-      ::close(fd);
-    }
-  }
-  if (error.empty()) {
-    auto *line = reinterpret_cast<MemberLine *>(m.base + layout.lines) + me;
-    line->pid.store(static_cast<int32_t>(::getpid()),
-                    std::memory_order_release);
-  }
-  if (me != 0) {
-    // Tell the creator, then learn the verdict: the segment is unlinked by
-    // the time it comes.
-    TSL_RETURN_IF_ERROR(store.set(keys + "mapped/" + std::to_string(me),
-                                  error.empty() ? "ok" : "!" + error));
-    std::string v;
-    TSL_RETURN_IF_ERROR(store.get(keys + "verdict", v, w.timeout));
-    if (v != "ok")
-      return Status::error(v.substr(1));
-  } else {
-    for (int i = 1; i < n && error.empty(); ++i) {
-      std::string v;
-      Status s = store.get(keys + "mapped/" + std::to_string(i), v, w.timeout);
-      if (!s)
-        error = "rank " + std::to_string(members[i]) +
-                " did not map the shared-memory segment: " + s.message();
-      else if (v != "ok")
-        error = "rank " + std::to_string(members[i]) +
-                " cannot map the shared-memory segment: " + v.substr(1);
-    }
-    ::shm_unlink(name.c_str());
-    TSL_RETURN_IF_ERROR(
-        store.set(keys + "verdict", error.empty() ? "ok" : "!" + error));
-  }
-  if (!error.empty())
-    return Status::error(error);
-  out = std::move(m);
-  return Status::ok();
-}
 
 //===----------------------------------------------------------------------===//
 // The communicator
@@ -846,9 +467,6 @@ private:
   /// sleeps on the peer's counter; every 50 ms checks the peers' processes
   /// and the timeout.
   Status waitFor(int r, uint32_t target, uint32_t op) {
-    constexpr auto kSpinFor = std::chrono::microseconds(20);
-    constexpr auto kYieldFor = std::chrono::milliseconds(2);
-    constexpr auto kCheckEvery = std::chrono::milliseconds(50);
     MemberLine &l = lines[r];
     const auto start = Clock::now();
     auto nextCheck = start + kCheckEvery;
@@ -1014,9 +632,6 @@ private:
   template <typename Ready>
   Status waitRing(ChannelEnd &other, uint32_t op, int peer,
                   const std::string &what, Ready ready) {
-    constexpr auto kSpinFor = std::chrono::microseconds(20);
-    constexpr auto kYieldFor = std::chrono::milliseconds(2);
-    constexpr auto kCheckEvery = std::chrono::milliseconds(50);
     if (ready())
       return Status::ok();
     const auto start = Clock::now();
@@ -1169,50 +784,6 @@ private:
 };
 
 } // namespace
-
-Status shmHosts(const CommOptions &options, bool want,
-                std::vector<int> &hostOf) {
-  hostOf.assign(options.size, 0);
-  if (!options.store)
-    return Status::error("shm needs a store to compare the ranks' hosts");
-  // Same machine and boot, the same PID (pids are checked for liveness)
-  // and mount (/dev/shm) namespaces, and the same network namespace (ranks
-  // in two are two hosts, whose traffic goes over TCP).
-  std::string where = hostIdentity();
-  std::string keys = options.prefix + "shm-host/";
-  TSL_RETURN_IF_ERROR(options.store->set(keys + std::to_string(options.rank),
-                                         (want ? "1" : "0") + where));
-  std::vector<std::string> all(options.size);
-  for (int r = 0; r < options.size; ++r) {
-    if (r == options.rank) {
-      all[r] = (want ? "1" : "0") + where;
-      continue;
-    }
-    TSL_RETURN_IF_ERROR(
-        options.store->get(keys + std::to_string(r), all[r], options.timeout));
-  }
-  // A rank that does not want shm is a host of its own.
-  for (int r = 0; r < options.size; ++r) {
-    hostOf[r] = r;
-    if (all[r][0] == '1')
-      for (int q = 0; q < r; ++q)
-        if (all[q] == all[r]) {
-          hostOf[r] = hostOf[q];
-          break;
-        }
-  }
-  return Status::ok();
-}
-
-Status shmUsable(const CommOptions &options, bool want, bool &usable) {
-  std::vector<int> hostOf;
-  usable = false;
-  TSL_RETURN_IF_ERROR(shmHosts(options, want, hostOf));
-  usable = want;
-  for (int h : hostOf)
-    usable = usable && h == 0;
-  return Status::ok();
-}
 
 Status createHostLocalShmCommunicator(const CommOptions &options,
                                       const std::vector<int> &hostOf,
