@@ -1,7 +1,7 @@
 //===- Optimizer.h - adam_update and sgd_update, as both backends read them ===//
 //
 // What the CPU kernels (cpu/Training.cpp) and the CUDA kernels
-// (cuda/Training.cpp, Kernels.cu) of the optimizer updates take from an
+// (cuda/Training.cpp, Training.cu) of the optimizer updates take from an
 // instruction (dialects/tessel/TrainingOps.td): the attributes, read once
 // when the step is built, and the buffers' addresses (host or device).
 //

@@ -1,4 +1,9 @@
 //===- Binary.cpp - Broadcasting binary ops, compare and where on CUDA ----===//
+//
+// The CUDA backend's Binary family, as the CPU's; device code in Binary.cu.
+// makeBinaryStep also builds relu_grad's step (Training.cpp).
+//
+//===----------------------------------------------------------------------===//
 #include "Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
@@ -7,9 +12,7 @@
 
 namespace tessel::runtime::cuda {
 
-namespace {
-
-Status makeBinary(const KernelContext &ctx, Step &out) {
+Status makeBinaryStep(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0), &b = ctx.in(1);
   StridedIndex ix;
   TSL_RETURN_IF_ERROR(toIndexer(
@@ -24,6 +27,8 @@ Status makeBinary(const KernelContext &ctx, Step &out) {
   });
   return Status::ok();
 }
+
+namespace {
 
 Status makeCompare(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0);
@@ -64,7 +69,7 @@ void registerBinaryKernels(KernelRegistry &registry) {
   registerFamily(registry, kBinaryKinds, [](OpKind k) -> KernelFactory {
     return k == OpKind::Compare ? makeCompare
            : k == OpKind::Where ? makeWhere
-                                : makeBinary;
+                                : makeBinaryStep;
   });
 }
 

@@ -12,6 +12,10 @@
 // build, not a user's run; the test also checks, without a device, that
 // the registry holds a factory for each listed kind and for no other.
 //
+// Each kind is in the family that registers it on the CPU backend too
+// (runtime/cpu/<Family>.cpp): softmax and log_softmax in Normalization,
+// relu_grad in Training; device code is in the family's <Family>.cu.
+//
 // The unary ops come from the op table itself (TESSEL_RUNTIME_UNARY_SCALAR_OPS:
 // their scalar functions, ScalarOps.h, run on both backends).
 //
@@ -37,18 +41,18 @@ inline constexpr OpKind kElementwiseKinds[] = {
 // clang-format on
 
 inline constexpr OpKind kBinaryKinds[] = {
-    OpKind::Add,  OpKind::Sub,      OpKind::Mul,     OpKind::Div,
-    OpKind::Pow,  OpKind::Max,      OpKind::Min,     OpKind::Mod,
-    OpKind::FMod, OpKind::ReluGrad, OpKind::Compare, OpKind::Where};
+    OpKind::Add,  OpKind::Sub,     OpKind::Mul,  OpKind::Div,
+    OpKind::Pow,  OpKind::Max,     OpKind::Min,  OpKind::Mod,
+    OpKind::FMod, OpKind::Compare, OpKind::Where};
 
 inline constexpr OpKind kMatMulKinds[] = {OpKind::MatMul, OpKind::Gemm};
 
-inline constexpr OpKind kReduceKinds[] = {
-    OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax,
-    OpKind::CumSum,    OpKind::Softmax,    OpKind::LogSoftmax};
+inline constexpr OpKind kReduceKinds[] = {OpKind::ReduceSum, OpKind::ReduceMean,
+                                          OpKind::ReduceMax, OpKind::CumSum};
 
 inline constexpr OpKind kNormalizationKinds[] = {
-    OpKind::LayerNorm, OpKind::RmsNorm, OpKind::BatchNorm};
+    OpKind::Softmax, OpKind::LogSoftmax, OpKind::LayerNorm, OpKind::RmsNorm,
+    OpKind::BatchNorm};
 
 inline constexpr OpKind kDataMovementKinds[] = {
     OpKind::Reshape,       OpKind::Copy,   OpKind::ChunkFetch,
@@ -74,10 +78,11 @@ inline constexpr OpKind kCollectiveKinds[] = {OpKind::AllReduce,
                                               OpKind::Wait};
 
 inline constexpr OpKind kTrainingKinds[] = {
-    OpKind::GatherGrad,        OpKind::GeluGrad,
-    OpKind::LogSoftmaxGrad,    OpKind::BatchNormVariance,
-    OpKind::BatchNormGradSums, OpKind::BatchNormGradInput,
-    OpKind::AdamUpdate,        OpKind::SgdUpdate};
+    OpKind::GatherGrad,         OpKind::GeluGrad,
+    OpKind::LogSoftmaxGrad,     OpKind::ReluGrad,
+    OpKind::BatchNormVariance,  OpKind::BatchNormGradSums,
+    OpKind::BatchNormGradInput, OpKind::AdamUpdate,
+    OpKind::SgdUpdate};
 
 inline constexpr OpKind kCustomKinds[] = {OpKind::CustomCall};
 

@@ -94,6 +94,11 @@ void registerFamily(KernelRegistry &registry, const OpKind (&kinds)[N],
     registry.add(k, factoryOf(k));
 }
 
+/// The step of a broadcasting binary op of the Binary family (Binary.cpp,
+/// launchBinary); the Training family builds relu_grad's with it, as on the
+/// CPU a Training op, on the device a case of the binary kernel.
+Status makeBinaryStep(const KernelContext &ctx, Step &out);
+
 // One per kernel family file (registerElementwiseKernels in Elementwise.cpp,
 // ...; KernelFamilies.h), each registering the kinds that file builds.
 TESSEL_KERNEL_FAMILIES(TESSEL_DECLARE_KERNEL_FAMILY)

@@ -1,10 +1,13 @@
 //===- CudaKernels.h - CUDA kernels of the instruction set ------*- C++ -*-===//
 //
-// Host-side launchers of the kernels in Kernels.cu. Every pointer is device
-// memory, or pinned host memory mapped into the device's address space (a
-// STATE buffer kept in host memory: Gemini's host chunks); every launcher enqueues on `stream` and returns the launch status
-// (cudaGetLastError()). Shapes and attributes were checked by
-// Program::create, so launchers trust them, exactly as the CPU kernels do.
+// Host-side launchers of the kernels, grouped by kernel family: each
+// family's launchers are defined in its device code, <Family>.cu (Reduce.cu
+// beside Reduce.cpp). Every pointer is device memory, or pinned host memory
+// mapped into the device's address space (a STATE buffer kept in host
+// memory: Gemini's host chunks); every launcher enqueues on `stream` and
+// returns the launch status (cudaGetLastError()). Shapes and attributes were
+// checked by Program::create, so launchers trust them, exactly as the CPU
+// kernels do.
 //
 // Kernels index tensors with the strided index math of an Indexer: the
 // result's flat index is decomposed over `dims` (row-major) and each operand's
@@ -31,7 +34,7 @@
 #include <functional>
 
 namespace tessel::runtime {
-struct Op; // tessel/runtime/Program.h: Kernels.cu reads unary attributes
+struct Op; // tessel/runtime/Program.h: Elementwise.cu reads unary attributes
 } // namespace tessel::runtime
 
 namespace tessel::runtime::cuda {
@@ -76,7 +79,7 @@ struct StridedIndex {
   bool fits32 = false;
 };
 
-// Elementwise ------------------------------------------------------------
+// Elementwise (Elementwise.cu) -------------------------------------------
 /// Launches y = f(x) over n elements of a dtype on a stream.
 using UnaryLaunch = std::function<cudaError_t(DType, const void *, void *,
                                               int64_t, cudaStream_t)>;
@@ -89,6 +92,8 @@ cudaError_t launchRoundFloat(const float *x, float *y, int64_t n, int e, int m,
                              cudaStream_t s);
 cudaError_t launchCast(DType from, const void *x, DType to, void *y, int64_t n,
                        cudaStream_t s);
+
+// Binary, compare, where (Binary.cu) -------------------------------------
 /// y = a op b; `ix` has operands (a, b); `bScalar` enables pow's fast paths
 /// for a single-element exponent (as the CPU backend does).
 cudaError_t launchBinary(OpKind kind, DType dtype, const void *a, const void *b,
@@ -102,7 +107,7 @@ cudaError_t launchWhere(size_t elemSize, const uint8_t *cond, const void *x,
                         const void *y, void *out, const StridedIndex &ix,
                         cudaStream_t s);
 
-// Data movement ----------------------------------------------------------
+// Data movement (DataMovement.cu) ----------------------------------------
 /// Copies ix.total elements: source offset from operand 0; destination
 /// offset from operand 1 when ix.numOperands == 2, else the flat index.
 cudaError_t launchStridedCopy(size_t elemSize, const void *src, void *dst,
@@ -128,7 +133,7 @@ cudaError_t launchGatherElements(size_t elemSize, const void *data,
                                  int64_t axisStride, void *out,
                                  cudaStream_t s);
 
-// Reductions and normalisation -------------------------------------------
+// Reductions and cumsum (Reduce.cu) --------------------------------------
 /// ONNX CumSum over [outer, len, inner] along len, in the CPU's order.
 cudaError_t launchCumSum(DType dtype, const void *x, void *y, int64_t outer,
                          int64_t len, int64_t inner, bool exclusive,
@@ -140,6 +145,7 @@ cudaError_t launchCumSum(DType dtype, const void *x, void *y, int64_t outer,
 cudaError_t launchReduce(OpKind kind, DType dtype, const void *x, void *y,
                          const StridedIndex &kept, const StridedIndex &reduced,
                          float meanScale, cudaStream_t s);
+// Normalization (Normalization.cu) ---------------------------------------
 cudaError_t launchSoftmax(bool logSoftmax, const float *x, float *y,
                           int64_t outer, int64_t len, int64_t inner,
                           cudaStream_t s);
@@ -153,7 +159,7 @@ cudaError_t launchBatchNorm(const float *x, int64_t n, int64_t c,
                             const float *var, float epsilon, float *y,
                             cudaStream_t s);
 
-// Convolution and pooling (NCHW) -----------------------------------------
+// Convolution (Conv.cu) and pooling (Pool.cu), NCHW ----------------------
 /// The sliding window of conv2d and the pools: input h x w, result oh x ow,
 /// kernel kh x kw, strides, and the top and left pads.
 struct WindowGeom {
@@ -208,6 +214,11 @@ cudaError_t launchToBf16(const float *src, uint16_t *dst, int64_t n,
 /// y[b, oc, :] += bias[oc].
 cudaError_t launchAddBias(float *y, const float *bias, int64_t n, int64_t o,
                           int64_t spatial, cudaStream_t s);
+/// The adjoint of launchIm2Col: x[ci, ih, iw] = the sum of the columns'
+/// entries that read it, in kernel order (every element written), for one
+/// image and group.
+cudaError_t launchCol2Im(const float *col, const Conv2DGeom &g, float *x,
+                         cudaStream_t s);
 
 struct PoolGeom : WindowGeom {
   int64_t planes = 0;
@@ -232,8 +243,16 @@ cudaError_t launchAvgPool(const float *x, float *y, const PoolGeom &g,
                           cudaStream_t s);
 cudaError_t launchGlobalAvgPool(const float *x, float *y, int64_t planes,
                                 int64_t spatial, cudaStream_t s);
+/// max_pool_backward: each dy goes to the first maximum of its window
+/// (row-major order, as oneDNN's workspace records it); dx written whole.
+cudaError_t launchMaxPoolBackward(const float *x, const float *dy, float *dx,
+                                  const PoolGeom &g, cudaStream_t s);
+/// avg_pool_backward: each dy divided by its window's count (as
+/// launchAvgPool counts it) and spread over the window's input elements.
+cudaError_t launchAvgPoolBackward(const float *dy, float *dx,
+                                  const PoolGeom &g, cudaStream_t s);
 
-// Gradients (TrainingKernels.cu) ------------------------------------------
+// Gradients (Training.cu) ------------------------------------------------
 /// gelu_grad: y = g * gelu'(x) over n floats (scalar::GeluGrad).
 cudaError_t launchGeluGrad(const float *x, const float *g, float *y, int64_t n,
                            bool tanhForm, cudaStream_t s);
@@ -274,21 +293,8 @@ cudaError_t launchBatchNormGradInput(const float *g, const float *x,
                                      const float *proj, const float *coef,
                                      int64_t n, int64_t c, int64_t spatial,
                                      float *dx, cudaStream_t s);
-/// The adjoint of launchIm2Col: x[ci, ih, iw] = the sum of the columns'
-/// entries that read it, in kernel order (every element written), for one
-/// image and group.
-cudaError_t launchCol2Im(const float *col, const Conv2DGeom &g, float *x,
-                         cudaStream_t s);
-/// max_pool_backward: each dy goes to the first maximum of its window
-/// (row-major order, as oneDNN's workspace records it); dx written whole.
-cudaError_t launchMaxPoolBackward(const float *x, const float *dy, float *dx,
-                                  const PoolGeom &g, cudaStream_t s);
-/// avg_pool_backward: each dy divided by its window's count (as
-/// launchAvgPool counts it) and spread over the window's input elements.
-cudaError_t launchAvgPoolBackward(const float *dy, float *dx,
-                                  const PoolGeom &g, cudaStream_t s);
 
-// Optimizer updates ------------------------------------------------------
+// Optimizer updates (Training.cu) ----------------------------------------
 /// PyTorch's Adam(W) step on b.n floats (Optimizer.h: the CPU kernel's
 /// attributes and buffers); the step size, sqrt of the second bias
 /// correction and the decoupled decay factor are scalars in device memory

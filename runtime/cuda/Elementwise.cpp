@@ -1,7 +1,7 @@
 //===- Elementwise.cpp - Unary ops and cast on CUDA -----------------------===//
 //
 // Unary ops are registered from the op table's list of scalar functions
-// (kElementwiseKinds, CudaKernelKinds.h) and launched by Kernels.cu's
+// (kElementwiseKinds, CudaKernelKinds.h) and launched by Elementwise.cu's
 // unaryLaunch: a new one touches no file here. round_float is the CPU's
 // scalar::roundToFormat (ScalarOps.h).
 //

@@ -1,4 +1,10 @@
-//===- Normalization.cpp - layer_norm, rms_norm, batch_norm on CUDA -------===//
+//===- Normalization.cpp - Softmax, layer_norm, rms_norm, batch_norm ------===//
+//
+// The CUDA backend's Normalization family, as the CPU's
+// (cpu/Normalization.cpp): softmax, log_softmax, layer_norm, rms_norm and
+// batch_norm; device code in Normalization.cu.
+//
+//===----------------------------------------------------------------------===//
 #include "Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
@@ -8,6 +14,18 @@
 namespace tessel::runtime::cuda {
 
 namespace {
+
+Status makeSoftmax(const KernelContext &ctx, Step &out) {
+  const Shape &shape = ctx.in(0).shape;
+  const int64_t axis = ctx.op.axis;
+  const cpu::AxisView v = cpu::aroundAxis(shape, axis);
+  const int64_t outer = v.outer, len = v.len, inner = v.inner;
+  const bool logS = ctx.op.kind == OpKind::LogSoftmax;
+  out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
+    return launchSoftmax(logS, x, y, outer, len, inner, s);
+  });
+  return Status::ok();
+}
 
 Status makeNorm(const KernelContext &ctx, Step &out) {
   const Op &op = ctx.op;
@@ -79,7 +97,15 @@ Status makeBatchNorm(const KernelContext &ctx, Step &out) {
 
 void registerNormalizationKernels(KernelRegistry &registry) {
   registerFamily(registry, kNormalizationKinds, [](OpKind k) -> KernelFactory {
-    return k == OpKind::BatchNorm ? makeBatchNorm : makeNorm;
+    switch (k) {
+    case OpKind::Softmax:
+    case OpKind::LogSoftmax:
+      return makeSoftmax;
+    case OpKind::BatchNorm:
+      return makeBatchNorm;
+    default:
+      return makeNorm;
+    }
   });
 }
 

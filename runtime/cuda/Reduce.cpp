@@ -1,4 +1,4 @@
-//===- Reduce.cpp - Reductions, cumsum, softmax, log_softmax on CUDA ------===//
+//===- Reduce.cpp - Reductions and cumsum on CUDA ------------------------===//
 #include "Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
@@ -40,18 +40,6 @@ Status makeReduce(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
-Status makeSoftmax(const KernelContext &ctx, Step &out) {
-  const Shape &shape = ctx.in(0).shape;
-  const int64_t axis = ctx.op.axis;
-  const cpu::AxisView v = cpu::aroundAxis(shape, axis);
-  const int64_t outer = v.outer, len = v.len, inner = v.inner;
-  const bool logS = ctx.op.kind == OpKind::LogSoftmax;
-  out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
-    return launchSoftmax(logS, x, y, outer, len, inner, s);
-  });
-  return Status::ok();
-}
-
 Status makeCumSum(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0);
   const cpu::AxisView v = cpu::aroundAxis(a.shape, ctx.op.axis);
@@ -71,15 +59,7 @@ Status makeCumSum(const KernelContext &ctx, Step &out) {
 
 void registerReduceKernels(KernelRegistry &registry) {
   registerFamily(registry, kReduceKinds, [](OpKind k) -> KernelFactory {
-    switch (k) {
-    case OpKind::CumSum:
-      return makeCumSum;
-    case OpKind::Softmax:
-    case OpKind::LogSoftmax:
-      return makeSoftmax;
-    default:
-      return makeReduce;
-    }
+    return k == OpKind::CumSum ? makeCumSum : makeReduce;
   });
 }
 

@@ -1,14 +1,15 @@
 //===- Training.cpp - the training step's fused ops on CUDA ---------------===//
 //
 // The ops of dialects/tessel/TrainingOps.td, each with the CPU kernel's
-// formula (cpu/Training.cpp; kernels in TrainingKernels.cu): gather_grad
+// formula (cpu/Training.cpp; kernels in Training.cu): gather_grad
 // (its indices checked as gather's, DeviceResources::addGatherCheck, and
 // summed in the CPU's order), gelu_grad, log_softmax_grad, BatchNorm's
 // training pieces (batch_norm_variance, batch_norm_grad_sums,
 // batch_norm_grad_input), and adam_update and sgd_update, in place on the
 // state buffers, which may be pinned host memory (Gemini's host chunks: the
-// update runs where the chunk lives). relu_grad is a case of the binary
-// kernel (Binary.cpp), since relu's gradient was compare + where.
+// update runs where the chunk lives). relu_grad, of this family as on the
+// CPU, is a case of the binary kernel (makeBinaryStep, Binary.cu), since
+// relu's gradient was compare + where.
 //
 //===----------------------------------------------------------------------===//
 #include "Broadcast.h"
@@ -133,6 +134,8 @@ void registerTrainingKernels(KernelRegistry &registry) {
       return makeGeluGrad;
     case OpKind::LogSoftmaxGrad:
       return makeLogSoftmaxGrad;
+    case OpKind::ReluGrad:
+      return makeBinaryStep;
     case OpKind::BatchNormVariance:
     case OpKind::BatchNormGradSums:
     case OpKind::BatchNormGradInput:

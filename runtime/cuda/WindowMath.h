@@ -1,10 +1,10 @@
 //===- WindowMath.h - Sliding windows, element by element ------*- C++ -*-===//
 //
 // The index math of the pools, their gradients and col2im, one element at a
-// time, as host and device functions: the kernels (Kernels.cu,
-// TrainingKernels.cu) call them per thread, and CudaWindowMathTest.cpp runs
-// the same functions on the host against the CPU backend, so that the
-// math is checked where no GPU is.
+// time, as host and device functions: the kernels (Conv.cu, Pool.cu) call
+// them per thread, and CudaWindowMathTest.cpp runs the same functions on
+// the host against the CPU backend, so that the math is checked where no
+// GPU is.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CUDA_WINDOWMATH_H

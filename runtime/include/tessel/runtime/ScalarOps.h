@@ -3,7 +3,7 @@
 // The scalar function of every unary op the op table marks with
 // Tessel_ScalarFunction (dialects/tessel/TesselRuntime.td), written once and
 // compiled by both backends: the CPU kernels (runtime/cpu/Elementwise.cpp)
-// and the CUDA kernels (runtime/cuda/Kernels.cu) map it over a buffer.
+// and the CUDA kernels (runtime/cuda/Elementwise.cu) map it over a buffer.
 //
 // Each op is a functor named after its OpKind enumerator, a template over
 // the backend's math library `M` (the functions below that CpuMath and

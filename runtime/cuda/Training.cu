@@ -1,18 +1,16 @@
-//===- TrainingKernels.cu - CUDA kernels of the gradient ops --------------===//
+//===- Training.cu - Gradient ops, optimizer updates on CUDA --------------===//
 //
-// The ops training programs add (dialects/tessel/TrainingOps.td):
-// gelu_grad, log_softmax_grad, gather_grad, BatchNorm's training pieces,
-// col2im (conv2d_backward_data's scatter, as a gather) and the pools'
-// gradients, each with the CPU kernel's formula (runtime/cpu/Training.cpp,
-// ConvTraining.cpp, PoolBackward.cpp).
+// The device code of the Training family (Training.cpp builds the steps; the
+// ops of dialects/tessel/TrainingOps.td): gelu_grad, log_softmax_grad,
+// gather_grad, BatchNorm's training pieces, adam_update and sgd_update, each
+// with the CPU kernel's formula (runtime/cpu/Training.cpp). relu_grad is a
+// case of the binary kernel (Binary.cu); col2im and the pools' gradients are
+// in Conv.cu and Pool.cu.
 //
-// Scatters are written as gathers (one thread per written element, which
-// reads what lands there in a fixed order) so that no kernel here uses
-// atomics and every result is the same on every run: col2im and the pools'
-// gradients loop over the windows that cover their element; gather_grad
-// sorts the indices (a stable radix sort keeps positions in order) and sums
-// each index's rows in position order, the CPU's order, so that its result
-// has the CPU's bits.
+// No kernel here uses atomics, so every result is the same on every run:
+// gather_grad sorts the indices (a stable radix sort keeps positions in
+// order) and sums each index's rows in position order, the CPU's order, so
+// that its result has the CPU's bits.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernels.h"
@@ -20,6 +18,7 @@
 #include "tessel/runtime/ScalarOps.h"
 
 #include <climits>
+#include <cmath>
 #include <cub/device/device_radix_sort.cuh>
 
 namespace tessel::runtime::cuda {
@@ -214,29 +213,51 @@ __global__ void batchNormGradInputKernel(const float *g, const float *x,
   }
 }
 
-//===----------------------------------------------------------------------===//
-// col2im and the pools' gradients: gathers over the covering windows
-//===----------------------------------------------------------------------===//
+// Optimizer updates ------------------------------------------------------
+// The CPU kernels' formulas (cpu/Training.cpp adamRange, sgdRange), each
+// operation rounded once as there (no fused multiply-add), so both backends
+// give the same bits. Results may alias operands (in place): each thread
+// reads its element before it writes it. The parameter and its state may be
+// pinned host memory (Gemini's host chunks), read through its mapping.
 
-/// One thread per input element (col2imAt: WindowMath.h).
-__global__ void col2imKernel(const float *col, Conv2DGeom g, float *x) {
-  const int64_t total = g.channels * g.h * g.w;
-  TSL_GRID_LOOP(e, total) { x[e] = col2imAt(col, g, e); }
+__global__ void adamUpdateKernel(const float *p, const float *g,
+                                 const float *m, const float *v,
+                                 const float *stepSize, const float *sqrtBc2,
+                                 const float *decay, float *p1, float *m1,
+                                 float *v1, int64_t n, AdamParams k) {
+  const float step = *stepSize, bc2 = *sqrtBc2, dec = *decay;
+  TSL_GRID_LOOP(i, n) {
+    const float pi = p[i];
+    float gi = g[i];
+    if (k.weightDecay != 0.0f)
+      gi = __fadd_rn(gi, __fmul_rn(pi, k.weightDecay));
+    const float mi = __fadd_rn(__fmul_rn(m[i], k.beta1), __fmul_rn(gi, k.omb1));
+    const float vi = __fadd_rn(__fmul_rn(v[i], k.beta2),
+                               __fmul_rn(__fmul_rn(gi, gi), k.omb2));
+    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2), k.eps);
+    p1[i] = __fsub_rn(__fmul_rn(pi, dec), __fmul_rn(__fdiv_rn(mi, denom), step));
+    m1[i] = mi;
+    v1[i] = vi;
+  }
 }
 
-/// One thread per dx element (poolBackwardAt: WindowMath.h).
-template <bool IsMax>
-__global__ void poolBackwardKernel(const float *x, const float *dy, float *dx,
-                                   PoolGeom g) {
-  const int64_t total = g.planes * g.h * g.w;
-  TSL_GRID_LOOP(e, total) { dx[e] = poolBackwardAt<IsMax>(x, dy, g, e); }
+__global__ void sgdUpdateKernel(const float *p, const float *g,
+                                const float *buf, const float *lr, float *p1,
+                                float *buf1, int64_t n, SgdParams k) {
+  const float rate = *lr;
+  TSL_GRID_LOOP(i, n) {
+    const float pi = p[i];
+    float di = g[i];
+    if (k.weightDecay != 0.0f)
+      di = __fadd_rn(di, __fmul_rn(pi, k.weightDecay));
+    const float bi = __fadd_rn(__fmul_rn(buf[i], k.momentum), di);
+    const float d = k.nesterov ? __fadd_rn(di, __fmul_rn(bi, k.momentum)) : bi;
+    p1[i] = __fsub_rn(pi, __fmul_rn(d, rate));
+    buf1[i] = bi;
+  }
 }
 
 } // namespace
-
-//===----------------------------------------------------------------------===//
-// Launchers
-//===----------------------------------------------------------------------===//
 
 cudaError_t launchGeluGrad(const float *x, const float *g, float *y, int64_t n,
                            bool tanhForm, cudaStream_t s) {
@@ -336,21 +357,16 @@ cudaError_t launchBatchNormGradInput(const float *g, const float *x,
                     proj, coef, c, spatial, total, dx);
 }
 
-cudaError_t launchCol2Im(const float *col, const Conv2DGeom &g, float *x,
-                         cudaStream_t s) {
-  return launchOver(g.channels * g.h * g.w, s, col2imKernel, col, g, x);
+cudaError_t launchAdamUpdate(const AdamBuffers &b, const AdamParams &k,
+                             cudaStream_t s) {
+  return launchOver(b.n, s, adamUpdateKernel, b.p, b.g, b.m, b.v, b.stepSize,
+                    b.sqrtBc2, b.decay, b.p1, b.m1, b.v1, b.n, k);
 }
 
-cudaError_t launchMaxPoolBackward(const float *x, const float *dy, float *dx,
-                                  const PoolGeom &g, cudaStream_t s) {
-  return launchOver(g.planes * g.h * g.w, s, poolBackwardKernel<true>, x, dy,
-                    dx, g);
-}
-
-cudaError_t launchAvgPoolBackward(const float *dy, float *dx, const PoolGeom &g,
-                                  cudaStream_t s) {
-  return launchOver(g.planes * g.h * g.w, s, poolBackwardKernel<false>,
-                    static_cast<const float *>(nullptr), dy, dx, g);
+cudaError_t launchSgdUpdate(const SgdBuffers &b, const SgdParams &k,
+                            cudaStream_t s) {
+  return launchOver(b.n, s, sgdUpdateKernel, b.p, b.g, b.buf, b.lr, b.p1,
+                    b.buf1, b.n, k);
 }
 
 } // namespace tessel::runtime::cuda
