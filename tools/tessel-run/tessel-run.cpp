@@ -205,6 +205,35 @@ const Flag *findFlag(const Flag (&flags)[N], const Is &is) {
   return nullptr;
 }
 
+/// The flags' combinations, once all are parsed: -1 when they go together,
+/// else the usage error's exit code.
+int checkCombinations(const RunOptions &o) {
+  if (o.artifact.empty())
+    return usageError("no artifact given");
+  if (o.train.eval) {
+    if (o.train.dataLm.empty())
+      return usageError("--eval needs the held-out data: --data-lm FILE.npy");
+    if (o.train.steps || !o.train.save.empty() || !o.train.losses.empty() ||
+        !o.train.evalDataLm.empty())
+      return usageError("--eval runs no steps: give it --data-lm and, for "
+                        "trained parameters, --resume CHECKPOINT");
+  }
+  if (o.train.evalEvery && o.train.evalDataLm.empty())
+    return usageError("--eval-every needs --eval-data-lm FILE.npy");
+  if (!o.train.eval && o.train.needsSteps() && !o.train.steps)
+    return usageError("--data, --data-lm, --losses, --save, --save-every, "
+                      "--resume, --export-onnx and --grads need --steps N");
+  if (o.train.saveEvery && o.train.save.empty())
+    return usageError("--save-every needs --save DIR");
+  if (o.maxRestarts && (o.train.save.empty() || o.ranks < 2))
+    return usageError("--max-restarts needs -n N (N > 1) and --save DIR (a "
+                      "restart resumes from the last checkpoint)");
+  if (o.train.steps && o.repeat > 1)
+    return usageError("--repeat cannot be combined with --steps (every step "
+                      "is timed)");
+  return -1;
+}
+
 /// Returns -1 to continue, or an exit code.
 int parseArgs(int argc, char **argv, RunOptions &o) {
   const IntFlag intFlags[] = {
@@ -333,30 +362,7 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       return usageError("unexpected argument '" + a + "'");
     }
   }
-  if (o.artifact.empty())
-    return usageError("no artifact given");
-  if (o.train.eval) {
-    if (o.train.dataLm.empty())
-      return usageError("--eval needs the held-out data: --data-lm FILE.npy");
-    if (o.train.steps || !o.train.save.empty() || !o.train.losses.empty() ||
-        !o.train.evalDataLm.empty())
-      return usageError("--eval runs no steps: give it --data-lm and, for "
-                        "trained parameters, --resume CHECKPOINT");
-  }
-  if (o.train.evalEvery && o.train.evalDataLm.empty())
-    return usageError("--eval-every needs --eval-data-lm FILE.npy");
-  if (!o.train.eval && o.train.needsSteps() && !o.train.steps)
-    return usageError("--data, --data-lm, --losses, --save, --save-every, "
-                      "--resume, --export-onnx and --grads need --steps N");
-  if (o.train.saveEvery && o.train.save.empty())
-    return usageError("--save-every needs --save DIR");
-  if (o.maxRestarts && (o.train.save.empty() || o.ranks < 2))
-    return usageError("--max-restarts needs -n N (N > 1) and --save DIR (a "
-                      "restart resumes from the last checkpoint)");
-  if (o.train.steps && o.repeat > 1)
-    return usageError("--repeat cannot be combined with --steps (every step "
-                      "is timed)");
-  return -1;
+  return checkCombinations(o);
 }
 
 } // namespace

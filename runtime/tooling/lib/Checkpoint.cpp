@@ -358,18 +358,64 @@ Status recoverCheckpointDir(const std::string &dirArg, bool forSave) {
   return Status::ok();
 }
 
+namespace {
+
+/// Rank 0's end of a save: the index of every rank's entries (weight map,
+/// layout, files' sums) into `tmp`, then the swap of `tmp` for `dir` (the
+/// previous checkpoint stays until the new one is in place).
+Status commitCheckpoint(const std::string &dir, const std::string &tmp,
+                        const CheckpointInfo &info, int ranks, uint64_t bytes,
+                        const std::vector<std::string> &weightMaps,
+                        const std::vector<std::string> &layouts,
+                        const std::vector<std::string> &fileSums) {
+  const std::string parent = splitPath(dir).first;
+  // The index: every rank's names.
+  std::string json = "{\n  \"metadata\": {\"format\": \"tessel-checkpoint\", "
+                     "\"step\": " +
+                     std::to_string(info.step) +
+                     ", \"data_position\": " +
+                     std::to_string(info.dataPosition) +
+                     ", \"ranks\": " + std::to_string(ranks) +
+                     ", \"total_size\": " + std::to_string(bytes) +
+                     "},\n  \"weight_map\": {";
+  json += joinNonEmpty(weightMaps) + "\n  },\n  \"layout\": {" +
+          joinNonEmpty(layouts) + "\n  },\n  \"files\": {";
+  for (int r = 0; r < ranks; ++r)
+    json += (r ? ",\n    " : "\n    ") + fileSums[r];
+  json += "\n  },\n  ";
+  TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + kIndex, sealIndex(json)));
+  TSL_RETURN_IF_ERROR(fsyncDirectory(tmp));
+  // The swap: the previous checkpoint stays until the new one is in place.
+  const std::string old = dir + ".old";
+  TSL_RETURN_IF_ERROR(removeTree(old));
+  bool hadOld = false;
+  if (exists(dir)) {
+    TSL_RETURN_IF_ERROR(renamePath(dir, old));
+    TSL_RETURN_IF_ERROR(fsyncDirectory(parent));
+    hadOld = true;
+    saveKillHook("swap", info.step);
+  }
+  TSL_RETURN_IF_ERROR(renamePath(tmp, dir));
+  TSL_RETURN_IF_ERROR(fsyncDirectory(parent));
+  saveKillHook("cleanup", info.step);
+  if (hadOld)
+    TSL_RETURN_IF_ERROR(removeTree(old));
+  return Status::ok();
+}
+
+} // namespace
+
 Status saveCheckpoint(Executor &exec, const std::string &dirArg,
                       const CheckpointInfo &info, CheckpointGroup &g) {
   const std::string dir = trimmed(dirArg);
   auto [parent, base] = splitPath(dir);
   const bool multi = g.size > 1;
   // The store's keys of this save: its step and how many saves this
-  // process made before (every rank makes the same saves in the same
+  // group made before (every rank makes the same saves in the same
   // order), so that two saves of one step (a --save-every checkpoint and an
   // evaluation's temporary one) never read each other's entries.
-  static int64_t serial = 0;
   const std::string saveKey =
-      std::to_string(info.step) + "." + std::to_string(serial++);
+      std::to_string(info.step) + "." + std::to_string(g.saves++);
   // The temporary directory, made by rank 0, its name shared.
   std::string tmp;
   if (g.rank == 0) {
@@ -484,39 +530,9 @@ Status saveCheckpoint(Executor &exec, const std::string &dirArg,
     bytes = static_cast<uint64_t>(total);
   }
 
-  if (g.rank == 0) {
-    // The index: every rank's names.
-    std::string json = "{\n  \"metadata\": {\"format\": \"tessel-checkpoint\", "
-                       "\"step\": " +
-                       std::to_string(info.step) +
-                       ", \"data_position\": " +
-                       std::to_string(info.dataPosition) +
-                       ", \"ranks\": " + std::to_string(g.size) +
-                       ", \"total_size\": " + std::to_string(bytes) +
-                       "},\n  \"weight_map\": {";
-    json += joinNonEmpty(weightMaps) + "\n  },\n  \"layout\": {" +
-            joinNonEmpty(layouts) + "\n  },\n  \"files\": {";
-    for (int r = 0; r < g.size; ++r)
-      json += (r ? ",\n    " : "\n    ") + fileSums[r];
-    json += "\n  },\n  ";
-    TSL_RETURN_IF_ERROR(writeBytesSynced(tmp + "/" + kIndex, sealIndex(json)));
-    TSL_RETURN_IF_ERROR(fsyncDirectory(tmp));
-    // The swap: the previous checkpoint stays until the new one is in place.
-    const std::string old = dir + ".old";
-    TSL_RETURN_IF_ERROR(removeTree(old));
-    bool hadOld = false;
-    if (exists(dir)) {
-      TSL_RETURN_IF_ERROR(renamePath(dir, old));
-      TSL_RETURN_IF_ERROR(fsyncDirectory(parent));
-      hadOld = true;
-      saveKillHook("swap", info.step);
-    }
-    TSL_RETURN_IF_ERROR(renamePath(tmp, dir));
-    TSL_RETURN_IF_ERROR(fsyncDirectory(parent));
-    saveKillHook("cleanup", info.step);
-    if (hadOld)
-      TSL_RETURN_IF_ERROR(removeTree(old));
-  }
+  if (g.rank == 0)
+    TSL_RETURN_IF_ERROR(commitCheckpoint(dir, tmp, info, g.size, bytes,
+                                         weightMaps, layouts, fileSums));
   if (multi)
     TSL_RETURN_IF_ERROR(g.comm->barrier());
   return Status::ok();

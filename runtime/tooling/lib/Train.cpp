@@ -395,6 +395,34 @@ std::string jsonNumber(double v) {
   return buf;
 }
 
+/// --metrics: step `step`'s JSON record (its loss when the program has
+/// one, the learning rate and gradient norm when known), written and
+/// flushed.
+Status writeMetricsLine(std::FILE *metrics, int64_t step, const float *loss,
+                        std::optional<double> lr,
+                        std::optional<double> gradNorm, double ms,
+                        int64_t tokens, int64_t samples) {
+  std::string line = "{\"step\": " + std::to_string(step);
+  if (loss)
+    line += ", \"loss\": " + jsonNumber(*loss);
+  if (lr)
+    line += ", \"lr\": " + jsonNumber(*lr);
+  if (gradNorm)
+    line += ", \"grad_norm\": " + jsonNumber(*gradNorm);
+  line += ", \"ms\": " + jsonNumber(ms);
+  if (tokens > 0)
+    line += ", \"tokens_per_s\": " +
+            jsonNumber(ms > 0 ? tokens * 1000.0 / ms : 0.0);
+  else
+    line += ", \"samples_per_s\": " +
+            jsonNumber(ms > 0 ? samples * 1000.0 / ms : 0.0);
+  line += "}\n";
+  if (std::fputs(line.c_str(), metrics) < 0 || std::fflush(metrics) != 0)
+    return Status::error("--metrics: cannot write step " +
+                         std::to_string(step) + ": " + std::strerror(errno));
+  return Status::ok();
+}
+
 /// "[=========>          ] 5/8 (step 9/12) loss 3.141593 12.3 ms/step"
 /// on the current line of stdout, without a newline.
 void drawProgressBar(int64_t done, int64_t total, int64_t step, int64_t stop,
@@ -497,28 +525,10 @@ Status runSteps(Executor &exec, StepFeeds &feeds, int64_t start, int64_t stop,
       TSL_RETURN_IF_ERROR(exec.getOutput("grad_norm", t));
       gradNorm = double(t.data<float>()[0]);
     }
-    if (log.metrics) {
-      std::string line = "{\"step\": " + std::to_string(k + 1);
-      if (lossId >= 0)
-        line += ", \"loss\": " + jsonNumber(loss);
-      if (lr)
-        line += ", \"lr\": " + jsonNumber(*lr);
-      if (gradNorm)
-        line += ", \"grad_norm\": " + jsonNumber(*gradNorm);
-      line += ", \"ms\": " + jsonNumber(ms);
-      if (tokens > 0)
-        line += ", \"tokens_per_s\": " +
-                jsonNumber(ms > 0 ? tokens * 1000.0 / ms : 0.0);
-      else
-        line += ", \"samples_per_s\": " +
-                jsonNumber(ms > 0 ? samples * 1000.0 / ms : 0.0);
-      line += "}\n";
-      if (std::fputs(line.c_str(), log.metrics) < 0 ||
-          std::fflush(log.metrics) != 0)
-        return Status::error("--metrics: cannot write step " +
-                             std::to_string(k + 1) + ": " +
-                             std::strerror(errno));
-    }
+    if (log.metrics)
+      TSL_RETURN_IF_ERROR(writeMetricsLine(log.metrics, k + 1,
+                                           lossId >= 0 ? &loss : nullptr, lr,
+                                           gradNorm, ms, tokens, samples));
     if (report && log.logEvery > 0) {
       if ((k + 1) % log.logEvery == 0 || k + 1 == stop) {
         const double mean = runMs / double(k + 1 - start);

@@ -66,6 +66,10 @@ struct CheckpointGroup {
   runtime::Communicator *comm = nullptr;
   runtime::KVStore *store = nullptr;
   std::chrono::milliseconds timeout{30000};
+  /// The saves this group made so far: with the step, the name of each
+  /// save's keys in the store (every rank makes the same saves in the same
+  /// order), so that two saves of one step never read each other's.
+  int64_t saves = 0;
 };
 
 /// Rank 0, before the run: tidies up what a killed save left beside `dir`:
