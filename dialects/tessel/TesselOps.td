@@ -431,10 +431,14 @@ def Tessel_CastOp : Tessel_ComputeOp<"cast", "buildElementwiseRule",
   let hasVerifier = 1;
 }
 
-// `props`: what else holds of it (Tessel_ZeroPreserving, ...).
-class Tessel_BinaryOp<string mnemonic, string what, list<Trait> props = []>
+// An elementwise binary op whose runtime math is its scalar function
+// (Tessel_BinaryScalarFunction) over `types` ("Float", "Numeric",
+// "Integer"). `props`: what else holds of it (Tessel_ZeroPreserving, ...).
+class Tessel_BinaryOp<string mnemonic, string what, list<Trait> props = [],
+                      string types = "Numeric">
     : Tessel_ComputeOp<mnemonic, "buildElementwiseRule",
-                       [InferTypeOpAdaptor, Tessel_Elementwise] # props> {
+                       [InferTypeOpAdaptor, Tessel_Elementwise] # props>,
+      Tessel_BinaryScalarFunction<types> {
   let summary = "Elementwise " # what # " with numpy broadcasting";
   let description = [{
     Elementwise }] # what # [{; operand shapes broadcast as in numpy.
@@ -465,7 +469,7 @@ def Tessel_MulOp : Tessel_BinaryOp<"mul", "multiplication", [Tessel_ZeroPreservi
 def Tessel_DivOp : Tessel_BinaryOp<"div", "division">,
     Tessel_Instruction<23, "binary">,
     Tessel_GradientFrom<"buildDivGradient">;
-def Tessel_PowOp : Tessel_BinaryOp<"pow", "power">,
+def Tessel_PowOp : Tessel_BinaryOp<"pow", "power", [], "Float">,
     Tessel_Instruction<24, "binary">,
     Tessel_GradientFrom<"buildPowGradient">;
 def Tessel_MaxOp : Tessel_BinaryOp<"max", "maximum", [Tessel_ZeroPreserving]>,
@@ -475,7 +479,7 @@ def Tessel_MinOp : Tessel_BinaryOp<"min", "minimum", [Tessel_ZeroPreserving]>,
     Tessel_Instruction<26, "binary">,
     Tessel_GradientFrom<"buildMinGradient">;
 
-def Tessel_ModOp : Tessel_BinaryOp<"mod", "integer remainder">,
+def Tessel_ModOp : Tessel_BinaryOp<"mod", "integer remainder", [], "Integer">,
     Tessel_Instruction<29, "binary"> {
   let summary = "Elementwise integer remainder with the divisor's sign";
   let description = [{

@@ -67,6 +67,18 @@ class Tessel_ScalarFunction<string types = "Float"> {
   string scalarTypes = types;
 }
 
+// An elementwise binary instruction (numpy broadcasting) whose math is one
+// scalar function of two values: the functor `scalar::<OpKind enumerator>`
+// of runtime/include/tessel/runtime/BinaryOps.h, which both backends map
+// over a broadcast plan (no kernel of its own on either).
+//   types: "Float" (f32), "Numeric" (f32, i64, i32) or "Integer" (i64, i32);
+//          the program verifier takes the operands' dtypes from it.
+// tools/tessel-tblgen lists these ops in TESSEL_RUNTIME_BINARY_SCALAR_OPS
+// (OpKinds.inc), from which the backends register their kernels.
+class Tessel_BinaryScalarFunction<string types = "Numeric"> {
+  string binaryScalarTypes = types;
+}
+
 // An ONNX attribute that maps onto an op attribute of the same meaning.
 //   onnx:  the ONNX attribute's name; ir: the op attribute's (default: same).
 //   dflt:  ONNX's default when the node omits it ("" : required).

@@ -25,7 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CommunicatorBase.h"
-#include "DTypeDispatch.h"
+#include "tessel/ops/DTypeDispatch.h"
 #include "Layout.h"
 #include "tessel/runtime/Store.h"
 

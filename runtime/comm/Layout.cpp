@@ -1,6 +1,6 @@
 //===- Layout.cpp - Host-side packing around flat collectives -------------===//
 #include "Layout.h"
-#include "DTypeDispatch.h"
+#include "tessel/ops/DTypeDispatch.h"
 
 #include <algorithm>
 #include <cstring>

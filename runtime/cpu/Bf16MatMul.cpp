@@ -1,6 +1,6 @@
 //===- Bf16MatMul.cpp - bf16 GEMMs on oneDNN ------------------------------===//
 #include "Bf16MatMul.h"
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "DnnlContext.h"
 #include "ThreadPool.h"
 

@@ -1,9 +1,16 @@
 //===- Binary.cpp - Broadcasting binary kernels, compare and where --------===//
-#include "Broadcast.h"
-#include "DTypeDispatch.h"
+//
+// Each binary op's math is its functor in tessel/runtime/BinaryOps.h,
+// shared with the CUDA backend; here, the loops over broadcast plans.
+//
+//===----------------------------------------------------------------------===//
 #include "KernelRegistry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
+#include "VecMath.h"
+#include "tessel/ops/Broadcast.h"
+#include "tessel/ops/DTypeDispatch.h"
+#include "tessel/runtime/BinaryOps.h"
 
 #include <cmath>
 #include <type_traits>
@@ -44,73 +51,55 @@ void binaryLoop(const T *a, const T *b, R *out, const StridedPlan &plan,
   });
 }
 
-template <typename T> struct Wrap {
-  using U = std::make_unsigned_t<T>;
-  static T add(T a, T b) { return static_cast<T>(U(a) + U(b)); }
-  static T sub(T a, T b) { return static_cast<T>(U(a) - U(b)); }
-  static T mul(T a, T b) { return static_cast<T>(U(a) * U(b)); }
-  // Truncating division (C, ONNX); x / 0 gives 0 instead of a trap.
-  static T div(T a, T b) {
-    if (b == 0)
-      return 0;
-    if (b == -1)
-      return static_cast<T>(U(0) - U(a));
-    return a / b;
-  }
-  // C's remainder (ONNX Mod fmod=1), sign of a; x % 0 (and MIN % -1) = 0.
-  static T fmod(T a, T b) { return b == 0 || b == -1 ? T(0) : T(a % b); }
-  // Python's remainder (ONNX Mod fmod=0), sign of b; |r| < |b|, so r + b
-  // cannot overflow.
-  static T mod(T a, T b) {
-    const T r = fmod(a, b);
-    return r != 0 && ((r < 0) != (b < 0)) ? T(r + b) : r;
-  }
-};
-
-template <typename T>
-void binaryInt(OpKind kind, const T *a, const T *b, T *out,
-               const StridedPlan &plan, ThreadPool &pool) {
-  switch (kind) {
-  case OpKind::Add:
-    return binaryLoop(a, b, out, plan, pool, Wrap<T>::add);
-  case OpKind::Sub:
-    return binaryLoop(a, b, out, plan, pool, Wrap<T>::sub);
-  case OpKind::Mul:
-    return binaryLoop(a, b, out, plan, pool, Wrap<T>::mul);
-  case OpKind::Div:
-    return binaryLoop(a, b, out, plan, pool, Wrap<T>::div);
-  case OpKind::Mod:
-    return binaryLoop(a, b, out, plan, pool, Wrap<T>::mod);
-  case OpKind::FMod:
-    return binaryLoop(a, b, out, plan, pool, Wrap<T>::fmod);
-  case OpKind::Max:
-    return binaryLoop(a, b, out, plan, pool, [](T x, T y) { return x > y ? x : y; });
-  case OpKind::Min:
-    return binaryLoop(a, b, out, plan, pool, [](T x, T y) { return x < y ? x : y; });
-  default:
-    return;
+/// out = f(a, b) for the functor `f` of a binary op (BinaryOps.h), over
+/// the dtypes its Types tag allows.
+template <class Types, class F>
+void binaryTyped(F f, DType dtype, const void *a, const void *b, void *out,
+                 const StridedPlan &plan, ThreadPool &pool) {
+  auto run = [&](auto *x) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(x)>>;
+    binaryLoop(static_cast<const T *>(a), static_cast<const T *>(b),
+               static_cast<T *>(out), plan, pool, f);
+  };
+  if constexpr (!std::is_same_v<Types, scalar::Integer>)
+    if (dtype == DType::F32)
+      return run(static_cast<const float *>(nullptr));
+  if constexpr (!std::is_same_v<Types, scalar::Float>) {
+    if (dtype == DType::I64)
+      return run(static_cast<const int64_t *>(nullptr));
+    if (dtype == DType::I32)
+      return run(static_cast<const int32_t *>(nullptr));
   }
 }
 
-void powF32(const float *a, const float *b, const Shape &bShape, float *out,
-            const StridedPlan &plan, ThreadPool &pool) {
-  if (numElements(bShape) == 1) {
-    float e = *b;
-    if (e == 2.0f)
-      return binaryLoop(a, b, out, plan, pool, [](float x, float) { return x * x; });
-    if (e == 3.0f)
-      return binaryLoop(a, b, out, plan, pool,
-                        [](float x, float) { return x * x * x; });
-    if (e == 1.0f)
-      return binaryLoop(a, b, out, plan, pool, [](float x, float) { return x; });
-    if (e == 0.5f)
-      return binaryLoop(a, b, out, plan, pool,
-                        [](float x, float) { return std::sqrt(x); });
-    if (e == -1.0f)
-      return binaryLoop(a, b, out, plan, pool,
-                        [](float x, float) { return 1.0f / x; });
+/// pow with a single-element exponent: the functor's fast paths with the
+/// exponent a constant of the loop, so that x * x vectorises.
+bool powByConstant(const float *a, const float *b, float *out,
+                   const StridedPlan &plan, ThreadPool &pool) {
+  scalar::Pow<CpuMath> f;
+  f.scalarExponent = true;
+  const float e = *b;
+  for (float c : {2.0f, 3.0f, 1.0f, 0.5f, -1.0f}) {
+    if (e != c)
+      continue;
+    if (c == 2.0f)
+      binaryLoop(a, b, out, plan, pool,
+                 [f](float x, float) { return f(x, 2.0f); });
+    else if (c == 3.0f)
+      binaryLoop(a, b, out, plan, pool,
+                 [f](float x, float) { return f(x, 3.0f); });
+    else if (c == 1.0f)
+      binaryLoop(a, b, out, plan, pool,
+                 [f](float x, float) { return f(x, 1.0f); });
+    else if (c == 0.5f)
+      binaryLoop(a, b, out, plan, pool,
+                 [f](float x, float) { return f(x, 0.5f); });
+    else
+      binaryLoop(a, b, out, plan, pool,
+                 [f](float x, float) { return f(x, -1.0f); });
+    return true;
   }
-  binaryLoop(a, b, out, plan, pool, [](float x, float y) { return std::pow(x, y); });
+  return false;
 }
 
 template <typename T>
@@ -173,37 +162,21 @@ void binaryKernel(OpKind kind, DType dtype, const void *a, const Shape &aShape,
                   const void *b, const Shape &bShape, void *out,
                   const Shape &outShape, ThreadPool &pool) {
   StridedPlan plan = makeBroadcastPlan(outShape, {&aShape, &bShape});
-  if (dtype == DType::I64)
-    return binaryInt(kind, static_cast<const int64_t *>(a),
-                     static_cast<const int64_t *>(b), static_cast<int64_t *>(out),
-                     plan, pool);
-  if (dtype == DType::I32)
-    return binaryInt(kind, static_cast<const int32_t *>(a),
-                     static_cast<const int32_t *>(b), static_cast<int32_t *>(out),
-                     plan, pool);
-  const float *fa = static_cast<const float *>(a);
-  const float *fb = static_cast<const float *>(b);
-  float *fo = static_cast<float *>(out);
+  const bool scalarRhs = numElements(bShape) == 1;
+  if (kind == OpKind::Pow && scalarRhs && dtype == DType::F32 &&
+      powByConstant(static_cast<const float *>(a),
+                    static_cast<const float *>(b), static_cast<float *>(out),
+                    plan, pool))
+    return;
   switch (kind) {
-  case OpKind::Add:
-    return binaryLoop(fa, fb, fo, plan, pool, [](float x, float y) { return x + y; });
-  case OpKind::Sub:
-    return binaryLoop(fa, fb, fo, plan, pool, [](float x, float y) { return x - y; });
-  case OpKind::Mul:
-    return binaryLoop(fa, fb, fo, plan, pool, [](float x, float y) { return x * y; });
-  case OpKind::Div:
-    return binaryLoop(fa, fb, fo, plan, pool, [](float x, float y) { return x / y; });
-  case OpKind::Pow:
-    return powF32(fa, fb, bShape, fo, plan, pool);
-  case OpKind::FMod:
-    return binaryLoop(fa, fb, fo, plan, pool,
-                      [](float x, float y) { return std::fmod(x, y); });
-  case OpKind::Max: // NaN propagates, as numpy.maximum
-    return binaryLoop(fa, fb, fo, plan, pool,
-                      [](float x, float y) { return (x > y || x != x) ? x : y; });
-  case OpKind::Min:
-    return binaryLoop(fa, fb, fo, plan, pool,
-                      [](float x, float y) { return (x < y || x != x) ? x : y; });
+#define TESSEL_BINARY_SCALAR(Kind, Types)                                      \
+  case OpKind::Kind: {                                                         \
+    scalar::Kind<CpuMath> f;                                                   \
+    scalar::setScalarRhs(f, scalarRhs);                                        \
+    return binaryTyped<scalar::Types>(f, dtype, a, b, out, plan, pool);        \
+  }
+    TESSEL_RUNTIME_BINARY_SCALAR_OPS(TESSEL_BINARY_SCALAR)
+#undef TESSEL_BINARY_SCALAR
   default:
     return;
   }
@@ -228,8 +201,8 @@ void whereKernel(size_t elemSize, const uint8_t *cond, const Shape &cShape,
   switch (elemSize) {
   case 1:
     return whereTyped(cond, static_cast<const uint8_t *>(x),
-                      static_cast<const uint8_t *>(y), static_cast<uint8_t *>(out),
-                      plan, pool);
+                      static_cast<const uint8_t *>(y),
+                      static_cast<uint8_t *>(out), plan, pool);
   case 4:
     return whereTyped(cond, static_cast<const uint32_t *>(x),
                       static_cast<const uint32_t *>(y),
@@ -272,11 +245,12 @@ Step whereStep(const KernelContext &c) {
 
 } // namespace
 
+// The binary ops of the op table's TESSEL_RUNTIME_BINARY_SCALAR_OPS, each
+// its functor of tessel/runtime/BinaryOps.h over a broadcast plan.
 void registerBinaryKernels(KernelRegistry &r) {
-  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
-                   OpKind::Pow, OpKind::Max, OpKind::Min, OpKind::Mod,
-                   OpKind::FMod})
-    r.add(k, binaryStep);
+#define TESSEL_BINARY_SCALAR(Kind, Types) r.add(OpKind::Kind, binaryStep);
+  TESSEL_RUNTIME_BINARY_SCALAR_OPS(TESSEL_BINARY_SCALAR)
+#undef TESSEL_BINARY_SCALAR
   r.add(OpKind::Compare, compareStep);
   r.add(OpKind::Where, whereStep);
 }

@@ -9,17 +9,17 @@
 #include "KernelRegistry.h"
 #include "KernelResources.h"
 #include "Kernels.h"
-#include "tessel/runtime/MappedFile.h"
 #include "ThreadPool.h"
 #include "tessel/runtime/Executor.h"
+#include "tessel/runtime/MappedFile.h"
 #include "tessel/runtime/Numerics.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -38,6 +38,8 @@ LayoutReorder *KernelResources::reorderFor(const Shape &shape, Layout from,
 }
 
 namespace {
+
+struct DnnlChoices;
 
 class CpuExecutor : public Executor, private KernelResources {
 public:
@@ -73,6 +75,13 @@ private:
   Step makeStep(size_t i);
   Step makeStepWithLayouts(size_t i);
   Status initConvs();
+  void planDnnlConvs(const DnnlChoices &c, std::vector<Layout> &writes,
+                     int64_t &scratchSize);
+  void planDnnlMatMuls(const DnnlChoices &c);
+  Status planDnnlPoolsAndLayouts(const DnnlChoices &c,
+                                 const std::vector<Layout> &writes);
+  Status allocateConvScratch(int64_t scratchSize);
+  void dropPrepackedWeightPages();
   Status initBf16Gemms();
   Status initStates();
   /// Numerics checks (setCheckNumerics): scans what instruction `i`
@@ -208,27 +217,56 @@ Status CpuExecutor::initStates() {
   return Status::ok();
 }
 
-Status CpuExecutor::initConvs() {
-  const size_t nOps = prog->ops.size();
-  const auto &B = prog->buffers;
-  // For comparisons (runtime/README.md): TESSEL_CONV=im2col keeps every
-  // conv on im2col + GEMM; TESSEL_LAYOUT=nchw keeps every buffer NCHW,
-  // =nhwc builds convs for NHWC (brgconv), =blocked (the default) for
-  // nChw16c (jit kernels, Winograd for 3x3 stride-1 convs unless
-  // TESSEL_WINOGRAD=0); TESSEL_FUSE=0 folds nothing into convs.
+/// How the CPU executor runs convolutions, matmul epilogues and pooling.
+/// For comparisons (runtime/README.md): TESSEL_CONV=im2col keeps every
+/// conv on im2col + GEMM; TESSEL_LAYOUT=nchw keeps every buffer NCHW,
+/// =nhwc builds convs for NHWC (brgconv), =blocked (the default) for
+/// nChw16c (jit kernels, Winograd for 3x3 stride-1 convs unless
+/// TESSEL_WINOGRAD=0); TESSEL_FUSE=0 folds nothing into convs.
+struct DnnlChoices {
+  bool useDnnl = true, useNhwc = true, winograd = true, fuse = true;
+  Layout convLayout = Layout::NChw16c;
+};
+
+DnnlChoices dnnlChoicesFromEnvironment() {
   auto env = [](const char *name) {
     const char *v = std::getenv(name);
     return std::string(v ? v : "");
   };
-  const bool useDnnl = env("TESSEL_CONV") != "im2col";
+  DnnlChoices c;
+  c.useDnnl = env("TESSEL_CONV") != "im2col";
   const std::string layoutMode = env("TESSEL_LAYOUT");
-  const bool useNhwc = useDnnl && layoutMode != "nchw";
-  const Layout convLayout = layoutMode == "nhwc" ? Layout::NHWC
-                            : layoutMode == "nchw" ? Layout::NCHW
-                                                   : Layout::NChw16c;
-  const bool winograd =
-      convLayout == Layout::NChw16c && env("TESSEL_WINOGRAD") != "0";
+  c.useNhwc = c.useDnnl && layoutMode != "nchw";
+  c.convLayout = layoutMode == "nhwc"   ? Layout::NHWC
+                 : layoutMode == "nchw" ? Layout::NCHW
+                                        : Layout::NChw16c;
+  c.winograd = c.convLayout == Layout::NChw16c && env("TESSEL_WINOGRAD") != "0";
+  c.fuse = env("TESSEL_FUSE") != "0";
+  return c;
+}
 
+Status CpuExecutor::initConvs() {
+  const DnnlChoices c = dnnlChoicesFromEnvironment();
+  const size_t nOps = prog->ops.size();
+  skipped.assign(nOps, false);
+  dnnlWrites.assign(nOps, -1);
+  std::vector<Layout> writes(nOps, Layout::NCHW);
+  int64_t scratchSize = 0;
+  planDnnlConvs(c, writes, scratchSize);
+  planDnnlMatMuls(c);
+  TSL_RETURN_IF_ERROR(planDnnlPoolsAndLayouts(c, writes));
+  TSL_RETURN_IF_ERROR(allocateConvScratch(scratchSize));
+  dropPrepackedWeightPages();
+  return Status::ok();
+}
+
+void CpuExecutor::planDnnlConvs(const DnnlChoices &c,
+                                std::vector<Layout> &writes,
+                                int64_t &scratchSize) {
+  const size_t nOps = prog->ops.size();
+  const auto &B = prog->buffers;
+  const bool useDnnl = c.useDnnl, useNhwc = c.useNhwc, winograd = c.winograd;
+  const Layout convLayout = c.convLayout;
   // Convs with constant weights run on oneDNN; pointwise stride-1 ones only
   // where layouts may stay NHWC (as NCHW GEMMs they need no reorders).
   std::vector<bool> eligible(nOps, false);
@@ -246,14 +284,10 @@ Status CpuExecutor::initConvs() {
     eligible[i] = (useNhwc || !pointwise) && isConst(1) &&
                   (op.operands.size() < 3 || isConst(2));
   }
-  fusions = env("TESSEL_FUSE") == "0" ? std::vector<ConvFusion>(nOps)
-                                      : planConvFusion(*prog, eligible);
+  fusions =
+      c.fuse ? planConvFusion(*prog, eligible) : std::vector<ConvFusion>(nOps);
 
   dnnlConvs.resize(nOps);
-  skipped.assign(nOps, false);
-  dnnlWrites.assign(nOps, -1);
-  std::vector<Layout> writes(nOps, Layout::NCHW);
-  int64_t scratchSize = 0;
   for (size_t i = 0; i < nOps; ++i) {
     const Op &op = prog->ops[i];
     if (op.kind != OpKind::Conv2D)
@@ -271,8 +305,8 @@ Status CpuExecutor::initConvs() {
       auto create = [&](ConvPostOps post) {
         return DnnlConv::create(
             dnnl, B[op.operands[0]].shape, B[op.operands[1]].shape,
-            B[op.results[0]].shape, op.strides, op.pads, op.dilations,
-            op.group, static_cast<const float *>(B[op.operands[1]].data),
+            B[op.results[0]].shape, op.strides, op.pads, op.dilations, op.group,
+            static_cast<const float *>(B[op.operands[1]].data),
             op.operands.size() > 2
                 ? static_cast<const float *>(B[op.operands[2]].data)
                 : nullptr,
@@ -300,13 +334,19 @@ Status CpuExecutor::initConvs() {
       writes[i] = useNhwc ? dnnlConvs[i]->dstLayout() : Layout::NCHW;
       continue;
     }
-    scratchSize = std::max(
-        scratchSize,
-        conv2dScratchSize(B[op.operands[0]].shape, B[op.operands[1]].shape,
-                          B[op.results[0]].shape, op.strides, op.pads,
-                          op.dilations, op.group));
+    scratchSize = std::max(scratchSize,
+                           conv2dScratchSize(B[op.operands[0]].shape,
+                                             B[op.operands[1]].shape,
+                                             B[op.results[0]].shape, op.strides,
+                                             op.pads, op.dilations, op.group));
   }
-  // matmul + constant bias + gelu as one oneDNN matmul (ConvPlan.h).
+}
+
+/// matmul + constant bias + gelu as one oneDNN matmul (ConvPlan.h).
+void CpuExecutor::planDnnlMatMuls(const DnnlChoices &c) {
+  const size_t nOps = prog->ops.size();
+  const auto &B = prog->buffers;
+  const bool useDnnl = c.useDnnl;
   dnnlMatMuls.resize(nOps);
   matmulWrites.assign(nOps, -1);
   std::vector<bool> mmEligible(nOps, false);
@@ -318,15 +358,14 @@ Status CpuExecutor::initConvs() {
                      &r = B[op.results[0]];
     mmEligible[i] = a.dtype == DType::F32 && w.dtype == DType::F32 &&
                     a.shape.size() >= 2 && w.shape.size() == 2 &&
-                    w.shape[0] > 0 && w.shape[1] > 0 &&
-                    w.isReadOnly() &&
+                    w.shape[0] > 0 && w.shape[1] > 0 && w.isReadOnly() &&
                     a.shape.back() == w.shape[0] && r.numel > 0 &&
                     r.shape.back() == w.shape[1] &&
                     r.numel / w.shape[1] == a.numel / w.shape[0];
   }
   std::vector<MatMulEpilogue> epilogues =
-      env("TESSEL_FUSE") == "0" ? std::vector<MatMulEpilogue>(nOps)
-                               : planMatMulEpilogue(*prog, mmEligible);
+      c.fuse ? planMatMulEpilogue(*prog, mmEligible)
+             : std::vector<MatMulEpilogue>(nOps);
   for (size_t i = 0; i < nOps; ++i) {
     const MatMulEpilogue &e = epilogues[i];
     if (e.add < 0)
@@ -345,9 +384,15 @@ Status CpuExecutor::initConvs() {
     skipped[e.add] = true;
     skipped[e.gelu] = true;
   }
+}
 
-  // max_pool on oneDNN too where activations may keep its layouts (it reads
-  // and writes any, and keeps its input's).
+/// max_pool on oneDNN too where activations may keep its layouts (it reads
+/// and writes any, and keeps its input's); then every buffer's layout.
+Status CpuExecutor::planDnnlPoolsAndLayouts(const DnnlChoices &c,
+                                            const std::vector<Layout> &writes) {
+  const size_t nOps = prog->ops.size();
+  const auto &B = prog->buffers;
+  const bool useNhwc = c.useNhwc;
   dnnlPools.resize(nOps);
   std::vector<bool> onDnnlPool(nOps, false);
   std::vector<int> sameLayoutAs(nOps, -1);
@@ -380,30 +425,35 @@ Status CpuExecutor::initConvs() {
                            " (max_pool): oneDNN has no max pooling for " +
                            shapeToString(B[op.operands[0]].shape));
   }
+  return Status::ok();
+}
 
-  // Scratch: im2col columns; the copies a conv's reorders need; the NCHW
-  // copies of NHWC operands, by operand position.
+/// Scratch: im2col columns; the copies a conv's reorders need; the NCHW
+/// copies of NHWC operands, by operand position.
+Status CpuExecutor::allocateConvScratch(int64_t scratchSize) {
+  const size_t nOps = prog->ops.size();
+  const auto &B = prog->buffers;
   size_t srcBytes = 0, dstBytes = 0;
   std::vector<size_t> plainBytes;
   for (size_t i = 0; i < nOps; ++i) {
     if (DnnlConv *conv = dnnlConvs[i].get()) {
-      TSL_RETURN_IF_ERROR(conv->setBufferLayouts(
-          layouts.layout[prog->ops[i].operands[0]],
-          layouts.layout[dnnlWrites[i]]));
+      TSL_RETURN_IF_ERROR(
+          conv->setBufferLayouts(layouts.layout[prog->ops[i].operands[0]],
+                                 layouts.layout[dnnlWrites[i]]));
       srcBytes = std::max(srcBytes, conv->srcScratchBytes());
       dstBytes = std::max(dstBytes, conv->dstScratchBytes());
     }
     for (int k : layouts.toPlain[i]) {
       plainBytes.resize(std::max<size_t>(plainBytes.size(), k + 1), 0);
-      plainBytes[k] = std::max<size_t>(plainBytes[k],
-                                       B[prog->ops[i].operands[k]].bytes);
+      plainBytes[k] =
+          std::max<size_t>(plainBytes[k], B[prog->ops[i].operands[k]].bytes);
     }
   }
   scratch.resize(scratchSize);
   auto aligned = [](size_t bytes) {
     return AlignedBuffer(
-        static_cast<float *>(bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64)
-                                   : nullptr),
+        static_cast<float *>(
+            bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr),
         std::free);
   };
   convSrc = aligned(srcBytes);
@@ -418,9 +468,14 @@ Status CpuExecutor::initConvs() {
   if (failed)
     return Status::error("cannot allocate " + std::to_string(total) +
                          " bytes of convolution scratch");
+  return Status::ok();
+}
 
-  // Weights read only by prepacked convs: their file pages can go (the
-  // checksum pass or the prepacking made them resident).
+/// Weights read only by prepacked convs and matmuls: their file pages can
+/// go (the checksum pass or the prepacking made them resident).
+void CpuExecutor::dropPrepackedWeightPages() {
+  const size_t nOps = prog->ops.size();
+  const auto &B = prog->buffers;
   std::vector<int> readers(B.size(), 0), prepacked(readers);
   for (size_t i = 0; i < nOps; ++i)
     for (int id : prog->ops[i].operands) {
@@ -431,7 +486,6 @@ Status CpuExecutor::initConvs() {
   for (const BufferInfo &b : B)
     if (b.fileBacked && readers[b.id] > 0 && readers[b.id] == prepacked[b.id])
       dropFileBackedPages(b.data, b.bytes);
-  return Status::ok();
 }
 
 namespace {
@@ -516,8 +570,8 @@ Status CpuExecutor::initBf16Gemms() {
     const size_t bytes = (B[id].numel * sizeof(uint16_t) + 63) / 64 * 64;
     if (rounds &&
         B[prog->ops[writer].operands[0]].kind != BufferInfo::Kind::Arena) {
-      bf16Copies.emplace_back(static_cast<float *>(std::aligned_alloc(64, bytes)),
-                              std::free);
+      bf16Copies.emplace_back(
+          static_cast<float *>(std::aligned_alloc(64, bytes)), std::free);
       if (!bf16Copies.back())
         return Status::error("cannot allocate " + std::to_string(bytes) +
                              " bytes for the bf16 copy of buffer " +
@@ -537,8 +591,9 @@ Status CpuExecutor::initBf16Gemms() {
   }
   // First fit, by start: the lowest offset clear of every placed copy whose
   // interval overlaps.
-  std::sort(intervals.begin(), intervals.end(),
-            [](const Interval &a, const Interval &b) { return a.start < b.start; });
+  std::sort(
+      intervals.begin(), intervals.end(),
+      [](const Interval &a, const Interval &b) { return a.start < b.start; });
   size_t total = 0;
   for (size_t n = 0; n < intervals.size(); ++n) {
     Interval &v = intervals[n];
@@ -582,8 +637,8 @@ Step CpuExecutor::makeStepWithLayouts(size_t i) {
     if (std::any_of(saved.begin(), saved.end(),
                     [&](auto &p) { return p.first == id; }))
       continue; // the same buffer at two positions: one copy
-    LayoutReorder *reorder = reorderFor(prog->buffers[id].shape,
-                                        layouts.layout[id], Layout::NCHW);
+    LayoutReorder *reorder =
+        reorderFor(prog->buffers[id].shape, layouts.layout[id], Layout::NCHW);
     void *copy = plainCopies[k].get();
     pre.push_back({reorder, {ptrs[id], copy}});
     saved.emplace_back(id, ptrs[id]);
@@ -708,14 +763,15 @@ bool CpuExecutor::setCheckNumerics(bool on) {
     // The buffer the kernel writes where a fusion moved it (a conv's
     // folded relu or add, a matmul's bias and gelu); none where a
     // round_float writes its bf16 copy alone.
-    int moved = !dnnlWrites.empty() && dnnlWrites[i] >= 0     ? dnnlWrites[i]
-                : !matmulWrites.empty() && matmulWrites[i] >= 0 ? matmulWrites[i]
-                                                                : -1;
+    int moved = !dnnlWrites.empty() && dnnlWrites[i] >= 0 ? dnnlWrites[i]
+                : !matmulWrites.empty() && matmulWrites[i] >= 0
+                    ? matmulWrites[i]
+                    : -1;
     if (!bf16RoundCopyOnly.empty() && bf16RoundCopyOnly[i])
       continue;
     for (size_t r = 0; r < op.results.size(); ++r)
-      completes[at].push_back(
-          {i, static_cast<int>(r), moved >= 0 && r == 0 ? moved : op.results[r]});
+      completes[at].push_back({i, static_cast<int>(r),
+                               moved >= 0 && r == 0 ? moved : op.results[r]});
   }
   return true;
 }

@@ -1,5 +1,5 @@
 //===- DataMovement.cpp - gather, transpose, slice, concat, split, expand -===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "KernelRegistry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"

@@ -6,7 +6,7 @@
 // not one function of a float, have their own kernels.
 //
 //===----------------------------------------------------------------------===//
-#include "DTypeDispatch.h"
+#include "tessel/ops/DTypeDispatch.h"
 #include "KernelRegistry.h"
 #include "KernelResources.h"
 #include "Kernels.h"

@@ -12,8 +12,8 @@
 #ifndef TESSEL_RUNTIME_CPU_KERNELREGISTRY_H
 #define TESSEL_RUNTIME_CPU_KERNELREGISTRY_H
 
-#include "KernelFamilies.h"
-#include "tessel/runtime/KernelTable.h"
+#include "tessel/ops/KernelFamilies.h"
+#include "tessel/ops/KernelTable.h"
 #include "tessel/runtime/OpKind.h"
 #include "tessel/runtime/Program.h"
 #include "tessel/runtime/Status.h"
@@ -66,7 +66,7 @@ Step kernelStep(const KernelContext &c, Kernel kernel) {
 /// Builds the step of ctx.op, reading its attributes now, once.
 using KernelFactory = Step (*)(const KernelContext &ctx);
 
-/// Op kind -> kernel factory (tessel/runtime/KernelTable.h).
+/// Op kind -> kernel factory (tessel/ops/KernelTable.h).
 using KernelRegistry = KernelTable<KernelFactory>;
 
 /// The CPU backend's registry, filled by the register functions below on

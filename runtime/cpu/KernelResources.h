@@ -9,7 +9,7 @@
 #define TESSEL_RUNTIME_CPU_KERNELRESOURCES_H
 
 #include "Bf16MatMul.h"
-#include "Collectives.h"
+#include "CollectiveDriver.h"
 #include "ConvPlan.h"
 #include "DnnlConv.h"
 #include "DnnlMatMul.h"
@@ -93,7 +93,7 @@ struct KernelResources {
   std::vector<bool> bf16RoundCopyOnly;
   // Expanded copies of norm scale/bias operands that broadcast.
   std::vector<std::vector<float>> expanded;
-  Collectives collectives;
+  CollectiveDriver collectives;
 };
 
 } // namespace tessel::runtime::cpu

@@ -1,5 +1,5 @@
 //===- MatMul.cpp - matmul and gemm -------------------------------------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "Gemm.h"
 #include "KernelRegistry.h"
 #include "KernelResources.h"

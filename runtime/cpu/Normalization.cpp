@@ -1,5 +1,5 @@
 //===- Normalization.cpp - softmax, layer/rms/batch norm ------------------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "KernelRegistry.h"
 #include "KernelResources.h"
 #include "Kernels.h"

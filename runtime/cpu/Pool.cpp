@@ -1,5 +1,5 @@
 //===- Pool.cpp - max_pool, avg_pool, global_avg_pool (NCHW) --------------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "KernelRegistry.h"
 #include "KernelResources.h"
 #include "Kernels.h"

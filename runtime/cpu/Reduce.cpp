@@ -1,6 +1,6 @@
 //===- Reduce.cpp - reduce_sum, reduce_mean, reduce_max, cumsum -----------===//
-#include "Broadcast.h"
-#include "DTypeDispatch.h"
+#include "tessel/ops/Broadcast.h"
+#include "tessel/ops/DTypeDispatch.h"
 #include "KernelRegistry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"

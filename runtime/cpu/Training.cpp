@@ -11,10 +11,11 @@
 // buffers they read (every element is read before it is written).
 //
 //===----------------------------------------------------------------------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "KernelRegistry.h"
 #include "Kernels.h"
-#include "Optimizer.h"
+#include "tessel/ops/Optimizer.h"
+#include "tessel/runtime/BinaryOps.h"
 #include "ThreadPool.h"
 #include "VecMath.h"
 #include "tessel/runtime/ScalarOps.h"
@@ -173,7 +174,7 @@ void reluGradRange(const float *out, const float *g, float *y, int64_t b,
     // Both loaded unconditionally: a conditional g[i] becomes a masked
     // load (vmaskmovps), which halves the kernel's speed on AMD's cores.
     const float gi = g[i], yi = out[i];
-    y[i] = yi > 0.0f ? gi : 0.0f;
+    y[i] = scalar::ReluGrad<CpuMath>()(yi, gi); // BinaryOps.h, as on CUDA
   }
 }
 

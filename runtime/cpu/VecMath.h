@@ -138,7 +138,7 @@ inline float vgeluTanh(float x) {
 }
 
 /// The CPU's math library `M` for the scalar functions of
-/// tessel/runtime/ScalarOps.h: the approximations above where a loop must
+/// tessel/runtime/ScalarOps.h and BinaryOps.h: the approximations above where a loop must
 /// vectorise, libm elsewhere.
 struct CpuMath {
   static float exp(float x) { return vexp(x); }
@@ -151,6 +151,8 @@ struct CpuMath {
   static float cos(float x) { return std::cos(x); }
   static float fabs(float x) { return std::fabs(x); }
   static float nearbyint(float x) { return std::nearbyint(x); }
+  static float fmod(float x, float y) { return std::fmod(x, y); }
+  static float pow(float x, float y) { return std::pow(x, y); }
 };
 
 } // namespace tessel::runtime::cpu

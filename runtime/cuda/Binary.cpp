@@ -4,7 +4,7 @@
 // makeBinaryStep also builds relu_grad's step (Training.cpp).
 //
 //===----------------------------------------------------------------------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 #include "CudaStatus.h"
@@ -16,7 +16,7 @@ Status makeBinaryStep(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0), &b = ctx.in(1);
   StridedIndex ix;
   TSL_RETURN_IF_ERROR(toIndexer(
-      cpu::makeBroadcastPlan(ctx.out(0).shape, {&a.shape, &b.shape}), ix));
+      makeBroadcastPlan(ctx.out(0).shape, {&a.shape, &b.shape}), ix));
   const void *x0 = ctx.operand(0), *x1 = ctx.operand(1);
   void *y = ctx.result(0);
   const OpKind kind = ctx.op.kind;
@@ -34,7 +34,7 @@ Status makeCompare(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0);
   StridedIndex ix;
   TSL_RETURN_IF_ERROR(toIndexer(
-      cpu::makeBroadcastPlan(ctx.out(0).shape, {&a.shape, &ctx.in(1).shape}),
+      makeBroadcastPlan(ctx.out(0).shape, {&a.shape, &ctx.in(1).shape}),
       ix));
   const void *x0 = ctx.operand(0), *x1 = ctx.operand(1);
   uint8_t *y = static_cast<uint8_t *>(ctx.result(0));
@@ -50,7 +50,7 @@ Status makeWhere(const KernelContext &ctx, Step &out) {
   const BufferInfo &r = ctx.out(0);
   StridedIndex ix;
   TSL_RETURN_IF_ERROR(toIndexer(
-      cpu::makeBroadcastPlan(
+      makeBroadcastPlan(
           r.shape, {&ctx.in(0).shape, &ctx.in(1).shape, &ctx.in(2).shape}),
       ix));
   const uint8_t *cond = static_cast<const uint8_t *>(ctx.operand(0));

@@ -1,16 +1,19 @@
 //===- Binary.cu - Binary ops, compare, where on CUDA ---------------------===//
 //
 // The device code of the Binary family (Binary.cpp builds the steps, and
-// Training.cpp relu_grad's: a case of the f32 binary kernel). Strided index
+// Training.cpp relu_grad's): each op's math is its functor of
+// tessel/runtime/BinaryOps.h, shared with the CPU backend, instantiated into
+// the kernels below per op and dtype. Strided index
 // math in 32 bits where the plan fits (Indexer32.h: each dim's division a
 // multiply-high and a shift); f32 binary ops and where produce four results
 // per thread, with 16-byte loads and stores, where the innermost dim allows.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernels.h"
-#include "DTypeDispatch.h"
+#include "tessel/ops/DTypeDispatch.h"
 #include "DeviceUtil.cuh"
 #include "Indexer32.h"
+#include "tessel/runtime/BinaryOps.h"
 
 #include <cmath>
 #include <cstdint>
@@ -22,51 +25,13 @@ namespace {
 
 using namespace device;
 
-__device__ __forceinline__ float binaryF32(OpKind kind, float x, float y,
-                                           bool bScalar) {
-  switch (kind) {
-  case OpKind::Add:
-    return x + y;
-  case OpKind::Sub:
-    return x - y;
-  case OpKind::Mul:
-    return x * y;
-  case OpKind::Div:
-    return x / y;
-  case OpKind::FMod:
-    return fmodf(x, y);
-  case OpKind::Pow:
-    if (bScalar) { // the CPU backend's fast paths, for identical results
-      if (y == 2.0f)
-        return x * x;
-      if (y == 3.0f)
-        return x * x * x;
-      if (y == 1.0f)
-        return x;
-      if (y == 0.5f)
-        return sqrtf(x);
-      if (y == -1.0f)
-        return 1.0f / x;
-    }
-    return powf(x, y);
-  case OpKind::Max: // NaN propagates, as numpy.maximum
-    return (x > y || x != x) ? x : y;
-  case OpKind::ReluGrad: // x the relu's result, y its gradient
-    return x > 0.0f ? y : 0.0f;
-  case OpKind::Min:
-    return (x < y || x != x) ? x : y;
-  default:
-    return 0.0f;
-  }
-}
-
-template <typename IX>
-__global__ void binaryF32Kernel(OpKind kind, const float *a, const float *b,
-                                float *y, IX ix, bool bScalar) {
+/// y = f(a, b) for the functor `f` of a binary op (BinaryOps.h).
+template <class F, typename T, typename IX>
+__global__ void binaryKernel(F f, const T *a, const T *b, T *y, IX ix) {
   TSL_GRID_LOOP_IX(i, ix) {
     int64_t off[kMaxOperands];
     offsetsAt(ix, i, off);
-    y[i] = binaryF32(kind, a[off[0]], b[off[1]], bScalar);
+    y[i] = f(a[off[0]], b[off[1]]);
   }
 }
 
@@ -103,61 +68,21 @@ __device__ __forceinline__ void forEachFour(const Indexer32 &ix, F f) {
   }
 }
 
-/// binaryF32Kernel four results per thread, for plans whose innermost dim
-/// is a multiple of 4 and read with stride 0 or 1 by both operands (same
+/// binaryKernel on f32, four results per thread, for plans whose innermost
+/// dim is a multiple of 4 and read with stride 0 or 1 by both operands (same
 /// shapes, a scalar, a row or column broadcast): 16-byte loads and stores.
-__global__ void binaryF32x4Kernel(OpKind kind, const float *a, const float *b,
-                                  float *y, Indexer32 ix, bool bScalar) {
+template <class F>
+__global__ void binaryF32x4Kernel(F f, const float *a, const float *b,
+                                  float *y, Indexer32 ix) {
   forEachFour(ix, [&](uint32_t t, const int64_t *off, const int32_t *st) {
     const float4 x = load4(a, off[0], st[0]), z = load4(b, off[1], st[1]);
     float4 r;
-    r.x = binaryF32(kind, x.x, z.x, bScalar);
-    r.y = binaryF32(kind, x.y, z.y, bScalar);
-    r.z = binaryF32(kind, x.z, z.z, bScalar);
-    r.w = binaryF32(kind, x.w, z.w, bScalar);
+    r.x = f(x.x, z.x);
+    r.y = f(x.y, z.y);
+    r.z = f(x.z, z.z);
+    r.w = f(x.w, z.w);
     reinterpret_cast<float4 *>(y)[t] = r;
   });
-}
-
-template <typename T, typename IX>
-__global__ void binaryIntKernel(OpKind kind, const T *a, const T *b, T *y,
-                                IX ix) {
-  using U = typename std::make_unsigned<T>::type;
-  TSL_GRID_LOOP_IX(i, ix) {
-    int64_t off[kMaxOperands];
-    offsetsAt(ix, i, off);
-    const T x = a[off[0]], z = b[off[1]];
-    T r = 0;
-    switch (kind) {
-    case OpKind::Add:
-      r = static_cast<T>(U(x) + U(z));
-      break;
-    case OpKind::Sub:
-      r = static_cast<T>(U(x) - U(z));
-      break;
-    case OpKind::Mul:
-      r = static_cast<T>(U(x) * U(z));
-      break;
-    case OpKind::Div: // truncating; x / 0 = 0; no trap on MIN / -1
-      r = z == 0 ? T(0) : z == -1 ? static_cast<T>(U(0) - U(x)) : x / z;
-      break;
-    case OpKind::FMod: // sign of x; x % 0 = 0; no trap on MIN % -1
-    case OpKind::Mod:  // sign of z: the C remainder moved by z (no overflow)
-      r = z == 0 || z == -1 ? T(0) : static_cast<T>(x % z);
-      if (kind == OpKind::Mod && r != 0 && ((r < 0) != (z < 0)))
-        r = static_cast<T>(r + z);
-      break;
-    case OpKind::Max:
-      r = x > z ? x : z;
-      break;
-    case OpKind::Min:
-      r = x < z ? x : z;
-      break;
-    default:
-      break;
-    }
-    y[i] = r;
-  }
 }
 
 template <typename T, typename IX>
@@ -226,29 +151,62 @@ template <typename F> cudaError_t withIndexer(const StridedIndex &ix, F f) {
   return ix.fits32 ? f(ix.narrow) : f(ix.wide);
 }
 
-cudaError_t launchBinary(OpKind kind, DType dtype, const void *a, const void *b,
-                         void *y, const StridedIndex &ix, bool bScalar,
-                         cudaStream_t s) {
+namespace {
+
+/// Whether a functor over `Types` (scalar::Float, Numeric, Integer) takes T.
+template <class Types, class T> constexpr bool takes() {
+  if constexpr (std::is_same_v<T, float>)
+    return !std::is_same_v<Types, scalar::Integer>;
+  else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>)
+    return !std::is_same_v<Types, scalar::Float>;
+  else
+    return false;
+}
+
+template <class Types, class F>
+cudaError_t launchBinaryWith(F f, DType dtype, const void *a, const void *b,
+                             void *y, const StridedIndex &ix, cudaStream_t s) {
   return visitDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T *at = static_cast<const T *>(a), *bt = static_cast<const T *>(b);
     T *yt = static_cast<T *>(y);
     return withIndexer(ix, [&](const auto &n) {
       using IX = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<T, float>) {
-        if constexpr (std::is_same_v<IX, Indexer32>)
-          if (fourWide(n) && reinterpret_cast<uintptr_t>(yt) % 16 == 0)
-            return launchOver(n.total / 4, s, binaryF32x4Kernel, kind, at, bt,
-                              yt, n, bScalar);
-        return launchOver(n.total, s, binaryF32Kernel<IX>, kind, at, bt, yt, n,
-                          bScalar);
-      } else if constexpr (kIsBool<T>)
+      if constexpr (!takes<Types, T>()) {
         return n.total ? cudaErrorInvalidValue : cudaGetLastError();
-      else
-        return launchOver(n.total, s, binaryIntKernel<T, IX>, kind, at, bt, yt,
+      } else {
+        if constexpr (std::is_same_v<T, float> &&
+                      std::is_same_v<IX, Indexer32>)
+          if (fourWide(n) && reinterpret_cast<uintptr_t>(yt) % 16 == 0)
+            return launchOver(n.total / 4, s, binaryF32x4Kernel<F>, f, at, bt,
+                              yt, n);
+        return launchOver(n.total, s, binaryKernel<F, T, IX>, f, at, bt, yt,
                           n);
+      }
     });
   });
+}
+
+} // namespace
+
+cudaError_t launchBinary(OpKind kind, DType dtype, const void *a, const void *b,
+                         void *y, const StridedIndex &ix, bool bScalar,
+                         cudaStream_t s) {
+  switch (kind) {
+#define TESSEL_BINARY_SCALAR(Kind, Types)                                      \
+  case OpKind::Kind: {                                                         \
+    scalar::Kind<device::CudaMath> f;                                          \
+    scalar::setScalarRhs(f, bScalar);                                          \
+    return launchBinaryWith<scalar::Types>(f, dtype, a, b, y, ix, s);          \
+  }
+    TESSEL_RUNTIME_BINARY_SCALAR_OPS(TESSEL_BINARY_SCALAR)
+#undef TESSEL_BINARY_SCALAR
+  case OpKind::ReluGrad:
+    return launchBinaryWith<scalar::Float>(scalar::ReluGrad<device::CudaMath>(), dtype,
+                                           a, b, y, ix, s);
+  default:
+    return cudaErrorInvalidValue;
+  }
 }
 
 cudaError_t launchCompare(CmpPred pred, DType dtype, const void *a,

@@ -3,7 +3,7 @@
 // On one rank they are device copies with the local communicator's
 // semantics (a collective_permute without a (0, 0) pair gives zeros). With
 // a multi-rank world (an NCCL communicator, whose tensors are device
-// pointers) the CPU backend's Collectives (cpu/Collectives.h) drives it
+// pointers) the shared CollectiveDriver (comm/CollectiveDriver.h) drives it
 // after the stream is synchronised. A gradient bucket's all_reduce runs in
 // place there too (its `wait` does nothing): NCCL on a communication stream
 // overlapping the compute stream, with an event for the wait, is the CUDA

@@ -16,8 +16,9 @@
 // (runtime/cpu/<Family>.cpp): softmax and log_softmax in Normalization,
 // relu_grad in Training; device code is in the family's <Family>.cu.
 //
-// The unary ops come from the op table itself (TESSEL_RUNTIME_UNARY_SCALAR_OPS:
-// their scalar functions, ScalarOps.h, run on both backends).
+// The unary and binary elementwise ops come from the op table itself
+// (TESSEL_RUNTIME_UNARY_SCALAR_OPS, TESSEL_RUNTIME_BINARY_SCALAR_OPS: their
+// scalar functions, ScalarOps.h and BinaryOps.h, run on both backends).
 //
 // This header needs no CUDA header: the coverage test compiles anywhere.
 //
@@ -25,7 +26,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_CUDAKERNELKINDS_H
 #define TESSEL_RUNTIME_CUDA_CUDAKERNELKINDS_H
 
-#include "KernelFamilies.h" // cpu/: TESSEL_KERNEL_FAMILIES
+#include "tessel/ops/KernelFamilies.h"
 #include "tessel/runtime/OpKind.h"
 
 #include <cstddef>
@@ -41,9 +42,12 @@ inline constexpr OpKind kElementwiseKinds[] = {
 // clang-format on
 
 inline constexpr OpKind kBinaryKinds[] = {
-    OpKind::Add,  OpKind::Sub,     OpKind::Mul,  OpKind::Div,
-    OpKind::Pow,  OpKind::Max,     OpKind::Min,  OpKind::Mod,
-    OpKind::FMod, OpKind::Compare, OpKind::Where};
+#define TESSEL_BINARY_SCALAR(Kind, Types) OpKind::Kind,
+    TESSEL_RUNTIME_BINARY_SCALAR_OPS(TESSEL_BINARY_SCALAR)
+#undef TESSEL_BINARY_SCALAR
+    // clang-format off
+    OpKind::Compare, OpKind::Where};
+// clang-format on
 
 inline constexpr OpKind kMatMulKinds[] = {OpKind::MatMul, OpKind::Gemm};
 

@@ -21,8 +21,8 @@
 #include "CudaKernelKinds.h"
 #include "CudaStatus.h"
 #include "DeviceResources.h"
-#include "KernelFamilies.h"
-#include "tessel/runtime/KernelTable.h"
+#include "tessel/ops/KernelFamilies.h"
+#include "tessel/ops/KernelTable.h"
 #include "tessel/runtime/OpKind.h"
 #include "tessel/runtime/Program.h"
 #include "tessel/runtime/Status.h"
@@ -77,7 +77,7 @@ Step f32Step(const KernelContext &ctx, Launch launch) {
 /// reshape, copy and single-rank collectives.
 Step deviceCopyStep(const void *x, void *y, size_t bytes, cudaStream_t s);
 
-/// Op kind -> kernel factory (tessel/runtime/KernelTable.h).
+/// Op kind -> kernel factory (tessel/ops/KernelTable.h).
 using KernelRegistry = KernelTable<KernelFactory>;
 
 /// The CUDA backend's registry, filled by the register functions below on

@@ -13,7 +13,7 @@
 // result's flat index is decomposed over `dims` (row-major) and each operand's
 // element offset is the dot product of that multi-index with its strides
 // (0 where the operand broadcasts). Indexers are built from the CPU
-// backend's StridedPlan (cpu/Broadcast.h), which drops dims of size 1 and
+// backends' StridedPlan (tessel/ops/Broadcast.h), which drops dims of size 1 and
 // merges contiguous neighbours, so the rank seen by kernels is small.
 //
 // Semantics mirror the CPU kernels operation by operation (same formulas,
@@ -24,7 +24,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_CUDAKERNELS_H
 #define TESSEL_RUNTIME_CUDA_CUDAKERNELS_H
 
-#include "Optimizer.h"
+#include "tessel/ops/Optimizer.h"
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/OpKind.h"
 

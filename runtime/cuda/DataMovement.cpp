@@ -7,7 +7,7 @@
 // chunk_fetch copies host chunks on the copy stream (DeviceResources::moves).
 //
 //===----------------------------------------------------------------------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 #include "CudaStatus.h"
@@ -184,7 +184,7 @@ Status makeParts(const KernelContext &ctx, Step &out, bool concat) {
   const Op &op = ctx.op;
   const BufferInfo &whole = concat ? ctx.out(0) : ctx.in(0);
   char *w = static_cast<char *>(concat ? ctx.result(0) : ctx.operand(0));
-  const cpu::AxisView v = cpu::aroundAxis(whole.shape, op.axis);
+  const AxisView v = aroundAxis(whole.shape, op.axis);
   const size_t es = dtypeSize(whole.dtype);
   struct Piece {
     const void *src;
@@ -234,7 +234,7 @@ Status makeExpand(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0), &r = ctx.out(0);
   StridedIndex ix;
   TSL_RETURN_IF_ERROR(stridedIndexer(
-      r.shape, {cpu::broadcastStrides(a.shape, r.shape.size(), r.shape)}, ix));
+      r.shape, {broadcastStrides(a.shape, r.shape.size(), r.shape)}, ix));
   out = stridedCopyStep(ctx, ix);
   return Status::ok();
 }
@@ -263,7 +263,7 @@ Step checkedGatherStep(const KernelContext &ctx, int64_t dim, Launch launch) {
 }
 
 Status makeGather(const KernelContext &ctx, Step &out) {
-  const cpu::AxisView v = cpu::aroundAxis(ctx.in(0).shape, ctx.op.axis);
+  const AxisView v = aroundAxis(ctx.in(0).shape, ctx.op.axis);
   const int64_t outer = v.outer, dim = v.len, inner = v.inner;
   const size_t es = dtypeSize(ctx.in(0).dtype);
   out = checkedGatherStep(ctx, dim,

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernels.h"
-#include "DTypeDispatch.h"
+#include "tessel/ops/DTypeDispatch.h"
 #include "DeviceUtil.cuh"
 
 #include <cstdint>

@@ -9,7 +9,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_DEVICERESOURCES_H
 #define TESSEL_RUNTIME_CUDA_DEVICERESOURCES_H
 
-#include "Collectives.h" // cpu/: the CPU backend's collectives
+#include "CollectiveDriver.h"
 #include "tessel/runtime/Program.h"
 
 #include <algorithm>
@@ -104,7 +104,7 @@ struct DeviceResources {
   // collectives go through `collectives` (groups checked and subgroups
   // created at creation); otherwise collectives are device copies.
   bool multiRank = false;
-  cpu::Collectives collectives;
+  CollectiveDriver collectives;
 
   // Host chunks' fetches: the copy stream and its events.
   ChunkMoves moves;

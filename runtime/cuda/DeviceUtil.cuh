@@ -184,7 +184,7 @@ struct MaxF {
   }
 };
 
-/// The math library `M` of ScalarOps.h's functors on the device (libm's
+/// The math library `M` of ScalarOps.h's and BinaryOps.h's functors on the device (libm's
 /// functions on the host, where nothing calls them).
 struct CudaMath {
   static __host__ __device__ float exp(float x) { return expf(x); }
@@ -197,6 +197,8 @@ struct CudaMath {
   static __host__ __device__ float cos(float x) { return cosf(x); }
   static __host__ __device__ float fabs(float x) { return fabsf(x); }
   static __host__ __device__ float nearbyint(float x) { return nearbyintf(x); }
+  static __host__ __device__ float fmod(float x, float y) { return fmodf(x, y); }
+  static __host__ __device__ float pow(float x, float y) { return powf(x, y); }
 };
 
 } // namespace device

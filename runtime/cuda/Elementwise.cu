@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernels.h"
-#include "DTypeDispatch.h"
+#include "tessel/ops/DTypeDispatch.h"
 #include "DeviceUtil.cuh"
 #include "tessel/runtime/Program.h"
 #include "tessel/runtime/ScalarOps.h"

@@ -1,7 +1,7 @@
 //===- GemmPlan.cpp - matmul as column-major cuBLAS calls -----------------===//
 #include "GemmPlan.h"
 
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 
 #include <algorithm>
 #include <climits>
@@ -15,7 +15,7 @@ bool fitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
 Status planMatMul(const Shape &aShape, const Shape &bShape,
                   const Shape &yShape, MatMulPlan &plan) {
   plan = MatMulPlan();
-  const cpu::MatMulDims md = cpu::matmulDims(aShape, bShape, yShape);
+  const MatMulDims md = matmulDims(aShape, bShape, yShape);
   const int64_t m = md.m, k = md.k, n = md.n, batches = md.batches;
   const Shape &outBatch = md.outBatch;
   if (batches == 0 || m == 0 || n == 0) {
@@ -41,12 +41,12 @@ Status planMatMul(const Shape &aShape, const Shape &bShape,
   // Batch dims broadcast: strides in matrices (0 where an operand is
   // shared), merged; each innermost row is one strided-batched call.
   std::vector<int64_t> aStr =
-      cpu::broadcastStrides(md.aBatch, outBatch.size(), outBatch);
+      broadcastStrides(md.aBatch, outBatch.size(), outBatch);
   std::vector<int64_t> bStr =
-      cpu::broadcastStrides(md.bBatch, outBatch.size(), outBatch);
-  cpu::StridedPlan sp = cpu::makeStridedPlan(outBatch, {aStr, bStr});
+      broadcastStrides(md.bBatch, outBatch.size(), outBatch);
+  StridedPlan sp = makeStridedPlan(outBatch, {aStr, bStr});
   const int64_t sa = sp.strides.back()[0], sb = sp.strides.back()[1];
-  cpu::forEachRow(sp, 0, batches, [&](const int64_t *off, int64_t count) {
+  forEachRow(sp, 0, batches, [&](const int64_t *off, int64_t count) {
     for (int64_t done = 0; done < count;) {
       const int64_t chunk = std::min<int64_t>(count - done, INT_MAX);
       GemmCall c;

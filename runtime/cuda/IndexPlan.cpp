@@ -13,7 +13,7 @@ std::vector<int64_t> rowMajorStrides(const Shape &s) {
   return st;
 }
 
-Status toIndexer(const cpu::StridedPlan &plan, StridedIndex &out) {
+Status toIndexer(const StridedPlan &plan, StridedIndex &out) {
   if (plan.dims.size() > static_cast<size_t>(kMaxDims))
     return Status::error("indexes " + std::to_string(plan.dims.size()) +
                          " non-mergeable dims; the cuda backend handles at "
@@ -38,7 +38,7 @@ Status toIndexer(const cpu::StridedPlan &plan, StridedIndex &out) {
 Status stridedIndexer(const Shape &dims,
                       const std::vector<std::vector<int64_t>> &strides,
                       StridedIndex &ix) {
-  return toIndexer(cpu::makeStridedPlan(dims, strides), ix);
+  return toIndexer(makeStridedPlan(dims, strides), ix);
 }
 
 } // namespace tessel::runtime::cuda

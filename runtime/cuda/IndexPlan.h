@@ -2,13 +2,13 @@
 //
 // Builds the kernels' Indexer (CudaKernels.h), and its 32-bit form where it
 // fits (Indexer32.h), from the CPU backend's merged StridedPlan
-// (cpu/Broadcast.h), at step creation.
+// (tessel/ops/Broadcast.h), at step creation.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CUDA_INDEXPLAN_H
 #define TESSEL_RUNTIME_CUDA_INDEXPLAN_H
 
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "CudaKernels.h"
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/Status.h"
@@ -23,7 +23,7 @@ std::vector<int64_t> rowMajorStrides(const Shape &s);
 /// Converts a CPU StridedPlan into the kernels' Indexer; fails beyond
 /// kMaxDims merged dims or kMaxOperands operands.
 /// The plan's Indexer, and its 32-bit form where it fits (narrow()).
-Status toIndexer(const cpu::StridedPlan &plan, StridedIndex &ix);
+Status toIndexer(const StridedPlan &plan, StridedIndex &ix);
 
 /// The Indexer over `dims` with one stride list per operand.
 Status stridedIndexer(const Shape &dims,

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Bf16Gemm.h"
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 #include "CudaStatus.h"
@@ -130,7 +130,7 @@ Status makeGemm(const KernelContext &ctx, Step &out) {
   if (useC) {
     Shape outShape = {m, n};
     TSL_RETURN_IF_ERROR(stridedIndexer(
-        outShape, {cpu::broadcastStrides(ctx.in(2).shape, 2, outShape)}, cIx));
+        outShape, {broadcastStrides(ctx.in(2).shape, 2, outShape)}, cIx));
   }
   const float beta = useC ? op.beta : 0.0f, alpha = op.alpha;
   const bool ta = op.transA, tb = op.transB;

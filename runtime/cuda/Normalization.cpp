@@ -5,7 +5,7 @@
 // batch_norm; device code in Normalization.cu.
 //
 //===----------------------------------------------------------------------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 #include "CudaStatus.h"
@@ -18,7 +18,7 @@ namespace {
 Status makeSoftmax(const KernelContext &ctx, Step &out) {
   const Shape &shape = ctx.in(0).shape;
   const int64_t axis = ctx.op.axis;
-  const cpu::AxisView v = cpu::aroundAxis(shape, axis);
+  const AxisView v = aroundAxis(shape, axis);
   const int64_t outer = v.outer, len = v.len, inner = v.inner;
   const bool logS = ctx.op.kind == OpKind::LogSoftmax;
   out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
@@ -52,7 +52,7 @@ Status makeNorm(const KernelContext &ctx, Step &out) {
       pr.expand = true;
       pr.expanded = ctx.resources.reserveExtra(d * sizeof(float));
       TSL_RETURN_IF_ERROR(stridedIndexer(
-          norm, {cpu::broadcastStrides(b.shape, norm.size(), norm)}, pr.ix));
+          norm, {broadcastStrides(b.shape, norm.size(), norm)}, pr.ix));
     }
     params.push_back(pr);
   }
@@ -80,7 +80,7 @@ Status makeNorm(const KernelContext &ctx, Step &out) {
 }
 
 Status makeBatchNorm(const KernelContext &ctx, Step &out) {
-  const cpu::ChannelGeometry k(ctx.in(0).shape);
+  const ChannelGeometry k(ctx.in(0).shape);
   const float *sc = static_cast<const float *>(ctx.operand(1));
   const float *bi = static_cast<const float *>(ctx.operand(2));
   const float *me = static_cast<const float *>(ctx.operand(3));

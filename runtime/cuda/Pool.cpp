@@ -7,7 +7,7 @@
 // window's first maximum, or its share of the window's count).
 //
 //===----------------------------------------------------------------------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 #include "CudaStatus.h"
@@ -27,7 +27,7 @@ Status makePool(const KernelContext &ctx, Step &out) {
 }
 
 Status makeGlobalAvgPool(const KernelContext &ctx, Step &out) {
-  const cpu::ChannelGeometry k(ctx.in(0).shape);
+  const ChannelGeometry k(ctx.in(0).shape);
   const int64_t planes = k.batch * k.channels, spatial = k.spatial;
   out = f32Step(ctx, [=](const float *x, float *y, cudaStream_t s) {
     return launchGlobalAvgPool(x, y, planes, spatial, s);

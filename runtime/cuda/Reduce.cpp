@@ -1,5 +1,5 @@
 //===- Reduce.cpp - Reductions and cumsum on CUDA ------------------------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 #include "CudaStatus.h"
@@ -42,7 +42,7 @@ Status makeReduce(const KernelContext &ctx, Step &out) {
 
 Status makeCumSum(const KernelContext &ctx, Step &out) {
   const BufferInfo &a = ctx.in(0);
-  const cpu::AxisView v = cpu::aroundAxis(a.shape, ctx.op.axis);
+  const AxisView v = aroundAxis(a.shape, ctx.op.axis);
   const int64_t outer = v.outer, len = v.len, inner = v.inner;
   const bool exclusive = ctx.op.intAttr("exclusive", 0) != 0,
              reverse = ctx.op.intAttr("reverse", 0) != 0;

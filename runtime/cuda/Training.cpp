@@ -12,7 +12,7 @@
 // relu's gradient was compare + where.
 //
 //===----------------------------------------------------------------------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 
@@ -47,7 +47,7 @@ Status makeLogSoftmaxGrad(const KernelContext &ctx, Step &out) {
   const float *o = static_cast<const float *>(ctx.operand(0));
   const float *g = static_cast<const float *>(ctx.operand(1));
   float *y = static_cast<float *>(ctx.result(0));
-  const cpu::AxisView v = cpu::aroundAxis(ctx.in(0).shape, ctx.op.axis);
+  const AxisView v = aroundAxis(ctx.in(0).shape, ctx.op.axis);
   out = launchStep(ctx, [=](cudaStream_t s) {
     return launchLogSoftmaxGrad(o, g, y, v.outer, v.len, v.inner, s);
   });
@@ -58,7 +58,7 @@ Status makeLogSoftmaxGrad(const KernelContext &ctx, Step &out) {
 /// reports the first out-of-range one with the CPU's message), then the
 /// sorted scatter-add of launchGatherGrad through the shared scratch.
 Status makeGatherGrad(const KernelContext &ctx, Step &out) {
-  const cpu::AxisView v = cpu::aroundAxis(ctx.out(0).shape, ctx.op.axis);
+  const AxisView v = aroundAxis(ctx.out(0).shape, ctx.op.axis);
   const BufferInfo &idx = ctx.in(1);
   const int64_t outer = v.outer, dim = v.len, inner = v.inner,
                 n = idx.numel;
@@ -93,7 +93,7 @@ Status makeGatherGrad(const KernelContext &ctx, Step &out) {
 
 /// BatchNorm's training pieces over [N, C, spatial...] (ChannelGeometry).
 Status makeBatchNormTrain(const KernelContext &ctx, Step &out) {
-  const cpu::ChannelGeometry k(ctx.in(0).shape);
+  const ChannelGeometry k(ctx.in(0).shape);
   const int64_t n = k.batch, c = k.channels, spatial = k.spatial;
   const float *in[6] = {};
   for (size_t i = 0; i < ctx.op.operands.size() && i < 6; ++i)

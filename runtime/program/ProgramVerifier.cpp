@@ -232,9 +232,22 @@ Status OpChecker::checkBinary() {
     op.tanhApproximation = approx == 1;
     return Status::ok();
   }
-  if (op.kind == OpKind::Pow)
+  // The dtypes of the op's scalar function (the op table's
+  // TESSEL_RUNTIME_BINARY_SCALAR_OPS: Float, Numeric or Integer).
+  enum class Types { Float, Numeric, Integer } types = Types::Numeric;
+  switch (op.kind) {
+#define TESSEL_BINARY_SCALAR(Kind, T)                                          \
+  case OpKind::Kind:                                                           \
+    types = Types::T;                                                          \
+    break;
+    TESSEL_RUNTIME_BINARY_SCALAR_OPS(TESSEL_BINARY_SCALAR)
+#undef TESSEL_BINARY_SCALAR
+  default:
+    break;
+  }
+  if (types == Types::Float)
     TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::F32}));
-  else if (op.kind == OpKind::Mod)
+  else if (types == Types::Integer)
     TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::I64, DType::I32}));
   else
     TSL_RETURN_IF_ERROR(

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks the runtime's sources against docs/architecture.md's size limits.
 
-Usage: check_sizes.py ROOT [--list]   (ctest architecture-sizes)
+Usage: check_sizes.py ROOT [--list]   (ctest architecture-sizes; the limits
+are docs/architecture.md's "Sizes")
 
 The runtime (runtime/, tools/tessel-run) keeps every source file at most
 MAX_FILE_LINES lines and every function body at most MAX_FUNCTION_LINES

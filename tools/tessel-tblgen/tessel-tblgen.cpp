@@ -248,6 +248,38 @@ void emitUnaryScalarOps(raw_ostream &os, const RecordKeeper &records,
   }
 }
 
+/// TESSEL_RUNTIME_BINARY_SCALAR_OPS: the Tessel_BinaryScalarFunction ops.
+void emitBinaryScalarOps(raw_ostream &os, const RecordKeeper &records,
+                         const std::vector<Instruction> &ins) {
+  os << "\n// X(Enumerator, Types): the binary ops whose math is the functor\n"
+        "// scalar::Enumerator<M> of tessel/runtime/BinaryOps.h, over Types\n"
+        "// (scalar::Float, Numeric, Integer), operands broadcast as in numpy.\n"
+        "#define TESSEL_RUNTIME_BINARY_SCALAR_OPS(X) \\\n";
+  std::map<const Record *, const Instruction *> byDef;
+  for (const Instruction &in : ins)
+    byDef[in.def] = &in;
+  std::vector<const Instruction *> ops;
+  for (const Record *def :
+       records.getAllDerivedDefinitions("Tessel_BinaryScalarFunction")) {
+    auto it = byDef.find(def);
+    if (it == byDef.end() || it->second->check != "binary")
+      PrintFatalError(def->getLoc(), "Tessel_BinaryScalarFunction needs a "
+                                     "Tessel_Instruction of the binary family");
+    StringRef types = def->getValueAsString("binaryScalarTypes");
+    if (types != "Float" && types != "Numeric" && types != "Integer")
+      PrintFatalError(def->getLoc(), "binary scalar function types '" + types +
+                                         "' are none of Float, Numeric, "
+                                         "Integer");
+    ops.push_back(it->second);
+  }
+  llvm::sort(ops, [](const Instruction *a, const Instruction *b) {
+    return a->kind < b->kind;
+  });
+  for (const Instruction *in : ops)
+    os << formatv("  X({0}, {1}) \\\n", in->enumer,
+                  in->def->getValueAsString("binaryScalarTypes"));
+}
+
 bool emitOpKinds(raw_ostream &os, const RecordKeeper &records) {
   header(os, "The runtime's instruction set (OpKind.h includes this).");
   os << "\n// X(Enumerator, \"name\", number)\n"
@@ -267,6 +299,7 @@ bool emitOpKinds(raw_ostream &os, const RecordKeeper &records) {
       os << formatv("  X({0}, \"{1}\", {2}) \\\n", in.enumer, a.name,
                     camel(a.type));
   emitUnaryScalarOps(os, records, ins);
+  emitBinaryScalarOps(os, records, ins);
   os << "\n";
   return false;
 }

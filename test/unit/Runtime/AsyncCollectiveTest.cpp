@@ -1,7 +1,7 @@
 //===- AsyncCollectiveTest.cpp - Gradient buckets' asynchronous path
 //-------===//
 //
-// The CPU executor's communication thread (cpu/CommThread.h): work runs in
+// The executors' communication thread (comm/CommThread.h): work runs in
 // submission order, after submit has returned (so the executor computes
 // meanwhile), and its status reaches the wait. Then whole programs on 2
 // ranks over Gloo and over shared memory, overlapped and in place
@@ -30,7 +30,7 @@
 
 using namespace tessel::runtime;
 using namespace tessel::runtime::commtest;
-using tessel::runtime::cpu::CommThread;
+using tessel::runtime::CommThread;
 
 namespace {
 

@@ -6,10 +6,10 @@
 // when the step is built, and the buffers' addresses (host or device).
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_RUNTIME_CPU_OPTIMIZER_H
-#define TESSEL_RUNTIME_CPU_OPTIMIZER_H
+#ifndef TESSEL_OPS_OPTIMIZER_H
+#define TESSEL_OPS_OPTIMIZER_H
 
-#include "KernelFamilies.h"
+#include "tessel/ops/KernelFamilies.h"
 
 #include <cstdint>
 
@@ -82,4 +82,4 @@ inline SgdBuffers sgdBuffers(const InstructionRef &c) {
 
 } // namespace tessel::runtime
 
-#endif // TESSEL_RUNTIME_CPU_OPTIMIZER_H
+#endif // TESSEL_OPS_OPTIMIZER_H

@@ -1,6 +1,13 @@
-//===- Collectives.h - Collective instructions on the CPU -------*- C++ -*-===//
-#ifndef TESSEL_RUNTIME_CPU_COLLECTIVES_H
-#define TESSEL_RUNTIME_CPU_COLLECTIVES_H
+//===- CollectiveDriver.h - A program's collective instructions -*- C++ -*-===//
+//
+// What both backends run a program's collectives, sends, receives and waits
+// through: groups resolved to cached subgroups when the executor is
+// created, the overlap of asynchronous collectives on a communication
+// thread (CommThread.h), and receives posted early.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_COMM_COLLECTIVEDRIVER_H
+#define TESSEL_RUNTIME_COMM_COLLECTIVEDRIVER_H
 
 #include "CommThread.h"
 #include "tessel/runtime/Communicator.h"
@@ -10,11 +17,11 @@
 #include <functional>
 #include <memory>
 
-namespace tessel::runtime::cpu {
+namespace tessel::runtime {
 
-/// The CPU executor's collectives: resolves each instruction's group to a
+/// An executor's collectives: resolves each instruction's group to a
 /// cached sub-communicator when the executor is created, then runs them.
-class Collectives {
+class CollectiveDriver {
 public:
   /// `comm` is the world (nullptr: a local communicator of one rank). Checks
   /// that the world matches the program and creates every subgroup the
@@ -93,6 +100,6 @@ private:
   bool overlapping = false;
 };
 
-} // namespace tessel::runtime::cpu
+} // namespace tessel::runtime
 
-#endif // TESSEL_RUNTIME_CPU_COLLECTIVES_H
+#endif // TESSEL_RUNTIME_COMM_COLLECTIVEDRIVER_H

@@ -8,8 +8,8 @@
 // once, behind the asynchronous ones before it.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_RUNTIME_CPU_COMMTHREAD_H
-#define TESSEL_RUNTIME_CPU_COMMTHREAD_H
+#ifndef TESSEL_RUNTIME_COMM_COMMTHREAD_H
+#define TESSEL_RUNTIME_COMM_COMMTHREAD_H
 
 #include "tessel/runtime/Status.h"
 
@@ -21,7 +21,7 @@
 #include <mutex>
 #include <thread>
 
-namespace tessel::runtime::cpu {
+namespace tessel::runtime {
 
 class CommThread {
 public:
@@ -56,6 +56,6 @@ private:
   std::thread thread;
 };
 
-} // namespace tessel::runtime::cpu
+} // namespace tessel::runtime
 
-#endif // TESSEL_RUNTIME_CPU_COMMTHREAD_H
+#endif // TESSEL_RUNTIME_COMM_COMMTHREAD_H

@@ -6,8 +6,8 @@
 // innermost loop runs over a long row whose operand strides are 0 or 1.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_RUNTIME_CPU_BROADCAST_H
-#define TESSEL_RUNTIME_CPU_BROADCAST_H
+#ifndef TESSEL_OPS_BROADCAST_H
+#define TESSEL_OPS_BROADCAST_H
 
 #include "tessel/runtime/DType.h"
 
@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace tessel::runtime::cpu {
+namespace tessel::runtime {
 
 constexpr int kMaxOperands = 4;
 
@@ -139,6 +139,6 @@ void forEachRow(const StridedPlan &plan, int64_t begin, int64_t end, Fn &&fn) {
   }
 }
 
-} // namespace tessel::runtime::cpu
+} // namespace tessel::runtime
 
-#endif // TESSEL_RUNTIME_CPU_BROADCAST_H
+#endif // TESSEL_OPS_BROADCAST_H

@@ -1,7 +1,7 @@
 //===- Broadcast.cpp - Strided iteration for broadcasting kernels ---------===//
-#include "Broadcast.h"
+#include "tessel/ops/Broadcast.h"
 
-namespace tessel::runtime::cpu {
+namespace tessel::runtime {
 
 std::vector<int64_t> broadcastStrides(const Shape &shape, size_t rank,
                                       const Shape &result) {
@@ -56,4 +56,4 @@ StridedPlan makeBroadcastPlan(const Shape &result,
   return makeStridedPlan(result, strides);
 }
 
-} // namespace tessel::runtime::cpu
+} // namespace tessel::runtime

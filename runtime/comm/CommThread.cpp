@@ -1,7 +1,7 @@
 //===- CommThread.cpp - Collectives on a thread of their own --------------===//
 #include "CommThread.h"
 
-namespace tessel::runtime::cpu {
+namespace tessel::runtime {
 
 CommThread::CommThread() : thread([this] { loop(); }) {}
 
@@ -67,4 +67,4 @@ void CommThread::loop() {
   }
 }
 
-} // namespace tessel::runtime::cpu
+} // namespace tessel::runtime

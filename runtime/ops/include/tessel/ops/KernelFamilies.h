@@ -6,10 +6,10 @@
 // registries are filled here, from one list.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_RUNTIME_CPU_KERNELFAMILIES_H
-#define TESSEL_RUNTIME_CPU_KERNELFAMILIES_H
+#ifndef TESSEL_OPS_KERNELFAMILIES_H
+#define TESSEL_OPS_KERNELFAMILIES_H
 
-#include "tessel/runtime/KernelTable.h"
+#include "tessel/ops/KernelTable.h"
 #include "tessel/runtime/Program.h"
 
 #include <initializer_list>
@@ -85,4 +85,4 @@ void addKernels(KernelTable<F> &table, std::initializer_list<OpKind> kinds,
 
 } // namespace tessel::runtime
 
-#endif // TESSEL_RUNTIME_CPU_KERNELFAMILIES_H
+#endif // TESSEL_OPS_KERNELFAMILIES_H

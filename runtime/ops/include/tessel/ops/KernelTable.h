@@ -7,8 +7,8 @@
 // fails the load with a message naming the op and the backend.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_RUNTIME_KERNELTABLE_H
-#define TESSEL_RUNTIME_KERNELTABLE_H
+#ifndef TESSEL_OPS_KERNELTABLE_H
+#define TESSEL_OPS_KERNELTABLE_H
 
 #include "tessel/runtime/OpKind.h"
 #include "tessel/runtime/Status.h"
@@ -82,4 +82,4 @@ TESSEL_RUNTIME_OP_KINDS(TESSEL_X)
 
 } // namespace tessel::runtime
 
-#endif // TESSEL_RUNTIME_KERNELTABLE_H
+#endif // TESSEL_OPS_KERNELTABLE_H
