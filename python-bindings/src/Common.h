@@ -1,4 +1,4 @@
-//===- Common.h - The _tessel extension: shared helpers ---------*- C++ -*-===//
+//===- Common.h - The extensions' shared helpers ---------------*- C++ -*-===//
 //
 // Errors are the Python classes of tessel/errors.py, raised with the
 // messages the tools print.

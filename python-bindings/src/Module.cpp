@@ -1,8 +1,12 @@
-//===- Module.cpp - The _tessel extension module --------------------------===//
+//===- Module.cpp - The _tessel extension: compiler and runtime ----------===//
 //
-// The native half of the `tessel` package (tessel/__init__.py is the other):
-// the compiler driver (Driver.cpp), the IR (IrModule.cpp), artifacts and
-// their runs (RunArtifact.cpp), pipeline schedules (PipelineSchedule.cpp).
+// The whole native half of the `tessel` package: the compiler driver
+// (Driver.cpp), the IR (IrModule.cpp), pipeline schedules
+// (PipelineSchedule.cpp), and artifacts and their runs (RunArtifact.cpp).
+// It links MLIR and LLVM; _tessel_runtime (RuntimeModule.cpp) is the
+// runtime alone without them, which tessel/__init__.py loads where this
+// one cannot be (one of the two per process: both hold the artifact
+// schema, which protobuf registers once).
 //
 //===----------------------------------------------------------------------===//
 #include "Common.h"
@@ -12,27 +16,6 @@
 #include <nanobind/stl/string.h>
 
 #include "llvm/Config/llvm-config.h"
-
-namespace tessel::python {
-
-namespace {
-[[noreturn]] void raiseObject(const char *cls, nb::object args) {
-  nb::object type = nb::module_::import_("tessel.errors").attr(cls);
-  nb::object exc = type(*args);
-  PyErr_SetObject(type.ptr(), exc.ptr());
-  throw nb::python_error();
-}
-} // namespace
-
-void raise(const char *cls, const std::string &message) {
-  raiseObject(cls, nb::make_tuple(message));
-}
-
-void raiseParseError(const std::string &message, int line, int column) {
-  raiseObject("ParseError", nb::make_tuple(message, line, column));
-}
-
-} // namespace tessel::python
 
 NB_MODULE(_tessel, m) {
   m.doc() = "The native half of the tessel package (see tessel/__init__.py).";

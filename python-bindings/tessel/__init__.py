@@ -25,11 +25,37 @@ import weakref as _weakref
 from . import errors
 from .errors import (ClosedError, CompileError, InputError, ParseError,
                      RuntimeError, ScheduleError, TesselError)
-from . import _tessel
-from ._tessel import Module
+# Two extensions, one loaded: _tessel (compiler and runtime; MLIR) where it
+# loads, else _tessel_runtime (the runtime alone, no MLIR or LLVM), so that
+# artifacts run where only the runtime is installed. Never both: each holds
+# the artifact schema, which protobuf registers once per process.
+try:
+    from . import _tessel as _native
+    _COMPILER_ERROR = None
+except ImportError as _e:
+    from . import _tessel_runtime as _native
+    _COMPILER_ERROR = _e
 from ._export import export
 
-__version__ = _tessel.__version__
+__version__ = _native.__version__
+
+
+def _compiler():
+    """The compiler extension, or an ImportError that says it is missing."""
+    if _COMPILER_ERROR is not None:
+        raise ImportError(
+            "tessel's compiler extension (_tessel) cannot be loaded "
+            f"({_COMPILER_ERROR}): this install runs, trains and evaluates "
+            "artifacts; compile them where the compiler is installed") \
+            from _COMPILER_ERROR
+    return _native
+
+
+def __getattr__(name):
+    # PEP 562: the compiler's classes, loaded with the compiler.
+    if name in ("Module", "Schedule"):
+        return getattr(_compiler(), name)
+    raise AttributeError(f"module 'tessel' has no attribute {name!r}")
 
 __all__ = [
     "compile", "export", "load", "parse", "import_onnx", "list_nodes", "schedule",
@@ -37,8 +63,6 @@ __all__ = [
     "Module", "Schedule", "TesselError", "CompileError", "ParseError",
     "ScheduleError", "RuntimeError", "InputError", "ClosedError",
 ]
-
-Schedule = _tessel.Schedule
 
 _EMITS = ("tsl", "mlir", "autodiff", "propagated", "partitioned")
 _REPORT_FILE = "report.txt"
@@ -115,7 +139,7 @@ def compile(model, *, mesh=None, plan=None, shapes=None, train=None,
     work = _tempfile.mkdtemp(prefix="tessel-")
     keep = False
     try:
-        if isinstance(model, Module):
+        if isinstance(model, _compiler().Module):
             path = _os.path.join(work, "model.mlir")
             with open(path, "w") as f:
                 f.write(model.text(debuginfo=True))
@@ -156,7 +180,7 @@ def compile(model, *, mesh=None, plan=None, shapes=None, train=None,
             # Locations (the ONNX node names) survive the text.
             args.append("--mlir-print-debuginfo")
             out = ""  # the IR comes back as text
-        error, text, reports, warnings = _tessel.compile(args, path, out, emit)
+        error, text, reports, warnings = _compiler().compile(args, path, out, emit)
         if error is not None:
             _raise_compile_error(error, path)
         if warnings:
@@ -164,7 +188,7 @@ def compile(model, *, mesh=None, plan=None, shapes=None, train=None,
         if emit != "tsl":
             stage = {"propagated": "propagated",
                      "partitioned": "partitioned"}.get(emit, "import")
-            return _tessel.parse(text, "<tesselc --emit=" + emit + ">", stage)
+            return _compiler().parse(text, "<tesselc --emit=" + emit + ">", stage)
         with open(_os.path.join(out, _REPORT_FILE), "w") as f:
             f.write(reports)
         art = Artifact(out, threads=threads, _owned=work)
@@ -184,7 +208,7 @@ def parse(text, filename="<string>"):
     """Parses textual Tessel IR into a Module.
 
     A syntax or verifier error raises ParseError(message, line, column)."""
-    return _tessel.parse(text, filename)
+    return _compiler().parse(text, filename)
 
 
 def import_onnx(path, *, mesh=None, plan=None, shapes=None):
@@ -203,7 +227,7 @@ def schedule(name, stages, microbatches, *, chunks=1, costs=(1, 1, 1),
     costs: (forward, input-gradient backward, weight-gradient backward).
     The result has bubble_fraction, step_time, actions(rank), report(),
     svg(), and shows as a picture in Jupyter."""
-    return _tessel.schedule(name, stages, microbatches, chunks, _join(costs),
+    return _compiler().schedule(name, stages, microbatches, chunks, _join(costs),
                             step_cost, p2p_latency, p2p_bandwidth,
                             message_bytes)
 
@@ -212,12 +236,12 @@ def list_nodes(model):
     """What a plan can match in an ONNX model (a path): its graph inputs,
     every node's name and op type, the weights each takes with their
     shapes; the text of `tesselc MODEL --list-nodes`."""
-    return _tessel.list_nodes(_os.fspath(model))
+    return _compiler().list_nodes(_os.fspath(model))
 
 
 def schedule_names():
     """The registered pipeline schedules."""
-    return _tessel.schedule_names()
+    return _compiler().schedule_names()
 
 
 class Artifact:
@@ -227,7 +251,7 @@ class Artifact:
     processes); step() runs one training step of a train=... artifact."""
 
     def __init__(self, path, *, threads=1, verify=True, _owned=None):
-        self._native = _tessel.RunArtifact(_os.fspath(path), threads, verify)
+        self._native = _native.RunArtifact(_os.fspath(path), threads, verify)
         self.path = _os.fspath(path)
         self.threads = threads
         self._cleanup = (_weakref.finalize(self, _shutil.rmtree, _owned, True)
