@@ -8,7 +8,7 @@
 // subgroup() takes its indices.
 //
 //===----------------------------------------------------------------------===//
-#include "CollectiveDriver.h"
+#include "tessel/runtime/CollectiveDriver.h"
 
 #include <algorithm>
 #include <cstring>

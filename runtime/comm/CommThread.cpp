@@ -1,5 +1,5 @@
 //===- CommThread.cpp - Collectives on a thread of their own --------------===//
-#include "CommThread.h"
+#include "tessel/runtime/CommThread.h"
 
 namespace tessel::runtime {
 

@@ -9,7 +9,7 @@
 #define TESSEL_RUNTIME_CPU_KERNELRESOURCES_H
 
 #include "Bf16MatMul.h"
-#include "CollectiveDriver.h"
+#include "tessel/runtime/CollectiveDriver.h"
 #include "ConvPlan.h"
 #include "DnnlConv.h"
 #include "DnnlMatMul.h"

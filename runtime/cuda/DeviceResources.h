@@ -9,7 +9,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_DEVICERESOURCES_H
 #define TESSEL_RUNTIME_CUDA_DEVICERESOURCES_H
 
-#include "CollectiveDriver.h"
+#include "tessel/runtime/CollectiveDriver.h"
 #include "tessel/runtime/Program.h"
 
 #include <algorithm>

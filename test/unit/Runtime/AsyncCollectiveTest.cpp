@@ -11,7 +11,7 @@
 // the executor is created.
 //
 //===----------------------------------------------------------------------===//
-#include "CommThread.h"
+#include "tessel/runtime/CommThread.h"
 
 #include "tessel/runtime/ArtifactBuilder.h"
 #include "tessel/runtime/Communicator.h"

@@ -9,7 +9,7 @@
 #ifndef TESSEL_RUNTIME_COMM_COLLECTIVEDRIVER_H
 #define TESSEL_RUNTIME_COMM_COLLECTIVEDRIVER_H
 
-#include "CommThread.h"
+#include "tessel/runtime/CommThread.h"
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Program.h"
 
