@@ -1,7 +1,12 @@
-//===- Executor.cpp - Backend-neutral part of executors -------------------===//
+//===- Executor.cpp - The executor interface's backend-neutral part -------===//
+//
+// What every backend's executor inherits (inputs, outputs and states by
+// name, checked against the program). The factory that picks a backend,
+// createExecutor, is runtime/lib/Backends.cpp: it names the backends, which
+// derive from this.
+//
+//===----------------------------------------------------------------------===//
 #include "tessel/runtime/Executor.h"
-
-#include "CudaPlugin.h"
 
 #include <algorithm>
 #include <sched.h>
@@ -29,13 +34,6 @@ int getAllowedCores() {
     return 1;
   return std::max(1, CPU_COUNT(&set));
 }
-
-// Backends, defined in runtime/cpu and runtime/cuda.
-namespace cpu {
-Status createCpuExecutor(std::shared_ptr<const Program> program,
-                         const ExecutorOptions &options,
-                         std::unique_ptr<Executor> &out);
-} // namespace cpu
 
 Executor::Executor(std::shared_ptr<const Program> program)
     : prog(std::move(program)) {}
@@ -98,43 +96,6 @@ Status Executor::setState(const std::string &name, const Tensor &t) {
                          ", got " + dtypeName(t.dtype()) + " " +
                          shapeToString(t.shape()));
   return writeBuffer(id, t.data());
-}
-
-std::vector<std::string> availableBackends() {
-  std::vector<std::string> r = {"cpu"};
-  if (haveCudaPlugin())
-    r.push_back("cuda");
-  return r;
-}
-
-Status createExecutor(const std::string &backend,
-                      std::shared_ptr<const Program> program,
-                      const ExecutorOptions &options,
-                      std::unique_ptr<Executor> &out) {
-  if (!program)
-    return Status::error("createExecutor: no program");
-  if (options.threads < 1)
-    return Status::error("threads must be >= 1, got " +
-                         std::to_string(options.threads));
-  if (backend == "cpu")
-    return cpu::createCpuExecutor(std::move(program), options, out);
-  if (backend == "cuda" && haveCudaPlugin()) {
-    // runtime/cuda is a shared library loaded on first use (CudaPlugin.h).
-    using CreateFn =
-        void (*)(std::shared_ptr<const Program> *, const ExecutorOptions *,
-                 std::unique_ptr<Executor> *, Status *);
-    void *address = nullptr;
-    TSL_RETURN_IF_ERROR(
-        cudaPluginSymbol("tessel_cuda_create_executor", address));
-    Status s = Status::ok();
-    reinterpret_cast<CreateFn>(address)(&program, &options, &out, &s);
-    return s;
-  }
-  std::string known;
-  for (const std::string &b : availableBackends())
-    known += (known.empty() ? "" : ", ") + b;
-  return Status::error("unknown backend '" + backend + "' (built: " + known +
-                       ")");
 }
 
 } // namespace tessel::runtime
