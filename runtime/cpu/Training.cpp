@@ -350,7 +350,7 @@ void inBlocks(const std::array<const float *, N> &in,
       std::memcpy(l[j], in[j] + i0, n * sizeof(float));
     if (weightDecay != 0.0f)
       for (int64_t i = 0; i < n; ++i)
-        l[1][i] = l[1][i] + l[0][i] * weightDecay;
+        l[1][i] = coupledDecay<CpuMath>(l[1][i], l[0][i], weightDecay);
     update(l, n);
     for (size_t j = 0; j < N; ++j)
       if (out[j])
@@ -362,17 +362,12 @@ void inBlocks(const std::array<const float *, N> &in,
 /// with the step's scalars read when it runs.
 void adamRange(const AdamBuffers &x, int64_t b, int64_t e, const AdamParams k,
                const float stepSize, const float sqrtBc2, const float decay) {
+  const AdamStep<CpuMath> f{k, stepSize, sqrtBc2, decay};
   inBlocks<4>({x.p, x.g, x.m, x.v}, {x.p1, nullptr, x.m1, x.v1}, b, e,
               k.weightDecay, [&](float (*l)[kBlock], int64_t n) {
                 float *pl = l[0], *gl = l[1], *ml = l[2], *vl = l[3];
-                for (int64_t i = 0; i < n; ++i) {
-                  float mi = ml[i] * k.beta1 + gl[i] * k.omb1;
-                  float vi = vl[i] * k.beta2 + (gl[i] * gl[i]) * k.omb2;
-                  float denom = std::sqrt(vi) / sqrtBc2 + k.eps;
-                  pl[i] = pl[i] * decay - (mi / denom) * stepSize;
-                  ml[i] = mi;
-                  vl[i] = vi;
-                }
+                for (int64_t i = 0; i < n; ++i)
+                  f(pl[i], gl[i], ml[i], vl[i]);
               });
 }
 
@@ -387,15 +382,12 @@ Step adamUpdateStep(const KernelContext &c) {
 /// PyTorch's single-tensor SGD step with momentum on [b, e).
 void sgdRange(const SgdBuffers &x, int64_t b, int64_t e, const SgdParams k,
               const float lr) {
+  const SgdStep<CpuMath> f{k, lr};
   inBlocks<3>({x.p, x.g, x.buf}, {x.p1, nullptr, x.buf1}, b, e,
               k.weightDecay, [&](float (*l)[kBlock], int64_t n) {
                 float *pl = l[0], *dl = l[1], *bl = l[2];
-                for (int64_t i = 0; i < n; ++i) {
-                  float bi = bl[i] * k.momentum + dl[i];
-                  float d = k.nesterov ? dl[i] + bi * k.momentum : bi;
-                  pl[i] = pl[i] - d * lr;
-                  bl[i] = bi;
-                }
+                for (int64_t i = 0; i < n; ++i)
+                  f(pl[i], dl[i], bl[i]);
               });
 }
 

@@ -153,6 +153,11 @@ struct CpuMath {
   static float nearbyint(float x) { return std::nearbyint(x); }
   static float fmod(float x, float y) { return std::fmod(x, y); }
   static float pow(float x, float y) { return std::pow(x, y); }
+  // Each rounded once (tessel/ops/Optimizer.h's updates).
+  static float add(float x, float y) { return x + y; }
+  static float sub(float x, float y) { return x - y; }
+  static float mul(float x, float y) { return x * y; }
+  static float div(float x, float y) { return x / y; }
 };
 
 } // namespace tessel::runtime::cpu

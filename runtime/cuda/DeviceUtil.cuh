@@ -199,6 +199,19 @@ struct CudaMath {
   static __host__ __device__ float nearbyint(float x) { return nearbyintf(x); }
   static __host__ __device__ float fmod(float x, float y) { return fmodf(x, y); }
   static __host__ __device__ float pow(float x, float y) { return powf(x, y); }
+  // Each rounded once, never contracted into a fused multiply-add
+  // (tessel/ops/Optimizer.h's updates: the CPU's bits).
+#ifdef __CUDA_ARCH__
+  static __device__ float add(float x, float y) { return __fadd_rn(x, y); }
+  static __device__ float sub(float x, float y) { return __fsub_rn(x, y); }
+  static __device__ float mul(float x, float y) { return __fmul_rn(x, y); }
+  static __device__ float div(float x, float y) { return __fdiv_rn(x, y); }
+#else
+  static __host__ float add(float x, float y) { return x + y; }
+  static __host__ float sub(float x, float y) { return x - y; }
+  static __host__ float mul(float x, float y) { return x * y; }
+  static __host__ float div(float x, float y) { return x / y; }
+#endif
 };
 
 } // namespace device

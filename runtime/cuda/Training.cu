@@ -214,9 +214,9 @@ __global__ void batchNormGradInputKernel(const float *g, const float *x,
 }
 
 // Optimizer updates ------------------------------------------------------
-// The CPU kernels' formulas (cpu/Training.cpp adamRange, sgdRange), each
-// operation rounded once as there (no fused multiply-add), so both backends
-// give the same bits. Results may alias operands (in place): each thread
+// The formulas of tessel/ops/Optimizer.h (AdamStep, SgdStep), which the CPU
+// kernels run too, over CudaMath's once-rounded add, sub, mul and div (no
+// fused multiply-add), so both backends give the same bits. Results may alias operands (in place): each thread
 // reads its element before it writes it. The parameter and its state may be
 // pinned host memory (Gemini's host chunks), read through its mapping.
 
@@ -225,17 +225,14 @@ __global__ void adamUpdateKernel(const float *p, const float *g,
                                  const float *stepSize, const float *sqrtBc2,
                                  const float *decay, float *p1, float *m1,
                                  float *v1, int64_t n, AdamParams k) {
-  const float step = *stepSize, bc2 = *sqrtBc2, dec = *decay;
+  const AdamStep<CudaMath> f{k, *stepSize, *sqrtBc2, *decay};
   TSL_GRID_LOOP(i, n) {
-    const float pi = p[i];
+    float pi = p[i], mi = m[i], vi = v[i];
     float gi = g[i];
     if (k.weightDecay != 0.0f)
-      gi = __fadd_rn(gi, __fmul_rn(pi, k.weightDecay));
-    const float mi = __fadd_rn(__fmul_rn(m[i], k.beta1), __fmul_rn(gi, k.omb1));
-    const float vi = __fadd_rn(__fmul_rn(v[i], k.beta2),
-                               __fmul_rn(__fmul_rn(gi, gi), k.omb2));
-    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2), k.eps);
-    p1[i] = __fsub_rn(__fmul_rn(pi, dec), __fmul_rn(__fdiv_rn(mi, denom), step));
+      gi = coupledDecay<CudaMath>(gi, pi, k.weightDecay);
+    f(pi, gi, mi, vi);
+    p1[i] = pi;
     m1[i] = mi;
     v1[i] = vi;
   }
@@ -244,15 +241,14 @@ __global__ void adamUpdateKernel(const float *p, const float *g,
 __global__ void sgdUpdateKernel(const float *p, const float *g,
                                 const float *buf, const float *lr, float *p1,
                                 float *buf1, int64_t n, SgdParams k) {
-  const float rate = *lr;
+  const SgdStep<CudaMath> f{k, *lr};
   TSL_GRID_LOOP(i, n) {
-    const float pi = p[i];
+    float pi = p[i], bi = buf[i];
     float di = g[i];
     if (k.weightDecay != 0.0f)
-      di = __fadd_rn(di, __fmul_rn(pi, k.weightDecay));
-    const float bi = __fadd_rn(__fmul_rn(buf[i], k.momentum), di);
-    const float d = k.nesterov ? __fadd_rn(di, __fmul_rn(bi, k.momentum)) : bi;
-    p1[i] = __fsub_rn(pi, __fmul_rn(d, rate));
+      di = coupledDecay<CudaMath>(di, pi, k.weightDecay);
+    f(pi, di, bi);
+    p1[i] = pi;
     buf1[i] = bi;
   }
 }

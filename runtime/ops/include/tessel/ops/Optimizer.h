@@ -1,4 +1,5 @@
-//===- Optimizer.h - adam_update and sgd_update, as both backends read them ===//
+//===- Optimizer.h - adam_update and sgd_update, as both backends read them
+//===//
 //
 // What the CPU kernels (cpu/Training.cpp) and the CUDA kernels
 // (cuda/Training.cpp, Training.cu) of the optimizer updates take from an
@@ -10,6 +11,7 @@
 #define TESSEL_OPS_OPTIMIZER_H
 
 #include "tessel/ops/KernelFamilies.h"
+#include "tessel/runtime/ScalarOps.h"
 
 #include <cstdint>
 
@@ -48,8 +50,8 @@ struct AdamBuffers {
 inline AdamBuffers adamBuffers(const InstructionRef &c) {
   auto in = [&](size_t i) { return static_cast<const float *>(c.operand(i)); };
   auto res = [&](size_t i) { return static_cast<float *>(c.result(i)); };
-  return {in(0),  in(1),  in(2),  in(3),  in(4),       in(5),
-          in(6),  res(0), res(1), res(2), c.in(0).numel};
+  return {in(0), in(1),  in(2),  in(3),  in(4),        in(5),
+          in(6), res(0), res(1), res(2), c.in(0).numel};
 }
 
 /// sgd_update's attributes.
@@ -79,6 +81,47 @@ inline SgdBuffers sgdBuffers(const InstructionRef &c) {
   auto res = [&](size_t i) { return static_cast<float *>(c.result(i)); };
   return {in(0), in(1), in(2), in(3), res(0), res(1), c.in(0).numel};
 }
+
+/// The updates' math, once for both backends: `M` is the backend's math
+/// library (CpuMath, CudaMath), whose add, sub, mul, div and sqrt each round
+/// once (no fused multiply-add: CUDA's __fadd_rn, __fmul_rn...), so that
+/// both backends give the same bits.
+
+/// Coupled weight decay (Adam's and SGD's `weight_decay`): g + p * wd.
+template <class M>
+TESSEL_HOST_DEVICE inline float coupledDecay(float g, float p, float wd) {
+  return M::add(g, M::mul(p, wd));
+}
+
+/// PyTorch's single-tensor Adam(W) step on one element (the op's
+/// description): p, m, v updated from g (after coupledDecay where
+/// weight_decay is set) and the step's scalars.
+template <class M> struct AdamStep {
+  AdamParams k;
+  float stepSize, sqrtBc2, decay;
+  TESSEL_HOST_DEVICE void operator()(float &p, float g, float &m,
+                                     float &v) const {
+    const float mi = M::add(M::mul(m, k.beta1), M::mul(g, k.omb1));
+    const float vi = M::add(M::mul(v, k.beta2), M::mul(M::mul(g, g), k.omb2));
+    const float denom = M::add(M::div(M::sqrt(vi), sqrtBc2), k.eps);
+    p = M::sub(M::mul(p, decay), M::mul(M::div(mi, denom), stepSize));
+    m = mi;
+    v = vi;
+  }
+};
+
+/// PyTorch's single-tensor SGD step with momentum on one element: p and
+/// the momentum buffer b from d (the gradient, after coupledDecay).
+template <class M> struct SgdStep {
+  SgdParams k;
+  float lr;
+  TESSEL_HOST_DEVICE void operator()(float &p, float d, float &b) const {
+    const float bi = M::add(M::mul(b, k.momentum), d);
+    const float step = k.nesterov ? M::add(d, M::mul(bi, k.momentum)) : bi;
+    p = M::sub(p, M::mul(step, lr));
+    b = bi;
+  }
+};
 
 } // namespace tessel::runtime
 
