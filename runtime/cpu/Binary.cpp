@@ -52,24 +52,16 @@ void binaryLoop(const T *a, const T *b, R *out, const StridedPlan &plan,
 }
 
 /// out = f(a, b) for the functor `f` of a binary op (BinaryOps.h), over
-/// the dtypes its Types tag allows.
+/// the dtypes its Types tag allows (scalar::takes).
 template <class Types, class F>
 void binaryTyped(F f, DType dtype, const void *a, const void *b, void *out,
                  const StridedPlan &plan, ThreadPool &pool) {
-  auto run = [&](auto *x) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(x)>>;
-    binaryLoop(static_cast<const T *>(a), static_cast<const T *>(b),
-               static_cast<T *>(out), plan, pool, f);
-  };
-  if constexpr (!std::is_same_v<Types, scalar::Integer>)
-    if (dtype == DType::F32)
-      return run(static_cast<const float *>(nullptr));
-  if constexpr (!std::is_same_v<Types, scalar::Float>) {
-    if (dtype == DType::I64)
-      return run(static_cast<const int64_t *>(nullptr));
-    if (dtype == DType::I32)
-      return run(static_cast<const int32_t *>(nullptr));
-  }
+  visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (scalar::takes<Types, T>())
+      binaryLoop(static_cast<const T *>(a), static_cast<const T *>(b),
+                 static_cast<T *>(out), plan, pool, f);
+  });
 }
 
 /// pow with a single-element exponent: the functor's fast paths with the
@@ -79,27 +71,24 @@ bool powByConstant(const float *a, const float *b, float *out,
   scalar::Pow<CpuMath> f;
   f.scalarExponent = true;
   const float e = *b;
-  for (float c : {2.0f, 3.0f, 1.0f, 0.5f, -1.0f}) {
-    if (e != c)
-      continue;
-    if (c == 2.0f)
-      binaryLoop(a, b, out, plan, pool,
-                 [f](float x, float) { return f(x, 2.0f); });
-    else if (c == 3.0f)
-      binaryLoop(a, b, out, plan, pool,
-                 [f](float x, float) { return f(x, 3.0f); });
-    else if (c == 1.0f)
-      binaryLoop(a, b, out, plan, pool,
-                 [f](float x, float) { return f(x, 1.0f); });
-    else if (c == 0.5f)
-      binaryLoop(a, b, out, plan, pool,
-                 [f](float x, float) { return f(x, 0.5f); });
-    else
-      binaryLoop(a, b, out, plan, pool,
-                 [f](float x, float) { return f(x, -1.0f); });
-    return true;
-  }
-  return false;
+  if (e == 2.0f)
+    binaryLoop(a, b, out, plan, pool,
+               [f](float x, float) { return f(x, 2.0f); });
+  else if (e == 3.0f)
+    binaryLoop(a, b, out, plan, pool,
+               [f](float x, float) { return f(x, 3.0f); });
+  else if (e == 1.0f)
+    binaryLoop(a, b, out, plan, pool,
+               [f](float x, float) { return f(x, 1.0f); });
+  else if (e == 0.5f)
+    binaryLoop(a, b, out, plan, pool,
+               [f](float x, float) { return f(x, 0.5f); });
+  else if (e == -1.0f)
+    binaryLoop(a, b, out, plan, pool,
+               [f](float x, float) { return f(x, -1.0f); });
+  else
+    return false;
+  return true;
 }
 
 template <typename T>

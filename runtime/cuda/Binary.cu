@@ -153,16 +153,6 @@ template <typename F> cudaError_t withIndexer(const StridedIndex &ix, F f) {
 
 namespace {
 
-/// Whether a functor over `Types` (scalar::Float, Numeric, Integer) takes T.
-template <class Types, class T> constexpr bool takes() {
-  if constexpr (std::is_same_v<T, float>)
-    return !std::is_same_v<Types, scalar::Integer>;
-  else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>)
-    return !std::is_same_v<Types, scalar::Float>;
-  else
-    return false;
-}
-
 template <class Types, class F>
 cudaError_t launchBinaryWith(F f, DType dtype, const void *a, const void *b,
                              void *y, const StridedIndex &ix, cudaStream_t s) {
@@ -172,7 +162,7 @@ cudaError_t launchBinaryWith(F f, DType dtype, const void *a, const void *b,
     T *yt = static_cast<T *>(y);
     return withIndexer(ix, [&](const auto &n) {
       using IX = std::decay_t<decltype(n)>;
-      if constexpr (!takes<Types, T>()) {
+      if constexpr (!scalar::takes<Types, T>()) {
         return n.total ? cudaErrorInvalidValue : cudaGetLastError();
       } else {
         if constexpr (std::is_same_v<T, float> &&
@@ -202,8 +192,8 @@ cudaError_t launchBinary(OpKind kind, DType dtype, const void *a, const void *b,
     TESSEL_RUNTIME_BINARY_SCALAR_OPS(TESSEL_BINARY_SCALAR)
 #undef TESSEL_BINARY_SCALAR
   case OpKind::ReluGrad:
-    return launchBinaryWith<scalar::Float>(scalar::ReluGrad<device::CudaMath>(), dtype,
-                                           a, b, y, ix, s);
+    return launchBinaryWith<scalar::Float>(
+        scalar::ReluGrad<device::CudaMath>(), dtype, a, b, y, ix, s);
   default:
     return cudaErrorInvalidValue;
   }

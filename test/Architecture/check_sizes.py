@@ -116,29 +116,25 @@ def functions(text):
     """(name, first line, line count) of each outermost function body."""
     s = strip(text)
     found = []
-    stack = []  # one entry per open brace: True inside a function
+    depth = 0            # open braces
+    function_depth = None  # the depth a function body opened at
     head_start = 0
     line = 1
-    open_line = 0
-    in_function_depth = None
     for i, c in enumerate(s):
         if c == "\n":
             line += 1
         elif c == "{":
-            if in_function_depth is None:
-                kind = head_is_function(s[head_start:i])
-                if kind and kind not in ("scope", "lambda"):
-                    in_function_depth = len(stack)
-                    open_line = line
-                    found_name = kind
-            stack.append(True)
+            if function_depth is None:
+                name = head_is_function(s[head_start:i])
+                if name and name not in ("scope", "lambda"):
+                    function_depth, open_line, open_name = depth, line, name
+            depth += 1
             head_start = i + 1
         elif c == "}":
-            if stack:
-                stack.pop()
-            if in_function_depth is not None and len(stack) == in_function_depth:
-                found.append((found_name, open_line, line - open_line + 1))
-                in_function_depth = None
+            depth = max(depth - 1, 0)
+            if function_depth is not None and depth == function_depth:
+                found.append((open_name, open_line, line - open_line + 1))
+                function_depth = None
             head_start = i + 1
         elif c == ";":
             head_start = i + 1

@@ -10,8 +10,8 @@
 //   });
 //
 //===----------------------------------------------------------------------===//
-#ifndef TESSEL_RUNTIME_LIB_DTYPEDISPATCH_H
-#define TESSEL_RUNTIME_LIB_DTYPEDISPATCH_H
+#ifndef TESSEL_OPS_DTYPEDISPATCH_H
+#define TESSEL_OPS_DTYPEDISPATCH_H
 
 #include "tessel/runtime/DType.h"
 
@@ -58,4 +58,4 @@ template <typename T> constexpr bool kIsBool = std::is_same_v<T, uint8_t>;
 
 } // namespace tessel::runtime
 
-#endif // TESSEL_RUNTIME_LIB_DTYPEDISPATCH_H
+#endif // TESSEL_OPS_DTYPEDISPATCH_H

@@ -27,6 +27,17 @@ namespace tessel::runtime::scalar {
 /// The dtypes of a binary functor that takes integers only (i64, i32).
 struct Integer {};
 
+/// Whether a functor over `Types` (Float, Numeric, Integer) takes elements
+/// of type T (float, int64_t, int32_t; never bool's uint8_t).
+template <class Types, class T> constexpr bool takes() {
+  if constexpr (std::is_same_v<T, float>)
+    return !std::is_same_v<Types, Integer>;
+  else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>)
+    return !std::is_same_v<Types, Float>;
+  else
+    return false;
+}
+
 namespace detail {
 template <class T> using Unsigned = std::make_unsigned_t<T>;
 /// C's remainder (sign of x); x % 0 (and MIN % -1) = 0.
