@@ -174,6 +174,42 @@ LogicalResult TesselDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a dictionary on a module";
     return success();
   }
+  if (attr.getName() == kParameterNamesAttrName ||
+      attr.getName() == kTiedCopiesAttrName) {
+    const bool copies = attr.getName() == kTiedCopiesAttrName;
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    bool ok = isa<ModuleOp>(op) && dict;
+    auto strings = [](Attribute a, size_t n) {
+      auto list = dyn_cast_or_null<ArrayAttr>(a);
+      return list && (n == 0 || list.size() == n) &&
+             llvm::all_of(list, [](Attribute s) { return isa<StringAttr>(s); });
+    };
+    for (NamedAttribute e : ok ? dict.getValue() : ArrayRef<NamedAttribute>()) {
+      if (copies) {
+        ok = strings(e.getValue(), 2);
+      } else {
+        auto fields = dyn_cast<DictionaryAttr>(e.getValue());
+        ok = fields && llvm::all_of(fields, [&](NamedAttribute f) {
+               StringRef k = f.getName().getValue();
+               if (k == "aliases")
+                 return strings(f.getValue(), 0);
+               return (k == "parameter" || k == "layout") &&
+                      isa<StringAttr>(f.getValue());
+             });
+      }
+      if (!ok)
+        return op->emitOpError()
+               << "'" << attr.getName().getValue() << "' entry '"
+               << e.getName().getValue() << "' must be "
+               << (copies ? "[string, string]"
+                          : "{parameter = string, layout = string, aliases "
+                            "= [strings]}");
+    }
+    if (!ok)
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be a dictionary on a module";
+    return success();
+  }
   // Pipelined training's tags (dialects/tessel/PipelineAttrs.h).
   if (attr.getName() == kStageAttr || attr.getName() == kMicrobatchAttr ||
       attr.getName() == kPpRankAttr) {

@@ -94,6 +94,23 @@ def Tessel_Dialect : Dialect {
     /// read by -tessel-classify-parameters.
     static constexpr ::llvm::StringLiteral kWeightOriginsAttrName =
         "tessel.weight_origins";
+    /// On an imported module: PyTorch's names of the weights whose own name
+    /// is not (or not only) their parameter's, a dictionary weight name ->
+    /// `{parameter = "...", layout = "transposed" | "rows", aliases =
+    /// [...]}` (every field optional): `parameter` the PyTorch parameter an
+    /// exporter's folded copy holds and `layout` how (the weight is it
+    /// transposed, or the rows the model reads of it), `aliases` the
+    /// parameter's other names (ties: GPT-2's lm_head.weight and
+    /// transformer.wte.weight). Written by the importer; read by tesselc
+    /// --train into training.pb for tessel-run --save-weights.
+    static constexpr ::llvm::StringLiteral kParameterNamesAttrName =
+        "tessel.parameter_names";
+    /// On an imported module: the initializers the importer read as another
+    /// weight (retied copies), a dictionary initializer -> `[weight,
+    /// layout]`, layout "" (equal contents) or "transposed"; tesselc
+    /// --train's source model computes each from the trained weight.
+    static constexpr ::llvm::StringLiteral kTiedCopiesAttrName =
+        "tessel.tied_copies";
     /// On a training module: the names of the weights that train, written
     /// by -tessel-classify-parameters, read by -tessel-autodiff (which then
     /// differentiates these and no other weight).

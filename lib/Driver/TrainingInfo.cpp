@@ -3,6 +3,7 @@
 
 #include "tessel/Export/TrainingInfo.h"
 #include "tessel/Import/SourceModel.h"
+#include "dialects/tessel/TesselDialect.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
@@ -29,7 +30,15 @@ std::string writeTrainingFiles(ModuleOp module,
       trained.insert(n);
     SmallString<256> out(artifactDir);
     sys::path::append(out, "source.onnx");
-    if (Error e = writeSourceModel(onnxPath, trained, out))
+    TiedCopies copies;
+    if (auto attr = module->getAttrOfType<DictionaryAttr>(
+            TesselDialect::kTiedCopiesAttrName))
+      for (NamedAttribute e : attr) {
+        auto pair = cast<ArrayAttr>(e.getValue());
+        copies[e.getName().getValue()] = {
+            cast<StringAttr>(pair[0]).str(), cast<StringAttr>(pair[1]).str()};
+      }
+    if (Error e = writeSourceModel(onnxPath, trained, copies, out))
       WithColor::warning(errs(), "tesselc")
           << "no source model in the artifact, so tessel-run --export-onnx "
              "will not work: "

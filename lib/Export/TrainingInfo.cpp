@@ -116,6 +116,8 @@ std::string writeTrainingInfo(ModuleOp module, const WeightLookup &weights,
   }
   // Once per stored piece (the exporter's state name).
   std::map<std::string, ::tessel::artifact::TrainedTensor> tensors;
+  auto names =
+      module->getAttrOfType<DictionaryAttr>(TesselDialect::kParameterNamesAttrName);
   std::string error;
   forEachTrained(module, [&](WeightOp w) {
     std::string state = weightStorageName(w);
@@ -125,6 +127,16 @@ std::string writeTrainingInfo(ModuleOp module, const WeightLookup &weights,
     t.set_tensor(w.getName().str());
     t.set_state(state);
     t.set_dtype(dtypeOf(w.getType().getElementType()));
+    if (auto fields = names ? names.getAs<DictionaryAttr>(w.getName())
+                            : DictionaryAttr()) {
+      if (auto p = fields.getAs<StringAttr>("parameter"))
+        t.set_parameter(p.str());
+      if (auto l = fields.getAs<StringAttr>("layout"))
+        t.set_layout(l.str());
+      if (auto a = fields.getAs<ArrayAttr>("aliases"))
+        for (Attribute alias : a)
+          t.add_aliases(cast<StringAttr>(alias).str());
+    }
     if (auto src = w->getAttrOfType<DenseI64ArrayAttr>(
             TesselDialect::kSourceSliceAttrName)) {
       t.set_dim(src[0]);

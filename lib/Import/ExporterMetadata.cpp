@@ -21,6 +21,7 @@ constexpr llvm::StringLiteral kFoldedFromKey =
     "pkg.onnxscript.optimizer.folded_from";
 constexpr llvm::StringLiteral kFxNodeKey = "pkg.torch.onnx.fx_node";
 constexpr llvm::StringLiteral kScopesKey = "pkg.torch.onnx.name_scopes";
+constexpr llvm::StringLiteral kClassesKey = "pkg.torch.onnx.class_hierarchy";
 
 /// The metadata_props of `m` (field `number` of its message: 4 on a
 /// ValueInfoProto, 9 on a NodeProto), whether this libonnx knows the field
@@ -178,6 +179,8 @@ std::optional<std::string> ExporterMetadata::read(const onnx::ModelProto &model)
         std::optional<bool> grad = o->getBoolean("requires_grad");
         torchParameters[*name] = grad.value_or(true);
         const llvm::json::Value *tied = o->get("tied_to");
+        if (tied && tied->getAsString())
+          ties.emplace_back(name->str(), tied->getAsString()->str());
         if (grad.value_or(true) && (!tied || tied->kind() == llvm::json::Value::Null))
           trainableOrder.push_back(name->str());
       }
@@ -240,7 +243,10 @@ ExporterMetadata::origin(llvm::StringRef name) const {
   if (!params.empty())
     return WeightOrigin{"parameter",
                         "folded by the exporter from " + joinFirst(params, 4),
-                        params.size() == 1 ? params.front() : ""};
+                        params.size() == 1 ? params.front() : "",
+                        params.size() != 1         ? ""
+                        : s.foldedFrom.size() == 1 ? "transposed"
+                                                   : "rows"};
   return WeightOrigin{
       "constant",
       "folded by the exporter from " +
@@ -259,16 +265,26 @@ ExporterMetadata::foldedFromOne(llvm::StringRef name) const {
   return from;
 }
 
-std::optional<std::string>
-ExporterMetadata::mergedParameter(const onnx::NodeProto &node,
-                                  llvm::StringRef name) const {
+const ExporterMetadata::Spec *ExporterMetadata::parameterRead(
+    const onnx::NodeProto &node, llvm::StringRef name,
+    std::vector<std::pair<std::string, std::string>> &props,
+    std::vector<std::string> &reads) const {
   auto it = specs.find(name);
   if (it == specs.end() || it->second.kind != "PARAMETER" ||
       it->second.placeholder.empty())
-    return std::nullopt;
-  auto props = metadataProps(node, /*metadata_props=*/9);
-  std::vector<std::string> reads = fxOperands(lookupProp(props, kFxNodeKey));
-  if (reads.empty() || llvm::is_contained(reads, it->second.placeholder))
+    return nullptr;
+  props = metadataProps(node, /*metadata_props=*/9);
+  reads = fxOperands(lookupProp(props, kFxNodeKey));
+  return &it->second;
+}
+
+std::optional<std::string>
+ExporterMetadata::mergedParameter(const onnx::NodeProto &node,
+                                  llvm::StringRef name) const {
+  std::vector<std::pair<std::string, std::string>> props;
+  std::vector<std::string> reads;
+  const Spec *spec = parameterRead(node, name, props, reads);
+  if (!spec || reads.empty() || llvm::is_contained(reads, spec->placeholder))
     return std::nullopt;
   // The parameter of the same local name ("weight", "bias") that the FX
   // node reads instead.
@@ -283,6 +299,28 @@ ExporterMetadata::mergedParameter(const onnx::NodeProto &node,
   return dottedName(candidates.front(),
                     parseList(lookupProp(props, kScopesKey)),
                     lastComponent(name));
+}
+
+std::optional<std::string>
+ExporterMetadata::moduleAlias(const onnx::NodeProto &node,
+                              llvm::StringRef name) const {
+  std::vector<std::pair<std::string, std::string>> props;
+  std::vector<std::string> reads;
+  const Spec *spec = parameterRead(node, name, props, reads);
+  if (!spec || !llvm::is_contained(reads, spec->placeholder))
+    return std::nullopt;
+  // The innermost entries are the op's (aten.embedding.default, embedding);
+  // the ones before them its module's.
+  std::vector<std::string> classes = parseList(lookupProp(props, kClassesKey));
+  std::vector<std::string> scopes = parseList(lookupProp(props, kScopesKey));
+  if (classes.size() < 2 || scopes.size() < 2 ||
+      !llvm::StringRef(classes[classes.size() - 2]).starts_with(
+          "torch.nn.modules."))
+    return std::nullopt;
+  const std::string &scope = scopes[scopes.size() - 2];
+  if (scope.empty() || name.starts_with(scope + "."))
+    return std::nullopt;
+  return scope + "." + lastComponent(name).str();
 }
 
 std::optional<std::string>

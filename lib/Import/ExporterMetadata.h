@@ -44,6 +44,11 @@ struct WeightOrigin {
   /// The PyTorch parameter it holds, when its own name is the exporter's
   /// (a folded copy: val_12, onnx::MatMul_7); plans and patterns match it.
   std::string parameter = {};
+  /// How it holds `parameter`: "transposed" (a 2-D copy the exporter
+  /// transposed: nn.Linear's weight), "rows" (folded with other values: the
+  /// rows the model reads, as a position embedding gathered at
+  /// arange(seq)), "" as it is.
+  std::string layout = {};
 };
 
 class ExporterMetadata {
@@ -62,6 +67,11 @@ public:
   std::optional<WeightOrigin> recorded(llvm::StringRef name) const;
   /// Whether a tessel.export record came with the model.
   bool hasRecord() const { return record; }
+  /// The record's ties: (a parameter's second name, the name it is tied
+  /// to), as named_parameters(remove_duplicate=False) lists them.
+  const std::vector<std::pair<std::string, std::string>> &recordedTies() const {
+    return ties;
+  }
   /// The record's trainable parameters (requires_grad, not a second name
   /// of a tied one), in its order.
   const std::vector<std::string> &recordedTrainable() const {
@@ -81,6 +91,16 @@ public:
   std::optional<std::string> mergedParameter(const onnx::NodeProto &node,
                                              llvm::StringRef name) const;
 
+  /// Where `node` is the op of a torch.nn module (its FX node's innermost
+  /// class is torch.nn.modules.*: Embedding, Linear, LayerNorm, ...) that
+  /// reads parameter `name` of another module, the name that parameter has
+  /// in `node`'s module: a tie (GPT-2's `transformer.wte` reading
+  /// `lm_head.weight` is `transformer.wte.weight`). A torch.nn module reads
+  /// only its own parameters, so such a read is one parameter under two
+  /// names.
+  std::optional<std::string> moduleAlias(const onnx::NodeProto &node,
+                                         llvm::StringRef name) const;
+
   /// When `node`'s FX node is an addmm (nn.Linear, GPT-2's Conv1D) that
   /// reads a parameter as its bias while the ONNX node has no bias input
   /// (the exporter's optimizer drops a bias whose initial value is zero):
@@ -94,10 +114,17 @@ private:
     std::vector<std::string> foldedFrom;
   };
   llvm::StringMap<Spec> specs;
+  /// The spec of `name` when it is a parameter with a placeholder, with
+  /// `node`'s metadata and the FX values its FX node reads; else null.
+  const Spec *
+  parameterRead(const onnx::NodeProto &node, llvm::StringRef name,
+                std::vector<std::pair<std::string, std::string>> &props,
+                std::vector<std::string> &reads) const;
   bool record = false;
   llvm::StringMap<bool> torchParameters; // name -> requires_grad
   llvm::StringMap<bool> torchBuffers;
   std::vector<std::string> trainableOrder;
+  std::vector<std::pair<std::string, std::string>> ties;
   bool isParameterName(llvm::StringRef name) const;
 };
 

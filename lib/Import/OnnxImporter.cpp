@@ -157,6 +157,17 @@ public:
   /// What is known of each weight created, by weight name: the module
   /// attribute tessel.weight_origins.
   llvm::StringMap<WeightOrigin> origins;
+  /// Other PyTorch names of a weight's parameter (ties), by weight name.
+  llvm::StringMap<SmallVector<std::string, 1>> aliases;
+  /// Initializers read as another weight, as it is or transposed (retie()):
+  /// copy -> (the weight, "" or "transposed"); tesselc --train's source
+  /// model computes them from the trained weight.
+  llvm::StringMap<std::pair<std::string, std::string>> tiedCopies;
+  void addAlias(StringRef weight, StringRef alias) {
+    auto &list = aliases[weight];
+    if (alias != weight && !llvm::is_contained(list, alias))
+      list.push_back(alias.str());
+  }
   /// Parameters the exporter merged into one initializer because their
   /// contents were equal, apart again: by parameter name.
   llvm::StringMap<std::shared_ptr<ValueInfo>> mergedParameters;
@@ -177,6 +188,10 @@ public:
   /// where it was one, else `info` itself.
   ValueInfo &asReadBy(const onnx::NodeProto &node, StringRef input,
                       ValueInfo &info);
+  /// The module attributes tessel.parameter_names and tessel.tied_copies
+  /// (TesselDialect.td), from `origins`, `aliases`, `tiedCopies` and the
+  /// ties of tessel.export's record.
+  void setParameterNames(ModuleOp module);
   /// The origin of the weight `name` materialised from `info`.
   WeightOrigin originOf(const ValueInfo &info, StringRef name) const;
   /// `info` (an initializer the exporter folded) as a read of the first of
@@ -461,8 +476,11 @@ ValueInfo &GraphImporter::asReadBy(const onnx::NodeProto &node,
       !exporterMeta.present())
     return info;
   std::optional<std::string> merged = exporterMeta.mergedParameter(node, input);
-  if (!merged)
+  if (!merged) {
+    if (auto alias = exporterMeta.moduleAlias(node, input))
+      addAlias(info.tensor->name(), *alias);
     return info;
+  }
   std::shared_ptr<ValueInfo> &slot = mergedParameters[*merged];
   if (!slot) {
     slot = std::make_shared<ValueInfo>(info);
@@ -492,7 +510,8 @@ WeightOrigin GraphImporter::originOf(const ValueInfo &info,
   if (auto p = legacyTransposedParameter(name)) {
     auto source = exporterMeta.recorded(*p);
     if (!exporterMeta.hasRecord() || (source && source->kind == "parameter"))
-      return {"parameter", "folded by the exporter from " + *p, *p};
+      return {"parameter", "folded by the exporter from " + *p, *p,
+              info.type.getRank() == 2 ? "transposed" : ""};
     if (source)
       return {source->kind, "folded by the exporter from " + *p + ", " +
                                 source->detail};
@@ -501,6 +520,51 @@ WeightOrigin GraphImporter::originOf(const ValueInfo &info,
     return {"constant", "no parameter or buffer of the torch.nn.Module "
                         "(tessel.export): a value the exporter folded"};
   return {"initializer", ""};
+}
+
+void GraphImporter::setParameterNames(ModuleOp module) {
+  // tessel.export's ties: the second name joins the weight that holds the
+  // first (under its name, or as the parameter a folded copy holds).
+  for (const auto &[second, first] : exporterMeta.recordedTies()) {
+    if (weightOps.count(first)) {
+      addAlias(first, second);
+      continue;
+    }
+    for (const auto &entry : origins)
+      if (entry.getValue().parameter == first)
+        addAlias(entry.getKey(), second);
+  }
+  SmallVector<NamedAttribute> names;
+  for (const auto &entry : origins) {
+    const WeightOrigin &o = entry.getValue();
+    auto it = aliases.find(entry.getKey());
+    if (o.parameter.empty() && it == aliases.end())
+      continue;
+    SmallVector<NamedAttribute> fields;
+    if (!o.parameter.empty())
+      fields.push_back(builder.getNamedAttr(
+          "parameter", builder.getStringAttr(o.parameter)));
+    if (!o.parameter.empty() && !o.layout.empty())
+      fields.push_back(
+          builder.getNamedAttr("layout", builder.getStringAttr(o.layout)));
+    if (it != aliases.end())
+      fields.push_back(builder.getNamedAttr(
+          "aliases", builder.getStrArrayAttr(SmallVector<StringRef>(
+                         it->second.begin(), it->second.end()))));
+    names.push_back(builder.getNamedAttr(entry.getKey(),
+                                         builder.getDictionaryAttr(fields)));
+  }
+  if (!names.empty())
+    module->setAttr(TesselDialect::kParameterNamesAttrName,
+                    builder.getDictionaryAttr(names));
+  SmallVector<NamedAttribute> copies;
+  for (const auto &entry : tiedCopies)
+    copies.push_back(builder.getNamedAttr(
+        entry.getKey(), builder.getStrArrayAttr({entry.getValue().first,
+                                                 entry.getValue().second})));
+  if (!copies.empty())
+    module->setAttr(TesselDialect::kTiedCopiesAttrName,
+                    builder.getDictionaryAttr(copies));
 }
 
 std::optional<std::string>
@@ -597,7 +661,16 @@ FailureOr<Value> GraphImporter::retie(ValueInfo &info,
     if (!equal)
       continue;
     FailureOr<Value> p = materialize(*src, loc);
-    if (failed(p) || same)
+    if (failed(p))
+      return p;
+    const std::string &weight = src->tensor->name();
+    tiedCopies[info.name] = {weight, same ? "" : "transposed"};
+    // The copy's own parameter name (the TorchScript exporter's
+    // onnx::MatMul_N read by /lm_head/MatMul: lm_head.weight) is the tie's
+    // second name.
+    if (auto p2 = legacyTransposedParameter(info.name))
+      addAlias(weight, *p2);
+    if (same)
       return p;
     return TransposeOp::create(builder,
                                NameLoc::get(builder.getStringAttr(info.name)),
@@ -960,6 +1033,7 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
   if (!originAttrs.empty())
     module->setAttr(TesselDialect::kWeightOriginsAttrName,
                     builder.getDictionaryAttr(originAttrs));
+  setParameterNames(module);
   // tessel.export's parameters that no weight holds: the graph does not
   // read them (an unused module), or the exporter merged what reads them
   // into an equal computation. Say so: they will not train.

@@ -25,7 +25,7 @@ Error fail(const Twine &msg) {
 } // namespace
 
 Error writeSourceModel(StringRef modelPath, const StringSet<> &trained,
-                       StringRef outPath) {
+                       const TiedCopies &tiedCopies, StringRef outPath) {
   auto buf = MemoryBuffer::getFile(modelPath);
   if (!buf)
     return fail(modelPath + ": " + buf.getError().message());
@@ -55,6 +55,45 @@ Error writeSourceModel(StringRef modelPath, const StringSet<> &trained,
           found.insert(*own);
         }
       }
+    // Biases the exporter's optimizer dropped because they were zero: the
+    // importer restored each as a parameter (ExporterMetadata::droppedBias),
+    // which its Gemm reads again.
+    for (onnx::NodeProto &n : *g->mutable_node()) {
+      if (n.op_type() != "Gemm" || n.input_size() < 2 ||
+          (n.input_size() > 2 && !n.input(2).empty()))
+        continue;
+      std::optional<std::string> bias = meta.droppedBias(n);
+      if (!bias || !trained.contains(*bias))
+        continue;
+      if (n.input_size() > 2)
+        n.set_input(2, *bias);
+      else
+        n.add_input(*bias);
+      found.insert(*bias);
+    }
+  }
+  // Copies of a trained tensor that the exporter wrote apart (a tied LM
+  // head's transposed copy): computed from it, so that none keeps the
+  // untrained values.
+  std::vector<onnx::NodeProto> ties;
+  StringSet<> copies;
+  for (const auto &[copy, from] : tiedCopies) {
+    if (!trained.contains(from.first))
+      continue;
+    onnx::NodeProto n;
+    n.set_name("tessel_tie/" + copy.str());
+    n.set_op_type(from.second == "transposed" ? "Transpose" : "Identity");
+    n.add_input(from.first);
+    n.add_output(copy.str());
+    if (from.second == "transposed") {
+      onnx::AttributeProto *perm = n.add_attribute();
+      perm->set_name("perm");
+      perm->set_type(onnx::AttributeProto::INTS);
+      perm->add_ints(1);
+      perm->add_ints(0);
+    }
+    ties.push_back(std::move(n));
+    copies.insert(copy);
   }
   // Initializers: trained ones go (tessel-run appends them), the others
   // travel with the artifact inside it: one in external data (the default
@@ -69,7 +108,7 @@ Error writeSourceModel(StringRef modelPath, const StringSet<> &trained,
   auto *inits = g->mutable_initializer();
   for (int i = inits->size() - 1; i >= 0; --i) {
     onnx::TensorProto &t = *inits->Mutable(i);
-    if (trained.contains(t.name())) {
+    if (trained.contains(t.name()) || copies.contains(t.name())) {
       found.insert(t.name());
       inits->DeleteSubrange(i, 1);
       continue;
@@ -114,6 +153,15 @@ Error writeSourceModel(StringRef modelPath, const StringSet<> &trained,
     for (const std::string &o : n.output())
       found.insert(o);
     nodes->DeleteSubrange(i, 1);
+  }
+  // The ties' nodes first: they read only initializers.
+  if (!ties.empty()) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> ordered;
+    for (onnx::NodeProto &n : ties)
+      *ordered.Add() = std::move(n);
+    for (onnx::NodeProto &n : *nodes)
+      *ordered.Add() = std::move(n);
+    nodes->Swap(&ordered);
   }
   for (const auto &t : trained)
     if (!found.contains(t.getKey()))

@@ -16,7 +16,9 @@
 #include "tessel/tooling/Grads.h"
 #include "tessel/tooling/OnnxExport.h"
 #include "tessel/tooling/TrainingInfo.h"
+#include "tessel/tooling/Weights.h"
 #include "tessel/runtime/Runtime.h"
+#include "tessel/runtime/Writable.h"
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -266,6 +268,35 @@ public:
             "export_onnx " + file + ": " + path +
                 " has no source model to write the trained tensors into "
                 "(compile it with train=dict(...) from an ONNX model)");
+    withSavedStates(e, file, "export_onnx", [&](const auto &saved) {
+      return tessel::tooling::exportOnnx(path, training, saved, file);
+    });
+  }
+
+  /// tessel-run --save-weights FILE: the trained parameters under PyTorch's
+  /// names. Returns the notes on parameters the export holds only in part.
+  std::vector<std::string> saveWeights(const std::string &file) {
+    Locked locked(mutex);
+    Executor &e = executor("save_weights()");
+    if (!hasTraining || training.tensors_size() == 0)
+      raise("RuntimeError", "save_weights " + file + ": " + path +
+                                " trains no tensor of a model (compile it "
+                                "with train=dict(...) from an ONNX model)");
+    if (Status s = checkWritable("save_weights", file); !s)
+      raise("RuntimeError", s.message());
+    std::vector<std::string> notes;
+    withSavedStates(e, file, "save_weights", [&](const auto &saved) {
+      size_t names = 0;
+      return tessel::tooling::saveWeights(training, saved, file, notes, names);
+    });
+    return notes;
+  }
+
+  /// Runs `write` on the states after the steps so far, through a temporary
+  /// checkpoint beside `file` (removed after), as tessel-run does.
+  template <typename F>
+  void withSavedStates(Executor &e, const std::string &file,
+                       const std::string &what, F write) {
     std::string dir = file + ".states";
     tessel::tooling::CheckpointInfo info;
     info.step = steps;
@@ -278,11 +309,11 @@ public:
     if (s)
       s = saved.read(dir);
     if (s)
-      s = tessel::tooling::exportOnnx(path, training, saved, file);
+      s = write(saved);
     saved = tessel::tooling::SavedStates();
     (void)tessel::tooling::removeCheckpointDir(dir);
     if (!s)
-      raise("RuntimeError", "export_onnx " + file + ": " + s.message());
+      raise("RuntimeError", what + " " + file + ": " + s.message());
   }
 
   void close() {
@@ -471,6 +502,7 @@ void bindArtifact(nb::module_ &m) {
       .def("save_checkpoint", &RunArtifact::saveCheckpoint, nb::arg("dir"))
       .def("load_checkpoint", &RunArtifact::loadCheckpoint, nb::arg("dir"))
       .def("export_onnx", &RunArtifact::exportOnnx, nb::arg("path"))
+      .def("save_weights", &RunArtifact::saveWeights, nb::arg("path"))
       .def("input_address", &RunArtifact::inputAddress, nb::arg("name"))
       .def("check_inputs", &RunArtifact::checkInputs, nb::arg("inputs"))
       .def("close", &RunArtifact::close);

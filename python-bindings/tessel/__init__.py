@@ -365,6 +365,15 @@ class Artifact:
         (tessel-run --export-onnx)."""
         self._native.export_onnx(_os.fspath(path))
 
+    def save_weights(self, path):
+        """Writes the trained parameters, whole, under PyTorch's names (tied
+        ones too) to a safetensors file that load_state_dict(strict=True)
+        reads (tessel-run --save-weights). Warns for each parameter the
+        export holds only in part (the rows the model reads)."""
+        import warnings as _warnings
+        for note in self._native.save_weights(_os.fspath(path)):
+            _warnings.warn(note, stacklevel=2)
+
     def report(self):
         """What tesselc --report printed for this artifact: per rank, each
         collective with its bytes, and the planned peak memory."""

@@ -1,6 +1,7 @@
 """Training from Python: step() gives tessel-run --steps's losses bit for
 bit (and PyTorch's trajectory within 1e-4), a checkpoint resumes the same
-training, export_onnx writes what tessel-run --export-onnx writes."""
+training, export_onnx and save_weights write what tessel-run --export-onnx
+and --save-weights write."""
 
 import json
 
@@ -87,6 +88,21 @@ def test_export_onnx_equals_cli(batches, tmp_path, tesselc, tessel_run):
     assert (tmp_path / "py.onnx").read_bytes() == (tmp_path / "cli.onnx").read_bytes()
 
 
+def test_save_weights_equals_cli(batches, tmp_path, tesselc, tessel_run):
+    """save_weights() writes what tessel-run --save-weights writes (the
+    names and values against PyTorch's: test/Zoo/weights.test)."""
+    art = tessel.compile(GPT2 / "model.onnx", train=ADAMW)
+    steps(art, batches, 0, 2)
+    art.save_weights(tmp_path / "py.safetensors")
+
+    train_cli(tesselc, tessel_run, batches, tmp_path, 2, "--save-weights",
+              tmp_path / "cli.safetensors")
+    assert (tmp_path / "py.safetensors").read_bytes() == \
+        (tmp_path / "cli.safetensors").read_bytes()
+    with pytest.raises(tessel.RuntimeError, match="is a directory"):
+        art.save_weights(tmp_path)
+
+
 def test_training_input_errors(batches):
     art = tessel.compile(GPT2 / "model.onnx", train=ADAMW)
     ids, labels = batches
@@ -101,6 +117,8 @@ def test_training_input_errors(batches):
         inference.step({"input_ids": ids[0]})
     with pytest.raises(tessel.RuntimeError, match="no source model"):
         inference.export_onnx("/tmp/never.onnx")
+    with pytest.raises(tessel.RuntimeError, match="trains no tensor of a model"):
+        inference.save_weights("/tmp/never.safetensors")
 
 
 def test_sharded_training_points_to_tessel_run(batches):

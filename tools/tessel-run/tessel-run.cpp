@@ -59,6 +59,7 @@ const char kUsage[] =
     "                   [--log-every N] [--save DIR [--save-every K]]\n"
     "                   [--max-restarts N]\n"
     "                   [--resume DIR] [--export-onnx FILE.onnx]\n"
+    "                   [--save-weights FILE.safetensors]\n"
     "                   [--grads FILE.safetensors]]\n"
     "\n"
     "  --input NAME=FILE   bind graph input NAME to a .npy file (FILE alone\n"
@@ -157,6 +158,9 @@ const char kUsage[] =
     "  --export-onnx FILE  after the last step, write the source ONNX model\n"
     "                      with its trained tensors (parameters, running\n"
     "                      statistics)\n"
+    "  --save-weights FILE after the last step, write the trained parameters\n"
+    "                      whole under PyTorch's names, tied names too\n"
+    "                      (safetensors; load_state_dict(strict=True))\n"
     "  --grads FILE        write the first executed step's gradients by\n"
     "                      parameter name, whole (safetensors; needs tesselc\n"
     "                      --train --grads-program)\n";
@@ -222,7 +226,8 @@ int checkCombinations(const RunOptions &o) {
     return usageError("--eval-every needs --eval-data-lm FILE.npy");
   if (!o.train.eval && o.train.needsSteps() && !o.train.steps)
     return usageError("--data, --data-lm, --losses, --save, --save-every, "
-                      "--resume, --export-onnx and --grads need --steps N");
+                      "--resume, --export-onnx, --save-weights and --grads need "
+                      "--steps N");
   if (o.train.saveEvery && o.train.save.empty())
     return usageError("--save-every needs --save DIR");
   if (o.maxRestarts && (o.train.save.empty() || o.ranks < 2))
@@ -257,6 +262,7 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       {"--save-state", &o.train.save, "a directory"},
       {"--resume", &o.train.resume, "a checkpoint directory"},
       {"--export-onnx", &o.train.exportOnnx, "a file name"},
+      {"--save-weights", &o.train.saveWeights, "a file name"},
       {"--grads", &o.train.grads, "a file name"},
       {"--metrics", &o.train.metrics, "a file name"},
       {"--eval-data-lm", &o.train.evalDataLm, "a file name"},

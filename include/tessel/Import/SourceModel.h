@@ -9,6 +9,7 @@
 #define TESSEL_IMPORT_SOURCEMODEL_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 
@@ -23,8 +24,16 @@ namespace mlir::tessel {
 /// the importer does; at most 1 GiB in all). Fails naming the tensor when a
 /// node that makes one also makes another output, or its external data is
 /// refused.
+/// Initializers the importer read as another weight (tessel.tied_copies):
+/// copy -> (that weight, "" or "transposed").
+using TiedCopies = llvm::StringMap<std::pair<std::string, std::string>>;
+
+/// ... and each copy in `tiedCopies` of a trained tensor becomes a node
+/// (Identity or Transpose) that computes it from that tensor; the Gemms
+/// whose zero bias the exporter dropped read the restored bias again.
 llvm::Error writeSourceModel(llvm::StringRef modelPath,
                              const llvm::StringSet<> &trained,
+                             const TiedCopies &tiedCopies,
                              llvm::StringRef outPath);
 
 } // namespace mlir::tessel

@@ -143,9 +143,17 @@ std::string encodeSafetensorsHeader(
     return dtypeSize(tensors[a].dtype) > dtypeSize(tensors[b].dtype);
   });
   offsets.assign(tensors.size(), {0, 0});
-  std::string header = "{\"__metadata__\":{\"format\":\"tessel\"";
+  // "format": "tessel" unless the metadata names one ("pt": PyTorch's
+  // weights, which transformers' from_pretrained asks for).
+  bool format = false;
+  for (const auto &entry : metadata)
+    format |= entry.first == "format";
+  std::string header = "{\"__metadata__\":{";
+  if (!format)
+    header += "\"format\":\"tessel\"";
   for (const auto &[key, value] : metadata)
-    header += "," + jsonQuote(key) + ":" + jsonQuote(value);
+    header += std::string(header.back() == '{' ? "" : ",") + jsonQuote(key) +
+              ":" + jsonQuote(value);
   header += "}";
   uint64_t offset = 0;
   for (size_t i : order) {

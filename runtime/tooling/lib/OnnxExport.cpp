@@ -1,12 +1,12 @@
 //===- OnnxExport.cpp - tessel-run --export-onnx --------------------------===//
 #include "tessel/tooling/OnnxExport.h"
+#include "tessel/tooling/TrainedTensors.h"
 #include "tessel/tooling/TrainingInfo.h"
 
 #include "tessel/runtime/MappedFile.h"
 
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <unistd.h>
 
 using namespace tessel::runtime;
@@ -75,49 +75,10 @@ Status exportOnnx(const std::string &artifactDir,
     return Status::error(what + ": " + artifactDir + "/" +
                          info.source_model() + ": missing from the artifact");
   // Each trained tensor, put together from its pieces' states.
-  std::map<std::string, std::vector<const artifact::TrainedTensor *>> byTensor;
-  for (const artifact::TrainedTensor &t : info.tensors())
-    byTensor[t.tensor()].push_back(&t);
   std::string graph;
-  for (const auto &[name, pieces] : byTensor) {
-    const artifact::TrainedTensor &first = *pieces[0];
-    Shape shape(first.shape().begin(), first.shape().end());
-    std::vector<Tensor> values(pieces.size());
-    std::vector<StateBlock> blocks;
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      const artifact::TrainedTensor &p = *pieces[i];
-      TSL_RETURN_IF_ERROR(saved.assemble(p.state(), values[i]));
-      StateBlock b;
-      b.data = values[i].data();
-      b.shape = values[i].shape();
-      b.offset.assign(shape.size(), 0);
-      b.within(shape);
-      b.where = p.state();
-      bool fits = b.shape.size() == shape.size();
-      if (fits && p.end() > 0) {
-        if (p.dim() < 0 || p.dim() >= static_cast<int64_t>(shape.size()) ||
-            p.end() - p.start() != b.shape[p.dim()]) {
-          fits = false;
-        } else {
-          b.offset[p.dim()] = b.lo[p.dim()] = p.start();
-          b.hi[p.dim()] = p.end();
-        }
-      }
-      if (!fits || values[i].dtype() != values[0].dtype())
-        return Status::error(what + ": state '" + p.state() + "' (" +
-                             typeToString(values[i].dtype(), b.shape) +
-                             ") is no piece of tensor '" + name + "' " +
-                             shapeToString(shape));
-      blocks.push_back(std::move(b));
-    }
-    Tensor whole(values[0].dtype(), shape);
-    std::memset(whole.data(), 0, whole.byteSize());
-    StateBlock all;
-    all.shape = shape;
-    all.offset.assign(shape.size(), 0);
-    all.within(shape);
-    TSL_RETURN_IF_ERROR(fillBlock(name, dtypeSize(whole.dtype()), all,
-                                  whole.data(), blocks));
+  for (const auto &[name, pieces] : trainedPieces(info)) {
+    Tensor whole;
+    TSL_RETURN_IF_ERROR(assembleTrained(what, name, pieces, saved, whole));
     bytesField(graph, 5, tensorProto(name, whole)); // GraphProto.initializer
   }
   // ModelProto.graph = 7, merged into the source model's graph.

@@ -18,6 +18,7 @@
 #include "tessel/tooling/Pipeline.h"
 #include "tessel/tooling/Trace.h"
 #include "tessel/tooling/TrainingInfo.h"
+#include "tessel/tooling/Weights.h"
 #include "tessel/runtime/CustomOp.h"
 #include "tessel/runtime/Runtime.h"
 #include "tessel/runtime/Writable.h"
@@ -151,14 +152,17 @@ int restartable(const RunReporter &out, const std::string &saveDir) {
   return kRestartable;
 }
 
-/// --export-onnx: the states of the last step, put together on rank 0 from
-/// the checkpoint --save wrote (or a temporary one beside the output).
-Status exportTrained(RankState &s, int64_t step, int64_t dataPosition) {
+/// --export-onnx and --save-weights: the states of the last step, put
+/// together on rank 0 from the checkpoint --save wrote (or a temporary one
+/// beside the first output).
+Status writeTrained(RankState &s, int64_t step, int64_t dataPosition) {
   const RunOptions &o = s.o;
   std::string dir = o.train.save;
   const bool temporary = dir.empty();
   if (temporary) {
-    dir = o.train.exportOnnx + ".states";
+    dir = (o.train.exportOnnx.empty() ? o.train.saveWeights
+                                      : o.train.exportOnnx) +
+          ".states";
     CheckpointInfo info;
     info.step = step;
     info.dataPosition = dataPosition;
@@ -171,14 +175,26 @@ Status exportTrained(RankState &s, int64_t step, int64_t dataPosition) {
   if (s.group.rank == 0) {
     SavedStates saved;
     result = saved.read(dir);
-    if (result)
+    if (result && !o.train.exportOnnx.empty()) {
       result = exportOnnx(o.artifact, s.training, saved, o.train.exportOnnx);
+      if (result)
+        s.out.print("tessel-run: trained model (%d tensors) -> %s\n",
+                    s.training.tensors_size(), o.train.exportOnnx.c_str());
+    }
+    if (result && !o.train.saveWeights.empty()) {
+      std::vector<std::string> notes;
+      size_t names = 0;
+      result = saveWeights(s.training, saved, o.train.saveWeights, notes,
+                           names);
+      for (const std::string &n : notes)
+        s.out.note("tessel-run: --save-weights: %s\n", n.c_str());
+      if (result)
+        s.out.print("tessel-run: trained weights (%zu names) -> %s\n", names,
+                    o.train.saveWeights.c_str());
+    }
     if (temporary)
       if (Status st = removeCheckpointDir(dir); !st && result)
         result = st;
-    if (result)
-      s.out.print("tessel-run: trained model (%d tensors) -> %s\n",
-                  s.training.tensors_size(), o.train.exportOnnx.c_str());
   }
   if (s.worldSize > 1)
     TSL_RETURN_IF_ERROR(s.group.comm->barrier());
@@ -241,6 +257,8 @@ int checkFiles(RankState &s) {
       files.emplace_back("--losses", o.train.losses);
     if (!o.train.exportOnnx.empty())
       files.emplace_back("--export-onnx", o.train.exportOnnx);
+    if (!o.train.saveWeights.empty())
+      files.emplace_back("--save-weights", o.train.saveWeights);
     if (!o.train.grads.empty())
       files.emplace_back("--grads", o.train.grads);
   }
@@ -289,6 +307,11 @@ int readTraining(RankState &s) {
   if (Status st = readTrainingInfo(o.artifact, s.training, s.hasTraining); !st)
     return s.fail(st.message());
   s.lossRank = s.hasTraining ? s.training.loss_rank() : 0;
+  if (!o.train.saveWeights.empty() &&
+      (!s.hasTraining || s.training.tensors_size() == 0))
+    return s.fail("--save-weights " + o.train.saveWeights + ": " + o.artifact +
+                  " trains no tensor of a model (compile it with tesselc "
+                  "--train from an ONNX model)");
   if (o.train.exportOnnx.empty())
     return 0;
   if (!s.hasTraining || s.training.source_model().empty())
@@ -523,14 +546,16 @@ int afterTraining(RankRun &run, RankState &s) {
                                 s.reports());
       !st)
     return s.fail(st.message());
-  if (!o.train.exportOnnx.empty() && o.train.save.empty())
-    if (Status st = s.numerics.checkStates(*s.exec, o.train.steps,
-                                           "--export-onnx " +
-                                               o.train.exportOnnx);
+  const bool writes = !o.train.exportOnnx.empty() || !o.train.saveWeights.empty();
+  if (writes && o.train.save.empty())
+    if (Status st = s.numerics.checkStates(
+            *s.exec, o.train.steps,
+            o.train.exportOnnx.empty() ? "--save-weights " + o.train.saveWeights
+                                       : "--export-onnx " + o.train.exportOnnx);
         !st)
       return s.fail(st.message());
-  if (!o.train.exportOnnx.empty())
-    if (Status st = exportTrained(s, o.train.steps, dataPosition); !st)
+  if (writes)
+    if (Status st = writeTrained(s, o.train.steps, dataPosition); !st)
       return s.fail(st.message());
   return 0;
 }

@@ -14,6 +14,15 @@ tessel-run and checks it against PyTorch's references (make_zoo.py).
       gradients within 1e-4 x max|grad| of PyTorch's, the losses within 1e-4
       relative. Extra flags go to tesselc (a plugin, a mesh); then the run
       uses as many ranks as the mesh has.
+  zoo.py weights ZOO ARCH EXPORT TMP [tesselc flags...]
+      the trained model out of Tessel, against PyTorch's own training
+      (train/trained.npz): five AdamW steps, then --save-weights holds
+      exactly the names of PyTorch's state_dict (tied ones too; a parameter
+      the export holds only in part as its rows, with tessel-run's note),
+      each within 2e-4 of PyTorch's (five steps of lr 1e-3 move a weight by
+      up to 5e-3: an untrained, stale or transposed copy is far outside);
+      and four steps, then --export-onnx (compiled and run for its logits)
+      gives PyTorch's fifth loss (computed after four updates) within 1e-5.
   zoo.py microbatches ZOO ARCH EXPORT TMP K
       the first step's loss with --microbatches K within 1e-6 of the whole
       batch's.
@@ -135,15 +144,20 @@ def match_grad(tessel, torch_grad):
     raise AssertionError("gradient shapes %s and %s do not match" % (t.shape, p.shape))
 
 
+def adamw_flags(adamw):
+    """tesselc's flags for train.json's AdamW."""
+    return ["--train", "--optimizer", "adamw", "--lr", str(adamw["lr"]),
+            "--betas", "%s,%s" % tuple(adamw["betas"]), "--eps", str(adamw["eps"]),
+            "--weight-decay", str(adamw["weight_decay"])]
+
+
 def train(zoo, arch, export, tmp, extra):
     m = meta(zoo, arch)
     ref = os.path.join(zoo, arch, "train")
     cfg = json.load(open(os.path.join(ref, "train.json")))
     adamw = cfg["optimizer"]["adamw"]
     onnx_path = os.path.join(model_dir(zoo, arch, export), "model.onnx")
-    flags = ["--train", "--optimizer", "adamw", "--lr", str(adamw["lr"]),
-             "--betas", "%s,%s" % tuple(adamw["betas"]), "--eps", str(adamw["eps"]),
-             "--weight-decay", str(adamw["weight_decay"])] + extra
+    flags = adamw_flags(adamw) + extra
     ranks = 1
     if "--mesh" in extra:
         mesh = extra[extra.index("--mesh") + 1]
@@ -208,6 +222,77 @@ def train(zoo, arch, export, tmp, extra):
     np.save(os.path.join(tmp, "losses-checked.npy"), got)
 
 
+def ranks_of(extra):
+    if "--mesh" not in extra:
+        return 1
+    mesh = extra[extra.index("--mesh") + 1]
+    return int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
+
+
+def onnx_loss(path, batch, tmp):
+    """Mean token cross-entropy of the ONNX model at `path` on one batch
+    [batch, seq+1]: its logits from tesselc and tessel-run (whose forward
+    the zoo's forward tests check against PyTorch), the loss in NumPy."""
+    art = os.path.join(tmp, "exported.tsl")
+    ids = os.path.join(tmp, "exported-ids.npy")
+    logits = os.path.join(tmp, "exported-logits.npy")
+    np.save(ids, np.ascontiguousarray(batch[:, :-1]))
+    run([TESSELC, path, "-o", art])
+    run([TESSEL_RUN, art, "--input", ids, "--output", logits])
+    z = np.load(logits).astype(np.float64)
+    z = z - z.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    return float(-np.take_along_axis(logp, batch[:, 1:, None], -1).mean())
+
+
+def weights(zoo, arch, export, tmp, extra):
+    m = meta(zoo, arch)
+    ref = os.path.join(zoo, arch, "train")
+    cfg = json.load(open(os.path.join(ref, "train.json")))
+    adamw = cfg["optimizer"]["adamw"]
+    onnx_path = os.path.join(model_dir(zoo, arch, export), "model.onnx")
+    batches = os.path.join(ref, "batches.npy")
+    art = os.path.join(tmp, "train.tsl")
+    run([TESSELC, onnx_path, "-o", art] + adamw_flags(adamw) + extra)
+    ranks = ["-n", str(ranks_of(extra))] if ranks_of(extra) > 1 else []
+    steps = len(cfg["trajectory_full"])
+    out = os.path.join(tmp, "weights.safetensors")
+    log = run([TESSEL_RUN, art, "--steps", str(steps), "--data-lm", batches,
+               "--save-weights", out] + ranks, with_stderr=True)
+    got = read_safetensors(out)
+    want = dict(np.load(os.path.join(ref, "trained.npz")))
+    names = sorted(p["name"] for p in m["parameters"])
+    assert sorted(want) == names, "trained.npz is not the model's parameters"
+    assert sorted(got) == names, "saved names differ from PyTorch's:\n only Tessel: %s\n only PyTorch: %s" % (
+        sorted(set(got) - set(names)), sorted(set(names) - set(got)))
+    worst, partial = 0.0, []
+    for name in names:
+        g, w = got[name], want[name]
+        if g.shape != w.shape:
+            # The rows the model reads (a position embedding the default
+            # exporter folded at arange(seq)), which tessel-run names.
+            assert g.ndim == w.ndim and g.shape[1:] == w.shape[1:] and g.shape[0] < w.shape[0], \
+                "%s: saved %s, PyTorch's %s" % (name, g.shape, w.shape)
+            assert "'%s' is the exporter's folded" % name in log, log
+            partial.append(name)
+            w = w[:g.shape[0]]
+        err = float(np.max(np.abs(g.astype(np.float64) - w)))
+        assert err <= 2e-4, "%s: %g from PyTorch's trained value" % (name, err)
+        worst = max(worst, err)
+    print("%s/%s: --save-weights: PyTorch's %d names, within %.3g of its trained weights%s" % (
+        arch, export, len(names), worst,
+        "; only the rows read of " + ", ".join(partial) if partial else ""))
+
+    trained = os.path.join(tmp, "trained.onnx")
+    run([TESSEL_RUN, art, "--steps", str(steps - 1), "--data-lm", batches,
+         "--export-onnx", trained] + ranks)
+    loss = onnx_loss(trained, np.load(batches)[steps - 1], tmp)
+    rel = abs(loss - cfg["trajectory_full"][-1]) / cfg["trajectory_full"][-1]
+    print("%s/%s: --export-onnx after %d steps: loss %.7f, PyTorch's %.7f (%.2g relative)" % (
+        arch, export, steps - 1, loss, cfg["trajectory_full"][-1], rel))
+    assert rel <= 1e-5, rel
+
+
 def microbatches(zoo, arch, export, tmp, k):
     ref = os.path.join(zoo, arch, "train")
     onnx_path = os.path.join(model_dir(zoo, arch, export), "model.onnx")
@@ -237,6 +322,8 @@ def main():
         heads(zoo, arch, export, tmp)
     elif cmd == "train":
         train(zoo, arch, export, tmp, rest)
+    elif cmd == "weights":
+        weights(zoo, arch, export, tmp, rest)
     elif cmd == "microbatches":
         microbatches(zoo, arch, export, tmp, int(rest[0]))
     else:

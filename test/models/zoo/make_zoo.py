@@ -23,6 +23,13 @@ and for causal language models train/ (bench/compare_train.py's format):
   batches.npy  i64 [steps, batch, seq+1]: step k trains on [:, :-1] -> [:, 1:]
   grads.npz    the first step's gradient of every parameter, by name
   train.json   optimizer, first_loss, trajectory_full (5 AdamW losses)
+  trained.npz  (--trained NAME,...: for the architectures the weights tests
+               use) the state_dict after the 5 steps, every tied name too
+
+    python make_zoo.py [OUT_DIR] --trained gpt2,llama
+
+adds train/trained.npz to existing architectures without rewriting them:
+the model is rebuilt from seed 0 and must give output.npy again.
 """
 import argparse
 import json
@@ -176,11 +183,40 @@ def unpack_sequences():
         pass
 
 
+def write_trained(out, name):
+    """train/trained.npz of an existing architecture: PyTorch's state_dict
+    after the reference training, under every name (tied ones too)."""
+    d = os.path.join(out, name)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    model, kind = build(name)
+    model.eval()
+    x = torch.from_numpy(np.load(os.path.join(d, "input_input_ids.npy")))
+    with torch.no_grad():
+        y = model(x).numpy()
+    if not np.array_equal(y, np.load(os.path.join(d, "output.npy"))):
+        sys.exit("%s: the rebuilt model does not give output.npy again" % name)
+    batches = np.load(os.path.join(d, "train", "batches.npy"))
+    losses, _ = reference_training(model, batches)
+    want = json.load(open(os.path.join(d, "train", "train.json")))["trajectory_full"]
+    if losses != want:
+        sys.exit("%s: the rebuilt training gives %s, train.json %s" % (name, losses, want))
+    state = {n: p.detach().numpy().copy()
+             for n, p in model.named_parameters(remove_duplicate=False)}
+    np.savez(os.path.join(d, "train", "trained.npz"), **state)
+    print("%s: train/trained.npz (%d names)" % (name, len(state)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?", default=os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--only", default="")
+    ap.add_argument("--trained", default="")
     args = ap.parse_args()
+    if args.trained:
+        for name in args.trained.split(","):
+            write_trained(args.out, name)
+        return
     names = args.only.split(",") if args.only else ARCHS
     for name in names:
         torch.manual_seed(0)

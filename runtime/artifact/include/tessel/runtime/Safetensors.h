@@ -105,7 +105,8 @@ Status writeSafetensors(
     bool sync, WrittenFile &out);
 /// Serialises tensors; the data section starts 64-byte aligned and tensors
 /// are ordered by decreasing element size so each is naturally aligned.
-/// `metadata` joins "__metadata__" (after "format": "tessel").
+/// `metadata` joins "__metadata__" (after "format": "tessel", unless it
+/// has a "format" of its own).
 std::string encodeSafetensors(
     const std::vector<SafetensorsTensor> &tensors,
     const std::vector<std::pair<std::string, std::string>> &metadata = {});

@@ -38,6 +38,7 @@ struct TrainOptions {
   std::string resume;    // --resume DIR
   std::string exportOnnx; // --export-onnx FILE
   std::string grads;      // --grads FILE
+  std::string saveWeights; // --save-weights FILE.safetensors
   // --data-tokens FILE: a flat file of token ids (nanoGPT's train.bin),
   // read through a mapping; each step's rows are windows at seeded random
   // offsets (StepFeeds::tokenWindow).
@@ -55,6 +56,7 @@ struct TrainOptions {
     return !data.empty() || !dataLm.empty() || !losses.empty() ||
            !save.empty() || saveEvery || !resume.empty() ||
            !exportOnnx.empty() || !grads.empty() || !metrics.empty() ||
+           !saveWeights.empty() ||
            logEvery || !dataTokens.empty();
   }
 };
