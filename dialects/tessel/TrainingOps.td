@@ -235,16 +235,20 @@ def Tessel_AdamUpdateOp : Tessel_ComputeOp<"adam_update", "buildElementwiseRule"
         Tessel_RtAttr<"weight_decay">]> {
   let summary = "One Adam / AdamW update of a parameter and its state, fused";
   let description = [{
-    PyTorch's single-tensor Adam(W) step, operation for operation, per
-    element: `g = grad + weight_decay param` (Adam's L2 term; 0 for AdamW);
-    `p = param decay` (AdamW's decoupled decay factor, `1 - lr wd`; 1 for
-    Adam); `m = exp_avg beta1 + g (1 - beta1)`; `v = exp_avg_sq beta2 +
-    g g (1 - beta2)`; `denom = sqrt(v) / sqrt_bc2 + eps`; results
-    `p - (m / denom) step_size`, `m`, `v`. `step_size` (`lr / (1 -
-    beta1^t)`), `sqrt_bc2` (`sqrt(1 - beta2^t)`) and `decay` are scalars
-    computed in the step. The exporter writes the results into the state
-    buffers of the weights they are assigned to when nothing reads those
-    weights later: the update is then in place.
+    PyTorch 2's single-tensor Adam(W) step on the CPU, operation for
+    operation, per element: `g = fma(param, weight_decay, grad)` (Adam's
+    L2 term, `grad.add(param, alpha=wd)`; 0 for AdamW); `p = param decay`
+    (AdamW's decoupled decay factor, `1 - lr wd`; 1 for Adam); `m =
+    fma(1 - beta1, g - exp_avg, exp_avg)` (`lerp_`); `v = exp_avg_sq beta2
+    + ((1 - beta2) g) g` (`addcmul_`); `denom = sqrt(v) / sqrt_bc2 + eps`;
+    results `p + ((-step_size) m) / denom` (`addcdiv_`), `m`, `v`. Each
+    operation rounds once; `1 - beta` is PyTorch's, from the decimal the
+    f32 attribute was (`1 - 0.999` in double, rounded once). `step_size`
+    (`lr / (1 - beta1^t)`), `sqrt_bc2` (`sqrt(1 - beta2^t)`) and `decay`
+    are scalars of the step, which -tessel-optimizer computes in double
+    per step count, as PyTorch's Python floats are. The exporter writes
+    the results into the state buffers of the weights they are assigned to
+    when nothing reads those weights later: the update is then in place.
 
     ```mlir
     %p1, %m1, %v1 = tessel.adam_update %p, %g, %m, %v, %ss, %bc, %d {beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-08 : f32, weight_decay = 0.0 : f32} : (tensor<768xf32>, tensor<768xf32>, tensor<768xf32>, tensor<768xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<768xf32>)
@@ -277,9 +281,10 @@ def Tessel_SgdUpdateOp : Tessel_ComputeOp<"sgd_update", "buildElementwiseRule",
         Tessel_RtAttr<"weight_decay">, Tessel_RtAttr<"nesterov">]> {
   let summary = "One SGD-with-momentum update of a parameter, fused";
   let description = [{
-    PyTorch's single-tensor SGD step with momentum, per element: `d = grad
-    + weight_decay param`; `b = momentum_buffer momentum + d`; `d = b`, or
-    `d + b momentum` with `nesterov`; results `param - d lr` and `b`. `lr`
+    PyTorch's single-tensor SGD step with momentum, per element: `d =
+    fma(param, weight_decay, grad)`; `b = momentum_buffer momentum + d`;
+    `d = b`, or `fma(b, momentum, d)` with `nesterov`; results `fma(d, -lr,
+    param)` (`add_` with alpha) and `b`. `lr`
     is a scalar computed in the step (the schedule's). In place like
     `tessel.adam_update`.
 

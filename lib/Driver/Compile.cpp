@@ -759,9 +759,11 @@ Error Compilation::configurePipeline(mlir::tessel::TrainingOptions &t) {
   }
   if (Error err = configureStageSplit(stages, chunks, true, t.stageSplit))
     return err;
-  if (t.optimizer.clipGradNorm > 0)
-    return fail("--clip-grad-norm is not supported with a pipeline yet (the "
-                "norm spans every stage)");
+  if (t.optimizer.clipGradNorm > 0 || t.optimizer.gradNorm)
+    return fail(std::string(t.optimizer.gradNorm ? "--grad-norm"
+                                                 : "--clip-grad-norm") +
+                " is not supported with a pipeline yet (the norm spans every "
+                "stage)");
   if (t.recompute)
     return fail("--recompute is not supported with a pipeline yet");
   t.pipelined = true;
@@ -878,6 +880,7 @@ Error Compilation::configureTraining() {
   opt.warmupSteps = o.warmupSteps;
   opt.totalSteps = o.totalSteps;
   opt.clipGradNorm = o.clipGradNorm;
+  opt.gradNorm = o.gradNorm;
   t.microbatch.count = o.microbatches.value_or(1);
   if (hybrid && hybrid->microbatches) {
     if (Error err = agree("microbatches", std::to_string(hybrid->microbatches),

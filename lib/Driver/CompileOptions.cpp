@@ -143,6 +143,10 @@ ArrayRef<CompileFlag> getCompileFlags() {
       {"clip-grad-norm", &O::clipGradNorm, C::Training, "MAX",
        "Clip the gradients' total L2 norm to MAX before the update "
        "(clip_grad_norm_)"},
+      {"grad-norm", &O::gradNorm, C::Training, "",
+       "Without --clip-grad-norm: the step also computes the gradients' "
+       "total L2 norm (tessel-run --metrics' grad_norm; --clip-grad-norm "
+       "computes it anyway)"},
       {"eval-program", &O::evalProgram, C::Training, "",
        "With --train: also compile the loss alone (the forward on the same "
        "mesh and plan, no gradients, no update) into ART/eval, for "

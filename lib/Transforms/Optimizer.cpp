@@ -19,8 +19,9 @@
 // factor of the k-th update, k = 0, 1, ...): linear-warmup k / warmup up to
 // 1; cosine the same warmup, then transformers'
 // get_cosine_schedule_with_warmup, 0.5 (1 + cos(pi p)), p the fraction of
-// the steps after warmup, computed in-graph from `optimizer.step` (the
-// cosine's values are a constant table picked by a one-hot of the step).
+// the steps after warmup. The rate and Adam's per-step scalars are computed
+// here in double, as PyTorch's Python floats are, and rounded once: tables
+// that the step count `optimizer.step` indexes (a gather).
 // Gradient clipping is torch.nn.utils.clip_grad_norm_: the total L2 norm of
 // all gradients, each scaled by min(1, max / (norm + 1e-6)) before the
 // update; sharded, the norm's sums are partial and all-reduced.
@@ -72,21 +73,22 @@ public:
         b, loc, RankedTensorType::get({}, t.getElementType()), x,
         b.getDenseI64ArrayAttr(dims), /*keep_dims=*/false);
   }
-  /// table[min(k, n-1)] for a scalar f32 step k: a one-hot of k against an
-  /// iota, times the table, summed.
-  Value lookup(Value k, ArrayRef<float> table) {
-    int64_t n = table.size();
-    auto vt = RankedTensorType::get({n}, b.getF32Type());
-    SmallVector<float> iota(n);
-    for (int64_t i = 0; i < n; ++i)
-      iota[i] = static_cast<float>(i);
-    Value idx = ConstantOp::create(b, loc, DenseElementsAttr::get(vt, ArrayRef<float>(iota)));
-    Value tab = ConstantOp::create(b, loc, DenseElementsAttr::get(vt, table));
+  /// The index of a table of n entries for a scalar f32 step k: min(k,
+  /// n - 1) as an i64.
+  Value tableIndex(Value k, int64_t n) {
     Value clamped = min(k, scalar(static_cast<double>(n - 1)));
-    Value hot = CompareOp::create(
-        b, loc, RankedTensorType::get({n}, b.getI1Type()),
-        ComparePredicate::EQ, idx, clamped);
-    return sumAll(mul(tab, CastOp::create(b, loc, vt, hot)));
+    return CastOp::create(b, loc, RankedTensorType::get({}, b.getI64Type()),
+                          clamped);
+  }
+  /// table[index] (a gather).
+  Value lookupAt(Value index, ArrayRef<float> table) {
+    auto vt = RankedTensorType::get({int64_t(table.size())}, b.getF32Type());
+    Value tab = ConstantOp::create(b, loc, DenseElementsAttr::get(vt, table));
+    return GatherOp::create(b, loc, tab, index, b.getI64IntegerAttr(0));
+  }
+  /// table[min(k, n-1)] for a scalar f32 step k.
+  Value lookup(Value k, ArrayRef<float> table) {
+    return lookupAt(tableIndex(k, table.size()), table);
   }
 
 private:
@@ -179,43 +181,67 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
       t = ut.add(step, ut.scalar(1.0));
     }
 
-    // The learning rate of this step: lr times LambdaLR's factor of the
-    // number of updates before this one (the step weight's value).
-    Value lrT = ut.scalar(lr);
-    if (lrSchedule == "linear-warmup") {
-      // k / max(1, warmup), at most 1.
-      double w = std::max<int64_t>(1, warmupSteps);
-      lrT = ut.mul(ut.min(ut.mul(step, 1.0 / w), ut.scalar(1.0)), lr);
-    } else if (lrSchedule == "cosine") {
-      SmallVector<float> table;
-      for (int64_t k = 0; k <= totalSteps; ++k) {
-        double f;
+    // The learning rate of the k-th update (k = 0, 1, ...: the step
+    // weight's value): lr times LambdaLR's factor, in double as PyTorch's
+    // Python floats compute it.
+    auto lrOf = [&](int64_t k) -> double {
+      double f = 1.0;
+      if (lrSchedule == "linear-warmup") {
+        f = std::min(1.0, double(k) / double(std::max<int64_t>(1, warmupSteps)));
+      } else if (lrSchedule == "cosine") {
         if (k < warmupSteps) {
           f = double(k) / double(std::max<int64_t>(1, warmupSteps));
         } else {
-          double p = double(k - warmupSteps) /
+          double p = double(std::min<int64_t>(k, totalSteps) - warmupSteps) /
                      double(std::max<int64_t>(1, totalSteps - warmupSteps));
           f = std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * p)));
         }
-        table.push_back(static_cast<float>(lr * f));
       }
+      return lr * f;
+    };
+    // Steps from which the schedule's rate stays as it is.
+    const int64_t scheduleLength = lrSchedule == "cosine" ? totalSteps + 1
+                                   : lrSchedule == "linear-warmup"
+                                       ? std::max<int64_t>(1, warmupSteps) + 1
+                                       : 1;
+    Value lrT = lrSchedule == "constant" ? ut.scalar(lr) : Value();
+    if (!lrT) {
+      SmallVector<float> table;
+      for (int64_t k = 0; k < scheduleLength; ++k)
+        table.push_back(static_cast<float>(lrOf(k)));
       lrT = ut.lookup(step, table);
     }
 
-    // What every parameter's update shares: Adam's bias corrections and
-    // step size, AdamW's decay factor (1 for Adam).
+    // What every parameter's update shares, as PyTorch's single-tensor
+    // Adam(W) computes it in Python floats (double) and rounds it once to
+    // f32 where a tensor op takes it: the step size lr / (1 - beta1^t), the
+    // second bias correction's square root sqrt(1 - beta2^t), AdamW's decay
+    // factor 1 - lr wd (1 for Adam). In f32 from f32 betas, 1 - beta2^t
+    // would be 1.3e-5 off at t = 1 (0.999 is not an f32), and every early
+    // update that much too large. A table per scalar, indexed by the step,
+    // up to where each stays constant: the schedule's end and the bias
+    // corrections' 1.0f (t = 17,330 for beta2 = 0.999).
     Value stepSize, sqrtBc2, decay;
     if (kind != "sgd") {
-      Value bc1 = ut.sub(ut.scalar(1.0), ut.pow(ut.scalar(beta1), t));
-      Value bc2 = ut.sub(ut.scalar(1.0), ut.pow(ut.scalar(beta2), t));
-      stepSize = ut.div(lrT, bc1);
-      sqrtBc2 = ut.sqrt(bc2);
-      if (kind == "adamw")
-        decay = lrSchedule == "constant"
-                    ? ut.scalar(1.0 - lr * weightDecay)
-                    : ut.sub(ut.scalar(1.0), ut.mul(lrT, weightDecay));
-      else
-        decay = ut.scalar(1.0);
+      constexpr int64_t kMaxTable = int64_t(1) << 22;
+      int64_t n = scheduleLength;
+      while (n < kMaxTable &&
+             (static_cast<float>(1.0 - std::pow(beta1, double(n))) != 1.0f ||
+              static_cast<float>(std::pow(1.0 - std::pow(beta2, double(n)), 0.5)) != 1.0f))
+        ++n;
+      SmallVector<float> sizes, roots, decays;
+      for (int64_t k = 0; k < n; ++k) {
+        const double t = double(k + 1), lrK = lrOf(k);
+        sizes.push_back(static_cast<float>(lrK / (1.0 - std::pow(beta1, t))));
+        roots.push_back(
+            static_cast<float>(std::pow(1.0 - std::pow(beta2, t), 0.5)));
+        decays.push_back(static_cast<float>(
+            kind == "adamw" ? 1.0 - lrK * weightDecay : 1.0));
+      }
+      Value index = ut.tableIndex(step, n);
+      stepSize = ut.lookupAt(index, sizes);
+      sqrtBc2 = ut.lookupAt(index, roots);
+      decay = kind == "adamw" ? ut.lookupAt(index, decays) : ut.scalar(1.0);
     }
 
     SmallVector<Value> grads(ret.getOperands().drop_front());
@@ -270,18 +296,32 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
     // clip_grad_norm_: every gradient scaled by min(1, max / (norm + 1e-6)).
     // It needs every gradient first: the updates then all sit at the end.
     const bool clip = clipGradNorm > 0.0 && !grads.empty();
-    Value gradNorm;
+    Value totalNorm;
+    if (clip || (gradNorm && !grads.empty())) {
+      // As clip_grad_norm_ computes it: each gradient's norm (f32), the
+      // norm of their vector, and max_norm / (norm + 1e-6) as Python's
+      // float / tensor does it, reciprocal(norm + 1e-6) * max_norm.
+      auto vec1 = RankedTensorType::get({1}, b.getF32Type());
+      SmallVector<Value> norms;
+      for (Value g : grads)
+        norms.push_back(ReshapeOp::create(b, loc, vec1,
+                                          u.sqrt(u.sumAll(u.mul(g, g)))));
+      Value stacked =
+          norms.size() == 1
+              ? norms.front()
+              : Value(ConcatOp::create(
+                    b, loc,
+                    RankedTensorType::get({int64_t(norms.size())},
+                                          b.getF32Type()),
+                    norms, b.getI64IntegerAttr(0)));
+      Value norm = u.sqrt(u.sumAll(u.mul(stacked, stacked)));
+      totalNorm = norm;
+    }
     if (clip) {
-      Value sq;
-      for (Value g : grads) {
-        Value s = u.sumAll(u.mul(g, g));
-        sq = sq ? u.add(sq, s) : s;
-      }
-      Value norm = u.sqrt(sq);
-      gradNorm = norm;
-      Value coef = u.min(
-          u.div(u.scalar(clipGradNorm), u.add(norm, u.scalar(1e-6))),
-          u.scalar(1.0));
+      Value coef = u.div(u.scalar(1.0), u.add(totalNorm, u.scalar(1e-6)));
+      if (clipGradNorm != 1.0)
+        coef = u.mul(coef, clipGradNorm);
+      coef = u.min(coef, u.scalar(1.0));
       for (Value &g : grads)
         g = u.mul(g, coef);
     }
@@ -360,22 +400,23 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
     // optimizer.step()).
     if (step)
       assignUpdate(b, step, t);
-    // The loss, and with clipping the gradients' total norm before it
-    // (clip_grad_norm_'s return value), as output `grad_norm`.
+    // The loss, and with clipping (or grad-norm) the gradients' total norm
+    // before clipping (clip_grad_norm_'s return value), as output
+    // `grad_norm`.
     SmallVector<Value> results = {ret.getOperand(0)};
-    if (gradNorm)
-      results.push_back(gradNorm);
+    if (totalNorm)
+      results.push_back(totalNorm);
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
     SmallVector<Type> resultTypes = {fn.getResultTypes().front()};
-    if (gradNorm)
-      resultTypes.push_back(gradNorm.getType());
+    if (totalNorm)
+      resultTypes.push_back(totalNorm.getType());
     fn.setType(FunctionType::get(ctx, fn.getArgumentTypes(), resultTypes));
     fn->removeAttr(TesselDialect::kGradientsAttrName);
     if (auto out = fn->getAttrOfType<ArrayAttr>(
             TesselDialect::kOutputNamesAttrName)) {
       SmallVector<Attribute> names(out.getValue().take_front());
-      if (gradNorm)
+      if (totalNorm)
         names.push_back(StringAttr::get(ctx, "grad_norm"));
       fn->setAttr(TesselDialect::kOutputNamesAttrName,
                   ArrayAttr::get(ctx, names));

@@ -158,6 +158,8 @@ struct CpuMath {
   static float sub(float x, float y) { return x - y; }
   static float mul(float x, float y) { return x * y; }
   static float div(float x, float y) { return x / y; }
+  /// x y + z rounded once (vfmadd on x86-64-v3).
+  static float fma(float x, float y, float z) { return std::fma(x, y, z); }
 };
 
 } // namespace tessel::runtime::cpu

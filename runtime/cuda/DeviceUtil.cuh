@@ -206,11 +206,17 @@ struct CudaMath {
   static __device__ float sub(float x, float y) { return __fsub_rn(x, y); }
   static __device__ float mul(float x, float y) { return __fmul_rn(x, y); }
   static __device__ float div(float x, float y) { return __fdiv_rn(x, y); }
+  static __device__ float fma(float x, float y, float z) {
+    return __fmaf_rn(x, y, z);
+  }
 #else
   static __host__ float add(float x, float y) { return x + y; }
   static __host__ float sub(float x, float y) { return x - y; }
   static __host__ float mul(float x, float y) { return x * y; }
   static __host__ float div(float x, float y) { return x / y; }
+  static __host__ float fma(float x, float y, float z) {
+    return std::fma(x, y, z);
+  }
 #endif
 };
 

@@ -1,8 +1,8 @@
 """Checks fused-update-in-place.test's run: the copies in the trace, the
 bias read after its update (the initial value), the weight's update (one
 Adam step from zero state with step size 0.1 and no bias correction:
-w - 0.1 m / (sqrt(v) + eps) with m = (1 - b1) g, v = (1 - b2) g^2, b1 and
-b2 the f32 attributes 0.9 and 0.999)."""
+w - 0.1 m / (sqrt(v) + eps) with m = (1 - b1) g, v = (1 - b2) g^2, 1 - b1
+and 1 - b2 as PyTorch computes them from 0.9 and 0.999)."""
 import json
 import os
 import sys
@@ -22,8 +22,9 @@ if np.array_equal(old, -init["fc3.bias"]):
 else:
     print("old bias differs:", old, -init["fc3.bias"])
 g = np.float64(0.25)
-b1, b2 = float(np.float32(0.9)), float(np.float32(0.999))
-m, v = (1 - b1) * g, (1 - b2) * g * g
+# 1 - beta as PyTorch computes it: Python floats, rounded once to f32.
+omb1, omb2 = float(np.float32(1 - 0.9)), float(np.float32(1 - 0.999))
+m, v = omb1 * g, omb2 * g * g
 want = -(init["fc3.weight"].astype(np.float64) - 0.1 * m / (np.sqrt(v) + 1e-8))
 new = np.load(os.path.join(d, "new.npy"))
 err = np.max(np.abs(new - want))

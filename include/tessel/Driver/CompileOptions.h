@@ -104,6 +104,8 @@ struct CompileOptions {
   std::string lrSchedule = "constant";
   int64_t warmupSteps = 0, totalSteps = 0;
   double clipGradNorm = 0.0;
+  /// --grad-norm: the step returns the gradients' norm without clipping.
+  bool gradNorm = false;
   bool gradsProgram = false;
   /// --eval-program: the loss alone into ART/eval, for tessel-run --eval.
   bool evalProgram = false;

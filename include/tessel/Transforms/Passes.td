@@ -544,8 +544,11 @@ def OptimizerPass : Pass<"tessel-optimizer", "::mlir::ModuleOp"> {
     * `warmup-steps`, `total-steps`: the schedule's lengths.
     * `clip-grad-norm`: when above 0, `torch.nn.utils.clip_grad_norm_`
       before the update: every gradient scaled by
-      `min(1, max / (norm + 1e-6))`, `norm` the L2 norm of all gradients
-      together.
+      `min(1, reciprocal(norm + 1e-6) max)`, `norm` the L2 norm of the
+      gradients' norms. The function then also returns `norm` (output
+      `grad_norm`).
+    * `grad-norm`: return `norm` as output `grad_norm` without clipping
+      (what `torch.nn.utils.get_total_norm` gives).
   }];
   let options = [
     Option<"kind", "kind", "std::string", /*default=*/"\"adamw\"",
@@ -576,6 +579,9 @@ def OptimizerPass : Pass<"tessel-optimizer", "::mlir::ModuleOp"> {
            "overflow">,
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
            "Clip the gradients' total L2 norm to this (0: off)">,
+    Option<"gradNorm", "grad-norm", "bool", /*default=*/"false",
+           "Return the gradients' total L2 norm as `grad_norm` without "
+           "clipping (clip-grad-norm returns it anyway)">,
   ];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }

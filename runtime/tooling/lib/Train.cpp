@@ -347,15 +347,14 @@ std::optional<double> scheduledLearningRate(const artifact::TrainingInfo &info,
                                             int64_t k) {
   if (info.optimizer().empty())
     return std::nullopt;
-  // As -tessel-optimizer computes it (lib/Transforms/Optimizer.cpp): the
-  // factor in f32 from the update count, or a cosine's table of f32 rates.
+  // As -tessel-optimizer computes it (lib/Transforms/Optimizer.cpp): lr
+  // times LambdaLR's factor in double, rounded once to f32.
   const double lr = info.lr();
   const std::string &kind = info.lr_schedule();
   const int64_t w = info.warmup_steps(), total = info.total_steps();
   if (kind == "linear-warmup") {
-    const float inv = static_cast<float>(1.0 / double(std::max<int64_t>(1, w)));
-    const float f = std::min(static_cast<float>(k) * inv, 1.0f);
-    return double(f * static_cast<float>(lr));
+    const double f = std::min(1.0, double(k) / double(std::max<int64_t>(1, w)));
+    return double(static_cast<float>(lr * f));
   }
   if (kind == "cosine") {
     k = std::min(k, total);
