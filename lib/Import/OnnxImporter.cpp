@@ -188,6 +188,15 @@ public:
   /// where it was one, else `info` itself.
   ValueInfo &asReadBy(const onnx::NodeProto &node, StringRef input,
                       ValueInfo &info);
+  /// `info`, a folded copy of a parameter's rows (origin layout "rows"),
+  /// as one row read at every position where all its rows are equal (and
+  /// not all its elements): a row gathered at constant indices (BERT's
+  /// token-type embedding at token_type_ids = 0, which the default
+  /// exporter folds into a per-position constant). The row is the weight
+  /// `NAME.row` ([1, ..., 1, H]), expanded to `info`'s shape, so that it
+  /// trains once on the sum of its positions' gradients, as PyTorch's
+  /// parameter does. Null where the rows differ (a position embedding).
+  FailureOr<Value> broadcastRow(ValueInfo &info, StringRef name, Location loc);
   /// The module attributes tessel.parameter_names and tessel.tied_copies
   /// (TesselDialect.td), from `origins`, `aliases`, `tiedCopies` and the
   /// ties of tessel.export's record.
@@ -441,6 +450,15 @@ FailureOr<Value> GraphImporter::materialize(ValueInfo &info, Location loc) {
     }
   }
   origins[name] = originOf(info, name);
+  if (origins[name].layout == "rows") {
+    FailureOr<Value> row = broadcastRow(info, name, loc);
+    if (failed(row))
+      return failure();
+    if (*row) {
+      info.value = *row;
+      return *row;
+    }
+  }
   WeightInfo entry;
   entry.name = name;
   entry.dtype = *getWeightDType(info.dtype);
@@ -520,6 +538,56 @@ WeightOrigin GraphImporter::originOf(const ValueInfo &info,
     return {"constant", "no parameter or buffer of the torch.nn.Module "
                         "(tessel.export): a value the exporter folded"};
   return {"initializer", ""};
+}
+
+FailureOr<Value> GraphImporter::broadcastRow(ValueInfo &info, StringRef name,
+                                             Location loc) {
+  ArrayRef<int64_t> shape = info.type.getShape();
+  if (!info.tensor || hasNoData(*info.tensor) || !isFloatDType(info.dtype) ||
+      shape.size() < 2 || !info.type.hasStaticShape() || shape.back() < 1)
+    return Value();
+  const size_t width = getByteWidth(*getWeightDType(info.dtype));
+  const size_t rowBytes = size_t(shape.back()) * width;
+  const size_t rows = size_t(info.type.getNumElements()) / size_t(shape.back());
+  if (rows < 2)
+    return Value();
+  std::unique_ptr<llvm::MemoryBuffer> file;
+  auto bytes = readBytes(info, file);
+  if (failed(bytes))
+    return failure();
+  if (bytes->size() != rows * rowBytes)
+    return Value();
+  for (size_t r = 1; r < rows; ++r)
+    if (std::memcmp(bytes->data(), bytes->data() + r * rowBytes, rowBytes))
+      return Value();
+  bool uniform = true;
+  for (size_t k = 1; uniform && k < size_t(shape.back()); ++k)
+    uniform = std::memcmp(bytes->data(), bytes->data() + k * width, width) == 0;
+  if (uniform)
+    return Value();
+  WeightOrigin origin = origins[name];
+  origins.erase(name);
+  std::string rowName = (name + ".row").str();
+  origin.detail = "one row of " + origin.parameter + " that the exporter " +
+                  "folded into '" + name.str() + "' at every position: " +
+                  "trained once, on the sum of their gradients";
+  origins[rowName] = origin;
+  SmallVector<int64_t> rowShape(shape.size(), 1);
+  rowShape.back() = shape.back();
+  WeightInfo entry;
+  entry.name = rowName;
+  entry.dtype = *getWeightDType(info.dtype);
+  entry.shape.assign(rowShape.begin(), rowShape.end());
+  entry.origin = WeightInfo::Origin::Initializer;
+  entry.bytes = weights.own(
+      std::vector<char>(bytes->data(), bytes->data() + rowBytes));
+  weights.add(std::move(entry));
+  auto rowType = RankedTensorType::get(rowShape, info.type.getElementType());
+  Value w = WeightOp::create(builder, NameLoc::get(builder.getStringAttr(rowName)),
+                             rowType, builder.getStringAttr(rowName));
+  weightOps[rowName] = w;
+  tiedCopies[name] = {rowName, "expand"};
+  return ExpandOp::create(builder, loc, info.type, w).getResult();
 }
 
 void GraphImporter::setParameterNames(ModuleOp module) {

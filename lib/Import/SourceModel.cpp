@@ -12,7 +12,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <string>
+#include <vector>
 
 using namespace llvm;
 
@@ -77,14 +79,34 @@ Error writeSourceModel(StringRef modelPath, const StringSet<> &trained,
   // untrained values.
   std::vector<onnx::NodeProto> ties;
   StringSet<> copies;
+  std::map<std::string, std::vector<int64_t>> initializerDims;
+  for (const onnx::TensorProto &t : g->initializer())
+    initializerDims[t.name()].assign(t.dims().begin(), t.dims().end());
   for (const auto &[copy, from] : tiedCopies) {
     if (!trained.contains(from.first))
       continue;
     onnx::NodeProto n;
     n.set_name("tessel_tie/" + copy.str());
-    n.set_op_type(from.second == "transposed" ? "Transpose" : "Identity");
     n.add_input(from.first);
     n.add_output(copy.str());
+    if (from.second == "expand") {
+      // A row read at every position (the importer's NAME.row): expanded
+      // to the copy's shape, an initializer of its own.
+      auto dims = initializerDims.find(copy.str());
+      if (dims == initializerDims.end())
+        return fail(modelPath + ": '" + copy + "' is no initializer");
+      onnx::TensorProto *shape = g->add_initializer();
+      shape->set_name(copy.str() + ".shape");
+      shape->set_data_type(onnx::TensorProto::INT64);
+      shape->add_dims(int64_t(dims->second.size()));
+      for (int64_t d : dims->second)
+        shape->add_int64_data(d);
+      n.set_op_type("Expand");
+      n.add_input(shape->name());
+      found.insert(from.first);
+    } else {
+      n.set_op_type(from.second == "transposed" ? "Transpose" : "Identity");
+    }
     if (from.second == "transposed") {
       onnx::AttributeProto *perm = n.add_attribute();
       perm->set_name("perm");
