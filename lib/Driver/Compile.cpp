@@ -43,6 +43,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/WithColor.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -982,13 +983,22 @@ Error Compilation::runPipeline() {
     if (trainingOptions->pipelined)
       return fail("--eval-program is not supported with a pipeline yet "
                   "(compile the evaluation without the pp axis)");
-    if (trainingOptions->zero.stage || trainingOptions->gemini)
-      return fail("--eval-program is not supported with ZeRO, FSDP or "
-                  "Gemini yet: its parameters are whole on every dp rank, "
-                  "the step's are sharded");
     evalModule = module->clone();
     mlir::PassManager pm(&context);
     mlir::tessel::TrainingOptions t = *trainingOptions;
+    // ZeRO, FSDP and Gemini shard what the update keeps (optimizer state,
+    // gradients, parameters) over dp: the evaluation has no update, and
+    // its parameters are the plan's (whole on every dp rank), filled from
+    // the step's sharded states through a checkpoint, which puts each
+    // block together from the ranks that hold its parts.
+    if (t.zero.stage == 3 || t.gemini)
+      llvm::WithColor::warning(llvm::errs(), "tesselc")
+          << "--eval-program with --plugin "
+          << (t.gemini ? "gemini" : "fsdp")
+          << ": the evaluation holds every parameter whole on each dp rank "
+             "(the step shards them)\n";
+    t.zero.stage = 0;
+    t.gemini = false;
     t.lossOnly = true;
     t.withOptimizer = false;
     t.microbatch.count = 1;
