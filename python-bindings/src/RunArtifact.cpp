@@ -260,7 +260,7 @@ public:
 
   /// tessel-run --export-onnx FILE: the source model with the trained
   /// tensors, through a temporary checkpoint as tessel-run does.
-  void exportOnnx(const std::string &file) {
+  void exportOnnx(const std::string &file, bool external) {
     Locked locked(mutex);
     Executor &e = executor("export_onnx()");
     if (!hasTraining || training.source_model().empty())
@@ -269,7 +269,9 @@ public:
                 " has no source model to write the trained tensors into "
                 "(compile it with train=dict(...) from an ONNX model)");
     withSavedStates(e, file, "export_onnx", [&](const auto &saved) {
-      return tessel::tooling::exportOnnx(path, training, saved, file);
+      tessel::tooling::ExportOptions eo;
+      eo.external = external;
+      return tessel::tooling::exportOnnx(path, training, saved, file, eo);
     });
   }
 
@@ -501,7 +503,8 @@ void bindArtifact(nb::module_ &m) {
       .def("evaluate", &RunArtifact::evaluate, nb::arg("batches"))
       .def("save_checkpoint", &RunArtifact::saveCheckpoint, nb::arg("dir"))
       .def("load_checkpoint", &RunArtifact::loadCheckpoint, nb::arg("dir"))
-      .def("export_onnx", &RunArtifact::exportOnnx, nb::arg("path"))
+      .def("export_onnx", &RunArtifact::exportOnnx, nb::arg("path"),
+           nb::arg("external") = false)
       .def("save_weights", &RunArtifact::saveWeights, nb::arg("path"))
       .def("input_address", &RunArtifact::inputAddress, nb::arg("name"))
       .def("check_inputs", &RunArtifact::checkInputs, nb::arg("inputs"))

@@ -360,10 +360,12 @@ class Artifact:
         """Continues from a checkpoint (tessel-run --resume)."""
         self._native.load_checkpoint(_os.fspath(directory))
 
-    def export_onnx(self, path):
+    def export_onnx(self, path, external=False):
         """Writes the source ONNX model with the trained tensors
-        (tessel-run --export-onnx)."""
-        self._native.export_onnx(_os.fspath(path))
+        (tessel-run --export-onnx); with `external`, or trained tensors
+        over 1 GiB, their bytes go to PATH.data beside it (ONNX external
+        data; --export-onnx-external)."""
+        self._native.export_onnx(_os.fspath(path), bool(external))
 
     def save_weights(self, path):
         """Writes the trained parameters, whole, under PyTorch's names (tied

@@ -87,6 +87,16 @@ def test_export_onnx_equals_cli(batches, tmp_path, tesselc, tessel_run):
               tmp_path / "cli.onnx")
     assert (tmp_path / "py.onnx").read_bytes() == (tmp_path / "cli.onnx").read_bytes()
 
+    # With external data: the same two files (PATH and PATH.data).
+    (tmp_path / "py").mkdir()
+    (tmp_path / "cli").mkdir()
+    art.export_onnx(tmp_path / "py" / "m.onnx", external=True)
+    train_cli(tesselc, tessel_run, batches, tmp_path, 2, "--export-onnx",
+              tmp_path / "cli" / "m.onnx", "--export-onnx-external")
+    for name in ("m.onnx", "m.onnx.data"):
+        assert (tmp_path / "py" / name).read_bytes() == \
+            (tmp_path / "cli" / name).read_bytes()
+
 
 def test_save_weights_equals_cli(batches, tmp_path, tesselc, tessel_run):
     """save_weights() writes what tessel-run --save-weights writes (the

@@ -58,7 +58,8 @@ const char kUsage[] =
     "                   [--losses FILE.npy] [--metrics FILE.jsonl]\n"
     "                   [--log-every N] [--save DIR [--save-every K]]\n"
     "                   [--max-restarts N]\n"
-    "                   [--resume DIR] [--export-onnx FILE.onnx]\n"
+    "                   [--resume DIR] [--export-onnx FILE.onnx\n"
+    "                   [--export-onnx-external]]\n"
     "                   [--save-weights FILE.safetensors]\n"
     "                   [--grads FILE.safetensors]]\n"
     "\n"
@@ -158,6 +159,8 @@ const char kUsage[] =
     "  --export-onnx FILE  after the last step, write the source ONNX model\n"
     "                      with its trained tensors (parameters, running\n"
     "                      statistics)\n"
+    "  --export-onnx-external  write the trained tensors into FILE.data\n"
+    "                      beside it (ONNX external data; always from 1 GiB)\n"
     "  --save-weights FILE after the last step, write the trained parameters\n"
     "                      whole under PyTorch's names, tied names too\n"
     "                      (safetensors; load_state_dict(strict=True))\n"
@@ -230,6 +233,8 @@ int checkCombinations(const RunOptions &o) {
                       "--steps N");
   if (o.train.saveEvery && o.train.save.empty())
     return usageError("--save-every needs --save DIR");
+  if (o.train.exportExternal && o.train.exportOnnx.empty())
+    return usageError("--export-onnx-external needs --export-onnx FILE.onnx");
   if (o.maxRestarts && (o.train.save.empty() || o.ranks < 2))
     return usageError("--max-restarts needs -n N (N > 1) and --save DIR (a "
                       "restart resumes from the last checkpoint)");
@@ -352,6 +357,8 @@ int parseArgs(int argc, char **argv, RunOptions &o) {
       o.train.data.push_back(splitBinding(value));
     } else if (a == "--eval") {
       o.train.eval = true;
+    } else if (a == "--export-onnx-external") {
+      o.train.exportExternal = true;
     } else if (a == "--no-verify") {
       o.verify = false;
     } else if (a == "--verbose" || a == "-v") {

@@ -5,7 +5,10 @@
 
 #include "tessel/runtime/MappedFile.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <fcntl.h>
 #include <cstring>
 #include <unistd.h>
 
@@ -59,11 +62,59 @@ std::string tensorProto(const std::string &name, const Tensor &t) {
   return out;
 }
 
+/// An onnx.TensorProto whose data lies in `location` at [offset, offset +
+/// length): external_data = 13 (StringStringEntryProto: key = 1, value =
+/// 2), data_location = 14 (EXTERNAL = 1).
+std::string externalTensorProto(const std::string &name, const Tensor &t,
+                                const std::string &location, uint64_t offset) {
+  std::string out;
+  for (int64_t d : t.shape()) {
+    key(out, 1, 0);
+    varint(out, static_cast<uint64_t>(d));
+  }
+  key(out, 2, 0);
+  varint(out, onnxType(t.dtype()));
+  bytesField(out, 8, name);
+  auto entry = [&](const std::string &k, const std::string &v) {
+    std::string e;
+    bytesField(e, 1, k);
+    bytesField(e, 2, v);
+    bytesField(out, 13, e);
+  };
+  entry("location", location);
+  entry("offset", std::to_string(offset));
+  entry("length", std::to_string(t.byteSize()));
+  key(out, 14, 0);
+  varint(out, 1);
+  return out;
+}
+
+/// The file name of `path` (its last component).
+std::string baseName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+/// Writes `bytes` to `fd` whole.
+bool writeAll(int fd, const char *bytes, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, bytes, n);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    bytes += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
 } // namespace
 
 Status exportOnnx(const std::string &artifactDir,
                   const artifact::TrainingInfo &info, const SavedStates &saved,
-                  const std::string &outPath) {
+                  const std::string &outPath, const ExportOptions &options) {
   const std::string what = "--export-onnx " + outPath;
   if (info.source_model().empty())
     return Status::error(what + ": " + artifactDir + " has no source model");
@@ -74,21 +125,80 @@ Status exportOnnx(const std::string &artifactDir,
   if (!present)
     return Status::error(what + ": " + artifactDir + "/" +
                          info.source_model() + ": missing from the artifact");
-  // Each trained tensor, put together from its pieces' states.
+  const TrainedPieces pieces = trainedPieces(info);
+  uint64_t total = 0;
+  for (const auto &[name, list] : pieces) {
+    auto state = saved.states.find(list[0]->state());
+    uint64_t n = state == saved.states.end() ? 4 : dtypeSize(state->second.dtype);
+    for (int64_t d : list[0]->shape())
+      n *= uint64_t(std::max<int64_t>(d, 0));
+    total += n;
+  }
+  const bool external = options.external || total > options.inlineLimit;
+  const std::string pid = std::to_string(::getpid());
+  const std::string dataPath = outPath + ".data";
+  const std::string dataTmp = dataPath + ".tmp-" + pid;
+  int fd = -1;
+  if (external) {
+    fd = ::open(dataTmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return Status::error(what + ": cannot write " + dataTmp + ": " +
+                           std::strerror(errno));
+  }
+  auto fail = [&](const std::string &message) {
+    if (fd >= 0) {
+      ::close(fd);
+      std::remove(dataTmp.c_str());
+    }
+    return Status::error(message);
+  };
+  // Each trained tensor, put together from its pieces' states, one at a
+  // time: inline, or streamed into the data file (offsets aligned to 4 KiB,
+  // as onnx.save's external data is, so that readers may map them).
   std::string graph;
-  for (const auto &[name, pieces] : trainedPieces(info)) {
+  uint64_t offset = 0;
+  static const char zeros[4096] = {};
+  for (const auto &[name, list] : pieces) {
     Tensor whole;
-    TSL_RETURN_IF_ERROR(assembleTrained(what, name, pieces, saved, whole));
-    bytesField(graph, 5, tensorProto(name, whole)); // GraphProto.initializer
+    if (Status st = assembleTrained(what, name, list, saved, whole); !st)
+      return fail(st.message());
+    if (!external) {
+      bytesField(graph, 5, tensorProto(name, whole)); // GraphProto.initializer
+      continue;
+    }
+    const uint64_t pad = (4096 - offset % 4096) % 4096;
+    if (!writeAll(fd, zeros, pad) ||
+        !writeAll(fd, static_cast<const char *>(whole.data()),
+                  whole.byteSize()))
+      return fail(what + ": cannot write " + dataTmp + ": " +
+                  std::strerror(errno));
+    offset += pad;
+    bytesField(graph, 5,
+               externalTensorProto(name, whole, baseName(dataPath), offset));
+    offset += whole.byteSize();
+  }
+  if (external) {
+    if (::fsync(fd) != 0)
+      return fail(what + ": cannot sync " + dataTmp + ": " +
+                  std::strerror(errno));
+    ::close(fd);
+    fd = -1;
   }
   // ModelProto.graph = 7, merged into the source model's graph.
   std::string bytes(reinterpret_cast<const char *>(source->data()),
                     source->size());
   bytesField(bytes, 7, graph);
-  const std::string tmp = outPath + ".tmp-" + std::to_string(::getpid());
+  const std::string tmp = outPath + ".tmp-" + pid;
   if (Status s = writeBytesSynced(tmp, bytes); !s) {
     std::remove(tmp.c_str());
+    std::remove(dataTmp.c_str());
     return Status::error(what + ": " + s.message());
+  }
+  // The data first: a model file never names data that is not there.
+  if (external && std::rename(dataTmp.c_str(), dataPath.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    std::remove(dataTmp.c_str());
+    return Status::error(what + ": cannot rename " + dataTmp);
   }
   if (std::rename(tmp.c_str(), outPath.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -176,7 +176,10 @@ Status writeTrained(RankState &s, int64_t step, int64_t dataPosition) {
     SavedStates saved;
     result = saved.read(dir);
     if (result && !o.train.exportOnnx.empty()) {
-      result = exportOnnx(o.artifact, s.training, saved, o.train.exportOnnx);
+      ExportOptions eo;
+      eo.external = o.train.exportExternal;
+      result =
+          exportOnnx(o.artifact, s.training, saved, o.train.exportOnnx, eo);
       if (result)
         s.out.print("tessel-run: trained model (%d tensors) -> %s\n",
                     s.training.tensors_size(), o.train.exportOnnx.c_str());

@@ -37,6 +37,7 @@ struct TrainOptions {
   int saveEvery = 0;     // --save-every K; 0: at the end only
   std::string resume;    // --resume DIR
   std::string exportOnnx; // --export-onnx FILE
+  bool exportExternal = false; // --export-onnx-external: FILE.data always
   std::string grads;      // --grads FILE
   std::string saveWeights; // --save-weights FILE.safetensors
   // --data-tokens FILE: a flat file of token ids (nanoGPT's train.bin),
