@@ -47,8 +47,8 @@ int onnxType(DType t) {
   return 0;
 }
 
-/// An onnx.TensorProto: dims = 1, data_type = 2, name = 8, raw_data = 9.
-std::string tensorProto(const std::string &name, const Tensor &t) {
+/// An onnx.TensorProto's dims = 1, data_type = 2 and name = 8.
+std::string tensorHeader(const std::string &name, const Tensor &t) {
   std::string out;
   for (int64_t d : t.shape()) {
     key(out, 1, 0);
@@ -57,6 +57,12 @@ std::string tensorProto(const std::string &name, const Tensor &t) {
   key(out, 2, 0);
   varint(out, onnxType(t.dtype()));
   bytesField(out, 8, name);
+  return out;
+}
+
+/// An onnx.TensorProto: its header and raw_data = 9.
+std::string tensorProto(const std::string &name, const Tensor &t) {
+  std::string out = tensorHeader(name, t);
   bytesField(out, 9,
              std::string(static_cast<const char *>(t.data()), t.byteSize()));
   return out;
@@ -67,14 +73,7 @@ std::string tensorProto(const std::string &name, const Tensor &t) {
 /// 2), data_location = 14 (EXTERNAL = 1).
 std::string externalTensorProto(const std::string &name, const Tensor &t,
                                 const std::string &location, uint64_t offset) {
-  std::string out;
-  for (int64_t d : t.shape()) {
-    key(out, 1, 0);
-    varint(out, static_cast<uint64_t>(d));
-  }
-  key(out, 2, 0);
-  varint(out, onnxType(t.dtype()));
-  bytesField(out, 8, name);
+  std::string out = tensorHeader(name, t);
   auto entry = [&](const std::string &k, const std::string &v) {
     std::string e;
     bytesField(e, 1, k);
