@@ -132,6 +132,9 @@ public:
   }
   const ConstTensor *getConst(ValueInfo &info);
   FailureOr<Value> materialize(ValueInfo &info, Location loc);
+  /// Adds `entry` to the weight table and its tessel.weight (of `type`,
+  /// named as the entry) to the function: weightOps holds it from then on.
+  Value addWeight(WeightInfo entry, RankedTensorType type);
   FailureOr<TensorData> getTensorData(const onnx::TensorProto &tensor);
   /// The bytes of `info`'s tensor, read from its external-data file into
   /// `file` when it has one.
@@ -159,9 +162,10 @@ public:
   llvm::StringMap<WeightOrigin> origins;
   /// Other PyTorch names of a weight's parameter (ties), by weight name.
   llvm::StringMap<SmallVector<std::string, 1>> aliases;
-  /// Initializers read as another weight, as it is or transposed (retie()):
-  /// copy -> (the weight, "" or "transposed"); tesselc --train's source
-  /// model computes them from the trained weight.
+  /// Initializers read as another weight: copy -> (the weight, layout), ""
+  /// or "transposed" for a retied copy (retie()), "expand" for a row read
+  /// at every position (broadcastRow()); tesselc --train's source model
+  /// computes them from the trained weight.
   llvm::StringMap<std::pair<std::string, std::string>> tiedCopies;
   void addAlias(StringRef weight, StringRef alias) {
     auto &list = aliases[weight];
@@ -480,10 +484,7 @@ FailureOr<Value> GraphImporter::materialize(ValueInfo &info, Location loc) {
   } else {
     return fail("internal error: value '" + info.name + "' has no definition");
   }
-  weights.add(std::move(entry));
-  Value w = WeightOp::create(builder, NameLoc::get(builder.getStringAttr(name)),
-                             info.type, builder.getStringAttr(name));
-  weightOps[name] = w;
+  Value w = addWeight(std::move(entry), info.type);
   info.value = w;
   return w;
 }
@@ -540,6 +541,14 @@ WeightOrigin GraphImporter::originOf(const ValueInfo &info,
   return {"initializer", ""};
 }
 
+Value GraphImporter::addWeight(WeightInfo entry, RankedTensorType type) {
+  StringAttr name = builder.getStringAttr(entry.name);
+  weights.add(std::move(entry));
+  Value w = WeightOp::create(builder, NameLoc::get(name), type, name);
+  weightOps[name.getValue()] = w;
+  return w;
+}
+
 FailureOr<Value> GraphImporter::broadcastRow(ValueInfo &info, StringRef name,
                                              Location loc) {
   ArrayRef<int64_t> shape = info.type.getShape();
@@ -581,11 +590,8 @@ FailureOr<Value> GraphImporter::broadcastRow(ValueInfo &info, StringRef name,
   entry.origin = WeightInfo::Origin::Initializer;
   entry.bytes = weights.own(
       std::vector<char>(bytes->data(), bytes->data() + rowBytes));
-  weights.add(std::move(entry));
-  auto rowType = RankedTensorType::get(rowShape, info.type.getElementType());
-  Value w = WeightOp::create(builder, NameLoc::get(builder.getStringAttr(rowName)),
-                             rowType, builder.getStringAttr(rowName));
-  weightOps[rowName] = w;
+  Value w = addWeight(std::move(entry), RankedTensorType::get(
+                                           rowShape, info.type.getElementType()));
   tiedCopies[name] = {rowName, "expand"};
   return ExpandOp::create(builder, loc, info.type, w).getResult();
 }
@@ -1173,15 +1179,11 @@ FailureOr<Value> NodeContext::droppedBias(int64_t n) {
   entry.dtype = WeightDType::F32;
   entry.shape = {n};
   entry.bytes = importer.weights.own(std::vector<char>(size_t(n) * 4, 0));
-  importer.weights.add(std::move(entry));
   importer.origins[*name] = {
       "parameter", "torch.export PARAMETER read as the bias of node '" +
                        node.name() + "', which the exporter's optimizer "
                        "dropped (its value was zero): restored as zeros"};
-  Value w = WeightOp::create(getBuilder(), NameLoc::get(getBuilder().getStringAttr(*name)),
-                             type, getBuilder().getStringAttr(*name));
-  importer.weightOps[*name] = w;
-  return w;
+  return importer.addWeight(std::move(entry), type);
 }
 
 FailureOr<Value> NodeContext::getValue(unsigned i) {

@@ -104,15 +104,15 @@ Error writeSourceModel(StringRef modelPath, const StringSet<> &trained,
       n.set_op_type("Expand");
       n.add_input(shape->name());
       found.insert(from.first);
-    } else {
-      n.set_op_type(from.second == "transposed" ? "Transpose" : "Identity");
-    }
-    if (from.second == "transposed") {
+    } else if (from.second == "transposed") {
+      n.set_op_type("Transpose");
       onnx::AttributeProto *perm = n.add_attribute();
       perm->set_name("perm");
       perm->set_type(onnx::AttributeProto::INTS);
       perm->add_ints(1);
       perm->add_ints(0);
+    } else {
+      n.set_op_type("Identity");
     }
     ties.push_back(std::move(n));
     copies.insert(copy);

@@ -22,9 +22,10 @@
 // the steps after warmup. The rate and Adam's per-step scalars are computed
 // here in double, as PyTorch's Python floats are, and rounded once: tables
 // that the step count `optimizer.step` indexes (a gather).
-// Gradient clipping is torch.nn.utils.clip_grad_norm_: the total L2 norm of
-// all gradients, each scaled by min(1, max / (norm + 1e-6)) before the
-// update; sharded, the norm's sums are partial and all-reduced.
+// Gradient clipping is torch.nn.utils.clip_grad_norm_: the L2 norm of the
+// gradients' norms, each gradient scaled by min(1, reciprocal(norm + 1e-6)
+// max) before the update; sharded, the norm's sums are partial and
+// all-reduced.
 //
 //===----------------------------------------------------------------------===//
 
@@ -293,8 +294,9 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
       AssignOp::create(at, loc, w, v);
     };
 
-    // clip_grad_norm_: every gradient scaled by min(1, max / (norm + 1e-6)).
-    // It needs every gradient first: the updates then all sit at the end.
+    // clip_grad_norm_: every gradient scaled by min(1, reciprocal(norm +
+    // 1e-6) max). It needs every gradient first: the updates then all sit at
+    // the end.
     const bool clip = clipGradNorm > 0.0 && !grads.empty();
     Value totalNorm;
     if (clip || (gradNorm && !grads.empty())) {
@@ -314,8 +316,7 @@ struct OptimizerPass : impl::OptimizerPassBase<OptimizerPass> {
                     RankedTensorType::get({int64_t(norms.size())},
                                           b.getF32Type()),
                     norms, b.getI64IntegerAttr(0)));
-      Value norm = u.sqrt(u.sumAll(u.mul(stacked, stacked)));
-      totalNorm = norm;
+      totalNorm = u.sqrt(u.sumAll(u.mul(stacked, stacked)));
     }
     if (clip) {
       Value coef = u.div(u.scalar(1.0), u.add(totalNorm, u.scalar(1e-6)));

@@ -15,6 +15,10 @@
 
 namespace mlir::tessel {
 
+/// Initializers the importer read as another weight (tessel.tied_copies):
+/// copy -> (that weight, "", "transposed" or "expand").
+using TiedCopies = llvm::StringMap<std::pair<std::string, std::string>>;
+
 /// Writes the ONNX model at `modelPath` to `outPath` without the tensors
 /// named in `trained`: their initializers removed, and each node that
 /// produced one (the Identity of a shared initializer, a subgraph of
@@ -23,14 +27,9 @@ namespace mlir::tessel {
 /// is read into the model (the location confined to the model's folder, as
 /// the importer does; at most 1 GiB in all). Fails naming the tensor when a
 /// node that makes one also makes another output, or its external data is
-/// refused.
-/// Initializers the importer read as another weight (tessel.tied_copies):
-/// copy -> (that weight, "" or "transposed").
-using TiedCopies = llvm::StringMap<std::pair<std::string, std::string>>;
-
-/// ... and each copy in `tiedCopies` of a trained tensor becomes a node
-/// (Identity or Transpose) that computes it from that tensor; the Gemms
-/// whose zero bias the exporter dropped read the restored bias again.
+/// refused. Each copy in `tiedCopies` of a trained tensor becomes a node
+/// (Identity, Transpose or Expand) that computes it from that tensor; the
+/// Gemms whose zero bias the exporter dropped read the restored bias again.
 llvm::Error writeSourceModel(llvm::StringRef modelPath,
                              const llvm::StringSet<> &trained,
                              const TiedCopies &tiedCopies,

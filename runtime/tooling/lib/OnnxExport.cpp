@@ -187,22 +187,13 @@ Status exportOnnx(const std::string &artifactDir,
   std::string bytes(reinterpret_cast<const char *>(source->data()),
                     source->size());
   bytesField(bytes, 7, graph);
-  const std::string tmp = outPath + ".tmp-" + pid;
-  if (Status s = writeBytesSynced(tmp, bytes); !s) {
-    std::remove(tmp.c_str());
-    std::remove(dataTmp.c_str());
-    return Status::error(what + ": " + s.message());
-  }
   // The data first: a model file never names data that is not there.
   if (external && std::rename(dataTmp.c_str(), dataPath.c_str()) != 0) {
-    std::remove(tmp.c_str());
     std::remove(dataTmp.c_str());
     return Status::error(what + ": cannot rename " + dataTmp);
   }
-  if (std::rename(tmp.c_str(), outPath.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::error(what + ": cannot rename " + tmp);
-  }
+  if (Status s = writeBytesAtomic(outPath, bytes); !s)
+    return Status::error(what + ": " + s.message());
   return Status::ok();
 }
 

@@ -144,20 +144,23 @@ def match_grad(tessel, torch_grad):
     raise AssertionError("gradient shapes %s and %s do not match" % (t.shape, p.shape))
 
 
-def adamw_flags(adamw):
-    """tesselc's flags for train.json's AdamW."""
-    return ["--train", "--optimizer", "adamw", "--lr", str(adamw["lr"]),
-            "--betas", "%s,%s" % tuple(adamw["betas"]), "--eps", str(adamw["eps"]),
-            "--weight-decay", str(adamw["weight_decay"])]
-
-
-def train(zoo, arch, export, tmp, extra):
-    m = meta(zoo, arch)
+def training_setup(zoo, arch, export):
+    """make_zoo.py's reference training of ARCH: (meta.json, its train/
+    directory, train.json, the model's path, tesselc's flags for its
+    AdamW)."""
     ref = os.path.join(zoo, arch, "train")
     cfg = json.load(open(os.path.join(ref, "train.json")))
     adamw = cfg["optimizer"]["adamw"]
-    onnx_path = os.path.join(model_dir(zoo, arch, export), "model.onnx")
-    flags = adamw_flags(adamw) + extra
+    flags = ["--train", "--optimizer", "adamw", "--lr", str(adamw["lr"]),
+             "--betas", "%s,%s" % tuple(adamw["betas"]), "--eps", str(adamw["eps"]),
+             "--weight-decay", str(adamw["weight_decay"])]
+    return (meta(zoo, arch), ref, cfg,
+            os.path.join(model_dir(zoo, arch, export), "model.onnx"), flags)
+
+
+def ranks_of(extra):
+    """The ranks of tesselc flags `extra`: its --mesh, or its hybrid plugin's
+    dp x tp x pp; 1 without either."""
     ranks = 1
     if "--mesh" in extra:
         mesh = extra[extra.index("--mesh") + 1]
@@ -165,6 +168,13 @@ def train(zoo, arch, export, tmp, extra):
     if "--plugin" in extra and extra[extra.index("--plugin") + 1].startswith("hybrid:"):
         opts = dict(o.split("=") for o in extra[extra.index("--plugin") + 1][7:].split(","))
         ranks = int(np.prod([int(opts.get(a, 1)) for a in ("dp", "tp", "pp")]))
+    return ranks
+
+
+def train(zoo, arch, export, tmp, extra):
+    m, ref, cfg, onnx_path, flags = training_setup(zoo, arch, export)
+    flags += extra
+    ranks = ranks_of(extra)
     art = os.path.join(tmp, "train.tsl")
     report = run([TESSELC, onnx_path, "--report", "-o", art] + flags)
     classes = parse_report(report)
@@ -222,13 +232,6 @@ def train(zoo, arch, export, tmp, extra):
     np.save(os.path.join(tmp, "losses-checked.npy"), got)
 
 
-def ranks_of(extra):
-    if "--mesh" not in extra:
-        return 1
-    mesh = extra[extra.index("--mesh") + 1]
-    return int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
-
-
 def onnx_loss(path, batch, tmp):
     """Mean token cross-entropy of the ONNX model at `path` on one batch
     [batch, seq+1]: its logits from tesselc and tessel-run (whose forward
@@ -246,14 +249,10 @@ def onnx_loss(path, batch, tmp):
 
 
 def weights(zoo, arch, export, tmp, extra):
-    m = meta(zoo, arch)
-    ref = os.path.join(zoo, arch, "train")
-    cfg = json.load(open(os.path.join(ref, "train.json")))
-    adamw = cfg["optimizer"]["adamw"]
-    onnx_path = os.path.join(model_dir(zoo, arch, export), "model.onnx")
+    m, ref, cfg, onnx_path, flags = training_setup(zoo, arch, export)
     batches = os.path.join(ref, "batches.npy")
     art = os.path.join(tmp, "train.tsl")
-    run([TESSELC, onnx_path, "-o", art] + adamw_flags(adamw) + extra)
+    run([TESSELC, onnx_path, "-o", art] + flags + extra)
     ranks = ["-n", str(ranks_of(extra))] if ranks_of(extra) > 1 else []
     steps = len(cfg["trajectory_full"])
     out = os.path.join(tmp, "weights.safetensors")
