@@ -47,6 +47,10 @@ std::optional<rt::DType> toDType(Type t) {
     return rt::DType::I32;
   if (t.isSignlessInteger(1))
     return rt::DType::Bool;
+  if (t.isBF16())
+    return rt::DType::BF16;
+  if (t.isF16())
+    return rt::DType::F16;
   return std::nullopt;
 }
 
@@ -79,6 +83,12 @@ FailureOr<std::string> constantBytes(DenseElementsAttr attr) {
   else if (et.isSignlessInteger(1))
     for (bool b : attr.getValues<bool>())
       out.push_back(b ? 1 : 0);
+  else if (et.isBF16() || et.isF16())
+    for (const APFloat &v : attr.getValues<APFloat>()) {
+      const uint16_t bits =
+          static_cast<uint16_t>(v.bitcastToAPInt().getZExtValue());
+      out.append(reinterpret_cast<const char *>(&bits), sizeof bits);
+    }
   else
     return failure();
   return out;
@@ -447,7 +457,7 @@ FailureOr<int> Exporter::newBuffer(Operation *op, RankedTensorType t) {
     return op->emitOpError() << "has a result of element type "
                              << t.getElementType()
                              << ", which the runtime does not hold (f32, i64, "
-                                "i32, i1)";
+                                "i32, i1, bf16, f16)";
   int id = program.addBuffer(*dt, toShape(t));
   computed.insert(id);
   return id;

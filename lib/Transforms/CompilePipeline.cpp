@@ -129,6 +129,10 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   if (train && train->precision == "bf16" &&
       stopAfter == CompileStage::Partition)
     pm.addPass(createMarkBf16OperandsPass());
+  // The runtime computes bf16 and f16 tensors in f32: last, on the program
+  // the artifact holds.
+  if (stopAfter == CompileStage::Partition)
+    pm.addPass(createFloatNormalizationPass());
 }
 
 namespace {

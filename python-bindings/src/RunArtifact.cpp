@@ -50,6 +50,10 @@ std::optional<DType> dtypeOf(nb::dlpack::dtype t) {
     return DType::I32;
   if (t.code == uint8_t(Code::Bool) && t.bits == 8)
     return DType::Bool;
+  if (t.code == uint8_t(Code::Float) && t.bits == 16)
+    return DType::F16;
+  if (t.code == uint8_t(Code::Bfloat) && t.bits == 16)
+    return DType::BF16;
   return std::nullopt;
 }
 
@@ -63,6 +67,10 @@ nb::dlpack::dtype dlpackOf(DType t) {
     return nb::dtype<int32_t>();
   case DType::Bool:
     return nb::dtype<bool>();
+  case DType::F16:
+    return nb::dlpack::dtype{uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
+  case DType::BF16: // toNumpy widens bf16 first: numpy has none
+    return nb::dlpack::dtype{uint8_t(nb::dlpack::dtype_code::Bfloat), 16, 1};
   }
   return nb::dtype<float>();
 }
@@ -80,8 +88,10 @@ std::string foreignName(nb::dlpack::dtype t) {
   return std::string(kind) + std::to_string(t.bits);
 }
 
-/// The tensor, as a NumPy array that owns it (no copy).
+/// The tensor, as a NumPy array that owns it (no copy; a bf16 tensor is
+/// widened to f32, exactly: numpy has no bf16).
 nb::object toNumpy(Tensor t) {
+  t = widenBf16(std::move(t));
   auto *owned = new Tensor(std::move(t));
   nb::capsule owner(owned, [](void *p) noexcept {
     delete static_cast<Tensor *>(p);
@@ -426,7 +436,9 @@ private:
       for (size_t i = 0; i < a.ndim(); ++i)
         shape[i] = static_cast<int64_t>(a.shape(i));
       std::optional<DType> dt = dtypeOf(a.dtype());
-      if (!dt || *dt != b.dtype || shape != b.shape)
+      // A bf16 input takes f32 too (numpy has no bf16; Executor rounds it).
+      const bool widened = dt == DType::F32 && b.dtype == DType::BF16;
+      if (!dt || (*dt != b.dtype && !widened) || shape != b.shape)
         raise("InputError",
               "input '" + name + "': expected " +
                   typeToString(b.dtype, b.shape) + ", got " +

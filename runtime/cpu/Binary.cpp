@@ -187,20 +187,12 @@ void whereKernel(size_t elemSize, const uint8_t *cond, const Shape &cShape,
                  const Shape &yShape, void *out, const Shape &outShape,
                  ThreadPool &pool) {
   StridedPlan plan = makeBroadcastPlan(outShape, {&cShape, &xShape, &yShape});
-  switch (elemSize) {
-  case 1:
-    return whereTyped(cond, static_cast<const uint8_t *>(x),
-                      static_cast<const uint8_t *>(y),
-                      static_cast<uint8_t *>(out), plan, pool);
-  case 4:
-    return whereTyped(cond, static_cast<const uint32_t *>(x),
-                      static_cast<const uint32_t *>(y),
-                      static_cast<uint32_t *>(out), plan, pool);
-  default:
-    return whereTyped(cond, static_cast<const uint64_t *>(x),
-                      static_cast<const uint64_t *>(y),
-                      static_cast<uint64_t *>(out), plan, pool);
-  }
+  visitElementSize(elemSize, 0, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    whereTyped(cond, static_cast<const T *>(x), static_cast<const T *>(y),
+               static_cast<T *>(out), plan, pool);
+    return 0;
+  });
 }
 
 namespace {

@@ -2,6 +2,7 @@
 #include "tessel/ops/Broadcast.h"
 #include "KernelRegistry.h"
 #include "Kernels.h"
+#include "tessel/ops/DTypeDispatch.h"
 #include "ThreadPool.h"
 
 #include <cstring>
@@ -91,23 +92,16 @@ void stridedCopy(size_t elemSize, const void *src, const Shape &dims,
   StridedPlan plan = makeStridedPlan(dims, {srcStrides});
   if (plan.total == 0)
     return;
-  switch (elemSize) {
-  case 1:
-    return stridedCopyTyped(static_cast<const uint8_t *>(src), plan,
-                            static_cast<uint8_t *>(dst), pool);
-  case 4:
-    if (tryTiledTranspose(static_cast<const uint32_t *>(src), plan,
-                          static_cast<uint32_t *>(dst), pool))
-      return;
-    return stridedCopyTyped(static_cast<const uint32_t *>(src), plan,
-                            static_cast<uint32_t *>(dst), pool);
-  default:
-    if (tryTiledTranspose(static_cast<const uint64_t *>(src), plan,
-                          static_cast<uint64_t *>(dst), pool))
-      return;
-    return stridedCopyTyped(static_cast<const uint64_t *>(src), plan,
-                            static_cast<uint64_t *>(dst), pool);
-  }
+  visitElementSize(elemSize, 0, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (sizeof(T) >= 4)
+      if (tryTiledTranspose(static_cast<const T *>(src), plan,
+                            static_cast<T *>(dst), pool))
+        return 0;
+    stridedCopyTyped(static_cast<const T *>(src), plan, static_cast<T *>(dst),
+                     pool);
+    return 0;
+  });
 }
 
 Status gatherKernel(size_t elemSize, const void *data, const Shape &dataShape,
@@ -181,20 +175,12 @@ Status gatherElementsKernel(size_t elemSize, const void *data,
   std::vector<int64_t> strides(dataShape.size(), 1);
   for (size_t d = dataShape.size(); d-- > 1;)
     strides[d - 1] = strides[d] * dataShape[d];
-  switch (elemSize) {
-  case 1:
-    gatherElementsTyped(static_cast<const uint8_t *>(data), strides, wrapped,
-                        idxShape, axis, static_cast<uint8_t *>(out));
-    break;
-  case 4:
-    gatherElementsTyped(static_cast<const uint32_t *>(data), strides, wrapped,
-                        idxShape, axis, static_cast<uint32_t *>(out));
-    break;
-  default:
-    gatherElementsTyped(static_cast<const uint64_t *>(data), strides, wrapped,
-                        idxShape, axis, static_cast<uint64_t *>(out));
-    break;
-  }
+  visitElementSize(elemSize, 0, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gatherElementsTyped(static_cast<const T *>(data), strides, wrapped,
+                        idxShape, axis, static_cast<T *>(out));
+    return 0;
+  });
   return Status::ok();
 }
 

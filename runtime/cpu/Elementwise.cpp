@@ -12,6 +12,7 @@
 #include "Kernels.h"
 #include "ThreadPool.h"
 #include "VecMath.h"
+#include "tessel/runtime/HalfFloat.h"
 #include "tessel/runtime/ScalarOps.h"
 
 #include <algorithm>
@@ -59,6 +60,46 @@ void castFrom(const From *x, DType to, void *y, int64_t n, ThreadPool &pool) {
           [](From v) { return static_cast<uint8_t>(v != From(0)); });
     else
       castTyped(x, static_cast<To *>(y), n, pool);
+  });
+}
+
+uint16_t toHalf(DType half, float v) {
+  return half == DType::BF16 ? f32ToBf16(v) : f32ToF16(v);
+}
+
+float fromHalf(DType half, uint16_t h) {
+  return half == DType::BF16 ? bf16ToF32(h) : f16ToF32(h);
+}
+
+/// A cast from or to bf16 or f16: through f32, in which the half is exact;
+/// to a half rounds once, to nearest even (an i64 goes to f32 first, as
+/// PyTorch's casts do).
+void castHalf(DType from, const void *x, DType to, void *y, int64_t n,
+              ThreadPool &pool) {
+  if (isHalf(from) && isHalf(to)) {
+    map(static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y), n, pool,
+        [=](uint16_t h) { return toHalf(to, fromHalf(from, h)); });
+    return;
+  }
+  if (isHalf(from)) {
+    const uint16_t *in = static_cast<const uint16_t *>(x);
+    visitDType(to, [&](auto tag) {
+      using To = typename decltype(tag)::type;
+      if constexpr (kIsBool<To>)
+        map(in, static_cast<uint8_t *>(y), n, pool, [=](uint16_t h) {
+          return static_cast<uint8_t>(fromHalf(from, h) != 0.0f);
+        });
+      else
+        map(in, static_cast<To *>(y), n, pool, [=](uint16_t h) {
+          return static_cast<To>(fromHalf(from, h));
+        });
+    });
+    return;
+  }
+  visitDType(from, [&](auto tag) {
+    using From = typename decltype(tag)::type;
+    map(static_cast<const From *>(x), static_cast<uint16_t *>(y), n, pool,
+        [=](From v) { return toHalf(to, static_cast<float>(v)); });
   });
 }
 
@@ -171,6 +212,8 @@ void castKernel(DType from, const void *x, DType to, void *y, int64_t n,
       std::memcpy(y, x, n * dtypeSize(from));
     return;
   }
+  if (isHalf(from) || isHalf(to))
+    return castHalf(from, x, to, y, n, pool);
   visitDType(from, [&](auto tag) {
     using From = typename decltype(tag)::type;
     castFrom(static_cast<const From *>(x), to, y, n, pool);

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tessel/runtime/Executor.h"
+#include "tessel/runtime/HalfFloat.h"
 
 #include <algorithm>
 #include <sched.h>
@@ -51,6 +52,15 @@ Status Executor::setInputFrom(const std::string &name, DType dtype,
         "unknown input '" + name +
         "' (the program's inputs: " + Program::namesOf(prog->inputs) + ")");
   const BufferInfo &b = prog->buffers[id];
+  // numpy has no bf16: a bf16 input takes f32, rounded to nearest even
+  // (docs/precision.md).
+  if (b.dtype == DType::BF16 && dtype == DType::F32 && shape == b.shape) {
+    std::vector<uint16_t> half(static_cast<size_t>(b.numel));
+    const float *f = static_cast<const float *>(data);
+    for (size_t i = 0; i < half.size(); ++i)
+      half[i] = f32ToBf16(f[i]);
+    return writeBuffer(id, half.data());
+  }
   if (dtype != b.dtype || shape != b.shape)
     return Status::error("input '" + name + "': expected " +
                          dtypeName(b.dtype) + " " + shapeToString(b.shape) +

@@ -9,6 +9,11 @@ namespace tessel::runtime {
 namespace {
 
 Status checkReduceDType(DType t, ReduceKind kind) {
+  // Sums of halves accumulate in f32: the compiler casts around the
+  // collective (-tessel-float-normalization), no transport adds halves.
+  if (isHalf(t))
+    return Status::error(std::string("a reduction of ") + dtypeName(t) +
+                         " needs its operand cast to f32");
   if (kind == ReduceKind::Mean && t != DType::F32)
     return Status::error(std::string("a mean needs f32, got ") + dtypeName(t));
   if (t == DType::Bool && kind != ReduceKind::Max && kind != ReduceKind::Min)

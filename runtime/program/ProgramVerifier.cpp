@@ -171,7 +171,7 @@ Status OpChecker::checkUnary() {
     auto t = parseDType(to);
     if (!t)
       return fail("attribute 'to' = '" + to +
-                  "' is not one of f32, i64, i32, bool");
+                  "' is not one of f32, i64, i32, bool, bf16, f16");
     op.to = *t;
     if (out(0).dtype != op.to)
       return fail("result has dtype " + std::string(dtypeName(out(0).dtype)) +

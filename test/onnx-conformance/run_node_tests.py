@@ -53,10 +53,23 @@ DEFAULT_DATA = "/usr/share/libonnx-testdata/data/node"
 DEFAULT_SCOPE = os.path.join(HERE, "scope.txt")
 MIN_OPSET, MAX_OPSET = 13, 23
 RTOL, ATOL = 1e-3, 1e-7
-# What the runtime holds (runtime/README.md): f32, i64, i32, bool.
+# What the runtime holds (runtime/README.md): f32, i64, i32, bool, bf16, f16.
+# numpy has no bf16: onnx's to_array gives a bf16 tensor as f32, which is
+# what tessel-run takes for a bf16 input and writes for a bf16 output.
 HELD = {onnx.TensorProto.FLOAT: "f32", onnx.TensorProto.INT64: "i64",
-        onnx.TensorProto.INT32: "i32", onnx.TensorProto.BOOL: "bool"}
+        onnx.TensorProto.INT32: "i32", onnx.TensorProto.BOOL: "bool",
+        onnx.TensorProto.BFLOAT16: "bf16", onnx.TensorProto.FLOAT16: "f16"}
 TIMEOUT_S = 120
+
+
+def tensor_array(t, declared):
+    """A TensorProto as numpy; a bf16 one (`declared` the graph's type of
+    it: the test data stores bf16 as its uint16 bits) as the f32 values it
+    holds."""
+    a = numpy_helper.to_array(t)
+    if declared == onnx.TensorProto.BFLOAT16 and a.dtype == np.uint16:
+        a = (a.astype(np.uint32) << 16).view(np.float32)
+    return a
 
 
 def dtype_name(t):
@@ -134,7 +147,7 @@ def static_scope(model):
         if et not in HELD:
             bad.add(dtype_name(et))
     if bad:
-        return ("dtype not supported: %s (the runtime holds f32, i64, i32, bool)"
+        return ("dtype not supported: %s (the runtime holds f32, i64, i32, bool, bf16, f16)"
                 % ", ".join(sorted(bad)))
     return None
 
@@ -161,7 +174,7 @@ OUT_PATTERNS = [
      lambda m: "op has no run-time kernel (imported only when its inputs are "
                "constants and it folds): " + m.group(1)),
     (re.compile(r"has element type (\w+), which Tessel does not support"),
-     lambda m: "dtype not supported: %s (the runtime holds f32, i64, i32, bool)"
+     lambda m: "dtype not supported: %s (the runtime holds f32, i64, i32, bool, bf16, f16)"
      % m.group(1).lower()),
     (re.compile(r"must be known at import time; it depends on values computed at run "
                 r"time|has a dynamic dim|start, limit and delta must be known at import "
@@ -242,6 +255,8 @@ def _run_test(test_dir, work, args, check_static):
     inits = {t.name for t in model.graph.initializer}
     in_names = [i.name for i in model.graph.input if i.name not in inits]
     out_names = [o.name for o in model.graph.output]
+    elem = {v.name: v.type.tensor_type.elem_type
+            for v in list(model.graph.input) + list(model.graph.output)}
     cmd_run = [args.tessel_run, os.path.join(work, "m.tsl")]
     for k, iname in enumerate(in_names):
         pb = os.path.join(data, "input_%d.pb" % k)
@@ -251,14 +266,14 @@ def _run_test(test_dir, work, args, check_static):
         with open(pb, "rb") as f:
             t.ParseFromString(f.read())
         npy = os.path.join(work, "in%d.npy" % k)
-        np.save(npy, numpy_helper.to_array(t))
+        np.save(npy, tensor_array(t, elem[iname]))
         cmd_run += ["--input", "%s=%s" % (iname, npy)]
     expected = []
     for k, oname in enumerate(out_names):
         t = onnx.TensorProto()
         with open(os.path.join(data, "output_%d.pb" % k), "rb") as f:
             t.ParseFromString(f.read())
-        expected.append(numpy_helper.to_array(t))
+        expected.append(tensor_array(t, elem[oname]))
         cmd_run += ["--output", "%s=%s" % (oname, os.path.join(work, "out%d.npy" % k))]
 
     try:

@@ -1024,4 +1024,32 @@ def MarkBf16OperandsPass : Pass<"tessel-mark-bf16-operands"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def FloatNormalizationPass : Pass<"tessel-float-normalization"> {
+  let summary = "Computes each op on bf16 or f16 tensors in f32, rounding its result once";
+  let description = [{
+    The runtime stores bf16 and f16 tensors and moves them (reshape,
+    transpose, slice, split, concat, expand, gather, gather_elements,
+    where, weight, constant, assign, all_gather, all_to_all, broadcast,
+    collective_permute, send, recv, chunk_fetch) and converts them (cast),
+    but computes only in f32, i64, i32 and bool. Each other Tessel op with
+    a half operand or result reads its half operands through a `cast` to
+    f32 (one per value, shared by its readers) and writes an f32 result
+    that a `cast` rounds back to the half, to nearest even: PyTorch's
+    semantics for half tensors on the CPU, where each op computes in f32
+    and rounds its result. Sums over ranks (`all_reduce`,
+    `reduce_scatter`) add in f32 too. tesselc runs it last, on the per-rank
+    program (docs/precision.md).
+
+    ```mlir
+    %y = tessel.mul %a, %b : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+    // becomes
+    %a32 = tessel.cast %a : tensor<4xbf16> -> tensor<4xf32>
+    %b32 = tessel.cast %b : tensor<4xbf16> -> tensor<4xf32>
+    %p = tessel.mul %a32, %b32 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %y = tessel.cast %p : tensor<4xf32> -> tensor<4xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 #endif // TESSEL_TRANSFORMS_PASSES_TD

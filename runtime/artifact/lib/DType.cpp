@@ -5,16 +5,18 @@
 
 #include "tessel/support/Checked.h"
 
+#include <iterator>
+
 namespace tessel::runtime {
 
 namespace {
-constexpr DTypeNames kNames = {"f32", "i64", "i32", "bool"};
+constexpr DTypeNames kNames = {"f32", "i64", "i32", "bool", "bf16", "f16"};
 } // namespace
 
 size_t dtypeSize(DType t) {
-  constexpr size_t kSizes[] = {4, 8, 4, 1};
+  constexpr size_t kSizes[] = {4, 8, 4, 1, 2, 2};
   unsigned i = static_cast<unsigned>(t) - 1;
-  return i < 4 ? kSizes[i] : 1;
+  return i < std::size(kSizes) ? kSizes[i] : 1;
 }
 
 const char *dtypeName(DType t) { return dtypeNameIn(kNames, t, "?"); }
@@ -23,7 +25,7 @@ std::optional<DType> parseDType(std::string_view name) {
   return parseDTypeIn(kNames, name);
 }
 
-bool isValidDType(int value) { return value >= 1 && value <= 4; }
+bool isValidDType(int value) { return value >= 1 && value <= 6; }
 
 int64_t numElements(const Shape &shape) {
   // A zero dim after an overflowing prefix still gives 0 elements.

@@ -1,8 +1,8 @@
 //===- DTypeNames.h - The element types' names in each format ---*- C++ -*-===//
 //
-// A format names the element types with a table of four strings (F32, I64,
-// I32, Bool: DType's values 1 to 4, in order); these look a type up in one
-// and back.
+// A format names the element types with a table of six strings (F32, I64,
+// I32, Bool, BF16, F16: DType's values 1 to 6, in order; nullptr where the
+// format has no name for one); these look a type up in one and back.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_LIB_DTYPENAMES_H
@@ -16,20 +16,20 @@
 
 namespace tessel::runtime {
 
-using DTypeNames = std::array<const char *, 4>;
+using DTypeNames = std::array<const char *, 6>;
 
 /// `t`'s name in `names`; `unknown` for a value out of range.
 inline const char *dtypeNameIn(const DTypeNames &names, DType t,
                                const char *unknown) {
   unsigned i = static_cast<unsigned>(t) - 1;
-  return i < names.size() ? names[i] : unknown;
+  return i < names.size() && names[i] ? names[i] : unknown;
 }
 
 /// The type `name` names in `names`.
 inline std::optional<DType> parseDTypeIn(const DTypeNames &names,
                                          std::string_view name) {
   for (unsigned i = 0; i < names.size(); ++i)
-    if (name == names[i])
+    if (names[i] && name == names[i])
       return static_cast<DType>(i + 1);
   return std::nullopt;
 }

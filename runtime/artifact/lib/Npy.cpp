@@ -15,7 +15,9 @@ namespace {
 const char kMagic[] = "\x93NUMPY";
 
 /// The 'descr' of each dtype.
-constexpr DTypeNames kDescr = {"<f4", "<i8", "<i4", "|b1"};
+// numpy has no bf16: a bf16 tensor is written as f32, exactly (encodeNpy),
+// and an input of bf16 takes f32 (Executor::setInputFrom).
+constexpr DTypeNames kDescr = {"<f4", "<i8", "<i4", "|b1", nullptr, "<f2"};
 
 /// A tiny scanner over the header dict, e.g.
 /// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
@@ -164,7 +166,7 @@ Status parseNpy(const void *data, size_t size, const std::string &what,
   std::optional<DType> parsed = parseDTypeIn(kDescr, header.descr);
   if (!parsed)
     return fail("unsupported dtype '" + header.descr +
-                "' (supported: <f4, <i8, <i4, |b1)");
+                "' (supported: <f4, <i8, <i4, |b1, <f2)");
   DType dtype = *parsed;
   std::optional<uint64_t> bytes = byteSize(dtype, shape);
   if (!bytes)
@@ -190,6 +192,8 @@ Status readNpy(const std::string &path, Tensor &out) {
 }
 
 std::string encodeNpy(const Tensor &t) {
+  if (t.dtype() == DType::BF16)
+    return encodeNpy(widenBf16(t));
   std::string header = "{'descr': '";
   header += dtypeNameIn(kDescr, t.dtype(), "");
   header += "', 'fortran_order': False, 'shape': (";

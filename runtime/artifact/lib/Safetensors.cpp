@@ -20,7 +20,7 @@ namespace {
 constexpr size_t kMaxJsonDepth = 32;
 
 /// The "dtype" of each dtype.
-constexpr DTypeNames kDTypeNames = {"F32", "I64", "I32", "BOOL"};
+constexpr DTypeNames kDTypeNames = {"F32", "I64", "I32", "BOOL", "BF16", "F16"};
 
 } // namespace
 

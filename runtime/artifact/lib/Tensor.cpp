@@ -1,5 +1,6 @@
 //===- Tensor.cpp - Host tensors ------------------------------------------===//
 #include "tessel/runtime/Tensor.h"
+#include "tessel/runtime/HalfFloat.h"
 
 #include <cstdlib>
 #include <new>
@@ -25,6 +26,17 @@ Tensor Tensor::fromData(DType dtype, Shape shape, const void *data) {
   if (t.byteSize())
     std::memcpy(t.data(), data, t.byteSize());
   return t;
+}
+
+Tensor widenBf16(Tensor t) {
+  if (t.dtype() != DType::BF16)
+    return t;
+  Tensor wide(DType::F32, t.shape());
+  const uint16_t *h = t.data<uint16_t>();
+  float *f = wide.data<float>();
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    f[i] = bf16ToF32(h[i]);
+  return wide;
 }
 
 } // namespace tessel::runtime

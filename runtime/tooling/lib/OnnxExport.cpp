@@ -43,6 +43,8 @@ int onnxType(DType t) {
   case DType::I64: return 7;  // INT64
   case DType::I32: return 6;  // INT32
   case DType::Bool: return 9; // BOOL
+  case DType::F16: return 10; // FLOAT16
+  case DType::BF16: return 16; // BFLOAT16
   }
   return 0;
 }

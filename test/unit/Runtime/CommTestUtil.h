@@ -12,6 +12,7 @@
 #define TESSEL_TEST_UNIT_RUNTIME_COMMTESTUTIL_H
 
 #include "TestUtil.h"
+#include "tessel/runtime/HalfFloat.h"
 #include "tessel/runtime/ArtifactBuilder.h"
 #include "tessel/runtime/Communicator.h"
 #include "tessel/runtime/Executor.h"
@@ -103,6 +104,12 @@ inline Tensor input(int rank, DType dtype, const Shape &shape, int salt = 0) {
     case DType::Bool:
       t.data<uint8_t>()[i] = (i + rank + salt) % 3 == 0;
       break;
+    case DType::BF16:
+      t.data<uint16_t>()[i] = f32ToBf16(static_cast<float>(v));
+      break;
+    case DType::F16:
+      t.data<uint16_t>()[i] = f32ToF16(static_cast<float>(v));
+      break;
     }
   }
   return t;
@@ -139,6 +146,9 @@ inline void combineInto(ReduceKind k, Tensor &want, const Tensor &x) {
     return each(want.data<int64_t>(), x.data<int64_t>());
   case DType::Bool:
     return each(want.data<uint8_t>(), x.data<uint8_t>());
+  case DType::BF16: // halves are not reduced (checkReduceDType)
+  case DType::F16:
+    return;
   }
 }
 

@@ -107,6 +107,10 @@ inline void expectSame(const Tensor &cpu, const Tensor &gpu, double atol,
     case DType::Bool:
       same(cpu.data<uint8_t>(), gpu.data<uint8_t>());
       break;
+    case DType::BF16: // the bits exactly: both round once from f32
+    case DType::F16:
+      same(cpu.data<uint16_t>(), gpu.data<uint16_t>());
+      break;
     }
     if (!ok && ++bad <= 5)
       ADD_FAILURE() << "element " << i << ": cpu " << c << ", cuda " << g;

@@ -12,13 +12,23 @@
 namespace tessel::runtime {
 
 /// Element types; the values equal tessel.artifact.DType.
-enum class DType : uint8_t { F32 = 1, I64 = 2, I32 = 3, Bool = 4 };
+enum class DType : uint8_t {
+  F32 = 1,
+  I64 = 2,
+  I32 = 3,
+  Bool = 4,
+  BF16 = 5,
+  F16 = 6
+};
+
+/// bf16 or f16: stored in two bytes, computed in f32 (docs/precision.md).
+inline bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 using Shape = std::vector<int64_t>;
 
 /// Bytes per element.
 size_t dtypeSize(DType t);
-/// "f32", "i64", "i32", "bool".
+/// "f32", "i64", "i32", "bool", "bf16", "f16".
 const char *dtypeName(DType t);
 /// Parses the names dtypeName() prints; nullopt otherwise.
 std::optional<DType> parseDType(std::string_view name);

@@ -45,6 +45,10 @@ private:
   std::shared_ptr<void> storage;
 };
 
+/// `t` with bf16 widened to f32 (exactly), any other type as it is: for
+/// numpy, which has no bf16 (npy files, Python's arrays).
+Tensor widenBf16(Tensor t);
+
 } // namespace tessel::runtime
 
 #endif // TESSEL_RUNTIME_TENSOR_H

@@ -16,6 +16,7 @@
 #include "tessel/runtime/DType.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 namespace tessel::runtime {
@@ -23,9 +24,16 @@ namespace tessel::runtime {
 template <typename T> struct TypeTag { using type = T; };
 
 /// Calls f(TypeTag<T>()) with T the type of `t`'s elements: float, int64_t,
-/// int32_t, or uint8_t for bool.
+/// int32_t, or uint8_t for bool. The halves (bf16, f16) have no arithmetic
+/// kernels: the program verifier refuses them for every op but data
+/// movement and cast (the compiler computes them in f32 around the op,
+/// -tessel-float-normalization), so none reaches here; castKernel and
+/// visitElementSize handle them.
 template <typename F> decltype(auto) visitDType(DType t, F &&f) {
   switch (t) {
+  case DType::BF16:
+  case DType::F16:
+    std::abort(); // unreachable: refused by the verifier
   case DType::I64:
     return f(TypeTag<int64_t>());
   case DType::I32:
@@ -38,13 +46,16 @@ template <typename F> decltype(auto) visitDType(DType t, F &&f) {
   return f(TypeTag<float>());
 }
 
-/// Calls f(TypeTag<T>()) with an unsigned T of `bytes` bytes (1, 4 or 8:
+/// Calls f(TypeTag<T>()) with an unsigned T of `bytes` bytes (1, 2, 4 or 8:
 /// copies that move elements whatever their type), or returns `otherwise`.
+/// 2 bytes are bf16 and f16.
 template <typename F, typename R>
 R visitElementSize(size_t bytes, R otherwise, F &&f) {
   switch (bytes) {
   case 1:
     return f(TypeTag<uint8_t>());
+  case 2:
+    return f(TypeTag<uint16_t>());
   case 4:
     return f(TypeTag<uint32_t>());
   case 8:

@@ -30,6 +30,8 @@
 #ifndef TESSEL_RUNTIME_SCALAROPS_H
 #define TESSEL_RUNTIME_SCALAROPS_H
 
+#include "tessel/runtime/HalfFloat.h"
+
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -227,19 +229,10 @@ TESSEL_HOST_DEVICE inline float roundToFormat(float x, int e, int m) {
   return y;
 }
 
-/// roundToFormat(x, 8, 7) on the bits `u` of x, without branches (it
-/// vectorises): the top 16 bits rounded to nearest, ties to even;
-/// infinities and NaNs as they are. Returns the rounded f32's bits; `*bf16`
-/// gets their top half (a NaN stays a quiet NaN). The CPU's round_float to
-/// bf16 and its bf16 copies, and the CUDA backend's bf16 GEMM operands.
-TESSEL_HOST_DEVICE inline uint32_t roundBf16Bits(uint32_t u, uint16_t *bf16) {
-  const bool finite = (u & 0x7f800000u) != 0x7f800000u;
-  const uint32_t r =
-      finite ? (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u : u;
-  const uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u ? 0x40u : 0u;
-  *bf16 = static_cast<uint16_t>((r >> 16) | nan);
-  return r;
-}
+/// roundToFormat(x, 8, 7) on the bits of x (HalfFloat.h): the CPU's
+/// round_float to bf16 and its bf16 copies, and the CUDA backend's bf16 GEMM
+/// operands.
+using tessel::runtime::roundBf16Bits;
 
 } // namespace tessel::runtime::scalar
 

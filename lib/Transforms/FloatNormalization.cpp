@@ -1,0 +1,95 @@
+//===- FloatNormalization.cpp - Halves computed in f32 around each op -----===//
+//
+// The runtime stores bf16 and f16 tensors but computes every arithmetic op
+// in f32 (docs/precision.md): its kernels exist for f32, i64, i32 and bool,
+// and the halves reach only the ops that move data (reshape, transpose,
+// slice, concat, gather, where, the collectives that do not add) and cast.
+// This pass makes the program say so, as XLA's float normalization does for
+// a backend without bf16 arithmetic: each other op that reads or writes a
+// half reads its half operands through a `cast` to f32 and writes an f32
+// result that a `cast` rounds back to the half, once, to nearest even.
+//
+// That is PyTorch's CPU semantics for half tensors (each op computes in f32
+// and rounds its result), so a bf16 model gives PyTorch's bf16 numbers up
+// to the order of f32 sums. A sum over ranks (all_reduce, reduce_scatter)
+// is an op like the others: the ranks add in f32 and round once.
+//
+// It runs last, on the per-rank program, before the artifact is written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_FLOATNORMALIZATIONPASS
+#include "tessel/Transforms/Passes.h.inc"
+
+namespace {
+
+bool isHalf(Type t) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  return r && (r.getElementType().isBF16() || r.getElementType().isF16());
+}
+
+/// The ops the runtime runs on halves as they are: they move elements
+/// without computing with them (or convert them).
+bool holdsHalves(Operation *op) {
+  return isa<CastOp, ReshapeOp, TransposeOp, SliceOp, SplitOp, ConcatOp,
+             ExpandOp, GatherOp, GatherElementsOp, WhereOp, WeightOp,
+             ConstantOp, AssignOp, ShardConstraintOp, LocalSliceOp,
+             AllGatherOp, AllToAllOp, BroadcastOp, CollectivePermuteOp,
+             SendOp, RecvOp, ChunkFetchOp>(op);
+}
+
+struct FloatNormalizationPass
+    : impl::FloatNormalizationPassBase<FloatNormalizationPass> {
+  using Base::Base;
+
+  void runOnOperation() final {
+    SmallVector<Operation *> ops;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<TesselDialect>(op->getDialect()) && !holdsHalves(op) &&
+          (llvm::any_of(op->getOperandTypes(), isHalf) ||
+           llvm::any_of(op->getResultTypes(), isHalf)))
+        ops.push_back(op);
+    });
+    // One f32 copy of each half value, made where the value is defined
+    // and shared by every op that reads it.
+    llvm::DenseMap<Value, Value> widened;
+    OpBuilder b(&getContext());
+    auto widen = [&](Value v) {
+      auto [it, inserted] = widened.try_emplace(v);
+      if (!inserted)
+        return it->second;
+      if (Operation *def = v.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+      auto t = cast<RankedTensorType>(v.getType());
+      it->second = b.create<CastOp>(v.getLoc(),
+                                    t.clone(Float32Type::get(&getContext())),
+                                    v);
+      return it->second;
+    };
+    for (Operation *op : ops) {
+      for (OpOperand &use : op->getOpOperands())
+        if (isHalf(use.get().getType()))
+          use.set(widen(use.get()));
+      b.setInsertionPointAfter(op);
+      for (OpResult r : op->getResults()) {
+        if (!isHalf(r.getType()))
+          continue;
+        auto half = cast<RankedTensorType>(r.getType());
+        r.setType(half.clone(Float32Type::get(&getContext())));
+        auto rounded = b.create<CastOp>(op->getLoc(), half, r);
+        r.replaceAllUsesExcept(rounded, rounded);
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace mlir::tessel

@@ -1,0 +1,48 @@
+// RUN: tessel-opt %s -split-input-file -tessel-float-normalization | FileCheck %s
+
+// Arithmetic on bf16 reads f32 copies and rounds its result back once; a
+// half read twice is widened once; a sum over ranks adds in f32; moving
+// and comparing values read what they read.
+// CHECK-LABEL: func.func @ops
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>, %[[W:.*]]: tensor<8x8xbf16>)
+// CHECK-DAG: %[[X32:.*]] = tessel.cast %[[X]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK-DAG: %[[W32:.*]] = tessel.cast %[[W]] : tensor<8x8xbf16> -> tensor<8x8xf32>
+// CHECK: %[[M:.*]] = tessel.matmul %[[X32]], %[[W32]] : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[MH:.*]] = tessel.cast %[[M]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[MW:.*]] = tessel.cast %[[MH]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[R:.*]] = tessel.all_reduce sum %[[MW]] on @mesh axes = ["tp"] : tensor<4x8xf32>
+// CHECK-NEXT: %[[RH:.*]] = tessel.cast %[[R]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[RW:.*]] = tessel.cast %[[RH]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK-NEXT: tessel.compare lt, %[[X32]], %[[RW]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>
+// CHECK-NEXT: %[[S:.*]] = tessel.slice %[[RH]] [0:2:1, 0:8:1] : (tensor<4x8xbf16>) -> tensor<2x8xbf16>
+// CHECK-NEXT: return %[[RH]], %{{.*}}, %[[S]]
+module {
+  tessel.mesh @mesh ["tp"=2]
+  func.func @ops(%x: tensor<4x8xbf16>, %w: tensor<8x8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xi1>, tensor<2x8xbf16>) {
+    %m = tessel.matmul %x, %w : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+    %r = tessel.all_reduce sum %m on @mesh axes = ["tp"] : tensor<4x8xbf16>
+    %c = tessel.compare lt, %x, %r : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xi1>
+    %s = tessel.slice %r [0:2:1, 0:8:1] : (tensor<4x8xbf16>) -> tensor<2x8xbf16>
+    return %r, %c, %s : tensor<4x8xbf16>, tensor<4x8xi1>, tensor<2x8xbf16>
+  }
+}
+
+// -----
+
+// f16 likewise; a cast from a half to f32 (the model's own upcast, as
+// Llama's RMSNorm writes it) is left alone, and f32 ops are untouched.
+// CHECK-LABEL: func.func @f16
+// CHECK: %[[U:.*]] = tessel.cast %{{.*}} : tensor<4xf16> -> tensor<4xf32>
+// CHECK-NEXT: %[[E:.*]] = tessel.exp %[[U]] : tensor<4xf32>
+// CHECK-NEXT: %[[D:.*]] = tessel.cast %[[E]] : tensor<4xf32> -> tensor<4xf16>
+// CHECK-NEXT: %[[DW:.*]] = tessel.cast %[[D]] : tensor<4xf16> -> tensor<4xf32>
+// CHECK-NEXT: %[[N:.*]] = tessel.neg %[[DW]] : tensor<4xf32>
+// CHECK-NEXT: tessel.cast %[[N]] : tensor<4xf32> -> tensor<4xf16>
+// CHECK-NOT: tessel.cast
+func.func @f16(%x: tensor<4xf16>) -> tensor<4xf16> {
+  %u = tessel.cast %x : tensor<4xf16> -> tensor<4xf32>
+  %e = tessel.exp %u : tensor<4xf32>
+  %d = tessel.cast %e : tensor<4xf32> -> tensor<4xf16>
+  %n = tessel.neg %d : tensor<4xf16>
+  return %n : tensor<4xf16>
+}

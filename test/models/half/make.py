@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Builds the half-precision models the precision tests use: small random
+transformers cast with .to(torch.bfloat16) / .to(torch.float16), as users
+hold checkpoints, and exported by torch.onnx.export, with PyTorch's own
+half output as the reference.
+
+    python make.py [OUT_DIR]
+
+needs torch, transformers, onnx, onnxscript. Writes OUT_DIR/NAME/:
+
+  model.onnx (+ model.onnx.data)  the export (the default exporter's
+                                  stack traces dropped, to keep the files
+                                  small; the importer reads no trace)
+  input_ids.npy                   i64 [2, 16]
+  output.npy                      PyTorch's logits of the half model: f32
+                                  holding the bf16 values (numpy has no
+                                  bf16), float16 for f16
+  meta.json                       dtype, exporter, versions
+
+NAME: llama_bf16, llama_f16 (default exporter), gpt2_bf16 (default
+exporter, tied head), gpt2_f16 (TorchScript exporter, dynamo=False).
+"""
+import json
+import os
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import torch
+import transformers as T
+
+warnings.filterwarnings("ignore")
+BATCH, SEQ = 2, 16
+
+
+class LogitsOnly(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=False)[0]
+
+
+class Encoder(torch.nn.Module):
+    """nn.TransformerEncoder over an embedding: torch's own layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(128, 64)
+        layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0,
+                                                 batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(64, 128)
+
+    def forward(self, input_ids, use_cache=False):
+        return (self.head(self.encoder(self.embed(input_ids))),)
+
+
+def build(arch):
+    if arch == "encoder":
+        return Encoder()
+    if arch == "llama":
+        c = T.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128,
+                          num_hidden_layers=2, num_attention_heads=4,
+                          num_key_value_heads=4, max_position_embeddings=64)
+        return T.LlamaForCausalLM(c)
+    c = T.GPT2Config(vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=64)
+    return T.GPT2LMHeadModel(c)
+
+
+def make(out, name, arch, dtype, dynamo):
+    torch.manual_seed(0)
+    model = LogitsOnly(build(arch)).eval().to(dtype)
+    ids = torch.randint(0, 128, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ref = model(ids)
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    torch.onnx.export(model, (ids,), path, dynamo=dynamo,
+                      input_names=["input_ids"], output_names=["logits"])
+    m = onnx.load(path)
+    for n in m.graph.node:
+        keep = [p for p in n.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
+        del n.metadata_props[:]
+        n.metadata_props.extend(keep)
+    for f in os.listdir(d):
+        if f.startswith("model.onnx"):
+            os.remove(os.path.join(d, f))
+    if dynamo:
+        onnx.save(m, path, save_as_external_data=True, location="model.onnx.data",
+                  size_threshold=0)
+    else:
+        onnx.save(m, path)
+    np.save(os.path.join(d, "input_ids.npy"), ids.numpy())
+    np.save(os.path.join(d, "output.npy"),
+            ref.float().numpy() if dtype == torch.bfloat16 else ref.numpy())
+    meta = {"dtype": str(dtype).replace("torch.", ""),
+            "exporter": "dynamo" if dynamo else "torchscript",
+            "torch": torch.__version__, "transformers": T.__version__}
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    print(name, ref.shape, "max|logit| %.4f" % ref.float().abs().max())
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    make(out, "llama_bf16", "llama", torch.bfloat16, True)
+    make(out, "llama_f16", "llama", torch.float16, True)
+    make(out, "gpt2_bf16", "gpt2", torch.bfloat16, True)
+    make(out, "gpt2_f16", "gpt2", torch.float16, True)
+    make(out, "encoder_f16_ts", "encoder", torch.float16, False)
+
+
+if __name__ == "__main__":
+    main()

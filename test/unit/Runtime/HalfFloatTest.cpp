@@ -1,0 +1,191 @@
+//===- HalfFloatTest.cpp - bf16 and f16: conversions, cast, storage -------===//
+//
+// HalfFloat.h's conversions against independent references (the
+// compiler's _Float16 for f16; the two neighbouring bf16 values compared
+// in double for bf16), the cast kernel between every pair of types, the
+// verifier's refusal of halves in arithmetic, and the halves in npy and
+// safetensors files.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+#include "tessel/runtime/HalfFloat.h"
+#include "tessel/runtime/Safetensors.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace tessel::runtime;
+using namespace tessel::runtime::test;
+
+namespace {
+
+/// f32s that exercise rounding: random bit patterns over every exponent,
+/// and the edges of both formats (largest finite, overflow, subnormals,
+/// ties, infinities, NaNs).
+std::vector<float> sampleFloats() {
+  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.99f,
+                          65520.0f, -65520.0f, 0x1p-14f, 0x1p-24f, 0x1p-25f,
+                          0x1.8p-25f, 0x1.8p-24f, 0x1.ff8p-15f, 3.0f * 0x1p-26f,
+                          0x1.002p0f, 0x1.006p0f, 0x1.0001p0f, 0x1.0003p0f,
+                          std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::denorm_min(),
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t u = rng();
+    float f = f32OfBits(u);
+    if (!std::isnan(f))
+      v.push_back(f);
+  }
+  return v;
+}
+
+TEST(HalfFloat, F16MatchesTheCompilersConversion) {
+  for (float f : sampleFloats()) {
+    _Float16 ref = static_cast<_Float16>(f);
+    uint16_t want;
+    std::memcpy(&want, &ref, 2);
+    ASSERT_EQ(f32ToF16(f), want) << "f32 " << f;
+  }
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    _Float16 x;
+    const uint16_t bits = static_cast<uint16_t>(h);
+    std::memcpy(&x, &bits, 2);
+    const float want = static_cast<float>(x), got = f16ToF32(bits);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << "f16 bits " << h;
+      ASSERT_TRUE(std::isnan(f16ToF32(f32ToF16(got))));
+      continue;
+    }
+    ASSERT_EQ(bitsOfF32(got), bitsOfF32(want)) << "f16 bits " << h;
+    ASSERT_EQ(f32ToF16(got), bits) << "round trip of f16 bits " << h;
+  }
+}
+
+TEST(HalfFloat, Bf16RoundsToTheNearestEven) {
+  for (float f : sampleFloats()) {
+    const uint32_t u = bitsOfF32(f);
+    const uint16_t got = f32ToBf16(f);
+    if (std::isinf(f)) {
+      ASSERT_EQ(got, u >> 16);
+      continue;
+    }
+    // The two bf16 values around f, compared in double.
+    const uint16_t lo = static_cast<uint16_t>(u >> 16), hi = lo + 1;
+    const double dlo = bf16ToF32(lo), dhi = std::isinf(bf16ToF32(hi))
+                                              ? std::ldexp(1.0, 128)
+                                              : bf16ToF32(hi);
+    const double dlo_abs = std::fabs(dlo), dhi_abs = std::fabs(dhi),
+                 df = std::fabs(static_cast<double>(f));
+    const double below = df - dlo_abs, above = dhi_abs - df;
+    uint16_t want = below < above ? lo : above < below ? hi : (lo & 1 ? hi : lo);
+    ASSERT_EQ(got, want) << "f32 " << f;
+  }
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint16_t bits = static_cast<uint16_t>(h);
+    const float f = bf16ToF32(bits);
+    if (std::isnan(f))
+      ASSERT_TRUE(std::isnan(bf16ToF32(f32ToBf16(f))));
+    else
+      ASSERT_EQ(f32ToBf16(f), bits) << "round trip of bf16 bits " << h;
+  }
+}
+
+Tensor halves(DType t, const std::vector<float> &v) {
+  Tensor h(t, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i)
+    h.data<uint16_t>()[i] = t == DType::BF16 ? f32ToBf16(v[i]) : f32ToF16(v[i]);
+  return h;
+}
+
+std::vector<uint16_t> bitsOf(const Tensor &t) {
+  const uint16_t *p = t.data<uint16_t>();
+  return std::vector<uint16_t>(p, p + t.numElements());
+}
+
+TEST(HalfFloat, CastBetweenEveryPair) {
+  const std::vector<float> v = {-2.75f, 0.0f, 3.0078125f, 1.0f, 70000.0f};
+  const Tensor f = Tensor::fromVector<float>(DType::F32, {5}, v);
+  for (DType h : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtypeName(h));
+    const std::string name = dtypeName(h);
+    // f32 -> half rounds once; half -> f32 is exact.
+    Tensor down = runOp("cast", {f}, {{h, {5}}}, Attrs().s("to", name))[0];
+    ASSERT_EQ(down.dtype(), h);
+    EXPECT_EQ(bitsOf(down), bitsOf(halves(h, v)));
+    Tensor up = runOp("cast", {down}, {{DType::F32, {5}}}, Attrs().s("to", "f32"))[0];
+    for (int i = 0; i < 5; ++i)
+      EXPECT_EQ(up.data<float>()[i], h == DType::BF16
+                                         ? bf16ToF32(down.data<uint16_t>()[i])
+                                         : f16ToF32(down.data<uint16_t>()[i]));
+    // To and from integers and bools through f32, truncating toward zero.
+    Tensor ints = runOp("cast", {down}, {{DType::I64, {5}}}, Attrs().s("to", "i64"))[0];
+    EXPECT_EQ(ints.data<int64_t>()[0], -2);
+    EXPECT_EQ(ints.data<int64_t>()[2], 3);
+    Tensor bools = runOp("cast", {down}, {{DType::Bool, {5}}}, Attrs().s("to", "bool"))[0];
+    EXPECT_EQ(bools.data<uint8_t>()[1], 0);
+    EXPECT_EQ(bools.data<uint8_t>()[3], 1);
+    Tensor i = Tensor::fromVector<int64_t>(DType::I64, {3}, {-5, 257, 100001});
+    Tensor fromInt = runOp("cast", {i}, {{h, {3}}}, Attrs().s("to", name))[0];
+    EXPECT_EQ(bitsOf(fromInt), bitsOf(halves(h, {-5.0f, 257.0f, 100001.0f})));
+  }
+  // bf16 -> f16 rounds the (exact) f32 value once.
+  Tensor b = halves(DType::BF16, v);
+  Tensor toF16 = runOp("cast", {b}, {{DType::F16, {5}}}, Attrs().s("to", "f16"))[0];
+  std::vector<float> widened;
+  for (uint16_t x : bitsOf(b))
+    widened.push_back(bf16ToF32(x));
+  EXPECT_EQ(bitsOf(toF16), bitsOf(halves(DType::F16, widened)));
+}
+
+TEST(HalfFloat, ArithmeticOnHalvesIsRefused) {
+  Tensor a = halves(DType::BF16, {1.0f, 2.0f});
+  std::shared_ptr<const Program> prog;
+  Status s = buildOneOp("mul", {a, a}, {{DType::BF16, {2}}}, {}, prog);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("operand 0 has dtype bf16"), std::string::npos)
+      << s.message();
+  // Moving halves is not arithmetic.
+  Tensor moved = runOp("transpose", {halves(DType::F16, {1, 2, 3, 4, 5, 6})},
+                       {{DType::F16, {6}}}, Attrs().is("perm", {0}))[0];
+  EXPECT_EQ(bitsOf(moved), bitsOf(halves(DType::F16, {1, 2, 3, 4, 5, 6})));
+}
+
+TEST(HalfFloat, NpyAndSafetensorsHoldHalves) {
+  Tensor f16 = halves(DType::F16, {0.5f, -3.25f, 65504.0f});
+  Tensor back;
+  std::string img = encodeNpy(f16);
+  EXPECT_NE(img.find("'<f2'"), std::string::npos);
+  ASSERT_TRUE(parseNpy(img.data(), img.size(), "mem", back).isOk());
+  EXPECT_EQ(back.dtype(), DType::F16);
+  EXPECT_EQ(bitsOf(back), bitsOf(f16));
+  // numpy has no bf16: written as f32, exactly.
+  Tensor bf = halves(DType::BF16, {0.5f, -3.25f, 1e30f});
+  img = encodeNpy(bf);
+  ASSERT_TRUE(parseNpy(img.data(), img.size(), "mem", back).isOk());
+  ASSERT_EQ(back.dtype(), DType::F32);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(back.data<float>()[i], bf16ToF32(bf.data<uint16_t>()[i]));
+  // safetensors names them BF16 and F16.
+  std::vector<size_t> order;
+  std::vector<std::pair<uint64_t, uint64_t>> offsets;
+  std::string file = encodeSafetensorsHeader(
+      {{"w", DType::BF16, bf.shape(), bf.data()},
+       {"v", DType::F16, f16.shape(), f16.data()}},
+      {}, order, offsets);
+  EXPECT_NE(file.find("\"BF16\""), std::string::npos);
+  const size_t dataStart = file.size();
+  file.resize(dataStart + 12);
+  std::memcpy(&file[dataStart + offsets[0].first], bf.data(), 6);
+  std::memcpy(&file[dataStart + offsets[1].first], f16.data(), 6);
+  SafetensorsIndex index;
+  Status st = parseSafetensors(reinterpret_cast<const unsigned char *>(file.data()),
+                               file.size(), "mem", index);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(index.tensors.at("w").dtype, DType::BF16);
+  EXPECT_EQ(index.tensors.at("v").dtype, DType::F16);
+  EXPECT_EQ(index.tensors.at("v").end - index.tensors.at("v").begin, 6u);
+}
+
+} // namespace
