@@ -921,7 +921,14 @@ Error Compilation::configureTraining() {
   if (o.lossScaleGrowthInterval < 1)
     return fail("--loss-scale-growth-interval must be >= 1 (got " +
                 std::to_string(o.lossScaleGrowthInterval) + ")");
-  if (precision == "fp16" || o.lossScale)
+  // A model whose parameters are fp16 trains with dynamic loss scaling too,
+  // as PyTorch AMP's fp16 does with its GradScaler (docs/precision.md).
+  bool f16Parameters = false;
+  if (module)
+    module->walk([&](mlir::tessel::WeightOp w) {
+      f16Parameters |= w.getType().getElementType().isF16();
+    });
+  if (precision == "fp16" || o.lossScale || f16Parameters)
     opt.lossScale = lossScale;
   opt.growthInterval = o.lossScaleGrowthInterval;
   if (Error err = configurePipeline(t))
@@ -1220,6 +1227,10 @@ Error Compilation::exportArtifact() {
     mlir::tessel::WeightData data;
     data.size = info->getNumBytes();
     data.shape.assign(info->shape.begin(), info->shape.end());
+    if (info->dtype == mlir::tessel::WeightDType::BF16)
+      data.elementType = mlir::BFloat16Type::get(module->getContext());
+    else if (info->dtype == mlir::tessel::WeightDType::F16)
+      data.elementType = mlir::Float16Type::get(module->getContext());
     if (!info->isExternal()) {
       data.data = info->bytes.data();
       return data;

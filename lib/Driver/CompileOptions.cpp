@@ -192,7 +192,8 @@ ArrayRef<CompileFlag> getCompileFlags() {
       {"loss-scale", &O::lossScale, C::Training, "S",
        "Dynamic loss scaling (GradScaler) from the initial scale S: a step "
        "whose gradients overflow is skipped and halves the scale (default "
-       "with --precision fp16: 65536; 0: none)"},
+       "with --precision fp16 or a model with fp16 parameters: 65536; 0: "
+       "none)"},
       {"loss-scale-growth-interval", &O::lossScaleGrowthInterval,
        C::Training, "N",
        "Loss scaling: the scale doubles after N steps without overflow "

@@ -15,6 +15,7 @@
 #include "dialects/tessel/ExtensionBridge.h"
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/runtime/ArtifactBuilder.h"
+#include "tessel/runtime/HalfFloat.h"
 #include "tessel/support/Checked.h"
 #include "dialects/tessel/PipelineAttrs.h"
 #include "tessel/ExtensionHost/Host.h"
@@ -272,6 +273,26 @@ rt::Status streamBlock(const WeightData &src, ArrayRef<int64_t> shape,
       break;
   }
   return rt::Status::ok();
+}
+
+/// A sink that takes bf16 or f16 (`half`) bytes and passes them on to
+/// `sink` as f32, exactly: an f32 master's data (-tessel-master-weights).
+rt::ProgramBuilder::ByteSink widenedSink(rt::DType half,
+                                         rt::ProgramBuilder::ByteSink sink) {
+  return [half, sink = std::move(sink),
+          pending = std::string()](const void *data,
+                                   size_t size) mutable -> rt::Status {
+    pending.append(static_cast<const char *>(data), size);
+    const size_t n = pending.size() / 2;
+    std::vector<float> wide(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, pending.data() + 2 * i, 2);
+      wide[i] = half == rt::DType::BF16 ? rt::bf16ToF32(h) : rt::f16ToF32(h);
+    }
+    pending.erase(0, 2 * n);
+    return sink(wide.data(), n * sizeof(float));
+  };
 }
 
 /// The block of a tensor of `globalShape` that `rank` holds under `spec`.
@@ -749,7 +770,17 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
   FailureOr<WeightData> data = weights(w.getName(), error);
   if (failed(data))
     return w.emitOpError() << "weight \"" << w.getName() << "\": " << error;
-  size_t elem = rt::dtypeSize(*dt);
+  // The data's own type: a half master's data is widened to f32 as it is
+  // written.
+  rt::DType stored = *dt;
+  if (data->elementType)
+    if (std::optional<rt::DType> s = toDType(data->elementType))
+      stored = *s;
+  if (stored != *dt && !(*dt == rt::DType::F32 && rt::isHalf(stored)))
+    return w.emitOpError() << "weight \"" << w.getName() << "\" holds "
+                           << data->elementType << " data, not "
+                           << t.getElementType();
+  size_t elem = rt::dtypeSize(stored);
   int64_t count = 1;
   for (int64_t s : data->shape)
     count *= s;
@@ -788,10 +819,13 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
                            << t;
   // The block streams from the model's data when the artifact is written.
   auto source = [data = *data, global, origin, shape, starts, sizes, elem,
-                 wname = w.getName().str()](
+                 stored, widen = stored != *dt, wname = w.getName().str()](
                     const rt::ProgramBuilder::ByteSink &sink) {
-    return streamBlock(data, global, elem, origin, shape, starts, sizes,
-                       wname, sink);
+    if (!widen)
+      return streamBlock(data, global, elem, origin, shape, starts, sizes,
+                         wname, sink);
+    return streamBlock(data, global, elem, origin, shape, starts, sizes, wname,
+                       widenedSink(stored, sink));
   };
   if (assigned) {
     buffers[w] = program.addState(name, *dt, toShape(t), source);

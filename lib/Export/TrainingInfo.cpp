@@ -31,6 +31,10 @@ func::FuncOp entryOf(ModuleOp module) {
     return a::I32;
   if (t.isSignlessInteger(1))
     return a::BOOL;
+  if (t.isBF16())
+    return a::BF16;
+  if (t.isF16())
+    return a::F16;
   return a::DTYPE_UNSPECIFIED;
 }
 
@@ -152,6 +156,9 @@ std::string writeTrainingInfo(ModuleOp module, const WeightLookup &weights,
     }
     for (int64_t d : data->shape)
       t.add_shape(d);
+    // An f32 master of a half parameter: exported in the model's type.
+    if (data->elementType && data->elementType != w.getType().getElementType())
+      t.set_model_dtype(dtypeOf(data->elementType));
   });
   if (!error.empty())
     return error;

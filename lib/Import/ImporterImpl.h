@@ -78,10 +78,11 @@ public:
   bool allInputsConst();
   /// The SSA value of input `i`, materialising weights and constants.
   FailureOr<Value> getValue(unsigned i);
-  /// A zero bias of `n` floats, named after the parameter, when the
-  /// exporter's optimizer dropped the parameter the node's FX node reads as
-  /// its bias (its initial value was zero); a null value otherwise.
-  FailureOr<Value> droppedBias(int64_t n);
+  /// A zero bias of `n` elements of `elementType` (f32, bf16 or f16), named
+  /// after the parameter, when the exporter's optimizer dropped the
+  /// parameter the node's FX node reads as its bias (its initial value was
+  /// zero); a null value otherwise.
+  FailureOr<Value> droppedBias(int64_t n, Type elementType);
   /// The integer contents of constant input `i`; fails naming `what`.
   FailureOr<SmallVector<int64_t>> getConstInts(unsigned i, StringRef what);
 

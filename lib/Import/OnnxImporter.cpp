@@ -1167,18 +1167,21 @@ bool NodeContext::allInputsConst() {
   return true;
 }
 
-FailureOr<Value> NodeContext::droppedBias(int64_t n) {
+FailureOr<Value> NodeContext::droppedBias(int64_t n, Type elementType) {
   std::optional<std::string> name = importer.exporterMeta.droppedBias(node);
   if (!name)
     return Value();
   if (Value w = importer.weightOps.lookup(*name))
     return w;
-  auto type = RankedTensorType::get({n}, Float32Type::get(getContext()));
+  auto type = RankedTensorType::get({n}, elementType);
   WeightInfo entry;
   entry.name = *name;
-  entry.dtype = WeightDType::F32;
+  entry.dtype = elementType.isBF16()  ? WeightDType::BF16
+                : elementType.isF16() ? WeightDType::F16
+                                      : WeightDType::F32;
   entry.shape = {n};
-  entry.bytes = importer.weights.own(std::vector<char>(size_t(n) * 4, 0));
+  entry.bytes = importer.weights.own(
+      std::vector<char>(size_t(n) * getByteWidth(entry.dtype), 0));
   importer.origins[*name] = {
       "parameter", "torch.export PARAMETER read as the bias of node '" +
                        node.name() + "', which the exporter's optimizer "

@@ -1262,9 +1262,14 @@ LogicalResult importGemm(NodeContext &c) {
   if (beta != 1.0f && operands->size() == 3)
     attrs.push_back(named(c, "beta", b.getF32FloatAttr(beta)));
   // A zero bias the exporter dropped is a parameter all the same.
-  if (operands->size() == 2 && beta != 0.0f && c.getDType(0) == kFloat &&
+  const int32_t dt = c.getDType(0);
+  if (operands->size() == 2 && beta != 0.0f &&
+      (dt == kFloat || dt == kBFloat16 || dt == kFloat16) &&
       c.getRank(1) == 2) {
-    auto bias = c.droppedBias(c.getShape(1)[c.getInt("transB", 0) ? 0 : 1]);
+    auto bias =
+        c.droppedBias(c.getShape(1)[c.getInt("transB", 0) ? 0 : 1],
+                      cast<RankedTensorType>((*operands)[0].getType())
+                          .getElementType());
     if (failed(bias))
       return failure();
     if (*bias)

@@ -128,6 +128,13 @@ struct AddLossPass : impl::AddLossPassBase<AddLossPass> {
     }
     Value out = ret.getOperand(index);
     auto type = dyn_cast<RankedTensorType>(out.getType());
+    // A half model's loss is computed in f32, as transformers' and
+    // Megatron's are (`logits.float()`).
+    if (type && (type.getElementType().isBF16() || type.getElementType().isF16())) {
+      type = type.clone(Float32Type::get(fn.getContext()));
+      OpBuilder before(ret);
+      out = CastOp::create(before, out.getLoc(), type, out);
+    }
     if (!type || !type.getElementType().isF32())
       return fn.emitOpError() << "output '" << nameOf(index)
                               << "' is not a float tensor: a " << kind

@@ -52,6 +52,7 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
   if (train) {
     pm.addPass(createAddLossPass(train->loss));
     pm.addPass(createClassifyParametersPass(train->classify));
+    pm.addPass(createMasterWeightsPass());
     if (train->pipelined)
       pm.addPass(createStageSplitPass(train->stageSplit));
     if (train->microbatch.count != 1)
@@ -126,13 +127,14 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   addPhases(pm, sharded, stopAfter, train, infer);
   // On the final program, after every pass that creates GEMMs or moves
   // their operands (autodiff, partition, pipeline lowering).
-  if (train && train->precision == "bf16" &&
-      stopAfter == CompileStage::Partition)
-    pm.addPass(createMarkBf16OperandsPass());
   // The runtime computes bf16 and f16 tensors in f32: last, on the program
-  // the artifact holds.
-  if (stopAfter == CompileStage::Partition)
+  // the artifact holds. Then the GEMMs whose operands are bf16 values
+  // (--precision bf16's rounded ones, a bf16 model's widened ones) may run
+  // on bf16 hardware.
+  if (stopAfter == CompileStage::Partition) {
     pm.addPass(createFloatNormalizationPass());
+    pm.addPass(createMarkBf16OperandsPass());
+  }
 }
 
 namespace {

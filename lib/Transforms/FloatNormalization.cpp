@@ -69,9 +69,8 @@ struct FloatNormalizationPass
       else
         b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
       auto t = cast<RankedTensorType>(v.getType());
-      it->second = b.create<CastOp>(v.getLoc(),
-                                    t.clone(Float32Type::get(&getContext())),
-                                    v);
+      it->second = CastOp::create(
+          b, v.getLoc(), t.clone(Float32Type::get(&getContext())), v);
       return it->second;
     };
     for (Operation *op : ops) {
@@ -84,7 +83,7 @@ struct FloatNormalizationPass
           continue;
         auto half = cast<RankedTensorType>(r.getType());
         r.setType(half.clone(Float32Type::get(&getContext())));
-        auto rounded = b.create<CastOp>(op->getLoc(), half, r);
+        auto rounded = CastOp::create(b, op->getLoc(), half, r);
         r.replaceAllUsesExcept(rounded, rounded);
       }
     }

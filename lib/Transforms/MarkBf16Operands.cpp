@@ -3,7 +3,8 @@
 // After -tessel-mixed-precision (bf16) every GEMM and convolution of the
 // training step, forward and backward, reads round_float results, directly
 // or through ops that only move values (reshape, transpose, slice,
-// all_gather, ...). Such an operand is exactly a
+// all_gather, ...); in a bf16 model each reads bf16 tensors cast to f32
+// (-tessel-float-normalization). Such an operand is exactly a
 // bf16 value held in f32, so the GEMM may run on bf16 hardware with f32
 // accumulation and the same result up to the order of its f32 sums. This
 // pass says so on the op (`bf16_operands`); the runtime decides whether the
@@ -52,6 +53,12 @@ private:
     return llvm::TypeSwitch<Operation *, bool>(def)
         .Case([](RoundFloatOp r) {
           return r.getExponentBits() <= 8 && r.getMantissaBits() <= 7;
+        })
+        // A bf16 tensor widened (a bf16 model's operands, through
+        // -tessel-float-normalization's casts).
+        .Case([](CastOp c) {
+          auto t = dyn_cast<RankedTensorType>(c.getInput().getType());
+          return t && t.getElementType().isBF16();
         })
         .Case([](ConstantOp c) {
           auto dense = dyn_cast<DenseElementsAttr>(c.getValue());

@@ -90,3 +90,19 @@ func.func @convolutions(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: te
   %z = tessel.conv2d %rx, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
   return %y, %dx, %dw, %z : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<2x4x8x8xf32>
 }
+
+// -----
+
+// A bf16 model's operands, widened by -tessel-float-normalization: marked.
+// f16 values are not all bf16 values (10 mantissa bits): not marked.
+// CHECK-LABEL: func.func @widened
+// CHECK: tessel.matmul %{{.*}}, %{{.*}} {bf16_operands}
+// CHECK: tessel.matmul %{{.*}}, %{{.*}} :
+func.func @widened(%x: tensor<8x64xbf16>, %w: tensor<64x32xbf16>, %h: tensor<64x32xf16>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
+  %a = tessel.cast %x : tensor<8x64xbf16> -> tensor<8x64xf32>
+  %b = tessel.cast %w : tensor<64x32xbf16> -> tensor<64x32xf32>
+  %c = tessel.cast %h : tensor<64x32xf16> -> tensor<64x32xf32>
+  %y = tessel.matmul %a, %b : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  %z = tessel.matmul %a, %c : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  return %y, %z : tensor<8x32xf32>, tensor<8x32xf32>
+}

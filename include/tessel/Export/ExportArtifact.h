@@ -32,6 +32,10 @@ struct WeightData {
       read;
   size_t size = 0;
   SmallVector<int64_t> shape;
+  /// The data's element type where it is not the weight op's: the bf16 or
+  /// f16 data of an f32 master copy (-tessel-master-weights), widened
+  /// exactly as the artifact is written. Null: the op's.
+  Type elementType;
 };
 
 /// Finds the bytes of weight `name`; fails with a message naming it.

@@ -1001,7 +1001,9 @@ def MarkBf16OperandsPass : Pass<"tessel-mark-bf16-operands"> {
     operands (a gemm's `c` and a conv2d's `bias` are added in f32) are f32
     tensors that bf16
     represents exactly: results of `tessel.round_float` to a format of at
-    most 8 exponent and 7 mantissa bits, or of ops that only move such
+    most 8 exponent and 7 mantissa bits, `tessel.cast`s of bf16 tensors to
+    f32 (a bf16 model's operands after -tessel-float-normalization), or of
+    ops that only move such
     values (reshape, transpose, slice, split, concat, expand, gather,
     local_slice, all_gather, all_to_all, collective_permute,
     shard_constraint), or constants whose floats have their low 16 bits
@@ -1010,8 +1012,9 @@ def MarkBf16OperandsPass : Pass<"tessel-mark-bf16-operands"> {
     the order of its f32 sums: the CPU runtime then runs it on oneDNN's
     bf16 matmul or convolution where the CPU has bf16 instructions, the
     CUDA runtime on cuBLAS's bf16 GEMMs (docs/training.md,
-    "Mixed precision"). tesselc `--precision bf16` runs it last, on the
-    per-rank program, so the backward's GEMMs are marked too.
+    "Mixed precision"). tesselc runs it last, on the per-rank program
+    (after -tessel-float-normalization), so the backward's GEMMs are
+    marked too.
 
     ```mlir
     %a = tessel.round_float %x {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<8x64xf32>
@@ -1019,6 +1022,28 @@ def MarkBf16OperandsPass : Pass<"tessel-mark-bf16-operands"> {
     %y = tessel.matmul %a, %b : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
     // becomes
     %y = tessel.matmul %a, %b {bf16_operands} : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
+def MasterWeightsPass : Pass<"tessel-master-weights", "::mlir::ModuleOp"> {
+  let summary = "Trains each bf16 or f16 parameter through an f32 master copy";
+  let description = [{
+    Runs after `-tessel-classify-parameters`, before `-tessel-autodiff`.
+    Each trainable `tessel.weight` (the module's `tessel.trainable`) of
+    element type bf16 or f16 becomes f32, the master copy the optimizer
+    updates (the artifact widens the model's half data exactly), and a
+    `cast` back to the half, the working copy, feeds its readers: PyTorch
+    AMP's and Megatron's layout, f32 master weights and optimizer states
+    with half activations. Autodiff gives the master the working copy's
+    gradient cast to f32. Frozen half weights stay half (docs/precision.md).
+
+    ```mlir
+    %w = tessel.weight "fc.weight" : tensor<4x4xbf16>
+    // becomes
+    %m = tessel.weight "fc.weight" : tensor<4x4xf32>
+    %w = tessel.cast %m : tensor<4x4xf32> -> tensor<4x4xbf16>
     ```
   }];
   let dependentDialects = ["::mlir::tessel::TesselDialect"];

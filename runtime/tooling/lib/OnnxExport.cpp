@@ -130,7 +130,9 @@ Status exportOnnx(const std::string &artifactDir,
   uint64_t total = 0;
   for (const auto &[name, list] : pieces) {
     auto state = saved.states.find(list[0]->state());
-    uint64_t n = state == saved.states.end() ? 4 : dtypeSize(state->second.dtype);
+    uint64_t n = state == saved.states.end()
+                     ? 4
+                     : dtypeSize(trainedDType(*list[0], state->second.dtype));
     for (int64_t d : list[0]->shape())
       n *= uint64_t(std::max<int64_t>(d, 0));
     total += n;

@@ -1,5 +1,6 @@
 //===- TrainedTensors.cpp - The model's trained tensors, whole ------------===//
 #include "tessel/tooling/TrainedTensors.h"
+#include "tessel/runtime/HalfFloat.h"
 
 #include <cstring>
 
@@ -12,6 +13,13 @@ TrainedPieces trainedPieces(const artifact::TrainingInfo &info) {
   for (const artifact::TrainedTensor &t : info.tensors())
     byTensor[t.tensor()].push_back(&t);
   return byTensor;
+}
+
+DType trainedDType(const artifact::TrainedTensor &t, DType state) {
+  const int model = t.model_dtype();
+  if (state == DType::F32 && (model == artifact::BF16 || model == artifact::F16))
+    return static_cast<DType>(model);
+  return state;
 }
 
 Status assembleTrained(const std::string &what, const std::string &name,
@@ -53,7 +61,20 @@ Status assembleTrained(const std::string &what, const std::string &name,
   all.shape = shape;
   all.offset.assign(shape.size(), 0);
   all.within(shape);
-  return fillBlock(name, dtypeSize(whole.dtype()), all, whole.data(), blocks);
+  TSL_RETURN_IF_ERROR(
+      fillBlock(name, dtypeSize(whole.dtype()), all, whole.data(), blocks));
+  // An f32 master of a half parameter goes out in the model's type, rounded
+  // to nearest even.
+  const DType half = trainedDType(first, whole.dtype());
+  if (half != whole.dtype()) {
+    Tensor rounded(half, shape);
+    const float *f = whole.data<float>();
+    uint16_t *h = rounded.data<uint16_t>();
+    for (int64_t i = 0; i < whole.numElements(); ++i)
+      h[i] = half == DType::BF16 ? f32ToBf16(f[i]) : f32ToF16(f[i]);
+    whole = std::move(rounded);
+  }
+  return Status::ok();
 }
 
 } // namespace tessel::tooling

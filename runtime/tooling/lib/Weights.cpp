@@ -95,7 +95,7 @@ Status saveWeights(const artifact::TrainingInfo &info, const SavedStates &saved,
                            e.tensor + "' is not in the checkpoint");
     SafetensorsSource s;
     s.name = name;
-    s.dtype = state->second.dtype;
+    s.dtype = trainedDType(t, state->second.dtype);
     s.shape = e.shape;
     s.write = [&saved, entry, what, layout = t.layout()](const ByteSink &sink) {
       Tensor whole;

@@ -6,7 +6,12 @@ one device and sharded, and prints one line per check (half-models.test):
   NAME tp=2: max abs error E, bound B: ok         against one device
   NAME weights R x the ONNX data: ok              the artifact's weight files
 
-    half_models.py --tesselc PATH --tessel-run PATH --models DIR --work DIR
+and with --train, for the models with a train/ reference (make.py's
+train_reference: AdamW on f32 masters of the half model):
+
+  NAME train 1 device: 5 losses within R relative: ok
+
+    half_models.py --tesselc PATH --tessel-run PATH --models DIR --work DIR [--train]
 """
 import argparse
 import json
@@ -21,6 +26,16 @@ import numpy as np
 TOL_REF = {"bfloat16": 2e-2, "float16": 1e-2}
 TOL_SHARDED = 1e-2
 RUNS = {"llama_bf16": ["tp=2", "pp=2", "dp=2"]}
+# Five losses against PyTorch's AMP-style reference: each op's half
+# rounding may fall the other way where f32 sums differ in order.
+TOL_TRAIN = 1e-3
+SHARDED_TRAIN = {"dp=2": ["--mesh", "dp=2", "--plan", "dp"],
+                 "tp=2": ["--mesh", "tp=2", "--plan", "megatron"],
+                 "pp=2": ["--mesh", "pp=2", "--microbatches", "2"],
+                 "zero2": ["--mesh", "dp=2", "--plugin", "zero2"]}
+TRAIN_RUNS = {"llama_bf16": ["1 device"] + list(SHARDED_TRAIN), "llama_f16": ["1 device"],
+              "gpt2_bf16": ["1 device", "tp=2"]}
+PLANS = {"tp": "megatron", "pp": None, "dp": "dp"}
 
 
 TOOLS = {}
@@ -56,14 +71,81 @@ def compile_and_run(model, inputs, work, tag, mesh=None, plan=None, ranks=1):
     return art, out
 
 
+def train(name, d, work):
+    cfg = json.load(open(os.path.join(d, "train", "train.json")))
+    adamw = cfg["optimizer"]["adamw"]
+    want = np.array(cfg["trajectory"])
+    batches = os.path.join(d, "train", "batches.npy")
+    for where in TRAIN_RUNS[name]:
+        tag = "%s_train_%s" % (name, where.replace(" ", "_").replace("=", ""))
+        art = os.path.join(work, tag + ".tsl")
+        cmd = ["tesselc", os.path.join(d, "model.onnx"), "--train", "--optimizer", "adamw",
+               "--lr", str(adamw["lr"]), "--betas", "%s,%s" % tuple(adamw["betas"]),
+               "--eps", str(adamw["eps"]), "--weight-decay", str(adamw["weight_decay"]),
+               "-o", art]
+        ranks = 2 if where in SHARDED_TRAIN else 1
+        cmd += SHARDED_TRAIN.get(where, [])
+        run(cmd)
+        losses = os.path.join(work, tag + ".npy")
+        run(["tessel-run", art, "-n", str(ranks), "--steps", str(len(want)),
+             "--data-lm", batches, "--losses", losses])
+        got = np.load(losses).astype(np.float64)
+        rel = float(np.max(np.abs(got - want) / np.abs(want)))
+        print("%s train %s: %d losses within %.2e relative: %s"
+              % (name, where, len(got), rel, "ok" if rel <= TOL_TRAIN else "MISMATCH"))
+
+
+def exported(name, d, work):
+    """Four steps, then --export-onnx and --save-weights: the exported model
+    (in the model's half type, the masters rounded) run by Tessel on step
+    5's batch gives the reference's fifth loss, computed by the half
+    working copy rounded from the same masters."""
+    cfg = json.load(open(os.path.join(d, "train", "train.json")))
+    batches = os.path.join(d, "train", "batches.npy")
+    art = os.path.join(work, name + "_export.tsl")
+    run(["tesselc", os.path.join(d, "model.onnx"), "--train", "--optimizer", "adamw",
+         "--lr", "1e-3", "-o", art])
+    onnx_path = os.path.join(work, name + "_trained.onnx")
+    weights = os.path.join(work, name + "_trained.safetensors")
+    run(["tessel-run", art, "--steps", "4", "--data-lm", batches,
+         "--export-onnx", onnx_path, "--save-weights", weights])
+    with open(weights, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    types = sorted({v["dtype"] for k, v in header.items() if k != "__metadata__"})
+    batch = np.load(batches)[4]
+    ids = os.path.join(work, name + "_ids.npy")
+    np.save(ids, batch[:, :-1])
+    run(["tesselc", onnx_path, "-o", os.path.join(work, name + "_trained.tsl")])
+    out = os.path.join(work, name + "_trained_out.npy")
+    run(["tessel-run", os.path.join(work, name + "_trained.tsl"), "--input", "input_ids=" + ids,
+         "--output", out])
+    logits = np.load(out).astype(np.float64)
+    z = logits - logits.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    labels = batch[:, 1:]
+    loss = -np.take_along_axis(logp, labels[..., None], -1).mean()
+    want = cfg["trajectory"][4]
+    rel = abs(loss - want) / want
+    print("%s export after 4 steps: weights %s, loss %.6f against %.6f (%.2e relative): %s"
+          % (name, ",".join(types), loss, want, rel, "ok" if rel <= TOL_TRAIN else "MISMATCH"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tesselc", required=True)
     ap.add_argument("--tessel-run", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--train", action="store_true")
     args = ap.parse_args()
     TOOLS.update({"tesselc": args.tesselc, "tessel-run": args.tessel_run})
+    if args.train:
+        for name in TRAIN_RUNS:
+            train(name, os.path.join(args.models, name), args.work)
+        for name in ["llama_bf16", "llama_f16"]:
+            exported(name, os.path.join(args.models, name), args.work)
+        return
     for name in ["llama_bf16", "llama_f16", "gpt2_bf16", "gpt2_f16", "encoder_f16_ts"]:
         d = os.path.join(args.models, name)
         with open(os.path.join(d, "meta.json")) as f:
@@ -72,7 +154,7 @@ def main():
         art, one = compile_and_run(model, inputs, args.work, name)
         compare(name + " 1 device", one, os.path.join(d, "output.npy"), TOL_REF[meta["dtype"]])
         for mesh in RUNS.get(name, ["tp=2"]):
-            plan = {"tp": "megatron", "pp": None, "dp": "dp"}[mesh.split("=")[0]]
+            plan = PLANS[mesh.split("=")[0]]
             _, out = compile_and_run(model, inputs, args.work, name + "_" + mesh.replace("=", ""),
                                      mesh=mesh, plan=plan, ranks=2)
             compare("%s %s" % (name, mesh), out, one, TOL_SHARDED)

@@ -16,9 +16,13 @@ needs torch, transformers, onnx, onnxscript. Writes OUT_DIR/NAME/:
                                   holding the bf16 values (numpy has no
                                   bf16), float16 for f16
   meta.json                       dtype, exporter, versions
+  train/ (llama_bf16, llama_f16, gpt2_bf16)
+      batches.npy  i64 [5, 2, 17]: step k trains on [:, :-1] -> [:, 1:]
+      train.json   the 5 losses of AdamW on f32 masters (train_reference)
 
-NAME: llama_bf16, llama_f16 (default exporter), gpt2_bf16 (default
-exporter, tied head), gpt2_f16 (TorchScript exporter, dynamo=False).
+NAME: llama_bf16, llama_f16, gpt2_bf16 (tied head), gpt2_f16 by the default
+exporter; encoder_f16_ts (torch's nn.TransformerEncoder) by the TorchScript
+exporter (dynamo=False), which refuses transformers 5's models.
 """
 import json
 import os
@@ -105,6 +109,50 @@ def make(out, name, arch, dtype, dynamo):
     print(name, ref.shape, "max|logit| %.4f" % ref.float().abs().max())
 
 
+def train_reference(out, name, arch, dtype, steps=5):
+    """train/: five AdamW steps of the half model as PyTorch AMP and
+    Megatron lay them out: f32 master weights (the half model's values,
+    widened) and optimizer state, the half model as the working copy
+    (rounded from the masters each step), the loss in f32 on the logits
+    cast up, fp16 with a dynamic loss scale of 2^16 (GradScaler's)."""
+    torch.manual_seed(0)
+    half = LogitsOnly(build(arch)).eval().to(dtype)
+    master = [p.detach().float().clone().requires_grad_(True) for p in half.parameters()]
+    opt = torch.optim.AdamW(master, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    scale = 65536.0 if dtype == torch.float16 else 1.0
+    batches = torch.randint(0, 128, (steps, BATCH, SEQ + 1),
+                            generator=torch.Generator().manual_seed(2))
+    losses = []
+    for k in range(steps):
+        with torch.no_grad():
+            for m, h in zip(master, half.parameters()):
+                h.copy_(m)
+        x, y = batches[k, :, :-1], batches[k, :, 1:]
+        logits = half(x).float()
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        (loss * scale).backward()
+        grads = [h.grad.float() / scale for h in half.parameters()]
+        half.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        if not all(torch.isfinite(g).all() for g in grads):
+            scale /= 2  # GradScaler: skip the step, halve the scale
+            continue
+        for m, g in zip(master, grads):
+            m.grad = g
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    d = os.path.join(out, name, "train")
+    os.makedirs(d, exist_ok=True)
+    np.save(os.path.join(d, "batches.npy"), batches.numpy())
+    with open(os.path.join(d, "train.json"), "w") as f:
+        json.dump({"loss": "mean token cross-entropy of logits[:, t] against input[t+1], in f32",
+                   "optimizer": {"adamw": {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8,
+                                           "weight_decay": 0.01}},
+                   "masters": "f32", "loss_scale": 65536.0 if dtype == torch.float16 else None,
+                   "trajectory": losses}, f, indent=1)
+    print(name, "train", ["%.6f" % l for l in losses])
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     make(out, "llama_bf16", "llama", torch.bfloat16, True)
@@ -112,6 +160,9 @@ def main():
     make(out, "gpt2_bf16", "gpt2", torch.bfloat16, True)
     make(out, "gpt2_f16", "gpt2", torch.float16, True)
     make(out, "encoder_f16_ts", "encoder", torch.float16, False)
+    train_reference(out, "llama_bf16", "llama", torch.bfloat16)
+    train_reference(out, "llama_f16", "llama", torch.float16)
+    train_reference(out, "gpt2_bf16", "gpt2", torch.bfloat16)
 
 
 if __name__ == "__main__":

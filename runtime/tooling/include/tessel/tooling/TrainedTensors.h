@@ -25,8 +25,14 @@ using TrainedPieces =
     std::map<std::string, std::vector<const artifact::TrainedTensor *>>;
 TrainedPieces trainedPieces(const artifact::TrainingInfo &info);
 
-/// Tensor `name` whole, from its `pieces`' states in `saved`; a state that
-/// is no piece of it is an error naming both (`what` prefixes messages).
+/// The type a trained tensor is written in: the model's (`model_dtype`,
+/// for the f32 master of a bf16 or f16 parameter), else its state's.
+runtime::DType trainedDType(const artifact::TrainedTensor &t,
+                            runtime::DType state);
+
+/// Tensor `name` whole, from its `pieces`' states in `saved`, in
+/// trainedDType (a master rounded to nearest even); a state that is no
+/// piece of it is an error naming both (`what` prefixes messages).
 runtime::Status
 assembleTrained(const std::string &what, const std::string &name,
                 const std::vector<const artifact::TrainedTensor *> &pieces,
