@@ -566,6 +566,23 @@ Status CpuExecutor::initBf16Gemms() {
   };
   for (auto &[key, list] : readers) {
     const auto [id, writer] = key;
+    // A bf16 weight widened by a cast (a bf16 model's operand, through
+    // -tessel-float-normalization): the GEMMs read the weight's own bf16
+    // bytes, and the cast runs only where something else reads its result.
+    if (writer >= 0 && prog->ops[writer].kind == OpKind::Cast) {
+      const int src = prog->ops[writer].operands[0];
+      if (B[src].dtype == DType::BF16 &&
+          (B[src].kind == BufferInfo::Kind::Weight ||
+           B[src].kind == BufferInfo::Kind::Constant)) {
+        for (auto [op, k] : list) {
+          bf16Operands[op].copy[k] = static_cast<uint16_t *>(ptrs[src]);
+          bf16Operands[op].convert[k] = false;
+        }
+        if (!isOutput(id) && reads[key] == list.size())
+          skipped[writer] = true;
+        continue;
+      }
+    }
     const bool rounds = writer >= 0 && isBf16Round(prog->ops[writer]);
     const size_t bytes = (B[id].numel * sizeof(uint16_t) + 63) / 64 * 64;
     if (rounds &&

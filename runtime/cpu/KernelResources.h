@@ -75,8 +75,9 @@ struct KernelResources {
   // rounded value in a copy of its own, written once per step by its
   // round_float as it rounds; an activation that a round_float rounds or
   // several GEMMs read in a block shared by lifetime, written by its
-  // round_float or its first reader; other operands are converted by each
-  // GEMM into the shared scratch of their position.
+  // round_float or its first reader; a bf16 weight that a cast widens (a
+  // bf16 model's) read as it is; other operands are converted by each GEMM
+  // into the shared scratch of their position.
   std::vector<std::unique_ptr<Bf16MatMul>> bf16MatMuls;
   struct Bf16Operands {
     uint16_t *copy[2] = {nullptr, nullptr}; // null: bf16Scratch[k]
