@@ -56,15 +56,19 @@ struct FloatNormalizationPass
            llvm::any_of(op->getResultTypes(), isHalf)))
         ops.push_back(op);
     });
-    // One f32 copy of each half value, made where the value is defined
-    // and shared by every op that reads it.
+    // One f32 copy of each half value, shared by every op that reads it,
+    // made just before its first reader (in the reader's block, which then
+    // precedes the others: the ops are visited in order), so that an async
+    // collective's result is not waited for earlier than it was.
     llvm::DenseMap<Value, Value> widened;
     OpBuilder b(&getContext());
-    auto widen = [&](Value v) {
+    auto widen = [&](Value v, Operation *reader) {
       auto [it, inserted] = widened.try_emplace(v);
       if (!inserted)
         return it->second;
-      if (Operation *def = v.getDefiningOp())
+      if (v.getParentBlock() == reader->getBlock())
+        b.setInsertionPoint(reader);
+      else if (Operation *def = v.getDefiningOp())
         b.setInsertionPointAfter(def);
       else
         b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
@@ -76,7 +80,7 @@ struct FloatNormalizationPass
     for (Operation *op : ops) {
       for (OpOperand &use : op->getOpOperands())
         if (isHalf(use.get().getType()))
-          use.set(widen(use.get()));
+          use.set(widen(use.get(), op));
       b.setInsertionPointAfter(op);
       for (OpResult r : op->getResults()) {
         if (!isHalf(r.getType()))

@@ -46,3 +46,22 @@ func.func @f16(%x: tensor<4xf16>) -> tensor<4xf16> {
   %n = tessel.neg %d : tensor<4xf16>
   return %n : tensor<4xf16>
 }
+
+// -----
+
+// The f32 copy is made just before the first reader, not at the value's
+// definition: an async gather's result is not waited for any earlier.
+// CHECK-LABEL: func.func @late
+// CHECK: %[[G:.*]] = tessel.all_gather
+// CHECK-NEXT: tessel.transpose %[[G]]
+// CHECK-NEXT: %[[GW:.*]] = tessel.cast %[[G]] : tensor<4x4xbf16> -> tensor<4x4xf32>
+// CHECK-NEXT: tessel.exp %[[GW]] : tensor<4x4xf32>
+module {
+  tessel.mesh @mesh ["dp"=2]
+  func.func @late(%w: tensor<2x4xbf16>) -> (tensor<4x4xbf16>, tensor<4x4xbf16>) {
+    %g = tessel.all_gather %w on @mesh axes = ["dp"] dim = 0 : (tensor<2x4xbf16>) -> tensor<4x4xbf16>
+    %t = tessel.transpose %g perm = [1, 0] : (tensor<4x4xbf16>) -> tensor<4x4xbf16>
+    %e = tessel.exp %g : tensor<4x4xbf16>
+    return %t, %e : tensor<4x4xbf16>, tensor<4x4xbf16>
+  }
+}
