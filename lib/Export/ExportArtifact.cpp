@@ -284,12 +284,10 @@ rt::ProgramBuilder::ByteSink widenedSink(rt::DType half,
                                    size_t size) mutable -> rt::Status {
     pending.append(static_cast<const char *>(data), size);
     const size_t n = pending.size() / 2;
+    std::vector<uint16_t> halves(n);
+    std::memcpy(halves.data(), pending.data(), 2 * n);
     std::vector<float> wide(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint16_t h;
-      std::memcpy(&h, pending.data() + 2 * i, 2);
-      wide[i] = half == rt::DType::BF16 ? rt::bf16ToF32(h) : rt::f16ToF32(h);
-    }
+    rt::widenHalves(half, halves.data(), wide.data(), n);
     pending.erase(0, 2 * n);
     return sink(wide.data(), n * sizeof(float));
   };
@@ -819,13 +817,10 @@ LogicalResult Exporter::emitWeight(WeightOp w) {
                            << t;
   // The block streams from the model's data when the artifact is written.
   auto source = [data = *data, global, origin, shape, starts, sizes, elem,
-                 stored, widen = stored != *dt, wname = w.getName().str()](
+                 stored, dt = *dt, wname = w.getName().str()](
                     const rt::ProgramBuilder::ByteSink &sink) {
-    if (!widen)
-      return streamBlock(data, global, elem, origin, shape, starts, sizes,
-                         wname, sink);
     return streamBlock(data, global, elem, origin, shape, starts, sizes, wname,
-                       widenedSink(stored, sink));
+                       stored == dt ? sink : widenedSink(stored, sink));
   };
   if (assigned) {
     buffers[w] = program.addState(name, *dt, toShape(t), source);

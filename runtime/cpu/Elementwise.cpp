@@ -63,14 +63,6 @@ void castFrom(const From *x, DType to, void *y, int64_t n, ThreadPool &pool) {
   });
 }
 
-uint16_t toHalf(DType half, float v) {
-  return half == DType::BF16 ? f32ToBf16(v) : f32ToF16(v);
-}
-
-float fromHalf(DType half, uint16_t h) {
-  return half == DType::BF16 ? bf16ToF32(h) : f16ToF32(h);
-}
-
 /// A cast from or to bf16 or f16: through f32, in which the half is exact;
 /// to a half rounds once, to nearest even (an i64 goes to f32 first, as
 /// PyTorch's casts do).
@@ -78,7 +70,7 @@ void castHalf(DType from, const void *x, DType to, void *y, int64_t n,
               ThreadPool &pool) {
   if (isHalf(from) && isHalf(to)) {
     map(static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y), n, pool,
-        [=](uint16_t h) { return toHalf(to, fromHalf(from, h)); });
+        [=](uint16_t h) { return f32ToHalf(to, halfToF32(from, h)); });
     return;
   }
   if (isHalf(from)) {
@@ -87,11 +79,11 @@ void castHalf(DType from, const void *x, DType to, void *y, int64_t n,
       using To = typename decltype(tag)::type;
       if constexpr (kIsBool<To>)
         map(in, static_cast<uint8_t *>(y), n, pool, [=](uint16_t h) {
-          return static_cast<uint8_t>(fromHalf(from, h) != 0.0f);
+          return static_cast<uint8_t>(halfToF32(from, h) != 0.0f);
         });
       else
         map(in, static_cast<To *>(y), n, pool, [=](uint16_t h) {
-          return static_cast<To>(fromHalf(from, h));
+          return static_cast<To>(halfToF32(from, h));
         });
     });
     return;
@@ -99,7 +91,7 @@ void castHalf(DType from, const void *x, DType to, void *y, int64_t n,
   visitDType(from, [&](auto tag) {
     using From = typename decltype(tag)::type;
     map(static_cast<const From *>(x), static_cast<uint16_t *>(y), n, pool,
-        [=](From v) { return toHalf(to, static_cast<float>(v)); });
+        [=](From v) { return f32ToHalf(to, static_cast<float>(v)); });
   });
 }
 

@@ -84,58 +84,46 @@ cudaError_t castFrom(const From *x, DType to, void *y, int64_t n,
   });
 }
 
-/// bf16 or f16 (HalfFloat.h's conversions, through f32).
-struct HalfFormat {
-  bool bf16;
-  __device__ float load(uint16_t h) const {
-    return bf16 ? bf16ToF32(h) : f16ToF32(h);
-  }
-  __device__ uint16_t store(float v) const {
-    return bf16 ? f32ToBf16(v) : f32ToF16(v);
-  }
-};
-
 template <typename To>
-__global__ void castFromHalfKernel(const uint16_t *x, HalfFormat f, To *y,
+__global__ void castFromHalfKernel(const uint16_t *x, DType half, To *y,
                                    int64_t n) {
   TSL_GRID_LOOP(i, n) {
     if constexpr (kIsBool<To>)
-      y[i] = static_cast<uint8_t>(f.load(x[i]) != 0.0f);
+      y[i] = static_cast<uint8_t>(halfToF32(half, x[i]) != 0.0f);
     else
-      y[i] = static_cast<To>(f.load(x[i]));
+      y[i] = static_cast<To>(halfToF32(half, x[i]));
   }
 }
 
 template <typename From>
-__global__ void castToHalfKernel(const From *x, HalfFormat f, uint16_t *y,
+__global__ void castToHalfKernel(const From *x, DType half, uint16_t *y,
                                  int64_t n) {
-  TSL_GRID_LOOP(i, n) { y[i] = f.store(static_cast<float>(x[i])); }
+  TSL_GRID_LOOP(i, n) { y[i] = f32ToHalf(half, static_cast<float>(x[i])); }
 }
 
-__global__ void castHalfToHalfKernel(const uint16_t *x, HalfFormat from,
-                                     HalfFormat to, uint16_t *y, int64_t n) {
-  TSL_GRID_LOOP(i, n) { y[i] = to.store(from.load(x[i])); }
+__global__ void castHalfToHalfKernel(const uint16_t *x, DType from, DType to,
+                                     uint16_t *y, int64_t n) {
+  TSL_GRID_LOOP(i, n) { y[i] = f32ToHalf(to, halfToF32(from, x[i])); }
 }
 
 /// A cast from or to a half: through f32, rounding once (as the CPU's).
 cudaError_t castHalf(DType from, const void *x, DType to, void *y, int64_t n,
                      cudaStream_t s) {
-  const HalfFormat in{from == DType::BF16}, out{to == DType::BF16};
   if (isHalf(from) && isHalf(to))
     return launchOver(n, s, castHalfToHalfKernel,
-                      static_cast<const uint16_t *>(x), in, out,
+                      static_cast<const uint16_t *>(x), from, to,
                       static_cast<uint16_t *>(y), n);
   if (isHalf(from))
     return visitDType(to, [&](auto tag) {
       using To = typename decltype(tag)::type;
       return launchOver(n, s, castFromHalfKernel<To>,
-                        static_cast<const uint16_t *>(x), in,
+                        static_cast<const uint16_t *>(x), from,
                         static_cast<To *>(y), n);
     });
   return visitDType(from, [&](auto tag) {
     using From = typename decltype(tag)::type;
     return launchOver(n, s, castToHalfKernel<From>,
-                      static_cast<const From *>(x), out,
+                      static_cast<const From *>(x), to,
                       static_cast<uint16_t *>(y), n);
   });
 }

@@ -56,9 +56,8 @@ Status Executor::setInputFrom(const std::string &name, DType dtype,
   // (docs/precision.md).
   if (b.dtype == DType::BF16 && dtype == DType::F32 && shape == b.shape) {
     std::vector<uint16_t> half(static_cast<size_t>(b.numel));
-    const float *f = static_cast<const float *>(data);
-    for (size_t i = 0; i < half.size(); ++i)
-      half[i] = f32ToBf16(f[i]);
+    roundToHalves(DType::BF16, static_cast<const float *>(data), half.data(),
+                  half.size());
     return writeBuffer(id, half.data());
   }
   if (dtype != b.dtype || shape != b.shape)

@@ -32,10 +32,8 @@ Tensor widenBf16(Tensor t) {
   if (t.dtype() != DType::BF16)
     return t;
   Tensor wide(DType::F32, t.shape());
-  const uint16_t *h = t.data<uint16_t>();
-  float *f = wide.data<float>();
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    f[i] = bf16ToF32(h[i]);
+  widenHalves(DType::BF16, t.data<uint16_t>(), wide.data<float>(),
+              static_cast<size_t>(t.numElements()));
   return wide;
 }
 

@@ -68,10 +68,8 @@ Status assembleTrained(const std::string &what, const std::string &name,
   const DType half = trainedDType(first, whole.dtype());
   if (half != whole.dtype()) {
     Tensor rounded(half, shape);
-    const float *f = whole.data<float>();
-    uint16_t *h = rounded.data<uint16_t>();
-    for (int64_t i = 0; i < whole.numElements(); ++i)
-      h[i] = half == DType::BF16 ? f32ToBf16(f[i]) : f32ToF16(f[i]);
+    roundToHalves(half, whole.data<float>(), rounded.data<uint16_t>(),
+                  static_cast<size_t>(whole.numElements()));
     whole = std::move(rounded);
   }
   return Status::ok();

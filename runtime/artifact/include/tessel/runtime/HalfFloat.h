@@ -12,7 +12,10 @@
 #ifndef TESSEL_RUNTIME_HALFFLOAT_H
 #define TESSEL_RUNTIME_HALFFLOAT_H
 
+#include "tessel/runtime/DType.h"
+
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -88,6 +91,30 @@ TESSEL_HALF_HOST_DEVICE inline uint16_t f32ToF16(float f) {
   // is the smallest normal, which the encoding continues into.
   const float scaled = f32OfBits(a) * 0x1p24f;
   return sign | static_cast<uint16_t>(rintf(scaled));
+}
+
+/// `h`, of `half` (BF16 or F16), as f32: exact.
+TESSEL_HALF_HOST_DEVICE inline float halfToF32(DType half, uint16_t h) {
+  return half == DType::BF16 ? bf16ToF32(h) : f16ToF32(h);
+}
+
+/// `f` rounded to `half` (BF16 or F16), to nearest even.
+TESSEL_HALF_HOST_DEVICE inline uint16_t f32ToHalf(DType half, float f) {
+  return half == DType::BF16 ? f32ToBf16(f) : f32ToF16(f);
+}
+
+/// n values of `half` widened to f32 (npy files, Python's arrays, f32
+/// masters written from a half model's data).
+inline void widenHalves(DType half, const uint16_t *h, float *f, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    f[i] = halfToF32(half, h[i]);
+}
+
+/// n f32 values rounded to `half` (bf16 inputs given as f32, f32 masters
+/// exported in the model's type).
+inline void roundToHalves(DType half, const float *f, uint16_t *h, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    h[i] = f32ToHalf(half, f[i]);
 }
 
 } // namespace tessel::runtime
