@@ -2,10 +2,17 @@
 """Benchmark: a Llama-shaped model (transformers' LlamaForCausalLM, 8 layers,
 hidden 512, 8 heads, 4 KV heads, ff 1376, vocab 8192; seq 256, batch 4;
 random weights), exported by torch.onnx.export's default exporter, trained
-with AdamW by tessel-run beside PyTorch eager on the same weights and
-batches, at 1 and 2 threads: median ms per step, peak RSS, losses.
+with AdamW by tessel-run beside PyTorch eager (its default attention, SDPA)
+on the same weights and batches, at 1 and 2 threads: median ms per step,
+peak RSS, losses.
 
     bench/run-llama-train-compare [--threads 1,2] [--steps 5] [--layers 8]
+        [--hidden 512 --heads 8 --kv-heads 4 --ff 1376] [--seq 256[,2048]]
+        [--compare-unfused]
+
+Several --seq values give one table row per length, so that the memory
+growth with the sequence shows beside PyTorch's. --compare-unfused adds a
+row of Tessel compiled with --no-fuse-attention (docs/fusion.md).
 
 (the script makes its venv with torch, transformers, onnx and onnxscript
 from PyPI in build/llama-bench-venv; tests never need it).
@@ -61,9 +68,25 @@ def main():
     add_tool_args(ap, models=False)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--layers", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--seq", default="256", help="one length or several, comma-separated")
     ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--kv-heads", type=int, default=4)
+    ap.add_argument("--ff", type=int, default=1376)
+    ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--compare-unfused", action="store_true",
+                    help="also time Tessel compiled with --no-fuse-attention")
     args = ap.parse_args()
+    seqs = [int(x) for x in args.seq.split(",")]
+    print("| seq | threads | Tessel ms/step | PyTorch ms/step | PyTorch/Tessel | Tessel RSS MB "
+          "| PyTorch RSS MB | max loss rel diff |")
+    print("|---|---|---|---|---|---|---|---|")
+    for seq in seqs:
+        run_one(args, seq)
+
+
+def run_one(args, seq):
     import torch
     import transformers as T
 
@@ -71,9 +94,10 @@ def main():
     env.pop("OPENBLAS_CORETYPE", None)
     env.pop("OPENBLAS_L2_SIZE", None)
     tmp = tempfile.mkdtemp(prefix="tessel-llama-bench-")
-    config = dict(vocab_size=8192, hidden_size=512, intermediate_size=1376,
-                  num_hidden_layers=args.layers, num_attention_heads=8,
-                  num_key_value_heads=4, max_position_embeddings=args.seq)
+    config = dict(vocab_size=args.vocab, hidden_size=args.hidden,
+                  intermediate_size=args.ff, num_hidden_layers=args.layers,
+                  num_attention_heads=args.heads, num_key_value_heads=args.kv_heads,
+                  max_position_embeddings=seq)
     torch.manual_seed(0)
     model = T.LlamaForCausalLM(T.LlamaConfig(**config)).eval()
     cfg = os.path.join(tmp, "llama")
@@ -90,44 +114,48 @@ def main():
         def forward(self, input_ids):
             return self.m(input_ids=input_ids, use_cache=False).logits
 
-    ids = torch.zeros(args.batch, args.seq, dtype=torch.long)
+    ids = torch.zeros(args.batch, seq, dtype=torch.long)
     onnx_path = os.path.join(tmp, "llama.onnx")
     torch.onnx.export(Logits(model), (ids,), onnx_path, input_names=["input_ids"],
                       output_names=["output"])
     g = torch.Generator().manual_seed(1)
     batches = os.path.join(tmp, "batches.npy")
     np.save(batches, torch.randint(0, config["vocab_size"],
-                                   (args.steps, args.batch, args.seq + 1), generator=g).numpy())
-    art = os.path.join(tmp, "llama.tsl")
-    subprocess.run([args.tesselc, onnx_path, "--train", "--optimizer", "adamw",
-                    "--lr", str(ADAMW["lr"]), "--betas", "0.9,0.999", "--eps", "1e-8",
-                    "--weight-decay", str(ADAMW["weight_decay"]), "-o", art],
-                   check=True, env=env)
-    print("Llama %d layers, hidden 512, seq %d, batch %d, AdamW; default exporter; "
-          "torch %s; median ms of steps 2..%d; load average %.1f on %d cores"
-          % (args.layers, args.seq, args.batch, torch.__version__, args.steps,
-             os.getloadavg()[0], os.cpu_count()))
-    print("| threads | Tessel ms/step | PyTorch ms/step | PyTorch/Tessel | Tessel RSS MB "
-          "| PyTorch RSS MB | max loss rel diff |")
-    print("|---|---|---|---|---|---|---|")
+                                   (args.steps, args.batch, seq + 1), generator=g).numpy())
+    variants = [("", [])]
+    if args.compare_unfused:
+        variants.append((" unfused", ["--no-fuse-attention"]))
+    arts = []
+    for name, flags in variants:
+        art = os.path.join(tmp, "llama%s.tsl" % name.strip())
+        subprocess.run([args.tesselc, onnx_path, "--train", "--optimizer", "adamw",
+                        "--lr", str(ADAMW["lr"]), "--betas", "0.9,0.999", "--eps", "1e-8",
+                        "--weight-decay", str(ADAMW["weight_decay"]), "-o", art] + flags,
+                       check=True, env=env)
+        arts.append((name, art))
+    print("<!-- Llama %d layers, hidden %d, %d/%d heads, seq %d, batch %d, AdamW; default "
+          "exporter; torch %s; median ms of steps 2..%d; load average %.1f on %d cores -->"
+          % (args.layers, args.hidden, args.heads, args.kv_heads, seq, args.batch,
+             torch.__version__, args.steps, os.getloadavg()[0], os.cpu_count()))
     for th in (int(t) for t in args.threads.split(",")):
-        t_losses = os.path.join(tmp, "t.npy")
-        rc, log, t_rss = measured([args.tessel_run, art, "--steps", str(args.steps),
-                                   "--threads", str(th), "--data-lm", batches,
-                                   "--losses", t_losses], env)
-        if rc != 0:
-            sys.exit("tessel-run failed:\n" + log)
-        t_ms = float(re.search(r"([\d.]+) ms per step \(median", log).group(1))
         o_losses = os.path.join(tmp, "o.npy")
         rc, log, o_rss = measured([sys.executable, "-c", CHILD, cfg, batches, str(th),
                                    str(args.steps), o_losses], env)
         if rc != 0:
             sys.exit("PyTorch failed:\n" + log)
         o_ms = float(re.search(r"ms ([\d.]+)", log).group(1))
-        a, b = np.load(t_losses).astype(np.float64), np.load(o_losses).astype(np.float64)
-        print("| %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.2g |"
-              % (th, t_ms, o_ms, o_ms / t_ms, t_rss / 1024, o_rss / 1024,
-                 np.max(np.abs(a - b) / np.abs(b))))
+        for name, art in arts:
+            t_losses = os.path.join(tmp, "t.npy")
+            rc, log, t_rss = measured([args.tessel_run, art, "--steps", str(args.steps),
+                                       "--threads", str(th), "--data-lm", batches,
+                                       "--losses", t_losses], env)
+            if rc != 0:
+                sys.exit("tessel-run failed:\n" + log)
+            t_ms = float(re.search(r"([\d.]+) ms per step \(median", log).group(1))
+            a, b = np.load(t_losses).astype(np.float64), np.load(o_losses).astype(np.float64)
+            print("| %d%s | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.2g |"
+                  % (seq, name, th, t_ms, o_ms, o_ms / t_ms, t_rss / 1024, o_rss / 1024,
+                     np.max(np.abs(a - b) / np.abs(b))))
 
 
 if __name__ == "__main__":

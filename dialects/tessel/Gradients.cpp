@@ -662,6 +662,46 @@ LogicalResult buildSoftmaxGradient(SoftmaxOp op, OpBuilder &b,
   return success();
 }
 
+// Fused attention: dq, dkt, dv in one tessel.attention_grad (the scores
+// recomputed block by block from lse). A mask that needs a gradient (a
+// learned bias) gets ds = p (grad v^T - rowsum(grad out)) summed to its
+// shape, from the scores recomputed whole by ordinary ops; autodiff erases
+// them when nothing reads the mask's gradient (a constant causal mask).
+LogicalResult buildAttentionGradient(AttentionOp op, OpBuilder &b,
+                                     ArrayRef<Value> dy, Grads &dx) {
+  Emitter e{b, op.getLoc()};
+  if (dy.size() > 1 && dy[1])
+    return op.emitOpError("lse has no gradient: only tessel.attention_grad "
+                          "may read it");
+  Value q = op.getQ(), kt = op.getKt(), v = op.getV(), mask = op.getMask();
+  Value out = op.getResult(), lse = op.getLse();
+  Value g = dy[0] ? dy[0] : e.zerosLike(typeOf(out));
+  auto grad = AttentionGradOp::create(
+      b, e.loc, TypeRange{q.getType(), kt.getType(), v.getType()}, q, kt, v,
+      out, lse, g, mask, op.getNanFill(), op.getScaleAttr());
+  dx.append(grad->getResults().begin(), grad->getResults().end());
+  if (!mask) {
+    if (op.getNanFill())
+      dx.push_back(Value()); // a constant: no gradient
+    return success();
+  }
+  const int64_t r = typeOf(q).getRank();
+  Type elem = typeOf(q).getElementType();
+  Value s = e.add(e.mul(e.matmul(q, kt), op.getScale().convertToDouble()), mask);
+  SmallVector<int64_t> lseShape(shapeOf(lse));
+  lseShape.push_back(1);
+  Value p = ExpOp::create(b, e.loc, e.sub(s, e.cast(e.reshape(lse, lseShape), elem)));
+  Value dp = e.matmul(g, e.transposeLast2(v));
+  Value delta = e.reduceSum(e.mul(g, out), {r - 1}, true);
+  Value ds = e.mul(p, e.sub(dp, delta));
+  if (op.getNanFill()) // NaN rows: constant probabilities
+    ds = e.zeroOrSelect(e.cmp(ComparePredicate::NE, ds, ds), ds);
+  dx.push_back(e.sumTo(ds, mask));
+  if (op.getNanFill())
+    dx.push_back(Value()); // a constant: no gradient
+  return success();
+}
+
 // dx = dy - exp(y) sum(dy), fused (tessel.log_softmax_grad).
 LogicalResult buildLogSoftmaxGradient(LogSoftmaxOp op, OpBuilder &b,
                                       ArrayRef<Value> dy, Grads &dx) {

@@ -61,6 +61,21 @@ inline double estimateFlops(Operation *op) {
       return out;
     return 2.0 * numel(y) * double(wt.getNumElements() / wt.getDimSize(0));
   };
+  // Attention's products: q kt and p v, and in the backward the scores
+  // recomputed, dp = grad v^T, dv, dq and dkt; q [..., S, D], v [..., T, Dv].
+  if (cls == CostClass::Attention || cls == CostClass::AttentionBackward) {
+    auto q = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    auto v = dyn_cast<RankedTensorType>(op->getOperand(2).getType());
+    if (!q || !v || !q.hasStaticShape() || !v.hasStaticShape() ||
+        q.getRank() < 2 || v.getRank() < 2)
+      return out;
+    const double d = double(q.getShape().back()),
+                 dv = double(v.getShape().back()),
+                 t = double(v.getShape()[v.getRank() - 2]);
+    const double rows = d > 0 ? double(q.getNumElements()) / d : 0.0;
+    const double perScore = cls == CostClass::Attention ? d + dv : 3 * d + 2 * dv;
+    return 2.0 * rows * t * perScore;
+  }
   if (op->getNumOperands() >= 2 && op->getNumResults() == 1) {
     switch (cls) {
     case CostClass::Convolution:
@@ -71,6 +86,8 @@ inline double estimateFlops(Operation *op) {
       return conv(op->getOperand(1).getType(), op->getResult(0).getType());
     case CostClass::PerElement:
     case CostClass::Contraction:
+    case CostClass::Attention:
+    case CostClass::AttentionBackward:
       break;
     }
   }

@@ -40,7 +40,12 @@ def Tessel_CostClass : I32EnumAttr<"CostClass",
       I32EnumAttrCase<"Convolution", 2, "convolution">,
       I32EnumAttrCase<"ConvolutionBackwardData", 3, "convolution_backward_data">,
       I32EnumAttrCase<"ConvolutionBackwardWeight", 4,
-                      "convolution_backward_weight">
+                      "convolution_backward_weight">,
+      // tessel.attention: 2 x (q's elements / D) x T x (D + Dv), its two
+      // products; tessel.attention_grad: the same x (3 D + 2 Dv) / (D + Dv),
+      // its five (the scores recomputed, dp, dv, dq, dkt).
+      I32EnumAttrCase<"Attention", 5, "attention">,
+      I32EnumAttrCase<"AttentionBackward", 6, "attention_backward">
     ]> {
   let cppNamespace = "::mlir::tessel";
 }

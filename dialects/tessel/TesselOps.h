@@ -45,6 +45,9 @@ OpShardingRuleAttr buildGlobalPoolRule(GlobalAvgPoolOp op);
 OpShardingRuleAttr buildConvBackwardDataRule(Conv2DBackwardDataOp op);
 OpShardingRuleAttr buildConvBackwardWeightRule(Conv2DBackwardWeightOp op);
 OpShardingRuleAttr buildPoolBackwardRule(Operation *op);
+// Fused attention's (AttentionOps.cpp).
+OpShardingRuleAttr buildAttentionRule(Operation *op);
+OpShardingRuleAttr buildAttentionGradRule(Operation *op);
 // The training ops' (TrainingOps.cpp).
 OpShardingRuleAttr buildGatherGradRule(GatherGradOp op);
 OpShardingRuleAttr buildSoftmaxGradRule(Operation *op);

@@ -733,6 +733,58 @@ def Tessel_LogSoftmaxOp : Tessel_SoftmaxLikeOp<"log_softmax", "Log-softmax">,
     Tessel_Instruction<61, "softmax", [Tessel_RtAttr<"axis">]>,
     Tessel_GradientFrom<"buildLogSoftmaxGradient">;
 
+def Tessel_AttentionOp : Tessel_ComputeOp<"attention", "buildAttentionRule",
+                                          [AttrSizedOperandSegments,
+                                           InferTypeOpAdaptor,
+                                           Tessel_FinitePreserving]>,
+    Tessel_CostClassIs<"Attention">,
+    Tessel_Instruction<90, "attention", [Tessel_RtAttr<"scale">,
+        Tessel_RtAttr<"has_mask", "$_op.getMask() ? 1 : 0", "int">,
+        Tessel_RtAttr<"has_nan_fill", "$_op.getNanFill() ? 1 : 0", "int">]>,
+    Tessel_GradientFrom<"buildAttentionGradient"> {
+  let summary = "Scaled dot-product attention in one op (no [S, T] tensor)";
+  let description = [{
+    `softmax(scale * q kt + mask) v` over the last dim of the scores, with
+    `q` [..., S, D], `kt` [..., D, T] (the keys already transposed, as the
+    exporters write `q @ k.transpose(-2, -1)`), `v` [..., T, Dv] and an
+    optional additive `mask` that broadcasts (numpy) to [..., S, T].
+    `-tessel-fuse-attention` writes it in place of the exporters' matmul,
+    scale, mask, softmax, matmul; its kernels never hold the [S, T] scores
+    beyond a block of rows per thread. `lse` is each score row's
+    log-sum-exp, which the gradient (`tessel.attention_grad`) reads to
+    recompute the probabilities block by block (FlashAttention-2's
+    backward). With `nan_fill` (the default exporter's guard after the
+    softmax, `where(isnan(p), fill, p)`), a row whose softmax is NaN (every
+    score -inf, or a NaN or +inf score: then every probability of the row
+    is NaN) has every probability `fill`: its result is `fill` times the
+    sum of v's rows; without, NaN. `fill` is a constant (a scalar weight
+    never trains): it gets no gradient.
+
+    ```mlir
+    %o, %lse = tessel.attention %q, %kt, %v mask %m nan_fill %z : (tensor<2x4x128x64xf32>, tensor<2x4x64x128xf32>, tensor<2x4x128x64xf32>, tensor<1x1x128x128xf32>, tensor<f32>) -> (tensor<2x4x128x64xf32>, tensor<2x4x128xf32>)
+    ```
+
+    **Constraints**
+
+    * (C1) `q`, `kt` and `v` have one rank, at least 2, and the same
+      leading dims; `q`'s last dim is `kt`'s first of the two, `kt`'s last
+      is `v`'s first of the two; one float element type.
+    * (C2) `mask`, where present, has `q`'s element type, rank at most
+      `q`'s, and broadcasts to [..., S, T].
+    * (C3) `nan_fill`, where present, is a rank-0 tensor of `q`'s type.
+    * (C4) `result` is [..., S, Dv] of `q`'s type; `lse` is [..., S] f32.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$q, Tessel_FloatTensor:$kt,
+                       Tessel_FloatTensor:$v, Optional<Tessel_FloatTensor>:$mask,
+                       Optional<Tessel_FloatTensor>:$nan_fill,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs Tessel_FloatTensor:$result, Tessel_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $q `,` $kt `,` $v (`mask` $mask^)? (`nan_fill` $nan_fill^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tessel_LayerNormOp : Tessel_ComputeOp<"layer_norm", "buildNormRule",
                                           [InferTypeOpAdaptor, Tessel_FinitePreserving]>,
     Tessel_Instruction<62, "norm", [Tessel_RtAttr<"axis">, Tessel_RtAttr<"epsilon">]>,

@@ -98,6 +98,49 @@ def Tessel_LogSoftmaxGradOp : Tessel_ComputeOp<"log_softmax_grad",
   }];
 }
 
+def Tessel_AttentionGradOp : Tessel_ComputeOp<"attention_grad",
+                                              "buildAttentionGradRule",
+                                              [AttrSizedOperandSegments,
+                                               InferTypeOpAdaptor]>,
+    Tessel_CostClassIs<"AttentionBackward">,
+    Tessel_Instruction<125, "attention", [Tessel_RtAttr<"scale">,
+        Tessel_RtAttr<"has_mask", "$_op.getMask() ? 1 : 0", "int">,
+        Tessel_RtAttr<"has_nan_fill", "$_op.getNanFill() ? 1 : 0", "int">]> {
+  let summary = "The gradient of `tessel.attention`, recomputing the scores";
+  let description = [{
+    With the forward's operands, its `result` and `lse` and the result's
+    gradient `grad`, the gradients of `q`, `kt` and `v`. The probabilities
+    are recomputed a block of rows at a time as `exp(scale * q kt + mask -
+    lse)`; with `dp = grad v^T` and `delta = rowsum(grad * result)`, `ds =
+    p (dp - delta)`, `dq = scale ds kt^T`, `dkt = scale q^T ds`, `dv = p^T
+    grad` (FlashAttention-2's backward). With `nan_fill`, a row whose
+    softmax was NaN (its `lse` is not finite) had every probability `fill`:
+    it adds `fill * grad` to every row of dv and nothing to dq and dkt.
+
+    ```mlir
+    %dq, %dkt, %dv = tessel.attention_grad %q, %kt, %v, %o, %lse, %do mask %m : (tensor<2x4x128x64xf32>, tensor<2x4x64x128xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128xf32>, tensor<2x4x128x64xf32>, tensor<1x1x128x128xf32>) -> (tensor<2x4x128x64xf32>, tensor<2x4x64x128xf32>, tensor<2x4x128x64xf32>)
+    ```
+
+    **Constraints**
+
+    * (C1) `q`, `kt`, `v`, `mask`, `nan_fill` as in `tessel.attention`;
+      `result` and `grad` have its result's type, `lse` its lse's.
+    * (C2) the results have the types of `q`, `kt` and `v`.
+  }];
+  let arguments = (ins Tessel_FloatTensor:$q, Tessel_FloatTensor:$kt,
+                       Tessel_FloatTensor:$v, Tessel_FloatTensor:$result,
+                       Tessel_FloatTensor:$lse, Tessel_FloatTensor:$grad,
+                       Optional<Tessel_FloatTensor>:$mask,
+                       Optional<Tessel_FloatTensor>:$nan_fill,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs Tessel_FloatTensor:$dq, Tessel_FloatTensor:$dkt,
+                      Tessel_FloatTensor:$dv);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $q `,` $kt `,` $v `,` $result `,` $lse `,` $grad (`mask` $mask^)? (`nan_fill` $nan_fill^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Tessel_ReluGradOp : Tessel_ComputeOp<"relu_grad", "buildElementwiseRule",
                                          [Tessel_Elementwise, Tessel_ZeroPreserving]>,
     Tessel_Instruction<140, "binary"> {

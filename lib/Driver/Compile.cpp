@@ -980,7 +980,8 @@ Error Compilation::runPipeline() {
     t.withOptimizer = false;
     mlir::tessel::buildCompilePipeline(
         pm, !(*gradsModule).getOps<mlir::tessel::MeshOp>().empty(),
-        mlir::tessel::CompileStage::Partition, &t);
+        mlir::tessel::CompileStage::Partition, &t, nullptr,
+        !o.noFuseAttention);
     if (failed(pm.run(*gradsModule)))
       return diagnosed();
   }
@@ -1012,7 +1013,8 @@ Error Compilation::runPipeline() {
     t.recompute = false;
     mlir::tessel::buildCompilePipeline(
         pm, !(*evalModule).getOps<mlir::tessel::MeshOp>().empty(),
-        mlir::tessel::CompileStage::Partition, &t);
+        mlir::tessel::CompileStage::Partition, &t, nullptr,
+        !o.noFuseAttention);
     if (failed(pm.run(*evalModule)))
       return diagnosed();
   }
@@ -1026,7 +1028,7 @@ Error Compilation::runPipeline() {
                                    : mlir::tessel::CompileStage::Partition;
   mlir::tessel::buildCompilePipeline(
       pm, hasMesh(), stage, trainingOptions ? &*trainingOptions : nullptr,
-      inferenceOptions ? &*inferenceOptions : nullptr);
+      inferenceOptions ? &*inferenceOptions : nullptr, !o.noFuseAttention);
   if (failed(pm.run(*module)))
     return diagnosed();
   return Error::success();

@@ -49,6 +49,9 @@ ArrayRef<CompileFlag> getCompileFlags() {
       {"shape", &O::shapes, C::Import, "NAME=D0xD1x...",
        "Static shape of a graph input; fixes its dynamic dims (repeatable), "
        "e.g. --shape input_ids=2x32"},
+      {"no-fuse-attention", &O::noFuseAttention, C::Import, "",
+       "Keep the exported attention (matmul, mask, softmax, matmul) as it "
+       "is instead of one tessel.attention (docs/fusion.md): to compare"},
       {"print-weights", &O::printWeights, C::Import, "",
        "After the module, list each weight's dtype, shape, size and origin "
        "as comments"},

@@ -63,6 +63,8 @@ double mlir::tessel::getComputeTime(Operation *op,
   cost::WorkClass work = cost::WorkClass::Elementwise;
   switch (cls) {
   case CostClass::Contraction:
+  case CostClass::Attention:
+  case CostClass::AttentionBackward:
     work = cost::WorkClass::Matmul;
     break;
   case CostClass::Convolution:

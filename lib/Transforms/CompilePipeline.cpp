@@ -32,12 +32,15 @@ std::optional<CompileStage> parseCompileStage(StringRef name) {
 namespace {
 
 void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
-               const TrainingOptions *train, const InferenceOptions *infer) {
+               const TrainingOptions *train, const InferenceOptions *infer,
+               bool fuseAttention) {
   if (stopAfter == CompileStage::Import)
     return;
   pm.addPass(createFuseGeluPass());
   pm.addPass(createFuseLayerNormPass());
   pm.addPass(createFoldMergedTransposePass());
+  if (fuseAttention)
+    pm.addPass(createFuseAttentionPass());
   // Training-mode BatchNorm: its running statistics are updated only when
   // training, once per microbatch.
   BatchNormTrainPassOptions batchNorm;
@@ -123,8 +126,8 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
                           const TrainingOptions *train,
-                          const InferenceOptions *infer) {
-  addPhases(pm, sharded, stopAfter, train, infer);
+                          const InferenceOptions *infer, bool fuseAttention) {
+  addPhases(pm, sharded, stopAfter, train, infer, fuseAttention);
   // On the final program, after every pass that creates GEMMs or moves
   // their operands (autodiff, partition, pipeline lowering).
   // The runtime computes bf16 and f16 tensors in f32: last, on the program

@@ -88,6 +88,9 @@ inline constexpr OpKind kTrainingKinds[] = {
     OpKind::BatchNormGradInput, OpKind::AdamUpdate,
     OpKind::SgdUpdate};
 
+inline constexpr OpKind kAttentionKinds[] = {OpKind::Attention,
+                                             OpKind::AttentionGrad};
+
 inline constexpr OpKind kCustomKinds[] = {OpKind::CustomCall};
 
 /// How many families list `kind` (1 for every kind the backend runs).

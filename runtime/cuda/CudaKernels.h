@@ -252,6 +252,39 @@ cudaError_t launchMaxPoolBackward(const float *x, const float *dy, float *dx,
 cudaError_t launchAvgPoolBackward(const float *dy, float *dx,
                                   const PoolGeom &g, cudaStream_t s);
 
+// Attention (Attention.cu) -------------------------------------------------
+/// Scores [rows, t] in place: + mask (mask + i rowStride + j colStride; none
+/// when null), softmax per row, lse [rows]; a row whose max is not finite
+/// (every score -inf, a NaN or +inf one) gets zeros and lse NaN.
+cudaError_t launchAttentionSoftmax(float *s, int64_t rows, int64_t t,
+                                   const float *mask, int64_t rowStride,
+                                   int64_t colStride, float *lse,
+                                   cudaStream_t st);
+/// The rows of out [rows, dv] whose lse is NaN: *fill times the sum of v's
+/// [t, dv] rows, or NaN when fill is null.
+cudaError_t launchAttentionNanRows(const float *lse, int64_t rows,
+                                   const float *v, int64_t t, int64_t dv,
+                                   const float *fill, float *out,
+                                   cudaStream_t st);
+/// Scores [rows, t] in place -> exp(scores + mask - lse) (0 where lse is not
+/// finite); delta[i] = sum_k grad[i, k] out[i, k].
+cudaError_t launchAttentionProbabilities(float *p, int64_t rows, int64_t t,
+                                         const float *mask, int64_t rowStride,
+                                         int64_t colStride, const float *lse,
+                                         const float *grad, const float *out,
+                                         int64_t dv, float *delta,
+                                         cudaStream_t st);
+/// p = p (dp - delta[i]) in place, 0 where lse is not finite.
+cudaError_t launchAttentionDs(float *p, const float *dp, const float *delta,
+                              const float *lse, int64_t rows, int64_t t,
+                              cudaStream_t st);
+/// dv [t, dv] += *fill times the sum of grad's rows whose lse is not finite
+/// (nothing when fill is null).
+cudaError_t launchAttentionNanRowsGrad(const float *lse, const float *grad,
+                                       int64_t rows, int64_t t, int64_t dv,
+                                       const float *fill, float *dvOut,
+                                       cudaStream_t st);
+
 // Gradients (Training.cu) ------------------------------------------------
 /// gelu_grad: y = g * gelu'(x) over n floats (scalar::GeluGrad).
 cudaError_t launchGeluGrad(const float *x, const float *g, float *y, int64_t n,

@@ -266,6 +266,7 @@ private:
   Status checkOptimizerUpdate();
   Status checkSoftmaxGrad();
   Status checkBatchNormTrain();
+  Status checkAttention();
   Status checkCustom();
   Status checkChunk();
 };
@@ -302,6 +303,7 @@ enum class CheckFamily {
   OptimizerUpdate,
   SoftmaxGrad,
   BatchNormTrain,
+  Attention,
   Custom,
   Chunk,
   GatherElements,

@@ -14,6 +14,7 @@
 #include "CollectiveAttrs.h"
 #include "artifact.pb.h"
 #include "tessel/runtime/Artifact.h"
+#include "tessel/runtime/Attention.h"
 #include "tessel/runtime/BufferPlanner.h"
 #include "tessel/runtime/CustomOp.h"
 #include "tessel/support/Checked.h"
@@ -461,6 +462,52 @@ Status OpChecker::checkBatchNormTrain() {
     return shapeIs(out(1), channels, "sum_grad_centred");
   }
   return shapeIs(out(0), in(0).shape, "result");
+}
+
+// attention (q, kt, v[, mask][, nan_fill]) -> (out, lse) and attention_grad
+// (q, kt, v, out, lse, grad[, mask][, nan_fill]) -> (dq, dkt, dv), f32
+// throughout (tessel/ops/Attention.h); `has_mask` and `has_nan_fill` say
+// which of the optional operands follow.
+Status OpChecker::checkAttention() {
+  const bool grad = op.kind == OpKind::AttentionGrad;
+  const size_t base = grad ? 6 : 3;
+  int64_t hasMask = 0, hasFill = 0;
+  TSL_RETURN_IF_ERROR(intAttr("has_mask", hasMask, 0));
+  TSL_RETURN_IF_ERROR(intAttr("has_nan_fill", hasFill, 0));
+  if ((hasMask != 0 && hasMask != 1) || (hasFill != 0 && hasFill != 1))
+    return fail("attributes 'has_mask' and 'has_nan_fill' must be 0 or 1");
+  const size_t n = base + hasMask + hasFill;
+  TSL_RETURN_IF_ERROR(counts(n, n, grad ? 3 : 2));
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  for (size_t i = 0; i < op.results.size(); ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(out(i), "result", {DType::F32}));
+  AttentionDims dims;
+  const std::string bad = makeAttentionDims(
+      in(0).shape, in(1).shape, in(2).shape,
+      hasMask ? &in(base).shape : nullptr, dims);
+  if (!bad.empty())
+    return fail(bad + " (q " + shapeStr(in(0).shape) + ", kt " +
+                shapeStr(in(1).shape) + ", v " + shapeStr(in(2).shape) +
+                (hasMask ? ", mask " + shapeStr(in(base).shape) : "") + ")");
+  if (hasFill)
+    TSL_RETURN_IF_ERROR(shapeIs(in(base + hasMask), {}, "nan_fill"));
+  float scale;
+  TSL_RETURN_IF_ERROR(floatAttr("scale", scale, 1.0f));
+  Shape rows(in(0).shape.begin(), in(0).shape.end() - 1);
+  Shape o = rows;
+  o.push_back(dims.dv);
+  if (!grad) {
+    TSL_RETURN_IF_ERROR(shapeIs(out(0), o, "result"));
+    return shapeIs(out(1), rows, "lse");
+  }
+  TSL_RETURN_IF_ERROR(shapeIs(in(3), o, "result"));
+  TSL_RETURN_IF_ERROR(shapeIs(in(4), rows, "lse"));
+  TSL_RETURN_IF_ERROR(shapeIs(in(5), o, "grad"));
+  for (size_t i = 0; i < 3; ++i)
+    TSL_RETURN_IF_ERROR(shapeIs(out(i), in(i).shape,
+                                i == 0 ? "dq" : i == 1 ? "dkt" : "dv"));
+  return Status::ok();
 }
 
 Status OpChecker::checkGather() {

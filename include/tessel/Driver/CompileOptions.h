@@ -119,6 +119,8 @@ struct CompileOptions {
   int64_t lossScaleGrowthInterval = 2000;
   bool recompute = false;
   std::string gradHandler;
+  /// --no-fuse-attention: keep the exported attention ops unfused.
+  bool noFuseAttention = false;
 
   // Pipeline schedules (--emit=schedule; with --train and a pp axis too).
   std::string schedule, scheduleFile;

@@ -89,7 +89,8 @@ struct InferenceOptions {
 };
 
 /// Adds the passes that take an annotated module (`sharded`: it has a mesh)
-/// through `stopAfter`: -tessel-fuse-gelu; with `train`, -tessel-add-loss,
+/// through `stopAfter`: -tessel-fuse-gelu, -tessel-fuse-layer-norm,
+/// -tessel-fold-merged-transpose, -tessel-fuse-attention; with `train`, -tessel-add-loss,
 /// -tessel-microbatch (count > 1), -tessel-batch-norm-train (updating the
 /// running statistics), -tessel-autodiff, -tessel-recompute (when asked) and
 /// -tessel-optimizer (without, -tessel-batch-norm-train with no updates);
@@ -101,10 +102,13 @@ struct InferenceOptions {
 /// Partition, -tessel-mark-bf16-operands. With `infer` (no `train`):
 /// -tessel-stage-split, -tessel-microbatch (concatenating the outputs)
 /// after the fusions, and -tessel-pipeline-lower (forward-only) last.
+/// `fuseAttention` false leaves out -tessel-fuse-attention (tesselc
+/// --no-fuse-attention: the unfused ops, to compare).
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
                           const TrainingOptions *train = nullptr,
-                          const InferenceOptions *infer = nullptr);
+                          const InferenceOptions *infer = nullptr,
+                          bool fuseAttention = true);
 
 } // namespace mlir::tessel
 

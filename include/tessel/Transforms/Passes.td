@@ -237,6 +237,34 @@ def FuseGeluPass : Pass<"tessel-fuse-gelu"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def FuseAttentionPass : Pass<"tessel-fuse-attention"> {
+  let summary = "Folds exported scaled dot-product attention into tessel.attention";
+  let description = [{
+    PyTorch's exporters write `scaled_dot_product_attention` (and the
+    eager attention of transformers' models) as a product of the queries
+    with the transposed keys (both scaled by sqrt(scale) beforehand, or the
+    product scaled by a constant after), an additive mask (causal or
+    padding, broadcast), a softmax over the keys, the default exporter's
+    NaN guard `where(isnan(p), fill, p)` (written `p != p`), and a product
+    with the values. Where every intermediate is read only by the next,
+    this pass replaces the chain by one `tessel.attention`: its kernels keep
+    no [S, T] scores beyond a block of rows per thread, its sharding rule
+    keeps the heads split over tp, and its gradient recomputes the scores
+    (FlashAttention-2's backward). tesselc runs it after import
+    (docs/fusion.md).
+
+    ```mlir
+    %s = tessel.matmul %q, %kt : (tensor<2x4x16x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x16x16xf32>
+    %a = tessel.add %s, %mask : (tensor<2x4x16x16xf32>, tensor<1x1x16x16xf32>) -> tensor<2x4x16x16xf32>
+    %p = tessel.softmax %a axis = 3 : tensor<2x4x16x16xf32>
+    %o = tessel.matmul %p, %v : (tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+    // becomes
+    %o, %lse = tessel.attention %q, %kt, %v mask %mask : (...) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 def FuseLayerNormPass : Pass<"tessel-fuse-layer-norm"> {
   let summary = "Folds decomposed layer norms into tessel.layer_norm";
   let description = [{

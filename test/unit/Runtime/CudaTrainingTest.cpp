@@ -82,6 +82,55 @@ TEST(CudaTraining, LogSoftmaxGrad) {
   }
 }
 
+TEST(CudaTraining, Attention) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(47);
+  // Masks of each broadcast, fully masked rows with the NaN guard's fill,
+  // several row blocks (T large enough to cap the rows of the scratch).
+  struct Case {
+    Shape q, kt, v, mask;
+    bool fill;
+  };
+  for (const Case &c : std::vector<Case>{
+           {{2, 3, 16, 8}, {2, 3, 8, 16}, {2, 3, 16, 8}, {}, false},
+           {{2, 3, 16, 8}, {2, 3, 8, 16}, {2, 3, 16, 4}, {2, 1, 16, 16}, true},
+           {{1, 40, 16}, {1, 16, 300000}, {1, 300000, 8}, {40, 300000}, false},
+           {{4, 9, 8}, {4, 8, 13}, {4, 13, 8}, {9, 1}, true}}) {
+    SCOPED_TRACE(shapeToString(c.q) + " " + shapeToString(c.kt));
+    std::vector<Tensor> in = {randomF32(c.q, rng), randomF32(c.kt, rng),
+                              randomF32(c.v, rng)};
+    if (!c.mask.empty()) {
+      Tensor m = randomF32(c.mask, rng, -3.0f, 0.0f);
+      for (int64_t e = 0; e < m.numElements() && e < c.mask.back(); ++e)
+        m.data<float>()[e] = -INFINITY; // the first row of the first plane
+      in.push_back(m);
+    }
+    if (c.fill) {
+      Tensor f(DType::F32, {});
+      f.data<float>()[0] = 0.5f;
+      in.push_back(f);
+    }
+    Shape rows(c.q.begin(), c.q.end() - 1), out = rows;
+    out.push_back(c.v.back());
+    Attrs attrs = Attrs()
+                      .f("scale", 0.3f)
+                      .i("has_mask", !c.mask.empty())
+                      .i("has_nan_fill", c.fill);
+    conformOp("attention", in, {{DType::F32, out}, {DType::F32, rows}}, attrs,
+              {1e-4, 1e-4});
+    // The gradient from the CPU's forward results.
+    std::vector<Tensor> fwd = runOp("attention", in,
+                                    {{DType::F32, out}, {DType::F32, rows}},
+                                    attrs);
+    std::vector<Tensor> bin = {in[0], in[1], in[2], fwd[0], fwd[1],
+                               randomF32(out, rng)};
+    bin.insert(bin.end(), in.begin() + 3, in.end());
+    conformOp("attention_grad", bin,
+              {{DType::F32, c.q}, {DType::F32, c.kt}, {DType::F32, c.v}},
+              attrs, {1e-4, 1e-4});
+  }
+}
+
 TEST(CudaTraining, GatherGradSumsLikeTheCpu) {
   TSL_REQUIRE_CUDA();
   std::mt19937 rng(44);

@@ -27,6 +27,7 @@
   X(Pool)                                                                      \
   X(Collective)                                                                \
   X(Training)                                                                  \
+  X(Attention)                                                                 \
   X(Custom)
 
 namespace tessel::runtime {

@@ -1,0 +1,238 @@
+//===- AttentionOps.cpp - tessel.attention and tessel.attention_grad ------===//
+//
+// The verifiers and sharding rules of fused attention (TesselOps.td,
+// TrainingOps.td); -tessel-fuse-attention (lib/Transforms/FuseAttention.cpp)
+// creates the forward, its gradient rule (Gradients.cpp) the backward. Each
+// check carries the constraint label of its ODS description.
+//
+// The rule: the leading (batch, heads) dims pass through every operand and
+// result; the query rows S pass in the forward (each row's softmax is its
+// own) and stay whole in the backward (dkt and dv sum over them); the head
+// dim D and the keys T stay whole (the scores contract D, the softmax
+// normalises over T); the value dim Dv passes in the forward.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/ShardingRuleBuilder.h"
+#include "dialects/tessel/TesselOps.h"
+#include "dialects/tessel/Verifiers.h"
+
+using namespace mlir;
+using namespace mlir::tessel;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+ArrayRef<int64_t> shapeOf(Value v) { return typeOf(v).getShape(); }
+
+/// The shape `lead ++ tail`.
+SmallVector<int64_t> withTail(ArrayRef<int64_t> lead, ArrayRef<int64_t> tail) {
+  SmallVector<int64_t> s(lead);
+  s.append(tail.begin(), tail.end());
+  return s;
+}
+
+/// C1 to C3 of both ops: q [..., S, D], kt [..., D, T], v [..., T, Dv],
+/// mask broadcasting to [..., S, T], a rank-0 nan_fill.
+LogicalResult verifyAttentionOperands(Operation *op, Value q, Value kt, Value v,
+                                      Value mask, Value nanFill) {
+  ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(kt), vs = shapeOf(v);
+  const int64_t r = qs.size();
+  if (r < 2 || static_cast<int64_t>(ks.size()) != r ||
+      static_cast<int64_t>(vs.size()) != r)
+    return op->emitOpError() << "q, kt and v must have one rank of at least 2, "
+                                "got "
+                             << formatShape(qs) << ", " << formatShape(ks)
+                             << ", " << formatShape(vs);
+  Type elem = typeOf(q).getElementType();
+  if (typeOf(kt).getElementType() != elem || typeOf(v).getElementType() != elem)
+    return op->emitOpError() << "q, kt and v must have one element type";
+  ArrayRef<int64_t> lead = qs.drop_back(2);
+  if (ks.drop_back(2) != lead || vs.drop_back(2) != lead)
+    return op->emitOpError() << "q, kt and v must have the same leading dims, "
+                                "got "
+                             << formatShape(qs) << ", " << formatShape(ks)
+                             << ", " << formatShape(vs);
+  if (ks[r - 2] != qs[r - 1])
+    return op->emitOpError() << "kt " << formatShape(ks)
+                             << " must have q's head dim " << qs[r - 1]
+                             << " in dim " << r - 2;
+  if (vs[r - 2] != ks[r - 1])
+    return op->emitOpError() << "v " << formatShape(vs) << " must have kt's "
+                             << ks[r - 1] << " keys in dim " << r - 2;
+  // C3
+  if (nanFill && typeOf(nanFill) != RankedTensorType::get({}, elem))
+    return op->emitOpError() << "nan_fill has type " << nanFill.getType()
+                             << ", expected a rank-0 tensor of " << elem;
+  if (!mask)
+    return success();
+  // C2
+  if (typeOf(mask).getElementType() != elem)
+    return op->emitOpError() << "mask must have q's element type " << elem;
+  ArrayRef<int64_t> ms = shapeOf(mask);
+  SmallVector<int64_t> scores = withTail(lead, {qs[r - 2], ks[r - 1]});
+  if (static_cast<int64_t>(ms.size()) > r)
+    return op->emitOpError() << "mask " << formatShape(ms)
+                             << " has a higher rank than the scores "
+                             << formatShape(scores);
+  for (size_t i = 0; i < ms.size(); ++i) {
+    int64_t want = scores[r - ms.size() + i];
+    if (ms[i] != 1 && ms[i] != want)
+      return op->emitOpError() << "mask " << formatShape(ms)
+                               << " does not broadcast to the scores "
+                               << formatShape(scores);
+  }
+  return success();
+}
+
+/// A factor over the dims of `dims`, plus the mask's dim aligned with scores
+/// dim `scoreDim` (rank `r`) unless it is a broadcast 1.
+void addWithMask(ShardingRuleBuilder &b, int64_t size,
+                 SmallVector<TensorDim> dims, Value mask, unsigned maskIndex,
+                 int64_t scoreDim, int64_t r, FactorKind kind) {
+  if (mask) {
+    ArrayRef<int64_t> ms = shapeOf(mask);
+    int64_t md = scoreDim - (r - static_cast<int64_t>(ms.size()));
+    if (md >= 0 && ms[md] == size)
+      dims.push_back(operandDim(maskIndex, md));
+  }
+  b.addFactor(size, dims, kind);
+}
+
+} // namespace
+
+// The result types from q and v (microbatching retypes the op through
+// them): out [..., S, Dv] of q's element type, lse [..., S] f32; the
+// gradients have their operands' types.
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto q = dyn_cast<RankedTensorType>(adaptor.getQ().getType());
+  auto v = dyn_cast<RankedTensorType>(adaptor.getV().getType());
+  if (!q || !v || q.getRank() < 2 || v.getRank() < 1)
+    return emitOptionalError(loc, "q must have rank at least 2 and v rank "
+                                  "at least 1");
+  types.push_back(RankedTensorType::get(
+      withTail(q.getShape().drop_back(1), {v.getShape().back()}),
+      q.getElementType()));
+  types.push_back(RankedTensorType::get(q.getShape().drop_back(1),
+                                        Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  for (Value v : {adaptor.getQ(), adaptor.getKt(), adaptor.getV()})
+    types.push_back(v.getType());
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyAttentionOperands(*this, getQ(), getKt(), getV(),
+                                     getMask(), getNanFill())))
+    return failure();
+  // C4
+  ArrayRef<int64_t> qs = shapeOf(getQ());
+  const int64_t r = qs.size();
+  auto want = RankedTensorType::get(
+      withTail(qs.drop_back(1), {shapeOf(getV())[r - 1]}),
+      typeOf(getQ()).getElementType());
+  if (getResult().getType() != want)
+    return emitOpError() << "result has type " << getResult().getType()
+                         << ", expected " << want;
+  auto lse = RankedTensorType::get(qs.drop_back(1),
+                                   Float32Type::get(getContext()));
+  if (getLse().getType() != lse)
+    return emitOpError() << "lse has type " << getLse().getType()
+                         << ", expected " << lse;
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyAttentionOperands(*this, getQ(), getKt(), getV(),
+                                     getMask(), getNanFill())))
+    return failure();
+  // C1
+  ArrayRef<int64_t> qs = shapeOf(getQ());
+  const int64_t r = qs.size();
+  auto out = RankedTensorType::get(
+      withTail(qs.drop_back(1), {shapeOf(getV())[r - 1]}),
+      typeOf(getQ()).getElementType());
+  auto lse = RankedTensorType::get(qs.drop_back(1),
+                                   Float32Type::get(getContext()));
+  for (auto [v, want, name] :
+       llvm::zip(ValueRange{getResult(), getGrad(), getLse()},
+                 ArrayRef<Type>{out, out, lse},
+                 ArrayRef<StringRef>{"result", "grad", "lse"}))
+    if (v.getType() != want)
+      return emitOpError() << name << " has type " << v.getType()
+                           << ", expected " << want;
+  // C2
+  for (auto [res, operand, name] :
+       llvm::zip(getOperation()->getResults(),
+                 ValueRange{getQ(), getKt(), getV()},
+                 ArrayRef<StringRef>{"dq", "dkt", "dv"}))
+    if (res.getType() != operand.getType())
+      return emitOpError() << name << " has type " << res.getType()
+                           << ", expected " << operand.getType();
+  return success();
+}
+
+// Operands q 0, kt 1, v 2, mask 3; results out 0, lse 1.
+OpShardingRuleAttr mlir::tessel::buildAttentionRule(Operation *op) {
+  auto attn = cast<AttentionOp>(op);
+  ShardingRuleBuilder b(op);
+  ArrayRef<int64_t> qs = shapeOf(attn.getQ()), vs = shapeOf(attn.getV());
+  const int64_t r = qs.size();
+  Value mask = attn.getMask();
+  for (int64_t d = 0; d < r - 2; ++d)
+    addWithMask(b, qs[d],
+                {operandDim(0, d), operandDim(1, d), operandDim(2, d),
+                 resultDim(0, d), resultDim(1, d)},
+                mask, 3, d, r, FactorKind::Pass);
+  addWithMask(b, qs[r - 2],
+              {operandDim(0, r - 2), resultDim(0, r - 2), resultDim(1, r - 2)},
+              mask, 3, r - 2, r, FactorKind::Pass);
+  b.addFactor(qs[r - 1], {operandDim(0, r - 1), operandDim(1, r - 2)},
+              FactorKind::NeedReplication);
+  addWithMask(b, vs[r - 2], {operandDim(1, r - 1), operandDim(2, r - 2)}, mask,
+              3, r - 1, r, FactorKind::NeedReplication);
+  b.addFactor(vs[r - 1], {operandDim(2, r - 1), resultDim(0, r - 1)},
+              FactorKind::Pass);
+  return b.build();
+}
+
+// Operands q 0, kt 1, v 2, result 3, lse 4, grad 5, mask 6; results dq 0,
+// dkt 1, dv 2.
+OpShardingRuleAttr mlir::tessel::buildAttentionGradRule(Operation *op) {
+  auto g = cast<AttentionGradOp>(op);
+  ShardingRuleBuilder b(op);
+  ArrayRef<int64_t> qs = shapeOf(g.getQ()), vs = shapeOf(g.getV());
+  const int64_t r = qs.size();
+  Value mask = g.getMask();
+  for (int64_t d = 0; d < r - 2; ++d)
+    addWithMask(b, qs[d],
+                {operandDim(0, d), operandDim(1, d), operandDim(2, d),
+                 operandDim(3, d), operandDim(4, d), operandDim(5, d),
+                 resultDim(0, d), resultDim(1, d), resultDim(2, d)},
+                mask, 6, d, r, FactorKind::Pass);
+  addWithMask(b, qs[r - 2],
+              {operandDim(0, r - 2), operandDim(3, r - 2), operandDim(4, r - 2),
+               operandDim(5, r - 2), resultDim(0, r - 2)},
+              mask, 6, r - 2, r, FactorKind::NeedReplication);
+  b.addFactor(qs[r - 1],
+              {operandDim(0, r - 1), operandDim(1, r - 2), resultDim(0, r - 1),
+               resultDim(1, r - 2)},
+              FactorKind::NeedReplication);
+  addWithMask(b, vs[r - 2],
+              {operandDim(1, r - 1), operandDim(2, r - 2), resultDim(1, r - 1),
+               resultDim(2, r - 2)},
+              mask, 6, r - 1, r, FactorKind::NeedReplication);
+  b.addFactor(vs[r - 1],
+              {operandDim(2, r - 1), operandDim(3, r - 1), operandDim(5, r - 1),
+               resultDim(2, r - 1)},
+              FactorKind::NeedReplication);
+  return b.build();
+}

@@ -1,0 +1,196 @@
+//===- FuseAttention.cpp - exported attention -> tessel.attention ---------===//
+//
+// PyTorch's exporters write scaled dot-product attention as
+//   s = q @ kt               (q and kt already scaled by sqrt(scale), or)
+//   s = s * c | s / c        (a constant scale after the product)
+//   s = s + mask             (causal or padding, additive, broadcast)
+//   p = softmax(s, -1)
+//   p = where(isnan(p), fill, p)   (the default exporter's guard; isnan as
+//                                   p != p)
+//   o = p @ v
+// with every intermediate read only by the next. This replaces the chain by
+// one tessel.attention, whose kernels never hold the [S, T] scores, whose
+// rule keeps heads split over tp, and whose gradient recomputes the scores
+// (docs/fusion.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FusePatterns.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_FUSEATTENTIONPASS
+#include "tessel/Transforms/Passes.h.inc"
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+bool hasOneUse(Value v) { return v.hasOneUse(); }
+
+/// Whether `mask` broadcasts to `scores` without enlarging it.
+bool broadcastsTo(RankedTensorType mask, RankedTensorType scores) {
+  if (mask.getElementType() != scores.getElementType() ||
+      mask.getRank() > scores.getRank())
+    return false;
+  const int64_t off = scores.getRank() - mask.getRank();
+  for (int64_t d = 0; d < mask.getRank(); ++d)
+    if (mask.getDimSize(d) != 1 &&
+        mask.getDimSize(d) != scores.getDimSize(off + d))
+      return false;
+  return true;
+}
+
+/// q @ kt with q [..., S, D], kt [..., D, T] of one rank and equal leading
+/// dims (the exporters repeat GQA's keys before the product).
+MatmulOp matchScores(Value s) {
+  auto mm = s.getDefiningOp<MatmulOp>();
+  if (!mm || !hasOneUse(mm.getResult()))
+    return nullptr;
+  auto q = typeOf(mm.getLhs()), kt = typeOf(mm.getRhs());
+  if (q.getRank() < 2 || q.getRank() != kt.getRank() ||
+      q.getShape().drop_back(2) != kt.getShape().drop_back(2) ||
+      q.getElementType() != kt.getElementType())
+    return nullptr;
+  return mm;
+}
+
+/// The product, its scale (a splat constant after it) and the mask.
+struct Scores {
+  MatmulOp product;
+  double scale = 1.0;
+  Value mask;
+};
+
+/// s or s * c or s / c, c a splat constant of rank 0.
+bool matchScaled(Value v, Scores &out) {
+  if ((out.product = matchScores(v)))
+    return true;
+  auto scaled = [&](Operation *op, bool divide) {
+    if (!op || !hasOneUse(op->getResult(0)))
+      return false;
+    for (int k = 0; k < (divide ? 1 : 2); ++k) {
+      Value s = op->getOperand(k), c = op->getOperand(1 - k);
+      std::optional<double> value = splatFloatValue(c);
+      if (!value || typeOf(c).getRank() != 0 || *value == 0.0)
+        continue;
+      if ((out.product = matchScores(s))) {
+        out.scale = divide ? 1.0 / *value : *value;
+        return true;
+      }
+    }
+    return false;
+  };
+  return scaled(v.getDefiningOp<MulOp>(), false) ||
+         scaled(v.getDefiningOp<DivOp>(), true);
+}
+
+/// The softmax's input: scores, optionally plus a mask.
+bool matchLogits(Value x, Scores &out) {
+  if (matchScaled(x, out))
+    return true;
+  auto add = x.getDefiningOp<AddOp>();
+  if (!add || !hasOneUse(add.getResult()))
+    return false;
+  for (int k = 0; k < 2; ++k) {
+    Value s = add->getOperand(k), mask = add->getOperand(1 - k);
+    if (s.getType() != add.getType() ||
+        !broadcastsTo(typeOf(mask), typeOf(add.getResult())))
+      continue;
+    Scores found;
+    if (matchScaled(s, found)) {
+      out = found;
+      out.mask = mask;
+      return true;
+    }
+  }
+  return false;
+}
+
+/// The product p @ v reading the softmax `p` (through the NaN guard, whose
+/// fill it sets).
+MatmulOp matchOutput(SoftmaxOp sm, Value &fill) {
+  Value p = sm.getResult();
+  if (p.hasOneUse()) {
+    auto pv = dyn_cast<MatmulOp>(*p.getUsers().begin());
+    return pv && pv.getLhs() == p ? pv : nullptr;
+  }
+  // where(p != p, fill, p): the compare reads p twice, the where once.
+  WhereOp guard;
+  CompareOp isNan;
+  for (OpOperand &use : p.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto w = dyn_cast<WhereOp>(user); w && !guard)
+      guard = w;
+    else if (auto c = dyn_cast<CompareOp>(user); c && (!isNan || isNan == c))
+      isNan = c;
+    else
+      return nullptr;
+  }
+  if (!guard || !isNan || isNan.getPredicate() != ComparePredicate::NE ||
+      isNan.getLhs() != p || isNan.getRhs() != p ||
+      !isNan.getResult().hasOneUse() || guard.getCondition() != isNan ||
+      guard.getOnFalse() != p || guard.getType() != p.getType() ||
+      typeOf(guard.getOnTrue()) !=
+          RankedTensorType::get({}, typeOf(p).getElementType()) ||
+      !guard.getResult().hasOneUse())
+    return nullptr;
+  auto pv = dyn_cast<MatmulOp>(*guard.getResult().getUsers().begin());
+  if (!pv || pv.getLhs() != guard.getResult())
+    return nullptr;
+  fill = guard.getOnTrue();
+  return pv;
+}
+
+/// Replaces the attention ending at `sm`; false when it is not one.
+bool fuse(SoftmaxOp sm) {
+  auto type = typeOf(sm.getResult());
+  const int64_t r = type.getRank();
+  if (r < 2 || sm.getAxis() != r - 1)
+    return false;
+  Scores scores;
+  if (!matchLogits(sm.getInput(), scores) ||
+      scores.product.getType() != type)
+    return false;
+  Value fill;
+  MatmulOp pv = matchOutput(sm, fill);
+  if (!pv)
+    return false;
+  Value q = scores.product.getLhs(), kt = scores.product.getRhs(),
+        v = pv.getRhs();
+  auto vt = typeOf(v);
+  if (vt.getRank() != r || vt.getShape().drop_back(2) != type.getShape().drop_back(2) ||
+      vt.getDimSize(r - 2) != type.getDimSize(r - 1) ||
+      vt.getElementType() != type.getElementType())
+    return false;
+  OpBuilder b(pv);
+  auto lse = RankedTensorType::get(type.getShape().drop_back(),
+                                   b.getF32Type());
+  Location loc = b.getFusedLoc({scores.product.getLoc(), sm.getLoc(), pv.getLoc()});
+  auto attn = AttentionOp::create(
+      b, loc, TypeRange{pv.getType(), lse}, q, kt, v, scores.mask, fill,
+      b.getF32FloatAttr(static_cast<float>(scores.scale)));
+  pv.getResult().replaceAllUsesWith(attn.getResult());
+  pv->erase();
+  return true;
+}
+
+struct FuseAttentionPass
+    : public impl::FuseAttentionPassBase<FuseAttentionPass> {
+  using Base::Base;
+  void runOnOperation() final {
+    SmallVector<SoftmaxOp> softmaxes;
+    getOperation()->walk([&](SoftmaxOp sm) { softmaxes.push_back(sm); });
+    bool changed = false;
+    for (SoftmaxOp sm : softmaxes)
+      changed |= fuse(sm);
+    if (changed)
+      eraseDeadOps<WhereOp, CompareOp, SoftmaxOp, AddOp, MulOp, DivOp,
+                   MatmulOp, ConstantOp>(getOperation());
+  }
+};
+
+} // namespace
+} // namespace mlir::tessel

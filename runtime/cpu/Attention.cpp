@@ -1,0 +1,274 @@
+//===- Attention.cpp - fused attention and its gradient on the CPU --------===//
+//
+// attention and attention_grad (tessel/runtime/Attention.h). The scores are
+// never held whole: each task takes a block of query rows of one batch
+// entry, computes their [rows, T] scores with one GEMM into a per-thread
+// scratch of at most kScratchFloats, normalises them in place (an exact
+// softmax per row, as the unfused kernels compute it: the max, exp(x -
+// max) with vexp, the sum, a product with 1 / sum) and multiplies by v.
+// Memory is O(rows x T) per thread, linear in the sequence.
+//
+// The backward takes one batch entry per task (dkt and dv sum over its
+// query rows, in row order: the same sums on any thread count) and, per
+// block of rows, recomputes p = exp(scale q kt + mask - lse), then
+// dv += p^T grad, dp = grad v^T, ds = p (dp - rowsum(grad * out)),
+// dq = scale ds kt^T, dkt += scale q^T ds: five GEMMs per block
+// (FlashAttention-2's backward, with whole rows of keys per block).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gemm.h"
+#include "KernelRegistry.h"
+#include "ThreadPool.h"
+#include "VecMath.h"
+#include "tessel/runtime/Attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace tessel::runtime::cpu {
+namespace {
+
+/// The scores a task holds at once, in floats (1 MiB).
+constexpr int64_t kScratchFloats = int64_t(1) << 18;
+
+/// Query rows per block for T keys: what kScratchFloats holds, at most 128.
+int64_t rowsPerBlock(int64_t t, int64_t s) {
+  return std::max<int64_t>(1, std::min({int64_t(128), s,
+                                        kScratchFloats / std::max<int64_t>(t, 1)}));
+}
+
+struct AttentionArgs {
+  AttentionDims dims;
+  const float *q = nullptr, *kt = nullptr, *v = nullptr, *mask = nullptr,
+              *fill = nullptr;
+};
+
+AttentionArgs attentionArgs(const KernelContext &c) {
+  AttentionArgs a;
+  const AttentionOperands at = attentionOperands(c.op);
+  // The load-time checks accepted these shapes.
+  makeAttentionDims(c.in(0).shape, c.in(1).shape, c.in(2).shape,
+                    at.mask >= 0 ? &c.in(at.mask).shape : nullptr, a.dims);
+  a.dims.hasFill = at.fill >= 0;
+  a.dims.scale = c.op.floatAttr("scale", 1.0f);
+  a.q = static_cast<const float *>(c.operand(0));
+  a.kt = static_cast<const float *>(c.operand(1));
+  a.v = static_cast<const float *>(c.operand(2));
+  if (at.mask >= 0)
+    a.mask = static_cast<const float *>(c.operand(at.mask));
+  if (at.fill >= 0)
+    a.fill = static_cast<const float *>(c.operand(at.fill));
+  return a;
+}
+
+/// Adds the mask to the [rows, T] scores of batch entry b from row i0.
+void addMask(const AttentionDims &d, const float *mask, int64_t b, int64_t i0,
+             int64_t rows, float *s) {
+  const float *m0 = mask + d.maskOffset(b);
+  for (int64_t i = 0; i < rows; ++i) {
+    const float *m = m0 + (i0 + i) * d.maskRowStride;
+    float *row = s + i * d.t;
+    if (d.maskColStride == 1) {
+#pragma omp simd
+      for (int64_t j = 0; j < d.t; ++j)
+        row[j] += m[j];
+    } else {
+      for (int64_t j = 0; j < d.t; ++j)
+        row[j] += m[j * d.maskColStride];
+    }
+  }
+}
+
+/// The max of a row, NaN when one element is NaN.
+float rowMax(const float *x, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  bool nan = false;
+  for (int64_t j = 0; j < n; ++j) {
+    nan |= std::isnan(x[j]);
+    m = std::max(m, x[j]);
+  }
+  return nan ? std::numeric_limits<float>::quiet_NaN() : m;
+}
+
+/// fill times the sum of v's rows (a NaN row's result), into out [Dv].
+void fillRow(const AttentionDims &d, const float *vb, float fill, float *out) {
+  std::fill(out, out + d.dv, 0.0f);
+  for (int64_t j = 0; j < d.t; ++j)
+    for (int64_t k = 0; k < d.dv; ++k)
+      out[k] += vb[j * d.dv + k];
+  for (int64_t k = 0; k < d.dv; ++k)
+    out[k] *= fill;
+}
+
+void attentionForward(const AttentionArgs &a, float *out, float *lse,
+                      ThreadPool &pool) {
+  const AttentionDims &d = a.dims;
+  if (d.batch * d.s == 0)
+    return;
+  const int64_t rows = rowsPerBlock(d.t, d.s);
+  const int64_t blocks = (d.s + rows - 1) / rows;
+  pool.parallelFor(d.batch * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(static_cast<size_t>(rows * std::max<int64_t>(d.t, 1)));
+    float *s = scratch.data();
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / blocks, i0 = (task % blocks) * rows;
+      const int64_t n = std::min(rows, d.s - i0);
+      const float *qb = a.q + (b * d.s + i0) * d.d;
+      const float *ktb = a.kt + b * d.d * d.t;
+      const float *vb = a.v + b * d.t * d.dv;
+      float *ob = out + (b * d.s + i0) * d.dv;
+      float *lb = lse + b * d.s + i0;
+      sgemm(false, false, n, d.t, d.d, d.scale, qb, d.d, ktb, d.t, 0.0f, s,
+            d.t);
+      if (a.mask)
+        addMask(d, a.mask, b, i0, n, s);
+      for (int64_t i = 0; i < n; ++i) {
+        float *row = s + i * d.t;
+        const float m = rowMax(row, d.t);
+        if (!std::isfinite(m)) { // every score -inf, or a NaN or +inf one
+          lb[i] = std::numeric_limits<float>::quiet_NaN();
+          std::fill(row, row + d.t, 0.0f);
+          continue;
+        }
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < d.t; ++j) {
+          const float e = vexp(row[j] - m);
+          row[j] = e;
+          sum += e;
+        }
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < d.t; ++j)
+          row[j] *= inv;
+        lb[i] = m + std::log(sum);
+      }
+      sgemm(false, false, n, d.dv, d.t, 1.0f, s, d.t, vb, d.dv, 0.0f, ob,
+            d.dv);
+      for (int64_t i = 0; i < n; ++i) {
+        if (!std::isnan(lb[i]))
+          continue;
+        float *o = ob + i * d.dv;
+        if (a.fill)
+          fillRow(d, vb, *a.fill, o);
+        else
+          std::fill(o, o + d.dv, std::numeric_limits<float>::quiet_NaN());
+      }
+    }
+  });
+}
+
+Step attentionStep(const KernelContext &c) {
+  const AttentionArgs a = attentionArgs(c);
+  float *out = static_cast<float *>(c.result(0));
+  float *lse = static_cast<float *>(c.result(1));
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    attentionForward(a, out, lse, *pool);
+    return Status::ok();
+  };
+}
+
+struct GradBuffers {
+  const float *out, *lse, *grad;
+  float *dq, *dkt, *dv;
+};
+
+void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
+                       ThreadPool &pool) {
+  const AttentionDims &d = a.dims;
+  const int64_t rows = rowsPerBlock(d.t, d.s);
+  std::fill(g.dq, g.dq + d.batch * d.s * d.d, 0.0f);
+  std::fill(g.dkt, g.dkt + d.batch * d.d * d.t, 0.0f);
+  std::fill(g.dv, g.dv + d.batch * d.t * d.dv, 0.0f);
+  if (d.batch * d.s * d.t == 0)
+    return;
+  pool.parallelFor(d.batch, 1, [&](int64_t begin, int64_t end) {
+    const size_t block = static_cast<size_t>(rows * d.t);
+    std::vector<float> pBuf(block), dpBuf(block), delta(rows);
+    float *p = pBuf.data(), *dp = dpBuf.data();
+    for (int64_t b = begin; b < end; ++b) {
+      const float *ktb = a.kt + b * d.d * d.t;
+      const float *vb = a.v + b * d.t * d.dv;
+      float *dktb = g.dkt + b * d.d * d.t;
+      float *dvb = g.dv + b * d.t * d.dv;
+      for (int64_t i0 = 0; i0 < d.s; i0 += rows) {
+        const int64_t n = std::min(rows, d.s - i0);
+        const int64_t r0 = b * d.s + i0;
+        const float *qb = a.q + r0 * d.d;
+        const float *ob = g.out + r0 * d.dv, *gb = g.grad + r0 * d.dv;
+        const float *lb = g.lse + r0;
+        sgemm(false, false, n, d.t, d.d, d.scale, qb, d.d, ktb, d.t, 0.0f, p,
+              d.t);
+        if (a.mask)
+          addMask(d, a.mask, b, i0, n, p);
+        for (int64_t i = 0; i < n; ++i) {
+          float *row = p + i * d.t;
+          const float l = lb[i];
+          if (!std::isfinite(l)) { // a NaN row: its probabilities are the fill
+            std::fill(row, row + d.t, 0.0f);
+            continue;
+          }
+#pragma omp simd
+          for (int64_t j = 0; j < d.t; ++j)
+            row[j] = vexp(row[j] - l);
+          float dot = 0.0f;
+          for (int64_t k = 0; k < d.dv; ++k)
+            dot += gb[i * d.dv + k] * ob[i * d.dv + k];
+          delta[i] = dot;
+        }
+        // dv += p^T grad; dp = grad v^T.
+        sgemm(true, false, d.t, d.dv, n, 1.0f, p, d.t, gb, d.dv, 1.0f, dvb,
+              d.dv);
+        sgemm(false, true, n, d.t, d.dv, 1.0f, gb, d.dv, vb, d.dv, 0.0f, dp,
+              d.t);
+        for (int64_t i = 0; i < n; ++i) {
+          float *row = p + i * d.t;
+          const float *dpr = dp + i * d.t;
+          if (!std::isfinite(lb[i])) {
+            if (a.fill) // every key's probability was the fill
+              for (int64_t j = 0; j < d.t; ++j)
+                for (int64_t k = 0; k < d.dv; ++k)
+                  dvb[j * d.dv + k] += *a.fill * gb[i * d.dv + k];
+            continue; // ds = 0: the fill does not depend on the scores
+          }
+          const float di = delta[i];
+#pragma omp simd
+          for (int64_t j = 0; j < d.t; ++j)
+            row[j] *= dpr[j] - di;
+        }
+        // dq = scale ds kt^T; dkt += scale q^T ds.
+        sgemm(false, true, n, d.d, d.t, d.scale, p, d.t, ktb, d.t, 0.0f,
+              g.dq + r0 * d.d, d.d);
+        sgemm(true, false, d.d, d.t, n, d.scale, qb, d.d, p, d.t, 1.0f, dktb,
+              d.t);
+      }
+    }
+  });
+}
+
+Step attentionGradStep(const KernelContext &c) {
+  const AttentionArgs a = attentionArgs(c);
+  const GradBuffers g{static_cast<const float *>(c.operand(3)),
+                      static_cast<const float *>(c.operand(4)),
+                      static_cast<const float *>(c.operand(5)),
+                      static_cast<float *>(c.result(0)),
+                      static_cast<float *>(c.result(1)),
+                      static_cast<float *>(c.result(2))};
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    attentionBackward(a, g, *pool);
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+void registerAttentionKernels(KernelRegistry &r) {
+  addKernels(r, {{OpKind::Attention, attentionStep},
+                 {OpKind::AttentionGrad, attentionGradStep}});
+}
+
+} // namespace tessel::runtime::cpu

@@ -1,0 +1,131 @@
+//===- Attention.h - the geometry of attention and attention_grad -*- C++ -*-===//
+//
+// The geometry of a fused attention instruction (dialects/tessel/
+// TesselOps.td, TrainingOps.td), worked out once from its operands' shapes
+// by the load-time checks and by both backends' kernels (cpu/Attention.cpp,
+// cuda/Attention.cu):
+//
+//   attention      q [L.., S, D], kt [L.., D, T], v [L.., T, Dv]
+//                  (, mask -> [L.., S, T]) (, nan_fill []) -> out, lse
+//   attention_grad q, kt, v, out [L.., S, Dv], lse [L.., S], grad
+//                  (, mask) (, nan_fill) -> dq, dkt, dv
+//
+// The leading dims L.. flatten to `batch` (row-major). The mask broadcasts
+// (numpy), so its element of (b, i, j) is at maskOffset(b) + i rowStride +
+// j colStride, a broadcast dim's stride being 0.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSEL_RUNTIME_ATTENTION_H
+#define TESSEL_RUNTIME_ATTENTION_H
+
+#include "tessel/runtime/Program.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#if defined(__CUDACC__)
+#define TESSEL_ATTENTION_HD __host__ __device__
+#else
+#define TESSEL_ATTENTION_HD
+#endif
+
+namespace tessel::runtime {
+
+struct AttentionDims {
+  /// The most leading dims a mask may broadcast over.
+  static constexpr int kMaxLead = 6;
+  int64_t batch = 1, s = 0, t = 0, d = 0, dv = 0;
+  int lead = 0;
+  int64_t leadSize[kMaxLead] = {};
+  int64_t maskLeadStride[kMaxLead] = {};
+  int64_t maskRowStride = 0, maskColStride = 0;
+  bool hasMask = false, hasFill = false;
+  float scale = 1.0f;
+
+  /// The mask's element offset of batch entry `b` (row 0, column 0).
+  TESSEL_ATTENTION_HD int64_t maskOffset(int64_t b) const {
+    int64_t off = 0;
+    for (int k = lead - 1; k >= 0; --k) {
+      off += (b % leadSize[k]) * maskLeadStride[k];
+      b /= leadSize[k];
+    }
+    return off;
+  }
+};
+
+/// The operands' positions: mask and nan_fill follow the three (forward) or
+/// six (backward) tensors, each where present (`has_mask`,
+/// `has_nan_fill`); -1 where absent.
+struct AttentionOperands {
+  int mask = -1, fill = -1;
+};
+inline AttentionOperands attentionOperands(const Op &op) {
+  AttentionOperands a;
+  int next = op.kind == OpKind::AttentionGrad ? 6 : 3;
+  if (op.intAttr("has_mask", 0) != 0)
+    a.mask = next++;
+  if (op.intAttr("has_nan_fill", 0) != 0)
+    a.fill = next;
+  return a;
+}
+
+/// Fills `dims` from the shapes of q, kt, v and the mask (null without one);
+/// an empty string when they fit, else what does not.
+inline std::string makeAttentionDims(const std::vector<int64_t> &q,
+                                     const std::vector<int64_t> &kt,
+                                     const std::vector<int64_t> &v,
+                                     const std::vector<int64_t> *mask,
+                                     AttentionDims &dims) {
+  const size_t r = q.size();
+  if (r < 2 || kt.size() != r || v.size() != r)
+    return "q, kt and v must have one rank of at least 2";
+  if (r - 2 > static_cast<size_t>(AttentionDims::kMaxLead))
+    return "more than 6 leading dims";
+  for (size_t k = 0; k + 2 < r; ++k)
+    if (kt[k] != q[k] || v[k] != q[k])
+      return "q, kt and v must have the same leading dims";
+  dims = AttentionDims{};
+  dims.lead = static_cast<int>(r - 2);
+  for (size_t k = 0; k + 2 < r; ++k) {
+    dims.leadSize[k] = q[k];
+    dims.batch *= q[k];
+  }
+  dims.s = q[r - 2];
+  dims.d = q[r - 1];
+  dims.t = kt[r - 1];
+  dims.dv = v[r - 1];
+  if (kt[r - 2] != dims.d)
+    return "kt's dim " + std::to_string(r - 2) + " must be q's head dim " +
+           std::to_string(dims.d);
+  if (v[r - 2] != dims.t)
+    return "v's dim " + std::to_string(r - 2) + " must be kt's " +
+           std::to_string(dims.t) + " keys";
+  if (!mask)
+    return "";
+  dims.hasMask = true;
+  const std::vector<int64_t> &m = *mask;
+  if (m.size() > r)
+    return "the mask has a higher rank than the scores";
+  // Row-major strides of the mask, a broadcast dim's 0, aligned right.
+  std::vector<int64_t> scores(q.begin(), q.end() - 1);
+  scores.push_back(dims.t);
+  std::vector<int64_t> stride(r, 0);
+  int64_t step = 1;
+  for (size_t k = m.size(); k-- > 0;) {
+    const size_t at = r - m.size() + k;
+    if (m[k] != 1 && m[k] != scores[at])
+      return "the mask does not broadcast to the scores";
+    stride[at] = m[k] == 1 ? 0 : step;
+    step *= m[k];
+  }
+  for (size_t k = 0; k + 2 < r; ++k)
+    dims.maskLeadStride[k] = stride[k];
+  dims.maskRowStride = stride[r - 2];
+  dims.maskColStride = stride[r - 1];
+  return "";
+}
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_ATTENTION_H
