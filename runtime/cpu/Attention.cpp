@@ -64,19 +64,88 @@ AttentionArgs attentionArgs(const KernelContext &c) {
   return a;
 }
 
-/// Adds the mask to the [rows, T] scores of batch entry b from row i0.
+/// The keys a block of rows computes: [begin, end), w = end - begin.
+struct KeyRange {
+  int64_t begin = 0, end = 0;
+  int64_t width() const { return end - begin; }
+};
+
+/// Masks at or below kDeadMask (-inf, the exporters' finfo(f32).min) make
+/// a score's probability exactly 0 in f32 when its row has a live key (a
+/// mask at or above kLiveMask) and every |score| is below kScoreBound: the
+/// dead score is at most 1e29 - 1e30, the row's max at least -1e29 - 1e20,
+/// so their difference is below -8e29, far under vexp's underflow (-87.3).
+constexpr float kDeadMask = -1e30f, kLiveMask = -1e20f;
+constexpr double kScoreBound = 1e29;
+
+/// The largest Euclidean norm of the `n` rows of `x` [n, d] with row stride
+/// `ld` and column stride `cs` (NaN and inf propagate).
+double maxNorm(const float *x, int64_t n, int64_t d, int64_t ld, int64_t cs) {
+  double best = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double sq = 0;
+    for (int64_t k = 0; k < d; ++k) {
+      const double v = x[i * ld + k * cs];
+      sq += v * v;
+    }
+    best = std::isnan(sq) ? sq : std::max(best, sq);
+  }
+  return std::sqrt(best);
+}
+
+/// The keys that rows [i0, i0 + n) of batch entry b must compute: all of
+/// them, or, where every row has a live key and the scores are bounded
+/// (|scale| |q_i| |k_j|, Cauchy-Schwarz), the span outside of which every
+/// row's mask is dead: a causal mask's block skips the keys after its last
+/// row (half the products of a causal attention), exactly.
+KeyRange liveKeys(const AttentionArgs &a, int64_t b, int64_t i0, int64_t n,
+                  double kNorm) {
+  const AttentionDims &d = a.dims;
+  const KeyRange all{0, d.t};
+  if (!a.mask || d.t == 0)
+    return all;
+  const double qNorm = maxNorm(a.q + (b * d.s + i0) * d.d, n, d.d, d.d, 1);
+  if (!(std::fabs(d.scale) * qNorm * kNorm < kScoreBound))
+    return all;
+  const float *m0 = a.mask + d.maskOffset(b);
+  const int64_t cs = d.maskColStride;
+  KeyRange r{d.t, 0};
+  for (int64_t i = 0; i < n; ++i) {
+    const float *m = m0 + (i0 + i) * d.maskRowStride;
+    int64_t first = -1, last = -1;
+    bool live = false;
+    for (int64_t j = 0; j < d.t; ++j) {
+      const float v = m[j * cs];
+      if (!(v <= kDeadMask)) { // NaN is not dead
+        if (first < 0)
+          first = j;
+        last = j;
+      }
+      live |= v >= kLiveMask;
+    }
+    if (!live)
+      return all; // a fully masked row: its softmax reads every key
+    r.begin = std::min(r.begin, first);
+    r.end = std::max(r.end, last + 1);
+  }
+  return r;
+}
+
+/// Adds the mask's keys r of rows [i0, i0 + rows) of batch entry b to the
+/// [rows, r.width()] scores.
 void addMask(const AttentionDims &d, const float *mask, int64_t b, int64_t i0,
-             int64_t rows, float *s) {
-  const float *m0 = mask + d.maskOffset(b);
+             int64_t rows, KeyRange r, float *s) {
+  const float *m0 = mask + d.maskOffset(b) + r.begin * d.maskColStride;
+  const int64_t w = r.width();
   for (int64_t i = 0; i < rows; ++i) {
     const float *m = m0 + (i0 + i) * d.maskRowStride;
-    float *row = s + i * d.t;
+    float *row = s + i * w;
     if (d.maskColStride == 1) {
 #pragma omp simd
-      for (int64_t j = 0; j < d.t; ++j)
+      for (int64_t j = 0; j < w; ++j)
         row[j] += m[j];
     } else {
-      for (int64_t j = 0; j < d.t; ++j)
+      for (int64_t j = 0; j < w; ++j)
         row[j] += m[j * d.maskColStride];
     }
   }
@@ -113,6 +182,8 @@ void attentionForward(const AttentionArgs &a, float *out, float *lse,
   pool.parallelFor(d.batch * blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(static_cast<size_t>(rows * std::max<int64_t>(d.t, 1)));
     float *s = scratch.data();
+    double kNorm = 0; // of batch entry kNormOf's keys
+    int64_t kNormOf = -1;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / blocks, i0 = (task % blocks) * rows;
       const int64_t n = std::min(rows, d.s - i0);
@@ -121,32 +192,38 @@ void attentionForward(const AttentionArgs &a, float *out, float *lse,
       const float *vb = a.v + b * d.t * d.dv;
       float *ob = out + (b * d.s + i0) * d.dv;
       float *lb = lse + b * d.s + i0;
-      sgemm(false, false, n, d.t, d.d, d.scale, qb, d.d, ktb, d.t, 0.0f, s,
-            d.t);
+      if (b != kNormOf) {
+        kNorm = maxNorm(ktb, d.t, d.d, 1, d.t);
+        kNormOf = b;
+      }
+      const KeyRange r = liveKeys(a, b, i0, n, kNorm);
+      const int64_t w = r.width();
+      sgemm(false, false, n, w, d.d, d.scale, qb, d.d, ktb + r.begin, d.t,
+            0.0f, s, w);
       if (a.mask)
-        addMask(d, a.mask, b, i0, n, s);
+        addMask(d, a.mask, b, i0, n, r, s);
       for (int64_t i = 0; i < n; ++i) {
-        float *row = s + i * d.t;
-        const float m = rowMax(row, d.t);
+        float *row = s + i * w;
+        const float m = rowMax(row, w);
         if (!std::isfinite(m)) { // every score -inf, or a NaN or +inf one
           lb[i] = std::numeric_limits<float>::quiet_NaN();
-          std::fill(row, row + d.t, 0.0f);
+          std::fill(row, row + w, 0.0f);
           continue;
         }
         float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-        for (int64_t j = 0; j < d.t; ++j) {
+        for (int64_t j = 0; j < w; ++j) {
           const float e = vexp(row[j] - m);
           row[j] = e;
           sum += e;
         }
         const float inv = 1.0f / sum;
-        for (int64_t j = 0; j < d.t; ++j)
+        for (int64_t j = 0; j < w; ++j)
           row[j] *= inv;
         lb[i] = m + std::log(sum);
       }
-      sgemm(false, false, n, d.dv, d.t, 1.0f, s, d.t, vb, d.dv, 0.0f, ob,
-            d.dv);
+      sgemm(false, false, n, d.dv, w, 1.0f, s, w, vb + r.begin * d.dv, d.dv,
+            0.0f, ob, d.dv);
       for (int64_t i = 0; i < n; ++i) {
         if (!std::isnan(lb[i]))
           continue;
@@ -194,25 +271,29 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
       const float *vb = a.v + b * d.t * d.dv;
       float *dktb = g.dkt + b * d.d * d.t;
       float *dvb = g.dv + b * d.t * d.dv;
+      const double kNorm = maxNorm(ktb, d.t, d.d, 1, d.t);
       for (int64_t i0 = 0; i0 < d.s; i0 += rows) {
         const int64_t n = std::min(rows, d.s - i0);
         const int64_t r0 = b * d.s + i0;
         const float *qb = a.q + r0 * d.d;
         const float *ob = g.out + r0 * d.dv, *gb = g.grad + r0 * d.dv;
         const float *lb = g.lse + r0;
-        sgemm(false, false, n, d.t, d.d, d.scale, qb, d.d, ktb, d.t, 0.0f, p,
-              d.t);
+        // The forward's keys: the others' probabilities are exactly 0.
+        const KeyRange r = liveKeys(a, b, i0, n, kNorm);
+        const int64_t w = r.width();
+        sgemm(false, false, n, w, d.d, d.scale, qb, d.d, ktb + r.begin, d.t,
+              0.0f, p, w);
         if (a.mask)
-          addMask(d, a.mask, b, i0, n, p);
+          addMask(d, a.mask, b, i0, n, r, p);
         for (int64_t i = 0; i < n; ++i) {
-          float *row = p + i * d.t;
+          float *row = p + i * w;
           const float l = lb[i];
           if (!std::isfinite(l)) { // a NaN row: its probabilities are the fill
-            std::fill(row, row + d.t, 0.0f);
+            std::fill(row, row + w, 0.0f);
             continue;
           }
 #pragma omp simd
-          for (int64_t j = 0; j < d.t; ++j)
+          for (int64_t j = 0; j < w; ++j)
             row[j] = vexp(row[j] - l);
           float dot = 0.0f;
           for (int64_t k = 0; k < d.dv; ++k)
@@ -220,13 +301,13 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
           delta[i] = dot;
         }
         // dv += p^T grad; dp = grad v^T.
-        sgemm(true, false, d.t, d.dv, n, 1.0f, p, d.t, gb, d.dv, 1.0f, dvb,
-              d.dv);
-        sgemm(false, true, n, d.t, d.dv, 1.0f, gb, d.dv, vb, d.dv, 0.0f, dp,
-              d.t);
+        sgemm(true, false, w, d.dv, n, 1.0f, p, w, gb, d.dv, 1.0f,
+              dvb + r.begin * d.dv, d.dv);
+        sgemm(false, true, n, w, d.dv, 1.0f, gb, d.dv, vb + r.begin * d.dv,
+              d.dv, 0.0f, dp, w);
         for (int64_t i = 0; i < n; ++i) {
-          float *row = p + i * d.t;
-          const float *dpr = dp + i * d.t;
+          float *row = p + i * w;
+          const float *dpr = dp + i * w;
           if (!std::isfinite(lb[i])) {
             if (a.fill) // every key's probability was the fill
               for (int64_t j = 0; j < d.t; ++j)
@@ -236,14 +317,14 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
           }
           const float di = delta[i];
 #pragma omp simd
-          for (int64_t j = 0; j < d.t; ++j)
+          for (int64_t j = 0; j < w; ++j)
             row[j] *= dpr[j] - di;
         }
         // dq = scale ds kt^T; dkt += scale q^T ds.
-        sgemm(false, true, n, d.d, d.t, d.scale, p, d.t, ktb, d.t, 0.0f,
+        sgemm(false, true, n, d.d, w, d.scale, p, w, ktb + r.begin, d.t, 0.0f,
               g.dq + r0 * d.d, d.d);
-        sgemm(true, false, d.d, d.t, n, d.scale, qb, d.d, p, d.t, 1.0f, dktb,
-              d.t);
+        sgemm(true, false, d.d, w, n, d.scale, qb, d.d, p, w, 1.0f,
+              dktb + r.begin, d.t);
       }
     }
   });

@@ -23,6 +23,7 @@ struct Case {
   float scale;
   bool fill;
   bool maskRows; // make some rows of the mask all -inf
+  float causal = 0; // nonzero: a causal mask of this value above the diagonal
 };
 
 struct Reference {
@@ -131,6 +132,11 @@ TEST(Attention, ForwardAndBackwardMatchTheUnfusedMath) {
       {{}, 7, 5, 3, 2, {7, 1}, 1.0f, false, false},           // no batch dims
       {{2, 2}, 6, 6, 4, 4, {2, 1, 6, 6}, 0.5f, true, true},   // masked rows, fill
       {{2, 2}, 6, 6, 4, 4, {2, 1, 6, 6}, 0.5f, false, true},  // masked rows: NaN
+      // Causal masks, as the exporters fold them (finfo.min) and as -inf:
+      // the blocks skip the keys after their last row.
+      {{1, 2}, 300, 300, 8, 8, {1, 1, 300, 300}, 0.35f, true, false,
+       -3.4028235e38f},
+      {{2}, 260, 260, 4, 6, {260, 260}, 0.5f, false, false, -INFINITY},
   };
   for (const Case &c : cases)
     for (int threads : {1, 2}) {
@@ -152,6 +158,12 @@ TEST(Attention, ForwardAndBackwardMatchTheUnfusedMath) {
       Tensor mask;
       if (!c.mask.empty()) {
         mask = randomF32(c.mask, rng, -3.0f, 0.0f);
+        if (c.causal != 0)
+          for (int64_t e = 0; e < mask.numElements(); ++e) {
+            const int64_t col = e % c.mask.back(),
+                          row = (e / c.mask.back()) % c.mask[c.mask.size() - 2];
+            mask.data<float>()[e] = col > row ? c.causal : 0.0f;
+          }
         if (c.maskRows) // rows 1 and 4 of every mask plane: all -inf
           for (int64_t e = 0; e < mask.numElements(); ++e) {
             const int64_t row = (e / c.mask.back()) % c.mask[c.mask.size() - 2];
