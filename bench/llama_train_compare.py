@@ -12,7 +12,8 @@ peak RSS, losses.
 
 Several --seq values give one table row per length, so that the memory
 growth with the sequence shows beside PyTorch's. --compare-unfused adds a
-row of Tessel compiled with --no-fuse-attention (docs/fusion.md).
+row of Tessel compiled with --no-fuse-attention --no-fuse-elementwise
+(docs/fusion.md).
 
 (the script makes its venv with torch, transformers, onnx and onnxscript
 from PyPI in build/llama-bench-venv; tests never need it).
@@ -76,7 +77,7 @@ def main():
     ap.add_argument("--ff", type=int, default=1376)
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--compare-unfused", action="store_true",
-                    help="also time Tessel compiled with --no-fuse-attention")
+                    help="also time Tessel compiled without its fusions")
     args = ap.parse_args()
     seqs = [int(x) for x in args.seq.split(",")]
     print("| seq | threads | Tessel ms/step | PyTorch ms/step | PyTorch/Tessel | Tessel RSS MB "
@@ -124,7 +125,7 @@ def run_one(args, seq):
                                    (args.steps, args.batch, seq + 1), generator=g).numpy())
     variants = [("", [])]
     if args.compare_unfused:
-        variants.append((" unfused", ["--no-fuse-attention"]))
+        variants.append((" unfused", ["--no-fuse-attention", "--no-fuse-elementwise"]))
     arts = []
     for name, flags in variants:
         art = os.path.join(tmp, "llama%s.tsl" % name.strip())

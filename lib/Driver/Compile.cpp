@@ -128,6 +128,7 @@ private:
   Error plan();
   Error configureTraining();
   Error runPipeline();
+  mlir::tessel::FusionOptions fusionOptions() const;
   Error emitIr();
   Error emitPlan();
   Error emitOnnx();
@@ -967,6 +968,13 @@ Error Compilation::configureTraining() {
 
 /// The pass pipeline to the phase asked for (and --grads-program's: the
 /// same step without the optimizer, compiled apart).
+mlir::tessel::FusionOptions Compilation::fusionOptions() const {
+  mlir::tessel::FusionOptions f;
+  f.attention = !o.noFuseAttention;
+  f.elementwise = !o.noFuseElementwise;
+  return f;
+}
+
 Error Compilation::runPipeline() {
   if (o.gradsProgram) {
     if (!o.train || o.emit != Emit::Artifact)
@@ -980,8 +988,7 @@ Error Compilation::runPipeline() {
     t.withOptimizer = false;
     mlir::tessel::buildCompilePipeline(
         pm, !(*gradsModule).getOps<mlir::tessel::MeshOp>().empty(),
-        mlir::tessel::CompileStage::Partition, &t, nullptr,
-        !o.noFuseAttention);
+        mlir::tessel::CompileStage::Partition, &t, nullptr, fusionOptions());
     if (failed(pm.run(*gradsModule)))
       return diagnosed();
   }
@@ -1013,8 +1020,7 @@ Error Compilation::runPipeline() {
     t.recompute = false;
     mlir::tessel::buildCompilePipeline(
         pm, !(*evalModule).getOps<mlir::tessel::MeshOp>().empty(),
-        mlir::tessel::CompileStage::Partition, &t, nullptr,
-        !o.noFuseAttention);
+        mlir::tessel::CompileStage::Partition, &t, nullptr, fusionOptions());
     if (failed(pm.run(*evalModule)))
       return diagnosed();
   }
@@ -1028,7 +1034,7 @@ Error Compilation::runPipeline() {
                                    : mlir::tessel::CompileStage::Partition;
   mlir::tessel::buildCompilePipeline(
       pm, hasMesh(), stage, trainingOptions ? &*trainingOptions : nullptr,
-      inferenceOptions ? &*inferenceOptions : nullptr, !o.noFuseAttention);
+      inferenceOptions ? &*inferenceOptions : nullptr, fusionOptions());
   if (failed(pm.run(*module)))
     return diagnosed();
   return Error::success();

@@ -52,6 +52,9 @@ ArrayRef<CompileFlag> getCompileFlags() {
       {"no-fuse-attention", &O::noFuseAttention, C::Import, "",
        "Keep the exported attention (matmul, mask, softmax, matmul) as it "
        "is instead of one tessel.attention (docs/fusion.md): to compare"},
+      {"no-fuse-elementwise", &O::noFuseElementwise, C::Import, "",
+       "Keep one kernel per elementwise op instead of one "
+       "tessel.fused_elementwise per chain (docs/fusion.md): to compare"},
       {"print-weights", &O::printWeights, C::Import, "",
        "After the module, list each weight's dtype, shape, size and origin "
        "as comments"},

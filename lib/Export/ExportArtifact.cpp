@@ -15,6 +15,9 @@
 #include "dialects/tessel/ExtensionBridge.h"
 #include "dialects/tessel/TesselOps.h"
 #include "tessel/runtime/ArtifactBuilder.h"
+#include "tessel/runtime/OpKind.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "tessel/runtime/HalfFloat.h"
 #include "tessel/support/Checked.h"
 #include "dialects/tessel/PipelineAttrs.h"
@@ -346,6 +349,21 @@ std::string dtypeNameOf(Type t) {
   std::optional<rt::DType> dt =
       toDType(cast<RankedTensorType>(t).getElementType());
   return dt ? rt::dtypeName(*dt) : "";
+}
+
+/// tessel.fused_elementwise's program as the runtime reads it: per
+/// instruction [kind, a, b, flag], `kind` the runtime's number of the op
+/// (-1 for a name it does not know: the load-time checks refuse it).
+std::vector<int64_t> fusedElementwiseProgram(FusedElementwiseOp op) {
+  std::vector<int64_t> program;
+  ArrayRef<int64_t> args = op.getArgs();
+  for (auto [i, name] : llvm::enumerate(op.getOps())) {
+    auto kind = rt::parseOpKind(cast<StringAttr>(name).getValue().str());
+    program.push_back(kind ? static_cast<int64_t>(*kind) : -1);
+    program.insert(program.end(), args.begin() + 3 * i,
+                   args.begin() + 3 * i + 3);
+  }
+  return program;
 }
 
 #include "dialects/tessel/ExportEncoders.inc"
@@ -1002,8 +1020,16 @@ LogicalResult Exporter::emitOp(Operation *op) {
   if (auto call = dyn_cast<CustomCallOp>(op))
     encodeCustomCallAttrs(call, enc.attrs);
   std::string name;
-  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc())) {
     name = loc.getName().str();
+  } else if (auto fused = dyn_cast<FusedLoc>(op->getLoc())) {
+    // A fused op (attention, an elementwise chain): its ops' ONNX nodes.
+    llvm::SmallSetVector<StringRef, 4> names;
+    for (Location l : fused.getLocations())
+      if (auto n = dyn_cast<NameLoc>(l))
+        names.insert(n.getName().getValue());
+    name = llvm::join(names, ", ");
+  }
   program.addOp(enc.name, operands, results, enc.attrs, name);
   if (auto phase = op->getAttrOfType<StringAttr>(kPhaseAttr);
       phase && pipelined)

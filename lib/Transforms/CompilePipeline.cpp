@@ -126,8 +126,8 @@ void addPhases(OpPassManager &pm, bool sharded, CompileStage stopAfter,
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
                           const TrainingOptions *train,
-                          const InferenceOptions *infer, bool fuseAttention) {
-  addPhases(pm, sharded, stopAfter, train, infer, fuseAttention);
+                          const InferenceOptions *infer, FusionOptions fusion) {
+  addPhases(pm, sharded, stopAfter, train, infer, fusion.attention);
   // On the final program, after every pass that creates GEMMs or moves
   // their operands (autodiff, partition, pipeline lowering).
   // The runtime computes bf16 and f16 tensors in f32: last, on the program
@@ -137,6 +137,8 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   if (stopAfter == CompileStage::Partition) {
     pm.addPass(createFloatNormalizationPass());
     pm.addPass(createMarkBf16OperandsPass());
+    if (fusion.elementwise)
+      pm.addPass(createFuseElementwisePass());
   }
 }
 

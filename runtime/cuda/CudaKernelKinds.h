@@ -91,6 +91,8 @@ inline constexpr OpKind kTrainingKinds[] = {
 inline constexpr OpKind kAttentionKinds[] = {OpKind::Attention,
                                              OpKind::AttentionGrad};
 
+inline constexpr OpKind kFusedKinds[] = {OpKind::FusedElementwise};
+
 inline constexpr OpKind kCustomKinds[] = {OpKind::CustomCall};
 
 /// How many families list `kind` (1 for every kind the backend runs).

@@ -252,6 +252,24 @@ cudaError_t launchMaxPoolBackward(const float *x, const float *dy, float *dx,
 cudaError_t launchAvgPoolBackward(const float *dy, float *dx,
                                   const PoolGeom &g, cudaStream_t s);
 
+// Fused elementwise (Fused.cu) ----------------------------------------------
+/// A fused_elementwise program for the device, by value (tessel/runtime/
+/// FusedProgram.h): input i read at element e (period 0), 0 (period -1) or
+/// e % period; instruction k applies op `kind[k]` (an OpKind) to values a[k]
+/// and b[k] (-1: none); flag[k] bit 0 gelu's tanh form, bit 1 b[k] is an
+/// input of one element (pow's fast paths).
+struct FusedLaunch {
+  static constexpr int kMaxInputs = 64, kMaxCode = 32;
+  const float *in[kMaxInputs];
+  int64_t period[kMaxInputs];
+  int kind[kMaxCode];
+  signed char a[kMaxCode], b[kMaxCode], flag[kMaxCode];
+  int inputs, code;
+};
+/// out[e] for e < n: the program's last value.
+cudaError_t launchFused(const FusedLaunch &p, float *out, int64_t n,
+                        cudaStream_t s);
+
 // Attention (Attention.cu) -------------------------------------------------
 /// Scores [rows, t] in place: + mask (mask + i rowStride + j colStride; none
 /// when null), softmax per row, lse [rows]; a row whose max is not finite

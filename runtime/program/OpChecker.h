@@ -267,6 +267,7 @@ private:
   Status checkSoftmaxGrad();
   Status checkBatchNormTrain();
   Status checkAttention();
+  Status checkFused();
   Status checkCustom();
   Status checkChunk();
 };
@@ -304,6 +305,7 @@ enum class CheckFamily {
   SoftmaxGrad,
   BatchNormTrain,
   Attention,
+  Fused,
   Custom,
   Chunk,
   GatherElements,

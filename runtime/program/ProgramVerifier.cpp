@@ -15,6 +15,7 @@
 #include "artifact.pb.h"
 #include "tessel/runtime/Artifact.h"
 #include "tessel/runtime/Attention.h"
+#include "tessel/runtime/FusedProgram.h"
 #include "tessel/runtime/BufferPlanner.h"
 #include "tessel/runtime/CustomOp.h"
 #include "tessel/support/Checked.h"
@@ -508,6 +509,24 @@ Status OpChecker::checkAttention() {
     TSL_RETURN_IF_ERROR(shapeIs(out(i), in(i).shape,
                                 i == 0 ? "dq" : i == 1 ? "dkt" : "dv"));
   return Status::ok();
+}
+
+// fused_elementwise (inputs...) -> result, f32, by its program
+// (tessel/runtime/FusedProgram.h).
+Status OpChecker::checkFused() {
+  TSL_RETURN_IF_ERROR(counts(1, 64, 1));
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(dtypeIs(out(0), "result", {DType::F32}));
+  std::vector<int64_t> program;
+  TSL_RETURN_IF_ERROR(ints("program", program, true));
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    shapes.push_back(in(i).shape);
+  FusedProgram decoded;
+  const std::string bad =
+      decodeFusedProgram(program, shapes, out(0).shape, decoded);
+  return bad.empty() ? Status::ok() : fail(bad);
 }
 
 Status OpChecker::checkGather() {

@@ -60,7 +60,7 @@ module {
 // HOST-NEXT: %[[FB:.*]] = tessel.chunk_fetch %[[B]] {chunk = 1 : i64}
 // HOST-NEXT: %[[G:.*]] = tessel.all_gather %[[FW]] on @mesh
 // HOST-NEXT: %[[M:.*]] = tessel.matmul %{{.*}}, %[[G]]
-// HOST-NEXT: tessel.add %[[M]], %[[FB]]
+// HOST-NEXT: {{tessel.add|tessel.fused_elementwise}} %[[M]], %[[FB]]
 // HOST-DAG: tessel.adam_update %[[B]],
 // HOST-DAG: tessel.adam_update %[[W]],
 

@@ -121,6 +121,8 @@ struct CompileOptions {
   std::string gradHandler;
   /// --no-fuse-attention: keep the exported attention ops unfused.
   bool noFuseAttention = false;
+  /// --no-fuse-elementwise: one kernel per elementwise op.
+  bool noFuseElementwise = false;
 
   // Pipeline schedules (--emit=schedule; with --train and a pp axis too).
   std::string schedule, scheduleFile;

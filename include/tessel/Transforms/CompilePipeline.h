@@ -102,13 +102,20 @@ struct InferenceOptions {
 /// Partition, -tessel-mark-bf16-operands. With `infer` (no `train`):
 /// -tessel-stage-split, -tessel-microbatch (concatenating the outputs)
 /// after the fusions, and -tessel-pipeline-lower (forward-only) last.
-/// `fuseAttention` false leaves out -tessel-fuse-attention (tesselc
-/// --no-fuse-attention: the unfused ops, to compare).
+/// Which fusions run (tesselc --no-fuse-attention, --no-fuse-elementwise:
+/// the unfused ops, to compare).
+struct FusionOptions {
+  /// -tessel-fuse-attention after import.
+  bool attention = true;
+  /// -tessel-fuse-elementwise last, through Partition.
+  bool elementwise = true;
+};
+
 void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           CompileStage stopAfter,
                           const TrainingOptions *train = nullptr,
                           const InferenceOptions *infer = nullptr,
-                          bool fuseAttention = true);
+                          FusionOptions fusion = {});
 
 } // namespace mlir::tessel
 

@@ -265,6 +265,32 @@ def FuseAttentionPass : Pass<"tessel-fuse-attention"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def FuseElementwisePass : Pass<"tessel-fuse-elementwise"> {
+  let summary = "Folds trees of f32 elementwise ops into tessel.fused_elementwise";
+  let description = [{
+    Last in the compile, on the program the artifact holds: each tree of
+    unary and binary elementwise ops on f32 (bias adds, GELU and SiLU,
+    residual adds, scales, their gradients) whose inner values have one
+    reader each and the root's shape becomes one
+    `tessel.fused_elementwise`: its kernel reads each input once and writes
+    the result once, where the unfused ops wrote and re-read every
+    intermediate. An input is the result's shape, one element, or the
+    result's trailing dims. An op joins its reader's tree only when no op
+    between them may write memory (an assign, an optimizer update, a
+    collective), and only ops without attributes (gelu's form aside) join.
+    The result is bit for bit the unfused ops' (docs/fusion.md).
+
+    ```mlir
+    %s = tessel.sigmoid %g : tensor<2x64xf32>
+    %m = tessel.mul %g, %s : (tensor<2x64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+    %y = tessel.mul %m, %u : (tensor<2x64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+    // becomes
+    %y = tessel.fused_elementwise %g, %u {args = array<i64: 0, -1, 0, 0, 2, 0, 3, 1, 0>, ops = ["sigmoid", "mul", "mul"]} : (tensor<2x64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tessel::TesselDialect"];
+}
+
 def FuseLayerNormPass : Pass<"tessel-fuse-layer-norm"> {
   let summary = "Folds decomposed layer norms into tessel.layer_norm";
   let description = [{

@@ -2,6 +2,7 @@
 #include "tessel/tooling/Numerics.h"
 #include "tessel/tooling/Trace.h"
 
+#include "tessel/runtime/FusedProgram.h"
 #include "tessel/runtime/Numerics.h"
 
 #include <cmath>
@@ -48,6 +49,15 @@ std::string describeFinding(const Program &p, const NumericsFinding &f,
   std::vector<const char *> phases = stepPhases(p);
   std::string s = "instruction " + std::to_string(f.op) + " (" +
                   opKindName(op.kind);
+  if (op.kind == OpKind::FusedElementwise) {
+    // Its ops, in order: the finding is one of them.
+    const std::vector<int64_t> program = fusedProgramOf(op);
+    s += " of";
+    for (size_t i = 0; i + 3 < program.size(); i += 4) {
+      auto kind = opKindFromInt(static_cast<int>(program[i]));
+      s += std::string(i ? ", " : " ") + (kind ? opKindName(*kind) : "?");
+    }
+  }
   if (!op.name.empty())
     s += " '" + op.name + "'";
   if (!phases.empty())
@@ -77,6 +87,8 @@ std::string describeFinding(const Program &p, const NumericsFinding &f,
   } else {
     s += " produced " + value + " from finite operands: result " +
          std::to_string(f.result) + at;
+    if (op.kind == OpKind::FusedElementwise)
+      s += " (tesselc --no-fuse-elementwise names the op)";
   }
   return s;
 }

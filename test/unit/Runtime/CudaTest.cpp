@@ -1139,5 +1139,39 @@ TEST_F(CudaGeminiTraining, LossesMatchCpuWithPinnedHostChunks) {
   EXPECT_EQ(hostStates, 3);
 }
 
+TEST(CudaFused, EveryOpAndInputKind) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(48);
+  // Every unary and binary kind a program may apply, on inputs whole, of
+  // one element and of the trailing dims (tessel/runtime/FusedProgram.h),
+  // over several grid-stride rounds.
+  Tensor x = randomF32({300, 129}, rng, 0.1f, 2.0f),
+         b = randomF32({129}, rng, 0.1f, 2.0f),
+         s = randomF32({}, rng, 0.5f, 1.5f);
+  std::vector<int64_t> program;
+  int64_t last = 0; // value 0 is x
+  auto push = [&](OpKind k, int64_t a, int64_t bb, int64_t flag) {
+    program.insert(program.end(), {static_cast<int64_t>(k), a, bb, flag});
+    return 3 + static_cast<int64_t>(program.size() / 4) - 1;
+  };
+  for (OpKind k : {OpKind::Neg, OpKind::Abs, OpKind::Sqrt, OpKind::Rsqrt,
+                   OpKind::Tanh, OpKind::Erf, OpKind::Sigmoid, OpKind::Relu,
+                   OpKind::Gelu, OpKind::Softplus, OpKind::HardSwish,
+                   OpKind::Sin, OpKind::Cos, OpKind::Softsign})
+    last = push(k, last, -1, 0);
+  last = push(OpKind::Gelu, last, -1, 1);
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
+                   OpKind::Max, OpKind::Min, OpKind::FMod})
+    last = push(k, last, k == OpKind::Sub ? 2 : 1, 0);
+  last = push(OpKind::Abs, last, -1, 0);
+  last = push(OpKind::Add, last, 2, 0);
+  last = push(OpKind::Log, last, -1, 0);
+  last = push(OpKind::Exp, last, -1, 0);
+  last = push(OpKind::Pow, last, 2, 0);
+  push(OpKind::Reciprocal, last, -1, 0);
+  conformOp("fused_elementwise", {x, b, s}, {{DType::F32, x.shape()}},
+            Attrs().is("program", program), {1e-5, 1e-5});
+}
+
 } // namespace
 } // namespace tessel::runtime::test

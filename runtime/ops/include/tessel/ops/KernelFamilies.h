@@ -28,6 +28,7 @@
   X(Collective)                                                                \
   X(Training)                                                                  \
   X(Attention)                                                                 \
+  X(Fused)                                                                     \
   X(Custom)
 
 namespace tessel::runtime {

@@ -1,0 +1,148 @@
+//===- FuseElementwise.cpp - elementwise trees -> tessel.fused_elementwise ===//
+//
+// Last in the compile, on the program the artifact holds: each tree of f32
+// unary and binary elementwise ops (dialects/tessel/FusedElementwise.h)
+// whose inner values have one reader each and the root's shape becomes one
+// tessel.fused_elementwise at the root, so that its kernel reads each input
+// once and writes the result once (docs/fusion.md). An op joins its
+// reader's tree only when nothing between the two may write memory (an
+// assign, an optimizer update, a collective, a send or receive): moving its
+// reads to the root must not let them see a later value.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/FusedElementwise.h"
+#include "tessel/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::tessel {
+#define GEN_PASS_DEF_FUSEELEMENTWISEPASS
+#include "tessel/Transforms/Passes.h.inc"
+
+namespace {
+
+/// The most ops one fused op computes (its kernels keep a block of every
+/// value).
+constexpr size_t kMaxInstructions = 32;
+/// How far apart (in ops) a tree's member may be from its reader.
+constexpr int kMaxDistance = 256;
+
+bool isF32Tensor(Type t) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  return rt && rt.hasStaticShape() && rt.getElementType().isF32();
+}
+
+/// An op the tree may hold: a fusable elementwise op of f32 with no
+/// attribute but gelu's form.
+bool isFusable(Operation *op) {
+  const int arity = fusableArity(op->getName().stripDialect());
+  if (!arity || static_cast<int>(op->getNumOperands()) != arity ||
+      op->getNumResults() != 1 || !isF32Tensor(op->getResult(0).getType()))
+    return false;
+  for (NamedAttribute a : op->getAttrs())
+    if (a.getName() != "tanh_approximation")
+      return false;
+  auto out = cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+  return llvm::all_of(op->getOperands(), [&](Value v) {
+    return isF32Tensor(v.getType()) &&
+           fitsFusedInput(cast<RankedTensorType>(v.getType()).getShape(), out);
+  });
+}
+
+/// An op that may write memory a tree's input lives in.
+bool mayWrite(Operation *op) {
+  StringRef name = op->getName().stripDialect();
+  return !isPure(op) || name.ends_with("_update") ||
+         op->hasTrait<OpTrait::tessel::Collective>() || name == "send" ||
+         name == "recv" || name == "wait" || name == "custom_call";
+}
+
+/// Whether no op between `from` and `to` (same block, from before to) may
+/// write memory, within kMaxDistance ops.
+bool quietBetween(Operation *from, Operation *to) {
+  int n = 0;
+  for (Operation *op = from->getNextNode(); op && op != to;
+       op = op->getNextNode())
+    if (++n > kMaxDistance || mayWrite(op))
+      return false;
+  return true;
+}
+
+void fuseBlock(Block &block) {
+  DenseSet<Operation *> absorbed;
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  for (Operation *root : llvm::reverse(ops)) {
+    if (absorbed.contains(root) || !isFusable(root))
+      continue;
+    auto shape = cast<RankedTensorType>(root->getResult(0).getType());
+    // The tree: operands' producers with one reader, in the block.
+    SmallVector<Operation *> members{root};
+    for (size_t i = 0; i < members.size() && members.size() < kMaxInstructions;
+         ++i)
+      for (Value v : members[i]->getOperands()) {
+        Operation *p = v.getDefiningOp();
+        if (!p || p->getBlock() != &block || absorbed.contains(p) ||
+            !v.hasOneUse() || v.getType() != shape || !isFusable(p) ||
+            llvm::is_contained(members, p) || !quietBetween(p, root) ||
+            members.size() >= kMaxInstructions)
+          continue;
+        members.push_back(p);
+      }
+    if (members.size() < 2)
+      continue;
+    llvm::sort(members, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    DenseSet<Operation *> inTree(members.begin(), members.end());
+    SmallVector<Value> inputs;
+    DenseMap<Value, int64_t> slot;
+    for (Operation *m : members)
+      for (Value v : m->getOperands())
+        if (!inTree.contains(v.getDefiningOp()) && !slot.count(v)) {
+          slot[v] = inputs.size();
+          inputs.push_back(v);
+        }
+    OpBuilder b(root);
+    SmallVector<Attribute> names;
+    SmallVector<int64_t> args;
+    SmallVector<Location> locs;
+    for (auto [i, m] : llvm::enumerate(members)) {
+      names.push_back(b.getStringAttr(m->getName().stripDialect()));
+      args.push_back(slot.lookup(m->getOperand(0)));
+      args.push_back(m->getNumOperands() > 1 ? slot.lookup(m->getOperand(1))
+                                             : -1);
+      args.push_back(m->hasAttr("tanh_approximation") ? 1 : 0);
+      slot[m->getResult(0)] = inputs.size() + i;
+      locs.push_back(m->getLoc());
+    }
+    auto fused = FusedElementwiseOp::create(
+        b, b.getFusedLoc(locs), shape, inputs, b.getArrayAttr(names),
+        b.getDenseI64ArrayAttr(args));
+    root->getResult(0).replaceAllUsesWith(fused.getResult());
+    for (Operation *m : llvm::reverse(members)) {
+      absorbed.insert(m);
+      m->erase();
+    }
+  }
+}
+
+struct FuseElementwisePass
+    : public impl::FuseElementwisePassBase<FuseElementwisePass> {
+  using Base::Base;
+  void runOnOperation() final {
+    getOperation()->walk([](func::FuncOp fn) {
+      for (Block &block : fn.getBody())
+        fuseBlock(block);
+    });
+  }
+};
+
+} // namespace
+} // namespace mlir::tessel

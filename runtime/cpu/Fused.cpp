@@ -1,0 +1,168 @@
+//===- Fused.cpp - fused_elementwise on the CPU ---------------------------===//
+//
+// One pass over memory for a chain of elementwise ops
+// (tessel/runtime/FusedProgram.h): the result is cut into blocks of kBlock
+// elements, spread over the threads; per block, each input is loaded once
+// (whole, one element, or its period), each instruction maps its functor
+// (ScalarOps.h, BinaryOps.h with CpuMath: the unfused kernels' math) over
+// the block in a stack buffer that stays in L1, and the last is stored.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelRegistry.h"
+#include "ThreadPool.h"
+#include "VecMath.h"
+#include "tessel/runtime/BinaryOps.h"
+#include "tessel/runtime/FusedProgram.h"
+#include "tessel/runtime/ScalarOps.h"
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+namespace tessel::runtime::cpu {
+namespace {
+
+constexpr int64_t kBlock = 256;
+
+template <typename F>
+void mapUnary(F f, const float *x, float *y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = f(x[i]);
+}
+
+template <typename F>
+void mapBinary(F f, const float *x, const float *y, float *z, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    z[i] = f(x[i], y[i]);
+}
+
+/// A unary functor over its dtypes `Types` (Bool ones never reach here:
+/// the load-time checks refuse them); gelu by its form.
+template <typename Types, typename F>
+void unary(F f, bool flag, const float *x, float *y, int64_t n) {
+  if constexpr (std::is_same_v<F, scalar::Gelu<CpuMath>>) {
+    if (flag)
+      mapUnary([](float v) { return F{true}(v); }, x, y, n);
+    else
+      mapUnary([](float v) { return F{false}(v); }, x, y, n);
+  } else if constexpr (!std::is_same_v<Types, scalar::Bool>) {
+    mapUnary([f](float v) { return f(v); }, x, y, n);
+  }
+}
+
+/// pow whose exponent is one element for the whole op (as the unfused
+/// kernel's powByConstant: the functor's fast paths with the exponent a
+/// constant of the loop).
+void powScalar(const float *x, float e, float *out, int64_t n) {
+  scalar::Pow<CpuMath> f;
+  f.scalarExponent = true;
+  if (e == 2.0f)
+    mapUnary([f](float v) { return f(v, 2.0f); }, x, out, n);
+  else if (e == 3.0f)
+    mapUnary([f](float v) { return f(v, 3.0f); }, x, out, n);
+  else if (e == 1.0f)
+    mapUnary([f](float v) { return f(v, 1.0f); }, x, out, n);
+  else if (e == 0.5f)
+    mapUnary([f](float v) { return f(v, 0.5f); }, x, out, n);
+  else if (e == -1.0f)
+    mapUnary([f](float v) { return f(v, -1.0f); }, x, out, n);
+  else
+    mapUnary([f, e](float v) { return f(v, e); }, x, out, n);
+}
+
+/// Instruction `ins` over n elements; `scalarRhs`: its right operand is an
+/// input of one element (the unfused binary kernel's setScalarRhs).
+void apply(const FusedInstruction &ins, bool scalarRhs, const float *x,
+           const float *y, float *out, int64_t n) {
+  if (ins.kind == OpKind::Pow && scalarRhs)
+    return powScalar(x, y[0], out, n);
+  switch (ins.kind) {
+#define TESSEL_FUSED_UNARY(Kind, Types, SetMembers)                            \
+  case OpKind::Kind:                                                           \
+    unary<scalar::Types>(scalar::Kind<CpuMath>{}, ins.flag, x, out, n);        \
+    return;
+    TESSEL_RUNTIME_UNARY_SCALAR_OPS(TESSEL_FUSED_UNARY)
+#undef TESSEL_FUSED_UNARY
+#define TESSEL_FUSED_BINARY(Kind, Types)                                       \
+  case OpKind::Kind:                                                           \
+    if constexpr (!std::is_same_v<scalar::Types, scalar::Integer>)             \
+      mapBinary(scalar::Kind<CpuMath>{}, x, y, out, n);                        \
+    return;
+    TESSEL_RUNTIME_BINARY_SCALAR_OPS(TESSEL_FUSED_BINARY)
+#undef TESSEL_FUSED_BINARY
+  default:
+    return; // the load-time checks admit no other kind
+  }
+}
+
+Step fusedStep(const KernelContext &c) {
+  FusedProgram p;
+  std::vector<Shape> shapes;
+  std::vector<const float *> in;
+  for (size_t i = 0; i < c.op.operands.size(); ++i) {
+    shapes.push_back(c.in(i).shape);
+    in.push_back(static_cast<const float *>(c.operand(i)));
+  }
+  // The load-time checks accepted it.
+  decodeFusedProgram(fusedProgramOf(c.op), shapes, c.out(0).shape, p);
+  std::vector<bool> scalarRhs;
+  for (const FusedInstruction &ins : p.code)
+    scalarRhs.push_back(ins.b >= 0 &&
+                        static_cast<size_t>(ins.b) < p.inputs.size() &&
+                        p.inputs[ins.b].kind == FusedInput::Scalar);
+  float *out = static_cast<float *>(c.result(0));
+  const int64_t numel = c.out(0).numel;
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    const int64_t blocks = (numel + kBlock - 1) / kBlock;
+    const size_t values = p.inputs.size() + p.code.size();
+    pool->parallelFor(blocks, 16, [&](int64_t begin, int64_t end) {
+      std::vector<float> buf(values * kBlock);
+      std::vector<const float *> at(values);
+      // One-element inputs fill their block once; the instructions' blocks
+      // are fixed.
+      for (size_t i = 0; i < p.inputs.size(); ++i)
+        if (p.inputs[i].kind == FusedInput::Scalar)
+          std::fill(buf.data() + i * kBlock, buf.data() + (i + 1) * kBlock,
+                    in[i][0]);
+      for (size_t v = 0; v < values; ++v)
+        at[v] = buf.data() + v * kBlock;
+      for (int64_t blk = begin; blk < end; ++blk) {
+        const int64_t e0 = blk * kBlock, n = std::min(kBlock, numel - e0);
+        for (size_t i = 0; i < p.inputs.size(); ++i) {
+          const FusedInput &fi = p.inputs[i];
+          if (fi.kind == FusedInput::Whole) {
+            at[i] = in[i] + e0; // read in place
+          } else if (fi.kind == FusedInput::Period) {
+            float *dst = buf.data() + i * kBlock;
+            int64_t j = e0 % fi.period;
+            for (int64_t k = 0; k < n; ++k) {
+              dst[k] = in[i][j];
+              if (++j == fi.period)
+                j = 0;
+            }
+          }
+        }
+        for (size_t k = 0; k < p.code.size(); ++k) {
+          const FusedInstruction &ins = p.code[k];
+          float *dst = k + 1 == p.code.size()
+                           ? out + e0
+                           : buf.data() + (p.inputs.size() + k) * kBlock;
+          apply(ins, scalarRhs[k], at[ins.a], ins.b >= 0 ? at[ins.b] : nullptr,
+                dst, n);
+        }
+      }
+    });
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+void registerFusedKernels(KernelRegistry &r) {
+  addKernels(r, {{OpKind::FusedElementwise, fusedStep}});
+}
+
+} // namespace tessel::runtime::cpu

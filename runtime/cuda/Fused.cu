@@ -1,0 +1,81 @@
+//===- Fused.cu - fused_elementwise on CUDA -------------------------------===//
+//
+// The device code of the Fused family (Fused.cpp decodes the program): one
+// thread per result element runs the program (tessel/runtime/
+// FusedProgram.h) in registers and local memory: each input read once, the
+// result written once, each op the functor of ScalarOps.h / BinaryOps.h
+// with CudaMath, as the unfused kernels compute it.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaKernels.h"
+#include "DeviceUtil.cuh"
+#include "tessel/runtime/BinaryOps.h"
+#include "tessel/runtime/ScalarOps.h"
+
+#include <type_traits>
+
+namespace tessel::runtime::cuda {
+
+namespace {
+
+using namespace device;
+
+template <typename Types, typename F>
+__device__ float unaryOf(F f, bool flag, float x) {
+  if constexpr (std::is_same_v<F, scalar::Gelu<CudaMath>>)
+    return F{flag}(x);
+  else if constexpr (!std::is_same_v<Types, scalar::Bool>)
+    return f(x);
+  else
+    return x; // refused at load
+}
+
+/// flag: bit 0 gelu's tanh form; bit 1 the right operand is one element
+/// (pow's fast paths, as the unfused kernel's setScalarRhs).
+__device__ float applyOne(int kind, int flag, float x, float y) {
+  switch (static_cast<OpKind>(kind)) {
+#define TESSEL_FUSED_UNARY(Kind, Types, SetMembers)                            \
+  case OpKind::Kind:                                                           \
+    return unaryOf<scalar::Types>(scalar::Kind<CudaMath>{}, (flag & 1) != 0, x);
+    TESSEL_RUNTIME_UNARY_SCALAR_OPS(TESSEL_FUSED_UNARY)
+#undef TESSEL_FUSED_UNARY
+#define TESSEL_FUSED_BINARY(Kind, Types)                                       \
+  case OpKind::Kind:                                                           \
+    if constexpr (!std::is_same_v<scalar::Types, scalar::Integer>) {           \
+      scalar::Kind<CudaMath> f;                                                \
+      scalar::setScalarRhs(f, (flag & 2) != 0);                                \
+      return f(x, y);                                                          \
+    }                                                                          \
+    return x;
+    TESSEL_RUNTIME_BINARY_SCALAR_OPS(TESSEL_FUSED_BINARY)
+#undef TESSEL_FUSED_BINARY
+  default:
+    return x; // refused at load
+  }
+}
+
+__global__ void fusedKernel(FusedLaunch p, float *out, int64_t n) {
+  TSL_GRID_LOOP(e, n) {
+    float v[FusedLaunch::kMaxInputs + FusedLaunch::kMaxCode];
+    for (int i = 0; i < p.inputs; ++i) {
+      const int64_t period = p.period[i];
+      v[i] = p.in[i][period == 0 ? e : period < 0 ? 0 : e % period];
+    }
+    float last = 0.0f;
+    for (int k = 0; k < p.code; ++k) {
+      last = applyOne(p.kind[k], p.flag[k], v[p.a[k]],
+                      p.b[k] >= 0 ? v[p.b[k]] : 0.0f);
+      v[p.inputs + k] = last;
+    }
+    out[e] = last;
+  }
+}
+
+} // namespace
+
+cudaError_t launchFused(const FusedLaunch &p, float *out, int64_t n,
+                        cudaStream_t s) {
+  return launchOver(n, s, fusedKernel, p, out, n);
+}
+
+} // namespace tessel::runtime::cuda

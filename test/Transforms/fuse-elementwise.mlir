@@ -1,0 +1,62 @@
+// RUN: tessel-opt %s -tessel-fuse-elementwise | FileCheck %s
+
+tessel.mesh @mesh ["tp"=2]
+
+// SiLU(gate) * up, as the exporters write Llama's MLP: x is read twice (an
+// input may be), the sigmoid and the first product once each.
+// CHECK-LABEL: func.func @silu_gate
+// CHECK-NEXT: %[[F:.*]] = tessel.fused_elementwise %g, %u {args = array<i64: 0, -1, 0, 0, 2, 0, 3, 1, 0>, ops = ["sigmoid", "mul", "mul"]} : (tensor<2x64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+// CHECK-NEXT: return %[[F]]
+func.func @silu_gate(%g: tensor<2x64xf32>, %u: tensor<2x64xf32>) -> tensor<2x64xf32> {
+  %s = tessel.sigmoid %g : tensor<2x64xf32>
+  %m = tessel.mul %g, %s : (tensor<2x64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+  %y = tessel.mul %m, %u : (tensor<2x64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+  return %y : tensor<2x64xf32>
+}
+
+// A bias [64] broadcast over the rows, GELU's tanh form, a scalar scale.
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK-NEXT: %[[C:.*]] = tessel.constant
+// CHECK-NEXT: %[[F:.*]] = tessel.fused_elementwise %x, %b, %[[C]] {args = array<i64: 0, 1, 0, 3, -1, 1, 4, 2, 0>, ops = ["add", "gelu", "mul"]}
+// CHECK-NEXT: return %[[F]]
+func.func @bias_gelu(%x: tensor<8x64xf32>, %b: tensor<64xf32>) -> tensor<8x64xf32> {
+  %c = tessel.constant dense<0.5> : tensor<f32>
+  %0 = tessel.add %x, %b : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+  %1 = tessel.gelu %0 {tanh_approximation} : tensor<8x64xf32>
+  %2 = tessel.mul %1, %c : (tensor<8x64xf32>, tensor<f32>) -> tensor<8x64xf32>
+  return %2 : tensor<8x64xf32>
+}
+
+// Not folded: a value read twice (%0 stays, two trees read it), an
+// operand that broadcasts along a middle dim, integers, a lone op.
+// CHECK-LABEL: func.func @kept
+// CHECK: %[[E:.*]] = tessel.exp %x
+// CHECK: tessel.fused_elementwise %[[E]], %y
+// CHECK: tessel.fused_elementwise %[[E]], %y
+// CHECK: tessel.add %x, %m : (tensor<4x3x8xf32>, tensor<4x1x8xf32>)
+// CHECK: tessel.add %i, %i : (tensor<4xi64>, tensor<4xi64>)
+// CHECK: tessel.neg %x
+func.func @kept(%x: tensor<4x3x8xf32>, %y: tensor<4x3x8xf32>, %m: tensor<4x1x8xf32>, %i: tensor<4xi64>) -> (tensor<4x3x8xf32>, tensor<4x3x8xf32>, tensor<4x3x8xf32>, tensor<4xi64>, tensor<4x3x8xf32>) {
+  %0 = tessel.exp %x : tensor<4x3x8xf32>
+  %1 = tessel.add %0, %y : (tensor<4x3x8xf32>, tensor<4x3x8xf32>) -> tensor<4x3x8xf32>
+  %2 = tessel.tanh %1 : tensor<4x3x8xf32>
+  %3 = tessel.sub %0, %y : (tensor<4x3x8xf32>, tensor<4x3x8xf32>) -> tensor<4x3x8xf32>
+  %4 = tessel.abs %3 : tensor<4x3x8xf32>
+  %5 = tessel.add %x, %m : (tensor<4x3x8xf32>, tensor<4x1x8xf32>) -> tensor<4x3x8xf32>
+  %6 = tessel.add %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %7 = tessel.neg %x : tensor<4x3x8xf32>
+  return %2, %4, %5, %6, %7 : tensor<4x3x8xf32>, tensor<4x3x8xf32>, tensor<4x3x8xf32>, tensor<4xi64>, tensor<4x3x8xf32>
+}
+
+// An op that may write memory between a producer and its reader keeps
+// them apart: the all_reduce's result is in place of its operand.
+// CHECK-LABEL: func.func @barrier
+// CHECK: %[[A:.*]] = tessel.exp %x
+// CHECK: tessel.all_reduce
+// CHECK: tessel.add %[[A]], %{{.*}}
+func.func @barrier(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = tessel.exp %x : tensor<4xf32>
+  %r = tessel.all_reduce sum %y on @mesh axes = ["tp"] : tensor<4xf32>
+  %b = tessel.add %a, %r : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %b, %r : tensor<4xf32>, tensor<4xf32>
+}
