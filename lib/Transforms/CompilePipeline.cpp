@@ -134,12 +134,15 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
   // the artifact holds. Then the GEMMs whose operands are bf16 values
   // (--precision bf16's rounded ones, a bf16 model's widened ones) may run
   // on bf16 hardware.
-  if (stopAfter == CompileStage::Partition) {
-    pm.addPass(createFloatNormalizationPass());
-    pm.addPass(createMarkBf16OperandsPass());
-    if (fusion.elementwise)
-      pm.addPass(createFuseElementwisePass());
-  }
+  if (stopAfter == CompileStage::Partition)
+    buildFinalPasses(pm, fusion);
+}
+
+void buildFinalPasses(OpPassManager &pm, FusionOptions fusion) {
+  pm.addPass(createFloatNormalizationPass());
+  pm.addPass(createMarkBf16OperandsPass());
+  if (fusion.elementwise)
+    pm.addPass(createFuseElementwisePass());
 }
 
 namespace {

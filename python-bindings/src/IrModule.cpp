@@ -135,10 +135,12 @@ public:
     if (stage == "import")
       mlir::tessel::buildCompilePipeline(
           pm, hasMesh(), mlir::tessel::CompileStage::Partition);
-    else if (hasMesh())
+    else if (hasMesh()) {
       // The rest of tesselc's pipeline after -tessel-propagate.
       (void)mlir::parsePassPipeline(
           "tessel-partition,tessel-simplify-collectives", pm);
+      mlir::tessel::buildFinalPasses(pm);
+    }
     run(pm, "partition()");
     stage = "partitioned";
   }

@@ -117,6 +117,11 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
                           const InferenceOptions *infer = nullptr,
                           FusionOptions fusion = {});
 
+/// The passes on the final program, after partitioning (buildCompilePipeline
+/// ends with them): -tessel-float-normalization, -tessel-mark-bf16-operands
+/// and -tessel-fuse-elementwise.
+void buildFinalPasses(OpPassManager &pm, FusionOptions fusion = {});
+
 } // namespace mlir::tessel
 
 #endif // TESSEL_TRANSFORMS_COMPILEPIPELINE_H
