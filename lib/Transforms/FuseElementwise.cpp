@@ -40,6 +40,8 @@ bool isF32Tensor(Type t) {
 /// An op the tree may hold: a fusable elementwise op of f32 with no
 /// attribute but gelu's form.
 bool isFusable(Operation *op) {
+  if (!isa_and_nonnull<TesselDialect>(op->getDialect()))
+    return false;
   const int arity = fusableArity(op->getName().stripDialect());
   if (!arity || static_cast<int>(op->getNumOperands()) != arity ||
       op->getNumResults() != 1 || !isF32Tensor(op->getResult(0).getType()))
