@@ -52,7 +52,6 @@ AttentionArgs attentionArgs(const KernelContext &c) {
   // The load-time checks accepted these shapes.
   makeAttentionDims(c.in(0).shape, c.in(1).shape, c.in(2).shape,
                     at.mask >= 0 ? &c.in(at.mask).shape : nullptr, a.dims);
-  a.dims.hasFill = at.fill >= 0;
   a.dims.scale = c.op.floatAttr("scale", 1.0f);
   a.q = static_cast<const float *>(c.operand(0));
   a.kt = static_cast<const float *>(c.operand(1));

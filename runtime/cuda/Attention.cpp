@@ -41,7 +41,6 @@ Status attentionArgs(const KernelContext &ctx, Args &a) {
                         hasMask ? &ctx.in(at.mask).shape : nullptr, a.d);
   if (!bad.empty())
     return Status::error(bad);
-  a.d.hasFill = at.fill >= 0;
   a.d.scale = ctx.op.floatAttr("scale", 1.0f);
   if (!fitsInt(a.d.s) || !fitsInt(a.d.t) || !fitsInt(a.d.d) ||
       !fitsInt(a.d.dv))

@@ -3,7 +3,7 @@
 // The geometry of a fused attention instruction (dialects/tessel/
 // TesselOps.td, TrainingOps.td), worked out once from its operands' shapes
 // by the load-time checks and by both backends' kernels (cpu/Attention.cpp,
-// cuda/Attention.cu):
+// cuda/Attention.cpp):
 //
 //   attention      q [L.., S, D], kt [L.., D, T], v [L.., T, Dv]
 //                  (, mask -> [L.., S, T]) (, nan_fill []) -> out, lse
@@ -24,12 +24,6 @@
 #include <string>
 #include <vector>
 
-#if defined(__CUDACC__)
-#define TESSEL_ATTENTION_HD __host__ __device__
-#else
-#define TESSEL_ATTENTION_HD
-#endif
-
 namespace tessel::runtime {
 
 struct AttentionDims {
@@ -40,11 +34,10 @@ struct AttentionDims {
   int64_t leadSize[kMaxLead] = {};
   int64_t maskLeadStride[kMaxLead] = {};
   int64_t maskRowStride = 0, maskColStride = 0;
-  bool hasMask = false, hasFill = false;
   float scale = 1.0f;
 
   /// The mask's element offset of batch entry `b` (row 0, column 0).
-  TESSEL_ATTENTION_HD int64_t maskOffset(int64_t b) const {
+  int64_t maskOffset(int64_t b) const {
     int64_t off = 0;
     for (int k = lead - 1; k >= 0; --k) {
       off += (b % leadSize[k]) * maskLeadStride[k];
@@ -103,7 +96,6 @@ inline std::string makeAttentionDims(const std::vector<int64_t> &q,
            std::to_string(dims.t) + " keys";
   if (!mask)
     return "";
-  dims.hasMask = true;
   const std::vector<int64_t> &m = *mask;
   if (m.size() > r)
     return "the mask has a higher rank than the scores";
