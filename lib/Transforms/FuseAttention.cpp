@@ -28,8 +28,6 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-bool hasOneUse(Value v) { return v.hasOneUse(); }
-
 /// Whether `mask` broadcasts to `scores` without enlarging it.
 bool broadcastsTo(RankedTensorType mask, RankedTensorType scores) {
   if (mask.getElementType() != scores.getElementType() ||
@@ -47,7 +45,7 @@ bool broadcastsTo(RankedTensorType mask, RankedTensorType scores) {
 /// dims (the exporters repeat GQA's keys before the product).
 MatmulOp matchScores(Value s) {
   auto mm = s.getDefiningOp<MatmulOp>();
-  if (!mm || !hasOneUse(mm.getResult()))
+  if (!mm || !mm.getResult().hasOneUse())
     return nullptr;
   auto q = typeOf(mm.getLhs()), kt = typeOf(mm.getRhs());
   if (q.getRank() < 2 || q.getRank() != kt.getRank() ||
@@ -69,7 +67,7 @@ bool matchScaled(Value v, Scores &out) {
   if ((out.product = matchScores(v)))
     return true;
   auto scaled = [&](Operation *op, bool divide) {
-    if (!op || !hasOneUse(op->getResult(0)))
+    if (!op || !op->getResult(0).hasOneUse())
       return false;
     for (int k = 0; k < (divide ? 1 : 2); ++k) {
       Value s = op->getOperand(k), c = op->getOperand(1 - k);
@@ -92,7 +90,7 @@ bool matchLogits(Value x, Scores &out) {
   if (matchScaled(x, out))
     return true;
   auto add = x.getDefiningOp<AddOp>();
-  if (!add || !hasOneUse(add.getResult()))
+  if (!add || !add.getResult().hasOneUse())
     return false;
   for (int k = 0; k < 2; ++k) {
     Value s = add->getOperand(k), mask = add->getOperand(1 - k);

@@ -150,6 +150,19 @@ void addMask(const AttentionDims &d, const float *mask, int64_t b, int64_t i0,
   }
 }
 
+/// The scores of rows [i0, i0 + n) of batch entry b over their live keys
+/// (liveKeys): scale q kt + mask into s [n, width]; the keys' range.
+KeyRange blockScores(const AttentionArgs &a, int64_t b, int64_t i0, int64_t n,
+                     double kNorm, float *s) {
+  const AttentionDims &d = a.dims;
+  const KeyRange r = liveKeys(a, b, i0, n, kNorm);
+  sgemm(false, false, n, r.width(), d.d, d.scale, a.q + (b * d.s + i0) * d.d,
+        d.d, a.kt + b * d.d * d.t + r.begin, d.t, 0.0f, s, r.width());
+  if (a.mask)
+    addMask(d, a.mask, b, i0, n, r, s);
+  return r;
+}
+
 /// The max of a row, NaN when one element is NaN.
 float rowMax(const float *x, int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
@@ -186,21 +199,15 @@ void attentionForward(const AttentionArgs &a, float *out, float *lse,
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / blocks, i0 = (task % blocks) * rows;
       const int64_t n = std::min(rows, d.s - i0);
-      const float *qb = a.q + (b * d.s + i0) * d.d;
-      const float *ktb = a.kt + b * d.d * d.t;
       const float *vb = a.v + b * d.t * d.dv;
       float *ob = out + (b * d.s + i0) * d.dv;
       float *lb = lse + b * d.s + i0;
       if (b != kNormOf) {
-        kNorm = maxNorm(ktb, d.t, d.d, 1, d.t);
+        kNorm = maxNorm(a.kt + b * d.d * d.t, d.t, d.d, 1, d.t);
         kNormOf = b;
       }
-      const KeyRange r = liveKeys(a, b, i0, n, kNorm);
+      const KeyRange r = blockScores(a, b, i0, n, kNorm, s);
       const int64_t w = r.width();
-      sgemm(false, false, n, w, d.d, d.scale, qb, d.d, ktb + r.begin, d.t,
-            0.0f, s, w);
-      if (a.mask)
-        addMask(d, a.mask, b, i0, n, r, s);
       for (int64_t i = 0; i < n; ++i) {
         float *row = s + i * w;
         const float m = rowMax(row, w);
@@ -278,12 +285,8 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
         const float *ob = g.out + r0 * d.dv, *gb = g.grad + r0 * d.dv;
         const float *lb = g.lse + r0;
         // The forward's keys: the others' probabilities are exactly 0.
-        const KeyRange r = liveKeys(a, b, i0, n, kNorm);
+        const KeyRange r = blockScores(a, b, i0, n, kNorm, p);
         const int64_t w = r.width();
-        sgemm(false, false, n, w, d.d, d.scale, qb, d.d, ktb + r.begin, d.t,
-              0.0f, p, w);
-        if (a.mask)
-          addMask(d, a.mask, b, i0, n, r, p);
         for (int64_t i = 0; i < n; ++i) {
           float *row = p + i * w;
           const float l = lb[i];
