@@ -14,6 +14,7 @@
 #include "Internal.h"
 
 #include "tessel/Cost/ClusterFile.h"
+#include "tessel/Driver/AutoPlanSearch.h"
 #include "tessel/Driver/BoosterPlugins.h"
 #include "tessel/Predict/ExpandPipeline.h"
 #include "tessel/Predict/Predict.h"
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <thread>
 
 using namespace llvm;
@@ -54,6 +56,8 @@ struct Candidate {
   int zero = 0;
   int microbatches = 1;
   bool recompute = false;
+  /// Its recomputed variant is among the candidates already.
+  bool hasVariant = false;
   std::optional<mlir::tessel::Prediction> prediction;
   /// Why it has no prediction (the compile's first error line).
   std::string failure;
@@ -177,21 +181,40 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
     limit = double(*bytes);
   }
 
-  auto context = createContext();
-  // The batch: dim 0 of the step's inputs (what the microbatches and dp
-  // split), read once from the imported model.
-  int64_t batch = 0;
-  {
+  // Each worker thread has its own context, with the model loaded into it
+  // once: its candidates compile copies of that module.
+  struct Worker {
+    std::unique_ptr<mlir::MLIRContext> context;
+    mlir::OwningOpRef<mlir::ModuleOp> model;
+  };
+  auto loadWorker = [&]() -> Expected<Worker> {
+    Worker w;
+    w.context = createContext();
     CompileOptions o = options;
     o.plan = "";
     o.train = false;
     o.emit = Emit::Mlir;
     o.output = "";
+    o.printText = false;
     o.predict = o.report = o.explain = false;
-    Expected<CompileResult> r = compile(*context, o, [](const Message &) {});
+    Expected<CompileResult> r = compile(*w.context, o, [](const Message &) {});
     if (!r)
       return r.takeError();
-    for (auto fn : (*r->module).getOps<mlir::func::FuncOp>()) {
+    w.model = std::move(r->module);
+    return std::move(w);
+  };
+  std::vector<Worker> workers;
+  {
+    Expected<Worker> first = loadWorker();
+    if (!first)
+      return first.takeError();
+    workers.push_back(std::move(*first));
+  }
+  // The batch: dim 0 of the step's inputs (what the microbatches and dp
+  // split), read once from the imported model.
+  int64_t batch = 0;
+  {
+    for (auto fn : (*workers.front().model).getOps<mlir::func::FuncOp>()) {
       if (fn.isExternal() || fn.getNumArguments() == 0)
         continue;
       auto t = dyn_cast<mlir::RankedTensorType>(fn.getArgumentTypes()[0]);
@@ -219,7 +242,7 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
       counts.insert(counts.begin(), 1);
     return counts;
   };
-  std::vector<Candidate> candidates;
+  std::deque<Candidate> candidates;
   std::vector<std::string> notOffered;
   const int64_t n = options.devices;
   for (int64_t pp : divisors(n))
@@ -259,7 +282,13 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
                 " devices splits a batch of " + Twine(batch) +
                 " (export the model at the global batch)");
 
-  auto predict = [&](mlir::MLIRContext &ctx, Candidate &c) {
+  // A candidate's prediction: compiled from the worker's copy of the model
+  // (no verifier between passes, no text), its pipeline expanded, its step
+  // played. `exact`: the memory laid out as the exporter will; otherwise
+  // the live bytes at the peak, a lower bound (Prediction::peakIsLowerBound).
+  auto predict = [&](Worker &w, Candidate &c, bool exact) {
+    c.prediction.reset();
+    c.failure.clear();
     CompileOptions o = options;
     o.plan = "";
     o.plugin = c.plugin();
@@ -270,8 +299,9 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
     o.timelines.clear();
     o.verifyPasses = false;
     o.predictExpand = true;
+    o.printText = false;
     Expected<CompileResult> r =
-        compile(ctx, o, [](const Message &) {});
+        compile(*w.context, o, [](const Message &) {}, *w.model);
     if (!r) {
       c.failure = firstLine(r.takeError());
       return;
@@ -295,78 +325,143 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
       expanded = std::move(*e);
     }
     Expected<mlir::tessel::Prediction> p = mlir::tessel::predictStep(
-        expanded ? *expanded : *r->module, *cluster);
+        expanded ? *expanded : *r->module, *cluster, exact);
     if (!p) {
       c.failure = firstLine(p.takeError());
       return;
     }
     c.prediction = std::move(*p);
   };
-  // Candidates compile independently: one MLIR context per worker thread,
-  // as many workers as cores (--threads), each taking the next candidate.
-  const unsigned workers = std::max(
+  // Candidates compile independently: one worker per thread, as many as
+  // cores (--plan-threads), each taking the next candidate. A worker
+  // loads the model on its own thread, the first time it is needed.
+  const unsigned threads = std::max(
       1u, options.autoThreads > 0 ? unsigned(options.autoThreads)
                                   : std::thread::hardware_concurrency());
-  auto predictAll = [&](std::vector<Candidate> &list) {
+  auto predictAll = [&](const std::vector<Candidate *> &list, bool exact) {
     std::atomic<size_t> next{0};
-    auto work = [&](mlir::MLIRContext *ctx) {
+    auto work = [&](Worker *w) {
       for (size_t i; (i = next++) < list.size();)
-        predict(*ctx, list[i]);
+        predict(*w, *list[i], exact);
     };
-    const size_t n = std::min<size_t>(workers, list.size());
-    if (n <= 1) {
-      work(context.get());
-      return;
-    }
-    std::vector<std::unique_ptr<mlir::MLIRContext>> contexts;
-    std::vector<std::thread> threads;
-    for (size_t t = 1; t < n; ++t) {
-      contexts.push_back(createContext());
-      threads.emplace_back(work, contexts.back().get());
-    }
-    work(context.get());
-    for (std::thread &t : threads)
+    const size_t n = std::min<size_t>(threads, list.size());
+    std::vector<std::thread> pool;
+    workers.resize(std::max(workers.size(), n));
+    for (size_t t = 1; t < n; ++t)
+      pool.emplace_back([&, t] {
+        if (!workers[t].context) {
+          Expected<Worker> w = loadWorker();
+          if (!w) {
+            // The first worker loaded the same model: this is not the
+            // model's fault (out of memory, say); the others take this
+            // one's candidates.
+            consumeError(w.takeError());
+            return;
+          }
+          workers[t] = std::move(*w);
+        }
+        work(&workers[t]);
+      });
+    work(&workers.front());
+    for (std::thread &t : pool)
       t.join();
   };
-  predictAll(candidates);
-  // What does not fit may with its activations recomputed (not in a
+  auto pointers = [](std::deque<Candidate> &list) {
+    std::vector<Candidate *> out;
+    for (Candidate &c : list)
+      out.push_back(&c);
+    return out;
+  };
+  auto peak = [](const Candidate *c) {
+    return double(c->prediction->peakBytes);
+  };
+
+  // The search (docs/auto-plan.md, "Cost of the search"). Every candidate's
+  // step, with the live bytes at its peak: a lower bound of its memory,
+  // without the buffer planner's search (--plan-exhaustive: laid out).
+  const bool exhaustive = options.planExhaustive;
+  predictAll(pointers(candidates), /*exact=*/exhaustive);
+  // What surely does not fit may with its activations recomputed (not in a
   // pipeline, which does not recompute yet).
-  std::vector<Candidate> recomputed;
-  for (const Candidate &c : candidates)
-    if (c.prediction && c.pp == 1 &&
-        double(c.prediction->peakBytes) > limit) {
-      Candidate r = c;
-      r.recompute = true;
-      r.prediction.reset();
-      recomputed.push_back(std::move(r));
+  std::deque<Candidate> recomputed;
+  auto recomputeOf = [](const Candidate &c) {
+    Candidate r = c;
+    r.recompute = true;
+    r.prediction.reset();
+    return r;
+  };
+  for (Candidate &c : candidates)
+    if (c.prediction && c.pp == 1 && peak(&c) > limit) {
+      recomputed.push_back(recomputeOf(c));
+      c.hasVariant = true;
     }
-  predictAll(recomputed);
+  predictAll(pointers(recomputed), /*exact=*/exhaustive);
   candidates.insert(candidates.end(), recomputed.begin(), recomputed.end());
 
-  std::vector<const Candidate *> fits, tooBig;
+  // Then the memory of those that may win, laid out fastest first, one
+  // per worker at a time (AutoPlanSearch.h), until the winner and the
+  // runner-up fit (with --explain, the best eight).
+  auto searched = [](const Candidate &c) {
+    SearchCandidate s;
+    if (c.prediction) {
+      s.stepTime = c.prediction->stepTime;
+      s.peak = double(c.prediction->peakBytes);
+      s.laidOut = !c.prediction->peakIsLowerBound;
+    }
+    s.recomputable = c.pp == 1 && !c.recompute && !c.hasVariant;
+    return s;
+  };
+  std::deque<SearchCandidate> view;
+  for (const Candidate &c : candidates)
+    view.push_back(searched(c));
+  auto layOut = [&](ArrayRef<size_t> ids) {
+    std::vector<Candidate *> list;
+    for (size_t i : ids)
+      list.push_back(&candidates[i]);
+    predictAll(list, /*exact=*/true);
+    for (size_t i : ids)
+      view[i] = searched(candidates[i]);
+  };
+  auto addRecomputed = [&](size_t id) {
+    candidates[id].hasVariant = true;
+    candidates.push_back(recomputeOf(candidates[id]));
+    predict(workers.front(), candidates.back(), /*exact=*/true);
+    view.push_back(searched(candidates.back()));
+    return view.size() - 1;
+  };
+  const SearchResult search = searchBestFirst(
+      view, limit, exhaustive ? SIZE_MAX : options.explain ? 8 : 2, threads,
+      SearchCallbacks{layOut, addRecomputed});
+  std::vector<const Candidate *> fits;
+  std::vector<Candidate *> tooBig;
+  for (size_t i : search.fits)
+    fits.push_back(&candidates[i]);
+  for (size_t i : search.tooBig)
+    tooBig.push_back(&candidates[i]);
+  const size_t unweighed = search.unweighed;
   size_t failed = 0;
-  for (const Candidate &c : candidates) {
+  for (const Candidate &c : candidates)
     if (!c.prediction)
       ++failed;
-    else if (double(c.prediction->peakBytes) > limit)
-      tooBig.push_back(&c);
-    else
-      fits.push_back(&c);
-  }
-  auto faster = [](const Candidate *a, const Candidate *b) {
-    return a->prediction->stepTime < b->prediction->stepTime;
+  auto weighed = [](const Candidate *c) {
+    return !c->prediction->peakIsLowerBound;
   };
-  std::sort(fits.begin(), fits.end(), faster);
   if (fits.empty()) {
     if (!tooBig.empty()) {
-      const Candidate *least = *std::min_element(
-          tooBig.begin(), tooBig.end(), [](const Candidate *a, const Candidate *b) {
-            return a->prediction->peakBytes < b->prediction->peakBytes;
+      // The least need: that of the candidate whose bound is least, laid
+      // out.
+      Candidate *least = *std::min_element(
+          tooBig.begin(), tooBig.end(),
+          [&](const Candidate *a, const Candidate *b) {
+            return peak(a) < peak(b);
           });
-      return fail("--plan=auto: no configuration on " + Twine(n) +
-                  " devices fits " + mib(limit) + " per device; the smallest "
-                  "need found is " + mib(double(least->prediction->peakBytes)) +
-                  " per rank, for " + least->label());
+      if (!weighed(least))
+        predict(workers.front(), *least, /*exact=*/true);
+      if (least->prediction)
+        return fail("--plan=auto: no configuration on " + Twine(n) +
+                    " devices fits " + mib(limit) + " per device; the "
+                    "smallest need found is " +
+                    mib(peak(least)) + " per rank, for " + least->label());
     }
     // divisors(n) holds 1: there is at least the all-dp candidate.
     return fail("--plan=auto: no configuration of the model compiles on " +
@@ -389,7 +484,10 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
      << " devices on cluster '" << cluster->name << "' in "
      << format("%.1f", seconds) << " s (" << fits.size() << " fit "
      << mib(limit) << ", " << tooBig.size() << " do not, " << failed
-     << " do not compile)\n";
+     << " do not compile";
+  if (unweighed)
+    os << ", " << unweighed << " slower not laid out";
+  os << ")\n";
   os << format("  %-4s %-32s %12s %12s %12s %12s %14s\n", "#", "configuration",
                "step", "compute", "exposed comm", "bubble", "peak per rank");
   const size_t shown = options.explain ? std::min<size_t>(fits.size(), 8) : 1;
@@ -405,6 +503,7 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
       os << "  not offered: " << why << "\n";
     for (const Candidate *c : tooBig)
       os << "  does not fit: " << c->label() << " needs "
+         << (weighed(c) ? "" : "at least ")
          << mib(double(c->prediction->peakBytes)) << " per rank\n";
     for (const Candidate &c : candidates)
       if (!c.prediction)

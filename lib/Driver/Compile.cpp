@@ -114,8 +114,9 @@ constexpr StringLiteral kModelAttr =
 class Compilation {
 public:
   Compilation(mlir::MLIRContext &context, const CompileOptions &options,
-              MessageHandler onMessage)
+              MessageHandler onMessage, mlir::ModuleOp importedBefore = nullptr)
       : context(context), o(options), onMessage(onMessage),
+        importedBefore(importedBefore),
         handler(&context, [this](mlir::Diagnostic &d) { return handle(d); }) {
   }
 
@@ -206,6 +207,8 @@ private:
   mlir::MLIRContext &context;
   CompileOptions o;
   MessageHandler onMessage;
+  /// compile()'s `imported`: cloned by load() instead of importing.
+  mlir::ModuleOp importedBefore;
   std::string errors;
   mlir::ScopedDiagnosticHandler handler;
 
@@ -245,8 +248,8 @@ Expected<CompileResult> Compilation::run() {
   if (Error err = predictOnly()              ? Error::success()
                   : o.emit == Emit::Artifact ? exportArtifact()
                   : o.emit == Emit::Plan   ? emitPlan()
-                  : o.emit == Emit::Onnx   ? Error::success()
-                                           : emitIr())
+                  : o.emit == Emit::Onnx || !o.printText ? Error::success()
+                                                         : emitIr())
     return std::move(err);
   flushErrors();
   result.module = std::move(module);
@@ -467,6 +470,15 @@ Compilation::importModel(StringRef path) {
 /// The load phase: the ONNX import or the .mlir parse (and its weights),
 /// then the function to compile.
 Error Compilation::load() {
+  if (importedBefore) {
+    // An earlier compile's load of the same file: its copy, and no weight
+    // table (compile()'s contract: no artifact).
+    if (o.emit == Emit::Artifact && !predictOnly())
+      return fail("an artifact needs the weights: compile '" + o.input +
+                  "' from the file, not from an earlier load of it");
+    module = mlir::OwningOpRef<mlir::ModuleOp>(importedBefore.clone());
+    return selectEntry();
+  }
   if (StringRef(o.input).ends_with(".mlir")) {
     if (Error err = loadMlir())
       return err;
@@ -1294,7 +1306,8 @@ Error Compilation::exportArtifact() {
 
 Expected<CompileResult> compile(mlir::MLIRContext &context,
                                 const CompileOptions &options,
-                                MessageHandler onMessage) {
+                                MessageHandler onMessage,
+                                mlir::ModuleOp imported) {
   if (options.emit == Emit::Schedule) {
     if (!options.input.empty())
       return fail("--emit=schedule takes no input model (got '" +
@@ -1318,7 +1331,7 @@ Expected<CompileResult> compile(mlir::MLIRContext &context,
       result->reports.plan = std::move(choice->explanation);
     return result;
   }
-  return Compilation(context, options, onMessage).run();
+  return Compilation(context, options, onMessage, imported).run();
 }
 
 } // namespace tessel::driver

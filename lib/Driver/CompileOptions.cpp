@@ -83,6 +83,10 @@ ArrayRef<CompileFlag> getCompileFlags() {
       {"plan-threads", &O::autoThreads, C::Sharding, "n",
        "--plan=auto's worker threads, each compiling and predicting the next "
        "candidate; default one per core"},
+      {"plan-exhaustive", &O::planExhaustive, C::Sharding, "",
+       "--plan=auto lays out every candidate's memory, not only that of "
+       "those that may win: --explain then gives every need exactly, and "
+       "the same choice, in several times the time"},
       {"predict-expand", &O::predictExpand, C::Sharding, "",
        "With --predict on a pipeline of more than 3 microbatches: compile "
        "three of them (the first, one in the middle, the last) and expand "

@@ -56,7 +56,8 @@ MemoryPlan mlir::tessel::planMemory(ModuleOp module) {
   return planMemory(fn, lossOp(module));
 }
 
-MemoryPlan mlir::tessel::planMemory(func::FuncOp fn, Operation *lossDef) {
+MemoryPlan mlir::tessel::planMemory(func::FuncOp fn, Operation *lossDef,
+                                    bool planArena) {
   MemoryPlan plan;
   Block &block = fn.getBody().front();
   std::vector<Operation *> order;
@@ -87,25 +88,33 @@ MemoryPlan mlir::tessel::planMemory(func::FuncOp fn, Operation *lossDef) {
   // are the backward's and the update's.
   const std::vector<::tessel::runtime::BufferLifetime> buffers =
       stepLifetimes(block).buffers;
-  plan.arena = planArena(buffers);
+  if (planArena)
+    plan.arena = mlir::tessel::planArena(buffers);
   auto backward = [&](const ::tessel::runtime::BufferLifetime &b) {
     return loss >= -1 && b.firstUse > loss;
   };
 
-  // Live bytes at each time, by kind: a sweep over the ranges.
-  std::map<int64_t, std::pair<int64_t, int64_t>> delta; // at -> (act, grad)
+  // Live bytes at each time, by kind: a sweep over the ranges' ends, the
+  // changes at one time summed before the total is read.
+  struct Delta {
+    int64_t at, act, grad;
+  };
+  std::vector<Delta> delta;
+  delta.reserve(2 * buffers.size());
   for (const auto &b : buffers) {
     const int64_t bytes = static_cast<int64_t>(b.size);
     int64_t act = backward(b) ? 0 : bytes, grad = backward(b) ? bytes : 0;
-    delta[b.firstUse].first += act;
-    delta[b.firstUse].second += grad;
-    delta[b.lastUse + 1].first -= act;
-    delta[b.lastUse + 1].second -= grad;
+    delta.push_back({b.firstUse, act, grad});
+    delta.push_back({b.lastUse + 1, -act, -grad});
   }
+  llvm::sort(delta, [](const Delta &x, const Delta &y) { return x.at < y.at; });
   int64_t act = 0, grad = 0, best = -1;
-  for (auto &[at, d] : delta) {
-    act += d.first;
-    grad += d.second;
+  for (size_t i = 0; i < delta.size();) {
+    const int64_t at = delta[i].at;
+    for (; i < delta.size() && delta[i].at == at; ++i) {
+      act += delta[i].act;
+      grad += delta[i].grad;
+    }
     if (act + grad > best) {
       best = act + grad;
       plan.activations = act;
@@ -118,6 +127,10 @@ MemoryPlan mlir::tessel::planMemory(func::FuncOp fn, Operation *lossDef) {
     for (const auto &b : buffers)
       if (!backward(b) && b.firstUse <= loss && b.lastUse > loss)
         plan.keptForBackward += static_cast<int64_t>(b.size);
+  if (!planArena) {
+    plan.arena = plan.activations + plan.grads;
+    plan.arenaPlanned = false;
+  }
   if (plan.peakInstruction >= 0 && plan.peakInstruction < n)
     plan.peakOp = nameOf(order[plan.peakInstruction]);
   return plan;

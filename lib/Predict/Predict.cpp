@@ -82,6 +82,8 @@ struct Player {
   /// Asynchronous collectives' results: when they are ready.
   llvm::DenseMap<Value, double> ready;
   RankPrediction figures;
+  /// figures.byOp as it is summed: no string made per op.
+  llvm::StringMap<std::pair<double, int64_t>> byOp;
 };
 
 } // namespace
@@ -106,7 +108,7 @@ double sharedCollectiveTime(cost::Collective kind, double bytes, int64_t ranks,
 /// ranks' cores drive) `share` times slower: the ranks that share a device.
 llvm::Expected<Prediction> playStep(ModuleOp module,
                                     const cost::ClusterSpec &cluster,
-                                    double share) {
+                                    double share, bool planArenas) {
   MeshAxes mesh(module);
   Prediction out;
   out.ranks = mesh.ranks;
@@ -144,7 +146,7 @@ llvm::Expected<Prediction> playStep(ModuleOp module,
   std::map<std::tuple<int64_t, int64_t, int64_t>, double> arrivals;
   // --explain's time per op name.
   auto tally = [](Player &p, StringRef name, double t) {
-    auto &entry = p.figures.byOp[name.str()];
+    auto &entry = p.byOp[name];
     entry.first += t;
     ++entry.second;
   };
@@ -274,6 +276,8 @@ llvm::Expected<Prediction> playStep(ModuleOp module,
       tally(p, c.allReduce ? "all_reduce (outputs)" : "all_gather (outputs)",
             t);
     }
+    for (const auto &entry : p.byOp)
+      p.figures.byOp[entry.getKey().str()] = entry.getValue();
     p.figures.ppRank = p.ppRank;
     p.figures.finish = p.clock;
     Operation *fnLoss = nullptr;
@@ -283,7 +287,7 @@ llvm::Expected<Prediction> playStep(ModuleOp module,
                  p.fn.getBody().front().getTerminator());
              ret && ret.getNumOperands() > 0)
       fnLoss = ret.getOperand(0).getDefiningOp();
-    p.figures.peakBytes = planMemory(p.fn, fnLoss).peak();
+    p.figures.peakBytes = planMemory(p.fn, fnLoss, planArenas).peak();
     out.programs.push_back(p.figures);
   }
   // The slowest program sets the step; every rank waits for it at the next
@@ -294,6 +298,7 @@ llvm::Expected<Prediction> playStep(ModuleOp module,
     out.peakBytes = std::max(out.peakBytes, r.peakBytes);
   }
   const RankPrediction *slowest = &out.programs[out.slowest];
+  out.peakIsLowerBound = !planArenas;
   out.stepTime = slowest->finish;
   out.compute = slowest->compute;
   out.communication = slowest->communication;
@@ -311,13 +316,14 @@ llvm::Expected<Prediction> playStep(ModuleOp module,
 } // namespace
 
 llvm::Expected<Prediction>
-mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
+mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster,
+                          bool planArenas) {
   if (llvm::Error e = cluster.validate())
     return std::move(e);
   const double over = std::max(
       1.0, double(MeshAxes(module).ranks) / double(cluster.getNumDevices()));
   if (over <= 1.0)
-    return playStep(module, cluster, 1.0);
+    return playStep(module, cluster, 1.0, planArenas);
   // Ranks that share a device slow each other only while they compute at
   // once. SPMD ranks run one program in lockstep: while one computes, so
   // do the others (over x). A pipeline's stages are out of phase, and a
@@ -333,15 +339,17 @@ mlir::tessel::predictStep(ModuleOp module, const cost::ClusterSpec &cluster) {
         return !fn.isExternal() && !fn.isPrivate() && fn->hasAttr(kPpRankAttr);
       });
   if (!pipeline)
-    return playStep(module, cluster, over);
-  llvm::Expected<Prediction> alone = playStep(module, cluster, 1.0);
+    return playStep(module, cluster, over, planArenas);
+  // Alone, only the busy fractions are read: no memory.
+  llvm::Expected<Prediction> alone =
+      playStep(module, cluster, 1.0, /*planArenas=*/false);
   if (!alone)
     return alone.takeError();
   double busy = 0;
   for (const RankPrediction &r : alone->programs)
     busy += r.finish > 0 ? std::min(1.0, r.compute / r.finish) : 1.0;
   busy /= double(alone->programs.size());
-  return playStep(module, cluster, 1.0 + (over - 1.0) * busy);
+  return playStep(module, cluster, 1.0 + (over - 1.0) * busy, planArenas);
 }
 
 void mlir::tessel::printPrediction(const Prediction &p,

@@ -38,6 +38,8 @@ struct ValueState {
   bool fixed = false;
   /// The bytes of the global value.
   int64_t bytes = 0;
+  /// When propagation last changed it (Propagator::epoch).
+  uint64_t changedAt = 0;
 
   bool usesAxis(StringAttr a) const {
     for (const AxisList &d : dims)
@@ -109,6 +111,14 @@ private:
   SmallVector<std::optional<ValueState>> resultSpecs;
   DenseMap<Operation *, OpShardingRuleAttr> rules;
   llvm::DenseSet<std::pair<Operation *, int64_t>> remarked;
+  /// Counts the changes to any state; an op's entry is the count when its
+  /// rule last ran. A rule reads only its operands' and results' states,
+  /// so while none changed since, running it again changes nothing: the
+  /// sweeps skip it (the last sweep, which finds no change, costs a
+  /// lookup per op).
+  uint64_t epoch = 0;
+  DenseMap<Operation *, uint64_t> processedAt;
+  void touch(ValueState &s) { s.changedAt = ++epoch; }
 };
 
 ValueState &Propagator::stateOf(Value v) {
@@ -165,6 +175,14 @@ bool Propagator::needsReplicationElsewhere(Value v, Operation *except,
 }
 
 bool Propagator::processRuleOp(Operation *op) {
+  auto [last, first] = processedAt.try_emplace(op, epoch);
+  if (!first) {
+    auto newer = [&](Value v) { return stateOf(v).changedAt > last->second; };
+    if (llvm::none_of(op->getOperands(), newer) &&
+        llvm::none_of(op->getResults(), newer))
+      return false;
+    last->second = epoch;
+  }
   OpShardingRuleAttr rule = ruleOf(op);
   SmallVector<TensorView> views;
   for (auto [i, v] : llvm::enumerate(op->getOperands())) {
@@ -202,6 +220,7 @@ bool Propagator::processReturn(func::ReturnOp ret, func::FuncOp fn) {
         continue;
       s.dims[d] = axes;
       s.pads[d] = resultSpecs[i]->pads[d];
+      touch(s);
       changed = true;
     }
   }
@@ -367,6 +386,7 @@ bool Propagator::processOp(Operation *op, OpShardingRuleAttr rule,
       s.pads[d] = fresh == chosen[fs[0]]
                       ? dimPadOfFactor(fsizes, faxes, chosenPad[fs[0]])
                       : 0;
+      touch(s);
       changed = true;
     }
     if (!v.isResult || !s.partials.empty())
@@ -375,6 +395,7 @@ bool Propagator::processOp(Operation *op, OpShardingRuleAttr rule,
       for (StringAttr a : chosen[f])
         if (!s.usesAxis(a)) {
           s.partials.push_back(PartialAxisAttr::get(op->getContext(), a, kind));
+          touch(s);
           changed = true;
         }
   }

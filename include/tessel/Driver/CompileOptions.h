@@ -68,6 +68,12 @@ struct CompileOptions {
   bool verifyPasses = true;
   /// --plan-threads: --plan=auto's worker threads (0: one per core).
   int autoThreads = 0;
+  /// --plan-exhaustive: --plan=auto lays out every candidate's memory.
+  bool planExhaustive = false;
+  /// The IR phases print their module into CompileResult::text: off for a
+  /// caller that reads CompileResult::module alone (--plan=auto's
+  /// candidates, where printing a 7 B model's IR cost a tenth of each).
+  bool printText = true;
 
   // ONNX import.
   std::vector<std::string> shapes;

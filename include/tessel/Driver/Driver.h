@@ -106,10 +106,15 @@ std::unique_ptr<mlir::MLIRContext> createContext();
 using MessageHandler = llvm::function_ref<void(const Message &)>;
 
 /// Compiles as `tesselc` with `options` does, in `context` (which must
-/// outlive the result's module).
+/// outlive the result's module). `imported`, when given, is options.input
+/// as an earlier compile to Emit::Mlir (no plan, no training) loaded it
+/// into `context`: it is cloned instead of imported again (--plan=auto's
+/// candidates, one import per worker), and the compile holds no weight
+/// table, so it writes no artifact.
 llvm::Expected<CompileResult> compile(mlir::MLIRContext &context,
                                       const CompileOptions &options,
-                                      MessageHandler onMessage);
+                                      MessageHandler onMessage,
+                                      mlir::ModuleOp imported = nullptr);
 
 /// Registers the built-in extensions (gradient handlers, schedules), loads
 /// options.loadPlugins in order and checks options.gradHandler against

@@ -25,6 +25,10 @@ struct MemoryPlan {
   /// The arena the buffer planner lays out for every computed value of the
   /// step (forward, backward, update), as the exporter will.
   int64_t arena = 0;
+  /// Whether `arena` is the planner's layout; without it (planMemory's
+  /// planArena false) it is the live bytes at the peak (activations +
+  /// grads), which no layout goes below: peak() is then a lower bound.
+  bool arenaPlanned = true;
   /// At the instruction where the most computed bytes are live: those the
   /// forward computed (and the inputs) and those the backward and the
   /// update computed (gradients, their temporaries).
@@ -43,8 +47,11 @@ struct MemoryPlan {
 /// live ranges in program order, as the exporter's buffer planner sees them.
 MemoryPlan planMemory(ModuleOp module);
 /// The plan of one function (a pipeline rank's), `lossDef` the op that
-/// computes its loss (null: none on this rank).
-MemoryPlan planMemory(func::FuncOp fn, Operation *lossDef);
+/// computes its loss (null: none on this rank). Without `planArena` the
+/// buffers are not laid out (MemoryPlan::arenaPlanned): the live bytes are
+/// a sweep, the layout is the planner's search.
+MemoryPlan planMemory(func::FuncOp fn, Operation *lossDef,
+                      bool planArena = true);
 
 } // namespace mlir::tessel
 

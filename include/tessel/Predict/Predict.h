@@ -63,8 +63,10 @@ struct Prediction {
   double compute = 0, communication = 0, bubble = 0;
   /// Every rank's FLOPs over the step time, summed: FLOP/s achieved.
   double achievedFlops = 0;
-  /// The largest rank's planned peak memory.
+  /// The largest rank's planned peak memory (with predictStep's
+  /// planArenas false, a lower bound: peakIsLowerBound).
   int64_t peakBytes = 0;
+  bool peakIsLowerBound = false;
   int64_t ranks = 1;
   /// Which of `programs` finishes last and so sets the step.
   size_t slowest = 0;
@@ -75,9 +77,14 @@ struct Prediction {
 };
 
 /// Predicts one step (one run of an inference program) of `module`, a
-/// partitioned program (tesselc's module after its last pass).
+/// partitioned program (tesselc's module after its last pass). Without
+/// `planArenas` each rank's peak is the live bytes at its peak, a lower
+/// bound of the planned one, without the buffer planner's search (most of
+/// a pipeline's prediction): --plan=auto weighs the memory of only the
+/// candidates that may win (docs/auto-plan.md).
 llvm::Expected<Prediction> predictStep(ModuleOp module,
-                                       const ::tessel::cost::ClusterSpec &cluster);
+                                       const ::tessel::cost::ClusterSpec &cluster,
+                                       bool planArenas = true);
 
 /// tesselc --predict's text: the step time and its split, per program, the
 /// memory, and whether it fits the device; with `byOp`, the slowest
