@@ -7,6 +7,9 @@
 //   p = softmax(s, -1)
 //   p = where(isnan(p), fill, p)   (the default exporter's guard; isnan as
 //                                   p != p)
+//   p = where(max(mask, -1) == -inf, 0, p)   (the guard tessel's import of
+//                                   ONNX's Attention writes: a row with no
+//                                   key to attend is 0)
 //   o = p @ v
 // with every intermediate read only by the next. This replaces the chain by
 // one tessel.attention, whose kernels never hold the [S, T] scores, whose
@@ -19,6 +22,8 @@
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+
+#include <cmath>
 
 namespace mlir::tessel {
 #define GEN_PASS_DEF_FUSEATTENTIONPASS
@@ -107,12 +112,45 @@ bool matchLogits(Value x, Scores &out) {
   return false;
 }
 
-/// The product p @ v reading the softmax `p` (through the NaN guard, whose
-/// fill it sets).
-MatmulOp matchOutput(SoftmaxOp sm, Value &fill) {
+/// where(max(mask, last dim) == -inf, 0, p): the rows whose every key the
+/// mask hides are 0. Those are the rows whose scores are all -inf, which
+/// the fused kernels give the fill (they also give it to a row holding a
+/// NaN score, where this guard keeps the NaN: the one difference, on
+/// inputs that are NaN already). The fill: the guard's 0, or null.
+Value matchMaskGuard(WhereOp guard, Value p, Value mask) {
+  auto none = guard.getCondition().getDefiningOp<CompareOp>();
+  auto zero = splatFloatValue(guard.getOnTrue());
+  if (!mask || guard.getOnFalse() != p || guard.getType() != p.getType() ||
+      typeOf(guard.getOnTrue()).getRank() != 0 || !zero || *zero != 0.0 ||
+      !none || none.getPredicate() != ComparePredicate::EQ)
+    return nullptr;
+  auto max = none.getLhs().getDefiningOp<ReduceMaxOp>();
+  auto negInf = splatFloatValue(none.getRhs());
+  const int64_t rank = typeOf(mask).getRank();
+  if (!max || max.getInput() != mask || !max.getKeepDims() ||
+      max.getDims() != ArrayRef<int64_t>{rank - 1} || !negInf ||
+      !std::isinf(*negInf) || *negInf > 0)
+    return nullptr;
+  return guard.getOnTrue();
+}
+
+/// The product p @ v reading the softmax `p` (through the NaN guard or the
+/// mask's guard, whose fill it sets).
+MatmulOp matchOutput(SoftmaxOp sm, Value mask, Value &fill) {
   Value p = sm.getResult();
   if (p.hasOneUse()) {
-    auto pv = dyn_cast<MatmulOp>(*p.getUsers().begin());
+    Operation *user = *p.getUsers().begin();
+    if (auto guard = dyn_cast<WhereOp>(user)) {
+      Value zero = matchMaskGuard(guard, p, mask);
+      if (!zero || !guard.getResult().hasOneUse())
+        return nullptr;
+      auto pv = dyn_cast<MatmulOp>(*guard.getResult().getUsers().begin());
+      if (!pv || pv.getLhs() != guard.getResult())
+        return nullptr;
+      fill = zero;
+      return pv;
+    }
+    auto pv = dyn_cast<MatmulOp>(user);
     return pv && pv.getLhs() == p ? pv : nullptr;
   }
   // where(p != p, fill, p): the compare reads p twice, the where once.
@@ -146,14 +184,14 @@ MatmulOp matchOutput(SoftmaxOp sm, Value &fill) {
 bool fuse(SoftmaxOp sm) {
   auto type = typeOf(sm.getResult());
   const int64_t r = type.getRank();
-  if (r < 2 || sm.getAxis() != r - 1)
+  if (r < 2 || sm.getAxis() != static_cast<uint64_t>(r - 1))
     return false;
   Scores scores;
   if (!matchLogits(sm.getInput(), scores) ||
       scores.product.getType() != type)
     return false;
   Value fill;
-  MatmulOp pv = matchOutput(sm, fill);
+  MatmulOp pv = matchOutput(sm, scores.mask, fill);
   if (!pv)
     return false;
   Value q = scores.product.getLhs(), kt = scores.product.getRhs(),
@@ -185,8 +223,8 @@ struct FuseAttentionPass
     for (SoftmaxOp sm : softmaxes)
       changed |= fuse(sm);
     if (changed)
-      eraseDeadOps<WhereOp, CompareOp, SoftmaxOp, AddOp, MulOp, DivOp,
-                   MatmulOp, ConstantOp>(getOperation());
+      eraseDeadOps<WhereOp, CompareOp, ReduceMaxOp, SoftmaxOp, AddOp, MulOp,
+                   DivOp, MatmulOp, ConstantOp>(getOperation());
   }
 };
 

@@ -55,6 +55,63 @@ func.func @unmasked(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: tensor<4x
   return %3 : tensor<4x6x8xf32>
 }
 
+// Tessel's import of ONNX's Attention (opset 23): a bool mask made additive
+// (-inf), and the rows whose every key the mask hides set to 0 by a guard
+// on the mask's row max: the fill is that 0.
+// CHECK-LABEL: func.func @onnx_attention
+// CHECK: %[[B:.*]] = tessel.where %m
+// CHECK: %[[Z:.*]] = tessel.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = tessel.attention %q, %kt, %v mask %[[B]] nan_fill %[[Z]] : (tensor<2x4x5x8xf32>, tensor<2x4x8x6xf32>, tensor<2x4x6x8xf32>, tensor<2x1x5x6xf32>, tensor<f32>) -> (tensor<2x4x5x8xf32>, tensor<2x4x5xf32>)
+// CHECK-NEXT: return %[[O]]
+// CHECK-NOT: tessel.reduce_max
+func.func @onnx_attention(%q: tensor<2x4x5x8xf32>, %kt: tensor<2x4x8x6xf32>, %v: tensor<2x4x6x8xf32>, %m: tensor<2x1x5x6xi1>) -> tensor<2x4x5x8xf32> {
+  %0 = tessel.matmul %q, %kt : (tensor<2x4x5x8xf32>, tensor<2x4x8x6xf32>) -> tensor<2x4x5x6xf32>
+  %inf = tessel.constant dense<0xFF800000> : tensor<f32>
+  %zero = tessel.constant dense<0.0> : tensor<f32>
+  %b = tessel.where %m, %zero, %inf : (tensor<2x1x5x6xi1>, tensor<f32>, tensor<f32>) -> tensor<2x1x5x6xf32>
+  %1 = tessel.add %0, %b : (tensor<2x4x5x6xf32>, tensor<2x1x5x6xf32>) -> tensor<2x4x5x6xf32>
+  %2 = tessel.softmax %1 axis = 3 : tensor<2x4x5x6xf32>
+  %3 = tessel.reduce_max %b dims = [3] keep_dims : (tensor<2x1x5x6xf32>) -> tensor<2x1x5x1xf32>
+  %4 = tessel.compare eq, %3, %inf : (tensor<2x1x5x1xf32>, tensor<f32>) -> tensor<2x1x5x1xi1>
+  %z2 = tessel.constant dense<0.0> : tensor<f32>
+  %5 = tessel.where %4, %z2, %2 : (tensor<2x1x5x1xi1>, tensor<f32>, tensor<2x4x5x6xf32>) -> tensor<2x4x5x6xf32>
+  %6 = tessel.matmul %5, %v : (tensor<2x4x5x6xf32>, tensor<2x4x6x8xf32>) -> tensor<2x4x5x8xf32>
+  return %6 : tensor<2x4x5x8xf32>
+}
+
+// Not fused: a guard on another tensor than the mask, one over the query
+// rows (dim 2), one whose rows become 1 rather than 0.
+// CHECK-LABEL: func.func @not_the_mask_guard
+// CHECK-NOT: tessel.attention
+// CHECK: return
+func.func @not_the_mask_guard(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: tensor<4x6x8xf32>, %b: tensor<6x6xf32>, %other: tensor<6x6xf32>) -> (tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>) {
+  %inf = tessel.constant dense<0xFF800000> : tensor<f32>
+  %zero = tessel.constant dense<0.0> : tensor<f32>
+  %one = tessel.constant dense<1.0> : tensor<f32>
+  %0 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
+  %1 = tessel.add %0, %b : (tensor<4x6x6xf32>, tensor<6x6xf32>) -> tensor<4x6x6xf32>
+  %2 = tessel.softmax %1 axis = 2 : tensor<4x6x6xf32>
+  %3 = tessel.reduce_max %other dims = [1] keep_dims : (tensor<6x6xf32>) -> tensor<6x1xf32>
+  %4 = tessel.compare eq, %3, %inf : (tensor<6x1xf32>, tensor<f32>) -> tensor<6x1xi1>
+  %5 = tessel.where %4, %zero, %2 : (tensor<6x1xi1>, tensor<f32>, tensor<4x6x6xf32>) -> tensor<4x6x6xf32>
+  %6 = tessel.matmul %5, %v : (tensor<4x6x6xf32>, tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  %10 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
+  %11 = tessel.add %10, %b : (tensor<4x6x6xf32>, tensor<6x6xf32>) -> tensor<4x6x6xf32>
+  %12 = tessel.softmax %11 axis = 2 : tensor<4x6x6xf32>
+  %13 = tessel.reduce_max %b dims = [0] keep_dims : (tensor<6x6xf32>) -> tensor<1x6xf32>
+  %14 = tessel.compare eq, %13, %inf : (tensor<1x6xf32>, tensor<f32>) -> tensor<1x6xi1>
+  %15 = tessel.where %14, %zero, %12 : (tensor<1x6xi1>, tensor<f32>, tensor<4x6x6xf32>) -> tensor<4x6x6xf32>
+  %16 = tessel.matmul %15, %v : (tensor<4x6x6xf32>, tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  %20 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
+  %21 = tessel.add %20, %b : (tensor<4x6x6xf32>, tensor<6x6xf32>) -> tensor<4x6x6xf32>
+  %22 = tessel.softmax %21 axis = 2 : tensor<4x6x6xf32>
+  %23 = tessel.reduce_max %b dims = [1] keep_dims : (tensor<6x6xf32>) -> tensor<6x1xf32>
+  %24 = tessel.compare eq, %23, %inf : (tensor<6x1xf32>, tensor<f32>) -> tensor<6x1xi1>
+  %25 = tessel.where %24, %one, %22 : (tensor<6x1xi1>, tensor<f32>, tensor<4x6x6xf32>) -> tensor<4x6x6xf32>
+  %26 = tessel.matmul %25, %v : (tensor<4x6x6xf32>, tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  return %6, %16, %26 : tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>
+}
+
 // Not fused: the probabilities are also a result (output_attentions); the
 // softmax is over another axis; the keys broadcast over the batch.
 // CHECK-LABEL: func.func @not_attention
