@@ -192,6 +192,7 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
     w.context = createContext();
     CompileOptions o = options;
     o.plan = "";
+    o.planExhaustive = false;
     o.train = false;
     o.emit = Emit::Mlir;
     o.output = "";
@@ -291,6 +292,7 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
     c.failure.clear();
     CompileOptions o = options;
     o.plan = "";
+    o.planExhaustive = false;
     o.plugin = c.plugin();
     o.recompute = c.recompute;
     o.emit = Emit::Partitioned;
@@ -473,6 +475,7 @@ Expected<AutoPlanResult> chooseAutoPlan(const CompileOptions &options) {
   const Candidate &best = *fits.front();
   result.options = options;
   result.options.plan = "";
+  result.options.planExhaustive = false;
   result.options.plugin = best.plugin();
   result.options.recompute = best.recompute;
   result.chosen = best.label();

@@ -282,6 +282,9 @@ Error Compilation::checkOptions() {
        StringRef(o.input).ends_with(".mlir")))
     return fail("--emit=onnx writes an ONNX model with the plan's "
                 "annotations: give an .onnx model and -o FILE.onnx");
+  if (o.planExhaustive && o.plan != "auto")
+    return fail("--plan-exhaustive is how --plan=auto searches: add "
+                "--plan=auto (with --train and --devices N)");
   if (o.plan == "onnx" && StringRef(o.input).ends_with(".mlir"))
     return fail("--plan=onnx reads an ONNX model's sharding annotations; '" +
                 o.input + "' is tessel IR");
