@@ -454,6 +454,29 @@ FailureOr<Value> GraphImporter::materialize(ValueInfo &info, Location loc) {
     }
   }
   origins[name] = originOf(info, name);
+  // One f32 the exporter made (no parameter or buffer of the module: an
+  // attention's scale, a mask's fill): a constant in the IR, as a Constant
+  // node's would be, which the fusion patterns read. torch.export's
+  // metadata names every parameter and buffer, so where it is present an
+  // initializer it does not name is the exporter's too.
+  const bool exporterMade =
+      origins[name].kind == "constant" ||
+      (origins[name].kind == "initializer" && exporterMeta.present());
+  if (exporterMade && info.isInitializer && info.tensor &&
+      !hasNoData(*info.tensor) && info.type.hasStaticShape() &&
+      info.type.getNumElements() == 1 && info.type.getElementType().isF32()) {
+    std::unique_ptr<llvm::MemoryBuffer> file;
+    FailureOr<ArrayRef<char>> bytes = readBytes(info, file);
+    if (failed(bytes))
+      return failure();
+    float value;
+    std::memcpy(&value, bytes->data(), sizeof(value));
+    origins.erase(name);
+    info.value = ConstantOp::create(
+        builder, NameLoc::get(builder.getStringAttr(name)), info.type,
+        DenseElementsAttr::get(info.type, value));
+    return info.value;
+  }
   if (origins[name].layout == "rows") {
     FailureOr<Value> row = broadcastRow(info, name, loc);
     if (failed(row))

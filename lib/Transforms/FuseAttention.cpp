@@ -4,6 +4,10 @@
 //   s = q @ kt               (q and kt already scaled by sqrt(scale), or)
 //   s = s * c | s / c        (a constant scale after the product)
 //   s = s + mask             (causal or padding, additive, broadcast)
+//   s = where(keep, s, fill) (or a bool mask, fill <= -1e30: transformers'
+//                             eager GPT-2; becomes the additive mask
+//                             where(keep, 0, -inf), and a row it hides
+//                             entirely the fill 1/T, as the where made it)
 //   p = softmax(s, -1)
 //   p = where(isnan(p), fill, p)   (the default exporter's guard; isnan as
 //                                   p != p)
@@ -33,9 +37,11 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// Whether `mask` broadcasts to `scores` without enlarging it.
-bool broadcastsTo(RankedTensorType mask, RankedTensorType scores) {
-  if (mask.getElementType() != scores.getElementType() ||
+/// Whether `mask` broadcasts to `scores` without enlarging it (and holds
+/// its element type, unless `anyType`).
+bool broadcastsTo(RankedTensorType mask, RankedTensorType scores,
+                  bool anyType = false) {
+  if ((!anyType && mask.getElementType() != scores.getElementType()) ||
       mask.getRank() > scores.getRank())
     return false;
   const int64_t off = scores.getRank() - mask.getRank();
@@ -60,11 +66,15 @@ MatmulOp matchScores(Value s) {
   return mm;
 }
 
-/// The product, its scale (a splat constant after it) and the mask.
+/// The product, its scale (a splat constant after it) and the mask:
+/// additive, or a bool one the scores are kept where it is true, and
+/// `hidden` (rank 0) elsewhere.
 struct Scores {
   MatmulOp product;
   double scale = 1.0;
   Value mask;
+  Value keep;
+  double hidden = 0;
 };
 
 /// s or s * c or s / c, c a splat constant of rank 0.
@@ -94,6 +104,24 @@ bool matchScaled(Value v, Scores &out) {
 bool matchLogits(Value x, Scores &out) {
   if (matchScaled(x, out))
     return true;
+  // where(keep, s, fill): a bool mask; the fill at most -1e30, so that a
+  // hidden score's probability is 0 beside any kept one, as with -inf.
+  if (auto w = x.getDefiningOp<WhereOp>()) {
+    std::optional<double> fill = splatFloatValue(w.getOnFalse());
+    Scores found;
+    if (!w.getResult().hasOneUse() || !fill || !(*fill <= -1e30) ||
+        typeOf(w.getOnFalse()).getRank() != 0 ||
+        w.getOnTrue().getType() != w.getType() ||
+        !typeOf(w.getCondition()).getElementType().isInteger(1) ||
+        !broadcastsTo(typeOf(w.getCondition()), typeOf(w.getResult()),
+                      /*anyType=*/true) ||
+        !matchScaled(w.getOnTrue(), found))
+      return false;
+    out = found;
+    out.keep = w.getCondition();
+    out.hidden = *fill;
+    return true;
+  }
   auto add = x.getDefiningOp<AddOp>();
   if (!add || !add.getResult().hasOneUse())
     return false;
@@ -202,6 +230,27 @@ bool fuse(SoftmaxOp sm) {
       vt.getElementType() != type.getElementType())
     return false;
   OpBuilder b(pv);
+  if (scores.keep) {
+    // The bool mask as an additive one: 0 where kept, -inf elsewhere. A
+    // row it hides entirely was softmax of equal fills, 1/T each: the
+    // kernels' fill for a row with no finite score. Where the fill is -inf
+    // already, such a row was NaN, as the kernels leave it (or the guard's
+    // fill).
+    auto et = type.getElementType();
+    auto scalar = [&](double value) {
+      auto t = RankedTensorType::get({}, et);
+      return ConstantOp::create(
+                 b, sm.getLoc(), t,
+                 DenseElementsAttr::get(t, b.getFloatAttr(et, value)))
+          .getResult();
+    };
+    auto maskType = RankedTensorType::get(typeOf(scores.keep).getShape(), et);
+    scores.mask = WhereOp::create(b, sm.getLoc(), maskType, scores.keep,
+                                  scalar(0.0), scalar(-INFINITY))
+                      .getResult();
+    if (!std::isinf(scores.hidden))
+      fill = scalar(1.0 / static_cast<double>(type.getDimSize(r - 1)));
+  }
   auto lse = RankedTensorType::get(type.getShape().drop_back(),
                                    b.getF32Type());
   Location loc = b.getFusedLoc({scores.product.getLoc(), sm.getLoc(), pv.getLoc()});

@@ -217,6 +217,34 @@ std::pair<PadContent, Operation *> PadContentAnalysis::compute(Value v) {
         return {PadContent::Zero, nullptr};
       return r;
     }
+    // Fused attention: a padded batch or head entry (a leading dim) holds
+    // probabilities of finite scores times v's zero pad, and for the
+    // gradient the output gradient's zero pad gives zero ds, dq, dkt, dv;
+    // a padded query row (dim -2) of the gradient gives zero dq rows. Other
+    // padded dims (the keys, a query row of the output) are finite.
+    if (isa<AttentionOp, AttentionGradOp>(op)) {
+      State r = all();
+      if (r.first == PadContent::Unknown)
+        return r;
+      const bool grad = isa<AttentionGradOp>(op);
+      if (!grad && v != op->getResult(0))
+        return {PadContent::Finite, op}; // lse
+      auto type = cast<RankedTensorType>(v.getType());
+      const int64_t rank = type.getRank();
+      const bool dq = grad && v == op->getResult(0);
+      SmallVector<int64_t> pads =
+          padsOf ? padsOf(v) : SmallVector<int64_t>();
+      bool leadingOnly = !pads.empty();
+      for (auto [d, pad] : llvm::enumerate(pads))
+        if (pad && int64_t(d) >= rank - 2 &&
+            !(dq && int64_t(d) == rank - 2) && !(!grad && int64_t(d) == rank - 1))
+          leadingOnly = false;
+      Value zeroSource = grad ? cast<AttentionGradOp>(op).getGrad()
+                              : cast<AttentionOp>(op).getV();
+      if (leadingOnly && compute(zeroSource).first == PadContent::Zero)
+        return {PadContent::Zero, nullptr};
+      return {PadContent::Finite, op};
+    }
     // where(c, a, b): a's or b's entries, whatever c holds.
     if (isa<WhereOp>(op))
       return worse(operand(1), operand(2));
