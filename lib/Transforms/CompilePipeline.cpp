@@ -139,6 +139,7 @@ void buildCompilePipeline(OpPassManager &pm, bool sharded,
 }
 
 void buildFinalPasses(OpPassManager &pm, FusionOptions fusion) {
+  pm.addPass(createFoldTransposeIntoGemmPass());
   pm.addPass(createFloatNormalizationPass());
   pm.addPass(createMarkBf16OperandsPass());
   if (fusion.elementwise)

@@ -265,6 +265,29 @@ def FuseAttentionPass : Pass<"tessel-fuse-attention"> {
   let dependentDialects = ["::mlir::tessel::TesselDialect"];
 }
 
+def FoldTransposeIntoGemmPass : Pass<"tessel-fold-transpose-into-gemm"> {
+  let summary = "Reads a 2-D transposed right operand of a matmul in place (gemm trans_b)";
+  let description = [{
+    A tied language-model head reads the token embedding transposed:
+    `matmul(x, transpose(W, [1, 0]))` copies the whole table every step
+    before the product. This pass rewrites each matmul whose right operand
+    is such a transpose of a 2-D value into a `tessel.gemm` with `trans_b`
+    reading W as it is stored, the left operand's leading dims merged into
+    its rows (and split back after): the same products, no copy. A
+    transpose nothing else reads is erased. tesselc runs it on the final
+    program, after partitioning.
+
+    ```mlir
+    %t = tessel.transpose %w perm = [1, 0] : (tensor<100x16xf32>) -> tensor<16x100xf32>
+    %y = tessel.matmul %x, %t : (tensor<2x8x16xf32>, tensor<16x100xf32>) -> tensor<2x8x100xf32>
+    // becomes
+    %a = tessel.reshape %x : (tensor<2x8x16xf32>) -> tensor<16x16xf32>
+    %p = tessel.gemm %a, %w {trans_b} : (tensor<16x16xf32>, tensor<100x16xf32>) -> tensor<16x100xf32>
+    %y = tessel.reshape %p : (tensor<16x100xf32>) -> tensor<2x8x100xf32>
+    ```
+  }];
+}
+
 def FuseElementwisePass : Pass<"tessel-fuse-elementwise"> {
   let summary = "Folds trees of f32 elementwise ops into tessel.fused_elementwise";
   let description = [{

@@ -1,0 +1,39 @@
+// RUN: tessel-opt %s -tessel-fold-transpose-into-gemm | FileCheck %s
+
+// A tied head: x [B, S, d] @ transpose(W [V, d]) reads W in place; the rows
+// merged and split back.
+// CHECK-LABEL: func.func @tied_head
+// CHECK-NEXT: %[[A:.*]] = tessel.reshape %x : (tensor<2x8x16xf32>) -> tensor<16x16xf32>
+// CHECK-NEXT: %[[P:.*]] = tessel.gemm %[[A]], %w {trans_b} : (tensor<16x16xf32>, tensor<100x16xf32>) -> tensor<16x100xf32>
+// CHECK-NEXT: %[[Y:.*]] = tessel.reshape %[[P]] : (tensor<16x100xf32>) -> tensor<2x8x100xf32>
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: tessel.transpose
+func.func @tied_head(%x: tensor<2x8x16xf32>, %w: tensor<100x16xf32>) -> tensor<2x8x100xf32> {
+  %t = tessel.transpose %w perm = [1, 0] : (tensor<100x16xf32>) -> tensor<16x100xf32>
+  %y = tessel.matmul %x, %t : (tensor<2x8x16xf32>, tensor<16x100xf32>) -> tensor<2x8x100xf32>
+  return %y : tensor<2x8x100xf32>
+}
+
+// Matrices need no reshape; a transpose another op reads stays for it.
+// CHECK-LABEL: func.func @matrix_and_shared
+// CHECK-NEXT: %[[T:.*]] = tessel.transpose %w perm = [1, 0]
+// CHECK-NEXT: %[[P:.*]] = tessel.gemm %x, %w {trans_b} : (tensor<4x16xf32>, tensor<100x16xf32>) -> tensor<4x100xf32>
+// CHECK-NEXT: return %[[P]], %[[T]]
+func.func @matrix_and_shared(%x: tensor<4x16xf32>, %w: tensor<100x16xf32>) -> (tensor<4x100xf32>, tensor<16x100xf32>) {
+  %t = tessel.transpose %w perm = [1, 0] : (tensor<100x16xf32>) -> tensor<16x100xf32>
+  %y = tessel.matmul %x, %t : (tensor<4x16xf32>, tensor<16x100xf32>) -> tensor<4x100xf32>
+  return %y, %t : tensor<4x100xf32>, tensor<16x100xf32>
+}
+
+// Not folded: a batched transpose (attention's keys), a transposed left
+// operand.
+// CHECK-LABEL: func.func @not_folded
+// CHECK-NOT: tessel.gemm
+// CHECK: return
+func.func @not_folded(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>, %w: tensor<16x4xf32>, %z: tensor<16x100xf32>) -> (tensor<2x8x8xf32>, tensor<4x100xf32>) {
+  %kt = tessel.transpose %k perm = [0, 2, 1] : (tensor<2x8x16xf32>) -> tensor<2x16x8xf32>
+  %s = tessel.matmul %q, %kt : (tensor<2x8x16xf32>, tensor<2x16x8xf32>) -> tensor<2x8x8xf32>
+  %wt = tessel.transpose %w perm = [1, 0] : (tensor<16x4xf32>) -> tensor<4x16xf32>
+  %y = tessel.matmul %wt, %z : (tensor<4x16xf32>, tensor<16x100xf32>) -> tensor<4x100xf32>
+  return %s, %y : tensor<2x8x8xf32>, tensor<4x100xf32>
+}
