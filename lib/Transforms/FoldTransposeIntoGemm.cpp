@@ -6,7 +6,11 @@
 // small: 154 MB, 43 ms of a 190 ms inference on one core) before the
 // product. A matmul whose right operand is a 2-D transpose is a gemm that
 // reads the operand as it is stored (trans_b), the left operand's leading
-// dims merged into its rows: the same products, no copy. Runs on the final
+// dims merged into its rows: the same products, no copy. Likewise a gemm
+// reading a 2-D transpose flips that operand's flag, and a transposed gemm
+// (without c) is the gemm of its operands swapped: the tied head's backward
+// (dx reads the table again, dW is computed [d, V] and transposed). Runs on
+// the final
 // program (after partitioning: the rules and the gradient see the exported
 // ops); the transpose goes when nothing else reads it.
 //
@@ -55,14 +59,73 @@ bool fold(MatmulOp mm) {
   return true;
 }
 
+/// A 2-D transpose's input, or null.
+Value transposed(Value v) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  return t && t.getPerm() == ArrayRef<int64_t>{1, 0} ? t.getInput() : Value();
+}
+
+/// gemm(transpose(a), b) as gemm(a, b) with trans_a flipped (and so for b):
+/// the backward of a tied head reads the transposed table again.
+bool foldOperands(GemmOp g) {
+  Value a = transposed(g.getA()), b = transposed(g.getB());
+  if (!a && !b)
+    return false;
+  OpBuilder builder(g);
+  auto folded = GemmOp::create(
+      builder, g.getLoc(), a ? a : g.getA(), b ? b : g.getB(), g.getC(),
+      a ? !g.getTransA() : g.getTransA(), b ? !g.getTransB() : g.getTransB(),
+      g.getAlpha(), g.getBeta());
+  folded->setAttrs(g->getDiscardableAttrDictionary());
+  g.getResult().replaceAllUsesWith(folded.getResult());
+  g->erase();
+  return true;
+}
+
+/// transpose(gemm(a, b)) as gemm(b, a) with both flags flipped: (op(a)
+/// op(b))^T = op(b)^T op(a)^T (a tied head's weight gradient, computed
+/// [d, V] and transposed to the table's [V, d]). Only without `c`, whose
+/// transpose it would need, and when the transpose reads the gemm alone.
+bool foldResult(TransposeOp t) {
+  auto g = t.getInput().getDefiningOp<GemmOp>();
+  if (!g || t.getPerm() != ArrayRef<int64_t>{1, 0} || g.getC() ||
+      !g->hasOneUse())
+    return false;
+  OpBuilder builder(t);
+  auto swapped = GemmOp::create(builder, g.getLoc(), g.getB(), g.getA(),
+                                Value(), !g.getTransB(), !g.getTransA(),
+                                g.getAlpha(), g.getBeta());
+  swapped->setAttrs(g->getDiscardableAttrDictionary());
+  if (swapped.getType() != t.getType()) {
+    swapped->erase();
+    return false;
+  }
+  t.getResult().replaceAllUsesWith(swapped.getResult());
+  t->erase();
+  g->erase();
+  return true;
+}
+
 struct FoldTransposeIntoGemmPass
     : impl::FoldTransposeIntoGemmPassBase<FoldTransposeIntoGemmPass> {
   void runOnOperation() final {
     SmallVector<MatmulOp> matmuls;
-    getOperation()->walk([&](MatmulOp mm) { matmuls.push_back(mm); });
+    SmallVector<TransposeOp> transposes;
+    getOperation()->walk([&](Operation *op) {
+      if (auto mm = dyn_cast<MatmulOp>(op))
+        matmuls.push_back(mm);
+      else if (auto t = dyn_cast<TransposeOp>(op))
+        transposes.push_back(t);
+    });
     bool changed = false;
     for (MatmulOp mm : matmuls)
       changed |= fold(mm);
+    for (TransposeOp t : transposes)
+      changed |= foldResult(t);
+    SmallVector<GemmOp> gemms;
+    getOperation()->walk([&](GemmOp g) { gemms.push_back(g); });
+    for (GemmOp g : gemms)
+      changed |= foldOperands(g);
     if (changed)
       eraseDeadOps<TransposeOp>(getOperation());
   }

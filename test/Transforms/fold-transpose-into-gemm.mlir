@@ -37,3 +37,32 @@ func.func @not_folded(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>, %w: tensor
   %y = tessel.matmul %wt, %z : (tensor<4x16xf32>, tensor<16x100xf32>) -> tensor<4x100xf32>
   return %s, %y : tensor<2x8x8xf32>, tensor<4x100xf32>
 }
+
+// The tied head's backward: dx reads the transposed table again (the flag
+// flips), and dW is computed [d, V] and transposed (the gemm of its operands
+// swapped, both flags flipped).
+// CHECK-LABEL: func.func @tied_head_backward
+// CHECK-NEXT: %[[DX:.*]] = tessel.gemm %dy, %w : (tensor<16x100xf32>, tensor<100x16xf32>) -> tensor<16x16xf32>
+// CHECK-NEXT: %[[DW:.*]] = tessel.gemm %dy, %x {trans_a} : (tensor<16x100xf32>, tensor<16x16xf32>) -> tensor<100x16xf32>
+// CHECK-NEXT: return %[[DX]], %[[DW]]
+func.func @tied_head_backward(%x: tensor<16x16xf32>, %w: tensor<100x16xf32>, %dy: tensor<16x100xf32>) -> (tensor<16x16xf32>, tensor<100x16xf32>) {
+  %t = tessel.transpose %w perm = [1, 0] : (tensor<100x16xf32>) -> tensor<16x100xf32>
+  %dx = tessel.gemm %dy, %t {trans_b} : (tensor<16x100xf32>, tensor<16x100xf32>) -> tensor<16x16xf32>
+  %g = tessel.gemm %x, %dy {trans_a} : (tensor<16x16xf32>, tensor<16x100xf32>) -> tensor<16x100xf32>
+  %dw = tessel.transpose %g perm = [1, 0] : (tensor<16x100xf32>) -> tensor<100x16xf32>
+  return %dx, %dw : tensor<16x16xf32>, tensor<100x16xf32>
+}
+
+// Not folded: a transposed gemm with a bias (its transpose would be
+// needed), or whose product another op also reads.
+// CHECK-LABEL: func.func @transposed_gemm_kept
+// CHECK: tessel.transpose %[[G:.*]] perm = [1, 0]
+// CHECK: tessel.transpose
+// CHECK: return
+func.func @transposed_gemm_kept(%x: tensor<4x16xf32>, %w: tensor<16x8xf32>, %c: tensor<8xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<4x8xf32>) {
+  %g = tessel.gemm %x, %w, %c : (tensor<4x16xf32>, tensor<16x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %t = tessel.transpose %g perm = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %h = tessel.gemm %x, %w : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %u = tessel.transpose %h perm = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return %t, %u, %h : tensor<8x4xf32>, tensor<8x4xf32>, tensor<4x8xf32>
+}

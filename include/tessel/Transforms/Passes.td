@@ -273,9 +273,13 @@ def FoldTransposeIntoGemmPass : Pass<"tessel-fold-transpose-into-gemm"> {
     before the product. This pass rewrites each matmul whose right operand
     is such a transpose of a 2-D value into a `tessel.gemm` with `trans_b`
     reading W as it is stored, the left operand's leading dims merged into
-    its rows (and split back after): the same products, no copy. A
-    transpose nothing else reads is erased. tesselc runs it on the final
-    program, after partitioning.
+    its rows (and split back after): the same products, no copy. So does
+    the head's backward: a gemm reading a 2-D transpose flips that
+    operand's `trans_a`/`trans_b`, and a 2-D transpose of a gemm without
+    `c` (its only reader) becomes the gemm of the operands swapped, both
+    flags flipped ((op(a) op(b))^T = op(b)^T op(a)^T). A transpose nothing
+    else reads is erased. tesselc runs it on the final program, after
+    partitioning.
 
     ```mlir
     %t = tessel.transpose %w perm = [1, 0] : (tensor<100x16xf32>) -> tensor<16x100xf32>
