@@ -229,19 +229,22 @@ std::pair<PadContent, Operation *> PadContentAnalysis::compute(Value v) {
       const bool grad = isa<AttentionGradOp>(op);
       if (!grad && v != op->getResult(0))
         return {PadContent::Finite, op}; // lse
-      auto type = cast<RankedTensorType>(v.getType());
-      const int64_t rank = type.getRank();
+      // The dims whose pad the zero source's pad makes zero: the leading
+      // ones, dq's query rows, the output's last (v's own).
+      const int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
       const bool dq = grad && v == op->getResult(0);
+      auto zeroed = [&](int64_t d) {
+        return d < rank - 2 || (dq && d == rank - 2) ||
+               (!grad && d == rank - 1);
+      };
       SmallVector<int64_t> pads =
           padsOf ? padsOf(v) : SmallVector<int64_t>();
-      bool leadingOnly = !pads.empty();
+      bool allZeroed = !pads.empty();
       for (auto [d, pad] : llvm::enumerate(pads))
-        if (pad && int64_t(d) >= rank - 2 &&
-            !(dq && int64_t(d) == rank - 2) && !(!grad && int64_t(d) == rank - 1))
-          leadingOnly = false;
+        allZeroed &= !pad || zeroed(int64_t(d));
       Value zeroSource = grad ? cast<AttentionGradOp>(op).getGrad()
                               : cast<AttentionOp>(op).getV();
-      if (leadingOnly && compute(zeroSource).first == PadContent::Zero)
+      if (allZeroed && compute(zeroSource).first == PadContent::Zero)
         return {PadContent::Zero, nullptr};
       return {PadContent::Finite, op};
     }
