@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tessel/ops/DTypeDispatch.h"
+#include "HalfConvert.h"
 #include "KernelRegistry.h"
 #include "KernelResources.h"
 #include "Kernels.h"
@@ -71,6 +72,23 @@ void castHalf(DType from, const void *x, DType to, void *y, int64_t n,
   if (isHalf(from) && isHalf(to)) {
     map(static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y), n, pool,
         [=](uint16_t h) { return f32ToHalf(to, halfToF32(from, h)); });
+    return;
+  }
+  // f32 <-> a half: HalfConvert.h's vector loops.
+  if (isHalf(from) && to == DType::F32) {
+    const uint16_t *in = static_cast<const uint16_t *>(x);
+    float *out = static_cast<float *>(y);
+    pool.parallelFor(n, kGrain, [=](int64_t b, int64_t e) {
+      widenHalfArray(from, in + b, out + b, e - b);
+    });
+    return;
+  }
+  if (from == DType::F32 && isHalf(to)) {
+    const float *in = static_cast<const float *>(x);
+    uint16_t *out = static_cast<uint16_t *>(y);
+    pool.parallelFor(n, kGrain, [=](int64_t b, int64_t e) {
+      narrowHalfArray(to, in + b, out + b, e - b);
+    });
     return;
   }
   if (isHalf(from)) {

@@ -146,6 +146,38 @@ TEST(HalfFloat, CastBetweenEveryPair) {
             (std::vector<uint16_t>{0xc180, 0x0000, 0x4200, 0x3c00, 0x7c00}));
 }
 
+// The cast kernel's vector loops (runtime/cpu/HalfConvert.h: integer
+// rounding for bf16, F16C for f16) give the scalar conversions' bits, which
+// the tests above check against independent references: every half
+// widened, and the sample f32s (with NaNs of both kinds) narrowed.
+TEST(HalfFloat, CastKernelMatchesTheScalarConversions) {
+  std::vector<float> f = sampleFloats();
+  f.push_back(f32OfBits(0x7fc00001u)); // quiet NaN with a payload
+  f.push_back(f32OfBits(0xff800123u)); // signalling NaN
+  const int64_t n = static_cast<int64_t>(f.size());
+  const Tensor in = Tensor::fromVector<float>(DType::F32, {n}, f);
+  for (DType h : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtypeName(h));
+    Tensor down = runOp("cast", {in}, {{h, {n}}}, Attrs().s("to", dtypeName(h)))[0];
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(down.data<uint16_t>()[i], f32ToHalf(h, f[i])) << "f32 " << f[i];
+    Tensor all(h, {0x10000});
+    for (uint32_t b = 0; b < 0x10000; ++b)
+      all.data<uint16_t>()[b] = static_cast<uint16_t>(b);
+    Tensor up = runOp("cast", {all}, {{DType::F32, {0x10000}}}, Attrs().s("to", "f32"))[0];
+    for (uint32_t b = 0; b < 0x10000; ++b) {
+      const float want = halfToF32(h, static_cast<uint16_t>(b)),
+                  got = up.data<float>()[b];
+      // F16C widens a signalling f16 NaN quiet (as _Float16 does).
+      if (std::isnan(want))
+        ASSERT_TRUE(std::isnan(got) && std::signbit(got) == std::signbit(want))
+            << "half bits " << b;
+      else
+        ASSERT_EQ(bitsOfF32(got), bitsOfF32(want)) << "half bits " << b;
+    }
+  }
+}
+
 TEST(HalfFloat, ArithmeticOnHalvesIsRefused) {
   Tensor a = halves(DType::BF16, {1.0f, 2.0f});
   std::shared_ptr<const Program> prog;
