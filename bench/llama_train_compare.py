@@ -8,7 +8,12 @@ peak RSS, losses.
 
     bench/run-llama-train-compare [--threads 1,2] [--steps 5] [--layers 8]
         [--hidden 512 --heads 8 --kv-heads 4 --ff 1376] [--seq 256[,2048]]
-        [--compare-unfused]
+        [--compare-unfused] [--dtype bf16]
+
+--dtype bf16 exports the model cast to bf16 (Tessel trains it on f32
+master weights: docs/precision.md) and trains PyTorch's f32 model under
+torch.autocast("cpu", dtype=torch.bfloat16), the usual way to train in
+bf16 with PyTorch; the losses then differ by the two layouts' roundings.
 
 Several --seq values give one table row per length, so that the memory
 growth with the sequence shows beside PyTorch's. --compare-unfused adds a
@@ -36,8 +41,11 @@ CHILD = r"""
 import json, sys, time
 import numpy as np, torch
 import transformers as T
-cfg, batches, threads, steps, out = sys.argv[1:6]
+cfg, batches, threads, steps, out, dtype = sys.argv[1:7]
 threads, steps = int(threads), int(steps)
+import contextlib
+autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if dtype == "bf16" \
+    else contextlib.nullcontext
 torch.set_num_threads(threads); torch.set_num_interop_threads(1)
 model = T.LlamaForCausalLM(T.LlamaConfig(**json.load(open(cfg + ".json"))))
 model.load_state_dict(torch.load(cfg + ".pt"))
@@ -48,8 +56,10 @@ times, losses = [], []
 for k in range(steps):
     b = torch.from_numpy(data[k % len(data)])
     t0 = time.perf_counter()
-    logits = model(input_ids=b[:, :-1], use_cache=False).logits
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), b[:, 1:].reshape(-1))
+    with autocast():
+        logits = model(input_ids=b[:, :-1], use_cache=False).logits
+    loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
+                                             b[:, 1:].reshape(-1))
     opt.zero_grad(); loss.backward(); opt.step()
     times.append((time.perf_counter() - t0) * 1e3); losses.append(float(loss))
 np.save(out, np.array(losses, dtype=np.float32))
@@ -76,6 +86,8 @@ def main():
     ap.add_argument("--kv-heads", type=int, default=4)
     ap.add_argument("--ff", type=int, default=1376)
     ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
+                    help="bf16: Tessel trains the bf16 export, PyTorch under autocast")
     ap.add_argument("--compare-unfused", action="store_true",
                     help="also time Tessel compiled without its fusions")
     args = ap.parse_args()
@@ -117,7 +129,12 @@ def run_one(args, seq):
 
     ids = torch.zeros(args.batch, seq, dtype=torch.long)
     onnx_path = os.path.join(tmp, "llama.onnx")
-    torch.onnx.export(Logits(model), (ids,), onnx_path, input_names=["input_ids"],
+    exported = Logits(model)
+    if args.dtype == "bf16":
+        exported = Logits(T.LlamaForCausalLM(T.LlamaConfig(**config)).eval())
+        exported.m.load_state_dict(model.state_dict())
+        exported = exported.to(torch.bfloat16)
+    torch.onnx.export(exported, (ids,), onnx_path, input_names=["input_ids"],
                       output_names=["output"])
     g = torch.Generator().manual_seed(1)
     batches = os.path.join(tmp, "batches.npy")
@@ -134,14 +151,14 @@ def run_one(args, seq):
                         "--weight-decay", str(ADAMW["weight_decay"]), "-o", art] + flags,
                        check=True, env=env)
         arts.append((name, art))
-    print("<!-- Llama %d layers, hidden %d, %d/%d heads, seq %d, batch %d, AdamW; default "
+    print("<!-- Llama %d layers, hidden %d, %d/%d heads, seq %d, batch %d, %s, AdamW; default "
           "exporter; torch %s; median ms of steps 2..%d; load average %.1f on %d cores -->"
-          % (args.layers, args.hidden, args.heads, args.kv_heads, seq, args.batch,
+          % (args.layers, args.hidden, args.heads, args.kv_heads, seq, args.batch, args.dtype,
              torch.__version__, args.steps, os.getloadavg()[0], os.cpu_count()))
     for th in (int(t) for t in args.threads.split(",")):
         o_losses = os.path.join(tmp, "o.npy")
         rc, log, o_rss = measured([sys.executable, "-c", CHILD, cfg, batches, str(th),
-                                   str(args.steps), o_losses], env)
+                                   str(args.steps), o_losses, args.dtype], env)
         if rc != 0:
             sys.exit("PyTorch failed:\n" + log)
         o_ms = float(re.search(r"ms ([\d.]+)", log).group(1))

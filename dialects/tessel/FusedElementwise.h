@@ -5,13 +5,16 @@
 // function on both backends (the runtime's TESSEL_RUNTIME_UNARY_SCALAR_OPS
 // and TESSEL_RUNTIME_BINARY_SCALAR_OPS over f32) and that have no
 // attributes but gelu's form. FusedElementwiseTest checks each name against
-// the runtime's lists.
+// the runtime's lists. Besides them a program holds casts between f32, bf16
+// and f16 (the casts -tessel-float-normalization puts around a half
+// model's ops), so that a half chain reads and writes its halves once.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSEL_DIALECT_FUSEDELEMENTWISE_H
 #define TESSEL_DIALECT_FUSEDELEMENTWISE_H
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -39,6 +42,12 @@ inline int fusableArity(llvm::StringRef mnemonic) {
   if (llvm::is_contained(fusableBinaryOps(), mnemonic))
     return 2;
   return 0;
+}
+
+/// A cast instruction's flag for its target element type: 0 f32, 1 bf16,
+/// 2 f16; -1 for a type a fused op does not hold.
+inline int fusedCastCode(mlir::Type element) {
+  return element.isF32() ? 0 : element.isBF16() ? 1 : element.isF16() ? 2 : -1;
 }
 
 /// Whether an input of shape `in` may feed a result of shape `out`: the

@@ -13,17 +13,20 @@ using namespace mlir;
 using namespace mlir::tessel;
 
 LogicalResult FusedElementwiseOp::verify() {
-  auto f32 = Float32Type::get(getContext());
   auto result = getResult().getType();
-  if (result.getElementType() != f32)
-    return emitOpError() << "result must be f32, got " << result;
+  if (fusedCastCode(result.getElementType()) < 0)
+    return emitOpError() << "result must be f32, bf16 or f16, got " << result;
+  // Each value's element type: inputs', then each instruction's.
+  SmallVector<Type> types;
   for (auto [i, v] : llvm::enumerate(getInputs())) {
     auto t = cast<RankedTensorType>(v.getType());
-    if (t.getElementType() != f32 ||
+    if (fusedCastCode(t.getElementType()) < 0 ||
         !fitsFusedInput(t.getShape(), result.getShape()))
       return emitOpError() << "input " << i << " has type " << t
-                           << ": an input is f32 of the result's shape, one "
-                              "element or the result's trailing dims";
+                           << ": an input is f32, bf16 or f16, of the "
+                              "result's shape, one element or the result's "
+                              "trailing dims";
+    types.push_back(t.getElementType());
   }
   ArrayAttr ops = getOps();
   ArrayRef<int64_t> args = getArgs();
@@ -33,9 +36,11 @@ LogicalResult FusedElementwiseOp::verify() {
                          << ops.size() << " ops and " << args.size()
                          << " args";
   const int64_t inputs = getInputs().size();
+  Builder b(getContext());
   for (auto [i, a] : llvm::enumerate(ops)) {
     StringRef name = cast<StringAttr>(a).getValue();
-    const int arity = fusableArity(name);
+    const bool isCast = name == "cast";
+    const int arity = isCast ? 1 : fusableArity(name);
     if (!arity)
       return emitOpError() << "instruction " << i << ": '" << name
                            << "' is no fusable elementwise op";
@@ -47,10 +52,30 @@ LogicalResult FusedElementwiseOp::verify() {
         return emitOpError() << "instruction " << i << " ('" << name
                              << "') reads value " << v << ", which is "
                              << (used ? "not defined before it" : "not -1");
+      if (used && !isCast && !types[v].isF32())
+        return emitOpError() << "instruction " << i << " ('" << name
+                             << "') reads value " << v << " of "
+                             << types[v] << ": only a cast reads a half";
     }
-    if (args[3 * i + 2] != 0 && (name != "gelu" || args[3 * i + 2] != 1))
+    const int64_t flag = args[3 * i + 2];
+    if (isCast) {
+      if (flag < 0 || flag > 2)
+        return emitOpError() << "instruction " << i
+                             << " ('cast') has target " << flag
+                             << ": 0 (f32), 1 (bf16) or 2 (f16)";
+      types.push_back(flag == 0   ? Type(b.getF32Type())
+                      : flag == 1 ? Type(b.getBF16Type())
+                                  : Type(b.getF16Type()));
+      continue;
+    }
+    if (flag != 0 && (name != "gelu" || flag != 1))
       return emitOpError() << "instruction " << i << " ('" << name
-                           << "') has flag " << args[3 * i + 2];
+                           << "') has flag " << flag;
+    types.push_back(b.getF32Type());
   }
+  if (types.back() != result.getElementType())
+    return emitOpError() << "result is " << result.getElementType()
+                         << " but the last instruction's value is "
+                         << types.back();
   return success();
 }

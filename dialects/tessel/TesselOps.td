@@ -789,22 +789,24 @@ def Tessel_FusedElementwiseOp : Tessel_ComputeOp<"fused_elementwise",
                                                   "buildElementwiseRule">,
     Tessel_Instruction<95, "fused", [Tessel_RtAttr<"program",
         "fusedElementwiseProgram($_op)", "ints">]> {
-  let summary = "A chain of f32 elementwise ops in one pass over memory";
+  let summary = "A chain of elementwise ops in one pass over memory";
   let description = [{
     `-tessel-fuse-elementwise` writes it, last in the compile, in place of a
-    tree of unary and binary elementwise ops on f32 whose intermediate
-    values have one reader each: each input is read once, the result
-    written once, the intermediates never stored (docs/fusion.md).
-    Instruction `i` applies `ops[i]` (an op's mnemonic) to the values
-    `args[3 i]` and `args[3 i + 1]` (-1 for a unary op), with `args[3 i +
-    2]` its flag (gelu's tanh form; else 0); value `k` is input `k` for `k`
-    below the input count, else the result of instruction `k` minus that
-    count. The result is the last instruction's. Each op computes what its
-    own kernel does, element by element: the fused result is the unfused
-    one's, bit for bit.
+    tree of unary and binary elementwise ops on f32, and the casts between
+    f32, bf16 and f16 around them, whose intermediate values have one
+    reader each: each input is read once, the result written once, the
+    intermediates never stored (docs/fusion.md). Instruction `i` applies
+    `ops[i]` (an op's mnemonic) to the values `args[3 i]` and `args[3 i +
+    1]` (-1 for a unary op), with `args[3 i + 2]` its flag (gelu's tanh
+    form; a cast's target: 0 f32, 1 bf16, 2 f16; else 0); value `k` is
+    input `k` for `k` below the input count, else the result of
+    instruction `k` minus that count. The result is the last instruction's.
+    Each op computes what its own kernel does, element by element: the
+    fused result is the unfused one's, bit for bit.
 
     ```mlir
     %y = tessel.fused_elementwise %x, %u {ops = ["sigmoid", "mul", "mul"], args = array<i64: 0, -1, 0, 0, 2, 0, 3, 1, 0>} : (tensor<2x64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+    %z = tessel.fused_elementwise %a, %b {ops = ["cast", "cast", "add", "cast"], args = array<i64: 0, -1, 0, 1, -1, 0, 2, 3, 0, 4, -1, 1>} : (tensor<8xbf16>, tensor<8xbf16>) -> tensor<8xbf16>
     ```
 
     **Constraints**
@@ -812,10 +814,13 @@ def Tessel_FusedElementwiseOp : Tessel_ComputeOp<"fused_elementwise",
     * (C1) at least one instruction; `args` holds three per instruction;
       each instruction reads values defined before it.
     * (C2) each op is a unary or binary elementwise op of f32 without
-      attributes (gelu's form is the flag).
-    * (C3) the result is f32; each input is f32 and is the result's shape,
-      a single element, or the result's trailing dims (broadcast over the
-      leading ones).
+      attributes (gelu's form is the flag), or a `cast` to f32, bf16 or
+      f16.
+    * (C3) each value has an element type: an input its own, a cast its
+      target, any other op f32; only a cast reads a bf16 or f16 value.
+    * (C4) the result is the last instruction's type; each input is f32,
+      bf16 or f16 and is the result's shape, a single element, or the
+      result's trailing dims (broadcast over the leading ones).
   }];
   let arguments = (ins Variadic<Tessel_FloatTensor>:$inputs, StrArrayAttr:$ops,
                        DenseI64ArrayAttr:$args);

@@ -1,13 +1,17 @@
 //===- FuseElementwise.cpp - elementwise trees -> tessel.fused_elementwise ===//
 //
 // Last in the compile, on the program the artifact holds: each tree of f32
-// unary and binary elementwise ops (dialects/tessel/FusedElementwise.h)
-// whose inner values have one reader each and the root's shape becomes one
-// tessel.fused_elementwise at the root, so that its kernel reads each input
-// once and writes the result once (docs/fusion.md). An op joins its
-// reader's tree only when nothing between the two may write memory (an
-// assign, an optimizer update, a collective, a send or receive): moving its
-// reads to the root must not let them see a later value.
+// unary and binary elementwise ops (dialects/tessel/FusedElementwise.h),
+// and casts between f32, bf16 and f16, whose inner values have one reader
+// each and the root's shape becomes one tessel.fused_elementwise at the
+// root, so that its kernel reads each input once and writes the result
+// once (docs/fusion.md). A cast widening a half to f32 joins every tree
+// that reads it, whatever its readers (in the kernel it is the half's load):
+// -tessel-float-normalization widens a half read by several ops once, and
+// each of their trees then reads the half itself. An op joins its reader's
+// tree only when nothing between the two may write memory (an assign, an
+// optimizer update, a collective, a send or receive): moving its reads to
+// the root must not let them see a later value.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,9 +41,35 @@ bool isF32Tensor(Type t) {
   return rt && rt.hasStaticShape() && rt.getElementType().isF32();
 }
 
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// A cast between two of f32, bf16 and f16.
+bool isFusableCast(Operation *op) {
+  if (!isa_and_nonnull<TesselDialect>(op->getDialect()) ||
+      op->getName().stripDialect() != "cast" || op->getNumOperands() != 1 ||
+      op->getNumResults() != 1 || !op->getAttrs().empty())
+    return false;
+  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return in && out && in.hasStaticShape() && in.getShape() == out.getShape() &&
+         fusedCastCode(in.getElementType()) >= 0 &&
+         fusedCastCode(out.getElementType()) >= 0 &&
+         in.getElementType() != out.getElementType();
+}
+
+/// A cast of a bf16 or f16 value to f32: exact, and in a fused kernel only
+/// the load of the half.
+bool isWidening(Operation *op) {
+  return isFusableCast(op) && isF32Tensor(op->getResult(0).getType());
+}
+
 /// An op the tree may hold: a fusable elementwise op of f32 with no
 /// attribute but gelu's form.
 bool isFusable(Operation *op) {
+  if (isFusableCast(op))
+    return true;
   if (!isa_and_nonnull<TesselDialect>(op->getDialect()))
     return false;
   const int arity = fusableArity(op->getName().stripDialect());
@@ -84,18 +114,25 @@ void fuseBlock(Block &block) {
     if (absorbed.contains(root) || !isFusable(root))
       continue;
     auto shape = cast<RankedTensorType>(root->getResult(0).getType());
-    // The tree: operands' producers with one reader, in the block.
+    // The tree: operands' producers with one reader, in the block, of the
+    // root's shape; widening casts whatever their readers and of any shape
+    // that may feed the root.
     SmallVector<Operation *> members{root};
     for (size_t i = 0; i < members.size() && members.size() < kMaxInstructions;
          ++i)
       for (Value v : members[i]->getOperands()) {
         Operation *p = v.getDefiningOp();
         if (!p || p->getBlock() != &block || absorbed.contains(p) ||
-            !v.hasOneUse() || v.getType() != shape || !isFusable(p) ||
-            llvm::is_contained(members, p) || !quietBetween(p, root) ||
+            llvm::is_contained(members, p) ||
             members.size() >= kMaxInstructions)
           continue;
-        members.push_back(p);
+        const bool joins =
+            isWidening(p)
+                ? fitsFusedInput(shapeOf(v), shape.getShape())
+                : v.hasOneUse() && shapeOf(v) == shape.getShape() &&
+                      isFusable(p);
+        if (joins && quietBetween(p, root))
+          members.push_back(p);
       }
     if (members.size() < 2)
       continue;
@@ -120,7 +157,10 @@ void fuseBlock(Block &block) {
       args.push_back(slot.lookup(m->getOperand(0)));
       args.push_back(m->getNumOperands() > 1 ? slot.lookup(m->getOperand(1))
                                              : -1);
-      args.push_back(m->hasAttr("tanh_approximation") ? 1 : 0);
+      args.push_back(
+          isFusableCast(m)
+              ? fusedCastCode(getElementTypeOrSelf(m->getResult(0).getType()))
+              : m->hasAttr("tanh_approximation") ? 1 : 0);
       slot[m->getResult(0)] = inputs.size() + i;
       locs.push_back(m->getLoc());
     }
@@ -128,10 +168,12 @@ void fuseBlock(Block &block) {
         b, b.getFusedLoc(locs), shape, inputs, b.getArrayAttr(names),
         b.getDenseI64ArrayAttr(args));
     root->getResult(0).replaceAllUsesWith(fused.getResult());
-    for (Operation *m : llvm::reverse(members)) {
-      absorbed.insert(m);
-      m->erase();
-    }
+    // A widening cast that other ops still read stays for them.
+    for (Operation *m : llvm::reverse(members))
+      if (m->use_empty()) {
+        absorbed.insert(m);
+        m->erase();
+      }
   }
 }
 

@@ -3,16 +3,21 @@
 // One pass over memory for a chain of elementwise ops
 // (tessel/runtime/FusedProgram.h): the result is cut into blocks of kBlock
 // elements, spread over the threads; per block, each input is loaded once
-// (whole, one element, or its period), each instruction maps its functor
-// (ScalarOps.h, BinaryOps.h with CpuMath: the unfused kernels' math) over
-// the block in a stack buffer that stays in L1, and the last is stored.
+// (whole, one element, or its period; a bf16 or f16 one widened to f32),
+// each instruction maps its functor (ScalarOps.h, BinaryOps.h with
+// CpuMath: the unfused kernels' math) over the block in a buffer that
+// stays in L1, and the last is stored (narrowed where the result is a
+// half). A cast to f32 is the value it reads; one to a half rounds the
+// block (HalfConvert.h: the cast kernel's loops).
 //
 //===----------------------------------------------------------------------===//
+#include "HalfConvert.h"
 #include "KernelRegistry.h"
 #include "ThreadPool.h"
 #include "VecMath.h"
 #include "tessel/runtime/BinaryOps.h"
 #include "tessel/runtime/FusedProgram.h"
+#include "tessel/runtime/HalfFloat.h"
 #include "tessel/runtime/ScalarOps.h"
 
 #include <algorithm>
@@ -100,46 +105,61 @@ void apply(const FusedInstruction &ins, bool scalarRhs, const float *x,
 Step fusedStep(const KernelContext &c) {
   FusedProgram p;
   std::vector<Shape> shapes;
-  std::vector<const float *> in;
+  std::vector<DType> dtypes;
+  std::vector<const void *> in;
   for (size_t i = 0; i < c.op.operands.size(); ++i) {
     shapes.push_back(c.in(i).shape);
-    in.push_back(static_cast<const float *>(c.operand(i)));
+    dtypes.push_back(c.in(i).dtype);
+    in.push_back(c.operand(i));
   }
+  const DType resultType = c.out(0).dtype;
   // The load-time checks accepted it.
-  decodeFusedProgram(fusedProgramOf(c.op), shapes, c.out(0).shape, p);
+  decodeFusedProgram(fusedProgramOf(c.op), shapes, dtypes, c.out(0).shape,
+                     resultType, p);
   std::vector<bool> scalarRhs;
   for (const FusedInstruction &ins : p.code)
     scalarRhs.push_back(ins.b >= 0 &&
                         static_cast<size_t>(ins.b) < p.inputs.size() &&
                         p.inputs[ins.b].kind == FusedInput::Scalar);
-  float *out = static_cast<float *>(c.result(0));
+  void *out = c.result(0);
   const int64_t numel = c.out(0).numel;
   ThreadPool *pool = &c.pool;
+  // Element j of input i as f32.
+  auto element = [](const void *x, DType t, int64_t j) {
+    return t == DType::F32
+               ? static_cast<const float *>(x)[j]
+               : halfToF32(t, static_cast<const uint16_t *>(x)[j]);
+  };
   return [=] {
     const int64_t blocks = (numel + kBlock - 1) / kBlock;
-    const size_t values = p.inputs.size() + p.code.size();
+    const size_t inputs = p.inputs.size(), values = inputs + p.code.size();
     pool->parallelFor(blocks, 16, [&](int64_t begin, int64_t end) {
       std::vector<float> buf(values * kBlock);
       std::vector<const float *> at(values);
-      // One-element inputs fill their block once; the instructions' blocks
-      // are fixed.
-      for (size_t i = 0; i < p.inputs.size(); ++i)
+      auto slot = [&](size_t v) { return buf.data() + v * kBlock; };
+      // One-element inputs fill their block once.
+      for (size_t i = 0; i < inputs; ++i)
         if (p.inputs[i].kind == FusedInput::Scalar)
-          std::fill(buf.data() + i * kBlock, buf.data() + (i + 1) * kBlock,
-                    in[i][0]);
+          std::fill(slot(i), slot(i) + kBlock,
+                    element(in[i], p.inputs[i].dtype, 0));
       for (size_t v = 0; v < values; ++v)
-        at[v] = buf.data() + v * kBlock;
+        at[v] = slot(v);
       for (int64_t blk = begin; blk < end; ++blk) {
         const int64_t e0 = blk * kBlock, n = std::min(kBlock, numel - e0);
-        for (size_t i = 0; i < p.inputs.size(); ++i) {
+        for (size_t i = 0; i < inputs; ++i) {
           const FusedInput &fi = p.inputs[i];
           if (fi.kind == FusedInput::Whole) {
-            at[i] = in[i] + e0; // read in place
+            if (fi.dtype == DType::F32)
+              at[i] = static_cast<const float *>(in[i]) + e0; // in place
+            else
+              widenHalfArray(fi.dtype,
+                             static_cast<const uint16_t *>(in[i]) + e0,
+                             slot(i), n);
           } else if (fi.kind == FusedInput::Period) {
-            float *dst = buf.data() + i * kBlock;
+            float *dst = slot(i);
             int64_t j = e0 % fi.period;
             for (int64_t k = 0; k < n; ++k) {
-              dst[k] = in[i][j];
+              dst[k] = element(in[i], fi.dtype, j);
               if (++j == fi.period)
                 j = 0;
             }
@@ -147,11 +167,31 @@ Step fusedStep(const KernelContext &c) {
         }
         for (size_t k = 0; k < p.code.size(); ++k) {
           const FusedInstruction &ins = p.code[k];
-          float *dst = k + 1 == p.code.size()
-                           ? out + e0
-                           : buf.data() + (p.inputs.size() + k) * kBlock;
+          const bool last = k + 1 == p.code.size();
+          if (ins.kind == OpKind::Cast) {
+            // The value read is exact in f32; to f32 it is that value.
+            if (last && ins.type != DType::F32) {
+              narrowHalfArray(ins.type, at[ins.a],
+                              static_cast<uint16_t *>(out) + e0, n);
+            } else if (last) {
+              std::copy(at[ins.a], at[ins.a] + n,
+                        static_cast<float *>(out) + e0);
+            } else if (ins.type == DType::F32) {
+              at[inputs + k] = at[ins.a];
+            } else {
+              // An inner cast to a half: the unfused cast's rounding, then
+              // its reader's exact widening.
+              float *dst = slot(inputs + k);
+              roundHalfArray(ins.type, at[ins.a], dst, n);
+              at[inputs + k] = dst;
+            }
+            continue;
+          }
+          float *dst =
+              last ? static_cast<float *>(out) + e0 : slot(inputs + k);
           apply(ins, scalarRhs[k], at[ins.a], ins.b >= 0 ? at[ins.b] : nullptr,
                 dst, n);
+          at[inputs + k] = dst;
         }
       }
     });

@@ -28,6 +28,10 @@ void widenHalfArray(DType half, const uint16_t *__restrict h,
 void narrowHalfArray(DType half, const float *__restrict f,
                      uint16_t *__restrict h, int64_t n);
 
+/// n f32s rounded to `half` (BF16 or F16), to nearest even, and held as
+/// f32 (`x` and `y` may be the same array).
+void roundHalfArray(DType half, const float *x, float *y, int64_t n);
+
 } // namespace tessel::runtime::cpu
 
 #endif // TESSEL_RUNTIME_CPU_HALFCONVERT_H

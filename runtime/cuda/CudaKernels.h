@@ -260,14 +260,20 @@ cudaError_t launchAvgPoolBackward(const float *dy, float *dx,
 /// input of one element (pow's fast paths).
 struct FusedLaunch {
   static constexpr int kMaxInputs = 64, kMaxCode = 32;
-  const float *in[kMaxInputs];
+  /// Input i: f32 (type 0), bf16 (1) or f16 (2) elements.
+  const void *in[kMaxInputs];
   int64_t period[kMaxInputs];
+  signed char inType[kMaxInputs];
   int kind[kMaxCode];
+  /// flag: bit 0 gelu's tanh form, bit 1 a one-element right operand,
+  /// bits 2-3 a cast's target type (as inType).
   signed char a[kMaxCode], b[kMaxCode], flag[kMaxCode];
   int inputs, code;
+  /// The result's type (as inType).
+  signed char outType;
 };
-/// out[e] for e < n: the program's last value.
-cudaError_t launchFused(const FusedLaunch &p, float *out, int64_t n,
+/// out[e] for e < n: the program's last value, stored in p.outType.
+cudaError_t launchFused(const FusedLaunch &p, void *out, int64_t n,
                         cudaStream_t s);
 
 // Attention (Attention.cu) -------------------------------------------------

@@ -14,11 +14,15 @@ namespace {
 
 Status makeFused(const KernelContext &ctx, Step &out) {
   std::vector<Shape> shapes;
-  for (size_t i = 0; i < ctx.op.operands.size(); ++i)
+  std::vector<DType> dtypes;
+  for (size_t i = 0; i < ctx.op.operands.size(); ++i) {
     shapes.push_back(ctx.in(i).shape);
+    dtypes.push_back(ctx.in(i).dtype);
+  }
   FusedProgram p;
   const std::string bad =
-      decodeFusedProgram(fusedProgramOf(ctx.op), shapes, ctx.out(0).shape, p);
+      decodeFusedProgram(fusedProgramOf(ctx.op), shapes, dtypes,
+                         ctx.out(0).shape, ctx.out(0).dtype, p);
   if (!bad.empty())
     return Status::error(bad);
   if (p.inputs.size() > static_cast<size_t>(FusedLaunch::kMaxInputs) ||
@@ -28,7 +32,8 @@ Status makeFused(const KernelContext &ctx, Step &out) {
   l.inputs = static_cast<int>(p.inputs.size());
   l.code = static_cast<int>(p.code.size());
   for (size_t i = 0; i < p.inputs.size(); ++i) {
-    l.in[i] = static_cast<const float *>(ctx.operand(i));
+    l.in[i] = ctx.operand(i);
+    l.inType[i] = static_cast<signed char>(fusedCastCode(p.inputs[i].dtype));
     l.period[i] = p.inputs[i].kind == FusedInput::Whole    ? 0
                   : p.inputs[i].kind == FusedInput::Scalar ? -1
                                                            : p.inputs[i].period;
@@ -40,10 +45,12 @@ Status makeFused(const KernelContext &ctx, Step &out) {
     const int b = p.code[k].b;
     const bool scalarRhs = b >= 0 && static_cast<size_t>(b) < p.inputs.size() &&
                            p.inputs[b].kind == FusedInput::Scalar;
-    l.flag[k] = static_cast<signed char>((p.code[k].flag ? 1 : 0) |
-                                         (scalarRhs ? 2 : 0));
+    l.flag[k] = static_cast<signed char>(
+        (p.code[k].flag ? 1 : 0) | (scalarRhs ? 2 : 0) |
+        (fusedCastCode(p.code[k].type) << 2));
   }
-  float *y = static_cast<float *>(ctx.result(0));
+  l.outType = static_cast<signed char>(fusedCastCode(ctx.out(0).dtype));
+  void *y = ctx.result(0);
   const int64_t n = ctx.out(0).numel;
   out = launchStep(ctx, [=](cudaStream_t s) { return launchFused(l, y, n, s); });
   return Status::ok();

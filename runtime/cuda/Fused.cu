@@ -2,14 +2,17 @@
 //
 // The device code of the Fused family (Fused.cpp decodes the program): one
 // thread per result element runs the program (tessel/runtime/
-// FusedProgram.h) in registers and local memory: each input read once, the
-// result written once, each op the functor of ScalarOps.h / BinaryOps.h
-// with CudaMath, as the unfused kernels compute it.
+// FusedProgram.h) in registers and local memory: each input read once (a
+// bf16 or f16 one widened), the result written once (narrowed where it is
+// a half), each op the functor of ScalarOps.h / BinaryOps.h with CudaMath,
+// as the unfused kernels compute it; a cast to a half rounds as the cast
+// kernel does (HalfFloat.h).
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 #include "tessel/runtime/BinaryOps.h"
+#include "tessel/runtime/HalfFloat.h"
 #include "tessel/runtime/ScalarOps.h"
 
 #include <type_traits>
@@ -30,10 +33,30 @@ __device__ float unaryOf(F f, bool flag, float x) {
     return x; // refused at load
 }
 
+/// `x` of type `type` (0 f32, 1 bf16, 2 f16) as the f32 it is.
+__device__ float roundTo(int type, float x) {
+  if (type == 1)
+    return bf16ToF32(f32ToBf16(x));
+  if (type == 2)
+    return f16ToF32(f32ToF16(x));
+  return x;
+}
+
+__device__ float load(const void *p, int type, int64_t i) {
+  if (type == 1)
+    return bf16ToF32(static_cast<const uint16_t *>(p)[i]);
+  if (type == 2)
+    return f16ToF32(static_cast<const uint16_t *>(p)[i]);
+  return static_cast<const float *>(p)[i];
+}
+
 /// flag: bit 0 gelu's tanh form; bit 1 the right operand is one element
-/// (pow's fast paths, as the unfused kernel's setScalarRhs).
+/// (pow's fast paths, as the unfused kernel's setScalarRhs); bits 2-3 a
+/// cast's target.
 __device__ float applyOne(int kind, int flag, float x, float y) {
   switch (static_cast<OpKind>(kind)) {
+  case OpKind::Cast:
+    return roundTo(flag >> 2, x);
 #define TESSEL_FUSED_UNARY(Kind, Types, SetMembers)                            \
   case OpKind::Kind:                                                           \
     return unaryOf<scalar::Types>(scalar::Kind<CudaMath>{}, (flag & 1) != 0, x);
@@ -54,12 +77,13 @@ __device__ float applyOne(int kind, int flag, float x, float y) {
   }
 }
 
-__global__ void fusedKernel(FusedLaunch p, float *out, int64_t n) {
+__global__ void fusedKernel(FusedLaunch p, void *out, int64_t n) {
   TSL_GRID_LOOP(e, n) {
     float v[FusedLaunch::kMaxInputs + FusedLaunch::kMaxCode];
     for (int i = 0; i < p.inputs; ++i) {
       const int64_t period = p.period[i];
-      v[i] = p.in[i][period == 0 ? e : period < 0 ? 0 : e % period];
+      v[i] = load(p.in[i], p.inType[i],
+                  period == 0 ? e : period < 0 ? 0 : e % period);
     }
     float last = 0.0f;
     for (int k = 0; k < p.code; ++k) {
@@ -67,13 +91,18 @@ __global__ void fusedKernel(FusedLaunch p, float *out, int64_t n) {
                       p.b[k] >= 0 ? v[p.b[k]] : 0.0f);
       v[p.inputs + k] = last;
     }
-    out[e] = last;
+    if (p.outType == 1)
+      static_cast<uint16_t *>(out)[e] = f32ToBf16(last);
+    else if (p.outType == 2)
+      static_cast<uint16_t *>(out)[e] = f32ToF16(last);
+    else
+      static_cast<float *>(out)[e] = last;
   }
 }
 
 } // namespace
 
-cudaError_t launchFused(const FusedLaunch &p, float *out, int64_t n,
+cudaError_t launchFused(const FusedLaunch &p, void *out, int64_t n,
                         cudaStream_t s) {
   return launchOver(n, s, fusedKernel, p, out, n);
 }

@@ -511,21 +511,26 @@ Status OpChecker::checkAttention() {
   return Status::ok();
 }
 
-// fused_elementwise (inputs...) -> result, f32, by its program
-// (tessel/runtime/FusedProgram.h).
+// fused_elementwise (inputs...) -> result, f32, bf16 or f16, by its
+// program (tessel/runtime/FusedProgram.h).
 Status OpChecker::checkFused() {
   TSL_RETURN_IF_ERROR(counts(1, 64, 1));
+  const std::initializer_list<DType> floats = {DType::F32, DType::BF16,
+                                               DType::F16};
   for (size_t i = 0; i < op.operands.size(); ++i)
-    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
-  TSL_RETURN_IF_ERROR(dtypeIs(out(0), "result", {DType::F32}));
+    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", floats));
+  TSL_RETURN_IF_ERROR(dtypeIs(out(0), "result", floats));
   std::vector<int64_t> program;
   TSL_RETURN_IF_ERROR(ints("program", program, true));
   std::vector<Shape> shapes;
-  for (size_t i = 0; i < op.operands.size(); ++i)
+  std::vector<DType> dtypes;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
     shapes.push_back(in(i).shape);
+    dtypes.push_back(in(i).dtype);
+  }
   FusedProgram decoded;
-  const std::string bad =
-      decodeFusedProgram(program, shapes, out(0).shape, decoded);
+  const std::string bad = decodeFusedProgram(
+      program, shapes, dtypes, out(0).shape, out(0).dtype, decoded);
   return bad.empty() ? Status::ok() : fail(bad);
 }
 

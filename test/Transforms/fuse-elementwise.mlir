@@ -60,3 +60,32 @@ func.func @barrier(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tens
   %b = tessel.add %a, %r : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %b, %r : tensor<4xf32>, tensor<4xf32>
 }
+
+// A bf16 model after -tessel-float-normalization: each op reads its halves
+// through casts to f32 and rounds its result back. The chain reads %h and
+// %r as bf16 and writes bf16; the inner cast pair stays (it rounds). %w is
+// widened once for two readers: each tree that reads it gets the cast (a
+// load of the half in the kernel), and the cast stays for the matmul,
+// which is no tree's. The bias [64] is read as bf16 too.
+// CHECK-LABEL: func.func @bf16_chain
+// CHECK-NEXT: %[[W:.*]] = tessel.cast %w : tensor<2x64xbf16> -> tensor<2x64xf32>
+// CHECK-NEXT: %[[F:.*]] = tessel.fused_elementwise %h, %b, %w, %r {args = array<i64: 0, -1, 0, 1, -1, 0, 2, -1, 0, 4, 5, 0, 7, -1, 1, 8, -1, 0, 9, -1, 0, 10, 6, 0, 11, -1, 1, 12, -1, 0, 3, -1, 0, 13, 14, 0, 15, -1, 1>, ops = ["cast", "cast", "cast", "add", "cast", "cast", "sigmoid", "mul", "cast", "cast", "cast", "add", "cast"]} : (tensor<2x64xbf16>, tensor<64xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<2x64xbf16>
+// CHECK-NEXT: %[[M:.*]] = tessel.matmul %[[W]], %t
+// CHECK-NEXT: return %[[F]], %[[M]]
+func.func @bf16_chain(%h: tensor<2x64xbf16>, %b: tensor<64xbf16>, %w: tensor<2x64xbf16>, %r: tensor<2x64xbf16>, %t: tensor<64x8xf32>) -> (tensor<2x64xbf16>, tensor<2x8xf32>) {
+  %0 = tessel.cast %h : tensor<2x64xbf16> -> tensor<2x64xf32>
+  %1 = tessel.cast %b : tensor<64xbf16> -> tensor<64xf32>
+  %w32 = tessel.cast %w : tensor<2x64xbf16> -> tensor<2x64xf32>
+  %2 = tessel.add %0, %1 : (tensor<2x64xf32>, tensor<64xf32>) -> tensor<2x64xf32>
+  %3 = tessel.cast %2 : tensor<2x64xf32> -> tensor<2x64xbf16>
+  %4 = tessel.cast %3 : tensor<2x64xbf16> -> tensor<2x64xf32>
+  %5 = tessel.sigmoid %4 : tensor<2x64xf32>
+  %6 = tessel.mul %5, %w32 : (tensor<2x64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+  %7 = tessel.cast %6 : tensor<2x64xf32> -> tensor<2x64xbf16>
+  %8 = tessel.cast %7 : tensor<2x64xbf16> -> tensor<2x64xf32>
+  %9 = tessel.cast %r : tensor<2x64xbf16> -> tensor<2x64xf32>
+  %10 = tessel.add %8, %9 : (tensor<2x64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+  %11 = tessel.cast %10 : tensor<2x64xf32> -> tensor<2x64xbf16>
+  %m = tessel.matmul %w32, %t : (tensor<2x64xf32>, tensor<64x8xf32>) -> tensor<2x8xf32>
+  return %11, %m : tensor<2x64xbf16>, tensor<2x8xf32>
+}

@@ -5,11 +5,13 @@ one device and sharded, and prints one line per check (half-models.test):
   NAME 1 device: max abs error E, bound B: ok     against PyTorch's output
   NAME tp=2: max abs error E, bound B: ok         against one device
   NAME weights R x the ONNX data: ok              the artifact's weight files
+  NAME unfused: max abs error 0, bound 0: ok      --no-fuse-elementwise, bit for bit
 
 and with --train, for the models with a train/ reference (make.py's
 train_reference: AdamW on f32 masters of the half model):
 
   NAME train 1 device: 5 losses within R relative: ok
+  NAME train unfused: the same losses: ok         --no-fuse-elementwise, bit for bit
 
     half_models.py --tesselc PATH --tessel-run PATH --models DIR --work DIR [--train]
 """
@@ -58,9 +60,9 @@ def compare(label, out, ref, tol):
     print("%s: max abs error %.3e, bound %.3e: %s" % (label, err, bound, "ok" if err <= bound else "MISMATCH"))
 
 
-def compile_and_run(model, inputs, work, tag, mesh=None, plan=None, ranks=1):
+def compile_and_run(model, inputs, work, tag, mesh=None, plan=None, ranks=1, flags=()):
     art = os.path.join(work, tag + ".tsl")
-    cmd = ["tesselc", model, "-o", art]
+    cmd = ["tesselc", model, "-o", art] + list(flags)
     if mesh:
         cmd += ["--mesh", mesh]
     if plan:
@@ -76,7 +78,8 @@ def train(name, d, work):
     adamw = cfg["optimizer"]["adamw"]
     want = np.array(cfg["trajectory"])
     batches = os.path.join(d, "train", "batches.npy")
-    for where in TRAIN_RUNS[name]:
+    first = None
+    for where in TRAIN_RUNS[name] + ["unfused"]:
         tag = "%s_train_%s" % (name, where.replace(" ", "_").replace("=", ""))
         art = os.path.join(work, tag + ".tsl")
         cmd = ["tesselc", os.path.join(d, "model.onnx"), "--train", "--optimizer", "adamw",
@@ -85,11 +88,21 @@ def train(name, d, work):
                "-o", art]
         ranks = 2 if where in SHARDED_TRAIN else 1
         cmd += SHARDED_TRAIN.get(where, [])
+        if where == "unfused":
+            cmd += ["--no-fuse-elementwise"]
         run(cmd)
         losses = os.path.join(work, tag + ".npy")
         run(["tessel-run", art, "-n", str(ranks), "--steps", str(len(want)),
              "--data-lm", batches, "--losses", losses])
         got = np.load(losses).astype(np.float64)
+        if first is None:
+            first = got
+        if where == "unfused":
+            # The fused elementwise chains (their casts to and from the
+            # half included) compute what the ops one by one do.
+            same = np.array_equal(got, first)
+            print("%s train unfused: the same losses: %s" % (name, "ok" if same else "MISMATCH"))
+            continue
         rel = float(np.max(np.abs(got - want) / np.abs(want)))
         print("%s train %s: %d losses within %.2e relative: %s"
               % (name, where, len(got), rel, "ok" if rel <= TOL_TRAIN else "MISMATCH"))
@@ -153,6 +166,9 @@ def main():
         model, inputs = os.path.join(d, "model.onnx"), os.path.join(d, "input_ids.npy")
         art, one = compile_and_run(model, inputs, args.work, name)
         compare(name + " 1 device", one, os.path.join(d, "output.npy"), TOL_REF[meta["dtype"]])
+        _, unfused = compile_and_run(model, inputs, args.work, name + "_unfused",
+                                     flags=["--no-fuse-elementwise"])
+        compare(name + " unfused", unfused, one, 0.0)
         for mesh in RUNS.get(name, ["tp=2"]):
             plan = PLANS[mesh.split("=")[0]]
             _, out = compile_and_run(model, inputs, args.work, name + "_" + mesh.replace("=", ""),
