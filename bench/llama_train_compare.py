@@ -133,7 +133,7 @@ def run_one(args, seq):
     if args.dtype == "bf16":
         exported = Logits(T.LlamaForCausalLM(T.LlamaConfig(**config)).eval())
         exported.m.load_state_dict(model.state_dict())
-        exported = exported.to(torch.bfloat16)
+        exported = exported.to(torch.bfloat16).eval()
     torch.onnx.export(exported, (ids,), onnx_path, input_names=["input_ids"],
                       output_names=["output"])
     g = torch.Generator().manual_seed(1)

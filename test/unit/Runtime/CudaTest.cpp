@@ -10,6 +10,7 @@
 #include "CudaExecutor.h"
 #include "tessel/runtime/Communicator.h"
 #include "CudaTestUtil.h"
+#include "tessel/runtime/HalfFloat.h"
 #include "GemmPlan.h"
 #include "../ScratchDir.h"
 #include "MlpFixture.h"
@@ -1171,6 +1172,32 @@ TEST(CudaFused, EveryOpAndInputKind) {
   push(OpKind::Reciprocal, last, -1, 0);
   conformOp("fused_elementwise", {x, b, s}, {{DType::F32, x.shape()}},
             Attrs().is("program", program), {1e-5, 1e-5});
+}
+
+TEST(CudaFused, HalfInputsCastsAndResult) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(49);
+  // A bf16 model's chain: bf16 (whole) and f16 (trailing dims) inputs
+  // widened, an inner cast to bf16 rounding, a bf16 result; add and mul
+  // only, so that the CPU and the GPU give the same bits.
+  auto half = [&](DType t, const Shape &shape) {
+    Tensor f = randomF32(shape, rng, -2.0f, 2.0f), h(t, shape);
+    for (int64_t i = 0; i < f.numElements(); ++i)
+      h.data<uint16_t>()[i] = f32ToHalf(t, f.data<float>()[i]);
+    return h;
+  };
+  Tensor x = half(DType::BF16, {300, 129}), b = half(DType::F16, {129});
+  const int64_t cast = static_cast<int64_t>(OpKind::Cast),
+                add = static_cast<int64_t>(OpKind::Add),
+                mul = static_cast<int64_t>(OpKind::Mul);
+  // v2 = x, v3 = b as f32; v4 = v2 + v3; v5 = v4 to bf16; v6 = widened;
+  // v7 = v6 * v3; v8 = v7 to bf16 (the result).
+  const std::vector<int64_t> program = {cast, 0, -1, 0, cast, 1, -1, 0,
+                                        add,  2, 3,  0, cast, 4, -1, 1,
+                                        cast, 5, -1, 0, mul,  6, 3,  0,
+                                        cast, 7, -1, 1};
+  conformOp("fused_elementwise", {x, b}, {{DType::BF16, x.shape()}},
+            Attrs().is("program", program));
 }
 
 } // namespace
