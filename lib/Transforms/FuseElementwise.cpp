@@ -30,8 +30,8 @@ namespace mlir::tessel {
 
 namespace {
 
-/// The most ops one fused op computes (its kernels keep a block of every
-/// value).
+/// The most instructions one fused op computes (its kernels keep a block of
+/// every value); a round_float is two.
 constexpr size_t kMaxInstructions = 32;
 /// How far apart (in ops) a tree's member may be from its reader.
 constexpr int kMaxDistance = 256;
@@ -63,6 +63,30 @@ bool isFusableCast(Operation *op) {
 /// the load of the half.
 bool isWidening(Operation *op) {
   return isFusableCast(op) && isF32Tensor(op->getResult(0).getType());
+}
+
+/// For a round_float of f32 to bf16 (8 exponent, 7 mantissa bits) or fp16
+/// (5, 10): the cast code of that half (1 or 2), else -1. In a program it
+/// is a cast to the half and one back to f32, the same rounding (a NaN
+/// keeps its sign, not its payload). It joins a tree below its root only:
+/// a round_float that GEMMs read stays for -tessel-mark-bf16-operands and
+/// the CPU's bf16 copies (docs/training.md, "Mixed precision").
+int roundedHalfCode(Operation *op) {
+  if (!isa_and_nonnull<TesselDialect>(op->getDialect()) ||
+      op->getName().stripDialect() != "round_float" ||
+      op->getNumOperands() != 1 || op->getNumResults() != 1 ||
+      !isF32Tensor(op->getResult(0).getType()) ||
+      op->getOperand(0).getType() != op->getResult(0).getType())
+    return -1;
+  auto e = op->getAttrOfType<IntegerAttr>("exponent_bits");
+  auto m = op->getAttrOfType<IntegerAttr>("mantissa_bits");
+  if (!e || !m)
+    return -1;
+  if (e.getInt() == 8 && m.getInt() == 7)
+    return 1;
+  if (e.getInt() == 5 && m.getInt() == 10)
+    return 2;
+  return -1;
 }
 
 /// An op the tree may hold: a fusable elementwise op of f32 with no
@@ -118,21 +142,25 @@ void fuseBlock(Block &block) {
     // root's shape; widening casts whatever their readers and of any shape
     // that may feed the root.
     SmallVector<Operation *> members{root};
-    for (size_t i = 0; i < members.size() && members.size() < kMaxInstructions;
+    size_t instructions = 1;
+    for (size_t i = 0; i < members.size() && instructions < kMaxInstructions;
          ++i)
       for (Value v : members[i]->getOperands()) {
         Operation *p = v.getDefiningOp();
         if (!p || p->getBlock() != &block || absorbed.contains(p) ||
-            llvm::is_contained(members, p) ||
-            members.size() >= kMaxInstructions)
+            llvm::is_contained(members, p))
           continue;
+        const size_t cost = roundedHalfCode(p) >= 0 ? 2 : 1;
         const bool joins =
             isWidening(p)
                 ? fitsFusedInput(shapeOf(v), shape.getShape())
                 : v.hasOneUse() && shapeOf(v) == shape.getShape() &&
-                      isFusable(p);
-        if (joins && quietBetween(p, root))
+                      (isFusable(p) || cost == 2);
+        if (joins && instructions + cost <= kMaxInstructions &&
+            quietBetween(p, root)) {
           members.push_back(p);
+          instructions += cost;
+        }
       }
     if (members.size() < 2)
       continue;
@@ -152,16 +180,26 @@ void fuseBlock(Block &block) {
     SmallVector<Attribute> names;
     SmallVector<int64_t> args;
     SmallVector<Location> locs;
-    for (auto [i, m] : llvm::enumerate(members)) {
-      names.push_back(b.getStringAttr(m->getName().stripDialect()));
-      args.push_back(slot.lookup(m->getOperand(0)));
-      args.push_back(m->getNumOperands() > 1 ? slot.lookup(m->getOperand(1))
-                                             : -1);
-      args.push_back(
-          isFusableCast(m)
-              ? fusedCastCode(getElementTypeOrSelf(m->getResult(0).getType()))
-              : m->hasAttr("tanh_approximation") ? 1 : 0);
-      slot[m->getResult(0)] = inputs.size() + i;
+    int64_t next = inputs.size(); // the next instruction's value
+    auto emit = [&](StringRef name, int64_t a, int64_t b2, int64_t flag) {
+      names.push_back(b.getStringAttr(name));
+      args.append({a, b2, flag});
+      return next++;
+    };
+    for (Operation *m : members) {
+      const int64_t a = slot.lookup(m->getOperand(0));
+      const int64_t b2 =
+          m->getNumOperands() > 1 ? slot.lookup(m->getOperand(1)) : -1;
+      int64_t value;
+      if (int half = roundedHalfCode(m); half >= 0)
+        value = emit("cast", emit("cast", a, -1, half), -1, 0);
+      else if (isFusableCast(m))
+        value = emit("cast", a, -1,
+                     fusedCastCode(getElementTypeOrSelf(m->getResult(0))));
+      else
+        value = emit(m->getName().stripDialect(), a, b2,
+                     m->hasAttr("tanh_approximation") ? 1 : 0);
+      slot[m->getResult(0)] = value;
       locs.push_back(m->getLoc());
     }
     auto fused = FusedElementwiseOp::create(

@@ -89,3 +89,29 @@ func.func @bf16_chain(%h: tensor<2x64xbf16>, %b: tensor<64xbf16>, %w: tensor<2x6
   %m = tessel.matmul %w32, %t : (tensor<2x64xf32>, tensor<64x8xf32>) -> tensor<2x8xf32>
   return %11, %m : tensor<2x64xbf16>, tensor<2x8xf32>
 }
+
+// --precision bf16 / fp16 (-tessel-mixed-precision) rounds a GEMM's result
+// with round_float: below a tree's root it is a cast to the half and back
+// (the same rounding). A round_float that a GEMM reads, or that is a
+// tree's root, stays: -tessel-mark-bf16-operands and the CPU's bf16 copies
+// read it; one of another format stays too.
+// CHECK-LABEL: func.func @rounded
+// CHECK-NEXT: %[[Q:.*]] = tessel.round_float %y {exponent_bits = 8 : i64, mantissa_bits = 7 : i64}
+// CHECK-NEXT: %[[F:.*]] = tessel.fused_elementwise %x, %z, %b {args = array<i64: 0, -1, 1, 3, -1, 0, 1, -1, 2, 5, -1, 0, 4, 2, 0, 7, 6, 0, 8, -1, 0>, ops = ["cast", "cast", "cast", "cast", "add", "mul", "tanh"]}
+// CHECK-NEXT: %[[E:.*]] = tessel.round_float %[[F]] {exponent_bits = 8 : i64, mantissa_bits = 7 : i64}
+// CHECK-NEXT: %[[O:.*]] = tessel.round_float %x {exponent_bits = 4 : i64, mantissa_bits = 3 : i64}
+// CHECK-NEXT: %[[N:.*]] = tessel.neg %[[O]]
+// CHECK-NEXT: %[[M:.*]] = tessel.matmul %[[E]], %[[Q]]
+func.func @rounded(%x: tensor<8x8xf32>, %b: tensor<8xf32>, %y: tensor<8x8xf32>, %z: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %r = tessel.round_float %x {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<8x8xf32>
+  %q = tessel.round_float %y {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<8x8xf32>
+  %h = tessel.round_float %z {exponent_bits = 5 : i64, mantissa_bits = 10 : i64} : tensor<8x8xf32>
+  %0 = tessel.add %r, %b : (tensor<8x8xf32>, tensor<8xf32>) -> tensor<8x8xf32>
+  %1 = tessel.mul %0, %h : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %2 = tessel.tanh %1 : tensor<8x8xf32>
+  %e = tessel.round_float %2 {exponent_bits = 8 : i64, mantissa_bits = 7 : i64} : tensor<8x8xf32>
+  %o = tessel.round_float %x {exponent_bits = 4 : i64, mantissa_bits = 3 : i64} : tensor<8x8xf32>
+  %n = tessel.neg %o : tensor<8x8xf32>
+  %m = tessel.matmul %e, %q : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %m, %n : tensor<8x8xf32>, tensor<8x8xf32>
+}
