@@ -14,6 +14,11 @@
 // to the order of f32 sums. A sum over ranks (all_reduce, reduce_scatter)
 // is an op like the others: the ranks add in f32 and round once.
 //
+// GEMMs are the exception: a matmul or gemm whose operands and result are
+// all the same half stays so, since both backends run it natively (oneDNN's
+// bf16 matmul, cuBLAS; each accumulates in f32 and rounds its result once,
+// as PyTorch's half GEMMs do), reading and writing the halves.
+//
 // It runs last, on the per-rank program, before the artifact is written.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +26,7 @@
 #include "tessel/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace mlir::tessel {
@@ -44,6 +50,17 @@ bool holdsHalves(Operation *op) {
              SendOp, RecvOp, ChunkFetchOp>(op);
 }
 
+/// A matmul or gemm of one half type throughout: the runtime's half GEMMs.
+bool isHalfGemm(Operation *op) {
+  if (!isa<MatmulOp, GemmOp>(op) || op->getNumResults() != 1 ||
+      !isHalf(op->getResult(0).getType()))
+    return false;
+  Type half = getElementTypeOrSelf(op->getResult(0).getType());
+  return llvm::all_of(op->getOperandTypes(), [&](Type t) {
+    return getElementTypeOrSelf(t) == half;
+  });
+}
+
 struct FloatNormalizationPass
     : impl::FloatNormalizationPassBase<FloatNormalizationPass> {
   using Base::Base;
@@ -52,6 +69,7 @@ struct FloatNormalizationPass
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
       if (isa<TesselDialect>(op->getDialect()) && !holdsHalves(op) &&
+          !isHalfGemm(op) &&
           (llvm::any_of(op->getOperandTypes(), isHalf) ||
            llvm::any_of(op->getResultTypes(), isHalf)))
         ops.push_back(op);

@@ -111,9 +111,15 @@ std::unique_ptr<Bf16MatMul> Bf16MatMul::create(std::shared_ptr<DnnlContext> ctx,
   const BufferInfo &a = prog.buffers[op.operands[0]],
                    &b = prog.buffers[op.operands[1]],
                    &y = prog.buffers[op.results[0]];
-  if (a.dtype != DType::F32 || b.dtype != DType::F32 ||
-      y.dtype != DType::F32 || a.numel == 0 || b.numel == 0 || y.numel == 0)
+  // Marked f32 operands read as bf16 with an f32 result, or a half GEMM's
+  // own bf16 or f16 operands and result.
+  const DType t = y.dtype;
+  if (a.dtype != t || b.dtype != t ||
+      (t != DType::F32 && t != DType::BF16 && t != DType::F16) ||
+      a.numel == 0 || b.numel == 0 || y.numel == 0)
     return nullptr;
+  const dt src = t == DType::F16 ? dt::f16 : dt::bf16;
+  const dt dst = t == DType::F32 ? dt::f32 : src;
   auto impl = std::make_unique<Impl>();
   impl->ctx = ctx;
   dnnl::primitive_attr attr;
@@ -156,9 +162,9 @@ std::unique_ptr<Bf16MatMul> Bf16MatMul::create(std::shared_ptr<DnnlContext> ctx,
     return nullptr;
   }
   try {
-    impl->a = dnnl::memory::desc(ad, dt::bf16, as);
-    impl->b = dnnl::memory::desc(bd, dt::bf16, bs);
-    impl->y = dnnl::memory::desc(yd, dt::f32, denseStrides(yd));
+    impl->a = dnnl::memory::desc(ad, src, as);
+    impl->b = dnnl::memory::desc(bd, src, bs);
+    impl->y = dnnl::memory::desc(yd, dst, denseStrides(yd));
     dnnl::matmul::primitive_desc pd(
         dnnl::matmul::desc(impl->a, impl->b, impl->y), attr, ctx->engine);
     impl->kernel = pd.impl_info_str();
@@ -172,7 +178,7 @@ std::unique_ptr<Bf16MatMul> Bf16MatMul::create(std::shared_ptr<DnnlContext> ctx,
   return std::unique_ptr<Bf16MatMul>(new Bf16MatMul(std::move(impl)));
 }
 
-Status Bf16MatMul::run(const uint16_t *a, const uint16_t *b, float *y) {
+Status Bf16MatMul::run(const uint16_t *a, const uint16_t *b, void *y) {
   try {
     const dnnl::engine &eng = impl->ctx->engine;
     impl->primitive.execute(

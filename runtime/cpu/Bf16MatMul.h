@@ -10,6 +10,12 @@
 // of the sums differs. Elsewhere the op stays the f32 GEMM on the rounded
 // values (the emulation), with a remark once per process.
 //
+// The same class runs a half model's own GEMMs (a matmul or gemm whose
+// operands and result are all bf16, or all f16: -tessel-float-normalization
+// keeps them half): oneDNN's matmul on those types, f32 sums rounded once
+// into the half result, where oneDNN has a kernel for them that is not its
+// reference one (MatMul.cpp widens them to f32 elsewhere).
+//
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_CPU_BF16MATMUL_H
 #define TESSEL_RUNTIME_CPU_BF16MATMUL_H
@@ -43,16 +49,18 @@ void toBf16(const float *src, uint16_t *dst, int64_t n, ThreadPool &pool);
 /// A matmul or gemm instruction on oneDNN's bf16 matmul.
 class Bf16MatMul {
 public:
-  /// For instruction `op` (a matmul or gemm with f32 operands) of `prog`;
-  /// null when oneDNN has no bf16 kernel for its shapes (the caller keeps
-  /// the f32 GEMM).
+  /// For instruction `op` (a matmul or gemm with f32 operands marked
+  /// bf16_operands, or with bf16 or f16 operands and result) of `prog`;
+  /// null when oneDNN has no fast kernel for its types and shapes (the
+  /// caller keeps the f32 GEMM).
   static std::unique_ptr<Bf16MatMul> create(std::shared_ptr<DnnlContext> ctx,
                                             const Program &prog,
                                             const Op &op);
   ~Bf16MatMul();
-  /// y = alpha * op(a) op(b) + beta * y over bf16 operands in the
-  /// instruction's shapes (beta 0 unless a gemm's c was written into y).
-  Status run(const uint16_t *a, const uint16_t *b, float *y);
+  /// y = alpha * op(a) op(b) + beta * y over bf16 (or a half GEMM's f16)
+  /// operands in the instruction's shapes (beta 0 unless a gemm's c was
+  /// written into y); y is the result's type (f32 for marked operands).
+  Status run(const uint16_t *a, const uint16_t *b, void *y);
   /// Whether the gemm adds c: run() expects it broadcast into y first.
   bool addsC() const;
   /// The kernel oneDNN chose ("brg:avx512_core_bf16", ...).

@@ -92,6 +92,10 @@ struct KernelResources {
   // By op index: the round_float's f32 result has no reader but the GEMMs
   // that read the copy, so it writes the copy alone.
   std::vector<bool> bf16RoundCopyOnly;
+  // A half GEMM without a oneDNN kernel for its type (f16 on most CPUs,
+  // bf16 without bf16 dot products): its a, b, c and result as f32
+  // (MatMul.cpp, halfStep).
+  Scratch halfGemm[4];
   // Expanded copies of norm scale/bias operands that broadcast.
   std::vector<std::vector<float>> expanded;
   CollectiveDriver collectives;

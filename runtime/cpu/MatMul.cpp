@@ -1,6 +1,7 @@
 //===- MatMul.cpp - matmul and gemm -------------------------------------===//
 #include "tessel/ops/Broadcast.h"
 #include "Gemm.h"
+#include "HalfConvert.h"
 #include "KernelRegistry.h"
 #include "KernelResources.h"
 #include "Kernels.h"
@@ -12,8 +13,9 @@ namespace tessel::runtime::cpu {
 
 namespace {
 
-/// out[m, n] = c broadcast to [m, n].
-void fillBroadcast(const float *c, const Shape &cShape, float *out, int64_t m,
+/// out[m, n] = c broadcast to [m, n] (T: f32, or a half's bits).
+template <typename T>
+void fillBroadcast(const T *c, const Shape &cShape, T *out, int64_t m,
                    int64_t n) {
   Shape outShape = {m, n};
   std::vector<int64_t> st = broadcastStrides(cShape, 2, outShape);
@@ -100,8 +102,89 @@ Step bf16Step(const KernelContext &c, Bf16MatMul *mm) {
   };
 }
 
+/// A half GEMM (bf16 or f16 operands and result: a half model's matmul or
+/// gemm, which -tessel-float-normalization keeps half): oneDNN's matmul on
+/// the halves where it has a kernel for them (bf16 on CPUs with bf16 dot
+/// products), f32 sums rounded once into the result; elsewhere the
+/// operands widened to f32 (exact), the f32 GEMM, the result rounded once.
+/// Either is PyTorch's half GEMM up to the order of the f32 sums.
+Step halfStep(const KernelContext &c) {
+  KernelResources &res = c.resources;
+  const Op *o = &c.op;
+  const DType half = c.out(0).dtype;
+  const bool hasC = o->kind == OpKind::Gemm && o->operands.size() > 2;
+  const Shape &y = c.out(0).shape;
+  const int64_t rows = y.size() == 2 ? y[0] : 0, cols = y.empty() ? 0 : y.back();
+  std::shared_ptr<Bf16MatMul> mm;
+  std::string why;
+  if (half == DType::F16 || bf16GemmsAvailable(why)) {
+    if (!res.dnnl)
+      res.dnnl = createDnnlContext();
+    mm = Bf16MatMul::create(res.dnnl, c.program, *o);
+  }
+  const int n = static_cast<int>(o->operands.size());
+  const void *x[3] = {c.operand(0), c.operand(1),
+                      hasC ? c.operand(2) : nullptr};
+  void *out = c.result(0);
+  const BufferInfo *in[3] = {&c.in(0), &c.in(1), hasC ? &c.in(2) : nullptr};
+  const BufferInfo *r = &c.out(0);
+  if (mm) {
+    const bool addsC = mm->addsC();
+    return [=] {
+      if (addsC)
+        fillBroadcast(static_cast<const uint16_t *>(x[2]), in[2]->shape,
+                      static_cast<uint16_t *>(out), rows, cols);
+      return mm->run(static_cast<const uint16_t *>(x[0]),
+                     static_cast<const uint16_t *>(x[1]), out);
+    };
+  }
+  KernelResources::Scratch *s = res.halfGemm;
+  for (int k = 0; k < 4; ++k) {
+    const BufferInfo *b = k == 3 ? r : k < n ? in[k] : nullptr;
+    if (b && !s[k].reserve(b->numel * sizeof(float))) {
+      const Status st = Status::error(
+          "cannot allocate " + std::to_string(b->numel * sizeof(float)) +
+          " bytes to widen half GEMM instruction " + std::to_string(c.index));
+      if (res.stepError.isOk())
+        res.stepError = st;
+      return [st] { return st; };
+    }
+  }
+  ThreadPool *pool = &c.pool;
+  auto convert = [pool](int64_t count, auto f) {
+    pool->parallelFor(count, 1 << 14,
+                      [&](int64_t b, int64_t e) { f(b, e - b); });
+  };
+  return [=] {
+    float *f[4];
+    for (int k = 0; k < 4; ++k)
+      f[k] = reinterpret_cast<float *>(s[k].data.get());
+    for (int k = 0; k < n; ++k) {
+      const uint16_t *h = static_cast<const uint16_t *>(x[k]);
+      float *w = f[k];
+      convert(in[k]->numel, [=](int64_t b, int64_t count) {
+        widenHalfArray(half, h + b, w + b, count);
+      });
+    }
+    if (o->kind == OpKind::MatMul)
+      matmulKernel(f[0], in[0]->shape, f[1], in[1]->shape, f[3], r->shape);
+    else
+      gemmKernel(f[0], in[0]->shape, f[1], in[1]->shape, hasC ? f[2] : nullptr,
+                 hasC ? &in[2]->shape : nullptr, f[3], o->transA, o->transB,
+                 o->alpha, o->beta);
+    uint16_t *h = static_cast<uint16_t *>(out);
+    const float *w = f[3];
+    convert(r->numel, [=](int64_t b, int64_t count) {
+      narrowHalfArray(half, w + b, h + b, count);
+    });
+    return Status::ok();
+  };
+}
+
 Step matmulStep(const KernelContext &c) {
   KernelResources &res = c.resources;
+  if (isHalf(c.out(0).dtype))
+    return halfStep(c);
   if (Bf16MatMul *mm = res.bf16MatMuls[c.index].get())
     return bf16Step(c, mm);
   void *x0 = c.operand(0);
@@ -122,6 +205,8 @@ Step matmulStep(const KernelContext &c) {
 }
 
 Step gemmStep(const KernelContext &c) {
+  if (isHalf(c.out(0).dtype))
+    return halfStep(c);
   if (Bf16MatMul *mm = c.resources.bf16MatMuls[c.index].get())
     return bf16Step(c, mm);
   const Op *o = &c.op;

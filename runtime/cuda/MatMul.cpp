@@ -7,7 +7,11 @@
 // leading dimensions (GemmPlan.h).
 //
 // With `bf16_operands` both run on cuBLASLt with bf16 operands (Bf16Gemm.h);
-// without it, cuBLAS in FP32.
+// without it, cuBLAS in FP32. A half GEMM (bf16 or f16 operands and result:
+// a half model's, which -tessel-float-normalization keeps half) widens its
+// operands into f32 copies in the shared scratch, runs the FP32 GEMM there
+// and rounds the result once into its half: PyTorch's half GEMM up to the
+// order of the f32 sums, as the CPU computes it.
 //
 //===----------------------------------------------------------------------===//
 #include "Bf16Gemm.h"
@@ -19,9 +23,29 @@
 #include "IndexPlan.h"
 #include "RowMajorGemm.h"
 
+#include <functional>
+
 namespace tessel::runtime::cuda {
 
 namespace {
+
+/// Where a GEMM step reads and writes, asked when it runs: the
+/// instruction's buffers, or a half GEMM's f32 copies in the scratch.
+struct GemmAddresses {
+  const float *a, *b;
+  const void *c;
+  float *y;
+};
+using AddressFn = std::function<GemmAddresses()>;
+
+AddressFn ownAddresses(const KernelContext &ctx) {
+  const GemmAddresses g{
+      static_cast<const float *>(ctx.operand(0)),
+      static_cast<const float *>(ctx.operand(1)),
+      ctx.op.operands.size() > 2 ? ctx.operand(2) : nullptr,
+      static_cast<float *>(ctx.result(0))};
+  return [g] { return g; };
+}
 
 bool bf16Operands(const KernelContext &ctx) {
   return ctx.op.intAttr("bf16_operands", 0) != 0;
@@ -69,19 +93,20 @@ Status makeBf16MatMul(const KernelContext &ctx, const MatMulPlan &plan,
   return Status::ok();
 }
 
-Status makeMatMul(const KernelContext &ctx, Step &out) {
+Status makeMatMulOn(const KernelContext &ctx, const AddressFn &where,
+                    Step &out) {
   MatMulPlan plan;
   TSL_RETURN_IF_ERROR(
       planMatMul(ctx.in(0).shape, ctx.in(1).shape, ctx.out(0).shape, plan));
   if (bf16Operands(ctx))
     return makeBf16MatMul(ctx, plan, out);
-  const float *a = static_cast<const float *>(ctx.operand(0));
-  const float *b = static_cast<const float *>(ctx.operand(1));
-  float *y = static_cast<float *>(ctx.result(0));
-  const size_t bytes = ctx.out(0).bytes;
+  const size_t bytes = ctx.out(0).numel * sizeof(float);
   cudaStream_t s = ctx.stream;
   cublasHandle_t h = ctx.blas;
   out = [=] {
+    const GemmAddresses at = where();
+    const float *a = at.a, *b = at.b;
+    float *y = at.y;
     if (plan.nothing)
       return Status::ok();
     if (plan.zeros) { // k = 0: an empty sum
@@ -110,15 +135,12 @@ Status makeMatMul(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
-Status makeGemm(const KernelContext &ctx, Step &out) {
+Status makeGemmOn(const KernelContext &ctx, const AddressFn &where,
+                  Step &out) {
   const Op &op = ctx.op;
   const Shape &as = ctx.in(0).shape;
   const Shape &bs = ctx.in(1).shape;
   const bool hasC = op.operands.size() > 2;
-  const float *a = static_cast<const float *>(ctx.operand(0));
-  const float *b = static_cast<const float *>(ctx.operand(1));
-  const void *c = hasC ? ctx.operand(2) : nullptr;
-  float *y = static_cast<float *>(ctx.result(0));
   const int64_t m = op.transA ? as[1] : as[0];
   const int64_t k = op.transA ? as[0] : as[1];
   const int64_t n = op.transB ? bs[0] : bs[1];
@@ -148,9 +170,14 @@ Status makeGemm(const KernelContext &ctx, Step &out) {
         ctx.resources.lt,
         ltRowMajorGemm(ta, tb, static_cast<int>(m), static_cast<int>(n),
                        static_cast<int>(k), lda, ldb),
-        0, ops.bN, 256, 0, ops.aN, 256, y, bf16));
+        0, ops.bN, 256, 0, ops.aN, 256,
+        static_cast<const float *>(ctx.result(0)), bf16));
   }
   out = [=] {
+    const GemmAddresses at = where();
+    const float *a = at.a, *b = at.b;
+    const void *c = at.c;
+    float *y = at.y;
     if (m == 0 || n == 0)
       return Status::ok();
     if (useC) // Y = C broadcast to [m, n], then Y = alpha·A·B + beta·Y
@@ -174,6 +201,63 @@ Status makeGemm(const KernelContext &ctx, Step &out) {
                         static_cast<int>(k), alpha, a, lda, b, ldb, beta, y);
   };
   return Status::ok();
+}
+
+/// A half GEMM: its operands widened into f32 copies in the shared scratch
+/// (a, b, c, then the f32 result), the FP32 GEMM on them, the result
+/// rounded into the instruction's half.
+Status makeHalf(const KernelContext &ctx, bool matmul, Step &out) {
+  const DType half = ctx.out(0).dtype;
+  const size_t n = ctx.op.operands.size();
+  size_t off[4] = {0, 0, 0, 0}, total = 0;
+  int64_t count[4] = {0, 0, 0, ctx.out(0).numel};
+  for (size_t k = 0; k < n; ++k)
+    count[k] = ctx.in(k).numel;
+  for (int k = 0; k < 4; ++k) {
+    off[k] = total;
+    // 256-byte aligned, as cuBLAS prefers.
+    total += (static_cast<size_t>(count[k]) * sizeof(float) + 255) / 256 * 256;
+  }
+  const LateAddress base = ctx.resources.reserveScratch(total);
+  auto at = [base](size_t o) {
+    return reinterpret_cast<float *>(base.get<char>() + o);
+  };
+  AddressFn where = [=] {
+    return GemmAddresses{at(off[0]), at(off[1]), n > 2 ? at(off[2]) : nullptr,
+                         at(off[3])};
+  };
+  Step f32;
+  TSL_RETURN_IF_ERROR(matmul ? makeMatMulOn(ctx, where, f32)
+                             : makeGemmOn(ctx, where, f32));
+  const void *x[3] = {ctx.operand(0), ctx.operand(1),
+                      n > 2 ? ctx.operand(2) : nullptr};
+  void *y = ctx.result(0);
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    for (size_t k = 0; k < n; ++k)
+      if (count[k])
+        TSL_RETURN_IF_ERROR(launched(
+            launchCast(half, x[k], DType::F32, at(off[k]), count[k], s),
+            "half GEMM operand"));
+    TSL_RETURN_IF_ERROR(f32());
+    if (!count[3])
+      return Status::ok();
+    return launched(launchCast(DType::F32, at(off[3]), half, y, count[3], s),
+                    "half GEMM result");
+  };
+  return Status::ok();
+}
+
+Status makeMatMul(const KernelContext &ctx, Step &out) {
+  if (isHalf(ctx.out(0).dtype))
+    return makeHalf(ctx, true, out);
+  return makeMatMulOn(ctx, ownAddresses(ctx), out);
+}
+
+Status makeGemm(const KernelContext &ctx, Step &out) {
+  if (isHalf(ctx.out(0).dtype))
+    return makeHalf(ctx, false, out);
+  return makeGemmOn(ctx, ownAddresses(ctx), out);
 }
 
 } // namespace

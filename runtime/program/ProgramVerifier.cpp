@@ -291,7 +291,9 @@ Status OpChecker::checkWhere() {
 
 Status OpChecker::checkMatmul() {
   TSL_RETURN_IF_ERROR(counts(2, 2, 1));
-  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::F32}));
+  // A half GEMM: half operands and result, f32 sums (docs/precision.md).
+  TSL_RETURN_IF_ERROR(
+      dtypeIs(in(0), "operand 0", {DType::F32, DType::BF16, DType::F16}));
   TSL_RETURN_IF_ERROR(pairLike(0));
   Shape a = in(0).shape, b = in(1).shape;
   if (a.empty() || b.empty())
@@ -320,9 +322,11 @@ Status OpChecker::checkMatmul() {
 
 Status OpChecker::checkGemm() {
   TSL_RETURN_IF_ERROR(counts(2, 3, 1));
-  for (size_t i = 0; i < op.operands.size(); ++i)
-    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
-  TSL_RETURN_IF_ERROR(dtypeIs(out(0), "result", {DType::F32}));
+  TSL_RETURN_IF_ERROR(
+      dtypeIs(in(0), "operand", {DType::F32, DType::BF16, DType::F16}));
+  for (size_t i = 1; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(sameDType(in(0), in(i), "operand"));
+  TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   int64_t ta, tb;
   TSL_RETURN_IF_ERROR(intAttr("trans_a", ta, 0));
   TSL_RETURN_IF_ERROR(intAttr("trans_b", tb, 0));

@@ -2,28 +2,29 @@
 
 // Arithmetic on bf16 reads f32 copies and rounds its result back once; a
 // half read twice is widened once; a sum over ranks adds in f32; moving
-// and comparing values read what they read.
+// and comparing values read what they read. A GEMM of one half type
+// throughout stays half (the runtimes' half GEMMs: f32 sums, rounded once).
 // CHECK-LABEL: func.func @ops
-// CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>, %[[W:.*]]: tensor<8x8xbf16>)
-// CHECK-DAG: %[[X32:.*]] = tessel.cast %[[X]] : tensor<4x8xbf16> -> tensor<4x8xf32>
-// CHECK-DAG: %[[W32:.*]] = tessel.cast %[[W]] : tensor<8x8xbf16> -> tensor<8x8xf32>
-// CHECK: %[[M:.*]] = tessel.matmul %[[X32]], %[[W32]] : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-// CHECK-NEXT: %[[MH:.*]] = tessel.cast %[[M]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>, %[[W:.*]]: tensor<8x8xbf16>, %[[B:.*]]: tensor<8xbf16>)
+// CHECK: %[[MH:.*]] = tessel.matmul %[[X]], %[[W]] : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
 // CHECK-NEXT: %[[MW:.*]] = tessel.cast %[[MH]] : tensor<4x8xbf16> -> tensor<4x8xf32>
 // CHECK-NEXT: %[[R:.*]] = tessel.all_reduce sum %[[MW]] on @mesh axes = ["tp"] : tensor<4x8xf32>
 // CHECK-NEXT: %[[RH:.*]] = tessel.cast %[[R]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[X32:.*]] = tessel.cast %[[X]] : tensor<4x8xbf16> -> tensor<4x8xf32>
 // CHECK-NEXT: %[[RW:.*]] = tessel.cast %[[RH]] : tensor<4x8xbf16> -> tensor<4x8xf32>
 // CHECK-NEXT: tessel.compare lt, %[[X32]], %[[RW]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>
 // CHECK-NEXT: %[[S:.*]] = tessel.slice %[[RH]] [0:2:1, 0:8:1] : (tensor<4x8xbf16>) -> tensor<2x8xbf16>
-// CHECK-NEXT: return %[[RH]], %{{.*}}, %[[S]]
+// CHECK-NEXT: %[[G:.*]] = tessel.gemm %[[X]], %[[W]], %[[B]] {trans_b} : (tensor<4x8xbf16>, tensor<8x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+// CHECK-NEXT: return %[[RH]], %{{.*}}, %[[S]], %[[G]]
 module {
   tessel.mesh @mesh ["tp"=2]
-  func.func @ops(%x: tensor<4x8xbf16>, %w: tensor<8x8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xi1>, tensor<2x8xbf16>) {
+  func.func @ops(%x: tensor<4x8xbf16>, %w: tensor<8x8xbf16>, %b: tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xi1>, tensor<2x8xbf16>, tensor<4x8xbf16>) {
     %m = tessel.matmul %x, %w : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
     %r = tessel.all_reduce sum %m on @mesh axes = ["tp"] : tensor<4x8xbf16>
     %c = tessel.compare lt, %x, %r : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xi1>
     %s = tessel.slice %r [0:2:1, 0:8:1] : (tensor<4x8xbf16>) -> tensor<2x8xbf16>
-    return %r, %c, %s : tensor<4x8xbf16>, tensor<4x8xi1>, tensor<2x8xbf16>
+    %g = tessel.gemm %x, %w, %b {trans_b} : (tensor<4x8xbf16>, tensor<8x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+    return %r, %c, %s, %g : tensor<4x8xbf16>, tensor<4x8xi1>, tensor<2x8xbf16>, tensor<4x8xbf16>
   }
 }
 

@@ -1137,12 +1137,14 @@ def FloatNormalizationPass : Pass<"tessel-float-normalization"> {
     transpose, slice, split, concat, expand, gather, gather_elements,
     where, weight, constant, assign, all_gather, all_to_all, broadcast,
     collective_permute, send, recv, chunk_fetch) and converts them (cast),
-    but computes only in f32, i64, i32 and bool. Each other Tessel op with
-    a half operand or result reads its half operands through a `cast` to
-    f32 (one per value, shared by its readers) and writes an f32 result
-    that a `cast` rounds back to the half, to nearest even: PyTorch's
-    semantics for half tensors on the CPU, where each op computes in f32
-    and rounds its result. Sums over ranks (`all_reduce`,
+    and multiplies them (`matmul` and `gemm` whose operands and result are
+    all the same half: oneDNN's and cuBLAS's half GEMMs, f32 sums rounded
+    once), but otherwise computes only in f32, i64, i32 and bool. Each
+    other Tessel op with a half operand or result reads its half operands
+    through a `cast` to f32 (one per value, shared by its readers) and
+    writes an f32 result that a `cast` rounds back to the half, to nearest
+    even: PyTorch's semantics for half tensors on the CPU, where each op
+    computes in f32 and rounds its result. Sums over ranks (`all_reduce`,
     `reduce_scatter`) add in f32 too. tesselc runs it last, on the per-rank
     program (docs/precision.md).
 

@@ -22,6 +22,7 @@
 #include "Bf16Gemm.h"
 #include "CudaTestUtil.h"
 #include "GemmPlan.h"
+#include "tessel/runtime/HalfFloat.h"
 #include "tessel/runtime/ScalarOps.h"
 
 #include <cmath>
@@ -216,6 +217,39 @@ struct HostMath {
 /// The conversion kernel's rounding (scalar::roundBf16Bits, run here on the
 /// host) is round_float's to bf16 (scalar::roundToFormat(x, 8, 7)), and on
 /// values that are already bf16 it is the CPU's bf16 copy (the upper half).
+// A half model's own GEMMs (bf16 or f16 operands and result, which
+// -tessel-float-normalization keeps half): the operands widened on the
+// device, the f32 GEMM, the result rounded once (MatMul.cpp, makeHalf).
+// Small integers make every sum exact in any order, so the device and the
+// CPU (oneDNN's bf16 matmul, or the widened f32 GEMM) give the same bits.
+TEST(CudaBf16, HalfModelGemms) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(57);
+  auto ints = [&](DType half, const Shape &shape) {
+    Tensor t(half, shape);
+    std::uniform_int_distribution<int> d(-4, 4);
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.data<uint16_t>()[i] = f32ToHalf(half, static_cast<float>(d(rng)));
+    return t;
+  };
+  for (DType half : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtypeName(half));
+    conformOp("matmul", {ints(half, {2, 33, 40}), ints(half, {40, 17})},
+              {{half, {2, 33, 17}}});
+    conformOp("matmul", {ints(half, {2, 1, 5, 8}), ints(half, {3, 8, 6})},
+              {{half, {2, 3, 5, 6}}});
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        conformOp("gemm",
+                  {ints(half, ta ? Shape{24, 9} : Shape{9, 24}),
+                   ints(half, tb ? Shape{7, 24} : Shape{24, 7}),
+                   ints(half, {7})},
+                  {{half, {9, 7}}},
+                  Attrs().i("trans_a", ta).i("trans_b", tb).f("alpha", 0.5f).f(
+                      "beta", 2.0f));
+  }
+}
+
 TEST(CudaBf16Host, RoundingIsRoundFloatsAndExactOnBf16Values) {
   std::mt19937 rng(34);
   const uint32_t lows[] = {0x0000u, 0x0001u, 0x7fffu, 0x8000u,

@@ -1,5 +1,8 @@
 //===- LinalgTest.cpp - matmul, gemm, conv2d, pooling ---------------------===//
 #include "TestUtil.h"
+#include "tessel/runtime/HalfFloat.h"
+
+#include <cstdlib>
 
 using namespace tessel::runtime;
 using namespace tessel::runtime::test;
@@ -34,6 +37,26 @@ std::vector<double> refMatMul(const Tensor &a, const Tensor &b, Shape &outShape)
         out.push_back(s);
       }
   }
+  return out;
+}
+
+/// alpha op(a) op(b) + beta c (c broadcast from `cs`; none when null), f32
+/// tensors, double accumulation.
+std::vector<double> refGemm(const Tensor &a, const Tensor &b, const Tensor *c,
+                            const Shape &cs, bool ta, bool tb, int64_t m,
+                            int64_t k, int64_t n, double alpha, double beta) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p)
+        s += double(a.data<float>()[ta ? p * m + i : i * k + p]) *
+             b.data<float>()[tb ? j * k + p : p * n + j];
+      s *= alpha;
+      if (c)
+        s += beta * c->data<float>()[broadcastIndex({i, j}, cs)];
+      out.push_back(s);
+    }
   return out;
 }
 
@@ -77,22 +100,96 @@ TEST(Gemm, TransposesAlphaBetaAndC) {
                              .i("trans_b", tb)
                              .f("alpha", alpha)
                              .f("beta", beta));
-        std::vector<double> want;
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) {
-            double s = 0;
-            for (int64_t p = 0; p < k; ++p)
-              s += double(a.data<float>()[ta ? p * m + i : i * k + p]) *
-                   b.data<float>()[tb ? j * k + p : p * n + j];
-            s *= alpha;
-            if (hasC)
-              s += beta * c.data<float>()[broadcastIndex({i, j}, cs)];
-            want.push_back(s);
-          }
+        std::vector<double> want =
+            refGemm(a, b, hasC ? &c : nullptr, cs, ta, tb, m, k, n, alpha, beta);
         SCOPED_TRACE("ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
                      " C=" + (hasC ? shapeToString(cs) : "none"));
         expectNear(out[0], want, 1e-5, 1e-5);
       }
+}
+
+/// `t` with every value rounded to `half` (f32 holding a half's value), and
+/// the same values as a tensor of `half`.
+std::pair<Tensor, Tensor> halfPair(DType half, const Shape &shape,
+                                   std::mt19937 &rng) {
+  Tensor f = randomF32(shape, rng), h(half, shape);
+  for (int64_t i = 0; i < f.numElements(); ++i) {
+    h.data<uint16_t>()[i] = f32ToHalf(half, f.data<float>()[i]);
+    f.data<float>()[i] = halfToF32(half, h.data<uint16_t>()[i]);
+  }
+  return {f, h};
+}
+
+/// A half GEMM's result against the double reference on the same values:
+/// rounded once to the half (within one unit in its last place, as the f32
+/// sums' order may move a value across a rounding boundary), plus the f32
+/// sums' own error.
+void expectHalfNear(const Tensor &got, const std::vector<double> &want,
+                    DType half) {
+  ASSERT_EQ(got.dtype(), half);
+  ASSERT_EQ(static_cast<size_t>(got.numElements()), want.size());
+  const double ulp = half == DType::BF16 ? 0x1p-7 : 0x1p-10;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double v = halfToF32(half, got.data<uint16_t>()[i]);
+    EXPECT_NEAR(v, want[i], ulp * std::fabs(want[i]) + 1e-5) << "element " << i;
+  }
+}
+
+// A half model's GEMMs (-tessel-float-normalization keeps them half): on
+// oneDNN's bf16 matmul where the CPU has bf16 dot products, else (f16, or
+// TESSEL_BF16=emulate) widened to the f32 GEMM; either rounds once.
+TEST(MatMul, HalfOperandsAndResult) {
+  std::mt19937 rng(23);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{3, 4}, {4, 5}},     {{4}, {4, 5}},         {{2, 3, 4}, {4, 5}},
+      {{2, 3, 4}, {2, 4, 5}}, {{2, 1, 3, 4}, {5, 4, 6}}, {{2, 33, 65}, {65, 17}}};
+  for (const char *mode : {"", "emulate"})
+    for (DType half : {DType::BF16, DType::F16})
+      for (const auto &[as, bs] : cases) {
+        setenv("TESSEL_BF16", mode, 1);
+        auto [af, ah] = halfPair(half, as, rng);
+        auto [bf, bh] = halfPair(half, bs, rng);
+        Shape rs;
+        std::vector<double> want = refMatMul(af, bf, rs);
+        SCOPED_TRACE(std::string(dtypeName(half)) + " " + mode + " " +
+                     shapeToString(as) + " @ " + shapeToString(bs));
+        auto out = runOp("matmul", {ah, bh}, {{half, rs}}, {}, 2);
+        expectHalfNear(out[0], want, half);
+      }
+  unsetenv("TESSEL_BF16");
+}
+
+TEST(Gemm, HalfOperandsAndResult) {
+  std::mt19937 rng(24);
+  const int64_t m = 9, k = 33, n = 17;
+  for (const char *mode : {"", "emulate"})
+    for (DType half : {DType::BF16, DType::F16})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true})
+          for (Shape cs : {Shape{0}, Shape{n}, Shape{m, n}}) {
+            setenv("TESSEL_BF16", mode, 1);
+            const bool hasC = cs[0] != 0;
+            auto [af, ah] = halfPair(half, ta ? Shape{k, m} : Shape{m, k}, rng);
+            auto [bf, bh] = halfPair(half, tb ? Shape{n, k} : Shape{k, n}, rng);
+            auto [cf, ch] = halfPair(half, hasC ? cs : Shape{1}, rng);
+            const float alpha = 0.5f, beta = hasC ? 2.0f : 1.0f;
+            std::vector<Tensor> ins = {ah, bh};
+            if (hasC)
+              ins.push_back(ch);
+            auto out = runOp("gemm", ins, {{half, {m, n}}},
+                             Attrs()
+                                 .i("trans_a", ta)
+                                 .i("trans_b", tb)
+                                 .f("alpha", alpha)
+                                 .f("beta", beta));
+            std::vector<double> want = refGemm(af, bf, hasC ? &cf : nullptr, cs,
+                                               ta, tb, m, k, n, alpha, beta);
+            SCOPED_TRACE(std::string(dtypeName(half)) + " " + mode +
+                         " ta=" + std::to_string(ta) + " tb=" +
+                         std::to_string(tb) + " C=" + shapeToString(cs));
+            expectHalfNear(out[0], want, half);
+          }
+  unsetenv("TESSEL_BF16");
 }
 
 TEST(Conv2D, MatchesDirectLoops) {
