@@ -99,7 +99,7 @@ Status Bf16Operands::convert(const float *a, const float *b,
 
 Status Bf16Gemm::create(cublasLtHandle_t lt, const LtGemm &g, int64_t aOff,
                         int64_t aN, size_t aAlign, int64_t bOff, int64_t bN,
-                        size_t bAlign, const float *c,
+                        size_t bAlign, uint64_t cAddress,
                         std::shared_ptr<const Bf16Gemm> &out) {
   const std::string what = gemmString(g);
   if (aOff < 0 || bOff < 0 || aOff + ltExtent(g.a) > aN ||
@@ -141,7 +141,7 @@ Status Bf16Gemm::create(cublasLtHandle_t lt, const LtGemm &g, int64_t aOff,
   const uint32_t alignB = static_cast<uint32_t>(
       ltAlignment(bAlign | uint64_t(bOff) * 2, g.b.stride * 2, g.b.count));
   const uint32_t alignC = static_cast<uint32_t>(ltAlignment(
-      reinterpret_cast<uintptr_t>(c), g.c.stride * 4, g.c.count));
+      cAddress, g.c.stride * 4, g.c.count));
   TSL_RETURN_IF_ERROR(setAlignment(
       pref.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignA));
   TSL_RETURN_IF_ERROR(setAlignment(

@@ -55,12 +55,14 @@ struct Bf16Operands {
 class Bf16Gemm {
 public:
   /// For the layouts of `g`, reading A from the element offset `aOff` of a
-  /// bf16 copy of `aN` elements whose first byte is `aAlign`-aligned (B
-  /// likewise), writing C at `c` in place. Fails, naming the GEMM, where a
-  /// layout reaches past its copy or cuBLASLt has no algorithm for it.
+  /// bf16 array of `aN` elements whose first byte's address is a multiple
+  /// of `aAlign` (B likewise), writing C in place at the byte address
+  /// `cAddress` (or any number with its alignment: an offset from a
+  /// 256-byte-aligned base). Fails, naming the GEMM, where a layout reaches
+  /// past its array or cuBLASLt has no algorithm for it.
   static Status create(cublasLtHandle_t lt, const LtGemm &g, int64_t aOff,
                        int64_t aN, size_t aAlign, int64_t bOff, int64_t bN,
-                       size_t bAlign, const float *c,
+                       size_t bAlign, uint64_t cAddress,
                        std::shared_ptr<const Bf16Gemm> &out);
   ~Bf16Gemm();
   Bf16Gemm(const Bf16Gemm &) = delete;

@@ -8,10 +8,12 @@
 //
 // With `bf16_operands` both run on cuBLASLt with bf16 operands (Bf16Gemm.h);
 // without it, cuBLAS in FP32. A half GEMM (bf16 or f16 operands and result:
-// a half model's, which -tessel-float-normalization keeps half) widens its
-// operands into f32 copies in the shared scratch, runs the FP32 GEMM there
-// and rounds the result once into its half: PyTorch's half GEMM up to the
-// order of the f32 sums, as the CPU computes it.
+// a half model's, which -tessel-float-normalization keeps half) sums in f32
+// into an f32 result in the shared scratch and rounds it once into its
+// half: PyTorch's half GEMM up to the order of the f32 sums, as the CPU
+// computes it. A bf16 one reads its own operands on cuBLASLt (tensor cores,
+// makeBf16Half); an f16 one, or one with an empty dim, widens its operands
+// into f32 copies in the scratch for the FP32 path (makeHalf).
 //
 //===----------------------------------------------------------------------===//
 #include "Bf16Gemm.h"
@@ -70,7 +72,8 @@ Status makeBf16MatMul(const KernelContext &ctx, const MatMulPlan &plan,
     std::shared_ptr<const Bf16Gemm> g;
     TSL_RETURN_IF_ERROR(Bf16Gemm::create(ctx.resources.lt, ltGemm(c), c.aOff,
                                          ops.bN, 256, c.bOff, ops.aN, 256,
-                                         y + c.cOff, g));
+                                         reinterpret_cast<uintptr_t>(y + c.cOff),
+                                         g));
     gemms.push_back(std::move(g));
     cOffs.push_back(c.cOff);
   }
@@ -171,7 +174,7 @@ Status makeGemmOn(const KernelContext &ctx, const AddressFn &where,
         ltRowMajorGemm(ta, tb, static_cast<int>(m), static_cast<int>(n),
                        static_cast<int>(k), lda, ldb),
         0, ops.bN, 256, 0, ops.aN, 256,
-        static_cast<const float *>(ctx.result(0)), bf16));
+        reinterpret_cast<uintptr_t>(ctx.result(0)), bf16));
   }
   out = [=] {
     const GemmAddresses at = where();
@@ -248,13 +251,123 @@ Status makeHalf(const KernelContext &ctx, bool matmul, Step &out) {
   return Status::ok();
 }
 
+/// A bf16 GEMM on cuBLASLt: the instruction's own bf16 operands, f32 sums
+/// into an f32 result in the shared scratch (a gemm's c widened into it
+/// first, for beta), rounded once into the bf16 result. The scratch:
+/// [result f32 | c f32 | cuBLASLt's workspace], each part 256-byte aligned.
+Status makeBf16Half(const KernelContext &ctx, bool matmul, Step &out) {
+  const Op &op = ctx.op;
+  const uint16_t *a = static_cast<const uint16_t *>(ctx.operand(0));
+  const uint16_t *b = static_cast<const uint16_t *>(ctx.operand(1));
+  const bool hasC = !matmul && op.operands.size() > 2;
+  const void *c = hasC ? ctx.operand(2) : nullptr;
+  void *y = ctx.result(0);
+  const int64_t yN = ctx.out(0).numel, cN = hasC ? ctx.in(2).numel : 0;
+  const int64_t aN = ctx.in(0).numel, bN = ctx.in(1).numel;
+  auto padded = [](int64_t n) {
+    return (static_cast<size_t>(n) * sizeof(float) + 255) / 256 * 256;
+  };
+  const size_t cAt = padded(yN), wsAt = cAt + padded(cN);
+  const LateAddress base =
+      ctx.resources.reserveScratch(wsAt + kLtWorkspaceBytes);
+  const auto aAddr = reinterpret_cast<uintptr_t>(a);
+  const auto bAddr = reinterpret_cast<uintptr_t>(b);
+  // Per cuBLASLt call: the GEMM and its result's offset (elements). The
+  // LtGemm's A is the op's b, its B the op's a (the row-major mapping).
+  std::vector<std::shared_ptr<const Bf16Gemm>> gemms;
+  std::vector<int64_t> yOffs;
+  bool nothing = false, zeros = false, useC = false;
+  float alpha = 1.0f, beta = 0.0f;
+  StridedIndex cIx;
+  if (matmul) {
+    MatMulPlan plan;
+    TSL_RETURN_IF_ERROR(
+        planMatMul(ctx.in(0).shape, ctx.in(1).shape, ctx.out(0).shape, plan));
+    nothing = plan.nothing;
+    zeros = plan.zeros;
+    if (!nothing && !zeros)
+      for (const GemmCall &call : plan.calls) {
+        const ColumnMajorCall cm = columnMajor(call);
+        std::shared_ptr<const Bf16Gemm> g;
+        TSL_RETURN_IF_ERROR(Bf16Gemm::create(
+            ctx.resources.lt, ltGemm(cm), cm.aOff, bN, bAddr, cm.bOff, aN,
+            aAddr, static_cast<uint64_t>(cm.cOff) * sizeof(float), g));
+        gemms.push_back(std::move(g));
+        yOffs.push_back(cm.cOff);
+      }
+  } else {
+    const Shape &as = ctx.in(0).shape, &bs = ctx.in(1).shape;
+    const int64_t m = op.transA ? as[1] : as[0];
+    const int64_t n = op.transB ? bs[0] : bs[1];
+    const int64_t k = op.transA ? as[0] : as[1];
+    if (!fitsInt(m) || !fitsInt(n) || !fitsInt(k) || !fitsInt(as[1]) ||
+        !fitsInt(bs[1]) || !fitsInt(m * n))
+      return Status::error("a matrix dim exceeds cuBLAS's int range");
+    useC = hasC && op.beta != 0.0f;
+    if (useC) {
+      Shape outShape = {m, n};
+      TSL_RETURN_IF_ERROR(stridedIndexer(
+          outShape, {broadcastStrides(ctx.in(2).shape, 2, outShape)}, cIx));
+    }
+    alpha = op.alpha;
+    beta = useC ? op.beta : 0.0f;
+    std::shared_ptr<const Bf16Gemm> g;
+    TSL_RETURN_IF_ERROR(Bf16Gemm::create(
+        ctx.resources.lt,
+        ltRowMajorGemm(op.transA, op.transB, static_cast<int>(m),
+                       static_cast<int>(n), static_cast<int>(k),
+                       static_cast<int>(as[1]), static_cast<int>(bs[1])),
+        0, bN, bAddr, 0, aN, aAddr, 0, g));
+    gemms.push_back(std::move(g));
+    yOffs.push_back(0);
+  }
+  cudaStream_t s = ctx.stream;
+  out = [=] {
+    if (nothing)
+      return Status::ok();
+    if (zeros) { // k = 0: an empty sum
+      TSL_CUDA(cudaMemsetAsync(y, 0, yN * sizeof(uint16_t), s),
+               "cudaMemsetAsync");
+      return Status::ok();
+    }
+    float *acc = base.get<float>();
+    void *ws = base.get<char>() + wsAt;
+    if (useC) { // acc = c widened and broadcast to [m, n]
+      float *wide = reinterpret_cast<float *>(base.get<char>() + cAt);
+      TSL_RETURN_IF_ERROR(launched(
+          launchCast(DType::BF16, c, DType::F32, wide, cN, s), "gemm bias"));
+      TSL_RETURN_IF_ERROR(
+          launched(launchStridedCopy(4, wide, acc, cIx, s), "gemm bias"));
+    }
+    for (size_t i = 0; i < gemms.size(); ++i)
+      TSL_RETURN_IF_ERROR(
+          gemms[i]->run(alpha, b, a, beta, acc + yOffs[i], ws, s));
+    return launched(launchCast(DType::F32, acc, DType::BF16, y, yN, s),
+                    "half GEMM result");
+  };
+  return Status::ok();
+}
+
+/// Whether a gemm has an empty dim (the FP32 path's special cases).
+bool gemmHasEmptyDim(const KernelContext &ctx) {
+  const Shape &as = ctx.in(0).shape, &bs = ctx.in(1).shape;
+  return as[0] == 0 || as[1] == 0 || bs[0] == 0 || bs[1] == 0;
+}
+
+// A bf16 GEMM that cuBLASLt has no algorithm for (its layouts' alignment)
+// takes the widening path.
 Status makeMatMul(const KernelContext &ctx, Step &out) {
+  if (ctx.out(0).dtype == DType::BF16 && makeBf16Half(ctx, true, out).isOk())
+    return Status::ok();
   if (isHalf(ctx.out(0).dtype))
     return makeHalf(ctx, true, out);
   return makeMatMulOn(ctx, ownAddresses(ctx), out);
 }
 
 Status makeGemm(const KernelContext &ctx, Step &out) {
+  if (ctx.out(0).dtype == DType::BF16 && !gemmHasEmptyDim(ctx) &&
+      makeBf16Half(ctx, false, out).isOk())
+    return Status::ok();
   if (isHalf(ctx.out(0).dtype))
     return makeHalf(ctx, false, out);
   return makeGemmOn(ctx, ownAddresses(ctx), out);
