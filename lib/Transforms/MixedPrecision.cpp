@@ -2,16 +2,22 @@
 //
 // tesselc --precision bf16|fp16: on the loss function, before autodiff,
 // each GEMM-like op (matmul, gemm, conv2d: what torch.autocast runs in the
-// low precision) reads its float operands rounded to the format and its
-// result is rounded too (tessel.round_float); everything else (norms,
-// softmax, the loss, the optimizer) stays f32, and the parameters and the
-// optimizer state (master weights) are f32 throughout. Autodiff then gives
-// the backward the same rounding (round_float's rule rounds dy): the
-// backward GEMMs read low-precision gradients and produce them.
+// low precision) computes in the format; everything else (norms, softmax,
+// the loss, the optimizer) stays f32, and the parameters and the optimizer
+// state (master weights) are f32 throughout.
 //
-// The values are held in f32 (rounded, with the format's overflow to
-// infinity and its subnormals): the numerics of bf16/fp16 compute with f32
-// accumulation, not yet its memory or speed.
+// A matmul or gemm reads its f32 operands cast to bf16 (or f16) and its
+// result is that type: a half GEMM (f32 sums rounded once, as oneDNN's and
+// cuBLAS's are), so what it reads and writes, and what the backward keeps
+// of it, is stored in two bytes; its readers widen it (a cast to f32,
+// which -tessel-fuse-elementwise folds into their chains). Autodiff gives
+// the backward the same types (a cast's gradient casts `dy` back), so the
+// backward GEMMs read and produce halves too.
+//
+// A conv2d, which the runtimes have no half kernels for, reads its f32
+// operands through `tessel.round_float` to the format and its result is
+// rounded too: the same numbers held in f32 (round_float's gradient
+// rounds dy).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +48,8 @@ struct MixedPrecisionPass
           << "' (bf16, fp16)";
       return signalPassFailure();
     }
+    Type half = precision == "bf16" ? Type(BFloat16Type::get(&getContext()))
+                                    : Type(Float16Type::get(&getContext()));
     SmallVector<Operation *> gemms;
     getOperation().walk([&](Operation *op) {
       if (isa<MatmulOp, GemmOp, Conv2DOp>(op))
@@ -53,6 +61,22 @@ struct MixedPrecisionPass
     };
     for (Operation *op : gemms) {
       OpBuilder b(op);
+      const bool halfGemm =
+          !isa<Conv2DOp>(op) && op->getNumResults() == 1 &&
+          llvm::all_of(op->getOperands(), isF32) && isF32(op->getResult(0));
+      if (halfGemm) {
+        for (OpOperand &o : op->getOpOperands()) {
+          auto t = cast<RankedTensorType>(o.get().getType());
+          o.set(CastOp::create(b, op->getLoc(), t.clone(half), o.get()));
+        }
+        Value r = op->getResult(0);
+        auto f32 = cast<RankedTensorType>(r.getType());
+        r.setType(f32.clone(half));
+        b.setInsertionPointAfter(op);
+        auto wide = CastOp::create(b, op->getLoc(), f32, r);
+        r.replaceAllUsesExcept(wide.getResult(), wide);
+        continue;
+      }
       auto eAttr = b.getI64IntegerAttr(e), mAttr = b.getI64IntegerAttr(m);
       for (OpOperand &o : op->getOpOperands())
         if (isF32(o.get()))
