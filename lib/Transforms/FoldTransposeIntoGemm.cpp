@@ -13,6 +13,11 @@
 // the final program (after partitioning: the rules and the gradient see the
 // exported ops); the transpose goes when nothing else reads it.
 //
+// Under --precision bf16 a cast sits between the two (the table is cast to
+// bf16 after the exporter's transpose, the gradient widened before it): a
+// transpose and a cast commute, so the cast moves to the far side of the
+// transpose first, and the transpose then meets its GEMM.
+//
 //===----------------------------------------------------------------------===//
 
 #include "FusePatterns.h"
@@ -101,9 +106,56 @@ bool foldResult(TransposeOp t) {
   return true;
 }
 
+bool isGemm(Operation *op) { return isa<MatmulOp, GemmOp>(op); }
+
+/// cast(transpose(x)) that a GEMM reads as transpose(cast(x)), when the
+/// transpose has no other reader (the table cast, then read transposed).
+bool castFirst(CastOp c) {
+  auto t = c.getInput().getDefiningOp<TransposeOp>();
+  if (!t || !transposed(t.getResult()) || !t->hasOneUse() ||
+      llvm::none_of(c->getUsers(), isGemm))
+    return false;
+  OpBuilder b(c);
+  auto in = cast<RankedTensorType>(t.getInput().getType());
+  auto widened = CastOp::create(
+      b, c.getLoc(),
+      in.clone(cast<RankedTensorType>(c.getType()).getElementType()),
+      t.getInput());
+  Value moved = TransposeOp::create(b, t.getLoc(), widened, t.getPerm());
+  c.getResult().replaceAllUsesWith(moved);
+  c->erase();
+  t->erase();
+  return true;
+}
+
+/// transpose(cast(gemm)) as cast(transpose(gemm)), when the cast has no
+/// other reader (the gradient of the table widened, then transposed).
+bool transposeFirst(TransposeOp t) {
+  auto c = t.getInput().getDefiningOp<CastOp>();
+  if (!c || !transposed(t.getResult()) || !c->hasOneUse() ||
+      !c.getInput().getDefiningOp<GemmOp>())
+    return false;
+  OpBuilder b(t);
+  Value moved = TransposeOp::create(b, t.getLoc(), c.getInput(), t.getPerm());
+  auto narrowed = CastOp::create(b, c.getLoc(), t.getType(), moved);
+  t.getResult().replaceAllUsesWith(narrowed.getResult());
+  t->erase();
+  c->erase();
+  return true;
+}
+
 struct FoldTransposeIntoGemmPass
     : impl::FoldTransposeIntoGemmPassBase<FoldTransposeIntoGemmPass> {
   void runOnOperation() final {
+    // Each walk collects before anything is erased.
+    SmallVector<CastOp> casts;
+    getOperation()->walk([&](CastOp c) { casts.push_back(c); });
+    for (CastOp c : casts)
+      castFirst(c);
+    SmallVector<TransposeOp> overCasts;
+    getOperation()->walk([&](TransposeOp t) { overCasts.push_back(t); });
+    for (TransposeOp t : overCasts)
+      transposeFirst(t);
     SmallVector<MatmulOp> matmuls;
     SmallVector<TransposeOp> transposes;
     getOperation()->walk([&](Operation *op) {

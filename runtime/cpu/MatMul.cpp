@@ -116,8 +116,9 @@ Step halfStep(const KernelContext &c) {
   const Shape &y = c.out(0).shape;
   const int64_t rows = y.size() == 2 ? y[0] : 0, cols = y.empty() ? 0 : y.back();
   std::shared_ptr<Bf16MatMul> mm;
-  std::string why;
-  if (half == DType::F16 || bf16GemmsAvailable(why)) {
+  // Without bf16 dot products (or TESSEL_BF16=emulate) a bf16 GEMM says so
+  // once per process, as the marked ones do, and widens.
+  if (half == DType::F16 || bf16KernelsUsable()) {
     if (!res.dnnl)
       res.dnnl = createDnnlContext();
     mm = Bf16MatMul::create(res.dnnl, c.program, *o);

@@ -66,3 +66,40 @@ func.func @transposed_gemm_kept(%x: tensor<4x16xf32>, %w: tensor<16x8xf32>, %c: 
   %u = tessel.transpose %h perm = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
   return %t, %u, %h : tensor<8x4xf32>, tensor<8x4xf32>, tensor<4x8xf32>
 }
+
+// --precision bf16: the table is cast after the exporter's transpose, and
+// the weight gradient widened before its transpose. The casts move to the
+// far side (a transpose and a cast commute), then the transposes fold: no
+// copy of the table, in either direction.
+// CHECK-LABEL: func.func @tied_head_bf16
+// CHECK-NEXT: %[[W16:.*]] = tessel.cast %w : tensor<100x16xf32> -> tensor<100x16xbf16>
+// CHECK-NEXT: %[[G:.*]] = tessel.gemm %x, %[[W16]] {trans_b} : (tensor<4x16xbf16>, tensor<100x16xbf16>) -> tensor<4x100xbf16>
+// CHECK-NEXT: %[[D:.*]] = tessel.gemm %dy, %x {trans_a} : (tensor<4x100xbf16>, tensor<4x16xbf16>) -> tensor<100x16xbf16>
+// CHECK-NEXT: %[[DW:.*]] = tessel.cast %[[D]] : tensor<100x16xbf16> -> tensor<100x16xf32>
+// CHECK-NEXT: return %[[G]], %[[DW]]
+func.func @tied_head_bf16(%x: tensor<4x16xbf16>, %w: tensor<100x16xf32>, %dy: tensor<4x100xbf16>) -> (tensor<4x100xbf16>, tensor<100x16xf32>) {
+  %t = tessel.transpose %w perm = [1, 0] : (tensor<100x16xf32>) -> tensor<16x100xf32>
+  %t16 = tessel.cast %t : tensor<16x100xf32> -> tensor<16x100xbf16>
+  %y = tessel.matmul %x, %t16 : (tensor<4x16xbf16>, tensor<16x100xbf16>) -> tensor<4x100xbf16>
+  %dwt = tessel.gemm %x, %dy {trans_a} : (tensor<4x16xbf16>, tensor<4x100xbf16>) -> tensor<16x100xbf16>
+  %dwt32 = tessel.cast %dwt : tensor<16x100xbf16> -> tensor<16x100xf32>
+  %dw = tessel.transpose %dwt32 perm = [1, 0] : (tensor<16x100xf32>) -> tensor<100x16xf32>
+  return %y, %dw : tensor<4x100xbf16>, tensor<100x16xf32>
+}
+
+// Kept: a transpose another op reads too (moving the cast would copy it
+// twice), and a cast of a transpose that no GEMM reads.
+// CHECK-LABEL: func.func @casts_kept
+// CHECK: %[[T:.*]] = tessel.transpose %w
+// CHECK-NEXT: tessel.cast %[[T]]
+// CHECK: tessel.matmul
+// CHECK: %[[U:.*]] = tessel.transpose %v
+// CHECK-NEXT: tessel.cast %[[U]]
+func.func @casts_kept(%x: tensor<4x16xbf16>, %w: tensor<100x16xf32>, %v: tensor<8x4xf32>) -> (tensor<4x100xbf16>, tensor<16x100xf32>, tensor<4x8xbf16>) {
+  %t = tessel.transpose %w perm = [1, 0] : (tensor<100x16xf32>) -> tensor<16x100xf32>
+  %t16 = tessel.cast %t : tensor<16x100xf32> -> tensor<16x100xbf16>
+  %y = tessel.matmul %x, %t16 : (tensor<4x16xbf16>, tensor<16x100xbf16>) -> tensor<4x100xbf16>
+  %u = tessel.transpose %v perm = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %u16 = tessel.cast %u : tensor<4x8xf32> -> tensor<4x8xbf16>
+  return %y, %t, %u16 : tensor<4x100xbf16>, tensor<16x100xf32>, tensor<4x8xbf16>
+}

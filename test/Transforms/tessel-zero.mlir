@@ -48,9 +48,11 @@ module {
 // S3-NEXT: %[[NEW:.*]], %{{.*}}, %{{.*}} = tessel.adam_update %[[W]], %[[G]]
 // S3-NEXT: tessel.assign %[[W]], %[[NEW]] : tensor<2x3xf32>
 
-// The compile pipeline's options: FSDP and bf16 GEMMs.
+// The compile pipeline's options: FSDP and bf16 GEMMs (the gathered f32
+// master cast to the GEMM's bf16).
 // PIPE: tessel.all_gather %{{.*}} on @mesh axes = ["dp"] dim = 0 : (tensor<2x3xf32>) -> tensor<4x3xf32>
-// PIPE-NEXT: tessel.round_float
+// PIPE-NEXT: tessel.cast %{{.*}} : tensor<4x3xf32> -> tensor<4x3xbf16>
+// PIPE-NEXT: tessel.matmul {{.*}} -> tensor<4x3xbf16>
 // PIPE: tessel.reduce_scatter sum
 
 // BAD: error: tessel-zero: stage must be 1, 2 or 3 (got 4)

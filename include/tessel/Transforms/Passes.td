@@ -1053,15 +1053,16 @@ def MixedPrecisionPass : Pass<"tessel-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Mixed precision: GEMMs computed in bf16 or fp16, master weights in f32";
   let description = [{
     Before `-tessel-autodiff` (tesselc `--precision bf16|fp16`): each
-    `matmul`, `gemm` and `conv2d` (what `torch.autocast` runs in the low
-    precision) reads its f32 operands through `tessel.round_float` to the
-    format and its result is rounded too; norms, softmax, the loss and the
-    optimizer stay f32, and the parameters and the optimizer state stay f32
-    (master weights). The gradient of `round_float` rounds `dy`, so the
-    backward's GEMMs see low-precision values as well. Values are held in
-    f32: the numerics of low-precision compute with f32 accumulation
-    (rounding, fp16's overflow to infinity and subnormals), not its memory
-    or speed.
+    `matmul` and `gemm` (what `torch.autocast` runs in the low precision)
+    reads its f32 operands cast to bf16 (or f16) and becomes a half GEMM
+    (f32 sums, rounded once), whose result its readers widen: what the
+    GEMMs read and write is stored in two bytes, and the backward, which
+    autodiff derives through the casts, computes in the half as well. Each
+    `conv2d` (no half kernels) reads its f32 operands through
+    `tessel.round_float` to the format and its result is rounded too (the
+    gradient of `round_float` rounds `dy`). Norms, softmax, the loss and
+    the optimizer stay f32, and the parameters and the optimizer state stay
+    f32 (master weights).
 
     **Options**
 
