@@ -156,12 +156,20 @@ Step fusedStep(const KernelContext &c) {
                              static_cast<const uint16_t *>(in[i]) + e0,
                              slot(i), n);
           } else if (fi.kind == FusedInput::Period) {
+            // Runs of the period copied (widened where it is a half).
             float *dst = slot(i);
             int64_t j = e0 % fi.period;
-            for (int64_t k = 0; k < n; ++k) {
-              dst[k] = element(in[i], fi.dtype, j);
-              if (++j == fi.period)
-                j = 0;
+            for (int64_t k = 0; k < n;) {
+              const int64_t run = std::min(n - k, fi.period - j);
+              if (fi.dtype == DType::F32)
+                std::copy_n(static_cast<const float *>(in[i]) + j, run,
+                            dst + k);
+              else
+                widenHalfArray(fi.dtype,
+                               static_cast<const uint16_t *>(in[i]) + j,
+                               dst + k, run);
+              k += run;
+              j = 0;
             }
           }
         }
