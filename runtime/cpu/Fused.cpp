@@ -134,8 +134,13 @@ Step fusedStep(const KernelContext &c) {
     const int64_t blocks = (numel + kBlock - 1) / kBlock;
     const size_t inputs = p.inputs.size(), values = inputs + p.code.size();
     pool->parallelFor(blocks, 16, [&](int64_t begin, int64_t end) {
-      std::vector<float> buf(values * kBlock);
-      std::vector<const float *> at(values);
+      // Each thread's blocks, kept between runs (at most 96 values of 256
+      // floats): no allocation per run, which small ops would notice.
+      thread_local std::vector<float> buf;
+      thread_local std::vector<const float *> at;
+      if (buf.size() < values * kBlock)
+        buf.resize(values * kBlock);
+      at.resize(values);
       auto slot = [&](size_t v) { return buf.data() + v * kBlock; };
       // One-element inputs fill their block once.
       for (size_t i = 0; i < inputs; ++i)
