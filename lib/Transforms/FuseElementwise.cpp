@@ -65,6 +65,16 @@ bool isWidening(Operation *op) {
   return isFusableCast(op) && isF32Tensor(op->getResult(0).getType());
 }
 
+/// A widening cast of a half GEMM's result. Nothing writes a GEMM's result
+/// buffer while it is live (a half value is widened before any collective
+/// sums it), so the cast's read may move to a reader any distance away: a
+/// tied table's gradient, widened for the sum with the embedding's, is read
+/// a whole backward later.
+bool widensGemmResult(Operation *op) {
+  return isWidening(op) &&
+         isa_and_nonnull<MatmulOp, GemmOp>(op->getOperand(0).getDefiningOp());
+}
+
 /// For a round_float of f32 to bf16 (8 exponent, 7 mantissa bits) or fp16
 /// (5, 10): the cast code of that half (1 or 2), else -1. In a program it
 /// is a cast to the half and one back to f32, the same rounding (a NaN
@@ -157,7 +167,7 @@ void fuseBlock(Block &block) {
                 : v.hasOneUse() && shapeOf(v) == shape.getShape() &&
                       (isFusable(p) || cost == 2);
         if (joins && instructions + cost <= kMaxInstructions &&
-            quietBetween(p, root)) {
+            (widensGemmResult(p) || quietBetween(p, root))) {
           members.push_back(p);
           instructions += cost;
         }

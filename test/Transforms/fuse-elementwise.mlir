@@ -115,3 +115,22 @@ func.func @rounded(%x: tensor<8x8xf32>, %b: tensor<8xf32>, %y: tensor<8x8xf32>, 
   %m = tessel.matmul %e, %q : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
   return %m, %n : tensor<8x8xf32>, tensor<8x8xf32>
 }
+
+// A half GEMM's result widened for a reader far away (a tied table's
+// gradient, summed with the embedding's a whole backward later): nothing
+// writes a GEMM's result while it is live, so the cast joins the reader's
+// tree across ops that may write memory; a widened argument does not.
+// CHECK-LABEL: func.func @far_gemm_result
+// CHECK: %[[G:.*]] = tessel.gemm
+// CHECK-NEXT: %[[A:.*]] = tessel.cast %h
+// CHECK-NEXT: tessel.all_reduce
+// CHECK-NEXT: %[[F:.*]] = tessel.fused_elementwise %[[G]], %e, %[[A]] {{.*}}ops = ["cast", "add", "add"]
+func.func @far_gemm_result(%x: tensor<4x8xbf16>, %dy: tensor<4x16xbf16>, %e: tensor<8x16xf32>, %h: tensor<8x16xbf16>, %y: tensor<4xf32>) -> (tensor<8x16xf32>, tensor<4xf32>) {
+  %g = tessel.gemm %x, %dy {trans_a} : (tensor<4x8xbf16>, tensor<4x16xbf16>) -> tensor<8x16xbf16>
+  %g32 = tessel.cast %g : tensor<8x16xbf16> -> tensor<8x16xf32>
+  %h32 = tessel.cast %h : tensor<8x16xbf16> -> tensor<8x16xf32>
+  %r = tessel.all_reduce sum %y on @mesh axes = ["tp"] : tensor<4xf32>
+  %s = tessel.add %g32, %e : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %t = tessel.add %s, %h32 : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %t, %r : tensor<8x16xf32>, tensor<4xf32>
+}
