@@ -686,7 +686,15 @@ LogicalResult buildAttentionGradient(AttentionOp op, OpBuilder &b,
     return success();
   }
   const int64_t r = typeOf(q).getRank();
-  Type elem = typeOf(q).getElementType();
+  // The mask's gradient in the mask's type (a half attention's is f32).
+  Type elem = typeOf(mask).getElementType();
+  if (typeOf(q).getElementType() != elem) {
+    q = e.cast(q, elem);
+    kt = e.cast(kt, elem);
+    v = e.cast(v, elem);
+    out = e.cast(out, elem);
+    g = e.cast(g, elem);
+  }
   Value s = e.add(e.mul(e.matmul(q, kt), op.getScale().convertToDouble()), mask);
   SmallVector<int64_t> lseShape(shapeOf(lse));
   lseShape.push_back(1);

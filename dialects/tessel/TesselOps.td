@@ -769,9 +769,10 @@ def Tessel_AttentionOp : Tessel_ComputeOp<"attention", "buildAttentionRule",
     * (C1) `q`, `kt` and `v` have one rank, at least 2, and the same
       leading dims; `q`'s last dim is `kt`'s first of the two, `kt`'s last
       is `v`'s first of the two; one float element type.
-    * (C2) `mask`, where present, has `q`'s element type, rank at most
-      `q`'s, and broadcasts to [..., S, T].
-    * (C3) `nan_fill`, where present, is a rank-0 tensor of `q`'s type.
+    * (C2) `mask`, where present, has `q`'s element type or f32, rank at
+      most `q`'s, and broadcasts to [..., S, T].
+    * (C3) `nan_fill`, where present, is a rank-0 tensor of `q`'s type or
+      f32.
     * (C4) `result` is [..., S, Dv] of `q`'s type; `lse` is [..., S] f32.
   }];
   let arguments = (ins Tessel_FloatTensor:$q, Tessel_FloatTensor:$kt,

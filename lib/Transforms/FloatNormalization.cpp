@@ -19,6 +19,12 @@
 // bf16 matmul, cuBLAS; each accumulates in f32 and rounds its result once,
 // as PyTorch's half GEMMs do), reading and writing the halves.
 //
+// Attention is the other: an attention (or attention_grad) whose q, kt, v
+// and results (and result and grad) are one half stays so, as PyTorch's
+// half SDPA does, reading its mask and nan_fill in f32 (a half one is
+// widened) and writing lse in f32. The kernels accumulate in f32 and round
+// each result once (docs/precision.md).
+//
 // It runs last, on the per-rank program, before the artifact is written.
 //
 //===----------------------------------------------------------------------===//
@@ -61,6 +67,35 @@ bool isHalfGemm(Operation *op) {
   });
 }
 
+/// An attention or attention_grad of one half type in q, kt, v and the
+/// half-typed results and operands (its mask, nan_fill and lse aside).
+bool isHalfAttention(Operation *op) {
+  Value q;
+  if (auto a = dyn_cast<AttentionOp>(op))
+    q = a.getQ();
+  else if (auto g = dyn_cast<AttentionGradOp>(op))
+    q = g.getQ();
+  else
+    return false;
+  if (!isHalf(q.getType()))
+    return false;
+  Type half = getElementTypeOrSelf(q.getType());
+  auto same = [&](Value v) { return getElementTypeOrSelf(v.getType()) == half; };
+  if (auto a = dyn_cast<AttentionOp>(op))
+    return same(a.getKt()) && same(a.getV()) && same(a.getResult());
+  auto g = cast<AttentionGradOp>(op);
+  return same(g.getKt()) && same(g.getV()) && same(g.getResult()) &&
+         same(g.getGrad()) && llvm::all_of(g->getResults(), same);
+}
+
+/// A half attention's operands that are read in f32: its mask and nan_fill.
+SmallVector<Value> attentionF32Operands(Operation *op) {
+  if (auto a = dyn_cast<AttentionOp>(op))
+    return {a.getMask(), a.getNanFill()};
+  auto g = cast<AttentionGradOp>(op);
+  return {g.getMask(), g.getNanFill()};
+}
+
 struct FloatNormalizationPass
     : impl::FloatNormalizationPassBase<FloatNormalizationPass> {
   using Base::Base;
@@ -68,10 +103,11 @@ struct FloatNormalizationPass
   void runOnOperation() final {
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
-      if (isa<TesselDialect>(op->getDialect()) && !holdsHalves(op) &&
-          !isHalfGemm(op) &&
-          (llvm::any_of(op->getOperandTypes(), isHalf) ||
-           llvm::any_of(op->getResultTypes(), isHalf)))
+      if (isHalfAttention(op) ||
+          (isa<TesselDialect>(op->getDialect()) && !holdsHalves(op) &&
+           !isHalfGemm(op) &&
+           (llvm::any_of(op->getOperandTypes(), isHalf) ||
+            llvm::any_of(op->getResultTypes(), isHalf))))
         ops.push_back(op);
     });
     // One f32 copy of each half value, shared by every op that reads it,
@@ -96,6 +132,13 @@ struct FloatNormalizationPass
       return it->second;
     };
     for (Operation *op : ops) {
+      if (isHalfAttention(op)) {
+        SmallVector<Value> f32 = attentionF32Operands(op);
+        for (OpOperand &use : op->getOpOperands())
+          if (llvm::is_contained(f32, use.get()) && isHalf(use.get().getType()))
+            use.set(widen(use.get(), op));
+        continue;
+      }
       for (OpOperand &use : op->getOpOperands())
         if (isHalf(use.get().getType()))
           use.set(widen(use.get(), op));

@@ -14,6 +14,14 @@
 // the backward the same types (a cast's gradient casts `dy` back), so the
 // backward GEMMs read and produce halves too.
 //
+// An attention (tessel.attention, which -tessel-fuse-attention wrote in
+// place of the exporters' matmul, scale, mask, softmax, matmul) reads q, kt
+// and v cast to the format and its result is that type, as autocast runs
+// scaled_dot_product_attention: f32 sums and softmax (the GPU's
+// FlashAttention tiles round the probabilities to the format before they
+// multiply v, as PyTorch's flash kernels do), the result rounded once. Its
+// mask and lse stay f32.
+//
 // A conv2d, which the runtimes have no half kernels for, reads its f32
 // operands through `tessel.round_float` to the format and its result is
 // rounded too: the same numbers held in f32 (round_float's gradient
@@ -52,7 +60,7 @@ struct MixedPrecisionPass
                                     : Type(Float16Type::get(&getContext()));
     SmallVector<Operation *> gemms;
     getOperation().walk([&](Operation *op) {
-      if (isa<MatmulOp, GemmOp, Conv2DOp>(op))
+      if (isa<MatmulOp, GemmOp, Conv2DOp, AttentionOp>(op))
         gemms.push_back(op);
     });
     auto isF32 = [](Value v) {
@@ -61,22 +69,35 @@ struct MixedPrecisionPass
     };
     for (Operation *op : gemms) {
       OpBuilder b(op);
-      const bool halfGemm =
-          !isa<Conv2DOp>(op) && op->getNumResults() == 1 &&
-          llvm::all_of(op->getOperands(), isF32) && isF32(op->getResult(0));
-      if (halfGemm) {
-        for (OpOperand &o : op->getOpOperands()) {
-          auto t = cast<RankedTensorType>(o.get().getType());
-          o.set(CastOp::create(b, op->getLoc(), t.clone(half), o.get()));
+      // The operands the op reads in the half (q, kt and v of an
+      // attention, every operand of a matmul or gemm) and the result it
+      // writes in it; none: a conv2d, or an op that is not all f32.
+      SmallVector<OpOperand *> halves;
+      Value result;
+      if (auto attn = dyn_cast<AttentionOp>(op)) {
+        halves = {&attn.getQMutable(), &attn.getKtMutable(),
+                  &attn.getVMutable()};
+        result = attn.getResult();
+      } else if (!isa<Conv2DOp>(op) && op->getNumResults() == 1) {
+        for (OpOperand &o : op->getOpOperands())
+          halves.push_back(&o);
+        result = op->getResult(0);
+      }
+      if (result && isF32(result) &&
+          llvm::all_of(halves, [&](OpOperand *o) { return isF32(o->get()); })) {
+        for (OpOperand *o : halves) {
+          auto t = cast<RankedTensorType>(o->get().getType());
+          o->set(CastOp::create(b, op->getLoc(), t.clone(half), o->get()));
         }
-        Value r = op->getResult(0);
-        auto f32 = cast<RankedTensorType>(r.getType());
-        r.setType(f32.clone(half));
+        auto f32 = cast<RankedTensorType>(result.getType());
+        result.setType(f32.clone(half));
         b.setInsertionPointAfter(op);
-        auto wide = CastOp::create(b, op->getLoc(), f32, r);
-        r.replaceAllUsesExcept(wide.getResult(), wide);
+        auto wide = CastOp::create(b, op->getLoc(), f32, result);
+        result.replaceAllUsesExcept(wide.getResult(), wide);
         continue;
       }
+      if (isa<AttentionOp>(op))
+        continue; // a half one already
       auto eAttr = b.getI64IntegerAttr(e), mAttr = b.getI64IntegerAttr(m);
       for (OpOperand &o : op->getOpOperands())
         if (isF32(o.get()))

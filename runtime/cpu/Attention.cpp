@@ -15,10 +15,17 @@
 // dq = scale ds kt^T, dkt += scale q^T ds: five GEMMs per block
 // (FlashAttention-2's backward, with whole rows of keys per block).
 //
+// A half attention (bf16 or f16 q, kt, v and results; f32 mask, fill and
+// lse) widens its half operands into the shared scratch, runs the f32
+// kernel and rounds each result once: PyTorch's CPU half SDPA computes in
+// f32 too.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Gemm.h"
+#include "HalfConvert.h"
 #include "KernelRegistry.h"
+#include "KernelResources.h"
 #include "ThreadPool.h"
 #include "VecMath.h"
 #include "tessel/runtime/Attention.h"
@@ -347,11 +354,90 @@ Step attentionGradStep(const KernelContext &c) {
   };
 }
 
+/// A half attention or attention_grad: its half operands (q, kt, v, and
+/// the gradient's result and grad) widened into res.halfAttention, the f32
+/// kernel into f32 results there, each half result rounded once.
+Step halfStep(const KernelContext &c) {
+  const bool grad = c.op.kind == OpKind::AttentionGrad;
+  const DType half = c.in(0).dtype;
+  // Slots: the half operands, then the half results.
+  std::vector<int> ins = grad ? std::vector<int>{0, 1, 2, 3, 5}
+                              : std::vector<int>{0, 1, 2};
+  std::vector<int> outs = grad ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
+  KernelResources::Scratch *s = c.resources.halfAttention;
+  const size_t slots = ins.size() + outs.size();
+  for (size_t k = 0; k < slots; ++k) {
+    const BufferInfo &b = k < ins.size() ? c.in(ins[k]) : c.out(outs[k - ins.size()]);
+    if (!s[k].reserve(std::max<int64_t>(b.numel, 1) * sizeof(float))) {
+      const Status st = Status::error(
+          "cannot allocate " + std::to_string(b.numel * sizeof(float)) +
+          " bytes to widen half attention instruction " +
+          std::to_string(c.index));
+      if (c.resources.stepError.isOk())
+        c.resources.stepError = st;
+      return [st] { return st; };
+    }
+  }
+  std::vector<const uint16_t *> src;
+  std::vector<int64_t> inCount, outCount;
+  for (int i : ins) {
+    src.push_back(static_cast<const uint16_t *>(c.operand(i)));
+    inCount.push_back(c.in(i).numel);
+  }
+  std::vector<uint16_t *> dst;
+  for (int i : outs) {
+    dst.push_back(static_cast<uint16_t *>(c.result(i)));
+    outCount.push_back(c.out(i).numel);
+  }
+  const AttentionArgs base = attentionArgs(c);
+  const float *lseIn = grad ? static_cast<const float *>(c.operand(4)) : nullptr;
+  float *lseOut = grad ? nullptr : static_cast<float *>(c.result(1));
+  ThreadPool *pool = &c.pool;
+  return [=] {
+    float *f[8];
+    for (size_t k = 0; k < slots; ++k)
+      f[k] = reinterpret_cast<float *>(s[k].data.get());
+    for (size_t k = 0; k < src.size(); ++k) {
+      const uint16_t *h = src[k];
+      float *w = f[k];
+      pool->parallelFor(inCount[k], 1 << 14, [&](int64_t b, int64_t e) {
+        widenHalfArray(half, h + b, w + b, e - b);
+      });
+    }
+    AttentionArgs a = base;
+    a.q = f[0];
+    a.kt = f[1];
+    a.v = f[2];
+    float *const *r = f + src.size();
+    if (grad)
+      attentionBackward(a, GradBuffers{f[3], lseIn, f[4], r[0], r[1], r[2]},
+                        *pool);
+    else
+      attentionForward(a, r[0], lseOut, *pool);
+    for (size_t k = 0; k < dst.size(); ++k) {
+      const float *w = r[k];
+      uint16_t *h = dst[k];
+      pool->parallelFor(outCount[k], 1 << 14, [&](int64_t b, int64_t e) {
+        narrowHalfArray(half, w + b, h + b, e - b);
+      });
+    }
+    return Status::ok();
+  };
+}
+
+Step attentionKernel(const KernelContext &c) {
+  return isHalf(c.in(0).dtype) ? halfStep(c) : attentionStep(c);
+}
+
+Step attentionGradKernel(const KernelContext &c) {
+  return isHalf(c.in(0).dtype) ? halfStep(c) : attentionGradStep(c);
+}
+
 } // namespace
 
 void registerAttentionKernels(KernelRegistry &r) {
-  addKernels(r, {{OpKind::Attention, attentionStep},
-                 {OpKind::AttentionGrad, attentionGradStep}});
+  addKernels(r, {{OpKind::Attention, attentionKernel},
+                 {OpKind::AttentionGrad, attentionGradKernel}});
 }
 
 } // namespace tessel::runtime::cpu

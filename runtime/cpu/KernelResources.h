@@ -96,6 +96,9 @@ struct KernelResources {
   // bf16 without bf16 dot products): its a, b, c and result as f32
   // (MatMul.cpp, halfStep).
   Scratch halfGemm[4];
+  // A half attention's (or attention_grad's) half operands and results as
+  // f32 (Attention.cpp, halfStep): q, kt, v[, out, grad], then the results.
+  Scratch halfAttention[8];
   // Expanded copies of norm scale/bias operands that broadcast.
   std::vector<std::vector<float>> expanded;
   CollectiveDriver collectives;

@@ -10,6 +10,10 @@
 // the f32 SIMT path; FlashAttention-2's tensor-core kernel (tiles in shared
 // memory, bf16 mma) is docs/fusion.md's next step.
 //
+// A half attention (bf16 or f16 q, kt, v and results; f32 mask, fill and
+// lse) widens its half operands into the scratch, runs the f32 path there
+// and rounds each result once, as the CPU does.
+//
 //===----------------------------------------------------------------------===//
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
@@ -17,6 +21,7 @@
 #include "tessel/runtime/Attention.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 namespace tessel::runtime::cuda {
@@ -30,7 +35,8 @@ struct Args {
   AttentionDims d;
   int64_t rows = 1; // query rows per block
   const float *q, *kt, *v, *mask = nullptr, *fill = nullptr;
-  std::vector<int64_t> maskOffsets; // per batch entry
+  // Per batch entry; shared, so that a step's copy of Args allocates nothing.
+  std::shared_ptr<const std::vector<int64_t>> maskOffsets;
 };
 
 Status attentionArgs(const KernelContext &ctx, Args &a) {
@@ -54,38 +60,111 @@ Status attentionArgs(const KernelContext &ctx, Args &a) {
     a.mask = static_cast<const float *>(ctx.operand(at.mask));
   if (at.fill >= 0)
     a.fill = static_cast<const float *>(ctx.operand(at.fill));
+  auto offsets = std::make_shared<std::vector<int64_t>>();
   for (int64_t b = 0; hasMask && b < a.d.batch; ++b)
-    a.maskOffsets.push_back(a.d.maskOffset(b));
+    offsets->push_back(a.d.maskOffset(b));
+  a.maskOffsets = std::move(offsets);
   return Status::ok();
 }
 
 /// The mask's element of (b, i0, 0), or null without one.
 const float *maskAt(const Args &a, int64_t b, int64_t i0) {
-  return a.mask ? a.mask + a.maskOffsets[b] + i0 * a.d.maskRowStride : nullptr;
+  return a.mask ? a.mask + (*a.maskOffsets)[b] + i0 * a.d.maskRowStride
+                : nullptr;
 }
+
+/// A half attention's f32 copies at the start of the scratch, each
+/// 256-byte aligned: its half operands (q, kt, v[, result, grad]), then its
+/// results (out, or dq, dkt, dv). Empty for an f32 attention.
+struct HalfCopies {
+  DType half = DType::F32;
+  std::vector<const void *> src; // the half operands
+  std::vector<void *> dst;       // the half results
+  std::vector<int64_t> count;    // per slot: operands, then results
+  std::vector<size_t> at;        // per slot: byte offset
+  size_t bytes = 0;
+
+  HalfCopies(const KernelContext &ctx, bool grad) {
+    if (!isHalf(ctx.in(0).dtype))
+      return;
+    half = ctx.in(0).dtype;
+    const std::vector<int> ins = grad ? std::vector<int>{0, 1, 2, 3, 5}
+                                      : std::vector<int>{0, 1, 2};
+    const int results = grad ? 3 : 1;
+    for (int i : ins) {
+      src.push_back(ctx.operand(i));
+      count.push_back(ctx.in(i).numel);
+    }
+    for (int i = 0; i < results; ++i) {
+      dst.push_back(ctx.result(i));
+      count.push_back(ctx.out(i).numel);
+    }
+    for (int64_t n : count) {
+      at.push_back(bytes);
+      bytes += (static_cast<size_t>(n) * sizeof(float) + 255) / 256 * 256;
+    }
+  }
+  bool active() const { return half != DType::F32; }
+  float *slot(char *base, size_t k) const {
+    return reinterpret_cast<float *>(base + at[k]);
+  }
+  /// Widens the half operands into their slots and points x's q, kt and v
+  /// at theirs.
+  Status widen(char *base, cudaStream_t st, Args &x) const {
+    for (size_t k = 0; k < src.size(); ++k)
+      if (count[k])
+        TSL_RETURN_IF_ERROR(launched(
+            launchCast(half, src[k], DType::F32, slot(base, k), count[k], st),
+            "half attention operand"));
+    x.q = slot(base, 0);
+    x.kt = slot(base, 1);
+    x.v = slot(base, 2);
+    return Status::ok();
+  }
+  /// Rounds the f32 results into the half results, once.
+  Status narrow(char *base, cudaStream_t st) const {
+    for (size_t k = 0; k < dst.size(); ++k) {
+      const size_t j = src.size() + k;
+      if (count[j])
+        TSL_RETURN_IF_ERROR(launched(
+            launchCast(DType::F32, slot(base, j), half, dst[k], count[j], st),
+            "half attention result"));
+    }
+    return Status::ok();
+  }
+};
 
 Status makeAttention(const KernelContext &ctx, Step &out) {
   Args a;
   TSL_RETURN_IF_ERROR(attentionArgs(ctx, a));
-  float *o = static_cast<float *>(ctx.result(0));
+  const HalfCopies h(ctx, false);
+  float *ownO = static_cast<float *>(ctx.result(0));
   float *lse = static_cast<float *>(ctx.result(1));
   const LateAddress scratch = ctx.resources.reserveScratch(
+      h.bytes +
       static_cast<size_t>(a.rows * std::max<int64_t>(a.d.t, 1)) * sizeof(float));
   cudaStream_t st = ctx.stream;
   cublasHandle_t blas = ctx.blas;
   out = [=] {
     const AttentionDims &d = a.d;
-    float *s = scratch.get<float>();
+    char *base = scratch.get<char>();
+    Args x = a;
+    float *o = ownO;
+    if (h.active()) {
+      TSL_RETURN_IF_ERROR(h.widen(base, st, x));
+      o = h.slot(base, 3);
+    }
+    float *s = reinterpret_cast<float *>(base + h.bytes);
     for (int64_t b = 0; b < d.batch; ++b)
-      for (int64_t i0 = 0; i0 < d.s; i0 += a.rows) {
-        const int n = static_cast<int>(std::min(a.rows, d.s - i0));
+      for (int64_t i0 = 0; i0 < d.s; i0 += x.rows) {
+        const int n = static_cast<int>(std::min(x.rows, d.s - i0));
         const int64_t r0 = b * d.s + i0;
-        const float *vb = a.v + b * d.t * d.dv;
+        const float *vb = x.v + b * d.t * d.dv;
         TSL_RETURN_IF_ERROR(gemmRowMajor(
             blas, false, false, n, int(d.t), int(d.d), d.scale,
-            a.q + r0 * d.d, int(d.d), a.kt + b * d.d * d.t, int(d.t), 0.0f, s));
+            x.q + r0 * d.d, int(d.d), x.kt + b * d.d * d.t, int(d.t), 0.0f, s));
         TSL_RETURN_IF_ERROR(launched(
-            launchAttentionSoftmax(s, n, d.t, maskAt(a, b, i0),
+            launchAttentionSoftmax(s, n, d.t, maskAt(x, b, i0),
                                    d.maskRowStride, d.maskColStride, lse + r0,
                                    st),
             "attention"));
@@ -93,11 +172,11 @@ Status makeAttention(const KernelContext &ctx, Step &out) {
                                          int(d.t), 1.0f, s, int(d.t), vb,
                                          int(d.dv), 0.0f, o + r0 * d.dv));
         TSL_RETURN_IF_ERROR(launched(
-            launchAttentionNanRows(lse + r0, n, vb, d.t, d.dv, a.fill,
+            launchAttentionNanRows(lse + r0, n, vb, d.t, d.dv, x.fill,
                                    o + r0 * d.dv, st),
             "attention"));
       }
-    return Status::ok();
+    return h.active() ? h.narrow(base, st) : Status::ok();
   };
   return Status::ok();
 }
@@ -105,47 +184,63 @@ Status makeAttention(const KernelContext &ctx, Step &out) {
 Status makeAttentionGrad(const KernelContext &ctx, Step &out) {
   Args a;
   TSL_RETURN_IF_ERROR(attentionArgs(ctx, a));
-  const float *o = static_cast<const float *>(ctx.operand(3));
+  const HalfCopies h(ctx, true);
+  const float *ownO = static_cast<const float *>(ctx.operand(3));
   const float *lse = static_cast<const float *>(ctx.operand(4));
-  const float *g = static_cast<const float *>(ctx.operand(5));
-  float *dq = static_cast<float *>(ctx.result(0));
-  float *dkt = static_cast<float *>(ctx.result(1));
-  float *dv = static_cast<float *>(ctx.result(2));
-  const size_t bytes[3] = {ctx.out(0).bytes, ctx.out(1).bytes,
-                           ctx.out(2).bytes};
+  const float *ownG = static_cast<const float *>(ctx.operand(5));
+  float *ownD[3] = {static_cast<float *>(ctx.result(0)),
+                    static_cast<float *>(ctx.result(1)),
+                    static_cast<float *>(ctx.result(2))};
+  // f32 bytes of dq, dkt and dv.
+  const size_t bytes[3] = {ctx.out(0).numel * sizeof(float),
+                           ctx.out(1).numel * sizeof(float),
+                           ctx.out(2).numel * sizeof(float)};
   const size_t block =
       static_cast<size_t>(a.rows * std::max<int64_t>(a.d.t, 1));
-  // [p | dp | delta]
+  // [half copies | p | dp | delta]
   const LateAddress scratch = ctx.resources.reserveScratch(
-      (2 * block + static_cast<size_t>(a.rows)) * sizeof(float));
+      h.bytes + (2 * block + static_cast<size_t>(a.rows)) * sizeof(float));
   cudaStream_t st = ctx.stream;
   cublasHandle_t blas = ctx.blas;
   out = [=] {
     const AttentionDims &d = a.d;
+    char *base = scratch.get<char>();
+    Args x = a;
+    const float *o = ownO, *g = ownG;
+    float *dq = ownD[0], *dkt = ownD[1], *dv = ownD[2];
+    if (h.active()) {
+      TSL_RETURN_IF_ERROR(h.widen(base, st, x));
+      o = h.slot(base, 3);
+      g = h.slot(base, 4);
+      dq = h.slot(base, 5);
+      dkt = h.slot(base, 6);
+      dv = h.slot(base, 7);
+    }
     TSL_CUDA(cudaMemsetAsync(dq, 0, bytes[0], st), "cudaMemsetAsync");
     TSL_CUDA(cudaMemsetAsync(dkt, 0, bytes[1], st), "cudaMemsetAsync");
     TSL_CUDA(cudaMemsetAsync(dv, 0, bytes[2], st), "cudaMemsetAsync");
-    float *p = scratch.get<float>(), *dp = p + block, *delta = dp + block;
+    float *p = reinterpret_cast<float *>(base + h.bytes), *dp = p + block,
+          *delta = dp + block;
     for (int64_t b = 0; b < d.batch && d.t > 0; ++b) {
-      const float *ktb = a.kt + b * d.d * d.t, *vb = a.v + b * d.t * d.dv;
+      const float *ktb = x.kt + b * d.d * d.t, *vb = x.v + b * d.t * d.dv;
       float *dktb = dkt + b * d.d * d.t, *dvb = dv + b * d.t * d.dv;
-      for (int64_t i0 = 0; i0 < d.s; i0 += a.rows) {
-        const int n = static_cast<int>(std::min(a.rows, d.s - i0));
+      for (int64_t i0 = 0; i0 < d.s; i0 += x.rows) {
+        const int n = static_cast<int>(std::min(x.rows, d.s - i0));
         const int64_t r0 = b * d.s + i0;
-        const float *qb = a.q + r0 * d.d, *gb = g + r0 * d.dv;
+        const float *qb = x.q + r0 * d.d, *gb = g + r0 * d.dv;
         TSL_RETURN_IF_ERROR(gemmRowMajor(blas, false, false, n, int(d.t),
                                          int(d.d), d.scale, qb, int(d.d), ktb,
                                          int(d.t), 0.0f, p));
         TSL_RETURN_IF_ERROR(launched(
             launchAttentionProbabilities(
-                p, n, d.t, maskAt(a, b, i0), d.maskRowStride, d.maskColStride,
+                p, n, d.t, maskAt(x, b, i0), d.maskRowStride, d.maskColStride,
                 lse + r0, gb, o + r0 * d.dv, d.dv, delta, st),
             "attention_grad"));
         TSL_RETURN_IF_ERROR(gemmRowMajor(blas, true, false, int(d.t),
                                          int(d.dv), n, 1.0f, p, int(d.t), gb,
                                          int(d.dv), 1.0f, dvb));
         TSL_RETURN_IF_ERROR(launched(
-            launchAttentionNanRowsGrad(lse + r0, gb, n, d.t, d.dv, a.fill, dvb,
+            launchAttentionNanRowsGrad(lse + r0, gb, n, d.t, d.dv, x.fill, dvb,
                                        st),
             "attention_grad"));
         TSL_RETURN_IF_ERROR(gemmRowMajor(blas, false, true, n, int(d.t),
@@ -162,7 +257,7 @@ Status makeAttentionGrad(const KernelContext &ctx, Step &out) {
                                          1.0f, dktb));
       }
     }
-    return Status::ok();
+    return h.active() ? h.narrow(base, st) : Status::ok();
   };
   return Status::ok();
 }

@@ -470,9 +470,11 @@ Status OpChecker::checkBatchNormTrain() {
 }
 
 // attention (q, kt, v[, mask][, nan_fill]) -> (out, lse) and attention_grad
-// (q, kt, v, out, lse, grad[, mask][, nan_fill]) -> (dq, dkt, dv), f32
-// throughout (tessel/ops/Attention.h); `has_mask` and `has_nan_fill` say
-// which of the optional operands follow.
+// (q, kt, v, out, lse, grad[, mask][, nan_fill]) -> (dq, dkt, dv)
+// (tessel/ops/Attention.h): q, kt, v, out, grad and the gradients of one
+// type, f32, bf16 or f16 (a half attention: f32 sums, docs/precision.md);
+// mask, nan_fill and lse f32. `has_mask` and `has_nan_fill` say which of
+// the optional operands follow.
 Status OpChecker::checkAttention() {
   const bool grad = op.kind == OpKind::AttentionGrad;
   const size_t base = grad ? 6 : 3;
@@ -483,10 +485,24 @@ Status OpChecker::checkAttention() {
     return fail("attributes 'has_mask' and 'has_nan_fill' must be 0 or 1");
   const size_t n = base + hasMask + hasFill;
   TSL_RETURN_IF_ERROR(counts(n, n, grad ? 3 : 2));
-  for (size_t i = 0; i < op.operands.size(); ++i)
-    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
-  for (size_t i = 0; i < op.results.size(); ++i)
-    TSL_RETURN_IF_ERROR(dtypeIs(out(i), "result", {DType::F32}));
+  TSL_RETURN_IF_ERROR(
+      dtypeIs(in(0), "q", {DType::F32, DType::BF16, DType::F16}));
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    static const char *names[] = {"q", "kt", "v", "result", "lse", "grad"};
+    const bool own = i < base && i != 4 && (grad || i < 3);
+    const char *name = i < base ? names[i] : i == base && hasMask ? "mask"
+                                                                  : "nan_fill";
+    if (own)
+      TSL_RETURN_IF_ERROR(sameDType(in(0), in(i), name));
+    else
+      TSL_RETURN_IF_ERROR(dtypeIs(in(i), name, {DType::F32}));
+  }
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    if (!grad && i == 1)
+      TSL_RETURN_IF_ERROR(dtypeIs(out(i), "lse", {DType::F32}));
+    else
+      TSL_RETURN_IF_ERROR(sameDType(in(0), out(i), "result"));
+  }
   AttentionDims dims;
   const std::string bad = makeAttentionDims(
       in(0).shape, in(1).shape, in(2).shape,

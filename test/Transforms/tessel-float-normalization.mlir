@@ -66,3 +66,19 @@ module {
     return %t, %e : tensor<4x4xbf16>, tensor<4x4xbf16>
   }
 }
+
+// -----
+
+// A half attention stays half (f32 sums, each result rounded once): its
+// half mask and nan_fill are widened (once for both), lse is f32.
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[M:.*]] = tessel.cast %{{.*}} : tensor<1x1x4x4xbf16> -> tensor<1x1x4x4xf32>
+// CHECK-NEXT: %[[F:.*]] = tessel.cast %{{.*}} : tensor<bf16> -> tensor<f32>
+// CHECK-NEXT: %{{.*}}, %{{.*}} = tessel.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M]] nan_fill %[[F]] {{.*}} -> (tensor<2x2x4x8xbf16>, tensor<2x2x4xf32>)
+// CHECK-NEXT: %{{.*}}, %{{.*}}, %{{.*}} = tessel.attention_grad {{.*}} mask %[[M]] nan_fill %[[F]] {{.*}} -> (tensor<2x2x4x8xbf16>, tensor<2x2x8x4xbf16>, tensor<2x2x4x8xbf16>)
+// CHECK-NOT: tessel.cast
+func.func @attention(%q: tensor<2x2x4x8xbf16>, %kt: tensor<2x2x8x4xbf16>, %v: tensor<2x2x4x8xbf16>, %m: tensor<1x1x4x4xbf16>, %f: tensor<bf16>, %g: tensor<2x2x4x8xbf16>) -> (tensor<2x2x4x8xbf16>, tensor<2x2x8x4xbf16>, tensor<2x2x4x8xbf16>) {
+  %o, %lse = tessel.attention %q, %kt, %v mask %m nan_fill %f : (tensor<2x2x4x8xbf16>, tensor<2x2x8x4xbf16>, tensor<2x2x4x8xbf16>, tensor<1x1x4x4xbf16>, tensor<bf16>) -> (tensor<2x2x4x8xbf16>, tensor<2x2x4xf32>)
+  %dq, %dkt, %dv = tessel.attention_grad %q, %kt, %v, %o, %lse, %g mask %m nan_fill %f : (tensor<2x2x4x8xbf16>, tensor<2x2x8x4xbf16>, tensor<2x2x4x8xbf16>, tensor<2x2x4x8xbf16>, tensor<2x2x4xf32>, tensor<2x2x4x8xbf16>, tensor<1x1x4x4xbf16>, tensor<bf16>) -> (tensor<2x2x4x8xbf16>, tensor<2x2x8x4xbf16>, tensor<2x2x4x8xbf16>)
+  return %dq, %dkt, %dv : tensor<2x2x4x8xbf16>, tensor<2x2x8x4xbf16>, tensor<2x2x4x8xbf16>
+}

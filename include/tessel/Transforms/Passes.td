@@ -1058,6 +1058,9 @@ def MixedPrecisionPass : Pass<"tessel-mixed-precision", "::mlir::ModuleOp"> {
     (f32 sums, rounded once), whose result its readers widen: what the
     GEMMs read and write is stored in two bytes, and the backward, which
     autodiff derives through the casts, computes in the half as well. Each
+    `attention` reads q, kt and v cast to the format and its result is that
+    type (autocast's half `scaled_dot_product_attention`: f32 sums and
+    softmax, the result rounded once); its mask and lse stay f32. Each
     `conv2d` (no half kernels) reads its f32 operands through
     `tessel.round_float` to the format and its result is rounded too (the
     gradient of `round_float` rounds `dy`). Norms, softmax, the loss and

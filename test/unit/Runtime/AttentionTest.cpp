@@ -204,6 +204,62 @@ TEST(Attention, ForwardAndBackwardMatchTheUnfusedMath) {
     }
 }
 
+/// A half result against the double reference on the same (half) values:
+/// within one unit in the half's last place of the largest value (the
+/// gradient reads the rounded forward result), NaN where it is NaN.
+void expectHalfNear(const Tensor &got, const std::vector<double> &want,
+                    DType half, const char *what) {
+  ASSERT_EQ(got.dtype(), half) << what;
+  ASSERT_EQ(got.numElements(), static_cast<int64_t>(want.size())) << what;
+  double scale = 1e-30;
+  for (double w : want)
+    if (std::isfinite(w))
+      scale = std::max(scale, std::fabs(w));
+  const double ulp = half == DType::BF16 ? 0x1p-7 : 0x1p-10;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float g = halfToF32(half, got.data<uint16_t>()[i]);
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(g)) << what << "[" << i << "] = " << g;
+      continue;
+    }
+    EXPECT_NEAR(g, want[i], ulp * scale) << what << "[" << i << "]";
+  }
+}
+
+// A half attention (bf16 or f16 q, kt, v and results; f32 mask, fill and
+// lse), as -tessel-float-normalization keeps it: f32 sums, each result
+// rounded once.
+TEST(Attention, HalfOperandsAndResults) {
+  std::mt19937 rng(9);
+  const Case c{{2, 2}, 40, 40, 8, 8, {2, 1, 40, 40}, 0.35f, true, false,
+               -3.4028235e38f};
+  for (DType half : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtypeName(half));
+    auto [qf, q] = halfPair(half, {2, 2, c.s, c.d}, rng);
+    auto [ktf, kt] = halfPair(half, {2, 2, c.d, c.t}, rng);
+    auto [vf, v] = halfPair(half, {2, 2, c.t, c.dv}, rng);
+    auto [gf, g] = halfPair(half, {2, 2, c.s, c.dv}, rng);
+    Tensor mask(DType::F32, c.mask);
+    for (int64_t e = 0; e < mask.numElements(); ++e)
+      mask.data<float>()[e] = e % c.t > (e / c.t) % c.s ? c.causal : 0.0f;
+    Tensor fill(DType::F32, {});
+    fill.data<float>()[0] = 0.5f;
+    const Reference want = reference(c, qf, ktf, vf, &mask, 0.5f, gf);
+    Attrs attrs = Attrs().f("scale", c.scale).i("has_mask", 1).i("has_nan_fill", 1);
+    auto fwd = runOp("attention", {q, kt, v, mask, fill},
+                     {{half, {2, 2, c.s, c.dv}}, {DType::F32, {2, 2, c.s}}},
+                     attrs, 2);
+    expectHalfNear(fwd[0], want.out, half, "out");
+    expectNear(fwd[1], want.lse, "lse");
+    auto bwd = runOp("attention_grad", {q, kt, v, fwd[0], fwd[1], g, mask, fill},
+                     {{half, q.shape()}, {half, kt.shape()}, {half, v.shape()}},
+                     attrs, 2);
+    expectHalfNear(bwd[0], want.dq, half, "dq");
+    expectHalfNear(bwd[1], want.dkt, half, "dkt");
+    expectHalfNear(bwd[2], want.dv, half, "dv");
+  }
+}
+
 TEST(Attention, LoadTimeChecksNameTheMismatch) {
   std::mt19937 rng(8);
   Tensor q = randomF32({2, 4, 8}, rng), kt = randomF32({2, 6, 5}, rng),
@@ -224,6 +280,14 @@ TEST(Attention, LoadTimeChecksNameTheMismatch) {
   EXPECT_NE(s.message().find("the mask does not broadcast to the scores"),
             std::string::npos)
       << s.message();
+  // A half attention reads q, kt and v of one type, its mask in f32.
+  auto [qf, qh] = halfPair(DType::BF16, {2, 4, 8}, rng);
+  s = buildOneOp("attention", {qh, kt2, v},
+                 {{DType::BF16, {2, 4, 8}}, {DType::F32, {2, 4}}}, Attrs(),
+                 prog);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("kt"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("bf16"), std::string::npos) << s.message();
 }
 
 } // namespace

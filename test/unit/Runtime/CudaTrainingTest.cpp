@@ -131,6 +131,72 @@ TEST(CudaTraining, Attention) {
   }
 }
 
+// A half attention (bf16 or f16 q, kt, v and results, f32 mask and lse):
+// each backend sums in f32 and rounds its results once, the CPU in its
+// order, the GPU in its (FlashAttention's tiles for the forward): within a
+// unit or two of the half's last place.
+TEST(CudaTraining, HalfAttention) {
+  TSL_REQUIRE_CUDA();
+  std::mt19937 rng(48);
+  struct Case {
+    Shape q, kt, v, mask;
+    bool fill;
+    float scale;
+  };
+  const float dead = -3.4028235e38f; // the exporters' causal fill
+  for (DType half : {DType::BF16, DType::F16})
+    for (const Case &c : std::vector<Case>{
+             // GPT-2's and Llama's head dims, causal, rows and keys that
+             // are no multiple of a tile, a padding mask with dead rows.
+             {{2, 3, 200, 64}, {2, 3, 64, 200}, {2, 3, 200, 64}, {1, 1, 200, 200}, true, 0.125f},
+             {{1, 2, 77, 128}, {1, 2, 128, 77}, {1, 2, 77, 128}, {77, 77}, false, 0.088f},
+             {{2, 2, 33, 64}, {2, 2, 64, 150}, {2, 2, 150, 64}, {2, 1, 1, 150}, true, 0.125f},
+             {{3, 16, 64}, {3, 64, 16}, {3, 16, 64}, {}, false, 0.125f},
+             {{2, 9, 40}, {2, 40, 13}, {2, 13, 24}, {9, 13}, true, 0.3f}}) {
+      SCOPED_TRACE(std::string(dtypeName(half)) + " " + shapeToString(c.q) +
+                   " " + shapeToString(c.kt));
+      std::vector<Tensor> in = {halfPair(half, c.q, rng).second,
+                                halfPair(half, c.kt, rng).second,
+                                halfPair(half, c.v, rng).second};
+      if (!c.mask.empty()) {
+        Tensor m(DType::F32, c.mask);
+        const int64_t t = c.mask.back(),
+                      s = c.mask.size() > 1 ? c.mask[c.mask.size() - 2] : 1;
+        for (int64_t e = 0; e < m.numElements(); ++e) {
+          const int64_t col = e % t, row = (e / t) % s;
+          m.data<float>()[e] = s > 1 ? (col > row ? dead : 0.0f)
+                                     : (col >= t - 7 ? -INFINITY : 0.0f);
+        }
+        if (c.fill && s > 1) // a dead row
+          for (int64_t j = 0; j < t; ++j)
+            m.data<float>()[3 * t + j] = -INFINITY;
+        in.push_back(m);
+      }
+      if (c.fill) {
+        Tensor f(DType::F32, {});
+        f.data<float>()[0] = 0.5f;
+        in.push_back(f);
+      }
+      Shape rows(c.q.begin(), c.q.end() - 1), out = rows;
+      out.push_back(c.v.back());
+      Attrs attrs = Attrs()
+                        .f("scale", c.scale)
+                        .i("has_mask", !c.mask.empty())
+                        .i("has_nan_fill", c.fill);
+      const double ulp = half == DType::BF16 ? 0x1p-7 : 0x1p-10;
+      conformOp("attention", in, {{half, out}, {DType::F32, rows}}, attrs,
+                {2e-3, 2 * ulp, false});
+      std::vector<Tensor> fwd =
+          runOp("attention", in, {{half, out}, {DType::F32, rows}}, attrs);
+      std::vector<Tensor> bin = {in[0], in[1], in[2], fwd[0], fwd[1],
+                                 halfPair(half, out, rng).second};
+      bin.insert(bin.end(), in.begin() + 3, in.end());
+      conformOp("attention_grad", bin,
+                {{half, c.q}, {half, c.kt}, {half, c.v}}, attrs,
+                {2e-2, 4 * ulp, false});
+    }
+}
+
 TEST(CudaTraining, GatherGradSumsLikeTheCpu) {
   TSL_REQUIRE_CUDA();
   std::mt19937 rng(44);

@@ -108,18 +108,6 @@ TEST(Gemm, TransposesAlphaBetaAndC) {
       }
 }
 
-/// `t` with every value rounded to `half` (f32 holding a half's value), and
-/// the same values as a tensor of `half`.
-std::pair<Tensor, Tensor> halfPair(DType half, const Shape &shape,
-                                   std::mt19937 &rng) {
-  Tensor f = randomF32(shape, rng), h(half, shape);
-  for (int64_t i = 0; i < f.numElements(); ++i) {
-    h.data<uint16_t>()[i] = f32ToHalf(half, f.data<float>()[i]);
-    f.data<float>()[i] = halfToF32(half, h.data<uint16_t>()[i]);
-  }
-  return {f, h};
-}
-
 /// A half GEMM's result against the double reference on the same values:
 /// rounded once to the half (within one unit in its last place, as the f32
 /// sums' order may move a value across a rounding boundary), plus the f32

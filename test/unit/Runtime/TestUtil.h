@@ -2,6 +2,7 @@
 #ifndef TESSEL_TEST_UNIT_RUNTIME_TESTUTIL_H
 #define TESSEL_TEST_UNIT_RUNTIME_TESTUTIL_H
 
+#include "tessel/runtime/HalfFloat.h"
 #include "tessel/runtime/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,18 @@ inline Tensor randomF32(const Shape &shape, std::mt19937 &rng, float lo = -2.0f,
   for (int64_t i = 0; i < t.numElements(); ++i)
     t.data<float>()[i] = d(rng);
   return t;
+}
+
+/// Uniform values in [-2, 2] rounded to `half` (BF16 or F16): the half
+/// tensor and its exact f32 widening.
+inline std::pair<Tensor, Tensor> halfPair(DType half, const Shape &shape,
+                                          std::mt19937 &rng) {
+  Tensor f = randomF32(shape, rng), h(half, shape);
+  for (int64_t i = 0; i < f.numElements(); ++i) {
+    h.data<uint16_t>()[i] = f32ToHalf(half, f.data<float>()[i]);
+    f.data<float>()[i] = halfToF32(half, h.data<uint16_t>()[i]);
+  }
+  return {f, h};
 }
 
 /// Uniform integers in [lo, hi] of the integer dtype `dtype` (of T).
