@@ -10,17 +10,22 @@
 // the f32 SIMT path; FlashAttention-2's tensor-core kernel (tiles in shared
 // memory, bf16 mma) is docs/fusion.md's next step.
 //
-// A half attention (bf16 or f16 q, kt, v and results; f32 mask, fill and
-// lse) widens its half operands into the scratch, runs the f32 path there
-// and rounds each result once, as the CPU does.
+// A half attention's forward with head dim 64 or 128 runs FlashAttention-2's
+// tiles on tensor cores (FlashAttention.h; TESSEL_FLASH_ATTENTION=0 turns
+// them off). Its other shapes, and its gradient, widen their half operands
+// into the scratch, run the f32 path there and round each result once, as
+// the CPU does.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
+#include "FlashAttention.h"
 #include "RowMajorGemm.h"
 #include "tessel/runtime/Attention.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -134,9 +139,46 @@ struct HalfCopies {
   }
 };
 
+/// Whether a half attention's forward runs the tile kernel: head dims 64
+/// or 128 (v's the same), unless TESSEL_FLASH_ATTENTION=0.
+bool useFlash(const KernelContext &ctx, const AttentionDims &d) {
+  static const bool off = [] {
+    const char *v = std::getenv("TESSEL_FLASH_ATTENTION");
+    return v && std::strcmp(v, "0") == 0;
+  }();
+  return !off && isHalf(ctx.in(0).dtype) && flash::supportedHeadDim(d.d) &&
+         d.dv == d.d;
+}
+
+/// The tile kernel: the instruction's own halves, kNorm in the scratch.
+Status makeFlashAttention(const KernelContext &ctx, const Args &a, Step &out) {
+  flash::Args f;
+  f.q = static_cast<const uint16_t *>(ctx.operand(0));
+  f.kt = static_cast<const uint16_t *>(ctx.operand(1));
+  f.v = static_cast<const uint16_t *>(ctx.operand(2));
+  f.out = static_cast<uint16_t *>(ctx.result(0));
+  f.lse = static_cast<float *>(ctx.result(1));
+  f.mask = a.mask;
+  f.dims = a.d;
+  const LateAddress kNorm =
+      ctx.resources.reserveScratch(static_cast<size_t>(a.d.batch) * sizeof(float));
+  const DType half = ctx.in(0).dtype;
+  const float *fill = a.fill;
+  cudaStream_t st = ctx.stream;
+  out = [=] {
+    flash::Args run = f;
+    if (run.mask)
+      run.kNorm = kNorm.get<float>();
+    return launched(launchFlashAttention(half, run, fill, st), "attention");
+  };
+  return Status::ok();
+}
+
 Status makeAttention(const KernelContext &ctx, Step &out) {
   Args a;
   TSL_RETURN_IF_ERROR(attentionArgs(ctx, a));
+  if (useFlash(ctx, a.d))
+    return makeFlashAttention(ctx, a, out);
   const HalfCopies h(ctx, false);
   float *ownO = static_cast<float *>(ctx.result(0));
   float *lse = static_cast<float *>(ctx.result(1));

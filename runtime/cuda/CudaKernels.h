@@ -309,6 +309,19 @@ cudaError_t launchAttentionNanRowsGrad(const float *lse, const float *grad,
                                        const float *fill, float *dvOut,
                                        cudaStream_t st);
 
+// FlashAttention (FlashAttention.cu) ---------------------------------------
+namespace flash {
+struct Args; // FlashAttention.h
+} // namespace flash
+/// A half attention's forward in tiles on tensor cores (FlashAttention.h):
+/// q, kt, v and out of `half` (BF16 or F16), head dim 64 or 128 and v's the
+/// same (flash::supportedHeadDim); args.kNorm, when set, is [batch] floats
+/// of scratch for the dead tiles' bound. A row whose max is not finite gets
+/// lse NaN and, with `fill`, *fill times the sum of v's rows (else NaN).
+/// Needs sm_80 or later.
+cudaError_t launchFlashAttention(DType half, const flash::Args &args,
+                                 const float *fill, cudaStream_t st);
+
 // Gradients (Training.cu) ------------------------------------------------
 /// gelu_grad: y = g * gelu'(x) over n floats (scalar::GeluGrad).
 cudaError_t launchGeluGrad(const float *x, const float *g, float *y, int64_t n,

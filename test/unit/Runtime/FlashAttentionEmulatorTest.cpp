@@ -1,0 +1,339 @@
+//===- FlashAttentionEmulatorTest.cpp - the CUDA tile algorithm, on the host ===//
+//
+// runtime/cuda/FlashAttention.h's forward, run on the host by an emulation
+// of its context: one std::thread per CUDA thread of a block, barriers for
+// __syncthreads and for a warp's shuffles, and mma.m16n8k16 computed from
+// the fragments every lane holds, assembled by the layouts the PTX ISA
+// documents. What the device adds is only the instructions themselves
+// (CudaTrainingTest's HalfAttention checks those on a GPU); the tiling, the
+// online softmax, the masks, the skipped dead tiles, the NaN rows and the
+// fragment packing are checked here on every machine, against the CPU's
+// half attention (f32 math, which is checked against double in
+// AttentionTest).
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
+#include "../../../runtime/cuda/FlashAttention.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+using namespace tessel::runtime;
+using namespace tessel::runtime::test;
+namespace flash = tessel::runtime::cuda::flash;
+
+namespace {
+
+/// A reusable barrier for n threads (C++17 has no std::barrier).
+class Barrier {
+public:
+  explicit Barrier(int n) : n_(n) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t gen = gen_;
+    if (++count_ == n_) {
+      count_ = 0;
+      ++gen_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return gen_ != gen; });
+  }
+
+private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int n_, count_ = 0;
+  uint64_t gen_ = 0;
+};
+
+/// What the threads of one emulated block share.
+struct Block {
+  Barrier all{flash::kThreads};
+  std::vector<std::unique_ptr<Barrier>> warp;
+  int votes[flash::kThreads] = {};
+  float lanes[flash::kWarps][32] = {};
+  uint32_t a[flash::kWarps][32][4] = {}, b[flash::kWarps][32][2] = {};
+  std::atomic<int64_t> *mmas = nullptr;
+  Block() {
+    for (int w = 0; w < flash::kWarps; ++w)
+      warp.push_back(std::make_unique<Barrier>(32));
+  }
+};
+
+struct EmuCtx {
+  Block *blk;
+  int id;
+  int w() const { return id / 32; }
+  int l() const { return id % 32; }
+
+  int tid() const { return id; }
+  void sync() { blk->all.wait(); }
+  int syncAnd(int v) {
+    blk->votes[id] = v;
+    sync();
+    int all = 1;
+    for (int i = 0; i < flash::kThreads; ++i)
+      all &= blk->votes[i] != 0;
+    sync();
+    return all;
+  }
+  float shflXor(float v, int laneMask) {
+    blk->lanes[w()][l()] = v;
+    blk->warp[w()]->wait();
+    const float r = blk->lanes[w()][l() ^ laneMask];
+    blk->warp[w()]->wait();
+    return r;
+  }
+  template <bool kBf16> float widen(uint16_t h) const {
+    return kBf16 ? bf16ToF32(h) : f16ToF32(h);
+  }
+  template <bool kBf16> uint16_t narrow(float x) const {
+    return kBf16 ? f32ToBf16(x) : f32ToF16(x);
+  }
+  template <bool kBf16> uint32_t pack(float lo, float hi) const {
+    return uint32_t(narrow<kBf16>(lo)) | uint32_t(narrow<kBf16>(hi)) << 16;
+  }
+  /// mma.m16n8k16.row.col.f32: every lane deposits its fragments, each
+  /// lane then rebuilds A [16, 16] and B [16, 8] from all 32 and computes
+  /// its own four elements of C.
+  template <bool kBf16>
+  void mma(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+    const int w = this->w(), lane = l();
+    for (int i = 0; i < 4; ++i)
+      blk->a[w][lane][i] = a[i];
+    blk->b[w][lane][0] = b[0];
+    blk->b[w][lane][1] = b[1];
+    blk->warp[w]->wait();
+    float A[16][16], B[16][8];
+    auto half = [&](uint32_t r, int hi) {
+      return widen<kBf16>(static_cast<uint16_t>(hi ? r >> 16 : r & 0xffffu));
+    };
+    for (int L = 0; L < 32; ++L) {
+      const int g = L >> 2, t = L & 3;
+      const uint32_t *ra = blk->a[w][L], *rb = blk->b[w][L];
+      for (int e = 0; e < 2; ++e) {
+        A[g][2 * t + e] = half(ra[0], e);
+        A[g + 8][2 * t + e] = half(ra[1], e);
+        A[g][2 * t + 8 + e] = half(ra[2], e);
+        A[g + 8][2 * t + 8 + e] = half(ra[3], e);
+        B[2 * t + e][g] = half(rb[0], e);
+        B[2 * t + 8 + e][g] = half(rb[1], e);
+      }
+    }
+    const int g = lane >> 2, t = lane & 3;
+    for (int i = 0; i < 4; ++i) {
+      const int row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
+      float acc = c[i];
+      for (int k = 0; k < 16; ++k)
+        acc += A[row][k] * B[k][col];
+      c[i] = acc;
+    }
+    if (lane == 0 && blk->mmas)
+      ++*blk->mmas;
+    blk->warp[w]->wait();
+  }
+};
+
+/// The grid of forwardBlock<kBf16, D> over (batch, row blocks), one block
+/// at a time; the number of warp-level mmas into `mmas`.
+template <bool kBf16, int D>
+void emulate(const flash::Args &a, std::atomic<int64_t> &mmas) {
+  const AttentionDims &d = a.dims;
+  for (int64_t b = 0; b < d.batch; ++b)
+    for (int64_t row0 = 0; row0 < d.s; row0 += flash::kRows) {
+      Block blk;
+      blk.mmas = &mmas;
+      std::vector<uint16_t> smem(flash::sharedBytes(D) / 2);
+      std::vector<std::thread> threads;
+      for (int id = 0; id < flash::kThreads; ++id)
+        threads.emplace_back([&, id] {
+          EmuCtx ctx{&blk, id};
+          flash::forwardBlock<kBf16, D>(ctx, a, b, row0, smem.data());
+        });
+      for (std::thread &t : threads)
+        t.join();
+    }
+}
+
+struct Case {
+  Shape lead;
+  int64_t s, t, d;
+  Shape mask; // empty: none
+  float scale;
+  // DeadRows: rows 0-15 (warp 0's) at the dead value everywhere: finite,
+  // so their softmax is uniform over every key, and no tile may be skipped.
+  enum { Random, Causal, Padding, DeadRows } kind = Random;
+  float dead = -3.4028235e38f; // the exporters' causal fill, or -inf
+  bool deadRow = false;        // row 3 of every mask plane all -inf
+};
+
+struct Result {
+  std::vector<uint16_t> out;
+  std::vector<float> lse;
+  int64_t mmas = 0;
+};
+
+template <bool kBf16, int D>
+Result runFlash(const Case &c, const Tensor &q, const Tensor &kt,
+                const Tensor &v, const Tensor *mask, bool skips) {
+  AttentionDims dims;
+  const Shape ms = mask ? mask->shape() : Shape{};
+  Result r;
+  const std::string bad = makeAttentionDims(q.shape(), kt.shape(), v.shape(),
+                                            mask ? &ms : nullptr, dims);
+  if (!bad.empty()) {
+    ADD_FAILURE() << bad;
+    return r;
+  }
+  dims.scale = c.scale;
+  r.out.assign(dims.batch * dims.s * D, 0);
+  r.lse.assign(dims.batch * dims.s, 0);
+  // The largest key norm per batch entry, as keyNormKernel computes it.
+  std::vector<float> kNorm(dims.batch);
+  const uint16_t *k = kt.data<uint16_t>();
+  for (int64_t b = 0; b < dims.batch; ++b) {
+    float best = 0;
+    for (int64_t j = 0; j < dims.t; ++j) {
+      float sq = 0;
+      for (int64_t x = 0; x < D; ++x) {
+        const float e = halfToF32(kBf16 ? DType::BF16 : DType::F16,
+                                  k[(b * D + x) * dims.t + j]);
+        sq += e * e;
+      }
+      best = flash::maxNan(best, sq);
+    }
+    kNorm[b] = std::sqrt(best);
+  }
+  flash::Args a;
+  a.q = q.data<uint16_t>();
+  a.kt = kt.data<uint16_t>();
+  a.v = v.data<uint16_t>();
+  a.out = r.out.data();
+  a.lse = r.lse.data();
+  a.mask = mask ? mask->data<float>() : nullptr;
+  a.kNorm = skips ? kNorm.data() : nullptr;
+  a.dims = dims;
+  std::atomic<int64_t> mmas{0};
+  emulate<kBf16, D>(a, mmas);
+  r.mmas = mmas;
+  return r;
+}
+
+template <bool kBf16, int D> void check(const Case &c, std::mt19937 &rng) {
+  const DType half = kBf16 ? DType::BF16 : DType::F16;
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Shape s = c.lead;
+    s.insert(s.end(), tail);
+    return s;
+  };
+  Tensor q = halfPair(half, with({c.s, D}), rng).second,
+         kt = halfPair(half, with({D, c.t}), rng).second,
+         v = halfPair(half, with({c.t, D}), rng).second;
+  std::vector<Tensor> in = {q, kt, v};
+  Tensor mask;
+  if (!c.mask.empty()) {
+    mask = randomF32(c.mask, rng, -3.0f, 0.0f);
+    const int64_t t = c.mask.back(),
+                  s = c.mask.size() > 1 ? c.mask[c.mask.size() - 2] : 1;
+    for (int64_t e = 0; e < mask.numElements(); ++e) {
+      const int64_t col = e % t, row = (e / t) % s;
+      float &m = mask.data<float>()[e];
+      if (c.kind == Case::Causal && col > row)
+        m = c.dead;
+      if (c.kind == Case::Padding && col >= t - 9)
+        m = c.dead;
+      if (c.kind == Case::DeadRows && row < 16)
+        m = c.dead;
+      if (c.deadRow && row == 3)
+        m = -INFINITY;
+    }
+    in.push_back(mask);
+  }
+  Shape rows = with({c.s});
+  std::vector<Tensor> cpu = runOp("attention", in, {{half, with({c.s, D})}, {DType::F32, rows}},
+                   Attrs().f("scale", c.scale).i("has_mask", !c.mask.empty()),
+                   2);
+  const Tensor *m = c.mask.empty() ? nullptr : &mask;
+  const Result got = runFlash<kBf16, D>(c, q, kt, v, m, true);
+  ASSERT_FALSE(got.out.empty());
+
+  // Against the CPU: the probabilities rounded to the half before they
+  // multiply v, the sums in another order: within two units in the half's
+  // last place of the largest result.
+  const uint16_t *want = cpu[0].data<uint16_t>();
+  double top = 1e-30;
+  for (int64_t i = 0; i < cpu[0].numElements(); ++i)
+    if (std::isfinite(halfToF32(half, want[i])))
+      top = std::max(top, double(std::fabs(halfToF32(half, want[i]))));
+  const double ulp = kBf16 ? 0x1p-7 : 0x1p-10;
+  int bad = 0;
+  for (int64_t i = 0; i < cpu[0].numElements() && bad < 5; ++i) {
+    const float w = halfToF32(half, want[i]), o = halfToF32(half, got.out[i]);
+    const bool ok = std::isnan(w) ? std::isnan(o) : std::fabs(o - w) <= 2 * ulp * top;
+    if (!ok)
+      ADD_FAILURE() << "out[" << i << "] = " << o << ", the CPU's " << w
+                    << " (bad " << ++bad << ")";
+  }
+  for (size_t i = 0; i < got.lse.size(); ++i) {
+    const float w = cpu[1].data<float>()[i];
+    if (std::isnan(w))
+      EXPECT_TRUE(std::isnan(got.lse[i])) << "lse[" << i << "] = " << got.lse[i];
+    else
+      EXPECT_NEAR(got.lse[i], w, 1e-5 * std::fabs(w) + 1e-5) << "lse[" << i << "]";
+  }
+
+  // The skips are exact: the same bits without them, and fewer products
+  // where a causal mask leaves whole tiles dead.
+  if (m) {
+    const Result all = runFlash<kBf16, D>(c, q, kt, v, m, false);
+    EXPECT_EQ(all.out, got.out);
+    for (size_t i = 0; i < got.lse.size(); ++i)
+      EXPECT_TRUE(all.lse[i] == got.lse[i] ||
+                  (std::isnan(all.lse[i]) && std::isnan(got.lse[i])))
+          << "lse[" << i << "] " << all.lse[i] << " against " << got.lse[i];
+    if (c.kind == Case::Causal && c.s > flash::kRows) {
+      EXPECT_LT(got.mmas, all.mmas);
+    }
+  }
+}
+
+// Exactness of the tile algorithm against the CPU: both halves, both head
+// dims; a causal mask over several row blocks and key tiles (neither a
+// multiple of 64), as the exporters fold it and as -inf; a padding mask
+// broadcast over heads; rows all -inf (lse NaN, NaN results, which the
+// device's second kernel then fills); rows all at the exporters' finite
+// dead value (a uniform softmax: their tiles may not be skipped); no mask.
+TEST(FlashAttentionEmulator, MatchesTheCpuHalfAttention) {
+  std::mt19937 rng(61);
+  const std::vector<Case> cases = {
+      {{2}, 150, 150, 0, {150, 150}, 0.125f, Case::Causal},
+      {{1, 2}, 70, 70, 0, {1, 1, 70, 70}, 0.125f, Case::Causal, -INFINITY},
+      {{2, 2}, 40, 100, 0, {2, 1, 1, 100}, 0.2f, Case::Padding},
+      {{1}, 20, 20, 0, {20, 20}, 0.125f, Case::Causal, -3.4028235e38f, true},
+      {{2}, 33, 47, 0, {}, 0.3f},
+      {{1}, 40, 100, 0, {40, 100}, 0.125f, Case::DeadRows},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE("lead " + shapeToString(c.lead) + " s " + std::to_string(c.s) +
+                 " t " + std::to_string(c.t) + " mask " + shapeToString(c.mask));
+    {
+      SCOPED_TRACE("bf16, head dim 64");
+      check<true, 64>(c, rng);
+    }
+    {
+      SCOPED_TRACE("f16, head dim 64");
+      check<false, 64>(c, rng);
+    }
+  }
+  // Head dim 128, both halves, a causal mask over two row blocks.
+  const Case big{{1}, 100, 100, 0, {100, 100}, 0.088f, Case::Causal};
+  check<true, 128>(big, rng);
+  check<false, 128>(big, rng);
+}
+
+} // namespace
