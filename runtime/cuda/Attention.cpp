@@ -10,11 +10,11 @@
 // the f32 SIMT path; FlashAttention-2's tensor-core kernel (tiles in shared
 // memory, bf16 mma) is docs/fusion.md's next step.
 //
-// A half attention's forward with head dim 64 or 128 runs FlashAttention-2's
-// tiles on tensor cores (FlashAttention.h; TESSEL_FLASH_ATTENTION=0 turns
-// them off). Its other shapes, and its gradient, widen their half operands
-// into the scratch, run the f32 path there and round each result once, as
-// the CPU does.
+// A half attention with head dim 64 or 128 (v's the same) runs
+// FlashAttention-2's tiles on tensor cores, forward and backward
+// (FlashAttention.h; TESSEL_FLASH_ATTENTION=0 turns them off). Its other
+// shapes widen their half operands into the scratch, run the f32 path
+// there and round each result once, as the CPU does.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelRegistry.h"
@@ -139,8 +139,8 @@ struct HalfCopies {
   }
 };
 
-/// Whether a half attention's forward runs the tile kernel: head dims 64
-/// or 128 (v's the same), unless TESSEL_FLASH_ATTENTION=0.
+/// Whether a half attention runs the tile kernels: head dims 64 or 128
+/// (v's the same), unless TESSEL_FLASH_ATTENTION=0.
 bool useFlash(const KernelContext &ctx, const AttentionDims &d) {
   static const bool off = [] {
     const char *v = std::getenv("TESSEL_FLASH_ATTENTION");
@@ -223,9 +223,42 @@ Status makeAttention(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
+/// The tile kernels' gradient: the instruction's own halves; delta and the
+/// norms in the scratch.
+Status makeFlashAttentionGrad(const KernelContext &ctx, const Args &a,
+                              Step &out) {
+  flash::GradArgs f;
+  f.q = static_cast<const uint16_t *>(ctx.operand(0));
+  f.kt = static_cast<const uint16_t *>(ctx.operand(1));
+  f.v = static_cast<const uint16_t *>(ctx.operand(2));
+  const uint16_t *o = static_cast<const uint16_t *>(ctx.operand(3));
+  f.lse = static_cast<const float *>(ctx.operand(4));
+  f.grad = static_cast<const uint16_t *>(ctx.operand(5));
+  f.mask = a.mask;
+  f.fill = a.fill;
+  f.dq = static_cast<uint16_t *>(ctx.result(0));
+  f.dkt = static_cast<uint16_t *>(ctx.result(1));
+  f.dv = static_cast<uint16_t *>(ctx.result(2));
+  f.dims = a.d;
+  // [delta: batch s floats | q and k norms: 2 batch floats]
+  const size_t rows = static_cast<size_t>(a.d.batch * a.d.s);
+  const LateAddress scratch = ctx.resources.reserveScratch(
+      (rows + 2 * static_cast<size_t>(a.d.batch)) * sizeof(float));
+  const DType half = ctx.in(0).dtype;
+  cudaStream_t st = ctx.stream;
+  out = [=] {
+    float *delta = scratch.get<float>();
+    return launched(launchFlashAttentionGrad(half, f, o, delta, delta + rows, st),
+                    "attention_grad");
+  };
+  return Status::ok();
+}
+
 Status makeAttentionGrad(const KernelContext &ctx, Step &out) {
   Args a;
   TSL_RETURN_IF_ERROR(attentionArgs(ctx, a));
+  if (useFlash(ctx, a.d))
+    return makeFlashAttentionGrad(ctx, a, out);
   const HalfCopies h(ctx, true);
   const float *ownO = static_cast<const float *>(ctx.operand(3));
   const float *lse = static_cast<const float *>(ctx.operand(4));

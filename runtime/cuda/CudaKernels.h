@@ -311,7 +311,8 @@ cudaError_t launchAttentionNanRowsGrad(const float *lse, const float *grad,
 
 // FlashAttention (FlashAttention.cu) ---------------------------------------
 namespace flash {
-struct Args; // FlashAttention.h
+struct Args;     // FlashAttention.h
+struct GradArgs; // FlashAttention.h
 } // namespace flash
 /// A half attention's forward in tiles on tensor cores (FlashAttention.h):
 /// q, kt, v and out of `half` (BF16 or F16), head dim 64 or 128 and v's the
@@ -321,6 +322,13 @@ struct Args; // FlashAttention.h
 /// Needs sm_80 or later.
 cudaError_t launchFlashAttention(DType half, const flash::Args &args,
                                  const float *fill, cudaStream_t st);
+/// Its gradient (FlashAttention.h, dkvBlock and dqBlock) into args.dq,
+/// args.dkt and args.dv, each element written once; `out` is the forward's
+/// result, `delta` [batch s] floats of scratch, `norms` [2 batch] floats of
+/// scratch for the dead tiles' bound (null: no skips).
+cudaError_t launchFlashAttentionGrad(DType half, const flash::GradArgs &args,
+                                     const uint16_t *out, float *delta,
+                                     float *norms, cudaStream_t st);
 
 // Gradients (Training.cu) ------------------------------------------------
 /// gelu_grad: y = g * gelu'(x) over n floats (scalar::GeluGrad).

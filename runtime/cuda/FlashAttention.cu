@@ -1,11 +1,13 @@
 //===- FlashAttention.cu - half attention's forward on tensor cores -------===//
 //
-// FlashAttention.h's tile algorithm on the device: its context is the
+// FlashAttention.h's tile algorithms on the device: their context is the
 // thread's threadIdx, __syncthreads, warp shuffles and mma.sync (bf16 or
-// f16 operands, f32 accumulators: sm_80 and later). Before it, one block
-// per batch entry finds the largest key norm (the skips' bound); after it,
-// the rows whose max was not finite get the NaN guard's fill times the sum
-// of v's rows, summed in the CPU's order (cpu/Attention.cpp, fillRow).
+// f16 operands, f32 accumulators: sm_80 and later). Before the forward,
+// one block per batch entry finds the largest key norm (the skips' bound);
+// after it, the rows whose max was not finite get the NaN guard's fill
+// times the sum of v's rows, summed in the CPU's order (cpu/Attention.cpp,
+// fillRow). Before the backward's two passes, delta = rowsum(grad * out)
+// (in the CPU's order) and the largest query and key norms.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernels.h"
@@ -72,30 +74,67 @@ __global__ void __launch_bounds__(flash::kThreads)
                                 int64_t(blockIdx.y) * flash::kRows, smem);
 }
 
-/// kNorm[b] = the largest Euclidean norm of batch entry b's keys (the
-/// columns of kt [D, T]); NaN propagates.
+/// norm[b] = the largest Euclidean norm of the n rows of batch entry b of
+/// x (row i's element c at x[b batchStride + i rowStride + c colStride],
+/// `cols` of them): the keys (kt's columns) or the queries; NaN propagates.
 template <bool kBf16>
-__global__ void keyNormKernel(const uint16_t *kt, int64_t d, int64_t t,
-                              float *kNorm) {
+__global__ void maxNormKernel(const uint16_t *x, int64_t batchStride,
+                              int64_t n, int64_t cols, int64_t rowStride,
+                              int64_t colStride, float *norm) {
   __shared__ float shm[32];
-  const uint16_t *kb = kt + int64_t(blockIdx.x) * d * t;
+  const uint16_t *xb = x + int64_t(blockIdx.x) * batchStride;
   float best = 0.0f;
-  for (int64_t j = threadIdx.x; j < t; j += blockDim.x) {
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     float sq = 0.0f;
-    for (int64_t c = 0; c < d; ++c) {
-      const float x = kBf16 ? bf16ToF32(kb[c * t + j]) : f16ToF32(kb[c * t + j]);
-      sq += x * x;
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint16_t h = xb[i * rowStride + c * colStride];
+      const float e = kBf16 ? bf16ToF32(h) : f16ToF32(h);
+      sq += e * e;
     }
     best = flash::maxNan(best, sq);
   }
   struct MaxNan {
-    __device__ float operator()(float x, float y) const {
-      return flash::maxNan(x, y);
+    __device__ float operator()(float p, float q) const {
+      return flash::maxNan(p, q);
     }
   };
   best = blockReduce(best, 0.0f, MaxNan(), shm);
   if (threadIdx.x == 0)
-    kNorm[blockIdx.x] = sqrtf(best);
+    norm[blockIdx.x] = sqrtf(best);
+}
+
+/// delta[row] = sum_k grad[row, k] out[row, k] over dv columns, in the
+/// CPU's order.
+template <bool kBf16>
+__global__ void deltaKernel(const uint16_t *grad, const uint16_t *out,
+                            int64_t rows, int64_t dv, float *delta) {
+  TSL_GRID_LOOP(row, rows) {
+    float dot = 0.0f;
+    for (int64_t k = 0; k < dv; ++k) {
+      const uint16_t gh = grad[row * dv + k], oh = out[row * dv + k];
+      dot += (kBf16 ? bf16ToF32(gh) : f16ToF32(gh)) *
+             (kBf16 ? bf16ToF32(oh) : f16ToF32(oh));
+    }
+    delta[row] = dot;
+  }
+}
+
+template <bool kBf16, int D>
+__global__ void __launch_bounds__(flash::kThreads)
+    flashDkvKernel(flash::GradArgs a) {
+  extern __shared__ __align__(16) uint16_t smem[];
+  DeviceCtx ctx;
+  flash::dkvBlock<kBf16, D>(ctx, a, blockIdx.x,
+                            int64_t(blockIdx.y) * flash::kKeys, smem);
+}
+
+template <bool kBf16, int D>
+__global__ void __launch_bounds__(flash::kThreads)
+    flashDqKernel(flash::GradArgs a) {
+  extern __shared__ __align__(16) uint16_t smem[];
+  DeviceCtx ctx;
+  flash::dqBlock<kBf16, D>(ctx, a, blockIdx.x,
+                           int64_t(blockIdx.y) * flash::kRows, smem);
 }
 
 /// out[i, k] of the rows whose lse is NaN: fill times the sum of v's rows
@@ -129,8 +168,8 @@ cudaError_t launchFor(const flash::Args &a, const float *fill,
   if (e != cudaSuccess)
     return e;
   if (a.kNorm)
-    keyNormKernel<kBf16><<<unsigned(d.batch), kThreads, 0, st>>>(
-        a.kt, d.d, d.t, const_cast<float *>(a.kNorm));
+    maxNormKernel<kBf16><<<unsigned(d.batch), kThreads, 0, st>>>(
+        a.kt, d.d * d.t, d.t, d.d, 1, d.t, const_cast<float *>(a.kNorm));
   const dim3 grid(unsigned(d.batch),
                   unsigned((d.s + flash::kRows - 1) / flash::kRows));
   kernel<<<grid, flash::kThreads, bytes, st>>>(a);
@@ -141,7 +180,61 @@ cudaError_t launchFor(const flash::Args &a, const float *fill,
   return cudaGetLastError();
 }
 
+template <bool kBf16, int D>
+cudaError_t launchGradFor(const flash::GradArgs &a, const uint16_t *out,
+                          float *delta, float *norms, cudaStream_t st) {
+  const AttentionDims &d = a.dims;
+  auto dkv = flashDkvKernel<kBf16, D>;
+  auto dq = flashDqKernel<kBf16, D>;
+  constexpr int dkvBytes = flash::dkvSharedBytes(D),
+                dqBytes = flash::dqSharedBytes(D);
+  cudaError_t e = cudaFuncSetAttribute(
+      dkv, cudaFuncAttributeMaxDynamicSharedMemorySize, dkvBytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(dq, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             dqBytes);
+  if (e != cudaSuccess)
+    return e;
+  flash::GradArgs g = a;
+  g.delta = delta;
+  deltaKernel<kBf16><<<gridFor(d.batch * d.s), kThreads, 0, st>>>(
+      a.grad, out, d.batch * d.s, d.dv, delta);
+  if (norms && a.mask) {
+    g.qNorm = norms;
+    g.kNorm = norms + d.batch;
+    maxNormKernel<kBf16><<<unsigned(d.batch), kThreads, 0, st>>>(
+        a.q, d.s * d.d, d.s, d.d, d.d, 1, norms);
+    maxNormKernel<kBf16><<<unsigned(d.batch), kThreads, 0, st>>>(
+        a.kt, d.d * d.t, d.t, d.d, 1, d.t, norms + d.batch);
+  }
+  if (d.t > 0)
+    dkv<<<dim3(unsigned(d.batch), unsigned((d.t + flash::kKeys - 1) / flash::kKeys)),
+          flash::kThreads, dkvBytes, st>>>(g);
+  dq<<<dim3(unsigned(d.batch), unsigned((d.s + flash::kRows - 1) / flash::kRows)),
+       flash::kThreads, dqBytes, st>>>(g);
+  return cudaGetLastError();
+}
+
 } // namespace
+
+cudaError_t launchFlashAttentionGrad(DType half, const flash::GradArgs &a,
+                                     const uint16_t *out, float *delta,
+                                     float *norms, cudaStream_t st) {
+  const AttentionDims &d = a.dims;
+  if (d.batch == 0)
+    return cudaSuccess;
+  if (d.s == 0) { // no query: dkt and dv are 0
+    const size_t bytes = size_t(d.batch * d.d * d.t) * sizeof(uint16_t);
+    cudaError_t e = cudaMemsetAsync(a.dkt, 0, bytes, st);
+    return e == cudaSuccess ? cudaMemsetAsync(a.dv, 0, bytes, st) : e;
+  }
+  const bool bf16 = half == DType::BF16;
+  if (d.d == 64)
+    return bf16 ? launchGradFor<true, 64>(a, out, delta, norms, st)
+                : launchGradFor<false, 64>(a, out, delta, norms, st);
+  return bf16 ? launchGradFor<true, 128>(a, out, delta, norms, st)
+              : launchGradFor<false, 128>(a, out, delta, norms, st);
+}
 
 cudaError_t launchFlashAttention(DType half, const flash::Args &a,
                                  const float *fill, cudaStream_t st) {

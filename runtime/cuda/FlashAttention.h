@@ -107,6 +107,118 @@ TSL_FLASH_FN uint32_t pack2(const uint16_t *p) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 16;
 }
 
+/// The A fragment of rows [r0, r0 + 16), columns [k0, k0 + 16) of a
+/// row-major matrix with row stride ld.
+TSL_FLASH_FN void fragA(uint32_t a[4], const uint16_t *m, int ld, int r0,
+                        int k0, int g, int t4) {
+  const uint16_t *p = m + (r0 + g) * ld + k0 + 2 * t4;
+  a[0] = pack2(p);
+  a[1] = pack2(p + 8 * ld);
+  a[2] = pack2(p + 8);
+  a[3] = pack2(p + 8 * ld + 8);
+}
+
+/// The B fragment of k in [k0, k0 + 16), n in [n0, n0 + 8) of a matrix
+/// held n-major: element (k, n) at m[n ld + k].
+TSL_FLASH_FN void fragB(uint32_t b[2], const uint16_t *m, int ld, int n0,
+                        int k0, int g, int t4) {
+  const uint16_t *p = m + (n0 + g) * ld + k0 + 2 * t4;
+  b[0] = pack2(p);
+  b[1] = pack2(p + 8);
+}
+
+/// acc[n] = rows [r0, r0 + 16) of the row-major x (row stride ldx) times
+/// rows [8 n, 8 n + 8) of the row-major y (row stride ldy) transposed, over
+/// K columns: 16 x N accumulator tiles.
+template <bool kBf16, int K, int N, class Ctx>
+TSL_FLASH_FN void productNT(Ctx &ctx, float (*acc)[4], const uint16_t *x,
+                            int ldx, int r0, const uint16_t *y, int ldy, int g,
+                            int t4) {
+  TSL_FLASH_UNROLL
+  for (int n = 0; n < N / 8; ++n) {
+    acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    TSL_FLASH_UNROLL
+    for (int ks = 0; ks < K / 16; ++ks) {
+      uint32_t fa[4], fb[2];
+      fragA(fa, x, ldx, r0, ks * 16, g, t4);
+      fragB(fb, y, ldy, n * 8, ks * 16, g, t4);
+      ctx.template mma<kBf16>(acc[n], fa, fb);
+    }
+  }
+}
+
+/// The A fragment of k-step ks from the accumulator tiles acc[2 ks] and
+/// acc[2 ks + 1] (C layout), rounded to the half: a 16 x 64 result feeds
+/// the next product from registers.
+template <bool kBf16, class Ctx>
+TSL_FLASH_FN void accumulatorAsA(Ctx &ctx, uint32_t a[4],
+                                 const float (*acc)[4], int ks) {
+  a[0] = ctx.template pack<kBf16>(acc[2 * ks][0], acc[2 * ks][1]);
+  a[1] = ctx.template pack<kBf16>(acc[2 * ks][2], acc[2 * ks][3]);
+  a[2] = ctx.template pack<kBf16>(acc[2 * ks + 1][0], acc[2 * ks + 1][1]);
+  a[3] = ctx.template pack<kBf16>(acc[2 * ks + 1][2], acc[2 * ks + 1][3]);
+}
+
+/// Whether a forward warp may skip dead tiles: each of its rows (rl in
+/// the block, gr in the batch entry; rows past S need no key) has a live
+/// key, and |scale| times its rows' largest q norm (the four threads of a
+/// row each sum a quarter of its columns) times the keys' is below
+/// kScoreBound (NaN: no).
+template <bool kBf16, int D, class Ctx>
+TSL_FLASH_FN bool warpMaySkip(Ctx &ctx, const Args &a, int64_t b,
+                              const float *mb, const uint16_t *sQ,
+                              const int *rl, const int64_t *gr, int t4) {
+  constexpr int LQ = D + 8;
+  const AttentionDims &d = a.dims;
+  float qn = 0.0f, live = 1.0f;
+  for (int r = 0; r < 2; ++r) {
+    float sq = 0.0f;
+    for (int c = t4; c < D; c += 4) {
+      const float x = ctx.template widen<kBf16>(sQ[rl[r] * LQ + c]);
+      sq += x * x;
+    }
+    sq += ctx.shflXor(sq, 1);
+    sq += ctx.shflXor(sq, 2);
+    qn = maxNan(qn, sq);
+    float any = gr[r] < d.s ? 0.0f : 1.0f;
+    for (int64_t j = t4; j < d.t && gr[r] < d.s; j += 4)
+      if (mb[gr[r] * d.maskRowStride + j * d.maskColStride] >= kLiveMask)
+        any = 1.0f;
+    any = fmaxf(any, ctx.shflXor(any, 1));
+    any = fmaxf(any, ctx.shflXor(any, 2));
+    live = fminf(live, any);
+  }
+  for (int m = 4; m < 32; m <<= 1) {
+    qn = maxNan(qn, ctx.shflXor(qn, m));
+    live = fminf(live, ctx.shflXor(live, m));
+  }
+  const float bound = fabsf(d.scale) * sqrtf(qn) * a.kNorm[b];
+  return live == 1.0f && bound < kScoreBound;
+}
+
+/// A forward warp's results: each row's o divided by its sum and rounded
+/// once, its lse; a row whose max is not finite gets NaN in both.
+template <bool kBf16, int D, class Ctx>
+TSL_FLASH_FN void storeRows(Ctx &ctx, const Args &a, int64_t b,
+                            const int64_t *gr, const float *m, const float *l,
+                            const float (*o)[4], int t4) {
+  const int64_t S = a.dims.s;
+  for (int r = 0; r < 2; ++r) {
+    if (gr[r] >= S)
+      continue;
+    const int64_t row = b * S + gr[r];
+    const bool bad = !(fabsf(m[r]) <= 3.4028235e38f); // -inf, +inf or NaN
+    if (t4 == 0)
+      a.lse[row] = bad ? NAN : m[r] + logf(l[r]);
+    const float inv = 1.0f / l[r];
+    for (int n = 0; n < D / 8; ++n)
+      for (int e = 0; e < 2; ++e) {
+        const float x = bad ? NAN : o[n][2 * r + e] * inv;
+        a.out[row * D + n * 8 + 2 * t4 + e] = ctx.template narrow<kBf16>(x);
+      }
+  }
+}
+
 /// One block: rows [row0, row0 + kRows) of batch entry b. `smem` holds
 /// sharedBytes(D) bytes.
 template <bool kBf16, int D, class Ctx>
@@ -141,36 +253,8 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b,
     qa[ks][3] = pack2(sQ + rl[1] * LQ + c + 8);
   }
 
-  // Whether this warp may skip dead tiles: its rows' largest q norm (the
-  // four threads of a row each sum a quarter of its columns) and their
-  // live keys.
-  bool canSkip = mb && a.kNorm;
-  if (canSkip) {
-    float qn = 0.0f, live = 1.0f;
-    for (int r = 0; r < 2; ++r) {
-      float sq = 0.0f;
-      for (int c = t4; c < D; c += 4) {
-        const float x = ctx.template widen<kBf16>(sQ[rl[r] * LQ + c]);
-        sq += x * x;
-      }
-      sq += ctx.shflXor(sq, 1);
-      sq += ctx.shflXor(sq, 2);
-      qn = maxNan(qn, sq);
-      float any = gr[r] < S ? 0.0f : 1.0f; // rows past S need no key
-      for (int64_t j = t4; j < T && gr[r] < S; j += 4)
-        if (mb[gr[r] * d.maskRowStride + j * d.maskColStride] >= kLiveMask)
-          any = 1.0f;
-      any = fmaxf(any, ctx.shflXor(any, 1));
-      any = fmaxf(any, ctx.shflXor(any, 2));
-      live = fminf(live, any);
-    }
-    for (int m = 4; m < 32; m <<= 1) {
-      qn = maxNan(qn, ctx.shflXor(qn, m));
-      live = fminf(live, ctx.shflXor(live, m));
-    }
-    const float bound = fabsf(d.scale) * sqrtf(qn) * a.kNorm[b];
-    canSkip = live == 1.0f && bound < kScoreBound; // NaN: no skips
-  }
+  const bool canSkip = mb && a.kNorm &&
+                       warpMaySkip<kBf16, D>(ctx, a, b, mb, sQ, rl, gr, t4);
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   float o[D / 8][4];
@@ -267,11 +351,8 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b,
       // k-step ks.
       TSL_FLASH_UNROLL
       for (int ks = 0; ks < kKeys / 16; ++ks) {
-        const uint32_t pa[4] = {
-            ctx.template pack<kBf16>(s[2 * ks][0], s[2 * ks][1]),
-            ctx.template pack<kBf16>(s[2 * ks][2], s[2 * ks][3]),
-            ctx.template pack<kBf16>(s[2 * ks + 1][0], s[2 * ks + 1][1]),
-            ctx.template pack<kBf16>(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+        uint32_t pa[4];
+        accumulatorAsA<kBf16>(ctx, pa, s, ks);
         TSL_FLASH_UNROLL
         for (int n = 0; n < D / 8; ++n) {
           const uint16_t *vr = sV + (n * 8 + g) * LV + ks * 16 + 2 * t4;
@@ -283,19 +364,293 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b,
     ctx.sync(); // the next tile overwrites sK and sV
   }
 
-  for (int r = 0; r < 2; ++r) {
-    if (gr[r] >= S)
+  storeRows<kBf16, D>(ctx, a, b, gr, m, l, o, t4);
+}
+
+
+// --- The backward ----------------------------------------------------------
+//
+// FlashAttention-2's backward in two deterministic passes (no atomics: the
+// same bits on every run, as the CPU's backward): dkvBlock, one block per
+// 64 keys, loops over the query tiles and accumulates dv += p^T grad and
+// dkt += scale (p (dp - delta))^T q in registers; dqBlock, one block per 64
+// query rows, loops over the key tiles and accumulates dq += scale (p (dp -
+// delta)) k. Each recomputes p = exp(scale q kt + mask - lse) from the
+// forward's lse, dp = grad v^T, and reads delta = rowsum(grad * out)
+// (deltaKernel). A row whose lse is not finite (the forward's NaN rows)
+// has ds = 0 and, with the NaN guard's fill, every key's probability the
+// fill (dv += fill grad), as the CPU's backward. A warp skips a tile whose
+// mask is dead throughout when each of its queries has lse >= -2e29 and
+// |scale| |q_i| |k_j| < 1e29 for the batch entry (then every p of the tile
+// is exactly 0 in f32: the dead score is below -9e29).
+
+/// Shared memory of dkvBlock: k's tile and v's [kKeys, D + 8], q's and
+/// grad's tiles [kRows, D + 8] and transposed [D, kRows + 8].
+constexpr int dkvSharedBytes(int d) {
+  return (2 * kKeys * (d + 8) + 2 * kRows * (d + 8) + 2 * d * (kRows + 8)) * 2;
+}
+/// Shared memory of dqBlock: q's and grad's tiles, k's (key-major and as
+/// kt is) and v's.
+constexpr int dqSharedBytes(int d) {
+  return (2 * kRows * (d + 8) + 2 * kKeys * (d + 8) + d * (kKeys + 8)) * 2;
+}
+
+struct GradArgs {
+  const uint16_t *q = nullptr, *kt = nullptr, *v = nullptr, *grad = nullptr;
+  const float *lse = nullptr, *delta = nullptr;
+  const float *mask = nullptr, *fill = nullptr;
+  const float *qNorm = nullptr, *kNorm = nullptr; // [batch]; null: no skips
+  uint16_t *dq = nullptr, *dkt = nullptr, *dv = nullptr;
+  AttentionDims dims;
+};
+
+/// Copies rows [r0, r0 + n) of the row-major [rows, D] matrix x into dst
+/// [n, ld] (zeros past `rows`) and, when dstT is set, transposed into dstT
+/// [D, ldT].
+template <int D, class Ctx>
+TSL_FLASH_FN void stageRows(Ctx &ctx, const uint16_t *x, int64_t rows,
+                            int64_t r0, int n, uint16_t *dst, int ld,
+                            uint16_t *dstT, int ldT) {
+  for (int e = ctx.tid(); e < n * D; e += kThreads) {
+    const int r = e / D, c = e % D;
+    const uint16_t h = r0 + r < rows ? x[(r0 + r) * D + c] : uint16_t(0);
+    dst[r * ld + c] = h;
+    if (dstT)
+      dstT[c * ldT + r] = h;
+  }
+}
+
+/// Copies keys [k0, k0 + kKeys) of kt [D, T] into dst [kKeys, ld] (key-major)
+/// and, when dstT is set, as they are into dstT [D, ldT]; zeros past T.
+template <int D, class Ctx>
+TSL_FLASH_FN void stageKeys(Ctx &ctx, const uint16_t *kt, int64_t t,
+                            int64_t k0, uint16_t *dst, int ld, uint16_t *dstT,
+                            int ldT) {
+  for (int e = ctx.tid(); e < D * kKeys; e += kThreads) {
+    const int c = e / kKeys, j = e % kKeys;
+    const uint16_t h = k0 + j < t ? kt[c * t + k0 + j] : uint16_t(0);
+    dst[j * ld + c] = h;
+    if (dstT)
+      dstT[c * ldT + j] = h;
+  }
+}
+
+/// Whether a warp's tile of queries qs[] x keys ks[] (its thread's share:
+/// `nq` queries and `nk` keys) is dead: every mask element at or below
+/// kDeadMask; reduced over the warp.
+template <class Ctx>
+TSL_FLASH_FN bool deadTile(Ctx &ctx, const float *mb, const AttentionDims &d,
+                           const int64_t *qs, int nq, const int64_t *ks,
+                           int nk) {
+  float dead = 1.0f;
+  for (int i = 0; i < nq; ++i)
+    for (int j = 0; j < nk; ++j)
+      if (qs[i] < d.s && ks[j] < d.t &&
+          !(mb[qs[i] * d.maskRowStride + ks[j] * d.maskColStride] <= kDeadMask))
+        dead = 0.0f;
+  for (int m = 1; m < 32; m <<= 1)
+    dead = fminf(dead, ctx.shflXor(dead, m));
+  return dead == 1.0f;
+}
+
+/// dk and dv of keys [k0, k0 + kKeys) of batch entry b; each warp 16 keys.
+template <bool kBf16, int D, class Ctx>
+TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t k0,
+                           uint16_t *smem) {
+  constexpr int L = D + 8, LT = kRows + 8;
+  uint16_t *sK = smem, *sV = sK + kKeys * L, *sQ = sV + kKeys * L,
+           *sG = sQ + kRows * L, *sQt = sG + kRows * L, *sGt = sQt + D * LT;
+  const AttentionDims &d = a.dims;
+  const int64_t S = d.s, T = d.t;
+  const int tid = ctx.tid(), warp = tid / 32, lane = tid % 32;
+  const int g = lane >> 2, t4 = lane & 3;
+  const float *mb = a.mask ? a.mask + maskOffsetOf(d, b) : nullptr;
+  const float fill = a.fill ? *a.fill : 0.0f;
+  const float *lb = a.lse + b * S, *db = a.delta + b * S;
+  stageKeys<D>(ctx, a.kt + b * D * T, T, k0, sK, L, nullptr, 0);
+  stageRows<D>(ctx, a.v + b * T * D, T, k0, kKeys, sV, L, nullptr, 0);
+  // This thread's keys (the rows of its accumulators).
+  const int64_t keys[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
+  const bool canSkip = mb && a.qNorm && a.kNorm &&
+                       fabsf(d.scale) * a.qNorm[b] * a.kNorm[b] < kScoreBound;
+  float dK[D / 8][4], dV[D / 8][4];
+  TSL_FLASH_UNROLL
+  for (int n = 0; n < D / 8; ++n)
+    for (int i = 0; i < 4; ++i)
+      dK[n][i] = dV[n][i] = 0.0f;
+
+  for (int64_t q0 = 0; q0 < S; q0 += kRows) {
+    int skip = 0;
+    if (canSkip) {
+      int64_t qs[16];
+      float lo = 1.0f; // every query's lse >= -2e29 (NaN fails)
+      for (int i = 0; i < 16; ++i) {
+        qs[i] = q0 + t4 + 4 * i;
+        if (qs[i] < S && !(lb[qs[i]] >= -2e29f))
+          lo = 0.0f;
+      }
+      for (int m = 1; m < 32; m <<= 1)
+        lo = fminf(lo, ctx.shflXor(lo, m));
+      skip = lo == 1.0f && deadTile(ctx, mb, d, qs, 16, keys, 2);
+    }
+    if (ctx.syncAnd(skip))
       continue;
-    const int64_t row = b * S + gr[r];
-    const bool bad = !(fabsf(m[r]) <= 3.4028235e38f); // -inf, +inf or NaN
-    if (t4 == 0)
-      a.lse[row] = bad ? NAN : m[r] + logf(l[r]);
-    const float inv = 1.0f / l[r];
+    stageRows<D>(ctx, a.q + b * S * D, S, q0, kRows, sQ, L, sQt, LT);
+    stageRows<D>(ctx, a.grad + b * S * D, S, q0, kRows, sG, L, sGt, LT);
+    ctx.sync();
+    if (!skip) {
+      // s^T and dp^T: 16 keys x 64 queries.
+      float st[kRows / 8][4], dpt[kRows / 8][4];
+      productNT<kBf16, D, kRows>(ctx, st, sK, L, warp * 16, sQ, L, g, t4);
+      productNT<kBf16, D, kRows>(ctx, dpt, sV, L, warp * 16, sG, L, g, t4);
+      // p^T into st, ds^T into dpt.
+      TSL_FLASH_UNROLL
+      for (int n = 0; n < kRows / 8; ++n)
+        for (int i = 0; i < 4; ++i) {
+          const int64_t key = keys[i >> 1], q = q0 + n * 8 + 2 * t4 + (i & 1);
+          float p = 0.0f, ds = 0.0f;
+          if (q < S && key < T) {
+            const float l = lb[q];
+            if (fabsf(l) <= 3.4028235e38f) {
+              float x = d.scale * st[n][i];
+              if (mb)
+                x += mb[q * d.maskRowStride + key * d.maskColStride];
+              p = expf(x - l);
+              ds = p * (dpt[n][i] - db[q]);
+            } else {
+              p = fill; // every key's probability was the fill; ds = 0
+            }
+          }
+          st[n][i] = p;
+          dpt[n][i] = ds;
+        }
+      // dv += p^T grad, dk += ds^T q (k = the queries).
+      TSL_FLASH_UNROLL
+      for (int ks = 0; ks < kRows / 16; ++ks) {
+        uint32_t pa[4], da[4];
+        accumulatorAsA<kBf16>(ctx, pa, st, ks);
+        accumulatorAsA<kBf16>(ctx, da, dpt, ks);
+        TSL_FLASH_UNROLL
+        for (int n = 0; n < D / 8; ++n) {
+          uint32_t fb[2];
+          fragB(fb, sGt, LT, n * 8, ks * 16, g, t4);
+          ctx.template mma<kBf16>(dV[n], pa, fb);
+          fragB(fb, sQt, LT, n * 8, ks * 16, g, t4);
+          ctx.template mma<kBf16>(dK[n], da, fb);
+        }
+      }
+    }
+    ctx.sync(); // the next query tile overwrites sQ, sG and their transposes
+  }
+
+  for (int r = 0; r < 2; ++r) {
+    const int64_t key = keys[r];
+    if (key >= T)
+      continue;
     for (int n = 0; n < D / 8; ++n)
       for (int e = 0; e < 2; ++e) {
-        const float x = bad ? NAN : o[n][2 * r + e] * inv;
-        a.out[row * D + n * 8 + 2 * t4 + e] = ctx.template narrow<kBf16>(x);
+        const int c = n * 8 + 2 * t4 + e;
+        a.dkt[(b * D + c) * T + key] =
+            ctx.template narrow<kBf16>(d.scale * dK[n][2 * r + e]);
+        a.dv[(b * T + key) * D + c] = ctx.template narrow<kBf16>(dV[n][2 * r + e]);
       }
+  }
+}
+
+/// dq of rows [row0, row0 + kRows) of batch entry b; each warp 16 rows.
+template <bool kBf16, int D, class Ctx>
+TSL_FLASH_FN void dqBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t row0,
+                          uint16_t *smem) {
+  constexpr int L = D + 8, LT = kKeys + 8;
+  uint16_t *sQ = smem, *sG = sQ + kRows * L, *sK = sG + kRows * L,
+           *sV = sK + kKeys * L, *sKt = sV + kKeys * L;
+  const AttentionDims &d = a.dims;
+  const int64_t S = d.s, T = d.t;
+  const int tid = ctx.tid(), warp = tid / 32, lane = tid % 32;
+  const int g = lane >> 2, t4 = lane & 3;
+  const float *mb = a.mask ? a.mask + maskOffsetOf(d, b) : nullptr;
+  const float *lb = a.lse + b * S, *db = a.delta + b * S;
+  stageRows<D>(ctx, a.q + b * S * D, S, row0, kRows, sQ, L, nullptr, 0);
+  stageRows<D>(ctx, a.grad + b * S * D, S, row0, kRows, sG, L, nullptr, 0);
+  const int64_t rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
+  float l[2], dl[2];
+  bool ok[2];
+  for (int r = 0; r < 2; ++r) {
+    l[r] = rows[r] < S ? lb[rows[r]] : 0.0f;
+    dl[r] = rows[r] < S ? db[rows[r]] : 0.0f;
+    ok[r] = rows[r] < S && fabsf(l[r]) <= 3.4028235e38f;
+  }
+  bool canSkip = mb && a.qNorm && a.kNorm &&
+                 fabsf(d.scale) * a.qNorm[b] * a.kNorm[b] < kScoreBound;
+  if (canSkip) {
+    float lo = 1.0f;
+    for (int r = 0; r < 2; ++r)
+      if (rows[r] < S && !(l[r] >= -2e29f))
+        lo = 0.0f;
+    for (int m = 1; m < 32; m <<= 1)
+      lo = fminf(lo, ctx.shflXor(lo, m));
+    canSkip = lo == 1.0f;
+  }
+  float dQ[D / 8][4];
+  TSL_FLASH_UNROLL
+  for (int n = 0; n < D / 8; ++n)
+    for (int i = 0; i < 4; ++i)
+      dQ[n][i] = 0.0f;
+
+  for (int64_t k0 = 0; k0 < T; k0 += kKeys) {
+    int skip = 0;
+    if (canSkip) {
+      int64_t ks[16];
+      for (int j = 0; j < 16; ++j)
+        ks[j] = k0 + t4 + 4 * j;
+      skip = deadTile(ctx, mb, d, rows, 2, ks, 16);
+    }
+    if (ctx.syncAnd(skip))
+      continue;
+    stageKeys<D>(ctx, a.kt + b * D * T, T, k0, sK, L, sKt, LT);
+    stageRows<D>(ctx, a.v + b * T * D, T, k0, kKeys, sV, L, nullptr, 0);
+    ctx.sync();
+    if (!skip) {
+      float s[kKeys / 8][4], dp[kKeys / 8][4];
+      productNT<kBf16, D, kKeys>(ctx, s, sQ, L, warp * 16, sK, L, g, t4);
+      productNT<kBf16, D, kKeys>(ctx, dp, sG, L, warp * 16, sV, L, g, t4);
+      TSL_FLASH_UNROLL
+      for (int n = 0; n < kKeys / 8; ++n)
+        for (int i = 0; i < 4; ++i) {
+          const int r = i >> 1;
+          const int64_t key = k0 + n * 8 + 2 * t4 + (i & 1);
+          float ds = 0.0f;
+          if (ok[r] && key < T) {
+            float x = d.scale * s[n][i];
+            if (mb)
+              x += mb[rows[r] * d.maskRowStride + key * d.maskColStride];
+            ds = expf(x - l[r]) * (dp[n][i] - dl[r]);
+          }
+          s[n][i] = ds;
+        }
+      // dq += ds k (k = the keys; k's element (key, c) at sKt[c][key]).
+      TSL_FLASH_UNROLL
+      for (int ks = 0; ks < kKeys / 16; ++ks) {
+        uint32_t da[4];
+        accumulatorAsA<kBf16>(ctx, da, s, ks);
+        TSL_FLASH_UNROLL
+        for (int n = 0; n < D / 8; ++n) {
+          uint32_t fb[2];
+          fragB(fb, sKt, LT, n * 8, ks * 16, g, t4);
+          ctx.template mma<kBf16>(dQ[n], da, fb);
+        }
+      }
+    }
+    ctx.sync(); // the next key tile overwrites sK, sKt and sV
+  }
+
+  for (int r = 0; r < 2; ++r) {
+    if (rows[r] >= S)
+      continue;
+    for (int n = 0; n < D / 8; ++n)
+      for (int e = 0; e < 2; ++e)
+        a.dq[(b * S + rows[r]) * D + n * 8 + 2 * t4 + e] =
+            ctx.template narrow<kBf16>(d.scale * dQ[n][2 * r + e]);
   }
 }
 

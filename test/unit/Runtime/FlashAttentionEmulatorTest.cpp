@@ -139,25 +139,42 @@ struct EmuCtx {
   }
 };
 
-/// The grid of forwardBlock<kBf16, D> over (batch, row blocks), one block
-/// at a time; the number of warp-level mmas into `mmas`.
-template <bool kBf16, int D>
-void emulate(const flash::Args &a, std::atomic<int64_t> &mmas) {
-  const AttentionDims &d = a.dims;
-  for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t row0 = 0; row0 < d.s; row0 += flash::kRows) {
+/// A grid of `blocks` blocks (batch entry, first row or key), one block at
+/// a time, each running fn(ctx, b, first, smem) on kThreads threads with
+/// `smemBytes` of shared memory; the number of warp-level mmas into `mmas`.
+template <class Fn>
+void emulate(int64_t batch, int64_t extent, int step, int smemBytes,
+             std::atomic<int64_t> &mmas, Fn fn) {
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t first = 0; first < extent; first += step) {
       Block blk;
       blk.mmas = &mmas;
-      std::vector<uint16_t> smem(flash::sharedBytes(D) / 2);
+      std::vector<uint16_t> smem(smemBytes / 2);
       std::vector<std::thread> threads;
       for (int id = 0; id < flash::kThreads; ++id)
         threads.emplace_back([&, id] {
           EmuCtx ctx{&blk, id};
-          flash::forwardBlock<kBf16, D>(ctx, a, b, row0, smem.data());
+          fn(ctx, b, first, smem.data());
         });
       for (std::thread &t : threads)
         t.join();
     }
+}
+
+/// The largest Euclidean norm of n rows of batch entry b (row i's element c
+/// at x[i rowStride + c colStride]), as maxNormKernel computes it.
+float maxNorm(DType half, const uint16_t *x, int64_t n, int64_t cols,
+              int64_t rowStride, int64_t colStride) {
+  float best = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float sq = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const float e = halfToF32(half, x[i * rowStride + c * colStride]);
+      sq += e * e;
+    }
+    best = flash::maxNan(best, sq);
+  }
+  return std::sqrt(best);
 }
 
 struct Case {
@@ -193,22 +210,11 @@ Result runFlash(const Case &c, const Tensor &q, const Tensor &kt,
   dims.scale = c.scale;
   r.out.assign(dims.batch * dims.s * D, 0);
   r.lse.assign(dims.batch * dims.s, 0);
-  // The largest key norm per batch entry, as keyNormKernel computes it.
+  const DType half = kBf16 ? DType::BF16 : DType::F16;
   std::vector<float> kNorm(dims.batch);
-  const uint16_t *k = kt.data<uint16_t>();
-  for (int64_t b = 0; b < dims.batch; ++b) {
-    float best = 0;
-    for (int64_t j = 0; j < dims.t; ++j) {
-      float sq = 0;
-      for (int64_t x = 0; x < D; ++x) {
-        const float e = halfToF32(kBf16 ? DType::BF16 : DType::F16,
-                                  k[(b * D + x) * dims.t + j]);
-        sq += e * e;
-      }
-      best = flash::maxNan(best, sq);
-    }
-    kNorm[b] = std::sqrt(best);
-  }
+  for (int64_t b = 0; b < dims.batch; ++b)
+    kNorm[b] = maxNorm(half, kt.data<uint16_t>() + b * D * dims.t, dims.t, D,
+                       1, dims.t);
   flash::Args a;
   a.q = q.data<uint16_t>();
   a.kt = kt.data<uint16_t>();
@@ -219,12 +225,109 @@ Result runFlash(const Case &c, const Tensor &q, const Tensor &kt,
   a.kNorm = skips ? kNorm.data() : nullptr;
   a.dims = dims;
   std::atomic<int64_t> mmas{0};
-  emulate<kBf16, D>(a, mmas);
+  emulate(dims.batch, dims.s, flash::kRows, flash::sharedBytes(D), mmas,
+          [&](EmuCtx &ctx, int64_t b, int64_t row0, uint16_t *smem) {
+            flash::forwardBlock<kBf16, D>(ctx, a, b, row0, smem);
+          });
   r.mmas = mmas;
   return r;
 }
 
-template <bool kBf16, int D> void check(const Case &c, std::mt19937 &rng) {
+struct GradResult {
+  std::vector<uint16_t> dq, dkt, dv;
+  int64_t mmas = 0;
+};
+
+/// The backward's two passes, with delta and the norms as the device's
+/// first kernels compute them; the forward's results `out` and `lse`, the
+/// NaN guard's fill where set.
+template <bool kBf16, int D>
+GradResult runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
+                        const Tensor &v, const Tensor *mask, const Tensor &out,
+                        const Tensor &lse, const Tensor &grad,
+                        const float *fill, bool skips) {
+  const DType half = kBf16 ? DType::BF16 : DType::F16;
+  AttentionDims dims;
+  const Shape ms = mask ? mask->shape() : Shape{};
+  GradResult r;
+  const std::string bad = makeAttentionDims(q.shape(), kt.shape(), v.shape(),
+                                            mask ? &ms : nullptr, dims);
+  if (!bad.empty()) {
+    ADD_FAILURE() << bad;
+    return r;
+  }
+  dims.scale = c.scale;
+  const int64_t rows = dims.batch * dims.s;
+  std::vector<float> delta(rows), norms(2 * dims.batch);
+  for (int64_t i = 0; i < rows; ++i) {
+    float dot = 0;
+    for (int64_t k = 0; k < D; ++k)
+      dot += halfToF32(half, grad.data<uint16_t>()[i * D + k]) *
+             halfToF32(half, out.data<uint16_t>()[i * D + k]);
+    delta[i] = dot;
+  }
+  for (int64_t b = 0; b < dims.batch; ++b) {
+    norms[b] = maxNorm(half, q.data<uint16_t>() + b * dims.s * D, dims.s, D, D, 1);
+    norms[dims.batch + b] = maxNorm(half, kt.data<uint16_t>() + b * D * dims.t,
+                                    dims.t, D, 1, dims.t);
+  }
+  r.dq.assign(q.numElements(), 0xffff);
+  r.dkt.assign(kt.numElements(), 0xffff);
+  r.dv.assign(v.numElements(), 0xffff);
+  flash::GradArgs a;
+  a.q = q.data<uint16_t>();
+  a.kt = kt.data<uint16_t>();
+  a.v = v.data<uint16_t>();
+  a.grad = grad.data<uint16_t>();
+  a.lse = lse.data<float>();
+  a.delta = delta.data();
+  a.mask = mask ? mask->data<float>() : nullptr;
+  a.fill = fill;
+  if (skips && mask) {
+    a.qNorm = norms.data();
+    a.kNorm = norms.data() + dims.batch;
+  }
+  a.dq = r.dq.data();
+  a.dkt = r.dkt.data();
+  a.dv = r.dv.data();
+  a.dims = dims;
+  std::atomic<int64_t> mmas{0};
+  emulate(dims.batch, dims.t, flash::kKeys, flash::dkvSharedBytes(D), mmas,
+          [&](EmuCtx &ctx, int64_t b, int64_t k0, uint16_t *smem) {
+            flash::dkvBlock<kBf16, D>(ctx, a, b, k0, smem);
+          });
+  emulate(dims.batch, dims.s, flash::kRows, flash::dqSharedBytes(D), mmas,
+          [&](EmuCtx &ctx, int64_t b, int64_t row0, uint16_t *smem) {
+            flash::dqBlock<kBf16, D>(ctx, a, b, row0, smem);
+          });
+  r.mmas = mmas;
+  return r;
+}
+
+/// got against the CPU's half result: within `ulps` units in the half's last
+/// place of the largest value; NaN where it is NaN.
+void expectHalvesNear(DType half, const uint16_t *want, const uint16_t *got,
+                      int64_t n, double ulps, const char *what) {
+  double top = 1e-30;
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isfinite(halfToF32(half, want[i])))
+      top = std::max(top, double(std::fabs(halfToF32(half, want[i]))));
+  const double ulp = half == DType::BF16 ? 0x1p-7 : 0x1p-10;
+  int bad = 0;
+  for (int64_t i = 0; i < n && bad < 5; ++i) {
+    const float w = halfToF32(half, want[i]), o = halfToF32(half, got[i]);
+    const bool ok = std::isnan(w) ? std::isnan(o)
+                                  : std::fabs(o - w) <= ulps * ulp * top;
+    if (!ok)
+      ADD_FAILURE() << what << "[" << i << "] = " << o << ", the CPU's " << w
+                    << " (bad " << ++bad << ")";
+  }
+}
+
+/// The forward and, with `grad`, the backward against the CPU; with the
+/// skips and without them where the mask can make whole tiles dead.
+template <bool kBf16, int D>
+void check(const Case &c, std::mt19937 &rng, bool grad) {
   const DType half = kBf16 ? DType::BF16 : DType::F16;
   auto with = [&](std::initializer_list<int64_t> tail) {
     Shape s = c.lead;
@@ -265,20 +368,8 @@ template <bool kBf16, int D> void check(const Case &c, std::mt19937 &rng) {
   // Against the CPU: the probabilities rounded to the half before they
   // multiply v, the sums in another order: within two units in the half's
   // last place of the largest result.
-  const uint16_t *want = cpu[0].data<uint16_t>();
-  double top = 1e-30;
-  for (int64_t i = 0; i < cpu[0].numElements(); ++i)
-    if (std::isfinite(halfToF32(half, want[i])))
-      top = std::max(top, double(std::fabs(halfToF32(half, want[i]))));
-  const double ulp = kBf16 ? 0x1p-7 : 0x1p-10;
-  int bad = 0;
-  for (int64_t i = 0; i < cpu[0].numElements() && bad < 5; ++i) {
-    const float w = halfToF32(half, want[i]), o = halfToF32(half, got.out[i]);
-    const bool ok = std::isnan(w) ? std::isnan(o) : std::fabs(o - w) <= 2 * ulp * top;
-    if (!ok)
-      ADD_FAILURE() << "out[" << i << "] = " << o << ", the CPU's " << w
-                    << " (bad " << ++bad << ")";
-  }
+  expectHalvesNear(half, cpu[0].data<uint16_t>(), got.out.data(),
+                   cpu[0].numElements(), 2, "out");
   for (size_t i = 0; i < got.lse.size(); ++i) {
     const float w = cpu[1].data<float>()[i];
     if (std::isnan(w))
@@ -289,7 +380,8 @@ template <bool kBf16, int D> void check(const Case &c, std::mt19937 &rng) {
 
   // The skips are exact: the same bits without them, and fewer products
   // where a causal mask leaves whole tiles dead.
-  if (m) {
+  const bool compareSkips = c.kind == Case::Causal || c.kind == Case::DeadRows;
+  if (compareSkips) {
     const Result all = runFlash<kBf16, D>(c, q, kt, v, m, false);
     EXPECT_EQ(all.out, got.out);
     for (size_t i = 0; i < got.lse.size(); ++i)
@@ -298,6 +390,42 @@ template <bool kBf16, int D> void check(const Case &c, std::mt19937 &rng) {
           << "lse[" << i << "] " << all.lse[i] << " against " << got.lse[i];
     if (c.kind == Case::Causal && c.s > flash::kRows) {
       EXPECT_LT(got.mmas, all.mmas);
+    }
+  }
+
+  if (!grad)
+    return;
+  // The backward against the CPU's, from the CPU's forward results and the
+  // NaN guard's fill where the case has dead rows: ds rounded to the half
+  // before its products, sums in another order (dkt and dq sum over up to
+  // 150 products of p (dp - delta)): within four units of the largest.
+  Tensor g = halfPair(half, with({c.s, D}), rng).second;
+  Tensor fill(DType::F32, {});
+  fill.data<float>()[0] = 0.5f;
+  std::vector<Tensor> bin = {q, kt, v, cpu[0], cpu[1], g};
+  if (m)
+    bin.push_back(mask);
+  if (c.deadRow)
+    bin.push_back(fill);
+  std::vector<Tensor> want = runOp(
+      "attention_grad", bin, {{half, q.shape()}, {half, kt.shape()}, {half, v.shape()}},
+      Attrs().f("scale", c.scale).i("has_mask", m != nullptr).i("has_nan_fill", c.deadRow),
+      2);
+  const float *f = c.deadRow ? fill.data<float>() : nullptr;
+  const GradResult gr =
+      runFlashGrad<kBf16, D>(c, q, kt, v, m, cpu[0], cpu[1], g, f, true);
+  ASSERT_FALSE(gr.dq.empty());
+  expectHalvesNear(half, want[0].data<uint16_t>(), gr.dq.data(), q.numElements(), 4, "dq");
+  expectHalvesNear(half, want[1].data<uint16_t>(), gr.dkt.data(), kt.numElements(), 4, "dkt");
+  expectHalvesNear(half, want[2].data<uint16_t>(), gr.dv.data(), v.numElements(), 4, "dv");
+  if (compareSkips) {
+    const GradResult all =
+        runFlashGrad<kBf16, D>(c, q, kt, v, m, cpu[0], cpu[1], g, f, false);
+    EXPECT_EQ(all.dq, gr.dq);
+    EXPECT_EQ(all.dkt, gr.dkt);
+    EXPECT_EQ(all.dv, gr.dv);
+    if (c.kind == Case::Causal && c.s > flash::kRows) {
+      EXPECT_LT(gr.mmas, all.mmas);
     }
   }
 }
@@ -310,30 +438,46 @@ template <bool kBf16, int D> void check(const Case &c, std::mt19937 &rng) {
 // dead value (a uniform softmax: their tiles may not be skipped); no mask.
 TEST(FlashAttentionEmulator, MatchesTheCpuHalfAttention) {
   std::mt19937 rng(61);
-  const std::vector<Case> cases = {
-      {{2}, 150, 150, 0, {150, 150}, 0.125f, Case::Causal},
-      {{1, 2}, 70, 70, 0, {1, 1, 70, 70}, 0.125f, Case::Causal, -INFINITY},
-      {{2, 2}, 40, 100, 0, {2, 1, 1, 100}, 0.2f, Case::Padding},
-      {{1}, 20, 20, 0, {20, 20}, 0.125f, Case::Causal, -3.4028235e38f, true},
-      {{2}, 33, 47, 0, {}, 0.3f},
-      {{1}, 40, 100, 0, {40, 100}, 0.125f, Case::DeadRows},
+  // (case, backward in bf16, backward in f16): every case's forward in
+  // both halves, each backward path in at least one (the emulation runs a
+  // thread per CUDA thread: slow, so not every pairing).
+  struct Run {
+    Case c;
+    bool bf16Grad, f16Grad;
   };
-  for (const Case &c : cases) {
+  const std::vector<Run> runs = {
+      {{{1}, 150, 150, 0, {150, 150}, 0.125f, Case::Causal}, true, true},
+      {{{1, 2}, 70, 70, 0, {1, 1, 70, 70}, 0.125f, Case::Causal, -INFINITY},
+       true, false},
+      {{{2, 2}, 40, 100, 0, {2, 1, 1, 100}, 0.2f, Case::Padding}, false, true},
+      {{{1}, 20, 20, 0, {20, 20}, 0.125f, Case::Causal, -3.4028235e38f, true},
+       true, false},
+      {{{2}, 33, 47, 0, {}, 0.3f}, true, false},
+      {{{1}, 40, 100, 0, {40, 100}, 0.125f, Case::DeadRows}, false, true},
+  };
+  for (const Run &r : runs) {
+    const Case &c = r.c;
     SCOPED_TRACE("lead " + shapeToString(c.lead) + " s " + std::to_string(c.s) +
                  " t " + std::to_string(c.t) + " mask " + shapeToString(c.mask));
     {
       SCOPED_TRACE("bf16, head dim 64");
-      check<true, 64>(c, rng);
+      check<true, 64>(c, rng, r.bf16Grad);
     }
     {
       SCOPED_TRACE("f16, head dim 64");
-      check<false, 64>(c, rng);
+      check<false, 64>(c, rng, r.f16Grad);
     }
   }
   // Head dim 128, both halves, a causal mask over two row blocks.
   const Case big{{1}, 100, 100, 0, {100, 100}, 0.088f, Case::Causal};
-  check<true, 128>(big, rng);
-  check<false, 128>(big, rng);
+  {
+    SCOPED_TRACE("bf16, head dim 128");
+    check<true, 128>(big, rng, true);
+  }
+  {
+    SCOPED_TRACE("f16, head dim 128");
+    check<false, 128>(big, rng, false);
+  }
 }
 
 } // namespace
