@@ -103,8 +103,15 @@ TSL_FLASH_FN float maxNan(float a, float b) {
   return (a != a || a > b) ? a : b;
 }
 
+/// Two adjacent halves as one register, the lower index in the low bits:
+/// one 32-bit shared-memory load on the device (every caller's offset is
+/// even and every row stride even, so p is 4-byte aligned).
 TSL_FLASH_FN uint32_t pack2(const uint16_t *p) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const uint32_t *>(p);
+#else
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 16;
+#endif
 }
 
 /// The A fragment of rows [r0, r0 + 16), columns [k0, k0 + 16) of a
@@ -245,13 +252,8 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b,
   const int64_t gr[2] = {row0 + rl[0], row0 + rl[1]};
   uint32_t qa[D / 16][4];
   TSL_FLASH_UNROLL
-  for (int ks = 0; ks < D / 16; ++ks) {
-    const int c = ks * 16 + 2 * t4;
-    qa[ks][0] = pack2(sQ + rl[0] * LQ + c);
-    qa[ks][1] = pack2(sQ + rl[1] * LQ + c);
-    qa[ks][2] = pack2(sQ + rl[0] * LQ + c + 8);
-    qa[ks][3] = pack2(sQ + rl[1] * LQ + c + 8);
-  }
+  for (int ks = 0; ks < D / 16; ++ks)
+    fragA(qa[ks], sQ, LQ, warp * 16, ks * 16, g, t4);
 
   const bool canSkip = mb && a.kNorm &&
                        warpMaySkip<kBf16, D>(ctx, a, b, mb, sQ, rl, gr, t4);
@@ -294,10 +296,10 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b,
       TSL_FLASH_UNROLL
       for (int n = 0; n < kKeys / 8; ++n) {
         s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-        const uint16_t *kr = sK + (n * 8 + g) * LQ + 2 * t4;
         TSL_FLASH_UNROLL
         for (int ks = 0; ks < D / 16; ++ks) {
-          const uint32_t kb[2] = {pack2(kr + ks * 16), pack2(kr + ks * 16 + 8)};
+          uint32_t kb[2];
+          fragB(kb, sK, LQ, n * 8, ks * 16, g, t4);
           ctx.template mma<kBf16>(s[n], qa[ks], kb);
         }
       }
@@ -355,9 +357,9 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b,
         accumulatorAsA<kBf16>(ctx, pa, s, ks);
         TSL_FLASH_UNROLL
         for (int n = 0; n < D / 8; ++n) {
-          const uint16_t *vr = sV + (n * 8 + g) * LV + ks * 16 + 2 * t4;
-          const uint32_t vb2[2] = {pack2(vr), pack2(vr + 8)};
-          ctx.template mma<kBf16>(o[n], pa, vb2);
+          uint32_t vb[2];
+          fragB(vb, sV, LV, n * 8, ks * 16, g, t4);
+          ctx.template mma<kBf16>(o[n], pa, vb);
         }
       }
     }
