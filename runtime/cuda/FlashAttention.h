@@ -28,7 +28,7 @@
 // values rounded into one register, the lower first): FlashAttention.cu
 // instantiates it with the device's (threadIdx, __syncthreads, shfl,
 // mma.sync PTX); test/unit/Runtime/FlashAttentionEmulatorTest.cpp with a
-// host emulation (a std::thread per CUDA thread, the mma computed from the
+// host emulation (a fiber per CUDA thread, the mma computed from the
 // fragments' documented layouts), so that the tiling, the online softmax,
 // the masking, the skips and the fragment packing are tested on every
 // machine, and only the instructions themselves need a GPU
