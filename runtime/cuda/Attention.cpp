@@ -10,7 +10,7 @@
 // the f32 SIMT path; FlashAttention-2's tensor-core kernel (tiles in shared
 // memory, bf16 mma) is docs/fusion.md's next step.
 //
-// A half attention with head dim 64 or 128 (v's the same) runs
+// A half attention with head dim 32, 64, 80, 96 or 128 (v's the same) runs
 // FlashAttention-2's tiles on tensor cores, forward and backward
 // (FlashAttention.h; TESSEL_FLASH_ATTENTION=0 turns them off). Its other
 // shapes widen their half operands into the scratch, run the f32 path
@@ -139,7 +139,7 @@ struct HalfCopies {
   }
 };
 
-/// Whether a half attention runs the tile kernels: head dims 64 or 128
+/// Whether a half attention runs the tile kernels: head dims 32 to 128
 /// (v's the same), unless TESSEL_FLASH_ATTENTION=0.
 bool useFlash(const KernelContext &ctx, const AttentionDims &d) {
   static const bool off = [] {

@@ -16,6 +16,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <type_traits>
 
 namespace tessel::runtime::cuda {
 
@@ -215,6 +216,30 @@ cudaError_t launchGradFor(const flash::GradArgs &a, const uint16_t *out,
   return cudaGetLastError();
 }
 
+/// fn(bool constant, int constant) for the half and the head dim (one of
+/// flash::kHeadDims).
+template <class Fn>
+cudaError_t withHeadDim(DType half, int64_t d, Fn fn) {
+  using std::integral_constant;
+  const bool bf16 = half == DType::BF16;
+  auto dims = [&](auto h) {
+    switch (d) {
+    case 32:
+      return fn(h, integral_constant<int, 32>());
+    case 64:
+      return fn(h, integral_constant<int, 64>());
+    case 80:
+      return fn(h, integral_constant<int, 80>());
+    case 96:
+      return fn(h, integral_constant<int, 96>());
+    default:
+      return fn(h, integral_constant<int, 128>());
+    }
+  };
+  return bf16 ? dims(integral_constant<bool, true>())
+              : dims(integral_constant<bool, false>());
+}
+
 } // namespace
 
 cudaError_t launchFlashAttentionGrad(DType half, const flash::GradArgs &a,
@@ -228,12 +253,10 @@ cudaError_t launchFlashAttentionGrad(DType half, const flash::GradArgs &a,
     cudaError_t e = cudaMemsetAsync(a.dkt, 0, bytes, st);
     return e == cudaSuccess ? cudaMemsetAsync(a.dv, 0, bytes, st) : e;
   }
-  const bool bf16 = half == DType::BF16;
-  if (d.d == 64)
-    return bf16 ? launchGradFor<true, 64>(a, out, delta, norms, st)
-                : launchGradFor<false, 64>(a, out, delta, norms, st);
-  return bf16 ? launchGradFor<true, 128>(a, out, delta, norms, st)
-              : launchGradFor<false, 128>(a, out, delta, norms, st);
+  return withHeadDim(half, d.d, [&](auto bf16, auto dim) {
+    return launchGradFor<decltype(bf16)::value, decltype(dim)::value>(
+        a, out, delta, norms, st);
+  });
 }
 
 cudaError_t launchFlashAttention(DType half, const flash::Args &a,
@@ -241,12 +264,9 @@ cudaError_t launchFlashAttention(DType half, const flash::Args &a,
   const AttentionDims &d = a.dims;
   if (d.batch == 0 || d.s == 0)
     return cudaSuccess;
-  const bool bf16 = half == DType::BF16;
-  if (d.d == 64)
-    return bf16 ? launchFor<true, 64>(a, fill, st)
-                : launchFor<false, 64>(a, fill, st);
-  return bf16 ? launchFor<true, 128>(a, fill, st)
-              : launchFor<false, 128>(a, fill, st);
+  return withHeadDim(half, d.d, [&](auto bf16, auto dim) {
+    return launchFor<decltype(bf16)::value, decltype(dim)::value>(a, fill, st);
+  });
 }
 
 } // namespace tessel::runtime::cuda

@@ -65,8 +65,12 @@ namespace tessel::runtime::cuda::flash {
 /// Query rows per block (16 per warp), keys per tile, threads per block.
 constexpr int kRows = 64, kKeys = 64, kWarps = 4, kThreads = 32 * kWarps;
 
-/// Head dims with a kernel (q's and v's last dims, equal).
-constexpr bool supportedHeadDim(int64_t d) { return d == 64 || d == 128; }
+/// Head dims with a kernel (q's and v's last dims, equal): multiples of 16
+/// (the mma's k) that models use: 32 (small models), 64 (GPT-2, BERT), 80
+/// (Phi), 96, 128 (Llama, Mistral, Qwen).
+constexpr bool supportedHeadDim(int64_t d) {
+  return d == 32 || d == 64 || d == 80 || d == 96 || d == 128;
+}
 
 /// Shared memory of a block, in bytes: q's tile [kRows, D + 8], k's tile
 /// transposed [kKeys, D + 8] and v's [D, kKeys + 8] (the 8 halves of

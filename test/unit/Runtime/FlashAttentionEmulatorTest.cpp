@@ -511,15 +511,23 @@ TEST(FlashAttentionEmulator, MatchesTheCpuHalfAttention) {
       check<false, 64>(c, rng, true);
     }
   }
-  // Head dim 128, both halves, a causal mask over two row blocks.
-  const Case big{{1}, 100, 100, 0, {100, 100}, 0.088f, Case::Causal};
+  // The other head dims, both halves, a causal mask over two row blocks.
+  const Case two{{1}, 100, 100, 0, {100, 100}, 0.088f, Case::Causal};
   {
     SCOPED_TRACE("bf16, head dim 128");
-    check<true, 128>(big, rng, true);
+    check<true, 128>(two, rng, true);
   }
   {
     SCOPED_TRACE("f16, head dim 128");
-    check<false, 128>(big, rng, true);
+    check<false, 128>(two, rng, true);
+  }
+  {
+    SCOPED_TRACE("bf16, head dim 80");
+    check<true, 80>(two, rng, true);
+  }
+  {
+    SCOPED_TRACE("f16, head dim 32");
+    check<false, 32>(two, rng, true);
   }
 }
 
