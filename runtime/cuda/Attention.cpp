@@ -7,8 +7,7 @@
 // backward recomputes p from lse and issues dv += p^T grad, dp = grad v^T,
 // dq = scale ds kt^T and dkt += scale q^T ds. The scratch holds at most
 // kScratchFloats scores, so memory stays linear in the sequence. This is
-// the f32 SIMT path; FlashAttention-2's tensor-core kernel (tiles in shared
-// memory, bf16 mma) is docs/fusion.md's next step.
+// the f32 path.
 //
 // A half attention with head dim 32, 64, 80, 96 or 128 (v's the same) runs
 // FlashAttention-2's tiles on tensor cores, forward and backward
