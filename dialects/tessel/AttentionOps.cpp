@@ -167,21 +167,23 @@ LogicalResult AttentionGradOp::verify() {
       typeOf(getQ()).getElementType());
   auto lse = RankedTensorType::get(qs.drop_back(1),
                                    Float32Type::get(getContext()));
-  for (auto [v, want, name] :
-       llvm::zip(ValueRange{getResult(), getGrad(), getLse()},
-                 ArrayRef<Type>{out, out, lse},
-                 ArrayRef<StringRef>{"result", "grad", "lse"}))
-    if (v.getType() != want)
-      return emitOpError() << name << " has type " << v.getType()
-                           << ", expected " << want;
+  // Named arrays: a braced list inside the range-for's zip() would end its
+  // life before the loop reads it.
+  const Value read[] = {getResult(), getGrad(), getLse()};
+  const Type want[] = {out, out, lse};
+  const StringRef readName[] = {"result", "grad", "lse"};
+  for (int i = 0; i < 3; ++i)
+    if (read[i].getType() != want[i])
+      return emitOpError() << readName[i] << " has type " << read[i].getType()
+                           << ", expected " << want[i];
   // C2
-  for (auto [res, operand, name] :
-       llvm::zip(getOperation()->getResults(),
-                 ValueRange{getQ(), getKt(), getV()},
-                 ArrayRef<StringRef>{"dq", "dkt", "dv"}))
-    if (res.getType() != operand.getType())
-      return emitOpError() << name << " has type " << res.getType()
-                           << ", expected " << operand.getType();
+  const Value operand[] = {getQ(), getKt(), getV()};
+  const StringRef resultName[] = {"dq", "dkt", "dv"};
+  for (int i = 0; i < 3; ++i)
+    if (getOperation()->getResult(i).getType() != operand[i].getType())
+      return emitOpError() << resultName[i] << " has type "
+                           << getOperation()->getResult(i).getType()
+                           << ", expected " << operand[i].getType();
   return success();
 }
 
