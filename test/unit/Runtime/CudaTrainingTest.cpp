@@ -147,8 +147,13 @@ TEST(CudaTraining, HalfAttention) {
   for (DType half : {DType::BF16, DType::F16})
     for (const Case &c : std::vector<Case>{
              // GPT-2's and Llama's head dims, causal, rows and keys that
-             // are no multiple of a tile, a padding mask with dead rows.
+             // are no multiple of a tile, a padding mask with dead rows;
+             // the benchmark's attention (seq 1024, head dim 64, causal),
+             // Phi's head dim 80; head dims without tiles (40, 24: the
+             // widening path).
              {{2, 3, 200, 64}, {2, 3, 64, 200}, {2, 3, 200, 64}, {1, 1, 200, 200}, true, 0.125f},
+             {{1, 2, 1024, 64}, {1, 2, 64, 1024}, {1, 2, 1024, 64}, {1, 1, 1024, 1024}, true, 0.125f},
+             {{1, 2, 130, 80}, {1, 2, 80, 130}, {1, 2, 130, 80}, {130, 130}, false, 0.11f},
              {{1, 2, 77, 128}, {1, 2, 128, 77}, {1, 2, 77, 128}, {77, 77}, false, 0.088f},
              {{2, 2, 33, 64}, {2, 2, 64, 150}, {2, 2, 150, 64}, {2, 1, 1, 150}, true, 0.125f},
              {{3, 16, 64}, {3, 64, 16}, {3, 16, 64}, {}, false, 0.125f},
