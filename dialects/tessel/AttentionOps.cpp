@@ -64,16 +64,16 @@ LogicalResult verifyAttentionOperands(Operation *op, Value q, Value kt, Value v,
   Type f32 = Float32Type::get(op->getContext());
   if (nanFill && typeOf(nanFill) != RankedTensorType::get({}, elem) &&
       typeOf(nanFill) != RankedTensorType::get({}, f32))
-    return op->emitOpError() << "nan_fill has type " << nanFill.getType()
-                             << ", expected a rank-0 tensor of " << elem
-                             << " or f32";
+    return op->emitOpError()
+           << "nan_fill has type " << nanFill.getType()
+           << ", expected a rank-0 tensor of " << elem << " or f32";
   if (!mask)
     return success();
   // C2
   if (typeOf(mask).getElementType() != elem &&
       typeOf(mask).getElementType() != f32)
-    return op->emitOpError() << "mask must have q's element type " << elem
-                             << " or f32";
+    return op->emitOpError()
+           << "mask must have q's element type " << elem << " or f32";
   ArrayRef<int64_t> ms = shapeOf(mask);
   SmallVector<int64_t> scores = withTail(lead, {qs[r - 2], ks[r - 1]});
   if (static_cast<int64_t>(ms.size()) > r)

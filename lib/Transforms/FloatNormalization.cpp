@@ -80,7 +80,9 @@ bool isHalfAttention(Operation *op) {
   if (!isHalf(q.getType()))
     return false;
   Type half = getElementTypeOrSelf(q.getType());
-  auto same = [&](Value v) { return getElementTypeOrSelf(v.getType()) == half; };
+  auto same = [&](Value v) {
+    return getElementTypeOrSelf(v.getType()) == half;
+  };
   if (auto a = dyn_cast<AttentionOp>(op))
     return same(a.getKt()) && same(a.getV()) && same(a.getResult());
   auto g = cast<AttentionGradOp>(op);

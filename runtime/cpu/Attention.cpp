@@ -361,13 +361,15 @@ Step halfStep(const KernelContext &c) {
   const bool grad = c.op.kind == OpKind::AttentionGrad;
   const DType half = c.in(0).dtype;
   // Slots: the half operands, then the half results.
-  std::vector<int> ins = grad ? std::vector<int>{0, 1, 2, 3, 5}
-                              : std::vector<int>{0, 1, 2};
-  std::vector<int> outs = grad ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
+  std::vector<int> ins =
+      grad ? std::vector<int>{0, 1, 2, 3, 5} : std::vector<int>{0, 1, 2};
+  std::vector<int> outs =
+      grad ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
   KernelResources::Scratch *s = c.resources.halfAttention;
   const size_t slots = ins.size() + outs.size();
   for (size_t k = 0; k < slots; ++k) {
-    const BufferInfo &b = k < ins.size() ? c.in(ins[k]) : c.out(outs[k - ins.size()]);
+    const BufferInfo &b =
+        k < ins.size() ? c.in(ins[k]) : c.out(outs[k - ins.size()]);
     if (!s[k].reserve(std::max<int64_t>(b.numel, 1) * sizeof(float))) {
       const Status st = Status::error(
           "cannot allocate " + std::to_string(b.numel * sizeof(float)) +
@@ -390,7 +392,8 @@ Step halfStep(const KernelContext &c) {
     outCount.push_back(c.out(i).numel);
   }
   const AttentionArgs base = attentionArgs(c);
-  const float *lseIn = grad ? static_cast<const float *>(c.operand(4)) : nullptr;
+  const float *lseIn =
+      grad ? static_cast<const float *>(c.operand(4)) : nullptr;
   float *lseOut = grad ? nullptr : static_cast<float *>(c.result(1));
   ThreadPool *pool = &c.pool;
   return [=] {

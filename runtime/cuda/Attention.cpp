@@ -92,8 +92,8 @@ struct HalfCopies {
     if (!isHalf(ctx.in(0).dtype))
       return;
     half = ctx.in(0).dtype;
-    const std::vector<int> ins = grad ? std::vector<int>{0, 1, 2, 3, 5}
-                                      : std::vector<int>{0, 1, 2};
+    const std::vector<int> ins =
+        grad ? std::vector<int>{0, 1, 2, 3, 5} : std::vector<int>{0, 1, 2};
     const int results = grad ? 3 : 1;
     for (int i : ins) {
       src.push_back(ctx.operand(i));
@@ -159,8 +159,8 @@ Status makeFlashAttention(const KernelContext &ctx, const Args &a, Step &out) {
   f.lse = static_cast<float *>(ctx.result(1));
   f.mask = a.mask;
   f.dims = a.d;
-  const LateAddress kNorm =
-      ctx.resources.reserveScratch(static_cast<size_t>(a.d.batch) * sizeof(float));
+  const LateAddress kNorm = ctx.resources.reserveScratch(
+      static_cast<size_t>(a.d.batch) * sizeof(float));
   const DType half = ctx.in(0).dtype;
   const float *fill = a.fill;
   cudaStream_t st = ctx.stream;
@@ -182,8 +182,8 @@ Status makeAttention(const KernelContext &ctx, Step &out) {
   float *ownO = static_cast<float *>(ctx.result(0));
   float *lse = static_cast<float *>(ctx.result(1));
   const LateAddress scratch = ctx.resources.reserveScratch(
-      h.bytes +
-      static_cast<size_t>(a.rows * std::max<int64_t>(a.d.t, 1)) * sizeof(float));
+      h.bytes + static_cast<size_t>(a.rows * std::max<int64_t>(a.d.t, 1)) *
+                    sizeof(float));
   cudaStream_t st = ctx.stream;
   cublasHandle_t blas = ctx.blas;
   out = [=] {
@@ -202,20 +202,19 @@ Status makeAttention(const KernelContext &ctx, Step &out) {
         const int64_t r0 = b * d.s + i0;
         const float *vb = x.v + b * d.t * d.dv;
         TSL_RETURN_IF_ERROR(gemmRowMajor(
-            blas, false, false, n, int(d.t), int(d.d), d.scale,
-            x.q + r0 * d.d, int(d.d), x.kt + b * d.d * d.t, int(d.t), 0.0f, s));
+            blas, false, false, n, int(d.t), int(d.d), d.scale, x.q + r0 * d.d,
+            int(d.d), x.kt + b * d.d * d.t, int(d.t), 0.0f, s));
         TSL_RETURN_IF_ERROR(launched(
-            launchAttentionSoftmax(s, n, d.t, maskAt(x, b, i0),
-                                   d.maskRowStride, d.maskColStride, lse + r0,
-                                   st),
+            launchAttentionSoftmax(s, n, d.t, maskAt(x, b, i0), d.maskRowStride,
+                                   d.maskColStride, lse + r0, st),
             "attention"));
         TSL_RETURN_IF_ERROR(gemmRowMajor(blas, false, false, n, int(d.dv),
                                          int(d.t), 1.0f, s, int(d.t), vb,
                                          int(d.dv), 0.0f, o + r0 * d.dv));
-        TSL_RETURN_IF_ERROR(launched(
-            launchAttentionNanRows(lse + r0, n, vb, d.t, d.dv, x.fill,
-                                   o + r0 * d.dv, st),
-            "attention"));
+        TSL_RETURN_IF_ERROR(
+            launched(launchAttentionNanRows(lse + r0, n, vb, d.t, d.dv, x.fill,
+                                            o + r0 * d.dv, st),
+                     "attention"));
       }
     return h.active() ? h.narrow(base, st) : Status::ok();
   };
@@ -247,8 +246,9 @@ Status makeFlashAttentionGrad(const KernelContext &ctx, const Args &a,
   cudaStream_t st = ctx.stream;
   out = [=] {
     float *delta = scratch.get<float>();
-    return launched(launchFlashAttentionGrad(half, f, o, delta, delta + rows, st),
-                    "attention_grad");
+    return launched(
+        launchFlashAttentionGrad(half, f, o, delta, delta + rows, st),
+        "attention_grad");
   };
   return Status::ok();
 }
@@ -313,10 +313,10 @@ Status makeAttentionGrad(const KernelContext &ctx, Step &out) {
         TSL_RETURN_IF_ERROR(gemmRowMajor(blas, true, false, int(d.t),
                                          int(d.dv), n, 1.0f, p, int(d.t), gb,
                                          int(d.dv), 1.0f, dvb));
-        TSL_RETURN_IF_ERROR(launched(
-            launchAttentionNanRowsGrad(lse + r0, gb, n, d.t, d.dv, x.fill, dvb,
-                                       st),
-            "attention_grad"));
+        TSL_RETURN_IF_ERROR(
+            launched(launchAttentionNanRowsGrad(lse + r0, gb, n, d.t, d.dv,
+                                                x.fill, dvb, st),
+                     "attention_grad"));
         TSL_RETURN_IF_ERROR(gemmRowMajor(blas, false, true, n, int(d.t),
                                          int(d.dv), 1.0f, gb, int(d.dv), vb,
                                          int(d.dv), 0.0f, dp));

@@ -316,9 +316,9 @@ struct GradArgs; // FlashAttention.h
 } // namespace flash
 /// A half attention's forward in tiles on tensor cores (FlashAttention.h):
 /// q, kt, v and out of `half` (BF16 or F16), head dim 32, 64, 80, 96 or 128 and
-/// v's the same (flash::supportedHeadDim); args.kNorm, when set, is [batch] floats
-/// of scratch for the dead tiles' bound. A row whose max is not finite gets
-/// lse NaN and, with `fill`, *fill times the sum of v's rows (else NaN).
+/// v's the same (flash::supportedHeadDim); args.kNorm, when set, is [batch]
+/// floats of scratch for the dead tiles' bound. A row whose max is not finite
+/// gets lse NaN and, with `fill`, *fill times the sum of v's rows (else NaN).
 /// Needs sm_80 or later.
 cudaError_t launchFlashAttention(DType half, const flash::Args &args,
                                  const float *fill, cudaStream_t st);

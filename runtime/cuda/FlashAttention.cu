@@ -79,8 +79,8 @@ __global__ void __launch_bounds__(flash::kThreads)
 /// x (row i's element c at x[b batchStride + i rowStride + c colStride],
 /// `cols` of them): the keys (kt's columns) or the queries; NaN propagates.
 template <bool kBf16>
-__global__ void maxNormKernel(const uint16_t *x, int64_t batchStride,
-                              int64_t n, int64_t cols, int64_t rowStride,
+__global__ void maxNormKernel(const uint16_t *x, int64_t batchStride, int64_t n,
+                              int64_t cols, int64_t rowStride,
                               int64_t colStride, float *norm) {
   __shared__ float shm[32];
   const uint16_t *xb = x + int64_t(blockIdx.x) * batchStride;
@@ -175,9 +175,9 @@ cudaError_t launchFor(const flash::Args &a, const float *fill,
                   unsigned((d.s + flash::kRows - 1) / flash::kRows));
   kernel<<<grid, flash::kThreads, bytes, st>>>(a);
   if (fill && d.batch * d.s * d.dv > 0)
-    fillNanRowsKernel<kBf16><<<gridFor(d.batch * d.s * d.dv), kThreads, 0,
-                               st>>>(a.lse, d.s, d.t, d.dv, a.v, fill, a.out,
-                                     d.batch * d.s * d.dv);
+    fillNanRowsKernel<kBf16>
+        <<<gridFor(d.batch * d.s * d.dv), kThreads, 0, st>>>(
+            a.lse, d.s, d.t, d.dv, a.v, fill, a.out, d.batch * d.s * d.dv);
   return cudaGetLastError();
 }
 
@@ -209,17 +209,18 @@ cudaError_t launchGradFor(const flash::GradArgs &a, const uint16_t *out,
         a.kt, d.d * d.t, d.t, d.d, 1, d.t, norms + d.batch);
   }
   if (d.t > 0)
-    dkv<<<dim3(unsigned(d.batch), unsigned((d.t + flash::kKeys - 1) / flash::kKeys)),
+    dkv<<<dim3(unsigned(d.batch),
+               unsigned((d.t + flash::kKeys - 1) / flash::kKeys)),
           flash::kThreads, dkvBytes, st>>>(g);
-  dq<<<dim3(unsigned(d.batch), unsigned((d.s + flash::kRows - 1) / flash::kRows)),
+  dq<<<dim3(unsigned(d.batch),
+            unsigned((d.s + flash::kRows - 1) / flash::kRows)),
        flash::kThreads, dqBytes, st>>>(g);
   return cudaGetLastError();
 }
 
-/// fn(bool constant, int constant) for the half and the head dim (one of
-/// flash::kHeadDims).
-template <class Fn>
-cudaError_t withHeadDim(DType half, int64_t d, Fn fn) {
+/// fn(bool constant, int constant) for the half and the head dim (one that
+/// flash::supportedHeadDim admits).
+template <class Fn> cudaError_t withHeadDim(DType half, int64_t d, Fn fn) {
   using std::integral_constant;
   const bool bf16 = half == DType::BF16;
   auto dims = [&](auto h) {

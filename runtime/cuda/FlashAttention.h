@@ -1,14 +1,16 @@
-//===- FlashAttention.h - half attention's forward in tiles on tensor cores ===//
+//===- FlashAttention.h - half attention on tensor cores ---------*- C++
+//-*-===//
 //
-// The forward of a half attention (bf16 or f16 q, kt, v and result; f32
-// mask, lse and sums) as FlashAttention-2 computes it: one thread block of
-// four warps per 64 query rows of a batch entry, each warp 16 rows; per
-// tile of 64 keys, the block stages k and v in shared memory, each warp
-// computes its scores with mma.sync (m16n8k16, f32 sums), adds the mask,
-// updates its rows' running max and sum (an online softmax in f32), rounds
-// the probabilities to the half and multiplies them by v's tile with
-// mma.sync into f32 accumulators. No [S, T] tensor exists anywhere; each
-// result element is rounded once, after the division by the row's sum.
+// A half attention (bf16 or f16 q, kt, v and result; f32 mask, lse and
+// sums) and its gradient as FlashAttention-2 computes them (the backward's
+// two passes are described where they begin, below). The forward: one
+// thread block of four warps per 64 query rows of a batch entry, each warp
+// 16 rows; per tile of 64 keys, the block stages k and v in shared memory,
+// each warp computes its scores with mma.sync (m16n8k16, f32 sums), adds
+// the mask, updates its rows' running max and sum (an online softmax in
+// f32), rounds the probabilities to the half and multiplies them by v's
+// tile with mma.sync into f32 accumulators. No [S, T] tensor exists anywhere;
+// each result element is rounded once, after the division by the row's sum.
 //
 // Dead keys are skipped as the CPU kernel skips them (cpu/Attention.cpp,
 // liveKeys), and exactly: a warp skips a tile whose mask is at or below
@@ -87,8 +89,9 @@ struct Args {
   const uint16_t *q = nullptr, *kt = nullptr, *v = nullptr;
   uint16_t *out = nullptr;
   float *lse = nullptr;
-  const float *mask = nullptr;  // null: none
-  const float *kNorm = nullptr; // [batch]: the largest key norm (null: no skips)
+  const float *mask = nullptr; // null: none
+  const float *kNorm =
+      nullptr; // [batch]: the largest key norm (null: no skips)
   AttentionDims dims;
 };
 
@@ -162,8 +165,8 @@ TSL_FLASH_FN void productNT(Ctx &ctx, float (*acc)[4], const uint16_t *x,
 /// acc[2 ks + 1] (C layout), rounded to the half: a 16 x 64 result feeds
 /// the next product from registers.
 template <bool kBf16, class Ctx>
-TSL_FLASH_FN void accumulatorAsA(Ctx &ctx, uint32_t a[4],
-                                 const float (*acc)[4], int ks) {
+TSL_FLASH_FN void accumulatorAsA(Ctx &ctx, uint32_t a[4], const float (*acc)[4],
+                                 int ks) {
   a[0] = ctx.template pack<kBf16>(acc[2 * ks][0], acc[2 * ks][1]);
   a[1] = ctx.template pack<kBf16>(acc[2 * ks][2], acc[2 * ks][3]);
   a[2] = ctx.template pack<kBf16>(acc[2 * ks + 1][0], acc[2 * ks + 1][1]);
@@ -233,8 +236,8 @@ TSL_FLASH_FN void storeRows(Ctx &ctx, const Args &a, int64_t b,
 /// One block: rows [row0, row0 + kRows) of batch entry b. `smem` holds
 /// sharedBytes(D) bytes.
 template <bool kBf16, int D, class Ctx>
-TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b,
-                               int64_t row0, uint16_t *smem) {
+TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b, int64_t row0,
+                               uint16_t *smem) {
   constexpr int LQ = D + 8, LV = kKeys + 8;
   uint16_t *sQ = smem, *sK = sQ + kRows * LQ, *sV = sK + kKeys * LQ;
   const AttentionDims &d = a.dims;
@@ -259,8 +262,8 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b,
   for (int ks = 0; ks < D / 16; ++ks)
     fragA(qa[ks], sQ, LQ, warp * 16, ks * 16, g, t4);
 
-  const bool canSkip = mb && a.kNorm &&
-                       warpMaySkip<kBf16, D>(ctx, a, b, mb, sQ, rl, gr, t4);
+  const bool canSkip =
+      mb && a.kNorm && warpMaySkip<kBf16, D>(ctx, a, b, mb, sQ, rl, gr, t4);
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   float o[D / 8][4];
@@ -373,7 +376,6 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b,
   storeRows<kBf16, D>(ctx, a, b, gr, m, l, o, t4);
 }
 
-
 // --- The backward ----------------------------------------------------------
 //
 // FlashAttention-2's backward in two deterministic passes (no atomics: the
@@ -429,9 +431,8 @@ TSL_FLASH_FN void stageRows(Ctx &ctx, const uint16_t *x, int64_t rows,
 /// Copies keys [k0, k0 + kKeys) of kt [D, T] into dst [kKeys, ld] (key-major)
 /// and, when dstT is set, as they are into dstT [D, ldT]; zeros past T.
 template <int D, class Ctx>
-TSL_FLASH_FN void stageKeys(Ctx &ctx, const uint16_t *kt, int64_t t,
-                            int64_t k0, uint16_t *dst, int ld, uint16_t *dstT,
-                            int ldT) {
+TSL_FLASH_FN void stageKeys(Ctx &ctx, const uint16_t *kt, int64_t t, int64_t k0,
+                            uint16_t *dst, int ld, uint16_t *dstT, int ldT) {
   for (int e = ctx.tid(); e < D * kKeys; e += kThreads) {
     const int c = e / kKeys, j = e % kKeys;
     const uint16_t h = k0 + j < t ? kt[c * t + k0 + j] : uint16_t(0);
@@ -558,7 +559,8 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t k0,
         const int c = n * 8 + 2 * t4 + e;
         a.dkt[(b * D + c) * T + key] =
             ctx.template narrow<kBf16>(d.scale * dK[n][2 * r + e]);
-        a.dv[(b * T + key) * D + c] = ctx.template narrow<kBf16>(dV[n][2 * r + e]);
+        a.dv[(b * T + key) * D + c] =
+            ctx.template narrow<kBf16>(dV[n][2 * r + e]);
       }
   }
 }

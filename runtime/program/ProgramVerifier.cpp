@@ -490,8 +490,9 @@ Status OpChecker::checkAttention() {
   for (size_t i = 0; i < op.operands.size(); ++i) {
     static const char *names[] = {"q", "kt", "v", "result", "lse", "grad"};
     const bool own = i < base && i != 4 && (grad || i < 3);
-    const char *name = i < base ? names[i] : i == base && hasMask ? "mask"
-                                                                  : "nan_fill";
+    const char *name = i < base               ? names[i]
+                       : i == base && hasMask ? "mask"
+                                              : "nan_fill";
     if (own)
       TSL_RETURN_IF_ERROR(sameDType(in(0), in(i), name));
     else

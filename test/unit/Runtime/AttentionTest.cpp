@@ -231,8 +231,8 @@ void expectHalfNear(const Tensor &got, const std::vector<double> &want,
 // rounded once.
 TEST(Attention, HalfOperandsAndResults) {
   std::mt19937 rng(9);
-  const Case c{{2, 2}, 40, 40, 8, 8, {2, 1, 40, 40}, 0.35f, true, false,
-               -3.4028235e38f};
+  const Case c{{2, 2},         40,    40,   8,     8,
+               {2, 1, 40, 40}, 0.35f, true, false, -3.4028235e38f};
   for (DType half : {DType::BF16, DType::F16}) {
     SCOPED_TRACE(dtypeName(half));
     auto [qf, q] = halfPair(half, {2, 2, c.s, c.d}, rng);
@@ -245,15 +245,16 @@ TEST(Attention, HalfOperandsAndResults) {
     Tensor fill(DType::F32, {});
     fill.data<float>()[0] = 0.5f;
     const Reference want = reference(c, qf, ktf, vf, &mask, 0.5f, gf);
-    Attrs attrs = Attrs().f("scale", c.scale).i("has_mask", 1).i("has_nan_fill", 1);
-    auto fwd = runOp("attention", {q, kt, v, mask, fill},
-                     {{half, {2, 2, c.s, c.dv}}, {DType::F32, {2, 2, c.s}}},
-                     attrs, 2);
+    Attrs attrs =
+        Attrs().f("scale", c.scale).i("has_mask", 1).i("has_nan_fill", 1);
+    auto fwd =
+        runOp("attention", {q, kt, v, mask, fill},
+              {{half, {2, 2, c.s, c.dv}}, {DType::F32, {2, 2, c.s}}}, attrs, 2);
     expectHalfNear(fwd[0], want.out, half, "out");
     expectNear(fwd[1], want.lse, "lse");
-    auto bwd = runOp("attention_grad", {q, kt, v, fwd[0], fwd[1], g, mask, fill},
-                     {{half, q.shape()}, {half, kt.shape()}, {half, v.shape()}},
-                     attrs, 2);
+    auto bwd = runOp(
+        "attention_grad", {q, kt, v, fwd[0], fwd[1], g, mask, fill},
+        {{half, q.shape()}, {half, kt.shape()}, {half, v.shape()}}, attrs, 2);
     expectHalfNear(bwd[0], want.dq, half, "dq");
     expectHalfNear(bwd[1], want.dkt, half, "dkt");
     expectHalfNear(bwd[2], want.dv, half, "dv");

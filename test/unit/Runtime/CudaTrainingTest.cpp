@@ -151,11 +151,36 @@ TEST(CudaTraining, HalfAttention) {
              // the benchmark's attention (seq 1024, head dim 64, causal),
              // Phi's head dim 80; head dims without tiles (40, 24: the
              // widening path).
-             {{2, 3, 200, 64}, {2, 3, 64, 200}, {2, 3, 200, 64}, {1, 1, 200, 200}, true, 0.125f},
-             {{1, 2, 1024, 64}, {1, 2, 64, 1024}, {1, 2, 1024, 64}, {1, 1, 1024, 1024}, true, 0.125f},
-             {{1, 2, 130, 80}, {1, 2, 80, 130}, {1, 2, 130, 80}, {130, 130}, false, 0.11f},
-             {{1, 2, 77, 128}, {1, 2, 128, 77}, {1, 2, 77, 128}, {77, 77}, false, 0.088f},
-             {{2, 2, 33, 64}, {2, 2, 64, 150}, {2, 2, 150, 64}, {2, 1, 1, 150}, true, 0.125f},
+             {{2, 3, 200, 64},
+              {2, 3, 64, 200},
+              {2, 3, 200, 64},
+              {1, 1, 200, 200},
+              true,
+              0.125f},
+             {{1, 2, 1024, 64},
+              {1, 2, 64, 1024},
+              {1, 2, 1024, 64},
+              {1, 1, 1024, 1024},
+              true,
+              0.125f},
+             {{1, 2, 130, 80},
+              {1, 2, 80, 130},
+              {1, 2, 130, 80},
+              {130, 130},
+              false,
+              0.11f},
+             {{1, 2, 77, 128},
+              {1, 2, 128, 77},
+              {1, 2, 77, 128},
+              {77, 77},
+              false,
+              0.088f},
+             {{2, 2, 33, 64},
+              {2, 2, 64, 150},
+              {2, 2, 150, 64},
+              {2, 1, 1, 150},
+              true,
+              0.125f},
              {{3, 16, 64}, {3, 64, 16}, {3, 16, 64}, {}, false, 0.125f},
              {{2, 9, 40}, {2, 40, 13}, {2, 13, 24}, {9, 13}, true, 0.3f}}) {
       SCOPED_TRACE(std::string(dtypeName(half)) + " " + shapeToString(c.q) +
@@ -205,8 +230,8 @@ TEST(CudaTraining, HalfAttention) {
           runOp("attention", in, {{half, out}, {DType::F32, rows}}, attrs);
       conformOp("attention", in, {{half, out}, {DType::F32, rows}}, attrs,
                 {2 * ulp * largest(fwd), 1e-5, false});
-      std::vector<Tensor> bin = {in[0], in[1], in[2], fwd[0], fwd[1],
-                                 halfPair(half, out, rng).second};
+      std::vector<Tensor> bin = {
+          in[0], in[1], in[2], fwd[0], fwd[1], halfPair(half, out, rng).second};
       bin.insert(bin.end(), in.begin() + 3, in.end());
       const std::vector<std::pair<DType, Shape>> grads = {
           {half, c.q}, {half, c.kt}, {half, c.v}};

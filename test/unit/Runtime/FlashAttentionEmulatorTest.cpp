@@ -1,4 +1,4 @@
-//===- FlashAttentionEmulatorTest.cpp - the CUDA tile algorithm, on the host ===//
+//===- FlashAttentionEmulatorTest.cpp - the CUDA tiles on the host -------===//
 //
 // runtime/cuda/FlashAttention.h's forward and backward, run on the host by
 // an emulation of their context: each CUDA thread of a block a cooperative
@@ -266,8 +266,8 @@ Result runFlash(const Case &c, const Tensor &q, const Tensor &kt,
   const DType half = kBf16 ? DType::BF16 : DType::F16;
   std::vector<float> kNorm(dims.batch);
   for (int64_t b = 0; b < dims.batch; ++b)
-    kNorm[b] = maxNorm(half, kt.data<uint16_t>() + b * D * dims.t, dims.t, D,
-                       1, dims.t);
+    kNorm[b] = maxNorm(half, kt.data<uint16_t>() + b * D * dims.t, dims.t, D, 1,
+                       dims.t);
   flash::Args a;
   a.q = q.data<uint16_t>();
   a.kt = kt.data<uint16_t>();
@@ -320,7 +320,8 @@ GradResult runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
     delta[i] = dot;
   }
   for (int64_t b = 0; b < dims.batch; ++b) {
-    norms[b] = maxNorm(half, q.data<uint16_t>() + b * dims.s * D, dims.s, D, D, 1);
+    norms[b] =
+        maxNorm(half, q.data<uint16_t>() + b * dims.s * D, dims.s, D, D, 1);
     norms[dims.batch + b] = maxNorm(half, kt.data<uint16_t>() + b * D * dims.t,
                                     dims.t, D, 1, dims.t);
   }
@@ -369,8 +370,8 @@ void expectHalvesNear(DType half, const uint16_t *want, const uint16_t *got,
   int bad = 0;
   for (int64_t i = 0; i < n && bad < 5; ++i) {
     const float w = halfToF32(half, want[i]), o = halfToF32(half, got[i]);
-    const bool ok = std::isnan(w) ? std::isnan(o)
-                                  : std::fabs(o - w) <= ulps * ulp * top;
+    const bool ok =
+        std::isnan(w) ? std::isnan(o) : std::fabs(o - w) <= ulps * ulp * top;
     if (!ok)
       ADD_FAILURE() << what << "[" << i << "] = " << o << ", the CPU's " << w
                     << " (bad " << ++bad << ")";
@@ -411,9 +412,9 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
     in.push_back(mask);
   }
   Shape rows = with({c.s});
-  std::vector<Tensor> cpu = runOp("attention", in, {{half, with({c.s, D})}, {DType::F32, rows}},
-                   Attrs().f("scale", c.scale).i("has_mask", !c.mask.empty()),
-                   2);
+  std::vector<Tensor> cpu =
+      runOp("attention", in, {{half, with({c.s, D})}, {DType::F32, rows}},
+            Attrs().f("scale", c.scale).i("has_mask", !c.mask.empty()), 2);
   const Tensor *m = c.mask.empty() ? nullptr : &mask;
   const Result got = runFlash<kBf16, D>(c, q, kt, v, m, true);
   ASSERT_FALSE(got.out.empty());
@@ -426,9 +427,11 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
   for (size_t i = 0; i < got.lse.size(); ++i) {
     const float w = cpu[1].data<float>()[i];
     if (std::isnan(w))
-      EXPECT_TRUE(std::isnan(got.lse[i])) << "lse[" << i << "] = " << got.lse[i];
+      EXPECT_TRUE(std::isnan(got.lse[i]))
+          << "lse[" << i << "] = " << got.lse[i];
     else
-      EXPECT_NEAR(got.lse[i], w, 1e-5 * std::fabs(w) + 1e-5) << "lse[" << i << "]";
+      EXPECT_NEAR(got.lse[i], w, 1e-5 * std::fabs(w) + 1e-5)
+          << "lse[" << i << "]";
   }
 
   // The skips are exact: the same bits without them, and fewer products
@@ -460,17 +463,24 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
     bin.push_back(mask);
   if (c.deadRow)
     bin.push_back(fill);
-  std::vector<Tensor> want = runOp(
-      "attention_grad", bin, {{half, q.shape()}, {half, kt.shape()}, {half, v.shape()}},
-      Attrs().f("scale", c.scale).i("has_mask", m != nullptr).i("has_nan_fill", c.deadRow),
-      2);
+  std::vector<Tensor> want =
+      runOp("attention_grad", bin,
+            {{half, q.shape()}, {half, kt.shape()}, {half, v.shape()}},
+            Attrs()
+                .f("scale", c.scale)
+                .i("has_mask", m != nullptr)
+                .i("has_nan_fill", c.deadRow),
+            2);
   const float *f = c.deadRow ? fill.data<float>() : nullptr;
   const GradResult gr =
       runFlashGrad<kBf16, D>(c, q, kt, v, m, cpu[0], cpu[1], g, f, true);
   ASSERT_FALSE(gr.dq.empty());
-  expectHalvesNear(half, want[0].data<uint16_t>(), gr.dq.data(), q.numElements(), 4, "dq");
-  expectHalvesNear(half, want[1].data<uint16_t>(), gr.dkt.data(), kt.numElements(), 4, "dkt");
-  expectHalvesNear(half, want[2].data<uint16_t>(), gr.dv.data(), v.numElements(), 4, "dv");
+  expectHalvesNear(half, want[0].data<uint16_t>(), gr.dq.data(),
+                   q.numElements(), 4, "dq");
+  expectHalvesNear(half, want[1].data<uint16_t>(), gr.dkt.data(),
+                   kt.numElements(), 4, "dkt");
+  expectHalvesNear(half, want[2].data<uint16_t>(), gr.dv.data(),
+                   v.numElements(), 4, "dv");
   if (compareSkips) {
     const GradResult all =
         runFlashGrad<kBf16, D>(c, q, kt, v, m, cpu[0], cpu[1], g, f, false);
@@ -501,7 +511,8 @@ TEST(FlashAttentionEmulator, MatchesTheCpuHalfAttention) {
   };
   for (const Case &c : cases) {
     SCOPED_TRACE("lead " + shapeToString(c.lead) + " s " + std::to_string(c.s) +
-                 " t " + std::to_string(c.t) + " mask " + shapeToString(c.mask));
+                 " t " + std::to_string(c.t) + " mask " +
+                 shapeToString(c.mask));
     {
       SCOPED_TRACE("bf16, head dim 64");
       check<true, 64>(c, rng, true);
