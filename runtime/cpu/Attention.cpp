@@ -361,8 +361,7 @@ Step halfStep(const KernelContext &c) {
   const bool grad = c.op.kind == OpKind::AttentionGrad;
   const DType half = c.in(0).dtype;
   // Slots: the half operands, then the half results.
-  std::vector<int> ins =
-      grad ? std::vector<int>{0, 1, 2, 3, 5} : std::vector<int>{0, 1, 2};
+  const std::vector<int> ins = attentionTypedOperands(c.op.kind);
   std::vector<int> outs =
       grad ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
   KernelResources::Scratch *s = c.resources.halfAttention;

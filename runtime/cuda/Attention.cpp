@@ -92,10 +92,8 @@ struct HalfCopies {
     if (!isHalf(ctx.in(0).dtype))
       return;
     half = ctx.in(0).dtype;
-    const std::vector<int> ins =
-        grad ? std::vector<int>{0, 1, 2, 3, 5} : std::vector<int>{0, 1, 2};
     const int results = grad ? 3 : 1;
-    for (int i : ins) {
+    for (int i : attentionTypedOperands(ctx.op.kind)) {
       src.push_back(ctx.operand(i));
       count.push_back(ctx.in(i).numel);
     }

@@ -61,7 +61,7 @@ struct DeviceCtx {
                    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
                      "r"(b[1]));
 #else
-    __trap(); // launchFlashAttention refuses devices before sm_80
+    __trap(); // only sm_80 and later have it (CMake builds for sm_90)
 #endif
   }
 };
@@ -89,7 +89,7 @@ __global__ void maxNormKernel(const uint16_t *x, int64_t batchStride, int64_t n,
     float sq = 0.0f;
     for (int64_t c = 0; c < cols; ++c) {
       const uint16_t h = xb[i * rowStride + c * colStride];
-      const float e = kBf16 ? bf16ToF32(h) : f16ToF32(h);
+      const float e = DeviceCtx().widen<kBf16>(h);
       sq += e * e;
     }
     best = flash::maxNan(best, sq);
@@ -113,8 +113,7 @@ __global__ void deltaKernel(const uint16_t *grad, const uint16_t *out,
     float dot = 0.0f;
     for (int64_t k = 0; k < dv; ++k) {
       const uint16_t gh = grad[row * dv + k], oh = out[row * dv + k];
-      dot += (kBf16 ? bf16ToF32(gh) : f16ToF32(gh)) *
-             (kBf16 ? bf16ToF32(oh) : f16ToF32(oh));
+      dot += DeviceCtx().widen<kBf16>(gh) * DeviceCtx().widen<kBf16>(oh);
     }
     delta[row] = dot;
   }
@@ -152,9 +151,9 @@ __global__ void fillNanRowsKernel(const float *lse, int64_t s, int64_t t,
     const uint16_t *vb = v + (row / s) * t * dv;
     float sum = 0.0f;
     for (int64_t j = 0; j < t; ++j)
-      sum += kBf16 ? bf16ToF32(vb[j * dv + k]) : f16ToF32(vb[j * dv + k]);
+      sum += DeviceCtx().widen<kBf16>(vb[j * dv + k]);
     const float x = *fill * sum;
-    out[e] = kBf16 ? f32ToBf16(x) : f32ToF16(x);
+    out[e] = DeviceCtx().narrow<kBf16>(x);
   }
 }
 

@@ -105,6 +105,21 @@ TSL_FLASH_FN int64_t maskOffsetOf(const AttentionDims &d, int64_t b) {
   return off;
 }
 
+/// The mask's elements of batch entry b (null without a mask).
+TSL_FLASH_FN const float *maskOf(const float *mask, const AttentionDims &d,
+                                 int64_t b) {
+  return mask ? mask + maskOffsetOf(d, b) : nullptr;
+}
+
+/// Where a thread sits: its warp, and in the warp its group g and its index
+/// t4 in the group (lane = 4 g + t4, the fragments' layouts above).
+struct Place {
+  int warp, g, t4;
+};
+TSL_FLASH_FN Place placeOf(int tid) {
+  return {tid / 32, (tid % 32) >> 2, tid & 3};
+}
+
 /// max that keeps NaN (a NaN score makes its row NaN, as softmax does).
 TSL_FLASH_FN float maxNan(float a, float b) {
   return (a != a || a > b) ? a : b;
@@ -233,6 +248,55 @@ TSL_FLASH_FN void storeRows(Ctx &ctx, const Args &a, int64_t b,
   }
 }
 
+/// Copies rows [r0, r0 + n) of the row-major [rows, D] matrix x (zeros
+/// past `rows`) into dst [n, ld] and transposed into dstT [D, ldT], each
+/// where set.
+template <int D, class Ctx>
+TSL_FLASH_FN void stageRows(Ctx &ctx, const uint16_t *x, int64_t rows,
+                            int64_t r0, int n, uint16_t *dst, int ld,
+                            uint16_t *dstT, int ldT) {
+  for (int e = ctx.tid(); e < n * D; e += kThreads) {
+    const int r = e / D, c = e % D;
+    const uint16_t h = r0 + r < rows ? x[(r0 + r) * D + c] : uint16_t(0);
+    if (dst)
+      dst[r * ld + c] = h;
+    if (dstT)
+      dstT[c * ldT + r] = h;
+  }
+}
+
+/// Copies keys [k0, k0 + kKeys) of kt [D, T] into dst [kKeys, ld] (key-major)
+/// and, when dstT is set, as they are into dstT [D, ldT]; zeros past T.
+template <int D, class Ctx>
+TSL_FLASH_FN void stageKeys(Ctx &ctx, const uint16_t *kt, int64_t t, int64_t k0,
+                            uint16_t *dst, int ld, uint16_t *dstT, int ldT) {
+  for (int e = ctx.tid(); e < D * kKeys; e += kThreads) {
+    const int c = e / kKeys, j = e % kKeys;
+    const uint16_t h = k0 + j < t ? kt[c * t + k0 + j] : uint16_t(0);
+    dst[j * ld + c] = h;
+    if (dstT)
+      dstT[c * ldT + j] = h;
+  }
+}
+
+/// Whether a warp's tile of queries qs[] x keys ks[] (its thread's share:
+/// `nq` queries and `nk` keys) is dead: every mask element at or below
+/// kDeadMask; reduced over the warp.
+template <class Ctx>
+TSL_FLASH_FN bool deadTile(Ctx &ctx, const float *mb, const AttentionDims &d,
+                           const int64_t *qs, int nq, const int64_t *ks,
+                           int nk) {
+  float dead = 1.0f;
+  for (int i = 0; i < nq; ++i)
+    for (int j = 0; j < nk; ++j)
+      if (qs[i] < d.s && ks[j] < d.t &&
+          !(mb[qs[i] * d.maskRowStride + ks[j] * d.maskColStride] <= kDeadMask))
+        dead = 0.0f;
+  for (int m = 1; m < 32; m <<= 1)
+    dead = fminf(dead, ctx.shflXor(dead, m));
+  return dead == 1.0f;
+}
+
 /// One block: rows [row0, row0 + kRows) of batch entry b. `smem` holds
 /// sharedBytes(D) bytes.
 template <bool kBf16, int D, class Ctx>
@@ -242,16 +306,11 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b, int64_t row0,
   uint16_t *sQ = smem, *sK = sQ + kRows * LQ, *sV = sK + kKeys * LQ;
   const AttentionDims &d = a.dims;
   const int64_t S = d.s, T = d.t;
-  const int tid = ctx.tid(), warp = tid / 32, lane = tid % 32;
-  const int g = lane >> 2, t4 = lane & 3;
-  const uint16_t *qb = a.q + b * S * D, *ktb = a.kt + b * D * T,
-                 *vb = a.v + b * T * D;
-  const float *mb = a.mask ? a.mask + maskOffsetOf(d, b) : nullptr;
+  const auto [warp, g, t4] = placeOf(ctx.tid());
+  const uint16_t *ktb = a.kt + b * D * T, *vb = a.v + b * T * D;
+  const float *mb = maskOf(a.mask, d, b);
 
-  for (int e = tid; e < kRows * D; e += kThreads) {
-    const int r = e / D, c = e % D;
-    sQ[r * LQ + c] = row0 + r < S ? qb[(row0 + r) * D + c] : uint16_t(0);
-  }
+  stageRows<D>(ctx, a.q + b * S * D, S, row0, kRows, sQ, LQ, nullptr, 0);
   ctx.sync();
 
   // This thread's two rows (in the block, and in the batch entry).
@@ -275,28 +334,16 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b, int64_t row0,
     // A tile whose mask is dead for all of this warp's rows.
     int skip = 0;
     if (canSkip) {
-      float dead = 1.0f;
-      for (int r = 0; r < 2; ++r)
-        for (int j = t4; j < kKeys && gr[r] < S; j += 4)
-          if (k0 + j < T &&
-              !(mb[gr[r] * d.maskRowStride + (k0 + j) * d.maskColStride] <=
-                kDeadMask))
-            dead = 0.0f;
-      for (int s = 1; s < 32; s <<= 1)
-        dead = fminf(dead, ctx.shflXor(dead, s));
-      skip = dead == 1.0f;
+      int64_t ks[kKeys / 4];
+      for (int j = 0; j < kKeys / 4; ++j)
+        ks[j] = k0 + t4 + 4 * j;
+      skip = deadTile(ctx, mb, d, gr, 2, ks, kKeys / 4);
     }
     if (ctx.syncAnd(skip))
       continue; // dead for the whole block: not even loaded
     // k's tile transposed (key-major), v's transposed (column-major).
-    for (int e = tid; e < D * kKeys; e += kThreads) {
-      const int c = e / kKeys, j = e % kKeys;
-      sK[j * LQ + c] = k0 + j < T ? ktb[c * T + k0 + j] : uint16_t(0);
-    }
-    for (int e = tid; e < kKeys * D; e += kThreads) {
-      const int j = e / D, c = e % D;
-      sV[c * LV + j] = k0 + j < T ? vb[(k0 + j) * D + c] : uint16_t(0);
-    }
+    stageKeys<D>(ctx, ktb, T, k0, sK, LQ, nullptr, 0);
+    stageRows<D>(ctx, vb, T, k0, kKeys, nullptr, 0, sV, LV);
     ctx.sync();
     if (!skip) {
       float s[kKeys / 8][4];
@@ -412,54 +459,6 @@ struct GradArgs {
   AttentionDims dims;
 };
 
-/// Copies rows [r0, r0 + n) of the row-major [rows, D] matrix x into dst
-/// [n, ld] (zeros past `rows`) and, when dstT is set, transposed into dstT
-/// [D, ldT].
-template <int D, class Ctx>
-TSL_FLASH_FN void stageRows(Ctx &ctx, const uint16_t *x, int64_t rows,
-                            int64_t r0, int n, uint16_t *dst, int ld,
-                            uint16_t *dstT, int ldT) {
-  for (int e = ctx.tid(); e < n * D; e += kThreads) {
-    const int r = e / D, c = e % D;
-    const uint16_t h = r0 + r < rows ? x[(r0 + r) * D + c] : uint16_t(0);
-    dst[r * ld + c] = h;
-    if (dstT)
-      dstT[c * ldT + r] = h;
-  }
-}
-
-/// Copies keys [k0, k0 + kKeys) of kt [D, T] into dst [kKeys, ld] (key-major)
-/// and, when dstT is set, as they are into dstT [D, ldT]; zeros past T.
-template <int D, class Ctx>
-TSL_FLASH_FN void stageKeys(Ctx &ctx, const uint16_t *kt, int64_t t, int64_t k0,
-                            uint16_t *dst, int ld, uint16_t *dstT, int ldT) {
-  for (int e = ctx.tid(); e < D * kKeys; e += kThreads) {
-    const int c = e / kKeys, j = e % kKeys;
-    const uint16_t h = k0 + j < t ? kt[c * t + k0 + j] : uint16_t(0);
-    dst[j * ld + c] = h;
-    if (dstT)
-      dstT[c * ldT + j] = h;
-  }
-}
-
-/// Whether a warp's tile of queries qs[] x keys ks[] (its thread's share:
-/// `nq` queries and `nk` keys) is dead: every mask element at or below
-/// kDeadMask; reduced over the warp.
-template <class Ctx>
-TSL_FLASH_FN bool deadTile(Ctx &ctx, const float *mb, const AttentionDims &d,
-                           const int64_t *qs, int nq, const int64_t *ks,
-                           int nk) {
-  float dead = 1.0f;
-  for (int i = 0; i < nq; ++i)
-    for (int j = 0; j < nk; ++j)
-      if (qs[i] < d.s && ks[j] < d.t &&
-          !(mb[qs[i] * d.maskRowStride + ks[j] * d.maskColStride] <= kDeadMask))
-        dead = 0.0f;
-  for (int m = 1; m < 32; m <<= 1)
-    dead = fminf(dead, ctx.shflXor(dead, m));
-  return dead == 1.0f;
-}
-
 /// dk and dv of keys [k0, k0 + kKeys) of batch entry b; each warp 16 keys.
 template <bool kBf16, int D, class Ctx>
 TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t k0,
@@ -469,9 +468,8 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t k0,
            *sG = sQ + kRows * L, *sQt = sG + kRows * L, *sGt = sQt + D * LT;
   const AttentionDims &d = a.dims;
   const int64_t S = d.s, T = d.t;
-  const int tid = ctx.tid(), warp = tid / 32, lane = tid % 32;
-  const int g = lane >> 2, t4 = lane & 3;
-  const float *mb = a.mask ? a.mask + maskOffsetOf(d, b) : nullptr;
+  const auto [warp, g, t4] = placeOf(ctx.tid());
+  const float *mb = maskOf(a.mask, d, b);
   const float fill = a.fill ? *a.fill : 0.0f;
   const float *lb = a.lse + b * S, *db = a.delta + b * S;
   stageKeys<D>(ctx, a.kt + b * D * T, T, k0, sK, L, nullptr, 0);
@@ -574,9 +572,8 @@ TSL_FLASH_FN void dqBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t row0,
            *sV = sK + kKeys * L, *sKt = sV + kKeys * L;
   const AttentionDims &d = a.dims;
   const int64_t S = d.s, T = d.t;
-  const int tid = ctx.tid(), warp = tid / 32, lane = tid % 32;
-  const int g = lane >> 2, t4 = lane & 3;
-  const float *mb = a.mask ? a.mask + maskOffsetOf(d, b) : nullptr;
+  const auto [warp, g, t4] = placeOf(ctx.tid());
+  const float *mb = maskOf(a.mask, d, b);
   const float *lb = a.lse + b * S, *db = a.delta + b * S;
   stageRows<D>(ctx, a.q + b * S * D, S, row0, kRows, sQ, L, nullptr, 0);
   stageRows<D>(ctx, a.grad + b * S * D, S, row0, kRows, sG, L, nullptr, 0);

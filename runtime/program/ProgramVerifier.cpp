@@ -487,9 +487,11 @@ Status OpChecker::checkAttention() {
   TSL_RETURN_IF_ERROR(counts(n, n, grad ? 3 : 2));
   TSL_RETURN_IF_ERROR(
       dtypeIs(in(0), "q", {DType::F32, DType::BF16, DType::F16}));
+  const std::vector<int> typed = attentionTypedOperands(op.kind);
   for (size_t i = 0; i < op.operands.size(); ++i) {
     static const char *names[] = {"q", "kt", "v", "result", "lse", "grad"};
-    const bool own = i < base && i != 4 && (grad || i < 3);
+    const bool own =
+        std::find(typed.begin(), typed.end(), int(i)) != typed.end();
     const char *name = i < base               ? names[i]
                        : i == base && hasMask ? "mask"
                                               : "nan_fill";

@@ -242,6 +242,31 @@ struct Case {
   bool deadRow = false;        // row 3 of every mask plane all -inf
 };
 
+/// The attention's geometry from the tensors' shapes, with the case's
+/// scale; false (and a test failure) when they do not fit.
+bool dimsOf(const Case &c, const Tensor &q, const Tensor &kt, const Tensor &v,
+            const Tensor *mask, AttentionDims &dims) {
+  const Shape ms = mask ? mask->shape() : Shape{};
+  const std::string bad = makeAttentionDims(q.shape(), kt.shape(), v.shape(),
+                                            mask ? &ms : nullptr, dims);
+  if (!bad.empty()) {
+    ADD_FAILURE() << bad;
+    return false;
+  }
+  dims.scale = c.scale;
+  return true;
+}
+
+/// Each batch entry's largest key norm (kt's columns), as the device's
+/// maxNormKernel computes it.
+std::vector<float> keyNorms(const Tensor &kt, const AttentionDims &d) {
+  std::vector<float> norm(d.batch);
+  for (int64_t b = 0; b < d.batch; ++b)
+    norm[b] = maxNorm(kt.dtype(), kt.data<uint16_t>() + b * d.d * d.t, d.t, d.d,
+                      1, d.t);
+  return norm;
+}
+
 struct Result {
   std::vector<uint16_t> out;
   std::vector<float> lse;
@@ -252,22 +277,12 @@ template <bool kBf16, int D>
 Result runFlash(const Case &c, const Tensor &q, const Tensor &kt,
                 const Tensor &v, const Tensor *mask, bool skips) {
   AttentionDims dims;
-  const Shape ms = mask ? mask->shape() : Shape{};
   Result r;
-  const std::string bad = makeAttentionDims(q.shape(), kt.shape(), v.shape(),
-                                            mask ? &ms : nullptr, dims);
-  if (!bad.empty()) {
-    ADD_FAILURE() << bad;
+  if (!dimsOf(c, q, kt, v, mask, dims))
     return r;
-  }
-  dims.scale = c.scale;
   r.out.assign(dims.batch * dims.s * D, 0);
   r.lse.assign(dims.batch * dims.s, 0);
-  const DType half = kBf16 ? DType::BF16 : DType::F16;
-  std::vector<float> kNorm(dims.batch);
-  for (int64_t b = 0; b < dims.batch; ++b)
-    kNorm[b] = maxNorm(half, kt.data<uint16_t>() + b * D * dims.t, dims.t, D, 1,
-                       dims.t);
+  const std::vector<float> kNorm = keyNorms(kt, dims);
   flash::Args a;
   a.q = q.data<uint16_t>();
   a.kt = kt.data<uint16_t>();
@@ -301,15 +316,9 @@ GradResult runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
                         const float *fill, bool skips) {
   const DType half = kBf16 ? DType::BF16 : DType::F16;
   AttentionDims dims;
-  const Shape ms = mask ? mask->shape() : Shape{};
   GradResult r;
-  const std::string bad = makeAttentionDims(q.shape(), kt.shape(), v.shape(),
-                                            mask ? &ms : nullptr, dims);
-  if (!bad.empty()) {
-    ADD_FAILURE() << bad;
+  if (!dimsOf(c, q, kt, v, mask, dims))
     return r;
-  }
-  dims.scale = c.scale;
   const int64_t rows = dims.batch * dims.s;
   std::vector<float> delta(rows), norms(2 * dims.batch);
   for (int64_t i = 0; i < rows; ++i) {
@@ -319,11 +328,11 @@ GradResult runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
              halfToF32(half, out.data<uint16_t>()[i * D + k]);
     delta[i] = dot;
   }
+  const std::vector<float> kNorm = keyNorms(kt, dims);
   for (int64_t b = 0; b < dims.batch; ++b) {
     norms[b] =
         maxNorm(half, q.data<uint16_t>() + b * dims.s * D, dims.s, D, D, 1);
-    norms[dims.batch + b] = maxNorm(half, kt.data<uint16_t>() + b * D * dims.t,
-                                    dims.t, D, 1, dims.t);
+    norms[dims.batch + b] = kNorm[b];
   }
   r.dq.assign(q.numElements(), 0xffff);
   r.dkt.assign(kt.numElements(), 0xffff);

@@ -63,6 +63,14 @@ inline AttentionOperands attentionOperands(const Op &op) {
   return a;
 }
 
+/// The operands that have q's element type (f32, bf16 or f16): q, kt, v
+/// and, in attention_grad, the forward's result (3) and grad (5); lse,
+/// mask and nan_fill are f32 in every attention.
+inline std::vector<int> attentionTypedOperands(OpKind kind) {
+  return kind == OpKind::AttentionGrad ? std::vector<int>{0, 1, 2, 3, 5}
+                                       : std::vector<int>{0, 1, 2};
+}
+
 /// Fills `dims` from the shapes of q, kt, v and the mask (null without one);
 /// an empty string when they fit, else what does not.
 inline std::string makeAttentionDims(const std::vector<int64_t> &q,
