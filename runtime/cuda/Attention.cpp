@@ -16,11 +16,11 @@
 // there and round each result once, as the CPU does.
 //
 //===----------------------------------------------------------------------===//
+#include "tessel/runtime/Attention.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
-#include "FlashAttention.h"
+#include "FlashAttentionSimt.h"
 #include "RowMajorGemm.h"
-#include "tessel/runtime/Attention.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -136,37 +136,57 @@ struct HalfCopies {
   }
 };
 
-/// Whether a half attention runs the tile kernels: head dims 32 to 128
-/// (v's the same), unless TESSEL_FLASH_ATTENTION=0.
+/// The most shared memory the tile kernels of `type` (a half, or f32) and
+/// head dim d take per block, over the forward and the backward's passes.
+int flashSharedBytes(DType type, int d) {
+  if (isHalf(type))
+    return std::max({flash::sharedBytes(d), flash::dkvSharedBytes(d),
+                     flash::dqSharedBytes(d)});
+  return std::max({flash::simt::sharedBytes(d), flash::simt::dkvSharedBytes(d),
+                   flash::simt::dqSharedBytes(d)});
+}
+
+/// Whether an attention runs the tile kernels: head dims 32 to 128 (v's the
+/// same) whose blocks fit the device's shared memory (the f32 backward's
+/// 170 KB at head dim 128 fits Hopper's 227 KB, not an A100's 163),
+/// unless TESSEL_FLASH_ATTENTION=0.
 bool useFlash(const KernelContext &ctx, const AttentionDims &d) {
   static const bool off = [] {
     const char *v = std::getenv("TESSEL_FLASH_ATTENTION");
     return v && std::strcmp(v, "0") == 0;
   }();
-  return !off && isHalf(ctx.in(0).dtype) && flash::supportedHeadDim(d.d) &&
-         d.dv == d.d;
+  if (off || !flash::supportedHeadDim(d.d) || d.dv != d.d)
+    return false;
+  int device = 0, optin = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                             device) != cudaSuccess)
+    return false;
+  return flashSharedBytes(ctx.in(0).dtype, static_cast<int>(d.d)) <= optin;
 }
 
-/// The tile kernel: the instruction's own halves, kNorm in the scratch.
+/// The tile kernel over the instruction's own operands (E: a half's bits
+/// on tensor cores, or float on the CUDA cores), kNorm in the scratch.
+template <class E>
 Status makeFlashAttention(const KernelContext &ctx, const Args &a, Step &out) {
-  flash::Args f;
-  f.q = static_cast<const uint16_t *>(ctx.operand(0));
-  f.kt = static_cast<const uint16_t *>(ctx.operand(1));
-  f.v = static_cast<const uint16_t *>(ctx.operand(2));
-  f.out = static_cast<uint16_t *>(ctx.result(0));
+  flash::TileArgs<E> f;
+  f.q = static_cast<const E *>(ctx.operand(0));
+  f.kt = static_cast<const E *>(ctx.operand(1));
+  f.v = static_cast<const E *>(ctx.operand(2));
+  f.out = static_cast<E *>(ctx.result(0));
   f.lse = static_cast<float *>(ctx.result(1));
   f.mask = a.mask;
   f.dims = a.d;
   const LateAddress kNorm = ctx.resources.reserveScratch(
       static_cast<size_t>(a.d.batch) * sizeof(float));
-  const DType half = ctx.in(0).dtype;
+  const DType type = ctx.in(0).dtype;
   const float *fill = a.fill;
   cudaStream_t st = ctx.stream;
   out = [=] {
-    flash::Args run = f;
+    flash::TileArgs<E> run = f;
     if (run.mask)
       run.kNorm = kNorm.get<float>();
-    return launched(launchFlashAttention(half, run, fill, st), "attention");
+    return launched(launchFlashAttention(type, run, fill, st), "attention");
   };
   return Status::ok();
 }
@@ -175,7 +195,8 @@ Status makeAttention(const KernelContext &ctx, Step &out) {
   Args a;
   TSL_RETURN_IF_ERROR(attentionArgs(ctx, a));
   if (useFlash(ctx, a.d))
-    return makeFlashAttention(ctx, a, out);
+    return isHalf(ctx.in(0).dtype) ? makeFlashAttention<uint16_t>(ctx, a, out)
+                                   : makeFlashAttention<float>(ctx, a, out);
   const HalfCopies h(ctx, false);
   float *ownO = static_cast<float *>(ctx.result(0));
   float *lse = static_cast<float *>(ctx.result(1));
@@ -219,33 +240,34 @@ Status makeAttention(const KernelContext &ctx, Step &out) {
   return Status::ok();
 }
 
-/// The tile kernels' gradient: the instruction's own halves; delta and the
-/// norms in the scratch.
+/// The tile kernels' gradient over the instruction's own operands (E as
+/// makeFlashAttention's); delta and the norms in the scratch.
+template <class E>
 Status makeFlashAttentionGrad(const KernelContext &ctx, const Args &a,
                               Step &out) {
-  flash::GradArgs f;
-  f.q = static_cast<const uint16_t *>(ctx.operand(0));
-  f.kt = static_cast<const uint16_t *>(ctx.operand(1));
-  f.v = static_cast<const uint16_t *>(ctx.operand(2));
-  const uint16_t *o = static_cast<const uint16_t *>(ctx.operand(3));
+  flash::TileGradArgs<E> f;
+  f.q = static_cast<const E *>(ctx.operand(0));
+  f.kt = static_cast<const E *>(ctx.operand(1));
+  f.v = static_cast<const E *>(ctx.operand(2));
+  const E *o = static_cast<const E *>(ctx.operand(3));
   f.lse = static_cast<const float *>(ctx.operand(4));
-  f.grad = static_cast<const uint16_t *>(ctx.operand(5));
+  f.grad = static_cast<const E *>(ctx.operand(5));
   f.mask = a.mask;
   f.fill = a.fill;
-  f.dq = static_cast<uint16_t *>(ctx.result(0));
-  f.dkt = static_cast<uint16_t *>(ctx.result(1));
-  f.dv = static_cast<uint16_t *>(ctx.result(2));
+  f.dq = static_cast<E *>(ctx.result(0));
+  f.dkt = static_cast<E *>(ctx.result(1));
+  f.dv = static_cast<E *>(ctx.result(2));
   f.dims = a.d;
   // [delta: batch s floats | q and k norms: 2 batch floats]
   const size_t rows = static_cast<size_t>(a.d.batch * a.d.s);
   const LateAddress scratch = ctx.resources.reserveScratch(
       (rows + 2 * static_cast<size_t>(a.d.batch)) * sizeof(float));
-  const DType half = ctx.in(0).dtype;
+  const DType type = ctx.in(0).dtype;
   cudaStream_t st = ctx.stream;
   out = [=] {
     float *delta = scratch.get<float>();
     return launched(
-        launchFlashAttentionGrad(half, f, o, delta, delta + rows, st),
+        launchFlashAttentionGrad(type, f, o, delta, delta + rows, st),
         "attention_grad");
   };
   return Status::ok();
@@ -255,7 +277,9 @@ Status makeAttentionGrad(const KernelContext &ctx, Step &out) {
   Args a;
   TSL_RETURN_IF_ERROR(attentionArgs(ctx, a));
   if (useFlash(ctx, a.d))
-    return makeFlashAttentionGrad(ctx, a, out);
+    return isHalf(ctx.in(0).dtype)
+               ? makeFlashAttentionGrad<uint16_t>(ctx, a, out)
+               : makeFlashAttentionGrad<float>(ctx, a, out);
   const HalfCopies h(ctx, true);
   const float *ownO = static_cast<const float *>(ctx.operand(3));
   const float *lse = static_cast<const float *>(ctx.operand(4));

@@ -311,8 +311,12 @@ cudaError_t launchAttentionNanRowsGrad(const float *lse, const float *grad,
 
 // FlashAttention (FlashAttention.cu) ---------------------------------------
 namespace flash {
-struct Args;     // FlashAttention.h
-struct GradArgs; // FlashAttention.h
+template <class E> struct TileArgs;     // FlashAttention.h
+template <class E> struct TileGradArgs; // FlashAttention.h
+using Args = TileArgs<uint16_t>;
+using GradArgs = TileGradArgs<uint16_t>;
+using ArgsF32 = TileArgs<float>;
+using GradArgsF32 = TileGradArgs<float>;
 } // namespace flash
 /// A half attention's forward in tiles on tensor cores (FlashAttention.h):
 /// q, kt, v and out of `half` (BF16 or F16), head dim 32, 64, 80, 96 or 128 and
@@ -328,6 +332,14 @@ cudaError_t launchFlashAttention(DType half, const flash::Args &args,
 /// scratch for the dead tiles' bound (null: no skips).
 cudaError_t launchFlashAttentionGrad(DType half, const flash::GradArgs &args,
                                      const uint16_t *out, float *delta,
+                                     float *norms, cudaStream_t st);
+/// An f32 attention's forward and gradient in the SIMT tiles of
+/// FlashAttentionSimt.h, the same head dims, the same arguments (`type` is
+/// F32).
+cudaError_t launchFlashAttention(DType type, const flash::ArgsF32 &args,
+                                 const float *fill, cudaStream_t st);
+cudaError_t launchFlashAttentionGrad(DType type, const flash::GradArgsF32 &args,
+                                     const float *out, float *delta,
                                      float *norms, cudaStream_t st);
 
 // Gradients (Training.cu) ------------------------------------------------

@@ -57,9 +57,12 @@
 #if defined(__CUDACC__)
 #define TSL_FLASH_FN __device__ __forceinline__
 #define TSL_FLASH_UNROLL _Pragma("unroll")
+#define TSL_FLASH_UNROLL_BY(n) _Pragma(TSL_FLASH_STR(unroll n))
+#define TSL_FLASH_STR(x) #x
 #else
 #define TSL_FLASH_FN inline
 #define TSL_FLASH_UNROLL
+#define TSL_FLASH_UNROLL_BY(n)
 #endif
 
 namespace tessel::runtime::cuda::flash {
@@ -85,15 +88,19 @@ constexpr int sharedBytes(int d) {
 constexpr float kDeadMask = -1e30f, kLiveMask = -1e20f;
 constexpr float kScoreBound = 1e29f;
 
-struct Args {
-  const uint16_t *q = nullptr, *kt = nullptr, *v = nullptr;
-  uint16_t *out = nullptr;
+/// A forward's operands: q, kt, v and out of element type E (a half's bits,
+/// or float for the SIMT tiles of FlashAttentionSimt.h).
+template <class E> struct TileArgs {
+  const E *q = nullptr, *kt = nullptr, *v = nullptr;
+  E *out = nullptr;
   float *lse = nullptr;
   const float *mask = nullptr; // null: none
   const float *kNorm =
       nullptr; // [batch]: the largest key norm (null: no skips)
   AttentionDims dims;
 };
+using Args = TileArgs<uint16_t>;
+using ArgsF32 = TileArgs<float>; // FlashAttentionSimt.h's
 
 /// The mask's element offset of batch entry b (AttentionDims::maskOffset).
 TSL_FLASH_FN int64_t maskOffsetOf(const AttentionDims &d, int64_t b) {
@@ -248,16 +255,21 @@ TSL_FLASH_FN void storeRows(Ctx &ctx, const Args &a, int64_t b,
   }
 }
 
+/// E itself, where a parameter should not take part in deducing it (so that
+/// a null destination may be passed as nullptr).
+template <class E> struct SameElem { using type = E; };
+template <class E> using Elem = typename SameElem<E>::type;
+
 /// Copies rows [r0, r0 + n) of the row-major [rows, D] matrix x (zeros
 /// past `rows`) into dst [n, ld] and transposed into dstT [D, ldT], each
 /// where set.
-template <int D, class Ctx>
-TSL_FLASH_FN void stageRows(Ctx &ctx, const uint16_t *x, int64_t rows,
-                            int64_t r0, int n, uint16_t *dst, int ld,
-                            uint16_t *dstT, int ldT) {
+template <int D, class E, class Ctx>
+TSL_FLASH_FN void stageRows(Ctx &ctx, const E *x, int64_t rows, int64_t r0,
+                            int n, Elem<E> *dst, int ld, Elem<E> *dstT,
+                            int ldT) {
   for (int e = ctx.tid(); e < n * D; e += kThreads) {
     const int r = e / D, c = e % D;
-    const uint16_t h = r0 + r < rows ? x[(r0 + r) * D + c] : uint16_t(0);
+    const E h = r0 + r < rows ? x[(r0 + r) * D + c] : E(0);
     if (dst)
       dst[r * ld + c] = h;
     if (dstT)
@@ -267,12 +279,12 @@ TSL_FLASH_FN void stageRows(Ctx &ctx, const uint16_t *x, int64_t rows,
 
 /// Copies keys [k0, k0 + kKeys) of kt [D, T] into dst [kKeys, ld] (key-major)
 /// and, when dstT is set, as they are into dstT [D, ldT]; zeros past T.
-template <int D, class Ctx>
-TSL_FLASH_FN void stageKeys(Ctx &ctx, const uint16_t *kt, int64_t t, int64_t k0,
-                            uint16_t *dst, int ld, uint16_t *dstT, int ldT) {
+template <int D, class E, class Ctx>
+TSL_FLASH_FN void stageKeys(Ctx &ctx, const E *kt, int64_t t, int64_t k0,
+                            Elem<E> *dst, int ld, Elem<E> *dstT, int ldT) {
   for (int e = ctx.tid(); e < D * kKeys; e += kThreads) {
     const int c = e / kKeys, j = e % kKeys;
-    const uint16_t h = k0 + j < t ? kt[c * t + k0 + j] : uint16_t(0);
+    const E h = k0 + j < t ? kt[c * t + k0 + j] : E(0);
     dst[j * ld + c] = h;
     if (dstT)
       dstT[c * ldT + j] = h;
@@ -450,14 +462,17 @@ constexpr int dqSharedBytes(int d) {
   return (2 * kRows * (d + 8) + 2 * kKeys * (d + 8) + d * (kKeys + 8)) * 2;
 }
 
-struct GradArgs {
-  const uint16_t *q = nullptr, *kt = nullptr, *v = nullptr, *grad = nullptr;
+/// A backward's operands, of element type E as TileArgs's.
+template <class E> struct TileGradArgs {
+  const E *q = nullptr, *kt = nullptr, *v = nullptr, *grad = nullptr;
   const float *lse = nullptr, *delta = nullptr;
   const float *mask = nullptr, *fill = nullptr;
   const float *qNorm = nullptr, *kNorm = nullptr; // [batch]; null: no skips
-  uint16_t *dq = nullptr, *dkt = nullptr, *dv = nullptr;
+  E *dq = nullptr, *dkt = nullptr, *dv = nullptr;
   AttentionDims dims;
 };
+using GradArgs = TileGradArgs<uint16_t>;
+using GradArgsF32 = TileGradArgs<float>;
 
 /// dk and dv of keys [k0, k0 + kKeys) of batch entry b; each warp 16 keys.
 template <bool kBf16, int D, class Ctx>

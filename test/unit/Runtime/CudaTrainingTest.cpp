@@ -85,23 +85,57 @@ TEST(CudaTraining, LogSoftmaxGrad) {
 TEST(CudaTraining, Attention) {
   TSL_REQUIRE_CUDA();
   std::mt19937 rng(47);
-  // Masks of each broadcast, fully masked rows with the NaN guard's fill,
-  // several row blocks (T large enough to cap the rows of the scratch).
+  // The blocked path (head dims without tiles): masks of each broadcast,
+  // fully masked rows with the NaN guard's fill, several row blocks (T
+  // large enough to cap the rows of the scratch). The SIMT tiles (head
+  // dims 32 to 128): a causal mask at the exporters' dead value over rows
+  // and keys that are no multiple of a tile, the benchmark's attention
+  // (seq 1024, head dim 64, causal), head dims 80 and 128, a padding mask
+  // broadcast over heads, no mask.
   struct Case {
     Shape q, kt, v, mask;
     bool fill;
+    bool causal = false;
   };
   for (const Case &c : std::vector<Case>{
            {{2, 3, 16, 8}, {2, 3, 8, 16}, {2, 3, 16, 8}, {}, false},
            {{2, 3, 16, 8}, {2, 3, 8, 16}, {2, 3, 16, 4}, {2, 1, 16, 16}, true},
            {{1, 40, 16}, {1, 16, 300000}, {1, 300000, 8}, {40, 300000}, false},
-           {{4, 9, 8}, {4, 8, 13}, {4, 13, 8}, {9, 1}, true}}) {
+           {{4, 9, 8}, {4, 8, 13}, {4, 13, 8}, {9, 1}, true},
+           {{2, 3, 200, 64},
+            {2, 3, 64, 200},
+            {2, 3, 200, 64},
+            {1, 1, 200, 200},
+            true,
+            true},
+           {{1, 2, 1024, 64},
+            {1, 2, 64, 1024},
+            {1, 2, 1024, 64},
+            {1024, 1024},
+            false,
+            true},
+           {{1, 2, 130, 80}, {1, 2, 80, 130}, {1, 2, 130, 80}, {}, false},
+           {{1, 2, 77, 128},
+            {1, 2, 128, 77},
+            {1, 2, 77, 128},
+            {77, 77},
+            false,
+            true},
+           {{2, 2, 33, 32},
+            {2, 2, 32, 150},
+            {2, 2, 150, 32},
+            {2, 1, 1, 150},
+            true}}) {
     SCOPED_TRACE(shapeToString(c.q) + " " + shapeToString(c.kt));
     std::vector<Tensor> in = {randomF32(c.q, rng), randomF32(c.kt, rng),
                               randomF32(c.v, rng)};
     if (!c.mask.empty()) {
       Tensor m = randomF32(c.mask, rng, -3.0f, 0.0f);
-      for (int64_t e = 0; e < m.numElements() && e < c.mask.back(); ++e)
+      const int64_t t = c.mask.back();
+      for (int64_t e = 0; e < m.numElements(); ++e)
+        if (c.causal && e % t > (e / t) % c.mask[c.mask.size() - 2])
+          m.data<float>()[e] = -3.4028235e38f; // the exporters' causal fill
+      for (int64_t e = 0; e < m.numElements() && e < t; ++e)
         m.data<float>()[e] = -INFINITY; // the first row of the first plane
       in.push_back(m);
     }

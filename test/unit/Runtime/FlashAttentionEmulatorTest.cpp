@@ -14,9 +14,11 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
-#include "../../../runtime/cuda/FlashAttention.h"
+#include "../../../runtime/cuda/FlashAttentionSimt.h"
 
+#include <cstring>
 #include <functional>
+#include <type_traits>
 #include <ucontext.h>
 
 using namespace tessel::runtime;
@@ -114,7 +116,7 @@ struct Block {
   int votes[flash::kThreads] = {};
   float lanes[flash::kWarps][32] = {};
   uint32_t a[flash::kWarps][32][4] = {}, b[flash::kWarps][32][2] = {};
-  int64_t *mmas = nullptr;
+  int64_t *mmas = nullptr; // warp-level mmas, or tiles a warp computed
 };
 
 struct EmuCtx {
@@ -141,6 +143,11 @@ struct EmuCtx {
     const float r = blk->lanes[w()][l() ^ laneMask];
     warpSync();
     return r;
+  }
+  /// The SIMT tiles' hook: a thread computed a tile (counted per warp).
+  void tileComputed() {
+    if (l() == 0 && blk->mmas)
+      ++*blk->mmas;
   }
   template <bool kBf16> float widen(uint16_t h) const {
     return kBf16 ? bf16ToF32(h) : f16ToF32(h);
@@ -192,13 +199,22 @@ struct EmuCtx {
   }
 };
 
+/// Shared memory's contents before a block runs: a half's 0xdead, or NaN.
+template <class E> E poison() {
+  if constexpr (std::is_same_v<E, float>)
+    return NAN;
+  else
+    return 0xdead;
+}
+
 /// A grid over (batch entry, first row or key), one block at a time, each
 /// running fn(ctx, b, first, smem) on kThreads fibers with `smemBytes` of
-/// shared memory; the number of warp-level mmas added to `mmas`.
-template <class Fn>
+/// shared memory (of E); the number of warp-level mmas (or tiles) added to
+/// `mmas`.
+template <class E, class Fn>
 void emulate(int64_t batch, int64_t extent, int step, int smemBytes,
              int64_t &mmas, Fn fn) {
-  std::vector<uint16_t> smem(smemBytes / 2);
+  std::vector<E> smem(smemBytes / sizeof(E));
   int64_t b = 0, first = 0;
   Block blk;
   blk.mmas = &mmas;
@@ -209,20 +225,25 @@ void emulate(int64_t batch, int64_t extent, int step, int smemBytes,
   blk.fibers = &fibers;
   for (b = 0; b < batch; ++b)
     for (first = 0; first < extent; first += step) {
-      std::fill(smem.begin(), smem.end(), uint16_t(0xdead));
+      std::fill(smem.begin(), smem.end(), poison<E>());
       ASSERT_TRUE(fibers.run()) << "a barrier that not every thread reaches";
     }
 }
 
+/// An element as f32: a half's bits of type dt, or a float.
+float toF32(DType dt, uint16_t h) { return halfToF32(dt, h); }
+float toF32(DType, float x) { return x; }
+
 /// The largest Euclidean norm of n rows of batch entry b (row i's element c
 /// at x[i rowStride + c colStride]), as maxNormKernel computes it.
-float maxNorm(DType half, const uint16_t *x, int64_t n, int64_t cols,
-              int64_t rowStride, int64_t colStride) {
+template <class E>
+float maxNorm(DType dt, const E *x, int64_t n, int64_t cols, int64_t rowStride,
+              int64_t colStride) {
   float best = 0;
   for (int64_t i = 0; i < n; ++i) {
     float sq = 0;
     for (int64_t c = 0; c < cols; ++c) {
-      const float e = halfToF32(half, x[i * rowStride + c * colStride]);
+      const float e = toF32(dt, x[i * rowStride + c * colStride]);
       sq += e * e;
     }
     best = flash::maxNan(best, sq);
@@ -259,64 +280,81 @@ bool dimsOf(const Case &c, const Tensor &q, const Tensor &kt, const Tensor &v,
 
 /// Each batch entry's largest key norm (kt's columns), as the device's
 /// maxNormKernel computes it.
+template <class E>
 std::vector<float> keyNorms(const Tensor &kt, const AttentionDims &d) {
   std::vector<float> norm(d.batch);
   for (int64_t b = 0; b < d.batch; ++b)
-    norm[b] = maxNorm(kt.dtype(), kt.data<uint16_t>() + b * d.d * d.t, d.t, d.d,
-                      1, d.t);
+    norm[b] =
+        maxNorm(kt.dtype(), kt.data<E>() + b * d.d * d.t, d.t, d.d, 1, d.t);
   return norm;
 }
 
-struct Result {
-  std::vector<uint16_t> out;
+template <class E> struct Result {
+  std::vector<E> out;
   std::vector<float> lse;
   int64_t mmas = 0;
 };
 
-template <bool kBf16, int D>
-Result runFlash(const Case &c, const Tensor &q, const Tensor &kt,
-                const Tensor &v, const Tensor *mask, bool skips) {
+/// The forward over E (uint16_t: the half tiles, float: the SIMT ones):
+/// block(ctx, args, b, row0, smem) with `smemBytes` of shared memory.
+template <class E, int D, class Block>
+Result<E> runFlash(const Case &c, const Tensor &q, const Tensor &kt,
+                   const Tensor &v, const Tensor *mask, bool skips,
+                   int smemBytes, Block block) {
   AttentionDims dims;
-  Result r;
+  Result<E> r;
   if (!dimsOf(c, q, kt, v, mask, dims))
     return r;
   r.out.assign(dims.batch * dims.s * D, 0);
   r.lse.assign(dims.batch * dims.s, 0);
-  const std::vector<float> kNorm = keyNorms(kt, dims);
-  flash::Args a;
-  a.q = q.data<uint16_t>();
-  a.kt = kt.data<uint16_t>();
-  a.v = v.data<uint16_t>();
+  const std::vector<float> kNorm = keyNorms<E>(kt, dims);
+  flash::TileArgs<E> a;
+  a.q = q.data<E>();
+  a.kt = kt.data<E>();
+  a.v = v.data<E>();
   a.out = r.out.data();
   a.lse = r.lse.data();
   a.mask = mask ? mask->data<float>() : nullptr;
   a.kNorm = skips ? kNorm.data() : nullptr;
   a.dims = dims;
   int64_t mmas = 0;
-  emulate(dims.batch, dims.s, flash::kRows, flash::sharedBytes(D), mmas,
-          [&](EmuCtx &ctx, int64_t b, int64_t row0, uint16_t *smem) {
-            flash::forwardBlock<kBf16, D>(ctx, a, b, row0, smem);
-          });
+  emulate<E>(dims.batch, dims.s, flash::kRows, smemBytes, mmas,
+             [&](EmuCtx &ctx, int64_t b, int64_t row0, E *smem) {
+               block(ctx, a, b, row0, smem);
+             });
   r.mmas = mmas;
   return r;
 }
 
-struct GradResult {
-  std::vector<uint16_t> dq, dkt, dv;
+template <bool kBf16, int D>
+Result<uint16_t> runFlash(const Case &c, const Tensor &q, const Tensor &kt,
+                          const Tensor &v, const Tensor *mask, bool skips) {
+  return runFlash<uint16_t, D>(c, q, kt, v, mask, skips, flash::sharedBytes(D),
+                               [](EmuCtx &ctx, const flash::Args &a, int64_t b,
+                                  int64_t row0, uint16_t *smem) {
+                                 flash::forwardBlock<kBf16, D>(ctx, a, b, row0,
+                                                               smem);
+                               });
+}
+
+template <class E> struct GradResult {
+  std::vector<E> dq, dkt, dv;
   int64_t mmas = 0;
 };
 
-/// The backward's two passes, with delta and the norms as the device's
-/// first kernels compute them; the forward's results `out` and `lse`, the
-/// NaN guard's fill where set.
-template <bool kBf16, int D>
-GradResult runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
-                        const Tensor &v, const Tensor *mask, const Tensor &out,
-                        const Tensor &lse, const Tensor &grad,
-                        const float *fill, bool skips) {
-  const DType half = kBf16 ? DType::BF16 : DType::F16;
+/// The backward's two passes over E, dkv(ctx, args, b, k0, smem) and
+/// dq(ctx, args, b, row0, smem) with `dkvBytes` and `dqBytes` of shared
+/// memory; delta and the norms as the device's first kernels compute them;
+/// the forward's results `out` and `lse`, the NaN guard's fill where set.
+template <class E, int D, class Dkv, class Dq>
+GradResult<E> runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
+                           const Tensor &v, const Tensor *mask,
+                           const Tensor &out, const Tensor &lse,
+                           const Tensor &grad, const float *fill, bool skips,
+                           int dkvBytes, Dkv dkv, int dqBytes, Dq dq) {
+  const DType dt = q.dtype();
   AttentionDims dims;
-  GradResult r;
+  GradResult<E> r;
   if (!dimsOf(c, q, kt, v, mask, dims))
     return r;
   const int64_t rows = dims.batch * dims.s;
@@ -324,24 +362,23 @@ GradResult runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
   for (int64_t i = 0; i < rows; ++i) {
     float dot = 0;
     for (int64_t k = 0; k < D; ++k)
-      dot += halfToF32(half, grad.data<uint16_t>()[i * D + k]) *
-             halfToF32(half, out.data<uint16_t>()[i * D + k]);
+      dot += toF32(dt, grad.data<E>()[i * D + k]) *
+             toF32(dt, out.data<E>()[i * D + k]);
     delta[i] = dot;
   }
-  const std::vector<float> kNorm = keyNorms(kt, dims);
+  const std::vector<float> kNorm = keyNorms<E>(kt, dims);
   for (int64_t b = 0; b < dims.batch; ++b) {
-    norms[b] =
-        maxNorm(half, q.data<uint16_t>() + b * dims.s * D, dims.s, D, D, 1);
+    norms[b] = maxNorm(dt, q.data<E>() + b * dims.s * D, dims.s, D, D, 1);
     norms[dims.batch + b] = kNorm[b];
   }
-  r.dq.assign(q.numElements(), 0xffff);
-  r.dkt.assign(kt.numElements(), 0xffff);
-  r.dv.assign(v.numElements(), 0xffff);
-  flash::GradArgs a;
-  a.q = q.data<uint16_t>();
-  a.kt = kt.data<uint16_t>();
-  a.v = v.data<uint16_t>();
-  a.grad = grad.data<uint16_t>();
+  r.dq.assign(q.numElements(), poison<E>());
+  r.dkt.assign(kt.numElements(), poison<E>());
+  r.dv.assign(v.numElements(), poison<E>());
+  flash::TileGradArgs<E> a;
+  a.q = q.data<E>();
+  a.kt = kt.data<E>();
+  a.v = v.data<E>();
+  a.grad = grad.data<E>();
   a.lse = lse.data<float>();
   a.delta = delta.data();
   a.mask = mask ? mask->data<float>() : nullptr;
@@ -355,84 +392,166 @@ GradResult runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
   a.dv = r.dv.data();
   a.dims = dims;
   int64_t mmas = 0;
-  emulate(dims.batch, dims.t, flash::kKeys, flash::dkvSharedBytes(D), mmas,
-          [&](EmuCtx &ctx, int64_t b, int64_t k0, uint16_t *smem) {
-            flash::dkvBlock<kBf16, D>(ctx, a, b, k0, smem);
-          });
-  emulate(dims.batch, dims.s, flash::kRows, flash::dqSharedBytes(D), mmas,
-          [&](EmuCtx &ctx, int64_t b, int64_t row0, uint16_t *smem) {
-            flash::dqBlock<kBf16, D>(ctx, a, b, row0, smem);
-          });
+  emulate<E>(dims.batch, dims.t, flash::kKeys, dkvBytes, mmas,
+             [&](EmuCtx &ctx, int64_t b, int64_t k0, E *smem) {
+               dkv(ctx, a, b, k0, smem);
+             });
+  emulate<E>(dims.batch, dims.s, flash::kRows, dqBytes, mmas,
+             [&](EmuCtx &ctx, int64_t b, int64_t row0, E *smem) {
+               dq(ctx, a, b, row0, smem);
+             });
   r.mmas = mmas;
   return r;
 }
 
-/// got against the CPU's half result: within `ulps` units in the half's last
-/// place of the largest value; NaN where it is NaN.
-void expectHalvesNear(DType half, const uint16_t *want, const uint16_t *got,
-                      int64_t n, double ulps, const char *what) {
+template <bool kBf16, int D>
+GradResult<uint16_t>
+runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt, const Tensor &v,
+             const Tensor *mask, const Tensor &out, const Tensor &lse,
+             const Tensor &grad, const float *fill, bool skips) {
+  return runFlashGrad<uint16_t, D>(
+      c, q, kt, v, mask, out, lse, grad, fill, skips, flash::dkvSharedBytes(D),
+      [](EmuCtx &ctx, const flash::GradArgs &a, int64_t b, int64_t k0,
+         uint16_t *smem) { flash::dkvBlock<kBf16, D>(ctx, a, b, k0, smem); },
+      flash::dqSharedBytes(D),
+      [](EmuCtx &ctx, const flash::GradArgs &a, int64_t b, int64_t row0,
+         uint16_t *smem) { flash::dqBlock<kBf16, D>(ctx, a, b, row0, smem); });
+}
+
+/// got against the CPU's result: within `units` of the largest value, where
+/// a unit is the half's last place (and 1e-6 for f32); NaN where it is NaN.
+template <class E>
+void expectNear(DType dt, const E *want, const E *got, int64_t n, double units,
+                const char *what) {
   double top = 1e-30;
   for (int64_t i = 0; i < n; ++i)
-    if (std::isfinite(halfToF32(half, want[i])))
-      top = std::max(top, double(std::fabs(halfToF32(half, want[i]))));
-  const double ulp = half == DType::BF16 ? 0x1p-7 : 0x1p-10;
+    if (std::isfinite(toF32(dt, want[i])))
+      top = std::max(top, double(std::fabs(toF32(dt, want[i]))));
+  const double unit = dt == DType::BF16  ? 0x1p-7
+                      : dt == DType::F16 ? 0x1p-10
+                                         : 1e-6;
   int bad = 0;
   for (int64_t i = 0; i < n && bad < 5; ++i) {
-    const float w = halfToF32(half, want[i]), o = halfToF32(half, got[i]);
+    const float w = toF32(dt, want[i]), o = toF32(dt, got[i]);
     const bool ok =
-        std::isnan(w) ? std::isnan(o) : std::fabs(o - w) <= ulps * ulp * top;
+        std::isnan(w) ? std::isnan(o) : std::fabs(o - w) <= units * unit * top;
     if (!ok)
       ADD_FAILURE() << what << "[" << i << "] = " << o << ", the CPU's " << w
                     << " (bad " << ++bad << ")";
   }
 }
 
-/// The forward and, with `grad`, the backward against the CPU; with the
-/// skips and without them where the mask can make whole tiles dead.
-template <bool kBf16, int D>
+/// The half tiles (FlashAttention.h) of one half and head dim.
+template <bool kBf16, int D> struct HalfTiles {
+  using E = uint16_t;
+  static constexpr DType kType = kBf16 ? DType::BF16 : DType::F16;
+  // Against the CPU: the probabilities (ds) rounded to the half before they
+  // multiply v (q, k), the sums in another order: within two units in the
+  // half's last place of the largest result, and four for the backward's
+  // (dkt and dq sum over up to 150 products of p (dp - delta)).
+  static constexpr double kForwardUnits = 2, kBackwardUnits = 4;
+  static Tensor input(const Shape &shape, std::mt19937 &rng) {
+    return halfPair(kType, shape, rng).second;
+  }
+  static Result<E> forward(const Case &c, const Tensor &q, const Tensor &kt,
+                           const Tensor &v, const Tensor *mask, bool skips) {
+    return runFlash<kBf16, D>(c, q, kt, v, mask, skips);
+  }
+  static GradResult<E> backward(const Case &c, const Tensor &q,
+                                const Tensor &kt, const Tensor &v,
+                                const Tensor *mask, const Tensor &out,
+                                const Tensor &lse, const Tensor &grad,
+                                const float *fill, bool skips) {
+    return runFlashGrad<kBf16, D>(c, q, kt, v, mask, out, lse, grad, fill,
+                                  skips);
+  }
+};
+
+/// The f32 SIMT tiles (FlashAttentionSimt.h) of one head dim.
+template <int D> struct SimtTiles {
+  using E = float;
+  static constexpr DType kType = DType::F32;
+  // f32 throughout, the sums in another order than the CPU's: within 2e-6
+  // of the largest result (4e-6 for the backward's longer sums).
+  static constexpr double kForwardUnits = 2, kBackwardUnits = 4;
+  static Tensor input(const Shape &shape, std::mt19937 &rng) {
+    return randomF32(shape, rng);
+  }
+  static Result<E> forward(const Case &c, const Tensor &q, const Tensor &kt,
+                           const Tensor &v, const Tensor *mask, bool skips) {
+    return runFlash<float, D>(
+        c, q, kt, v, mask, skips, flash::simt::sharedBytes(D),
+        [](EmuCtx &ctx, const flash::ArgsF32 &a, int64_t b, int64_t row0,
+           float *smem) {
+          flash::simt::forwardBlock<D>(ctx, a, b, row0, smem);
+        });
+  }
+  static GradResult<E> backward(const Case &c, const Tensor &q,
+                                const Tensor &kt, const Tensor &v,
+                                const Tensor *mask, const Tensor &out,
+                                const Tensor &lse, const Tensor &grad,
+                                const float *fill, bool skips) {
+    return runFlashGrad<float, D>(
+        c, q, kt, v, mask, out, lse, grad, fill, skips,
+        flash::simt::dkvSharedBytes(D),
+        [](EmuCtx &ctx, const flash::GradArgsF32 &a, int64_t b, int64_t k0,
+           float *smem) { flash::simt::dkvBlock<D>(ctx, a, b, k0, smem); },
+        flash::simt::dqSharedBytes(D),
+        [](EmuCtx &ctx, const flash::GradArgsF32 &a, int64_t b, int64_t row0,
+           float *smem) { flash::simt::dqBlock<D>(ctx, a, b, row0, smem); });
+  }
+};
+
+/// The case's mask: random in [-3, 0], with its kind's dead elements.
+Tensor caseMask(const Case &c, std::mt19937 &rng) {
+  Tensor mask = randomF32(c.mask, rng, -3.0f, 0.0f);
+  const int64_t t = c.mask.back(),
+                s = c.mask.size() > 1 ? c.mask[c.mask.size() - 2] : 1;
+  for (int64_t e = 0; e < mask.numElements(); ++e) {
+    const int64_t col = e % t, row = (e / t) % s;
+    float &m = mask.data<float>()[e];
+    if (c.kind == Case::Causal && col > row)
+      m = c.dead;
+    if (c.kind == Case::Padding && col >= t - 9)
+      m = c.dead;
+    if (c.kind == Case::DeadRows && row < 16)
+      m = c.dead;
+    if (c.deadRow && row == 3)
+      m = -INFINITY;
+  }
+  return mask;
+}
+
+/// The forward and, with `grad`, the backward of Tiles against the CPU;
+/// with the skips and without them where the mask can make whole tiles
+/// dead.
+template <class Tiles, int D>
 void check(const Case &c, std::mt19937 &rng, bool grad) {
-  const DType half = kBf16 ? DType::BF16 : DType::F16;
+  using E = typename Tiles::E;
+  const DType dt = Tiles::kType;
   auto with = [&](std::initializer_list<int64_t> tail) {
     Shape s = c.lead;
     s.insert(s.end(), tail);
     return s;
   };
-  Tensor q = halfPair(half, with({c.s, D}), rng).second,
-         kt = halfPair(half, with({D, c.t}), rng).second,
-         v = halfPair(half, with({c.t, D}), rng).second;
+  Tensor q = Tiles::input(with({c.s, D}), rng),
+         kt = Tiles::input(with({D, c.t}), rng),
+         v = Tiles::input(with({c.t, D}), rng);
   std::vector<Tensor> in = {q, kt, v};
   Tensor mask;
   if (!c.mask.empty()) {
-    mask = randomF32(c.mask, rng, -3.0f, 0.0f);
-    const int64_t t = c.mask.back(),
-                  s = c.mask.size() > 1 ? c.mask[c.mask.size() - 2] : 1;
-    for (int64_t e = 0; e < mask.numElements(); ++e) {
-      const int64_t col = e % t, row = (e / t) % s;
-      float &m = mask.data<float>()[e];
-      if (c.kind == Case::Causal && col > row)
-        m = c.dead;
-      if (c.kind == Case::Padding && col >= t - 9)
-        m = c.dead;
-      if (c.kind == Case::DeadRows && row < 16)
-        m = c.dead;
-      if (c.deadRow && row == 3)
-        m = -INFINITY;
-    }
+    mask = caseMask(c, rng);
     in.push_back(mask);
   }
   Shape rows = with({c.s});
   std::vector<Tensor> cpu =
-      runOp("attention", in, {{half, with({c.s, D})}, {DType::F32, rows}},
+      runOp("attention", in, {{dt, with({c.s, D})}, {DType::F32, rows}},
             Attrs().f("scale", c.scale).i("has_mask", !c.mask.empty()), 2);
   const Tensor *m = c.mask.empty() ? nullptr : &mask;
-  const Result got = runFlash<kBf16, D>(c, q, kt, v, m, true);
+  const Result<E> got = Tiles::forward(c, q, kt, v, m, true);
   ASSERT_FALSE(got.out.empty());
-
-  // Against the CPU: the probabilities rounded to the half before they
-  // multiply v, the sums in another order: within two units in the half's
-  // last place of the largest result.
-  expectHalvesNear(half, cpu[0].data<uint16_t>(), got.out.data(),
-                   cpu[0].numElements(), 2, "out");
+  expectNear(dt, cpu[0].data<E>(), got.out.data(), cpu[0].numElements(),
+             Tiles::kForwardUnits, "out");
   for (size_t i = 0; i < got.lse.size(); ++i) {
     const float w = cpu[1].data<float>()[i];
     if (std::isnan(w))
@@ -447,8 +566,10 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
   // where a causal mask leaves whole tiles dead.
   const bool compareSkips = c.kind == Case::Causal || c.kind == Case::DeadRows;
   if (compareSkips) {
-    const Result all = runFlash<kBf16, D>(c, q, kt, v, m, false);
-    EXPECT_EQ(all.out, got.out);
+    const Result<E> all = Tiles::forward(c, q, kt, v, m, false);
+    EXPECT_EQ(0, std::memcmp(all.out.data(), got.out.data(),
+                             got.out.size() * sizeof(E)))
+        << "out differs without the skips";
     for (size_t i = 0; i < got.lse.size(); ++i)
       EXPECT_TRUE(all.lse[i] == got.lse[i] ||
                   (std::isnan(all.lse[i]) && std::isnan(got.lse[i])))
@@ -461,10 +582,8 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
   if (!grad)
     return;
   // The backward against the CPU's, from the CPU's forward results and the
-  // NaN guard's fill where the case has dead rows: ds rounded to the half
-  // before its products, sums in another order (dkt and dq sum over up to
-  // 150 products of p (dp - delta)): within four units of the largest.
-  Tensor g = halfPair(half, with({c.s, D}), rng).second;
+  // NaN guard's fill where the case has dead rows.
+  Tensor g = Tiles::input(with({c.s, D}), rng);
   Tensor fill(DType::F32, {});
   fill.data<float>()[0] = 0.5f;
   std::vector<Tensor> bin = {q, kt, v, cpu[0], cpu[1], g};
@@ -474,43 +593,45 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
     bin.push_back(fill);
   std::vector<Tensor> want =
       runOp("attention_grad", bin,
-            {{half, q.shape()}, {half, kt.shape()}, {half, v.shape()}},
+            {{dt, q.shape()}, {dt, kt.shape()}, {dt, v.shape()}},
             Attrs()
                 .f("scale", c.scale)
                 .i("has_mask", m != nullptr)
                 .i("has_nan_fill", c.deadRow),
             2);
   const float *f = c.deadRow ? fill.data<float>() : nullptr;
-  const GradResult gr =
-      runFlashGrad<kBf16, D>(c, q, kt, v, m, cpu[0], cpu[1], g, f, true);
+  const GradResult<E> gr =
+      Tiles::backward(c, q, kt, v, m, cpu[0], cpu[1], g, f, true);
   ASSERT_FALSE(gr.dq.empty());
-  expectHalvesNear(half, want[0].data<uint16_t>(), gr.dq.data(),
-                   q.numElements(), 4, "dq");
-  expectHalvesNear(half, want[1].data<uint16_t>(), gr.dkt.data(),
-                   kt.numElements(), 4, "dkt");
-  expectHalvesNear(half, want[2].data<uint16_t>(), gr.dv.data(),
-                   v.numElements(), 4, "dv");
+  expectNear(dt, want[0].data<E>(), gr.dq.data(), q.numElements(),
+             Tiles::kBackwardUnits, "dq");
+  expectNear(dt, want[1].data<E>(), gr.dkt.data(), kt.numElements(),
+             Tiles::kBackwardUnits, "dkt");
+  expectNear(dt, want[2].data<E>(), gr.dv.data(), v.numElements(),
+             Tiles::kBackwardUnits, "dv");
   if (compareSkips) {
-    const GradResult all =
-        runFlashGrad<kBf16, D>(c, q, kt, v, m, cpu[0], cpu[1], g, f, false);
-    EXPECT_EQ(all.dq, gr.dq);
-    EXPECT_EQ(all.dkt, gr.dkt);
-    EXPECT_EQ(all.dv, gr.dv);
+    const GradResult<E> all =
+        Tiles::backward(c, q, kt, v, m, cpu[0], cpu[1], g, f, false);
+    auto same = [](const std::vector<E> &x, const std::vector<E> &y) {
+      return std::memcmp(x.data(), y.data(), x.size() * sizeof(E)) == 0;
+    };
+    EXPECT_TRUE(same(all.dq, gr.dq)) << "dq differs without the skips";
+    EXPECT_TRUE(same(all.dkt, gr.dkt)) << "dkt differs without the skips";
+    EXPECT_TRUE(same(all.dv, gr.dv)) << "dv differs without the skips";
     if (c.kind == Case::Causal && c.s > flash::kRows) {
       EXPECT_LT(gr.mmas, all.mmas);
     }
   }
 }
 
-// Exactness of the tile algorithm against the CPU: both halves, both head
-// dims; a causal mask over several row blocks and key tiles (neither a
-// multiple of 64), as the exporters fold it and as -inf; a padding mask
-// broadcast over heads; rows all -inf (lse NaN, NaN results, which the
-// device's second kernel then fills); rows all at the exporters' finite
-// dead value (a uniform softmax: their tiles may not be skipped); no mask.
-TEST(FlashAttentionEmulator, MatchesTheCpuHalfAttention) {
-  std::mt19937 rng(61);
-  const std::vector<Case> cases = {
+// The cases every tile kernel runs, against the CPU: a causal mask over several
+// row blocks and key tiles (neither a multiple of 64), as the exporters fold it
+// and as -inf; a padding mask broadcast over heads; rows all -inf (lse NaN, NaN
+// results, which the device's second kernel then fills); rows all at the
+// exporters' finite dead value (a uniform softmax: their tiles may not be
+// skipped); no mask.
+std::vector<Case> cases() {
+  return {
       {{2}, 150, 150, 0, {150, 150}, 0.125f, Case::Causal},
       {{1, 2}, 70, 70, 0, {1, 1, 70, 70}, 0.125f, Case::Causal, -INFINITY},
       {{2, 2}, 40, 100, 0, {2, 1, 1, 100}, 0.2f, Case::Padding},
@@ -518,36 +639,66 @@ TEST(FlashAttentionEmulator, MatchesTheCpuHalfAttention) {
       {{2}, 33, 47, 0, {}, 0.3f},
       {{1}, 40, 100, 0, {40, 100}, 0.125f, Case::DeadRows},
   };
-  for (const Case &c : cases) {
-    SCOPED_TRACE("lead " + shapeToString(c.lead) + " s " + std::to_string(c.s) +
-                 " t " + std::to_string(c.t) + " mask " +
-                 shapeToString(c.mask));
+}
+
+std::string traceOf(const Case &c) {
+  return "lead " + shapeToString(c.lead) + " s " + std::to_string(c.s) + " t " +
+         std::to_string(c.t) + " mask " + shapeToString(c.mask);
+}
+
+// The half tiles: both halves, each head dim.
+TEST(FlashAttentionEmulator, MatchesTheCpuHalfAttention) {
+  std::mt19937 rng(61);
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(traceOf(c));
     {
       SCOPED_TRACE("bf16, head dim 64");
-      check<true, 64>(c, rng, true);
+      check<HalfTiles<true, 64>, 64>(c, rng, true);
     }
     {
       SCOPED_TRACE("f16, head dim 64");
-      check<false, 64>(c, rng, true);
+      check<HalfTiles<false, 64>, 64>(c, rng, true);
     }
   }
   // The other head dims, both halves, a causal mask over two row blocks.
   const Case two{{1}, 100, 100, 0, {100, 100}, 0.088f, Case::Causal};
   {
     SCOPED_TRACE("bf16, head dim 128");
-    check<true, 128>(two, rng, true);
+    check<HalfTiles<true, 128>, 128>(two, rng, true);
   }
   {
     SCOPED_TRACE("f16, head dim 128");
-    check<false, 128>(two, rng, true);
+    check<HalfTiles<false, 128>, 128>(two, rng, true);
   }
   {
     SCOPED_TRACE("bf16, head dim 80");
-    check<true, 80>(two, rng, true);
+    check<HalfTiles<true, 80>, 80>(two, rng, true);
   }
   {
     SCOPED_TRACE("f16, head dim 32");
-    check<false, 32>(two, rng, true);
+    check<HalfTiles<false, 32>, 32>(two, rng, true);
+  }
+}
+
+// The f32 SIMT tiles: the same cases, head dims 64, 128, 80 and 32.
+TEST(FlashAttentionEmulator, MatchesTheCpuF32Attention) {
+  std::mt19937 rng(62);
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(traceOf(c));
+    check<SimtTiles<64>, 64>(c, rng, true);
+  }
+  const Case two{{1}, 100, 100, 0, {100, 100}, 0.088f, Case::Causal};
+  {
+    SCOPED_TRACE("head dim 128");
+    check<SimtTiles<128>, 128>(two, rng, true);
+  }
+  {
+    SCOPED_TRACE("head dim 80");
+    check<SimtTiles<80>, 80>(two, rng, true);
+  }
+  {
+    SCOPED_TRACE("head dim 32");
+    check<SimtTiles<32>, 32>(two, rng, true);
   }
 }
 
