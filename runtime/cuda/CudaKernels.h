@@ -263,6 +263,10 @@ struct FusedLaunch {
   /// Input i: f32 (type 0), bf16 (1) or f16 (2) elements.
   const void *in[kMaxInputs];
   int64_t period[kMaxInputs];
+  /// Per input with a period, the period's magic number and shift
+  /// (FastDivide.h): below 2^31 elements the kernel takes e % period as a
+  /// multiply-high, a shift and a multiply, not a 64-bit division.
+  uint32_t magic[kMaxInputs], shift[kMaxInputs];
   signed char inType[kMaxInputs];
   int kind[kMaxCode];
   /// flag: bit 0 gelu's tanh form, bit 1 a one-element right operand,
@@ -272,7 +276,8 @@ struct FusedLaunch {
   /// The result's type (as inType).
   signed char outType;
 };
-/// out[e] for e < n: the program's last value, stored in p.outType.
+/// out[e] for e < n: the program's last value, stored in p.outType; in
+/// 32-bit index math when n < 2^31.
 cudaError_t launchFused(const FusedLaunch &p, void *out, int64_t n,
                         cudaStream_t s);
 

@@ -1,11 +1,13 @@
 //===- Fused.cpp - fused_elementwise's step on CUDA -----------------------===//
 //
 // The program decoded once (tessel/runtime/FusedProgram.h) into the
-// kernel's by-value FusedLaunch (Fused.cu): one launch per run.
+// kernel's by-value FusedLaunch (Fused.cu), with each period's divisor
+// (FastDivide.h): one launch per run.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
+#include "FastDivide.h"
 #include "tessel/runtime/FusedProgram.h"
 
 namespace tessel::runtime::cuda {
@@ -37,6 +39,8 @@ Status makeFused(const KernelContext &ctx, Step &out) {
     l.period[i] = p.inputs[i].kind == FusedInput::Whole    ? 0
                   : p.inputs[i].kind == FusedInput::Scalar ? -1
                                                            : p.inputs[i].period;
+    if (l.period[i] > 0 && l.period[i] < (int64_t(1) << 31))
+      setDivisor(static_cast<uint32_t>(l.period[i]), l.magic[i], l.shift[i]);
   }
   for (size_t k = 0; k < p.code.size(); ++k) {
     l.kind[k] = static_cast<int>(p.code[k].kind);

@@ -1,7 +1,8 @@
 //===- Fused.cu - fused_elementwise on CUDA -------------------------------===//
 //
 // The device code of the Fused family (Fused.cpp decodes the program): one
-// thread per result element runs the program (tessel/runtime/
+// thread per result element (32-bit index math below 2^31 elements, a
+// period's remainder by its magic number) runs the program (tessel/runtime/
 // FusedProgram.h) in registers and local memory: each input read once (a
 // bf16 or f16 one widened), the result written once (narrowed where it is
 // a half), each op the functor of ScalarOps.h / BinaryOps.h with CudaMath,
@@ -77,14 +78,30 @@ __device__ float applyOne(int kind, int flag, float x, float y) {
   }
 }
 
-__global__ void fusedKernel(FusedLaunch p, void *out, int64_t n) {
-  TSL_GRID_LOOP(e, n) {
+/// Element e's index in input i: e (the result's shape), 0 (one element),
+/// or e % period; I is uint32_t below 2^31 elements (the remainder by the
+/// period's magic number), else int64_t.
+template <typename I>
+__device__ __forceinline__ I inputIndex(const FusedLaunch &p, int i, I e) {
+  const int64_t period = p.period[i];
+  if (period == 0)
+    return e;
+  if (period < 0)
+    return 0;
+  if constexpr (std::is_same_v<I, uint32_t>)
+    return e -
+           divide(e, p.magic[i], p.shift[i]) * static_cast<uint32_t>(period);
+  else
+    return e % period;
+}
+
+template <typename I>
+__global__ void fusedKernel(FusedLaunch p, void *out, I n) {
+  for (I e = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += static_cast<I>(blockDim.x) * gridDim.x) {
     float v[FusedLaunch::kMaxInputs + FusedLaunch::kMaxCode];
-    for (int i = 0; i < p.inputs; ++i) {
-      const int64_t period = p.period[i];
-      v[i] = load(p.in[i], p.inType[i],
-                  period == 0 ? e : period < 0 ? 0 : e % period);
-    }
+    for (int i = 0; i < p.inputs; ++i)
+      v[i] = load(p.in[i], p.inType[i], inputIndex(p, i, e));
     float last = 0.0f;
     for (int k = 0; k < p.code; ++k) {
       last = applyOne(p.kind[k], p.flag[k], v[p.a[k]],
@@ -104,7 +121,12 @@ __global__ void fusedKernel(FusedLaunch p, void *out, int64_t n) {
 
 cudaError_t launchFused(const FusedLaunch &p, void *out, int64_t n,
                         cudaStream_t s) {
-  return launchOver(n, s, fusedKernel, p, out, n);
+  // Below 2^31, e and e plus the grid's stride (at most 2^26 threads) fit
+  // 32 bits.
+  if (n < (int64_t(1) << 31))
+    return launchOver(n, s, fusedKernel<uint32_t>, p, out,
+                      static_cast<uint32_t>(n));
+  return launchOver(n, s, fusedKernel<int64_t>, p, out, n);
 }
 
 } // namespace tessel::runtime::cuda
