@@ -678,9 +678,13 @@ TEST(FlashAttentionEmulator, MatchesTheCpuHalfAttention) {
     SCOPED_TRACE("f16, head dim 32");
     check<HalfTiles<false, 32>, 32>(two, rng, true);
   }
+  {
+    SCOPED_TRACE("bf16, head dim 96");
+    check<HalfTiles<true, 96>, 96>(two, rng, true);
+  }
 }
 
-// The f32 SIMT tiles: the same cases, head dims 64, 128, 80 and 32.
+// The f32 SIMT tiles: the same cases, every head dim.
 TEST(FlashAttentionEmulator, MatchesTheCpuF32Attention) {
   std::mt19937 rng(62);
   for (const Case &c : cases()) {
@@ -699,6 +703,10 @@ TEST(FlashAttentionEmulator, MatchesTheCpuF32Attention) {
   {
     SCOPED_TRACE("head dim 32");
     check<SimtTiles<32>, 32>(two, rng, true);
+  }
+  {
+    SCOPED_TRACE("head dim 96");
+    check<SimtTiles<96>, 96>(two, rng, true);
   }
 }
 
