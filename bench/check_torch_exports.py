@@ -16,7 +16,10 @@ import torch
 def build(name):
     torch.manual_seed(0)
     import transformers as tf
-    import torchvision
+    try:
+        import torchvision
+    except ImportError:  # only the torchvision models need it
+        torchvision = None
     small = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
                  intermediate_size=128, vocab_size=100, max_position_embeddings=64)
     ids = torch.randint(0, 100, (2, 8))
@@ -41,6 +44,8 @@ def build(name):
     if name == "whisper":
         from transformers.models.whisper.modeling_whisper import WhisperEncoder
         return WhisperEncoder(tf.WhisperConfig(encoder_layers=2, d_model=64, encoder_attention_heads=4, encoder_ffn_dim=128, num_mel_bins=16, max_source_positions=16)), {"input_features": torch.randn(2, 16, 32)}
+    if name in ("resnet", "mobilenet", "convnext") and torchvision is None:
+        raise SystemExit(name + " needs torchvision (pip install torchvision)")
     if name == "resnet":
         return torchvision.models.resnet18(num_classes=10), {"x": torch.randn(1, 3, 32, 32)}
     if name == "mobilenet":
