@@ -16,11 +16,11 @@
 // there and round each result once, as the CPU does.
 //
 //===----------------------------------------------------------------------===//
-#include "tessel/runtime/Attention.h"
 #include "CudaKernelRegistry.h"
 #include "CudaKernels.h"
 #include "FlashAttentionSimt.h"
 #include "RowMajorGemm.h"
+#include "tessel/runtime/Attention.h"
 
 #include <algorithm>
 #include <cstdlib>
