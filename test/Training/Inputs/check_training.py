@@ -13,6 +13,10 @@
       two runs' losses agree (a sharded run and the 1-rank run).
   check_training.py differ A.npy B.npy
       not bitwise equal (a kernel choice that changes rounding really ran).
+  check_training.py same-grads A.safetensors B.safetensors [--rtol 1e-5]
+      two gradient files (tessel-run --grads) agree per parameter within
+      rtol x its largest |gradient|, and are not bitwise equal (different
+      kernels ran).
   check_training.py bitwise A.npy B.npy
       two runs' losses are the same f32 values bit for bit (a pipelined
       run and the one-rank run with the same microbatches).
@@ -91,6 +95,24 @@ def differ(a, b):
     n = int(np.count_nonzero(x.view(np.uint32) != y.view(np.uint32)))
     assert n > 0, "the two runs are bitwise equal"
     print("runs differ in %d of %d losses" % (n, x.size))
+
+
+def same_grads(a, b, rtol):
+    """Two gradient files (tessel-run --grads) of the same parameters:
+    each within rtol x its largest |gradient|, and not all bitwise equal
+    (the two runs took different kernels)."""
+    x, y = read_safetensors(a), read_safetensors(b)
+    assert sorted(x) == sorted(y), (sorted(x), sorted(y))
+    worst, differ = 0.0, 0
+    for k in x:
+        assert x[k].shape == y[k].shape, (k, x[k].shape, y[k].shape)
+        top = max(float(np.max(np.abs(x[k]))), 1e-30)
+        err = float(np.max(np.abs(x[k].astype(np.float64) - y[k]))) / top
+        assert err <= rtol, "%s: %.3e of its largest |gradient|" % (k, err)
+        worst = max(worst, err)
+        differ += int(np.count_nonzero(x[k].view(np.uint32) != y[k].view(np.uint32)))
+    assert differ > 0, "the two gradient files are bitwise equal"
+    print("%d gradients agree within %.2e (%d elements differ)" % (len(x), worst, differ))
 
 
 def bitwise(a, b):
@@ -242,6 +264,10 @@ def main():
     elif cmd == "differ":
         assert len(sys.argv) == 4, "usage: differ A.npy B.npy"
         differ(sys.argv[2], sys.argv[3])
+    elif cmd == "same-grads":
+        pos, opts = options(sys.argv[2:], {"rtol": 1e-5})
+        assert len(pos) == 2, "usage: same-grads A.safetensors B.safetensors [--rtol R]"
+        same_grads(pos[0], pos[1], opts["rtol"])
     elif cmd == "bitwise":
         assert len(sys.argv) == 4, "usage: bitwise A.npy B.npy"
         bitwise(sys.argv[2], sys.argv[3])
