@@ -279,11 +279,18 @@ TSL_FLASH_FN void stageRows(Ctx &ctx, const E *x, int64_t rows, int64_t r0,
 
 /// Copies keys [k0, k0 + kKeys) of kt [D, T] into dst [kKeys, ld] (key-major)
 /// and, when dstT is set, as they are into dstT [D, ldT]; zeros past T.
+/// A warp's 32 elements are 8 keys of 4 columns: it reads kt in four runs
+/// of 8 keys, and its key-major writes, rows ld apart (4 banks' worth
+/// modulo 32), fall on distinct banks (32 keys of one column would fall on
+/// 8: a 4-way conflict).
 template <int D, class E, class Ctx>
 TSL_FLASH_FN void stageKeys(Ctx &ctx, const E *kt, int64_t t, int64_t k0,
                             Elem<E> *dst, int ld, Elem<E> *dstT, int ldT) {
+  static_assert(D % 4 == 0 && kKeys % 8 == 0, "whole 8 x 4 chunks");
   for (int e = ctx.tid(); e < D * kKeys; e += kThreads) {
-    const int c = e / kKeys, j = e % kKeys;
+    const int lane = e % 32, chunk = e / 32;
+    const int j = chunk % (kKeys / 8) * 8 + lane % 8,
+              c = chunk / (kKeys / 8) * 4 + lane / 8;
     const E h = k0 + j < t ? kt[c * t + k0 + j] : E(0);
     dst[j * ld + c] = h;
     if (dstT)
