@@ -1,5 +1,4 @@
-//===- FlashAttention.h - half attention on tensor cores ---------*- C++
-//-*-===//
+//===- FlashAttention.h - half attention on tensor cores --*- C++ -*-===//
 //
 // A half attention (bf16 or f16 q, kt, v and result; f32 mask, lse and
 // sums) and its gradient as FlashAttention-2 computes them (the backward's
@@ -481,6 +480,31 @@ template <class E> struct TileGradArgs {
 using GradArgs = TileGradArgs<uint16_t>;
 using GradArgsF32 = TileGradArgs<float>;
 
+/// Whether a backward may skip dead tiles of batch entry b at all: a mask,
+/// the norms, and |scale| |q| |k| < kScoreBound (a dead score is then below
+/// -9e29).
+template <class E>
+TSL_FLASH_FN bool gradMaySkip(const TileGradArgs<E> &a, const float *mb,
+                              int64_t b) {
+  return mb && a.qNorm && a.kNorm &&
+         fabsf(a.dims.scale) * a.qNorm[b] * a.kNorm[b] < kScoreBound;
+}
+
+/// Whether the queries qs[0, n) (a thread's share; those past S aside) all
+/// have lse >= -2e29 (NaN fails), over the warp: then every p of a dead
+/// tile is exactly 0 in f32.
+template <class Ctx>
+TSL_FLASH_FN bool lseBounded(Ctx &ctx, const float *lb, int64_t S,
+                             const int64_t *qs, int n) {
+  float lo = 1.0f;
+  for (int i = 0; i < n; ++i)
+    if (qs[i] < S && !(lb[qs[i]] >= -2e29f))
+      lo = 0.0f;
+  for (int m = 1; m < 32; m <<= 1)
+    lo = fminf(lo, ctx.shflXor(lo, m));
+  return lo == 1.0f;
+}
+
 /// dk and dv of keys [k0, k0 + kKeys) of batch entry b; each warp 16 keys.
 template <bool kBf16, int D, class Ctx>
 TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t k0,
@@ -498,8 +522,7 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t k0,
   stageRows<D>(ctx, a.v + b * T * D, T, k0, kKeys, sV, L, nullptr, 0);
   // This thread's keys (the rows of its accumulators).
   const int64_t keys[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
-  const bool canSkip = mb && a.qNorm && a.kNorm &&
-                       fabsf(d.scale) * a.qNorm[b] * a.kNorm[b] < kScoreBound;
+  const bool canSkip = gradMaySkip(a, mb, b);
   float dK[D / 8][4], dV[D / 8][4];
   TSL_FLASH_UNROLL
   for (int n = 0; n < D / 8; ++n)
@@ -510,15 +533,10 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t k0,
     int skip = 0;
     if (canSkip) {
       int64_t qs[16];
-      float lo = 1.0f; // every query's lse >= -2e29 (NaN fails)
-      for (int i = 0; i < 16; ++i) {
+      for (int i = 0; i < 16; ++i)
         qs[i] = q0 + t4 + 4 * i;
-        if (qs[i] < S && !(lb[qs[i]] >= -2e29f))
-          lo = 0.0f;
-      }
-      for (int m = 1; m < 32; m <<= 1)
-        lo = fminf(lo, ctx.shflXor(lo, m));
-      skip = lo == 1.0f && deadTile(ctx, mb, d, qs, 16, keys, 2);
+      skip = lseBounded(ctx, lb, S, qs, 16) &&
+             deadTile(ctx, mb, d, qs, 16, keys, 2);
     }
     if (ctx.syncAnd(skip))
       continue;
@@ -607,17 +625,7 @@ TSL_FLASH_FN void dqBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t row0,
     dl[r] = rows[r] < S ? db[rows[r]] : 0.0f;
     ok[r] = rows[r] < S && fabsf(l[r]) <= 3.4028235e38f;
   }
-  bool canSkip = mb && a.qNorm && a.kNorm &&
-                 fabsf(d.scale) * a.qNorm[b] * a.kNorm[b] < kScoreBound;
-  if (canSkip) {
-    float lo = 1.0f;
-    for (int r = 0; r < 2; ++r)
-      if (rows[r] < S && !(l[r] >= -2e29f))
-        lo = 0.0f;
-    for (int m = 1; m < 32; m <<= 1)
-      lo = fminf(lo, ctx.shflXor(lo, m));
-    canSkip = lo == 1.0f;
-  }
+  const bool canSkip = gradMaySkip(a, mb, b) && lseBounded(ctx, lb, S, rows, 2);
   float dQ[D / 8][4];
   TSL_FLASH_UNROLL
   for (int n = 0; n < D / 8; ++n)

@@ -315,21 +315,6 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const ArgsF32 &a, int64_t b,
   }
 }
 
-/// Whether each of the 8 queries q0 + c + 8 j a thread reads, over the
-/// warp, has lse >= -2e29 (NaN fails): the backward's condition for
-/// skipping (FlashAttention.h).
-template <class Ctx>
-TSL_FLASH_FN bool queriesBounded(Ctx &ctx, const float *lb, int64_t S,
-                                 const int64_t *qs) {
-  float lo = 1.0f;
-  for (int j = 0; j < 8; ++j)
-    if (qs[j] < S && !(lb[qs[j]] >= -2e29f))
-      lo = 0.0f;
-  for (int m = 1; m < 32; m <<= 1)
-    lo = fminf(lo, ctx.shflXor(lo, m));
-  return lo == 1.0f;
-}
-
 /// dk and dv of keys [k0, k0 + kKeys) of batch entry b (FlashAttention.h's
 /// dkvBlock): this thread's 4 keys are the rows of its accumulators.
 template <int D, class Ctx>
@@ -349,8 +334,7 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgsF32 &a, int64_t b,
   int64_t keys[4];
   for (int i = 0; i < 4; ++i)
     keys[i] = k0 + r0 + i;
-  const bool canSkip = mb && a.qNorm && a.kNorm &&
-                       fabsf(d.scale) * a.qNorm[b] * a.kNorm[b] < kScoreBound;
+  const bool canSkip = gradMaySkip(a, mb, b);
   float dK[4][D / 8], dV[4][D / 8];
   TSL_FLASH_UNROLL
   for (int i = 0; i < 4; ++i)
@@ -362,7 +346,7 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgsF32 &a, int64_t b,
     int64_t qs[8];
     for (int j = 0; j < 8; ++j)
       qs[j] = q0 + c + 8 * j;
-    const int skip = canSkip && queriesBounded(ctx, lb, S, qs) &&
+    const int skip = canSkip && lseBounded(ctx, lb, S, qs, 8) &&
                      deadTile(ctx, mb, d, qs, 8, keys, 4);
     if (ctx.syncAnd(skip))
       continue;
@@ -448,17 +432,7 @@ TSL_FLASH_FN void dqBlock(Ctx &ctx, const GradArgsF32 &a, int64_t b,
     dl[i] = rows[i] < S ? db[rows[i]] : 0.0f;
     ok[i] = rows[i] < S && fabsf(lr[i]) <= 3.4028235e38f;
   }
-  bool canSkip = mb && a.qNorm && a.kNorm &&
-                 fabsf(d.scale) * a.qNorm[b] * a.kNorm[b] < kScoreBound;
-  if (canSkip) {
-    float lo = 1.0f;
-    for (int i = 0; i < 4; ++i)
-      if (rows[i] < S && !(lr[i] >= -2e29f))
-        lo = 0.0f;
-    for (int m = 1; m < 32; m <<= 1)
-      lo = fminf(lo, ctx.shflXor(lo, m));
-    canSkip = lo == 1.0f;
-  }
+  const bool canSkip = gradMaySkip(a, mb, b) && lseBounded(ctx, lb, S, rows, 4);
   float dQ[4][D / 8];
   TSL_FLASH_UNROLL
   for (int i = 0; i < 4; ++i)

@@ -81,15 +81,6 @@ template <class Fn> Status withTiles(DType t, int64_t d, Fn fn) {
   return dims(float(), std::false_type());
 }
 
-/// The largest key norm (kt's columns) of each batch entry: maxNormKernel.
-template <class E>
-std::vector<float> keyNorms(DType t, const E *kt, const AttentionDims &d) {
-  std::vector<float> norm(d.batch);
-  for (int64_t b = 0; b < d.batch; ++b)
-    norm[b] = maxNorm(t, kt + b * d.d * d.t, d.t, d.d, 1, d.t);
-  return norm;
-}
-
 template <class E, bool kBf16, int D>
 Status forward(DType t, flash::TileArgs<E> a, const float *fill) {
   const AttentionDims &d = a.dims;
@@ -136,17 +127,11 @@ Status backward(DType t, flash::TileGradArgs<E> a, const E *out) {
     return Status::ok();
   }
   // deltaKernel, and maxNormKernel over the queries and the keys.
-  std::vector<float> delta(d.batch * d.s), qNorm(d.batch), kNorm;
-  for (int64_t row = 0; row < d.batch * d.s; ++row) {
-    float dot = 0.0f;
-    for (int k = 0; k < D; ++k)
-      dot += toF32(t, a.grad[row * D + k]) * toF32(t, out[row * D + k]);
-    delta[row] = dot;
-  }
+  const std::vector<float> delta = deltaOf(t, a.grad, out, d);
+  std::vector<float> qNorm, kNorm;
   a.delta = delta.data();
   if (a.mask) {
-    for (int64_t b = 0; b < d.batch; ++b)
-      qNorm[b] = maxNorm(t, a.q + b * d.s * D, d.s, D, D, 1);
+    qNorm = queryNorms(t, a.q, d);
     kNorm = keyNorms(t, a.kt, d);
     a.qNorm = qNorm.data();
     a.kNorm = kNorm.data();

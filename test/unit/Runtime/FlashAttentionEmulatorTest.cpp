@@ -50,17 +50,6 @@ bool dimsOf(const Case &c, const Tensor &q, const Tensor &kt, const Tensor &v,
   return true;
 }
 
-/// Each batch entry's largest key norm (kt's columns), as the device's
-/// maxNormKernel computes it.
-template <class E>
-std::vector<float> keyNorms(const Tensor &kt, const AttentionDims &d) {
-  std::vector<float> norm(d.batch);
-  for (int64_t b = 0; b < d.batch; ++b)
-    norm[b] =
-        maxNorm(kt.dtype(), kt.data<E>() + b * d.d * d.t, d.t, d.d, 1, d.t);
-  return norm;
-}
-
 template <class E> struct Result {
   std::vector<E> out;
   std::vector<float> lse;
@@ -79,7 +68,7 @@ Result<E> runFlash(const Case &c, const Tensor &q, const Tensor &kt,
     return r;
   r.out.assign(dims.batch * dims.s * D, 0);
   r.lse.assign(dims.batch * dims.s, 0);
-  const std::vector<float> kNorm = keyNorms<E>(kt, dims);
+  const std::vector<float> kNorm = keyNorms(kt.dtype(), kt.data<E>(), dims);
   flash::TileArgs<E> a;
   a.q = q.data<E>();
   a.kt = kt.data<E>();
@@ -130,20 +119,10 @@ GradResult<E> runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
   GradResult<E> r;
   if (!dimsOf(c, q, kt, v, mask, dims))
     return r;
-  const int64_t rows = dims.batch * dims.s;
-  std::vector<float> delta(rows), norms(2 * dims.batch);
-  for (int64_t i = 0; i < rows; ++i) {
-    float dot = 0;
-    for (int64_t k = 0; k < D; ++k)
-      dot += toF32(dt, grad.data<E>()[i * D + k]) *
-             toF32(dt, out.data<E>()[i * D + k]);
-    delta[i] = dot;
-  }
-  const std::vector<float> kNorm = keyNorms<E>(kt, dims);
-  for (int64_t b = 0; b < dims.batch; ++b) {
-    norms[b] = maxNorm(dt, q.data<E>() + b * dims.s * D, dims.s, D, D, 1);
-    norms[dims.batch + b] = kNorm[b];
-  }
+  const std::vector<float> delta =
+      deltaOf(dt, grad.data<E>(), out.data<E>(), dims);
+  const std::vector<float> qNorm = queryNorms(dt, q.data<E>(), dims),
+                           kNorm = keyNorms(dt, kt.data<E>(), dims);
   r.dq.assign(q.numElements(), poison<E>());
   r.dkt.assign(kt.numElements(), poison<E>());
   r.dv.assign(v.numElements(), poison<E>());
@@ -157,8 +136,8 @@ GradResult<E> runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
   a.mask = mask ? mask->data<float>() : nullptr;
   a.fill = fill;
   if (skips && mask) {
-    a.qNorm = norms.data();
-    a.kNorm = norms.data() + dims.batch;
+    a.qNorm = qNorm.data();
+    a.kNorm = kNorm.data();
   }
   a.dq = r.dq.data();
   a.dkt = r.dkt.data();

@@ -15,6 +15,7 @@
 #define TESSEL_TEST_UNIT_RUNTIME_FLASHEMULATOR_H
 
 #include "../../../runtime/cuda/FlashAttentionSimt.h"
+#include "tessel/runtime/Attention.h"
 #include "tessel/runtime/DType.h"
 #include "tessel/runtime/HalfFloat.h"
 
@@ -254,6 +255,40 @@ float maxNorm(DType dt, const E *x, int64_t n, int64_t cols, int64_t rowStride,
     best = flash::maxNan(best, sq);
   }
   return std::sqrt(best);
+}
+
+/// Each batch entry's largest key norm (kt [batch, D, T]'s columns), as
+/// the device's maxNormKernel computes it.
+template <class E>
+std::vector<float> keyNorms(DType dt, const E *kt, const AttentionDims &d) {
+  std::vector<float> norm(d.batch);
+  for (int64_t b = 0; b < d.batch; ++b)
+    norm[b] = maxNorm(dt, kt + b * d.d * d.t, d.t, d.d, 1, d.t);
+  return norm;
+}
+
+/// Each batch entry's largest query norm (q [batch, S, D]'s rows).
+template <class E>
+std::vector<float> queryNorms(DType dt, const E *q, const AttentionDims &d) {
+  std::vector<float> norm(d.batch);
+  for (int64_t b = 0; b < d.batch; ++b)
+    norm[b] = maxNorm(dt, q + b * d.s * d.d, d.s, d.d, d.d, 1);
+  return norm;
+}
+
+/// delta = rowsum(grad * out) over [batch S, dv], as the device's
+/// deltaKernel sums it.
+template <class E>
+std::vector<float> deltaOf(DType dt, const E *grad, const E *out,
+                           const AttentionDims &d) {
+  std::vector<float> delta(d.batch * d.s);
+  for (int64_t row = 0; row < d.batch * d.s; ++row) {
+    float dot = 0.0f;
+    for (int64_t k = 0; k < d.dv; ++k)
+      dot += toF32(dt, grad[row * d.dv + k]) * toF32(dt, out[row * d.dv + k]);
+    delta[row] = dot;
+  }
+  return delta;
 }
 
 } // namespace tessel::runtime::flashemu
