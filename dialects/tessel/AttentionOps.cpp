@@ -35,7 +35,15 @@ SmallVector<int64_t> withTail(ArrayRef<int64_t> lead, ArrayRef<int64_t> tail) {
 /// C1 to C3 of both ops: q [..., S, D], kt [..., D, T], v [..., T, Dv],
 /// mask broadcasting to [..., S, T], a rank-0 nan_fill.
 LogicalResult verifyAttentionOperands(Operation *op, Value q, Value kt, Value v,
-                                      Value mask, Value nanFill) {
+                                      Value mask, Value nanFill,
+                                      std::optional<APFloat> maskedScore) {
+  // C5
+  if (maskedScore && !maskedScore->isFinite())
+    return op->emitOpError() << "masked_score must be finite, got "
+                             << maskedScore->convertToFloat();
+  if (maskedScore && !mask)
+    return op->emitOpError() << "masked_score replaces the scores a mask "
+                                "hides; the op has no mask";
   ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(kt), vs = shapeOf(v);
   const int64_t r = qs.size();
   if (r < 2 || static_cast<int64_t>(ks.size()) != r ||
@@ -135,8 +143,8 @@ LogicalResult AttentionGradOp::inferReturnTypes(
 }
 
 LogicalResult AttentionOp::verify() {
-  if (failed(verifyAttentionOperands(*this, getQ(), getKt(), getV(),
-                                     getMask(), getNanFill())))
+  if (failed(verifyAttentionOperands(*this, getQ(), getKt(), getV(), getMask(),
+                                     getNanFill(), getMaskedScore())))
     return failure();
   // C4
   ArrayRef<int64_t> qs = shapeOf(getQ());
@@ -156,8 +164,8 @@ LogicalResult AttentionOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  if (failed(verifyAttentionOperands(*this, getQ(), getKt(), getV(),
-                                     getMask(), getNanFill())))
+  if (failed(verifyAttentionOperands(*this, getQ(), getKt(), getV(), getMask(),
+                                     getNanFill(), getMaskedScore())))
     return failure();
   // C1
   ArrayRef<int64_t> qs = shapeOf(getQ());

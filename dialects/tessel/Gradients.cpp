@@ -24,6 +24,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -678,7 +679,8 @@ LogicalResult buildAttentionGradient(AttentionOp op, OpBuilder &b,
   Value g = dy[0] ? dy[0] : e.zerosLike(typeOf(out));
   auto grad = AttentionGradOp::create(
       b, e.loc, TypeRange{q.getType(), kt.getType(), v.getType()}, q, kt, v,
-      out, lse, g, mask, op.getNanFill(), op.getScaleAttr());
+      out, lse, g, mask, op.getNanFill(), op.getScaleAttr(),
+      op.getMaskedScoreAttr());
   dx.append(grad->getResults().begin(), grad->getResults().end());
   if (!mask) {
     if (op.getNanFill())
@@ -696,12 +698,22 @@ LogicalResult buildAttentionGradient(AttentionOp op, OpBuilder &b,
     g = e.cast(g, elem);
   }
   Value s = e.add(e.mul(e.matmul(q, kt), op.getScale().convertToDouble()), mask);
+  // With masked_score, the scores the mask hides are that constant: their
+  // probabilities are exp(c - lse) and their ds 0.
+  Value hidden;
+  if (std::optional<APFloat> c = op.getMaskedScore()) {
+    hidden = e.cmp(ComparePredicate::EQ, mask,
+                   -std::numeric_limits<double>::infinity());
+    s = e.select(hidden, e.scalar(s, c->convertToDouble()), s);
+  }
   SmallVector<int64_t> lseShape(shapeOf(lse));
   lseShape.push_back(1);
   Value p = ExpOp::create(b, e.loc, e.sub(s, e.cast(e.reshape(lse, lseShape), elem)));
   Value dp = e.matmul(g, e.transposeLast2(v));
   Value delta = e.reduceSum(e.mul(g, out), {r - 1}, true);
   Value ds = e.mul(p, e.sub(dp, delta));
+  if (hidden)
+    ds = e.zeroOrSelect(hidden, ds);
   if (op.getNanFill()) // NaN rows: constant probabilities
     ds = e.zeroOrSelect(e.cmp(ComparePredicate::NE, ds, ds), ds);
   dx.push_back(e.sumTo(ds, mask));

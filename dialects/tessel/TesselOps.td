@@ -740,7 +740,11 @@ def Tessel_AttentionOp : Tessel_ComputeOp<"attention", "buildAttentionRule",
     Tessel_CostClassIs<"Attention">,
     Tessel_Instruction<90, "attention", [Tessel_RtAttr<"scale">,
         Tessel_RtAttr<"has_mask", "$_op.getMask() ? 1 : 0", "int">,
-        Tessel_RtAttr<"has_nan_fill", "$_op.getNanFill() ? 1 : 0", "int">]>,
+        Tessel_RtAttr<"has_nan_fill", "$_op.getNanFill() ? 1 : 0", "int">,
+        Tessel_RtAttr<"has_masked_score", "$_op.getMaskedScore() ? 1 : 0", "int">,
+        Tessel_RtAttr<"masked_score",
+                      "$_op.getMaskedScore().value_or(::llvm::APFloat(0.0f))",
+                      "float">]>,
     Tessel_GradientFrom<"buildAttentionGradient"> {
   let summary = "Scaled dot-product attention in one op (no [S, T] tensor)";
   let description = [{
@@ -760,6 +764,14 @@ def Tessel_AttentionOp : Tessel_ComputeOp<"attention", "buildAttentionRule",
     sum of v's rows; without, NaN. `fill` is a constant (a scalar weight
     never trains): it gets no gradient.
 
+    With `masked_score` c (a finite f32), a score whose mask is -inf is c
+    instead (a replace, not an add: the exporters' `where(keep, s, c)` with
+    a finite c, such as the -1e4 of transformers' GPT-2 before 4.26, is the
+    mask `where(keep, 0, -inf)` with `masked_score = c`). Such a score is a
+    constant: it gets no gradient, and its probability exp(c - lse) is 0
+    in f32 once its row's largest kept score exceeds c + 104; the kernels
+    skip a row's masked keys only where their exp of it gives 0.
+
     ```mlir
     %o, %lse = tessel.attention %q, %kt, %v mask %m nan_fill %z : (tensor<2x4x128x64xf32>, tensor<2x4x64x128xf32>, tensor<2x4x128x64xf32>, tensor<1x1x128x128xf32>, tensor<f32>) -> (tensor<2x4x128x64xf32>, tensor<2x4x128xf32>)
     ```
@@ -774,11 +786,13 @@ def Tessel_AttentionOp : Tessel_ComputeOp<"attention", "buildAttentionRule",
     * (C3) `nan_fill`, where present, is a rank-0 tensor of `q`'s type or
       f32.
     * (C4) `result` is [..., S, Dv] of `q`'s type; `lse` is [..., S] f32.
+    * (C5) `masked_score`, where present, is finite, and `mask` is present.
   }];
   let arguments = (ins Tessel_FloatTensor:$q, Tessel_FloatTensor:$kt,
                        Tessel_FloatTensor:$v, Optional<Tessel_FloatTensor>:$mask,
                        Optional<Tessel_FloatTensor>:$nan_fill,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale,
+                       OptionalAttr<F32Attr>:$masked_score);
   let results = (outs Tessel_FloatTensor:$result, Tessel_FloatTensor:$lse);
   let assemblyFormat = [{
     $q `,` $kt `,` $v (`mask` $mask^)? (`nan_fill` $nan_fill^)? attr-dict `:` functional-type(operands, results)

@@ -105,7 +105,11 @@ def Tessel_AttentionGradOp : Tessel_ComputeOp<"attention_grad",
     Tessel_CostClassIs<"AttentionBackward">,
     Tessel_Instruction<125, "attention", [Tessel_RtAttr<"scale">,
         Tessel_RtAttr<"has_mask", "$_op.getMask() ? 1 : 0", "int">,
-        Tessel_RtAttr<"has_nan_fill", "$_op.getNanFill() ? 1 : 0", "int">]> {
+        Tessel_RtAttr<"has_nan_fill", "$_op.getNanFill() ? 1 : 0", "int">,
+        Tessel_RtAttr<"has_masked_score", "$_op.getMaskedScore() ? 1 : 0", "int">,
+        Tessel_RtAttr<"masked_score",
+                      "$_op.getMaskedScore().value_or(::llvm::APFloat(0.0f))",
+                      "float">]> {
   let summary = "The gradient of `tessel.attention`, recomputing the scores";
   let description = [{
     With the forward's operands, its `result` and `lse` and the result's
@@ -116,6 +120,8 @@ def Tessel_AttentionGradOp : Tessel_ComputeOp<"attention_grad",
     grad` (FlashAttention-2's backward). With `nan_fill`, a row whose
     softmax was NaN (its `lse` is not finite) had every probability `fill`:
     it adds `fill * grad` to every row of dv and nothing to dq and dkt.
+    With `masked_score` c, a score whose mask is -inf was c: its
+    probability exp(c - lse) adds to dv, and its ds is 0 (a constant).
 
     ```mlir
     %dq, %dkt, %dv = tessel.attention_grad %q, %kt, %v, %o, %lse, %do mask %m : (tensor<2x4x128x64xf32>, tensor<2x4x64x128xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128xf32>, tensor<2x4x128x64xf32>, tensor<1x1x128x128xf32>) -> (tensor<2x4x128x64xf32>, tensor<2x4x64x128xf32>, tensor<2x4x128x64xf32>)
@@ -123,7 +129,8 @@ def Tessel_AttentionGradOp : Tessel_ComputeOp<"attention_grad",
 
     **Constraints**
 
-    * (C1) `q`, `kt`, `v`, `mask`, `nan_fill` as in `tessel.attention`;
+    * (C1) `q`, `kt`, `v`, `mask`, `nan_fill`, `masked_score` as in
+      `tessel.attention`;
       `result` and `grad` have its result's type, `lse` its lse's.
     * (C2) the results have the types of `q`, `kt` and `v`.
   }];
@@ -132,7 +139,8 @@ def Tessel_AttentionGradOp : Tessel_ComputeOp<"attention_grad",
                        Tessel_FloatTensor:$lse, Tessel_FloatTensor:$grad,
                        Optional<Tessel_FloatTensor>:$mask,
                        Optional<Tessel_FloatTensor>:$nan_fill,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale,
+                       OptionalAttr<F32Attr>:$masked_score);
   let results = (outs Tessel_FloatTensor:$dq, Tessel_FloatTensor:$dkt,
                       Tessel_FloatTensor:$dv);
   let hasVerifier = 1;

@@ -4,10 +4,14 @@
 //   s = q @ kt               (q and kt already scaled by sqrt(scale), or)
 //   s = s * c | s / c        (a constant scale after the product)
 //   s = s + mask             (causal or padding, additive, broadcast)
-//   s = where(keep, s, fill) (or a bool mask, fill <= -1e30: transformers'
-//                             eager GPT-2; becomes the additive mask
-//                             where(keep, 0, -inf), and a row it hides
-//                             entirely the fill 1/T, as the where made it)
+//   s = where(keep, s, fill) (or where(hide, fill, s): a bool mask, as
+//                             transformers' eager GPT-2 writes it; becomes
+//                             the additive mask where(keep, 0, -inf). A
+//                             fill <= -1e30 is -inf beside any kept score,
+//                             and a row it hides entirely gets the fill 1/T,
+//                             as the where made it; a larger finite one,
+//                             such as the -1e4 of GPT-2 before
+//                             transformers 4.26, is the op's masked_score)
 //   p = softmax(s, -1)
 //   p = where(isnan(p), fill, p)   (the default exporter's guard; isnan as
 //                                   p != p)
@@ -67,13 +71,14 @@ MatmulOp matchScores(Value s) {
 }
 
 /// The product, its scale (a splat constant after it) and the mask:
-/// additive, or a bool one the scores are kept where it is true, and
+/// additive, or a bool one the scores are kept where it is `keepIf` and
 /// `hidden` (rank 0) elsewhere.
 struct Scores {
   MatmulOp product;
   double scale = 1.0;
   Value mask;
   Value keep;
+  bool keepIf = true;
   double hidden = 0;
 };
 
@@ -104,23 +109,30 @@ bool matchScaled(Value v, Scores &out) {
 bool matchLogits(Value x, Scores &out) {
   if (matchScaled(x, out))
     return true;
-  // where(keep, s, fill): a bool mask; the fill at most -1e30, so that a
-  // hidden score's probability is 0 beside any kept one, as with -inf.
+  // where(keep, s, fill) or where(hide, fill, s): a bool mask and a finite
+  // or -inf rank-0 fill.
   if (auto w = x.getDefiningOp<WhereOp>()) {
-    std::optional<double> fill = splatFloatValue(w.getOnFalse());
-    Scores found;
-    if (!w.getResult().hasOneUse() || !fill || !(*fill <= -1e30) ||
-        typeOf(w.getOnFalse()).getRank() != 0 ||
-        w.getOnTrue().getType() != w.getType() ||
+    if (!w.getResult().hasOneUse() ||
         !typeOf(w.getCondition()).getElementType().isInteger(1) ||
         !broadcastsTo(typeOf(w.getCondition()), typeOf(w.getResult()),
-                      /*anyType=*/true) ||
-        !matchScaled(w.getOnTrue(), found))
+                      /*anyType=*/true))
       return false;
-    out = found;
-    out.keep = w.getCondition();
-    out.hidden = *fill;
-    return true;
+    for (bool keepIf : {true, false}) {
+      Value s = keepIf ? w.getOnTrue() : w.getOnFalse();
+      Value c = keepIf ? w.getOnFalse() : w.getOnTrue();
+      std::optional<double> fill = splatFloatValue(c);
+      Scores found;
+      if (!fill || !(std::isfinite(*fill) || *fill < 0) ||
+          typeOf(c).getRank() != 0 || s.getType() != w.getType() ||
+          !matchScaled(s, found))
+        continue;
+      out = found;
+      out.keep = w.getCondition();
+      out.keepIf = keepIf;
+      out.hidden = *fill;
+      return true;
+    }
+    return false;
   }
   auto add = x.getDefiningOp<AddOp>();
   if (!add || !add.getResult().hasOneUse())
@@ -230,12 +242,15 @@ bool fuse(SoftmaxOp sm) {
       vt.getElementType() != type.getElementType())
     return false;
   OpBuilder b(pv);
+  FloatAttr maskedScore;
   if (scores.keep) {
-    // The bool mask as an additive one: 0 where kept, -inf elsewhere. A
-    // row it hides entirely was softmax of equal fills, 1/T each: the
-    // kernels' fill for a row with no finite score. Where the fill is -inf
-    // already, such a row was NaN, as the kernels leave it (or the guard's
-    // fill).
+    // The bool mask as an additive one: 0 where kept, -inf elsewhere. With
+    // a fill at most -1e30, a hidden score's probability is 0 beside any
+    // kept one, as with -inf; a row it hides entirely was softmax of equal
+    // fills, 1/T each: the kernels' fill for a row with no finite score.
+    // Where the fill is -inf already, such a row was NaN, as the kernels
+    // leave it (or the guard's fill). A larger fill is the op's
+    // masked_score: the kernels replace the hidden scores by it.
     auto et = type.getElementType();
     auto scalar = [&](double value) {
       auto t = RankedTensorType::get({}, et);
@@ -245,10 +260,14 @@ bool fuse(SoftmaxOp sm) {
           .getResult();
     };
     auto maskType = RankedTensorType::get(typeOf(scores.keep).getShape(), et);
+    Value kept = scalar(0.0), hidden = scalar(-INFINITY);
     scores.mask = WhereOp::create(b, sm.getLoc(), maskType, scores.keep,
-                                  scalar(0.0), scalar(-INFINITY))
+                                  scores.keepIf ? kept : hidden,
+                                  scores.keepIf ? hidden : kept)
                       .getResult();
-    if (!std::isinf(scores.hidden))
+    if (scores.hidden > -1e30)
+      maskedScore = b.getF32FloatAttr(static_cast<float>(scores.hidden));
+    else if (!std::isinf(scores.hidden))
       fill = scalar(1.0 / static_cast<double>(type.getDimSize(r - 1)));
   }
   auto lse = RankedTensorType::get(type.getShape().drop_back(),
@@ -256,7 +275,7 @@ bool fuse(SoftmaxOp sm) {
   Location loc = b.getFusedLoc({scores.product.getLoc(), sm.getLoc(), pv.getLoc()});
   auto attn = AttentionOp::create(
       b, loc, TypeRange{pv.getType(), lse}, q, kt, v, scores.mask, fill,
-      b.getF32FloatAttr(static_cast<float>(scores.scale)));
+      b.getF32FloatAttr(static_cast<float>(scores.scale)), maskedScore);
   pv.getResult().replaceAllUsesWith(attn.getResult());
   pv->erase();
   return true;

@@ -15,6 +15,12 @@
 // dq = scale ds kt^T, dkt += scale q^T ds: five GEMMs per block
 // (FlashAttention-2's backward, with whole rows of keys per block).
 //
+// With masked_score c (the exporters' where(keep, s, c) with a finite c),
+// a score whose mask is -inf is c; the keys a block skips (every row's mask
+// dead there) are exact only where exp(c - the row's max) is 0, which each
+// block checks, computing every key where it is not. Such a score is a
+// constant: its ds is 0.
+//
 // A half attention (bf16 or f16 q, kt, v and results; f32 mask, fill and
 // lse) widens its half operands into the shared scratch, runs the f32
 // kernel and rounds each result once: PyTorch's CPU half SDPA computes in
@@ -51,6 +57,9 @@ struct AttentionArgs {
   AttentionDims dims;
   const float *q = nullptr, *kt = nullptr, *v = nullptr, *mask = nullptr,
               *fill = nullptr;
+  /// The scores whose mask is -inf are `masked` (has_masked_score).
+  bool replace = false;
+  float masked = 0.0f;
 };
 
 AttentionArgs attentionArgs(const KernelContext &c) {
@@ -67,6 +76,8 @@ AttentionArgs attentionArgs(const KernelContext &c) {
     a.mask = static_cast<const float *>(c.operand(at.mask));
   if (at.fill >= 0)
     a.fill = static_cast<const float *>(c.operand(at.fill));
+  a.replace = at.replaceMasked;
+  a.masked = at.maskedScore;
   return a;
 }
 
@@ -137,16 +148,52 @@ KeyRange liveKeys(const AttentionArgs &a, int64_t b, int64_t i0, int64_t n,
   return r;
 }
 
+/// The max of a row, NaN when one element is NaN.
+float rowMax(const float *x, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  bool nan = false;
+  for (int64_t j = 0; j < n; ++j) {
+    nan |= std::isnan(x[j]);
+    m = std::max(m, x[j]);
+  }
+  return nan ? std::numeric_limits<float>::quiet_NaN() : m;
+}
+
+/// The row's softmax in place, exp(x - m) with vexp over its sum (as the
+/// unfused kernel computes it), given its finite max m; returns the sum.
+float softmaxInPlace(float *row, int64_t w, float m) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < w; ++j) {
+    const float e = vexp(row[j] - m);
+    row[j] = e;
+    sum += e;
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < w; ++j)
+    row[j] *= inv;
+  return sum;
+}
+
 /// Adds the mask's keys r of rows [i0, i0 + rows) of batch entry b to the
-/// [rows, r.width()] scores.
-void addMask(const AttentionDims &d, const float *mask, int64_t b, int64_t i0,
-             int64_t rows, KeyRange r, float *s) {
-  const float *m0 = mask + d.maskOffset(b) + r.begin * d.maskColStride;
+/// [rows, r.width()] scores (or, with `a.replace`, sets the scores whose
+/// mask is -inf to `a.masked`).
+void addMask(const AttentionArgs &a, int64_t b, int64_t i0, int64_t rows,
+             KeyRange r, float *s) {
+  const AttentionDims &d = a.dims;
+  const float *m0 = a.mask + d.maskOffset(b) + r.begin * d.maskColStride;
   const int64_t w = r.width();
+  constexpr float kHidden = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < rows; ++i) {
     const float *m = m0 + (i0 + i) * d.maskRowStride;
     float *row = s + i * w;
-    if (d.maskColStride == 1) {
+    if (a.replace) {
+      const float c = a.masked;
+      for (int64_t j = 0; j < w; ++j) {
+        const float mj = m[j * d.maskColStride];
+        row[j] = mj == kHidden ? c : row[j] + mj;
+      }
+    } else if (d.maskColStride == 1) {
 #pragma omp simd
       for (int64_t j = 0; j < w; ++j)
         row[j] += m[j];
@@ -158,27 +205,41 @@ void addMask(const AttentionDims &d, const float *mask, int64_t b, int64_t i0,
 }
 
 /// The scores of rows [i0, i0 + n) of batch entry b over their live keys
-/// (liveKeys): scale q kt + mask into s [n, width]; the keys' range.
+/// (liveKeys; every key when `allKeys`): scale q kt + mask into s [n,
+/// width]; the keys' range.
 KeyRange blockScores(const AttentionArgs &a, int64_t b, int64_t i0, int64_t n,
-                     double kNorm, float *s) {
+                     double kNorm, float *s, bool allKeys = false) {
   const AttentionDims &d = a.dims;
-  const KeyRange r = liveKeys(a, b, i0, n, kNorm);
+  const KeyRange r = allKeys ? KeyRange{0, d.t} : liveKeys(a, b, i0, n, kNorm);
   sgemm(false, false, n, r.width(), d.d, d.scale, a.q + (b * d.s + i0) * d.d,
         d.d, a.kt + b * d.d * d.t + r.begin, d.t, 0.0f, s, r.width());
   if (a.mask)
-    addMask(d, a.mask, b, i0, n, r, s);
+    addMask(a, b, i0, n, r, s);
   return r;
 }
 
-/// The max of a row, NaN when one element is NaN.
-float rowMax(const float *x, int64_t n) {
-  float m = -std::numeric_limits<float>::infinity();
-  bool nan = false;
-  for (int64_t j = 0; j < n; ++j) {
-    nan |= std::isnan(x[j]);
-    m = std::max(m, x[j]);
-  }
-  return nan ? std::numeric_limits<float>::quiet_NaN() : m;
+/// Whether the keys blockScores skipped are exact for a row whose largest
+/// score (or lse) is `m`: a skipped key's mask is dead, so its probability
+/// is 0, unless masked_score replaces it (a -inf mask) by a constant c
+/// whose exp(c - m) the kernels' exp does not round to 0.
+bool skippedKeysExact(const AttentionArgs &a, float m) {
+  return !a.replace || vexp(a.masked - m) == 0.0f;
+}
+
+/// blockScores, over every key when masked_score makes a skipped key's
+/// probability nonzero in one of the block's rows (then its row's largest
+/// score is within about 87 of the constant: a row the mask hides all but
+/// the small scores of).
+KeyRange exactBlockScores(const AttentionArgs &a, int64_t b, int64_t i0,
+                          int64_t n, double kNorm, float *s) {
+  const KeyRange r = blockScores(a, b, i0, n, kNorm, s);
+  const int64_t w = r.width();
+  if (!a.replace || w == a.dims.t)
+    return r;
+  for (int64_t i = 0; i < n; ++i)
+    if (!skippedKeysExact(a, rowMax(s + i * w, w)))
+      return blockScores(a, b, i0, n, kNorm, s, /*allKeys=*/true);
+  return r;
 }
 
 /// fill times the sum of v's rows (a NaN row's result), into out [Dv].
@@ -213,7 +274,7 @@ void attentionForward(const AttentionArgs &a, float *out, float *lse,
         kNorm = maxNorm(a.kt + b * d.d * d.t, d.t, d.d, 1, d.t);
         kNormOf = b;
       }
-      const KeyRange r = blockScores(a, b, i0, n, kNorm, s);
+      const KeyRange r = exactBlockScores(a, b, i0, n, kNorm, s);
       const int64_t w = r.width();
       for (int64_t i = 0; i < n; ++i) {
         float *row = s + i * w;
@@ -223,17 +284,7 @@ void attentionForward(const AttentionArgs &a, float *out, float *lse,
           std::fill(row, row + w, 0.0f);
           continue;
         }
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t j = 0; j < w; ++j) {
-          const float e = vexp(row[j] - m);
-          row[j] = e;
-          sum += e;
-        }
-        const float inv = 1.0f / sum;
-        for (int64_t j = 0; j < w; ++j)
-          row[j] *= inv;
-        lb[i] = m + std::log(sum);
+        lb[i] = m + std::log(softmaxInPlace(row, w, m));
       }
       sgemm(false, false, n, d.dv, w, 1.0f, s, w, vb + r.begin * d.dv, d.dv,
             0.0f, ob, d.dv);
@@ -291,8 +342,15 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
         const float *qb = a.q + r0 * d.d;
         const float *ob = g.out + r0 * d.dv, *gb = g.grad + r0 * d.dv;
         const float *lb = g.lse + r0;
-        // The forward's keys: the others' probabilities are exactly 0.
-        const KeyRange r = blockScores(a, b, i0, n, kNorm, p);
+        // The forward's keys: the others' probabilities are exactly 0 (a
+        // replaced score's exp(c - lse) too, or every key's is computed).
+        KeyRange r = blockScores(a, b, i0, n, kNorm, p);
+        if (a.replace && r.width() < d.t)
+          for (int64_t i = 0; i < n; ++i)
+            if (std::isfinite(lb[i]) && !skippedKeysExact(a, lb[i])) {
+              r = blockScores(a, b, i0, n, kNorm, p, /*allKeys=*/true);
+              break;
+            }
         const int64_t w = r.width();
         for (int64_t i = 0; i < n; ++i) {
           float *row = p + i * w;
@@ -301,9 +359,16 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
             std::fill(row, row + w, 0.0f);
             continue;
           }
+          if (a.replace) {
+            // The softmax again, not exp(s - lse): a row the constant
+            // leads (a row the mask hides whole) has |lse| near |c|, whose
+            // f32 rounding (6e-4 at 1e4) exp(s - lse) would carry.
+            softmaxInPlace(row, w, rowMax(row, w));
+          } else {
 #pragma omp simd
-          for (int64_t j = 0; j < w; ++j)
-            row[j] = vexp(row[j] - l);
+            for (int64_t j = 0; j < w; ++j)
+              row[j] = vexp(row[j] - l);
+          }
           float dot = 0.0f;
           for (int64_t k = 0; k < d.dv; ++k)
             dot += gb[i * d.dv + k] * ob[i * d.dv + k];
@@ -328,6 +393,15 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
 #pragma omp simd
           for (int64_t j = 0; j < w; ++j)
             row[j] *= dpr[j] - di;
+          if (a.replace) { // a replaced score is a constant: ds = 0
+            const float *m = a.mask + d.maskOffset(b) +
+                             (i0 + i) * d.maskRowStride +
+                             r.begin * d.maskColStride;
+            for (int64_t j = 0; j < w; ++j)
+              if (m[j * d.maskColStride] ==
+                  -std::numeric_limits<float>::infinity())
+                row[j] = 0.0f;
+          }
         }
         // dq = scale ds kt^T; dkt += scale q^T ds.
         sgemm(false, true, n, d.d, w, d.scale, p, w, ktb + r.begin, d.t, 0.0f,

@@ -39,6 +39,8 @@ struct Args {
   AttentionDims d;
   int64_t rows = 1; // query rows per block
   const float *q, *kt, *v, *mask = nullptr, *fill = nullptr;
+  bool replace = false; // has_masked_score
+  float masked = 0.0f;
   // Per batch entry; shared, so that a step's copy of Args allocates nothing.
   std::shared_ptr<const std::vector<int64_t>> maskOffsets;
 };
@@ -64,6 +66,8 @@ Status attentionArgs(const KernelContext &ctx, Args &a) {
     a.mask = static_cast<const float *>(ctx.operand(at.mask));
   if (at.fill >= 0)
     a.fill = static_cast<const float *>(ctx.operand(at.fill));
+  a.replace = at.replaceMasked;
+  a.masked = at.maskedScore;
   auto offsets = std::make_shared<std::vector<int64_t>>();
   for (int64_t b = 0; hasMask && b < a.d.batch; ++b)
     offsets->push_back(a.d.maskOffset(b));
@@ -71,10 +75,17 @@ Status attentionArgs(const KernelContext &ctx, Args &a) {
   return Status::ok();
 }
 
-/// The mask's element of (b, i0, 0), or null without one.
-const float *maskAt(const Args &a, int64_t b, int64_t i0) {
-  return a.mask ? a.mask + (*a.maskOffsets)[b] + i0 * a.d.maskRowStride
-                : nullptr;
+/// The mask of the rows from (b, i0), none without one.
+AttentionMask maskAt(const Args &a, int64_t b, int64_t i0) {
+  AttentionMask m;
+  if (!a.mask)
+    return m;
+  m.m = a.mask + (*a.maskOffsets)[b] + i0 * a.d.maskRowStride;
+  m.rowStride = a.d.maskRowStride;
+  m.colStride = a.d.maskColStride;
+  m.replace = a.replace;
+  m.masked = a.masked;
+  return m;
 }
 
 /// A half attention's f32 copies at the start of the scratch, each
@@ -148,14 +159,16 @@ int flashSharedBytes(DType type, int d) {
 
 /// Whether an attention runs the tile kernels: head dims 32 to 128 (v's the
 /// same) whose blocks fit the device's shared memory (the f32 backward's
-/// 170 KB at head dim 128 fits Hopper's 227 KB, not an A100's 163),
+/// 170 KB at head dim 128 fits Hopper's 227 KB, not an A100's 163), and
+/// whose mask adds (masked_score, the replace, runs the blocked path),
 /// unless TESSEL_FLASH_ATTENTION=0.
-bool useFlash(const KernelContext &ctx, const AttentionDims &d) {
+bool useFlash(const KernelContext &ctx, const Args &a) {
   static const bool off = [] {
     const char *v = std::getenv("TESSEL_FLASH_ATTENTION");
     return v && std::strcmp(v, "0") == 0;
   }();
-  if (off || !flash::supportedHeadDim(d.d) || d.dv != d.d)
+  const AttentionDims &d = a.d;
+  if (off || a.replace || !flash::supportedHeadDim(d.d) || d.dv != d.d)
     return false;
   int device = 0, optin = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
@@ -194,7 +207,7 @@ Status makeFlashAttention(const KernelContext &ctx, const Args &a, Step &out) {
 Status makeAttention(const KernelContext &ctx, Step &out) {
   Args a;
   TSL_RETURN_IF_ERROR(attentionArgs(ctx, a));
-  if (useFlash(ctx, a.d))
+  if (useFlash(ctx, a))
     return isHalf(ctx.in(0).dtype) ? makeFlashAttention<uint16_t>(ctx, a, out)
                                    : makeFlashAttention<float>(ctx, a, out);
   const HalfCopies h(ctx, false);
@@ -224,8 +237,7 @@ Status makeAttention(const KernelContext &ctx, Step &out) {
             blas, false, false, n, int(d.t), int(d.d), d.scale, x.q + r0 * d.d,
             int(d.d), x.kt + b * d.d * d.t, int(d.t), 0.0f, s));
         TSL_RETURN_IF_ERROR(launched(
-            launchAttentionSoftmax(s, n, d.t, maskAt(x, b, i0), d.maskRowStride,
-                                   d.maskColStride, lse + r0, st),
+            launchAttentionSoftmax(s, n, d.t, maskAt(x, b, i0), lse + r0, st),
             "attention"));
         TSL_RETURN_IF_ERROR(gemmRowMajor(blas, false, false, n, int(d.dv),
                                          int(d.t), 1.0f, s, int(d.t), vb,
@@ -276,7 +288,7 @@ Status makeFlashAttentionGrad(const KernelContext &ctx, const Args &a,
 Status makeAttentionGrad(const KernelContext &ctx, Step &out) {
   Args a;
   TSL_RETURN_IF_ERROR(attentionArgs(ctx, a));
-  if (useFlash(ctx, a.d))
+  if (useFlash(ctx, a))
     return isHalf(ctx.in(0).dtype)
                ? makeFlashAttentionGrad<uint16_t>(ctx, a, out)
                : makeFlashAttentionGrad<float>(ctx, a, out);
@@ -328,9 +340,8 @@ Status makeAttentionGrad(const KernelContext &ctx, Step &out) {
                                          int(d.d), d.scale, qb, int(d.d), ktb,
                                          int(d.t), 0.0f, p));
         TSL_RETURN_IF_ERROR(launched(
-            launchAttentionProbabilities(
-                p, n, d.t, maskAt(x, b, i0), d.maskRowStride, d.maskColStride,
-                lse + r0, gb, o + r0 * d.dv, d.dv, delta, st),
+            launchAttentionProbabilities(p, n, d.t, maskAt(x, b, i0), lse + r0,
+                                         gb, o + r0 * d.dv, d.dv, delta, st),
             "attention_grad"));
         TSL_RETURN_IF_ERROR(gemmRowMajor(blas, true, false, int(d.t),
                                          int(d.dv), n, 1.0f, p, int(d.t), gb,
@@ -342,9 +353,10 @@ Status makeAttentionGrad(const KernelContext &ctx, Step &out) {
         TSL_RETURN_IF_ERROR(gemmRowMajor(blas, false, true, n, int(d.t),
                                          int(d.dv), 1.0f, gb, int(d.dv), vb,
                                          int(d.dv), 0.0f, dp));
-        TSL_RETURN_IF_ERROR(launched(
-            launchAttentionDs(p, dp, delta, lse + r0, n, d.t, st),
-            "attention_grad"));
+        TSL_RETURN_IF_ERROR(
+            launched(launchAttentionDs(p, dp, delta, lse + r0, n, d.t,
+                                       maskAt(x, b, i0), st),
+                     "attention_grad"));
         TSL_RETURN_IF_ERROR(gemmRowMajor(blas, false, true, n, int(d.d),
                                          int(d.t), d.scale, p, int(d.t), ktb,
                                          int(d.t), 0.0f, dq + r0 * d.d));

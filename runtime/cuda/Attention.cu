@@ -26,43 +26,55 @@ struct MaxNanF {
   }
 };
 
-/// Scores [rows, t] in place: + mask (m0 + i rowStride + j colStride when
-/// m0 is set), softmax per row, lse[i]; a row whose max is not finite gets
-/// zeros and lse NaN.
+/// Score x of (i, j) with the mask: x + mask, or the masked score where
+/// the mask replaces it.
+__device__ inline float withMask(float x, const AttentionMask &mask, int64_t i,
+                                 int64_t j) {
+  if (!mask.m)
+    return x;
+  const float m = mask.m[i * mask.rowStride + j * mask.colStride];
+  return mask.replace && m == -INFINITY ? mask.masked : x + m;
+}
+
+/// Row i of the scores in place with the mask, then its softmax (one
+/// block); returns the row's lse, NaN (and zeros) where its max is not
+/// finite.
+__device__ float softmaxRow(float *row, int64_t i, int64_t t,
+                            const AttentionMask &mask, float *shm) {
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < t; j += blockDim.x) {
+    const float x = withMask(row[j], mask, i, j);
+    row[j] = x;
+    m = MaxNanF()(x, m);
+  }
+  m = blockReduce(m, -INFINITY, MaxNanF(), shm);
+  if (!isfinite(m)) {
+    for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
+      row[j] = 0.0f;
+    return NAN;
+  }
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < t; j += blockDim.x) {
+    const float e = expf(row[j] - m);
+    row[j] = e;
+    sum += e;
+  }
+  sum = blockReduce(sum, 0.0f, SumF(), shm);
+  const float inv = 1.0f / sum;
+  for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
+    row[j] *= inv;
+  return m + logf(sum);
+}
+
+/// Scores [rows, t] in place: with the mask, softmax per row, lse[i]; a
+/// row whose max is not finite gets zeros and lse NaN.
 __global__ void softmaxScoresKernel(float *s, int64_t rows, int64_t t,
-                                    const float *m0, int64_t rowStride,
-                                    int64_t colStride, float *lse) {
+                                    AttentionMask mask, float *lse) {
   __shared__ float shm[32];
   for (int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
-    float *row = s + i * t;
-    float m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < t; j += blockDim.x) {
-      float x = row[j];
-      if (m0)
-        x += m0[i * rowStride + j * colStride];
-      row[j] = x;
-      m = MaxNanF()(x, m);
-    }
-    m = blockReduce(m, -INFINITY, MaxNanF(), shm);
-    if (!isfinite(m)) {
-      for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
-        row[j] = 0.0f;
-      if (threadIdx.x == 0)
-        lse[i] = NAN;
-      continue;
-    }
-    float sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < t; j += blockDim.x) {
-      const float e = expf(row[j] - m);
-      row[j] = e;
-      sum += e;
-    }
-    sum = blockReduce(sum, 0.0f, SumF(), shm);
-    const float inv = 1.0f / sum;
-    for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
-      row[j] *= inv;
+    const float l = softmaxRow(s + i * t, i, t, mask, shm);
     if (threadIdx.x == 0)
-      lse[i] = m + logf(sum);
+      lse[i] = l;
   }
 }
 
@@ -86,11 +98,12 @@ __global__ void nanRowsKernel(const float *lse, int64_t rows, const float *v,
   }
 }
 
-/// p [rows, t] = exp(scores + mask - lse) in place (0 in NaN rows), and
-/// delta[i] = sum_k grad[i, k] out[i, k].
+/// p [rows, t] = exp(masked scores - lse) in place (0 in NaN rows), and
+/// delta[i] = sum_k grad[i, k] out[i, k]. Where the mask replaces, the
+/// softmax again instead (as cpu/Attention.cpp): a row the constant leads
+/// has |lse| near |c|, whose f32 rounding exp(s - lse) would carry.
 __global__ void probabilitiesKernel(float *p, int64_t rows, int64_t t,
-                                    const float *m0, int64_t rowStride,
-                                    int64_t colStride, const float *lse,
+                                    AttentionMask mask, const float *lse,
                                     const float *grad, const float *out,
                                     int64_t dv, float *delta) {
   __shared__ float shm[32];
@@ -98,11 +111,11 @@ __global__ void probabilitiesKernel(float *p, int64_t rows, int64_t t,
     float *row = p + i * t;
     const float l = lse[i];
     const bool ok = isfinite(l);
-    for (int64_t j = threadIdx.x; j < t; j += blockDim.x) {
-      float x = row[j];
-      if (m0)
-        x += m0[i * rowStride + j * colStride];
-      row[j] = ok ? expf(x - l) : 0.0f;
+    if (ok && mask.replace) { // block-uniform: every thread reduces
+      softmaxRow(row, i, t, mask, shm);
+    } else {
+      for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
+        row[j] = ok ? expf(withMask(row[j], mask, i, j) - l) : 0.0f;
     }
     float dot = 0.0f;
     for (int64_t k = threadIdx.x; k < dv; k += blockDim.x)
@@ -113,12 +126,17 @@ __global__ void probabilitiesKernel(float *p, int64_t rows, int64_t t,
   }
 }
 
-/// ds = p (dp - delta) in place of p; 0 in NaN rows.
+/// ds = p (dp - delta) in place of p; 0 in NaN rows and where the mask
+/// replaced the score by a constant.
 __global__ void dsKernel(float *p, const float *dp, const float *delta,
-                         const float *lse, int64_t rows, int64_t t) {
+                         const float *lse, int64_t rows, int64_t t,
+                         AttentionMask mask) {
   TSL_GRID_LOOP(e, rows * t) {
-    const int64_t i = e / t;
-    p[e] = isfinite(lse[i]) ? p[e] * (dp[e] - delta[i]) : 0.0f;
+    const int64_t i = e / t, j = e % t;
+    const bool constant =
+        mask.replace &&
+        mask.m[i * mask.rowStride + j * mask.colStride] == -INFINITY;
+    p[e] = isfinite(lse[i]) && !constant ? p[e] * (dp[e] - delta[i]) : 0.0f;
   }
 }
 
@@ -144,13 +162,12 @@ __global__ void nanRowsGradKernel(const float *lse, const float *grad,
 } // namespace
 
 cudaError_t launchAttentionSoftmax(float *s, int64_t rows, int64_t t,
-                                   const float *mask, int64_t rowStride,
-                                   int64_t colStride, float *lse,
+                                   const AttentionMask &mask, float *lse,
                                    cudaStream_t st) {
   if (rows == 0)
     return cudaSuccess;
-  softmaxScoresKernel<<<gridRows(rows), kThreads, 0, st>>>(
-      s, rows, t, mask, rowStride, colStride, lse);
+  softmaxScoresKernel<<<gridRows(rows), kThreads, 0, st>>>(s, rows, t, mask,
+                                                           lse);
   return cudaGetLastError();
 }
 
@@ -163,22 +180,21 @@ cudaError_t launchAttentionNanRows(const float *lse, int64_t rows,
 }
 
 cudaError_t launchAttentionProbabilities(float *p, int64_t rows, int64_t t,
-                                         const float *mask, int64_t rowStride,
-                                         int64_t colStride, const float *lse,
-                                         const float *grad, const float *out,
-                                         int64_t dv, float *delta,
-                                         cudaStream_t st) {
+                                         const AttentionMask &mask,
+                                         const float *lse, const float *grad,
+                                         const float *out, int64_t dv,
+                                         float *delta, cudaStream_t st) {
   if (rows == 0)
     return cudaSuccess;
   probabilitiesKernel<<<gridRows(rows), kThreads, 0, st>>>(
-      p, rows, t, mask, rowStride, colStride, lse, grad, out, dv, delta);
+      p, rows, t, mask, lse, grad, out, dv, delta);
   return cudaGetLastError();
 }
 
 cudaError_t launchAttentionDs(float *p, const float *dp, const float *delta,
                               const float *lse, int64_t rows, int64_t t,
-                              cudaStream_t st) {
-  return launchOver(rows * t, st, dsKernel, p, dp, delta, lse, rows, t);
+                              const AttentionMask &mask, cudaStream_t st) {
+  return launchOver(rows * t, st, dsKernel, p, dp, delta, lse, rows, t, mask);
 }
 
 cudaError_t launchAttentionNanRowsGrad(const float *lse, const float *grad,

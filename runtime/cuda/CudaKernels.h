@@ -282,12 +282,20 @@ cudaError_t launchFused(const FusedLaunch &p, void *out, int64_t n,
                         cudaStream_t s);
 
 // Attention (Attention.cu) -------------------------------------------------
-/// Scores [rows, t] in place: + mask (mask + i rowStride + j colStride; none
-/// when null), softmax per row, lse [rows]; a row whose max is not finite
-/// (every score -inf, a NaN or +inf one) gets zeros and lse NaN.
+/// A block of rows' mask: element (i, j) at m + i rowStride + j colStride
+/// (none when m is null), added to the scores; with `replace`
+/// (has_masked_score), a score whose mask is -inf is `masked` instead.
+struct AttentionMask {
+  const float *m = nullptr;
+  int64_t rowStride = 0, colStride = 0;
+  bool replace = false;
+  float masked = 0.0f;
+};
+/// Scores [rows, t] in place: with the mask, softmax per row, lse [rows]; a
+/// row whose max is not finite (every score -inf, a NaN or +inf one) gets
+/// zeros and lse NaN.
 cudaError_t launchAttentionSoftmax(float *s, int64_t rows, int64_t t,
-                                   const float *mask, int64_t rowStride,
-                                   int64_t colStride, float *lse,
+                                   const AttentionMask &mask, float *lse,
                                    cudaStream_t st);
 /// The rows of out [rows, dv] whose lse is NaN: *fill times the sum of v's
 /// [t, dv] rows, or NaN when fill is null.
@@ -295,18 +303,18 @@ cudaError_t launchAttentionNanRows(const float *lse, int64_t rows,
                                    const float *v, int64_t t, int64_t dv,
                                    const float *fill, float *out,
                                    cudaStream_t st);
-/// Scores [rows, t] in place -> exp(scores + mask - lse) (0 where lse is not
+/// Scores [rows, t] in place -> exp(masked scores - lse) (0 where lse is not
 /// finite); delta[i] = sum_k grad[i, k] out[i, k].
 cudaError_t launchAttentionProbabilities(float *p, int64_t rows, int64_t t,
-                                         const float *mask, int64_t rowStride,
-                                         int64_t colStride, const float *lse,
-                                         const float *grad, const float *out,
-                                         int64_t dv, float *delta,
-                                         cudaStream_t st);
-/// p = p (dp - delta[i]) in place, 0 where lse is not finite.
+                                         const AttentionMask &mask,
+                                         const float *lse, const float *grad,
+                                         const float *out, int64_t dv,
+                                         float *delta, cudaStream_t st);
+/// p = p (dp - delta[i]) in place, 0 where lse is not finite and where the
+/// mask's replace made the score a constant.
 cudaError_t launchAttentionDs(float *p, const float *dp, const float *delta,
                               const float *lse, int64_t rows, int64_t t,
-                              cudaStream_t st);
+                              const AttentionMask &mask, cudaStream_t st);
 /// dv [t, dv] += *fill times the sum of grad's rows whose lse is not finite
 /// (nothing when fill is null).
 cudaError_t launchAttentionNanRowsGrad(const float *lse, const float *grad,

@@ -21,6 +21,7 @@
 #include "tessel/support/Checked.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace tessel::runtime::verifier {
@@ -474,15 +475,29 @@ Status OpChecker::checkBatchNormTrain() {
 // (tessel/ops/Attention.h): q, kt, v, out, grad and the gradients of one
 // type, f32, bf16 or f16 (a half attention: f32 sums, docs/precision.md);
 // mask, nan_fill and lse f32. `has_mask` and `has_nan_fill` say which of
-// the optional operands follow.
+// the optional operands follow; `has_masked_score` (with a mask) that the
+// scores it hides are the finite `masked_score`.
 Status OpChecker::checkAttention() {
   const bool grad = op.kind == OpKind::AttentionGrad;
   const size_t base = grad ? 6 : 3;
   int64_t hasMask = 0, hasFill = 0;
   TSL_RETURN_IF_ERROR(intAttr("has_mask", hasMask, 0));
   TSL_RETURN_IF_ERROR(intAttr("has_nan_fill", hasFill, 0));
-  if ((hasMask != 0 && hasMask != 1) || (hasFill != 0 && hasFill != 1))
-    return fail("attributes 'has_mask' and 'has_nan_fill' must be 0 or 1");
+  int64_t hasMasked = 0;
+  TSL_RETURN_IF_ERROR(intAttr("has_masked_score", hasMasked, 0));
+  if ((hasMask != 0 && hasMask != 1) || (hasFill != 0 && hasFill != 1) ||
+      (hasMasked != 0 && hasMasked != 1))
+    return fail("attributes 'has_mask', 'has_nan_fill' and "
+                "'has_masked_score' must be 0 or 1");
+  if (hasMasked) {
+    float masked;
+    TSL_RETURN_IF_ERROR(floatAttr("masked_score", masked, 0.0f));
+    if (!std::isfinite(masked))
+      return fail("attribute 'masked_score' must be finite, got " +
+                  std::to_string(masked));
+    if (!hasMask)
+      return fail("attribute 'has_masked_score' needs a mask (has_mask 1)");
+  }
   const size_t n = base + hasMask + hasFill;
   TSL_RETURN_IF_ERROR(counts(n, n, grad ? 3 : 2));
   TSL_RETURN_IF_ERROR(

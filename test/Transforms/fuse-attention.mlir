@@ -79,6 +79,68 @@ func.func @onnx_attention(%q: tensor<2x4x5x8xf32>, %kt: tensor<2x4x8x6xf32>, %v:
   return %6 : tensor<2x4x5x8xf32>
 }
 
+// transformers' GPT-2 before 4.26 as torch 1.13 exported it
+// (test/models/gpt2_deep): the product divided, then where(hide, -1e4, s)
+// with the bool mask folded. The mask becomes where(hide, -inf, 0) and the
+// fill the op's masked_score, which replaces the hidden scores.
+// CHECK-LABEL: func.func @gpt2_masked_bias
+// CHECK-DAG: %[[Z:.*]] = tessel.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[INF:.*]] = tessel.constant dense<0xFF800000> : tensor<f32>
+// CHECK: %[[M:.*]] = tessel.where %hide, %[[INF]], %[[Z]] : (tensor<1x1x6x6xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x6x6xf32>
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = tessel.attention %q, %kt, %v mask %[[M]] {masked_score = -1.000000e+04 : f32, scale = 0.176776{{[0-9]*}} : f32} : (tensor<2x4x6x8xf32>, tensor<2x4x8x6xf32>, tensor<2x4x6x8xf32>, tensor<1x1x6x6xf32>) -> (tensor<2x4x6x8xf32>, tensor<2x4x6xf32>)
+// CHECK-NEXT: return %[[O]]
+// CHECK-NOT: tessel.softmax
+func.func @gpt2_masked_bias(%q: tensor<2x4x6x8xf32>, %kt: tensor<2x4x8x6xf32>, %v: tensor<2x4x6x8xf32>, %hide: tensor<1x1x6x6xi1>) -> tensor<2x4x6x8xf32> {
+  %0 = tessel.matmul %q, %kt : (tensor<2x4x6x8xf32>, tensor<2x4x8x6xf32>) -> tensor<2x4x6x6xf32>
+  %c = tessel.constant dense<5.656854> : tensor<f32>
+  %1 = tessel.div %0, %c : (tensor<2x4x6x6xf32>, tensor<f32>) -> tensor<2x4x6x6xf32>
+  %f = tessel.constant dense<-1.0e4> : tensor<f32>
+  %2 = tessel.where %hide, %f, %1 : (tensor<1x1x6x6xi1>, tensor<f32>, tensor<2x4x6x6xf32>) -> tensor<2x4x6x6xf32>
+  %3 = tessel.softmax %2 axis = 3 : tensor<2x4x6x6xf32>
+  %4 = tessel.matmul %3, %v : (tensor<2x4x6x6xf32>, tensor<2x4x6x8xf32>) -> tensor<2x4x6x8xf32>
+  return %4 : tensor<2x4x6x8xf32>
+}
+
+// transformers' eager GPT-2 since 4.26: where(keep, s, finfo.min). A
+// hidden score is -inf beside any kept one: no masked_score; a row the
+// mask hides whole gets the fill 1/T (here 1/6), as the where made it.
+// CHECK-LABEL: func.func @gpt2_finfo_min
+// CHECK: %[[M:.*]] = tessel.where %keep, %{{.*}}, %{{.*}} : (tensor<6x6xi1>, tensor<f32>, tensor<f32>) -> tensor<6x6xf32>
+// CHECK-NEXT: %[[F:.*]] = tessel.constant dense<0.166666672> : tensor<f32>
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = tessel.attention %q, %kt, %v mask %[[M]] nan_fill %[[F]] :
+// CHECK-NOT: masked_score
+func.func @gpt2_finfo_min(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: tensor<4x6x8xf32>, %keep: tensor<6x6xi1>) -> tensor<4x6x8xf32> {
+  %0 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
+  %f = tessel.constant dense<-3.40282347E+38> : tensor<f32>
+  %1 = tessel.where %keep, %0, %f : (tensor<6x6xi1>, tensor<4x6x6xf32>, tensor<f32>) -> tensor<4x6x6xf32>
+  %2 = tessel.softmax %1 axis = 2 : tensor<4x6x6xf32>
+  %3 = tessel.matmul %2, %v : (tensor<4x6x6xf32>, tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  return %3 : tensor<4x6x8xf32>
+}
+
+// Not fused: a where whose fill is +inf or NaN (no mask's), or whose
+// fill is a tensor rather than a scalar.
+// CHECK-LABEL: func.func @not_a_mask_fill
+// CHECK-NOT: tessel.attention
+// CHECK: return
+func.func @not_a_mask_fill(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: tensor<4x6x8xf32>, %keep: tensor<6x6xi1>, %fills: tensor<6x6xf32>) -> (tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>) {
+  %inf = tessel.constant dense<0x7F800000> : tensor<f32>
+  %nan = tessel.constant dense<0x7FC00000> : tensor<f32>
+  %0 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
+  %1 = tessel.where %keep, %0, %inf : (tensor<6x6xi1>, tensor<4x6x6xf32>, tensor<f32>) -> tensor<4x6x6xf32>
+  %2 = tessel.softmax %1 axis = 2 : tensor<4x6x6xf32>
+  %3 = tessel.matmul %2, %v : (tensor<4x6x6xf32>, tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  %10 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
+  %11 = tessel.where %keep, %nan, %10 : (tensor<6x6xi1>, tensor<f32>, tensor<4x6x6xf32>) -> tensor<4x6x6xf32>
+  %12 = tessel.softmax %11 axis = 2 : tensor<4x6x6xf32>
+  %13 = tessel.matmul %12, %v : (tensor<4x6x6xf32>, tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  %20 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
+  %21 = tessel.where %keep, %20, %fills : (tensor<6x6xi1>, tensor<4x6x6xf32>, tensor<6x6xf32>) -> tensor<4x6x6xf32>
+  %22 = tessel.softmax %21 axis = 2 : tensor<4x6x6xf32>
+  %23 = tessel.matmul %22, %v : (tensor<4x6x6xf32>, tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  return %3, %13, %23 : tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>
+}
+
 // Not fused: a guard on another tensor than the mask, one over the query
 // rows (dim 2), one whose rows become 1 rather than 0.
 // CHECK-LABEL: func.func @not_the_mask_guard

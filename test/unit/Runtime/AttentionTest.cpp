@@ -3,8 +3,8 @@
 // The fused kernels against the unfused math in double: the scores whole,
 // an exact softmax, and the gradient by the chain rule over the [S, T]
 // matrices. Blocks of query rows (S above a block), masks of every
-// broadcast, fully masked rows with and without the NaN guard's fill, and
-// one and two threads.
+// broadcast, fully masked rows with and without the NaN guard's fill,
+// masked_score's replace of the -inf mask entries, and one and two threads.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -24,6 +24,7 @@ struct Case {
   bool fill;
   bool maskRows; // make some rows of the mask all -inf
   float causal = 0; // nonzero: a causal mask of this value above the diagonal
+  float masked = NAN; // has_masked_score: the score where the mask is -inf
 };
 
 struct Reference {
@@ -54,6 +55,7 @@ Reference reference(const Case &c, const Tensor &q, const Tensor &kt,
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < c.s; ++i) {
       std::vector<double> x(c.t), p(c.t), dp(c.t);
+      std::vector<bool> constant(c.t, false);
       double m = -INFINITY;
       for (int64_t j = 0; j < c.t; ++j) {
         double acc = 0;
@@ -61,9 +63,12 @@ Reference reference(const Case &c, const Tensor &q, const Tensor &kt,
           acc += double(Q[(b * c.s + i) * c.d + k]) *
                  K[(b * c.d + k) * c.t + j];
         x[j] = c.scale * acc;
-        if (mask)
-          x[j] += mask->data<float>()[broadcastIndex(
+        if (mask) {
+          const float mv = mask->data<float>()[broadcastIndex(
               unravel((b * c.s + i) * c.t + j, scores), mask->shape())];
+          constant[j] = !std::isnan(c.masked) && mv == -INFINITY;
+          x[j] = constant[j] ? c.masked : x[j] + mv;
+        }
         m = std::max(m, x[j]);
       }
       const bool nanRow = !std::isfinite(m);
@@ -91,7 +96,7 @@ Reference reference(const Case &c, const Tensor &q, const Tensor &kt,
       for (int64_t j = 0; j < c.t; ++j) {
         for (int64_t k = 0; k < c.dv; ++k)
           r.dv[(b * c.t + j) * c.dv + k] += p[j] * G[(b * c.s + i) * c.dv + k];
-        const double ds = nanRow ? 0.0 : p[j] * (dp[j] - rowsum);
+        const double ds = nanRow || constant[j] ? 0.0 : p[j] * (dp[j] - rowsum);
         for (int64_t k = 0; k < c.d; ++k) {
           r.dq[(b * c.s + i) * c.d + k] +=
               c.scale * ds * K[(b * c.d + k) * c.t + j];
@@ -130,21 +135,45 @@ TEST(Attention, ForwardAndBackwardMatchTheUnfusedMath) {
       {{2, 4}, 9, 13, 8, 5, {2, 1, 9, 13}, 0.5f, true, false},
       {{3}, 300, 20, 4, 6, {1, 300, 20}, 0.25f, true, false}, // 3 row blocks
       {{}, 7, 5, 3, 2, {7, 1}, 1.0f, false, false},           // no batch dims
-      {{2, 2}, 6, 6, 4, 4, {2, 1, 6, 6}, 0.5f, true, true},   // masked rows, fill
-      {{2, 2}, 6, 6, 4, 4, {2, 1, 6, 6}, 0.5f, false, true},  // masked rows: NaN
+      {{2, 2}, 6, 6, 4, 4, {2, 1, 6, 6}, 0.5f, true, true}, // masked rows, fill
+      {{2, 2}, 6, 6, 4, 4, {2, 1, 6, 6}, 0.5f, false, true}, // masked rows: NaN
       // Causal masks, as the exporters fold them (finfo.min) and as -inf:
       // the blocks skip the keys after their last row.
-      {{1, 2}, 300, 300, 8, 8, {1, 1, 300, 300}, 0.35f, true, false,
+      {{1, 2},
+       300,
+       300,
+       8,
+       8,
+       {1, 1, 300, 300},
+       0.35f,
+       true,
+       false,
        -3.4028235e38f},
       {{2}, 260, 260, 4, 6, {260, 260}, 0.5f, false, false, -INFINITY},
+      // masked_score (where(keep, s, c), GPT-2's -1e4 before transformers
+      // 4.26): -1e4 leaves the skipped keys exact; -1 does not (the blocks
+      // compute every key); rows the mask hides whole are uniform.
+      {{1, 2},
+       300,
+       300,
+       8,
+       8,
+       {1, 1, 300, 300},
+       0.35f,
+       false,
+       false,
+       -INFINITY,
+       -1e4f},
+      {{2}, 260, 260, 4, 6, {260, 260}, 2.0f, true, false, -INFINITY, -1.0f},
+      {{2, 2}, 6, 6, 4, 4, {2, 1, 6, 6}, 0.5f, false, true, 0, -1e4f},
   };
   for (const Case &c : cases)
     for (int threads : {1, 2}) {
-      SCOPED_TRACE("lead " + shapeToString(c.lead) + " s " +
-                   std::to_string(c.s) + " t " + std::to_string(c.t) +
-                   " mask " + shapeToString(c.mask) + " fill " +
-                   std::to_string(c.fill) + " threads " +
-                   std::to_string(threads));
+      SCOPED_TRACE(
+          "lead " + shapeToString(c.lead) + " s " + std::to_string(c.s) +
+          " t " + std::to_string(c.t) + " mask " + shapeToString(c.mask) +
+          " fill " + std::to_string(c.fill) + " masked_score " +
+          std::to_string(c.masked) + " threads " + std::to_string(threads));
       auto with = [&](std::initializer_list<int64_t> tail) {
         Shape s = c.lead;
         s.insert(s.end(), tail);
@@ -183,13 +212,15 @@ TEST(Attention, ForwardAndBackwardMatchTheUnfusedMath) {
                         .f("scale", c.scale)
                         .i("has_mask", !c.mask.empty())
                         .i("has_nan_fill", c.fill);
+      if (!std::isnan(c.masked))
+        attrs.i("has_masked_score", 1).f("masked_score", c.masked);
       auto fwd = runOp("attention", in,
                        {{DType::F32, with({c.s, c.dv})},
                         {DType::F32, with({c.s})}},
                        attrs, threads);
       expectNear(fwd[0], want.out, "out");
       expectNear(fwd[1], want.lse, "lse");
-      if (!c.fill && c.maskRows)
+      if (!c.fill && c.maskRows && std::isnan(c.masked))
         continue; // NaN rows without the guard: the gradient is NaN too
       std::vector<Tensor> bin = {q, kt, v, fwd[0], fwd[1], g};
       bin.insert(bin.end(), in.begin() + 3, in.end());
@@ -279,6 +310,28 @@ TEST(Attention, LoadTimeChecksNameTheMismatch) {
                  Attrs().i("has_mask", 1), prog);
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("the mask does not broadcast to the scores"),
+            std::string::npos)
+      << s.message();
+  // masked_score replaces what a mask hides: it needs a mask, and a finite
+  // value.
+  s = buildOneOp(
+      "attention", {q, kt2, v}, {{DType::F32, {2, 4, 8}}, {DType::F32, {2, 4}}},
+      Attrs().i("has_masked_score", 1).f("masked_score", -1e4f), prog);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("'has_masked_score' needs a mask"),
+            std::string::npos)
+      << s.message();
+  Tensor mask2 = randomF32({4, 5}, rng);
+  s = buildOneOp(
+      "attention", {q, kt2, v, mask2},
+      {{DType::F32, {2, 4, 8}}, {DType::F32, {2, 4}}},
+      Attrs()
+          .i("has_mask", 1)
+          .i("has_masked_score", 1)
+          .f("masked_score", -std::numeric_limits<float>::infinity()),
+      prog);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("'masked_score' must be finite"),
             std::string::npos)
       << s.message();
   // A half attention reads q, kt and v of one type, its mask in f32.

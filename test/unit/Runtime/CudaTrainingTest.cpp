@@ -91,11 +91,14 @@ TEST(CudaTraining, Attention) {
   // dims 32 to 128): a causal mask at the exporters' dead value over rows
   // and keys that are no multiple of a tile, the benchmark's attention
   // (seq 1024, head dim 64, causal), head dims 80 and 128, a padding mask
-  // broadcast over heads, no mask.
+  // broadcast over heads, no mask. masked_score (a finite where fill:
+  // the causal mask -inf, its scores replaced; the blocked path at any head
+  // dim), with a fill whose hidden keys count (-1) and GPT-2's -1e4.
   struct Case {
     Shape q, kt, v, mask;
     bool fill;
     bool causal = false;
+    float masked = NAN;
   };
   for (const Case &c : std::vector<Case>{
            {{2, 3, 16, 8}, {2, 3, 8, 16}, {2, 3, 16, 8}, {}, false},
@@ -125,7 +128,21 @@ TEST(CudaTraining, Attention) {
             {2, 2, 32, 150},
             {2, 2, 150, 32},
             {2, 1, 1, 150},
-            true}}) {
+            true},
+           {{2, 3, 200, 64},
+            {2, 3, 64, 200},
+            {2, 3, 200, 64},
+            {1, 1, 200, 200},
+            false,
+            true,
+            -1e4f},
+           {{2, 2, 70, 16},
+            {2, 2, 16, 70},
+            {2, 2, 70, 16},
+            {70, 70},
+            true,
+            true,
+            -1.0f}}) {
     SCOPED_TRACE(shapeToString(c.q) + " " + shapeToString(c.kt));
     std::vector<Tensor> in = {randomF32(c.q, rng), randomF32(c.kt, rng),
                               randomF32(c.v, rng)};
@@ -134,7 +151,9 @@ TEST(CudaTraining, Attention) {
       const int64_t t = c.mask.back();
       for (int64_t e = 0; e < m.numElements(); ++e)
         if (c.causal && e % t > (e / t) % c.mask[c.mask.size() - 2])
-          m.data<float>()[e] = -3.4028235e38f; // the exporters' causal fill
+          m.data<float>()[e] = std::isnan(c.masked)
+                                   ? -3.4028235e38f // the exporters' fill
+                                   : -INFINITY;     // masked_score's
       for (int64_t e = 0; e < m.numElements() && e < t; ++e)
         m.data<float>()[e] = -INFINITY; // the first row of the first plane
       in.push_back(m);
@@ -150,6 +169,8 @@ TEST(CudaTraining, Attention) {
                       .f("scale", 0.3f)
                       .i("has_mask", !c.mask.empty())
                       .i("has_nan_fill", c.fill);
+    if (!std::isnan(c.masked))
+      attrs.i("has_masked_score", 1).f("masked_score", c.masked);
     conformOp("attention", in, {{DType::F32, out}, {DType::F32, rows}}, attrs,
               {1e-4, 1e-4});
     // The gradient from the CPU's forward results.

@@ -34,7 +34,8 @@ using namespace tessel::runtime::flashemu;
 cpu::KernelFactory cpuAttention = nullptr, cpuAttentionGrad = nullptr;
 
 /// The attention's geometry, mask and fill; false when the tiles do not
-/// take it.
+/// take it (as cuda/Attention.cpp's useFlash: a head dim they have, v's
+/// the same, a mask that adds rather than masked_score's replace).
 bool tileGeometry(const cpu::KernelContext &ctx, AttentionDims &d,
                   const float *&mask, const float *&fill) {
   const AttentionOperands at = attentionOperands(ctx.op);
@@ -48,7 +49,7 @@ bool tileGeometry(const cpu::KernelContext &ctx, AttentionDims &d,
       at.mask >= 0 ? static_cast<const float *>(ctx.operand(at.mask)) : nullptr;
   fill =
       at.fill >= 0 ? static_cast<const float *>(ctx.operand(at.fill)) : nullptr;
-  return flash::supportedHeadDim(d.d) && d.dv == d.d;
+  return !at.replaceMasked && flash::supportedHeadDim(d.d) && d.dv == d.d;
 }
 
 /// f32 into an element: a half's bits (bf16 by kBf16, else f16) or a float.

@@ -1,4 +1,5 @@
-//===- Attention.h - the geometry of attention and attention_grad -*- C++ -*-===//
+//===- Attention.h - the geometry of attention and attention_grad -*- C++
+//-*-===//
 //
 // The geometry of a fused attention instruction (dialects/tessel/
 // TesselOps.td, TrainingOps.td), worked out once from its operands' shapes
@@ -9,6 +10,9 @@
 //                  (, mask -> [L.., S, T]) (, nan_fill []) -> out, lse
 //   attention_grad q, kt, v, out [L.., S, Dv], lse [L.., S], grad
 //                  (, mask) (, nan_fill) -> dq, dkt, dv
+//
+// With `has_masked_score`, a score whose mask is -inf is `masked_score`
+// instead of -inf (the exporters' where(keep, s, c) with a finite c).
 //
 // The leading dims L.. flatten to `batch` (row-major). The mask broadcasts
 // (numpy), so its element of (b, i, j) is at maskOffset(b) + i rowStride +
@@ -52,6 +56,10 @@ struct AttentionDims {
 /// `has_nan_fill`); -1 where absent.
 struct AttentionOperands {
   int mask = -1, fill = -1;
+  /// `has_masked_score`: the scores whose mask is -inf are `maskedScore`
+  /// (a replace, not an add), a finite constant.
+  bool replaceMasked = false;
+  float maskedScore = 0.0f;
 };
 inline AttentionOperands attentionOperands(const Op &op) {
   AttentionOperands a;
@@ -60,6 +68,8 @@ inline AttentionOperands attentionOperands(const Op &op) {
     a.mask = next++;
   if (op.intAttr("has_nan_fill", 0) != 0)
     a.fill = next;
+  a.replaceMasked = op.intAttr("has_masked_score", 0) != 0;
+  a.maskedScore = op.floatAttr("masked_score", 0.0f);
   return a;
 }
 
