@@ -29,6 +29,21 @@ def build(name):
         return tf.BertModel(tf.BertConfig(**small)), {"input_ids": ids, "attention_mask": mask}
     if name == "gpt2":
         return tf.GPT2Model(tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=64)), {"input_ids": ids}
+    if name == "gpt2_masked_bias":
+        # transformers' GPT-2 attention before 4.26: the causal mask by
+        # where(causal, w, masked_bias) with masked_bias = -1e4, not -inf
+        # (tessel.attention's masked_score; docs/fusion.md).
+        def masked_bias_attention(module, q, k, v, attention_mask, scaling=None, dropout=0.0, **kw):
+            w = torch.matmul(q, k.transpose(-1, -2)) / torch.full([], v.size(-1) ** 0.5)
+            s, t = q.size(-2), k.size(-2)
+            causal = torch.tril(torch.ones(t, t, dtype=torch.bool))[t - s:t].view(1, 1, s, t)
+            w = torch.where(causal, w, torch.full([], -1e4))
+            o = torch.matmul(torch.softmax(w, dim=-1), v)
+            return o.transpose(1, 2), None
+        tf.AttentionInterface.register("masked_bias", masked_bias_attention)
+        cfg = tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=64)
+        cfg._attn_implementation = "masked_bias"
+        return tf.GPT2Model(cfg), {"input_ids": ids}
     if name in ("llama", "mistral", "qwen2"):
         cfg = {"llama": (tf.LlamaConfig, tf.LlamaModel), "mistral": (tf.MistralConfig, tf.MistralModel),
                "qwen2": (tf.Qwen2Config, tf.Qwen2Model)}[name]
@@ -74,7 +89,7 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--opset", type=int, help="the dynamo export's opset (default: torch's)")
     ap.add_argument("--modes", default="dynamo,ts", help="exporters: dynamo, ts (dynamo=False)")
-    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc"])
+    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc"])
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     bad = 0
