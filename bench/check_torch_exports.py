@@ -44,6 +44,37 @@ def build(name):
         cfg = tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=64)
         cfg._attn_implementation = "masked_bias"
         return tf.GPT2Model(cfg), {"input_ids": ids}
+    if name == "gpt2_where_add":
+        # transformers 4.26 to 4.4x's eager GPT-2 attention (GPT-Neo's and
+        # GPT-J's alike) given an attention_mask: where(causal, w, finfo.min)
+        # plus the additive padding mask; left padding, so that the first
+        # query rows of batch 1 keep only padded keys.
+        class OldGpt2(torch.nn.Module):
+            def __init__(self, d=64, heads=4, layers=2, vocab=100, n=64):
+                super().__init__()
+                self.heads = heads
+                self.wte, self.wpe = torch.nn.Embedding(vocab, d), torch.nn.Embedding(n, d)
+                self.ln = torch.nn.ModuleList(torch.nn.LayerNorm(d) for _ in range(layers))
+                self.qkv = torch.nn.ModuleList(torch.nn.Linear(d, 3 * d) for _ in range(layers))
+                self.proj = torch.nn.ModuleList(torch.nn.Linear(d, d) for _ in range(layers))
+                self.register_buffer("bias", torch.tril(torch.ones(n, n, dtype=torch.bool)).view(1, 1, n, n), persistent=False)
+            def forward(self, input_ids, attention_mask):
+                b, s = input_ids.shape
+                x = self.wte(input_ids) + self.wpe(torch.arange(s))
+                low = torch.finfo(x.dtype).min
+                pad = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * low
+                for ln, qkv, proj in zip(self.ln, self.qkv, self.proj):
+                    q, k, v = qkv(ln(x)).split(x.size(-1), dim=2)
+                    q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+                    w = torch.matmul(q, k.transpose(-1, -2)) / torch.full([], v.size(-1) ** 0.5)
+                    w = torch.where(self.bias[:, :, :s, :s], w, torch.full([], low))
+                    w = torch.softmax(w + pad, dim=-1)
+                    o = torch.matmul(w, v).transpose(1, 2).reshape(b, s, -1)
+                    x = x + proj(o)
+                return x
+        left = torch.ones(2, 8, dtype=torch.long)
+        left[1, :3] = 0
+        return OldGpt2(), {"input_ids": ids, "attention_mask": left}
     if name in ("llama", "mistral", "qwen2"):
         cfg = {"llama": (tf.LlamaConfig, tf.LlamaModel), "mistral": (tf.MistralConfig, tf.MistralModel),
                "qwen2": (tf.Qwen2Config, tf.Qwen2Model)}[name]
@@ -89,7 +120,7 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--opset", type=int, help="the dynamo export's opset (default: torch's)")
     ap.add_argument("--modes", default="dynamo,ts", help="exporters: dynamo, ts (dynamo=False)")
-    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc"])
+    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc"])
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     bad = 0

@@ -118,6 +118,23 @@ func.func @gpt2_finfo_min(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: ten
   return %3 : tensor<4x6x8xf32>
 }
 
+// Not fused: a where followed by an additive mask (transformers 4.26 to
+// 4.4x's eager GPT-2, GPT-Neo and GPT-J given an attention_mask): the op
+// has no operand for the where's condition, which its gradient needs
+// (docs/fusion.md).
+// CHECK-LABEL: func.func @where_then_add
+// CHECK-NOT: tessel.attention
+// CHECK: return
+func.func @where_then_add(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: tensor<4x6x8xf32>, %keep: tensor<6x6xi1>, %pad: tensor<4x1x6xf32>) -> tensor<4x6x8xf32> {
+  %0 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
+  %f = tessel.constant dense<-3.40282347E+38> : tensor<f32>
+  %1 = tessel.where %keep, %0, %f : (tensor<6x6xi1>, tensor<4x6x6xf32>, tensor<f32>) -> tensor<4x6x6xf32>
+  %2 = tessel.add %1, %pad : (tensor<4x6x6xf32>, tensor<4x1x6xf32>) -> tensor<4x6x6xf32>
+  %3 = tessel.softmax %2 axis = 2 : tensor<4x6x6xf32>
+  %4 = tessel.matmul %3, %v : (tensor<4x6x6xf32>, tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  return %4 : tensor<4x6x8xf32>
+}
+
 // Not fused: a where whose fill is +inf or NaN (no mask's), or whose
 // fill is a tensor rather than a scalar.
 // CHECK-LABEL: func.func @not_a_mask_fill
