@@ -187,7 +187,12 @@ void addMask(const AttentionArgs &a, int64_t b, int64_t i0, int64_t rows,
   for (int64_t i = 0; i < rows; ++i) {
     const float *m = m0 + (i0 + i) * d.maskRowStride;
     float *row = s + i * w;
-    if (a.replace) {
+    if (a.replace && d.maskColStride == 1) {
+      const float c = a.masked;
+#pragma omp simd
+      for (int64_t j = 0; j < w; ++j)
+        row[j] = m[j] == kHidden ? c : row[j] + m[j];
+    } else if (a.replace) {
       const float c = a.masked;
       for (int64_t j = 0; j < w; ++j) {
         const float mj = m[j * d.maskColStride];

@@ -166,6 +166,7 @@ TEST(Attention, ForwardAndBackwardMatchTheUnfusedMath) {
        -1e4f},
       {{2}, 260, 260, 4, 6, {260, 260}, 2.0f, true, false, -INFINITY, -1.0f},
       {{2, 2}, 6, 6, 4, 4, {2, 1, 6, 6}, 0.5f, false, true, 0, -1e4f},
+      {{2}, 7, 5, 3, 2, {7, 1}, 1.0f, false, true, 0, -2.0f}, // keys broadcast
   };
   for (const Case &c : cases)
     for (int threads : {1, 2}) {
