@@ -94,6 +94,8 @@ struct KeyRange {
 /// so their difference is below -8e29, far under vexp's underflow (-87.3).
 constexpr float kDeadMask = -1e30f, kLiveMask = -1e20f;
 constexpr double kScoreBound = 1e29;
+/// The mask value whose score masked_score replaces.
+constexpr float kHiddenMask = -std::numeric_limits<float>::infinity();
 
 /// The largest Euclidean norm of the `n` rows of `x` [n, d] with row stride
 /// `ld` and column stride `cs` (NaN and inf propagate).
@@ -175,38 +177,41 @@ float softmaxInPlace(float *row, int64_t w, float m) {
   return sum;
 }
 
+/// Row i of batch entry b's mask from key r.begin (column stride
+/// maskColStride).
+const float *maskRow(const AttentionArgs &a, int64_t b, int64_t i, KeyRange r) {
+  const AttentionDims &d = a.dims;
+  return a.mask + d.maskOffset(b) + i * d.maskRowStride +
+         r.begin * d.maskColStride;
+}
+
 /// Adds the mask's keys r of rows [i0, i0 + rows) of batch entry b to the
 /// [rows, r.width()] scores (or, with `a.replace`, sets the scores whose
 /// mask is -inf to `a.masked`).
 void addMask(const AttentionArgs &a, int64_t b, int64_t i0, int64_t rows,
              KeyRange r, float *s) {
-  const AttentionDims &d = a.dims;
-  const float *m0 = a.mask + d.maskOffset(b) + r.begin * d.maskColStride;
-  const int64_t w = r.width();
-  constexpr float kHidden = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < rows; ++i) {
-    const float *m = m0 + (i0 + i) * d.maskRowStride;
-    float *row = s + i * w;
-    if (a.replace && d.maskColStride == 1) {
-      const float c = a.masked;
+  const int64_t w = r.width(), cs = a.dims.maskColStride;
+  const float *m0 = maskRow(a, b, i0, r);
+  auto each = [&](auto f) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const float *m = m0 + i * a.dims.maskRowStride;
+      float *row = s + i * w;
+      if (cs == 1) {
 #pragma omp simd
-      for (int64_t j = 0; j < w; ++j)
-        row[j] = m[j] == kHidden ? c : row[j] + m[j];
-    } else if (a.replace) {
-      const float c = a.masked;
-      for (int64_t j = 0; j < w; ++j) {
-        const float mj = m[j * d.maskColStride];
-        row[j] = mj == kHidden ? c : row[j] + mj;
+        for (int64_t j = 0; j < w; ++j)
+          row[j] = f(row[j], m[j]);
+      } else {
+        for (int64_t j = 0; j < w; ++j)
+          row[j] = f(row[j], m[j * cs]);
       }
-    } else if (d.maskColStride == 1) {
-#pragma omp simd
-      for (int64_t j = 0; j < w; ++j)
-        row[j] += m[j];
-    } else {
-      for (int64_t j = 0; j < w; ++j)
-        row[j] += m[j * d.maskColStride];
     }
-  }
+  };
+  if (a.replace)
+    each([c = a.masked](float x, float m) {
+      return m == kHiddenMask ? c : x + m;
+    });
+  else
+    each([](float x, float m) { return x + m; });
 }
 
 /// The scores of rows [i0, i0 + n) of batch entry b over their live keys
@@ -357,6 +362,8 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
               break;
             }
         const int64_t w = r.width();
+        // The mask of the block's first row, where masked_score replaces.
+        const float *hidden0 = a.replace ? maskRow(a, b, i0, r) : nullptr;
         for (int64_t i = 0; i < n; ++i) {
           float *row = p + i * w;
           const float l = lb[i];
@@ -399,12 +406,9 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
           for (int64_t j = 0; j < w; ++j)
             row[j] *= dpr[j] - di;
           if (a.replace) { // a replaced score is a constant: ds = 0
-            const float *m = a.mask + d.maskOffset(b) +
-                             (i0 + i) * d.maskRowStride +
-                             r.begin * d.maskColStride;
+            const float *m = hidden0 + i * d.maskRowStride;
             for (int64_t j = 0; j < w; ++j)
-              if (m[j * d.maskColStride] ==
-                  -std::numeric_limits<float>::infinity())
+              if (m[j * d.maskColStride] == kHiddenMask)
                 row[j] = 0.0f;
           }
         }
