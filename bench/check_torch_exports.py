@@ -90,6 +90,32 @@ def build(name):
     if name == "whisper":
         from transformers.models.whisper.modeling_whisper import WhisperEncoder
         return WhisperEncoder(tf.WhisperConfig(encoder_layers=2, d_model=64, encoder_attention_heads=4, encoder_ffn_dim=128, num_mel_bins=16, max_source_positions=16)), {"input_features": torch.randn(2, 16, 32)}
+    if name == "gemma2":
+        return tf.Gemma2Model(tf.Gemma2Config(**small, num_key_value_heads=2, head_dim=16)), {"input_ids": ids, "attention_mask": mask}
+    if name == "qwen3":
+        return tf.Qwen3Model(tf.Qwen3Config(**small, num_key_value_heads=2, head_dim=16)), {"input_ids": ids, "attention_mask": mask}
+    if name == "bloom":
+        return tf.BloomModel(tf.BloomConfig(n_layer=2, hidden_size=64, n_head=4, vocab_size=100)), {"input_ids": ids, "attention_mask": mask}
+    if name == "opt":
+        return tf.OPTModel(tf.OPTConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, ffn_dim=128, vocab_size=100, max_position_embeddings=64, word_embed_proj_dim=64)), {"input_ids": ids, "attention_mask": mask}
+    if name == "falcon":
+        return tf.FalconModel(tf.FalconConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, vocab_size=100)), {"input_ids": ids, "attention_mask": mask}
+    if name == "distilbert":
+        return tf.DistilBertModel(tf.DistilBertConfig(n_layers=2, dim=64, n_heads=4, hidden_dim=128, vocab_size=100, max_position_embeddings=64)), {"input_ids": ids, "attention_mask": mask}
+    if name == "roberta":
+        return tf.RobertaModel(tf.RobertaConfig(**dict(small, vocab_size=104))), {"input_ids": ids + 2, "attention_mask": mask}
+    if name == "bart":
+        return tf.BartModel(tf.BartConfig(encoder_layers=2, decoder_layers=2, d_model=64, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, vocab_size=100, max_position_embeddings=64)), {"input_ids": ids, "attention_mask": mask}
+    if name == "t5":
+        return tf.T5Model(tf.T5Config(num_layers=2, d_model=64, num_heads=4, d_ff=128, d_kv=16, vocab_size=100)), {"input_ids": ids, "attention_mask": mask, "decoder_input_ids": ids}
+    if name == "clip_text":
+        return tf.CLIPTextModel(tf.CLIPTextConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, vocab_size=100, max_position_embeddings=64)), {"input_ids": ids, "attention_mask": mask}
+    if name == "wav2vec2":
+        return tf.Wav2Vec2Model(tf.Wav2Vec2Config(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, conv_dim=(32, 32), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)), {"input_values": torch.randn(2, 400)}
+    if name == "deberta":
+        return tf.DebertaV2Model(tf.DebertaV2Config(**small)), {"input_ids": ids, "attention_mask": mask}
+    if name == "swin":
+        return tf.SwinModel(tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)), {"pixel_values": torch.randn(2, 3, 32, 32)}
     if name in ("resnet", "mobilenet", "convnext") and torchvision is None:
         raise SystemExit(name + " needs torchvision (pip install torchvision)")
     if name == "resnet":
@@ -120,7 +146,7 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--opset", type=int, help="the dynamo export's opset (default: torch's)")
     ap.add_argument("--modes", default="dynamo,ts", help="exporters: dynamo, ts (dynamo=False)")
-    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc"])
+    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta", "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin"])
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     bad = 0

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ImporterImpl.h"
+#include "ImportUtil.h"
 
 #include "dialects/tessel/Verifiers.h"
 
@@ -24,73 +24,6 @@ using namespace mlir::tessel;
 using namespace mlir::tessel::detail;
 
 namespace {
-
-NamedAttribute named(NodeContext &c, StringRef name, Attribute value) {
-  return c.getBuilder().getNamedAttr(name, value);
-}
-
-Attribute i64Attr(NodeContext &c, int64_t v) {
-  return c.getBuilder().getI64IntegerAttr(v);
-}
-
-Attribute arrayAttr(NodeContext &c, ArrayRef<int64_t> v) {
-  return c.getBuilder().getDenseI64ArrayAttr(v);
-}
-
-/// Defines output 0 from a created single-result op.
-LogicalResult defineFrom(NodeContext &c, FailureOr<Operation *> op,
-                         int32_t dtype) {
-  if (failed(op))
-    return failure();
-  c.setOutput(0, (*op)->getResult(0), dtype);
-  return success();
-}
-
-/// The single result of a created op.
-template <typename OpTy>
-FailureOr<Value> createValue(NodeContext &c, ValueRange operands,
-                             ArrayRef<NamedAttribute> attrs = {}) {
-  auto op = c.create<OpTy>(operands, attrs);
-  if (failed(op))
-    return failure();
-  return (*op)->getResult(0);
-}
-
-/// Defines output 0 as `folded` when there is one. False otherwise: the
-/// caller builds ops.
-bool setFolded(NodeContext &c, std::optional<ConstTensor> folded) {
-  if (!folded)
-    return false;
-  c.setConst(0, std::move(*folded));
-  return true;
-}
-
-/// The values of inputs [0, n), less omitted optional ones.
-FailureOr<SmallVector<Value>> getValues(NodeContext &c, unsigned n) {
-  SmallVector<Value> values;
-  for (unsigned i = 0; i < n; ++i) {
-    if (!c.hasInput(i))
-      continue;
-    auto v = c.getValue(i);
-    if (failed(v))
-      return failure();
-    values.push_back(*v);
-  }
-  return values;
-}
-
-/// Normalises `axes` against `rank` and sorts them.
-LogicalResult normalizeAxes(NodeContext &c, SmallVectorImpl<int64_t> &axes,
-                            int64_t rank) {
-  for (int64_t &a : axes) {
-    auto n = c.normalizeAxis(a, rank, "axis");
-    if (failed(n))
-      return failure();
-    a = *n;
-  }
-  llvm::sort(axes);
-  return success();
-}
 
 /// Output 0 from input 0 alone: `fold(input 0)` when input 0 is known at
 /// import and folds, input 0 itself when `identity`, otherwise an OpTy with
@@ -127,16 +60,6 @@ getIntsInputOrAttr(NodeContext &c, unsigned i, StringRef name) {
   if (failed(v))
     return failure();
   return std::optional<SmallVector<int64_t>>(std::move(*v));
-}
-
-LogicalResult requireFloat(NodeContext &c, unsigned i) {
-  if (!c.hasInput(i))
-    return c.error("needs input " + Twine(i) + " (it has " +
-                   Twine(c.getNumInputs()) + ")");
-  if (!isFloatDType(c.getDType(i)))
-    return c.error("input " + Twine(i) + " must be a float tensor, not " +
-                   getDTypeName(c.getDType(i)));
-  return success();
 }
 
 /// Output 0 has shape `shape` and the contents of input 0: fold, forward or
@@ -903,6 +826,7 @@ LogicalResult importSlice(NodeContext &c) {
     return c.error("starts, ends, axes and steps have different lengths");
   SmallVector<int64_t> lo(rank, 0), hi(in.begin(), in.end()), st(rank, 1);
   SmallVector<bool> seen(rank, false);
+  SmallVector<std::pair<int64_t, SmallVector<int64_t>>> reversed;
   for (size_t k = 0; k < axes.size(); ++k) {
     auto axis = c.normalizeAxis(axes[k], rank, "axis");
     if (failed(axis))
@@ -913,14 +837,23 @@ LogicalResult importSlice(NodeContext &c) {
     int64_t dim = in[*axis], step = steps[k];
     if (step == 0)
       return c.error("step 0 on axis " + Twine(*axis));
-    if (step < 0)
-      return c.error("negative step " + Twine(step) + " on axis " +
-                     Twine(*axis) + " is not supported yet");
     int64_t s = (*starts)[k], e = (*ends)[k];
     if (s < 0)
       s += dim;
     if (e < 0)
       e += dim;
+    if (step < 0) {
+      // Backwards (torch.flip, x[::-1]): from s down to e exclusive, s
+      // clamped to [0, dim - 1] and e to [-1, dim - 1]; a gather of those
+      // indices below.
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      SmallVector<int64_t> idx;
+      for (int64_t i = s; i > e && dim > 0; i += step)
+        idx.push_back(i);
+      reversed.push_back({*axis, std::move(idx)});
+      continue;
+    }
     s = std::clamp<int64_t>(s, 0, dim);
     e = std::clamp<int64_t>(e, 0, dim);
     lo[*axis] = s;
@@ -930,12 +863,46 @@ LogicalResult importSlice(NodeContext &c) {
   bool full = true;
   for (int64_t d = 0; d < rank; ++d)
     full &= lo[d] == 0 && hi[d] == in[d] && (st[d] == 1 || in[d] <= 1);
-  return foldForwardOrCreate<SliceOp>(
-      c, [&](const ConstTensor &x) { return foldSlice(x, lo, hi, st); }, full,
-      {named(c, "starts", arrayAttr(c, lo)),
-       named(c, "limits", arrayAttr(c, hi)),
-       named(c, "strides", arrayAttr(c, st))},
-      {}, c.getDType(0));
+  SmallVector<NamedAttribute> attrs = {named(c, "starts", arrayAttr(c, lo)),
+                                       named(c, "limits", arrayAttr(c, hi)),
+                                       named(c, "strides", arrayAttr(c, st))};
+  if (reversed.empty())
+    return foldForwardOrCreate<SliceOp>(
+        c, [&](const ConstTensor &x) { return foldSlice(x, lo, hi, st); }, full,
+        attrs, {}, c.getDType(0));
+  if (const ConstTensor *x = c.getConst(0)) {
+    std::optional<ConstTensor> r = foldSlice(*x, lo, hi, st);
+    for (auto &[axis, idx] : reversed)
+      if (r)
+        r = foldGather(*r, ConstTensor::fromInts(idx, {int64_t(idx.size())}),
+                       axis);
+    if (setFolded(c, std::move(r)))
+      return success();
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  Value cur = *x;
+  if (!full) {
+    auto sliced = createValue<SliceOp>(c, {cur}, attrs);
+    if (failed(sliced))
+      return failure();
+    cur = *sliced;
+  }
+  for (auto &[axis, idx] : reversed) {
+    auto indices = c.materialize(
+        ConstTensor::fromInts(idx, {int64_t(idx.size())}),
+        c.getNode().output(0) + ".reverse" + std::to_string(axis));
+    if (failed(indices))
+      return failure();
+    auto g = createValue<GatherOp>(c, {cur, *indices},
+                                   {named(c, "axis", i64Attr(c, axis))});
+    if (failed(g))
+      return failure();
+    cur = *g;
+  }
+  c.setOutput(0, cur, c.getDType(0));
+  return success();
 }
 
 LogicalResult importConcat(NodeContext &c) {
@@ -1282,32 +1249,17 @@ LogicalResult importGemm(NodeContext &c) {
 /// others take axes as input 1; older ones as an attribute.
 template <typename OpTy, bool AxesFromInput>
 LogicalResult reduce(NodeContext &c) {
-  int64_t rank = c.getRank(0);
-  SmallVector<int64_t> axes;
-  if (AxesFromInput && c.hasInput(1)) {
-    auto a = c.getConstInts(1, "axes");
-    if (failed(a))
-      return failure();
-    axes = *a;
-  } else if (!AxesFromInput) {
-    if (auto a = c.getInts("axes"))
-      axes = *a;
-  }
-  if (axes.empty()) {
-    if (AxesFromInput && c.getInt("noop_with_empty_axes", 0)) {
-      c.forward(0, 0);
-      return success();
-    }
-    for (int64_t k = 0; k < rank; ++k)
-      axes.push_back(k);
-  }
-  if (failed(normalizeAxes(c, axes, rank)))
+  auto axes = getReduceAxes(c, AxesFromInput);
+  if (failed(axes))
     return failure();
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (!*axes) {
+    c.forward(0, 0);
+    return success();
+  }
   auto x = c.getValue(0);
   if (failed(x))
     return failure();
-  SmallVector<NamedAttribute> attrs = {named(c, "dims", arrayAttr(c, axes))};
+  SmallVector<NamedAttribute> attrs = {named(c, "dims", arrayAttr(c, **axes))};
   if (c.getInt("keepdims", 1))
     attrs.push_back(named(c, "keep_dims", c.getBuilder().getUnitAttr()));
   return defineFrom(c, c.create<OpTy>({*x}, attrs), c.getDType(0));
@@ -1431,8 +1383,6 @@ LogicalResult importRMSNormalization(NodeContext &c) {
 /// by the caches (cos_cache[position_ids] when position_ids are given, else
 /// cos_cache itself, [B, S, dim / 2]): x1 cos - x2 sin, x1 sin + x2 cos; the
 /// other channels pass through.
-FailureOr<Value> reshapeValue(NodeContext &c, Value v, ArrayRef<int64_t> shape);
-
 LogicalResult importRotaryEmbedding(NodeContext &c) {
   for (unsigned i = 0; i < 3; ++i)
     if (failed(requireFloat(c, i)))
@@ -1568,8 +1518,6 @@ LogicalResult importRotaryEmbedding(NodeContext &c) {
 /// Grouped-query K and V heads repeat ([h0, h0, h1, h1, ...]); 3-D inputs
 /// are [batch, seq, heads * size]. The KV cache (past_key, past_value) and
 /// the extra outputs are not supported.
-FailureOr<Value> reshapeValue(NodeContext &c, Value v, ArrayRef<int64_t> shape);
-
 LogicalResult importAttention(NodeContext &c) {
   for (unsigned i = 0; i < 3; ++i)
     if (failed(requireFloat(c, i)))
@@ -1857,18 +1805,6 @@ FailureOr<SmallVector<int64_t>> getPads(NodeContext &c, ArrayRef<int64_t> kernel
   return pads;
 }
 
-/// `v` reshaped to `shape` (same element type).
-FailureOr<Value> reshapeValue(NodeContext &c, Value v, ArrayRef<int64_t> shape) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (t.getShape() == shape)
-    return v;
-  auto op = c.create<ReshapeOp>({v}, {},
-                                {RankedTensorType::get(shape, t.getElementType())});
-  if (failed(op))
-    return failure();
-  return (*op)->getResult(0);
-}
-
 FailureOr<Value> conv2d(NodeContext &c, ValueRange operands,
                         ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
                         ArrayRef<int64_t> dilations, int64_t group) {
@@ -2132,6 +2068,8 @@ const OpImporter kOpImporters[] = {
     {"Abs", 13, importAbs},
     {"Add", 13, importAdd},
     {"And", 7, logical<true>},
+    {"ArgMax", 13, importArgMax},
+    {"ArgMin", 13, importArgMin},
     {"Attention", 23, importAttention},
     {"AveragePool", 11, pool<AvgPoolOp, false>},
     {"BatchNormalization", 9, importBatchNormalization},
@@ -2161,6 +2099,7 @@ const OpImporter kOpImporters[] = {
     {"Greater", 13, compare<ComparePredicate::GT>},
     {"GreaterOrEqual", 12, compare<ComparePredicate::GE>},
     {"Identity", 13, importIdentity},
+    {"InstanceNormalization", 6, importInstanceNormalization},
     {"IsNaN", 13, importIsNaN},
     {"LayerNormalization", 17, importLayerNormalization},
     {"Less", 13, compare<ComparePredicate::LT>},
@@ -2176,19 +2115,34 @@ const OpImporter kOpImporters[] = {
     {"Neg", 13, importNeg},
     {"Not", 1, importNot},
     {"Or", 7, logical<false>},
+    {"Pad", 13, importPad},
     {"Pow", 13, importPow},
+    {"RMSNormalization", 23, importRMSNormalization},
     {"Range", 11, importRange},
     {"Reciprocal", 13, importReciprocal},
+    {"ReduceL1", 13, importReduceL1},
+    {"ReduceL1", 18, importReduceL1Axes},
+    {"ReduceL2", 13, importReduceL2},
+    {"ReduceL2", 18, importReduceL2Axes},
+    {"ReduceLogSum", 13, importReduceLogSum},
+    {"ReduceLogSum", 18, importReduceLogSumAxes},
+    {"ReduceLogSumExp", 13, importReduceLogSumExp},
+    {"ReduceLogSumExp", 18, importReduceLogSumExpAxes},
     {"ReduceMax", 13, reduce<ReduceMaxOp, false>},
     {"ReduceMax", 18, reduce<ReduceMaxOp, true>},
     {"ReduceMean", 13, reduce<ReduceMeanOp, false>},
     {"ReduceMean", 18, reduce<ReduceMeanOp, true>},
+    {"ReduceMin", 13, importReduceMin},
+    {"ReduceMin", 18, importReduceMinAxes},
     {"ReduceSum", 13, reduce<ReduceSumOp, true>},
-    {"RMSNormalization", 23, importRMSNormalization},
-    {"RotaryEmbedding", 23, importRotaryEmbedding},
+    {"ReduceSumSquare", 13, importReduceSumSquare},
+    {"ReduceSumSquare", 18, importReduceSumSquareAxes},
     {"Relu", 13, importRelu},
     {"Reshape", 13, importReshape},
     {"Reshape", 14, importReshape}, // allowzero,
+    {"RotaryEmbedding", 23, importRotaryEmbedding},
+    {"ScatterElements", 13, importScatterElements},
+    {"ScatterND", 13, importScatterND},
     {"Shape", 13, importShape},
     {"Shape", 15, importShape}, // start, end,
     {"Sigmoid", 13, importSigmoid},
@@ -2207,8 +2161,7 @@ const OpImporter kOpImporters[] = {
     {"Unsqueeze", 13, importUnsqueeze},
     {"Where", 9, importWhere},
     // Ops that import one-to-one, from their ODS.
-    TESSEL_ONNX_ONE_TO_ONE_ROWS
-};
+    TESSEL_ONNX_ONE_TO_ONE_ROWS};
 
 } // namespace
 

@@ -1,0 +1,678 @@
+//===- ComposedImporters.cpp - ONNX ops built from existing tessel ops ----===//
+//
+// ONNX operators that need no op of their own: each is written with tessel
+// ops that already have sharding rules, gradients and kernels on both
+// backends, so the operator gets all three.
+//
+// - Pad: slices (negative pads), concats of an expanded fill (constant) or a
+//   gather of constant indices along each padded dim (reflect, edge, wrap).
+// - ScatterND and ScatterElements with indices known at import: one gather
+//   from the data and the updates concatenated, whose constant index map
+//   takes each element from the data or from the update that writes it.
+// - InstanceNormalization: layer_norm over the spatial dims, then the
+//   per-channel scale and bias.
+// - ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp,
+//   ReduceMin: reduce_sum / reduce_max around elementwise ops.
+// - ArgMax and ArgMin: the first (or last) index where the input equals its
+//   reduce_max (reduce min), from a compare, a where and a reduce_max.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImportUtil.h"
+
+#include "dialects/tessel/Verifiers.h"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::tessel;
+using namespace mlir::tessel::detail;
+
+namespace {
+
+Value constantI64(NodeContext &c, ArrayRef<int64_t> values,
+                  ArrayRef<int64_t> shape, const Twine &name,
+                  LogicalResult &status) {
+  auto v = c.materialize(ConstTensor::fromInts(values, shape), name.str());
+  if (failed(v)) {
+    status = failure();
+    return {};
+  }
+  return *v;
+}
+
+FailureOr<Value> compareValues(NodeContext &c, Value a, Value b,
+                               ComparePredicate p) {
+  return createValue<CompareOp>(
+      c, {a, b},
+      {named(c, "predicate", ComparePredicateAttr::get(c.getContext(), p))});
+}
+
+FailureOr<Value> reduceValue(NodeContext &c, bool isMax, Value x,
+                             ArrayRef<int64_t> dims, bool keep) {
+  SmallVector<NamedAttribute> attrs = {named(c, "dims", arrayAttr(c, dims))};
+  if (keep)
+    attrs.push_back(named(c, "keep_dims", c.getBuilder().getUnitAttr()));
+  return isMax ? createValue<ReduceMaxOp>(c, {x}, attrs)
+               : createValue<ReduceSumOp>(c, {x}, attrs);
+}
+
+/// -x: neg for floats, 0 - x for integers (neg is a float op).
+FailureOr<Value> negate(NodeContext &c, Value x) {
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  if (isa<FloatType>(et))
+    return createValue<NegOp>(c, {x});
+  return createValue<SubOp>(c, {c.scalarConstant(0, et), x});
+}
+
+/// -max(-x): the reduce min of floats and integers.
+FailureOr<Value> reduceMinValue(NodeContext &c, Value x, ArrayRef<int64_t> dims,
+                                bool keep) {
+  auto neg = negate(c, x);
+  if (failed(neg))
+    return failure();
+  auto max = reduceValue(c, true, *neg, dims, keep);
+  if (failed(max))
+    return failure();
+  return negate(c, *max);
+}
+
+//===----------------------------------------------------------------------===//
+// Pad
+//===----------------------------------------------------------------------===//
+
+/// The source index of padded position `j` (in [-before, n + after)) of a
+/// dim of `n` elements, numpy.pad's for each mode.
+int64_t padSource(StringRef mode, int64_t j, int64_t n) {
+  if (mode == "edge")
+    return std::clamp<int64_t>(j, 0, n - 1);
+  if (mode == "wrap")
+    return ((j % n) + n) % n;
+  // reflect: the dim mirrored about its first and last elements, periodic
+  // with period 2 (n - 1).
+  if (n == 1)
+    return 0;
+  const int64_t period = 2 * (n - 1);
+  int64_t m = ((j % period) + period) % period;
+  return m >= n ? period - m : m;
+}
+
+LogicalResult pad(NodeContext &c) {
+  ArrayRef<int64_t> in = c.getShape(0);
+  const int64_t rank = in.size();
+  const std::string mode = c.getString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
+      mode != "wrap")
+    return c.error("mode '" + mode +
+                   "' is not one of constant, reflect, edge, wrap");
+  auto pads = c.getConstInts(1, "pads");
+  if (failed(pads))
+    return failure();
+  SmallVector<int64_t> axes;
+  if (c.hasInput(3)) {
+    auto a = c.getConstInts(3, "axes");
+    if (failed(a))
+      return failure();
+    for (int64_t axis : *a) {
+      auto n = c.normalizeAxis(axis, rank, "axis");
+      if (failed(n))
+        return failure();
+      axes.push_back(*n);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  if (pads->size() != 2 * axes.size())
+    return c.error(Twine(pads->size()) + " pads for " + Twine(axes.size()) +
+                   " axes (it needs two per axis)");
+  SmallVector<int64_t> before(rank, 0), after(rank, 0);
+  SmallVector<bool> seen(rank, false);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (seen[axes[k]])
+      return c.error("axis " + Twine(axes[k]) + " is padded twice");
+    seen[axes[k]] = true;
+    before[axes[k]] = (*pads)[k];
+    after[axes[k]] = (*pads)[k + axes.size()];
+  }
+  Type et = c.getType(0).getElementType();
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  Value cur = *x, fill;
+  if (mode == "constant") {
+    if (c.hasInput(2)) {
+      if (c.getType(2).getNumElements() != 1)
+        return c.error("constant_value " + formatShape(c.getShape(2)) +
+                       " is not one element");
+      if (const ConstTensor *known = c.getConst(2)) {
+        fill = c.scalarConstant(known->getDouble(0), et);
+      } else {
+        auto v = c.getValue(2);
+        if (failed(v))
+          return failure();
+        auto scalar = reshapeValue(c, *v, {});
+        if (failed(scalar))
+          return failure();
+        fill = *scalar;
+      }
+    } else {
+      fill = c.scalarConstant(0, et);
+    }
+  }
+  const std::string base = c.getNode().output(0);
+  SmallVector<int64_t> shape(in);
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t b = before[d], e = after[d];
+    if (b == 0 && e == 0)
+      continue;
+    if (b < 0 || e < 0) {
+      const int64_t lo = std::max<int64_t>(-b, 0),
+                    cut = std::max<int64_t>(-e, 0);
+      if (lo > shape[d] - cut)
+        return c.error("pads " + Twine(b) + ", " + Twine(e) + " on axis " +
+                       Twine(d) + " remove more than its " + Twine(shape[d]) +
+                       " elements");
+      SmallVector<int64_t> starts(rank, 0), limits(shape), strides(rank, 1);
+      starts[d] = lo;
+      limits[d] = shape[d] - cut;
+      auto s =
+          createValue<SliceOp>(c, {cur},
+                               {named(c, "starts", arrayAttr(c, starts)),
+                                named(c, "limits", arrayAttr(c, limits)),
+                                named(c, "strides", arrayAttr(c, strides))});
+      if (failed(s))
+        return failure();
+      cur = *s;
+      shape[d] = limits[d] - lo;
+      b = std::max<int64_t>(b, 0);
+      e = std::max<int64_t>(e, 0);
+      if (b == 0 && e == 0)
+        continue;
+    }
+    const int64_t n = shape[d];
+    if (mode == "constant") {
+      SmallVector<Value> pieces;
+      auto piece = [&](int64_t size) -> LogicalResult {
+        SmallVector<int64_t> s(shape);
+        s[d] = size;
+        auto op =
+            c.create<ExpandOp>({fill}, {}, {RankedTensorType::get(s, et)});
+        if (failed(op))
+          return failure();
+        pieces.push_back((*op)->getResult(0));
+        return success();
+      };
+      if (b > 0 && failed(piece(b)))
+        return failure();
+      if (n > 0)
+        pieces.push_back(cur);
+      if (e > 0 && failed(piece(e)))
+        return failure();
+      if (pieces.size() == 1) {
+        cur = pieces.front();
+      } else {
+        auto cat =
+            createValue<ConcatOp>(c, pieces, {named(c, "dim", i64Attr(c, d))});
+        if (failed(cat))
+          return failure();
+        cur = *cat;
+      }
+    } else {
+      if (n == 0)
+        return c.error("cannot pad axis " + Twine(d) + " of size 0 in mode '" +
+                       mode + "'");
+      SmallVector<int64_t> idx;
+      for (int64_t j = -b; j < n + e; ++j)
+        idx.push_back(padSource(mode, j, n));
+      LogicalResult status = success();
+      Value indices = constantI64(c, idx, {int64_t(idx.size())},
+                                  base + ".pad_index" + Twine(d), status);
+      if (failed(status))
+        return failure();
+      auto g = createValue<GatherOp>(c, {cur, indices},
+                                     {named(c, "axis", i64Attr(c, d))});
+      if (failed(g))
+        return failure();
+      cur = *g;
+    }
+    shape[d] = n + b + e;
+  }
+  c.setOutput(0, cur, c.getDType(0));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScatterND, ScatterElements
+//===----------------------------------------------------------------------===//
+
+/// Output 0 = gather(concat(data as [rows, rest...], updates as
+/// [count, rest...]), map) reshaped to data's shape: map[r] is r, or rows + j
+/// where update j writes row r (the last one when several do).
+LogicalResult scatterByMap(NodeContext &c, ArrayRef<int64_t> map, int64_t rows,
+                           int64_t count, ArrayRef<int64_t> rest) {
+  ArrayRef<int64_t> dataShape = c.getShape(0);
+  if (count == 0) {
+    c.forward(0, 0);
+    return success();
+  }
+  auto data = c.getValue(0), updates = c.getValue(2);
+  if (failed(data) || failed(updates))
+    return failure();
+  SmallVector<int64_t> dataRows = {rows}, updateRows = {count};
+  llvm::append_range(dataRows, rest);
+  llvm::append_range(updateRows, rest);
+  auto d = reshapeValue(c, *data, dataRows);
+  auto u = reshapeValue(c, *updates, updateRows);
+  if (failed(d) || failed(u))
+    return failure();
+  auto cat =
+      createValue<ConcatOp>(c, {*d, *u}, {named(c, "dim", i64Attr(c, 0))});
+  if (failed(cat))
+    return failure();
+  LogicalResult status = success();
+  Value indices = constantI64(c, map, {rows},
+                              c.getNode().output(0) + ".scatter_map", status);
+  if (failed(status))
+    return failure();
+  auto g = createValue<GatherOp>(c, {*cat, indices},
+                                 {named(c, "axis", i64Attr(c, 0))});
+  if (failed(g))
+    return failure();
+  auto out = reshapeValue(c, *g, dataShape);
+  if (failed(out))
+    return failure();
+  c.setOutput(0, *out, c.getDType(0));
+  return success();
+}
+
+/// The indices of a scatter, which must be known at import.
+FailureOr<const ConstTensor *> scatterIndices(NodeContext &c) {
+  if (c.getString("reduction", "none") != "none")
+    return c.error("reduction '" + c.getString("reduction", "none") +
+                   "' is not supported (only 'none')");
+  const ConstTensor *indices = c.getConst(1);
+  if (!indices)
+    return c.error("indices '" + c.getNode().input(1) +
+                   "' must be known at compile time; here they are computed "
+                   "from a graph input");
+  if (c.getType(0).getNumElements() > kMaxFoldElements)
+    return c.error("data " + formatShape(c.getShape(0)) + " has more than " +
+                   Twine(kMaxFoldElements) +
+                   " elements, the most a scatter's index map holds");
+  return indices;
+}
+
+LogicalResult scatterND(NodeContext &c) {
+  ArrayRef<int64_t> data = c.getShape(0), idx = c.getShape(1),
+                    upd = c.getShape(2);
+  const int64_t r = data.size(), q = idx.size();
+  if (q < 1 || idx.back() < 1 || idx.back() > r)
+    return c.error("indices " + formatShape(idx) + " do not index data " +
+                   formatShape(data));
+  const int64_t k = idx.back();
+  SmallVector<int64_t> want(idx.drop_back());
+  llvm::append_range(want, data.drop_front(k));
+  if (upd != ArrayRef<int64_t>(want))
+    return c.error("updates " + formatShape(upd) + " should be " +
+                   formatShape(want) + " for indices " + formatShape(idx) +
+                   " into data " + formatShape(data));
+  auto indices = scatterIndices(c);
+  if (failed(indices))
+    return failure();
+  const int64_t rows = getNumElements(data.take_front(k));
+  const int64_t count = getNumElements(idx.drop_back());
+  SmallVector<int64_t> map(rows);
+  std::iota(map.begin(), map.end(), int64_t(0));
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t row = 0;
+    for (int64_t m = 0; m < k; ++m) {
+      int64_t i = (*indices)->getInt(j * k + m), dim = data[m];
+      if (i < -dim || i >= dim)
+        return c.error("index " + Twine(i) + " is out of range for dim " +
+                       Twine(m) + " of size " + Twine(dim));
+      row = row * dim + (i < 0 ? i + dim : i);
+    }
+    map[row] = rows + j;
+  }
+  return scatterByMap(c, map, rows, count, data.drop_front(k));
+}
+
+LogicalResult scatterElements(NodeContext &c) {
+  ArrayRef<int64_t> data = c.getShape(0), idx = c.getShape(1),
+                    upd = c.getShape(2);
+  const int64_t r = data.size();
+  auto axis = c.normalizeAxis(c.getInt("axis", 0), r, "axis");
+  if (failed(axis))
+    return failure();
+  if (int64_t(idx.size()) != r || idx != upd)
+    return c.error("indices " + formatShape(idx) + " and updates " +
+                   formatShape(upd) + " must have one shape of data's rank " +
+                   Twine(r));
+  for (int64_t d = 0; d < r; ++d)
+    if (d != *axis && idx[d] > data[d])
+      return c.error("indices " + formatShape(idx) + " exceed data " +
+                     formatShape(data) + " on dim " + Twine(d));
+  auto indices = scatterIndices(c);
+  if (failed(indices))
+    return failure();
+  const int64_t rows = getNumElements(data), count = getNumElements(idx);
+  SmallVector<int64_t> map(rows);
+  std::iota(map.begin(), map.end(), int64_t(0));
+  SmallVector<int64_t> pos(r, 0);
+  for (int64_t j = 0; j < count; ++j) {
+    // pos: the multi-index of element j of indices.
+    for (int64_t d = r - 1, rem = j; d >= 0; --d) {
+      pos[d] = rem % idx[d];
+      rem /= idx[d];
+    }
+    const int64_t dim = data[*axis];
+    int64_t i = (*indices)->getInt(j);
+    if (i < -dim || i >= dim)
+      return c.error("index " + Twine(i) + " is out of range for dim " +
+                     Twine(*axis) + " of size " + Twine(dim));
+    int64_t target = 0;
+    for (int64_t d = 0; d < r; ++d)
+      target = target * data[d] + (d == *axis ? (i < 0 ? i + dim : i) : pos[d]);
+    map[target] = rows + j;
+  }
+  return scatterByMap(c, map, rows, count, {});
+}
+
+//===----------------------------------------------------------------------===//
+// InstanceNormalization
+//===----------------------------------------------------------------------===//
+
+/// Whether `t` is known and every element equals `v`.
+bool allEqual(const ConstTensor *t, double v) {
+  if (!t)
+    return false;
+  for (int64_t k = 0; k < t->size(); ++k)
+    if (t->getDouble(k) != v)
+      return false;
+  return true;
+}
+
+LogicalResult instanceNormalization(NodeContext &c) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(requireFloat(c, i)))
+      return failure();
+  ArrayRef<int64_t> in = c.getShape(0);
+  const int64_t rank = in.size();
+  if (rank < 3)
+    return c.error("input " + formatShape(in) +
+                   " needs a batch, a channel and spatial dims");
+  const int64_t channels = in[1];
+  for (unsigned i = 1; i < 3; ++i)
+    if (c.getShape(i) != ArrayRef<int64_t>{channels})
+      return c.error(StringRef(i == 1 ? "scale " : "bias ") +
+                     formatShape(c.getShape(i)) + " is not one per channel (" +
+                     Twine(channels) + ")");
+  Type et = c.getType(0).getElementType();
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  // layer_norm over dims [2, rank) with a unit scale, no bias.
+  SmallVector<int64_t> spatial(in.drop_front(2));
+  auto unitType = RankedTensorType::get(spatial, et);
+  Value unit = ConstantOp::create(
+      c.getBuilder(), c.getLoc(), unitType,
+      DenseElementsAttr::get(unitType, FloatAttr::get(et, 1.0)));
+  auto y = createValue<LayerNormOp>(
+      c, {*x, unit},
+      {named(c, "axis", i64Attr(c, 2)),
+       named(c, "epsilon",
+             c.getBuilder().getF32FloatAttr(c.getFloat("epsilon", 1e-5f)))});
+  if (failed(y))
+    return failure();
+  Value out = *y;
+  SmallVector<int64_t> perChannel(rank, 1);
+  perChannel[1] = channels;
+  for (unsigned i = 1; i < 3; ++i) {
+    if (allEqual(c.getConst(i), i == 1 ? 1.0 : 0.0))
+      continue; // torch's group_norm export: ones and zeros.
+    auto v = c.getValue(i);
+    if (failed(v))
+      return failure();
+    auto shaped = reshapeValue(c, *v, perChannel);
+    if (failed(shaped))
+      return failure();
+    auto r = i == 1 ? createValue<MulOp>(c, {out, *shaped})
+                    : createValue<AddOp>(c, {out, *shaped});
+    if (failed(r))
+      return failure();
+    out = *r;
+  }
+  c.setOutput(0, out, c.getDType(0));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions built from reduce_sum and reduce_max
+//===----------------------------------------------------------------------===//
+
+enum class Composed { L1, L2, SumSquare, LogSum, LogSumExp, Min };
+
+template <Composed K, bool AxesFromInput>
+LogicalResult reduceComposed(NodeContext &c) {
+  const bool floatOnly =
+      K == Composed::L2 || K == Composed::LogSum || K == Composed::LogSumExp;
+  if (floatOnly && failed(requireFloat(c, 0)))
+    return failure();
+  if (!floatOnly && c.getDType(0) != kInt64 && c.getDType(0) != kInt32 &&
+      failed(requireFloat(c, 0)))
+    return failure();
+  auto axes = getReduceAxes(c, AxesFromInput);
+  if (failed(axes))
+    return failure();
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  const bool keep = c.getInt("keepdims", 1) != 0;
+  // No axes with noop_with_empty_axes: the elementwise part alone
+  // (ONNX's reference reduces over no dims).
+  const bool noop = !*axes;
+  SmallVector<int64_t> dims = noop ? SmallVector<int64_t>() : **axes;
+  Type et = c.getType(0).getElementType();
+  FailureOr<Value> r = failure();
+  switch (K) {
+  case Composed::L1:
+  case Composed::L2:
+  case Composed::SumSquare: {
+    auto e = K == Composed::L1 ? createValue<AbsOp>(c, {*x})
+                               : createValue<MulOp>(c, {*x, *x});
+    if (failed(e))
+      return failure();
+    r = noop ? e : reduceValue(c, false, *e, dims, keep);
+    if (succeeded(r) && K == Composed::L2)
+      r = createValue<SqrtOp>(c, {*r});
+    break;
+  }
+  case Composed::LogSum:
+    r = noop ? *x : reduceValue(c, false, *x, dims, keep);
+    if (succeeded(r))
+      r = createValue<LogOp>(c, {*r});
+    break;
+  case Composed::Min:
+    r = noop ? *x : reduceMinValue(c, *x, dims, keep);
+    break;
+  case Composed::LogSumExp: {
+    if (noop) {
+      r = *x;
+      break;
+    }
+    // m + log(sum(exp(x - m))), m the row's max where finite, else 0 (a
+    // row of -inf gives -inf, one with +inf gives +inf, as log(sum(exp(x)))).
+    auto m = reduceValue(c, true, *x, dims, /*keep=*/true);
+    if (failed(m))
+      return failure();
+    auto diff = createValue<SubOp>(c, {*m, *m});
+    if (failed(diff))
+      return failure();
+    auto finite =
+        compareValues(c, *diff, c.scalarConstant(0, et), ComparePredicate::EQ);
+    if (failed(finite))
+      return failure();
+    auto shift =
+        createValue<WhereOp>(c, {*finite, *m, c.scalarConstant(0, et)});
+    if (failed(shift))
+      return failure();
+    auto centred = createValue<SubOp>(c, {*x, *shift});
+    if (failed(centred))
+      return failure();
+    auto ex = createValue<ExpOp>(c, {*centred});
+    if (failed(ex))
+      return failure();
+    auto sum = reduceValue(c, false, *ex, dims, /*keep=*/true);
+    if (failed(sum))
+      return failure();
+    auto lg = createValue<LogOp>(c, {*sum});
+    if (failed(lg))
+      return failure();
+    r = createValue<AddOp>(c, {*lg, *shift});
+    if (succeeded(r) && !keep) {
+      SmallVector<int64_t> shape;
+      for (int64_t d = 0; d < c.getRank(0); ++d)
+        if (!llvm::is_contained(dims, d))
+          shape.push_back(c.getShape(0)[d]);
+      r = reshapeValue(c, *r, shape);
+    }
+    break;
+  }
+  }
+  if (failed(r))
+    return failure();
+  c.setOutput(0, *r, c.getDType(0));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ArgMax, ArgMin
+//===----------------------------------------------------------------------===//
+
+/// The index of the first (select_last_index: last) extreme element along
+/// `axis`: where x equals its reduce_max (reduce min), its index, elsewhere
+/// dim (-1), reduced by min (max). A NaN is the extreme of its row, as in
+/// PyTorch and numpy.
+template <bool IsMax> LogicalResult importArgExtreme(NodeContext &c) {
+  if (c.getDType(0) != kInt64 && c.getDType(0) != kInt32 &&
+      failed(requireFloat(c, 0)))
+    return failure();
+  ArrayRef<int64_t> in = c.getShape(0);
+  auto axis = c.normalizeAxis(c.getInt("axis", 0), in.size(), "axis");
+  if (failed(axis))
+    return failure();
+  const int64_t dim = in[*axis];
+  if (dim == 0)
+    return c.error("axis " + Twine(*axis) + " has no elements");
+  const bool last = c.getInt("select_last_index", 0) != 0;
+  const bool keep = c.getInt("keepdims", 1) != 0;
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  auto m = IsMax ? reduceValue(c, true, *x, {*axis}, true)
+                 : reduceMinValue(c, *x, {*axis}, true);
+  if (failed(m))
+    return failure();
+  auto hit = compareValues(c, *x, *m, ComparePredicate::EQ);
+  if (failed(hit))
+    return failure();
+  Type i64 = c.getBuilder().getI64Type();
+  Value isHit = *hit;
+  if (isFloatDType(c.getDType(0))) {
+    // reduce_max skips NaNs: in a row that has one, the NaNs are the hits.
+    auto nan = compareValues(c, *x, *x, ComparePredicate::NE);
+    if (failed(nan))
+      return failure();
+    auto flag = createValue<WhereOp>(
+        c, {*nan, c.scalarConstant(1, i64), c.scalarConstant(0, i64)});
+    if (failed(flag))
+      return failure();
+    auto any = reduceValue(c, true, *flag, {*axis}, true);
+    if (failed(any))
+      return failure();
+    auto rowHasNan =
+        compareValues(c, *any, c.scalarConstant(0, i64), ComparePredicate::GT);
+    if (failed(rowHasNan))
+      return failure();
+    auto hits = createValue<WhereOp>(c, {*rowHasNan, *nan, isHit});
+    if (failed(hits))
+      return failure();
+    isHit = *hits;
+  }
+  SmallVector<int64_t> iotaShape(in.size(), 1), iota(dim);
+  iotaShape[*axis] = dim;
+  std::iota(iota.begin(), iota.end(), int64_t(0));
+  LogicalResult status = success();
+  Value positions = constantI64(c, iota, iotaShape,
+                                c.getNode().output(0) + ".arg_index", status);
+  if (failed(status))
+    return failure();
+  auto cand = createValue<WhereOp>(
+      c, {isHit, positions, c.scalarConstant(last ? -1 : dim, i64)});
+  if (failed(cand))
+    return failure();
+  auto idx = last ? reduceValue(c, true, *cand, {*axis}, keep)
+                  : reduceMinValue(c, *cand, {*axis}, keep);
+  if (failed(idx))
+    return failure();
+  c.setOutput(0, *idx, kInt64);
+  return success();
+}
+
+} // namespace
+
+namespace mlir::tessel::detail {
+
+LogicalResult importPad(NodeContext &c) { return pad(c); }
+LogicalResult importScatterND(NodeContext &c) { return scatterND(c); }
+LogicalResult importScatterElements(NodeContext &c) {
+  return scatterElements(c);
+}
+LogicalResult importInstanceNormalization(NodeContext &c) {
+  return instanceNormalization(c);
+}
+LogicalResult importReduceL1(NodeContext &c) {
+  return reduceComposed<Composed::L1, false>(c);
+}
+LogicalResult importReduceL1Axes(NodeContext &c) {
+  return reduceComposed<Composed::L1, true>(c);
+}
+LogicalResult importReduceL2(NodeContext &c) {
+  return reduceComposed<Composed::L2, false>(c);
+}
+LogicalResult importReduceL2Axes(NodeContext &c) {
+  return reduceComposed<Composed::L2, true>(c);
+}
+LogicalResult importReduceSumSquare(NodeContext &c) {
+  return reduceComposed<Composed::SumSquare, false>(c);
+}
+LogicalResult importReduceSumSquareAxes(NodeContext &c) {
+  return reduceComposed<Composed::SumSquare, true>(c);
+}
+LogicalResult importReduceLogSum(NodeContext &c) {
+  return reduceComposed<Composed::LogSum, false>(c);
+}
+LogicalResult importReduceLogSumAxes(NodeContext &c) {
+  return reduceComposed<Composed::LogSum, true>(c);
+}
+LogicalResult importReduceLogSumExp(NodeContext &c) {
+  return reduceComposed<Composed::LogSumExp, false>(c);
+}
+LogicalResult importReduceLogSumExpAxes(NodeContext &c) {
+  return reduceComposed<Composed::LogSumExp, true>(c);
+}
+LogicalResult importReduceMin(NodeContext &c) {
+  return reduceComposed<Composed::Min, false>(c);
+}
+LogicalResult importReduceMinAxes(NodeContext &c) {
+  return reduceComposed<Composed::Min, true>(c);
+}
+LogicalResult importArgMax(NodeContext &c) { return importArgExtreme<true>(c); }
+LogicalResult importArgMin(NodeContext &c) {
+  return importArgExtreme<false>(c);
+}
+
+} // namespace mlir::tessel::detail

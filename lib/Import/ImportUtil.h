@@ -1,0 +1,157 @@
+//===- ImportUtil.h - what op importers share -------------------*- C++ -*-===//
+//
+// Small helpers of the op importers (OpImporters.cpp, ComposedImporters.cpp):
+// attributes, creating one-result ops, defining outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_LIB_IMPORT_IMPORTUTIL_H
+#define TESSEL_LIB_IMPORT_IMPORTUTIL_H
+
+#include "ImporterImpl.h"
+
+namespace mlir::tessel::detail {
+
+inline NamedAttribute named(NodeContext &c, StringRef name, Attribute value) {
+  return c.getBuilder().getNamedAttr(name, value);
+}
+
+inline Attribute i64Attr(NodeContext &c, int64_t v) {
+  return c.getBuilder().getI64IntegerAttr(v);
+}
+
+inline Attribute arrayAttr(NodeContext &c, ArrayRef<int64_t> v) {
+  return c.getBuilder().getDenseI64ArrayAttr(v);
+}
+
+/// Defines output 0 from a created single-result op.
+inline LogicalResult defineFrom(NodeContext &c, FailureOr<Operation *> op,
+                                int32_t dtype) {
+  if (failed(op))
+    return failure();
+  c.setOutput(0, (*op)->getResult(0), dtype);
+  return success();
+}
+
+/// The single result of a created op.
+template <typename OpTy>
+inline FailureOr<Value> createValue(NodeContext &c, ValueRange operands,
+                                    ArrayRef<NamedAttribute> attrs = {}) {
+  auto op = c.create<OpTy>(operands, attrs);
+  if (failed(op))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+/// Defines output 0 as `folded` when there is one. False otherwise: the
+/// caller builds ops.
+inline bool setFolded(NodeContext &c, std::optional<ConstTensor> folded) {
+  if (!folded)
+    return false;
+  c.setConst(0, std::move(*folded));
+  return true;
+}
+
+/// The values of inputs [0, n), less omitted optional ones.
+inline FailureOr<SmallVector<Value>> getValues(NodeContext &c, unsigned n) {
+  SmallVector<Value> values;
+  for (unsigned i = 0; i < n; ++i) {
+    if (!c.hasInput(i))
+      continue;
+    auto v = c.getValue(i);
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+  }
+  return values;
+}
+
+inline LogicalResult requireFloat(NodeContext &c, unsigned i) {
+  if (!c.hasInput(i))
+    return c.error("needs input " + Twine(i) + " (it has " +
+                   Twine(c.getNumInputs()) + ")");
+  if (!isFloatDType(c.getDType(i)))
+    return c.error("input " + Twine(i) + " must be a float tensor, not " +
+                   getDTypeName(c.getDType(i)));
+  return success();
+}
+
+/// `v` reshaped to `shape` (same element type).
+inline FailureOr<Value> reshapeValue(NodeContext &c, Value v,
+                                     ArrayRef<int64_t> shape) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getShape() == shape)
+    return v;
+  auto op = c.create<ReshapeOp>(
+      {v}, {}, {RankedTensorType::get(shape, t.getElementType())});
+  if (failed(op))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+/// Normalises `axes` against `rank` and sorts them.
+inline LogicalResult
+normalizeAxes(NodeContext &c, SmallVectorImpl<int64_t> &axes, int64_t rank) {
+  for (int64_t &a : axes) {
+    auto n = c.normalizeAxis(a, rank, "axis");
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  llvm::sort(axes);
+  return success();
+}
+
+/// The dims a Reduce* node reduces, sorted and unique: its `axes` input
+/// (`axesFromInput`: ReduceSum from opset 13, the others from 18) or
+/// attribute, every dim when it gives none; std::nullopt when it gives none
+/// and sets noop_with_empty_axes (the node reduces nothing).
+inline FailureOr<std::optional<SmallVector<int64_t>>>
+getReduceAxes(NodeContext &c, bool axesFromInput) {
+  int64_t rank = c.getRank(0);
+  SmallVector<int64_t> axes;
+  if (axesFromInput && c.hasInput(1)) {
+    auto a = c.getConstInts(1, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else if (!axesFromInput) {
+    if (auto a = c.getInts("axes"))
+      axes = *a;
+  }
+  if (axes.empty()) {
+    if (axesFromInput && c.getInt("noop_with_empty_axes", 0))
+      return std::optional<SmallVector<int64_t>>();
+    for (int64_t k = 0; k < rank; ++k)
+      axes.push_back(k);
+  }
+  if (failed(normalizeAxes(c, axes, rank)))
+    return failure();
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return std::optional<SmallVector<int64_t>>(std::move(axes));
+}
+
+// Importers of ONNX ops composed of existing tessel ops
+// (ComposedImporters.cpp); "Axes" ones take `axes` as an input (opset 18).
+LogicalResult importPad(NodeContext &c);
+LogicalResult importScatterND(NodeContext &c);
+LogicalResult importScatterElements(NodeContext &c);
+LogicalResult importInstanceNormalization(NodeContext &c);
+LogicalResult importReduceL1(NodeContext &c);
+LogicalResult importReduceL1Axes(NodeContext &c);
+LogicalResult importReduceL2(NodeContext &c);
+LogicalResult importReduceL2Axes(NodeContext &c);
+LogicalResult importReduceSumSquare(NodeContext &c);
+LogicalResult importReduceSumSquareAxes(NodeContext &c);
+LogicalResult importReduceLogSum(NodeContext &c);
+LogicalResult importReduceLogSumAxes(NodeContext &c);
+LogicalResult importReduceLogSumExp(NodeContext &c);
+LogicalResult importReduceLogSumExpAxes(NodeContext &c);
+LogicalResult importReduceMin(NodeContext &c);
+LogicalResult importReduceMinAxes(NodeContext &c);
+LogicalResult importArgMax(NodeContext &c);
+LogicalResult importArgMin(NodeContext &c);
+
+} // namespace mlir::tessel::detail
+
+#endif // TESSEL_LIB_IMPORT_IMPORTUTIL_H

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Runs the ONNX ops that the importer composes from existing tessel ops
+(lib/Import/ComposedImporters.cpp, negative Slice steps) through tesselc and
+tessel-run and compares them with numpy: np.pad for Pad's modes, numpy
+indexing for Slice, ScatterND and ScatterElements, np.argmax / np.argmin
+(a NaN is the extreme, the first one) for ArgMax / ArgMin, the naive
+log(sum(exp(x))) for ReduceLogSumExp (rows of -inf and +inf), and the
+per-channel normalisation for InstanceNormalization.
+
+ONNX's node tests cover the same ops where their indices, pads and steps are
+constants (test/onnx-conformance); these are the cases they do not have:
+pads and steps known at import in every mode, negative pads, the axes input,
+a run-time fill, negative and reversed indices, NaNs and infinities.
+
+    check_composed.py --tesselc tesselc --tessel-run tessel-run --workdir DIR
+
+Prints "composed: NAME: ok" per case (or the worst difference) and exits 1
+when one fails.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(7)
+F32 = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+def const(name, values, dtype=np.int64):
+    return helper.make_node("Constant", [], [name],
+                            value=numpy_helper.from_array(np.array(values, dtype=dtype), name))
+
+
+def model(nodes, inputs, outputs, opset):
+    """inputs / outputs: (name, onnx dtype, shape)."""
+    g = helper.make_graph(nodes, "g",
+                          [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                          [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def cases():
+    """(name, model, {input: array}, expected output)."""
+    x = rng.standard_normal((2, 5, 6)).astype(np.float32)
+
+    # Pad: a negative pad crops; constant with a fill given as a constant.
+    m = model([const("p", [0, 1, -1, 1, 2, 0]), const("v", 1.5, np.float32),
+               helper.make_node("Pad", ["x", "p", "v"], ["y"])],
+              [("x", F32, [2, 5, 6])], [("y", F32, [3, 8, 5])], 13)
+    yield "pad_constant_crop", m, {"x": x}, np.pad(x[:, :, 1:], [(0, 1), (1, 2), (0, 0)], constant_values=1.5)
+
+    # The axes input (opset 18), a negative axis; reflect past the dim.
+    for mode in ("reflect", "edge", "wrap"):
+        opset = 19 if mode == "wrap" else 18
+        m = model([const("p", [2, 7, 1, 3]), const("a", [1, -1]),
+                   helper.make_node("Pad", ["x", "p", "", "a"], ["y"], mode=mode)],
+                  [("x", F32, [2, 5, 6])], [("y", F32, [2, 8, 16])], opset)
+        if mode == "wrap":
+            # Periodic indices; numpy < 2 pads past the dim otherwise.
+            ref = np.take(np.take(x, np.arange(-2, 6) % 5, axis=1), np.arange(-7, 9) % 6, axis=2)
+        else:
+            ref = np.pad(x, [(0, 0), (2, 1), (7, 3)], mode=mode)
+        yield "pad_" + mode, m, {"x": x}, ref
+
+    # A fill computed at run time.
+    m = model([const("p", [1, 0, 0, 0, 0, 2]),
+               helper.make_node("Pad", ["x", "p", "v"], ["y"])],
+              [("x", F32, [2, 5, 6]), ("v", F32, [])], [("y", F32, [3, 5, 8])], 13)
+    yield "pad_runtime_fill", m, {"x": x, "v": np.array(-3.0, np.float32)}, \
+        np.pad(x, [(1, 0), (0, 0), (0, 2)], constant_values=-3.0)
+
+    # Slice backwards (torch.flip, x[..., ::-2]), with clamped starts.
+    m = model([const("s", [2**62, -2]), const("e", [-2**62, 0]), const("a", [0, 2]),
+               const("st", [-1, -2]),
+               helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])],
+              [("x", F32, [2, 5, 6])], [("y", F32, [2, 5, 2])], 13)
+    yield "slice_reverse", m, {"x": x}, x[::-1, :, 4:0:-2]
+
+    # ScatterND: rows of a [4, 3] table (BART's shift_tokens_right writes
+    # columns of int64 ids this way); negative index.
+    d = rng.standard_normal((4, 3)).astype(np.float32)
+    u = rng.standard_normal((2, 3)).astype(np.float32)
+    m = model([const("i", [[-1], [1]]),
+               helper.make_node("ScatterND", ["d", "i", "u"], ["y"])],
+              [("d", F32, [4, 3]), ("u", F32, [2, 3])], [("y", F32, [4, 3])], 13)
+    ref = d.copy()
+    ref[3], ref[1] = u[0], u[1]
+    yield "scatternd_rows", m, {"d": d, "u": u}, ref
+
+    ids = rng.integers(0, 100, (2, 5)).astype(np.int64)
+    col = np.array([[7], [9]], np.int64)
+    m = model([const("i", [[[0, 0]], [[1, 0]]]),
+               helper.make_node("ScatterND", ["d", "i", "u"], ["y"])],
+              [("d", I64, [2, 5]), ("u", I64, [2, 1])], [("y", I64, [2, 5])], 13)
+    ref = ids.copy()
+    ref[:, 0] = col[:, 0]
+    yield "scatternd_int_elements", m, {"d": ids, "u": col}, ref
+
+    # ScatterElements along axis 1, negative indices.
+    d = rng.standard_normal((3, 4)).astype(np.float32)
+    u = rng.standard_normal((3, 2)).astype(np.float32)
+    idx = np.array([[1, -1], [0, 2], [-4, 1]], np.int64)
+    m = model([const("i", idx),
+               helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=1)],
+              [("d", F32, [3, 4]), ("u", F32, [3, 2])], [("y", F32, [3, 4])], 13)
+    ref = d.copy()
+    for r in range(3):
+        for k in range(2):
+            ref[r, idx[r, k] % 4] = u[r, k]
+    yield "scatter_elements_axis1", m, {"d": d, "u": u}, ref
+
+    # ArgMax / ArgMin: NaNs win (the first one), ties take the first (or
+    # the last with select_last_index).
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    a[1, 2] = a[1, 4] = np.nan
+    a[2, :] = 0.5
+    a[3, 5] = np.nan
+    m = model([helper.make_node("ArgMax", ["a"], ["y"], axis=1, keepdims=0)],
+              [("a", F32, [4, 6])], [("y", I64, [4])], 13)
+    yield "argmax_nan", m, {"a": a}, np.argmax(a, axis=1)
+    m = model([helper.make_node("ArgMin", ["a"], ["y"], axis=-1)],
+              [("a", F32, [4, 6])], [("y", I64, [4, 1])], 13)
+    yield "argmin_nan", m, {"a": a}, np.argmin(a, axis=1)[:, None]
+    b = rng.integers(-3, 3, (3, 5)).astype(np.int64)
+    m = model([helper.make_node("ArgMin", ["b"], ["y"], axis=0, keepdims=0, select_last_index=1)],
+              [("b", I64, [3, 5])], [("y", I64, [5])], 13)
+    yield "argmin_int_last", m, {"b": b}, 2 - np.argmin(b[::-1], axis=0)
+
+    # ReduceLogSumExp on rows of -inf, with +inf, and large values.
+    s = rng.standard_normal((4, 5)).astype(np.float32)
+    s[0] = -np.inf
+    s[1, 3] = np.inf
+    s[2] += 100.0
+    m = model([const("ax", [1]),
+               helper.make_node("ReduceLogSumExp", ["s", "ax"], ["y"], keepdims=0)],
+              [("s", F32, [4, 5])], [("y", F32, [4])], 18)
+    with np.errstate(divide="ignore", over="ignore"):
+        ref = np.log(np.sum(np.exp(s.astype(np.float64)), axis=1))
+    ref[2] = 100.0 + np.log(np.sum(np.exp(s[2].astype(np.float64) - 100.0)))
+    yield "reduce_log_sum_exp_inf", m, {"s": s}, ref.astype(np.float32)
+
+    # InstanceNormalization over [N, C, L] with a scale and a bias.
+    v = rng.standard_normal((2, 3, 7)).astype(np.float32)
+    sc = rng.standard_normal(3).astype(np.float32)
+    bi = rng.standard_normal(3).astype(np.float32)
+    m = model([helper.make_node("InstanceNormalization", ["v", "sc", "bi"], ["y"], epsilon=1e-3)],
+              [("v", F32, [2, 3, 7]), ("sc", F32, [3]), ("bi", F32, [3])], [("y", F32, [2, 3, 7])], 13)
+    v64 = v.astype(np.float64)
+    mean = v64.mean(axis=2, keepdims=True)
+    var = v64.var(axis=2, keepdims=True)
+    ref = (v64 - mean) / np.sqrt(var + 1e-3) * sc[None, :, None] + bi[None, :, None]
+    yield "instance_norm", m, {"v": v, "sc": sc, "bi": bi}, ref.astype(np.float32)
+
+
+def same(got, ref):
+    if got.shape != ref.shape or got.dtype != ref.dtype:
+        return False, "shape/dtype %s %s, expected %s %s" % (got.shape, got.dtype, ref.shape, ref.dtype)
+    if ref.dtype.kind in "iub":
+        bad = int(np.sum(got != ref))
+        return bad == 0, "%d elements differ" % bad
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    if not np.array_equal(np.isnan(g), np.isnan(r)) or not np.array_equal(np.isinf(g) * np.sign(g), np.isinf(r) * np.sign(r)):
+        return False, "NaN or inf in other places: %s vs %s" % (g, r)
+    fin = np.isfinite(r)
+    err = float(np.max(np.abs(g[fin] - r[fin]))) if fin.any() else 0.0
+    return err <= 1e-5 * max(1.0, float(np.max(np.abs(r[fin]))) if fin.any() else 0.0), "max abs error %.2e" % err
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tesselc", required=True)
+    ap.add_argument("--tessel-run", required=True)
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.workdir, exist_ok=True)
+    failed = 0
+    for name, m, feeds, ref in cases():
+        d = os.path.join(a.workdir, name)
+        os.makedirs(d, exist_ok=True)
+        onnx.save(m, os.path.join(d, "model.onnx"))
+        args = []
+        for k, v in feeds.items():
+            np.save(os.path.join(d, k + ".npy"), v)
+            args += ["--input", "%s=%s" % (k, os.path.join(d, k + ".npy"))]
+        out = os.path.join(d, "y.npy")
+        for cmd in ([a.tesselc, os.path.join(d, "model.onnx"), "-o", os.path.join(d, "m.tsl")],
+                    [a.tessel_run, os.path.join(d, "m.tsl")] + args + ["--output", "y=" + out]):
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode:
+                print("composed: %s: FAILED: %s" % (name, r.stderr.strip()))
+                failed += 1
+                break
+        else:
+            ok, what = same(np.load(out), ref)
+            print("composed: %s: %s (%s)" % (name, "ok" if ok else "FAILED", what))
+            failed += not ok
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
