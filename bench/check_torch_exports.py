@@ -116,6 +116,30 @@ def build(name):
         return tf.DebertaV2Model(tf.DebertaV2Config(**small)), {"input_ids": ids, "attention_mask": mask}
     if name == "swin":
         return tf.SwinModel(tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)), {"pixel_values": torch.randn(2, 3, 32, 32)}
+    vision = {"efficientnet": "efficientnet_b0", "mobilenet_v3": "mobilenet_v3_small",
+              "regnet": "regnet_y_400mf", "shufflenet": "shufflenet_v2_x0_5",
+              "squeezenet": "squeezenet1_1", "densenet": "densenet121",
+              "deeplab": "segmentation.deeplabv3_mobilenet_v3_large", "swin_t": "swin_t",
+              "r3d": "video.r3d_18", "maxvit": "maxvit_t"}
+    if name in vision:
+        if torchvision is None:
+            raise SystemExit(name + " needs torchvision (pip install torchvision)")
+        mod = torchvision.models
+        path = vision[name].split(".")
+        for p in path[:-1]:
+            mod = getattr(mod, p)
+        kw = {"num_classes": 10} if name not in ("deeplab",) else {"num_classes": 3, "weights_backbone": None}
+        m = getattr(mod, path[-1])(**kw)
+        # Trained-like batch-norm statistics: with the initial ones (mean 0,
+        # var 1, scale 1) deep nets such as EfficientNet give outputs of 1e-13.
+        for bn in m.modules():
+            if isinstance(bn, torch.nn.modules.batchnorm._BatchNorm):
+                bn.running_mean.uniform_(-0.1, 0.1)
+                bn.running_var.uniform_(0.5, 1.5)
+                bn.weight.data.uniform_(0.5, 1.5)
+                bn.bias.data.uniform_(-0.1, 0.1)
+        shape = {"r3d": (1, 3, 4, 32, 32), "maxvit": (1, 3, 224, 224), "swin_t": (1, 3, 64, 64), "deeplab": (1, 3, 64, 64)}.get(name, (1, 3, 64, 64))
+        return m, {"x": torch.randn(*shape)}
     if name in ("resnet", "mobilenet", "convnext") and torchvision is None:
         raise SystemExit(name + " needs torchvision (pip install torchvision)")
     if name == "resnet":
@@ -129,11 +153,16 @@ def build(name):
         return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), {"src": torch.randn(2, 8, 64)}
     raise SystemExit("unknown model " + name)
 
+VISION = ("efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", "densenet",
+          "deeplab", "swin_t", "r3d", "maxvit")
+
 class Wrap(torch.nn.Module):
     def __init__(self, m, names):
         super().__init__(); self.m = m; self.names = names
     def forward(self, *args):
         out = self.m(**dict(zip(self.names, args))) if not isinstance(self.m, torch.nn.Sequential) else self.m(*args)
+        if isinstance(out, dict) and "out" in out:  # torchvision's segmentation models
+            return out["out"]
         if hasattr(out, "last_hidden_state"):
             return out.last_hidden_state
         return out[0] if isinstance(out, tuple) else out
@@ -146,7 +175,7 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--opset", type=int, help="the dynamo export's opset (default: torch's)")
     ap.add_argument("--modes", default="dynamo,ts", help="exporters: dynamo, ts (dynamo=False)")
-    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta", "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin"])
+    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta", "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin", "efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", "densenet", "deeplab", "swin_t", "r3d"])
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     bad = 0
@@ -154,7 +183,7 @@ def main():
         m, inputs = build(name)
         m.eval()
         names = list(inputs)
-        if name in ("resnet", "mobilenet", "convnext", "tenc"):
+        if name in ("resnet", "mobilenet", "convnext", "tenc") or (name in VISION and name != "deeplab"):
             w = m
         else:
             w = Wrap(m, names)
@@ -196,7 +225,7 @@ def main():
             err = float(np.max(np.abs(got.astype(np.float64) - ref))) if got.shape == ref.shape else float("inf")
             ok = err <= a.tol * max(1.0, float(np.max(np.abs(ref))))
             bad += not ok
-            print("%-10s %-6s max abs diff %.2e %s" % (name, mode, err, "ok" if ok else "MISMATCH"), flush=True)
+            print("%-10s %-6s max abs diff %.2e (max |out| %.2e) %s" % (name, mode, err, float(np.max(np.abs(ref))), "ok" if ok else "MISMATCH"), flush=True)
     sys.exit(1 if bad else 0)
 
 if __name__ == "__main__":

@@ -15,12 +15,18 @@
 //   ReduceMin: reduce_sum / reduce_max around elementwise ops.
 // - ArgMax and ArgMin: the first (or last) index where the input equals its
 //   reduce_max (reduce min), from a compare, a where and a reduce_max.
+// - HardSigmoid, Elu, Celu, Selu: elementwise ops (which the elementwise
+//   fusion makes one kernel again).
+// - Resize with scales or sizes known at import: per resized dim, gathers
+//   of constant source indices times constant weights (1, 2 or 4 taps).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ImportUtil.h"
 
 #include "dialects/tessel/Verifiers.h"
+
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <limits>
@@ -147,7 +153,7 @@ LogicalResult pad(NodeContext &c) {
       if (c.getType(2).getNumElements() != 1)
         return c.error("constant_value " + formatShape(c.getShape(2)) +
                        " is not one element");
-      if (const ConstTensor *known = c.getConst(2)) {
+      if (const ConstTensor *known = c.getOperandConst(2)) {
         fill = c.scalarConstant(known->getDouble(0), et);
       } else {
         auto v = c.getValue(2);
@@ -622,6 +628,287 @@ template <bool IsMax> LogicalResult importArgExtreme(NodeContext &c) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+/// max(0, min(1, alpha x + beta)).
+LogicalResult hardSigmoid(NodeContext &c, float alpha, float beta) {
+  if (failed(requireFloat(c, 0)))
+    return failure();
+  Type et = c.getType(0).getElementType();
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  auto ax = createValue<MulOp>(c, {*x, c.scalarConstant(alpha, et)});
+  if (failed(ax))
+    return failure();
+  auto lin = createValue<AddOp>(c, {*ax, c.scalarConstant(beta, et)});
+  if (failed(lin))
+    return failure();
+  auto hi = createValue<MinOp>(c, {*lin, c.scalarConstant(1, et)});
+  if (failed(hi))
+    return failure();
+  auto y = createValue<MaxOp>(c, {*hi, c.scalarConstant(0, et)});
+  if (failed(y))
+    return failure();
+  c.setOutput(0, *y, c.getDType(0));
+  return success();
+}
+
+/// where(x > 0, x, alpha (exp(min(x, 0) / theta) - 1)) times gamma: Elu
+/// (theta 1, gamma 1), Celu (theta alpha), Selu. exp reads min(x, 0), so
+/// that the branch where does not take never overflows (its gradient would
+/// be 0 * inf).
+LogicalResult exponentialUnit(NodeContext &c, float alpha, float theta,
+                              float gamma) {
+  if (failed(requireFloat(c, 0)))
+    return failure();
+  Type et = c.getType(0).getElementType();
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  Value zero = c.scalarConstant(0, et);
+  auto neg = createValue<MinOp>(c, {*x, zero});
+  if (failed(neg))
+    return failure();
+  Value t = *neg;
+  if (theta != 1.0f) {
+    auto d = createValue<DivOp>(c, {t, c.scalarConstant(theta, et)});
+    if (failed(d))
+      return failure();
+    t = *d;
+  }
+  auto e = createValue<ExpOp>(c, {t});
+  if (failed(e))
+    return failure();
+  auto em1 = createValue<SubOp>(c, {*e, c.scalarConstant(1, et)});
+  if (failed(em1))
+    return failure();
+  auto scaled = createValue<MulOp>(c, {*em1, c.scalarConstant(alpha, et)});
+  if (failed(scaled))
+    return failure();
+  auto pos = compareValues(c, *x, zero, ComparePredicate::GT);
+  if (failed(pos))
+    return failure();
+  auto y = createValue<WhereOp>(c, {*pos, *x, *scaled});
+  if (succeeded(y) && gamma != 1.0f)
+    y = createValue<MulOp>(c, {*y, c.scalarConstant(gamma, et)});
+  if (failed(y))
+    return failure();
+  c.setOutput(0, *y, c.getDType(0));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Resize
+//===----------------------------------------------------------------------===//
+
+/// One output coordinate's source position along a dim resized from `in` to
+/// `out` elements by `scale` (ONNX's coordinate_transformation_mode).
+/// align_corners divides by the resized length less one, which ONNX takes
+/// as `in * scale` when the node gives scales (not the floored `out`).
+double resizeSource(StringRef mode, double x, int64_t in, int64_t out,
+                    double scale, bool fromScales) {
+  if (mode == "align_corners") {
+    const double length = fromScales ? double(in) * scale : double(out);
+    return length <= 1 ? 0.0 : x * double(in - 1) / (length - 1);
+  }
+  if (mode == "asymmetric")
+    return x / scale;
+  if (mode == "pytorch_half_pixel")
+    return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  return (x + 0.5) / scale - 0.5; // half_pixel
+}
+
+int64_t nearestIndex(StringRef mode, double v) {
+  if (mode == "floor")
+    return int64_t(std::floor(v));
+  if (mode == "ceil")
+    return int64_t(std::ceil(v));
+  const double f = std::floor(v);
+  if (v - f != 0.5)
+    return int64_t(std::round(v));
+  // A tie: round_prefer_ceil goes up, round_prefer_floor down.
+  return int64_t(mode == "round_prefer_ceil" ? f + 1 : f);
+}
+
+/// Cubic convolution weight of distance t (Keys, coefficient a).
+double cubicWeight(double t, double a) {
+  t = std::fabs(t);
+  if (t <= 1)
+    return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2)
+    return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
+}
+
+LogicalResult resize(NodeContext &c) {
+  if (failed(requireFloat(c, 0)))
+    return failure();
+  ArrayRef<int64_t> in = c.getShape(0);
+  const int64_t rank = in.size();
+  const std::string mode = c.getString("mode", "nearest");
+  const std::string coord =
+      c.getString("coordinate_transformation_mode", "half_pixel");
+  const std::string nearest = c.getString("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return c.error("mode '" + mode + "' is not one of nearest, linear, cubic");
+  if (coord != "half_pixel" && coord != "pytorch_half_pixel" &&
+      coord != "align_corners" && coord != "asymmetric")
+    return c.error("coordinate_transformation_mode '" + coord +
+                   "' is not supported (half_pixel, pytorch_half_pixel, "
+                   "align_corners, asymmetric are)");
+  if (nearest != "round_prefer_floor" && nearest != "round_prefer_ceil" &&
+      nearest != "floor" && nearest != "ceil")
+    return c.error("nearest_mode '" + nearest + "' is not supported");
+  if (c.getInt("antialias", 0))
+    return c.error("antialias is not supported");
+  if (c.getString("keep_aspect_ratio_policy", "stretch") != "stretch")
+    return c.error("keep_aspect_ratio_policy '" +
+                   c.getString("keep_aspect_ratio_policy", "stretch") +
+                   "' is not supported (stretch is)");
+  const bool excludeOutside = c.getInt("exclude_outside", 0) != 0;
+  const double cubicA = c.getFloat("cubic_coeff_a", -0.75f);
+  SmallVector<int64_t> axes;
+  if (auto a = c.getInts("axes")) {
+    for (int64_t axis : *a) {
+      auto n = c.normalizeAxis(axis, rank, "axis");
+      if (failed(n))
+        return failure();
+      axes.push_back(*n);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  // Scales (input 2) or sizes (input 3), one per axis, known at import.
+  SmallVector<double> scale(rank, 1.0);
+  SmallVector<int64_t> outShape(in);
+  const bool hasSizes = c.hasInput(3) && c.getType(3).getNumElements() > 0;
+  const bool hasScales = c.hasInput(2) && c.getType(2).getNumElements() > 0;
+  if (hasSizes == hasScales)
+    return c.error("needs exactly one of scales and sizes");
+  if (hasSizes) {
+    auto sizes = c.getConstInts(3, "sizes");
+    if (failed(sizes))
+      return failure();
+    if (sizes->size() != axes.size())
+      return c.error(Twine(sizes->size()) + " sizes for " + Twine(axes.size()) +
+                     " axes");
+    for (size_t k = 0; k < axes.size(); ++k) {
+      if ((*sizes)[k] <= 0)
+        return c.error("size " + Twine((*sizes)[k]) + " for axis " +
+                       Twine(axes[k]) + " is not positive");
+      outShape[axes[k]] = (*sizes)[k];
+      scale[axes[k]] = double((*sizes)[k]) / double(in[axes[k]]);
+    }
+  } else {
+    const ConstTensor *scales = c.getOperandConst(2);
+    if (!scales)
+      return c.error("scales must be known at import time; it depends on "
+                     "values computed at run time");
+    if (size_t(scales->size()) != axes.size())
+      return c.error(Twine(scales->size()) + " scales for " +
+                     Twine(axes.size()) + " axes");
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const double s = scales->getDouble(k);
+      if (!(s > 0) || !std::isfinite(s))
+        return c.error("scale " + llvm::formatv("{0}", s).str() + " for axis " +
+                       Twine(axes[k]) + " is not positive");
+      scale[axes[k]] = s;
+      outShape[axes[k]] = int64_t(std::floor(double(in[axes[k]]) * s));
+      if (outShape[axes[k]] <= 0)
+        return c.error("scale " + llvm::formatv("{0}", s).str() +
+                       " leaves axis " + Twine(axes[k]) + " empty");
+    }
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  Value cur = *x;
+  const std::string base = c.getNode().output(0);
+  for (int64_t d : axes) {
+    const int64_t n = in[d], m = outShape[d];
+    if (n == m && scale[d] == 1.0)
+      continue;
+    // taps[k][j]: source index and weight of tap k of output j.
+    const int taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+    SmallVector<SmallVector<int64_t>> index(taps, SmallVector<int64_t>(m));
+    SmallVector<SmallVector<double>> weight(taps, SmallVector<double>(m));
+    for (int64_t j = 0; j < m; ++j) {
+      double v = resizeSource(coord, double(j), n, m, scale[d], !hasSizes);
+      if (mode == "nearest") {
+        index[0][j] = std::clamp<int64_t>(nearestIndex(nearest, v), 0, n - 1);
+        weight[0][j] = 1;
+      } else if (mode == "linear") {
+        v = std::clamp(v, 0.0, double(n - 1));
+        const int64_t i0 = int64_t(std::floor(v));
+        const double f = v - double(i0);
+        index[0][j] = i0;
+        index[1][j] = std::min(i0 + 1, n - 1);
+        weight[0][j] = 1 - f;
+        weight[1][j] = f;
+      } else {
+        const int64_t i0 = int64_t(std::floor(v));
+        const double f = v - double(i0);
+        double total = 0;
+        for (int k = 0; k < 4; ++k) {
+          const int64_t i = i0 - 1 + k;
+          double w = cubicWeight(f - (k - 1), cubicA);
+          if (excludeOutside && (i < 0 || i >= n))
+            w = 0;
+          index[k][j] = std::clamp<int64_t>(i, 0, n - 1);
+          weight[k][j] = w;
+          total += w;
+        }
+        if (excludeOutside && total != 0)
+          for (int k = 0; k < 4; ++k)
+            weight[k][j] /= total;
+      }
+    }
+    SmallVector<int64_t> wShape(rank, 1);
+    wShape[d] = m;
+    Value sum;
+    for (int k = 0; k < taps; ++k) {
+      LogicalResult status = success();
+      Value idx = constantI64(
+          c, index[k], {m}, base + ".resize_index" + Twine(d) + "_" + Twine(k),
+          status);
+      if (failed(status))
+        return failure();
+      auto g = createValue<GatherOp>(c, {cur, idx},
+                                     {named(c, "axis", i64Attr(c, d))});
+      if (failed(g))
+        return failure();
+      Value term = *g;
+      if (mode != "nearest") {
+        ConstTensor w = ConstTensor::zeros(c.getDType(0), wShape);
+        for (int64_t j = 0; j < m; ++j)
+          w.set(j, weight[k][j]);
+        auto wv = c.materialize(w, base + ".resize_weight" + std::to_string(d) +
+                                       "_" + std::to_string(k));
+        if (failed(wv))
+          return failure();
+        auto p = createValue<MulOp>(c, {term, *wv});
+        if (failed(p))
+          return failure();
+        term = *p;
+      }
+      if (sum) {
+        auto a = createValue<AddOp>(c, {sum, term});
+        if (failed(a))
+          return failure();
+        term = *a;
+      }
+      sum = term;
+    }
+    cur = sum;
+  }
+  c.setOutput(0, cur, c.getDType(0));
+  return success();
+}
+
 } // namespace
 
 namespace mlir::tessel::detail {
@@ -671,6 +958,23 @@ LogicalResult importReduceMinAxes(NodeContext &c) {
   return reduceComposed<Composed::Min, true>(c);
 }
 LogicalResult importArgMax(NodeContext &c) { return importArgExtreme<true>(c); }
+LogicalResult importHardSigmoid(NodeContext &c) {
+  return hardSigmoid(c, c.getFloat("alpha", 0.2f), c.getFloat("beta", 0.5f));
+}
+LogicalResult importElu(NodeContext &c) {
+  return exponentialUnit(c, c.getFloat("alpha", 1.0f), 1.0f, 1.0f);
+}
+LogicalResult importCelu(NodeContext &c) {
+  float alpha = c.getFloat("alpha", 1.0f);
+  if (alpha == 0)
+    return c.error("alpha must not be 0");
+  return exponentialUnit(c, alpha, alpha, 1.0f);
+}
+LogicalResult importSelu(NodeContext &c) {
+  return exponentialUnit(c, c.getFloat("alpha", 1.67326319217681884765625f),
+                         1.0f, c.getFloat("gamma", 1.05070102214813232421875f));
+}
+LogicalResult importResize(NodeContext &c) { return resize(c); }
 LogicalResult importArgMin(NodeContext &c) {
   return importArgExtreme<false>(c);
 }

@@ -151,6 +151,11 @@ LogicalResult importReduceMin(NodeContext &c);
 LogicalResult importReduceMinAxes(NodeContext &c);
 LogicalResult importArgMax(NodeContext &c);
 LogicalResult importArgMin(NodeContext &c);
+LogicalResult importHardSigmoid(NodeContext &c);
+LogicalResult importElu(NodeContext &c);
+LogicalResult importCelu(NodeContext &c);
+LogicalResult importSelu(NodeContext &c);
+LogicalResult importResize(NodeContext &c);
 
 } // namespace mlir::tessel::detail
 

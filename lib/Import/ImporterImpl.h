@@ -74,6 +74,10 @@ public:
   int32_t getDType(unsigned i) { return getInput(i).dtype; }
   /// The contents of input `i` when known at import, else null.
   const ConstTensor *getConst(unsigned i);
+  /// As getConst, but also a float initializer's contents: for operands
+  /// that configure the op rather than hold parameters (Resize's scales,
+  /// Pad's constant_value), which exporters store as initializers.
+  const ConstTensor *getOperandConst(unsigned i);
   /// Whether every present input is known at import.
   bool allInputsConst();
   /// The SSA value of input `i`, materialising weights and constants.

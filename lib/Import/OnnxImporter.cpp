@@ -130,7 +130,9 @@ public:
     auto it = values.find(name);
     return it == values.end() ? nullptr : it->second.get();
   }
-  const ConstTensor *getConst(ValueInfo &info);
+  /// `info`'s contents when known at import; a float initializer (a
+  /// parameter) only with `evenParameters`.
+  const ConstTensor *getConst(ValueInfo &info, bool evenParameters = false);
   FailureOr<Value> materialize(ValueInfo &info, Location loc);
   /// Adds `entry` to the weight table and its tessel.weight (of `type`,
   /// named as the entry) to the function: weightOps holds it from then on.
@@ -377,14 +379,15 @@ GraphImporter::readBytes(const ValueInfo &info,
   return ArrayRef<char>(file->getBufferStart(), file->getBufferSize());
 }
 
-const ConstTensor *GraphImporter::getConst(ValueInfo &info) {
+const ConstTensor *GraphImporter::getConst(ValueInfo &info,
+                                           bool evenParameters) {
   if (info.cst)
     return info.cst.get();
   if (!info.tensor)
     return nullptr;
   // Parameters stay parameters: only integer (shape) initializers fold;
   // Constant nodes fold whatever their type.
-  if (info.isInitializer && isFloatDType(info.dtype))
+  if (info.isInitializer && isFloatDType(info.dtype) && !evenParameters)
     return nullptr;
   if (info.type.getNumElements() > kMaxFoldElements)
     return nullptr;
@@ -1181,6 +1184,10 @@ ValueInfo &NodeContext::getInput(unsigned i) {
 
 const ConstTensor *NodeContext::getConst(unsigned i) {
   return importer.getConst(getInput(i));
+}
+
+const ConstTensor *NodeContext::getOperandConst(unsigned i) {
+  return importer.getConst(getInput(i), /*evenParameters=*/true);
 }
 
 bool NodeContext::allInputsConst() {
