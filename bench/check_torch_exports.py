@@ -13,6 +13,17 @@ warnings.filterwarnings("ignore")
 import numpy as np
 import torch
 
+def trained_bn(m):
+    """Trained-like batch-norm statistics: with the initial ones (mean 0,
+    var 1, scale 1) deep nets such as EfficientNet give outputs of 1e-13."""
+    for bn in m.modules():
+        if isinstance(bn, torch.nn.modules.batchnorm._BatchNorm):
+            bn.running_mean.uniform_(-0.1, 0.1)
+            bn.running_var.uniform_(0.5, 1.5)
+            bn.weight.data.uniform_(0.5, 1.5)
+            bn.bias.data.uniform_(-0.1, 0.1)
+    return m
+
 def build(name):
     torch.manual_seed(0)
     import transformers as tf
@@ -129,23 +140,15 @@ def build(name):
         for p in path[:-1]:
             mod = getattr(mod, p)
         kw = {"num_classes": 10} if name not in ("deeplab",) else {"num_classes": 3, "weights_backbone": None}
-        m = getattr(mod, path[-1])(**kw)
-        # Trained-like batch-norm statistics: with the initial ones (mean 0,
-        # var 1, scale 1) deep nets such as EfficientNet give outputs of 1e-13.
-        for bn in m.modules():
-            if isinstance(bn, torch.nn.modules.batchnorm._BatchNorm):
-                bn.running_mean.uniform_(-0.1, 0.1)
-                bn.running_var.uniform_(0.5, 1.5)
-                bn.weight.data.uniform_(0.5, 1.5)
-                bn.bias.data.uniform_(-0.1, 0.1)
+        m = trained_bn(getattr(mod, path[-1])(**kw))
         shape = {"r3d": (1, 3, 4, 32, 32), "maxvit": (1, 3, 224, 224), "swin_t": (1, 3, 64, 64), "deeplab": (1, 3, 64, 64)}.get(name, (1, 3, 64, 64))
         return m, {"x": torch.randn(*shape)}
     if name in ("resnet", "mobilenet", "convnext") and torchvision is None:
         raise SystemExit(name + " needs torchvision (pip install torchvision)")
     if name == "resnet":
-        return torchvision.models.resnet18(num_classes=10), {"x": torch.randn(1, 3, 32, 32)}
+        return trained_bn(torchvision.models.resnet18(num_classes=10)), {"x": torch.randn(1, 3, 32, 32)}
     if name == "mobilenet":
-        return torchvision.models.mobilenet_v2(num_classes=10), {"x": torch.randn(1, 3, 32, 32)}
+        return trained_bn(torchvision.models.mobilenet_v2(num_classes=10)), {"x": torch.randn(1, 3, 32, 32)}
     if name == "convnext":
         return torchvision.models.convnext_tiny(num_classes=10), {"x": torch.randn(1, 3, 32, 32)}
     if name == "tenc":
@@ -175,7 +178,7 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--opset", type=int, help="the dynamo export's opset (default: torch's)")
     ap.add_argument("--modes", default="dynamo,ts", help="exporters: dynamo, ts (dynamo=False)")
-    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta", "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin", "efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", "densenet", "deeplab", "swin_t", "r3d"])
+    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta", "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin", "efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", "densenet", "deeplab", "swin_t", "r3d", "maxvit"])
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     bad = 0

@@ -17,6 +17,8 @@
 //   reduce_max (reduce min), from a compare, a where and a reduce_max.
 // - HardSigmoid, Elu, Celu, Selu: elementwise ops (which the elementwise
 //   fusion makes one kernel again).
+// - Einsum: per operand, a reduce_sum of the labels nothing else needs; per
+//   pair, transposes and reshapes around one matmul.
 // - Resize with scales or sizes known at import: per resized dim, gathers
 //   of constant source indices times constant weights (1, 2 or 4 taps).
 //
@@ -28,8 +30,10 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 using namespace mlir;
@@ -909,6 +913,238 @@ LogicalResult resize(NodeContext &c) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Einsum
+//===----------------------------------------------------------------------===//
+
+/// One operand of an einsum while it is built: its value and one label per
+/// dim.
+struct Labeled {
+  Value value;
+  std::string labels;
+};
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// `x` with its dims in the order of `want` (a permutation of its labels).
+FailureOr<Labeled> permuteTo(NodeContext &c, Labeled x, StringRef want) {
+  if (x.labels == want)
+    return x;
+  SmallVector<int64_t> perm;
+  for (char l : want)
+    perm.push_back(x.labels.find(l));
+  auto t = createValue<TransposeOp>(c, {x.value},
+                                    {named(c, "perm", arrayAttr(c, perm))});
+  if (failed(t))
+    return failure();
+  return Labeled{*t, want.str()};
+}
+
+/// `x` summed over its labels that `keep` lacks.
+FailureOr<Labeled> sumAway(NodeContext &c, Labeled x, StringRef keep) {
+  SmallVector<int64_t> dims;
+  std::string rest;
+  for (size_t d = 0; d < x.labels.size(); ++d) {
+    if (keep.contains(x.labels[d]))
+      rest += x.labels[d];
+    else
+      dims.push_back(d);
+  }
+  if (dims.empty())
+    return x;
+  auto r = reduceValue(c, false, x.value, dims, false);
+  if (failed(r))
+    return failure();
+  return Labeled{*r, rest};
+}
+
+/// a and b contracted over the labels they share that `keep` lacks: both
+/// permuted to [batch, own, contracted] / [batch, contracted, own], the own
+/// and contracted dims flattened, one matmul (which broadcasts the batch
+/// dims), its result unflattened to [batch, a's own, b's own].
+FailureOr<Labeled> contract(NodeContext &c, Labeled a, Labeled b,
+                            StringRef keep) {
+  std::string batch, aOwn, bOwn, summed;
+  for (char l : a.labels) {
+    if (b.labels.find(l) == std::string::npos)
+      aOwn += l;
+    else if (keep.contains(l))
+      batch += l;
+    else
+      summed += l;
+  }
+  for (char l : b.labels)
+    if (a.labels.find(l) == std::string::npos)
+      bOwn += l;
+  auto pa = permuteTo(c, a, batch + aOwn + summed);
+  auto pb = permuteTo(c, b, batch + summed + bOwn);
+  if (failed(pa) || failed(pb))
+    return failure();
+  ArrayRef<int64_t> sa = shapeOf(pa->value), sb = shapeOf(pb->value);
+  const size_t nb = batch.size();
+  auto product = [](ArrayRef<int64_t> dims) {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= d;
+    return n;
+  };
+  const int64_t m = product(sa.slice(nb, aOwn.size()));
+  const int64_t k = product(sa.drop_front(nb + aOwn.size()));
+  const int64_t n = product(sb.drop_front(nb + summed.size()));
+  SmallVector<int64_t> shapeA(sa.take_front(nb)), shapeB(sb.take_front(nb));
+  shapeA.append({m, k});
+  shapeB.append({k, n});
+  auto ra = reshapeValue(c, pa->value, shapeA);
+  auto rb = reshapeValue(c, pb->value, shapeB);
+  if (failed(ra) || failed(rb))
+    return failure();
+  auto mm = createValue<MatmulOp>(c, {*ra, *rb});
+  if (failed(mm))
+    return failure();
+  SmallVector<int64_t> out(shapeOf(*mm).take_front(nb));
+  llvm::append_range(out, sa.slice(nb, aOwn.size()));
+  llvm::append_range(out, sb.drop_front(nb + summed.size()));
+  auto r = reshapeValue(c, *mm, out);
+  if (failed(r))
+    return failure();
+  return Labeled{*r, batch + aOwn + bOwn};
+}
+
+LogicalResult einsum(NodeContext &c) {
+  const unsigned n = c.getNumInputs();
+  if (n == 0)
+    return c.error("has no inputs");
+  for (unsigned i = 0; i < n; ++i)
+    if (failed(requireFloat(c, i)))
+      return failure();
+  std::string eq;
+  for (char ch : c.getString("equation", ""))
+    if (ch != ' ')
+      eq += ch;
+  const size_t arrow = eq.find("->");
+  const bool explicitOut = arrow != std::string::npos;
+  SmallVector<std::string> terms;
+  {
+    StringRef lhs = StringRef(eq).take_front(explicitOut ? arrow : eq.size());
+    SmallVector<StringRef> parts;
+    lhs.split(parts, ',');
+    for (StringRef p : parts)
+      terms.push_back(p.str());
+  }
+  if (terms.size() != n)
+    return c.error("equation '" + eq + "' has " + Twine(terms.size()) +
+                   " operands for " + Twine(n) + " inputs");
+  // "..." becomes one label per broadcast dim: the digits '0'.., aligned
+  // from the right across operands, as numpy broadcasts them.
+  int64_t ellipsis = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    const size_t dots = terms[i].find("...");
+    const int64_t named =
+        int64_t(terms[i].size()) - (dots == std::string::npos ? 0 : 3);
+    if (dots == std::string::npos ? named != c.getRank(i)
+                                  : named > c.getRank(i))
+      return c.error("operand " + Twine(i) + " ('" + terms[i] +
+                     "') does not fit its " + Twine(c.getRank(i)) + " dims");
+    if (dots != std::string::npos)
+      ellipsis = std::max(ellipsis, c.getRank(i) - named);
+  }
+  if (ellipsis > 10)
+    return c.error("'...' stands for more than 10 dims");
+  auto expand = [&](std::string t, int64_t rank) {
+    const size_t dots = t.find("...");
+    if (dots == std::string::npos)
+      return t;
+    const int64_t k = rank - (int64_t(t.size()) - 3);
+    std::string labels;
+    for (int64_t j = ellipsis - k; j < ellipsis; ++j)
+      labels += char('0' + j);
+    return t.substr(0, dots) + labels + t.substr(dots + 3);
+  };
+  std::string allDots;
+  for (int64_t j = 0; j < ellipsis; ++j)
+    allDots += char('0' + j);
+  SmallVector<Labeled> ops;
+  std::map<char, int64_t> count;
+  for (unsigned i = 0; i < n; ++i) {
+    std::string labels = expand(terms[i], c.getRank(i));
+    for (size_t d = 0; d < labels.size(); ++d) {
+      const char l = labels[d];
+      if (!std::isalpha(l) && !std::isdigit(l))
+        return c.error("equation '" + eq + "' has '" + Twine(l) +
+                       "', not a letter");
+      if (labels.find(l) != d)
+        return c.error("label '" + Twine(l) + "' repeats in operand " +
+                       Twine(i) + " (a diagonal), which is not supported");
+      ++count[l];
+    }
+    auto v = c.getValue(i);
+    if (failed(v))
+      return failure();
+    ops.push_back({*v, labels});
+  }
+  std::string out;
+  if (explicitOut) {
+    const std::string term = eq.substr(arrow + 2);
+    const bool dots = term.find("...") != std::string::npos;
+    out = expand(term, int64_t(term.size()) - (dots ? 3 : 0) + ellipsis);
+  } else {
+    out = allDots;
+    for (auto &[l, k] : count)
+      if (k == 1 && std::isalpha(l))
+        out += l;
+  }
+  // Each label's size: equal wherever it appears, or 1 (broadcast).
+  std::map<char, int64_t> size;
+  for (const Labeled &x : ops) {
+    ArrayRef<int64_t> shape = shapeOf(x.value);
+    for (size_t d = 0; d < x.labels.size(); ++d) {
+      int64_t &s = size.try_emplace(x.labels[d], shape[d]).first->second;
+      if (s != shape[d] && s != 1 && shape[d] != 1)
+        return c.error("label '" + Twine(x.labels[d]) + "' has sizes " +
+                       Twine(s) + " and " + Twine(shape[d]));
+      s = std::max(s, shape[d]);
+    }
+  }
+  for (char l : out)
+    if (!size.count(l))
+      return c.error("output label '" + Twine(l) + "' is in no operand");
+  // Left to right: each operand first sums the labels nothing else needs,
+  // then contracts with the result so far.
+  auto needed = [&](size_t from) {
+    std::string keep = out;
+    for (size_t j = from; j < ops.size(); ++j)
+      keep += ops[j].labels;
+    return keep;
+  };
+  auto acc = sumAway(c, ops[0], needed(1));
+  if (failed(acc))
+    return failure();
+  for (size_t i = 1; i < ops.size(); ++i) {
+    std::string keep = needed(i + 1);
+    auto x = sumAway(c, ops[i], keep + acc->labels);
+    if (failed(x))
+      return failure();
+    auto a = sumAway(c, *acc, keep + x->labels);
+    if (failed(a))
+      return failure();
+    acc = contract(c, *a, *x, keep);
+    if (failed(acc))
+      return failure();
+  }
+  auto r = sumAway(c, *acc, out);
+  if (failed(r))
+    return failure();
+  // A label of the output that broadcast to it (size 1 in every operand it
+  // is in) keeps its size; the result's order is the output's.
+  auto y = permuteTo(c, *r, out);
+  if (failed(y))
+    return failure();
+  c.setOutput(0, y->value, c.getDType(0));
+  return success();
+}
+
 } // namespace
 
 namespace mlir::tessel::detail {
@@ -975,6 +1211,7 @@ LogicalResult importSelu(NodeContext &c) {
                          1.0f, c.getFloat("gamma", 1.05070102214813232421875f));
 }
 LogicalResult importResize(NodeContext &c) { return resize(c); }
+LogicalResult importEinsum(NodeContext &c) { return einsum(c); }
 LogicalResult importArgMin(NodeContext &c) {
   return importArgExtreme<false>(c);
 }

@@ -156,6 +156,7 @@ LogicalResult importElu(NodeContext &c);
 LogicalResult importCelu(NodeContext &c);
 LogicalResult importSelu(NodeContext &c);
 LogicalResult importResize(NodeContext &c);
+LogicalResult importEinsum(NodeContext &c);
 
 } // namespace mlir::tessel::detail
 

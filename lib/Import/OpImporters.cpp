@@ -2071,6 +2071,7 @@ const OpImporter kOpImporters[] = {
     {"ArgMax", 13, importArgMax},
     {"ArgMin", 13, importArgMin},
     {"Celu", 12, importCelu},
+    {"Einsum", 12, importEinsum},
     {"Elu", 6, importElu},
     {"HardSigmoid", 6, importHardSigmoid},
     {"Attention", 23, importAttention},

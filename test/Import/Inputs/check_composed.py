@@ -146,6 +146,27 @@ def cases():
     ref[2] = 100.0 + np.log(np.sum(np.exp(s[2].astype(np.float64) - 100.0)))
     yield "reduce_log_sum_exp_inf", m, {"s": s}, ref.astype(np.float32)
 
+    # Einsum: batched and attention-shaped products, transposes, sums,
+    # implicit outputs, broadcast ellipses, three operands.
+    for k, (eq, shapes) in enumerate([
+            ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+            ("bhqd,bhkd->bhqk", [(2, 3, 4, 8), (2, 3, 6, 8)]),
+            ("ij->ji", [(3, 4)]),
+            ("ij->", [(3, 4)]),
+            ("i,i", [(5,), (5,)]),
+            ("i,j->ij", [(3,), (4,)]),
+            ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),
+            ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+            ("abc,cd", [(2, 3, 4), (4, 5)]),
+            ("b i d, b j d -> b j i", [(2, 3, 4), (2, 5, 4)])]):
+        xs = [rng.standard_normal(sh).astype(np.float32) for sh in shapes]
+        names = ["e%d" % i for i in range(len(xs))]
+        ref = np.einsum(eq.replace(" ", ""), *[x.astype(np.float64) for x in xs]).astype(np.float32)
+        m = model([helper.make_node("Einsum", names, ["y"], equation=eq)],
+                  [(nm, F32, list(x.shape)) for nm, x in zip(names, xs)],
+                  [("y", F32, list(ref.shape))], 13)
+        yield "einsum_%d" % k, m, dict(zip(names, xs)), ref
+
     # InstanceNormalization over [N, C, L] with a scale and a bias.
     v = rng.standard_normal((2, 3, 7)).astype(np.float32)
     sc = rng.standard_normal(3).astype(np.float32)
