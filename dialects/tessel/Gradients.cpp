@@ -921,6 +921,23 @@ LogicalResult buildConv2DGradient(Conv2DOp op, OpBuilder &b, ArrayRef<Value> dy,
   return success();
 }
 
+// y = conv2d_backward_data(g, w) is the transpose of x -> conv2d(x, w):
+// <y, dy> = <g, conv2d(dy, w)>, so d g = conv2d(dy, w) and d w =
+// conv2d_backward_weight(dy, g) (dy in the place of the conv's input).
+LogicalResult buildConv2DBackwardDataGradient(Conv2DBackwardDataOp op,
+                                              OpBuilder &b, ArrayRef<Value> dy,
+                                              Grads &dx) {
+  Location loc = op.getLoc();
+  Value g = op.getGrad(), w = op.getWeight();
+  dx.push_back(Conv2DOp::create(b, loc, g.getType(), dy[0], w, Value(),
+                                op.getStridesAttr(), op.getPadsAttr(),
+                                op.getDilationsAttr(), op.getGroupAttr()));
+  dx.push_back(Conv2DBackwardWeightOp::create(
+      b, loc, w.getType(), dy[0], g, op.getStridesAttr(), op.getPadsAttr(),
+      op.getDilationsAttr(), op.getGroupAttr()));
+  return success();
+}
+
 LogicalResult buildMaxPoolGradient(MaxPoolOp op, OpBuilder &b,
                                    ArrayRef<Value> dy, Grads &dx) {
   dx.push_back(MaxPoolBackwardOp::create(

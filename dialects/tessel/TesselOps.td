@@ -1275,7 +1275,8 @@ def Tessel_GlobalAvgPoolOp : Tessel_ComputeOp<"global_avg_pool",
 def Tessel_Conv2DBackwardDataOp
     : Tessel_ComputeOp<"conv2d_backward_data", "buildConvBackwardDataRule">,
     Tessel_CostClassIs<"ConvolutionBackwardData">,
-    Tessel_Instruction<110, "conv_backward", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">, Tessel_RtAttr<"bf16_operands">]> {
+    Tessel_Instruction<110, "conv_backward", [Tessel_RtAttr<"strides">, Tessel_RtAttr<"pads">, Tessel_RtAttr<"dilations">, Tessel_RtAttr<"group">, Tessel_RtAttr<"bf16_operands">]>,
+    Tessel_GradientFrom<"buildConv2DBackwardDataGradient"> {
   let summary = "The gradient of conv2d with respect to its input";
   let description = [{
     `grad` is the gradient of a conv2d's result [N, O, OH, OW], `weight` its
@@ -1297,6 +1298,12 @@ def Tessel_Conv2DBackwardDataOp
     `bf16_operands` (set by `-tessel-mark-bf16-operands`): `grad` and
     `weight` hold bf16 values, so a backend may run it in bf16 with f32
     accumulation.
+
+    It is also ONNX's ConvTranspose (the importer's), so it has a gradient
+    of its own: linear in both operands, its `grad`'s gradient is the
+    conv2d of the result's gradient with `weight`, its `weight`'s the
+    conv2d_backward_weight of the result's gradient (as the conv's input)
+    and `grad`.
   }];
   let arguments = (ins Tessel_FloatTensor:$grad, Tessel_FloatTensor:$weight,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,

@@ -19,6 +19,8 @@
 //   fusion makes one kernel again).
 // - Einsum: per operand, a reduce_sum of the labels nothing else needs; per
 //   pair, transposes and reshapes around one matmul.
+// - ConvTranspose (1-D, 2-D): conv2d_backward_data, the gradient of the
+//   convolution it transposes, and the bias.
 // - Resize with scales or sizes known at import: per resized dim, gathers
 //   of constant source indices times constant weights (1, 2 or 4 taps).
 //
@@ -1145,6 +1147,165 @@ LogicalResult einsum(NodeContext &c) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// ConvTranspose
+//===----------------------------------------------------------------------===//
+
+/// ConvTranspose is the gradient of a convolution with respect to its input:
+/// conv2d_backward_data of X with W ([C, M / group, k...], the forward
+/// conv's weight as it is), whose result type fixes the output size
+/// s (in - 1) + output_padding + d (k - 1) + 1 - pads; then the bias. 1-D
+/// runs as 2-D with a unit height.
+LogicalResult convTranspose(NodeContext &c) {
+  if (failed(requireFloat(c, 0)) || failed(requireFloat(c, 1)))
+    return failure();
+  const int64_t rank = c.getRank(0);
+  if ((rank != 3 && rank != 4) || c.getRank(1) != rank)
+    return c.error("only 1-D and 2-D transposed convolutions are supported "
+                   "(input rank " +
+                   Twine(rank) + ", weight rank " + Twine(c.getRank(1)) + ")");
+  const size_t n = rank - 2;
+  ArrayRef<int64_t> in = c.getShape(0), w = c.getShape(1);
+  const int64_t group = c.getInt("group", 1);
+  if (group < 1 || in[1] % group || w[0] != in[1])
+    return c.error("weight " + formatShape(w) + " does not fit input " +
+                   formatShape(in) + " with group " + Twine(group));
+  const int64_t channels = w[1] * group;
+  SmallVector<int64_t> kernel(w.drop_front(2));
+  if (auto ks = c.getInts("kernel_shape");
+      ks && ArrayRef<int64_t>(*ks) != ArrayRef<int64_t>(kernel))
+    return c.error("kernel_shape " + formatShape(*ks) +
+                   " does not match the weight " + formatShape(w));
+  auto window = [&](StringRef name,
+                    int64_t dflt) -> FailureOr<SmallVector<int64_t>> {
+    SmallVector<int64_t> v =
+        c.getInts(name).value_or(SmallVector<int64_t>(n, dflt));
+    if (v.size() != n)
+      return c.error(name + " must have " + Twine(n) + " entries");
+    for (int64_t x : v)
+      if (x < (dflt == 1 ? 1 : 0) || x > (int64_t(1) << 31))
+        return c.error(name + " " + formatShape(v) + " is out of range");
+    return v;
+  };
+  auto strides = window("strides", 1), dilations = window("dilations", 1),
+       outPad = window("output_padding", 0);
+  if (failed(strides) || failed(dilations) || failed(outPad))
+    return failure();
+  // extra[d]: rows beyond the last a window reaches (an output_shape larger
+  // than the transposed convolution gives; they hold the bias alone).
+  SmallVector<int64_t> pads(2 * n, 0), out(n), extra(n, 0);
+  const std::string autoPad = c.getString("auto_pad", "NOTSET");
+  auto outputShape = c.getInts("output_shape");
+  if (outputShape && outputShape->size() == n + 2)
+    outputShape =
+        SmallVector<int64_t>(outputShape->begin() + 2, outputShape->end());
+  if (outputShape && outputShape->size() != n)
+    return c.error("output_shape " + formatShape(*outputShape) + " has not " +
+                   Twine(n) + " spatial dims");
+  for (size_t d = 0; d < n; ++d) {
+    const int64_t s = (*strides)[d], k = (*dilations)[d] * (kernel[d] - 1) + 1,
+                  full = s * (in[2 + d] - 1) + (*outPad)[d] + k;
+    if ((*outPad)[d] >= std::max(s, (*dilations)[d]))
+      return c.error("output_padding " + formatShape(*outPad) +
+                     " must be below the stride or the dilation");
+    if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      const int64_t want = outputShape ? (*outputShape)[d] : in[2 + d] * s;
+      // ONNX's split of the total padding (floor division), a negative end
+      // meaning rows added at the end.
+      const int64_t total = full - want;
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      const bool upper = autoPad == "SAME_UPPER";
+      pads[d] = upper ? half : total - half;
+      pads[d + n] = total - pads[d];
+      if (pads[d + n] < 0) {
+        extra[d] = -pads[d + n];
+        pads[d + n] = 0;
+      }
+      if (pads[d] < 0 || extra[d] >= s)
+        return c.error("output size " + Twine(want) + " on spatial dim " +
+                       Twine(d) + " is not one a transposed convolution of " +
+                       Twine(in[2 + d]) + " gives (" + Twine(full) +
+                       " before padding)");
+    } else if (autoPad == "NOTSET") {
+      if (auto p = c.getInts("pads")) {
+        if (p->size() != 2 * n)
+          return c.error("pads must have " + Twine(2 * n) + " entries");
+        pads = *p;
+      }
+    } else if (autoPad != "VALID") {
+      return c.error("unknown auto_pad '" + autoPad + "'");
+    }
+  }
+  for (size_t d = 0; d < n; ++d) {
+    if (pads[d] < 0 || pads[d + n] < 0)
+      return c.error("pads " + formatShape(pads) + " must not be negative");
+    const int64_t s = (*strides)[d], k = (*dilations)[d] * (kernel[d] - 1) + 1;
+    out[d] = s * (in[2 + d] - 1) + (*outPad)[d] + k - pads[d] - pads[d + n] +
+             extra[d];
+    if (out[d] <= 0)
+      return c.error("pads " + formatShape(pads) + " leave spatial dim " +
+                     Twine(d) + " empty");
+  }
+  auto x = c.getValue(0), weight = c.getValue(1);
+  if (failed(x) || failed(weight))
+    return failure();
+  Value x4 = *x, w4 = *weight;
+  SmallVector<int64_t> s2(*strides), d2(*dilations), p2(pads), o2(out);
+  if (n == 1) {
+    auto xr = reshapeValue(c, x4, {in[0], in[1], 1, in[2]});
+    auto wr = reshapeValue(c, w4, {w[0], w[1], 1, w[2]});
+    if (failed(xr) || failed(wr))
+      return failure();
+    x4 = *xr;
+    w4 = *wr;
+    s2 = {1, s2[0]};
+    d2 = {1, d2[0]};
+    p2 = {0, pads[0], 0, pads[1]};
+    o2 = {1, out[0]};
+  }
+  SmallVector<int64_t> yShape = {in[0], channels};
+  llvm::append_range(yShape, o2);
+  auto y = c.create<Conv2DBackwardDataOp>(
+      {x4, w4},
+      {named(c, "strides", arrayAttr(c, s2)),
+       named(c, "pads", arrayAttr(c, p2)),
+       named(c, "dilations", arrayAttr(c, d2)),
+       named(c, "group", i64Attr(c, group))},
+      {RankedTensorType::get(yShape, c.getType(0).getElementType())});
+  if (failed(y))
+    return failure();
+  Value result = (*y)->getResult(0);
+  if (n == 1) {
+    auto r = reshapeValue(c, result, {in[0], channels, out[0]});
+    if (failed(r))
+      return failure();
+    result = *r;
+  }
+  if (c.hasInput(2)) {
+    if (failed(requireFloat(c, 2)))
+      return failure();
+    if (c.getShape(2) != ArrayRef<int64_t>{channels})
+      return c.error("bias " + formatShape(c.getShape(2)) +
+                     " is not one per "
+                     "output channel (" +
+                     Twine(channels) + ")");
+    auto b = c.getValue(2);
+    if (failed(b))
+      return failure();
+    SmallVector<int64_t> bShape(rank, 1);
+    bShape[1] = channels;
+    auto br = reshapeValue(c, *b, bShape);
+    if (failed(br))
+      return failure();
+    auto sum = createValue<AddOp>(c, {result, *br});
+    if (failed(sum))
+      return failure();
+    result = *sum;
+  }
+  c.setOutput(0, result, c.getDType(0));
+  return success();
+}
+
 } // namespace
 
 namespace mlir::tessel::detail {
@@ -1212,6 +1373,7 @@ LogicalResult importSelu(NodeContext &c) {
 }
 LogicalResult importResize(NodeContext &c) { return resize(c); }
 LogicalResult importEinsum(NodeContext &c) { return einsum(c); }
+LogicalResult importConvTranspose(NodeContext &c) { return convTranspose(c); }
 LogicalResult importArgMin(NodeContext &c) {
   return importArgExtreme<false>(c);
 }

@@ -157,6 +157,7 @@ LogicalResult importCelu(NodeContext &c);
 LogicalResult importSelu(NodeContext &c);
 LogicalResult importResize(NodeContext &c);
 LogicalResult importEinsum(NodeContext &c);
+LogicalResult importConvTranspose(NodeContext &c);
 
 } // namespace mlir::tessel::detail
 

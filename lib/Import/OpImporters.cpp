@@ -2085,6 +2085,7 @@ const OpImporter kOpImporters[] = {
     {"Constant", 13, importConstant},
     {"ConstantOfShape", 9, importConstantOfShape},
     {"Conv", 11, importConv},
+    {"ConvTranspose", 11, importConvTranspose},
     {"Cos", 7, importCos},
     {"CumSum", 11, importCumSum},
     {"Div", 13, importDiv},
