@@ -468,8 +468,14 @@ LogicalResult importIdentity(NodeContext &c) {
 LogicalResult importDropout(NodeContext &c) {
   if (c.hasInput(2)) {
     const ConstTensor *training = c.getConst(2);
-    if (!training || training->getInt(0) != 0)
-      return c.error("training_mode must be false at import");
+    // Training mode drops nothing at ratio 0 (a model exported in
+    // training mode with its dropout off, as for batch norm's statistics).
+    const ConstTensor *ratio = c.hasInput(1) ? c.getOperandConst(1) : nullptr;
+    const bool dropsNothing =
+        ratio && ratio->size() == 1 && ratio->getDouble(0) == 0;
+    if (!training || (training->getInt(0) != 0 && !dropsNothing))
+      return c.error("training_mode must be false at import, or the ratio 0 "
+                     "(random dropout is not supported)");
   }
   // Inference: the output is the input and the mask is all true.
   if (c.isOutputUsed(1)) {
