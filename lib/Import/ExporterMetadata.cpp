@@ -328,14 +328,23 @@ ExporterMetadata::droppedBias(const onnx::NodeProto &node) const {
   if (node.input_size() > 2 && !node.input(2).empty())
     return std::nullopt;
   auto props = metadataProps(node, /*metadata_props=*/9);
-  const std::string fx = lookupProp(props, kFxNodeKey);
-  if (!llvm::StringRef(fx).contains("aten.addmm"))
-    return std::nullopt;
+  const llvm::StringRef fx = lookupProp(props, kFxNodeKey);
   std::vector<std::string> reads = fxOperands(fx);
-  if (reads.empty() || !llvm::StringRef(reads.front()).starts_with("p_"))
+  // Where the FX node reads its bias: addmm(bias, x, w); linear(x, w, bias)
+  // as a Gemm; conv*(x, w, bias, ...) as a Conv (a bias=None reads no
+  // placeholder there).
+  std::string bias;
+  if (fx.contains("aten.addmm"))
+    bias = reads.empty() ? "" : reads.front();
+  else if ((node.op_type() == "Gemm" && fx.contains("aten.linear")) ||
+           (node.op_type() == "Conv" &&
+            (fx.contains("aten.conv1d") || fx.contains("aten.conv2d") ||
+             fx.contains("aten.conv3d") || fx.contains("aten.convolution"))))
+    bias = reads.size() > 2 ? reads[2] : "";
+  if (!llvm::StringRef(bias).starts_with("p_"))
     return std::nullopt;
-  return dottedName(reads.front(), parseList(lookupProp(props, kScopesKey)),
-                    llvm::StringRef(reads.front()).rsplit('_').second);
+  return dottedName(bias, parseList(lookupProp(props, kScopesKey)),
+                    llvm::StringRef(bias).rsplit('_').second);
 }
 
 } // namespace mlir::tessel::detail

@@ -101,10 +101,11 @@ public:
   std::optional<std::string> moduleAlias(const onnx::NodeProto &node,
                                          llvm::StringRef name) const;
 
-  /// When `node`'s FX node is an addmm (nn.Linear, GPT-2's Conv1D) that
-  /// reads a parameter as its bias while the ONNX node has no bias input
-  /// (the exporter's optimizer drops a bias whose initial value is zero):
-  /// that parameter's name.
+  /// When `node`'s FX node reads a parameter as its bias while the ONNX
+  /// node has no bias input (the exporter's optimizer drops a bias whose
+  /// initial value is zero): that parameter's name. The FX nodes: an addmm
+  /// (nn.Linear, GPT-2's Conv1D), a linear written as a Gemm, a conv as a
+  /// Conv (torchvision's ConvNeXt initialises every bias to zero).
   std::optional<std::string> droppedBias(const onnx::NodeProto &node) const;
 
 private:

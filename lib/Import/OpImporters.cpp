@@ -1931,6 +1931,16 @@ LogicalResult importConv(NodeContext &c) {
   auto operands = getValues(c, 3);
   if (failed(operands))
     return failure();
+  // A zero bias the exporter dropped is a parameter all the same.
+  if (operands->size() == 2 && isFloatDType(c.getDType(0))) {
+    auto bias = c.droppedBias(
+        w[0],
+        cast<RankedTensorType>((*operands)[0].getType()).getElementType());
+    if (failed(bias))
+      return failure();
+    if (*bias)
+      operands->push_back(*bias);
+  }
   const int64_t group = c.getInt("group", 1);
   if (n == 2)
     return defineFrom(c,

@@ -59,10 +59,10 @@ Error writeSourceModel(StringRef modelPath, const StringSet<> &trained,
       }
     // Biases the exporter's optimizer dropped because they were zero: the
     // importer restored each as a parameter (ExporterMetadata::droppedBias),
-    // which its Gemm reads again.
+    // which its Gemm or Conv reads again.
     for (onnx::NodeProto &n : *g->mutable_node()) {
-      if (n.op_type() != "Gemm" || n.input_size() < 2 ||
-          (n.input_size() > 2 && !n.input(2).empty()))
+      if ((n.op_type() != "Gemm" && n.op_type() != "Conv") ||
+          n.input_size() < 2 || (n.input_size() > 2 && !n.input(2).empty()))
         continue;
       std::optional<std::string> bias = meta.droppedBias(n);
       if (!bias || !trained.contains(*bias))

@@ -171,17 +171,10 @@ def ranks_of(extra):
     return ranks
 
 
-def train(zoo, arch, export, tmp, extra):
-    m, ref, cfg, onnx_path, flags = training_setup(zoo, arch, export)
-    flags += extra
-    ranks = ranks_of(extra)
-    art = os.path.join(tmp, "train.tsl")
-    report = run([TESSELC, onnx_path, "--report", "-o", art] + flags)
-    classes = parse_report(report)
-    trainable = {n: r for n, (t, r) in classes.items() if t}
-
-    # Which PyTorch parameter each trainable tensor is.
-    grads = dict(np.load(os.path.join(ref, "grads.npz")))
+def covered_parameters(m, report):
+    """--report's trainable tensors as the PyTorch parameters (meta.json's)
+    each one is: {tensor: parameter}; fails on one that is none."""
+    trainable = {n: r for n, (t, r) in parse_report(report).items() if t}
     params = {p["name"] for p in m["parameters"] if p["tied_to"] is None and p["requires_grad"]}
     # A tied parameter under any of its names (torch.export may keep the
     # LM head's name for GPT-2's embedding).
@@ -197,6 +190,34 @@ def train(zoo, arch, export, tmp, extra):
         covers[name] = canonical[src.group(1)]
     trained = sorted(covers.values())
     assert len(trained) == len(set(trained)), "a parameter trains twice: %s" % trained
+    return covers
+
+
+def parameters(zoo, arch, export, tmp):
+    """The trainable set of `tesselc --train` equals the model's PyTorch
+    parameters (meta.json): none merged, dropped or folded away."""
+    m = meta(zoo, arch)
+    onnx_path = os.path.join(model_dir(zoo, arch, export), "model.onnx")
+    report = run([TESSELC, onnx_path, "--train", "--loss", "mse", "--report",
+                  "-o", os.path.join(tmp, "train.tsl")])
+    trained = sorted(covered_parameters(m, report).values())
+    want = sorted(p["name"] for p in m["parameters"] if p["tied_to"] is None and p["requires_grad"])
+    assert trained == want, "trainable set differs from PyTorch's:\n only Tessel: %s\n only PyTorch: %s" % (
+        sorted(set(trained) - set(want)), sorted(set(want) - set(trained)))
+    print("%s/%s: %d trainable tensors = PyTorch's parameters" % (arch, export, len(trained)))
+
+
+def train(zoo, arch, export, tmp, extra):
+    m, ref, cfg, onnx_path, flags = training_setup(zoo, arch, export)
+    flags += extra
+    ranks = ranks_of(extra)
+    art = os.path.join(tmp, "train.tsl")
+    report = run([TESSELC, onnx_path, "--report", "-o", art] + flags)
+
+    # Which PyTorch parameter each trainable tensor is.
+    grads = dict(np.load(os.path.join(ref, "grads.npz")))
+    covers = covered_parameters(m, report)
+    trained = sorted(covers.values())
     want = sorted(grads)  # the parameters the loss depends on
     assert trained == want, "trainable set differs from PyTorch's:\n only Tessel: %s\n only PyTorch: %s" % (
         sorted(set(trained) - set(want)), sorted(set(want) - set(trained)))
@@ -321,6 +342,8 @@ def main():
         heads(zoo, arch, export, tmp)
     elif cmd == "train":
         train(zoo, arch, export, tmp, rest)
+    elif cmd == "parameters":
+        parameters(zoo, arch, export, tmp)
     elif cmd == "weights":
         weights(zoo, arch, export, tmp, rest)
     elif cmd == "microbatches":
