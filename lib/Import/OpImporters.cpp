@@ -1738,7 +1738,16 @@ LogicalResult importBatchNormalization(NodeContext &c) {
     return failure();
   NamedAttribute epsilon = named(
       c, "epsilon", c.getBuilder().getF32FloatAttr(c.getFloat("epsilon", 1e-5f)));
-  if (c.getInt("training_mode", 0))
+  if (c.getInt("training_mode", 0)) {
+    // One value per channel has no variance, and the running variance's
+    // unbiased n / (n - 1) divides by zero: PyTorch refuses it too
+    // ("Expected more than 1 value per channel when training").
+    ArrayRef<int64_t> in = c.getShape(0);
+    if (in.size() >= 2 && in[0] * getNumElements(in.drop_front(2)) == 1)
+      return c.error("training mode normalises one value per channel (input " +
+                     formatShape(in) + "): its variance is 0 and the running "
+                     "variance's n / (n - 1) divides by zero; train with a "
+                     "batch (or spatial size) above 1, as PyTorch requires");
     return defineFrom(
         c,
         c.create<BatchNormTrainOp>(
@@ -1746,6 +1755,7 @@ LogicalResult importBatchNormalization(NodeContext &c) {
             {epsilon, named(c, "momentum", c.getBuilder().getF32FloatAttr(
                                                c.getFloat("momentum", 0.9f)))}),
         c.getDType(0));
+  }
   return defineFrom(c, c.create<BatchNormOp>(*operands, {epsilon}),
                     c.getDType(0));
 }
