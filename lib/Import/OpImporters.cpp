@@ -1739,15 +1739,16 @@ LogicalResult importBatchNormalization(NodeContext &c) {
   NamedAttribute epsilon = named(
       c, "epsilon", c.getBuilder().getF32FloatAttr(c.getFloat("epsilon", 1e-5f)));
   if (c.getInt("training_mode", 0)) {
-    // One value per channel has no variance, and the running variance's
-    // unbiased n / (n - 1) divides by zero: PyTorch refuses it too
-    // ("Expected more than 1 value per channel when training").
+    // One value per channel: every output is its bias, no gradient reaches
+    // the input, and the unbiased variance n / (n - 1) that the running
+    // variance takes is undefined. PyTorch refuses it ("Expected more than
+    // 1 value per channel when training").
     ArrayRef<int64_t> in = c.getShape(0);
     if (in.size() >= 2 && in[0] * getNumElements(in.drop_front(2)) == 1)
       return c.error("training mode normalises one value per channel (input " +
-                     formatShape(in) + "): its variance is 0 and the running "
-                     "variance's n / (n - 1) divides by zero; train with a "
-                     "batch (or spatial size) above 1, as PyTorch requires");
+                     formatShape(in) + "): every output is the bias and the "
+                     "unbiased variance n / (n - 1) is undefined; train with "
+                     "a batch (or spatial size) above 1, as PyTorch requires");
     return defineFrom(
         c,
         c.create<BatchNormTrainOp>(
