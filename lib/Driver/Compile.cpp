@@ -464,6 +464,7 @@ Error Compilation::configureHybrid(HybridOptions &h) {
 Expected<mlir::tessel::ImportedModel>
 Compilation::importModel(StringRef path) {
   mlir::tessel::OnnxImportOptions options;
+  options.training = training();
   for (const std::string &spec : o.shapes)
     if (Error err = mlir::tessel::parseInputShape(spec, options))
       return std::move(err);

@@ -347,4 +347,24 @@ ExporterMetadata::droppedBias(const onnx::NodeProto &node) const {
                     llvm::StringRef(bias).rsplit('_').second);
 }
 
+std::optional<std::string>
+ExporterMetadata::trainingBatchNorm(const onnx::NodeProto &node) const {
+  auto props = metadataProps(node, /*metadata_props=*/9);
+  const llvm::StringRef fx = lookupProp(props, kFxNodeKey);
+  // args = (input, weight, bias, running_mean, running_var, training, ...)
+  if (!fx.contains("aten._native_batch_norm_legit_functional") &&
+      !fx.contains("aten._native_batch_norm_legit.default") &&
+      !fx.contains("aten.batch_norm"))
+    return std::nullopt;
+  const size_t args = fx.find("args = (");
+  if (args == llvm::StringRef::npos)
+    return std::nullopt;
+  llvm::SmallVector<llvm::StringRef> parts;
+  fx.drop_front(args + 8).split(parts, ", ");
+  if (parts.size() < 6 || parts[5] != "True")
+    return std::nullopt;
+  std::vector<std::string> scopes = parseList(lookupProp(props, kScopesKey));
+  return scopes.size() >= 2 ? scopes[scopes.size() - 2] : std::string("?");
+}
+
 } // namespace mlir::tessel::detail

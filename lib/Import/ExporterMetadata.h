@@ -108,6 +108,13 @@ public:
   /// Conv (torchvision's ConvNeXt initialises every bias to zero).
   std::optional<std::string> droppedBias(const onnx::NodeProto &node) const;
 
+  /// When `node` comes from a batch norm that PyTorch ran in training mode
+  /// (its FX node is _native_batch_norm_legit_functional with training
+  /// true), whatever the exporter made of it: the batch norm's module
+  /// name.
+  std::optional<std::string>
+  trainingBatchNorm(const onnx::NodeProto &node) const;
+
 private:
   struct Spec {
     std::string kind;        // PARAMETER, BUFFER, CONSTANT_TENSOR, ...

@@ -78,6 +78,9 @@ public:
   /// that configure the op rather than hold parameters (Resize's scales,
   /// Pad's constant_value), which exporters store as initializers.
   const ConstTensor *getOperandConst(unsigned i);
+  /// When importing for training, the module of the batch norm PyTorch ran
+  /// in training mode that this node comes from (ExporterMetadata).
+  std::optional<std::string> trainingBatchNorm();
   /// Whether every present input is known at import.
   bool allInputsConst();
   /// The SSA value of input `i`, materialising weights and constants.

@@ -159,6 +159,8 @@ public:
   llvm::StringMap<Value> weightOps;
   /// What torch.export recorded of the model's tensors (ExporterMetadata.h).
   ExporterMetadata exporterMeta;
+  /// OnnxImportOptions::training.
+  bool training = false;
   /// What is known of each weight created, by weight name: the module
   /// attribute tessel.weight_origins.
   llvm::StringMap<WeightOrigin> origins;
@@ -942,6 +944,14 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     return fail("node '" + nodeName + "' (" + node.op_type() + "): " + *bad);
   Location loc = NameLoc::get(builder.getStringAttr(nodeName));
   NodeContext c(*this, node, loc);
+  if (node.op_type() != "BatchNormalization")
+    if (std::optional<std::string> bn = c.trainingBatchNorm())
+      return c.error("the exporter fused the training-mode batch norm '" + *bn +
+                     "' into this node (onnxscript's FuseBatchNormIntoConv), "
+                     "so training would use its running statistics, not the "
+                     "batch's: export with optimize=False (Tessel restores "
+                     "the batch norm's training mode) or with dynamo=False "
+                     "and training=torch.onnx.TrainingMode.TRAINING");
   if (failed(imp->fn(c)))
     return failure();
   for (int k = 0; k < node.output_size(); ++k) {
@@ -963,6 +973,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
 LogicalResult GraphImporter::run(const onnx::ModelProto &model,
                                  const OnnxImportOptions &options,
                                  ModuleOp module) {
+  training = options.training;
   // The ai.onnx opset.
   bool found = false;
   for (const auto &o : model.opset_import())
@@ -1184,6 +1195,12 @@ ValueInfo &NodeContext::getInput(unsigned i) {
 
 const ConstTensor *NodeContext::getConst(unsigned i) {
   return importer.getConst(getInput(i));
+}
+
+std::optional<std::string> NodeContext::trainingBatchNorm() {
+  if (!importer.training || !importer.exporterMeta.present())
+    return std::nullopt;
+  return importer.exporterMeta.trainingBatchNorm(node);
 }
 
 const ConstTensor *NodeContext::getOperandConst(unsigned i) {

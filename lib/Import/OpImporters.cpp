@@ -1738,7 +1738,9 @@ LogicalResult importBatchNormalization(NodeContext &c) {
     return failure();
   NamedAttribute epsilon = named(
       c, "epsilon", c.getBuilder().getF32FloatAttr(c.getFloat("epsilon", 1e-5f)));
-  if (c.getInt("training_mode", 0)) {
+  // PyTorch ran it in training mode, which torch.onnx.export(dynamo=True)
+  // writes as an inference BatchNormalization: trained, it is one again.
+  if (c.getInt("training_mode", 0) || c.trainingBatchNorm()) {
     // One value per channel: every output is its bias, no gradient reaches
     // the input, and the unbiased variance n / (n - 1) that the running
     // variance takes is undefined. PyTorch refuses it ("Expected more than

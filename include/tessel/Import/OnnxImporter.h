@@ -37,6 +37,11 @@ struct OnnxImportOptions {
   /// Static shapes for graph inputs, by input name; they fix dynamic dims
   /// (and must agree with static ones).
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// The model is imported to be trained (tesselc --train): a batch norm
+  /// that PyTorch ran in training mode is one here too, where the exporter
+  /// wrote it as inference (torch.onnx.export(dynamo=True) does), and one
+  /// the exporter fused into a Conv is refused.
+  bool training = false;
 };
 
 /// Parses "NAME=D0xD1x..." (e.g. "input_ids=2x32"; "NAME=" is a scalar) into
