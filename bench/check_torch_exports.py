@@ -293,7 +293,10 @@ def train_check(a, name, m, w, inputs, out_shape, d, mode):
     path = os.path.join(d, "train.onnx")
     try:
         if mode == "dynamo":
-            torch.onnx.export(copy.deepcopy(ref_w), args, path, input_names=names, output_names=["out"], dynamo=True, external_data=True)
+            # optimize=False: the default fuses training-mode batch norms
+            # into their convs, which tesselc --train refuses.
+            torch.onnx.export(copy.deepcopy(ref_w), args, path, input_names=names, output_names=["out"], dynamo=True, external_data=True,
+                              optimize=False)
         else:
             torch.onnx.export(copy.deepcopy(ref_w), args, path, input_names=names, output_names=["out"], dynamo=False, opset_version=17,
                               training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
