@@ -44,15 +44,10 @@ using namespace mlir::tessel::detail;
 
 namespace {
 
-Value constantI64(NodeContext &c, ArrayRef<int64_t> values,
-                  ArrayRef<int64_t> shape, const Twine &name,
-                  LogicalResult &status) {
-  auto v = c.materialize(ConstTensor::fromInts(values, shape), name.str());
-  if (failed(v)) {
-    status = failure();
-    return {};
-  }
-  return *v;
+/// An i64 constant (a weight named `name` when it is large).
+FailureOr<Value> constantI64(NodeContext &c, ArrayRef<int64_t> values,
+                             ArrayRef<int64_t> shape, const Twine &name) {
+  return c.materialize(ConstTensor::fromInts(values, shape), name.str());
 }
 
 FailureOr<Value> compareValues(NodeContext &c, Value a, Value b,
@@ -77,6 +72,16 @@ FailureOr<Value> negate(NodeContext &c, Value x) {
   if (isa<FloatType>(et))
     return createValue<NegOp>(c, {x});
   return createValue<SubOp>(c, {c.scalarConstant(0, et), x});
+}
+
+/// |x|: abs for floats, max(x, -x) for integers (abs is a float op).
+FailureOr<Value> absolute(NodeContext &c, Value x) {
+  if (isa<FloatType>(cast<RankedTensorType>(x.getType()).getElementType()))
+    return createValue<AbsOp>(c, {x});
+  auto neg = negate(c, x);
+  if (failed(neg))
+    return failure();
+  return createValue<MaxOp>(c, {x, *neg});
 }
 
 /// -max(-x): the reduce min of floats and integers.
@@ -239,12 +244,11 @@ LogicalResult pad(NodeContext &c) {
       SmallVector<int64_t> idx;
       for (int64_t j = -b; j < n + e; ++j)
         idx.push_back(padSource(mode, j, n));
-      LogicalResult status = success();
-      Value indices = constantI64(c, idx, {int64_t(idx.size())},
-                                  base + ".pad_index" + Twine(d), status);
-      if (failed(status))
+      auto indices = constantI64(c, idx, {int64_t(idx.size())},
+                                 base + ".pad_index" + Twine(d));
+      if (failed(indices))
         return failure();
-      auto g = createValue<GatherOp>(c, {cur, indices},
+      auto g = createValue<GatherOp>(c, {cur, *indices},
                                      {named(c, "axis", i64Attr(c, d))});
       if (failed(g))
         return failure();
@@ -284,12 +288,11 @@ LogicalResult scatterByMap(NodeContext &c, ArrayRef<int64_t> map, int64_t rows,
       createValue<ConcatOp>(c, {*d, *u}, {named(c, "dim", i64Attr(c, 0))});
   if (failed(cat))
     return failure();
-  LogicalResult status = success();
-  Value indices = constantI64(c, map, {rows},
-                              c.getNode().output(0) + ".scatter_map", status);
-  if (failed(status))
+  auto indices =
+      constantI64(c, map, {rows}, c.getNode().output(0) + ".scatter_map");
+  if (failed(indices))
     return failure();
-  auto g = createValue<GatherOp>(c, {*cat, indices},
+  auto g = createValue<GatherOp>(c, {*cat, *indices},
                                  {named(c, "axis", i64Attr(c, 0))});
   if (failed(g))
     return failure();
@@ -493,8 +496,8 @@ LogicalResult reduceComposed(NodeContext &c) {
   case Composed::L1:
   case Composed::L2:
   case Composed::SumSquare: {
-    auto e = K == Composed::L1 ? createValue<AbsOp>(c, {*x})
-                               : createValue<MulOp>(c, {*x, *x});
+    auto e =
+        K == Composed::L1 ? absolute(c, *x) : createValue<MulOp>(c, {*x, *x});
     if (failed(e))
       return failure();
     r = noop ? e : reduceValue(c, false, *e, dims, keep);
@@ -617,13 +620,12 @@ template <bool IsMax> LogicalResult importArgExtreme(NodeContext &c) {
   SmallVector<int64_t> iotaShape(in.size(), 1), iota(dim);
   iotaShape[*axis] = dim;
   std::iota(iota.begin(), iota.end(), int64_t(0));
-  LogicalResult status = success();
-  Value positions = constantI64(c, iota, iotaShape,
-                                c.getNode().output(0) + ".arg_index", status);
-  if (failed(status))
+  auto positions =
+      constantI64(c, iota, iotaShape, c.getNode().output(0) + ".arg_index");
+  if (failed(positions))
     return failure();
   auto cand = createValue<WhereOp>(
-      c, {isHit, positions, c.scalarConstant(last ? -1 : dim, i64)});
+      c, {isHit, *positions, c.scalarConstant(last ? -1 : dim, i64)});
   if (failed(cand))
     return failure();
   auto idx = last ? reduceValue(c, true, *cand, {*axis}, keep)
@@ -877,13 +879,11 @@ LogicalResult resize(NodeContext &c) {
     wShape[d] = m;
     Value sum;
     for (int k = 0; k < taps; ++k) {
-      LogicalResult status = success();
-      Value idx = constantI64(
-          c, index[k], {m}, base + ".resize_index" + Twine(d) + "_" + Twine(k),
-          status);
-      if (failed(status))
+      auto idx = constantI64(
+          c, index[k], {m}, base + ".resize_index" + Twine(d) + "_" + Twine(k));
+      if (failed(idx))
         return failure();
-      auto g = createValue<GatherOp>(c, {cur, idx},
+      auto g = createValue<GatherOp>(c, {cur, *idx},
                                      {named(c, "axis", i64Attr(c, d))});
       if (failed(g))
         return failure();

@@ -133,6 +133,15 @@ def cases():
               [("b", I64, [3, 5])], [("y", I64, [5])], 13)
     yield "argmin_int_last", m, {"b": b}, 2 - np.argmin(b[::-1], axis=0)
 
+    # ReduceL1 and ReduceMin of integers (abs and neg are float ops).
+    q = rng.integers(-50, 50, (3, 4)).astype(np.int64)
+    m = model([const("ax", [1]), helper.make_node("ReduceL1", ["q", "ax"], ["y"], keepdims=0)],
+              [("q", I64, [3, 4])], [("y", I64, [3])], 18)
+    yield "reduce_l1_int", m, {"q": q}, np.abs(q).sum(axis=1)
+    m = model([helper.make_node("ReduceMin", ["q"], ["y"], axes=[0], keepdims=1)],
+              [("q", I64, [3, 4])], [("y", I64, [1, 4])], 13)
+    yield "reduce_min_int", m, {"q": q}, q.min(axis=0, keepdims=True)
+
     # ReduceLogSumExp on rows of -inf, with +inf, and large values.
     s = rng.standard_normal((4, 5)).astype(np.float32)
     s[0] = -np.inf
