@@ -63,34 +63,18 @@ def build(name):
     if name == "gpt2_where_add":
         # transformers 4.26 to 4.4x's eager GPT-2 attention (GPT-Neo's and
         # GPT-J's alike) given an attention_mask: where(causal, w, finfo.min)
-        # plus the additive padding mask; left padding, so that the first
-        # query rows of batch 1 keep only padded keys.
-        class OldGpt2(torch.nn.Module):
-            def __init__(self, d=64, heads=4, layers=2, vocab=100, n=64):
-                super().__init__()
-                self.heads = heads
-                self.wte, self.wpe = torch.nn.Embedding(vocab, d), torch.nn.Embedding(n, d)
-                self.ln = torch.nn.ModuleList(torch.nn.LayerNorm(d) for _ in range(layers))
-                self.qkv = torch.nn.ModuleList(torch.nn.Linear(d, 3 * d) for _ in range(layers))
-                self.proj = torch.nn.ModuleList(torch.nn.Linear(d, d) for _ in range(layers))
-                self.register_buffer("bias", torch.tril(torch.ones(n, n, dtype=torch.bool)).view(1, 1, n, n), persistent=False)
-            def forward(self, input_ids, attention_mask):
-                b, s = input_ids.shape
-                x = self.wte(input_ids) + self.wpe(torch.arange(s))
-                low = torch.finfo(x.dtype).min
-                pad = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * low
-                for ln, qkv, proj in zip(self.ln, self.qkv, self.proj):
-                    q, k, v = qkv(ln(x)).split(x.size(-1), dim=2)
-                    q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in (q, k, v))
-                    w = torch.matmul(q, k.transpose(-1, -2)) / torch.full([], v.size(-1) ** 0.5)
-                    w = torch.where(self.bias[:, :, :s, :s], w, torch.full([], low))
-                    w = torch.softmax(w + pad, dim=-1)
-                    o = torch.matmul(w, v).transpose(1, 2).reshape(b, s, -1)
-                    x = x + proj(o)
-                return x
+        # plus the additive padding mask (test/models/gpt2_where_add's
+        # model); left padding, so that the first query rows of batch 1 keep
+        # only padded keys.
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("gpt2_where_add", os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "test", "models", "gpt2_where_add", "make.py"))
+        old = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)
+        torch.manual_seed(0)
         left = torch.ones(2, 8, dtype=torch.long)
         left[1, :3] = 0
-        return OldGpt2(), {"input_ids": ids, "attention_mask": left}
+        return old.OldGpt2(d=64, vocab=100, n=64), {"input_ids": ids, "attention_mask": left}
     if name in ("llama", "mistral", "qwen2"):
         cfg = {"llama": (tf.LlamaConfig, tf.LlamaModel), "mistral": (tf.MistralConfig, tf.MistralModel),
                "qwen2": (tf.Qwen2Config, tf.Qwen2Model)}[name]

@@ -32,10 +32,29 @@ SmallVector<int64_t> withTail(ArrayRef<int64_t> lead, ArrayRef<int64_t> tail) {
   return s;
 }
 
-/// C1 to C3 of both ops: q [..., S, D], kt [..., D, T], v [..., T, Dv],
-/// mask broadcasting to [..., S, T], a rank-0 nan_fill.
+/// Whether `operand` (named `name`) broadcasts (numpy) to `scores`.
+LogicalResult verifyBroadcastsToScores(Operation *op, StringRef name,
+                                       Value operand,
+                                       ArrayRef<int64_t> scores) {
+  ArrayRef<int64_t> ms = shapeOf(operand);
+  if (ms.size() > scores.size())
+    return op->emitOpError()
+           << name << " " << formatShape(ms)
+           << " has a higher rank than the scores " << formatShape(scores);
+  for (size_t i = 0; i < ms.size(); ++i) {
+    int64_t want = scores[scores.size() - ms.size() + i];
+    if (ms[i] != 1 && ms[i] != want)
+      return op->emitOpError()
+             << name << " " << formatShape(ms)
+             << " does not broadcast to the scores " << formatShape(scores);
+  }
+  return success();
+}
+
+/// C1 to C3, C5 and C6 of both ops: q [..., S, D], kt [..., D, T], v [...,
+/// T, Dv], mask and keep broadcasting to [..., S, T], a rank-0 nan_fill.
 LogicalResult verifyAttentionOperands(Operation *op, Value q, Value kt, Value v,
-                                      Value mask, Value nanFill,
+                                      Value mask, Value nanFill, Value keep,
                                       std::optional<APFloat> maskedScore) {
   // C5
   if (maskedScore && !maskedScore->isFinite())
@@ -44,6 +63,11 @@ LogicalResult verifyAttentionOperands(Operation *op, Value q, Value kt, Value v,
   if (maskedScore && !mask)
     return op->emitOpError() << "masked_score replaces the scores a mask "
                                 "hides; the op has no mask";
+  // C6
+  if (keep && (!mask || !maskedScore))
+    return op->emitOpError() << "keep selects between the scores plus the "
+                                "mask and masked_score plus the mask; the op "
+                                "needs both a mask and a masked_score";
   ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(kt), vs = shapeOf(v);
   const int64_t r = qs.size();
   if (r < 2 || static_cast<int64_t>(ks.size()) != r ||
@@ -82,32 +106,37 @@ LogicalResult verifyAttentionOperands(Operation *op, Value q, Value kt, Value v,
       typeOf(mask).getElementType() != f32)
     return op->emitOpError()
            << "mask must have q's element type " << elem << " or f32";
-  ArrayRef<int64_t> ms = shapeOf(mask);
   SmallVector<int64_t> scores = withTail(lead, {qs[r - 2], ks[r - 1]});
-  if (static_cast<int64_t>(ms.size()) > r)
-    return op->emitOpError() << "mask " << formatShape(ms)
-                             << " has a higher rank than the scores "
-                             << formatShape(scores);
-  for (size_t i = 0; i < ms.size(); ++i) {
-    int64_t want = scores[r - ms.size() + i];
-    if (ms[i] != 1 && ms[i] != want)
-      return op->emitOpError() << "mask " << formatShape(ms)
-                               << " does not broadcast to the scores "
-                               << formatShape(scores);
-  }
-  return success();
+  if (failed(verifyBroadcastsToScores(op, "mask", mask, scores)))
+    return failure();
+  // C6
+  return keep ? verifyBroadcastsToScores(op, "keep", keep, scores) : success();
 }
 
-/// A factor over the dims of `dims`, plus the mask's dim aligned with scores
-/// dim `scoreDim` (rank `r`) unless it is a broadcast 1.
+/// The operands that broadcast to the scores (mask, keep) and their
+/// operand indices.
+struct ScoreOperands {
+  SmallVector<std::pair<Value, unsigned>, 2> values;
+  /// Those of `op`, whose mask is operand `maskIndex`, nan_fill and keep
+  /// following it where present.
+  ScoreOperands(Value mask, Value nanFill, Value keep, unsigned maskIndex) {
+    if (mask)
+      values.push_back({mask, maskIndex});
+    if (keep)
+      values.push_back({keep, maskIndex + (mask ? 1 : 0) + (nanFill ? 1 : 0)});
+  }
+};
+
+/// A factor over the dims of `dims`, plus the mask's and keep's dim aligned
+/// with scores dim `scoreDim` (rank `r`) unless it is a broadcast 1.
 void addWithMask(ShardingRuleBuilder &b, int64_t size,
-                 SmallVector<TensorDim> dims, Value mask, unsigned maskIndex,
+                 SmallVector<TensorDim> dims, const ScoreOperands &masks,
                  int64_t scoreDim, int64_t r, FactorKind kind) {
-  if (mask) {
+  for (auto [mask, index] : masks.values) {
     ArrayRef<int64_t> ms = shapeOf(mask);
     int64_t md = scoreDim - (r - static_cast<int64_t>(ms.size()));
     if (md >= 0 && ms[md] == size)
-      dims.push_back(operandDim(maskIndex, md));
+      dims.push_back(operandDim(index, md));
   }
   b.addFactor(size, dims, kind);
 }
@@ -144,7 +173,8 @@ LogicalResult AttentionGradOp::inferReturnTypes(
 
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQ(), getKt(), getV(), getMask(),
-                                     getNanFill(), getMaskedScore())))
+                                     getNanFill(), getKeep(),
+                                     getMaskedScore())))
     return failure();
   // C4
   ArrayRef<int64_t> qs = shapeOf(getQ());
@@ -165,7 +195,8 @@ LogicalResult AttentionOp::verify() {
 
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQ(), getKt(), getV(), getMask(),
-                                     getNanFill(), getMaskedScore())))
+                                     getNanFill(), getKeep(),
+                                     getMaskedScore())))
     return failure();
   // C1
   ArrayRef<int64_t> qs = shapeOf(getQ());
@@ -195,48 +226,50 @@ LogicalResult AttentionGradOp::verify() {
   return success();
 }
 
-// Operands q 0, kt 1, v 2, mask 3; results out 0, lse 1.
+// Operands q 0, kt 1, v 2, mask 3 (, nan_fill) (, keep); results out 0,
+// lse 1.
 OpShardingRuleAttr mlir::tessel::buildAttentionRule(Operation *op) {
   auto attn = cast<AttentionOp>(op);
   ShardingRuleBuilder b(op);
   ArrayRef<int64_t> qs = shapeOf(attn.getQ()), vs = shapeOf(attn.getV());
   const int64_t r = qs.size();
-  Value mask = attn.getMask();
+  const ScoreOperands masks(attn.getMask(), attn.getNanFill(), attn.getKeep(),
+                            3);
   for (int64_t d = 0; d < r - 2; ++d)
     addWithMask(b, qs[d],
                 {operandDim(0, d), operandDim(1, d), operandDim(2, d),
                  resultDim(0, d), resultDim(1, d)},
-                mask, 3, d, r, FactorKind::Pass);
+                masks, d, r, FactorKind::Pass);
   addWithMask(b, qs[r - 2],
               {operandDim(0, r - 2), resultDim(0, r - 2), resultDim(1, r - 2)},
-              mask, 3, r - 2, r, FactorKind::Pass);
+              masks, r - 2, r, FactorKind::Pass);
   b.addFactor(qs[r - 1], {operandDim(0, r - 1), operandDim(1, r - 2)},
               FactorKind::NeedReplication);
-  addWithMask(b, vs[r - 2], {operandDim(1, r - 1), operandDim(2, r - 2)}, mask,
-              3, r - 1, r, FactorKind::NeedReplication);
+  addWithMask(b, vs[r - 2], {operandDim(1, r - 1), operandDim(2, r - 2)}, masks,
+              r - 1, r, FactorKind::NeedReplication);
   b.addFactor(vs[r - 1], {operandDim(2, r - 1), resultDim(0, r - 1)},
               FactorKind::Pass);
   return b.build();
 }
 
-// Operands q 0, kt 1, v 2, result 3, lse 4, grad 5, mask 6; results dq 0,
-// dkt 1, dv 2.
+// Operands q 0, kt 1, v 2, result 3, lse 4, grad 5, mask 6 (, nan_fill)
+// (, keep); results dq 0, dkt 1, dv 2.
 OpShardingRuleAttr mlir::tessel::buildAttentionGradRule(Operation *op) {
   auto g = cast<AttentionGradOp>(op);
   ShardingRuleBuilder b(op);
   ArrayRef<int64_t> qs = shapeOf(g.getQ()), vs = shapeOf(g.getV());
   const int64_t r = qs.size();
-  Value mask = g.getMask();
+  const ScoreOperands masks(g.getMask(), g.getNanFill(), g.getKeep(), 6);
   for (int64_t d = 0; d < r - 2; ++d)
     addWithMask(b, qs[d],
                 {operandDim(0, d), operandDim(1, d), operandDim(2, d),
                  operandDim(3, d), operandDim(4, d), operandDim(5, d),
                  resultDim(0, d), resultDim(1, d), resultDim(2, d)},
-                mask, 6, d, r, FactorKind::Pass);
+                masks, d, r, FactorKind::Pass);
   addWithMask(b, qs[r - 2],
               {operandDim(0, r - 2), operandDim(3, r - 2), operandDim(4, r - 2),
                operandDim(5, r - 2), resultDim(0, r - 2)},
-              mask, 6, r - 2, r, FactorKind::NeedReplication);
+              masks, r - 2, r, FactorKind::NeedReplication);
   b.addFactor(qs[r - 1],
               {operandDim(0, r - 1), operandDim(1, r - 2), resultDim(0, r - 1),
                resultDim(1, r - 2)},
@@ -244,7 +277,7 @@ OpShardingRuleAttr mlir::tessel::buildAttentionGradRule(Operation *op) {
   addWithMask(b, vs[r - 2],
               {operandDim(1, r - 1), operandDim(2, r - 2), resultDim(1, r - 1),
                resultDim(2, r - 2)},
-              mask, 6, r - 1, r, FactorKind::NeedReplication);
+              masks, r - 1, r, FactorKind::NeedReplication);
   b.addFactor(vs[r - 1],
               {operandDim(2, r - 1), operandDim(3, r - 1), operandDim(5, r - 1),
                resultDim(2, r - 1)},

@@ -679,7 +679,7 @@ LogicalResult buildAttentionGradient(AttentionOp op, OpBuilder &b,
   Value g = dy[0] ? dy[0] : e.zerosLike(typeOf(out));
   auto grad = AttentionGradOp::create(
       b, e.loc, TypeRange{q.getType(), kt.getType(), v.getType()}, q, kt, v,
-      out, lse, g, mask, op.getNanFill(), op.getScaleAttr(),
+      out, lse, g, mask, op.getNanFill(), op.getKeep(), op.getScaleAttr(),
       op.getMaskedScoreAttr());
   dx.append(grad->getResults().begin(), grad->getResults().end());
   if (!mask) {
@@ -699,12 +699,18 @@ LogicalResult buildAttentionGradient(AttentionOp op, OpBuilder &b,
   }
   Value s = e.add(e.mul(e.matmul(q, kt), op.getScale().convertToDouble()), mask);
   // With masked_score, the scores the mask hides are that constant: their
-  // probabilities are exp(c - lse) and their ds 0.
+  // probabilities are exp(c - lse) and their ds 0. With keep, the hidden
+  // scores are the constant plus the mask: the mask's ds is every score's.
   Value hidden;
   if (std::optional<APFloat> c = op.getMaskedScore()) {
-    hidden = e.cmp(ComparePredicate::EQ, mask,
-                   -std::numeric_limits<double>::infinity());
-    s = e.select(hidden, e.scalar(s, c->convertToDouble()), s);
+    Value constant = e.scalar(s, c->convertToDouble());
+    if (Value keep = op.getKeep()) {
+      s = e.select(keep, s, e.add(constant, mask));
+    } else {
+      hidden = e.cmp(ComparePredicate::EQ, mask,
+                     -std::numeric_limits<double>::infinity());
+      s = e.select(hidden, constant, s);
+    }
   }
   SmallVector<int64_t> lseShape(shapeOf(lse));
   lseShape.push_back(1);
@@ -719,6 +725,8 @@ LogicalResult buildAttentionGradient(AttentionOp op, OpBuilder &b,
   dx.push_back(e.sumTo(ds, mask));
   if (op.getNanFill())
     dx.push_back(Value()); // a constant: no gradient
+  if (op.getKeep())
+    dx.push_back(Value()); // bool
   return success();
 }
 

@@ -433,7 +433,16 @@ static FailureOr<Type> inferConcat(std::optional<Location> loc,
         return fail(loc, "concat operand " + Twine(i + 1) + " has size " +
                              Twine(t.getDimSize(d)) + " in dim " + Twine(d) +
                              ", operand 0 has " + Twine(shape[d]));
-    shape[dim] += t.getDimSize(dim);
+    // Sizes from an untrusted model: a sum past 2^62 is refused, not
+    // wrapped.
+    const int64_t add = t.getDimSize(dim);
+    if (ShapedType::isDynamic(shape[dim]) || ShapedType::isDynamic(add))
+      shape[dim] = ShapedType::kDynamic;
+    else if (add > (int64_t(1) << 62) - shape[dim])
+      return fail(loc, "concat operands' sizes in dim " + Twine(dim) +
+                           " add up past 2^62");
+    else
+      shape[dim] += add;
   }
   return RankedTensorType::get(shape, first.getElementType());
 }

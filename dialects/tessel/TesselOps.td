@@ -744,7 +744,8 @@ def Tessel_AttentionOp : Tessel_ComputeOp<"attention", "buildAttentionRule",
         Tessel_RtAttr<"has_masked_score", "$_op.getMaskedScore() ? 1 : 0", "int">,
         Tessel_RtAttr<"masked_score",
                       "$_op.getMaskedScore().value_or(::llvm::APFloat(0.0f))",
-                      "float">]>,
+                      "float">,
+        Tessel_RtAttr<"has_keep", "$_op.getKeep() ? 1 : 0", "int">]>,
     Tessel_GradientFrom<"buildAttentionGradient"> {
   let summary = "Scaled dot-product attention in one op (no [S, T] tensor)";
   let description = [{
@@ -772,6 +773,15 @@ def Tessel_AttentionOp : Tessel_ComputeOp<"attention", "buildAttentionRule",
     in f32 once its row's largest kept score exceeds c + 104; the kernels
     skip a row's masked keys only where their exp of it gives 0.
 
+    With `keep`, a bool tensor that broadcasts to the scores, as well, a
+    score is `keep ? scale * q kt + mask : masked_score + mask`: the
+    exporters' `where(keep, s, c) + mask` (transformers' eager GPT-2,
+    GPT-Neo and GPT-J given an attention_mask, 4.26 to 4.4x). A hidden
+    score depends on the mask but not on q and kt: its ds is 0. A row in
+    which every score rounds to one value (a left-padded query row, whose
+    kept scores plus finfo.min round to finfo.min as its hidden ones do)
+    still gives its kept keys their gradient, which no additive mask could.
+
     ```mlir
     %o, %lse = tessel.attention %q, %kt, %v mask %m nan_fill %z : (tensor<2x4x128x64xf32>, tensor<2x4x64x128xf32>, tensor<2x4x128x64xf32>, tensor<1x1x128x128xf32>, tensor<f32>) -> (tensor<2x4x128x64xf32>, tensor<2x4x128xf32>)
     ```
@@ -787,15 +797,18 @@ def Tessel_AttentionOp : Tessel_ComputeOp<"attention", "buildAttentionRule",
       f32.
     * (C4) `result` is [..., S, Dv] of `q`'s type; `lse` is [..., S] f32.
     * (C5) `masked_score`, where present, is finite, and `mask` is present.
+    * (C6) `keep`, where present, broadcasts to [..., S, T], and `mask` and
+      `masked_score` are present.
   }];
   let arguments = (ins Tessel_FloatTensor:$q, Tessel_FloatTensor:$kt,
                        Tessel_FloatTensor:$v, Optional<Tessel_FloatTensor>:$mask,
                        Optional<Tessel_FloatTensor>:$nan_fill,
+                       Optional<Tessel_BoolTensor>:$keep,
                        DefaultValuedAttr<F32Attr, "1.0f">:$scale,
                        OptionalAttr<F32Attr>:$masked_score);
   let results = (outs Tessel_FloatTensor:$result, Tessel_FloatTensor:$lse);
   let assemblyFormat = [{
-    $q `,` $kt `,` $v (`mask` $mask^)? (`nan_fill` $nan_fill^)? attr-dict `:` functional-type(operands, results)
+    $q `,` $kt `,` $v (`mask` $mask^)? (`nan_fill` $nan_fill^)? (`keep` $keep^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -109,7 +109,8 @@ def Tessel_AttentionGradOp : Tessel_ComputeOp<"attention_grad",
         Tessel_RtAttr<"has_masked_score", "$_op.getMaskedScore() ? 1 : 0", "int">,
         Tessel_RtAttr<"masked_score",
                       "$_op.getMaskedScore().value_or(::llvm::APFloat(0.0f))",
-                      "float">]> {
+                      "float">,
+        Tessel_RtAttr<"has_keep", "$_op.getKeep() ? 1 : 0", "int">]> {
   let summary = "The gradient of `tessel.attention`, recomputing the scores";
   let description = [{
     With the forward's operands, its `result` and `lse` and the result's
@@ -122,6 +123,7 @@ def Tessel_AttentionGradOp : Tessel_ComputeOp<"attention_grad",
     it adds `fill * grad` to every row of dv and nothing to dq and dkt.
     With `masked_score` c, a score whose mask is -inf was c: its
     probability exp(c - lse) adds to dv, and its ds is 0 (a constant).
+    With `keep`, a score whose `keep` is false was `c + mask`: its ds is 0.
 
     ```mlir
     %dq, %dkt, %dv = tessel.attention_grad %q, %kt, %v, %o, %lse, %do mask %m : (tensor<2x4x128x64xf32>, tensor<2x4x64x128xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128xf32>, tensor<2x4x128x64xf32>, tensor<1x1x128x128xf32>) -> (tensor<2x4x128x64xf32>, tensor<2x4x64x128xf32>, tensor<2x4x128x64xf32>)
@@ -129,8 +131,8 @@ def Tessel_AttentionGradOp : Tessel_ComputeOp<"attention_grad",
 
     **Constraints**
 
-    * (C1) `q`, `kt`, `v`, `mask`, `nan_fill`, `masked_score` as in
-      `tessel.attention`;
+    * (C1) `q`, `kt`, `v`, `mask`, `nan_fill`, `keep`, `masked_score` as
+      in `tessel.attention`;
       `result` and `grad` have its result's type, `lse` its lse's.
     * (C2) the results have the types of `q`, `kt` and `v`.
   }];
@@ -139,13 +141,14 @@ def Tessel_AttentionGradOp : Tessel_ComputeOp<"attention_grad",
                        Tessel_FloatTensor:$lse, Tessel_FloatTensor:$grad,
                        Optional<Tessel_FloatTensor>:$mask,
                        Optional<Tessel_FloatTensor>:$nan_fill,
+                       Optional<Tessel_BoolTensor>:$keep,
                        DefaultValuedAttr<F32Attr, "1.0f">:$scale,
                        OptionalAttr<F32Attr>:$masked_score);
   let results = (outs Tessel_FloatTensor:$dq, Tessel_FloatTensor:$dkt,
                       Tessel_FloatTensor:$dv);
   let hasVerifier = 1;
   let assemblyFormat = [{
-    $q `,` $kt `,` $v `,` $result `,` $lse `,` $grad (`mask` $mask^)? (`nan_fill` $nan_fill^)? attr-dict `:` functional-type(operands, results)
+    $q `,` $kt `,` $v `,` $result `,` $lse `,` $grad (`mask` $mask^)? (`nan_fill` $nan_fill^)? (`keep` $keep^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 

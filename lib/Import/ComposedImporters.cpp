@@ -127,21 +127,17 @@ LogicalResult pad(NodeContext &c) {
   auto pads = c.getConstInts(1, "pads");
   if (failed(pads))
     return failure();
-  SmallVector<int64_t> axes;
+  std::optional<SmallVector<int64_t>> given;
   if (c.hasInput(3)) {
     auto a = c.getConstInts(3, "axes");
     if (failed(a))
       return failure();
-    for (int64_t axis : *a) {
-      auto n = c.normalizeAxis(axis, rank, "axis");
-      if (failed(n))
-        return failure();
-      axes.push_back(*n);
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
+    given = std::move(*a);
   }
+  auto normalized = axesOrAll(c, given, rank);
+  if (failed(normalized))
+    return failure();
+  const SmallVector<int64_t> axes = std::move(*normalized);
   if (pads->size() != 2 * axes.size())
     return c.error(Twine(pads->size()) + " pads for " + Twine(axes.size()) +
                    " axes (it needs two per axis)");
@@ -778,18 +774,10 @@ LogicalResult resize(NodeContext &c) {
                    "' is not supported (stretch is)");
   const bool excludeOutside = c.getInt("exclude_outside", 0) != 0;
   const double cubicA = c.getFloat("cubic_coeff_a", -0.75f);
-  SmallVector<int64_t> axes;
-  if (auto a = c.getInts("axes")) {
-    for (int64_t axis : *a) {
-      auto n = c.normalizeAxis(axis, rank, "axis");
-      if (failed(n))
-        return failure();
-      axes.push_back(*n);
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
+  auto normalized = axesOrAll(c, c.getInts("axes"), rank);
+  if (failed(normalized))
+    return failure();
+  const SmallVector<int64_t> axes = std::move(*normalized);
   // Scales (input 2) or sizes (input 3), one per axis, known at import.
   SmallVector<double> scale(rank, 1.0);
   SmallVector<int64_t> outShape(in);

@@ -1,6 +1,7 @@
 //===- ImportUtil.h - what op importers share -------------------*- C++ -*-===//
 //
-// Small helpers of the op importers (OpImporters.cpp, ComposedImporters.cpp):
+// Small helpers of the op importers (OpImporters.cpp, ComposedImporters.cpp,
+// SequenceImporters.cpp):
 // attributes, creating one-result ops, defining outputs.
 //
 //===----------------------------------------------------------------------===//
@@ -9,6 +10,8 @@
 #define TESSEL_LIB_IMPORT_IMPORTUTIL_H
 
 #include "ImporterImpl.h"
+
+#include "dialects/tessel/Verifiers.h"
 
 namespace mlir::tessel::detail {
 
@@ -102,6 +105,26 @@ normalizeAxes(NodeContext &c, SmallVectorImpl<int64_t> &axes, int64_t rank) {
   return success();
 }
 
+/// `given` axes normalised against `rank`, in their order (Pad's and
+/// Resize's `axes`), or every dim when there are none.
+inline FailureOr<SmallVector<int64_t>>
+axesOrAll(NodeContext &c, const std::optional<SmallVector<int64_t>> &given,
+          int64_t rank) {
+  SmallVector<int64_t> axes;
+  if (!given) {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+    return axes;
+  }
+  for (int64_t axis : *given) {
+    auto n = c.normalizeAxis(axis, rank, "axis");
+    if (failed(n))
+      return failure();
+    axes.push_back(*n);
+  }
+  return axes;
+}
+
 /// The dims a Reduce* node reduces, sorted and unique: its `axes` input
 /// (`axesFromInput`: ReduceSum from opset 13, the others from 18) or
 /// attribute, every dim when it gives none; std::nullopt when it gives none
@@ -131,6 +154,44 @@ getReduceAxes(NodeContext &c, bool axesFromInput) {
   return std::optional<SmallVector<int64_t>>(std::move(axes));
 }
 
+/// Whether `sizes` split dim `axis` of size `dim` (each in [0, dim], summing
+/// to it); a node error naming them otherwise.
+inline LogicalResult checkSplitSizes(NodeContext &c, ArrayRef<int64_t> sizes,
+                                     int64_t dim, int64_t axis) {
+  // Summed without overflow: every size in [0, what is left of dim].
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0 || s > dim - total) {
+      total = -1;
+      break;
+    }
+    total += s;
+  }
+  if (total != dim)
+    return c.error("split sizes " + formatShape(sizes) +
+                   " do not add up to dim " + Twine(axis) + " (" + Twine(dim) +
+                   ")");
+  return success();
+}
+
+/// `x` split along `axis` into pieces of `sizes` (checked): one
+/// tessel.split, or `x` itself for one piece; empty pieces are refused.
+inline FailureOr<SmallVector<Value>>
+splitValue(NodeContext &c, Value x, int64_t axis, ArrayRef<int64_t> sizes) {
+  if (llvm::is_contained(sizes, 0))
+    return c.error("empty split pieces " + formatShape(sizes) +
+                   " are not supported");
+  if (sizes.size() == 1)
+    return SmallVector<Value>{x};
+  auto op = c.create<SplitOp>({x},
+                              {named(c, "dim", i64Attr(c, axis)),
+                               named(c, "sizes", arrayAttr(c, sizes))},
+                              {}, sizes.size());
+  if (failed(op))
+    return failure();
+  return SmallVector<Value>((*op)->result_begin(), (*op)->result_end());
+}
+
 // Importers of ONNX ops composed of existing tessel ops
 // (ComposedImporters.cpp); "Axes" ones take `axes` as an input (opset 18).
 LogicalResult importPad(NodeContext &c);
@@ -158,6 +219,13 @@ LogicalResult importSelu(NodeContext &c);
 LogicalResult importResize(NodeContext &c);
 LogicalResult importEinsum(NodeContext &c);
 LogicalResult importConvTranspose(NodeContext &c);
+
+// Importers of ONNX's sequence ops (SequenceImporters.cpp).
+LogicalResult importSplitToSequence(NodeContext &c);
+LogicalResult importSequenceConstruct(NodeContext &c);
+LogicalResult importSequenceAt(NodeContext &c);
+LogicalResult importSequenceLength(NodeContext &c);
+LogicalResult importConcatFromSequence(NodeContext &c);
 
 } // namespace mlir::tessel::detail
 

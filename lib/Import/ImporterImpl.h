@@ -46,6 +46,10 @@ struct ValueInfo {
   /// The weight's name when it is not `tensor`'s: a parameter that the
   /// exporter deduplicated into an Identity of another one with equal data.
   std::string parameterName;
+  /// A sequence of tensors (SplitToSequence, SequenceConstruct), known
+  /// element by element at import; then `type` is null. Only the sequence
+  /// ops read it (SequenceImporters.cpp).
+  std::shared_ptr<const std::vector<std::shared_ptr<ValueInfo>>> sequence;
 };
 
 /// The MLIR element type of an ONNX dtype, or null when unsupported.
@@ -120,6 +124,22 @@ public:
   /// The SSA value of a tensor computed by the importer, named `name` if it
   /// has to become a weight.
   FailureOr<Value> materialize(const ConstTensor &value, StringRef name);
+
+  // Sequences (SequenceImporters.cpp): a sequence value holds its elements'
+  // ValueInfos.
+  using Elements = std::vector<std::shared_ptr<ValueInfo>>;
+  /// Input `i`'s elements, or null when it is not a sequence.
+  const Elements *getSequence(unsigned i);
+  /// Input `i`'s ValueInfo itself (shared: an element of a sequence).
+  std::shared_ptr<ValueInfo> getInputInfo(unsigned i);
+  /// A tensor ValueInfo of `value`, not (yet) any output.
+  std::shared_ptr<ValueInfo> makeInfo(Value value, int32_t dtype);
+  /// The SSA value of an element.
+  FailureOr<Value> getValue(ValueInfo &element);
+  /// Defines output `i` as the sequence of `elements`.
+  void setSequence(unsigned i, Elements elements);
+  /// Defines output `i` as `info` (an element of a sequence).
+  void setOutputInfo(unsigned i, std::shared_ptr<ValueInfo> info);
 
   /// Fails with "node 'NAME' (OP): message".
   LogicalResult error(const Twine &message);

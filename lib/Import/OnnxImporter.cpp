@@ -785,12 +785,10 @@ FailureOr<Value> GraphImporter::retie(ValueInfo &info,
 /// How PyTorch's exporters avoid writing `opType` (an ai.onnx op Tessel
 /// does not import), or "" when no option of theirs does.
 static StringRef exporterHint(StringRef opType) {
-  // torch.onnx.export(dynamo=True)'s torchlib writes split, chunk and
-  // unbind through sequences; its optimizer (optimize=True, the default)
-  // rewrites them into Split and plain values.
-  if (llvm::is_contained({"SplitToSequence", "SequenceAt", "SequenceConstruct",
-                          "SequenceEmpty", "SequenceInsert", "SequenceErase",
-                          "SequenceLength", "ConcatFromSequence"},
+  // torch.onnx.export(dynamo=True)'s torchlib writes split and chunk
+  // through sequences (SplitToSequence, SequenceAt: imported); its optimizer
+  // (optimize=True, the default) rewrites them into Split and plain values.
+  if (llvm::is_contained({"SequenceEmpty", "SequenceInsert", "SequenceErase"},
                          opType))
     return "torch.onnx.export(dynamo=True) writes it with optimize=False; "
            "export with optimize=True (the default)";
@@ -942,6 +940,20 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                 node.op_type());
   if (auto bad = checkNodeArity(node, opset))
     return fail("node '" + nodeName + "' (" + node.op_type() + "): " + *bad);
+  // Sequences: input 0 of the ops that read one, and nothing else.
+  const bool readsSequence = llvm::is_contained(
+      {"SequenceAt", "SequenceLength", "ConcatFromSequence"}, node.op_type());
+  for (int k = 0; k < node.input_size(); ++k) {
+    if (node.input(k).empty())
+      continue;
+    const bool isSequence = lookup(node.input(k))->sequence != nullptr;
+    if (isSequence != (readsSequence && k == 0))
+      return fail("node '" + nodeName + "' (" + node.op_type() + "): input " +
+                  std::to_string(k) + " ('" + node.input(k) + "') " +
+                  (isSequence ? "is a sequence, which only SequenceAt, "
+                                "SequenceLength and ConcatFromSequence read"
+                              : "must be a sequence"));
+  }
   Location loc = NameLoc::get(builder.getStringAttr(nodeName));
   NodeContext c(*this, node, loc);
   if (node.op_type() != "BatchNormalization")
@@ -1094,6 +1106,9 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
     ValueInfo *info = lookup(out.name());
     if (!info)
       return fail("graph output '" + out.name() + "' is not defined");
+    if (info->sequence)
+      return fail("graph output '" + out.name() +
+                  "' is a sequence; Tessel's outputs are tensors");
     auto value = materialize(*info, func.getLoc());
     if (failed(value))
       return failure();
@@ -1292,11 +1307,8 @@ bool NodeContext::isOutputUsed(unsigned i) const {
 void NodeContext::setOutput(unsigned i, Value value, int32_t dtype) {
   if (int(i) >= node.output_size() || node.output(i).empty())
     return;
-  auto info = std::make_shared<ValueInfo>();
+  std::shared_ptr<ValueInfo> info = makeInfo(value, dtype);
   info->name = node.output(i);
-  info->dtype = dtype;
-  info->type = cast<RankedTensorType>(value.getType());
-  info->value = value;
   importer.values[info->name] = std::move(info);
 }
 
@@ -1310,6 +1322,44 @@ void NodeContext::setConst(unsigned i, ConstTensor value) {
                                      getElementType(getContext(), value.dtype));
   info->cst = std::make_shared<ConstTensor>(std::move(value));
   importer.values[info->name] = std::move(info);
+}
+
+const NodeContext::Elements *NodeContext::getSequence(unsigned i) {
+  if (!hasInput(i))
+    return nullptr;
+  const ValueInfo *info = importer.lookup(node.input(i));
+  return info && info->sequence ? info->sequence.get() : nullptr;
+}
+
+std::shared_ptr<ValueInfo> NodeContext::getInputInfo(unsigned i) {
+  return hasInput(i) ? importer.values[node.input(i)] : nullptr;
+}
+
+std::shared_ptr<ValueInfo> NodeContext::makeInfo(Value value, int32_t dtype) {
+  auto info = std::make_shared<ValueInfo>();
+  info->dtype = dtype;
+  info->type = cast<RankedTensorType>(value.getType());
+  info->value = value;
+  return info;
+}
+
+FailureOr<Value> NodeContext::getValue(ValueInfo &element) {
+  return importer.materialize(element, loc);
+}
+
+void NodeContext::setSequence(unsigned i, Elements elements) {
+  if (int(i) >= node.output_size() || node.output(i).empty())
+    return;
+  auto info = std::make_shared<ValueInfo>();
+  info->name = node.output(i);
+  info->sequence = std::make_shared<const Elements>(std::move(elements));
+  importer.values[info->name] = std::move(info);
+}
+
+void NodeContext::setOutputInfo(unsigned i, std::shared_ptr<ValueInfo> info) {
+  if (int(i) >= node.output_size() || node.output(i).empty())
+    return;
+  importer.values[node.output(i)] = std::move(info);
 }
 
 void NodeContext::forward(unsigned i, unsigned j) {

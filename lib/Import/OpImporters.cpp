@@ -977,19 +977,8 @@ LogicalResult importSplit(NodeContext &c) {
   if (sizes.size() != n)
     return c.error(Twine(sizes.size()) + " split sizes for " + Twine(n) +
                    " outputs");
-  // Summed without overflow: every size in [0, what is left of dim].
-  int64_t total = 0;
-  for (int64_t s : sizes) {
-    if (s < 0 || s > dim - total) {
-      total = -1;
-      break;
-    }
-    total += s;
-  }
-  if (total != dim)
-    return c.error("split sizes " + formatShape(sizes) +
-                   " do not add up to dim " + Twine(*axis) + " (" + Twine(dim) +
-                   ")");
+  if (failed(checkSplitSizes(c, sizes, dim, *axis)))
+    return failure();
   if (const ConstTensor *x = c.getConst(0)) {
     int64_t offset = 0;
     for (unsigned k = 0; k < n; ++k) {
@@ -1005,25 +994,14 @@ LogicalResult importSplit(NodeContext &c) {
     }
     return success();
   }
-  for (int64_t s : sizes)
-    if (s <= 0)
-      return c.error("empty split pieces " + formatShape(sizes) +
-                     " are not supported");
   auto x = c.getValue(0);
   if (failed(x))
     return failure();
-  if (n == 1) {
-    c.setOutput(0, *x, c.getDType(0));
-    return success();
-  }
-  auto op = c.create<SplitOp>({*x},
-                              {named(c, "dim", i64Attr(c, *axis)),
-                               named(c, "sizes", arrayAttr(c, sizes))},
-                              {}, n);
-  if (failed(op))
+  auto pieces = splitValue(c, *x, *axis, sizes);
+  if (failed(pieces))
     return failure();
   for (unsigned k = 0; k < n; ++k)
-    c.setOutput(k, (*op)->getResult(k), c.getDType(0));
+    c.setOutput(k, (*pieces)[k], c.getDType(0));
   return success();
 }
 
@@ -2111,6 +2089,7 @@ const OpImporter kOpImporters[] = {
     {"CastLike", 15, importCastLike},
     {"Clip", 13, importClip},
     {"Concat", 13, importConcat},
+    {"ConcatFromSequence", 11, importConcatFromSequence},
     {"Constant", 13, importConstant},
     {"ConstantOfShape", 9, importConstantOfShape},
     {"Conv", 11, importConv},
@@ -2186,7 +2165,11 @@ const OpImporter kOpImporters[] = {
     {"Size", 13, importSize},
     {"Slice", 13, importSlice},
     {"Softmax", 13, softmaxLike<SoftmaxOp>},
+    {"SequenceAt", 11, importSequenceAt},
+    {"SequenceConstruct", 11, importSequenceConstruct},
+    {"SequenceLength", 11, importSequenceLength},
     {"Split", 13, importSplit},
+    {"SplitToSequence", 11, importSplitToSequence},
     {"Split", 18, importSplit}, // num_outputs,
     {"Sqrt", 13, importSqrt},
     {"Squeeze", 13, importSqueeze},

@@ -12,6 +12,10 @@
 //                             as the where made it; a larger finite one,
 //                             such as the -1e4 of GPT-2 before
 //                             transformers 4.26, is the op's masked_score)
+//   s = where(keep, s, fill) + mask  (a finite fill; transformers 4.26 to
+//                             4.4x's GPT-2, GPT-Neo and GPT-J given an
+//                             attention_mask: the op's keep, mask and
+//                             masked_score)
 //   p = softmax(s, -1)
 //   p = where(isnan(p), fill, p)   (the default exporter's guard; isnan as
 //                                   p != p)
@@ -72,7 +76,7 @@ MatmulOp matchScores(Value s) {
 
 /// The product, its scale (a splat constant after it) and the mask:
 /// additive, or a bool one the scores are kept where it is `keepIf` and
-/// `hidden` (rank 0) elsewhere.
+/// `hidden` (rank 0) elsewhere, or both: where(keep, s, hidden) + mask.
 struct Scores {
   MatmulOp product;
   double scale = 1.0;
@@ -105,35 +109,37 @@ bool matchScaled(Value v, Scores &out) {
          scaled(v.getDefiningOp<DivOp>(), true);
 }
 
+/// where(keep, s, fill) or where(hide, fill, s): a bool mask and a finite
+/// or -inf rank-0 fill.
+bool matchWhere(Value x, Scores &out) {
+  auto w = x.getDefiningOp<WhereOp>();
+  if (!w || !w.getResult().hasOneUse() ||
+      !typeOf(w.getCondition()).getElementType().isInteger(1) ||
+      !broadcastsTo(typeOf(w.getCondition()), typeOf(w.getResult()),
+                    /*anyType=*/true))
+    return false;
+  for (bool keepIf : {true, false}) {
+    Value s = keepIf ? w.getOnTrue() : w.getOnFalse();
+    Value c = keepIf ? w.getOnFalse() : w.getOnTrue();
+    std::optional<double> fill = splatFloatValue(c);
+    Scores found;
+    if (!fill || !(std::isfinite(*fill) || *fill < 0) ||
+        typeOf(c).getRank() != 0 || s.getType() != w.getType() ||
+        !matchScaled(s, found))
+      continue;
+    out = found;
+    out.keep = w.getCondition();
+    out.keepIf = keepIf;
+    out.hidden = *fill;
+    return true;
+  }
+  return false;
+}
+
 /// The softmax's input: scores, optionally plus a mask.
 bool matchLogits(Value x, Scores &out) {
-  if (matchScaled(x, out))
+  if (matchScaled(x, out) || matchWhere(x, out))
     return true;
-  // where(keep, s, fill) or where(hide, fill, s): a bool mask and a finite
-  // or -inf rank-0 fill.
-  if (auto w = x.getDefiningOp<WhereOp>()) {
-    if (!w.getResult().hasOneUse() ||
-        !typeOf(w.getCondition()).getElementType().isInteger(1) ||
-        !broadcastsTo(typeOf(w.getCondition()), typeOf(w.getResult()),
-                      /*anyType=*/true))
-      return false;
-    for (bool keepIf : {true, false}) {
-      Value s = keepIf ? w.getOnTrue() : w.getOnFalse();
-      Value c = keepIf ? w.getOnFalse() : w.getOnTrue();
-      std::optional<double> fill = splatFloatValue(c);
-      Scores found;
-      if (!fill || !(std::isfinite(*fill) || *fill < 0) ||
-          typeOf(c).getRank() != 0 || s.getType() != w.getType() ||
-          !matchScaled(s, found))
-        continue;
-      out = found;
-      out.keep = w.getCondition();
-      out.keepIf = keepIf;
-      out.hidden = *fill;
-      return true;
-    }
-    return false;
-  }
   auto add = x.getDefiningOp<AddOp>();
   if (!add || !add.getResult().hasOneUse())
     return false;
@@ -143,7 +149,9 @@ bool matchLogits(Value x, Scores &out) {
         !broadcastsTo(typeOf(mask), typeOf(add.getResult())))
       continue;
     Scores found;
-    if (matchScaled(s, found)) {
+    // where(keep, s, c) + mask with a finite c: the op's keep.
+    if (matchScaled(s, found) ||
+        (matchWhere(s, found) && std::isfinite(found.hidden))) {
       out = found;
       out.mask = mask;
       return true;
@@ -243,7 +251,14 @@ bool fuse(SoftmaxOp sm) {
     return false;
   OpBuilder b(pv);
   FloatAttr maskedScore;
-  if (scores.keep) {
+  Value keep;
+  if (scores.keep && scores.mask) {
+    // where(keep, s, c) + mask: the op's keep, c its masked_score.
+    keep = scores.keepIf
+               ? scores.keep
+               : NotOp::create(b, sm.getLoc(), scores.keep).getResult();
+    maskedScore = b.getF32FloatAttr(static_cast<float>(scores.hidden));
+  } else if (scores.keep) {
     // The bool mask as an additive one: 0 where kept, -inf elsewhere. With
     // a fill at most -1e30, a hidden score's probability is 0 beside any
     // kept one, as with -inf; a row it hides entirely was softmax of equal
@@ -274,7 +289,7 @@ bool fuse(SoftmaxOp sm) {
                                    b.getF32Type());
   Location loc = b.getFusedLoc({scores.product.getLoc(), sm.getLoc(), pv.getLoc()});
   auto attn = AttentionOp::create(
-      b, loc, TypeRange{pv.getType(), lse}, q, kt, v, scores.mask, fill,
+      b, loc, TypeRange{pv.getType(), lse}, q, kt, v, scores.mask, fill, keep,
       b.getF32FloatAttr(static_cast<float>(scores.scale)), maskedScore);
   pv.getResult().replaceAllUsesWith(attn.getResult());
   pv->erase();
@@ -291,8 +306,8 @@ struct FuseAttentionPass
     for (SoftmaxOp sm : softmaxes)
       changed |= fuse(sm);
     if (changed)
-      eraseDeadOps<WhereOp, CompareOp, ReduceMaxOp, SoftmaxOp, AddOp, MulOp,
-                   DivOp, MatmulOp, ConstantOp>(getOperation());
+      eraseDeadOps<WhereOp, CompareOp, NotOp, ReduceMaxOp, SoftmaxOp, AddOp,
+                   MulOp, DivOp, MatmulOp, ConstantOp>(getOperation());
   }
 };
 

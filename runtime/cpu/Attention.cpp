@@ -19,7 +19,9 @@
 // a score whose mask is -inf is c; the keys a block skips (every row's mask
 // dead there) are exact only where exp(c - the row's max) is 0, which each
 // block checks, computing every key where it is not. Such a score is a
-// constant: its ds is 0.
+// constant: its ds is 0. With keep as well (where(keep, s, c) + mask), a
+// score whose keep is false is c + mask, and its ds 0; a block skips the
+// keys where that sum, or a kept key's mask, is dead.
 //
 // A half attention (bf16 or f16 q, kt, v and results; f32 mask, fill and
 // lse) widens its half operands into the shared scratch, runs the f32
@@ -57,9 +59,11 @@ struct AttentionArgs {
   AttentionDims dims;
   const float *q = nullptr, *kt = nullptr, *v = nullptr, *mask = nullptr,
               *fill = nullptr;
-  /// The scores whose mask is -inf are `masked` (has_masked_score).
+  /// The scores whose mask is -inf are `masked` (has_masked_score); with
+  /// `keep` (bool, 0 or 1), those whose keep is 0 are `masked` plus mask.
   bool replace = false;
   float masked = 0.0f;
+  const uint8_t *keep = nullptr;
 };
 
 AttentionArgs attentionArgs(const KernelContext &c) {
@@ -67,7 +71,8 @@ AttentionArgs attentionArgs(const KernelContext &c) {
   const AttentionOperands at = attentionOperands(c.op);
   // The load-time checks accepted these shapes.
   makeAttentionDims(c.in(0).shape, c.in(1).shape, c.in(2).shape,
-                    at.mask >= 0 ? &c.in(at.mask).shape : nullptr, a.dims);
+                    at.mask >= 0 ? &c.in(at.mask).shape : nullptr, a.dims,
+                    at.keep >= 0 ? &c.in(at.keep).shape : nullptr);
   a.dims.scale = c.op.floatAttr("scale", 1.0f);
   a.q = static_cast<const float *>(c.operand(0));
   a.kt = static_cast<const float *>(c.operand(1));
@@ -78,8 +83,23 @@ AttentionArgs attentionArgs(const KernelContext &c) {
     a.fill = static_cast<const float *>(c.operand(at.fill));
   a.replace = at.replaceMasked;
   a.masked = at.maskedScore;
+  if (at.keep >= 0)
+    a.keep = static_cast<const uint8_t *>(c.operand(at.keep));
   return a;
 }
+
+/// The mask value that stands for score (b, i, j) when deciding which keys
+/// are dead: the mask, or with keep, c + mask where keep is false.
+struct EffectiveMask {
+  const float *m;
+  const uint8_t *k; // null without keep
+  int64_t mCol, kCol;
+  float c;
+  float operator()(int64_t j) const {
+    const float v = m[j * mCol];
+    return !k || k[j * kCol] ? v : c + v;
+  }
+};
 
 /// The keys a block of rows computes: [begin, end), w = end - begin.
 struct KeyRange {
@@ -127,14 +147,16 @@ KeyRange liveKeys(const AttentionArgs &a, int64_t b, int64_t i0, int64_t n,
   if (!(std::fabs(d.scale) * qNorm * kNorm < kScoreBound))
     return all;
   const float *m0 = a.mask + d.maskOffset(b);
-  const int64_t cs = d.maskColStride;
+  const uint8_t *k0 = a.keep ? a.keep + d.keepOffset(b) : nullptr;
   KeyRange r{d.t, 0};
   for (int64_t i = 0; i < n; ++i) {
-    const float *m = m0 + (i0 + i) * d.maskRowStride;
+    const EffectiveMask m{m0 + (i0 + i) * d.maskRowStride,
+                          k0 ? k0 + (i0 + i) * d.keepRowStride : nullptr,
+                          d.maskColStride, d.keepColStride, a.masked};
     int64_t first = -1, last = -1;
     bool live = false;
     for (int64_t j = 0; j < d.t; ++j) {
-      const float v = m[j * cs];
+      const float v = m(j);
       if (!(v <= kDeadMask)) { // NaN is not dead
         if (first < 0)
           first = j;
@@ -185,13 +207,37 @@ const float *maskRow(const AttentionArgs &a, int64_t b, int64_t i, KeyRange r) {
          r.begin * d.maskColStride;
 }
 
+/// Row i of batch entry b's keep from key r.begin (column stride
+/// keepColStride); null without keep.
+const uint8_t *keepRow(const AttentionArgs &a, int64_t b, int64_t i,
+                       KeyRange r) {
+  const AttentionDims &d = a.dims;
+  return a.keep ? a.keep + d.keepOffset(b) + i * d.keepRowStride +
+                      r.begin * d.keepColStride
+                : nullptr;
+}
+
 /// Adds the mask's keys r of rows [i0, i0 + rows) of batch entry b to the
 /// [rows, r.width()] scores (or, with `a.replace`, sets the scores whose
-/// mask is -inf to `a.masked`).
+/// mask is -inf to `a.masked`; with keep too, those whose keep is false to
+/// `a.masked` plus the mask).
 void addMask(const AttentionArgs &a, int64_t b, int64_t i0, int64_t rows,
              KeyRange r, float *s) {
   const int64_t w = r.width(), cs = a.dims.maskColStride;
   const float *m0 = maskRow(a, b, i0, r);
+  if (a.keep) {
+    const uint8_t *k0 = keepRow(a, b, i0, r);
+    const int64_t ks = a.dims.keepColStride;
+    const float c = a.masked;
+    for (int64_t i = 0; i < rows; ++i) {
+      const float *m = m0 + i * a.dims.maskRowStride;
+      const uint8_t *k = k0 + i * a.dims.keepRowStride;
+      float *row = s + i * w;
+      for (int64_t j = 0; j < w; ++j)
+        row[j] = (k[j * ks] ? row[j] : c) + m[j * cs];
+    }
+    return;
+  }
   auto each = [&](auto f) {
     for (int64_t i = 0; i < rows; ++i) {
       const float *m = m0 + i * a.dims.maskRowStride;
@@ -233,7 +279,8 @@ KeyRange blockScores(const AttentionArgs &a, int64_t b, int64_t i0, int64_t n,
 /// is 0, unless masked_score replaces it (a -inf mask) by a constant c
 /// whose exp(c - m) the kernels' exp does not round to 0.
 bool skippedKeysExact(const AttentionArgs &a, float m) {
-  return !a.replace || vexp(a.masked - m) == 0.0f;
+  // With keep, a skipped key's c + mask is dead as well.
+  return !a.replace || a.keep || vexp(a.masked - m) == 0.0f;
 }
 
 /// blockScores, over every key when masked_score makes a skipped key's
@@ -244,7 +291,7 @@ KeyRange exactBlockScores(const AttentionArgs &a, int64_t b, int64_t i0,
                           int64_t n, double kNorm, float *s) {
   const KeyRange r = blockScores(a, b, i0, n, kNorm, s);
   const int64_t w = r.width();
-  if (!a.replace || w == a.dims.t)
+  if (!a.replace || a.keep || w == a.dims.t)
     return r;
   for (int64_t i = 0; i < n; ++i)
     if (!skippedKeysExact(a, rowMax(s + i * w, w)))
@@ -355,15 +402,17 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
         // The forward's keys: the others' probabilities are exactly 0 (a
         // replaced score's exp(c - lse) too, or every key's is computed).
         KeyRange r = blockScores(a, b, i0, n, kNorm, p);
-        if (a.replace && r.width() < d.t)
+        if (a.replace && !a.keep && r.width() < d.t)
           for (int64_t i = 0; i < n; ++i)
             if (std::isfinite(lb[i]) && !skippedKeysExact(a, lb[i])) {
               r = blockScores(a, b, i0, n, kNorm, p, /*allKeys=*/true);
               break;
             }
         const int64_t w = r.width();
-        // The mask of the block's first row, where masked_score replaces.
+        // The mask (or keep) of the block's first row, where masked_score
+        // replaces.
         const float *hidden0 = a.replace ? maskRow(a, b, i0, r) : nullptr;
+        const uint8_t *keep0 = keepRow(a, b, i0, r);
         for (int64_t i = 0; i < n; ++i) {
           float *row = p + i * w;
           const float l = lb[i];
@@ -405,7 +454,12 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
 #pragma omp simd
           for (int64_t j = 0; j < w; ++j)
             row[j] *= dpr[j] - di;
-          if (a.replace) { // a replaced score is a constant: ds = 0
+          if (keep0) { // c + mask: ds = 0
+            const uint8_t *k = keep0 + i * d.keepRowStride;
+            for (int64_t j = 0; j < w; ++j)
+              if (!k[j * d.keepColStride])
+                row[j] = 0.0f;
+          } else if (a.replace) { // a replaced score is a constant: ds = 0
             const float *m = hidden0 + i * d.maskRowStride;
             for (int64_t j = 0; j < w; ++j)
               if (m[j * d.maskColStride] == kHiddenMask)

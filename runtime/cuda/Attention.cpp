@@ -41,8 +41,9 @@ struct Args {
   const float *q, *kt, *v, *mask = nullptr, *fill = nullptr;
   bool replace = false; // has_masked_score
   float masked = 0.0f;
+  const uint8_t *keep = nullptr; // has_keep
   // Per batch entry; shared, so that a step's copy of Args allocates nothing.
-  std::shared_ptr<const std::vector<int64_t>> maskOffsets;
+  std::shared_ptr<const std::vector<int64_t>> maskOffsets, keepOffsets;
 };
 
 Status attentionArgs(const KernelContext &ctx, Args &a) {
@@ -50,7 +51,8 @@ Status attentionArgs(const KernelContext &ctx, Args &a) {
   const bool hasMask = at.mask >= 0;
   const std::string bad =
       makeAttentionDims(ctx.in(0).shape, ctx.in(1).shape, ctx.in(2).shape,
-                        hasMask ? &ctx.in(at.mask).shape : nullptr, a.d);
+                        hasMask ? &ctx.in(at.mask).shape : nullptr, a.d,
+                        at.keep >= 0 ? &ctx.in(at.keep).shape : nullptr);
   if (!bad.empty())
     return Status::error(bad);
   a.d.scale = ctx.op.floatAttr("scale", 1.0f);
@@ -68,10 +70,16 @@ Status attentionArgs(const KernelContext &ctx, Args &a) {
     a.fill = static_cast<const float *>(ctx.operand(at.fill));
   a.replace = at.replaceMasked;
   a.masked = at.maskedScore;
+  if (at.keep >= 0)
+    a.keep = static_cast<const uint8_t *>(ctx.operand(at.keep));
   auto offsets = std::make_shared<std::vector<int64_t>>();
+  auto keepOffsets = std::make_shared<std::vector<int64_t>>();
   for (int64_t b = 0; hasMask && b < a.d.batch; ++b)
     offsets->push_back(a.d.maskOffset(b));
+  for (int64_t b = 0; a.keep && b < a.d.batch; ++b)
+    keepOffsets->push_back(a.d.keepOffset(b));
   a.maskOffsets = std::move(offsets);
+  a.keepOffsets = std::move(keepOffsets);
   return Status::ok();
 }
 
@@ -85,6 +93,11 @@ AttentionMask maskAt(const Args &a, int64_t b, int64_t i0) {
   m.colStride = a.d.maskColStride;
   m.replace = a.replace;
   m.masked = a.masked;
+  if (a.keep) {
+    m.keep = a.keep + (*a.keepOffsets)[b] + i0 * a.d.keepRowStride;
+    m.keepRowStride = a.d.keepRowStride;
+    m.keepColStride = a.d.keepColStride;
+  }
   return m;
 }
 

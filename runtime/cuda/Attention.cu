@@ -26,13 +26,23 @@ struct MaxNanF {
   }
 };
 
+/// Whether score (i, j) is the masked score plus the mask (keep false).
+__device__ inline bool keepHides(const AttentionMask &mask, int64_t i,
+                                 int64_t j) {
+  return mask.keep &&
+         !mask.keep[i * mask.keepRowStride + j * mask.keepColStride];
+}
+
 /// Score x of (i, j) with the mask: x + mask, or the masked score where
-/// the mask replaces it.
+/// the mask replaces it, or the masked score plus the mask where keep hides
+/// it.
 __device__ inline float withMask(float x, const AttentionMask &mask, int64_t i,
                                  int64_t j) {
   if (!mask.m)
     return x;
   const float m = mask.m[i * mask.rowStride + j * mask.colStride];
+  if (mask.keep)
+    return (keepHides(mask, i, j) ? mask.masked : x) + m;
   return mask.replace && m == -INFINITY ? mask.masked : x + m;
 }
 
@@ -127,15 +137,17 @@ __global__ void probabilitiesKernel(float *p, int64_t rows, int64_t t,
 }
 
 /// ds = p (dp - delta) in place of p; 0 in NaN rows and where the mask
-/// replaced the score by a constant.
+/// replaced the score by a constant (plus the mask, where keep hides it).
 __global__ void dsKernel(float *p, const float *dp, const float *delta,
                          const float *lse, int64_t rows, int64_t t,
                          AttentionMask mask) {
   TSL_GRID_LOOP(e, rows * t) {
     const int64_t i = e / t, j = e % t;
     const bool constant =
-        mask.replace &&
-        mask.m[i * mask.rowStride + j * mask.colStride] == -INFINITY;
+        mask.keep
+            ? keepHides(mask, i, j)
+            : mask.replace &&
+                  mask.m[i * mask.rowStride + j * mask.colStride] == -INFINITY;
     p[e] = isfinite(lse[i]) && !constant ? p[e] * (dp[e] - delta[i]) : 0.0f;
   }
 }

@@ -284,12 +284,16 @@ cudaError_t launchFused(const FusedLaunch &p, void *out, int64_t n,
 // Attention (Attention.cu) -------------------------------------------------
 /// A block of rows' mask: element (i, j) at m + i rowStride + j colStride
 /// (none when m is null), added to the scores; with `replace`
-/// (has_masked_score), a score whose mask is -inf is `masked` instead.
+/// (has_masked_score), a score whose mask is -inf is `masked` instead; with
+/// `keep` (bool bytes, element (i, j) at keep + i keepRowStride + j
+/// keepColStride) too, a score whose keep is 0 is `masked` plus its mask.
 struct AttentionMask {
   const float *m = nullptr;
   int64_t rowStride = 0, colStride = 0;
   bool replace = false;
   float masked = 0.0f;
+  const uint8_t *keep = nullptr;
+  int64_t keepRowStride = 0, keepColStride = 0;
 };
 /// Scores [rows, t] in place: with the mask, softmax per row, lse [rows]; a
 /// row whose max is not finite (every score -inf, a NaN or +inf one) gets

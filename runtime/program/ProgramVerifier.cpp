@@ -474,21 +474,25 @@ Status OpChecker::checkBatchNormTrain() {
 // (q, kt, v, out, lse, grad[, mask][, nan_fill]) -> (dq, dkt, dv)
 // (tessel/ops/Attention.h): q, kt, v, out, grad and the gradients of one
 // type, f32, bf16 or f16 (a half attention: f32 sums, docs/precision.md);
-// mask, nan_fill and lse f32. `has_mask` and `has_nan_fill` say which of
-// the optional operands follow; `has_masked_score` (with a mask) that the
-// scores it hides are the finite `masked_score`.
+// mask, nan_fill and lse f32, keep bool. `has_mask`, `has_nan_fill` and
+// `has_keep` say which of the optional operands follow; `has_masked_score`
+// (with a mask) that the scores it hides are the finite `masked_score`.
 Status OpChecker::checkAttention() {
   const bool grad = op.kind == OpKind::AttentionGrad;
   const size_t base = grad ? 6 : 3;
-  int64_t hasMask = 0, hasFill = 0;
+  int64_t hasMask = 0, hasFill = 0, hasKeep = 0;
   TSL_RETURN_IF_ERROR(intAttr("has_mask", hasMask, 0));
   TSL_RETURN_IF_ERROR(intAttr("has_nan_fill", hasFill, 0));
+  TSL_RETURN_IF_ERROR(intAttr("has_keep", hasKeep, 0));
   int64_t hasMasked = 0;
   TSL_RETURN_IF_ERROR(intAttr("has_masked_score", hasMasked, 0));
   if ((hasMask != 0 && hasMask != 1) || (hasFill != 0 && hasFill != 1) ||
-      (hasMasked != 0 && hasMasked != 1))
-    return fail("attributes 'has_mask', 'has_nan_fill' and "
+      (hasMasked != 0 && hasMasked != 1) || (hasKeep != 0 && hasKeep != 1))
+    return fail("attributes 'has_mask', 'has_nan_fill', 'has_keep' and "
                 "'has_masked_score' must be 0 or 1");
+  if (hasKeep && !hasMasked)
+    return fail("attribute 'has_keep' needs a masked_score "
+                "(has_masked_score 1)");
   if (hasMasked) {
     float masked;
     TSL_RETURN_IF_ERROR(floatAttr("masked_score", masked, 0.0f));
@@ -498,8 +502,9 @@ Status OpChecker::checkAttention() {
     if (!hasMask)
       return fail("attribute 'has_masked_score' needs a mask (has_mask 1)");
   }
-  const size_t n = base + hasMask + hasFill;
+  const size_t n = base + hasMask + hasFill + hasKeep;
   TSL_RETURN_IF_ERROR(counts(n, n, grad ? 3 : 2));
+  const size_t keepAt = base + hasMask + hasFill;
   TSL_RETURN_IF_ERROR(
       dtypeIs(in(0), "q", {DType::F32, DType::BF16, DType::F16}));
   const std::vector<int> typed = attentionTypedOperands(op.kind);
@@ -507,11 +512,14 @@ Status OpChecker::checkAttention() {
     static const char *names[] = {"q", "kt", "v", "result", "lse", "grad"};
     const bool own =
         std::find(typed.begin(), typed.end(), int(i)) != typed.end();
-    const char *name = i < base               ? names[i]
-                       : i == base && hasMask ? "mask"
-                                              : "nan_fill";
+    const char *name = i < base                 ? names[i]
+                       : i == base && hasMask   ? "mask"
+                       : hasKeep && i == keepAt ? "keep"
+                                                : "nan_fill";
     if (own)
       TSL_RETURN_IF_ERROR(sameDType(in(0), in(i), name));
+    else if (hasKeep && i == keepAt)
+      TSL_RETURN_IF_ERROR(dtypeIs(in(i), name, {DType::Bool}));
     else
       TSL_RETURN_IF_ERROR(dtypeIs(in(i), name, {DType::F32}));
   }
@@ -522,13 +530,15 @@ Status OpChecker::checkAttention() {
       TSL_RETURN_IF_ERROR(sameDType(in(0), out(i), "result"));
   }
   AttentionDims dims;
-  const std::string bad = makeAttentionDims(
-      in(0).shape, in(1).shape, in(2).shape,
-      hasMask ? &in(base).shape : nullptr, dims);
+  const std::string bad =
+      makeAttentionDims(in(0).shape, in(1).shape, in(2).shape,
+                        hasMask ? &in(base).shape : nullptr, dims,
+                        hasKeep ? &in(keepAt).shape : nullptr);
   if (!bad.empty())
     return fail(bad + " (q " + shapeStr(in(0).shape) + ", kt " +
                 shapeStr(in(1).shape) + ", v " + shapeStr(in(2).shape) +
-                (hasMask ? ", mask " + shapeStr(in(base).shape) : "") + ")");
+                (hasMask ? ", mask " + shapeStr(in(base).shape) : "") +
+                (hasKeep ? ", keep " + shapeStr(in(keepAt).shape) : "") + ")");
   if (hasFill)
     TSL_RETURN_IF_ERROR(shapeIs(in(base + hasMask), {}, "nan_fill"));
   float scale;

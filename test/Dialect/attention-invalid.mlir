@@ -1,5 +1,5 @@
 // The verifier messages of tessel.attention and tessel.attention_grad
-// (TesselOps.td C1-C4, TrainingOps.td C1-C2), and the half attention's f32
+// (TesselOps.td C1-C6, TrainingOps.td C1-C2), and the half attention's f32
 // mask and nan_fill.
 // RUN: tessel-opt %s -split-input-file -verify-diagnostics
 
@@ -60,6 +60,22 @@ func.func @mask_broadcast(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<
 
 // -----
 
+func.func @keep_needs_masked_score(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x8xf32>, %m: tensor<4x4xf32>, %k: tensor<4x4xi1>) {
+  // expected-error@+1 {{keep selects between the scores plus the mask and masked_score plus the mask; the op needs both a mask and a masked_score}}
+  %o, %l = tessel.attention %q, %kt, %v mask %m keep %k : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x4xi1>) -> (tensor<4x8xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @keep_broadcast(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x8xf32>, %m: tensor<4x4xf32>, %k: tensor<4x3xi1>) {
+  // expected-error@+1 {{keep [4, 3] does not broadcast to the scores [4, 4]}}
+  %o, %l = tessel.attention %q, %kt, %v mask %m keep %k {masked_score = -1.0e4 : f32} : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x3xi1>) -> (tensor<4x8xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
 func.func @grad_types(%q: tensor<4x8xbf16>, %kt: tensor<8x4xbf16>, %v: tensor<4x8xbf16>, %o: tensor<4x8xbf16>, %l: tensor<4xf32>, %g: tensor<4x8xf32>) {
   // expected-error@+1 {{grad has type 'tensor<4x8xf32>', expected 'tensor<4x8xbf16>'}}
   %dq, %dkt, %dv = tessel.attention_grad %q, %kt, %v, %o, %l, %g : (tensor<4x8xbf16>, tensor<8x4xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x8xf32>) -> (tensor<4x8xbf16>, tensor<8x4xbf16>, tensor<4x8xbf16>)
@@ -72,4 +88,13 @@ func.func @grad_types(%q: tensor<4x8xbf16>, %kt: tensor<8x4xbf16>, %v: tensor<4x
 func.func @half(%q: tensor<2x4x8xbf16>, %kt: tensor<2x8x4xbf16>, %v: tensor<2x4x8xbf16>, %m: tensor<4x4xf32>, %f: tensor<f32>) -> tensor<2x4x8xbf16> {
   %o, %l = tessel.attention %q, %kt, %v mask %m nan_fill %f : (tensor<2x4x8xbf16>, tensor<2x8x4xbf16>, tensor<2x4x8xbf16>, tensor<4x4xf32>, tensor<f32>) -> (tensor<2x4x8xbf16>, tensor<2x4xf32>)
   return %o : tensor<2x4x8xbf16>
+}
+
+// -----
+
+// where(keep, s, c) + mask's attention and its gradient: valid.
+func.func @keep(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>, %m: tensor<2x1x4xf32>, %k: tensor<4x4xi1>, %g: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %o, %l = tessel.attention %q, %kt, %v mask %m keep %k {masked_score = -3.40282347E+38 : f32} : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<2x4x8xf32>, tensor<2x1x4xf32>, tensor<4x4xi1>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+  %dq, %dkt, %dv = tessel.attention_grad %q, %kt, %v, %o, %l, %g mask %m keep %k {masked_score = -3.40282347E+38 : f32} : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4x8xf32>, tensor<2x1x4xf32>, tensor<4x4xi1>) -> (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<2x4x8xf32>)
+  return %dq : tensor<2x4x8xf32>
 }

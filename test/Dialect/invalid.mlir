@@ -358,6 +358,16 @@ func.func @concat_c3(%a: tensor<4x2xf32>, %b: tensor<4x3xf32>) {
 
 // -----
 
+// Sizes from an untrusted model: their sum is refused past 2^62, not wrapped.
+func.func @concat_size_overflow(%a: tensor<4611686018427387904xf32>, %b: tensor<4611686018427387904xf32>) {
+  // expected-error@+2 {{concat operands' sizes in dim 0 add up past 2^62}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = tessel.concat %a, %b dim = 0 : (tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
 func.func @split_c1(%x: tensor<4x8xf32>) {
   // expected-error@+2 {{split dim 2 is out of range [0, 2)}}
   // expected-error@+1 {{failed to infer returned types}}

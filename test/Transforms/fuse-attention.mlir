@@ -118,16 +118,49 @@ func.func @gpt2_finfo_min(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: ten
   return %3 : tensor<4x6x8xf32>
 }
 
-// Not fused: a where followed by an additive mask (transformers 4.26 to
-// 4.4x's eager GPT-2, GPT-Neo and GPT-J given an attention_mask): the op
-// has no operand for the where's condition, which its gradient needs
-// (docs/fusion.md).
+// A where followed by an additive mask (transformers 4.26 to 4.4x's eager
+// GPT-2, GPT-Neo and GPT-J given an attention_mask): the op's keep, mask
+// and masked_score (the hidden scores are c + mask).
 // CHECK-LABEL: func.func @where_then_add
-// CHECK-NOT: tessel.attention
-// CHECK: return
+// CHECK: %[[O:.*]], %{{.*}} = tessel.attention %q, %kt, %v mask %pad keep %keep {masked_score = -3.40282347E+38 : f32} :
+// CHECK-NOT: tessel.softmax
+// CHECK: return %[[O]]
 func.func @where_then_add(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: tensor<4x6x8xf32>, %keep: tensor<6x6xi1>, %pad: tensor<4x1x6xf32>) -> tensor<4x6x8xf32> {
   %0 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
   %f = tessel.constant dense<-3.40282347E+38> : tensor<f32>
+  %1 = tessel.where %keep, %0, %f : (tensor<6x6xi1>, tensor<4x6x6xf32>, tensor<f32>) -> tensor<4x6x6xf32>
+  %2 = tessel.add %1, %pad : (tensor<4x6x6xf32>, tensor<4x1x6xf32>) -> tensor<4x6x6xf32>
+  %3 = tessel.softmax %2 axis = 2 : tensor<4x6x6xf32>
+  %4 = tessel.matmul %3, %v : (tensor<4x6x6xf32>, tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  return %4 : tensor<4x6x8xf32>
+}
+
+// The same with the condition true where hidden, the mask first and the
+// scale after the product: keep is its negation.
+// CHECK-LABEL: func.func @hide_then_add
+// CHECK: %[[K:.*]] = tessel.not %hide
+// CHECK: tessel.attention %q, %kt, %v mask %pad keep %[[K]] {masked_score = -1.000000e+04 : f32, scale = 1.250000e-01 : f32} :
+// CHECK-NOT: tessel.softmax
+func.func @hide_then_add(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: tensor<4x6x8xf32>, %hide: tensor<6x6xi1>, %pad: tensor<4x1x6xf32>) -> tensor<4x6x8xf32> {
+  %0 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
+  %c = tessel.constant dense<8.0> : tensor<f32>
+  %s = tessel.div %0, %c : (tensor<4x6x6xf32>, tensor<f32>) -> tensor<4x6x6xf32>
+  %f = tessel.constant dense<-1.0e4> : tensor<f32>
+  %1 = tessel.where %hide, %f, %s : (tensor<6x6xi1>, tensor<f32>, tensor<4x6x6xf32>) -> tensor<4x6x6xf32>
+  %2 = tessel.add %pad, %1 : (tensor<4x1x6xf32>, tensor<4x6x6xf32>) -> tensor<4x6x6xf32>
+  %3 = tessel.softmax %2 axis = 2 : tensor<4x6x6xf32>
+  %4 = tessel.matmul %3, %v : (tensor<4x6x6xf32>, tensor<4x6x8xf32>) -> tensor<4x6x8xf32>
+  return %4 : tensor<4x6x8xf32>
+}
+
+// Not fused: a where with a -inf fill, then an additive mask (no
+// masked_score to give the op; the chain stays as it is, exact).
+// CHECK-LABEL: func.func @where_inf_then_add
+// CHECK-NOT: tessel.attention
+// CHECK: return
+func.func @where_inf_then_add(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %v: tensor<4x6x8xf32>, %keep: tensor<6x6xi1>, %pad: tensor<4x1x6xf32>) -> tensor<4x6x8xf32> {
+  %0 = tessel.matmul %q, %kt : (tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<4x6x6xf32>
+  %f = tessel.constant dense<0xFF800000> : tensor<f32>
   %1 = tessel.where %keep, %0, %f : (tensor<6x6xi1>, tensor<4x6x6xf32>, tensor<f32>) -> tensor<4x6x6xf32>
   %2 = tessel.add %1, %pad : (tensor<4x6x6xf32>, tensor<4x1x6xf32>) -> tensor<4x6x6xf32>
   %3 = tessel.softmax %2 axis = 2 : tensor<4x6x6xf32>

@@ -15,7 +15,10 @@ a run-time fill, negative and reversed indices, NaNs and infinities.
     check_composed.py --tesselc tesselc --tessel-run tessel-run --workdir DIR
 
 Prints "composed: NAME: ok" per case (or the worst difference) and exits 1
-when one fails.
+when one fails. With --sequences: the sequence ops (SplitToSequence,
+SequenceAt, SequenceLength, SequenceConstruct, ConcatFromSequence; chunk,
+split and unbind as numpy slices and stacks) instead, after tesselc's
+message and exit status on each model it must refuse.
 """
 import argparse
 import os
@@ -189,6 +192,68 @@ def cases():
     yield "instance_norm", m, {"v": v, "sc": sc, "bi": bi}, ref.astype(np.float32)
 
 
+def sequence_cases():
+    """ONNX's sequence ops (lib/Import/SequenceImporters.cpp), as
+    torch.onnx.export(dynamo=True, optimize=False) writes chunk and split."""
+    x = rng.standard_normal((2, 6, 9)).astype(np.float32)
+    # chunk(3, dim=-1): a scalar split; the last piece read at position -1.
+    m = model([const("n", 3), const("i0", 0), const("i1", 1), const("i2", -1),
+               helper.make_node("SplitToSequence", ["x", "n"], ["s"], axis=-1),
+               helper.make_node("SequenceAt", ["s", "i0"], ["a"]),
+               helper.make_node("SequenceAt", ["s", "i1"], ["b"]),
+               helper.make_node("SequenceAt", ["s", "i2"], ["c"]),
+               helper.make_node("Mul", ["a", "b"], ["ab"]),
+               helper.make_node("Add", ["ab", "c"], ["y"])],
+              [("x", F32, [2, 6, 9])], [("y", F32, [2, 6, 3])], 18)
+    yield "seq_chunk", m, {"x": x}, x[..., 0:3] * x[..., 3:6] + x[..., 6:9]
+    # A scalar split that leaves a smaller last piece, and split sizes.
+    m = model([const("n", 4), const("sz", [2, 4]), const("i0", 0), const("i1", 1), const("i2", 2),
+               helper.make_node("SplitToSequence", ["x", "n"], ["s"], axis=2),
+               helper.make_node("SequenceAt", ["s", "i2"], ["last"]),
+               helper.make_node("SplitToSequence", ["x", "sz"], ["t"], axis=1),
+               helper.make_node("SequenceAt", ["t", "i0"], ["p"]),
+               helper.make_node("SequenceAt", ["t", "i1"], ["q"]),
+               helper.make_node("Concat", ["q", "p"], ["y0"], axis=1),
+               helper.make_node("Mul", ["y0", "last"], ["y"])],
+              [("x", F32, [2, 6, 9])], [("y", F32, [2, 6, 9])], 18)
+    yield "seq_split_sizes", m, {"x": x}, np.concatenate([x[:, 2:], x[:, :2]], axis=1) * x[..., 8:9]
+    # unbind: no split, keepdims=0; stacked again on a new axis, and the
+    # count.
+    m = model([helper.make_node("SplitToSequence", ["x"], ["s"], axis=0, keepdims=0),
+               helper.make_node("ConcatFromSequence", ["s"], ["st"], axis=-1, new_axis=1),
+               helper.make_node("SequenceLength", ["s"], ["n"]),
+               helper.make_node("Cast", ["n"], ["nf"], to=F32),
+               helper.make_node("Mul", ["st", "nf"], ["y"])],
+              [("x", F32, [2, 6, 9])], [("y", F32, [6, 9, 2])], 18)
+    yield "seq_unbind_stack", m, {"x": x}, np.stack(list(x), axis=-1) * 2
+    # SequenceConstruct, then a concat along an existing axis.
+    m = model([helper.make_node("Neg", ["x"], ["nx"]),
+               helper.make_node("SequenceConstruct", ["x", "nx"], ["s"]),
+               helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=1)],
+              [("x", F32, [2, 6, 9])], [("y", F32, [2, 12, 9])], 18)
+    yield "seq_construct_concat", m, {"x": x}, np.concatenate([x, -x], axis=1)
+
+
+def sequence_errors():
+    """Models the importer refuses, naming the node or output."""
+    x = [("x", F32, [2, 6])]
+    yield "seq_to_tensor_op", model(
+        [helper.make_node("SplitToSequence", ["x"], ["s"], axis=1),
+         helper.make_node("Identity", ["s"], ["y"], name="ident")], x, [("y", F32, None)], 18)
+    yield "seq_output", model(
+        [helper.make_node("SplitToSequence", ["x"], ["y"], axis=1)], x, [("y", F32, None)], 18)
+    yield "seq_position", model(
+        [const("k", 6), helper.make_node("SplitToSequence", ["x"], ["s"], axis=1),
+         helper.make_node("SequenceAt", ["s", "k"], ["y"], name="at")], x, [("y", F32, None)], 18)
+    yield "seq_too_many", model(
+        [helper.make_node("SplitToSequence", ["x"], ["s"], axis=0, name="split"),
+         helper.make_node("SequenceLength", ["s"], ["y"])],
+        [("x", F32, [1 << 40, 2])], [("y", I64, None)], 18)
+    yield "seq_not_a_sequence", model(
+        [const("k", 0), helper.make_node("SequenceAt", ["x", "k"], ["y"], name="at")], x,
+        [("y", F32, None)], 18)
+
+
 def same(got, ref):
     if got.shape != ref.shape or got.dtype != ref.dtype:
         return False, "shape/dtype %s %s, expected %s %s" % (got.shape, got.dtype, ref.shape, ref.dtype)
@@ -208,10 +273,19 @@ def main():
     ap.add_argument("--tesselc", required=True)
     ap.add_argument("--tessel-run", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--sequences", action="store_true",
+                    help="the sequence ops' cases, and their errors")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     failed = 0
-    for name, m, feeds, ref in cases():
+    if a.sequences:
+        for name, m in sequence_errors():
+            path = os.path.join(a.workdir, name + ".onnx")
+            onnx.save(m, path)
+            r = subprocess.run([a.tesselc, path, "-o", os.path.join(a.workdir, name + ".tsl")],
+                               capture_output=True, text=True)
+            print("composed: %s: exit %d: %s" % (name, r.returncode, r.stderr.strip()))
+    for name, m, feeds, ref in (sequence_cases() if a.sequences else cases()):
         d = os.path.join(a.workdir, name)
         os.makedirs(d, exist_ok=True)
         onnx.save(m, os.path.join(d, "model.onnx"))

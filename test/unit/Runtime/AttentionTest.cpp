@@ -4,7 +4,9 @@
 // an exact softmax, and the gradient by the chain rule over the [S, T]
 // matrices. Blocks of query rows (S above a block), masks of every
 // broadcast, fully masked rows with and without the NaN guard's fill,
-// masked_score's replace of the -inf mask entries, and one and two threads.
+// masked_score's replace of the -inf mask entries, keep's select between
+// the scores and masked_score, each plus the mask (left-padded rows whose
+// every score rounds to finfo.min), and one and two threads.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -25,6 +27,10 @@ struct Case {
   bool maskRows; // make some rows of the mask all -inf
   float causal = 0; // nonzero: a causal mask of this value above the diagonal
   float masked = NAN; // has_masked_score: the score where the mask is -inf
+  /// has_keep, its shape (empty: none): causal where `causal` is nonzero
+  /// (and then the mask [2, 1, 1, T] left-pads entry 1's first 3 keys with
+  /// finfo.min), else random.
+  Shape keep = {};
 };
 
 struct Reference {
@@ -37,7 +43,7 @@ struct Reference {
 /// q^T ds, dv = p^T grad.
 Reference reference(const Case &c, const Tensor &q, const Tensor &kt,
                     const Tensor &v, const Tensor *mask, float fill,
-                    const Tensor &grad) {
+                    const Tensor &grad, const Tensor *keep = nullptr) {
   int64_t batch = 1;
   for (int64_t l : c.lead)
     batch *= l;
@@ -66,8 +72,14 @@ Reference reference(const Case &c, const Tensor &q, const Tensor &kt,
         if (mask) {
           const float mv = mask->data<float>()[broadcastIndex(
               unravel((b * c.s + i) * c.t + j, scores), mask->shape())];
-          constant[j] = !std::isnan(c.masked) && mv == -INFINITY;
-          x[j] = constant[j] ? c.masked : x[j] + mv;
+          if (keep) { // (keep ? x : c) + mask, in f32 as the kernels add
+            constant[j] = !keep->data<uint8_t>()[broadcastIndex(
+                unravel((b * c.s + i) * c.t + j, scores), keep->shape())];
+            x[j] = static_cast<float>(constant[j] ? c.masked : x[j]) + mv;
+          } else {
+            constant[j] = !std::isnan(c.masked) && mv == -INFINITY;
+            x[j] = constant[j] ? c.masked : x[j] + mv;
+          }
         }
         m = std::max(m, x[j]);
       }
@@ -167,6 +179,23 @@ TEST(Attention, ForwardAndBackwardMatchTheUnfusedMath) {
       {{2}, 260, 260, 4, 6, {260, 260}, 2.0f, true, false, -INFINITY, -1.0f},
       {{2, 2}, 6, 6, 4, 4, {2, 1, 6, 6}, 0.5f, false, true, 0, -1e4f},
       {{2}, 7, 5, 3, 2, {7, 1}, 1.0f, false, true, 0, -2.0f}, // keys broadcast
+      // keep (where(keep, s, c) + mask, transformers 4.26 to 4.4x's GPT-2):
+      // causal with left padding and finfo.min, 3 row blocks whose dead
+      // keys are skipped; random keep, masks and masked_score.
+      {{2, 2},
+       300,
+       300,
+       8,
+       8,
+       {2, 1, 1, 300},
+       0.35f,
+       false,
+       false,
+       -3.4028235e38f,
+       -3.4028235e38f,
+       {1, 1, 300, 300}},
+      {{2, 2}, 6, 7, 4, 4, {2, 1, 6, 7}, 0.5f, false, false, 0, -1.5f, {6, 7}},
+      {{3}, 5, 9, 3, 2, {9}, 1.0f, true, false, 0, -1e4f, {3, 5, 1}},
   };
   for (const Case &c : cases)
     for (int threads : {1, 2}) {
@@ -185,10 +214,23 @@ TEST(Attention, ForwardAndBackwardMatchTheUnfusedMath) {
              v = randomF32(with({c.t, c.dv}), rng),
              g = randomF32(with({c.s, c.dv}), rng);
       std::vector<Tensor> in = {q, kt, v};
-      Tensor mask;
+      Tensor mask, keep;
+      if (!c.keep.empty()) {
+        keep = Tensor(DType::Bool, c.keep);
+        const int64_t cols = c.keep.back(),
+                      rows = c.keep.size() > 1 ? c.keep[c.keep.size() - 2] : 1;
+        for (int64_t e = 0; e < keep.numElements(); ++e)
+          keep.data<uint8_t>()[e] =
+              c.causal != 0 ? e % cols <= (e / cols) % rows : rng() % 3 != 0;
+      }
       if (!c.mask.empty()) {
         mask = randomF32(c.mask, rng, -3.0f, 0.0f);
-        if (c.causal != 0)
+        if (c.causal != 0 && !c.keep.empty()) // left padding of entry 1
+          for (int64_t e = 0; e < mask.numElements(); ++e)
+            mask.data<float>()[e] =
+                e / c.mask.back() == 1 && e % c.mask.back() < 3 ? c.causal
+                                                                : 0.0f;
+        else if (c.causal != 0)
           for (int64_t e = 0; e < mask.numElements(); ++e) {
             const int64_t col = e % c.mask.back(),
                           row = (e / c.mask.back()) % c.mask[c.mask.size() - 2];
@@ -206,13 +248,16 @@ TEST(Attention, ForwardAndBackwardMatchTheUnfusedMath) {
       fill.data<float>()[0] = 0.5f; // a NaN row's every probability
       if (c.fill)
         in.push_back(fill);
+      if (!c.keep.empty())
+        in.push_back(keep);
       const Reference want =
           reference(c, q, kt, v, c.mask.empty() ? nullptr : &mask,
-                    fill.data<float>()[0], g);
+                    fill.data<float>()[0], g, c.keep.empty() ? nullptr : &keep);
       Attrs attrs = Attrs()
                         .f("scale", c.scale)
                         .i("has_mask", !c.mask.empty())
-                        .i("has_nan_fill", c.fill);
+                        .i("has_nan_fill", c.fill)
+                        .i("has_keep", !c.keep.empty());
       if (!std::isnan(c.masked))
         attrs.i("has_masked_score", 1).f("masked_score", c.masked);
       auto fwd = runOp("attention", in,
@@ -333,6 +378,32 @@ TEST(Attention, LoadTimeChecksNameTheMismatch) {
       prog);
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("'masked_score' must be finite"),
+            std::string::npos)
+      << s.message();
+  // keep selects between the scores and masked_score: it needs one, and
+  // must be bool and broadcast to the scores.
+  Tensor keep(DType::Bool, {4, 5}), keepWide(DType::Bool, {4, 6});
+  const Attrs withKeep = Attrs().i("has_mask", 1).i("has_keep", 1);
+  s = buildOneOp("attention", {q, kt2, v, mask2, keep},
+                 {{DType::F32, {2, 4, 8}}, {DType::F32, {2, 4}}}, withKeep,
+                 prog);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("'has_keep' needs a masked_score"),
+            std::string::npos)
+      << s.message();
+  Attrs keepScore = withKeep;
+  keepScore.i("has_masked_score", 1).f("masked_score", -1e4f);
+  s = buildOneOp("attention", {q, kt2, v, mask2, mask2},
+                 {{DType::F32, {2, 4, 8}}, {DType::F32, {2, 4}}}, keepScore,
+                 prog);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("keep"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("bool"), std::string::npos) << s.message();
+  s = buildOneOp("attention", {q, kt2, v, mask2, keepWide},
+                 {{DType::F32, {2, 4, 8}}, {DType::F32, {2, 4}}}, keepScore,
+                 prog);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("keep does not broadcast to the scores"),
             std::string::npos)
       << s.message();
   // A half attention reads q, kt and v of one type, its mask in f32.

@@ -184,6 +184,35 @@ TEST(CudaTraining, Attention) {
               {{DType::F32, c.q}, {DType::F32, c.kt}, {DType::F32, c.v}},
               attrs, {1e-4, 1e-4});
   }
+  // keep (where(keep, s, c) + mask, transformers 4.26 to 4.4x's GPT-2):
+  // causal keep, entry 1's first 3 keys padded with finfo.min, masked_score
+  // finfo.min (the blocked path), so that entry 1's first rows keep only
+  // padded keys.
+  const float low = -3.4028235e38f;
+  Tensor keep(DType::Bool, {1, 1, 70, 70}), pad(DType::F32, {2, 1, 1, 70});
+  for (int64_t e = 0; e < keep.numElements(); ++e)
+    keep.data<uint8_t>()[e] = e % 70 <= e / 70;
+  for (int64_t e = 0; e < pad.numElements(); ++e)
+    pad.data<float>()[e] = e / 70 == 1 && e % 70 < 3 ? low : 0.0f;
+  std::vector<Tensor> in = {randomF32({2, 2, 70, 16}, rng),
+                            randomF32({2, 2, 16, 70}, rng),
+                            randomF32({2, 2, 70, 16}, rng), pad, keep};
+  Attrs attrs = Attrs()
+                    .f("scale", 0.3f)
+                    .i("has_mask", 1)
+                    .i("has_keep", 1)
+                    .i("has_masked_score", 1)
+                    .f("masked_score", low);
+  const Shape out = {2, 2, 70, 16}, rows = {2, 2, 70};
+  conformOp("attention", in, {{DType::F32, out}, {DType::F32, rows}}, attrs,
+            {1e-4, 1e-4});
+  std::vector<Tensor> fwd =
+      runOp("attention", in, {{DType::F32, out}, {DType::F32, rows}}, attrs);
+  conformOp(
+      "attention_grad",
+      {in[0], in[1], in[2], fwd[0], fwd[1], randomF32(out, rng), pad, keep},
+      {{DType::F32, out}, {DType::F32, {2, 2, 16, 70}}, {DType::F32, out}},
+      attrs, {1e-4, 1e-4});
 }
 
 // A half attention (bf16 or f16 q, kt, v and results, f32 mask and lse):

@@ -7,16 +7,19 @@
 // cuda/Attention.cpp):
 //
 //   attention      q [L.., S, D], kt [L.., D, T], v [L.., T, Dv]
-//                  (, mask -> [L.., S, T]) (, nan_fill []) -> out, lse
+//                  (, mask -> [L.., S, T]) (, nan_fill []) (, keep -> [L..,
+//                  S, T]) -> out, lse
 //   attention_grad q, kt, v, out [L.., S, Dv], lse [L.., S], grad
-//                  (, mask) (, nan_fill) -> dq, dkt, dv
+//                  (, mask) (, nan_fill) (, keep) -> dq, dkt, dv
 //
 // With `has_masked_score`, a score whose mask is -inf is `masked_score`
-// instead of -inf (the exporters' where(keep, s, c) with a finite c).
+// instead of -inf (the exporters' where(keep, s, c) with a finite c); with
+// `has_keep` too, a score whose bool `keep` is false is `masked_score` plus
+// its mask (where(keep, s, c) + mask).
 //
 // The leading dims L.. flatten to `batch` (row-major). The mask broadcasts
 // (numpy), so its element of (b, i, j) is at maskOffset(b) + i rowStride +
-// j colStride, a broadcast dim's stride being 0.
+// j colStride, a broadcast dim's stride being 0; keep's likewise.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_RUNTIME_ATTENTION_H
@@ -24,6 +27,7 @@
 
 #include "tessel/runtime/Program.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,26 +42,34 @@ struct AttentionDims {
   int64_t leadSize[kMaxLead] = {};
   int64_t maskLeadStride[kMaxLead] = {};
   int64_t maskRowStride = 0, maskColStride = 0;
+  int64_t keepLeadStride[kMaxLead] = {};
+  int64_t keepRowStride = 0, keepColStride = 0;
   float scale = 1.0f;
 
   /// The mask's element offset of batch entry `b` (row 0, column 0).
-  int64_t maskOffset(int64_t b) const {
+  int64_t maskOffset(int64_t b) const { return offset(b, maskLeadStride); }
+  /// keep's.
+  int64_t keepOffset(int64_t b) const { return offset(b, keepLeadStride); }
+
+private:
+  int64_t offset(int64_t b, const int64_t *leadStride) const {
     int64_t off = 0;
     for (int k = lead - 1; k >= 0; --k) {
-      off += (b % leadSize[k]) * maskLeadStride[k];
+      off += (b % leadSize[k]) * leadStride[k];
       b /= leadSize[k];
     }
     return off;
   }
 };
 
-/// The operands' positions: mask and nan_fill follow the three (forward) or
-/// six (backward) tensors, each where present (`has_mask`,
-/// `has_nan_fill`); -1 where absent.
+/// The operands' positions: mask, nan_fill and keep follow the three
+/// (forward) or six (backward) tensors, each where present (`has_mask`,
+/// `has_nan_fill`, `has_keep`); -1 where absent.
 struct AttentionOperands {
-  int mask = -1, fill = -1;
+  int mask = -1, fill = -1, keep = -1;
   /// `has_masked_score`: the scores whose mask is -inf are `maskedScore`
-  /// (a replace, not an add), a finite constant.
+  /// (a replace, not an add), a finite constant; with `keep`, the scores
+  /// whose keep is false are `maskedScore` plus their mask.
   bool replaceMasked = false;
   float maskedScore = 0.0f;
 };
@@ -67,7 +79,9 @@ inline AttentionOperands attentionOperands(const Op &op) {
   if (op.intAttr("has_mask", 0) != 0)
     a.mask = next++;
   if (op.intAttr("has_nan_fill", 0) != 0)
-    a.fill = next;
+    a.fill = next++;
+  if (op.intAttr("has_keep", 0) != 0)
+    a.keep = next;
   a.replaceMasked = op.intAttr("has_masked_score", 0) != 0;
   a.maskedScore = op.floatAttr("masked_score", 0.0f);
   return a;
@@ -81,13 +95,34 @@ inline std::vector<int> attentionTypedOperands(OpKind kind) {
                                        : std::vector<int>{0, 1, 2};
 }
 
-/// Fills `dims` from the shapes of q, kt, v and the mask (null without one);
-/// an empty string when they fit, else what does not.
-inline std::string makeAttentionDims(const std::vector<int64_t> &q,
-                                     const std::vector<int64_t> &kt,
-                                     const std::vector<int64_t> &v,
-                                     const std::vector<int64_t> *mask,
-                                     AttentionDims &dims) {
+/// The strides of `m` broadcast (numpy) to `scores` (a broadcast dim's 0,
+/// aligned right) into `stride` [scores' rank]; false where it does not
+/// broadcast.
+inline bool stridesToScores(const std::vector<int64_t> &m,
+                            const std::vector<int64_t> &scores,
+                            std::vector<int64_t> &stride) {
+  const size_t r = scores.size();
+  if (m.size() > r)
+    return false;
+  stride.assign(r, 0);
+  int64_t step = 1;
+  for (size_t k = m.size(); k-- > 0;) {
+    const size_t at = r - m.size() + k;
+    if (m[k] != 1 && m[k] != scores[at])
+      return false;
+    stride[at] = m[k] == 1 ? 0 : step;
+    step *= m[k];
+  }
+  return true;
+}
+
+/// Fills `dims` from the shapes of q, kt, v, the mask and keep (null
+/// without one); an empty string when they fit, else what does not.
+inline std::string
+makeAttentionDims(const std::vector<int64_t> &q, const std::vector<int64_t> &kt,
+                  const std::vector<int64_t> &v,
+                  const std::vector<int64_t> *mask, AttentionDims &dims,
+                  const std::vector<int64_t> *keep = nullptr) {
   const size_t r = q.size();
   if (r < 2 || kt.size() != r || v.size() != r)
     return "q, kt and v must have one rank of at least 2";
@@ -112,27 +147,25 @@ inline std::string makeAttentionDims(const std::vector<int64_t> &q,
   if (v[r - 2] != dims.t)
     return "v's dim " + std::to_string(r - 2) + " must be kt's " +
            std::to_string(dims.t) + " keys";
-  if (!mask)
-    return "";
-  const std::vector<int64_t> &m = *mask;
-  if (m.size() > r)
-    return "the mask has a higher rank than the scores";
-  // Row-major strides of the mask, a broadcast dim's 0, aligned right.
   std::vector<int64_t> scores(q.begin(), q.end() - 1);
   scores.push_back(dims.t);
-  std::vector<int64_t> stride(r, 0);
-  int64_t step = 1;
-  for (size_t k = m.size(); k-- > 0;) {
-    const size_t at = r - m.size() + k;
-    if (m[k] != 1 && m[k] != scores[at])
-      return "the mask does not broadcast to the scores";
-    stride[at] = m[k] == 1 ? 0 : step;
-    step *= m[k];
-  }
-  for (size_t k = 0; k + 2 < r; ++k)
-    dims.maskLeadStride[k] = stride[k];
-  dims.maskRowStride = stride[r - 2];
-  dims.maskColStride = stride[r - 1];
+  // Each operand's strides into its lead, row and column fields.
+  auto strides = [&](const std::vector<int64_t> &m, int64_t *lead, int64_t &row,
+                     int64_t &col) {
+    std::vector<int64_t> stride;
+    if (!stridesToScores(m, scores, stride))
+      return false;
+    std::copy(stride.begin(), stride.end() - 2, lead);
+    row = stride[r - 2];
+    col = stride[r - 1];
+    return true;
+  };
+  if (mask && !strides(*mask, dims.maskLeadStride, dims.maskRowStride,
+                       dims.maskColStride))
+    return "the mask does not broadcast to the scores";
+  if (keep && !strides(*keep, dims.keepLeadStride, dims.keepRowStride,
+                       dims.keepColStride))
+    return "keep does not broadcast to the scores";
   return "";
 }
 
