@@ -3,19 +3,26 @@
 // The GEMM library's speed on the shapes of GPT-2-small inference at seq 128
 // (M = 128; the layers' K x N and the tied head's, B transposed), one
 // thread, GFLOP/s (median of 9 after a warm-up): `dnnl_sgemm` (what
-// runtime/cpu/Gemm.cpp runs) and oneDNN's matmul primitive with its weights
-// reordered once into the layout it picks. bench/run-gemm-rates prints ONNX
-// Runtime's MLAS beside them, in the same run (docs/fusion.md, "On an
+// runtime/cpu/Gemm.cpp runs), oneDNN's matmul primitive with its weights
+// reordered once into the layout it picks, and Tessel's PackedGemm (weights
+// packed once; what constant weights take on CPUs without AVX-512) with the
+// largest difference from dnnl_sgemm's result. bench/run-gemm-rates prints
+// ONNX Runtime's MLAS beside them, in the same run (docs/fusion.md, "On an
 // AVX2-only EPYC").
 //
 //   ninja -C build gemm_rates && OMP_NUM_THREADS=1 build/bin/gemm_rates
 //
 //===----------------------------------------------------------------------===//
+#include "PackedGemm.h"
+#include "ThreadPool.h"
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace {
@@ -52,8 +59,10 @@ int main() {
                           {128, 768, 50257, true}};
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream s(eng);
+  tessel::runtime::cpu::ThreadPool pool(1);
   std::printf("| M x K x N | B | dnnl_sgemm GFLOP/s | matmul primitive "
-              "GFLOP/s (%s) |\n|---|---|---|---|\n",
+              "GFLOP/s (%s) | PackedGemm GFLOP/s | max diff |\n"
+              "|---|---|---|---|---|---|\n",
               "weights reordered once");
   for (const Shape &sh : shapes) {
     std::vector<float> a(sh.m * sh.k), b(sh.k * sh.n), c(sh.m * sh.n);
@@ -82,10 +91,30 @@ int main() {
           s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
       s.wait();
     });
-    std::printf("| %lld x %lld x %lld | %s | %.1f | %.1f (%s) |\n",
+    std::vector<float> expect(c.size()), got(c.size());
+    dnnl_sgemm('N', sh.transB ? 'T' : 'N', sh.m, sh.n, sh.k, 1.0f, a.data(),
+               sh.k, b.data(), ldb, 0.0f, expect.data(), sh.n);
+    std::string packedRate = "n/a (no AVX2 and FMA)", diff = "";
+    if (auto packed = tessel::runtime::cpu::PackedGemm::create(
+            b.data(), sh.k, sh.n, sh.transB)) {
+      double ms = medianMs([&] {
+        packed->multiply(sh.m, a.data(), sh.k, 1.0f, 0.0f, got.data(), sh.n,
+                         pool);
+      });
+      double d = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        d = std::max(d, double(std::fabs(got[i] - expect[i])));
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f", flop / ms / 1e6);
+      packedRate = buf;
+      std::snprintf(buf, sizeof buf, "%.1e", d);
+      diff = buf;
+    }
+    std::printf("| %lld x %lld x %lld | %s | %.1f | %.1f (%s) | %s | %s |\n",
                 (long long)sh.m, (long long)sh.k, (long long)sh.n,
                 sh.transB ? "transposed" : "plain", flop / sgemm / 1e6,
-                flop / prim / 1e6, pd.impl_info_str());
+                flop / prim / 1e6, pd.impl_info_str(), packedRate.c_str(),
+                diff.c_str());
   }
   return 0;
 }

@@ -77,6 +77,7 @@ private:
   Status initConvs();
   void planDnnlConvs(const DnnlChoices &c, std::vector<Layout> &writes,
                      int64_t &scratchSize);
+  void planPackedGemms();
   void planDnnlMatMuls(const DnnlChoices &c);
   Status planDnnlPoolsAndLayouts(const DnnlChoices &c,
                                  const std::vector<Layout> &writes);
@@ -253,6 +254,7 @@ Status CpuExecutor::initConvs() {
   std::vector<Layout> writes(nOps, Layout::NCHW);
   int64_t scratchSize = 0;
   planDnnlConvs(c, writes, scratchSize);
+  planPackedGemms();
   planDnnlMatMuls(c);
   TSL_RETURN_IF_ERROR(planDnnlPoolsAndLayouts(c, writes));
   TSL_RETURN_IF_ERROR(allocateConvScratch(scratchSize));
@@ -342,6 +344,15 @@ void CpuExecutor::planDnnlConvs(const DnnlChoices &c,
   }
 }
 
+/// f32 matmuls and gemms on constant weights, on CPUs where PackedGemm is
+/// faster than oneDNN's sgemm (PackedGemm.h): their B packed now.
+void CpuExecutor::planPackedGemms() {
+  packedGemms =
+      packedGemmPreferred()
+          ? packConstantWeightGemms(*prog)
+          : std::vector<std::unique_ptr<PackedGemm>>(prog->ops.size());
+}
+
 /// matmul + constant bias + gelu as one oneDNN matmul (ConvPlan.h).
 void CpuExecutor::planDnnlMatMuls(const DnnlChoices &c) {
   const size_t nOps = prog->ops.size();
@@ -352,7 +363,8 @@ void CpuExecutor::planDnnlMatMuls(const DnnlChoices &c) {
   std::vector<bool> mmEligible(nOps, false);
   for (size_t i = 0; i < nOps; ++i) {
     const Op &op = prog->ops[i];
-    if (!useDnnl || op.kind != OpKind::MatMul || op.operands.size() != 2)
+    if (!useDnnl || op.kind != OpKind::MatMul || op.operands.size() != 2 ||
+        packedGemms[i])
       continue;
     const BufferInfo &a = B[op.operands[0]], &w = B[op.operands[1]],
                      &r = B[op.results[0]];
@@ -471,7 +483,7 @@ Status CpuExecutor::allocateConvScratch(int64_t scratchSize) {
   return Status::ok();
 }
 
-/// Weights read only by prepacked convs and matmuls: their file pages can
+/// Weights read only by prepacked convs and GEMMs: their file pages can
 /// go (the checksum pass or the prepacking made them resident).
 void CpuExecutor::dropPrepackedWeightPages() {
   const size_t nOps = prog->ops.size();
@@ -480,8 +492,9 @@ void CpuExecutor::dropPrepackedWeightPages() {
   for (size_t i = 0; i < nOps; ++i)
     for (int id : prog->ops[i].operands) {
       ++readers[id];
-      prepacked[id] += dnnlConvs[i] != nullptr ||
-                       (dnnlMatMuls[i] && id == prog->ops[i].operands[1]);
+      prepacked[id] +=
+          dnnlConvs[i] != nullptr || ((dnnlMatMuls[i] || packedGemms[i]) &&
+                                      id == prog->ops[i].operands[1]);
     }
   for (const BufferInfo &b : B)
     if (b.fileBacked && readers[b.id] > 0 && readers[b.id] == prepacked[b.id])
@@ -749,9 +762,11 @@ Status CpuExecutor::run() {
       for (int id : op.operands)
         shapes += (shapes.empty() ? "" : ", ") +
                   shapeToString(prog->buffers[id].shape);
-      std::fprintf(stderr, "  %8.3f ms  #%zu %s '%s' (%s)\n", byOp[j].first,
+      // Where the kernel is not the op kind's usual one, say which.
+      const char *kernel = packedGemms[byOp[j].second] ? " on packed B" : "";
+      std::fprintf(stderr, "  %8.3f ms  #%zu %s '%s' (%s)%s\n", byOp[j].first,
                    byOp[j].second, opKindName(op.kind), op.name.c_str(),
-                   shapes.c_str());
+                   shapes.c_str(), kernel);
     }
   }
   return Status::ok();

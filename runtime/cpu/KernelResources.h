@@ -9,11 +9,12 @@
 #define TESSEL_RUNTIME_CPU_KERNELRESOURCES_H
 
 #include "Bf16MatMul.h"
-#include "tessel/runtime/CollectiveDriver.h"
 #include "ConvPlan.h"
 #include "DnnlConv.h"
 #include "DnnlMatMul.h"
 #include "DnnlPool.h"
+#include "PackedGemm.h"
+#include "tessel/runtime/CollectiveDriver.h"
 
 #include <cstdlib>
 #include <memory>
@@ -39,6 +40,9 @@ struct KernelResources {
   std::vector<int> dnnlWrites;
   std::vector<std::unique_ptr<DnnlMatMul>> dnnlMatMuls;
   std::vector<int> matmulWrites;
+  // f32 matmuls and gemms whose B, a constant, is packed once (PackedGemm.h;
+  // null: oneDNN's sgemm), by op index.
+  std::vector<std::unique_ptr<PackedGemm>> packedGemms;
   std::vector<ConvFusion> fusions;
   LayoutPlan layouts;
   std::vector<std::unique_ptr<LayoutReorder>> reorders;

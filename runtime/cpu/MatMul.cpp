@@ -1,11 +1,12 @@
 //===- MatMul.cpp - matmul and gemm -------------------------------------===//
-#include "tessel/ops/Broadcast.h"
 #include "Gemm.h"
 #include "HalfConvert.h"
 #include "KernelRegistry.h"
 #include "KernelResources.h"
 #include "Kernels.h"
+#include "PackedGemm.h"
 #include "ThreadPool.h"
+#include "tessel/ops/Broadcast.h"
 
 #include <cstring>
 
@@ -182,12 +183,40 @@ Step halfStep(const KernelContext &c) {
   };
 }
 
+/// A matmul or gemm on a B packed once (KernelResources::packedGemms):
+/// out = alpha * A op(B), plus beta times gemm's C broadcast.
+Step packedStep(const KernelContext &c, const PackedGemm *g) {
+  const Op *o = &c.op;
+  const bool gemm = o->kind == OpKind::Gemm;
+  const bool addsC = gemm && o->operands.size() > 2 && o->beta != 0.0f;
+  const float alpha = gemm ? o->alpha : 1.0f, beta = addsC ? o->beta : 0.0f;
+  const BufferInfo *cb = addsC ? &c.in(2) : nullptr;
+  const int64_t k = g->k(), n = g->n(), m = c.in(0).numel / k;
+  const float *a = static_cast<const float *>(c.operand(0));
+  const float *bias =
+      addsC ? static_cast<const float *>(c.operand(2)) : nullptr;
+  float *out = static_cast<float *>(c.result(0));
+  ThreadPool *pool = &c.pool;
+  const size_t index = c.index;
+  return [=] {
+    if (cb)
+      fillBroadcast(bias, cb->shape, out, m, n);
+    if (!g->multiply(m, a, k, alpha, beta, out, n, *pool))
+      return Status::error("cannot allocate the packed GEMM's block of A for "
+                           "instruction " +
+                           std::to_string(index));
+    return Status::ok();
+  };
+}
+
 Step matmulStep(const KernelContext &c) {
   KernelResources &res = c.resources;
   if (isHalf(c.out(0).dtype))
     return halfStep(c);
   if (Bf16MatMul *mm = res.bf16MatMuls[c.index].get())
     return bf16Step(c, mm);
+  if (const PackedGemm *g = res.packedGemms[c.index].get())
+    return packedStep(c, g);
   void *x0 = c.operand(0);
   if (DnnlMatMul *mm = res.dnnlMatMuls[c.index].get()) {
     void *dst = c.ptrs[res.matmulWrites[c.index]];
@@ -210,6 +239,8 @@ Step gemmStep(const KernelContext &c) {
     return halfStep(c);
   if (Bf16MatMul *mm = c.resources.bf16MatMuls[c.index].get())
     return bf16Step(c, mm);
+  if (const PackedGemm *g = c.resources.packedGemms[c.index].get())
+    return packedStep(c, g);
   const Op *o = &c.op;
   const BufferInfo *a = &c.in(0), *b = &c.in(1);
   const BufferInfo *cb = o->operands.size() > 2 ? &c.in(2) : nullptr;
