@@ -132,43 +132,69 @@ double maxNorm(const float *x, int64_t n, int64_t d, int64_t ld, int64_t cs) {
   return std::sqrt(best);
 }
 
+/// The largest norm of a batch entry's keys (the columns of its kt),
+/// computed when first asked for that entry: only a block that can skip
+/// keys needs it.
+class KeyNorms {
+public:
+  explicit KeyNorms(const AttentionArgs &a) : a(a) {}
+  double operator()(int64_t b) {
+    if (b != of) {
+      const AttentionDims &d = a.dims;
+      norm = maxNorm(a.kt + b * d.d * d.t, d.t, d.d, 1, d.t);
+      of = b;
+    }
+    return norm;
+  }
+
+private:
+  const AttentionArgs &a;
+  int64_t of = -1;
+  double norm = 0;
+};
+
 /// The keys that rows [i0, i0 + n) of batch entry b must compute: all of
 /// them, or, where every row has a live key and the scores are bounded
 /// (|scale| |q_i| |k_j|, Cauchy-Schwarz), the span outside of which every
 /// row's mask is dead: a causal mask's block skips the keys after its last
 /// row (half the products of a causal attention), exactly.
 KeyRange liveKeys(const AttentionArgs &a, int64_t b, int64_t i0, int64_t n,
-                  double kNorm) {
+                  KeyNorms &kNorms) {
   const AttentionDims &d = a.dims;
   const KeyRange all{0, d.t};
   if (!a.mask || d.t == 0)
     return all;
-  const double qNorm = maxNorm(a.q + (b * d.s + i0) * d.d, n, d.d, d.d, 1);
-  if (!(std::fabs(d.scale) * qNorm * kNorm < kScoreBound))
-    return all;
   const float *m0 = a.mask + d.maskOffset(b);
   const uint8_t *k0 = a.keep ? a.keep + d.keepOffset(b) : nullptr;
   KeyRange r{d.t, 0};
-  for (int64_t i = 0; i < n; ++i) {
+  // Rows from the last, each scanned from both ends to its outermost keys
+  // that are not dead: a causal mask's last row spans every key, and once
+  // the span does, no other row can change the answer (a fully masked row
+  // answers every key too).
+  for (int64_t i = n - 1; i >= 0; --i) {
     const EffectiveMask m{m0 + (i0 + i) * d.maskRowStride,
                           k0 ? k0 + (i0 + i) * d.keepRowStride : nullptr,
                           d.maskColStride, d.keepColStride, a.masked};
-    int64_t first = -1, last = -1;
-    bool live = false;
-    for (int64_t j = 0; j < d.t; ++j) {
-      const float v = m(j);
-      if (!(v <= kDeadMask)) { // NaN is not dead
-        if (first < 0)
-          first = j;
-        last = j;
-      }
-      live |= v >= kLiveMask;
-    }
-    if (!live)
+    int64_t first = 0, last = d.t - 1;
+    while (first < d.t && m(first) <= kDeadMask) // NaN is not dead
+      ++first;
+    if (first == d.t)
       return all; // a fully masked row: its softmax reads every key
+    while (m(last) <= kDeadMask)
+      --last;
+    bool live = false; // a live key is not dead: within [first, last]
+    for (int64_t j = first; j <= last && !live; ++j)
+      live = m(j) >= kLiveMask;
+    if (!live)
+      return all;
     r.begin = std::min(r.begin, first);
     r.end = std::max(r.end, last + 1);
+    if (r.begin == 0 && r.end == d.t)
+      return all;
   }
+  const double qNorm = maxNorm(a.q + (b * d.s + i0) * d.d, n, d.d, d.d, 1);
+  if (!(std::fabs(d.scale) * qNorm * kNorms(b) < kScoreBound))
+    return all;
   return r;
 }
 
@@ -264,9 +290,9 @@ void addMask(const AttentionArgs &a, int64_t b, int64_t i0, int64_t rows,
 /// (liveKeys; every key when `allKeys`): scale q kt + mask into s [n,
 /// width]; the keys' range.
 KeyRange blockScores(const AttentionArgs &a, int64_t b, int64_t i0, int64_t n,
-                     double kNorm, float *s, bool allKeys = false) {
+                     KeyNorms &kNorms, float *s, bool allKeys = false) {
   const AttentionDims &d = a.dims;
-  const KeyRange r = allKeys ? KeyRange{0, d.t} : liveKeys(a, b, i0, n, kNorm);
+  const KeyRange r = allKeys ? KeyRange{0, d.t} : liveKeys(a, b, i0, n, kNorms);
   sgemm(false, false, n, r.width(), d.d, d.scale, a.q + (b * d.s + i0) * d.d,
         d.d, a.kt + b * d.d * d.t + r.begin, d.t, 0.0f, s, r.width());
   if (a.mask)
@@ -288,14 +314,14 @@ bool skippedKeysExact(const AttentionArgs &a, float m) {
 /// score is within about 87 of the constant: a row the mask hides all but
 /// the small scores of).
 KeyRange exactBlockScores(const AttentionArgs &a, int64_t b, int64_t i0,
-                          int64_t n, double kNorm, float *s) {
-  const KeyRange r = blockScores(a, b, i0, n, kNorm, s);
+                          int64_t n, KeyNorms &kNorms, float *s) {
+  const KeyRange r = blockScores(a, b, i0, n, kNorms, s);
   const int64_t w = r.width();
   if (!a.replace || a.keep || w == a.dims.t)
     return r;
   for (int64_t i = 0; i < n; ++i)
     if (!skippedKeysExact(a, rowMax(s + i * w, w)))
-      return blockScores(a, b, i0, n, kNorm, s, /*allKeys=*/true);
+      return blockScores(a, b, i0, n, kNorms, s, /*allKeys=*/true);
   return r;
 }
 
@@ -319,19 +345,14 @@ void attentionForward(const AttentionArgs &a, float *out, float *lse,
   pool.parallelFor(d.batch * blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(static_cast<size_t>(rows * std::max<int64_t>(d.t, 1)));
     float *s = scratch.data();
-    double kNorm = 0; // of batch entry kNormOf's keys
-    int64_t kNormOf = -1;
+    KeyNorms kNorms(a);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / blocks, i0 = (task % blocks) * rows;
       const int64_t n = std::min(rows, d.s - i0);
       const float *vb = a.v + b * d.t * d.dv;
       float *ob = out + (b * d.s + i0) * d.dv;
       float *lb = lse + b * d.s + i0;
-      if (b != kNormOf) {
-        kNorm = maxNorm(a.kt + b * d.d * d.t, d.t, d.d, 1, d.t);
-        kNormOf = b;
-      }
-      const KeyRange r = exactBlockScores(a, b, i0, n, kNorm, s);
+      const KeyRange r = exactBlockScores(a, b, i0, n, kNorms, s);
       const int64_t w = r.width();
       for (int64_t i = 0; i < n; ++i) {
         float *row = s + i * w;
@@ -392,7 +413,7 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
       const float *vb = a.v + b * d.t * d.dv;
       float *dktb = g.dkt + b * d.d * d.t;
       float *dvb = g.dv + b * d.t * d.dv;
-      const double kNorm = maxNorm(ktb, d.t, d.d, 1, d.t);
+      KeyNorms kNorms(a);
       for (int64_t i0 = 0; i0 < d.s; i0 += rows) {
         const int64_t n = std::min(rows, d.s - i0);
         const int64_t r0 = b * d.s + i0;
@@ -401,11 +422,11 @@ void attentionBackward(const AttentionArgs &a, const GradBuffers &g,
         const float *lb = g.lse + r0;
         // The forward's keys: the others' probabilities are exactly 0 (a
         // replaced score's exp(c - lse) too, or every key's is computed).
-        KeyRange r = blockScores(a, b, i0, n, kNorm, p);
+        KeyRange r = blockScores(a, b, i0, n, kNorms, p);
         if (a.replace && !a.keep && r.width() < d.t)
           for (int64_t i = 0; i < n; ++i)
             if (std::isfinite(lb[i]) && !skippedKeysExact(a, lb[i])) {
-              r = blockScores(a, b, i0, n, kNorm, p, /*allKeys=*/true);
+              r = blockScores(a, b, i0, n, kNorms, p, /*allKeys=*/true);
               break;
             }
         const int64_t w = r.width();

@@ -190,8 +190,8 @@ Step scalarStep(const KernelContext &c, F f) {
   // gelu's form is an attribute: one loop per form, with the form a
   // constant in it (a loop-invariant branch inside stops vectorisation).
   if constexpr (std::is_same_v<F, scalar::Gelu<CpuMath>>) {
-    if (f.tanhApproximation)
-      return floatStep(c, [](float v) { return F{true}(v); });
+    if (f.tanhApproximation) // as a sigmoid (VecMath.h)
+      return floatStep(c, [](float v) { return vgeluTanh(v); });
     return floatStep(c, [](float v) { return F{false}(v); });
   } else if constexpr (std::is_same_v<Types, scalar::Bool>)
     return mapStep<uint8_t>(c, f);

@@ -48,8 +48,8 @@ void mapBinary(F f, const float *x, const float *y, float *z, int64_t n) {
 template <typename Types, typename F>
 void unary(F f, bool flag, const float *x, float *y, int64_t n) {
   if constexpr (std::is_same_v<F, scalar::Gelu<CpuMath>>) {
-    if (flag)
-      mapUnary([](float v) { return F{true}(v); }, x, y, n);
+    if (flag) // the tanh form as a sigmoid (VecMath.h)
+      mapUnary([](float v) { return vgeluTanh(v); }, x, y, n);
     else
       mapUnary([](float v) { return F{false}(v); }, x, y, n);
   } else if constexpr (!std::is_same_v<Types, scalar::Bool>) {

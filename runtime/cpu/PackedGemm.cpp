@@ -62,12 +62,23 @@ void packBlock(const float *b, int64_t k, int64_t n, bool transB, int64_t pc,
   }
 }
 
-/// Packs A[ic : ic + mc, pc : pc + kc] into 6-row panels (k-major within a
-/// panel); the last panel has the rows that are left, at their own stride.
+/// The rows of the A panel that starts at row p of an mc-row block: 6,
+/// except that a tail of 1-3 rows shares the last six with them (4 + 3,
+/// 4 + 4, 5 + 4): a tile of fewer than 4 rows has too few independent sums
+/// to hide the FMA's latency (128 rows: 20 x 6 + 2 x 4, not 21 x 6 + 2).
+int64_t panelRows(int64_t mc, int64_t p) {
+  const int64_t left = mc - p;
+  if (left <= kMr || left >= 2 * kMr || left - kMr >= 4)
+    return std::min(kMr, left);
+  return (left + 1) / 2;
+}
+
+/// Packs A[ic : ic + mc, pc : pc + kc] into panels of panelRows rows, one
+/// after the other (k-major within a panel, at the panel's own stride).
 void packA(const float *a, int64_t lda, int64_t ic, int64_t mc, int64_t pc,
            int64_t kc, float *out) {
-  for (int64_t p = 0; p < mc; p += kMr) {
-    const int64_t rows = std::min(kMr, mc - p);
+  for (int64_t p = 0, rows; p < mc; p += rows) {
+    rows = panelRows(mc, p);
     float *panel = out + p * kc;
     for (int64_t r = 0; r < rows; ++r) {
       const float *src = a + (ic + p + r) * lda + pc;
@@ -252,9 +263,11 @@ bool PackedGemm::multiply(int64_t m, const float *a, int64_t lda, float alpha,
             const float *bp = panelAt(packed, panels, pc, kc, p);
             const int64_t cols = std::min(kNr, nDim - p * kNr);
             float *cp = c + ic * ldc + p * kNr;
-            for (int64_t ir = 0; ir < mc; ir += kMr)
-              tileOf(std::min(kMr, mc - ir), kc, pa + ir * kc, bp,
-                     cp + ir * ldc, ldc, cols, alpha, beta, pc == 0);
+            for (int64_t ir = 0, rows; ir < mc; ir += rows) {
+              rows = panelRows(mc, ir);
+              tileOf(rows, kc, pa + ir * kc, bp, cp + ir * ldc, ldc, cols,
+                     alpha, beta, pc == 0);
+            }
           }
         }
       }

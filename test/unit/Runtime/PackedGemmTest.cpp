@@ -1,8 +1,9 @@
 //===- PackedGemmTest.cpp - GEMMs on weights packed once ------------------===//
 //
 // PackedGemm (runtime/cpu/PackedGemm.h) against the product in double:
-// shapes on and off its tile (6 x 16), row block (256 deep), A block (144
-// rows) and column block (2048) edges, B plain and transposed, alpha and
+// shapes on and off its tile (6 x 16; a tail of 1-3 rows split with the
+// last six), row block (256 deep), A block (144 rows) and column block
+// (2048) edges, B plain and transposed, alpha and
 // beta, row strides wider than the rows (the columns between are never
 // written), and one and three threads (the same bits: each element's sums
 // are in k order on any thread count).
@@ -104,6 +105,10 @@ TEST(PackedGemmTest, MatchesTheProductInDouble) {
       {5, 255, 15, false},
       {6, 256, 16, false},
       {7, 257, 17, true},
+      {8, 96, 20, false},  // 4 + 4 rows
+      {9, 96, 20, true},   // 5 + 4
+      {10, 96, 20, false}, // 6 + 4
+      {11, 96, 20, false}, // 6 + 5
       {13, 300, 33, false, 0.5f, 0.0f, 3, 5},
       {12, 513, 40, true, -1.25f, 1.0f},
       {150, 64, 48, false, 1.0f, 0.75f, 1, 2}, // two blocks of A rows
