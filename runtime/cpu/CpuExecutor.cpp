@@ -345,12 +345,15 @@ void CpuExecutor::planDnnlConvs(const DnnlChoices &c,
 }
 
 /// f32 matmuls and gemms on constant weights, on CPUs where PackedGemm is
-/// faster than oneDNN's sgemm (PackedGemm.h): their B packed now.
+/// faster than oneDNN's sgemm (PackedGemm.h): their B packed now, and the
+/// gathers of a tied embedding served from its head's packed copy.
 void CpuExecutor::planPackedGemms() {
-  packedGemms =
-      packedGemmPreferred()
-          ? packConstantWeightGemms(*prog)
-          : std::vector<std::unique_ptr<PackedGemm>>(prog->ops.size());
+  PackedWeights w =
+      packedGemmPreferred() ? packConstantWeights(*prog) : PackedWeights();
+  packedGemms = std::move(w.gemms);
+  packedGathers = std::move(w.gathers);
+  packedGemms.resize(prog->ops.size());
+  packedGathers.resize(prog->ops.size(), nullptr);
 }
 
 /// matmul + constant bias + gelu as one oneDNN matmul (ConvPlan.h).
@@ -492,9 +495,10 @@ void CpuExecutor::dropPrepackedWeightPages() {
   for (size_t i = 0; i < nOps; ++i)
     for (int id : prog->ops[i].operands) {
       ++readers[id];
-      prepacked[id] +=
-          dnnlConvs[i] != nullptr || ((dnnlMatMuls[i] || packedGemms[i]) &&
-                                      id == prog->ops[i].operands[1]);
+      prepacked[id] += dnnlConvs[i] != nullptr ||
+                       (packedGathers[i] && id == prog->ops[i].operands[0]) ||
+                       ((dnnlMatMuls[i] || packedGemms[i]) &&
+                        id == prog->ops[i].operands[1]);
     }
   for (const BufferInfo &b : B)
     if (b.fileBacked && readers[b.id] > 0 && readers[b.id] == prepacked[b.id])
@@ -687,10 +691,13 @@ Step CpuExecutor::makeStepWithLayouts(size_t i) {
 Status CpuExecutor::run() {
   setGemmThreads(threads);
   // TESSEL_PROFILE=1: time per op kind, printed to stderr after each run;
-  // TESSEL_PROFILE=ops: the 20 slowest instructions too.
+  // TESSEL_PROFILE=ops: the 20 slowest instructions too; =all: every
+  // instruction, slowest first.
   static const char *profileEnv = std::getenv("TESSEL_PROFILE");
   static const bool profile = profileEnv != nullptr;
-  static const bool perOp = profile && std::string(profileEnv) == "ops";
+  static const bool all = profile && std::string(profileEnv) == "all";
+  static const bool perOp =
+      all || (profile && std::string(profileEnv) == "ops");
   std::vector<double> byKind(profile ? 256 : 0, 0.0);
   std::vector<std::pair<double, size_t>> byOp;
   const bool timed = profile || tracing;
@@ -756,14 +763,16 @@ Status CpuExecutor::run() {
           std::fprintf(stderr, " %s=%.2f", opKindName(*kind), byKind[k]);
     std::fprintf(stderr, "\n");
     std::sort(byOp.rbegin(), byOp.rend());
-    for (size_t j = 0; j < std::min<size_t>(byOp.size(), 20); ++j) {
+    for (size_t j = 0; j < std::min<size_t>(byOp.size(), all ? SIZE_MAX : 20);
+         ++j) {
       const Op &op = prog->ops[byOp[j].second];
       std::string shapes;
       for (int id : op.operands)
         shapes += (shapes.empty() ? "" : ", ") +
                   shapeToString(prog->buffers[id].shape);
-      // Where the kernel is not the op kind's usual one, say which.
-      const char *kernel = packedGemms[byOp[j].second] ? " on packed B" : "";
+      const char *kernel = packedGemms[byOp[j].second]     ? " on packed B"
+                           : packedGathers[byOp[j].second] ? " from packed B"
+                                                           : "";
       std::fprintf(stderr, "  %8.3f ms  #%zu %s '%s' (%s)%s\n", byOp[j].first,
                    byOp[j].second, opKindName(op.kind), op.name.c_str(),
                    shapes.c_str(), kernel);

@@ -1,9 +1,11 @@
 //===- DataMovement.cpp - gather, transpose, slice, concat, split, expand -===//
-#include "tessel/ops/Broadcast.h"
 #include "KernelRegistry.h"
+#include "KernelResources.h"
 #include "Kernels.h"
-#include "tessel/ops/DTypeDispatch.h"
+#include "PackedGemm.h"
 #include "ThreadPool.h"
+#include "tessel/ops/Broadcast.h"
+#include "tessel/ops/DTypeDispatch.h"
 
 #include <cstring>
 #include <tuple>
@@ -282,7 +284,33 @@ Step chunkFetchStep(const KernelContext &c) {
   };
 }
 
+/// A gather of rows of a table whose packed copy a head keeps
+/// (KernelResources::packedGathers): the indices checked as gatherKernel
+/// does, each row read from the packed columns.
+Step packedGatherStep(const KernelContext &c, const PackedGemm *g) {
+  const BufferInfo *idx = &c.in(1);
+  const void *x1 = c.operand(1);
+  float *y0 = static_cast<float *>(c.result(0));
+  return [=] {
+    const int64_t dim = g->n(), row = g->k();
+    for (int64_t j = 0; j < idx->numel; ++j) {
+      int64_t i = idx->dtype == DType::I64
+                      ? static_cast<const int64_t *>(x1)[j]
+                      : static_cast<const int32_t *>(x1)[j];
+      if (i < -dim || i >= dim)
+        return Status::error("gather: index " + std::to_string(i) +
+                             " at position " + std::to_string(j) +
+                             " is out of range for an axis of size " +
+                             std::to_string(dim));
+      g->column(i < 0 ? i + dim : i, y0 + j * row);
+    }
+    return Status::ok();
+  };
+}
+
 Step gatherStep(const KernelContext &c) {
+  if (const PackedGemm *g = c.resources.packedGathers[c.index])
+    return packedGatherStep(c, g);
   const Op *o = &c.op;
   const BufferInfo *a = &c.in(0), *idx = &c.in(1);
   void *x0 = c.operand(0), *x1 = c.operand(1), *y0 = c.result(0);

@@ -41,8 +41,10 @@ struct KernelResources {
   std::vector<std::unique_ptr<DnnlMatMul>> dnnlMatMuls;
   std::vector<int> matmulWrites;
   // f32 matmuls and gemms whose B, a constant, is packed once (PackedGemm.h;
-  // null: oneDNN's sgemm), by op index.
+  // null: oneDNN's sgemm), by op index; gathers that read their table's
+  // rows from a packed head's columns (null: from the table).
   std::vector<std::unique_ptr<PackedGemm>> packedGemms;
+  std::vector<const PackedGemm *> packedGathers;
   std::vector<ConvFusion> fusions;
   LayoutPlan layouts;
   std::vector<std::unique_ptr<LayoutReorder>> reorders;

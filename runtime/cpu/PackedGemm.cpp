@@ -237,6 +237,16 @@ size_t PackedGemm::bytes() const {
   return packedFloats(kDim, panels) * sizeof(float);
 }
 
+void PackedGemm::column(int64_t j, float *out) const {
+  const int64_t p = j / kNr, lane = j % kNr;
+  for (int64_t pc = 0; pc < kDim; pc += kKc) {
+    const int64_t kc = std::min(kKc, kDim - pc);
+    const float *src = panelAt(packed, panels, pc, kc, p) + lane;
+    for (int64_t r = 0; r < kc; ++r)
+      out[pc + r] = src[r * kNr];
+  }
+}
+
 bool PackedGemm::multiply(int64_t m, const float *a, int64_t lda, float alpha,
                           float beta, float *c, int64_t ldc,
                           ThreadPool &pool) const {

@@ -56,6 +56,10 @@ public:
   /// The packed copy's size.
   size_t bytes() const;
 
+  /// op(B)[:, j] into out[k]: with transB, row j of the matrix packed (a
+  /// tied embedding's row, for its gather). 0 <= j < n.
+  void column(int64_t j, float *out) const;
+
   /// C[m, n] = alpha * A[m, k] op(B) + beta * C, A and C row-major with row
   /// strides lda and ldc; beta = 0 never reads C. Threads on `pool` take
   /// ranges of C's 16-column panels; each thread's sums are in k order, so
@@ -70,16 +74,20 @@ private:
   float *packed; // [k blocks][panels][block rows][16]
 };
 
-/// By op index, a PackedGemm for each f32 matmul or gemm of `prog` whose B
-/// is a 2-D constant (a weight) and whose A folds into rows of k (null for
-/// the others, and where packing fails: they keep oneDNN's sgemm). A
+/// What the executor packs, by op index (PackedGemmPlan.cpp): a PackedGemm
+/// for each f32 matmul or gemm whose B is a 2-D constant (a weight) and
+/// whose A folds into rows of k (null for the others, and where packing
+/// fails: they keep oneDNN's sgemm); and for each axis-0 gather of f32 rows
+/// from a table that a packed gemm reads transposed (a tied embedding and
+/// its head), that PackedGemm, whose columns are the table's rows. A
 /// file-backed weight's pages are released as soon as every op that reads
-/// it has packed it, so that the copies and the mapped originals are never
-/// all resident at once; a weight something else reads too (a tied
-/// embedding's gather) stays mapped beside its packed copy.
-/// (PackedGemmPlan.cpp)
-std::vector<std::unique_ptr<PackedGemm>>
-packConstantWeightGemms(const Program &prog);
+/// it has been served by a packed copy, so that the copies and the mapped
+/// originals are never all resident at once.
+struct PackedWeights {
+  std::vector<std::unique_ptr<PackedGemm>> gemms;
+  std::vector<const PackedGemm *> gathers;
+};
+PackedWeights packConstantWeights(const Program &prog);
 
 } // namespace tessel::runtime::cpu
 

@@ -5,12 +5,15 @@
 
 namespace tessel::runtime::cpu {
 
-std::vector<std::unique_ptr<PackedGemm>>
-packConstantWeightGemms(const Program &prog) {
+PackedWeights packConstantWeights(const Program &prog) {
   const size_t nOps = prog.ops.size();
   const auto &B = prog.buffers;
-  std::vector<std::unique_ptr<PackedGemm>> packed(nOps);
-  std::vector<int> readers(B.size(), 0), packers(B.size(), 0);
+  PackedWeights out;
+  std::vector<std::unique_ptr<PackedGemm>> &packed = out.gemms;
+  packed.resize(nOps);
+  out.gathers.assign(nOps, nullptr);
+  // Readers of each buffer, and those a packed copy serves.
+  std::vector<int> readers(B.size(), 0), served(B.size(), 0);
   for (const Op &op : prog.ops)
     for (int id : op.operands)
       ++readers[id];
@@ -37,10 +40,30 @@ packConstantWeightGemms(const Program &prog) {
       continue;
     packed[i] =
         PackedGemm::create(static_cast<const float *>(w.data), k, n, transB);
-    if (packed[i] && w.fileBacked && ++packers[w.id] == readers[w.id])
+    if (packed[i] && w.fileBacked && ++served[w.id] == readers[w.id])
       dropFileBackedPages(w.data, w.bytes);
   }
-  return packed;
+
+  // The tables whose rows a packed gemm holds as its columns (B
+  // transposed), by buffer.
+  std::vector<const PackedGemm *> columnsOf(B.size(), nullptr);
+  for (size_t i = 0; i < nOps; ++i)
+    if (packed[i] && prog.ops[i].kind == OpKind::Gemm && prog.ops[i].transB)
+      columnsOf[prog.ops[i].operands[1]] = packed[i].get();
+  for (size_t i = 0; i < nOps; ++i) {
+    const Op &op = prog.ops[i];
+    if (op.kind != OpKind::Gather || op.operands.size() != 2 || op.axis != 0)
+      continue;
+    const BufferInfo &table = B[op.operands[0]];
+    const PackedGemm *g = columnsOf[table.id];
+    if (!g || table.shape.size() != 2 || table.shape[0] != g->n() ||
+        table.shape[1] != g->k())
+      continue;
+    out.gathers[i] = g;
+    if (table.fileBacked && ++served[table.id] == readers[table.id])
+      dropFileBackedPages(table.data, table.bytes);
+  }
+  return out;
 }
 
 } // namespace tessel::runtime::cpu

@@ -270,10 +270,13 @@ Status CudaExecutor::run() {
              "resetting the gather checks");
   // TESSEL_PROFILE=1: time per op kind (synchronising after each op),
   // printed to stderr after each run; TESSEL_PROFILE=ops: and the 40
-  // costliest groups of instructions (kind, name, operand shapes).
+  // costliest groups of instructions (kind, name, operand shapes); =all:
+  // every group.
   static const char *profileEnv = std::getenv("TESSEL_PROFILE");
   static const bool profile = profileEnv != nullptr;
-  static const bool profileOps = profileEnv && std::string(profileEnv) == "ops";
+  static const bool profileAll = profileEnv && std::string(profileEnv) == "all";
+  static const bool profileOps =
+      profileAll || (profileEnv && std::string(profileEnv) == "ops");
   std::vector<double> byKind(profile ? KernelRegistry::kMaxKinds : 0, 0.0);
   std::vector<double> byOp(profileOps ? steps.size() : 0, 0.0);
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -361,7 +364,8 @@ Status CudaExecutor::run() {
         order;
     for (const auto &group : groups)
       order.push_back(&group);
-    const size_t top = std::min<size_t>(40, order.size());
+    const size_t top =
+        profileAll ? order.size() : std::min<size_t>(40, order.size());
     std::partial_sort(order.begin(), order.begin() + top, order.end(),
                       [](const auto *a, const auto *b) {
                         return a->second.first > b->second.first;

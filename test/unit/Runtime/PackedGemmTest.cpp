@@ -119,6 +119,27 @@ TEST(PackedGemmTest, MatchesTheProductInDouble) {
     check(c);
 }
 
+TEST(PackedGemmTest, ColumnsAreTheMatrixRows) {
+  if (!haveAvx2Fma())
+    GTEST_SKIP() << "this CPU has no AVX2 and FMA (PackedGemm's kernel)";
+  // A table [n, k] packed transposed (a tied head): column j is row j,
+  // across row blocks (k > 256) and the last, partial panel (n % 16).
+  std::mt19937 rng(5);
+  for (bool transB : {true, false}) {
+    const int64_t n = 37, k = 600;
+    const std::vector<float> b = randomVector(n * k, rng);
+    auto g = PackedGemm::create(b.data(), k, n, transB);
+    ASSERT_TRUE(g);
+    std::vector<float> col(k);
+    for (int64_t j : {int64_t(0), int64_t(15), int64_t(16), n - 1}) {
+      g->column(j, col.data());
+      for (int64_t r = 0; r < k; ++r)
+        ASSERT_EQ(col[r], transB ? b[j * k + r] : b[r * n + j])
+            << "transB=" << transB << " column " << j << " row " << r;
+    }
+  }
+}
+
 TEST(PackedGemmTest, RefusesWhatItCannotPack) {
   if (!haveAvx2Fma())
     GTEST_SKIP() << "this CPU has no AVX2 and FMA (PackedGemm's kernel)";
