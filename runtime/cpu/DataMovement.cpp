@@ -106,6 +106,25 @@ void stridedCopy(size_t elemSize, const void *src, const Shape &dims,
   });
 }
 
+namespace {
+/// Index j of `indices` (i64, else i32) wrapped into [0, dim), in `out`;
+/// an error naming `op`, the index and its position where it lies outside
+/// [-dim, dim).
+Status wrappedIndex(const char *op, DType indexType, const void *indices,
+                    int64_t j, int64_t dim, int64_t &out) {
+  const int64_t i = indexType == DType::I64
+                        ? static_cast<const int64_t *>(indices)[j]
+                        : static_cast<const int32_t *>(indices)[j];
+  if (i < -dim || i >= dim)
+    return Status::error(std::string(op) + ": index " + std::to_string(i) +
+                         " at position " + std::to_string(j) +
+                         " is out of range for an axis of size " +
+                         std::to_string(dim));
+  out = i < 0 ? i + dim : i;
+  return Status::ok();
+}
+} // namespace
+
 Status gatherKernel(size_t elemSize, const void *data, const Shape &dataShape,
                     DType indexType, const void *indices, int64_t numIndices,
                     int64_t axis, void *out) {
@@ -115,14 +134,8 @@ Status gatherKernel(size_t elemSize, const void *data, const Shape &dataShape,
     return indexType == DType::I64 ? static_cast<const int64_t *>(indices)[j]
                                    : static_cast<const int32_t *>(indices)[j];
   };
-  for (int64_t j = 0; j < numIndices; ++j) {
-    int64_t i = index(j);
-    if (i < -dim || i >= dim)
-      return Status::error("gather: index " + std::to_string(i) +
-                           " at position " + std::to_string(j) +
-                           " is out of range for an axis of size " +
-                           std::to_string(dim));
-  }
+  for (int64_t j = 0, i; j < numIndices; ++j)
+    TSL_RETURN_IF_ERROR(wrappedIndex("gather", indexType, indices, j, dim, i));
   const size_t row = inner * elemSize;
   const char *src = static_cast<const char *>(data);
   char *dst = static_cast<char *>(out);
@@ -163,17 +176,9 @@ Status gatherElementsKernel(size_t elemSize, const void *data,
                             int64_t axis, void *out) {
   const int64_t dim = dataShape[axis], n = numElements(idxShape);
   std::vector<int64_t> wrapped(n);
-  for (int64_t j = 0; j < n; ++j) {
-    const int64_t i = indexType == DType::I64
-                          ? static_cast<const int64_t *>(indices)[j]
-                          : static_cast<const int32_t *>(indices)[j];
-    if (i < -dim || i >= dim)
-      return Status::error("gather_elements: index " + std::to_string(i) +
-                           " at position " + std::to_string(j) +
-                           " is out of range for an axis of size " +
-                           std::to_string(dim));
-    wrapped[j] = i < 0 ? i + dim : i;
-  }
+  for (int64_t j = 0; j < n; ++j)
+    TSL_RETURN_IF_ERROR(wrappedIndex("gather_elements", indexType, indices, j,
+                                     dim, wrapped[j]));
   std::vector<int64_t> strides(dataShape.size(), 1);
   for (size_t d = dataShape.size(); d-- > 1;)
     strides[d - 1] = strides[d] * dataShape[d];
@@ -293,16 +298,9 @@ Step packedGatherStep(const KernelContext &c, const PackedGemm *g) {
   float *y0 = static_cast<float *>(c.result(0));
   return [=] {
     const int64_t dim = g->n(), row = g->k();
-    for (int64_t j = 0; j < idx->numel; ++j) {
-      int64_t i = idx->dtype == DType::I64
-                      ? static_cast<const int64_t *>(x1)[j]
-                      : static_cast<const int32_t *>(x1)[j];
-      if (i < -dim || i >= dim)
-        return Status::error("gather: index " + std::to_string(i) +
-                             " at position " + std::to_string(j) +
-                             " is out of range for an axis of size " +
-                             std::to_string(dim));
-      g->column(i < 0 ? i + dim : i, y0 + j * row);
+    for (int64_t j = 0, i; j < idx->numel; ++j) {
+      TSL_RETURN_IF_ERROR(wrappedIndex("gather", idx->dtype, x1, j, dim, i));
+      g->column(i, y0 + j * row);
     }
     return Status::ok();
   };
