@@ -130,23 +130,17 @@ Status gatherKernel(size_t elemSize, const void *data, const Shape &dataShape,
                     int64_t axis, void *out) {
   const AxisView v = aroundAxis(dataShape, axis);
   const int64_t outer = v.outer, dim = v.len, inner = v.inner;
-  auto index = [&](int64_t j) -> int64_t {
-    return indexType == DType::I64 ? static_cast<const int64_t *>(indices)[j]
-                                   : static_cast<const int32_t *>(indices)[j];
-  };
-  for (int64_t j = 0, i; j < numIndices; ++j)
-    TSL_RETURN_IF_ERROR(wrappedIndex("gather", indexType, indices, j, dim, i));
+  std::vector<int64_t> wrapped(numIndices);
+  for (int64_t j = 0; j < numIndices; ++j)
+    TSL_RETURN_IF_ERROR(
+        wrappedIndex("gather", indexType, indices, j, dim, wrapped[j]));
   const size_t row = inner * elemSize;
   const char *src = static_cast<const char *>(data);
   char *dst = static_cast<char *>(out);
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < numIndices; ++j) {
-      int64_t i = index(j);
-      if (i < 0)
-        i += dim;
+    for (int64_t j = 0; j < numIndices; ++j)
       std::memcpy(dst + (o * numIndices + j) * row,
-                  src + (o * dim + i) * row, row);
-    }
+                  src + (o * dim + wrapped[j]) * row, row);
   return Status::ok();
 }
 
