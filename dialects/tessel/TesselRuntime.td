@@ -59,8 +59,8 @@ class Tessel_RuntimeOnlyInstruction<int kind, string name, string enum,
 // ScalarOps.h, which both backends map over a buffer (no kernel of its own
 // on either). The op's Tessel_RtAttr attributes, numbers only, become the
 // functor's members of the same name in camel case.
-//   types: the dtypes it takes: "Float" (f32), "Numeric" (f32, i64, i32) or
-//          "Bool".
+//   types: the dtypes it takes: "Float" (f32; f64 on the CPU), "Numeric"
+//          (f32, i64, i32; f64 on the CPU) or "Bool".
 // tools/tessel-tblgen lists these ops in TESSEL_RUNTIME_UNARY_SCALAR_OPS
 // (OpKinds.inc), from which the backends register their kernels.
 class Tessel_ScalarFunction<string types = "Float"> {
@@ -71,8 +71,9 @@ class Tessel_ScalarFunction<string types = "Float"> {
 // scalar function of two values: the functor `scalar::<OpKind enumerator>`
 // of runtime/include/tessel/runtime/BinaryOps.h, which both backends map
 // over a broadcast plan (no kernel of its own on either).
-//   types: "Float" (f32), "Numeric" (f32, i64, i32) or "Integer" (i64, i32);
-//          the program verifier takes the operands' dtypes from it.
+//   types: "Float" (f32; f64 on the CPU), "Numeric" (f32, i64, i32; f64
+//          on the CPU) or "Integer" (i64, i32); the program verifier takes
+//          the operands' dtypes from it.
 // tools/tessel-tblgen lists these ops in TESSEL_RUNTIME_BINARY_SCALAR_OPS
 // (OpKinds.inc), from which the backends register their kernels.
 class Tessel_BinaryScalarFunction<string types = "Numeric"> {

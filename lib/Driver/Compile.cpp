@@ -941,10 +941,20 @@ Error Compilation::configureTraining() {
   // A model whose parameters are fp16 trains with dynamic loss scaling too,
   // as PyTorch AMP's fp16 does with its GradScaler (docs/precision.md).
   bool f16Parameters = false;
+  std::string f64Weight;
   if (module)
     module->walk([&](mlir::tessel::WeightOp w) {
       f16Parameters |= w.getType().getElementType().isF16();
+      if (f64Weight.empty() && w.getType().getElementType().isF64())
+        f64Weight = w.getName().str();
     });
+  // f64 runs inference only: the gradient and optimizer kernels compute f32
+  // and the halves (docs/precision.md).
+  if (!f64Weight.empty())
+    return fail("--train: weight '" + f64Weight +
+                "' is f64, and Tessel trains f32, bf16 and fp16 models (f64 "
+                "ones run inference only); export the model in f32 to train "
+                "it");
   if (precision == "fp16" || o.lossScale || f16Parameters)
     opt.lossScale = lossScale;
   opt.growthInterval = o.lossScaleGrowthInterval;

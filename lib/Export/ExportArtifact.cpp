@@ -55,6 +55,8 @@ std::optional<rt::DType> toDType(Type t) {
     return rt::DType::BF16;
   if (t.isF16())
     return rt::DType::F16;
+  if (t.isF64())
+    return rt::DType::F64;
   return std::nullopt;
 }
 
@@ -80,6 +82,8 @@ FailureOr<std::string> constantBytes(DenseElementsAttr attr) {
   };
   if (et.isF32())
     append(attr.getValues<float>());
+  else if (et.isF64())
+    append(attr.getValues<double>());
   else if (et.isSignlessInteger(64))
     append(attr.getValues<int64_t>());
   else if (et.isSignlessInteger(32))
@@ -491,10 +495,10 @@ void Exporter::waitBefore(Operation *op) {
 FailureOr<int> Exporter::newBuffer(Operation *op, RankedTensorType t) {
   std::optional<rt::DType> dt = toDType(t.getElementType());
   if (!dt)
-    return op->emitOpError() << "has a result of element type "
-                             << t.getElementType()
-                             << ", which the runtime does not hold (f32, i64, "
-                                "i32, i1, bf16, f16)";
+    return op->emitOpError()
+           << "has a result of element type " << t.getElementType()
+           << ", which the runtime does not hold (f32, i64, "
+              "i32, i1, bf16, f16, f64)";
   int id = program.addBuffer(*dt, toShape(t));
   computed.insert(id);
   return id;

@@ -232,7 +232,10 @@ MatmulOp matchOutput(SoftmaxOp sm, Value mask, Value &fill) {
 bool fuse(SoftmaxOp sm) {
   auto type = typeOf(sm.getResult());
   const int64_t r = type.getRank();
-  if (r < 2 || sm.getAxis() != static_cast<uint64_t>(r - 1))
+  // The attention kernels compute f32 and the halves; an f64 attention
+  // stays its ops, which take f64 (docs/precision.md).
+  if (r < 2 || sm.getAxis() != static_cast<uint64_t>(r - 1) ||
+      type.getElementType().isF64())
     return false;
   Scores scores;
   if (!matchLogits(sm.getInput(), scores) ||

@@ -44,6 +44,8 @@ std::optional<DType> dtypeOf(nb::dlpack::dtype t) {
     return std::nullopt;
   if (t.code == uint8_t(Code::Float) && t.bits == 32)
     return DType::F32;
+  if (t.code == uint8_t(Code::Float) && t.bits == 64)
+    return DType::F64;
   if (t.code == uint8_t(Code::Int) && t.bits == 64)
     return DType::I64;
   if (t.code == uint8_t(Code::Int) && t.bits == 32)
@@ -61,6 +63,8 @@ nb::dlpack::dtype dlpackOf(DType t) {
   switch (t) {
   case DType::F32:
     return nb::dtype<float>();
+  case DType::F64:
+    return nb::dtype<double>();
   case DType::I64:
     return nb::dtype<int64_t>();
   case DType::I32:
@@ -75,7 +79,7 @@ nb::dlpack::dtype dlpackOf(DType t) {
   return nb::dtype<float>();
 }
 
-/// "float64", "uint8", ...: a dtype the runtime has no name for.
+/// "uint8", "int16", ...: a dtype the runtime has no name for.
 std::string foreignName(nb::dlpack::dtype t) {
   using Code = nb::dlpack::dtype_code;
   const char *kind = t.code == uint8_t(Code::Int)      ? "int"

@@ -24,8 +24,14 @@ def x():
 
 def test_wrong_dtype_names_input_and_both(art, x):
     with pytest.raises(tessel.InputError) as e:
+        art.run({"x": x.astype(np.float16)})
+    assert str(e.value) == "input 'x': expected f32 [8, 64], got f16 [8, 64]"
+    with pytest.raises(tessel.InputError) as e:
         art.run({"x": x.astype(np.float64)})
-    assert str(e.value) == "input 'x': expected f32 [8, 64], got float64 [8, 64]"
+    assert str(e.value) == "input 'x': expected f32 [8, 64], got f64 [8, 64]"
+    with pytest.raises(tessel.InputError) as e:
+        art.run({"x": x.astype(np.uint8)})
+    assert str(e.value) == "input 'x': expected f32 [8, 64], got uint8 [8, 64]"
     with pytest.raises(tessel.InputError,
                        match=r"input 'x': expected f32 \[8, 64\], got i64 \[8, 64\]"):
         art.run({"x": x.astype(np.int64)})

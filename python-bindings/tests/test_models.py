@@ -50,3 +50,18 @@ def test_model_equals_cli(model, tmp_path, tesselc, tessel_run):
         first = out[next(iter(art.outputs))]
         ref = np.load(model_dir / "output.npy")
         assert_close(first, ref, 1e-4)
+
+
+@pytest.mark.parametrize("model", ["encoder_f64_ts", "llama_f64"])
+def test_f64_model_in_and_out(model):
+    """An f64 model takes and gives float64 arrays, computed in f64: the
+    encoder within 1e-12 of PyTorch's f64 output (the Llama 1e-6: its
+    RMSNorm computes in f32, in PyTorch as in the export)."""
+    model_dir = MODELS / "half" / model
+    art = tessel.compile(model_dir / "model.onnx")
+    out = art.run({"input_ids": np.load(model_dir / "input_ids.npy")})
+    logits = out[next(iter(art.outputs))]
+    ref = np.load(model_dir / "output.npy")
+    assert logits.dtype == np.float64 and logits.shape == ref.shape
+    bound = (1e-6 if model == "llama_f64" else 1e-12) * np.abs(ref).max()
+    assert np.abs(logits - ref).max() <= bound

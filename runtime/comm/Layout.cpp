@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace tessel::runtime::comm {
 
@@ -123,12 +124,18 @@ void reduceInto(ReduceKind kind, DType dtype, void *acc, const void *x,
 }
 
 void finishMean(DType dtype, void *data, int64_t n, int members) {
-  if (dtype != DType::F32 || members == 1)
+  if (members == 1)
     return;
-  float *p = static_cast<float *>(data);
-  float m = static_cast<float>(members);
-  for (int64_t i = 0; i < n; ++i)
-    p[i] /= m;
+  auto divide = [&](auto *p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    const T m = static_cast<T>(members);
+    for (int64_t i = 0; i < n; ++i)
+      p[i] /= m;
+  };
+  if (dtype == DType::F32)
+    divide(static_cast<float *>(data));
+  else if (dtype == DType::F64)
+    divide(static_cast<double *>(data));
 }
 
 } // namespace tessel::runtime::comm

@@ -106,6 +106,12 @@ void castHalf(DType from, const void *x, DType to, void *y, int64_t n,
     });
     return;
   }
+  if (from == DType::F64) {
+    // Through f32 rounded to odd, so that the half is f64's own nearest.
+    map(static_cast<const double *>(x), static_cast<uint16_t *>(y), n, pool,
+        [=](double v) { return f32ToHalf(to, f64ToF32RoundToOdd(v)); });
+    return;
+  }
   visitDType(from, [&](auto tag) {
     using From = typename decltype(tag)::type;
     map(static_cast<const From *>(x), static_cast<uint16_t *>(y), n, pool,
@@ -172,7 +178,14 @@ template <typename F> Step floatStep(const KernelContext &c, F f) {
   return mapStep<float>(c, f);
 }
 
-/// An op on f32, i64 and i32: `f` is generic (`auto v`).
+/// An op on f32 and f64: `f` is generic.
+template <typename F> Step floatOrDoubleStep(const KernelContext &c, F f) {
+  if (c.in(0).dtype == DType::F64)
+    return mapStep<double>(c, f);
+  return floatStep(c, f);
+}
+
+/// An op on f32, f64, i64 and i32: `f` is generic (`auto v`).
 template <typename F> Step numericStep(const KernelContext &c, F f) {
   switch (c.in(0).dtype) {
   case DType::I64:
@@ -180,7 +193,7 @@ template <typename F> Step numericStep(const KernelContext &c, F f) {
   case DType::I32:
     return mapStep<int32_t>(c, f);
   default:
-    return mapStep<float>(c, f);
+    return floatOrDoubleStep(c, f);
   }
 }
 
@@ -190,6 +203,8 @@ Step scalarStep(const KernelContext &c, F f) {
   // gelu's form is an attribute: one loop per form, with the form a
   // constant in it (a loop-invariant branch inside stops vectorisation).
   if constexpr (std::is_same_v<F, scalar::Gelu<CpuMath>>) {
+    if (c.in(0).dtype == DType::F64)
+      return mapStep<double>(c, f);
     if (f.tanhApproximation) // as a sigmoid (VecMath.h)
       return floatStep(c, [](float v) { return vgeluTanh(v); });
     return floatStep(c, [](float v) { return F{false}(v); });
@@ -198,7 +213,7 @@ Step scalarStep(const KernelContext &c, F f) {
   else if constexpr (std::is_same_v<Types, scalar::Numeric>)
     return numericStep(c, f);
   else
-    return floatStep(c, f);
+    return floatOrDoubleStep(c, f);
 }
 
 Step castStep(const KernelContext &c) {

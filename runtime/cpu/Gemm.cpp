@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 namespace tessel::runtime::cpu {
 
@@ -34,6 +35,42 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                  static_cast<long long>(lda), static_cast<long long>(ldb),
                  static_cast<long long>(ldc), static_cast<int>(s));
     std::abort();
+  }
+}
+
+void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+           const double *a, int64_t lda, const double *b, int64_t ldb,
+           double beta, double *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  // B^T's rows are its columns: copy it once so the inner loop is unit
+  // stride (k x n, row-major).
+  std::vector<double> bt;
+  if (tb && k > 0) {
+    bt.resize(static_cast<size_t>(k) * n);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p)
+        bt[p * n + j] = b[j * ldb + p];
+    b = bt.data();
+    ldb = n;
+  }
+  const bool parallel = m > 1 && m * n * k >= (int64_t(1) << 16);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < m; ++i) {
+    double *ci = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j)
+      ci[j] = beta == 0.0 ? 0.0 : beta * ci[j];
+    if (alpha == 0.0)
+      continue;
+    std::vector<double> acc(static_cast<size_t>(n), 0.0);
+    for (int64_t p = 0; p < k; ++p) {
+      const double aip = ta ? a[p * lda + i] : a[i * lda + p];
+      const double *bp = b + p * ldb;
+      for (int64_t j = 0; j < n; ++j)
+        acc[j] += aip * bp[j];
+    }
+    for (int64_t j = 0; j < n; ++j)
+      ci[j] += alpha * acc[j];
   }
 }
 

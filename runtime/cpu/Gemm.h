@@ -23,6 +23,15 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
            const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
            float *c, int64_t ldc);
 
+/// sgemm's contract in f64 (f64 models, docs/precision.md). oneDNN has no
+/// f64 GEMM and no other library here has one, so this is Tessel's own: rows
+/// of C split over the OpenMP threads, each summed over k in order (B^T
+/// copied once so the inner loop is unit stride). Correct rather than fast:
+/// f64 models are for checking, not for speed.
+void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+           const double *a, int64_t lda, const double *b, int64_t ldb,
+           double beta, double *c, int64_t ldc);
+
 /// Threads of the calling thread's GEMMs (and OpenMP regions).
 void setGemmThreads(int threads);
 

@@ -14,7 +14,7 @@ namespace tessel::runtime::cpu {
 
 namespace {
 
-/// out[m, n] = c broadcast to [m, n] (T: f32, or a half's bits).
+/// out[m, n] = c broadcast to [m, n] (T: f32, f64, or a half's bits).
 template <typename T>
 void fillBroadcast(const T *c, const Shape &cShape, T *out, int64_t m,
                    int64_t n) {
@@ -25,10 +25,21 @@ void fillBroadcast(const T *c, const Shape &cShape, T *out, int64_t m,
       out[i * n + j] = c[i * st[0] + j * st[1]];
 }
 
-} // namespace
+/// sgemm for f32, dgemm for f64 (Gemm.h).
+inline void gemmOf(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, float beta, float *c, int64_t ldc) {
+  sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+inline void gemmOf(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   double alpha, const double *a, int64_t lda, const double *b,
+                   int64_t ldb, double beta, double *c, int64_t ldc) {
+  dgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
 
-void matmulKernel(const float *a, const Shape &aShape, const float *b,
-                  const Shape &bShape, float *out, const Shape &outShape) {
+template <typename T>
+void matmulTyped(const T *a, const Shape &aShape, const T *b,
+                 const Shape &bShape, T *out, const Shape &outShape) {
   const MatMulDims md = matmulDims(aShape, bShape, outShape);
   const int64_t m = md.m, k = md.k, n = md.n, batches = md.batches;
   const Shape &outBatch = md.outBatch;
@@ -37,7 +48,7 @@ void matmulKernel(const float *a, const Shape &aShape, const float *b,
 
   // B shared by every batch: fold A's batch into M, one GEMM.
   if (md.bCount == 1 && md.aCount == batches) {
-    sgemm(false, false, m * batches, n, k, 1.0f, a, k, b, n, 0.0f, out, n);
+    gemmOf(false, false, m * batches, n, k, T(1), a, k, b, n, T(0), out, n);
     return;
   }
   std::vector<int64_t> aStr =
@@ -48,26 +59,40 @@ void matmulKernel(const float *a, const Shape &aShape, const float *b,
   forEachRow(plan, 0, batches, [&](const int64_t *off, int64_t count) {
     const int64_t sa = plan.strides.back()[0], sb = plan.strides.back()[1];
     for (int64_t i = 0; i < count; ++i)
-      sgemm(false, false, m, n, k, 1.0f, a + (off[0] + i * sa) * m * k, k,
-            b + (off[1] + i * sb) * k * n, n, 0.0f,
-            out + (off[2] + i) * m * n, n);
+      gemmOf(false, false, m, n, k, T(1), a + (off[0] + i * sa) * m * k, k,
+             b + (off[1] + i * sb) * k * n, n, T(0), out + (off[2] + i) * m * n,
+             n);
   });
+}
+
+template <typename T>
+void gemmTyped(const T *a, const Shape &aShape, const T *b, const Shape &bShape,
+               const T *c, const Shape *cShape, T *out, bool transA,
+               bool transB, T alpha, T beta) {
+  const int64_t m = transA ? aShape[1] : aShape[0];
+  const int64_t k = transA ? aShape[0] : aShape[1];
+  const int64_t n = transB ? bShape[0] : bShape[1];
+  T effBeta = 0;
+  if (c && beta != T(0)) {
+    // out = C broadcast to [m, n], then out = alpha*A*B + beta*out.
+    fillBroadcast(c, *cShape, out, m, n);
+    effBeta = beta;
+  }
+  gemmOf(transA, transB, m, n, k, alpha, a, aShape[1], b, bShape[1], effBeta,
+         out, n);
+}
+
+} // namespace
+
+void matmulKernel(const float *a, const Shape &aShape, const float *b,
+                  const Shape &bShape, float *out, const Shape &outShape) {
+  matmulTyped(a, aShape, b, bShape, out, outShape);
 }
 
 void gemmKernel(const float *a, const Shape &aShape, const float *b,
                 const Shape &bShape, const float *c, const Shape *cShape,
                 float *out, bool transA, bool transB, float alpha, float beta) {
-  const int64_t m = transA ? aShape[1] : aShape[0];
-  const int64_t k = transA ? aShape[0] : aShape[1];
-  const int64_t n = transB ? bShape[0] : bShape[1];
-  float effBeta = 0.0f;
-  if (c && beta != 0.0f) {
-    // out = C broadcast to [m, n], then out = alpha*A*B + beta*out.
-    fillBroadcast(c, *cShape, out, m, n);
-    effBeta = beta;
-  }
-  sgemm(transA, transB, m, n, k, alpha, a, aShape[1], b, bShape[1], effBeta,
-        out, n);
+  gemmTyped(a, aShape, b, bShape, c, cShape, out, transA, transB, alpha, beta);
 }
 
 namespace {
@@ -209,10 +234,34 @@ Step packedStep(const KernelContext &c, const PackedGemm *g) {
   };
 }
 
+/// An f64 matmul or gemm (docs/precision.md): dgemm, f64 sums.
+Step f64Step(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0), *b = &c.in(1), *r = &c.out(0);
+  const BufferInfo *cb =
+      o->kind == OpKind::Gemm && o->operands.size() > 2 ? &c.in(2) : nullptr;
+  const double *x0 = static_cast<const double *>(c.operand(0));
+  const double *x1 = static_cast<const double *>(c.operand(1));
+  const double *x2 = cb ? static_cast<const double *>(c.operand(2)) : nullptr;
+  double *y0 = static_cast<double *>(c.result(0));
+  if (o->kind == OpKind::MatMul)
+    return [=] {
+      matmulTyped(x0, a->shape, x1, b->shape, y0, r->shape);
+      return Status::ok();
+    };
+  return [=] {
+    gemmTyped(x0, a->shape, x1, b->shape, x2, cb ? &cb->shape : nullptr, y0,
+              o->transA, o->transB, double(o->alpha), double(o->beta));
+    return Status::ok();
+  };
+}
+
 Step matmulStep(const KernelContext &c) {
   KernelResources &res = c.resources;
   if (isHalf(c.out(0).dtype))
     return halfStep(c);
+  if (c.out(0).dtype == DType::F64)
+    return f64Step(c);
   if (Bf16MatMul *mm = res.bf16MatMuls[c.index].get())
     return bf16Step(c, mm);
   if (const PackedGemm *g = res.packedGemms[c.index].get())
@@ -237,6 +286,8 @@ Step matmulStep(const KernelContext &c) {
 Step gemmStep(const KernelContext &c) {
   if (isHalf(c.out(0).dtype))
     return halfStep(c);
+  if (c.out(0).dtype == DType::F64)
+    return f64Step(c);
   if (Bf16MatMul *mm = c.resources.bf16MatMuls[c.index].get())
     return bf16Step(c, mm);
   if (const PackedGemm *g = c.resources.packedGemms[c.index].get())

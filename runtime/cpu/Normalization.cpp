@@ -15,16 +15,20 @@ namespace tessel::runtime::cpu {
 
 namespace {
 
-float rowMax(const float *x, int64_t n) {
-  float m = -std::numeric_limits<float>::infinity();
+// Each kernel is a template over float and double (f64 models:
+// docs/precision.md); CpuMath::exp is the vector approximation for float
+// and libm's for double.
+
+template <typename T> T rowMax(const T *x, int64_t n) {
+  T m = -std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(max : m)
   for (int64_t i = 0; i < n; ++i)
     m = x[i] > m ? x[i] : m;
   return m;
 }
 
-float rowSum(const float *x, int64_t n) {
-  float s = 0.0f;
+template <typename T> T rowSum(const T *x, int64_t n) {
+  T s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t i = 0; i < n; ++i)
     s += x[i];
@@ -32,41 +36,43 @@ float rowSum(const float *x, int64_t n) {
 }
 
 /// Softmax of one contiguous row (y may equal x).
-void softmaxRow(bool logSoftmax, const float *x, float *y, int64_t n) {
-  const float m = rowMax(x, n);
-  float s = 0.0f;
+template <typename T>
+void softmaxRow(bool logSoftmax, const T *x, T *y, int64_t n) {
+  const T m = rowMax(x, n);
+  T s = 0;
   if (logSoftmax) {
 #pragma omp simd reduction(+ : s)
     for (int64_t i = 0; i < n; ++i)
-      s += vexp(x[i] - m);
-    const float shift = m + std::log(s);
+      s += CpuMath::exp(x[i] - m);
+    const T shift = m + std::log(s);
     for (int64_t i = 0; i < n; ++i)
       y[i] = x[i] - shift;
     return;
   }
 #pragma omp simd reduction(+ : s)
   for (int64_t i = 0; i < n; ++i) {
-    float e = vexp(x[i] - m);
+    T e = CpuMath::exp(x[i] - m);
     y[i] = e;
     s += e;
   }
-  const float inv = 1.0f / s;
+  const T inv = T(1) / s;
   for (int64_t i = 0; i < n; ++i)
     y[i] *= inv;
 }
 
 /// Softmax along the middle dim of a [len, inner] block, inner > 1.
-void softmaxStrided(bool logSoftmax, const float *x, float *y, int64_t len,
-                    int64_t inner, std::vector<float> &tmp) {
-  tmp.assign(2 * inner, 0.0f);
-  float *m = tmp.data(), *s = tmp.data() + inner;
-  std::fill(m, m + inner, -std::numeric_limits<float>::infinity());
+template <typename T>
+void softmaxStrided(bool logSoftmax, const T *x, T *y, int64_t len,
+                    int64_t inner, std::vector<T> &tmp) {
+  tmp.assign(2 * inner, T(0));
+  T *m = tmp.data(), *s = tmp.data() + inner;
+  std::fill(m, m + inner, -std::numeric_limits<T>::infinity());
   for (int64_t l = 0; l < len; ++l)
     for (int64_t i = 0; i < inner; ++i)
       m[i] = std::max(m[i], x[l * inner + i]);
   for (int64_t l = 0; l < len; ++l)
     for (int64_t i = 0; i < inner; ++i) {
-      float e = vexp(x[l * inner + i] - m[i]);
+      T e = CpuMath::exp(x[l * inner + i] - m[i]);
       s[i] += e;
       if (!logSoftmax)
         y[l * inner + i] = e;
@@ -80,16 +86,15 @@ void softmaxStrided(bool logSoftmax, const float *x, float *y, int64_t len,
     return;
   }
   for (int64_t i = 0; i < inner; ++i)
-    s[i] = 1.0f / s[i];
+    s[i] = T(1) / s[i];
   for (int64_t l = 0; l < len; ++l)
     for (int64_t i = 0; i < inner; ++i)
       y[l * inner + i] *= s[i];
 }
 
-} // namespace
-
-void softmaxKernel(bool logSoftmax, const float *x, const Shape &shape,
-                   int64_t axis, float *y, ThreadPool &pool) {
+template <typename T>
+void softmaxTyped(bool logSoftmax, const T *x, const Shape &shape, int64_t axis,
+                  T *y, ThreadPool &pool) {
   const AxisView v = aroundAxis(shape, axis);
   const int64_t outer = v.outer, len = v.len, inner = v.inner;
   if (outer * len * inner == 0)
@@ -97,7 +102,7 @@ void softmaxKernel(bool logSoftmax, const float *x, const Shape &shape,
   const int64_t block = len * inner;
   pool.parallelFor(outer, std::max<int64_t>(1, 8192 / block),
                    [&](int64_t b, int64_t e) {
-                     std::vector<float> tmp;
+                     std::vector<T> tmp;
                      for (int64_t o = b; o < e; ++o) {
                        if (inner == 1)
                          softmaxRow(logSoftmax, x + o * block, y + o * block, len);
@@ -108,9 +113,10 @@ void softmaxKernel(bool logSoftmax, const float *x, const Shape &shape,
                    });
 }
 
-void layerNormKernel(bool rms, const float *x, const Shape &shape,
-                     int64_t axis, float epsilon, const float *scale,
-                     const float *bias, float *y, ThreadPool &pool) {
+template <typename T>
+void layerNormTyped(bool rms, const T *x, const Shape &shape, int64_t axis,
+                    T epsilon, const T *scale, const T *bias, T *y,
+                    ThreadPool &pool) {
   int64_t rows = 1, d = 1;
   for (int64_t i = 0; i < axis; ++i)
     rows *= shape[i];
@@ -118,30 +124,30 @@ void layerNormKernel(bool rms, const float *x, const Shape &shape,
     d *= shape[i];
   if (rows * d == 0)
     return;
-  const float invD = 1.0f / static_cast<float>(d);
+  const T invD = T(1) / static_cast<T>(d);
   pool.parallelFor(rows, std::max<int64_t>(1, 8192 / d), [&](int64_t b,
                                                              int64_t e) {
     for (int64_t r = b; r < e; ++r) {
-      const float *px = x + r * d;
-      float *py = y + r * d;
+      const T *px = x + r * d;
+      T *py = y + r * d;
       if (rms) {
-        float ss = 0.0f;
+        T ss = 0;
 #pragma omp simd reduction(+ : ss)
         for (int64_t i = 0; i < d; ++i)
           ss += px[i] * px[i];
-        const float inv = 1.0f / std::sqrt(ss * invD + epsilon);
+        const T inv = T(1) / std::sqrt(ss * invD + epsilon);
         for (int64_t i = 0; i < d; ++i)
           py[i] = px[i] * inv * scale[i];
         continue;
       }
-      const float mean = rowSum(px, d) * invD;
-      float var = 0.0f;
+      const T mean = rowSum(px, d) * invD;
+      T var = 0;
 #pragma omp simd reduction(+ : var)
       for (int64_t i = 0; i < d; ++i) {
-        float c = px[i] - mean;
+        T c = px[i] - mean;
         var += c * c;
       }
-      const float inv = 1.0f / std::sqrt(var * invD + epsilon);
+      const T inv = T(1) / std::sqrt(var * invD + epsilon);
       if (bias) {
         for (int64_t i = 0; i < d; ++i)
           py[i] = (px[i] - mean) * inv * scale[i] + bias[i];
@@ -153,9 +159,10 @@ void layerNormKernel(bool rms, const float *x, const Shape &shape,
   });
 }
 
-void batchNormKernel(const float *x, const Shape &shape, const float *scale,
-                     const float *bias, const float *mean, const float *var,
-                     float epsilon, float *y, ThreadPool &pool) {
+template <typename T>
+void batchNormTyped(const T *x, const Shape &shape, const T *scale,
+                    const T *bias, const T *mean, const T *var, T epsilon, T *y,
+                    ThreadPool &pool) {
   const ChannelGeometry k(shape);
   const int64_t n = k.batch, c = k.channels, spatial = k.spatial;
   if (n * c * spatial == 0)
@@ -164,27 +171,50 @@ void batchNormKernel(const float *x, const Shape &shape, const float *scale,
                    [&](int64_t b, int64_t e) {
                      for (int64_t nc = b; nc < e; ++nc) {
                        const int64_t ch = nc % c;
-                       const float a = scale[ch] / std::sqrt(var[ch] + epsilon);
-                       const float sh = bias[ch] - mean[ch] * a;
-                       const float *px = x + nc * spatial;
-                       float *py = y + nc * spatial;
+                       const T a = scale[ch] / std::sqrt(var[ch] + epsilon);
+                       const T sh = bias[ch] - mean[ch] * a;
+                       const T *px = x + nc * spatial;
+                       T *py = y + nc * spatial;
                        for (int64_t i = 0; i < spatial; ++i)
                          py[i] = px[i] * a + sh;
                      }
                    });
 }
 
+} // namespace
+
+void softmaxKernel(bool logSoftmax, const float *x, const Shape &shape,
+                   int64_t axis, float *y, ThreadPool &pool) {
+  softmaxTyped(logSoftmax, x, shape, axis, y, pool);
+}
+
+void layerNormKernel(bool rms, const float *x, const Shape &shape, int64_t axis,
+                     float epsilon, const float *scale, const float *bias,
+                     float *y, ThreadPool &pool) {
+  layerNormTyped(rms, x, shape, axis, epsilon, scale, bias, y, pool);
+}
+
+void batchNormKernel(const float *x, const Shape &shape, const float *scale,
+                     const float *bias, const float *mean, const float *var,
+                     float epsilon, float *y, ThreadPool &pool) {
+  batchNormTyped(x, shape, scale, bias, mean, var, epsilon, y, pool);
+}
+
 namespace {
 
-Step softmaxStep(const KernelContext &c) {
+template <typename T> Step softmaxStepOf(const KernelContext &c) {
   return kernelStep(c, [](const StepArgs &s) {
-    softmaxKernel(s.o->kind == OpKind::LogSoftmax,
-                  static_cast<const float *>(s.x0), s.a->shape, s.o->axis,
-                  static_cast<float *>(s.y0), *s.tp);
+    softmaxTyped(s.o->kind == OpKind::LogSoftmax, static_cast<const T *>(s.x0),
+                 s.a->shape, s.o->axis, static_cast<T *>(s.y0), *s.tp);
   });
 }
 
-Step layerNormStep(const KernelContext &c) {
+Step softmaxStep(const KernelContext &c) {
+  return c.in(0).dtype == DType::F64 ? softmaxStepOf<double>(c)
+                                     : softmaxStepOf<float>(c);
+}
+
+template <typename T> Step layerNormStepOf(const KernelContext &c) {
   const Op &op = c.op;
   const Op *o = &op;
   const BufferInfo *a = &c.in(0);
@@ -200,7 +230,8 @@ Step layerNormStep(const KernelContext &c) {
   for (size_t i = 1; i < op.operands.size(); ++i) {
     params.emplace_back(&c.in(i), c.operand(i));
     if (c.in(i).numel != d) {
-      expanded.emplace_back(d);
+      // d elements of T in a vector of floats (new's alignment is double's).
+      expanded.emplace_back(d * (sizeof(T) / sizeof(float)));
       slots.push_back(expanded.size() - 1);
     } else {
       slots.push_back(SIZE_MAX);
@@ -208,37 +239,48 @@ Step layerNormStep(const KernelContext &c) {
   }
   auto *ex = &expanded;
   return [=] {
-    const float *sp[2] = {nullptr, nullptr};
+    const T *sp[2] = {nullptr, nullptr};
     for (size_t i = 0; i < params.size(); ++i) {
       if (slots[i] == SIZE_MAX) {
-        sp[i] = static_cast<const float *>(params[i].second);
+        sp[i] = static_cast<const T *>(params[i].second);
         continue;
       }
-      float *dst = (*ex)[slots[i]].data();
-      expandKernel(4, params[i].second, params[i].first->shape, dst, norm, *tp);
+      T *dst = reinterpret_cast<T *>((*ex)[slots[i]].data());
+      expandKernel(sizeof(T), params[i].second, params[i].first->shape, dst,
+                   norm, *tp);
       sp[i] = dst;
     }
-    layerNormKernel(o->kind == OpKind::RmsNorm, static_cast<const float *>(x0),
-                    a->shape, o->axis, o->epsilon, sp[0], sp[1],
-                    static_cast<float *>(y0), *tp);
+    layerNormTyped(o->kind == OpKind::RmsNorm, static_cast<const T *>(x0),
+                   a->shape, o->axis, static_cast<T>(o->epsilon), sp[0], sp[1],
+                   static_cast<T *>(y0), *tp);
+    return Status::ok();
+  };
+}
+
+Step layerNormStep(const KernelContext &c) {
+  return c.in(0).dtype == DType::F64 ? layerNormStepOf<double>(c)
+                                     : layerNormStepOf<float>(c);
+}
+
+template <typename T> Step batchNormStepOf(const KernelContext &c) {
+  const Op *o = &c.op;
+  const BufferInfo *a = &c.in(0);
+  void *x0 = c.operand(0), *y0 = c.result(0);
+  ThreadPool *tp = &c.pool;
+  const T *sc = static_cast<const T *>(c.operand(1));
+  const T *bi = static_cast<const T *>(c.operand(2));
+  const T *me = static_cast<const T *>(c.operand(3));
+  const T *va = static_cast<const T *>(c.operand(4));
+  return [=] {
+    batchNormTyped(static_cast<const T *>(x0), a->shape, sc, bi, me, va,
+                   static_cast<T>(o->epsilon), static_cast<T *>(y0), *tp);
     return Status::ok();
   };
 }
 
 Step batchNormStep(const KernelContext &c) {
-  const Op *o = &c.op;
-  const BufferInfo *a = &c.in(0);
-  void *x0 = c.operand(0), *y0 = c.result(0);
-  ThreadPool *tp = &c.pool;
-  const float *sc = static_cast<const float *>(c.operand(1));
-  const float *bi = static_cast<const float *>(c.operand(2));
-  const float *me = static_cast<const float *>(c.operand(3));
-  const float *va = static_cast<const float *>(c.operand(4));
-  return [=] {
-    batchNormKernel(static_cast<const float *>(x0), a->shape, sc, bi, me, va,
-                    o->epsilon, static_cast<float *>(y0), *tp);
-    return Status::ok();
-  };
+  return c.in(0).dtype == DType::F64 ? batchNormStepOf<double>(c)
+                                     : batchNormStepOf<float>(c);
 }
 
 } // namespace

@@ -167,6 +167,20 @@ struct CpuMath {
   static float div(float x, float y) { return x / y; }
   /// x y + z rounded once (vfmadd on x86-64-v3).
   static float fma(float x, float y, float z) { return std::fma(x, y, z); }
+
+  // f64 (docs/precision.md): libm's, as PyTorch's double CPU kernels are.
+  static double exp(double x) { return std::exp(x); }
+  static double log(double x) { return std::log(x); }
+  static double log1p(double x) { return std::log1p(x); }
+  static double sqrt(double x) { return std::sqrt(x); }
+  static double tanh(double x) { return std::tanh(x); }
+  static double erf(double x) { return std::erf(x); }
+  static double sin(double x) { return std::sin(x); }
+  static double cos(double x) { return std::cos(x); }
+  static double fabs(double x) { return std::fabs(x); }
+  static double nearbyint(double x) { return std::nearbyint(x); }
+  static double fmod(double x, double y) { return std::fmod(x, y); }
+  static double pow(double x, double y) { return std::pow(x, y); }
 };
 
 } // namespace tessel::runtime::cpu

@@ -438,6 +438,15 @@ Status createCudaExecutor(std::shared_ptr<const Program> program,
                           std::unique_ptr<Executor> &out) {
   // `threads` is a CPU notion. A multi-rank world must be an NCCL
   // communicator created on this device (CommOptions::device).
+  // f64 is computed on the CPU only (docs/precision.md): refused before any
+  // device work, naming the first buffer that holds it.
+  for (const BufferInfo &b : program->buffers)
+    if (b.dtype == DType::F64)
+      return Status::error(
+          "buffer " + std::to_string(b.id) +
+          (b.name.empty() ? "" : " '" + b.name + "'") +
+          " is f64, which the cuda backend does not compute; run f64 "
+          "programs on the cpu backend (--device cpu)");
   std::string why;
   if (deviceCount(&why) == 0)
     return Status::error("no CUDA device (" + why + ")");

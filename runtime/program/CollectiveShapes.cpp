@@ -14,8 +14,9 @@ Status checkReduceDType(DType t, ReduceKind kind) {
   if (isHalf(t))
     return Status::error(std::string("a reduction of ") + dtypeName(t) +
                          " needs its operand cast to f32");
-  if (kind == ReduceKind::Mean && t != DType::F32)
-    return Status::error(std::string("a mean needs f32, got ") + dtypeName(t));
+  if (kind == ReduceKind::Mean && t != DType::F32 && t != DType::F64)
+    return Status::error(std::string("a mean needs f32 or f64, got ") +
+                         dtypeName(t));
   if (t == DType::Bool && kind != ReduceKind::Max && kind != ReduceKind::Min)
     return Status::error(std::string("bool reduces only by max or min, not ") +
                          reduceKindName(kind));

@@ -174,7 +174,7 @@ Status OpChecker::checkUnary() {
     auto t = parseDType(to);
     if (!t)
       return fail("attribute 'to' = '" + to +
-                  "' is not one of f32, i64, i32, bool, bf16, f16");
+                  "' is not one of f32, i64, i32, bool, bf16, f16, f64");
     op.to = *t;
     if (out(0).dtype != op.to)
       return fail("result has dtype " + std::string(dtypeName(out(0).dtype)) +
@@ -187,8 +187,8 @@ Status OpChecker::checkUnary() {
   case OpKind::Neg:
   case OpKind::Abs:
   case OpKind::Relu:
-    TSL_RETURN_IF_ERROR(
-        dtypeIs(in(0), "operand", {DType::F32, DType::I64, DType::I32}));
+    TSL_RETURN_IF_ERROR(dtypeIs(
+        in(0), "operand", {DType::F32, DType::F64, DType::I64, DType::I32}));
     return sameDType(in(0), out(0), "result");
   case OpKind::Gelu: {
     int64_t approx;
@@ -212,7 +212,12 @@ Status OpChecker::checkUnary() {
         return fail("attribute 'mantissa_bits' must be in [0, 23], got " +
                     std::to_string(m));
     }
-    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+    // round_float's bit arithmetic is f32's; the scalar functions take f64
+    // too (ScalarOps.h).
+    if (op.kind == OpKind::RoundFloat)
+      TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+    else
+      TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32, DType::F64}));
     return sameDType(in(0), out(0), "result");
   }
 }
@@ -249,12 +254,12 @@ Status OpChecker::checkBinary() {
     break;
   }
   if (types == Types::Float)
-    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::F32}));
+    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::F32, DType::F64}));
   else if (types == Types::Integer)
     TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand 0", {DType::I64, DType::I32}));
   else
-    TSL_RETURN_IF_ERROR(
-        dtypeIs(in(0), "operand 0", {DType::F32, DType::I64, DType::I32}));
+    TSL_RETURN_IF_ERROR(dtypeIs(
+        in(0), "operand 0", {DType::F32, DType::F64, DType::I64, DType::I32}));
   TSL_RETURN_IF_ERROR(pairLike(0));
   return broadcastResult();
 }
@@ -276,8 +281,9 @@ Status OpChecker::checkCompare() {
   if (!found)
     return fail("attribute 'predicate' = '" + pred +
                 "' is not one of eq, ne, lt, le, gt, ge");
-  TSL_RETURN_IF_ERROR(dtypeIs(
-      in(0), "operand 0", {DType::F32, DType::I64, DType::I32, DType::Bool}));
+  TSL_RETURN_IF_ERROR(
+      dtypeIs(in(0), "operand 0",
+              {DType::F32, DType::F64, DType::I64, DType::I32, DType::Bool}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), in(1), "operand 1"));
   TSL_RETURN_IF_ERROR(dtypeIs(out(0), "result", {DType::Bool}));
   return broadcastResult();
@@ -293,8 +299,8 @@ Status OpChecker::checkWhere() {
 Status OpChecker::checkMatmul() {
   TSL_RETURN_IF_ERROR(counts(2, 2, 1));
   // A half GEMM: half operands and result, f32 sums (docs/precision.md).
-  TSL_RETURN_IF_ERROR(
-      dtypeIs(in(0), "operand 0", {DType::F32, DType::BF16, DType::F16}));
+  TSL_RETURN_IF_ERROR(dtypeIs(
+      in(0), "operand 0", {DType::F32, DType::BF16, DType::F16, DType::F64}));
   TSL_RETURN_IF_ERROR(pairLike(0));
   Shape a = in(0).shape, b = in(1).shape;
   if (a.empty() || b.empty())
@@ -323,8 +329,8 @@ Status OpChecker::checkMatmul() {
 
 Status OpChecker::checkGemm() {
   TSL_RETURN_IF_ERROR(counts(2, 3, 1));
-  TSL_RETURN_IF_ERROR(
-      dtypeIs(in(0), "operand", {DType::F32, DType::BF16, DType::F16}));
+  TSL_RETURN_IF_ERROR(dtypeIs(
+      in(0), "operand", {DType::F32, DType::BF16, DType::F16, DType::F64}));
   for (size_t i = 1; i < op.operands.size(); ++i)
     TSL_RETURN_IF_ERROR(sameDType(in(0), in(i), "operand"));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
@@ -358,10 +364,10 @@ Status OpChecker::checkGemm() {
 Status OpChecker::checkReduce() {
   TSL_RETURN_IF_ERROR(counts(1, 1, 1));
   if (op.kind == OpKind::ReduceMean)
-    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+    TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32, DType::F64}));
   else
-    TSL_RETURN_IF_ERROR(
-        dtypeIs(in(0), "operand", {DType::F32, DType::I64, DType::I32}));
+    TSL_RETURN_IF_ERROR(dtypeIs(
+        in(0), "operand", {DType::F32, DType::F64, DType::I64, DType::I32}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   int64_t rank = static_cast<int64_t>(in(0).shape.size());
   std::vector<int64_t> dims;
@@ -397,7 +403,7 @@ Status OpChecker::checkReduce() {
 
 Status OpChecker::checkSoftmax() {
   TSL_RETURN_IF_ERROR(counts(1, 1, 1));
-  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32, DType::F64}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
   return axisOf(in(0).shape, "operand", -1);
@@ -406,8 +412,9 @@ Status OpChecker::checkSoftmax() {
 Status OpChecker::checkNorm() {
   bool layer = op.kind == OpKind::LayerNorm;
   TSL_RETURN_IF_ERROR(counts(2, layer ? 3 : 2, 1));
-  for (size_t i = 0; i < op.operands.size(); ++i)
-    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32, DType::F64}));
+  for (size_t i = 1; i < op.operands.size(); ++i)
+    TSL_RETURN_IF_ERROR(sameDType(in(0), in(i), "operand"));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
   TSL_RETURN_IF_ERROR(axisOf(in(0).shape, "operand", -1));
@@ -425,8 +432,9 @@ Status OpChecker::checkNorm() {
 
 Status OpChecker::checkBatchNorm() {
   TSL_RETURN_IF_ERROR(counts(5, 5, 1));
-  for (size_t i = 0; i < 5; ++i)
-    TSL_RETURN_IF_ERROR(dtypeIs(in(i), "operand", {DType::F32}));
+  TSL_RETURN_IF_ERROR(dtypeIs(in(0), "operand", {DType::F32, DType::F64}));
+  for (size_t i = 1; i < 5; ++i)
+    TSL_RETURN_IF_ERROR(sameDType(in(0), in(i), "operand"));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
   if (in(0).shape.size() < 2)
@@ -612,11 +620,11 @@ Status OpChecker::checkGatherElements() {
   return shapeIs(out(0), idx, "result");
 }
 
-// cumsum: one f32, i64 or i32 operand -> result of its type; `axis`.
+// cumsum: one f32, f64, i64 or i32 operand -> result of its type; `axis`.
 Status OpChecker::checkCumsum() {
   TSL_RETURN_IF_ERROR(counts(1, 1, 1));
-  TSL_RETURN_IF_ERROR(
-      dtypeIs(in(0), "operand", {DType::F32, DType::I64, DType::I32}));
+  TSL_RETURN_IF_ERROR(dtypeIs(
+      in(0), "operand", {DType::F32, DType::F64, DType::I64, DType::I32}));
   TSL_RETURN_IF_ERROR(sameDType(in(0), out(0), "result"));
   TSL_RETURN_IF_ERROR(shapeIs(out(0), in(0).shape, "result"));
   return axisOf(in(0).shape, "operand", 0);

@@ -59,12 +59,14 @@ DEFAULT_DATA = "/usr/share/libonnx-testdata/data/node"
 DEFAULT_SCOPE = os.path.join(HERE, "scope.txt")
 MIN_OPSET, MAX_OPSET = 13, 23
 RTOL, ATOL = 1e-3, 1e-7
-# What the runtime holds (runtime/README.md): f32, i64, i32, bool, bf16, f16.
+# What the runtime holds (runtime/README.md): f32, i64, i32, bool, bf16, f16,
+# f64.
 # numpy has no bf16: onnx's to_array gives a bf16 tensor as f32, which is
 # what tessel-run takes for a bf16 input and writes for a bf16 output.
 HELD = {onnx.TensorProto.FLOAT: "f32", onnx.TensorProto.INT64: "i64",
         onnx.TensorProto.INT32: "i32", onnx.TensorProto.BOOL: "bool",
-        onnx.TensorProto.BFLOAT16: "bf16", onnx.TensorProto.FLOAT16: "f16"}
+        onnx.TensorProto.BFLOAT16: "bf16", onnx.TensorProto.FLOAT16: "f16",
+        onnx.TensorProto.DOUBLE: "f64"}
 TIMEOUT_S = 120
 
 
@@ -153,7 +155,7 @@ def static_scope(model):
         if et not in HELD:
             bad.add(dtype_name(et))
     if bad:
-        return ("dtype not supported: %s (the runtime holds f32, i64, i32, bool, bf16, f16)"
+        return ("dtype not supported: %s (the runtime holds f32, i64, i32, bool, bf16, f16, f64)"
                 % ", ".join(sorted(bad)))
     return None
 
@@ -180,7 +182,7 @@ OUT_PATTERNS = [
      lambda m: "op has no run-time kernel (imported only when its inputs are "
                "constants and it folds): " + m.group(1)),
     (re.compile(r"has element type (\w+), which Tessel does not support"),
-     lambda m: "dtype not supported: %s (the runtime holds f32, i64, i32, bool, bf16, f16)"
+     lambda m: "dtype not supported: %s (the runtime holds f32, i64, i32, bool, bf16, f16, f64)"
      % m.group(1).lower()),
     (re.compile(r"must be known at import time; it depends on values computed at run "
                 r"time|has a dynamic dim|start, limit and delta must be known at import "

@@ -10,11 +10,12 @@
 namespace tessel::runtime {
 
 namespace {
-constexpr DTypeNames kNames = {"f32", "i64", "i32", "bool", "bf16", "f16"};
+constexpr DTypeNames kNames = {"f32",  "i64", "i32", "bool",
+                               "bf16", "f16", "f64"};
 } // namespace
 
 size_t dtypeSize(DType t) {
-  constexpr size_t kSizes[] = {4, 8, 4, 1, 2, 2};
+  constexpr size_t kSizes[] = {4, 8, 4, 1, 2, 2, 8};
   unsigned i = static_cast<unsigned>(t) - 1;
   return i < std::size(kSizes) ? kSizes[i] : 1;
 }
@@ -25,7 +26,7 @@ std::optional<DType> parseDType(std::string_view name) {
   return parseDTypeIn(kNames, name);
 }
 
-bool isValidDType(int value) { return value >= 1 && value <= 6; }
+bool isValidDType(int value) { return value >= 1 && value <= 7; }
 
 int64_t numElements(const Shape &shape) {
   // A zero dim after an overflowing prefix still gives 0 elements.

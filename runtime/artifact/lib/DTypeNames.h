@@ -1,7 +1,7 @@
 //===- DTypeNames.h - The element types' names in each format ---*- C++ -*-===//
 //
-// A format names the element types with a table of six strings (F32, I64,
-// I32, Bool, BF16, F16: DType's values 1 to 6, in order; nullptr where the
+// A format names the element types with a table of seven strings (F32, I64,
+// I32, Bool, BF16, F16, F64: DType's values 1 to 7, in order; nullptr where the
 // format has no name for one); these look a type up in one and back.
 //
 //===----------------------------------------------------------------------===//
@@ -16,7 +16,7 @@
 
 namespace tessel::runtime {
 
-using DTypeNames = std::array<const char *, 6>;
+using DTypeNames = std::array<const char *, 7>;
 
 /// `t`'s name in `names`; `unknown` for a value out of range.
 inline const char *dtypeNameIn(const DTypeNames &names, DType t,

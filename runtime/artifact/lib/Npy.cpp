@@ -17,7 +17,8 @@ const char kMagic[] = "\x93NUMPY";
 /// The 'descr' of each dtype.
 // numpy has no bf16: a bf16 tensor is written as f32, exactly (encodeNpy),
 // and an input of bf16 takes f32 (Executor::setInputFrom).
-constexpr DTypeNames kDescr = {"<f4", "<i8", "<i4", "|b1", nullptr, "<f2"};
+constexpr DTypeNames kDescr = {"<f4",   "<i8", "<i4", "|b1",
+                               nullptr, "<f2", "<f8"};
 
 /// A tiny scanner over the header dict, e.g.
 /// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
@@ -166,7 +167,7 @@ Status parseNpy(const void *data, size_t size, const std::string &what,
   std::optional<DType> parsed = parseDTypeIn(kDescr, header.descr);
   if (!parsed)
     return fail("unsupported dtype '" + header.descr +
-                "' (supported: <f4, <i8, <i4, |b1, <f2)");
+                "' (supported: <f4, <i8, <i4, |b1, <f2, <f8)");
   DType dtype = *parsed;
   std::optional<uint64_t> bytes = byteSize(dtype, shape);
   if (!bytes)

@@ -20,7 +20,8 @@ namespace {
 constexpr size_t kMaxJsonDepth = 32;
 
 /// The "dtype" of each dtype.
-constexpr DTypeNames kDTypeNames = {"F32", "I64", "I32", "BOOL", "BF16", "F16"};
+constexpr DTypeNames kDTypeNames = {"F32",  "I64", "I32", "BOOL",
+                                    "BF16", "F16", "F64"};
 
 } // namespace
 

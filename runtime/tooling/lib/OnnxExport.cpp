@@ -45,6 +45,8 @@ int onnxType(DType t) {
   case DType::Bool: return 9; // BOOL
   case DType::F16: return 10; // FLOAT16
   case DType::BF16: return 16; // BFLOAT16
+  case DType::F64:
+    return 11; // DOUBLE
   }
   return 0;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Builds the half-precision models the precision tests use: small random
-transformers cast with .to(torch.bfloat16) / .to(torch.float16), as users
-hold checkpoints, and exported by torch.onnx.export, with PyTorch's own
-half output as the reference.
+"""Builds the models the precision tests use: small random transformers cast
+with .to(torch.bfloat16) / .to(torch.float16), as users hold checkpoints, or
+.to(torch.float64), and exported by torch.onnx.export, with PyTorch's own
+output of the cast model as the reference.
 
     python make.py [OUT_DIR]
 
@@ -12,9 +12,9 @@ needs torch, transformers, onnx, onnxscript. Writes OUT_DIR/NAME/:
                                   stack traces dropped, to keep the files
                                   small; the importer reads no trace)
   input_ids.npy                   i64 [2, 16]
-  output.npy                      PyTorch's logits of the half model: f32
+  output.npy                      PyTorch's logits of the cast model: f32
                                   holding the bf16 values (numpy has no
-                                  bf16), float16 for f16
+                                  bf16), float16 for f16, float64 for f64
   meta.json                       dtype, exporter, versions
   train/ (llama_bf16, llama_f16, gpt2_bf16)
       batches.npy  i64 [5, 2, 17]: step k trains on [:, :-1] -> [:, 1:]
@@ -22,7 +22,9 @@ needs torch, transformers, onnx, onnxscript. Writes OUT_DIR/NAME/:
 
 NAME: llama_bf16, llama_f16, gpt2_bf16 (tied head), gpt2_f16 by the default
 exporter; encoder_f16_ts (torch's nn.TransformerEncoder) by the TorchScript
-exporter (dynamo=False), which refuses transformers 5's models.
+exporter (dynamo=False), which refuses transformers 5's models; llama_f64
+(default exporter) and encoder_f64_ts (TorchScript), smaller (hidden 32, one
+layer) since each weight takes eight bytes.
 """
 import json
 import os
@@ -50,13 +52,14 @@ class LogitsOnly(torch.nn.Module):
 class Encoder(torch.nn.Module):
     """nn.TransformerEncoder over an embedding: torch's own layers."""
 
-    def __init__(self):
+    def __init__(self, hidden=64, layers=2, activation="relu"):
         super().__init__()
-        self.embed = torch.nn.Embedding(128, 64)
-        layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0,
+        self.embed = torch.nn.Embedding(128, hidden)
+        layer = torch.nn.TransformerEncoderLayer(hidden, 4, 2 * hidden, dropout=0.0,
+                                                 activation=activation,
                                                  batch_first=True)
-        self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-        self.head = torch.nn.Linear(64, 128)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(hidden, 128)
 
     def forward(self, input_ids, use_cache=False):
         return (self.head(self.encoder(self.embed(input_ids))),)
@@ -65,6 +68,13 @@ class Encoder(torch.nn.Module):
 def build(arch):
     if arch == "encoder":
         return Encoder()
+    if arch == "encoder_small":
+        return Encoder(hidden=32, layers=1, activation="gelu")
+    if arch == "llama_small":
+        c = T.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64,
+                          num_hidden_layers=1, num_attention_heads=4,
+                          num_key_value_heads=2, max_position_embeddings=64)
+        return T.LlamaForCausalLM(c)
     if arch == "llama":
         c = T.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128,
                           num_hidden_layers=2, num_attention_heads=4,
@@ -160,6 +170,8 @@ def main():
     make(out, "gpt2_bf16", "gpt2", torch.bfloat16, True)
     make(out, "gpt2_f16", "gpt2", torch.float16, True)
     make(out, "encoder_f16_ts", "encoder", torch.float16, False)
+    make(out, "llama_f64", "llama_small", torch.float64, True)
+    make(out, "encoder_f64_ts", "encoder_small", torch.float64, False)
     train_reference(out, "llama_bf16", "llama", torch.bfloat16)
     train_reference(out, "llama_f16", "llama", torch.float16)
     train_reference(out, "gpt2_bf16", "gpt2", torch.bfloat16)

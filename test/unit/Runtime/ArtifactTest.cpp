@@ -436,9 +436,9 @@ TEST(ProgramValidation, RejectsBadPrograms) {
       [](ProgramBuilder &p) {
         int a = p.addInput("a", DType::F32, {2});
         int c = p.addBuffer(DType::I64, {2});
-        p.addOp("cast", {a}, {c}, Attrs().s("to", "f64"));
+        p.addOp("cast", {a}, {c}, Attrs().s("to", "f128"));
       },
-      "attribute 'to' = 'f64'");
+      "attribute 'to' = 'f128'");
   expectBuildError(
       [](ProgramBuilder &p) {
         int a = p.addInput("a", DType::F32, {2});

@@ -34,6 +34,31 @@ TEST_P(UnaryTest, MatchesReference) {
   }
 }
 
+// The same op on f64 (docs/precision.md): libm's double functions, within
+// a few units of f64's last place of the formula (1e-15 absolute), where
+// f32 would be 1e-7 away. leaky_relu's alpha is ONNX's f32 attribute, in f64 as
+// it is.
+TEST_P(UnaryTest, MatchesReferenceInF64) {
+  const UnaryCase &c = std::get<0>(GetParam());
+  int threads = std::get<1>(GetParam());
+  std::mt19937 rng(8);
+  for (Shape shape : {Shape{}, Shape{7}, Shape{257, 131}}) {
+    Tensor x = randomF64(shape, rng, c.lo, c.hi);
+    auto out = runOp(c.op, {x}, {{DType::F64, shape}}, {}, threads);
+    ASSERT_EQ(out[0].dtype(), DType::F64);
+    std::vector<double> want;
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      const double v = x.data<double>()[i];
+      want.push_back(std::string(c.op) == "leaky_relu"
+                         ? (v < 0 ? double(0.01f) * v : v)
+                         : c.ref(v));
+    }
+    // atol for the cancellations of the formulas (gelu's 1 + erf for
+    // x < 0, hard_swish's x / 6 + 1/2 near -3), which both sides compute.
+    expectNear(out[0], want, 1e-15, 1e-14);
+  }
+}
+
 const double kPi = 3.14159265358979323846;
 
 /// "OP_threadsN": the test name of a (case, threads) parameter.
@@ -345,6 +370,48 @@ TEST(Where, ThreeWayBroadcast) {
   Tensor x = Tensor::fromVector<int64_t>(DType::I64, {3}, {1, 2, 3});
   Tensor y = Tensor::fromVector<int64_t>(DType::I64, {}, {-1});
   expectEqual<int64_t>(runOp("where", {c, x, y}, {{DType::I64, {3}}})[0], {1, -1, 3});
+}
+
+// The binary ops, compare and where on f64: exact IEEE operations (pow and
+// fmod libm's), broadcast as for f32.
+TEST(Binary, F64) {
+  std::mt19937 rng(31);
+  const Tensor a = randomF64({3, 4}, rng, 0.5, 3.0),
+               b = randomF64({4}, rng, 0.5, 3.0);
+  struct Case {
+    const char *op;
+    double (*ref)(double, double);
+  };
+  const Case cases[] = {
+      {"add", [](double x, double y) { return x + y; }},
+      {"sub", [](double x, double y) { return x - y; }},
+      {"mul", [](double x, double y) { return x * y; }},
+      {"div", [](double x, double y) { return x / y; }},
+      {"pow", [](double x, double y) { return std::pow(x, y); }},
+      {"max", [](double x, double y) { return std::max(x, y); }},
+      {"min", [](double x, double y) { return std::min(x, y); }}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.op);
+    auto out = runOp(c.op, {a, b}, {{DType::F64, {3, 4}}});
+    std::vector<double> want;
+    for (int64_t i = 0; i < 12; ++i)
+      want.push_back(c.ref(a.data<double>()[i], b.data<double>()[i % 4]));
+    expectNear(out[0], want, 0, 0);
+  }
+  auto fmod = runOp("fmod", {a, b}, {{DType::F64, {3, 4}}});
+  for (int64_t i = 0; i < 12; ++i)
+    EXPECT_EQ(fmod[0].data<double>()[i],
+              std::fmod(a.data<double>()[i], b.data<double>()[i % 4]));
+  // 1 + 2^-40 > 1 in f64, equal in f32: the compare reads f64.
+  const Tensor x =
+      Tensor::fromVector<double>(DType::F64, {2}, {1.0 + 0x1p-40, 1.0});
+  const Tensor one = Tensor::fromVector<double>(DType::F64, {1}, {1.0});
+  auto gt = runOp("compare", {x, one}, {{DType::Bool, {2}}},
+                  Attrs().s("predicate", "gt"));
+  EXPECT_EQ(gt[0].data<uint8_t>()[0], 1);
+  EXPECT_EQ(gt[0].data<uint8_t>()[1], 0);
+  auto w = runOp("where", {gt[0], x, one}, {{DType::F64, {2}}});
+  EXPECT_EQ(w[0].data<double>()[0], 1.0 + 0x1p-40);
 }
 
 // The load names the operand whose dtype differs from the one it pairs

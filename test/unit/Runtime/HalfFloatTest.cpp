@@ -2,7 +2,8 @@
 //
 // HalfFloat.h's conversions against independent references (the
 // compiler's _Float16 for f16; the two neighbouring bf16 values compared
-// in double for bf16), the cast kernel between every pair of types, the
+// in double for bf16), from f32 and from f64, the cast kernel between every
+// pair of types, the
 // verifier's refusal of halves in arithmetic, and the halves in npy and
 // safetensors files.
 //
@@ -174,6 +175,81 @@ TEST(HalfFloat, CastKernelMatchesTheScalarConversions) {
             << "half bits " << b;
       else
         ASSERT_EQ(bitsOfF32(got), bitsOfF32(want)) << "half bits " << b;
+    }
+  }
+}
+
+// f64 to a half rounds once, to the half nearest the f64 (as numpy's
+// astype and PyTorch's casts do), not through the nearest f32, which can
+// round twice: 1 + 2^-11 + 2^-40 is nearest f32 1 + 2^-11, a tie between
+// f16s that goes to even (1), where the f64 is nearer 1 + 2^-10.
+TEST(HalfFloat, F64CastsRoundOnceToEachHalf) {
+  std::vector<double> d = {1.0 + 0x1p-11 + 0x1p-40,
+                           -(1.0 + 0x1p-11 + 0x1p-40),
+                           1.0 + 0x1p-8 + 0x1p-40,
+                           1.0 + 0x1p-8 - 0x1p-40,
+                           1.0 + 0x1p-11,
+                           65520.0 - 0x1p-30,
+                           65520.0,
+                           1e300,
+                           -1e300,
+                           1e-300,
+                           -1e-300,
+                           0.0,
+                           -0.0,
+                           0x1p-25 + 0x1p-60,
+                           std::numeric_limits<double>::infinity()};
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 100000; ++i) {
+    // Near the halves' range: exponents within f32's, random mantissas.
+    const double m = 1.0 + std::ldexp(static_cast<double>(rng() >> 12), -52);
+    const int e = static_cast<int>(rng() % 300) - 150;
+    d.push_back((rng() & 1 ? -1.0 : 1.0) * std::ldexp(m, e));
+  }
+  // bf16's reference: the two bf16 values around d, compared in double.
+  auto bf16Of = [](double x) {
+    uint16_t lo = static_cast<uint16_t>(bitsOfF32(static_cast<float>(x)) >> 16);
+    while (std::fabs(static_cast<double>(bf16ToF32(lo))) > std::fabs(x))
+      --lo; // magnitude down: sign-magnitude bits
+    const uint16_t hi = lo + 1;
+    const double dhi =
+        std::isinf(bf16ToF32(hi)) ? std::ldexp(1.0, 128) : bf16ToF32(hi);
+    const double below = std::fabs(x) - std::fabs(double(bf16ToF32(lo)));
+    const double above = std::fabs(dhi) - std::fabs(x);
+    return below < above ? lo : above < below ? hi : (lo & 1 ? hi : lo);
+  };
+  const int64_t n = static_cast<int64_t>(d.size());
+  const Tensor in = Tensor::fromVector<double>(DType::F64, {n}, d);
+  const Tensor toF16 =
+      runOp("cast", {in}, {{DType::F16, {n}}}, Attrs().s("to", "f16"))[0];
+  const Tensor toBf16 =
+      runOp("cast", {in}, {{DType::BF16, {n}}}, Attrs().s("to", "bf16"))[0];
+  const Tensor toF32 =
+      runOp("cast", {in}, {{DType::F32, {n}}}, Attrs().s("to", "f32"))[0];
+  for (int64_t i = 0; i < n; ++i) {
+    const _Float16 ref = static_cast<_Float16>(d[i]);
+    uint16_t want;
+    std::memcpy(&want, &ref, 2);
+    ASSERT_EQ(toF16.data<uint16_t>()[i], want) << "f64 " << d[i];
+    if (!std::isinf(d[i]))
+      ASSERT_EQ(toBf16.data<uint16_t>()[i], bf16Of(d[i])) << "f64 " << d[i];
+    ASSERT_EQ(bitsOfF32(toF32.data<float>()[i]),
+              bitsOfF32(static_cast<float>(d[i])));
+  }
+  EXPECT_EQ(toF16.data<uint16_t>()[0],
+            0x3c01); // not the double rounding's 0x3c00
+  // Every half widens to f64 exactly.
+  for (DType h : {DType::BF16, DType::F16}) {
+    Tensor all(h, {0x10000});
+    for (uint32_t b = 0; b < 0x10000; ++b)
+      all.data<uint16_t>()[b] = static_cast<uint16_t>(b);
+    Tensor up = runOp("cast", {all}, {{DType::F64, {0x10000}}},
+                      Attrs().s("to", "f64"))[0];
+    for (uint32_t b = 0; b < 0x10000; ++b) {
+      const double want = halfToF32(h, static_cast<uint16_t>(b));
+      const double got = up.data<double>()[b];
+      ASSERT_TRUE(got == want || (std::isnan(got) && std::isnan(want)))
+          << dtypeName(h) << " bits " << b;
     }
   }
 }

@@ -68,44 +68,57 @@ TEST(MatMul, NumpyShapes) {
       {{2, 1, 3, 4}, {5, 4, 6}}, {{3, 4}, {2, 4, 5}},  {{2, 3, 4}, {4}},
       {{5}, {2, 5, 3}},        {{1, 3, 4}, {2, 4, 5}}, {{2, 12, 16, 8}, {2, 12, 8, 16}},
       {{3, 0}, {0, 4}},        {{64, 128}, {128, 96}}, {{2, 33, 65}, {65, 17}}};
-  for (int threads : {1, 2})
-    for (const auto &[as, bs] : cases) {
-      Tensor a = randomF32(as, rng), b = randomF32(bs, rng);
-      Shape rs;
-      std::vector<double> want = refMatMul(a, b, rs);
-      SCOPED_TRACE(shapeToString(as) + " @ " + shapeToString(bs));
-      auto out = runOp("matmul", {a, b}, {{DType::F32, rs}}, {}, threads);
-      ASSERT_EQ(out.size(), 1u);
-      expectNear(out[0], want, 1e-4, 1e-5);
-    }
+  // f64 too (dgemm, Gemm.h): products of f32 values are exact in f64, so
+  // only the sums' order separates it from the reference: 1e-13, where f32
+  // arithmetic is 1e-7 away.
+  for (DType dt : {DType::F32, DType::F64})
+    for (int threads : {1, 2})
+      for (const auto &[as, bs] : cases) {
+        Tensor a = randomF32(as, rng), b = randomF32(bs, rng);
+        Shape rs;
+        std::vector<double> want = refMatMul(a, b, rs);
+        SCOPED_TRACE(std::string(dtypeName(dt)) + " " + shapeToString(as) +
+                     " @ " + shapeToString(bs));
+        const bool f64 = dt == DType::F64;
+        auto out = runOp("matmul", {f64 ? toF64(a) : a, f64 ? toF64(b) : b},
+                         {{dt, rs}}, {}, threads);
+        ASSERT_EQ(out.size(), 1u);
+        ASSERT_EQ(out[0].dtype(), dt);
+        expectNear(out[0], want, f64 ? 1e-13 : 1e-4, f64 ? 1e-13 : 1e-5);
+      }
 }
 
 TEST(Gemm, TransposesAlphaBetaAndC) {
   std::mt19937 rng(22);
   const int64_t m = 5, k = 7, n = 3;
-  for (bool ta : {false, true})
-    for (bool tb : {false, true})
-      for (Shape cs : {Shape{}, Shape{n}, Shape{m, 1}, Shape{1, n}, Shape{m, n}, Shape{0}}) {
-        bool hasC = !(cs.size() == 1 && cs[0] == 0);
-        Tensor a = randomF32(ta ? Shape{k, m} : Shape{m, k}, rng);
-        Tensor b = randomF32(tb ? Shape{n, k} : Shape{k, n}, rng);
-        Tensor c = randomF32(hasC ? cs : Shape{1}, rng);
-        float alpha = 0.5f, beta = hasC ? 2.0f : 1.0f;
-        std::vector<Tensor> ins = {a, b};
-        if (hasC)
-          ins.push_back(c);
-        auto out = runOp("gemm", ins, {{DType::F32, {m, n}}},
-                         Attrs()
-                             .i("trans_a", ta)
-                             .i("trans_b", tb)
-                             .f("alpha", alpha)
-                             .f("beta", beta));
-        std::vector<double> want =
-            refGemm(a, b, hasC ? &c : nullptr, cs, ta, tb, m, k, n, alpha, beta);
-        SCOPED_TRACE("ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
-                     " C=" + (hasC ? shapeToString(cs) : "none"));
-        expectNear(out[0], want, 1e-5, 1e-5);
-      }
+  for (DType dt : {DType::F32, DType::F64}) // f64 as in NumpyShapes
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (Shape cs : {Shape{}, Shape{n}, Shape{m, 1}, Shape{1, n},
+                         Shape{m, n}, Shape{0}}) {
+          bool hasC = !(cs.size() == 1 && cs[0] == 0);
+          Tensor a = randomF32(ta ? Shape{k, m} : Shape{m, k}, rng);
+          Tensor b = randomF32(tb ? Shape{n, k} : Shape{k, n}, rng);
+          Tensor c = randomF32(hasC ? cs : Shape{1}, rng);
+          float alpha = 0.5f, beta = hasC ? 2.0f : 1.0f;
+          const bool f64 = dt == DType::F64;
+          std::vector<Tensor> ins = {f64 ? toF64(a) : a, f64 ? toF64(b) : b};
+          if (hasC)
+            ins.push_back(f64 ? toF64(c) : c);
+          auto out = runOp("gemm", ins, {{dt, {m, n}}},
+                           Attrs()
+                               .i("trans_a", ta)
+                               .i("trans_b", tb)
+                               .f("alpha", alpha)
+                               .f("beta", beta));
+          std::vector<double> want = refGemm(a, b, hasC ? &c : nullptr, cs, ta,
+                                             tb, m, k, n, alpha, beta);
+          SCOPED_TRACE(std::string(dtypeName(dt)) + " ta=" +
+                       std::to_string(ta) + " tb=" + std::to_string(tb) +
+                       " C=" + (hasC ? shapeToString(cs) : "none"));
+          ASSERT_EQ(out[0].dtype(), dt);
+          expectNear(out[0], want, f64 ? 1e-13 : 1e-5, f64 ? 1e-13 : 1e-5);
+        }
 }
 
 /// A half GEMM's result against the double reference on the same values:

@@ -19,8 +19,14 @@ TEST(Npy, RoundTripsEveryDType) {
   for (int i = 0; i < 4; ++i)
     i32.data<int32_t>()[i] = i * 1000 - 7;
   tensors.push_back(i32);
+  Tensor f64(DType::F64, {3});
+  const double f64Values[] = {1.0 / 3.0, -1e300, 5e-324};
+  std::memcpy(f64.data(), f64Values, sizeof f64Values);
+  tensors.push_back(f64);
   for (const Tensor &t : tensors) {
     std::string img = encodeNpy(t);
+    if (t.dtype() == DType::F64)
+      EXPECT_NE(img.find("'<f8'"), std::string::npos);
     // numpy aligns the data to 64 bytes (format 1.0 header).
     EXPECT_EQ((img.size() - t.byteSize()) % 64, 0u);
     Tensor back;
@@ -82,9 +88,9 @@ TEST(Npy, RejectsBadFiles) {
   expectError("NUMPY garbage", "magic");
   expectError(good.substr(0, good.size() - 1), "truncated data");
   expectError(good.substr(0, 20), "truncated header");
-  std::string f8 = good;
-  f8.replace(f8.find("<f4"), 3, "<f8");
-  expectError(f8, "unsupported dtype '<f8'");
+  std::string c8 = good;
+  c8.replace(c8.find("<f4"), 3, "<c8");
+  expectError(c8, "unsupported dtype '<c8'");
   std::string fortran = good;
   fortran.replace(fortran.find("False"), 5, "True ");
   expectError(fortran, "fortran_order");

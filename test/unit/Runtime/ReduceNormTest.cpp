@@ -125,6 +125,81 @@ TEST(Softmax, AnyAxis) {
       }
 }
 
+// f64 (docs/precision.md): the double reference on the same values within
+// 1e-13, where f32's kernels are 1e-7 away.
+TEST(Softmax, F64) {
+  std::mt19937 rng(36);
+  for (auto [shape, axis] : std::vector<std::pair<Shape, int64_t>>{
+           {{3, 5}, -1}, {{2, 3, 4}, 1}, {{4, 300}, -1}})
+    for (const char *op : {"softmax", "log_softmax"}) {
+      Tensor x = randomF32(shape, rng, -10, 10);
+      auto out = runOp(op, {toF64(x)}, {{DType::F64, shape}},
+                       Attrs().i("axis", axis), 2);
+      SCOPED_TRACE(std::string(op) + " " + shapeToString(shape));
+      expectNear(out[0], refSoftmax(x, axis, std::string(op) == "log_softmax"),
+                 1e-13, 1e-13);
+    }
+}
+
+TEST(LayerNorm, F64) {
+  std::mt19937 rng(37);
+  const Shape shape = {5, 96};
+  for (bool rms : {false, true}) {
+    Tensor x = randomF32(shape, rng, -3, 3), sc = randomF32({96}, rng),
+           bi = randomF32({96}, rng);
+    std::vector<Tensor> ins = {toF64(x), toF64(sc)};
+    if (!rms)
+      ins.push_back(toF64(bi));
+    auto out =
+        runOp(rms ? "rms_norm" : "layer_norm", ins, {{DType::F64, shape}},
+              Attrs().i("axis", -1).f("epsilon", 1e-5f));
+    // epsilon is an f32 attribute (ONNX's is a float): 1e-5f, widened.
+    const double eps = 1e-5f;
+    std::vector<double> want;
+    for (int64_t r = 0; r < 5; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < 96; ++i)
+        mean += x.data<float>()[r * 96 + i];
+      mean /= 96;
+      for (int64_t i = 0; i < 96; ++i) {
+        double v = x.data<float>()[r * 96 + i];
+        var += rms ? v * v : (v - mean) * (v - mean);
+      }
+      var /= 96;
+      for (int64_t i = 0; i < 96; ++i) {
+        double v = x.data<float>()[r * 96 + i];
+        double y =
+            (rms ? v : v - mean) / std::sqrt(var + eps) * sc.data<float>()[i];
+        want.push_back(rms ? y : y + bi.data<float>()[i]);
+      }
+    }
+    SCOPED_TRACE(rms ? "rms_norm" : "layer_norm");
+    expectNear(out[0], want, 1e-13, 1e-13);
+  }
+}
+
+TEST(Reduce, F64SumMeanMaxAndCumsum) {
+  // 1 -/+ 2^-40 (row 1: 3 2^-40) alternating: f64 holds each and sums them
+  // exactly; f32 holds none of them.
+  Tensor x(DType::F64, {2, 4096});
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    x.data<double>()[i] = 1.0 + 0x1p-40 * (i % 2 ? 1 : -1) * (i < 4096 ? 1 : 3);
+  auto sum = runOp("reduce_sum", {x}, {{DType::F64, {2}}},
+                   Attrs().is("dims", {1}).i("keep_dims", 0));
+  EXPECT_EQ(sum[0].data<double>()[0], 4096.0);
+  auto mean = runOp("reduce_mean", {x}, {{DType::F64, {2}}},
+                    Attrs().is("dims", {1}).i("keep_dims", 0));
+  EXPECT_EQ(mean[0].data<double>()[1], 1.0);
+  auto mx = runOp("reduce_max", {x}, {{DType::F64, {2}}},
+                  Attrs().is("dims", {1}).i("keep_dims", 0));
+  EXPECT_EQ(mx[0].data<double>()[0], 1.0 + 0x1p-40);
+  EXPECT_EQ(mx[0].data<double>()[1], 1.0 + 3 * 0x1p-40);
+  auto cs =
+      runOp("cumsum", {x}, {{DType::F64, {2, 4096}}}, Attrs().i("axis", 1));
+  EXPECT_EQ(cs[0].data<double>()[0], 1.0 - 0x1p-40);
+  EXPECT_EQ(cs[0].data<double>()[1], 2.0);
+}
+
 TEST(Softmax, MaskedRow) {
   // -inf entries (causal masks) give exact zeros.
   Tensor x = Tensor::fromVector<float>(DType::F32, {1, 4}, {1.0f, -INFINITY, 2.0f, -INFINITY});

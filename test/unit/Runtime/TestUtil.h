@@ -24,6 +24,25 @@ inline Tensor randomF32(const Shape &shape, std::mt19937 &rng, float lo = -2.0f,
   return t;
 }
 
+/// Uniform f64 values in [lo, hi) (f64 models, docs/precision.md).
+inline Tensor randomF64(const Shape &shape, std::mt19937 &rng, double lo = -2.0,
+                        double hi = 2.0) {
+  Tensor t(DType::F64, shape);
+  std::uniform_real_distribution<double> d(lo, hi);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.data<double>()[i] = d(rng);
+  return t;
+}
+
+/// An f32 tensor's values as f64 (exact): f64 kernels checked against the
+/// double references of the f32 tests.
+inline Tensor toF64(const Tensor &f) {
+  Tensor d(DType::F64, f.shape());
+  for (int64_t i = 0; i < f.numElements(); ++i)
+    d.data<double>()[i] = f.data<float>()[i];
+  return d;
+}
+
 /// Uniform values in [-2, 2] rounded to `half` (BF16 or F16): the half
 /// tensor and its exact f32 widening.
 inline std::pair<Tensor, Tensor> halfPair(DType half, const Shape &shape,
@@ -331,11 +350,13 @@ inline std::vector<Tensor> runOp(const std::string &op,
 /// Expects |got - want| <= atol + rtol * |want| elementwise.
 inline void expectNear(const Tensor &got, const std::vector<double> &want,
                        double atol = 1e-5, double rtol = 1e-5) {
-  ASSERT_EQ(got.dtype(), DType::F32);
+  ASSERT_TRUE(got.dtype() == DType::F32 || got.dtype() == DType::F64);
   ASSERT_EQ(got.numElements(), static_cast<int64_t>(want.size()));
   int bad = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    double g = got.data<float>()[i], w = want[i];
+    double g = got.dtype() == DType::F64 ? got.data<double>()[i]
+                                         : got.data<float>()[i];
+    double w = want[i];
     bool ok = (std::isnan(w) && std::isnan(g)) ||
               (std::isinf(w) && g == w) ||
               std::fabs(g - w) <= atol + rtol * std::fabs(w);

@@ -18,7 +18,8 @@ enum class DType : uint8_t {
   I32 = 3,
   Bool = 4,
   BF16 = 5,
-  F16 = 6
+  F16 = 6,
+  F64 = 7
 };
 
 /// bf16 or f16: stored in two bytes, computed in f32 (docs/precision.md).
@@ -28,7 +29,7 @@ using Shape = std::vector<int64_t>;
 
 /// Bytes per element.
 size_t dtypeSize(DType t);
-/// "f32", "i64", "i32", "bool", "bf16", "f16".
+/// "f32", "i64", "i32", "bool", "bf16", "f16", "f64".
 const char *dtypeName(DType t);
 /// Parses the names dtypeName() prints; nullopt otherwise.
 std::optional<DType> parseDType(std::string_view name);

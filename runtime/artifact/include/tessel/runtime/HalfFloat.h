@@ -103,6 +103,25 @@ TESSEL_HALF_HOST_DEVICE inline uint16_t f32ToHalf(DType half, float f) {
   return half == DType::BF16 ? f32ToBf16(f) : f32ToF16(f);
 }
 
+/// `d` rounded toward zero to f32, the last bit set when inexact ("round to
+/// odd"): rounding that to a half, to nearest even, gives `d`'s own nearest
+/// half (f32 keeps more than two bits beyond either half's), where rounding
+/// `d` to nearest f32 first could round twice. Infinities and NaNs as they
+/// are; past f32's range, f32's largest value (odd), which every half
+/// rounds to infinity.
+inline float f64ToF32RoundToOdd(double d) {
+  float f = static_cast<float>(d);
+  if (d != d || static_cast<double>(f) == d)
+    return f;
+  uint32_t u = bitsOfF32(f);
+  // The magnitude one step down when rounding went up (sign-magnitude
+  // bits: the same step for either sign; a zero never went up).
+  const double af = f < 0 ? -static_cast<double>(f) : static_cast<double>(f);
+  if (af > (d < 0 ? -d : d))
+    u -= 1;
+  return f32OfBits(u | 1u);
+}
+
 /// n values of `half` widened to f32 (npy files, Python's arrays, f32
 /// masters written from a half model's data).
 inline void widenHalves(DType half, const uint16_t *h, float *f, size_t n) {

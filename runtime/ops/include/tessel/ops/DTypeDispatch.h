@@ -23,17 +23,25 @@ namespace tessel::runtime {
 
 template <typename T> struct TypeTag { using type = T; };
 
-/// Calls f(TypeTag<T>()) with T the type of `t`'s elements: float, int64_t,
-/// int32_t, or uint8_t for bool. The halves (bf16, f16) have no arithmetic
-/// kernels: the program verifier refuses them for every op but data
-/// movement and cast (the compiler computes them in f32 around the op,
+/// Calls f(TypeTag<T>()) with T the type of `t`'s elements: float, double,
+/// int64_t, int32_t, or uint8_t for bool. The halves (bf16, f16) have no
+/// arithmetic kernels: the program verifier refuses them for every op but
+/// data movement and cast (the compiler computes them in f32 around the op,
 /// -tessel-float-normalization), so none reaches here; castKernel and
-/// visitElementSize handle them.
+/// visitElementSize handle them. f64 is computed on the CPU only: the CUDA
+/// executor refuses a program that holds it (docs/precision.md), so device
+/// code instantiates no double kernels.
 template <typename F> decltype(auto) visitDType(DType t, F &&f) {
   switch (t) {
   case DType::BF16:
   case DType::F16:
     std::abort(); // unreachable: refused by the verifier
+  case DType::F64:
+#if defined(__CUDACC__)
+    std::abort(); // unreachable: refused by the CUDA executor
+#else
+    return f(TypeTag<double>());
+#endif
   case DType::I64:
     return f(TypeTag<int64_t>());
   case DType::I32:

@@ -28,9 +28,10 @@ namespace tessel::runtime::scalar {
 struct Integer {};
 
 /// Whether a functor over `Types` (Float, Numeric, Integer) takes elements
-/// of type T (float, int64_t, int32_t; never bool's uint8_t).
+/// of type T (float and double, int64_t, int32_t; never bool's uint8_t).
+/// Float means f32 and f64; Numeric f32, f64, i64 and i32.
 template <class Types, class T> constexpr bool takes() {
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
     return !std::is_same_v<Types, Integer>;
   else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>)
     return !std::is_same_v<Types, Float>;
@@ -112,18 +113,18 @@ template <class M> struct FMod {
 /// PyTorch's and ONNX Runtime's CPU kernels special-case them.
 template <class M> struct Pow {
   bool scalarExponent = false;
-  TESSEL_HOST_DEVICE float operator()(float x, float y) const {
+  template <class T> TESSEL_HOST_DEVICE T operator()(T x, T y) const {
     if (scalarExponent) {
-      if (y == 2.0f)
+      if (y == T(2))
         return x * x;
-      if (y == 3.0f)
+      if (y == T(3))
         return x * x * x;
-      if (y == 1.0f)
+      if (y == T(1))
         return x;
-      if (y == 0.5f)
+      if (y == T(0.5))
         return M::sqrt(x);
-      if (y == -1.0f)
-        return 1.0f / x;
+      if (y == T(-1))
+        return T(1) / x;
     }
     return M::pow(x, y);
   }

@@ -45,7 +45,8 @@
 namespace tessel::runtime::scalar {
 
 /// The dtypes a functor takes (the second column of the generated list):
-/// Float: f32; Numeric: f32, i64, i32; Bool: bool (its uint8_t elements).
+/// Float: f32, f64; Numeric: f32, f64, i64, i32; Bool: bool (its uint8_t
+/// elements). f64 runs on the CPU only (docs/precision.md).
 struct Float {};
 struct Numeric {};
 struct Bool {};
@@ -67,6 +68,16 @@ template <class T> TESSEL_HOST_DEVICE inline T negate(T v) {
   } else {
     return -v;
   }
+}
+
+/// The constant `f` in f32 and `d` in f64: a constant that f32 cannot
+/// hold exactly keeps its f32 value, and so the f32 kernels their bits.
+template <class T>
+TESSEL_HOST_DEVICE constexpr T lit(float f, [[maybe_unused]] double d) {
+  if constexpr (std::is_same_v<T, double>)
+    return d;
+  else
+    return f;
 }
 
 template <class M> struct Neg {
@@ -93,72 +104,92 @@ template <class M> struct Not {
   }
 };
 template <class M> struct Exp {
-  TESSEL_HOST_DEVICE float operator()(float v) const { return M::exp(v); }
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return M::exp(v);
+  }
 };
 template <class M> struct Log {
-  TESSEL_HOST_DEVICE float operator()(float v) const { return M::log(v); }
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return M::log(v);
+  }
 };
 template <class M> struct Sqrt {
-  TESSEL_HOST_DEVICE float operator()(float v) const { return M::sqrt(v); }
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return M::sqrt(v);
+  }
 };
 template <class M> struct Rsqrt {
-  TESSEL_HOST_DEVICE float operator()(float v) const {
-    return 1.0f / M::sqrt(v);
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return T(1) / M::sqrt(v);
   }
 };
 template <class M> struct Reciprocal {
-  TESSEL_HOST_DEVICE float operator()(float v) const { return 1.0f / v; }
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return T(1) / v;
+  }
 };
 template <class M> struct Tanh {
-  TESSEL_HOST_DEVICE float operator()(float v) const { return M::tanh(v); }
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return M::tanh(v);
+  }
 };
 template <class M> struct Sin {
-  TESSEL_HOST_DEVICE float operator()(float v) const { return M::sin(v); }
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return M::sin(v);
+  }
 };
 template <class M> struct Cos {
-  TESSEL_HOST_DEVICE float operator()(float v) const { return M::cos(v); }
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return M::cos(v);
+  }
 };
 template <class M> struct Erf {
-  TESSEL_HOST_DEVICE float operator()(float v) const { return M::erf(v); }
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return M::erf(v);
+  }
 };
 template <class M> struct Sigmoid {
-  TESSEL_HOST_DEVICE float operator()(float v) const {
-    return 1.0f / (1.0f + M::exp(-v));
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return T(1) / (T(1) + M::exp(-v));
   }
 };
 /// x * Phi(x); with tanhApproximation, the tanh form.
 template <class M> struct Gelu {
   bool tanhApproximation = false;
-  TESSEL_HOST_DEVICE float operator()(float v) const {
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    const T sqrt2OverPi = lit<T>(0.79788456080286536f, 0.79788456080286536);
+    const T k = lit<T>(0.044715f, 0.044715);
+    const T sqrtHalf = lit<T>(0.70710678118654752f, 0.70710678118654752);
     if (tanhApproximation)
-      return 0.5f * v *
-             (1.0f +
-              M::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-    return 0.5f * v * (1.0f + M::erf(v * 0.70710678118654752f));
+      return T(0.5) * v * (T(1) + M::tanh(sqrt2OverPi * (v + k * v * v * v)));
+    return T(0.5) * v * (T(1) + M::erf(v * sqrtHalf));
   }
 };
 /// log(1 + exp(x)), without overflow: max(x, 0) + log1p(exp(-|x|)).
 template <class M> struct Softplus {
-  TESSEL_HOST_DEVICE float operator()(float v) const {
-    return maxOf(v, 0.0f) + M::log1p(M::exp(-M::fabs(v)));
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return maxOf(v, T(0)) + M::log1p(M::exp(-M::fabs(v)));
   }
 };
 /// x * max(0, min(1, x / 6 + 1/2)) (ONNX HardSwish: alpha 1/6, beta 0.5).
 template <class M> struct HardSwish {
-  TESSEL_HOST_DEVICE float operator()(float v) const {
-    return v * maxOf(0.0f, minOf(1.0f, v * (1.0f / 6.0f) + 0.5f));
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    const T sixth = lit<T>(1.0f / 6.0f, 1.0 / 6.0);
+    return v * maxOf(T(0), minOf(T(1), v * sixth + T(0.5)));
   }
 };
 /// x / (1 + |x|) (ONNX Softsign, torch.nn.Softsign).
 template <class M> struct Softsign {
-  TESSEL_HOST_DEVICE float operator()(float v) const {
-    return v / (1.0f + M::fabs(v));
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return v / (T(1) + M::fabs(v));
   }
 };
+/// alpha is the op's f32 attribute (ONNX's LeakyRelu alpha is a float), in
+/// f64 too.
 template <class M> struct LeakyRelu {
   float alpha = 0.01f;
-  TESSEL_HOST_DEVICE float operator()(float v) const {
-    return v < 0.0f ? alpha * v : v;
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return v < T(0) ? T(alpha) * v : v;
   }
 };
 
