@@ -30,6 +30,8 @@
 
 #include "dialects/tessel/Verifiers.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cctype>
@@ -932,6 +934,63 @@ FailureOr<Labeled> permuteTo(NodeContext &c, Labeled x, StringRef want) {
   return Labeled{*t, want.str()};
 }
 
+/// `x` with each label that repeats in it (a diagonal, "ii->i", "bii->bi")
+/// taken once: the two dims moved last, flattened to n * n, every (n + 1)th
+/// element kept (a strided slice), the label at the end; until no label
+/// repeats. The repeated dims must have one size.
+FailureOr<Labeled> diagonals(NodeContext &c, Labeled x, unsigned operand) {
+  for (;;) {
+    size_t first = 0, second = std::string::npos;
+    for (size_t d = 0; d < x.labels.size() && second == std::string::npos; ++d)
+      if (size_t e = x.labels.find(x.labels[d], d + 1);
+          e != std::string::npos) {
+        first = d;
+        second = e;
+      }
+    if (second == std::string::npos)
+      return x;
+    ArrayRef<int64_t> shape = shapeOf(x.value);
+    const char label = x.labels[first];
+    const int64_t n = shape[first];
+    if (shape[second] != n)
+      return c.error("label '" + Twine(label) + "' repeats in operand " +
+                     Twine(operand) + " with sizes " + Twine(n) + " and " +
+                     Twine(shape[second]));
+    SmallVector<int64_t> perm, flat;
+    std::string rest;
+    for (size_t d = 0; d < x.labels.size(); ++d)
+      if (d != first && d != second) {
+        perm.push_back(d);
+        flat.push_back(shape[d]);
+        rest += x.labels[d];
+      }
+    perm.push_back(first);
+    perm.push_back(second);
+    Value moved = x.value;
+    if (!llvm::equal(perm, llvm::seq<int64_t>(0, perm.size()))) {
+      auto t = createValue<TransposeOp>(c, {x.value},
+                                        {named(c, "perm", arrayAttr(c, perm))});
+      if (failed(t))
+        return failure();
+      moved = *t;
+    }
+    flat.push_back(n * n);
+    auto r = reshapeValue(c, moved, flat);
+    if (failed(r))
+      return failure();
+    SmallVector<int64_t> starts(flat.size(), 0), limits(flat),
+        strides(flat.size(), 1);
+    strides.back() = n + 1;
+    auto d = createValue<SliceOp>(c, {*r},
+                                  {named(c, "starts", arrayAttr(c, starts)),
+                                   named(c, "limits", arrayAttr(c, limits)),
+                                   named(c, "strides", arrayAttr(c, strides))});
+    if (failed(d))
+      return failure();
+    x = Labeled{*d, rest + label};
+  }
+}
+
 /// `x` summed over its labels that `keep` lacks.
 FailureOr<Labeled> sumAway(NodeContext &c, Labeled x, StringRef keep) {
   SmallVector<int64_t> dims;
@@ -1064,15 +1123,17 @@ LogicalResult einsum(NodeContext &c) {
       if (!std::isalpha(l) && !std::isdigit(l))
         return c.error("equation '" + eq + "' has '" + Twine(l) +
                        "', not a letter");
-      if (labels.find(l) != d)
-        return c.error("label '" + Twine(l) + "' repeats in operand " +
-                       Twine(i) + " (a diagonal), which is not supported");
+      // Every occurrence counts: an implicit output has the labels that
+      // occur once ("ii" sums its diagonal: the trace, as numpy).
       ++count[l];
     }
     auto v = c.getValue(i);
     if (failed(v))
       return failure();
-    ops.push_back({*v, labels});
+    auto x = diagonals(c, Labeled{*v, labels}, i);
+    if (failed(x))
+      return failure();
+    ops.push_back(*x);
   }
   std::string out;
   if (explicitOut) {

@@ -7,13 +7,15 @@
 // backward recomputes p from lse and issues dv += p^T grad, dp = grad v^T,
 // dq = scale ds kt^T and dkt += scale q^T ds. The scratch holds at most
 // kScratchFloats scores, so memory stays linear in the sequence. This is
-// the f32 path.
+// the blocked path.
 //
-// A half attention with head dim 32, 64, 80, 96 or 128 (v's the same) runs
-// FlashAttention-2's tiles on tensor cores, forward and backward
-// (FlashAttention.h; TESSEL_FLASH_ATTENTION=0 turns them off). Its other
-// shapes widen their half operands into the scratch, run the f32 path
-// there and round each result once, as the CPU does.
+// An attention with head dim 32, 64, 80, 96 or 128 (v's the same) runs
+// FlashAttention-2's tiles instead, forward and backward, masked_score
+// and keep too: a half one on tensor cores (FlashAttention.h), an f32 one
+// on the CUDA cores (FlashAttentionSimt.h); TESSEL_FLASH_ATTENTION=0 turns
+// them off. A half one of another shape widens its operands into the
+// scratch, runs the blocked path there and rounds each result once, as the
+// CPU does.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelRegistry.h"
@@ -172,16 +174,17 @@ int flashSharedBytes(DType type, int d) {
 
 /// Whether an attention runs the tile kernels: head dims 32 to 128 (v's the
 /// same) whose blocks fit the device's shared memory (the f32 backward's
-/// 170 KB at head dim 128 fits Hopper's 227 KB, not an A100's 163), and
-/// whose mask adds (masked_score, the replace, runs the blocked path),
-/// unless TESSEL_FLASH_ATTENTION=0.
+/// 170 KB at head dim 128 fits Hopper's 227 KB, not an A100's 163), unless
+/// TESSEL_FLASH_ATTENTION=0; with masked_score (the replace), a mask
+/// (FlashAttention.h: its backward's stats pass).
 bool useFlash(const KernelContext &ctx, const Args &a) {
   static const bool off = [] {
     const char *v = std::getenv("TESSEL_FLASH_ATTENTION");
     return v && std::strcmp(v, "0") == 0;
   }();
   const AttentionDims &d = a.d;
-  if (off || a.replace || !flash::supportedHeadDim(d.d) || d.dv != d.d)
+  if (off || (a.replace && !a.mask) || !flash::supportedHeadDim(d.d) ||
+      d.dv != d.d)
     return false;
   int device = 0, optin = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
@@ -202,6 +205,9 @@ Status makeFlashAttention(const KernelContext &ctx, const Args &a, Step &out) {
   f.out = static_cast<E *>(ctx.result(0));
   f.lse = static_cast<float *>(ctx.result(1));
   f.mask = a.mask;
+  f.replace = a.replace;
+  f.masked = a.masked;
+  f.keep = a.keep;
   f.dims = a.d;
   const LateAddress kNorm = ctx.resources.reserveScratch(
       static_cast<size_t>(a.d.batch) * sizeof(float));
@@ -210,7 +216,7 @@ Status makeFlashAttention(const KernelContext &ctx, const Args &a, Step &out) {
   cudaStream_t st = ctx.stream;
   out = [=] {
     flash::TileArgs<E> run = f;
-    if (run.mask)
+    if (run.mask && !run.replace) // the norms serve the skips
       run.kNorm = kNorm.get<float>();
     return launched(launchFlashAttention(type, run, fill, st), "attention");
   };
@@ -279,20 +285,31 @@ Status makeFlashAttentionGrad(const KernelContext &ctx, const Args &a,
   f.grad = static_cast<const E *>(ctx.operand(5));
   f.mask = a.mask;
   f.fill = a.fill;
+  f.replace = a.replace;
+  f.masked = a.masked;
+  f.keep = a.keep;
   f.dq = static_cast<E *>(ctx.result(0));
   f.dkt = static_cast<E *>(ctx.result(1));
   f.dv = static_cast<E *>(ctx.result(2));
   f.dims = a.d;
-  // [delta: batch s floats | q and k norms: 2 batch floats]
+  // [delta: batch s floats | q and k norms: 2 batch floats | with
+  // masked_score, the rows' max and log-sum: 2 batch s floats]
   const size_t rows = static_cast<size_t>(a.d.batch * a.d.s);
+  const size_t statsAt = rows + 2 * static_cast<size_t>(a.d.batch);
   const LateAddress scratch = ctx.resources.reserveScratch(
-      (rows + 2 * static_cast<size_t>(a.d.batch)) * sizeof(float));
+      (statsAt + (a.replace ? 2 * rows : 0)) * sizeof(float));
   const DType type = ctx.in(0).dtype;
   cudaStream_t st = ctx.stream;
+  const bool replace = a.replace;
   out = [=] {
     float *delta = scratch.get<float>();
+    flash::TileGradArgs<E> run = f;
+    if (replace) {
+      run.rowMax = delta + statsAt;
+      run.rowLogSum = delta + statsAt + rows;
+    }
     return launched(
-        launchFlashAttentionGrad(type, f, o, delta, delta + rows, st),
+        launchFlashAttentionGrad(type, run, o, delta, delta + rows, st),
         "attention_grad");
   };
   return Status::ok();

@@ -100,11 +100,12 @@ Status Bf16Operands::convert(const float *a, const float *b,
 Status Bf16Gemm::create(cublasLtHandle_t lt, const LtGemm &g, int64_t aOff,
                         int64_t aN, size_t aAlign, int64_t bOff, int64_t bN,
                         size_t bAlign, uint64_t cAddress,
-                        std::shared_ptr<const Bf16Gemm> &out) {
+                        std::shared_ptr<const Bf16Gemm> &out,
+                        cudaDataType operands) {
   const std::string what = gemmString(g);
   if (aOff < 0 || bOff < 0 || aOff + ltExtent(g.a) > aN ||
       bOff + ltExtent(g.b) > bN)
-    return Status::error(what + " reads past its operands' bf16 copies (" +
+    return Status::error(what + " reads past its half operands (" +
                          std::to_string(aN) + " and " + std::to_string(bN) +
                          " elements)");
   std::shared_ptr<Bf16Gemm> gemm(new Bf16Gemm());
@@ -122,8 +123,8 @@ Status Bf16Gemm::create(cublasLtHandle_t lt, const LtGemm &g, int64_t aOff,
   TSL_CUBLAS(cublasLtMatmulDescSetAttribute(
                  gemm->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
              "cublasLtMatmulDescSetAttribute(TRANSB)");
-  TSL_RETURN_IF_ERROR(makeLayout(g.a, CUDA_R_16BF, gemm->la));
-  TSL_RETURN_IF_ERROR(makeLayout(g.b, CUDA_R_16BF, gemm->lb));
+  TSL_RETURN_IF_ERROR(makeLayout(g.a, operands, gemm->la));
+  TSL_RETURN_IF_ERROR(makeLayout(g.b, operands, gemm->lb));
   TSL_RETURN_IF_ERROR(makeLayout(g.c, CUDA_R_32F, gemm->lc));
 
   // The heuristic may only pick algorithms that work with the operands'

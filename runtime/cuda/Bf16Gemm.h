@@ -50,20 +50,23 @@ struct Bf16Operands {
   Status convert(const float *a, const float *b, cudaStream_t s) const;
 };
 
-/// One cuBLASLt GEMM, C = alpha·op(A)·op(B) + beta·C over bf16 A and B and
-/// f32 C, with its descriptors and algorithm.
+/// One cuBLASLt GEMM, C = alpha·op(A)·op(B) + beta·C over half A and B
+/// (bf16, or f16: a half model's own f16 operands) and f32 C, with its
+/// descriptors and algorithm.
 class Bf16Gemm {
 public:
   /// For the layouts of `g`, reading A from the element offset `aOff` of a
   /// bf16 array of `aN` elements whose first byte's address is a multiple
   /// of `aAlign` (B likewise), writing C in place at the byte address
   /// `cAddress` (or any number with its alignment: an offset from a
-  /// 256-byte-aligned base). Fails, naming the GEMM, where a layout reaches
-  /// past its array or cuBLASLt has no algorithm for it.
+  /// 256-byte-aligned base); A and B are `operands` (CUDA_R_16BF or
+  /// CUDA_R_16F). Fails, naming the GEMM, where a layout reaches past its
+  /// array or cuBLASLt has no algorithm for it.
   static Status create(cublasLtHandle_t lt, const LtGemm &g, int64_t aOff,
                        int64_t aN, size_t aAlign, int64_t bOff, int64_t bN,
                        size_t bAlign, uint64_t cAddress,
-                       std::shared_ptr<const Bf16Gemm> &out);
+                       std::shared_ptr<const Bf16Gemm> &out,
+                       cudaDataType operands = CUDA_R_16BF);
   ~Bf16Gemm();
   Bf16Gemm(const Bf16Gemm &) = delete;
   Bf16Gemm &operator=(const Bf16Gemm &) = delete;

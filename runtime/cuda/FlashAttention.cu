@@ -250,7 +250,19 @@ cudaError_t launchGradFor(const flash::TileGradArgs<E> &a, const E *out,
   g.delta = delta;
   deltaKernel<kBf16><<<gridFor(d.batch * d.s), kThreads, 0, st>>>(
       a.grad, out, d.batch * d.s, d.dv, delta);
-  if (norms && a.mask) {
+  if (a.replace) { // the stats pass: each row's max and log-sum
+    e = cudaFuncSetAttribute(K::forward,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             K::forwardBytes);
+    if (e != cudaSuccess)
+      return e;
+    const flash::TileArgs<E> f = flash::statsArgs(
+        a, const_cast<float *>(a.rowMax), const_cast<float *>(a.rowLogSum));
+    K::forward<<<dim3(unsigned(d.batch),
+                      unsigned((d.s + flash::kRows - 1) / flash::kRows)),
+                 flash::kThreads, K::forwardBytes, st>>>(f);
+  }
+  if (norms && a.mask && !a.replace) {
     g.qNorm = norms;
     g.kNorm = norms + d.batch;
     maxNormKernel<kBf16><<<unsigned(d.batch), kThreads, 0, st>>>(

@@ -19,6 +19,19 @@
 // whose four warps skip does not load the tile. A causal mask's blocks so
 // compute half the tiles.
 //
+// With masked_score (the exporters' where(keep, s, c) with a finite c, the
+// Annotated Transformer's masked_fill(mask == 0, -1e9)), a score whose
+// mask is -inf is c instead (with keep: a score whose keep is false is c
+// plus its mask), as cpu/Attention.cpp's addMask; such an attention skips
+// no tile (a replaced key is not dead). Its backward cannot recompute
+// p = exp(s - lse) from lse in a row that c leads: lse = c + log(sum)
+// rounds to c where |c| is large (the f32 unit at 1e9 is 64, more than
+// log T), and p would be 1 for every key. So a stats pass first (the
+// forward's blocks without v, `rowMax` set) stores each row's max and
+// log-sum apart, and the backward's p is exp((s - max) - logsum): the
+// row's softmax, as the CPU recomputes it. A replaced score is a constant:
+// its ds is 0.
+//
 // A row whose max is not finite (every score -inf, or a NaN or +inf one)
 // gets lse NaN and a NaN result, which launchFlashAttention's second kernel
 // replaces by the NaN guard's fill times the sum of v's rows.
@@ -96,6 +109,15 @@ template <class E> struct TileArgs {
   const float *mask = nullptr; // null: none
   const float *kNorm =
       nullptr; // [batch]: the largest key norm (null: no skips)
+  // has_masked_score: a score whose mask is -inf is `masked`; with keep
+  // (bool [L.., S, T] broadcast as dims says; null: none), a score whose
+  // keep is false is `masked` plus its mask. Never skips.
+  bool replace = false;
+  float masked = 0.0f;
+  const uint8_t *keep = nullptr;
+  // Set: the stats pass, which writes each row's max and log-sum ([batch
+  // S] floats each) instead of out and lse, and reads no v.
+  float *rowMax = nullptr, *rowLogSum = nullptr;
   AttentionDims dims;
 };
 using Args = TileArgs<uint16_t>;
@@ -115,6 +137,53 @@ TSL_FLASH_FN int64_t maskOffsetOf(const AttentionDims &d, int64_t b) {
 TSL_FLASH_FN const float *maskOf(const float *mask, const AttentionDims &d,
                                  int64_t b) {
   return mask ? mask + maskOffsetOf(d, b) : nullptr;
+}
+
+/// keep's elements of batch entry b (null without keep).
+TSL_FLASH_FN const uint8_t *keepOf(const uint8_t *keep, const AttentionDims &d,
+                                   int64_t b) {
+  if (!keep)
+    return nullptr;
+  int64_t off = 0;
+  for (int k = d.lead - 1; k >= 0; --k) {
+    off += (b % d.leadSize[k]) * d.keepLeadStride[k];
+    b /= d.leadSize[k];
+  }
+  return keep + off;
+}
+
+/// Score x of query q and key `key` of a batch entry with its mask mb (and
+/// keep kb): x plus the mask; with `replace`, `masked` where the mask is
+/// -inf; with keep, `masked` plus the mask where keep is false
+/// (cpu/Attention.cpp's addMask).
+TSL_FLASH_FN float maskedScore(float x, const float *mb, const uint8_t *kb,
+                               bool replace, float masked,
+                               const AttentionDims &d, int64_t q, int64_t key) {
+  const float m = mb[q * d.maskRowStride + key * d.maskColStride];
+  if (kb)
+    return (kb[q * d.keepRowStride + key * d.keepColStride] ? x : masked) + m;
+  return replace && m == -INFINITY ? masked : x + m;
+}
+
+/// Whether maskedScore made (q, key)'s score a constant (with `replace`:
+/// keep false, or without keep the mask -inf): its ds is 0.
+TSL_FLASH_FN bool constantScore(const float *mb, const uint8_t *kb,
+                                bool replace, const AttentionDims &d, int64_t q,
+                                int64_t key) {
+  if (!replace)
+    return false;
+  if (kb)
+    return !kb[q * d.keepRowStride + key * d.keepColStride];
+  return mb[q * d.maskRowStride + key * d.maskColStride] == -INFINITY;
+}
+
+/// A backward's probability of the masked score x of query q (in the batch
+/// entry) whose lse is lq: exp(x - lq), or from the stats pass's max and
+/// log-sum (mx, ls: the batch entry's; null without) exp((x - max) -
+/// logsum).
+TSL_FLASH_FN float probability(float x, float lq, const float *mx,
+                               const float *ls, int64_t q) {
+  return mx ? expf((x - mx[q]) - ls[q]) : expf(x - lq);
 }
 
 /// Where a thread sits: its warp, and in the warp its group g and its index
@@ -231,6 +300,22 @@ TSL_FLASH_FN bool warpMaySkip(Ctx &ctx, const Args &a, int64_t b,
   return live == 1.0f && bound < kScoreBound;
 }
 
+/// The stats pass's results of a thread's rows gr[0, n) (one thread of each
+/// row writes, t4 == 0): each row's max and log-sum, the forward's m and
+/// log(l) before they add into lse.
+template <class E>
+TSL_FLASH_FN void storeStats(const TileArgs<E> &a, int64_t b, const int64_t *gr,
+                             const float *m, const float *l, int t4,
+                             int n = 2) {
+  if (t4 != 0)
+    return;
+  for (int r = 0; r < n; ++r)
+    if (gr[r] < a.dims.s) {
+      a.rowMax[b * a.dims.s + gr[r]] = m[r];
+      a.rowLogSum[b * a.dims.s + gr[r]] = logf(l[r]);
+    }
+}
+
 /// A forward warp's results: each row's o divided by its sum and rounded
 /// once, its lse; a row whose max is not finite gets NaN in both.
 template <bool kBf16, int D, class Ctx>
@@ -327,6 +412,8 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b, int64_t row0,
   const auto [warp, g, t4] = placeOf(ctx.tid());
   const uint16_t *ktb = a.kt + b * D * T, *vb = a.v + b * T * D;
   const float *mb = maskOf(a.mask, d, b);
+  const uint8_t *kb = keepOf(a.keep, d, b);
+  const bool stats = a.rowMax != nullptr;
 
   stageRows<D>(ctx, a.q + b * S * D, S, row0, kRows, sQ, LQ, nullptr, 0);
   ctx.sync();
@@ -339,8 +426,8 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b, int64_t row0,
   for (int ks = 0; ks < D / 16; ++ks)
     fragA(qa[ks], sQ, LQ, warp * 16, ks * 16, g, t4);
 
-  const bool canSkip =
-      mb && a.kNorm && warpMaySkip<kBf16, D>(ctx, a, b, mb, sQ, rl, gr, t4);
+  const bool canSkip = mb && a.kNorm && !a.replace &&
+                       warpMaySkip<kBf16, D>(ctx, a, b, mb, sQ, rl, gr, t4);
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   float o[D / 8][4];
@@ -361,7 +448,8 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b, int64_t row0,
       continue; // dead for the whole block: not even loaded
     // k's tile transposed (key-major), v's transposed (column-major).
     stageKeys<D>(ctx, ktb, T, k0, sK, LQ, nullptr, 0);
-    stageRows<D>(ctx, vb, T, k0, kKeys, nullptr, 0, sV, LV);
+    if (!stats)
+      stageRows<D>(ctx, vb, T, k0, kKeys, nullptr, 0, sV, LV);
     ctx.sync();
     if (!skip) {
       float s[kKeys / 8][4];
@@ -386,7 +474,7 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b, int64_t row0,
           if (j >= T)
             x = -INFINITY;
           else if (mb && gr[r] < S)
-            x += mb[gr[r] * d.maskRowStride + j * d.maskColStride];
+            x = maskedScore(x, mb, kb, a.replace, a.masked, d, gr[r], j);
           s[n][i] = x;
           tileMax[r] = maxNan(tileMax[r], x);
         }
@@ -413,32 +501,37 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const Args &a, int64_t b, int64_t row0,
         sum[r] += ctx.shflXor(sum[r], 2);
         l[r] = l[r] * alpha[r] + sum[r];
       }
-      TSL_FLASH_UNROLL
-      for (int n = 0; n < D / 8; ++n) {
-        o[n][0] *= alpha[0];
-        o[n][1] *= alpha[0];
-        o[n][2] *= alpha[1];
-        o[n][3] *= alpha[1];
-      }
-      // p (rounded to the half) times v's tile: the scores' accumulator
-      // fragments of key tiles 2 ks and 2 ks + 1 are p's A fragment of
-      // k-step ks.
-      TSL_FLASH_UNROLL
-      for (int ks = 0; ks < kKeys / 16; ++ks) {
-        uint32_t pa[4];
-        accumulatorAsA<kBf16>(ctx, pa, s, ks);
+      if (!stats) { // the stats pass reads no v
         TSL_FLASH_UNROLL
         for (int n = 0; n < D / 8; ++n) {
-          uint32_t vb[2];
-          fragB(vb, sV, LV, n * 8, ks * 16, g, t4);
-          ctx.template mma<kBf16>(o[n], pa, vb);
+          o[n][0] *= alpha[0];
+          o[n][1] *= alpha[0];
+          o[n][2] *= alpha[1];
+          o[n][3] *= alpha[1];
+        }
+        // p (rounded to the half) times v's tile: the scores' accumulator
+        // fragments of key tiles 2 ks and 2 ks + 1 are p's A fragment of
+        // k-step ks.
+        TSL_FLASH_UNROLL
+        for (int ks = 0; ks < kKeys / 16; ++ks) {
+          uint32_t pa[4];
+          accumulatorAsA<kBf16>(ctx, pa, s, ks);
+          TSL_FLASH_UNROLL
+          for (int n = 0; n < D / 8; ++n) {
+            uint32_t vb[2];
+            fragB(vb, sV, LV, n * 8, ks * 16, g, t4);
+            ctx.template mma<kBf16>(o[n], pa, vb);
+          }
         }
       }
     }
     ctx.sync(); // the next tile overwrites sK and sV
   }
 
-  storeRows<kBf16, D>(ctx, a, b, gr, m, l, o, t4);
+  if (stats)
+    storeStats(a, b, gr, m, l, t4);
+  else
+    storeRows<kBf16, D>(ctx, a, b, gr, m, l, o, t4);
 }
 
 // --- The backward ----------------------------------------------------------
@@ -474,19 +567,45 @@ template <class E> struct TileGradArgs {
   const float *lse = nullptr, *delta = nullptr;
   const float *mask = nullptr, *fill = nullptr;
   const float *qNorm = nullptr, *kNorm = nullptr; // [batch]; null: no skips
+  // masked_score as TileArgs's, and the stats pass's row max and log-sum
+  // ([batch S] each; set where `replace` is).
+  bool replace = false;
+  float masked = 0.0f;
+  const uint8_t *keep = nullptr;
+  const float *rowMax = nullptr, *rowLogSum = nullptr;
   E *dq = nullptr, *dkt = nullptr, *dv = nullptr;
   AttentionDims dims;
 };
 using GradArgs = TileGradArgs<uint16_t>;
 using GradArgsF32 = TileGradArgs<float>;
 
-/// Whether a backward may skip dead tiles of batch entry b at all: a mask,
-/// the norms, and |scale| |q| |k| < kScoreBound (a dead score is then below
-/// -9e29).
+/// The stats pass's arguments for a masked_score backward `a`: the forward's
+/// blocks over its q, kt, mask and keep, writing each row's max and log-sum
+/// into rowMax and rowLogSum ([batch S] floats each).
+template <class E>
+TileArgs<E> statsArgs(const TileGradArgs<E> &a, float *rowMax,
+                      float *rowLogSum) {
+  TileArgs<E> f;
+  f.q = a.q;
+  f.kt = a.kt;
+  f.v = a.v;
+  f.mask = a.mask;
+  f.replace = a.replace;
+  f.masked = a.masked;
+  f.keep = a.keep;
+  f.rowMax = rowMax;
+  f.rowLogSum = rowLogSum;
+  f.dims = a.dims;
+  return f;
+}
+
+/// Whether a backward may skip dead tiles of batch entry b at all: a mask
+/// that adds (no masked_score), the norms, and |scale| |q| |k| <
+/// kScoreBound (a dead score is then below -9e29).
 template <class E>
 TSL_FLASH_FN bool gradMaySkip(const TileGradArgs<E> &a, const float *mb,
                               int64_t b) {
-  return mb && a.qNorm && a.kNorm &&
+  return mb && !a.replace && a.qNorm && a.kNorm &&
          fabsf(a.dims.scale) * a.qNorm[b] * a.kNorm[b] < kScoreBound;
 }
 
@@ -516,8 +635,11 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t k0,
   const int64_t S = d.s, T = d.t;
   const auto [warp, g, t4] = placeOf(ctx.tid());
   const float *mb = maskOf(a.mask, d, b);
+  const uint8_t *kb = keepOf(a.keep, d, b);
   const float fill = a.fill ? *a.fill : 0.0f;
   const float *lb = a.lse + b * S, *db = a.delta + b * S;
+  const float *mx = a.rowMax ? a.rowMax + b * S : nullptr,
+              *ls = a.rowLogSum ? a.rowLogSum + b * S : nullptr;
   stageKeys<D>(ctx, a.kt + b * D * T, T, k0, sK, L, nullptr, 0);
   stageRows<D>(ctx, a.v + b * T * D, T, k0, kKeys, sV, L, nullptr, 0);
   // This thread's keys (the rows of its accumulators).
@@ -559,9 +681,10 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t k0,
             if (fabsf(l) <= 3.4028235e38f) {
               float x = d.scale * st[n][i];
               if (mb)
-                x += mb[q * d.maskRowStride + key * d.maskColStride];
-              p = expf(x - l);
-              ds = p * (dpt[n][i] - db[q]);
+                x = maskedScore(x, mb, kb, a.replace, a.masked, d, q, key);
+              p = probability(x, l, mx, ls, q);
+              if (!(mb && constantScore(mb, kb, a.replace, d, q, key)))
+                ds = p * (dpt[n][i] - db[q]);
             } else {
               p = fill; // every key's probability was the fill; ds = 0
             }
@@ -614,7 +737,10 @@ TSL_FLASH_FN void dqBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t row0,
   const int64_t S = d.s, T = d.t;
   const auto [warp, g, t4] = placeOf(ctx.tid());
   const float *mb = maskOf(a.mask, d, b);
+  const uint8_t *kb = keepOf(a.keep, d, b);
   const float *lb = a.lse + b * S, *db = a.delta + b * S;
+  const float *mx = a.rowMax ? a.rowMax + b * S : nullptr,
+              *ls = a.rowLogSum ? a.rowLogSum + b * S : nullptr;
   stageRows<D>(ctx, a.q + b * S * D, S, row0, kRows, sQ, L, nullptr, 0);
   stageRows<D>(ctx, a.grad + b * S * D, S, row0, kRows, sG, L, nullptr, 0);
   const int64_t rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
@@ -655,11 +781,12 @@ TSL_FLASH_FN void dqBlock(Ctx &ctx, const GradArgs &a, int64_t b, int64_t row0,
           const int r = i >> 1;
           const int64_t key = k0 + n * 8 + 2 * t4 + (i & 1);
           float ds = 0.0f;
-          if (ok[r] && key < T) {
+          if (ok[r] && key < T &&
+              !(mb && constantScore(mb, kb, a.replace, d, rows[r], key))) {
             float x = d.scale * s[n][i];
             if (mb)
-              x += mb[rows[r] * d.maskRowStride + key * d.maskColStride];
-            ds = expf(x - l[r]) * (dp[n][i] - dl[r]);
+              x = maskedScore(x, mb, kb, a.replace, a.masked, d, rows[r], key);
+            ds = probability(x, l[r], mx, ls, rows[r]) * (dp[n][i] - dl[r]);
           }
           s[n][i] = ds;
         }

@@ -6,7 +6,8 @@
 // anywhere). The same blocks as the half tiles of FlashAttention.h: 128
 // threads per 64 query rows (forward, dq) or 64 keys (dk and dv), 64-key or
 // 64-row tiles staged in shared memory, an online f32 softmax, the same
-// exact skips of dead tiles and NaN rows; only the products differ.
+// exact skips of dead tiles and NaN rows, masked_score and its stats pass;
+// only the products differ.
 //
 // Each thread holds a 4 x 8 tile of the block's 64 x 64 scores: the
 // 16 groups of 8 consecutive threads (grp = tid / 8, c = tid % 8) each own
@@ -229,14 +230,16 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const ArgsF32 &a, int64_t b,
   const auto [r0, c] = placeOf(ctx.tid());
   const float *ktb = a.kt + b * D * T, *vb = a.v + b * T * D;
   const float *mb = maskOf(a.mask, d, b);
+  const uint8_t *kb = keepOf(a.keep, d, b);
+  const bool stats = a.rowMax != nullptr;
 
   stageRows<D>(ctx, a.q + b * S * D, S, row0, kRows, sQ, L, nullptr, 0);
   ctx.sync();
   int64_t gr[4];
   for (int i = 0; i < 4; ++i)
     gr[i] = row0 + r0 + i;
-  const bool canSkip =
-      mb && a.kNorm && warpMaySkip<D>(ctx, a, b, mb, sQ, r0, gr, c);
+  const bool canSkip = mb && a.kNorm && !a.replace &&
+                       warpMaySkip<D>(ctx, a, b, mb, sQ, r0, gr, c);
 
   float m[4], l[4], alpha[4], o[4][D / 8];
   TSL_FLASH_UNROLL
@@ -252,7 +255,10 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const ArgsF32 &a, int64_t b,
     const int skip = keyTileDead(ctx, canSkip, mb, d, gr, k0, c);
     if (ctx.syncAnd(skip))
       continue; // dead for the whole block: not even loaded
-    stageKeyTile<D>(ctx, ktb, vb, T, k0, sK, sV);
+    if (stats)  // the stats pass reads no v
+      stageKeys<D>(ctx, ktb, T, k0, sK, L, nullptr, 0);
+    else
+      stageKeyTile<D>(ctx, ktb, vb, T, k0, sK, sV);
     ctx.sync();
     if (!skip) {
       ctx.tileComputed();
@@ -269,7 +275,7 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const ArgsF32 &a, int64_t b,
           if (key >= T)
             x = -INFINITY;
           else if (mb && gr[i] < S)
-            x += mb[gr[i] * d.maskRowStride + key * d.maskColStride];
+            x = maskedScore(x, mb, kb, a.replace, a.masked, d, gr[i], key);
           s[i][j] = x;
           tileMax = maxNan(tileMax, x);
         }
@@ -291,7 +297,7 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const ArgsF32 &a, int64_t b,
       }
     }
     ctx.sync(); // every row's probabilities of the tile are in sP
-    if (!skip) {
+    if (!skip && !stats) {
       TSL_FLASH_UNROLL
       for (int i = 0; i < 4; ++i)
         TSL_FLASH_UNROLL
@@ -302,6 +308,10 @@ TSL_FLASH_FN void forwardBlock(Ctx &ctx, const ArgsF32 &a, int64_t b,
     ctx.sync(); // the next tile overwrites sK, sV and sP
   }
 
+  if (stats) {
+    storeStats(a, b, gr, m, l, c, 4);
+    return;
+  }
   for (int i = 0; i < 4; ++i) {
     if (gr[i] >= S)
       continue;
@@ -328,8 +338,11 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgsF32 &a, int64_t b,
   const int64_t S = d.s, T = d.t;
   const auto [r0, c] = placeOf(ctx.tid());
   const float *mb = maskOf(a.mask, d, b);
+  const uint8_t *kb = keepOf(a.keep, d, b);
   const float fill = a.fill ? *a.fill : 0.0f;
   const float *lb = a.lse + b * S, *db = a.delta + b * S;
+  const float *mx = a.rowMax ? a.rowMax + b * S : nullptr,
+              *ls = a.rowLogSum ? a.rowLogSum + b * S : nullptr;
   stageKeyTile<D>(ctx, a.kt + b * D * T, a.v + b * T * D, T, k0, sK, sV);
   int64_t keys[4];
   for (int i = 0; i < 4; ++i)
@@ -369,8 +382,8 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgsF32 &a, int64_t b,
           if (fabsf(lq) <= 3.4028235e38f) {
             float x = d.scale * t[i][j];
             if (mb)
-              x += mb[q * d.maskRowStride + keys[i] * d.maskColStride];
-            p = expf(x - lq);
+              x = maskedScore(x, mb, kb, a.replace, a.masked, d, q, keys[i]);
+            p = probability(x, lq, mx, ls, q);
           } else {
             p = fill; // every key's probability was the fill; ds = 0
           }
@@ -384,7 +397,8 @@ TSL_FLASH_FN void dkvBlock(Ctx &ctx, const GradArgsF32 &a, int64_t b,
       for (int j = 0; j < 8; ++j) {
         const int64_t q = qs[j];
         float ds = 0.0f;
-        if (q < S && keys[i] < T && fabsf(lb[q]) <= 3.4028235e38f)
+        if (q < S && keys[i] < T && fabsf(lb[q]) <= 3.4028235e38f &&
+            !(mb && constantScore(mb, kb, a.replace, d, q, keys[i])))
           ds = sPt[(r0 + i) * kProbStride + c + 8 * j] * (t[i][j] - db[q]);
         sDt[(r0 + i) * kProbStride + c + 8 * j] = ds;
       }
@@ -420,7 +434,10 @@ TSL_FLASH_FN void dqBlock(Ctx &ctx, const GradArgsF32 &a, int64_t b,
   const int64_t S = d.s, T = d.t;
   const auto [r0, c] = placeOf(ctx.tid());
   const float *mb = maskOf(a.mask, d, b);
+  const uint8_t *kb = keepOf(a.keep, d, b);
   const float *lb = a.lse + b * S, *db = a.delta + b * S;
+  const float *mx = a.rowMax ? a.rowMax + b * S : nullptr,
+              *ls = a.rowLogSum ? a.rowLogSum + b * S : nullptr;
   stageRows<D>(ctx, a.q + b * S * D, S, row0, kRows, sQ, L, nullptr, 0);
   stageRows<D>(ctx, a.grad + b * S * D, S, row0, kRows, sG, L, nullptr, 0);
   int64_t rows[4];
@@ -460,8 +477,8 @@ TSL_FLASH_FN void dqBlock(Ctx &ctx, const GradArgsF32 &a, int64_t b,
         if (ok[i] && key < T) {
           float x = d.scale * t[i][j];
           if (mb)
-            x += mb[rows[i] * d.maskRowStride + key * d.maskColStride];
-          p = expf(x - lr[i]);
+            x = maskedScore(x, mb, kb, a.replace, a.masked, d, rows[i], key);
+          p = probability(x, lr[i], mx, ls, rows[i]);
         }
         sDs[(r0 + i) * kProbStride + c + 8 * j] = p;
       }
@@ -470,8 +487,12 @@ TSL_FLASH_FN void dqBlock(Ctx &ctx, const GradArgsF32 &a, int64_t b,
       for (int i = 0; i < 4; ++i)
         TSL_FLASH_UNROLL
       for (int j = 0; j < 8; ++j) {
+        const int64_t key = k0 + c + 8 * j;
         float &p = sDs[(r0 + i) * kProbStride + c + 8 * j];
-        p = ok[i] && k0 + c + 8 * j < T ? p * (t[i][j] - dl[i]) : 0.0f;
+        p = ok[i] && key < T &&
+                    !(mb && constantScore(mb, kb, a.replace, d, rows[i], key))
+                ? p * (t[i][j] - dl[i])
+                : 0.0f;
       }
     }
     ctx.sync(); // ds of every row of the block

@@ -11,9 +11,11 @@
 // a half model's, which -tessel-float-normalization keeps half) sums in f32
 // into an f32 result in the shared scratch and rounds it once into its
 // half: PyTorch's half GEMM up to the order of the f32 sums, as the CPU
-// computes it. A bf16 one reads its own operands on cuBLASLt (tensor cores,
-// makeBf16Half); an f16 one, or one with an empty dim, widens its operands
-// into f32 copies in the scratch for the FP32 path (makeHalf).
+// computes it. It reads its own operands on cuBLASLt (tensor cores,
+// makeLtHalf: bf16 or f16 A and B, f32 sums; a product of two halves is
+// exact in f32); one with an empty dim, or layouts cuBLASLt has no
+// algorithm for, widens its operands into f32 copies in the scratch for the
+// FP32 path (makeHalf).
 //
 //===----------------------------------------------------------------------===//
 #include "Bf16Gemm.h"
@@ -251,12 +253,15 @@ Status makeHalf(const KernelContext &ctx, bool matmul, Step &out) {
   return Status::ok();
 }
 
-/// A bf16 GEMM on cuBLASLt: the instruction's own bf16 operands, f32 sums
-/// into an f32 result in the shared scratch (a gemm's c widened into it
-/// first, for beta), rounded once into the bf16 result. The scratch:
-/// [result f32 | c f32 | cuBLASLt's workspace], each part 256-byte aligned.
-Status makeBf16Half(const KernelContext &ctx, bool matmul, Step &out) {
+/// A half GEMM on cuBLASLt: the instruction's own bf16 or f16 operands,
+/// f32 sums into an f32 result in the shared scratch (a gemm's c widened
+/// into it first, for beta), rounded once into the half result. The
+/// scratch: [result f32 | c f32 | cuBLASLt's workspace], each part 256-byte
+/// aligned.
+Status makeLtHalf(const KernelContext &ctx, bool matmul, Step &out) {
   const Op &op = ctx.op;
+  const DType half = ctx.out(0).dtype;
+  const cudaDataType lt = half == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
   const uint16_t *a = static_cast<const uint16_t *>(ctx.operand(0));
   const uint16_t *b = static_cast<const uint16_t *>(ctx.operand(1));
   const bool hasC = !matmul && op.operands.size() > 2;
@@ -291,7 +296,7 @@ Status makeBf16Half(const KernelContext &ctx, bool matmul, Step &out) {
         std::shared_ptr<const Bf16Gemm> g;
         TSL_RETURN_IF_ERROR(Bf16Gemm::create(
             ctx.resources.lt, ltGemm(cm), cm.aOff, bN, bAddr, cm.bOff, aN,
-            aAddr, static_cast<uint64_t>(cm.cOff) * sizeof(float), g));
+            aAddr, static_cast<uint64_t>(cm.cOff) * sizeof(float), g, lt));
         gemms.push_back(std::move(g));
         yOffs.push_back(cm.cOff);
       }
@@ -317,7 +322,7 @@ Status makeBf16Half(const KernelContext &ctx, bool matmul, Step &out) {
         ltRowMajorGemm(op.transA, op.transB, static_cast<int>(m),
                        static_cast<int>(n), static_cast<int>(k),
                        static_cast<int>(as[1]), static_cast<int>(bs[1])),
-        0, bN, bAddr, 0, aN, aAddr, 0, g));
+        0, bN, bAddr, 0, aN, aAddr, 0, g, lt));
     gemms.push_back(std::move(g));
     yOffs.push_back(0);
   }
@@ -334,15 +339,15 @@ Status makeBf16Half(const KernelContext &ctx, bool matmul, Step &out) {
     void *ws = base.get<char>() + wsAt;
     if (useC) { // acc = c widened and broadcast to [m, n]
       float *wide = reinterpret_cast<float *>(base.get<char>() + cAt);
-      TSL_RETURN_IF_ERROR(launched(
-          launchCast(DType::BF16, c, DType::F32, wide, cN, s), "gemm bias"));
+      TSL_RETURN_IF_ERROR(
+          launched(launchCast(half, c, DType::F32, wide, cN, s), "gemm bias"));
       TSL_RETURN_IF_ERROR(
           launched(launchStridedCopy(4, wide, acc, cIx, s), "gemm bias"));
     }
     for (size_t i = 0; i < gemms.size(); ++i)
       TSL_RETURN_IF_ERROR(
           gemms[i]->run(alpha, b, a, beta, acc + yOffs[i], ws, s));
-    return launched(launchCast(DType::F32, acc, DType::BF16, y, yN, s),
+    return launched(launchCast(DType::F32, acc, half, y, yN, s),
                     "half GEMM result");
   };
   return Status::ok();
@@ -354,10 +359,10 @@ bool gemmHasEmptyDim(const KernelContext &ctx) {
   return as[0] == 0 || as[1] == 0 || bs[0] == 0 || bs[1] == 0;
 }
 
-// A bf16 GEMM that cuBLASLt has no algorithm for (its layouts' alignment)
+// A half GEMM that cuBLASLt has no algorithm for (its layouts' alignment)
 // takes the widening path.
 Status makeMatMul(const KernelContext &ctx, Step &out) {
-  if (ctx.out(0).dtype == DType::BF16 && makeBf16Half(ctx, true, out).isOk())
+  if (isHalf(ctx.out(0).dtype) && makeLtHalf(ctx, true, out).isOk())
     return Status::ok();
   if (isHalf(ctx.out(0).dtype))
     return makeHalf(ctx, true, out);
@@ -365,8 +370,8 @@ Status makeMatMul(const KernelContext &ctx, Step &out) {
 }
 
 Status makeGemm(const KernelContext &ctx, Step &out) {
-  if (ctx.out(0).dtype == DType::BF16 && !gemmHasEmptyDim(ctx) &&
-      makeBf16Half(ctx, false, out).isOk())
+  if (isHalf(ctx.out(0).dtype) && !gemmHasEmptyDim(ctx) &&
+      makeLtHalf(ctx, false, out).isOk())
     return Status::ok();
   if (isHalf(ctx.out(0).dtype))
     return makeHalf(ctx, false, out);

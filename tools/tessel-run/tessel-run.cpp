@@ -119,6 +119,8 @@ const char kUsage[] =
     "                      input: every step)\n"
     "  --data-lm FILE      an i64 [steps, batch, seq+1] .npy: input_ids =\n"
     "                      [k, :, :-1] and labels = [k, :, 1:] at step k\n"
+    "                      (input_ids, or else the program's one integer\n"
+    "                      input besides labels, whatever its name)\n"
     "  --data-tokens FILE  a flat file of token ids (nanoGPT's train.bin;\n"
     "                      --token-dtype uint16, the default, or uint32),\n"
     "                      mapped, not loaded: each step's input_ids rows are\n"

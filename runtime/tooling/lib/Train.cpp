@@ -20,6 +20,28 @@ using namespace tessel::runtime;
 
 namespace tessel::tooling {
 
+namespace {
+/// The input a language model's token ids feed (--data-lm, --data-tokens):
+/// `input_ids` where the program has it (transformers' name), else its one
+/// integer input besides `labels`, whatever the export named it (`x`,
+/// `tokens`). Without one (none, or several), `input_ids`, which the feed
+/// then reports missing, listing the program's inputs.
+std::string tokenInput(const Program &program) {
+  if (program.findInput("input_ids") >= 0)
+    return "input_ids";
+  std::string found;
+  int count = 0;
+  for (const auto &[name, id] : program.inputs) {
+    const DType t = program.buffers[id].dtype;
+    if (name != "labels" && (t == DType::I64 || t == DType::I32)) {
+      found = name;
+      ++count;
+    }
+  }
+  return count == 1 ? found : "input_ids";
+}
+} // namespace
+
 Status StepFeeds::add(const Program &program, Feed f, bool lm) {
   int id = program.findInput(f.input);
   if (id < 0)
@@ -103,9 +125,10 @@ Status StepFeeds::load(const TrainOptions &o, const Program &program) {
     if (t.dtype() != DType::I64 || ts.size() != 3 || ts[2] < 2)
       return Status::error(what + ": holds " + typeToString(t.dtype(), ts) +
                            ", expected i64 [steps, batch, seq+1] with seq >= 1");
+    const std::string ids = tokenInput(program);
     for (int k = 0; k < 2; ++k) {
       Feed f;
-      f.input = k == 0 ? "input_ids" : "labels";
+      f.input = k == 0 ? ids : "labels";
       f.what = what;
       f.data = t; // shares the bytes
       f.begin = k == 0 ? 0 : 1;
@@ -158,17 +181,18 @@ Status StepFeeds::loadTokens(const TrainOptions &o, const Program &program) {
                          " tokens");
   const int64_t numTokens = static_cast<int64_t>(map->size() / width);
   int64_t batch = -1, seq = -1;
+  const std::string ids = tokenInput(program);
   for (int k = 0; k < 2; ++k) {
     Feed f;
-    f.input = k == 0 ? "input_ids" : "labels";
+    f.input = k == 0 ? ids : "labels";
     f.what = what;
     const int id = program.findInput(f.input);
     if (id < 0)
-      return Status::error(what + ": the program has no input '" + f.input +
-                           "' (its inputs: " +
-                           Program::namesOf(program.inputs) +
-                           "); token files feed a language model's "
-                           "input_ids and labels");
+      return Status::error(
+          what + ": the program has no input '" + f.input +
+          "' (its inputs: " + Program::namesOf(program.inputs) +
+          "); token files feed a language model's "
+          "token ids and labels");
     if (feeds(f.input))
       return Status::error("input '" + f.input + "' is fed twice (" + what +
                            " and another --data flag)");
@@ -179,9 +203,9 @@ Status StepFeeds::loadTokens(const TrainOptions &o, const Program &program) {
                            typeToString(b.dtype, b.shape) +
                            ", not [batch, seq] integer ids");
     if (batch >= 0 && (b.shape[0] != batch || b.shape[1] != seq))
-      return Status::error(what + ": input_ids and labels differ in shape (" +
-                           shapeToString({batch, seq}) + ", " +
-                           shapeToString(b.shape) + ")");
+      return Status::error(
+          what + ": input '" + ids + "' and labels differ in shape (" +
+          shapeToString({batch, seq}) + ", " + shapeToString(b.shape) + ")");
     batch = b.shape[0];
     seq = b.shape[1];
     if (o.batch && o.batch != batch)

@@ -159,7 +159,7 @@ def cases():
     yield "reduce_log_sum_exp_inf", m, {"s": s}, ref.astype(np.float32)
 
     # Einsum: batched and attention-shaped products, transposes, sums,
-    # implicit outputs, broadcast ellipses, three operands.
+    # implicit outputs, broadcast ellipses, three operands, diagonals.
     for k, (eq, shapes) in enumerate([
             ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
             ("bhqd,bhkd->bhqk", [(2, 3, 4, 8), (2, 3, 6, 8)]),
@@ -170,7 +170,14 @@ def cases():
             ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),
             ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
             ("abc,cd", [(2, 3, 4), (4, 5)]),
-            ("b i d, b j d -> b j i", [(2, 3, 4), (2, 5, 4)])]):
+            ("b i d, b j d -> b j i", [(2, 3, 4), (2, 5, 4)]),
+            # Diagonals: a label repeated in one operand.
+            ("ii->i", [(4, 4)]),
+            ("ii", [(4, 4)]),
+            ("bii->bi", [(2, 3, 3)]),
+            ("iji->j", [(3, 5, 3)]),
+            ("iii->i", [(3, 3, 3)]),
+            ("ij,jj->i", [(2, 4), (4, 4)])]):
         xs = [rng.standard_normal(sh).astype(np.float32) for sh in shapes]
         names = ["e%d" % i for i in range(len(xs))]
         ref = np.einsum(eq.replace(" ", ""), *[x.astype(np.float64) for x in xs]).astype(np.float32)

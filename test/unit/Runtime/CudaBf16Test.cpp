@@ -218,8 +218,8 @@ struct HostMath {
 /// host) is round_float's to bf16 (scalar::roundToFormat(x, 8, 7)), and on
 /// values that are already bf16 it is the CPU's bf16 copy (the upper half).
 // A half model's own GEMMs (bf16 or f16 operands and result, which
-// -tessel-float-normalization keeps half): the operands widened on the
-// device, the f32 GEMM, the result rounded once (MatMul.cpp, makeHalf).
+// -tessel-float-normalization keeps half): cuBLASLt over their own
+// halves, f32 sums, the result rounded once (MatMul.cpp, makeLtHalf).
 // Small integers make every sum exact in any order, so the device and the
 // CPU (oneDNN's bf16 matmul, or the widened f32 GEMM) give the same bits.
 TEST(CudaBf16, HalfModelGemms) {

@@ -92,8 +92,9 @@ TEST(CudaTraining, Attention) {
   // and keys that are no multiple of a tile, the benchmark's attention
   // (seq 1024, head dim 64, causal), head dims 80 and 128, a padding mask
   // broadcast over heads, no mask. masked_score (a finite where fill:
-  // the causal mask -inf, its scores replaced; the blocked path at any head
-  // dim), with a fill whose hidden keys count (-1) and GPT-2's -1e4.
+  // the causal mask -inf, its scores replaced; the forward on the tiles at
+  // head dims 32 to 128, the backward on the blocked path), with a fill
+  // whose hidden keys count (-1) and GPT-2's -1e4.
   struct Case {
     Shape q, kt, v, mask;
     bool fill;
@@ -186,33 +187,36 @@ TEST(CudaTraining, Attention) {
   }
   // keep (where(keep, s, c) + mask, transformers 4.26 to 4.4x's GPT-2):
   // causal keep, entry 1's first 3 keys padded with finfo.min, masked_score
-  // finfo.min (the blocked path), so that entry 1's first rows keep only
-  // padded keys.
+  // finfo.min, so that entry 1's first rows keep only padded keys; head dim
+  // 16 (the blocked path) and 64 (the tile forward).
   const float low = -3.4028235e38f;
   Tensor keep(DType::Bool, {1, 1, 70, 70}), pad(DType::F32, {2, 1, 1, 70});
   for (int64_t e = 0; e < keep.numElements(); ++e)
     keep.data<uint8_t>()[e] = e % 70 <= e / 70;
   for (int64_t e = 0; e < pad.numElements(); ++e)
     pad.data<float>()[e] = e / 70 == 1 && e % 70 < 3 ? low : 0.0f;
-  std::vector<Tensor> in = {randomF32({2, 2, 70, 16}, rng),
-                            randomF32({2, 2, 16, 70}, rng),
-                            randomF32({2, 2, 70, 16}, rng), pad, keep};
-  Attrs attrs = Attrs()
-                    .f("scale", 0.3f)
-                    .i("has_mask", 1)
-                    .i("has_keep", 1)
-                    .i("has_masked_score", 1)
-                    .f("masked_score", low);
-  const Shape out = {2, 2, 70, 16}, rows = {2, 2, 70};
-  conformOp("attention", in, {{DType::F32, out}, {DType::F32, rows}}, attrs,
-            {1e-4, 1e-4});
-  std::vector<Tensor> fwd =
-      runOp("attention", in, {{DType::F32, out}, {DType::F32, rows}}, attrs);
-  conformOp(
-      "attention_grad",
-      {in[0], in[1], in[2], fwd[0], fwd[1], randomF32(out, rng), pad, keep},
-      {{DType::F32, out}, {DType::F32, {2, 2, 16, 70}}, {DType::F32, out}},
-      attrs, {1e-4, 1e-4});
+  for (int64_t hd : {16, 64}) {
+    SCOPED_TRACE("keep, head dim " + std::to_string(hd));
+    std::vector<Tensor> in = {randomF32({2, 2, 70, hd}, rng),
+                              randomF32({2, 2, hd, 70}, rng),
+                              randomF32({2, 2, 70, hd}, rng), pad, keep};
+    Attrs attrs = Attrs()
+                      .f("scale", 0.3f)
+                      .i("has_mask", 1)
+                      .i("has_keep", 1)
+                      .i("has_masked_score", 1)
+                      .f("masked_score", low);
+    const Shape out = {2, 2, 70, hd}, rows = {2, 2, 70};
+    conformOp("attention", in, {{DType::F32, out}, {DType::F32, rows}}, attrs,
+              {1e-4, 1e-4});
+    std::vector<Tensor> fwd =
+        runOp("attention", in, {{DType::F32, out}, {DType::F32, rows}}, attrs);
+    conformOp(
+        "attention_grad",
+        {in[0], in[1], in[2], fwd[0], fwd[1], randomF32(out, rng), pad, keep},
+        {{DType::F32, out}, {DType::F32, {2, 2, hd, 70}}, {DType::F32, out}},
+        attrs, {1e-4, 1e-4});
+  }
 }
 
 // A half attention (bf16 or f16 q, kt, v and results, f32 mask and lse):

@@ -8,9 +8,10 @@
 // kernels (the key and query norms, delta, the NaN rows' fill) done here in
 // their order. A whole model then trains through the tiles on any machine
 // (test/Runtime/emulated-tiles.test), with the masks, scales and shapes
-// the compiler gives them. An attention the tiles do not take (head dims
-// other than 32, 64, 80, 96 and 128, or v's unlike q's) keeps the CPU
-// kernel, as the CUDA backend keeps its blocked path.
+// the compiler gives them, masked_score and keep too (the backward's stats
+// pass first). An attention the tiles do not take (head dims other than
+// 32, 64, 80, 96 and 128, or v's unlike q's) keeps the CPU kernel, as the
+// CUDA backend keeps its blocked path.
 //
 //===----------------------------------------------------------------------===//
 #include "FlashEmulator.h"
@@ -33,23 +34,44 @@ using namespace tessel::runtime::flashemu;
 
 cpu::KernelFactory cpuAttention = nullptr, cpuAttentionGrad = nullptr;
 
-/// The attention's geometry, mask and fill; false when the tiles do not
-/// take it (as cuda/Attention.cpp's useFlash: a head dim they have, v's
-/// the same, a mask that adds rather than masked_score's replace).
-bool tileGeometry(const cpu::KernelContext &ctx, AttentionDims &d,
-                  const float *&mask, const float *&fill) {
+/// An attention's geometry and the operands the tiles read besides q, kt
+/// and v.
+struct Geometry {
+  AttentionDims d;
+  const float *mask = nullptr, *fill = nullptr;
+  bool replace = false; // masked_score
+  float masked = 0.0f;
+  const uint8_t *keep = nullptr;
+
+  template <class Args> void set(Args &a) const {
+    a.mask = mask;
+    a.replace = replace;
+    a.masked = masked;
+    a.keep = keep;
+    a.dims = d;
+  }
+};
+
+/// The attention's geometry; false when the tiles do not take it (as
+/// cuda/Attention.cpp's useFlash: a head dim they have, v's the same, a
+/// mask where masked_score replaces).
+bool tileGeometry(const cpu::KernelContext &ctx, Geometry &g) {
   const AttentionOperands at = attentionOperands(ctx.op);
   const Shape *maskShape = at.mask >= 0 ? &ctx.in(at.mask).shape : nullptr;
+  const Shape *keepShape = at.keep >= 0 ? &ctx.in(at.keep).shape : nullptr;
+  AttentionDims &d = g.d;
   if (!makeAttentionDims(ctx.in(0).shape, ctx.in(1).shape, ctx.in(2).shape,
-                         maskShape, d)
+                         maskShape, d, keepShape)
            .empty())
     return false;
   d.scale = ctx.op.floatAttr("scale", 1.0f);
-  mask =
-      at.mask >= 0 ? static_cast<const float *>(ctx.operand(at.mask)) : nullptr;
-  fill =
-      at.fill >= 0 ? static_cast<const float *>(ctx.operand(at.fill)) : nullptr;
-  return !at.replaceMasked && flash::supportedHeadDim(d.d) && d.dv == d.d;
+  auto operand = [&](int i) { return i >= 0 ? ctx.operand(i) : nullptr; };
+  g.mask = static_cast<const float *>(operand(at.mask));
+  g.fill = static_cast<const float *>(operand(at.fill));
+  g.keep = static_cast<const uint8_t *>(operand(at.keep));
+  g.replace = at.replaceMasked;
+  g.masked = at.maskedScore;
+  return (!g.replace || g.mask) && flash::supportedHeadDim(d.d) && d.dv == d.d;
 }
 
 /// f32 into an element: a half's bits (bf16 by kBf16, else f16) or a float.
@@ -82,26 +104,31 @@ template <class Fn> Status withTiles(DType t, int64_t d, Fn fn) {
   return dims(float(), std::false_type());
 }
 
+/// The forward's blocks (or, with a.rowMax, the stats pass's); false where
+/// one deadlocked.
+template <class E, bool kBf16, int D>
+bool forwardBlocks(const flash::TileArgs<E> &a) {
+  constexpr bool kF32 = std::is_same_v<E, float>;
+  const int bytes = kF32 ? flash::simt::sharedBytes(D) : flash::sharedBytes(D);
+  int64_t work = 0;
+  return emulate<E>(a.dims.batch, a.dims.s, flash::kRows, bytes, work,
+                    [&](EmuCtx &ctx, int64_t b, int64_t row0, E *smem) {
+                      if constexpr (kF32)
+                        flash::simt::forwardBlock<D>(ctx, a, b, row0, smem);
+                      else
+                        flash::forwardBlock<kBf16, D>(ctx, a, b, row0, smem);
+                    });
+}
+
 template <class E, bool kBf16, int D>
 Status forward(DType t, flash::TileArgs<E> a, const float *fill) {
   const AttentionDims &d = a.dims;
   std::vector<float> kNorm;
-  if (a.mask) {
+  if (a.mask && !a.replace) {
     kNorm = keyNorms(t, a.kt, d);
     a.kNorm = kNorm.data();
   }
-  constexpr bool kF32 = std::is_same_v<E, float>;
-  const int bytes = kF32 ? flash::simt::sharedBytes(D) : flash::sharedBytes(D);
-  int64_t work = 0;
-  const bool ok =
-      emulate<E>(d.batch, d.s, flash::kRows, bytes, work,
-                 [&](EmuCtx &ctx, int64_t b, int64_t row0, E *smem) {
-                   if constexpr (kF32)
-                     flash::simt::forwardBlock<D>(ctx, a, b, row0, smem);
-                   else
-                     flash::forwardBlock<kBf16, D>(ctx, a, b, row0, smem);
-                 });
-  if (!ok)
+  if (!forwardBlocks<E, kBf16, D>(a))
     return Status::error("attention: an emulated block deadlocked");
   // fillNanRowsKernel: the rows whose lse is NaN get fill times the sum of
   // v's rows, in row order, rounded once.
@@ -129,9 +156,17 @@ Status backward(DType t, flash::TileGradArgs<E> a, const E *out) {
   }
   // deltaKernel, and maxNormKernel over the queries and the keys.
   const std::vector<float> delta = deltaOf(t, a.grad, out, d);
-  std::vector<float> qNorm, kNorm;
+  std::vector<float> qNorm, kNorm, stats;
   a.delta = delta.data();
-  if (a.mask) {
+  if (a.replace) { // the stats pass: each row's max and log-sum
+    stats.assign(2 * d.batch * d.s, 0.0f);
+    const flash::TileArgs<E> f =
+        flash::statsArgs(a, stats.data(), stats.data() + d.batch * d.s);
+    if (!forwardBlocks<E, kBf16, D>(f))
+      return Status::error("attention_grad: an emulated block deadlocked");
+    a.rowMax = f.rowMax;
+    a.rowLogSum = f.rowLogSum;
+  } else if (a.mask) {
     qNorm = queryNorms(t, a.q, d);
     kNorm = keyNorms(t, a.kt, d);
     a.qNorm = qNorm.data();
@@ -163,10 +198,10 @@ Status backward(DType t, flash::TileGradArgs<E> a, const E *out) {
 }
 
 cpu::Step emulatedAttention(const cpu::KernelContext &ctx) {
-  AttentionDims d;
-  const float *mask = nullptr, *fill = nullptr;
-  if (!tileGeometry(ctx, d, mask, fill))
+  Geometry g;
+  if (!tileGeometry(ctx, g))
     return cpuAttention(ctx);
+  const AttentionDims &d = g.d;
   const DType t = ctx.in(0).dtype;
   void *q = ctx.operand(0), *kt = ctx.operand(1), *v = ctx.operand(2),
        *out = ctx.result(0), *lse = ctx.result(1);
@@ -181,19 +216,18 @@ cpu::Step emulatedAttention(const cpu::KernelContext &ctx) {
       a.v = static_cast<const E *>(v);
       a.out = static_cast<E *>(out);
       a.lse = static_cast<float *>(lse);
-      a.mask = mask;
-      a.dims = d;
+      g.set(a);
       return forward<E, decltype(bf16)::value, decltype(dim)::value>(t, a,
-                                                                     fill);
+                                                                     g.fill);
     });
   };
 }
 
 cpu::Step emulatedAttentionGrad(const cpu::KernelContext &ctx) {
-  AttentionDims d;
-  const float *mask = nullptr, *fill = nullptr;
-  if (!tileGeometry(ctx, d, mask, fill))
+  Geometry g;
+  if (!tileGeometry(ctx, g))
     return cpuAttentionGrad(ctx);
+  const AttentionDims &d = g.d;
   const DType t = ctx.in(0).dtype;
   std::vector<void *> p;
   for (int i = 0; i < 6; ++i)
@@ -211,12 +245,11 @@ cpu::Step emulatedAttentionGrad(const cpu::KernelContext &ctx) {
       a.v = static_cast<const E *>(p[2]);
       a.lse = static_cast<const float *>(p[4]);
       a.grad = static_cast<const E *>(p[5]);
-      a.mask = mask;
-      a.fill = fill;
+      g.set(a);
+      a.fill = g.fill;
       a.dq = static_cast<E *>(p[6]);
       a.dkt = static_cast<E *>(p[7]);
       a.dv = static_cast<E *>(p[8]);
-      a.dims = d;
       return backward<E, decltype(bf16)::value, decltype(dim)::value>(
           t, a, static_cast<const E *>(p[3]));
     });

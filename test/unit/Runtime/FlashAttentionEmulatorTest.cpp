@@ -33,15 +33,23 @@ struct Case {
   enum { Random, Causal, Padding, DeadRows } kind = Random;
   float dead = -3.4028235e38f; // the exporters' causal fill, or -inf
   bool deadRow = false;        // row 3 of every mask plane all -inf
+  // has_masked_score: the scores whose mask is -inf are `masked` (with
+  // keep, those whose keep is false: a random bool [.., S, T] with row 5
+  // all false).
+  bool replace = false;
+  float masked = 0.0f;
+  bool keep = false;
 };
 
 /// The attention's geometry from the tensors' shapes, with the case's
 /// scale; false (and a test failure) when they do not fit.
 bool dimsOf(const Case &c, const Tensor &q, const Tensor &kt, const Tensor &v,
-            const Tensor *mask, AttentionDims &dims) {
+            const Tensor *mask, const Tensor *keep, AttentionDims &dims) {
   const Shape ms = mask ? mask->shape() : Shape{};
-  const std::string bad = makeAttentionDims(q.shape(), kt.shape(), v.shape(),
-                                            mask ? &ms : nullptr, dims);
+  const Shape ks = keep ? keep->shape() : Shape{};
+  const std::string bad =
+      makeAttentionDims(q.shape(), kt.shape(), v.shape(), mask ? &ms : nullptr,
+                        dims, keep ? &ks : nullptr);
   if (!bad.empty()) {
     ADD_FAILURE() << bad;
     return false;
@@ -60,11 +68,11 @@ template <class E> struct Result {
 /// block(ctx, args, b, row0, smem) with `smemBytes` of shared memory.
 template <class E, int D, class Block>
 Result<E> runFlash(const Case &c, const Tensor &q, const Tensor &kt,
-                   const Tensor &v, const Tensor *mask, bool skips,
-                   int smemBytes, Block block) {
+                   const Tensor &v, const Tensor *mask, const Tensor *keep,
+                   bool skips, int smemBytes, Block block) {
   AttentionDims dims;
   Result<E> r;
-  if (!dimsOf(c, q, kt, v, mask, dims))
+  if (!dimsOf(c, q, kt, v, mask, keep, dims))
     return r;
   r.out.assign(dims.batch * dims.s * D, 0);
   r.lse.assign(dims.batch * dims.s, 0);
@@ -77,6 +85,9 @@ Result<E> runFlash(const Case &c, const Tensor &q, const Tensor &kt,
   a.lse = r.lse.data();
   a.mask = mask ? mask->data<float>() : nullptr;
   a.kNorm = skips ? kNorm.data() : nullptr;
+  a.replace = c.replace;
+  a.masked = c.masked;
+  a.keep = keep ? keep->data<uint8_t>() : nullptr;
   a.dims = dims;
   int64_t mmas = 0;
   if (!emulate<E>(dims.batch, dims.s, flash::kRows, smemBytes, mmas,
@@ -90,8 +101,10 @@ Result<E> runFlash(const Case &c, const Tensor &q, const Tensor &kt,
 
 template <bool kBf16, int D>
 Result<uint16_t> runFlash(const Case &c, const Tensor &q, const Tensor &kt,
-                          const Tensor &v, const Tensor *mask, bool skips) {
-  return runFlash<uint16_t, D>(c, q, kt, v, mask, skips, flash::sharedBytes(D),
+                          const Tensor &v, const Tensor *mask,
+                          const Tensor *keep, bool skips) {
+  return runFlash<uint16_t, D>(c, q, kt, v, mask, keep, skips,
+                               flash::sharedBytes(D),
                                [](EmuCtx &ctx, const flash::Args &a, int64_t b,
                                   int64_t row0, uint16_t *smem) {
                                  flash::forwardBlock<kBf16, D>(ctx, a, b, row0,
@@ -106,19 +119,25 @@ template <class E> struct GradResult {
 
 /// The backward's two passes over E, dkv(ctx, args, b, k0, smem) and
 /// dq(ctx, args, b, row0, smem) with `dkvBytes` and `dqBytes` of shared
-/// memory; delta and the norms as the device's first kernels compute them;
-/// the forward's results `out` and `lse`, the NaN guard's fill where set.
-template <class E, int D, class Dkv, class Dq>
+/// memory; delta and the norms as the device's first kernels compute them,
+/// and with masked_score the stats pass, fwd(ctx, args, b, row0, smem)
+/// with `fwdBytes`; the forward's results `out` and `lse`, the NaN guard's
+/// fill where set.
+template <class E, int D, class Fwd, class Dkv, class Dq>
 GradResult<E> runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
                            const Tensor &v, const Tensor *mask,
-                           const Tensor &out, const Tensor &lse,
-                           const Tensor &grad, const float *fill, bool skips,
+                           const Tensor *keep, const Tensor &out,
+                           const Tensor &lse, const Tensor &grad,
+                           const float *fill, bool skips, int fwdBytes, Fwd fwd,
                            int dkvBytes, Dkv dkv, int dqBytes, Dq dq) {
   const DType dt = q.dtype();
   AttentionDims dims;
   GradResult<E> r;
-  if (!dimsOf(c, q, kt, v, mask, dims))
+  if (!dimsOf(c, q, kt, v, mask, keep, dims))
     return r;
+  int64_t mmas = 0;
+  const int64_t rows = dims.batch * dims.s;
+  std::vector<float> stats(2 * rows, NAN);
   const std::vector<float> delta =
       deltaOf(dt, grad.data<E>(), out.data<E>(), dims);
   const std::vector<float> qNorm = queryNorms(dt, q.data<E>(), dims),
@@ -139,11 +158,24 @@ GradResult<E> runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
     a.qNorm = qNorm.data();
     a.kNorm = kNorm.data();
   }
+  a.replace = c.replace;
+  a.masked = c.masked;
+  a.keep = keep ? keep->data<uint8_t>() : nullptr;
   a.dq = r.dq.data();
   a.dkt = r.dkt.data();
   a.dv = r.dv.data();
   a.dims = dims;
-  int64_t mmas = 0;
+  if (c.replace) { // the stats pass first
+    const flash::TileArgs<E> f =
+        flash::statsArgs(a, stats.data(), stats.data() + rows);
+    if (!emulate<E>(dims.batch, dims.s, flash::kRows, fwdBytes, mmas,
+                    [&](EmuCtx &ctx, int64_t b, int64_t row0, E *smem) {
+                      fwd(ctx, f, b, row0, smem);
+                    }))
+      ADD_FAILURE() << "a barrier that not every thread reaches";
+    a.rowMax = f.rowMax;
+    a.rowLogSum = f.rowLogSum;
+  }
   if (!emulate<E>(dims.batch, dims.t, flash::kKeys, dkvBytes, mmas,
                   [&](EmuCtx &ctx, int64_t b, int64_t k0, E *smem) {
                     dkv(ctx, a, b, k0, smem);
@@ -160,10 +192,17 @@ GradResult<E> runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt,
 template <bool kBf16, int D>
 GradResult<uint16_t>
 runFlashGrad(const Case &c, const Tensor &q, const Tensor &kt, const Tensor &v,
-             const Tensor *mask, const Tensor &out, const Tensor &lse,
-             const Tensor &grad, const float *fill, bool skips) {
+             const Tensor *mask, const Tensor *keep, const Tensor &out,
+             const Tensor &lse, const Tensor &grad, const float *fill,
+             bool skips) {
   return runFlashGrad<uint16_t, D>(
-      c, q, kt, v, mask, out, lse, grad, fill, skips, flash::dkvSharedBytes(D),
+      c, q, kt, v, mask, keep, out, lse, grad, fill, skips,
+      flash::sharedBytes(D),
+      [](EmuCtx &ctx, const flash::Args &a, int64_t b, int64_t row0,
+         uint16_t *smem) {
+        flash::forwardBlock<kBf16, D>(ctx, a, b, row0, smem);
+      },
+      flash::dkvSharedBytes(D),
       [](EmuCtx &ctx, const flash::GradArgs &a, int64_t b, int64_t k0,
          uint16_t *smem) { flash::dkvBlock<kBf16, D>(ctx, a, b, k0, smem); },
       flash::dqSharedBytes(D),
@@ -207,15 +246,17 @@ template <bool kBf16, int D> struct HalfTiles {
     return halfPair(kType, shape, rng).second;
   }
   static Result<E> forward(const Case &c, const Tensor &q, const Tensor &kt,
-                           const Tensor &v, const Tensor *mask, bool skips) {
-    return runFlash<kBf16, D>(c, q, kt, v, mask, skips);
+                           const Tensor &v, const Tensor *mask,
+                           const Tensor *keep, bool skips) {
+    return runFlash<kBf16, D>(c, q, kt, v, mask, keep, skips);
   }
   static GradResult<E> backward(const Case &c, const Tensor &q,
                                 const Tensor &kt, const Tensor &v,
-                                const Tensor *mask, const Tensor &out,
-                                const Tensor &lse, const Tensor &grad,
-                                const float *fill, bool skips) {
-    return runFlashGrad<kBf16, D>(c, q, kt, v, mask, out, lse, grad, fill,
+                                const Tensor *mask, const Tensor *keep,
+                                const Tensor &out, const Tensor &lse,
+                                const Tensor &grad, const float *fill,
+                                bool skips) {
+    return runFlashGrad<kBf16, D>(c, q, kt, v, mask, keep, out, lse, grad, fill,
                                   skips);
   }
 };
@@ -231,9 +272,10 @@ template <int D> struct SimtTiles {
     return randomF32(shape, rng);
   }
   static Result<E> forward(const Case &c, const Tensor &q, const Tensor &kt,
-                           const Tensor &v, const Tensor *mask, bool skips) {
+                           const Tensor &v, const Tensor *mask,
+                           const Tensor *keep, bool skips) {
     return runFlash<float, D>(
-        c, q, kt, v, mask, skips, flash::simt::sharedBytes(D),
+        c, q, kt, v, mask, keep, skips, flash::simt::sharedBytes(D),
         [](EmuCtx &ctx, const flash::ArgsF32 &a, int64_t b, int64_t row0,
            float *smem) {
           flash::simt::forwardBlock<D>(ctx, a, b, row0, smem);
@@ -241,11 +283,17 @@ template <int D> struct SimtTiles {
   }
   static GradResult<E> backward(const Case &c, const Tensor &q,
                                 const Tensor &kt, const Tensor &v,
-                                const Tensor *mask, const Tensor &out,
-                                const Tensor &lse, const Tensor &grad,
-                                const float *fill, bool skips) {
+                                const Tensor *mask, const Tensor *keep,
+                                const Tensor &out, const Tensor &lse,
+                                const Tensor &grad, const float *fill,
+                                bool skips) {
     return runFlashGrad<float, D>(
-        c, q, kt, v, mask, out, lse, grad, fill, skips,
+        c, q, kt, v, mask, keep, out, lse, grad, fill, skips,
+        flash::simt::sharedBytes(D),
+        [](EmuCtx &ctx, const flash::ArgsF32 &a, int64_t b, int64_t row0,
+           float *smem) {
+          flash::simt::forwardBlock<D>(ctx, a, b, row0, smem);
+        },
         flash::simt::dkvSharedBytes(D),
         [](EmuCtx &ctx, const flash::GradArgsF32 &a, int64_t b, int64_t k0,
            float *smem) { flash::simt::dkvBlock<D>(ctx, a, b, k0, smem); },
@@ -291,17 +339,29 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
          kt = Tiles::input(with({D, c.t}), rng),
          v = Tiles::input(with({c.t, D}), rng);
   std::vector<Tensor> in = {q, kt, v};
-  Tensor mask;
+  Tensor mask, keep;
   if (!c.mask.empty()) {
     mask = caseMask(c, rng);
     in.push_back(mask);
   }
+  if (c.keep) {
+    keep = Tensor(DType::Bool, with({c.s, c.t}));
+    std::bernoulli_distribution coin(0.7);
+    for (int64_t e = 0; e < keep.numElements(); ++e)
+      keep.data<uint8_t>()[e] = (e / c.t) % c.s == 5 ? 0 : coin(rng);
+    in.push_back(keep);
+  }
   Shape rows = with({c.s});
-  std::vector<Tensor> cpu =
-      runOp("attention", in, {{dt, with({c.s, D})}, {DType::F32, rows}},
-            Attrs().f("scale", c.scale).i("has_mask", !c.mask.empty()), 2);
+  Attrs attrs = Attrs().f("scale", c.scale).i("has_mask", !c.mask.empty());
+  if (c.replace)
+    attrs.i("has_masked_score", 1).f("masked_score", c.masked);
+  if (c.keep)
+    attrs.i("has_keep", 1);
+  std::vector<Tensor> cpu = runOp(
+      "attention", in, {{dt, with({c.s, D})}, {DType::F32, rows}}, attrs, 2);
   const Tensor *m = c.mask.empty() ? nullptr : &mask;
-  const Result<E> got = Tiles::forward(c, q, kt, v, m, true);
+  const Tensor *k = c.keep ? &keep : nullptr;
+  const Result<E> got = Tiles::forward(c, q, kt, v, m, k, true);
   ASSERT_FALSE(got.out.empty());
   expectNear(dt, cpu[0].data<E>(), got.out.data(), cpu[0].numElements(),
              Tiles::kForwardUnits, "out");
@@ -315,11 +375,18 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
           << "lse[" << i << "]";
   }
 
+  // With masked_score no tile is dead: the same products with the skips
+  // allowed as without.
+  if (c.replace) {
+    const Result<E> all = Tiles::forward(c, q, kt, v, m, k, false);
+    EXPECT_EQ(got.mmas, all.mmas) << "a masked_score attention skipped tiles";
+  }
   // The skips are exact: the same bits without them, and fewer products
   // where a causal mask leaves whole tiles dead.
-  const bool compareSkips = c.kind == Case::Causal || c.kind == Case::DeadRows;
+  const bool compareSkips =
+      !c.replace && (c.kind == Case::Causal || c.kind == Case::DeadRows);
   if (compareSkips) {
-    const Result<E> all = Tiles::forward(c, q, kt, v, m, false);
+    const Result<E> all = Tiles::forward(c, q, kt, v, m, nullptr, false);
     EXPECT_EQ(0, std::memcmp(all.out.data(), got.out.data(),
                              got.out.size() * sizeof(E)))
         << "out differs without the skips";
@@ -344,17 +411,15 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
     bin.push_back(mask);
   if (c.deadRow)
     bin.push_back(fill);
+  if (k)
+    bin.push_back(keep);
   std::vector<Tensor> want =
       runOp("attention_grad", bin,
             {{dt, q.shape()}, {dt, kt.shape()}, {dt, v.shape()}},
-            Attrs()
-                .f("scale", c.scale)
-                .i("has_mask", m != nullptr)
-                .i("has_nan_fill", c.deadRow),
-            2);
+            Attrs(attrs).i("has_nan_fill", c.deadRow), 2);
   const float *f = c.deadRow ? fill.data<float>() : nullptr;
   const GradResult<E> gr =
-      Tiles::backward(c, q, kt, v, m, cpu[0], cpu[1], g, f, true);
+      Tiles::backward(c, q, kt, v, m, k, cpu[0], cpu[1], g, f, true);
   ASSERT_FALSE(gr.dq.empty());
   expectNear(dt, want[0].data<E>(), gr.dq.data(), q.numElements(),
              Tiles::kBackwardUnits, "dq");
@@ -364,7 +429,7 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
              Tiles::kBackwardUnits, "dv");
   if (compareSkips) {
     const GradResult<E> all =
-        Tiles::backward(c, q, kt, v, m, cpu[0], cpu[1], g, f, false);
+        Tiles::backward(c, q, kt, v, m, k, cpu[0], cpu[1], g, f, false);
     auto same = [](const std::vector<E> &x, const std::vector<E> &y) {
       return std::memcmp(x.data(), y.data(), x.size() * sizeof(E)) == 0;
     };
@@ -382,9 +447,23 @@ void check(const Case &c, std::mt19937 &rng, bool grad) {
 // and as -inf; a padding mask broadcast over heads; rows all -inf (lse NaN, NaN
 // results, which the device's second kernel then fills); rows all at the
 // exporters' finite dead value (a uniform softmax: their tiles may not be
-// skipped); no mask.
+// skipped); no mask; masked_score: GPT-2's old causal
+// where(causal, s, -1e4), rows whose every score is -1e9 (masked_fill's
+// constant leads them: a uniform softmax), and keep with a padding mask.
 std::vector<Case> cases() {
+  auto replaced = [](Case c, float masked, bool keep = false) {
+    c.replace = true;
+    c.masked = masked;
+    c.keep = keep;
+    return c;
+  };
   return {
+      replaced({{2}, 150, 150, 0, {150, 150}, 0.125f, Case::Causal, -INFINITY},
+               -1e4f),
+      replaced({{1}, 40, 100, 0, {40, 100}, 0.125f, Case::DeadRows, -INFINITY},
+               -1e9f),
+      replaced({{2, 2}, 40, 100, 0, {2, 1, 1, 100}, 0.2f, Case::Padding}, -1e9f,
+               true),
       {{2}, 150, 150, 0, {150, 150}, 0.125f, Case::Causal},
       {{1, 2}, 70, 70, 0, {1, 1, 70, 70}, 0.125f, Case::Causal, -INFINITY},
       {{2, 2}, 40, 100, 0, {2, 1, 1, 100}, 0.2f, Case::Padding},
