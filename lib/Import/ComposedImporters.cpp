@@ -1355,6 +1355,54 @@ LogicalResult convTranspose(NodeContext &c) {
   return success();
 }
 
+/// Tile (torch's `repeat`) with constant repeats: x [d0, ...] reshaped to
+/// [1, d0, 1, d1, ...], expanded to [r0, d0, r1, d1, ...] and reshaped to
+/// [r0 d0, r1 d1, ...]: copy i of dim k is the kth pair's first index.
+LogicalResult tile(NodeContext &c) {
+  auto repeats = c.getConstInts(1, "the repeats");
+  if (failed(repeats))
+    return failure();
+  ArrayRef<int64_t> in = c.getShape(0);
+  if (repeats->size() != in.size())
+    return c.error("has " + Twine(repeats->size()) +
+                   " repeats for an input of rank " + Twine(in.size()));
+  SmallVector<int64_t> pairs, paired, out;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const int64_t r = (*repeats)[k];
+    if (r < 1)
+      return c.error(
+          "repeats " + Twine(r) + " times along dim " + Twine(k) +
+          " (zero-size tensors are not supported; a repeat is at least 1)");
+    pairs.append({1, in[k]});
+    paired.append({r, in[k]});
+    out.push_back(r * in[k]);
+  }
+  if (const ConstTensor *x = c.getConst(0)) {
+    std::optional<ConstTensor> e = foldExpand(foldReshape(*x, pairs), paired);
+    if (e && setFolded(c, foldReshape(*e, out)))
+      return success();
+  }
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  if (ArrayRef<int64_t>(out) == in) {
+    c.setOutput(0, *x, c.getDType(0));
+    return success();
+  }
+  auto split = reshapeValue(c, *x, pairs);
+  if (failed(split))
+    return failure();
+  auto type = RankedTensorType::get(paired, c.getType(0).getElementType());
+  auto expanded = c.create<ExpandOp>({*split}, {}, {type});
+  if (failed(expanded))
+    return failure();
+  auto r = reshapeValue(c, (*expanded)->getResult(0), out);
+  if (failed(r))
+    return failure();
+  c.setOutput(0, *r, c.getDType(0));
+  return success();
+}
+
 } // namespace
 
 namespace mlir::tessel::detail {
@@ -1422,6 +1470,7 @@ LogicalResult importSelu(NodeContext &c) {
 }
 LogicalResult importResize(NodeContext &c) { return resize(c); }
 LogicalResult importEinsum(NodeContext &c) { return einsum(c); }
+LogicalResult importTile(NodeContext &c) { return tile(c); }
 LogicalResult importConvTranspose(NodeContext &c) { return convTranspose(c); }
 LogicalResult importArgMin(NodeContext &c) {
   return importArgExtreme<false>(c);

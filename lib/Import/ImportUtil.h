@@ -218,6 +218,7 @@ LogicalResult importCelu(NodeContext &c);
 LogicalResult importSelu(NodeContext &c);
 LogicalResult importResize(NodeContext &c);
 LogicalResult importEinsum(NodeContext &c);
+LogicalResult importTile(NodeContext &c);
 LogicalResult importConvTranspose(NodeContext &c);
 
 // Importers of ONNX's sequence ops (SequenceImporters.cpp).

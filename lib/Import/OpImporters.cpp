@@ -2175,6 +2175,7 @@ const OpImporter kOpImporters[] = {
     {"Squeeze", 13, importSqueeze},
     {"Sub", 13, importSub},
     {"Tanh", 13, importTanh},
+    {"Tile", 13, importTile},
     {"Transpose", 13, importTranspose},
     {"Trilu", 14, importTrilu},
     {"Unsqueeze", 13, importUnsqueeze},

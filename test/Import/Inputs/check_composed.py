@@ -198,6 +198,27 @@ def cases():
     ref = (v64 - mean) / np.sqrt(var + 1e-3) * sc[None, :, None] + bi[None, :, None]
     yield "instance_norm", m, {"v": v, "sc": sc, "bi": bi}, ref.astype(np.float32)
 
+    # Tile (torch's repeat) with constant repeats: rows and columns, an
+    # integer tensor, a constant input (folded at import), all ones.
+    t = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    m = model([const("r", [3, 1, 2]), helper.make_node("Tile", ["t", "r"], ["y"])],
+              [("t", F32, [2, 3, 4])], [("y", F32, [6, 3, 8])], 13)
+    yield "tile_3d", m, {"t": t}, np.tile(t, (3, 1, 2))
+    n = np.array([5, -1, 7], np.int64)
+    m = model([const("r", [4]), helper.make_node("Tile", ["n", "r"], ["y"])],
+              [("n", I64, [3])], [("y", I64, [12])], 13)
+    yield "tile_int", m, {"n": n}, np.tile(n, 4)
+    k = np.arange(6, dtype=np.float32).reshape(2, 3)
+    m = model([const("k", k, np.float32), const("r", [2, 2]),
+               helper.make_node("Tile", ["k", "r"], ["kt"]),
+               helper.make_node("Add", ["kt", "w"], ["y"])],
+              [("w", F32, [4, 6])], [("y", F32, [4, 6])], 13)
+    w = rng.standard_normal((4, 6)).astype(np.float32)
+    yield "tile_const", m, {"w": w}, np.tile(k, (2, 2)) + w
+    m = model([const("r", [1, 1, 1]), helper.make_node("Tile", ["t", "r"], ["y"])],
+              [("t", F32, [2, 3, 4])], [("y", F32, [2, 3, 4])], 13)
+    yield "tile_ones", m, {"t": t}, t
+
 
 def sequence_cases():
     """ONNX's sequence ops (lib/Import/SequenceImporters.cpp), as
