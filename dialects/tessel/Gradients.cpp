@@ -300,6 +300,29 @@ LogicalResult buildSinGradient(SinOp op, OpBuilder &b, ArrayRef<Value> dy,
   return success();
 }
 
+// The step functions (floor, ceil, round, sign): 0, as PyTorch's.
+static LogicalResult stepGradient(Operation *op, OpBuilder &b, Grads &dx) {
+  Emitter e{b, op->getLoc()};
+  dx.push_back(e.zerosLike(typeOf(op->getOperand(0))));
+  return success();
+}
+LogicalResult buildFloorGradient(FloorOp op, OpBuilder &b, ArrayRef<Value>,
+                                 Grads &dx) {
+  return stepGradient(op, b, dx);
+}
+LogicalResult buildCeilGradient(CeilOp op, OpBuilder &b, ArrayRef<Value>,
+                                Grads &dx) {
+  return stepGradient(op, b, dx);
+}
+LogicalResult buildRoundGradient(RoundOp op, OpBuilder &b, ArrayRef<Value>,
+                                 Grads &dx) {
+  return stepGradient(op, b, dx);
+}
+LogicalResult buildSignGradient(SignOp op, OpBuilder &b, ArrayRef<Value>,
+                                Grads &dx) {
+  return stepGradient(op, b, dx);
+}
+
 // d cos = -sin x
 LogicalResult buildCosGradient(CosOp op, OpBuilder &b, ArrayRef<Value> dy,
                                Grads &dx) {

@@ -158,6 +158,8 @@ struct CpuMath {
   static float cos(float x) { return std::cos(x); }
   static float fabs(float x) { return std::fabs(x); }
   static float nearbyint(float x) { return std::nearbyint(x); }
+  static float floor(float x) { return std::floor(x); }
+  static float ceil(float x) { return std::ceil(x); }
   static float fmod(float x, float y) { return std::fmod(x, y); }
   static float pow(float x, float y) { return std::pow(x, y); }
   // Each rounded once (tessel/ops/Optimizer.h's updates).
@@ -179,6 +181,8 @@ struct CpuMath {
   static double cos(double x) { return std::cos(x); }
   static double fabs(double x) { return std::fabs(x); }
   static double nearbyint(double x) { return std::nearbyint(x); }
+  static double floor(double x) { return std::floor(x); }
+  static double ceil(double x) { return std::ceil(x); }
   static double fmod(double x, double y) { return std::fmod(x, y); }
   static double pow(double x, double y) { return std::pow(x, y); }
 };

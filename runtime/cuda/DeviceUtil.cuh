@@ -197,6 +197,8 @@ struct CudaMath {
   static __host__ __device__ float cos(float x) { return cosf(x); }
   static __host__ __device__ float fabs(float x) { return fabsf(x); }
   static __host__ __device__ float nearbyint(float x) { return nearbyintf(x); }
+  static __host__ __device__ float floor(float x) { return floorf(x); }
+  static __host__ __device__ float ceil(float x) { return ceilf(x); }
   static __host__ __device__ float fmod(float x, float y) { return fmodf(x, y); }
   static __host__ __device__ float pow(float x, float y) { return powf(x, y); }
   // Each rounded once, never contracted into a fused multiply-add

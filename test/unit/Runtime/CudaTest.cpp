@@ -67,9 +67,10 @@ TEST(CudaConformance, UnaryF32) {
   x.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
   x.data<float>()[3] = std::numeric_limits<float>::infinity();
   x.data<float>()[4] = -std::numeric_limits<float>::infinity();
-  for (const char *op : {"neg", "abs", "relu", "exp", "tanh", "erf", "sigmoid",
-                         "gelu", "reciprocal", "softplus", "hard_swish",
-                         "leaky_relu", "softsign"})
+  for (const char *op :
+       {"neg", "abs", "relu", "exp", "tanh", "erf", "sigmoid", "gelu",
+        "reciprocal", "softplus", "hard_swish", "leaky_relu", "softsign",
+        "floor", "ceil", "round", "sign"})
     conformSame(op, x);
   conformSame("gelu", x, Attrs().i("tanh_approximation", 1));
   conformSame("leaky_relu", x, Attrs().f("alpha", 0.2f));
@@ -1158,7 +1159,8 @@ TEST(CudaFused, EveryOpAndInputKind) {
   for (OpKind k : {OpKind::Neg, OpKind::Abs, OpKind::Sqrt, OpKind::Rsqrt,
                    OpKind::Tanh, OpKind::Erf, OpKind::Sigmoid, OpKind::Relu,
                    OpKind::Gelu, OpKind::Softplus, OpKind::HardSwish,
-                   OpKind::Sin, OpKind::Cos, OpKind::Softsign})
+                   OpKind::Sin, OpKind::Cos, OpKind::Softsign, OpKind::Round,
+                   OpKind::Floor, OpKind::Ceil, OpKind::Sign})
     last = push(k, last, -1, 0);
   last = push(OpKind::Gelu, last, -1, 1);
   for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,

@@ -92,7 +92,11 @@ INSTANTIATE_TEST_SUITE_P(
                       [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); },
                       -8, 8, 1e-7, 3e-7},
             UnaryCase{"leaky_relu", [](double x) { return x < 0 ? 0.01 * x : x; }, -5, 5, 0, 1e-7},
-            UnaryCase{"softsign", [](double x) { return x / (1 + std::fabs(x)); }, -1e4f, 1e4f, 0, 3e-7}),
+            UnaryCase{"softsign", [](double x) { return x / (1 + std::fabs(x)); }, -1e4f, 1e4f, 0, 3e-7},
+            UnaryCase{"floor", [](double x) { return std::floor(x); }, -5, 5, 0, 0},
+            UnaryCase{"ceil", [](double x) { return std::ceil(x); }, -5, 5, 0, 0},
+            UnaryCase{"round", [](double x) { return std::nearbyint(x); }, -5, 5, 0, 0},
+            UnaryCase{"sign", [](double x) { return double((x > 0) - (x < 0)); }, -5, 5, 0, 0}),
         ::testing::Values(1, 2)),
     opAndThreads<::testing::TestParamInfo<UnaryTest::ParamType>>);
 

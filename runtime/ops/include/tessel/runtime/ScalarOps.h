@@ -143,6 +143,32 @@ template <class M> struct Cos {
     return M::cos(v);
   }
 };
+/// The step functions (ONNX's Floor, Ceil, Round: halves to even, as
+/// nearbyint in the default rounding mode; Sign: -1, 0 or 1, NaN kept).
+template <class M> struct Floor {
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return M::floor(v);
+  }
+};
+template <class M> struct Ceil {
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return M::ceil(v);
+  }
+};
+template <class M> struct Round {
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    return M::nearbyint(v);
+  }
+};
+template <class M> struct Sign {
+  template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
+    if (v > T(0))
+      return T(1);
+    if (v < T(0))
+      return T(-1);
+    return v == T(0) ? T(0) : v; // NaN stays NaN
+  }
+};
 template <class M> struct Erf {
   template <class T> TESSEL_HOST_DEVICE T operator()(T v) const {
     return M::erf(v);
