@@ -79,6 +79,15 @@ def build(name):
         cfg = {"llama": (tf.LlamaConfig, tf.LlamaModel), "mistral": (tf.MistralConfig, tf.MistralModel),
                "qwen2": (tf.Qwen2Config, tf.Qwen2Model)}[name]
         return cfg[1](cfg[0](**small, num_key_value_heads=2)), {"input_ids": ids, "attention_mask": mask}
+    if name == "mixtral":
+        # A mixture of experts: the router's TopK, the experts as batched
+        # matmuls over gathered weights (transformers 5's batched_mm; its
+        # default grouped_mm is a custom op neither exporter converts, and
+        # its eager loop is NonZero's data-dependent shapes).
+        m = tf.MixtralModel(tf.MixtralConfig(**small, num_key_value_heads=2, num_local_experts=4,
+                                             num_experts_per_tok=2, attn_implementation="eager"))
+        m.set_experts_implementation("batched_mm")
+        return m, {"input_ids": ids, "attention_mask": mask}
     if name == "neox":
         return tf.GPTNeoXModel(tf.GPTNeoXConfig(**small)), {"input_ids": ids, "attention_mask": mask}
     if name == "phi":
@@ -201,7 +210,7 @@ def main():
     ap.add_argument("--train-lr", type=float, default=1e-3,
                     help="their learning rate (small: large steps make the losses chaotic, "
                          "so that rounding alone sets them apart)")
-    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta", "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin", "efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", "densenet", "deeplab", "swin_t", "r3d", "maxvit", "unet"])
+    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "mixtral", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta", "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin", "efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", "densenet", "deeplab", "swin_t", "r3d", "maxvit", "unet"])
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     bad = 0

@@ -1403,6 +1403,146 @@ LogicalResult tile(NodeContext &c) {
   return success();
 }
 
+/// The most passes a TopK is composed of.
+constexpr int64_t kMaxTopK = 64;
+
+/// TopK with k known at import: k passes, each the index of the first
+/// largest (largest=0: smallest) element that no earlier pass took, found
+/// as ArgMax's composite finds it, and its value gathered from x, so that
+/// the gradient reaches only the picked elements (torch.topk's). A NaN
+/// counts as the largest, as in PyTorch: taken first with largest=1, last
+/// with largest=0. The passes' results concatenate along the axis.
+LogicalResult topK(NodeContext &c) {
+  if (c.getDType(0) != kInt64 && c.getDType(0) != kInt32 &&
+      failed(requireFloat(c, 0)))
+    return failure();
+  ArrayRef<int64_t> in = c.getShape(0);
+  auto axis = c.normalizeAxis(c.getInt("axis", -1), in.size(), "axis");
+  if (failed(axis))
+    return failure();
+  auto ks = c.getConstInts(1, "k");
+  if (failed(ks))
+    return failure();
+  if (ks->size() != 1)
+    return c.error("k has " + Twine(ks->size()) + " values, not one");
+  const int64_t k = (*ks)[0], dim = in[*axis];
+  if (k < 1 || k > dim)
+    return c.error("k = " + Twine(k) + " is not in [1, " + Twine(dim) +
+                   "], the size of axis " + Twine(*axis));
+  if (k > kMaxTopK)
+    return c.error("k = " + Twine(k) + " exceeds " + Twine(kMaxTopK) +
+                   ": TopK is composed of one pass per k");
+  const bool largest = c.getInt("largest", 1) != 0;
+  const bool isFloat = isFloatDType(c.getDType(0));
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  Type et = c.getType(0).getElementType(), i64 = c.getBuilder().getI64Type();
+  FailureOr<Value> cur = largest ? FailureOr<Value>(*x) : negate(c, *x);
+  SmallVector<int64_t> iotaShape(in.size(), 1), iota(dim);
+  iotaShape[*axis] = dim;
+  std::iota(iota.begin(), iota.end(), int64_t(0));
+  auto positions =
+      constantI64(c, iota, iotaShape, c.getNode().output(1) + ".topk_index");
+  if (failed(cur) || failed(positions))
+    return failure();
+  const Value none = c.scalarConstant(double(dim), i64);
+  const Value lowest = c.scalarConstant(
+      isFloat                   ? -std::numeric_limits<double>::infinity()
+      : c.getDType(0) == kInt32 ? double(std::numeric_limits<int32_t>::min())
+                                : double(std::numeric_limits<int64_t>::min()),
+      et);
+  // Each step's value, or failure; `taken` (i1, null before the first
+  // pass) marks the positions earlier passes took.
+  Value taken;
+  auto where = [&](Value cond, Value a, Value b) {
+    return createValue<WhereOp>(c, {cond, a, b});
+  };
+  // The first position of `hits` (i1) that is not taken, or `none`.
+  auto firstFree = [&](Value hits) -> FailureOr<Value> {
+    auto cand = where(hits, *positions, none);
+    if (succeeded(cand) && taken)
+      cand = where(taken, none, *cand);
+    if (failed(cand))
+      return failure();
+    return reduceMinValue(c, *cand, {*axis}, true);
+  };
+  SmallVector<Value> values, indices;
+  for (int64_t pass = 0; pass < k; ++pass) {
+    FailureOr<Value> avail = taken ? where(taken, lowest, *cur) : *cur;
+    if (failed(avail))
+      return failure();
+    auto m = reduceValue(c, true, *avail, {*axis}, true);
+    if (failed(m))
+      return failure();
+    auto hit = compareValues(c, *avail, *m, ComparePredicate::EQ);
+    if (failed(hit))
+      return failure();
+    auto idx = firstFree(*hit);
+    if (failed(idx))
+      return failure();
+    if (isFloat) {
+      // reduce_max skips NaNs: with largest, an untaken NaN is the pick;
+      // where nothing is picked (only NaNs left, with largest=0), the first
+      // untaken position.
+      auto nan = compareValues(c, *cur, *cur, ComparePredicate::NE);
+      if (failed(nan))
+        return failure();
+      if (largest) {
+        auto nanIdx = firstFree(*nan);
+        if (failed(nanIdx))
+          return failure();
+        auto hasNan = compareValues(c, *nanIdx, none, ComparePredicate::LT);
+        if (failed(hasNan) || failed(idx = where(*hasNan, *nanIdx, *idx)))
+          return failure();
+      } else {
+        auto any = compareValues(c, *positions, *positions,
+                                 ComparePredicate::EQ); // all true
+        if (failed(any))
+          return failure();
+        auto free = firstFree(*any);
+        auto nothing = compareValues(c, *idx, none, ComparePredicate::EQ);
+        if (failed(free) || failed(nothing) ||
+            failed(idx = where(*nothing, *free, *idx)))
+          return failure();
+      }
+    }
+    auto v = createValue<GatherElementsOp>(
+        c, {*x, *idx}, {named(c, "axis", i64Attr(c, *axis))});
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+    indices.push_back(*idx);
+    if (pass + 1 == k)
+      break;
+    auto picked = compareValues(c, *positions, *idx, ComparePredicate::EQ);
+    if (failed(picked))
+      return failure();
+    if (!taken) {
+      taken = *picked;
+      continue;
+    }
+    auto both = where(*picked, *picked, taken);
+    if (failed(both))
+      return failure();
+    taken = *both;
+  }
+  auto attrs = [&] {
+    return SmallVector<NamedAttribute>{named(c, "dim", i64Attr(c, *axis))};
+  };
+  FailureOr<Value> vs = values.size() == 1
+                            ? FailureOr<Value>(values[0])
+                            : createValue<ConcatOp>(c, values, attrs());
+  FailureOr<Value> is = indices.size() == 1
+                            ? FailureOr<Value>(indices[0])
+                            : createValue<ConcatOp>(c, indices, attrs());
+  if (failed(vs) || failed(is))
+    return failure();
+  c.setOutput(0, *vs, c.getDType(0));
+  c.setOutput(1, *is, kInt64);
+  return success();
+}
+
 } // namespace
 
 namespace mlir::tessel::detail {
@@ -1471,6 +1611,7 @@ LogicalResult importSelu(NodeContext &c) {
 LogicalResult importResize(NodeContext &c) { return resize(c); }
 LogicalResult importEinsum(NodeContext &c) { return einsum(c); }
 LogicalResult importTile(NodeContext &c) { return tile(c); }
+LogicalResult importTopK(NodeContext &c) { return topK(c); }
 LogicalResult importConvTranspose(NodeContext &c) { return convTranspose(c); }
 LogicalResult importArgMin(NodeContext &c) {
   return importArgExtreme<false>(c);

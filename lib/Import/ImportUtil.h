@@ -219,6 +219,7 @@ LogicalResult importSelu(NodeContext &c);
 LogicalResult importResize(NodeContext &c);
 LogicalResult importEinsum(NodeContext &c);
 LogicalResult importTile(NodeContext &c);
+LogicalResult importTopK(NodeContext &c);
 LogicalResult importConvTranspose(NodeContext &c);
 
 // Importers of ONNX's sequence ops (SequenceImporters.cpp).

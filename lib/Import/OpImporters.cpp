@@ -2176,6 +2176,7 @@ const OpImporter kOpImporters[] = {
     {"Sub", 13, importSub},
     {"Tanh", 13, importTanh},
     {"Tile", 13, importTile},
+    {"TopK", 11, importTopK},
     {"Transpose", 13, importTranspose},
     {"Trilu", 14, importTrilu},
     {"Unsqueeze", 13, importUnsqueeze},

@@ -219,6 +219,43 @@ def cases():
               [("t", F32, [2, 3, 4])], [("y", F32, [2, 3, 4])], 13)
     yield "tile_ones", m, {"t": t}, t
 
+    # TopK with k known at import: largest and smallest, along the last
+    # axis and axis 0, ties (the lower index first), NaN (the largest, as in
+    # PyTorch: first with largest=1, last with largest=0), -inf, integers;
+    # the values and the indices, each a case.
+    def topk_ref(a, k, axis, largest):
+        a = np.moveaxis(a, axis, -1)
+        vals, idxs = np.empty(a.shape[:-1] + (k,), a.dtype), np.empty(a.shape[:-1] + (k,), np.int64)
+        for pos in np.ndindex(a.shape[:-1]):
+            row = a[pos]
+            def key(i):
+                v = row[i]
+                nan = bool(np.isnan(v)) if row.dtype.kind == "f" else False
+                if largest:
+                    return (0 if nan else 1, 0 if nan else -v, i)
+                return (1 if nan else 0, 0 if nan else v, i)
+            order = sorted(range(len(row)), key=key)[:k]
+            idxs[pos] = order
+            vals[pos] = row[order]
+        return np.moveaxis(vals, -1, axis), np.moveaxis(idxs, -1, axis)
+    tk = rng.standard_normal((3, 7)).astype(np.float32)
+    tk[0, 2] = tk[0, 5] = 9.0          # a tie: index 2 first
+    tk[1, 4] = np.nan                  # the largest
+    tk[2, :] = [-np.inf, 1, -np.inf, 1, 0, -np.inf, 2]
+    ti = np.array([[4, -2, 4, 7, 0], [1, 1, 1, -5, 3]], np.int64)
+    for name, a, k, axis, largest in [("last", tk, 3, -1, 1), ("smallest", tk, 6, 1, 0),
+                                      ("axis0", tk, 2, 0, 1), ("k1", tk, 1, -1, 1),
+                                      ("all", tk, 7, -1, 1), ("smallest_all", tk, 7, 1, 0),
+                                      ("int", ti, 4, 1, 1)]:
+        vals, idxs = topk_ref(a, k, axis, largest)
+        dt = I64 if a.dtype == np.int64 else F32
+        for out, ref in (("V", vals), ("I", idxs)):
+            outs = ["y", "other"] if out == "V" else ["other", "y"]
+            m = model([const("k", [k]),
+                       helper.make_node("TopK", ["a", "k"], outs, axis=axis, largest=largest)],
+                      [("a", dt, list(a.shape))], [("y", I64 if out == "I" else dt, list(ref.shape))], 13)
+            yield "topk_%s_%s" % (name, out.lower()), m, {"a": a}, ref
+
 
 def sequence_cases():
     """ONNX's sequence ops (lib/Import/SequenceImporters.cpp), as
@@ -289,7 +326,8 @@ def same(got, ref):
         bad = int(np.sum(got != ref))
         return bad == 0, "%d elements differ" % bad
     g, r = got.astype(np.float64), ref.astype(np.float64)
-    if not np.array_equal(np.isnan(g), np.isnan(r)) or not np.array_equal(np.isinf(g) * np.sign(g), np.isinf(r) * np.sign(r)):
+    infs = lambda v: np.where(np.isinf(v), np.sign(v), 0)  # noqa: E731 (0 at NaN)
+    if not np.array_equal(np.isnan(g), np.isnan(r)) or not np.array_equal(infs(g), infs(r)):
         return False, "NaN or inf in other places: %s vs %s" % (g, r)
     fin = np.isfinite(r)
     err = float(np.max(np.abs(g[fin] - r[fin]))) if fin.any() else 0.0
