@@ -27,7 +27,7 @@
 #include <vector>
 
 namespace tessel::runtime {
-struct Program;
+class Program;
 } // namespace tessel::runtime
 
 namespace tessel::runtime::cpu {
