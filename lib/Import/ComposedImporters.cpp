@@ -1452,21 +1452,30 @@ LogicalResult topK(NodeContext &c) {
       : c.getDType(0) == kInt32 ? double(std::numeric_limits<int32_t>::min())
                                 : double(std::numeric_limits<int64_t>::min()),
       et);
-  // Each step's value, or failure; `taken` (i1, null before the first
-  // pass) marks the positions earlier passes took.
+  // `taken` (i1, null before the first pass) marks the positions earlier
+  // passes took.
   Value taken;
   auto where = [&](Value cond, Value a, Value b) {
     return createValue<WhereOp>(c, {cond, a, b});
   };
-  // The first position of `hits` (i1) that is not taken, or `none`.
+  // The first position of `hits` (i1; null: every position) that is not
+  // taken, or `none`.
   auto firstFree = [&](Value hits) -> FailureOr<Value> {
-    auto cand = where(hits, *positions, none);
+    FailureOr<Value> cand = *positions;
+    if (hits)
+      cand = where(hits, *positions, none);
     if (succeeded(cand) && taken)
       cand = where(taken, none, *cand);
     if (failed(cand))
       return failure();
     return reduceMinValue(c, *cand, {*axis}, true);
   };
+  // NaNs (the largest, which reduce_max skips) do not move between passes.
+  FailureOr<Value> nan = Value();
+  if (isFloat)
+    nan = compareValues(c, *cur, *cur, ComparePredicate::NE);
+  if (failed(nan))
+    return failure();
   SmallVector<Value> values, indices;
   for (int64_t pass = 0; pass < k; ++pass) {
     FailureOr<Value> avail = taken ? where(taken, lowest, *cur) : *cur;
@@ -1485,9 +1494,6 @@ LogicalResult topK(NodeContext &c) {
       // reduce_max skips NaNs: with largest, an untaken NaN is the pick;
       // where nothing is picked (only NaNs left, with largest=0), the first
       // untaken position.
-      auto nan = compareValues(c, *cur, *cur, ComparePredicate::NE);
-      if (failed(nan))
-        return failure();
       if (largest) {
         auto nanIdx = firstFree(*nan);
         if (failed(nanIdx))
@@ -1496,11 +1502,7 @@ LogicalResult topK(NodeContext &c) {
         if (failed(hasNan) || failed(idx = where(*hasNan, *nanIdx, *idx)))
           return failure();
       } else {
-        auto any = compareValues(c, *positions, *positions,
-                                 ComparePredicate::EQ); // all true
-        if (failed(any))
-          return failure();
-        auto free = firstFree(*any);
+        auto free = firstFree(Value());
         auto nothing = compareValues(c, *idx, none, ComparePredicate::EQ);
         if (failed(free) || failed(nothing) ||
             failed(idx = where(*nothing, *free, *idx)))
@@ -1527,15 +1529,13 @@ LogicalResult topK(NodeContext &c) {
       return failure();
     taken = *both;
   }
-  auto attrs = [&] {
-    return SmallVector<NamedAttribute>{named(c, "dim", i64Attr(c, *axis))};
-  };
+  const NamedAttribute along = named(c, "dim", i64Attr(c, *axis));
   FailureOr<Value> vs = values.size() == 1
                             ? FailureOr<Value>(values[0])
-                            : createValue<ConcatOp>(c, values, attrs());
+                            : createValue<ConcatOp>(c, values, along);
   FailureOr<Value> is = indices.size() == 1
                             ? FailureOr<Value>(indices[0])
-                            : createValue<ConcatOp>(c, indices, attrs());
+                            : createValue<ConcatOp>(c, indices, along);
   if (failed(vs) || failed(is))
     return failure();
   c.setOutput(0, *vs, c.getDType(0));
