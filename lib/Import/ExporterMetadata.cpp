@@ -328,7 +328,8 @@ ExporterMetadata::droppedBias(const onnx::NodeProto &node) const {
   if (node.input_size() > 2 && !node.input(2).empty())
     return std::nullopt;
   auto props = metadataProps(node, /*metadata_props=*/9);
-  const llvm::StringRef fx = lookupProp(props, kFxNodeKey);
+  const std::string fxText = lookupProp(props, kFxNodeKey);
+  const llvm::StringRef fx = fxText;
   std::vector<std::string> reads = fxOperands(fx);
   // Where the FX node reads its bias: addmm(bias, x, w); linear(x, w, bias)
   // as a Gemm; conv*(x, w, bias, ...) as a Conv (a bias=None reads no
@@ -350,7 +351,8 @@ ExporterMetadata::droppedBias(const onnx::NodeProto &node) const {
 std::optional<std::string>
 ExporterMetadata::trainingBatchNorm(const onnx::NodeProto &node) const {
   auto props = metadataProps(node, /*metadata_props=*/9);
-  const llvm::StringRef fx = lookupProp(props, kFxNodeKey);
+  const std::string fxText = lookupProp(props, kFxNodeKey);
+  const llvm::StringRef fx = fxText;
   // args = (input, weight, bias, running_mean, running_var, training, ...)
   if (!fx.contains("aten._native_batch_norm_legit_functional") &&
       !fx.contains("aten._native_batch_norm_legit.default") &&
