@@ -329,8 +329,44 @@ Status TcpStoreServer::start(int port, bool loopbackOnly,
                          ": " + std::strerror(errno));
   if (::listen(fd, 1024) != 0)
     return Status::error(std::string("store: listen: ") + std::strerror(errno));
+  return serve(std::move(impl), out);
+}
+
+Status TcpStoreServer::adopt(int listenFd,
+                             std::unique_ptr<TcpStoreServer> &out) {
+  const std::string what = "store: descriptor " + std::to_string(listenFd);
+  int listening = 0, type = 0;
+  socklen_t len = sizeof(int);
+  if (listenFd < 0 ||
+      getsockopt(listenFd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0)
+    return Status::error(what + " is not a socket" +
+                         (listenFd < 0
+                              ? std::string()
+                              : std::string(": ") + std::strerror(errno)));
+  len = sizeof(int);
+  if (getsockopt(listenFd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+      type != SOCK_STREAM || !listening)
+    return Status::error(what + " is not a listening TCP socket");
+  sockaddr_storage addr{};
+  socklen_t addrLen = sizeof(addr);
+  if (getsockname(listenFd, reinterpret_cast<sockaddr *>(&addr), &addrLen) !=
+          0 ||
+      addr.ss_family != AF_INET)
+    return Status::error(what + " is not an IPv4 socket");
+  ::fcntl(listenFd, F_SETFD, FD_CLOEXEC);
+  auto impl = std::make_unique<Impl>();
+  impl->listenFd = listenFd;
+  return serve(std::move(impl), out);
+}
+
+Status TcpStoreServer::serve(std::unique_ptr<Impl> impl,
+                             std::unique_ptr<TcpStoreServer> &out) {
+  sockaddr_in addr{};
   socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len);
+  if (getsockname(impl->listenFd, reinterpret_cast<sockaddr *>(&addr), &len) !=
+      0)
+    return Status::error(std::string("store: getsockname: ") +
+                         std::strerror(errno));
   if (::pipe2(impl->wake, O_CLOEXEC) != 0)
     return Status::error(std::string("store: pipe: ") + std::strerror(errno));
   Impl *raw = impl.get();

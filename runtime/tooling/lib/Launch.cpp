@@ -162,8 +162,13 @@ Status routeTo(const std::string &host, int port, std::string &addr) {
   return Status::ok();
 }
 
-/// A TCP port free right now on 127.0.0.1.
-int freePort() {
+/// A socket listening on a free port of 127.0.0.1 (-1 on an error, errno
+/// set), inheritable across exec: rank 0's store serves on it
+/// (TESSEL_STORE_FD), so the port stays taken from the moment it is chosen.
+/// (Choosing a free port, closing it and letting rank 0 bind it again left
+/// a window in which another job's connection, or its own choice, could
+/// take it: two launches at once then met at one store.)
+int listenOnFreePort(int &port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0)
     return -1;
@@ -172,12 +177,16 @@ int freePort() {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = 0;
   socklen_t len = sizeof(a);
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
+  if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) != 0 ||
+      ::listen(fd, 1024) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
+    int saved = errno;
+    ::close(fd);
+    errno = saved;
+    return -1;
+  }
+  port = ntohs(a.sin_port);
+  return fd;
 }
 
 // The launcher's children, for its signal handler.
@@ -358,9 +367,12 @@ int launchLocalRanks(int n, int argc, char **argv, const MeshAxes &mesh) {
                  bind);
     return 2;
   }
-  int port = freePort();
-  if (port < 0) {
-    std::fprintf(stderr, "tessel-run: error: no free TCP port on 127.0.0.1: %s\n",
+  int port = 0;
+  const int storeFd = listenOnFreePort(port);
+  if (storeFd < 0) {
+    std::fprintf(stderr,
+                 "tessel-run: error: cannot listen on a free TCP port of "
+                 "127.0.0.1 for the ranks' store: %s\n",
                  std::strerror(errno));
     return 1;
   }
@@ -398,6 +410,10 @@ int launchLocalRanks(int n, int argc, char **argv, const MeshAxes &mesh) {
       setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      if (r == 0)
+        setenv("TESSEL_STORE_FD", std::to_string(storeFd).c_str(), 1);
+      else
+        ::close(storeFd);
       unsetenv("TESSEL_CORES");
       // Ranks that outnumber the cores share them, bound or not (a value
       // the user set stands).
@@ -421,6 +437,8 @@ int launchLocalRanks(int n, int argc, char **argv, const MeshAxes &mesh) {
     }
     children[r] = pid;
   }
+  // Rank 0 holds the store's socket now (the ranks connect to its port).
+  ::close(storeFd);
   (void)argc;
 
   // Watch: the first rank to fail names the culprit; the others get a
@@ -561,11 +579,28 @@ Status RankSession::connect(const WorldInfo &w, milliseconds timeout,
                             const std::string &backend, bool verbose) {
   world = w;
   bool loopback = isLoopback(w.masterAddr);
-  if (w.rank == 0)
-    TSL_RETURN_IF_ERROR(
-        TcpStoreServer::start(w.masterPort, loopback, server)
-            .withContext("rank 0 hosts the store at " + w.masterAddr + ":" +
-                         std::to_string(w.masterPort)));
+  if (w.rank == 0) {
+    const std::string where = "rank 0 hosts the store at " + w.masterAddr +
+                              ":" + std::to_string(w.masterPort);
+    // The local launcher's socket, already listening on MASTER_PORT.
+    if (const char *fdVar = env("TESSEL_STORE_FD")) {
+      const std::string fdText = fdVar;
+      int fd = -1;
+      if (!parseNonNegative(fdText.c_str(), fd))
+        return Status::error("TESSEL_STORE_FD='" + fdText +
+                             "' is not a file descriptor");
+      unsetenv("TESSEL_STORE_FD");
+      TSL_RETURN_IF_ERROR(TcpStoreServer::adopt(fd, server)
+                              .withContext(where + " (TESSEL_STORE_FD)"));
+      if (server->port() != w.masterPort)
+        return Status::error(
+            where + ": TESSEL_STORE_FD " + fdText + " listens on port " +
+            std::to_string(server->port()) + ", not MASTER_PORT");
+    } else {
+      TSL_RETURN_IF_ERROR(TcpStoreServer::start(w.masterPort, loopback, server)
+                              .withContext(where));
+    }
+  }
   std::unique_ptr<TcpStore> s;
   TSL_RETURN_IF_ERROR(
       TcpStore::connect(w.masterAddr, w.masterPort, w.rank, timeout, s));

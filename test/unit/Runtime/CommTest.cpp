@@ -17,9 +17,13 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <atomic>
 #include <functional>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace tessel::runtime;
 using namespace tessel::runtime::commtest;
@@ -96,6 +100,71 @@ TEST_F(CommTest, StoreNamesRanksThatLeaveWithoutGoodbye) {
   }
   EXPECT_EQ(lost, std::vector<int>{1});
   server->waitForGoodbyes(2, milliseconds(2000));
+}
+
+// The local launcher's handoff: rank 0 serves on a socket that was
+// listening before it started (its port never free in between).
+TEST_F(CommTest, StoreServesOnAnAdoptedSocket) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  const int port = ntohs(a.sin_port);
+  // A client may connect before the server starts: the backlog holds it.
+  std::unique_ptr<TcpStore> early, late;
+  std::thread client([&] {
+    EXPECT_TRUE(
+        TcpStore::connect("127.0.0.1", port, 1, milliseconds(5000), early)
+            .isOk());
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+  std::unique_ptr<TcpStoreServer> adopted;
+  Status s = TcpStoreServer::adopt(fd, adopted);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(adopted->port(), port);
+  client.join();
+  ASSERT_TRUE(early);
+  ASSERT_TRUE(
+      TcpStore::connect("127.0.0.1", port, 0, milliseconds(2000), late).isOk());
+  ASSERT_TRUE(early->set("k", "v").isOk());
+  std::string v;
+  ASSERT_TRUE(late->get("k", v, milliseconds(1000)).isOk());
+  EXPECT_EQ(v, "v");
+  early->goodbye();
+  late->goodbye();
+}
+
+TEST_F(CommTest, StoreRefusesToAdoptWhatIsNotAListeningSocket) {
+  std::unique_ptr<TcpStoreServer> adopted;
+  Status s = TcpStoreServer::adopt(-1, adopted);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("descriptor -1 is not a socket"),
+            std::string::npos)
+      << s.message();
+  int pipeFds[2];
+  ASSERT_EQ(::pipe(pipeFds), 0);
+  s = TcpStoreServer::adopt(pipeFds[0], adopted);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("descriptor " + std::to_string(pipeFds[0]) +
+                             " is not a socket"),
+            std::string::npos)
+      << s.message();
+  ::close(pipeFds[0]);
+  ::close(pipeFds[1]);
+  // Bound but not listening.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  s = TcpStoreServer::adopt(fd, adopted);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("is not a listening TCP socket"),
+            std::string::npos)
+      << s.message();
+  ::close(fd);
 }
 
 TEST_F(CommTest, StoreConnectFailsWithoutServer) {

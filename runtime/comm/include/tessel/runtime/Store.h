@@ -48,6 +48,12 @@ public:
   /// 127.0.0.1 when `loopbackOnly`, and serves from a thread.
   static Status start(int port, bool loopbackOnly,
                       std::unique_ptr<TcpStoreServer> &out);
+  /// Serves on `listenFd`, a TCP socket already bound and listening, which
+  /// the server then owns: the local launcher's, inherited by rank 0 across
+  /// exec, so that no other program can take the port between the
+  /// launcher's choice of it and the server's start. Refused, naming the
+  /// descriptor, when it is not a listening TCP socket.
+  static Status adopt(int listenFd, std::unique_ptr<TcpStoreServer> &out);
   int port() const { return boundPort; }
   /// Waits until `clients` connections said goodbye (or closed), at most
   /// `timeout`, and no longer than `idle` without any request; the host rank
@@ -60,6 +66,9 @@ public:
 private:
   TcpStoreServer() = default;
   struct Impl;
+  /// Starts the serving thread on impl's bound, listening socket.
+  static Status serve(std::unique_ptr<Impl> impl,
+                      std::unique_ptr<TcpStoreServer> &out);
   std::unique_ptr<Impl> impl;
   int boundPort = 0;
 };
