@@ -125,6 +125,25 @@ def build(name):
         return tf.DebertaV2Model(tf.DebertaV2Config(**small)), {"input_ids": ids, "attention_mask": mask}
     if name == "swin":
         return tf.SwinModel(tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)), {"pixel_values": torch.randn(2, 3, 32, 32)}
+    if name == "pool_nd":
+        # 1-D and 3-D pooling as audio and video CNNs write it: MaxPool1d,
+        # AvgPool1d (ceil_mode, padding not counted), MaxPool3d with
+        # padding, AvgPool3d counting it, AdaptiveMaxPool1d(1).
+        class PoolNd(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.c1 = torch.nn.Conv1d(3, 8, 3, padding=1)
+                self.p1 = torch.nn.MaxPool1d(3, stride=2, padding=1)
+                self.a1 = torch.nn.AvgPool1d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+                self.c3 = torch.nn.Conv3d(2, 4, 3, padding=1)
+                self.p3 = torch.nn.MaxPool3d((2, 3, 3), stride=2, padding=(1, 1, 0))
+                self.a3 = torch.nn.AvgPool3d(2, stride=(1, 2, 2), padding=1, ceil_mode=True)
+                self.g = torch.nn.AdaptiveMaxPool1d(1)
+            def forward(self, x, v):
+                a = self.a1(self.p1(torch.relu(self.c1(x))))
+                b = self.a3(self.p3(torch.relu(self.c3(v))))
+                return torch.cat([a.flatten(1), b.flatten(1), self.g(a).flatten(1)], dim=1)
+        return PoolNd(), {"x": torch.randn(2, 3, 17), "v": torch.randn(2, 2, 5, 9, 8)}
     if name == "unet":
         # A small UNet as diffusion and segmentation code writes it:
         # GroupNorm + SiLU blocks, strided-conv downsampling, ConvTranspose2d
@@ -210,7 +229,7 @@ def main():
     ap.add_argument("--train-lr", type=float, default=1e-3,
                     help="their learning rate (small: large steps make the losses chaotic, "
                          "so that rounding alone sets them apart)")
-    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "mixtral", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta", "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin", "efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", "densenet", "deeplab", "swin_t", "r3d", "maxvit", "unet"])
+    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "mixtral", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta", "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin", "efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", "densenet", "deeplab", "swin_t", "r3d", "maxvit", "unet", "pool_nd"])
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     bad = 0
@@ -218,7 +237,7 @@ def main():
         m, inputs = build(name)
         m.eval()
         names = list(inputs)
-        if name in ("resnet", "mobilenet", "convnext", "tenc", "unet") or (name in VISION and name != "deeplab"):
+        if name in ("resnet", "mobilenet", "convnext", "tenc", "unet", "pool_nd") or (name in VISION and name != "deeplab"):
             w = m
         else:
             w = Wrap(m, names)

@@ -387,26 +387,28 @@ def Tessel_CosOp : Tessel_UnaryOp<"cos", AnyFloat, "cosine",
     Tessel_Instruction<19, "unary">,
     Tessel_GradientFrom<"buildCosGradient">;
 
-// The step functions: their gradient is 0 (PyTorch's too).
+// The step functions: their gradient is 0 (PyTorch's too). Imported by
+// lib/Import/OpImporters.cpp's unary(), which folds them on constants (a
+// shape computed with Ceil, as MobileViT's TorchScript export has).
 def Tessel_FloorOp : Tessel_UnaryOp<"floor", AnyFloat,
                                     "floor (the largest integer <= x)",
                                     [Tessel_ZeroPreserving]>,
-    Tessel_Instruction<32, "unary">, Tessel_OnnxOneToOne<"Floor", 6>,
+    Tessel_Instruction<32, "unary">,
     Tessel_GradientFrom<"buildFloorGradient">;
 def Tessel_CeilOp : Tessel_UnaryOp<"ceil", AnyFloat,
                                    "ceiling (the smallest integer >= x)",
                                    [Tessel_ZeroPreserving]>,
-    Tessel_Instruction<33, "unary">, Tessel_OnnxOneToOne<"Ceil", 6>,
+    Tessel_Instruction<33, "unary">,
     Tessel_GradientFrom<"buildCeilGradient">;
 def Tessel_RoundOp : Tessel_UnaryOp<"round", AnyFloat,
                                     "rounding to the nearest integer, halves to even",
                                     [Tessel_ZeroPreserving]>,
-    Tessel_Instruction<34, "unary">, Tessel_OnnxOneToOne<"Round", 11>,
+    Tessel_Instruction<34, "unary">,
     Tessel_GradientFrom<"buildRoundGradient">;
 def Tessel_SignOp : Tessel_UnaryOp<"sign", AnyFloat,
                                    "sign (-1, 0 or 1; NaN stays NaN)",
                                    [Tessel_ZeroPreserving]>,
-    Tessel_Instruction<35, "unary">, Tessel_OnnxOneToOne<"Sign", 9>,
+    Tessel_Instruction<35, "unary">,
     Tessel_GradientFrom<"buildSignGradient">;
 
 def Tessel_LeakyReluOp : Tessel_ComputeOp<"leaky_relu", "buildElementwiseRule",

@@ -96,6 +96,11 @@ public:
   FailureOr<Value> droppedBias(int64_t n, Type elementType);
   /// The integer contents of constant input `i`; fails naming `what`.
   FailureOr<SmallVector<int64_t>> getConstInts(unsigned i, StringRef what);
+  /// Notes that this pooling node's ceil_mode drops a last window that
+  /// would start in the end padding (PyTorch's rule, ONNX's since opset
+  /// 19), where the formula before it counts one more: an exporter that
+  /// declares shapes by that formula declares a larger output.
+  void noteCeilModeDrop();
 
   // Attributes.
   const onnx::AttributeProto *getAttr(StringRef name) const;

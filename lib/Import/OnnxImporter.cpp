@@ -125,6 +125,9 @@ public:
   llvm::StringMap<unsigned> useCounts;
   /// Diagnostics emitted while creating or verifying ops.
   std::vector<std::string> diagnostics;
+  /// Pooling nodes whose ceil_mode drops a last window that starts in the
+  /// end padding (NodeContext::noteCeilModeDrop).
+  std::vector<std::string> ceilModeDrops;
 
   ValueInfo *lookup(StringRef name) {
     auto it = values.find(name);
@@ -1134,9 +1137,23 @@ LogicalResult GraphImporter::run(const onnx::ModelProto &model,
             declared.push_back(dim.has_dim_value() && dim.dim_value() > 0
                                    ? dim.dim_value()
                                    : ShapedType::kDynamic);
-          return fail("graph output '" + out.name() + "' is declared " +
-                      formatShape(declared) + " but computes " +
-                      formatShape(shape));
+          // torch's TorchScript exporter declares a ceil_mode pooling's
+          // output by the formula that counts a last window starting in
+          // the end padding, and computes (as ONNX Runtime does) without
+          // it: the computed shape stands, and the declaration is named.
+          if (ceilModeDrops.empty())
+            return fail("graph output '" + out.name() + "' is declared " +
+                        formatShape(declared) + " but computes " +
+                        formatShape(shape));
+          emitWarning(UnknownLoc::get(builder.getContext()))
+              << "graph output '" << out.name() << "' is declared "
+              << formatShape(declared) << " but computes " << formatShape(shape)
+              << ": node '" << ceilModeDrops.front() << "'"
+              << (ceilModeDrops.size() > 1 ? " (and others)" : "")
+              << " pools with ceil_mode, whose last window would start in "
+                 "the end padding and is dropped, as PyTorch and ONNX (since "
+                 "opset 19) do; the declaration counts it. The computed "
+                 "shape stands";
         }
       }
     }
@@ -1227,6 +1244,10 @@ bool NodeContext::allInputsConst() {
     if (hasInput(i) && !getConst(i))
       return false;
   return true;
+}
+
+void NodeContext::noteCeilModeDrop() {
+  importer.ceilModeDrops.push_back(cast<NameLoc>(loc).getName().str());
 }
 
 FailureOr<Value> NodeContext::droppedBias(int64_t n, Type elementType) {

@@ -327,6 +327,12 @@ double absF(double x) { return std::fabs(x); }
 double sinF(double x) { return std::sin(x); }
 double cosF(double x) { return std::cos(x); }
 double notF(double x) { return x == 0; }
+double floorF(double x) { return std::floor(x); }
+double ceilF(double x) { return std::ceil(x); }
+// Halves to even (the default rounding mode), as ONNX's Round.
+double roundF(double x) { return std::nearbyint(x); }
+// +0 for either zero (numpy, and the kernels); NaN stays NaN.
+double signF(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x; }
 
 LogicalResult importNeg(NodeContext &c) { return unary<NegOp>(c, negF); }
 LogicalResult importSqrt(NodeContext &c) { return unary<SqrtOp>(c, sqrtF); }
@@ -344,6 +350,10 @@ LogicalResult importRelu(NodeContext &c) { return unary<ReluOp>(c, reluF); }
 LogicalResult importAbs(NodeContext &c) { return unary<AbsOp>(c, absF); }
 
 LogicalResult importNot(NodeContext &c) { return unary<NotOp>(c, notF, kBool); }
+LogicalResult importFloor(NodeContext &c) { return unary<FloorOp>(c, floorF); }
+LogicalResult importCeil(NodeContext &c) { return unary<CeilOp>(c, ceilF); }
+LogicalResult importRound(NodeContext &c) { return unary<RoundOp>(c, roundF); }
+LogicalResult importSign(NodeContext &c) { return unary<SignOp>(c, signF); }
 
 LogicalResult importGelu(NodeContext &c) {
   if (failed(requireFloat(c, 0)))
@@ -1970,18 +1980,49 @@ LogicalResult importConv(NodeContext &c) {
   return success();
 }
 
+/// One 2-D pooling of `x` ([N, C, H, W]).
+template <typename OpTy, bool IsMax>
+FailureOr<Value> pool2d(NodeContext &c, Value x, ArrayRef<int64_t> kernel,
+                        ArrayRef<int64_t> strides, ArrayRef<int64_t> pads) {
+  OpBuilder &b = c.getBuilder();
+  SmallVector<NamedAttribute> attrs = {
+      named(c, "kernel", arrayAttr(c, kernel)),
+      named(c, "strides", arrayAttr(c, strides)),
+      named(c, "pads", arrayAttr(c, pads))};
+  if (c.getInt("ceil_mode", 0))
+    attrs.push_back(named(c, "ceil_mode", b.getUnitAttr()));
+  if (!IsMax && c.getInt("count_include_pad", 0))
+    attrs.push_back(named(c, "count_include_pad", b.getUnitAttr()));
+  auto op = c.create<OpTy>({x}, attrs);
+  if (failed(op))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+/// MaxPool and AveragePool over 1, 2 or 3 spatial dims. The 2-D op holds
+/// them all: a 1-D pooling is a 2-D one over [N, C, 1, L]; a 3-D one is
+/// separable, as a window's max, its size and its count of values inside
+/// the input are each a product over the axes (and ceil_mode's last window
+/// is decided per axis): a 2-D pooling over (H, W) of [N, C*D, H, W], then
+/// one over D of [N, C, D, H'*W']. Gradients, sharding rules and kernels
+/// are the 2-D op's.
 template <typename OpTy, bool IsMax>
 LogicalResult pool(NodeContext &c) {
-  if (c.getRank(0) != 4)
-    return c.error("only 2-D pooling is supported (input rank " +
-                   Twine(c.getRank(0)) + ")");
+  const int64_t rank = c.getRank(0);
+  if (rank < 3 || rank > 5)
+    return c.error("pooling needs 1, 2 or 3 spatial dims (input rank " +
+                   Twine(rank) + ", expected 3, 4 or 5)");
+  const size_t n = size_t(rank - 2);
   if (IsMax && c.isOutputUsed(1))
     return c.error("the Indices output is not supported");
   auto kernel = c.getInts("kernel_shape");
-  if (!kernel || kernel->size() != 2)
-    return c.error("kernel_shape must have 2 entries");
-  SmallVector<int64_t> strides = getWindowAttr(c, "strides"),
-                       dilations = getWindowAttr(c, "dilations");
+  if (!kernel || kernel->size() != n)
+    return c.error("kernel_shape must have " + Twine(n) +
+                   " entries (input rank " + Twine(rank) + ")");
+  SmallVector<int64_t> strides = getWindowAttr(c, "strides", n),
+                       dilations = getWindowAttr(c, "dilations", n);
+  if (strides.size() != n || dilations.size() != n)
+    return c.error("strides and dilations must have " + Twine(n) + " entries");
   if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
     return c.error("dilated pooling is not supported");
   auto pads = getPads(c, *kernel, strides, dilations);
@@ -1990,15 +2031,87 @@ LogicalResult pool(NodeContext &c) {
   auto x = c.getValue(0);
   if (failed(x))
     return failure();
-  OpBuilder &b = c.getBuilder();
-  SmallVector<NamedAttribute> attrs = {named(c, "kernel", arrayAttr(c, *kernel)),
-                                       named(c, "strides", arrayAttr(c, strides)),
-                                       named(c, "pads", arrayAttr(c, *pads))};
+  ArrayRef<int64_t> in = c.getShape(0);
+  ArrayRef<int64_t> k = *kernel, p = *pads;
   if (c.getInt("ceil_mode", 0))
-    attrs.push_back(named(c, "ceil_mode", b.getUnitAttr()));
-  if (!IsMax && c.getInt("count_include_pad", 0))
-    attrs.push_back(named(c, "count_include_pad", b.getUnitAttr()));
-  return defineFrom(c, c.create<OpTy>({*x}, attrs), c.getDType(0));
+    for (size_t d = 0; d < n; ++d) {
+      const int64_t span = in[2 + d] + p[d] + p[n + d] - k[d];
+      const int64_t counted =
+          span < 0 ? 0 : (span + strides[d] - 1) / strides[d];
+      if (span >= 0 && counted * strides[d] >= in[2 + d] + p[d]) {
+        c.noteCeilModeDrop();
+        break;
+      }
+    }
+  auto outShape = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  if (n == 2) {
+    auto y = pool2d<OpTy, IsMax>(c, *x, k, strides, p);
+    if (failed(y))
+      return failure();
+    c.setOutput(0, *y, c.getDType(0));
+    return success();
+  }
+  if (n == 1) {
+    auto x4 = reshapeValue(c, *x, {in[0], in[1], 1, in[2]});
+    if (failed(x4))
+      return failure();
+    auto y = pool2d<OpTy, IsMax>(c, *x4, {1, k[0]}, {1, strides[0]},
+                                 {0, p[0], 0, p[1]});
+    if (failed(y))
+      return failure();
+    ArrayRef<int64_t> ys = outShape(*y);
+    auto y3 = reshapeValue(c, *y, {ys[0], ys[1], ys[3]});
+    if (failed(y3))
+      return failure();
+    c.setOutput(0, *y3, c.getDType(0));
+    return success();
+  }
+  // 3-D: (H, W) first, then D.
+  auto hw = reshapeValue(c, *x, {in[0], in[1] * in[2], in[3], in[4]});
+  if (failed(hw))
+    return failure();
+  auto y = pool2d<OpTy, IsMax>(c, *hw, {k[1], k[2]}, {strides[1], strides[2]},
+                               {p[1], p[2], p[4], p[5]});
+  if (failed(y))
+    return failure();
+  const int64_t oh = outShape(*y)[2], ow = outShape(*y)[3];
+  auto d = reshapeValue(c, *y, {in[0], in[1], in[2], oh * ow});
+  if (failed(d))
+    return failure();
+  auto z = pool2d<OpTy, IsMax>(c, *d, {k[0], 1}, {strides[0], 1},
+                               {p[0], 0, p[3], 0});
+  if (failed(z))
+    return failure();
+  auto z5 = reshapeValue(c, *z, {in[0], in[1], outShape(*z)[2], oh, ow});
+  if (failed(z5))
+    return failure();
+  c.setOutput(0, *z5, c.getDType(0));
+  return success();
+}
+
+/// GlobalMaxPool: the max over every spatial dim, kept as 1s.
+LogicalResult importGlobalMaxPool(NodeContext &c) {
+  if (failed(requireFloat(c, 0)))
+    return failure();
+  const int64_t rank = c.getRank(0);
+  if (rank < 3)
+    return c.error("needs an input of rank 3 or more ([N, C, spatial...]), "
+                   "got rank " +
+                   Twine(rank));
+  auto x = c.getValue(0);
+  if (failed(x))
+    return failure();
+  SmallVector<int64_t> dims;
+  for (int64_t d = 2; d < rank; ++d)
+    dims.push_back(d);
+  return defineFrom(
+      c,
+      c.create<ReduceMaxOp>(
+          {*x}, {named(c, "dims", arrayAttr(c, dims)),
+                 named(c, "keep_dims", c.getBuilder().getUnitAttr())}),
+      c.getDType(0));
 }
 
 LogicalResult importGlobalAveragePool(NodeContext &c) {
@@ -2087,6 +2200,7 @@ const OpImporter kOpImporters[] = {
     {"BatchNormalization", 14, importBatchNormalization}, // training_mode,
     {"Cast", 13, importCast},
     {"CastLike", 15, importCastLike},
+    {"Ceil", 6, importCeil},
     {"Clip", 13, importClip},
     {"Concat", 13, importConcat},
     {"ConcatFromSequence", 11, importConcatFromSequence},
@@ -2103,12 +2217,14 @@ const OpImporter kOpImporters[] = {
     {"Exp", 13, importExp},
     {"Expand", 13, importExpand},
     {"Flatten", 13, importFlatten},
+    {"Floor", 6, importFloor},
     {"Gather", 13, importGather},
     {"GatherElements", 13, importGatherElements},
     {"GatherND", 13, importGatherND},
     {"Gelu", 20, importGelu},
     {"Gemm", 13, importGemm},
     {"GlobalAveragePool", 1, importGlobalAveragePool},
+    {"GlobalMaxPool", 1, importGlobalMaxPool},
     {"Greater", 13, compare<ComparePredicate::GT>},
     {"GreaterOrEqual", 12, compare<ComparePredicate::GE>},
     {"Identity", 13, importIdentity},
@@ -2151,6 +2267,7 @@ const OpImporter kOpImporters[] = {
     {"ReduceSumSquare", 13, importReduceSumSquare},
     {"ReduceSumSquare", 18, importReduceSumSquareAxes},
     {"Resize", 13, importResize},
+    {"Round", 11, importRound},
     {"Relu", 13, importRelu},
     {"Reshape", 13, importReshape},
     {"Reshape", 14, importReshape}, // allowzero,
@@ -2161,6 +2278,7 @@ const OpImporter kOpImporters[] = {
     {"Shape", 13, importShape},
     {"Shape", 15, importShape}, // start, end,
     {"Sigmoid", 13, importSigmoid},
+    {"Sign", 9, importSign},
     {"Sin", 7, importSin},
     {"Size", 13, importSize},
     {"Slice", 13, importSlice},
