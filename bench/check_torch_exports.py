@@ -8,6 +8,15 @@ torchvision (not a test: the tests must not need torch).
     check_torch_exports.py --tesselc build/bin/tesselc \
         --tessel-run build/bin/tessel-run --workdir /tmp/x [MODEL...]
 
+MODEL defaults to the original 42; `extra` runs 53 more architectures
+(transformers' GPT-J, GPT-Neo, BigCode, CodeGen, ALBERT, ELECTRA, MPNet,
+MobileBERT, StarCoder2, OLMo 1/2, StableLM, Gemma 1/3, Phi-3, Granite,
+Persimmon, Nemotron, SmolLM3, ModernBERT, XGLM, BioGPT, MPT, RoFormer,
+ERNIE, ESM, ConvBERT, SqueezeBERT, Funnel, DeiT, DINOv2, SegFormer,
+MobileViT, ConvNeXt V2, PoolFormer, Swin V2, LeViT, BiT, DPT, HuBERT,
+WavLM, AST; torchvision's GoogLeNet, Inception V3, MNASNet, ResNeXt,
+EfficientNet V2, RegNetX, MC3, R(2+1)D, Swin3D, MViT, FCN), `all` both.
+
 --train-steps K also exports each model in training mode (dropout off,
 batch norm by batch statistics) and trains it K SGD steps (tesselc --train
 --loss mse) beside PyTorch (a batch-1 model whose batch norm sees one value
@@ -173,11 +182,24 @@ def build(name):
                 u = torch.nn.functional.interpolate(self.out(u), scale_factor=2, mode="bilinear")
                 return u
         return UNet(), {"x": torch.randn(2, 3, 16, 16)}
+    if name in EXTRA_LM:
+        m = EXTRA_LM[name](tf)
+        return m, ({"input_ids": ids} if name in NO_MASK else {"input_ids": ids, "attention_mask": mask})
+    if name in EXTRA_IMAGE:
+        size = {"mobilevit": 64, "levit": 64, "segformer": 64}.get(name, 32)
+        return trained_bn(EXTRA_IMAGE[name](tf)), {"pixel_values": torch.randn(2, 3, size, size)}
+    if name in EXTRA_AUDIO:
+        inputs = {"input_values": torch.randn(2, 32, 16) if name == "ast" else torch.randn(2, 400)}
+        return EXTRA_AUDIO[name](tf), inputs
     vision = {"efficientnet": "efficientnet_b0", "mobilenet_v3": "mobilenet_v3_small",
               "regnet": "regnet_y_400mf", "shufflenet": "shufflenet_v2_x0_5",
               "squeezenet": "squeezenet1_1", "densenet": "densenet121",
               "deeplab": "segmentation.deeplabv3_mobilenet_v3_large", "swin_t": "swin_t",
-              "r3d": "video.r3d_18", "maxvit": "maxvit_t"}
+              "r3d": "video.r3d_18", "maxvit": "maxvit_t",
+              "googlenet": "googlenet", "inception_v3": "inception_v3", "mnasnet": "mnasnet0_5",
+              "resnext": "resnext50_32x4d", "effv2": "efficientnet_v2_s", "regnet_x": "regnet_x_400mf",
+              "mc3": "video.mc3_18", "r2plus1d": "video.r2plus1d_18", "swin3d": "video.swin3d_t",
+              "mvit": "video.mvit_v1_b", "fcn": "segmentation.fcn_resnet50"}
     if name in vision:
         if torchvision is None:
             raise SystemExit(name + " needs torchvision (pip install torchvision)")
@@ -185,9 +207,13 @@ def build(name):
         path = vision[name].split(".")
         for p in path[:-1]:
             mod = getattr(mod, p)
-        kw = {"num_classes": 10} if name not in ("deeplab",) else {"num_classes": 3, "weights_backbone": None}
+        kw = {"num_classes": 10} if name not in ("deeplab", "fcn") else {"num_classes": 3, "weights_backbone": None}
+        if name in ("googlenet", "inception_v3"):
+            kw.update(aux_logits=False, init_weights=False)
         m = trained_bn(getattr(mod, path[-1])(**kw))
-        shape = {"r3d": (1, 3, 4, 32, 32), "maxvit": (1, 3, 224, 224), "swin_t": (1, 3, 64, 64), "deeplab": (1, 3, 64, 64)}.get(name, (1, 3, 64, 64))
+        shape = {"r3d": (1, 3, 4, 32, 32), "maxvit": (1, 3, 224, 224), "swin_t": (1, 3, 64, 64), "deeplab": (1, 3, 64, 64),
+                 "inception_v3": (1, 3, 75, 75), "mc3": (1, 3, 4, 32, 32), "r2plus1d": (1, 3, 4, 32, 32),
+                 "swin3d": (1, 3, 4, 64, 64), "mvit": (1, 3, 16, 224, 224)}.get(name, (1, 3, 64, 64))
         return m, {"x": torch.randn(*shape)}
     if name in ("resnet", "mobilenet", "convnext") and torchvision is None:
         raise SystemExit(name + " needs torchvision (pip install torchvision)")
@@ -203,7 +229,83 @@ def build(name):
     raise SystemExit("unknown model " + name)
 
 VISION = ("efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", "densenet",
-          "deeplab", "swin_t", "r3d", "maxvit")
+          "deeplab", "swin_t", "r3d", "maxvit", "googlenet", "inception_v3", "mnasnet", "resnext",
+          "effv2", "regnet_x", "mc3", "r2plus1d", "swin3d", "mvit")
+
+# The "extra" architectures (held out in 2026-12: none was tuned for), each
+# a small config of transformers' class with random weights.
+LM = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+          vocab_size=100, max_position_embeddings=64)
+
+def _lm(config, model, **kw):
+    return lambda tf: getattr(tf, model)(getattr(tf, config)(**{**LM, **kw}))
+
+EXTRA_LM = {
+    "gptj": lambda tf: tf.GPTJModel(tf.GPTJConfig(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=64, rotary_dim=8)),
+    "gpt_neo": lambda tf: tf.GPTNeoModel(tf.GPTNeoConfig(num_layers=2, hidden_size=64, num_heads=4, vocab_size=100, max_position_embeddings=64,
+                                                         attention_types=[[["global", "local"], 1]], window_size=4)),
+    "gpt_bigcode": lambda tf: tf.GPTBigCodeModel(tf.GPTBigCodeConfig(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=64, multi_query=True)),
+    "codegen": lambda tf: tf.CodeGenModel(tf.CodeGenConfig(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=64, rotary_dim=8, n_ctx=64)),
+    "albert": lambda tf: tf.AlbertModel(tf.AlbertConfig(**LM, embedding_size=32)),
+    "electra": lambda tf: tf.ElectraModel(tf.ElectraConfig(**LM, embedding_size=32)),
+    "mpnet": _lm("MPNetConfig", "MPNetModel"),
+    "mobilebert": lambda tf: tf.MobileBertModel(tf.MobileBertConfig(**LM, embedding_size=32, intra_bottleneck_size=32, true_hidden_size=32,
+                                                                   num_feedforward_networks=2)),
+    "starcoder2": _lm("Starcoder2Config", "Starcoder2Model", num_key_value_heads=2),
+    "olmo": _lm("OlmoConfig", "OlmoModel"),
+    "olmo2": _lm("Olmo2Config", "Olmo2Model"),
+    "stablelm": _lm("StableLmConfig", "StableLmModel", num_key_value_heads=4),
+    "gemma": _lm("GemmaConfig", "GemmaModel", head_dim=16, num_key_value_heads=1),
+    "gemma3": _lm("Gemma3TextConfig", "Gemma3TextModel", head_dim=16, num_key_value_heads=2),
+    "phi3": _lm("Phi3Config", "Phi3Model", pad_token_id=0),
+    "granite": _lm("GraniteConfig", "GraniteModel"),
+    "persimmon": _lm("PersimmonConfig", "PersimmonModel", num_key_value_heads=4),
+    "nemotron": _lm("NemotronConfig", "NemotronModel", head_dim=16, num_key_value_heads=2),
+    "smollm3": _lm("SmolLM3Config", "SmolLM3Model", pad_token_id=0, num_key_value_heads=2),
+    "modernbert": _lm("ModernBertConfig", "ModernBertModel", global_attn_every_n_layers=2, local_attention=8, pad_token_id=0),
+    "xglm": lambda tf: tf.XGLMModel(tf.XGLMConfig(num_layers=2, d_model=64, attention_heads=4, ffn_dim=128, vocab_size=100,
+                                                  max_position_embeddings=64)),
+    "biogpt": _lm("BioGptConfig", "BioGptModel"),
+    "mpt": lambda tf: tf.MptModel(tf.MptConfig(n_layers=2, d_model=64, n_heads=4, vocab_size=100, max_seq_len=64)),
+    "roformer": _lm("RoFormerConfig", "RoFormerModel"),
+    "ernie": _lm("ErnieConfig", "ErnieModel"),
+    "esm": _lm("EsmConfig", "EsmModel", pad_token_id=1, position_embedding_type="rotary"),
+    "convbert": _lm("ConvBertConfig", "ConvBertModel"),
+    "squeezebert": _lm("SqueezeBertConfig", "SqueezeBertModel", embedding_size=64),
+    "funnel": lambda tf: tf.FunnelModel(tf.FunnelConfig(block_sizes=[1, 1], d_model=64, n_head=4, d_head=16, d_inner=128, vocab_size=100)),
+}
+NO_MASK = {"gptj", "gpt_neo", "codegen", "funnel"}
+EXTRA_IMAGE = {
+    "deit": lambda tf: tf.DeiTModel(tf.DeiTConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+                                                  image_size=32, patch_size=8)),
+    "dinov2": lambda tf: tf.Dinov2Model(tf.Dinov2Config(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, image_size=32, patch_size=8)),
+    "segformer": lambda tf: tf.SegformerModel(tf.SegformerConfig(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+                                                                 num_attention_heads=[1, 2], patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[2, 2])),
+    "mobilevit": lambda tf: tf.MobileViTModel(tf.MobileViTConfig(image_size=64, hidden_sizes=[32, 48, 64],
+                                                                 neck_hidden_sizes=[8, 16, 24, 32, 40, 48, 64])),
+    "convnextv2": lambda tf: tf.ConvNextV2Model(tf.ConvNextV2Config(depths=[1, 1], hidden_sizes=[16, 32], num_stages=2)),
+    "poolformer": lambda tf: tf.PoolFormerModel(tf.PoolFormerConfig(depths=[1, 1], hidden_sizes=[16, 32], num_encoder_blocks=2, mlp_ratio=2.0)),
+    "swinv2": lambda tf: tf.Swinv2Model(tf.Swinv2Config(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)),
+    "levit": lambda tf: tf.LevitModel(tf.LevitConfig(image_size=64, hidden_sizes=[32, 48], num_attention_heads=[2, 3], depths=[1, 1],
+                                                     key_dim=[8, 8], down_ops=[["Subsample", 8, 2, 4, 2, 2]])),
+    "bit": lambda tf: tf.BitModel(tf.BitConfig(depths=[1, 1], hidden_sizes=[32, 64], embedding_size=16, num_groups=8)),
+    "dpt": lambda tf: tf.DPTModel(tf.DPTConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+                                               image_size=32, patch_size=8, backbone_out_indices=[0, 1])),
+}
+_SPEECH = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, conv_dim=(32, 32), conv_stride=(5, 2),
+               conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)
+EXTRA_AUDIO = {
+    "hubert": lambda tf: tf.HubertModel(tf.HubertConfig(**_SPEECH)),
+    "wavlm": lambda tf: tf.WavLMModel(tf.WavLMConfig(**_SPEECH)),
+    "ast": lambda tf: tf.ASTModel(tf.ASTConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+                                               num_mel_bins=16, max_length=32, patch_size=8, frequency_stride=8, time_stride=8)),
+}
+DEFAULT = ["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "mixtral", "neox", "phi", "t5enc", "vit",
+           "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta",
+           "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin", "efficientnet", "mobilenet_v3", "regnet", "shufflenet",
+           "squeezenet", "densenet", "deeplab", "swin_t", "r3d", "maxvit", "unet", "pool_nd"]
+EXTRA = list(EXTRA_LM) + list(EXTRA_IMAGE) + list(EXTRA_AUDIO) + [
+    "googlenet", "inception_v3", "mnasnet", "resnext", "effv2", "regnet_x", "mc3", "r2plus1d", "swin3d", "mvit", "fcn"]
 
 class Wrap(torch.nn.Module):
     def __init__(self, m, names):
@@ -229,8 +331,11 @@ def main():
     ap.add_argument("--train-lr", type=float, default=1e-3,
                     help="their learning rate (small: large steps make the losses chaotic, "
                          "so that rounding alone sets them apart)")
-    ap.add_argument("models", nargs="*", default=["bert", "gpt2", "gpt2_masked_bias", "gpt2_where_add", "llama", "mistral", "qwen2", "mixtral", "neox", "phi", "t5enc", "vit", "whisper", "resnet", "mobilenet", "convnext", "tenc", "gemma2", "qwen3", "bloom", "opt", "falcon", "distilbert", "roberta", "bart", "t5", "clip_text", "wav2vec2", "deberta", "swin", "efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", "densenet", "deeplab", "swin_t", "r3d", "maxvit", "unet", "pool_nd"])
+    ap.add_argument("models", nargs="*", default=DEFAULT,
+                    help="model names; 'extra' stands for the %d extra architectures, 'all' for every model "
+                         "(default: the %d of the original set)" % (len(EXTRA), len(DEFAULT)))
     a = ap.parse_args()
+    a.models = [n for m in a.models for n in {"extra": EXTRA, "all": DEFAULT + EXTRA}.get(m, [m])]
     os.makedirs(a.workdir, exist_ok=True)
     bad = 0
     for name in a.models:
