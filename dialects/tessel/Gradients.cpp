@@ -1000,7 +1000,18 @@ LogicalResult buildGatherGradient(GatherOp op, OpBuilder &b, ArrayRef<Value> dy,
     dx.append({Value(), Value()});
     return success();
   }
-  dx.push_back(GatherGradOp::create(b, op.getLoc(), typeOf(data), dy[0],
+  Value g = dy[0];
+  // torch.nn.Embedding's padding_idx: the positions that look it up add
+  // nothing to the table's gradient (axis 0, verified).
+  if (std::optional<int64_t> pad = op.getPaddingIdx()) {
+    Emitter e{b, op.getLoc()};
+    Value idx = op.getIndices();
+    SmallVector<int64_t> shape(shapeOf(idx));
+    shape.append(size_t(typeOf(data).getRank() - 1), 1);
+    g = e.zeroOrSelect(
+        e.reshape(e.cmp(ComparePredicate::EQ, idx, double(*pad)), shape), g);
+  }
+  dx.push_back(GatherGradOp::create(b, op.getLoc(), typeOf(data), g,
                                     op.getIndices(), op.getAxis()));
   dx.push_back(Value());
   return success();

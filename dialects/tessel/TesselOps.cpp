@@ -329,6 +329,16 @@ static FailureOr<Type> inferGather(std::optional<Location> loc,
   // C1
   if (failed(checkDimIndex(loc, "gather axis", axis, data.getRank())))
     return failure();
+  // C2
+  if (std::optional<int64_t> pad = adaptor.getPaddingIdx()) {
+    if (axis != 0)
+      return fail(loc, "gather padding_idx needs axis 0, got axis " +
+                           std::to_string(axis));
+    if (*pad < 0 || *pad >= data.getDimSize(0))
+      return fail(loc, "gather padding_idx " + std::to_string(*pad) +
+                           " is out of range for dim 0 of size " +
+                           std::to_string(data.getDimSize(0)));
+  }
   SmallVector<int64_t> shape(data.getShape().take_front(axis));
   llvm::append_range(shape, idx);
   llvm::append_range(shape, data.getShape().drop_front(axis + 1));

@@ -1027,6 +1027,11 @@ def Tessel_GatherOp : Tessel_ComputeOp<"gather", "buildGatherRule",
     ONNX Gather: the result shape is `data[:axis] ++ indices ++ data[axis+1:]`.
     An embedding is a gather on axis 0 of the table.
 
+    `padding_idx` (an embedding's, from torch.nn.Embedding's `padding_idx`:
+    the importer reads it from torch.export's metadata) changes only the
+    gradient: the positions whose index is `padding_idx` add nothing to
+    the table's gradient, so that row never trains, as in PyTorch.
+
     ```mlir
     %e = tessel.gather %wte[%ids] axis = 0 : (tensor<50257x768xf32>, tensor<2x128xi64>) -> tensor<2x128x768xf32>
     ```
@@ -1034,9 +1039,11 @@ def Tessel_GatherOp : Tessel_ComputeOp<"gather", "buildGatherRule",
     **Constraints**
 
     * (C1) `axis` is in [0, rank(data)).
+    * (C2) `padding_idx`, where given, is in [0, dim(data, axis)) and
+      `axis` is 0.
   }];
   let arguments = (ins Tessel_AnyTensor:$data, Tessel_IndexTensor:$indices,
-                       I64Attr:$axis);
+                       I64Attr:$axis, OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = [{
     $data `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)

@@ -348,6 +348,27 @@ ExporterMetadata::droppedBias(const onnx::NodeProto &node) const {
                     llvm::StringRef(bias).rsplit('_').second);
 }
 
+std::optional<int64_t>
+ExporterMetadata::embeddingPaddingIdx(const onnx::NodeProto &node) const {
+  auto props = metadataProps(node, /*metadata_props=*/9);
+  const std::string fxText = lookupProp(props, kFxNodeKey);
+  const llvm::StringRef fx = fxText;
+  // args = (weight, indices, padding_idx[, scale_grad_by_freq, sparse])
+  if (!fx.contains("aten.embedding.default"))
+    return std::nullopt;
+  const size_t args = fx.find("args = (");
+  if (args == llvm::StringRef::npos)
+    return std::nullopt;
+  llvm::StringRef rest = fx.drop_front(args + 8);
+  rest = rest.take_until([](char ch) { return ch == ')'; });
+  llvm::SmallVector<llvm::StringRef> parts;
+  rest.split(parts, ", ");
+  int64_t pad = -1;
+  if (parts.size() < 3 || parts[2].trim().getAsInteger(10, pad) || pad < 0)
+    return std::nullopt;
+  return pad;
+}
+
 std::optional<std::string>
 ExporterMetadata::trainingBatchNorm(const onnx::NodeProto &node) const {
   auto props = metadataProps(node, /*metadata_props=*/9);

@@ -107,6 +107,9 @@ public:
   /// (nn.Linear, GPT-2's Conv1D), a linear written as a Gemm, a conv as a
   /// Conv (torchvision's ConvNeXt initialises every bias to zero).
   std::optional<std::string> droppedBias(const onnx::NodeProto &node) const;
+  /// The padding_idx of the torch.nn.Embedding a Gather node comes from
+  /// (aten.embedding's third argument), where it names one.
+  std::optional<int64_t> embeddingPaddingIdx(const onnx::NodeProto &node) const;
 
   /// When `node` comes from a batch norm that PyTorch ran in training mode
   /// (its FX node is _native_batch_norm_legit_functional with training

@@ -85,6 +85,9 @@ public:
   /// When importing for training, the module of the batch norm PyTorch ran
   /// in training mode that this node comes from (ExporterMetadata).
   std::optional<std::string> trainingBatchNorm();
+  /// The padding_idx of the torch.nn.Embedding this Gather comes from
+  /// (ExporterMetadata), where the exporter recorded one.
+  std::optional<int64_t> embeddingPaddingIdx();
   /// Whether every present input is known at import.
   bool allInputsConst();
   /// The SSA value of input `i`, materialising weights and constants.

@@ -1229,6 +1229,12 @@ const ConstTensor *NodeContext::getConst(unsigned i) {
   return importer.getConst(getInput(i));
 }
 
+std::optional<int64_t> NodeContext::embeddingPaddingIdx() {
+  if (!importer.exporterMeta.present())
+    return std::nullopt;
+  return importer.exporterMeta.embeddingPaddingIdx(node);
+}
+
 std::optional<std::string> NodeContext::trainingBatchNorm() {
   if (!importer.training || !importer.exporterMeta.present())
     return std::nullopt;

@@ -1033,7 +1033,8 @@ LogicalResult importExpand(NodeContext &c) {
 /// against the axis and made non-negative at import, and folded with
 /// constant data by `fold`; otherwise an OpTy.
 template <typename OpTy, typename FoldFn>
-LogicalResult importIndexed(NodeContext &c, int64_t axis, FoldFn fold) {
+LogicalResult importIndexed(NodeContext &c, int64_t axis, FoldFn fold,
+                            ArrayRef<NamedAttribute> extra = {}) {
   int64_t dim = c.getShape(0)[axis];
   const ConstTensor *indices = c.getConst(1);
   std::optional<ConstTensor> normalized;
@@ -1058,19 +1059,28 @@ LogicalResult importIndexed(NodeContext &c, int64_t axis, FoldFn fold) {
                  : c.getValue(1);
   if (failed(idx))
     return failure();
-  return defineFrom(c,
-                    c.create<OpTy>({*data, *idx}, {named(c, "axis", i64Attr(c, axis))}),
-                    c.getDType(0));
+  SmallVector<NamedAttribute> attrs = {named(c, "axis", i64Attr(c, axis))};
+  llvm::append_range(attrs, extra);
+  return defineFrom(c, c.create<OpTy>({*data, *idx}, attrs), c.getDType(0));
 }
 
 LogicalResult importGather(NodeContext &c) {
   auto axis = getAxisAttr(c, 0);
   if (failed(axis))
     return failure();
+  // An embedding's padding_idx (torch.export's metadata): that row of the
+  // table gets no gradient, as in PyTorch.
+  SmallVector<NamedAttribute> extra;
+  if (std::optional<int64_t> pad = c.embeddingPaddingIdx();
+      pad && *axis == 0 && *pad < c.getShape(0)[0] &&
+      isFloatDType(c.getDType(0)))
+    extra.push_back(named(c, "padding_idx", i64Attr(c, *pad)));
   return importIndexed<GatherOp>(
-      c, *axis, [&](const ConstTensor &data, const ConstTensor &indices) {
+      c, *axis,
+      [&](const ConstTensor &data, const ConstTensor &indices) {
         return foldGather(data, indices, *axis);
-      });
+      },
+      extra);
 }
 
 LogicalResult importGatherElements(NodeContext &c) {

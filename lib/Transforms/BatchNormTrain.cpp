@@ -14,7 +14,8 @@
 // assigned PyTorch's update, running = (1 - m) running + m batch, m = 1 -
 // ONNX's momentum, the variance unbiased (n / (n - 1)). Ops that update the
 // same weight (the copies of one BatchNorm per microbatch) chain in program
-// order, one update each, as PyTorch's accumulation loop does. See
+// order, one update each, as PyTorch's accumulation loop does; constants in
+// their place (a batch norm that tracks no statistics) update nothing. See
 // docs/training.md.
 //
 //===----------------------------------------------------------------------===//
@@ -77,7 +78,16 @@ struct BatchNormTrainPass : impl::BatchNormTrainPassBase<BatchNormTrainPass> {
       Value y = BatchNormOp::create(b, loc, xt, x, op.getScale(), op.getBias(),
                                     mean, var, op.getEpsilonAttr(),
                                     b.getUnitAttr());
-      if (updateRunningStats) {
+      // torch's batch_norm with no running statistics (track_running_stats
+      // False, or F.batch_norm(x, None, None, training=True): BiT's
+      // weight standardisation) exports constants in their place (the
+      // dynamo exporter), or the batch's own statistics with ONNX momentum
+      // 1, which keeps the running value as it is (TorchScript's): there
+      // is nothing to update.
+      const bool untracked = op.getMomentum().convertToDouble() == 1.0 ||
+                             (op.getRunningMean().getDefiningOp<ConstantOp>() &&
+                              op.getRunningVar().getDefiningOp<ConstantOp>());
+      if (updateRunningStats && !untracked) {
         double m = 1.0 - op.getMomentum().convertToDouble();
         auto update = [&](Value stat, Value batch, StringRef what) -> LogicalResult {
           if (!stat.getDefiningOp<WeightOp>())

@@ -85,7 +85,8 @@ public:
   Value lookupAt(Value index, ArrayRef<float> table) {
     auto vt = RankedTensorType::get({int64_t(table.size())}, b.getF32Type());
     Value tab = ConstantOp::create(b, loc, DenseElementsAttr::get(vt, table));
-    return GatherOp::create(b, loc, tab, index, b.getI64IntegerAttr(0));
+    return GatherOp::create(b, loc, tab, index, b.getI64IntegerAttr(0),
+                            /*padding_idx=*/IntegerAttr());
   }
   /// table[min(k, n-1)] for a scalar f32 step k.
   Value lookup(Value k, ArrayRef<float> table) {

@@ -71,3 +71,39 @@ func.func @not_a_weight(%x: tensor<2x2xf32>, %rm: tensor<2xf32>) -> tensor<2x2xf
   %y = tessel.batch_norm_train %x, %s, %s, %rm, %rv : (tensor<2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
   return %y : tensor<2x2xf32>
 }
+
+// -----
+
+// A batch norm that tracks no statistics (torch's track_running_stats=False,
+// or F.batch_norm(x, None, None, training=True), as BiT's weight
+// standardisation): the dynamo exporter writes constants in their place,
+// the TorchScript one the batch's own statistics with ONNX momentum 1 (the
+// running value kept as it is). Either way nothing is updated, nothing
+// assigned.
+// CHECK-LABEL: func.func @untracked_constants
+// CHECK: tessel.batch_norm %x, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {batch_stats
+// CHECK-NOT: tessel.assign
+// CHECK: return
+func.func @untracked_constants(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %s = tessel.weight "bn.weight" : tensor<2xf32>
+  %b = tessel.weight "bn.bias" : tensor<2xf32>
+  %rm = tessel.constant dense<0.0> : tensor<2xf32>
+  %rv = tessel.constant dense<1.0> : tensor<2xf32>
+  %y = tessel.batch_norm_train %x, %s, %b, %rm, %rv : (tensor<2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @untracked_momentum_one
+// CHECK: tessel.batch_norm %x, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {batch_stats
+// CHECK-NOT: tessel.assign
+// CHECK: return
+func.func @untracked_momentum_one(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %s = tessel.weight "bn.weight" : tensor<2xf32>
+  %b = tessel.weight "bn.bias" : tensor<2xf32>
+  %rm = tessel.reduce_mean %x dims = [0] : (tensor<2x2xf32>) -> tensor<2xf32>
+  %rv = tessel.batch_norm_variance %x, %rm : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %y = tessel.batch_norm_train %x, %s, %b, %rm, %rv {momentum = 1.0 : f32} : (tensor<2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
