@@ -791,10 +791,28 @@ static StringRef exporterHint(StringRef opType) {
   // torch.onnx.export(dynamo=True)'s torchlib writes split and chunk
   // through sequences (SplitToSequence, SequenceAt: imported); its optimizer
   // (optimize=True, the default) rewrites them into Split and plain values.
+  // TorchScript's exporter writes a Python list built in a loop so too
+  // (MViT's pooling: a Loop over a sequence).
   if (llvm::is_contained({"SequenceEmpty", "SequenceInsert", "SequenceErase"},
                          opType))
-    return "torch.onnx.export(dynamo=True) writes it with optimize=False; "
-           "export with optimize=True (the default)";
+    return "torch.onnx.export writes it for split and chunk with "
+           "dynamo=True and optimize=False, and for a Python list built in "
+           "a loop with dynamo=False; export with dynamo=True and "
+           "optimize=True (the defaults)";
+  // Random ops: stochastic depth (drop_path) in training mode, sampling.
+  if (llvm::is_contained({"RandomUniformLike", "RandomNormalLike",
+                          "RandomUniform", "RandomNormal", "Bernoulli",
+                          "Multinomial"},
+                         opType))
+    return "a random op, as stochastic depth (drop_path) writes in training "
+           "mode: Tessel's programs are deterministic; export the model in "
+           "eval mode, or with its drop-path and dropout rates 0 to train it";
+  if (opType == "NonZero")
+    return "its output's shape depends on the data (masked indexing, "
+           "SpecAugment's masks in training mode, a mixture of experts' "
+           "routing loop); Tessel compiles static shapes: export in eval "
+           "mode, or a form without it (transformers' experts: "
+           "set_experts_implementation(\"batched_mm\"))";
   if (opType == "ATen")
     return "torch.onnx.export(dynamo=False) writes it with "
            "operator_export_type=ONNX_ATEN_FALLBACK; export with the default "

@@ -485,7 +485,8 @@ LogicalResult importDropout(NodeContext &c) {
         ratio && ratio->size() == 1 && ratio->getDouble(0) == 0;
     if (!training || (training->getInt(0) != 0 && !dropsNothing))
       return c.error("training_mode must be false at import, or the ratio 0 "
-                     "(random dropout is not supported)");
+                     "(random dropout is not supported: export the model in "
+                     "eval mode, or with its dropout rates 0 to train it)");
   }
   // Inference: the output is the input and the mask is all true.
   if (c.isOutputUsed(1)) {
