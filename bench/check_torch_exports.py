@@ -38,6 +38,10 @@ def trained_bn(m):
             bn.bias.data.uniform_(-0.1, 0.1)
     return m
 
+# The small transformer config of every language model here.
+LM = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+          vocab_size=100, max_position_embeddings=64)
+
 def build(name):
     torch.manual_seed(0)
     import transformers as tf
@@ -45,13 +49,11 @@ def build(name):
         import torchvision
     except ImportError:  # only the torchvision models need it
         torchvision = None
-    small = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
-                 intermediate_size=128, vocab_size=100, max_position_embeddings=64)
     ids = torch.randint(0, 100, (2, 8))
     mask = torch.ones(2, 8, dtype=torch.long)
     mask[1, 6:] = 0  # padding: the masked softmax rows
     if name == "bert":
-        return tf.BertModel(tf.BertConfig(**small)), {"input_ids": ids, "attention_mask": mask}
+        return tf.BertModel(tf.BertConfig(**LM)), {"input_ids": ids, "attention_mask": mask}
     if name == "gpt2":
         return tf.GPT2Model(tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=64)), {"input_ids": ids}
     if name == "gpt2_masked_bias":
@@ -87,20 +89,20 @@ def build(name):
     if name in ("llama", "mistral", "qwen2"):
         cfg = {"llama": (tf.LlamaConfig, tf.LlamaModel), "mistral": (tf.MistralConfig, tf.MistralModel),
                "qwen2": (tf.Qwen2Config, tf.Qwen2Model)}[name]
-        return cfg[1](cfg[0](**small, num_key_value_heads=2)), {"input_ids": ids, "attention_mask": mask}
+        return cfg[1](cfg[0](**LM, num_key_value_heads=2)), {"input_ids": ids, "attention_mask": mask}
     if name == "mixtral":
         # A mixture of experts: the router's TopK, the experts as batched
         # matmuls over gathered weights (transformers 5's batched_mm; its
         # default grouped_mm is a custom op neither exporter converts, and
         # its eager loop is NonZero's data-dependent shapes).
-        m = tf.MixtralModel(tf.MixtralConfig(**small, num_key_value_heads=2, num_local_experts=4,
+        m = tf.MixtralModel(tf.MixtralConfig(**LM, num_key_value_heads=2, num_local_experts=4,
                                              num_experts_per_tok=2, attn_implementation="eager"))
         m.set_experts_implementation("batched_mm")
         return m, {"input_ids": ids, "attention_mask": mask}
     if name == "neox":
-        return tf.GPTNeoXModel(tf.GPTNeoXConfig(**small)), {"input_ids": ids, "attention_mask": mask}
+        return tf.GPTNeoXModel(tf.GPTNeoXConfig(**LM)), {"input_ids": ids, "attention_mask": mask}
     if name == "phi":
-        return tf.PhiModel(tf.PhiConfig(**small)), {"input_ids": ids, "attention_mask": mask}
+        return tf.PhiModel(tf.PhiConfig(**LM)), {"input_ids": ids, "attention_mask": mask}
     if name == "t5enc":
         return tf.T5EncoderModel(tf.T5Config(num_layers=2, d_model=64, num_heads=4, d_ff=128, d_kv=16, vocab_size=100)), {"input_ids": ids, "attention_mask": mask}
     if name == "vit":
@@ -109,9 +111,9 @@ def build(name):
         from transformers.models.whisper.modeling_whisper import WhisperEncoder
         return WhisperEncoder(tf.WhisperConfig(encoder_layers=2, d_model=64, encoder_attention_heads=4, encoder_ffn_dim=128, num_mel_bins=16, max_source_positions=16)), {"input_features": torch.randn(2, 16, 32)}
     if name == "gemma2":
-        return tf.Gemma2Model(tf.Gemma2Config(**small, num_key_value_heads=2, head_dim=16)), {"input_ids": ids, "attention_mask": mask}
+        return tf.Gemma2Model(tf.Gemma2Config(**LM, num_key_value_heads=2, head_dim=16)), {"input_ids": ids, "attention_mask": mask}
     if name == "qwen3":
-        return tf.Qwen3Model(tf.Qwen3Config(**small, num_key_value_heads=2, head_dim=16)), {"input_ids": ids, "attention_mask": mask}
+        return tf.Qwen3Model(tf.Qwen3Config(**LM, num_key_value_heads=2, head_dim=16)), {"input_ids": ids, "attention_mask": mask}
     if name == "bloom":
         return tf.BloomModel(tf.BloomConfig(n_layer=2, hidden_size=64, n_head=4, vocab_size=100)), {"input_ids": ids, "attention_mask": mask}
     if name == "opt":
@@ -121,7 +123,7 @@ def build(name):
     if name == "distilbert":
         return tf.DistilBertModel(tf.DistilBertConfig(n_layers=2, dim=64, n_heads=4, hidden_dim=128, vocab_size=100, max_position_embeddings=64)), {"input_ids": ids, "attention_mask": mask}
     if name == "roberta":
-        return tf.RobertaModel(tf.RobertaConfig(**dict(small, vocab_size=104))), {"input_ids": ids + 2, "attention_mask": mask}
+        return tf.RobertaModel(tf.RobertaConfig(**dict(LM, vocab_size=104))), {"input_ids": ids + 2, "attention_mask": mask}
     if name == "bart":
         return tf.BartModel(tf.BartConfig(encoder_layers=2, decoder_layers=2, d_model=64, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, vocab_size=100, max_position_embeddings=64)), {"input_ids": ids, "attention_mask": mask}
     if name == "t5":
@@ -131,7 +133,7 @@ def build(name):
     if name == "wav2vec2":
         return tf.Wav2Vec2Model(tf.Wav2Vec2Config(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, conv_dim=(32, 32), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)), {"input_values": torch.randn(2, 400)}
     if name == "deberta":
-        return tf.DebertaV2Model(tf.DebertaV2Config(**small)), {"input_ids": ids, "attention_mask": mask}
+        return tf.DebertaV2Model(tf.DebertaV2Config(**LM)), {"input_ids": ids, "attention_mask": mask}
     if name == "swin":
         return tf.SwinModel(tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)), {"pixel_values": torch.randn(2, 3, 32, 32)}
     if name == "pool_nd":
@@ -234,9 +236,6 @@ VISION = ("efficientnet", "mobilenet_v3", "regnet", "shufflenet", "squeezenet", 
 
 # The "extra" architectures (held out in 2026-12: none was tuned for), each
 # a small config of transformers' class with random weights.
-LM = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
-          vocab_size=100, max_position_embeddings=64)
-
 def _lm(config, model, **kw):
     return lambda tf: getattr(tf, model)(getattr(tf, config)(**{**LM, **kw}))
 

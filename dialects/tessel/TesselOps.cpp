@@ -486,22 +486,26 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-// Output size of a window of `k` (dilated) over `size` padded by `lo`+`hi`
-// (strides and dilations are >= 1, checked before). In 128 bits: sizes,
-// pads, strides and dilations come from the model, and their sums and
-// products may not fit in 64; a result that does not fit is INT64_MAX,
-// which the shape's own checks refuse.
-static int64_t windowOutput(int64_t size, int64_t lo, int64_t hi, int64_t k,
-                            int64_t stride, int64_t dilation, bool ceil) {
+// In 128 bits: sizes, pads, strides and dilations come from the model, and
+// their sums and products may not fit in 64; a result that does not fit is
+// INT64_MAX, which the shape's own checks refuse.
+int64_t mlir::tessel::windowOutput(int64_t size, int64_t lo, int64_t hi,
+                                   int64_t k, int64_t stride, int64_t dilation,
+                                   bool ceil, bool *droppedLast) {
   using Wide = __int128;
   Wide span = (Wide(k) - 1) * dilation + 1;
   Wide num = Wide(size) + lo + hi - span;
+  if (droppedLast)
+    *droppedLast = false;
   if (num < 0)
     return 0;
   Wide out = (ceil ? (num + stride - 1) / stride : num / stride) + 1;
   // A last window that would start in the right padding is dropped (ONNX).
-  if (ceil && (out - 1) * stride >= Wide(size) + lo)
+  if (ceil && (out - 1) * stride >= Wide(size) + lo) {
     --out;
+    if (droppedLast)
+      *droppedLast = true;
+  }
   return out > Wide(INT64_MAX) ? INT64_MAX : int64_t(out);
 }
 

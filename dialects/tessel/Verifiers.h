@@ -28,6 +28,15 @@ constexpr int64_t kMaxMeshDevices = int64_t(1) << 31;
 /// (tessel-opt reads it) and op verifiers may run before the mesh's own.
 std::optional<int64_t> checkedShardCount(ArrayRef<int64_t> sizes);
 
+/// The output size of a window of `k` (dilated) over `size` padded by `lo`
+/// and `hi` (strides and dilations >= 1, checked before), as convolutions
+/// and poolings compute it. With `ceil`, a last window that would start in
+/// the end padding is dropped (PyTorch's rule, ONNX's since opset 19);
+/// `droppedLast`, where given, says whether one was.
+int64_t windowOutput(int64_t size, int64_t lo, int64_t hi, int64_t k,
+                     int64_t stride, int64_t dilation, bool ceil,
+                     bool *droppedLast = nullptr);
+
 /// A shape as diagnostics print it: "[2, 3]", "[?, 3]".
 std::string formatShape(ArrayRef<int64_t> shape);
 

@@ -101,6 +101,19 @@ std::vector<std::string> fxOperands(llvm::StringRef fx) {
   return out;
 }
 
+/// The positional arguments of an FX node's text, "args = (a, b, 1)" ->
+/// {a, b, 1}, as written (no nesting: a list argument splits too); empty
+/// where the text has none.
+llvm::SmallVector<llvm::StringRef> fxArgs(llvm::StringRef fx) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  const size_t args = fx.find("args = (");
+  if (args != llvm::StringRef::npos)
+    fx.drop_front(args + 8)
+        .take_until([](char ch) { return ch == ')'; })
+        .split(parts, ", ");
+  return parts;
+}
+
 llvm::StringRef lastComponent(llvm::StringRef dotted) {
   llvm::StringRef tail = dotted.rsplit('.').second;
   return tail.empty() ? dotted : tail;
@@ -356,13 +369,7 @@ ExporterMetadata::embeddingPaddingIdx(const onnx::NodeProto &node) const {
   // args = (weight, indices, padding_idx[, scale_grad_by_freq, sparse])
   if (!fx.contains("aten.embedding.default"))
     return std::nullopt;
-  const size_t args = fx.find("args = (");
-  if (args == llvm::StringRef::npos)
-    return std::nullopt;
-  llvm::StringRef rest = fx.drop_front(args + 8);
-  rest = rest.take_until([](char ch) { return ch == ')'; });
-  llvm::SmallVector<llvm::StringRef> parts;
-  rest.split(parts, ", ");
+  llvm::SmallVector<llvm::StringRef> parts = fxArgs(fx);
   int64_t pad = -1;
   if (parts.size() < 3 || parts[2].trim().getAsInteger(10, pad) || pad < 0)
     return std::nullopt;
@@ -379,11 +386,7 @@ ExporterMetadata::trainingBatchNorm(const onnx::NodeProto &node) const {
       !fx.contains("aten._native_batch_norm_legit.default") &&
       !fx.contains("aten.batch_norm"))
     return std::nullopt;
-  const size_t args = fx.find("args = (");
-  if (args == llvm::StringRef::npos)
-    return std::nullopt;
-  llvm::SmallVector<llvm::StringRef> parts;
-  fx.drop_front(args + 8).split(parts, ", ");
+  llvm::SmallVector<llvm::StringRef> parts = fxArgs(fx);
   if (parts.size() < 6 || parts[5] != "True")
     return std::nullopt;
   std::vector<std::string> scopes = parseList(lookupProp(props, kScopesKey));

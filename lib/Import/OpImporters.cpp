@@ -14,6 +14,7 @@
 #include "dialects/tessel/Verifiers.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -2044,61 +2045,51 @@ LogicalResult pool(NodeContext &c) {
     return failure();
   ArrayRef<int64_t> in = c.getShape(0);
   ArrayRef<int64_t> k = *kernel, p = *pads;
-  if (c.getInt("ceil_mode", 0))
-    for (size_t d = 0; d < n; ++d) {
-      const int64_t span = in[2 + d] + p[d] + p[n + d] - k[d];
-      const int64_t counted =
-          span < 0 ? 0 : (span + strides[d] - 1) / strides[d];
-      if (span >= 0 && counted * strides[d] >= in[2 + d] + p[d]) {
-        c.noteCeilModeDrop();
-        break;
-      }
-    }
+  if (c.getInt("ceil_mode", 0) && llvm::any_of(llvm::seq(n), [&](size_t d) {
+        bool dropped = false;
+        windowOutput(in[2 + d], p[d], p[n + d], k[d], strides[d], 1,
+                     /*ceil=*/true, &dropped);
+        return dropped;
+      }))
+    c.noteCeilModeDrop();
   auto outShape = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getShape();
   };
-  if (n == 2) {
-    auto y = pool2d<OpTy, IsMax>(c, *x, k, strides, p);
+  auto pooled = [&]() -> FailureOr<Value> {
+    if (n == 2)
+      return pool2d<OpTy, IsMax>(c, *x, k, strides, p);
+    if (n == 1) {
+      auto x4 = reshapeValue(c, *x, {in[0], in[1], 1, in[2]});
+      if (failed(x4))
+        return failure();
+      auto y = pool2d<OpTy, IsMax>(c, *x4, {1, k[0]}, {1, strides[0]},
+                                   {0, p[0], 0, p[1]});
+      if (failed(y))
+        return failure();
+      ArrayRef<int64_t> ys = outShape(*y);
+      return reshapeValue(c, *y, {ys[0], ys[1], ys[3]});
+    }
+    // 3-D: (H, W) first, then D.
+    auto hw = reshapeValue(c, *x, {in[0], in[1] * in[2], in[3], in[4]});
+    if (failed(hw))
+      return failure();
+    auto y = pool2d<OpTy, IsMax>(c, *hw, {k[1], k[2]}, {strides[1], strides[2]},
+                                 {p[1], p[2], p[4], p[5]});
     if (failed(y))
       return failure();
-    c.setOutput(0, *y, c.getDType(0));
-    return success();
-  }
-  if (n == 1) {
-    auto x4 = reshapeValue(c, *x, {in[0], in[1], 1, in[2]});
-    if (failed(x4))
+    const int64_t oh = outShape(*y)[2], ow = outShape(*y)[3];
+    auto d = reshapeValue(c, *y, {in[0], in[1], in[2], oh * ow});
+    if (failed(d))
       return failure();
-    auto y = pool2d<OpTy, IsMax>(c, *x4, {1, k[0]}, {1, strides[0]},
-                                 {0, p[0], 0, p[1]});
-    if (failed(y))
+    auto z = pool2d<OpTy, IsMax>(c, *d, {k[0], 1}, {strides[0], 1},
+                                 {p[0], 0, p[3], 0});
+    if (failed(z))
       return failure();
-    ArrayRef<int64_t> ys = outShape(*y);
-    auto y3 = reshapeValue(c, *y, {ys[0], ys[1], ys[3]});
-    if (failed(y3))
-      return failure();
-    c.setOutput(0, *y3, c.getDType(0));
-    return success();
-  }
-  // 3-D: (H, W) first, then D.
-  auto hw = reshapeValue(c, *x, {in[0], in[1] * in[2], in[3], in[4]});
-  if (failed(hw))
+    return reshapeValue(c, *z, {in[0], in[1], outShape(*z)[2], oh, ow});
+  }();
+  if (failed(pooled))
     return failure();
-  auto y = pool2d<OpTy, IsMax>(c, *hw, {k[1], k[2]}, {strides[1], strides[2]},
-                               {p[1], p[2], p[4], p[5]});
-  if (failed(y))
-    return failure();
-  const int64_t oh = outShape(*y)[2], ow = outShape(*y)[3];
-  auto d = reshapeValue(c, *y, {in[0], in[1], in[2], oh * ow});
-  if (failed(d))
-    return failure();
-  auto z = pool2d<OpTy, IsMax>(c, *d, {k[0], 1}, {strides[0], 1},
-                               {p[0], 0, p[3], 0});
-  if (failed(z))
-    return failure();
-  auto z5 = reshapeValue(c, *z, {in[0], in[1], outShape(*z)[2], oh, ow});
-  if (failed(z5))
-    return failure();
-  c.setOutput(0, *z5, c.getDType(0));
+  c.setOutput(0, *pooled, c.getDType(0));
   return success();
 }
 
@@ -2278,11 +2269,11 @@ const OpImporter kOpImporters[] = {
     {"ReduceSumSquare", 13, importReduceSumSquare},
     {"ReduceSumSquare", 18, importReduceSumSquareAxes},
     {"Resize", 13, importResize},
-    {"Round", 11, importRound},
     {"Relu", 13, importRelu},
     {"Reshape", 13, importReshape},
     {"Reshape", 14, importReshape}, // allowzero,
     {"RotaryEmbedding", 23, importRotaryEmbedding},
+    {"Round", 11, importRound},
     {"ScatterElements", 13, importScatterElements},
     {"ScatterND", 13, importScatterND},
     {"Selu", 6, importSelu},
