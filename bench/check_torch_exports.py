@@ -345,6 +345,10 @@ def main():
             w = m
         else:
             w = Wrap(m, names)
+        # The wrapper too: a TorchScript export restores the mode of the
+        # module it is given, recursively, so a wrapper left in training
+        # mode turned m's dropout on for the exports after it.
+        w.eval()
         args = tuple(inputs.values())
         with torch.no_grad():
             ref = w(*args).numpy()
